@@ -1,0 +1,144 @@
+/*
+ * committer.c - the commit queue and the committer loop.
+ *
+ * commit_pit is not idempotent: it must run exactly once per task. The
+ * dispatcher guarantees that by resolving each task once (it takes the
+ * task out of the ring); this file only consumes those resolutions, in
+ * batches: the dispatcher appends a whole received message's worth under
+ * one lock, and the committer swaps the whole array out under one lock.
+ *
+ * Results are committed straight from the received ZeroMQ message: the
+ * bytes are never copied on the JM.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jm.h"
+#include "log.h"
+
+void jm_commitq_init(jm_commitq_t *q)
+{
+    memset(q, 0, sizeof *q);
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->ready, NULL);
+}
+
+static void rx_release(jm_rx_t *rx)
+{
+    if (rx && --rx->refs == 0) {
+        zmq_msg_close(&rx->msg);
+        free(rx);
+    }
+}
+
+void jm_commitq_destroy(jm_commitq_t *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        rx_release(q->items[i].rx);
+    free(q->items);
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->ready);
+}
+
+void jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&q->lock);
+    if (q->cap - q->n < n) {
+        size_t cap = q->cap ? q->cap : 1024;
+        while (cap - q->n < n)
+            cap *= 2;
+        jm_commit_t *p = realloc(q->items, cap * sizeof *p);
+        if (!p) {
+            /* Cannot queue: losing a resolution would hang the phase. */
+            spits_error("out of memory queueing results");
+            abort();
+        }
+        q->items = p;
+        q->cap = cap;
+    }
+    int was_empty = q->n == 0;
+    memcpy(q->items + q->n, items, n * sizeof *items);
+    q->n += n;
+    pthread_mutex_unlock(&q->lock);
+    if (was_empty)
+        pthread_cond_signal(&q->ready);
+}
+
+void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total)
+{
+    pthread_mutex_lock(&q->lock);
+    q->gen_done = 1;
+    q->gen_total = total;
+    pthread_mutex_unlock(&q->lock);
+    pthread_cond_signal(&q->ready);
+}
+
+static void record_failure(jm_phase_t *p, uint64_t id)
+{
+    jm_phase_stats_t *st = &p->st;
+    if (st->nfailed == st->capfailed) {
+        size_t cap = st->capfailed ? st->capfailed * 2 : 16;
+        uint64_t *ids = realloc(st->failed_ids, cap * sizeof *ids);
+        if (!ids) {
+            st->nfailed++;   /* counted, not named */
+            return;
+        }
+        st->failed_ids = ids;
+        st->capfailed = cap;
+    }
+    st->failed_ids[st->nfailed++] = id;
+}
+
+void jm_committer_run(jm_t *jm, jm_phase_t *p)
+{
+    jm_commitq_t *q = &p->cq;
+    jm_commit_t *batch = NULL;
+    size_t bcap = 0;
+    uint64_t resolved = 0;
+
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        while (q->n == 0 && !(q->gen_done && resolved == q->gen_total))
+            pthread_cond_wait(&q->ready, &q->lock);
+        if (q->n == 0) {
+            pthread_mutex_unlock(&q->lock);
+            break;   /* every generated task is resolved */
+        }
+        /* Swap arrays: the dispatcher refills the other one meanwhile. */
+        jm_commit_t *items = q->items;
+        size_t n = q->n, cap = q->cap;
+        q->items = batch;
+        q->cap = bcap;
+        q->n = 0;
+        pthread_mutex_unlock(&q->lock);
+        batch = items;
+        bcap = cap;
+
+        for (size_t i = 0; i < n; i++) {
+            jm_commit_t *c = &batch[i];
+            if (c->status == SPITS_ST_OK) {
+                int rc = spits_module_co_commit(jm->mod, &p->coi, c->data,
+                                                (spitssize_t)c->len);
+                p->st.committed++;
+                if (rc != 0) {
+                    p->st.commit_errors++;
+                    spits_warn("commit_pit returned %d for task %llu of phase %u",
+                               rc, (unsigned long long)c->id, p->st.id);
+                }
+            } else {
+                record_failure(p, c->id);
+            }
+            rx_release(c->rx);
+        }
+        resolved += n;
+
+        /* Window room for the generator. */
+        pthread_mutex_lock(&p->genq.lock);
+        p->genq.resolved = resolved;
+        pthread_mutex_unlock(&p->genq.lock);
+        pthread_cond_signal(&p->genq.room);
+    }
+    free(batch);
+}

@@ -1,0 +1,981 @@
+/*
+ * dispatch.c - the JM's network loop: pull scheduling and the circular
+ * re-send of unfinished tasks.
+ *
+ * One thread owns the ROUTER socket, the TM table, the ring of tasks in
+ * flight and the retry list. It waits in zmq_poll on the socket, on an
+ * eventfd (new tasks from the generator, requests from the main thread)
+ * and on the socket monitor (peer disconnects).
+ *
+ * Scheduling is pull with credits: a TM announces how many tasks it may
+ * hold (workers + prefetch); the dispatcher keeps that many out on it,
+ * counting one back for every record it returns. A TM with room gets, in
+ * this order:
+ *   1. tasks whose every copy was lost (dead TM, failed run): the retry list;
+ *   2. fresh tasks from the generator;
+ *   3. when no fresh task exists, the oldest unfinished task that is not
+ *      already running on it and has fewer than --max-copies copies out.
+ * The first result of a task resolves it: it leaves the ring and goes to
+ * the committer; later copies' results are counted as duplicates.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "jm.h"
+#include "log.h"
+#include "ring.h"
+#include "tmtable.h"
+#include "util.h"
+
+#define DISP_BATCH_BYTES (4u << 20)  /* a TASKS message's soft size cap */
+#define DISP_RECV_BURST 256          /* messages per poll wake-up */
+#define DISP_TICK_MS 100
+#define DISP_PROBE_MS 1500           /* probe window after a disconnect */
+#define MONITOR_EP "inproc://spits-jm-monitor"
+
+struct jm_disp {
+    jm_t *jm;
+    void *zctx, *router, *mon;
+    char endpoint[512];
+    int wake_fd;
+    pthread_t thread;
+    int started;
+
+    /* main thread <-> dispatcher requests, under ctl_lock */
+    pthread_mutex_t ctl_lock;
+    pthread_cond_t ctl_cond;
+    atomic_int ctl_pending;
+    jm_phase_t *ctl_begin;
+    int ctl_end, ctl_finish, ctl_ack;
+
+    /* everything below: the dispatcher thread's own */
+    jm_phase_t *phase;
+    spits_ring_t *ring;
+    jm_task_t *fresh, *fresh_tail;   /* taken from the genq, not yet sent */
+    int gen_done, gen_waiting;
+    uint64_t *retry;                 /* circular FIFO of task ids */
+    size_t rhead, rn, rcap;
+    uint64_t version;                /* bumps when resend chances change */
+    jm_tmtab_t *tms;
+    size_t alive;
+    size_t rr;                       /* round-robin start */
+    spits_batch_t out;
+    jm_task_t **sending;
+    size_t sending_cap;
+    jm_commit_t *cbuf;
+    size_t ccap;
+    uint64_t freed_bytes, pub_low, pub_freed;
+    int64_t now, next_tick, probe_until;
+    int64_t hb_ms, timeout_ms;
+    int64_t bad_logged_at;
+    jm_disp_stats_t st;
+};
+
+static void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
+
+/* --- sending ----------------------------------------------------------- */
+
+static int send_to(jm_disp_t *d, const void *rid, size_t ridlen,
+                   const void *buf, size_t len)
+{
+    if (zmq_send(d->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+        return -1;
+    if (zmq_send(d->router, buf, len, ZMQ_DONTWAIT) < 0)
+        return -1;
+    d->st.bytes_out += len;
+    return 0;
+}
+
+/* Sends to a known TM; a TM that is gone is declared lost. */
+static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
+{
+    if (send_to(d, t->rid, t->ridlen, buf, len) == 0) {
+        t->last_sent = d->now;
+        return 0;
+    }
+    if (errno == EHOSTUNREACH)
+        disp_lost(d, t, "disconnected");
+    else if (errno == EAGAIN)
+        t->stalled = 1;
+    return -1;
+}
+
+static void send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type)
+{
+    unsigned char hdr[SPITS_HDR_SIZE];
+    spits_wire_encode_empty(hdr, type, d->phase ? d->phase->st.id : 0);
+    send_to(d, rid, ridlen, hdr, sizeof hdr);
+}
+
+static json_t *argv_json(const jm_phase_t *p)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < p->st.argc; i++)
+        json_array_append_new(a, json_string(p->st.argv[i]));
+    return a;
+}
+
+static void send_phase(jm_disp_t *d, jm_tm_t *t, int type)
+{
+    spits_buf_t buf = {0};
+    jm_phase_t *p = d->phase;
+    json_t *body = json_pack("{s:s, s:s, s:I, s:I, s:o}",
+                             "job_id", d->jm->job_id,
+                             "module", d->jm->module_path,
+                             "heartbeat_ms", (json_int_t)d->hb_ms,
+                             "timeout_ms", (json_int_t)d->timeout_ms,
+                             "argv", p ? argv_json(p) : json_null());
+    if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
+        send_tm(d, t, buf.data, buf.len);
+    else
+        spits_error("cannot encode a %s message (arguments must be UTF-8)",
+                    spits_wire_type_name(type));
+    json_decref(body);
+    spits_buf_free(&buf);
+}
+
+/* --- the retry list ---------------------------------------------------- */
+
+static void retry_push(jm_disp_t *d, jm_task_t *task)
+{
+    if (task->in_retry)
+        return;
+    if (d->rn == d->rcap) {
+        size_t cap = d->rcap ? d->rcap * 2 : 256;
+        uint64_t *r = malloc(cap * sizeof *r);
+        if (!r) {
+            spits_error("out of memory growing the retry list");
+            abort();
+        }
+        for (size_t i = 0; i < d->rn; i++)
+            r[i] = d->retry[(d->rhead + i) % d->rcap];
+        free(d->retry);
+        d->retry = r;
+        d->rcap = cap;
+        d->rhead = 0;
+    }
+    d->retry[(d->rhead + d->rn++) % d->rcap] = task->id;
+    task->in_retry = 1;
+    d->version++;
+}
+
+static uint64_t retry_pop(jm_disp_t *d)
+{
+    uint64_t id = d->retry[d->rhead];
+    d->rhead = (d->rhead + 1) % d->rcap;
+    d->rn--;
+    return id;
+}
+
+/* --- task copies ------------------------------------------------------- */
+
+static int task_held_by(const jm_task_t *task, int slot)
+{
+    for (int i = 0; i < JM_MAX_COPIES; i++)
+        if (task->holders[i] == slot)
+            return 1;
+    return 0;
+}
+
+static void task_add_holder(jm_task_t *task, int slot)
+{
+    for (int i = 0; i < JM_MAX_COPIES; i++)
+        if (task->holders[i] < 0) {
+            task->holders[i] = slot;
+            task->copies++;
+            return;
+        }
+}
+
+static int task_drop_holder(jm_task_t *task, int slot)
+{
+    for (int i = 0; i < JM_MAX_COPIES; i++)
+        if (task->holders[i] == slot) {
+            task->holders[i] = -1;
+            task->copies--;
+            return 1;
+        }
+    return 0;
+}
+
+/* --- resolution -------------------------------------------------------- */
+
+/* A task is done: out of the ring, its bytes freed. */
+static void task_resolve(jm_disp_t *d, jm_task_t *task)
+{
+    spits_ring_take(d->ring, task->id);
+    d->freed_bytes += task->len;
+    free(task);
+    d->version++;
+}
+
+/* Tells the generator how far the window has moved. */
+static void publish_window(jm_disp_t *d)
+{
+    if (!d->phase)
+        return;
+    uint64_t low = spits_ring_count(d->ring) ? spits_ring_low(d->ring)
+                   : d->fresh ? d->fresh->id : spits_ring_next(d->ring);
+    if (low == d->pub_low && d->freed_bytes == d->pub_freed)
+        return;
+    jm_genq_t *q = &d->phase->genq;
+    pthread_mutex_lock(&q->lock);
+    q->low = low;
+    q->freed_bytes = d->freed_bytes;
+    pthread_mutex_unlock(&q->lock);
+    pthread_cond_signal(&q->room);
+    d->pub_low = low;
+    d->pub_freed = d->freed_bytes;
+}
+
+static void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
+{
+    size_t n = 0;
+
+    if (!t->alive)
+        return;
+    t->alive = 0;
+    t->outstanding = 0;
+    d->alive--;
+    d->st.tms_lost++;
+    if (d->ring)
+        for (uint64_t id = spits_ring_low(d->ring); id < spits_ring_next(d->ring); id++) {
+            jm_task_t *task = spits_ring_get(d->ring, id);
+            if (task && task_drop_holder(task, t->slot)) {
+                n++;
+                if (task->copies == 0)
+                    retry_push(d, task);
+            }
+        }
+    d->st.requeued += n;
+    d->version++;
+    spits_info("TM %s:%ld lost (%s); %zu task(s) requeued", t->host, t->pid,
+               why, n);
+}
+
+/* --- serving a TM with room -------------------------------------------- */
+
+/* Takes everything the generator has queued. */
+static void refill_fresh(jm_disp_t *d)
+{
+    jm_genq_t *q = &d->phase->genq;
+    pthread_mutex_lock(&q->lock);
+    jm_task_t *head = q->head, *tail = q->tail;
+    q->head = q->tail = NULL;
+    atomic_store(&q->queued, 0);
+    d->gen_done = q->done;
+    d->gen_waiting = q->waiting;
+    pthread_mutex_unlock(&q->lock);
+    if (!head)
+        return;
+    if (d->fresh_tail)
+        d->fresh_tail->next = head;
+    else
+        d->fresh = head;
+    d->fresh_tail = tail;
+}
+
+static int sending_add(jm_disp_t *d, size_t n, jm_task_t *task)
+{
+    if (n == d->sending_cap) {
+        size_t cap = d->sending_cap ? d->sending_cap * 2 : 256;
+        jm_task_t **s = realloc(d->sending, cap * sizeof *s);
+        if (!s)
+            return -1;
+        d->sending = s;
+        d->sending_cap = cap;
+    }
+    d->sending[n] = task;
+    return 0;
+}
+
+/* Picks up to room tasks for TM t into d->sending; returns how many. */
+static size_t pick_tasks(jm_disp_t *d, jm_tm_t *t, size_t room)
+{
+    size_t n = 0, bytes = 0;
+    int max_copies = d->jm->opt.max_copies;
+
+    /* 1. Tasks with no copy out: lost with a TM, or failed. */
+    for (size_t k = d->rn; k > 0 && n < room && bytes < DISP_BATCH_BYTES; k--) {
+        uint64_t id = retry_pop(d);
+        jm_task_t *task = spits_ring_get(d->ring, id);
+        if (!task)
+            continue;                       /* resolved meanwhile */
+        task->in_retry = 0;
+        if (task->copies > 0)
+            continue;                       /* re-sent meanwhile */
+        if (task->failed_on == t->slot && d->alive > 1) {
+            retry_push(d, task);            /* rather another TM */
+            continue;
+        }
+        if (sending_add(d, n, task) != 0) {
+            retry_push(d, task);
+            break;
+        }
+        n++;
+        bytes += task->len;
+    }
+
+    /* 2. Fresh tasks, in generation order. */
+    if (n < room && !d->fresh)
+        refill_fresh(d);
+    while (n < room && d->fresh && bytes < DISP_BATCH_BYTES) {
+        jm_task_t *task = d->fresh;
+        if (sending_add(d, n, task) != 0 ||
+            spits_ring_put(d->ring, task->id, task) != 0)
+            break;
+        d->fresh = task->next;
+        if (!d->fresh)
+            d->fresh_tail = NULL;
+        task->next = NULL;
+        n++;
+        bytes += task->len;
+    }
+
+    /* 3. No fresh task: a copy of the oldest unfinished ones. */
+    if (n < room && !d->fresh && max_copies > 1 &&
+        (d->gen_done || d->gen_waiting) && t->scan_version != d->version) {
+        size_t found = 0;
+        for (uint64_t id = spits_ring_low(d->ring);
+             id < spits_ring_next(d->ring) && n < room && bytes < DISP_BATCH_BYTES;
+             id++) {
+            jm_task_t *task = spits_ring_get(d->ring, id);
+            if (!task || task->copies >= max_copies || task->copies == 0 ||
+                task_held_by(task, t->slot))
+                continue;
+            if (sending_add(d, n, task) != 0)
+                break;
+            n++;
+            found++;
+            bytes += task->len;
+        }
+        if (!found)
+            t->scan_version = d->version;
+    }
+    return n;
+}
+
+static void serve_tm(jm_disp_t *d, jm_tm_t *t)
+{
+    size_t room = (size_t)(t->slots - t->outstanding);
+    size_t n = pick_tasks(d, t, room);
+    if (!n)
+        return;
+
+    spits_batch_begin(&d->out, SPITS_MSG_TASKS, d->phase->st.id);
+    for (size_t i = 0; i < n; i++) {
+        jm_task_t *task = d->sending[i];
+        unsigned char *dst = spits_batch_add(&d->out, task->id, 0, task->len);
+        if (!dst) {
+            spits_error("out of memory building a task batch");
+            abort();
+        }
+        if (task->len)
+            memcpy(dst, task->data, task->len);
+    }
+    spits_batch_finish(&d->out);
+
+    if (send_tm(d, t, d->out.buf.data, d->out.buf.len) != 0) {
+        /* Not sent: every picked task without a copy goes back. */
+        for (size_t i = 0; i < n; i++)
+            if (d->sending[i]->copies == 0)
+                retry_push(d, d->sending[i]);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        jm_task_t *task = d->sending[i];
+        if (task->sent)
+            d->st.resent++;
+        task->sent = 1;
+        task_add_holder(task, t->slot);
+    }
+    d->st.sent += n;
+    t->sent += n;
+    t->outstanding += (int)n;
+    d->version++;
+}
+
+static void disp_serve(jm_disp_t *d)
+{
+    size_t ntm = jm_tmtab_count(d->tms);
+    if (!d->phase || !d->alive || !ntm)
+        return;
+    for (size_t k = 0; k < ntm; k++) {
+        jm_tm_t *t = jm_tmtab_at(d->tms, (d->rr + k) % ntm);
+        if (t->alive && !t->stalled && t->outstanding < t->slots)
+            serve_tm(d, t);
+    }
+    d->rr++;
+}
+
+/* --- receiving --------------------------------------------------------- */
+
+static void bad_message(jm_disp_t *d, const char *why)
+{
+    d->st.bad_messages++;
+    /* Logged at most every 10 s: a hostile peer must not flood the log. */
+    if (d->now - d->bad_logged_at >= 10000 || d->bad_logged_at == 0) {
+        spits_warn("dropped a malformed message (%s); %llu so far", why,
+                   (unsigned long long)d->st.bad_messages);
+        d->bad_logged_at = d->now;
+    }
+}
+
+static int cbuf_reserve(jm_disp_t *d, size_t n)
+{
+    if (n <= d->ccap)
+        return 0;
+    size_t cap = d->ccap ? d->ccap : 256;
+    while (cap < n)
+        cap *= 2;
+    jm_commit_t *c = realloc(d->cbuf, cap * sizeof *c);
+    if (!c)
+        return -1;
+    d->cbuf = c;
+    d->ccap = cap;
+    return 0;
+}
+
+static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
+                       jm_rx_t *rx)
+{
+    jm_phase_t *p = d->phase;
+    size_t n = 0, oks = 0;
+    spits_reader_t r;
+    spits_rec_t rec;
+
+    if (t && t->alive) {
+        t->outstanding -= (int)(h->count < (uint64_t)t->outstanding
+                                    ? h->count : (uint64_t)t->outstanding);
+    }
+    if (!p || h->phase != p->st.id) {
+        d->st.stale += h->count;
+        goto done;
+    }
+    if (cbuf_reserve(d, (size_t)h->count) != 0) {
+        spits_error("out of memory receiving results");
+        abort();
+    }
+    spits_reader_init(&r, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
+    while (spits_reader_next(&r, &rec)) {
+        jm_task_t *task = spits_ring_get(d->ring, rec.id);
+        if (!task) {
+            if (rec.id < spits_ring_next(d->ring))
+                d->st.duplicates += rec.status == SPITS_ST_OK;
+            else
+                d->st.bogus++;
+            continue;
+        }
+        if (t)
+            task_drop_holder(task, t->slot);
+        d->version++;
+        if (rec.status == SPITS_ST_OK) {
+            jm_commit_t *c = &d->cbuf[n++];
+            c->id = rec.id;
+            c->data = rec.data;
+            c->len = rec.len;
+            c->status = SPITS_ST_OK;
+            c->rx = rx;
+            oks++;
+            if (t)
+                t->done++;
+            task_resolve(d, task);
+        } else if (rec.status == SPITS_ST_FAILED) {
+            if (t) {
+                t->failed++;
+                task->failed_on = t->slot;
+            }
+            if (++task->attempts >= d->jm->opt.max_attempts) {
+                spits_warn("task %llu of phase %u failed %d time(s); giving up",
+                           (unsigned long long)rec.id, p->st.id, task->attempts);
+                jm_commit_t *c = &d->cbuf[n++];
+                memset(c, 0, sizeof *c);
+                c->id = rec.id;
+                c->status = SPITS_ST_FAILED;
+                task_resolve(d, task);
+            } else {
+                spits_debug("task %llu failed (attempt %d); retrying",
+                            (unsigned long long)rec.id, task->attempts);
+                d->st.retried++;
+                if (task->copies == 0)
+                    retry_push(d, task);
+            }
+        } else if (task->copies == 0) {       /* returned unrun */
+            retry_push(d, task);
+        }
+    }
+    rx->refs = oks;
+    jm_commitq_push(&p->cq, d->cbuf, n);
+done:
+    if (oks == 0) {
+        zmq_msg_close(&rx->msg);
+        free(rx);
+    }
+}
+
+static int json_int_field(json_t *j, const char *key, long min, long max,
+                          long *out)
+{
+    json_t *v = json_object_get(j, key);
+    if (!json_is_integer(v) || json_integer_value(v) < min ||
+        json_integer_value(v) > max)
+        return -1;
+    *out = (long)json_integer_value(v);
+    return 0;
+}
+
+static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
+                     size_t ridlen, zmq_msg_t *body)
+{
+    const char *why = NULL;
+    long pid, workers, slots, held;
+    json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
+    const char *host = j ? json_string_value(json_object_get(j, "host")) : NULL;
+
+    if (!j || !host || json_int_field(j, "pid", 1, 1L << 40, &pid) ||
+        json_int_field(j, "workers", 1, 1 << 20, &workers) ||
+        json_int_field(j, "slots", 1, 1 << 24, &slots) ||
+        json_int_field(j, "held", 0, 1 << 24, &held)) {
+        bad_message(d, why ? why : "HELLO without host/pid/workers/slots/held");
+        json_decref(j);
+        return;
+    }
+    if (!t) {
+        t = jm_tmtab_add(d->tms, rid, ridlen);
+        if (!t) {
+            bad_message(d, "bad routing id");
+            json_decref(j);
+            return;
+        }
+    } else if (t->alive) {
+        disp_lost(d, t, "reconnected");
+    }
+    snprintf(t->host, sizeof t->host, "%s", host);
+    t->pid = pid;
+    t->workers = (int)workers;
+    t->slots = (int)slots;
+    t->outstanding = (int)(held < slots ? held : slots);
+    t->alive = 1;
+    t->stalled = 0;
+    t->last_heard = d->now;
+    t->joined = spits_wall_time();
+    t->scan_version = 0;
+    d->alive++;
+    d->st.tms_joined++;
+    d->version++;
+    json_decref(j);
+    spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
+               t->workers);
+    send_phase(d, t, SPITS_MSG_WELCOME);
+}
+
+static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
+{
+    const unsigned char *rid = zmq_msg_data(ridmsg);
+    size_t ridlen = zmq_msg_size(ridmsg);
+    size_t len = zmq_msg_size(&rx->msg);
+    spits_hdr_t h;
+    const char *why;
+    int keep = 0;
+
+    d->st.bytes_in += len;
+    jm_tm_t *t = jm_tmtab_find(d->tms, rid, ridlen);
+    if (spits_wire_parse(zmq_msg_data(&rx->msg), len, &h, &why) != 0) {
+        bad_message(d, why);
+        goto out;
+    }
+    if (t) {
+        t->last_heard = d->now;
+        t->stalled = 0;
+    }
+    switch (h.type) {
+    case SPITS_MSG_HELLO:
+        on_hello(d, t, rid, ridlen, &rx->msg);
+        break;
+    case SPITS_MSG_RESULTS:
+        /* Results from a TM we lost still count: work is never thrown
+         * away while its task is unfinished. */
+        on_results(d, t, &h, rx);
+        keep = 1;
+        if (!t || !t->alive)
+            send_empty(d, rid, ridlen, SPITS_MSG_WHO);
+        break;
+    case SPITS_MSG_HEARTBEAT:
+        if (!t || !t->alive)
+            send_empty(d, rid, ridlen, SPITS_MSG_WHO);
+        break;
+    case SPITS_MSG_BYE:
+        if (t)
+            disp_lost(d, t, "left");
+        break;
+    default:
+        bad_message(d, "a JM-to-TM message sent to the JM");
+    }
+out:
+    if (!keep) {
+        zmq_msg_close(&rx->msg);
+        free(rx);
+    }
+}
+
+static void disp_recv(jm_disp_t *d)
+{
+    for (int i = 0; i < DISP_RECV_BURST; i++) {
+        zmq_msg_t rid;
+        zmq_msg_init(&rid);
+        if (zmq_msg_recv(&rid, d->router, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&rid);
+            return;
+        }
+        if (!zmq_msg_more(&rid)) {
+            zmq_msg_close(&rid);
+            bad_message(d, "no body");
+            continue;
+        }
+        jm_rx_t *rx = malloc(sizeof *rx);
+        if (!rx) {
+            spits_error("out of memory receiving a message");
+            abort();
+        }
+        rx->refs = 0;
+        zmq_msg_init(&rx->msg);
+        zmq_msg_recv(&rx->msg, d->router, 0);
+        if (zmq_msg_more(&rx->msg)) {
+            /* Our peers send one frame; drop the whole message. */
+            zmq_msg_t extra;
+            zmq_msg_init(&extra);
+            while (zmq_msg_more(&rx->msg) || zmq_msg_more(&extra)) {
+                if (zmq_msg_recv(&extra, d->router, 0) < 0 || !zmq_msg_more(&extra))
+                    break;
+            }
+            zmq_msg_close(&extra);
+            zmq_msg_close(&rx->msg);
+            free(rx);
+            zmq_msg_close(&rid);
+            bad_message(d, "multipart message");
+            continue;
+        }
+        on_message(d, &rid, rx);
+        zmq_msg_close(&rid);
+    }
+}
+
+/* --- timers, monitor, control ------------------------------------------ */
+
+static void disp_tick(jm_disp_t *d)
+{
+    unsigned char hb[SPITS_HDR_SIZE];
+    int probing = d->now < d->probe_until;
+
+    spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, d->phase ? d->phase->st.id : 0);
+    for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
+        jm_tm_t *t = jm_tmtab_at(d->tms, i);
+        if (!t->alive)
+            continue;
+        if (d->now - t->last_heard > d->timeout_ms) {
+            char why[64];
+            snprintf(why, sizeof why, "silent for %.1f s",
+                     (d->now - t->last_heard) / 1000.0);
+            disp_lost(d, t, why);
+        } else if (probing || d->now - t->last_sent >= d->hb_ms) {
+            /* With ROUTER_MANDATORY a vanished peer fails the send. */
+            send_tm(d, t, hb, sizeof hb);
+        }
+    }
+}
+
+static void disp_monitor(jm_disp_t *d)
+{
+    zmq_msg_t ev;
+    zmq_msg_init(&ev);
+    while (zmq_msg_recv(&ev, d->mon, ZMQ_DONTWAIT) >= 0) {
+        if (zmq_msg_size(&ev) >= 2) {
+            uint16_t event;
+            memcpy(&event, zmq_msg_data(&ev), 2);
+            if (event == ZMQ_EVENT_DISCONNECTED)
+                d->probe_until = d->now + DISP_PROBE_MS;
+        }
+        while (zmq_msg_more(&ev))
+            zmq_msg_recv(&ev, d->mon, 0);
+    }
+    zmq_msg_close(&ev);
+}
+
+static void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
+{
+    d->phase = p;
+    spits_ring_destroy(&d->ring);
+    d->ring = spits_ring_new();
+    if (!d->ring) {
+        spits_error("out of memory");
+        abort();
+    }
+    d->fresh = d->fresh_tail = NULL;
+    d->gen_done = 0;
+    d->rn = d->rhead = 0;
+    d->freed_bytes = d->pub_low = d->pub_freed = 0;
+    d->version++;
+    for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
+        jm_tm_t *t = jm_tmtab_at(d->tms, i);
+        if (t->alive)
+            send_phase(d, t, SPITS_MSG_PHASE);
+    }
+}
+
+static void disp_phase_end(jm_disp_t *d)
+{
+    /* Every task is resolved; anything left is a bug worth not leaking. */
+    if (d->ring) {
+        for (uint64_t id = spits_ring_low(d->ring); id < spits_ring_next(d->ring); id++)
+            free(spits_ring_take(d->ring, id));
+        spits_ring_destroy(&d->ring);
+    }
+    while (d->fresh) {
+        jm_task_t *next = d->fresh->next;
+        free(d->fresh);
+        d->fresh = next;
+    }
+    d->fresh_tail = NULL;
+    d->rn = d->rhead = 0;
+    d->phase = NULL;
+}
+
+static int disp_control(jm_disp_t *d)
+{
+    int finish = 0;
+    pthread_mutex_lock(&d->ctl_lock);
+    atomic_store(&d->ctl_pending, 0);
+    if (d->ctl_begin) {
+        disp_phase_begin(d, d->ctl_begin);
+        d->ctl_begin = NULL;
+        d->ctl_ack = 1;
+    }
+    if (d->ctl_end) {
+        disp_phase_end(d);
+        d->ctl_end = 0;
+        d->ctl_ack = 1;
+    }
+    finish = d->ctl_finish;
+    pthread_mutex_unlock(&d->ctl_lock);
+    pthread_cond_broadcast(&d->ctl_cond);
+    return finish;
+}
+
+static void *disp_main(void *arg)
+{
+    jm_disp_t *d = arg;
+    zmq_pollitem_t items[3] = {
+        {d->router, 0, ZMQ_POLLIN, 0},
+        {NULL, d->wake_fd, ZMQ_POLLIN, 0},
+        {d->mon, 0, ZMQ_POLLIN, 0},
+    };
+
+    d->now = spits_now_ms();
+    d->next_tick = d->now + DISP_TICK_MS;
+    for (;;) {
+        long timeout = (long)(d->next_tick - d->now);
+        if (d->now < d->probe_until && timeout > 50)
+            timeout = 50;
+        if (zmq_poll(items, 3, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR) {
+            spits_error("zmq_poll: %s", zmq_strerror(errno));
+            break;
+        }
+        d->now = spits_now_ms();
+        if (items[1].revents & ZMQ_POLLIN) {
+            uint64_t v;
+            if (read(d->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
+                spits_debug("eventfd read: %s", strerror(errno));
+        }
+        if (atomic_load(&d->ctl_pending) && disp_control(d))
+            break;
+        if (items[2].revents & ZMQ_POLLIN)
+            disp_monitor(d);
+        if (items[0].revents & ZMQ_POLLIN)
+            disp_recv(d);
+        if (d->now >= d->next_tick || d->now < d->probe_until) {
+            disp_tick(d);
+            d->next_tick = d->now + DISP_TICK_MS;
+        }
+        disp_serve(d);
+        publish_window(d);
+    }
+    /* The job is over: tell every TM, then answer stragglers with END. */
+    for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
+        jm_tm_t *t = jm_tmtab_at(d->tms, i);
+        if (t->alive)
+            send_empty(d, t->rid, t->ridlen, SPITS_MSG_END);
+    }
+    return NULL;
+}
+
+/* --- the main thread's side -------------------------------------------- */
+
+static void ctl_request(jm_disp_t *d, jm_phase_t *begin, int end, int finish)
+{
+    uint64_t one = 1;
+    pthread_mutex_lock(&d->ctl_lock);
+    d->ctl_begin = begin;
+    d->ctl_end = end;
+    d->ctl_finish |= finish;
+    d->ctl_ack = 0;
+    atomic_store(&d->ctl_pending, 1);
+    pthread_mutex_unlock(&d->ctl_lock);
+    if (write(d->wake_fd, &one, sizeof one) < 0)
+        spits_debug("eventfd write: %s", strerror(errno));
+    if (finish)
+        return;
+    pthread_mutex_lock(&d->ctl_lock);
+    while (!d->ctl_ack)
+        pthread_cond_wait(&d->ctl_cond, &d->ctl_lock);
+    pthread_mutex_unlock(&d->ctl_lock);
+}
+
+void jm_disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
+{
+    ctl_request(d, p, 0, 0);
+}
+
+void jm_disp_phase_end(jm_disp_t *d)
+{
+    ctl_request(d, NULL, 1, 0);
+}
+
+void jm_disp_finish(jm_disp_t *d)
+{
+    if (!d->started)
+        return;
+    ctl_request(d, NULL, 0, 1);
+    pthread_join(d->thread, NULL);
+    d->started = 0;
+}
+
+/* Announced endpoint: a wildcard bind is announced under this host's name. */
+static void announce_endpoint(jm_disp_t *d, const char *bound)
+{
+    char host[256];
+    const char *port = strrchr(bound, ':');
+    if (strncmp(bound, "tcp://", 6) == 0 && port &&
+        (strncmp(bound + 6, "0.0.0.0:", 8) == 0 || strncmp(bound + 6, "[::]:", 5) == 0 ||
+         strncmp(bound + 6, "*:", 2) == 0)) {
+        spits_hostname(host, sizeof host);
+        snprintf(d->endpoint, sizeof d->endpoint, "tcp://%s%s", host, port);
+    } else {
+        snprintf(d->endpoint, sizeof d->endpoint, "%s", bound);
+    }
+}
+
+jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
+{
+    jm_disp_t *d = calloc(1, sizeof *d);
+    int one = 1, linger = 1000, hwm = 100000;
+    char bound[512];
+    size_t blen = sizeof bound;
+
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->jm = jm;
+    d->wake_fd = -1;
+    pthread_mutex_init(&d->ctl_lock, NULL);
+    pthread_cond_init(&d->ctl_cond, NULL);
+    atomic_init(&d->ctl_pending, 0);
+    d->hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
+    d->timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
+    d->tms = jm_tmtab_new();
+    d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    d->zctx = zmq_ctx_new();
+    if (!d->tms || d->wake_fd < 0 || !d->zctx) {
+        snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
+        goto fail;
+    }
+    d->router = zmq_socket(d->zctx, ZMQ_ROUTER);
+    if (!d->router) {
+        snprintf(err, errlen, "cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
+        goto fail;
+    }
+    zmq_setsockopt(d->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(d->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    zmq_setsockopt(d->router, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(d->router, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(d->router, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (zmq_bind(d->router, jm->opt.bind) != 0) {
+        snprintf(err, errlen, "cannot bind %s: %s", jm->opt.bind, zmq_strerror(errno));
+        goto fail;
+    }
+    if (zmq_getsockopt(d->router, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
+        snprintf(err, errlen, "cannot read the bound endpoint: %s", zmq_strerror(errno));
+        goto fail;
+    }
+    announce_endpoint(d, bound);
+    if (zmq_socket_monitor(d->router, MONITOR_EP, ZMQ_EVENT_DISCONNECTED) != 0 ||
+        !(d->mon = zmq_socket(d->zctx, ZMQ_PAIR)) ||
+        zmq_connect(d->mon, MONITOR_EP) != 0) {
+        snprintf(err, errlen, "cannot monitor the socket: %s", zmq_strerror(errno));
+        goto fail;
+    }
+    zmq_setsockopt(d->mon, ZMQ_LINGER, &(int){0}, sizeof(int));
+    return d;
+fail:
+    jm_disp_destroy(&d);
+    return NULL;
+}
+
+int jm_disp_start(jm_disp_t *d)
+{
+    if (pthread_create(&d->thread, NULL, disp_main, d) != 0)
+        return -1;
+    d->started = 1;
+    return 0;
+}
+
+const char *jm_disp_endpoint(const jm_disp_t *d) { return d->endpoint; }
+int jm_disp_wake_fd(const jm_disp_t *d) { return d->wake_fd; }
+const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d) { return &d->st; }
+
+json_t *jm_disp_tms_json(const jm_disp_t *d)
+{
+    json_t *a = json_array();
+    char when[32];
+    for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
+        jm_tm_t *t = jm_tmtab_at(d->tms, i);
+        spits_iso_time(t->joined, when, sizeof when);
+        json_array_append_new(a, json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I}",
+            "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
+            "joined", when, "sent", (json_int_t)t->sent,
+            "done", (json_int_t)t->done, "failed", (json_int_t)t->failed));
+    }
+    return a;
+}
+
+void jm_disp_destroy(jm_disp_t **dp)
+{
+    jm_disp_t *d = *dp;
+    if (!d)
+        return;
+    jm_disp_finish(d);
+    if (d->ring)
+        disp_phase_end(d);
+    if (d->mon)
+        zmq_close(d->mon);
+    if (d->router) {
+        zmq_socket_monitor(d->router, NULL, 0);
+        zmq_close(d->router);
+    }
+    if (d->zctx)
+        zmq_ctx_term(d->zctx);
+    if (d->wake_fd >= 0)
+        close(d->wake_fd);
+    jm_tmtab_destroy(&d->tms);
+    spits_batch_free(&d->out);
+    free(d->retry);
+    free(d->sending);
+    free(d->cbuf);
+    pthread_mutex_destroy(&d->ctl_lock);
+    pthread_cond_destroy(&d->ctl_cond);
+    free(d);
+    *dp = NULL;
+}

@@ -1,0 +1,213 @@
+/*
+ * generator.c - the generator thread and the genq it fills.
+ *
+ * next_task is not idempotent, so it runs on exactly one thread per phase.
+ * Each task is numbered in generation order (the wire's task id) and copied
+ * into one allocation with its bytes inline. Tasks are handed to the
+ * dispatcher in chunks: the genq lock is taken once per chunk, and the
+ * dispatcher's eventfd is written only when the genq was empty. A chunk is
+ * flushed early when the dispatcher has run dry, so a slow generator adds
+ * no latency.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jm.h"
+#include "log.h"
+
+#define GEN_CHUNK_TASKS 256
+#define GEN_CHUNK_BYTES (1u << 20)
+
+typedef struct {
+    jm_t *jm;
+    jm_phase_t *p;
+    jm_task_t *pending;      /* the bytes of the current push */
+    int too_big;
+    spitssize_t too_big_size;
+} gen_t;
+
+void jm_genq_init(jm_genq_t *q, int wake_fd)
+{
+    memset(q, 0, sizeof *q);
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->room, NULL);
+    atomic_init(&q->queued, 0);
+    q->wake_fd = wake_fd;
+}
+
+void jm_genq_destroy(jm_genq_t *q)
+{
+    jm_task_t *t = q->head;
+    while (t) {
+        jm_task_t *next = t->next;
+        free(t);
+        t = next;
+    }
+    q->head = q->tail = NULL;
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->room);
+}
+
+/* The push callback handed to next_task: copy the bytes, keep the last. */
+static void gen_push(const void *data, spitssize_t size, spitsctx_t ctx)
+{
+    gen_t *g = (gen_t *)ctx;
+
+    free(g->pending);
+    g->pending = NULL;
+    if (size < 0 || size > (spitssize_t)UINT32_MAX) {
+        g->too_big = 1;
+        g->too_big_size = size;
+        return;
+    }
+    g->pending = malloc(sizeof(jm_task_t) + (size_t)size);
+    if (!g->pending)
+        return;
+    g->pending->len = (uint32_t)size;
+    if (size)
+        memcpy(g->pending->data, data, (size_t)size);
+}
+
+static void wake(int fd)
+{
+    uint64_t one = 1;
+    while (write(fd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
+}
+
+/* Appends a chunk to the genq; wakes the dispatcher if it had run dry. */
+static void gen_flush(jm_genq_t *q, jm_task_t *head, jm_task_t *tail, size_t n)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&q->lock);
+    int was_empty = q->head == NULL;
+    if (q->tail)
+        q->tail->next = head;
+    else
+        q->head = head;
+    q->tail = tail;
+    atomic_fetch_add(&q->queued, n);
+    pthread_mutex_unlock(&q->lock);
+    if (was_empty)
+        wake(q->wake_fd);
+}
+
+/* Waits until the window has room for more tasks. 0, or -1 if told to stop. */
+static int gen_wait_room(jm_t *jm, jm_genq_t *q, uint64_t next_id,
+                         uint64_t bytes_made)
+{
+    uint64_t span_max = (uint64_t)jm->opt.window * 4;
+    int rc = 0;
+
+    pthread_mutex_lock(&q->lock);
+    for (;;) {
+        if (q->stop) {
+            rc = -1;
+            break;
+        }
+        uint64_t live = next_id - q->resolved;   /* made, not yet resolved */
+        uint64_t live_bytes = bytes_made - q->freed_bytes;
+        if (live == 0)
+            break;   /* always allow one task, however large */
+        if (live < (uint64_t)jm->opt.window &&
+            live_bytes < (uint64_t)jm->opt.window_bytes &&
+            next_id - q->low < span_max)
+            break;
+        q->waiting = 1;
+        pthread_cond_wait(&q->room, &q->lock);
+        q->waiting = 0;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
+static void *gen_main(void *arg)
+{
+    gen_t *g = arg;
+    jm_t *jm = g->jm;
+    jm_phase_t *p = g->p;
+    jm_genq_t *q = &p->genq;
+    jm_task_t *head = NULL, *tail = NULL;
+    size_t n = 0, chunk_bytes = 0;
+    uint64_t id = 0, bytes_made = 0;
+
+    for (;;) {
+        if (gen_wait_room(jm, q, id, bytes_made) != 0)
+            break;
+        int more = spits_module_jm_next(jm->mod, &p->jmi, gen_push, g);
+        if (!more)
+            break;
+        if (g->too_big) {
+            snprintf(p->gen_error, sizeof p->gen_error,
+                     "task %llu is %lld bytes; the largest task is %u bytes",
+                     (unsigned long long)id, (long long)g->too_big_size,
+                     UINT32_MAX);
+            break;
+        }
+        jm_task_t *t = g->pending;
+        g->pending = NULL;
+        if (!t) {
+            /* next_task returned 1 without pushing: an empty task. */
+            t = malloc(sizeof *t);
+            if (!t) {
+                snprintf(p->gen_error, sizeof p->gen_error, "out of memory");
+                break;
+            }
+            t->len = 0;
+        }
+        t->next = NULL;
+        t->id = id++;
+        t->copies = t->attempts = t->in_retry = t->sent = 0;
+        t->failed_on = -1;
+        for (int i = 0; i < JM_MAX_COPIES; i++)
+            t->holders[i] = -1;
+        if (tail)
+            tail->next = t;
+        else
+            head = t;
+        tail = t;
+        n++;
+        chunk_bytes += t->len;
+        bytes_made += t->len;
+        if (n >= GEN_CHUNK_TASKS || chunk_bytes >= GEN_CHUNK_BYTES ||
+            atomic_load_explicit(&q->queued, memory_order_relaxed) == 0) {
+            gen_flush(q, head, tail, n);
+            head = tail = NULL;
+            n = chunk_bytes = 0;
+        }
+    }
+    gen_flush(q, head, tail, n);
+    free(g->pending);
+    p->st.generated = id;
+
+    pthread_mutex_lock(&q->lock);
+    q->done = 1;
+    q->total = id;
+    pthread_mutex_unlock(&q->lock);
+    wake(q->wake_fd);
+    jm_commitq_gen_done(&p->cq, id);
+    free(g);
+    return NULL;
+}
+
+int jm_generator_start(jm_t *jm, jm_phase_t *p)
+{
+    gen_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return -1;
+    g->jm = jm;
+    g->p = p;
+    if (pthread_create(&p->gen_thread, NULL, gen_main, g) != 0) {
+        free(g);
+        return -1;
+    }
+    return 0;
+}
+
+void jm_generator_join(jm_phase_t *p)
+{
+    pthread_join(p->gen_thread, NULL);
+}

@@ -1,0 +1,254 @@
+/*
+ * jm.c - spits-jm: the Job Manager/Committer program.
+ *
+ *   spits-jm [OPTIONS] MODULE [ARGS...]
+ *
+ * Loads the module, prepares the job dir, binds the ROUTER socket and
+ * announces it in DIR/jm.json, then runs the module: spits_main if it has
+ * one (each run() call is a phase, phase.c), else one job with the command
+ * line's arguments. Task Managers join whenever they start. At the end it
+ * tells the TMs to exit, writes DIR/report.json and a summary line.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <sodium.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jm.h"
+#include "jobdir.h"
+#include "log.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: spits-jm [OPTIONS] MODULE [ARGS...]\n"
+"Runs the job manager and committer of a SPITS job. Task managers\n"
+"(spits-tm) join it through the job dir or the announced endpoint.\n"
+"\n"
+"  -d, --jobdir DIR        job directory, created if missing (./spits-job)\n"
+"  -b, --bind ENDPOINT     ZeroMQ endpoint to listen on (tcp://*:0: all\n"
+"                          interfaces, any free port)\n"
+"      --max-copies N      concurrent copies of one task, 1-%d (2)\n"
+"      --max-attempts N    failed runs before a task is given up (3)\n"
+"      --tm-timeout SEC    a TM silent this long is lost (30)\n"
+"      --heartbeat SEC     heartbeat interval (1)\n"
+"      --window N          tasks generated ahead of the commits (65536)\n"
+"      --window-bytes N    task bytes held ahead of the commits (1073741824)\n"
+"  -v, --verbose           more logging (repeat for more)\n"
+"  -q, --quiet             errors only\n"
+"  -h, --help              this help\n"
+"  -V, --version           print the version\n"
+"\n"
+"Exit status: the module's (spits_main's or commit_job's value), 1 on a\n"
+"runtime error, 2 on a usage error, 3 when tasks failed every attempt.\n",
+            JM_MAX_COPIES);
+}
+
+static int bad_option(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "spits-jm: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see spits-jm --help)\n");
+    return JM_EXIT_USAGE;
+}
+
+enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
+       OPT_WINDOW, OPT_WINDOW_BYTES };
+
+/* Returns -1 to go on, or an exit status. */
+static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
+{
+    static const struct option longopts[] = {
+        {"jobdir", required_argument, NULL, 'd'},
+        {"bind", required_argument, NULL, 'b'},
+        {"max-copies", required_argument, NULL, OPT_MAX_COPIES},
+        {"max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS},
+        {"tm-timeout", required_argument, NULL, OPT_TM_TIMEOUT},
+        {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
+        {"window", required_argument, NULL, OPT_WINDOW},
+        {"window-bytes", required_argument, NULL, OPT_WINDOW_BYTES},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    long v;
+    int c;
+
+    opterr = 0;
+    /* '+': stop at MODULE, so the module's own options reach the module. */
+    while ((c = getopt_long(argc, argv, "+:d:b:vqhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd': jm->opt.jobdir = optarg; break;
+        case 'b': jm->opt.bind = optarg; break;
+        case OPT_MAX_COPIES:
+            if (spits_parse_long(optarg, 1, JM_MAX_COPIES, &v))
+                return bad_option("--max-copies wants a number from 1 to 8, not '%s'", optarg);
+            jm->opt.max_copies = (int)v;
+            break;
+        case OPT_MAX_ATTEMPTS:
+            if (spits_parse_long(optarg, 1, 100, &v))
+                return bad_option("--max-attempts wants a number from 1 to 100, not '%s'", optarg);
+            jm->opt.max_attempts = (int)v;
+            break;
+        case OPT_TM_TIMEOUT:
+            if (spits_parse_seconds(optarg, 1e6, &jm->opt.tm_timeout) ||
+                jm->opt.tm_timeout < 0.1)
+                return bad_option("--tm-timeout wants seconds (at least 0.1), not '%s'", optarg);
+            break;
+        case OPT_HEARTBEAT:
+            if (spits_parse_seconds(optarg, 3600, &jm->opt.heartbeat) ||
+                jm->opt.heartbeat < 0.01)
+                return bad_option("--heartbeat wants seconds (at least 0.01), not '%s'", optarg);
+            break;
+        case OPT_WINDOW:
+            if (spits_parse_long(optarg, 1, 1L << 30, &v))
+                return bad_option("--window wants a positive number of tasks, not '%s'", optarg);
+            jm->opt.window = v;
+            break;
+        case OPT_WINDOW_BYTES:
+            if (spits_parse_long(optarg, 1, LONG_MAX, &v))
+                return bad_option("--window-bytes wants a positive number, not '%s'", optarg);
+            jm->opt.window_bytes = v;
+            break;
+        case 'v': (*verbosity)++; break;
+        case 'q': *verbosity = SPITS_LOG_ERROR; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("spits-jm %s\n", PACKAGE_VERSION); return 0;
+        case ':': return bad_option("option '%s' needs a value", argv[optind - 1]);
+        default:
+            return bad_option("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return bad_option("%s", "no MODULE given");
+    return -1;
+}
+
+static int exit_status(const jm_t *jm, int rc)
+{
+    if (jm->runtime_error)
+        return JM_EXIT_ERROR;
+    if (jm->failed_tasks) {
+        for (uint32_t i = 0; i < jm->nphases; i++)
+            for (size_t f = 0; f < jm->phases[i].nfailed && f < jm->phases[i].capfailed; f++)
+                spits_error("task %llu of phase %u failed",
+                            (unsigned long long)jm->phases[i].failed_ids[f],
+                            jm->phases[i].id);
+        return JM_EXIT_FAILED_TASKS;
+    }
+    if (rc == 0)
+        return JM_EXIT_OK;
+    return rc > 0 && rc < 256 ? rc : JM_EXIT_ERROR;
+}
+
+int main(int argc, char **argv)
+{
+    jm_t jm;
+    int verbosity = SPITS_LOG_INFO, rc;
+    char err[1024], host[256];
+
+    memset(&jm, 0, sizeof jm);
+    jm.opt.jobdir = "spits-job";
+    jm.opt.bind = "tcp://*:0";
+    jm.opt.max_copies = 2;
+    jm.opt.max_attempts = 3;
+    jm.opt.tm_timeout = 30;
+    jm.opt.heartbeat = 1;
+    jm.opt.window = 65536;
+    jm.opt.window_bytes = 1L << 30;
+    spits_log_init("spits-jm", SPITS_LOG_INFO);
+    rc = parse_args(&jm, argc, argv, &verbosity);
+    if (rc >= 0)
+        return rc;
+    spits_log_init("spits-jm", verbosity > SPITS_LOG_TRACE ? SPITS_LOG_TRACE : verbosity);
+    if (sodium_init() < 0) {
+        spits_error("cannot initialise libsodium");
+        return JM_EXIT_ERROR;
+    }
+
+    /* The module: its absolute path is what TMs are told to load. */
+    const char *modarg = argv[optind];
+    if (!realpath(modarg, jm.module_path)) {
+        spits_error("cannot load module %s: %s", modarg, strerror(errno));
+        return JM_EXIT_ERROR;
+    }
+    jm.mod = spits_module_open(jm.module_path, err, sizeof err);
+    if (!jm.mod) {
+        spits_error("%s", err);
+        return JM_EXIT_ERROR;
+    }
+    if (spits_jobdir_prepare(jm.opt.jobdir, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return JM_EXIT_ERROR;
+    }
+    /* The job dir's path as the TMs will see it: absolute. */
+    static char jobdir_abs[PATH_MAX];
+    if (realpath(jm.opt.jobdir, jobdir_abs))
+        jm.opt.jobdir = jobdir_abs;
+
+    spits_random_hex(jm.job_id, 16);
+    jm.started = spits_wall_time();
+    jm.disp = jm_disp_new(&jm, err, sizeof err);
+    if (!jm.disp) {
+        spits_error("%s", err);
+        return JM_EXIT_ERROR;
+    }
+    spits_announce_t a;
+    memset(&a, 0, sizeof a);
+    snprintf(a.job_id, sizeof a.job_id, "%s", jm.job_id);
+    snprintf(a.endpoint, sizeof a.endpoint, "%s", jm_disp_endpoint(jm.disp));
+    spits_hostname(host, sizeof host);
+    snprintf(a.host, sizeof a.host, "%s", host);
+    snprintf(a.module, sizeof a.module, "%s", jm.module_path);
+    a.pid = (long)getpid();
+    a.started_unix = jm.started;
+    spits_iso_time(jm.started, a.started, sizeof a.started);
+    if (spits_announce_write(jm.opt.jobdir, &a, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        jm_disp_destroy(&jm.disp);
+        return JM_EXIT_ERROR;
+    }
+    if (jm_disp_start(jm.disp) != 0) {
+        spits_error("cannot start the dispatcher thread");
+        jm_disp_destroy(&jm.disp);
+        return JM_EXIT_ERROR;
+    }
+    spits_info("job %s: %s%s, listening on %s, job dir %s", jm.job_id,
+               jm.module_path, spits_module_is_v20(jm.mod) ? " (SPITS 2.0)" : "",
+               a.endpoint, jm.opt.jobdir);
+
+    /* argv[0] of the module is its path; its own arguments follow. */
+    int margc = argc - optind;
+    const char **margv = (const char **)argv + optind;
+    jm_phase_set_job(&jm);
+    if (spits_module_has_main(jm.mod)) {
+        rc = spits_module_main(jm.mod, margc, margv, jm_run_phase);
+    } else {
+        const void *final;
+        spitssize_t finalsz;
+        rc = jm_run_phase(margc, margv, NULL, 0, &final, &finalsz);
+    }
+    fflush(stdout);
+
+    jm_disp_finish(jm.disp);
+    int status = exit_status(&jm, rc);
+    jm_report_write(&jm, status, spits_wall_time());
+    jm_disp_destroy(&jm.disp);
+
+    for (uint32_t i = 0; i < jm.nphases; i++) {
+        for (int k = 0; k < jm.phases[i].argc && jm.phases[i].argv; k++)
+            free(jm.phases[i].argv[k]);
+        free(jm.phases[i].argv);
+        free(jm.phases[i].failed_ids);
+    }
+    free(jm.phases);
+    spits_buf_free(&jm.final);
+    spits_module_close(&jm.mod);
+    return status;
+}

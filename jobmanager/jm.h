@@ -1,0 +1,214 @@
+/*
+ * jm.h - the Job Manager/Committer's shared types.
+ *
+ * spits-jm runs three kinds of thread. Each owns its data; the others reach
+ * it only through the queues below, each guarded by its own mutex and
+ * touched once per batch, never once per task.
+ *
+ *   main thread     options, module, job dir; runs spits_main (or one job).
+ *                   Each run() call is a phase: it starts the generator,
+ *                   then is the phase's committer (phase.c, committer.c).
+ *                   Owns: the committer instance, the phase's results and
+ *                   failures, the final result bytes.
+ *   generator       calls next_task and queues tasks (generator.c).
+ *                   Owns: the job manager instance, the tasks it has made
+ *                   until they enter the genq.
+ *   dispatcher      the network loop (dispatch.c). Owns: the ROUTER
+ *                   socket, the TM table, the ring of tasks in flight, the
+ *                   retry list, and every task once taken from the genq.
+ *
+ *   generator --genq--> dispatcher --commitq--> committer
+ *   main --ctl (dispatch.c)--> dispatcher
+ *
+ * The genq also carries flow control back to the generator: the
+ * dispatcher publishes the oldest unresolved task id and the bytes it has
+ * freed, the committer the count it has resolved. The generator stops when
+ * the window of unresolved tasks is full, so JM memory is bounded by the
+ * tasks in flight, not by the size of the job.
+ */
+#ifndef SPITS_JM_H
+#define SPITS_JM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "module.h"
+#include "wire.h"
+
+#define JM_MAX_COPIES 8
+/* run()'s value for a phase whose tasks failed: commit_job was not called. */
+#define JM_RUN_FAILED_TASKS (-1000)
+
+/* Exit statuses of spits-jm. */
+#define JM_EXIT_OK 0
+#define JM_EXIT_ERROR 1
+#define JM_EXIT_USAGE 2
+#define JM_EXIT_FAILED_TASKS 3
+
+typedef struct {
+    const char *jobdir;
+    const char *bind;
+    int max_copies;
+    int max_attempts;
+    double tm_timeout;      /* seconds */
+    double heartbeat;       /* seconds */
+    long window;            /* tasks generated but not yet committed */
+    long long window_bytes; /* bytes of tasks generated but not resolved */
+} jm_opts_t;
+
+/* A task as the JM holds it. Made by the generator (one allocation with the
+ * bytes inline), owned by the dispatcher from the genq on, freed by the
+ * dispatcher when it is resolved. */
+typedef struct jm_task {
+    struct jm_task *next;    /* genq link */
+    uint64_t id;
+    uint32_t len;
+    uint8_t copies;          /* copies out on TMs now */
+    uint8_t attempts;        /* failed runs so far */
+    uint8_t in_retry;        /* 1 while listed in the retry list */
+    uint8_t sent;            /* sent at least once */
+    int32_t failed_on;       /* TM slot of the last failed run, or -1 */
+    int32_t holders[JM_MAX_COPIES]; /* TM slots running a copy, -1 = none */
+    unsigned char data[];
+} jm_task_t;
+
+/* generator -> dispatcher, with flow control back. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t room;      /* the generator waits here for window room */
+    jm_task_t *head, *tail;
+    atomic_size_t queued;     /* read without the lock as a hint only */
+    int done;                 /* next_task returned 0 (or gave up) */
+    int waiting;              /* the generator waits for window room */
+    uint64_t total;           /* tasks generated, final when done */
+    uint64_t low;             /* dispatcher: oldest unresolved id */
+    uint64_t freed_bytes;     /* dispatcher: bytes of resolved tasks */
+    uint64_t resolved;        /* committer: tasks committed or failed */
+    int stop;                 /* main: give up generating */
+    int wake_fd;              /* the dispatcher's eventfd */
+} jm_genq_t;
+
+/* One received RESULTS message; its records are committed in place. The
+ * dispatcher sets refs before publishing; only the committer touches it
+ * afterwards. */
+typedef struct {
+    zmq_msg_t msg;
+    size_t refs;
+} jm_rx_t;
+
+typedef struct {
+    uint64_t id;
+    const unsigned char *data;
+    uint32_t len;
+    uint32_t status;          /* SPITS_ST_OK or SPITS_ST_FAILED */
+    jm_rx_t *rx;              /* NULL for a failure */
+} jm_commit_t;
+
+/* dispatcher -> committer. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t ready;
+    jm_commit_t *items;
+    size_t n, cap;
+    int gen_done;             /* generator: set with gen_total at its end */
+    uint64_t gen_total;
+} jm_commitq_t;
+
+/* Per-phase counters kept by their owning threads, read after the phase. */
+typedef struct {
+    uint32_t id;
+    int argc;
+    char **argv;
+    double started, finished; /* wall clock */
+    uint64_t generated;       /* generator */
+    uint64_t committed;       /* committer */
+    uint64_t commit_errors;   /* committer: commit_pit returned non-zero */
+    uint64_t *failed_ids;     /* committer */
+    size_t nfailed, capfailed;
+    int commit_job_rc;
+    int commit_job_called;
+} jm_phase_stats_t;
+
+typedef struct jm_phase {
+    jm_phase_stats_t st;
+    const void *jobinfo;
+    spitssize_t jobinfosz;
+    jm_genq_t genq;
+    jm_commitq_t cq;
+    spits_inst_t jmi;         /* job manager instance: generator's */
+    spits_inst_t coi;         /* committer instance: main thread's */
+    pthread_t gen_thread;
+    char gen_error[256];      /* generator: why it stopped early */
+} jm_phase_t;
+
+typedef struct jm_disp jm_disp_t;
+
+/* The whole job: owned by the main thread. */
+typedef struct {
+    jm_opts_t opt;
+    spits_module_t *mod;
+    char module_path[4096];
+    char job_id[33];
+    double started;
+    jm_disp_t *disp;
+    uint32_t nphases;
+    jm_phase_stats_t *phases; /* finished phases, for the report */
+    spits_buf_t final;        /* bytes pushed by the last commit_job */
+    int failed_tasks;         /* some phase had failed tasks */
+    int runtime_error;        /* some phase could not run (module, limits) */
+} jm_t;
+
+/* generator.c */
+void jm_genq_init(jm_genq_t *q, int wake_fd);
+void jm_genq_destroy(jm_genq_t *q);
+int jm_generator_start(jm_t *jm, jm_phase_t *p);
+void jm_generator_join(jm_phase_t *p);
+
+/* committer.c */
+void jm_commitq_init(jm_commitq_t *q);
+void jm_commitq_destroy(jm_commitq_t *q);
+/* dispatcher side: publish a batch of resolutions */
+void jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n);
+/* generator side: no more tasks, total generated */
+void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total);
+/* main thread: commit until every generated task is resolved */
+void jm_committer_run(jm_t *jm, jm_phase_t *p);
+
+/* phase.c: the spitsrun_t handed to spits_main */
+int jm_run_phase(int argc, const char **argv, const void *jobinfo,
+                 spitssize_t jobinfosz, const void **final,
+                 spitssize_t *finalsz);
+void jm_phase_set_job(jm_t *jm);
+
+/* report.c */
+int jm_report_write(jm_t *jm, int exit_code, double finished);
+
+/* dispatch.c */
+typedef struct {
+    uint64_t sent;            /* task copies sent */
+    uint64_t resent;          /* copies sent beyond a task's first */
+    uint64_t duplicates;      /* results of already resolved tasks */
+    uint64_t requeued;        /* copies taken back from lost TMs */
+    uint64_t retried;         /* failed runs to be run again */
+    uint64_t stale;           /* results of an earlier phase */
+    uint64_t bogus;           /* results for tasks never sent */
+    uint64_t bad_messages;    /* malformed messages dropped */
+    uint64_t bytes_in, bytes_out;
+    uint64_t tms_joined, tms_lost;
+} jm_disp_stats_t;
+
+jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen);
+const char *jm_disp_endpoint(const jm_disp_t *d);
+int jm_disp_start(jm_disp_t *d);
+int jm_disp_wake_fd(const jm_disp_t *d);
+void jm_disp_phase_begin(jm_disp_t *d, jm_phase_t *p);
+void jm_disp_phase_end(jm_disp_t *d);
+void jm_disp_finish(jm_disp_t *d);
+void jm_disp_destroy(jm_disp_t **d);
+const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d);
+/* After jm_disp_finish: per-TM totals as a JSON array (new reference). */
+json_t *jm_disp_tms_json(const jm_disp_t *d);
+
+#endif

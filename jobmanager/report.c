@@ -1,0 +1,92 @@
+/*
+ * report.c - what a finished job tells its user: DIR/report.json and the
+ * one-line summary on stderr.
+ */
+#include <limits.h>
+#include <stdio.h>
+
+#include "jm.h"
+#include "jobdir.h"
+#include "log.h"
+#include "util.h"
+
+static const char *status_word(int exit_code, const jm_t *jm)
+{
+    if (jm->runtime_error)
+        return "error";
+    if (jm->failed_tasks)
+        return "failed";
+    return exit_code == 0 ? "ok" : "module-error";
+}
+
+int jm_report_write(jm_t *jm, int exit_code, double finished)
+{
+    const jm_disp_stats_t *ds = jm_disp_stats(jm->disp);
+    json_t *phases = json_array(), *failed = json_array();
+    uint64_t generated = 0, committed = 0, nfailed = 0, commit_errors = 0;
+    char started_s[32], finished_s[32], path[PATH_MAX], err[512];
+
+    for (uint32_t i = 0; i < jm->nphases; i++) {
+        jm_phase_stats_t *p = &jm->phases[i];
+        json_t *argv = json_array();
+        for (int a = 0; a < p->argc && p->argv; a++)
+            json_array_append_new(argv, json_string(p->argv[a]));
+        json_array_append_new(phases, json_pack(
+            "{s:i, s:o, s:I, s:I, s:I, s:I, s:f, s:o}",
+            "phase", (int)p->id, "argv", argv,
+            "tasks", (json_int_t)p->generated,
+            "committed", (json_int_t)p->committed,
+            "failed", (json_int_t)p->nfailed,
+            "commit_errors", (json_int_t)p->commit_errors,
+            "seconds", p->finished - p->started,
+            "commit_job", p->commit_job_called ? json_integer(p->commit_job_rc)
+                                               : json_null()));
+        for (size_t f = 0; f < p->nfailed && f < p->capfailed; f++)
+            json_array_append_new(failed, json_pack("{s:i, s:I}",
+                "phase", (int)p->id, "task", (json_int_t)p->failed_ids[f]));
+        generated += p->generated;
+        committed += p->committed;
+        nfailed += p->nfailed;
+        commit_errors += p->commit_errors;
+    }
+    spits_iso_time(jm->started, started_s, sizeof started_s);
+    spits_iso_time(finished, finished_s, sizeof finished_s);
+    json_t *doc = json_pack(
+        "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o,"
+        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        "version", 1, "job_id", jm->job_id, "module", jm->module_path,
+        "status", status_word(exit_code, jm), "exit_code", exit_code,
+        "started", started_s, "finished", finished_s,
+        "seconds", finished - jm->started,
+        "phases", phases, "failed_tasks", failed,
+        "tms", jm_disp_tms_json(jm->disp),
+        "counters",
+        "generated", (json_int_t)generated, "committed", (json_int_t)committed,
+        "failed", (json_int_t)nfailed, "commit_errors", (json_int_t)commit_errors,
+        "sent", (json_int_t)ds->sent, "resent", (json_int_t)ds->resent,
+        "duplicates", (json_int_t)ds->duplicates,
+        "requeued", (json_int_t)ds->requeued, "retried", (json_int_t)ds->retried,
+        "stale", (json_int_t)ds->stale, "bogus", (json_int_t)ds->bogus,
+        "bad_messages", (json_int_t)ds->bad_messages,
+        "bytes_in", (json_int_t)ds->bytes_in, "bytes_out", (json_int_t)ds->bytes_out,
+        "tms", (json_int_t)ds->tms_joined);
+    if (!doc) {
+        spits_error("cannot encode the report");
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/%s", jm->opt.jobdir, SPITS_REPORT_FILE);
+    int rc = spits_json_write_atomic(path, doc, err, sizeof err);
+    if (rc != 0)
+        spits_error("%s", err);
+    json_decref(doc);
+
+    double secs = finished - jm->started;
+    spits_info("job %s %s: %u phase(s), %llu task(s) committed, %llu failed, "
+               "%llu re-sent, %llu duplicate(s), %llu TM(s), %.2f s (%.0f tasks/s)",
+               jm->job_id, status_word(exit_code, jm), jm->nphases,
+               (unsigned long long)committed, (unsigned long long)nfailed,
+               (unsigned long long)ds->resent, (unsigned long long)ds->duplicates,
+               (unsigned long long)ds->tms_joined, secs,
+               secs > 0 ? committed / secs : 0.0);
+    return rc;
+}

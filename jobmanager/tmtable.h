@@ -1,0 +1,43 @@
+/*
+ * tmtable.h - the JM's registry of Task Managers, keyed by routing id.
+ *
+ * Every TM that ever said HELLO keeps its entry (and its slot number) for
+ * the job's life, alive or not: tasks name the TMs running them by slot,
+ * and the report lists per-TM totals. Owned by the dispatcher thread.
+ */
+#ifndef SPITS_TMTABLE_H
+#define SPITS_TMTABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define JM_RID_MAX 64
+
+typedef struct {
+    unsigned char rid[JM_RID_MAX];
+    size_t ridlen;
+    int slot;
+    int alive;
+    int stalled;             /* its pipe was full: wait until it speaks */
+    char host[128];
+    long pid;
+    int workers;
+    int slots;               /* tasks it may hold: workers + prefetch */
+    int outstanding;         /* tasks sent minus records returned */
+    int64_t last_heard, last_sent;  /* monotonic ms */
+    double joined;           /* wall clock */
+    uint64_t sent, done, failed;
+    uint64_t scan_version;   /* ring version of its last fruitless resend scan */
+} jm_tm_t;
+
+typedef struct jm_tmtab jm_tmtab_t;
+
+jm_tmtab_t *jm_tmtab_new(void);
+void jm_tmtab_destroy(jm_tmtab_t **tab);
+jm_tm_t *jm_tmtab_find(const jm_tmtab_t *tab, const void *rid, size_t len);
+/* Adds a TM (rid must not be present). NULL: no memory or rid too long. */
+jm_tm_t *jm_tmtab_add(jm_tmtab_t *tab, const void *rid, size_t len);
+size_t jm_tmtab_count(const jm_tmtab_t *tab);
+jm_tm_t *jm_tmtab_at(const jm_tmtab_t *tab, size_t slot);
+
+#endif

@@ -1,0 +1,305 @@
+/*
+ * jobdir.c - the job directory, the announce file and atomic JSON writes
+ * (see jobdir.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jobdir.h"
+#include "util.h"
+
+static int mkdir_parents(const char *dir, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    size_t n = strlen(dir);
+
+    if (n == 0 || n >= sizeof path) {
+        snprintf(err, errlen, "job dir '%s': bad path", dir);
+        return -1;
+    }
+    memcpy(path, dir, n + 1);
+    for (char *p = path + 1; ; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+                snprintf(err, errlen, "cannot create job dir %s: %s (at %s)",
+                         dir, strerror(errno), path);
+                return -1;
+            }
+            *p = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    return 0;
+}
+
+int spits_jobdir_prepare(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    char probe[PATH_MAX];
+    int fd;
+
+    if (mkdir_parents(dir, err, errlen) != 0)
+        return -1;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "job dir %s is not a directory", dir);
+        return -1;
+    }
+    /* access() says yes to root everywhere; creating a file is the truth. */
+    if (snprintf(probe, sizeof probe, "%s/.spits-probe-XXXXXX", dir) >=
+        (int)sizeof probe) {
+        snprintf(err, errlen, "job dir %s: path too long", dir);
+        return -1;
+    }
+    fd = mkstemp(probe);
+    if (fd < 0) {
+        snprintf(err, errlen, "job dir %s is not writable: %s", dir,
+                 strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
+static int dump_cb(const char *buf, size_t size, void *data)
+{
+    int fd = *(int *)data;
+    while (size > 0) {
+        ssize_t n = write(fd, buf, size);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        buf += n;
+        size -= (size_t)n;
+    }
+    return 0;
+}
+
+int spits_json_write_atomic(const char *path, const json_t *doc, char *err,
+                            size_t errlen)
+{
+    char tmp[PATH_MAX], dir[PATH_MAX];
+    int fd, rc = -1;
+
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp) {
+        snprintf(err, errlen, "%s: path too long", path);
+        return -1;
+    }
+    fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (json_dump_callback(doc, dump_cb, &fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
+        dump_cb("\n", 1, &fd) != 0 || fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        return -1;
+    }
+    close(fd);
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
+                 strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    /* Make the rename itself durable. */
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    rc = 0;
+    return rc;
+}
+
+int spits_announce_write(const char *dir, const spits_announce_t *a,
+                         char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    json_t *doc = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:s, s:f}",
+                            "version", SPITS_ANNOUNCE_VERSION,
+                            "job_id", a->job_id, "endpoint", a->endpoint,
+                            "host", a->host, "module", a->module,
+                            "pid", (json_int_t)a->pid, "started", a->started,
+                            "started_unix", a->started_unix);
+    if (!doc) {
+        snprintf(err, errlen, "cannot encode the announce file (is the module "
+                              "path valid UTF-8?)");
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_ANNOUNCE_FILE);
+    int rc = spits_json_write_atomic(path, doc, err, errlen);
+    json_decref(doc);
+    return rc;
+}
+
+static int copy_str(const json_t *doc, const char *key, char *out,
+                    size_t outlen, char *err, size_t errlen)
+{
+    const json_t *v = json_object_get(doc, key);
+    if (!json_is_string(v)) {
+        snprintf(err, errlen, "field '%s' is missing or not a string", key);
+        return -1;
+    }
+    if (json_string_length(v) == 0 || json_string_length(v) >= outlen ||
+        strlen(json_string_value(v)) != json_string_length(v)) {
+        snprintf(err, errlen, "field '%s' is empty, too long or has a NUL", key);
+        return -1;
+    }
+    memcpy(out, json_string_value(v), json_string_length(v) + 1);
+    return 0;
+}
+
+int spits_announce_parse(const json_t *doc, spits_announce_t *a, char *err,
+                         size_t errlen)
+{
+    const json_t *v;
+
+    memset(a, 0, sizeof *a);
+    if (!json_is_object(doc)) {
+        snprintf(err, errlen, "not a JSON object");
+        return -1;
+    }
+    v = json_object_get(doc, "version");
+    if (!json_is_integer(v) || json_integer_value(v) != SPITS_ANNOUNCE_VERSION) {
+        snprintf(err, errlen, "unsupported announce version (want %d)",
+                 SPITS_ANNOUNCE_VERSION);
+        return -1;
+    }
+    if (copy_str(doc, "job_id", a->job_id, sizeof a->job_id, err, errlen) ||
+        copy_str(doc, "endpoint", a->endpoint, sizeof a->endpoint, err, errlen) ||
+        copy_str(doc, "host", a->host, sizeof a->host, err, errlen) ||
+        copy_str(doc, "module", a->module, sizeof a->module, err, errlen) ||
+        copy_str(doc, "started", a->started, sizeof a->started, err, errlen))
+        return -1;
+    v = json_object_get(doc, "pid");
+    if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+        snprintf(err, errlen, "field 'pid' is missing or not a positive integer");
+        return -1;
+    }
+    a->pid = (long)json_integer_value(v);
+    v = json_object_get(doc, "started_unix");
+    a->started_unix = json_is_number(v) ? json_number_value(v) : 0;
+    return 0;
+}
+
+int spits_announce_read(const char *dir, spits_announce_t *a, char *err,
+                        size_t errlen)
+{
+    char path[PATH_MAX], why[200];
+    json_error_t jerr;
+
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_ANNOUNCE_FILE);
+    if (access(path, F_OK) != 0 && errno == ENOENT)
+        return 1;
+    json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!doc) {
+        snprintf(err, errlen, "%s: %s (line %d)", path, jerr.text, jerr.line);
+        return -1;
+    }
+    int rc = spits_announce_parse(doc, a, why, sizeof why);
+    json_decref(doc);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return -1;
+    }
+    return 0;
+}
+
+int spits_jobdir_finished(const char *dir, const char *job_id)
+{
+    char path[PATH_MAX];
+    json_error_t jerr;
+    int done = 0;
+
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_REPORT_FILE);
+    json_t *doc = json_load_file(path, 0, &jerr);
+    if (doc) {
+        const char *id = json_string_value(json_object_get(doc, "job_id"));
+        done = id && strcmp(id, job_id) == 0;
+        json_decref(doc);
+    }
+    return done;
+}
+
+/* --- self-test --------------------------------------------------------- */
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "jobdir selftest: %s:%d: %s\n", \
+                      __FILE__, __LINE__, #c); goto fail; } } while (0)
+
+int spits_jobdir_selftest(void)
+{
+    char base[] = "/tmp/spits-selftest-XXXXXX", dir[PATH_MAX], path[PATH_MAX];
+    char err[512];
+    spits_announce_t a = {0}, b;
+    FILE *f;
+
+    if (!mkdtemp(base))
+        return -1;
+    snprintf(dir, sizeof dir, "%s/a/b/job", base);
+    CHECK(spits_jobdir_prepare(dir, err, sizeof err) == 0);
+    CHECK(spits_jobdir_prepare(dir, err, sizeof err) == 0);   /* exists */
+    CHECK(spits_announce_read(dir, &b, err, sizeof err) == 1);
+
+    snprintf(a.job_id, sizeof a.job_id, "0123abcd");
+    snprintf(a.endpoint, sizeof a.endpoint, "tcp://node7:5555");
+    snprintf(a.host, sizeof a.host, "node7");
+    snprintf(a.module, sizeof a.module, "/opt/mod.so");
+    snprintf(a.started, sizeof a.started, "2026-01-01T00:00:00Z");
+    a.pid = 1234;
+    a.started_unix = 1767225600.5;
+    CHECK(spits_announce_write(dir, &a, err, sizeof err) == 0);
+    CHECK(spits_announce_read(dir, &b, err, sizeof err) == 0);
+    CHECK(strcmp(b.job_id, a.job_id) == 0 && strcmp(b.endpoint, a.endpoint) == 0);
+    CHECK(strcmp(b.module, a.module) == 0 && b.pid == 1234);
+    CHECK(b.started_unix == a.started_unix);
+
+    /* A broken announce file is an error that names the file. */
+    CHECK(snprintf(path, sizeof path, "%s/%s", dir, SPITS_ANNOUNCE_FILE) <
+          (int)sizeof path);
+    f = fopen(path, "w");
+    CHECK(f);
+    fputs("{\"version\": 1, \"job_id\": 5}", f);
+    fclose(f);
+    CHECK(spits_announce_read(dir, &b, err, sizeof err) == -1);
+    CHECK(strstr(err, "jm.json") && strstr(err, "job_id"));
+    f = fopen(path, "w");
+    CHECK(f);
+    fputs("{\"version\": ", f);
+    fclose(f);
+    CHECK(spits_announce_read(dir, &b, err, sizeof err) == -1);
+
+    /* A path below a regular file cannot be a job dir. */
+    CHECK(snprintf(dir, sizeof dir, "%s/sub", path) < (int)sizeof dir);
+    CHECK(spits_jobdir_prepare(dir, err, sizeof err) == -1);
+    CHECK(strstr(err, "cannot create job dir"));
+    unlink(path);
+    {
+        char cmd[PATH_MAX + 16];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+        if (system(cmd) != 0)
+            return -1;
+    }
+    return 0;
+fail:
+    return -1;
+}

@@ -1,0 +1,54 @@
+/*
+ * jobdir.h - the job directory and the files in it.
+ *
+ * A job directory is where a JM and its TMs meet: it usually sits on a
+ * filesystem that every node of the cluster sees. The JM creates it and
+ * publishes DIR/jm.json (the announce file: how to reach the JM); TMs
+ * started from queue jobs wait for that file to appear. At the end the JM
+ * writes DIR/report.json. Every file is written atomically (temporary file,
+ * fsync, rename), so a reader never sees half of one.
+ */
+#ifndef SPITS_JOBDIR_H
+#define SPITS_JOBDIR_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#define SPITS_ANNOUNCE_FILE "jm.json"
+#define SPITS_REPORT_FILE "report.json"
+#define SPITS_ANNOUNCE_VERSION 1
+
+typedef struct {
+    char job_id[64];
+    char endpoint[512];
+    char host[256];
+    char module[4096];
+    long pid;
+    char started[32];
+    double started_unix;
+} spits_announce_t;
+
+/* Creates DIR (and parents) with mode 0700 if missing, and checks that it
+ * is a directory this process can write into. 0, or -1 with err set. */
+int spits_jobdir_prepare(const char *dir, char *err, size_t errlen);
+
+/* Writes a JSON document to path atomically. 0, or -1 with err set. */
+int spits_json_write_atomic(const char *path, const json_t *doc, char *err,
+                            size_t errlen);
+
+int spits_announce_write(const char *dir, const spits_announce_t *a,
+                         char *err, size_t errlen);
+/* Reads and validates DIR/jm.json. Returns 0; 1 if the file does not exist
+ * (yet); -1 with err set if it exists but is unreadable or invalid. */
+int spits_announce_read(const char *dir, spits_announce_t *a, char *err,
+                        size_t errlen);
+/* Parses an announce document (also used by the fuzzers). */
+int spits_announce_parse(const json_t *doc, spits_announce_t *a, char *err,
+                         size_t errlen);
+
+/* 1 if DIR/report.json says that job job_id is over. */
+int spits_jobdir_finished(const char *dir, const char *job_id);
+
+int spits_jobdir_selftest(void);
+
+#endif

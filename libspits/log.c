@@ -1,0 +1,52 @@
+/*
+ * log.c - runtime logging on stderr (see log.h).
+ *
+ * A line is formatted into one buffer and written with a single fputs, so
+ * lines from different threads never interleave mid-line.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+static const char *log_progname = "spits";
+static int log_level = SPITS_LOG_INFO;
+
+void spits_log_init(const char *progname, int level)
+{
+    log_progname = progname;
+    log_level = level;
+}
+
+int spits_log_level(void)
+{
+    return log_level;
+}
+
+const char *spits_log_progname(void)
+{
+    return log_progname;
+}
+
+void spits_log(int level, const char *fmt, ...)
+{
+    static const char *tags[] = {"error: ", "warning: ", "", "", ""};
+    char line[1024];
+    va_list ap;
+    int n;
+
+    if (level > log_level)
+        return;
+    n = snprintf(line, sizeof line, "%s: %s", log_progname,
+                 tags[level < 0 ? 0 : level > 4 ? 4 : level]);
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    /* One line per call: newlines in the message would break log parsing. */
+    for (char *p = line + n; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    strcat(line, "\n");
+    fputs(line, stderr);
+}

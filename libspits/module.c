@@ -1,0 +1,250 @@
+/*
+ * module.c - loading a SPITS module and calling it (see module.h).
+ *
+ * Symbols are resolved once at open time into a table of function
+ * pointers; the v2 and 2.0 constructors have different types, so each is
+ * kept with its own type and the right one is called.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "module.h"
+
+typedef int (*main_fn)(int, const char **, spitsrun_t);
+typedef void *(*jm_new_fn)(int, const char **, const void *, spitssize_t);
+typedef void *(*jm_new20_fn)(int, const char **, const void *, spitssize_t,
+                             const void *);
+typedef int (*jm_next_fn)(void *, spitspush_t, spitsctx_t);
+typedef void (*fin_fn)(void *);
+typedef void *(*wk_new_fn)(int, const char **);
+typedef void *(*wk_new20_fn)(int, const char **, const void *);
+typedef int (*wk_run_fn)(void *, const void *, spitssize_t, spitspush_t,
+                         spitsctx_t);
+typedef int (*co_pit_fn)(void *, const void *, spitssize_t);
+typedef int (*co_job_fn)(void *, spitspush_t, spitsctx_t);
+typedef void *(*met_new_fn)(unsigned);
+typedef void (*met_del_fn)(void *);
+
+struct spits_module {
+    void *dl;
+    char *path;
+    int v20;
+    main_fn main;
+    void *jm_new;          /* jm_new_fn or jm_new20_fn */
+    jm_next_fn jm_next;
+    fin_fn jm_fin;
+    void *wk_new;          /* wk_new_fn or wk_new20_fn */
+    wk_run_fn wk_run;
+    fin_fn wk_fin;
+    void *co_new;          /* same type as jm_new */
+    co_pit_fn co_pit;
+    co_job_fn co_job;
+    fin_fn co_fin;
+    met_new_fn met_new;
+    met_del_fn met_del;
+};
+
+/* The metrics buffer size the SPITS 2.0 runtime used. */
+#define SPITS_METRICS_BUFFER 10
+
+static void *sym(void *dl, const char *name)
+{
+    return dlsym(dl, name);
+}
+
+spits_module_t *spits_module_open(const char *path, char *err, size_t errlen)
+{
+    static const char *required[] = {
+        "spits_job_manager_new", "spits_job_manager_next_task",
+        "spits_worker_new", "spits_worker_run", "spits_committer_new",
+        "spits_committer_commit_pit", "spits_committer_commit_job"};
+    void *dl;
+
+    dlerror();
+    dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *e = dlerror();
+        snprintf(err, errlen, "cannot load module %s: %s", path,
+                 e ? e : "unknown error");
+        return NULL;
+    }
+    if (sym(dl, "spits_setup_commit")) {
+        snprintf(err, errlen,
+                 "%s: legacy byte-array SPITS module (exports "
+                 "spits_setup_commit); rebuild it against the v2 interface",
+                 path);
+        dlclose(dl);
+        return NULL;
+    }
+    size_t found = 0, nreq = sizeof required / sizeof *required;
+    const char *missing = NULL;
+    for (size_t i = 0; i < nreq; i++) {
+        if (sym(dl, required[i]))
+            found++;
+        else if (!missing)
+            missing = required[i];
+    }
+    if (found == 0 && !sym(dl, "spits_main")) {
+        snprintf(err, errlen, "%s: not a SPITS module (no spits_* symbols)",
+                 path);
+        dlclose(dl);
+        return NULL;
+    }
+    if (missing) {
+        snprintf(err, errlen, "%s: missing required symbol %s", path, missing);
+        dlclose(dl);
+        return NULL;
+    }
+    void *mn = sym(dl, "spits_metrics_new"), *md = sym(dl, "spits_metrics_delete");
+    if (!mn != !md) {
+        snprintf(err, errlen, "%s: missing required symbol %s", path,
+                 mn ? "spits_metrics_delete" : "spits_metrics_new");
+        dlclose(dl);
+        return NULL;
+    }
+
+    spits_module_t *m = calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(path))) {
+        free(m);
+        dlclose(dl);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    m->dl = dl;
+    m->v20 = mn != NULL;
+    m->met_new = (met_new_fn)mn;
+    m->met_del = (met_del_fn)md;
+    m->main = (main_fn)sym(dl, "spits_main");
+    m->jm_new = sym(dl, "spits_job_manager_new");
+    m->jm_next = (jm_next_fn)sym(dl, "spits_job_manager_next_task");
+    m->jm_fin = (fin_fn)sym(dl, "spits_job_manager_finalize");
+    m->wk_new = sym(dl, "spits_worker_new");
+    m->wk_run = (wk_run_fn)sym(dl, "spits_worker_run");
+    m->wk_fin = (fin_fn)sym(dl, "spits_worker_finalize");
+    m->co_new = sym(dl, "spits_committer_new");
+    m->co_pit = (co_pit_fn)sym(dl, "spits_committer_commit_pit");
+    m->co_job = (co_job_fn)sym(dl, "spits_committer_commit_job");
+    m->co_fin = (fin_fn)sym(dl, "spits_committer_finalize");
+    return m;
+}
+
+void spits_module_close(spits_module_t **mp)
+{
+    spits_module_t *m = *mp;
+    if (!m)
+        return;
+    /* Modules may have registered thread-local destructors or atexit
+     * handlers; unloading them before exit is a classic crash, so the
+     * shared object stays mapped. */
+    free(m->path);
+    free(m);
+    *mp = NULL;
+}
+
+const char *spits_module_path(const spits_module_t *m) { return m->path; }
+int spits_module_is_v20(const spits_module_t *m) { return m->v20; }
+int spits_module_has_main(const spits_module_t *m) { return m->main != NULL; }
+
+int spits_module_main(spits_module_t *m, int argc, const char **argv,
+                      spitsrun_t run)
+{
+    return m->main(argc, argv, run);
+}
+
+static void inst_metrics(spits_module_t *m, spits_inst_t *in)
+{
+    in->obj = NULL;
+    in->metrics = m->v20 ? m->met_new(SPITS_METRICS_BUFFER) : NULL;
+}
+
+/* Finalizes the instance, then releases its metrics object. */
+static void inst_free(spits_module_t *m, spits_inst_t *in, fin_fn fin)
+{
+    if (in->obj && fin)
+        fin(in->obj);
+    if (in->metrics)
+        m->met_del(in->metrics);
+    in->obj = in->metrics = NULL;
+}
+
+/* A constructor that returned NULL still had its metrics object made. */
+static int inst_check(spits_module_t *m, spits_inst_t *in)
+{
+    if (in->obj)
+        return 0;
+    inst_free(m, in, NULL);
+    return -1;
+}
+
+int spits_module_jm_new(spits_module_t *m, spits_inst_t *in, int argc,
+                        const char **argv, const void *jobinfo,
+                        spitssize_t jobinfosz)
+{
+    inst_metrics(m, in);
+    in->obj = m->v20 ? ((jm_new20_fn)m->jm_new)(argc, argv, jobinfo, jobinfosz,
+                                                in->metrics)
+                     : ((jm_new_fn)m->jm_new)(argc, argv, jobinfo, jobinfosz);
+    return inst_check(m, in);
+}
+
+int spits_module_jm_next(spits_module_t *m, spits_inst_t *in,
+                         spitspush_t push, spitsctx_t ctx)
+{
+    return m->jm_next(in->obj, push, ctx);
+}
+
+void spits_module_jm_free(spits_module_t *m, spits_inst_t *in)
+{
+    inst_free(m, in, m->jm_fin);
+}
+
+int spits_module_worker_new(spits_module_t *m, spits_inst_t *in, int argc,
+                            const char **argv)
+{
+    inst_metrics(m, in);
+    in->obj = m->v20 ? ((wk_new20_fn)m->wk_new)(argc, argv, in->metrics)
+                     : ((wk_new_fn)m->wk_new)(argc, argv);
+    return inst_check(m, in);
+}
+
+int spits_module_worker_run(spits_module_t *m, spits_inst_t *in,
+                            const void *task, spitssize_t tasksz,
+                            spitspush_t push, spitsctx_t ctx)
+{
+    return m->wk_run(in->obj, task, tasksz, push, ctx);
+}
+
+void spits_module_worker_free(spits_module_t *m, spits_inst_t *in)
+{
+    inst_free(m, in, m->wk_fin);
+}
+
+int spits_module_co_new(spits_module_t *m, spits_inst_t *in, int argc,
+                        const char **argv, const void *jobinfo,
+                        spitssize_t jobinfosz)
+{
+    inst_metrics(m, in);
+    in->obj = m->v20 ? ((jm_new20_fn)m->co_new)(argc, argv, jobinfo, jobinfosz,
+                                                in->metrics)
+                     : ((jm_new_fn)m->co_new)(argc, argv, jobinfo, jobinfosz);
+    return inst_check(m, in);
+}
+
+int spits_module_co_commit(spits_module_t *m, spits_inst_t *in,
+                           const void *result, spitssize_t resultsz)
+{
+    return m->co_pit(in->obj, result, resultsz);
+}
+
+int spits_module_co_job(spits_module_t *m, spits_inst_t *in,
+                        spitspush_t push, spitsctx_t ctx)
+{
+    return m->co_job(in->obj, push, ctx);
+}
+
+void spits_module_co_free(spits_module_t *m, spits_inst_t *in)
+{
+    inst_free(m, in, m->co_fin);
+}

@@ -1,0 +1,59 @@
+/*
+ * module.h - loading a SPITS module and calling it.
+ *
+ * A module is a shared object with the v2 interface (spits.h), or the SPITS
+ * 2.0 variant whose constructors take a trailing metrics object. This file
+ * finds out which, refuses what cannot be run (legacy byte-array modules,
+ * missing symbols), and hides the variant behind one set of calls: each role
+ * instance is a spits_inst_t that carries the module's object and, for 2.0
+ * modules, the metrics object made for it.
+ */
+#ifndef SPITS_MODULE_H
+#define SPITS_MODULE_H
+
+#include <stddef.h>
+#include "spits.h"
+
+typedef struct spits_module spits_module_t;
+
+typedef struct {
+    void *obj;       /* what the module's constructor returned */
+    void *metrics;   /* 2.0 variant only: made with spits_metrics_new */
+} spits_inst_t;
+
+/* Loads and checks a module. On failure returns NULL and writes a one-line
+ * message naming the file and the problem into err. */
+spits_module_t *spits_module_open(const char *path, char *err, size_t errlen);
+void spits_module_close(spits_module_t **m);
+
+const char *spits_module_path(const spits_module_t *m);
+int spits_module_is_v20(const spits_module_t *m);
+int spits_module_has_main(const spits_module_t *m);
+int spits_module_main(spits_module_t *m, int argc, const char **argv,
+                      spitsrun_t run);
+
+/* Constructors return 0, or -1 if the module returned NULL. */
+int spits_module_jm_new(spits_module_t *m, spits_inst_t *in, int argc,
+                        const char **argv, const void *jobinfo,
+                        spitssize_t jobinfosz);
+int spits_module_jm_next(spits_module_t *m, spits_inst_t *in,
+                         spitspush_t push, spitsctx_t ctx);
+void spits_module_jm_free(spits_module_t *m, spits_inst_t *in);
+
+int spits_module_worker_new(spits_module_t *m, spits_inst_t *in, int argc,
+                            const char **argv);
+int spits_module_worker_run(spits_module_t *m, spits_inst_t *in,
+                            const void *task, spitssize_t tasksz,
+                            spitspush_t push, spitsctx_t ctx);
+void spits_module_worker_free(spits_module_t *m, spits_inst_t *in);
+
+int spits_module_co_new(spits_module_t *m, spits_inst_t *in, int argc,
+                        const char **argv, const void *jobinfo,
+                        spitssize_t jobinfosz);
+int spits_module_co_commit(spits_module_t *m, spits_inst_t *in,
+                           const void *result, spitssize_t resultsz);
+int spits_module_co_job(spits_module_t *m, spits_inst_t *in,
+                        spitspush_t push, spitsctx_t ctx);
+void spits_module_co_free(spits_module_t *m, spits_inst_t *in);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * ring.h - the circular queue of tasks in flight.
+ *
+ * The JM keeps every task that was sent but is not yet resolved (committed
+ * or failed) in a ring, in send order. Tasks are numbered in generation
+ * order and first sent in that order, so the ring is a circular array
+ * indexed by task id: lookup of a result's task is O(1), the oldest
+ * unresolved task is the ring's low end, and memory grows with the span of
+ * ids in flight, not with the job's size.
+ *
+ * Ids put must increase (gaps are allowed: a resumed job skips committed
+ * ids). The ring stores opaque pointers and never frees them itself.
+ * Not thread-safe: one thread (the JM's dispatcher) owns a ring.
+ */
+#ifndef SPITS_RING_H
+#define SPITS_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct spits_ring spits_ring_t;
+
+spits_ring_t *spits_ring_new(void);
+void spits_ring_destroy(spits_ring_t **ring);
+
+/* Adds an item; id must be >= spits_ring_next(). -1: bad id or no memory. */
+int spits_ring_put(spits_ring_t *ring, uint64_t id, void *item);
+/* The item with this id, or NULL if it was never put or was taken. */
+void *spits_ring_get(const spits_ring_t *ring, uint64_t id);
+/* Removes and returns the item (NULL if absent). */
+void *spits_ring_take(spits_ring_t *ring, uint64_t id);
+
+/* Oldest id present (== next when empty). */
+uint64_t spits_ring_low(const spits_ring_t *ring);
+/* One past the highest id ever put. */
+uint64_t spits_ring_next(const spits_ring_t *ring);
+size_t spits_ring_count(const spits_ring_t *ring);
+
+int spits_ring_selftest(void);
+
+#endif

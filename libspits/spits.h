@@ -1,0 +1,91 @@
+/*
+ * spits.h - the SPITS module interface (the "v2" ABI, plus the SPITS 2.0
+ * metrics variant).
+ *
+ * A SPITS module is a shared object that exports the functions declared
+ * below. The runtime (spits-jm and spits-tm) dlopen()s it and calls them; a
+ * module never links against libspits. This header exists so that modules
+ * can be compiled against a declaration of the interface:
+ *
+ *     cc $(pkg-config --cflags spits) -shared -fPIC -o my.so my.c
+ *
+ * Roles and their rules:
+ *   job manager  generates tasks; next_task is called exactly once per task,
+ *                from one thread at a time.
+ *   worker       runs a task; must be idempotent: a task may run several
+ *                times, on any node, concurrently with other copies.
+ *   committer    consumes results; commit_pit is called exactly once per
+ *                task, commit_job once after the last commit of a phase.
+ *
+ * Every push callback copies the bytes before it returns; a second push in
+ * the same call replaces the first.
+ */
+#ifndef SPITS_H
+#define SPITS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef long long int spitssize_t;
+typedef const void *spitsctx_t;
+typedef void (*spitspush_t)(const void *data, spitssize_t size, spitsctx_t ctx);
+typedef int (*spitsrun_t)(int argc, const char **argv,
+                          const void *jobinfo, spitssize_t jobinfosz,
+                          const void **final, spitssize_t *finalsz);
+/* Older headers spell the runner type this way. */
+typedef spitsrun_t spitzrun_t;
+
+/*
+ * Optional entry point. When a module exports it, the runtime calls it
+ * instead of running one job; every run() call is one phase (a complete
+ * parallel job). Its return value is the process exit status.
+ */
+int spits_main(int argc, const char *argv[], spitsrun_t run);
+
+#ifndef SPITS_METRICS_VARIANT
+/* Job manager: task generation. */
+void *spits_job_manager_new(int argc, const char *argv[],
+                            const void *jobinfo, spitssize_t jobinfosz);
+/* Worker: task execution. */
+void *spits_worker_new(int argc, const char *argv[]);
+/* Committer: result consolidation. */
+void *spits_committer_new(int argc, const char *argv[],
+                          const void *jobinfo, spitssize_t jobinfosz);
+#else
+/*
+ * SPITS 2.0 variant: the constructors take a trailing metrics object. A
+ * module of this variant exports spits_metrics_new/spits_metrics_delete;
+ * the runtime makes one metrics object per role instance with them.
+ */
+void *spits_job_manager_new(int argc, const char *argv[],
+                            const void *jobinfo, spitssize_t jobinfosz,
+                            const void *metrics);
+void *spits_worker_new(int argc, const char *argv[], const void *metrics);
+void *spits_committer_new(int argc, const char *argv[],
+                          const void *jobinfo, spitssize_t jobinfosz,
+                          const void *metrics);
+void *spits_metrics_new(unsigned buffer_size);
+void spits_metrics_delete(void *metrics);
+#endif
+
+/* Pushes one task and returns 1, or returns 0 when there are no more. */
+int spits_job_manager_next_task(void *jm, spitspush_t push_task, spitsctx_t ctx);
+void spits_job_manager_finalize(void *jm);                  /* optional */
+
+/* Runs one task, pushes its result; 0 is success, anything else failure. */
+int spits_worker_run(void *w, const void *task, spitssize_t tasksz,
+                     spitspush_t push_result, spitsctx_t ctx);
+void spits_worker_finalize(void *w);                        /* optional */
+
+/* Commits one task's result; 0 is success. */
+int spits_committer_commit_pit(void *c, const void *result, spitssize_t resultsz);
+/* Ends a phase; may push the phase's final result. Its value is run()'s. */
+int spits_committer_commit_job(void *c, spitspush_t push_final_result, spitsctx_t ctx);
+void spits_committer_finalize(void *c);                     /* optional */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPITS_H */

@@ -1,0 +1,87 @@
+/*
+ * util.c - clocks, strict option parsing, host name, random ids.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "util.h"
+
+int64_t spits_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double spits_wall_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void spits_iso_time(double t, char *out, size_t outlen)
+{
+    time_t secs = (time_t)t;
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    strftime(out, outlen, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int spits_parse_long(const char *s, long min, long max, long *out)
+{
+    char *end;
+    long v;
+
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int spits_parse_seconds(const char *s, double max, double *out)
+{
+    char *end;
+    double v;
+
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || *end || !isfinite(v) || v < 0 || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+void spits_hostname(char *out, size_t outlen)
+{
+    if (gethostname(out, outlen) != 0 || !*out)
+        snprintf(out, outlen, "localhost");
+    out[outlen - 1] = '\0';
+}
+
+void spits_random_hex(char *out, size_t nbytes)
+{
+    unsigned char raw[64];
+    if (nbytes > sizeof raw)
+        nbytes = sizeof raw;
+    randombytes_buf(raw, nbytes);
+    sodium_bin2hex(out, 2 * nbytes + 1, raw, nbytes);
+}
+
+int spits_online_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}

@@ -1,0 +1,31 @@
+/*
+ * util.h - small helpers every spits program needs: clocks, strict number
+ * parsing for options, the host name, random ids.
+ */
+#ifndef SPITS_UTIL_H
+#define SPITS_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Monotonic milliseconds, for timeouts and rates. */
+int64_t spits_now_ms(void);
+/* Wall-clock seconds since the epoch, with sub-second precision. */
+double spits_wall_time(void);
+/* ISO 8601 UTC time ("2026-11-22T10:00:00Z") of a wall-clock time. */
+void spits_iso_time(double t, char *out, size_t outlen);
+
+/* Parses all of s as an integer in [min, max]. 0 on success, else -1. */
+int spits_parse_long(const char *s, long min, long max, long *out);
+/* Parses all of s as a non-negative number of seconds (decimals allowed). */
+int spits_parse_seconds(const char *s, double max, double *out);
+
+/* This host's name (never fails: falls back to "localhost"). */
+void spits_hostname(char *out, size_t outlen);
+/* A random id of nbytes bytes as lowercase hex into out (2*nbytes+1). */
+void spits_random_hex(char *out, size_t nbytes);
+
+/* Online cores (at least 1). */
+int spits_online_cores(void);
+
+#endif

@@ -1,0 +1,335 @@
+/*
+ * wire.c - the spits wire codec (format described in wire.h).
+ *
+ * The batch writer appends records into one growable buffer, so building
+ * a message costs no allocation per task once the buffer has grown. The
+ * reader hands out pointers into the received frame: no copies.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire.h"
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+}
+
+int spits_buf_reserve(spits_buf_t *b, size_t more)
+{
+    if (b->cap - b->len >= more)
+        return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap - b->len < more) {
+        if (cap > SIZE_MAX / 2)
+            return -1;
+        cap *= 2;
+    }
+    unsigned char *p = realloc(b->data, cap);
+    if (!p)
+        return -1;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+void spits_buf_free(spits_buf_t *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+static void put_hdr(unsigned char *p, int type, uint32_t phase, uint64_t count)
+{
+    p[0] = 'S';
+    p[1] = 'P';
+    p[2] = SPITS_PROTO_VERSION;
+    p[3] = (unsigned char)type;
+    put_u32(p + 4, phase);
+    put_u64(p + 8, count);
+}
+
+void spits_batch_begin(spits_batch_t *b, int type, uint32_t phase)
+{
+    b->buf.len = 0;
+    b->count = 0;
+    if (spits_buf_reserve(&b->buf, SPITS_HDR_SIZE) == 0) {
+        put_hdr(b->buf.data, type, phase, 0);
+        b->buf.len = SPITS_HDR_SIZE;
+    }
+}
+
+unsigned char *spits_batch_add(spits_batch_t *b, uint64_t id,
+                               uint32_t status, uint32_t len)
+{
+    if (b->buf.len < SPITS_HDR_SIZE ||
+        spits_buf_reserve(&b->buf, SPITS_REC_SIZE + (size_t)len) != 0)
+        return NULL;
+    unsigned char *p = b->buf.data + b->buf.len;
+    put_u64(p, id);
+    put_u32(p + 8, status);
+    put_u32(p + 12, len);
+    b->buf.len += SPITS_REC_SIZE + (size_t)len;
+    b->count++;
+    return p + SPITS_REC_SIZE;
+}
+
+void spits_batch_finish(spits_batch_t *b)
+{
+    if (b->buf.len >= SPITS_HDR_SIZE)
+        put_u64(b->buf.data + 8, b->count);
+}
+
+void spits_batch_free(spits_batch_t *b)
+{
+    spits_buf_free(&b->buf);
+    b->count = 0;
+}
+
+int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
+                     const char **why)
+{
+    const unsigned char *p = frame;
+
+    if (len < SPITS_HDR_SIZE) {
+        *why = "frame shorter than a header";
+        return -1;
+    }
+    if (p[0] != 'S' || p[1] != 'P') {
+        *why = "bad magic";
+        return -1;
+    }
+    if (p[2] != SPITS_PROTO_VERSION) {
+        *why = p[2] < SPITS_PROTO_VERSION ? "older protocol version"
+                                          : "newer protocol version";
+        return -1;
+    }
+    h->type = p[3];
+    h->phase = get_u32(p + 4);
+    h->count = get_u64(p + 8);
+    if (h->type < 1 || h->type > SPITS_MSG_LAST) {
+        *why = "unknown message type";
+        return -1;
+    }
+    if (h->type != SPITS_MSG_TASKS && h->type != SPITS_MSG_RESULTS) {
+        if (h->count != 0) {
+            *why = "record count on a control message";
+            return -1;
+        }
+        return 0;
+    }
+    /* Walk every record header once: after this, the reader needs no checks. */
+    const unsigned char *q = p + SPITS_HDR_SIZE, *end = p + len;
+    uint64_t n = 0;
+    while (q < end) {
+        if ((size_t)(end - q) < SPITS_REC_SIZE) {
+            *why = "truncated record header";
+            return -1;
+        }
+        uint32_t rlen = get_u32(q + 12);
+        if ((size_t)(end - q) - SPITS_REC_SIZE < rlen) {
+            *why = "record longer than the frame";
+            return -1;
+        }
+        if (get_u32(q + 8) > SPITS_ST_RETURNED) {
+            *why = "unknown record status";
+            return -1;
+        }
+        q += SPITS_REC_SIZE + rlen;
+        n++;
+    }
+    if (n != h->count) {
+        *why = "record count does not match the frame";
+        return -1;
+    }
+    return 0;
+}
+
+void spits_reader_init(spits_reader_t *r, const void *frame, size_t len)
+{
+    r->p = (const unsigned char *)frame + SPITS_HDR_SIZE;
+    r->end = (const unsigned char *)frame + len;
+}
+
+int spits_reader_next(spits_reader_t *r, spits_rec_t *rec)
+{
+    if ((size_t)(r->end - r->p) < SPITS_REC_SIZE)
+        return 0;
+    rec->id = get_u64(r->p);
+    rec->status = get_u32(r->p + 8);
+    rec->len = get_u32(r->p + 12);
+    rec->data = r->p + SPITS_REC_SIZE;
+    r->p += SPITS_REC_SIZE + rec->len;
+    return 1;
+}
+
+int spits_wire_encode_json(spits_buf_t *out, int type, uint32_t phase,
+                           const json_t *body)
+{
+    char *text = json_dumps(body, JSON_COMPACT);
+    if (!text)
+        return -1;
+    size_t n = strlen(text);
+    out->len = 0;
+    if (spits_buf_reserve(out, SPITS_HDR_SIZE + n) != 0) {
+        free(text);
+        return -1;
+    }
+    put_hdr(out->data, type, phase, 0);
+    memcpy(out->data + SPITS_HDR_SIZE, text, n);
+    out->len = SPITS_HDR_SIZE + n;
+    free(text);
+    return 0;
+}
+
+json_t *spits_wire_decode_json(const void *frame, size_t len, const char **why)
+{
+    json_error_t jerr;
+    if (len <= SPITS_HDR_SIZE) {
+        *why = "control message without a body";
+        return NULL;
+    }
+    json_t *j = json_loadb((const char *)frame + SPITS_HDR_SIZE,
+                           len - SPITS_HDR_SIZE, JSON_REJECT_DUPLICATES, &jerr);
+    if (!j) {
+        *why = "body is not valid JSON";
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        *why = "body is not a JSON object";
+        return NULL;
+    }
+    return j;
+}
+
+void spits_wire_encode_empty(unsigned char out[SPITS_HDR_SIZE], int type,
+                             uint32_t phase)
+{
+    put_hdr(out, type, phase, 0);
+}
+
+const char *spits_wire_type_name(int type)
+{
+    static const char *names[] = {"?", "HELLO", "WELCOME", "PHASE", "TASKS",
+                                  "RESULTS", "HEARTBEAT", "END", "BYE", "WHO"};
+    return type >= 1 && type <= SPITS_MSG_LAST ? names[type] : "?";
+}
+
+/* --- self-test --------------------------------------------------------- */
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "wire selftest: %s:%d: %s\n", \
+                      __FILE__, __LINE__, #c); return -1; } } while (0)
+#include <stdio.h>
+
+int spits_wire_selftest(void)
+{
+    spits_batch_t b = {0};
+    spits_hdr_t h;
+    const char *why = NULL;
+
+    /* A batch round-trips exactly, including an empty payload. */
+    spits_batch_begin(&b, SPITS_MSG_RESULTS, 7);
+    memcpy(spits_batch_add(&b, 42, SPITS_ST_OK, 3), "abc", 3);
+    CHECK(spits_batch_add(&b, 43, SPITS_ST_FAILED, 0) != NULL);
+    memcpy(spits_batch_add(&b, UINT64_MAX, SPITS_ST_RETURNED, 1), "z", 1);
+    spits_batch_finish(&b);
+    CHECK(b.buf.len == SPITS_HDR_SIZE + 3 * SPITS_REC_SIZE + 4);
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == 0);
+    CHECK(h.type == SPITS_MSG_RESULTS && h.phase == 7 && h.count == 3);
+
+    spits_reader_t r;
+    spits_rec_t rec;
+    spits_reader_init(&r, b.buf.data, b.buf.len);
+    CHECK(spits_reader_next(&r, &rec) == 1);
+    CHECK(rec.id == 42 && rec.status == SPITS_ST_OK && rec.len == 3 &&
+          memcmp(rec.data, "abc", 3) == 0);
+    CHECK(spits_reader_next(&r, &rec) == 1);
+    CHECK(rec.id == 43 && rec.status == SPITS_ST_FAILED && rec.len == 0);
+    CHECK(spits_reader_next(&r, &rec) == 1);
+    CHECK(rec.id == UINT64_MAX && rec.status == SPITS_ST_RETURNED &&
+          rec.len == 1 && rec.data[0] == 'z');
+    CHECK(spits_reader_next(&r, &rec) == 0);
+
+    /* Every truncation of a valid frame is rejected, never over-read. */
+    for (size_t cut = 0; cut < b.buf.len; cut++) {
+        unsigned char *copy = malloc(cut ? cut : 1);
+        memcpy(copy, b.buf.data, cut);
+        CHECK(spits_wire_parse(copy, cut, &h, &why) == -1);
+        free(copy);
+    }
+    /* Trailing garbage, a wrong count, a huge length, a bad status. */
+    size_t good = b.buf.len;
+    CHECK(spits_buf_reserve(&b.buf, 1) == 0);
+    b.buf.data[b.buf.len++] = 0;
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1);
+    b.buf.len = good;
+    b.buf.data[8] = 4;
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1 &&
+          strstr(why, "count"));
+    b.buf.data[8] = 3;
+    b.buf.data[SPITS_HDR_SIZE + 15] = 0x7f;
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1 &&
+          strstr(why, "longer"));
+    b.buf.data[SPITS_HDR_SIZE + 15] = 0;
+    b.buf.data[SPITS_HDR_SIZE + 8] = 9;
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1 &&
+          strstr(why, "status"));
+    b.buf.data[SPITS_HDR_SIZE + 8] = 0;
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == 0);
+
+    /* Versions and types. */
+    b.buf.data[2] = SPITS_PROTO_VERSION + 1;
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1 &&
+          strstr(why, "newer"));
+    b.buf.data[2] = 0;
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1 &&
+          strstr(why, "older"));
+    b.buf.data[2] = SPITS_PROTO_VERSION;
+    b.buf.data[3] = 0;
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1);
+    b.buf.data[3] = SPITS_MSG_LAST + 1;
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1);
+    spits_batch_free(&b);
+
+    /* JSON control messages. */
+    spits_buf_t out = {0};
+    json_t *j = json_pack("{s:s, s:i}", "host", "node1", "workers", 4);
+    CHECK(spits_wire_encode_json(&out, SPITS_MSG_HELLO, 0, j) == 0);
+    json_decref(j);
+    CHECK(spits_wire_parse(out.data, out.len, &h, &why) == 0);
+    CHECK(h.type == SPITS_MSG_HELLO);
+    j = spits_wire_decode_json(out.data, out.len, &why);
+    CHECK(j && json_integer_value(json_object_get(j, "workers")) == 4);
+    json_decref(j);
+    out.data[out.len - 1] = '[';
+    CHECK(spits_wire_decode_json(out.data, out.len, &why) == NULL);
+    spits_buf_free(&out);
+
+    unsigned char hb[SPITS_HDR_SIZE];
+    spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, 2);
+    CHECK(spits_wire_parse(hb, sizeof hb, &h, &why) == 0 &&
+          h.type == SPITS_MSG_HEARTBEAT && h.phase == 2);
+    hb[8] = 1;
+    CHECK(spits_wire_parse(hb, sizeof hb, &h, &why) == -1);
+    return 0;
+}

@@ -1,0 +1,124 @@
+/*
+ * wire.h - the spits wire codec: how a JM and its TMs talk.
+ *
+ * Every ZeroMQ message is one frame (the ROUTER adds the peer's routing id
+ * in front on the JM's side). A frame starts with a 16-byte header:
+ *
+ *   offset  size  field
+ *   0       2     magic "SP"
+ *   2       1     protocol version (SPITS_PROTO_VERSION)
+ *   3       1     message type (SPITS_MSG_*)
+ *   4       4     phase id, little endian (0 = no phase)
+ *   8       8     record count (TASKS, RESULTS), else 0
+ *
+ * TASKS and RESULTS carry a batch of records, so that one message moves
+ * many tasks. Each record is a 16-byte header then its payload:
+ *
+ *   0   8   task id, little endian
+ *   8   4   status (SPITS_ST_*; 0 in TASKS)
+ *   12  4   payload length, little endian
+ *   16  len payload bytes
+ *
+ * Control messages (HELLO, WELCOME, PHASE, BYE) carry one JSON object as
+ * their body. HEARTBEAT, END and WHO have no body.
+ *
+ * Decoders check every length against the frame before reading, and a
+ * frame must be consumed exactly: trailing bytes are an error.
+ */
+#ifndef SPITS_WIRE_H
+#define SPITS_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#define SPITS_PROTO_VERSION 1
+#define SPITS_HDR_SIZE 16
+#define SPITS_REC_SIZE 16
+
+enum {
+    SPITS_MSG_HELLO = 1,     /* TM -> JM: JSON, who I am and what I hold */
+    SPITS_MSG_WELCOME = 2,   /* JM -> TM: JSON, the job and its current phase */
+    SPITS_MSG_PHASE = 3,     /* JM -> TM: JSON, a new phase and its argv */
+    SPITS_MSG_TASKS = 4,     /* JM -> TM: records */
+    SPITS_MSG_RESULTS = 5,   /* TM -> JM: records */
+    SPITS_MSG_HEARTBEAT = 6, /* both ways */
+    SPITS_MSG_END = 7,       /* JM -> TM: the job is over, exit */
+    SPITS_MSG_BYE = 8,       /* TM -> JM: I am leaving */
+    SPITS_MSG_WHO = 9,       /* JM -> TM: I do not know you, say HELLO */
+    SPITS_MSG_LAST = 9
+};
+
+/* Record status in RESULTS. */
+enum {
+    SPITS_ST_OK = 0,        /* payload is the result */
+    SPITS_ST_FAILED = 1,    /* the worker returned non-zero */
+    SPITS_ST_RETURNED = 2   /* not run: handed back (phase change, drain) */
+};
+
+typedef struct {
+    int type;
+    uint32_t phase;
+    uint64_t count;
+} spits_hdr_t;
+
+typedef struct {
+    uint64_t id;
+    uint32_t status;
+    uint32_t len;
+    const unsigned char *data;
+} spits_rec_t;
+
+/* A growable byte buffer; the batch writer builds messages in it. */
+typedef struct {
+    unsigned char *data;
+    size_t len;
+    size_t cap;
+} spits_buf_t;
+
+int spits_buf_reserve(spits_buf_t *b, size_t more);
+void spits_buf_free(spits_buf_t *b);
+
+/* Batch writer: a header, then records appended in place. */
+typedef struct {
+    spits_buf_t buf;
+    uint64_t count;
+} spits_batch_t;
+
+void spits_batch_begin(spits_batch_t *b, int type, uint32_t phase);
+/* Appends a record and returns where its len payload bytes go (NULL: out
+ * of memory). The caller fills them in. */
+unsigned char *spits_batch_add(spits_batch_t *b, uint64_t id,
+                               uint32_t status, uint32_t len);
+/* Patches the record count into the header; the batch is then sendable. */
+void spits_batch_finish(spits_batch_t *b);
+void spits_batch_free(spits_batch_t *b);
+
+/* Parses and validates a frame's header and, for TASKS and RESULTS, the
+ * layout of every record. Returns 0, or -1 with *why naming the problem. */
+int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
+                     const char **why);
+
+/* Iterates the records of a frame that spits_wire_parse accepted. */
+typedef struct {
+    const unsigned char *p;
+    const unsigned char *end;
+} spits_reader_t;
+
+void spits_reader_init(spits_reader_t *r, const void *frame, size_t len);
+int spits_reader_next(spits_reader_t *r, spits_rec_t *rec);
+
+/* Control messages: a header plus a JSON object. */
+int spits_wire_encode_json(spits_buf_t *out, int type, uint32_t phase,
+                           const json_t *body);
+json_t *spits_wire_decode_json(const void *frame, size_t len,
+                               const char **why);
+/* Header-only messages (HEARTBEAT, END, WHO). */
+void spits_wire_encode_empty(unsigned char out[SPITS_HDR_SIZE], int type,
+                             uint32_t phase);
+
+const char *spits_wire_type_name(int type);
+
+int spits_wire_selftest(void);
+
+#endif

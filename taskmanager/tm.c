@@ -1,0 +1,707 @@
+/*
+ * tm.c - spits-tm: the Task Manager program and its network loop.
+ *
+ *   spits-tm [OPTIONS]  (--jobdir DIR or --connect ENDPOINT)
+ *
+ * Finds the JM (waiting for DIR/jm.json if need be), says HELLO with the
+ * number of tasks it can hold (workers + prefetch), loads the module the
+ * JM announces and starts the workers. Then it queues the tasks the JM
+ * sends, ships results back in batches, and exits 0 when the JM says the
+ * job is over.
+ *
+ * A JM that goes silent is looked for again: the TM re-reads jm.json (a
+ * restarted JM may listen elsewhere), reconnects and says HELLO again,
+ * keeping its queued tasks and unsent results meanwhile.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "jobdir.h"
+#include "log.h"
+#include "tm.h"
+#include "util.h"
+
+enum { TM_CONNECTING, TM_READY, TM_LOST };
+
+typedef struct {
+    /* options */
+    const char *jobdir, *connect, *module_override;
+    double wait, reconnect;
+    int workers, prefetch;
+
+    /* the main thread's own state */
+    void *zctx, *sock;
+    char endpoint[512];
+    char rid[32];
+    char job_id[64];
+    char host[256];
+    char module_path[PATH_MAX];
+    int state, welcomed, done;
+    int64_t now, last_heard, last_sent, last_hello, last_look, lost_since;
+    int64_t hb_ms, lost_ms;
+    tm_phase_t *phases, *cur;
+    spits_module_t *mod;
+    tm_pool_t pool;
+    int pool_started;
+    int wake_fd;
+    tm_seg_t *pending;           /* result segments not sent yet */
+    size_t npending, cappending;
+    tm_item_t *items;            /* scratch for one TASKS message */
+    size_t capitems;
+    int64_t bad_logged_at;
+    uint64_t bad;
+} tm_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: spits-tm [OPTIONS]\n"
+"Runs a task manager: pulls tasks of a SPITS job into worker threads.\n"
+"\n"
+"  -d, --jobdir DIR           find the job manager through DIR/jm.json\n"
+"  -c, --connect ENDPOINT     connect to this endpoint instead\n"
+"  -w, --wait SEC             how long to wait for jm.json and for the job\n"
+"                             manager's first answer (60)\n"
+"      --reconnect-timeout SEC  how long to look for a job manager that\n"
+"                             went silent before giving up (300)\n"
+"  -n, --workers N            worker threads (online cores: %d)\n"
+"  -p, --prefetch N           tasks queued beyond the workers (= workers)\n"
+"  -m, --module PATH          load this module file instead of the announced one\n"
+"  -v, --verbose              more logging (repeat for more)\n"
+"  -q, --quiet                errors only\n"
+"  -h, --help                 this help\n"
+"  -V, --version              print the version\n"
+"\n"
+"Exit status: 0 when the job is over, 1 on an error, 2 on a usage error.\n",
+            spits_online_cores());
+}
+
+static int bad_option(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "spits-tm: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see spits-tm --help)\n");
+    return 2;
+}
+
+enum { OPT_RECONNECT = 256 };
+
+static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
+{
+    static const struct option longopts[] = {
+        {"jobdir", required_argument, NULL, 'd'},
+        {"connect", required_argument, NULL, 'c'},
+        {"wait", required_argument, NULL, 'w'},
+        {"reconnect-timeout", required_argument, NULL, OPT_RECONNECT},
+        {"workers", required_argument, NULL, 'n'},
+        {"prefetch", required_argument, NULL, 'p'},
+        {"module", required_argument, NULL, 'm'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    long v;
+    int c;
+
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":d:c:w:n:p:m:vqhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd': tm->jobdir = optarg; break;
+        case 'c': tm->connect = optarg; break;
+        case 'm': tm->module_override = optarg; break;
+        case 'w':
+            if (spits_parse_seconds(optarg, 1e7, &tm->wait))
+                return bad_option("--wait wants seconds, not '%s'", optarg);
+            break;
+        case OPT_RECONNECT:
+            if (spits_parse_seconds(optarg, 1e7, &tm->reconnect))
+                return bad_option("--reconnect-timeout wants seconds, not '%s'", optarg);
+            break;
+        case 'n':
+            if (spits_parse_long(optarg, 1, 4096, &v))
+                return bad_option("--workers wants a number from 1 to 4096, not '%s'", optarg);
+            tm->workers = (int)v;
+            break;
+        case 'p':
+            if (spits_parse_long(optarg, 0, 1 << 20, &v))
+                return bad_option("--prefetch wants a number from 0 to 1048576, not '%s'", optarg);
+            tm->prefetch = (int)v;
+            break;
+        case 'v': (*verbosity)++; break;
+        case 'q': *verbosity = SPITS_LOG_ERROR; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("spits-tm %s\n", PACKAGE_VERSION); return 0;
+        case ':': return bad_option("option '%s' needs a value", argv[optind - 1]);
+        default: return bad_option("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return bad_option("unexpected argument '%s'", argv[optind]);
+    if (!tm->jobdir && !tm->connect)
+        return bad_option("%s", "give --jobdir DIR or --connect ENDPOINT");
+    if (tm->jobdir && tm->connect)
+        return bad_option("%s", "give --jobdir or --connect, not both");
+    return -1;
+}
+
+/* --- connection -------------------------------------------------------- */
+
+static int tm_connect(tm_t *tm)
+{
+    int one = 1, linger = 1000, ivl = 100, ivl_max = 2000, hwm = 100000;
+
+    if (tm->sock)
+        zmq_close(tm->sock);
+    tm->sock = zmq_socket(tm->zctx, ZMQ_DEALER);
+    if (!tm->sock) {
+        spits_error("cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
+        return -1;
+    }
+    zmq_setsockopt(tm->sock, ZMQ_ROUTING_ID, tm->rid, strlen(tm->rid));
+    zmq_setsockopt(tm->sock, ZMQ_LINGER, &linger, sizeof linger);
+    /* Queue nothing on a connection that is not up: unsent results stay in
+     * our own list, and HELLO goes out only on a live connection. */
+    zmq_setsockopt(tm->sock, ZMQ_IMMEDIATE, &one, sizeof one);
+    zmq_setsockopt(tm->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(tm->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
+    zmq_setsockopt(tm->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(tm->sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (zmq_connect(tm->sock, tm->endpoint) != 0) {
+        spits_error("cannot connect to %s: %s", tm->endpoint, zmq_strerror(errno));
+        return -1;
+    }
+    tm->state = TM_CONNECTING;
+    tm->last_hello = 0;
+    return 0;
+}
+
+static int tm_send(tm_t *tm, const void *buf, size_t len)
+{
+    if (zmq_send(tm->sock, buf, len, ZMQ_DONTWAIT) < 0)
+        return -1;
+    tm->last_sent = tm->now;
+    return 0;
+}
+
+static void send_hello(tm_t *tm)
+{
+    spits_buf_t buf = {0};
+    size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
+    json_t *j = json_pack("{s:s, s:I, s:i, s:i, s:I, s:s}",
+                          "host", tm->host, "pid", (json_int_t)getpid(),
+                          "workers", tm->workers,
+                          "slots", tm->workers + tm->prefetch,
+                          "held", (json_int_t)held, "job_id", tm->job_id);
+    if (j && spits_wire_encode_json(&buf, SPITS_MSG_HELLO, 0, j) == 0 &&
+        tm_send(tm, buf.data, buf.len) == 0)
+        tm->last_hello = tm->now;
+    else
+        tm->last_hello = tm->now - 900;   /* not connected yet: retry soon */
+    json_decref(j);
+    spits_buf_free(&buf);
+}
+
+/* Looks at the job dir again: the job may be over, or the JM elsewhere. */
+static void look_for_jm(tm_t *tm)
+{
+    spits_announce_t a;
+    char err[512];
+
+    tm->last_look = tm->now;
+    if (!tm->jobdir)
+        return;
+    if (tm->job_id[0] && spits_jobdir_finished(tm->jobdir, tm->job_id)) {
+        spits_info("job %s is over (report.json written)", tm->job_id);
+        tm->done = 1;
+        return;
+    }
+    if (spits_announce_read(tm->jobdir, &a, err, sizeof err) == 0 &&
+        strcmp(a.endpoint, tm->endpoint) != 0) {
+        spits_info("job manager now at %s", a.endpoint);
+        snprintf(tm->endpoint, sizeof tm->endpoint, "%s", a.endpoint);
+        if (tm_connect(tm) != 0)
+            tm->done = -1;
+    }
+}
+
+/* --- phases and module ------------------------------------------------- */
+
+static tm_phase_t *phase_new(tm_t *tm, uint32_t wire, json_t *argv)
+{
+    tm_phase_t *ph = calloc(1, sizeof *ph);
+    size_t n = json_array_size(argv);
+    if (!ph || !(ph->argv = calloc(n + 1, sizeof *ph->argv)))
+        goto oom;
+    ph->wire = wire;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = json_string_value(json_array_get(argv, i));
+        if (!(ph->argv[i] = strdup(s ? s : "")))
+            goto oom;
+        ph->argc++;
+    }
+    ph->next = tm->phases;
+    tm->phases = ph;
+    return ph;
+oom:
+    spits_error("out of memory");
+    abort();
+}
+
+static void phase_switch(tm_t *tm, tm_phase_t *ph)
+{
+    tm->cur = ph;
+    if (tm->pool_started) {
+        size_t n = tm_pool_drop_others(&tm->pool, ph, 1);
+        if (n)
+            spits_debug("phase %u: handed back %zu queued task(s) of an "
+                        "earlier phase", ph->wire, n);
+    }
+}
+
+static int load_module(tm_t *tm, const char *announced)
+{
+    char err[1024];
+    const char *path = tm->module_override ? tm->module_override : announced;
+
+    if (!realpath(path, tm->module_path)) {
+        spits_error("cannot load module %s: %s", path, strerror(errno));
+        return -1;
+    }
+    tm->mod = spits_module_open(tm->module_path, err, sizeof err);
+    if (!tm->mod) {
+        spits_error("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* --- messages ---------------------------------------------------------- */
+
+static void bad_message(tm_t *tm, const char *why)
+{
+    tm->bad++;
+    if (tm->bad_logged_at == 0 || tm->now - tm->bad_logged_at >= 10000) {
+        spits_warn("dropped a malformed message from the job manager (%s)", why);
+        tm->bad_logged_at = tm->now;
+    }
+}
+
+static void on_welcome(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
+{
+    const char *why = NULL;
+    json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
+    const char *job = j ? json_string_value(json_object_get(j, "job_id")) : NULL;
+    const char *module = j ? json_string_value(json_object_get(j, "module")) : NULL;
+    json_t *argv = j ? json_object_get(j, "argv") : NULL;
+    json_int_t hb = j ? json_integer_value(json_object_get(j, "heartbeat_ms")) : 0;
+
+    if (!job || !module || hb <= 0 || (h->phase && !json_is_array(argv))) {
+        bad_message(tm, why ? why : "WELCOME without job_id/module/heartbeat/argv");
+        json_decref(j);
+        return;
+    }
+    if (tm->job_id[0] && strcmp(tm->job_id, job) != 0) {
+        spits_info("the job manager now runs job %s (was %s)", job, tm->job_id);
+        if (tm->pool_started)
+            tm_pool_drop_others(&tm->pool, NULL, 0);
+        for (size_t i = 0; i < tm->npending; i++)
+            spits_batch_free(&tm->pending[i].batch);
+        tm->npending = 0;
+        tm->cur = NULL;
+    }
+    snprintf(tm->job_id, sizeof tm->job_id, "%s", job);
+    if (!tm->mod) {
+        if (load_module(tm, module) != 0) {
+            tm->done = -1;
+            json_decref(j);
+            return;
+        }
+    } else if (!tm->module_override && strcmp(module, tm->module_path) != 0) {
+        spits_error("the job manager now runs module %s, not %s; start a new "
+                    "task manager for it", module, tm->module_path);
+        tm->done = -1;
+        json_decref(j);
+        return;
+    }
+    if (h->phase && (!tm->cur || tm->cur->wire != h->phase))
+        phase_switch(tm, phase_new(tm, h->phase, argv));
+    tm->hb_ms = hb;
+    tm->lost_ms = 5 * hb < 3000 ? 3000 : 5 * hb;
+    if (!tm->pool_started) {
+        if (tm_pool_start(&tm->pool, tm->mod) != 0) {
+            spits_error("cannot start %d worker threads", tm->workers);
+            tm->done = -1;
+            json_decref(j);
+            return;
+        }
+        tm->pool_started = 1;
+    }
+    if (!tm->welcomed || tm->state != TM_READY)
+        spits_info("joined job %s at %s with %d worker(s)", job, tm->endpoint,
+                   tm->workers);
+    tm->welcomed = 1;
+    tm->state = TM_READY;
+    json_decref(j);
+}
+
+static void on_phase(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
+{
+    const char *why = NULL;
+    json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
+    json_t *argv = j ? json_object_get(j, "argv") : NULL;
+    if (!json_is_array(argv) || h->phase == 0) {
+        bad_message(tm, why ? why : "PHASE without argv");
+    } else {
+        spits_debug("phase %u begins", h->phase);
+        phase_switch(tm, phase_new(tm, h->phase, argv));
+    }
+    json_decref(j);
+}
+
+/* Tasks the TM cannot take go straight back as RETURNED records: the JM
+ * counts every task it sends as held until a record comes back. */
+static void return_tasks(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
+{
+    spits_reader_t r;
+    spits_rec_t rec;
+    spits_batch_t b = {0};
+
+    spits_batch_begin(&b, SPITS_MSG_RESULTS, h->phase);
+    spits_reader_init(&r, zmq_msg_data(msg), zmq_msg_size(msg));
+    while (spits_reader_next(&r, &rec))
+        if (!spits_batch_add(&b, rec.id, SPITS_ST_RETURNED, 0))
+            abort();
+    spits_batch_finish(&b);
+    if (tm_send(tm, b.buf.data, b.buf.len) != 0)
+        spits_debug("could not hand back %llu task(s)", (unsigned long long)h->count);
+    spits_batch_free(&b);
+}
+
+/* Queues a TASKS message; the message lives until its last task is done. */
+static void on_tasks(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
+{
+    spits_reader_t r;
+    spits_rec_t rec;
+    size_t n = 0;
+
+    if (h->count == 0)
+        return;
+    if (!tm->cur || h->phase != tm->cur->wire || !tm->pool_started) {
+        spits_warn("handing back %llu task(s) of phase %u: not in that phase",
+                   (unsigned long long)h->count, h->phase);
+        return_tasks(tm, h, msg);
+        return;
+    }
+    if (h->count > tm->capitems) {
+        tm_item_t *it = realloc(tm->items, (size_t)h->count * sizeof *it);
+        if (!it) {
+            spits_error("out of memory receiving tasks");
+            abort();
+        }
+        tm->items = it;
+        tm->capitems = (size_t)h->count;
+    }
+    tm_rx_t *rx = malloc(sizeof *rx);
+    if (!rx) {
+        spits_error("out of memory receiving tasks");
+        abort();
+    }
+    zmq_msg_init(&rx->msg);
+    zmq_msg_move(&rx->msg, msg);
+    atomic_init(&rx->refs, (size_t)h->count);
+    spits_reader_init(&r, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
+    while (spits_reader_next(&r, &rec)) {
+        tm_item_t *it = &tm->items[n++];
+        it->id = rec.id;
+        it->data = rec.data;
+        it->len = rec.len;
+        it->phase = tm->cur;
+        it->rx = rx;
+    }
+    tm_pool_push(&tm->pool, tm->items, n);
+}
+
+static void on_message(tm_t *tm, zmq_msg_t *msg)
+{
+    spits_hdr_t h;
+    const char *why;
+
+    if (spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &h, &why) != 0) {
+        bad_message(tm, why);
+        return;
+    }
+    tm->last_heard = tm->now;
+    if (tm->state == TM_LOST) {
+        spits_info("the job manager answers again");
+        tm->state = TM_READY;
+    }
+    switch (h.type) {
+    case SPITS_MSG_WELCOME: on_welcome(tm, &h, msg); break;
+    case SPITS_MSG_PHASE: on_phase(tm, &h, msg); break;
+    case SPITS_MSG_TASKS: on_tasks(tm, &h, msg); break;
+    case SPITS_MSG_HEARTBEAT: break;
+    case SPITS_MSG_END:
+        spits_debug("the job manager says the job is over");
+        tm->done = 1;
+        break;
+    case SPITS_MSG_WHO:
+        tm->state = TM_CONNECTING;
+        send_hello(tm);
+        break;
+    default:
+        bad_message(tm, "a TM-to-JM message sent to a TM");
+    }
+}
+
+/* --- results ----------------------------------------------------------- */
+
+static void collect_results(tm_t *tm)
+{
+    size_t n;
+    tm_seg_t *segs = tm_pool_take_out(&tm->pool, &n);
+    if (!n) {
+        free(segs);
+        return;
+    }
+    if (tm->cappending - tm->npending < n) {
+        size_t cap = tm->cappending ? tm->cappending : 8;
+        while (cap - tm->npending < n)
+            cap *= 2;
+        tm_seg_t *p = realloc(tm->pending, cap * sizeof *p);
+        if (!p) {
+            spits_error("out of memory keeping results");
+            abort();
+        }
+        tm->pending = p;
+        tm->cappending = cap;
+    }
+    memcpy(tm->pending + tm->npending, segs, n * sizeof *segs);
+    tm->npending += n;
+    free(segs);
+}
+
+static void send_results(tm_t *tm)
+{
+    size_t sent = 0;
+    if (tm->state != TM_READY)
+        return;
+    for (; sent < tm->npending; sent++) {
+        tm_seg_t *seg = &tm->pending[sent];
+        spits_batch_finish(&seg->batch);
+        if (tm_send(tm, seg->batch.buf.data, seg->batch.buf.len) != 0)
+            break;
+        spits_batch_free(&seg->batch);
+    }
+    if (sent) {
+        memmove(tm->pending, tm->pending + sent,
+                (tm->npending - sent) * sizeof *tm->pending);
+        tm->npending -= sent;
+    }
+}
+
+/* --- the loop ---------------------------------------------------------- */
+
+static void tm_timers(tm_t *tm)
+{
+    if (tm->state == TM_READY) {
+        if (tm->now - tm->last_heard > tm->lost_ms) {
+            spits_warn("the job manager has been silent for %.1f s; looking "
+                       "for it", (tm->now - tm->last_heard) / 1000.0);
+            tm->state = TM_LOST;
+            tm->lost_since = tm->now;
+        } else if (tm->now - tm->last_sent >= tm->hb_ms) {
+            unsigned char hb[SPITS_HDR_SIZE];
+            spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, tm->cur ? tm->cur->wire : 0);
+            tm_send(tm, hb, sizeof hb);
+        }
+        return;
+    }
+    if (tm->state == TM_LOST && tm->now - tm->lost_since > (int64_t)(tm->reconnect * 1000)) {
+        spits_error("lost the job manager at %s: silent for %.0f s", tm->endpoint,
+                    tm->reconnect);
+        tm->done = -1;
+        return;
+    }
+    if (tm->now - tm->last_look >= 1000) {
+        look_for_jm(tm);
+        if (tm->done)
+            return;
+        if (tm->state == TM_LOST) {
+            tm->state = TM_CONNECTING;
+            tm->last_hello = 0;
+        }
+    }
+    if (tm->state == TM_CONNECTING && tm->now - tm->last_hello >= 1000)
+        send_hello(tm);
+}
+
+static int tm_loop(tm_t *tm)
+{
+    int64_t first_deadline = spits_now_ms() + (int64_t)(tm->wait * 1000);
+
+    tm->now = spits_now_ms();
+    tm->last_look = tm->now;
+    send_hello(tm);
+    while (!tm->done) {
+        zmq_pollitem_t items[2] = {
+            {tm->sock, 0, ZMQ_POLLIN, 0},
+            {NULL, tm->wake_fd, ZMQ_POLLIN, 0},
+        };
+        if (tm->npending && tm->state == TM_READY)
+            items[0].events |= ZMQ_POLLOUT;
+        if (zmq_poll(items, 2, 100) < 0 && errno != EINTR) {
+            spits_error("zmq_poll: %s", zmq_strerror(errno));
+            return 1;
+        }
+        tm->now = spits_now_ms();
+        if (items[1].revents & ZMQ_POLLIN) {
+            uint64_t v;
+            if (read(tm->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
+                spits_debug("eventfd: %s", strerror(errno));
+        }
+        for (int i = 0; i < 256 && !tm->done; i++) {
+            zmq_msg_t msg;
+            zmq_msg_init(&msg);
+            if (zmq_msg_recv(&msg, tm->sock, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&msg);
+                break;
+            }
+            on_message(tm, &msg);
+            zmq_msg_close(&msg);
+        }
+        if (tm->pool_started)
+            collect_results(tm);
+        send_results(tm);
+        if (!tm->welcomed && tm->now > first_deadline) {
+            spits_error("no job manager answered at %s within %.0f s",
+                        tm->endpoint, tm->wait);
+            return 1;
+        }
+        tm_timers(tm);
+    }
+    return tm->done < 0 ? 1 : 0;
+}
+
+/* Waits for DIR/jm.json; returns 0, or an exit status. */
+static int find_jm(tm_t *tm)
+{
+    spits_announce_t a;
+    char err[1024];
+    int64_t deadline = spits_now_ms() + (int64_t)(tm->wait * 1000);
+
+    if (tm->connect) {
+        snprintf(tm->endpoint, sizeof tm->endpoint, "%s", tm->connect);
+        return 0;
+    }
+    for (;;) {
+        int rc = spits_announce_read(tm->jobdir, &a, err, sizeof err);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            spits_error("%s", err);
+            return 1;
+        }
+        if (spits_now_ms() > deadline) {
+            spits_error("no %s appeared in %s within %.0f s", SPITS_ANNOUNCE_FILE,
+                        tm->jobdir, tm->wait);
+            return 1;
+        }
+        struct timespec ts = {0, 100 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (spits_jobdir_finished(tm->jobdir, a.job_id)) {
+        spits_info("job %s in %s is already over", a.job_id, tm->jobdir);
+        return -1;
+    }
+    snprintf(tm->endpoint, sizeof tm->endpoint, "%s", a.endpoint);
+    snprintf(tm->job_id, sizeof tm->job_id, "%s", a.job_id);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    tm_t tm;
+    int verbosity = SPITS_LOG_INFO, rc;
+
+    memset(&tm, 0, sizeof tm);
+    tm.wait = 60;
+    tm.reconnect = 300;
+    tm.workers = spits_online_cores();
+    tm.prefetch = -1;
+    tm.wake_fd = -1;
+    spits_log_init("spits-tm", SPITS_LOG_INFO);
+    rc = parse_args(&tm, argc, argv, &verbosity);
+    if (rc >= 0)
+        return rc;
+    spits_log_init("spits-tm", verbosity > SPITS_LOG_TRACE ? SPITS_LOG_TRACE : verbosity);
+    if (tm.prefetch < 0)
+        tm.prefetch = tm.workers;
+    if (sodium_init() < 0) {
+        spits_error("cannot initialise libsodium");
+        return 1;
+    }
+    spits_hostname(tm.host, sizeof tm.host);
+    snprintf(tm.rid, sizeof tm.rid, "tm-");
+    spits_random_hex(tm.rid + 3, 8);
+    tm.hb_ms = 1000;
+    tm.lost_ms = 5000;
+
+    rc = find_jm(&tm);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    tm.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    tm.zctx = zmq_ctx_new();
+    if (tm.wake_fd < 0 || !tm.zctx ||
+        tm_pool_init(&tm.pool, tm.workers, tm.wake_fd) != 0) {
+        spits_error("cannot set up: %s", strerror(errno));
+        return 1;
+    }
+    if (tm_connect(&tm) != 0)
+        return 1;
+    rc = tm_loop(&tm);
+
+    /* Busy workers run tasks nobody needs any more: don't wait long. */
+    int busy = tm.pool_started ? tm_pool_stop(&tm.pool, 2000) : 0;
+    if (tm.sock) {
+        if (rc == 0) {
+            unsigned char bye[SPITS_HDR_SIZE];
+            spits_wire_encode_empty(bye, SPITS_MSG_BYE, 0);
+            zmq_send(tm.sock, bye, sizeof bye, ZMQ_DONTWAIT);
+        }
+        int linger = 200;
+        zmq_setsockopt(tm.sock, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_close(tm.sock);
+    }
+    if (busy) {
+        spits_debug("leaving %d busy worker(s) behind", busy);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    zmq_ctx_term(tm.zctx);
+    tm_pool_destroy(&tm.pool);
+    for (size_t i = 0; i < tm.npending; i++)
+        spits_batch_free(&tm.pending[i].batch);
+    free(tm.pending);
+    free(tm.items);
+    while (tm.phases) {
+        tm_phase_t *next = tm.phases->next;
+        for (int i = 0; i < tm.phases->argc; i++)
+            free(tm.phases->argv[i]);
+        free(tm.phases->argv);
+        free(tm.phases);
+        tm.phases = next;
+    }
+    spits_module_close(&tm.mod);
+    close(tm.wake_fd);
+    return rc;
+}

@@ -1,0 +1,96 @@
+/*
+ * tm.h - the Task Manager's shared types.
+ *
+ * spits-tm runs two kinds of thread:
+ *
+ *   main thread   the network loop (tm.c). Owns: the DEALER socket, the
+ *                 phase list, the connection state, the results waiting
+ *                 to be sent.
+ *   workers       run tasks (workers.c). Each owns its module worker
+ *                 instance and a local result batch.
+ *
+ * They meet in tm_pool_t, under one mutex: the main thread appends the
+ * tasks of a whole message at once; a worker takes a chunk of tasks at
+ * once and hands back a chunk of results at once, then writes the main
+ * thread's eventfd if the outbox was empty. Task bytes are never copied:
+ * a task points into the ZeroMQ message it came in, which is freed when
+ * its last task is done (an atomic count per message).
+ *
+ * Phases are never freed before exit: a worker may still hold a pointer
+ * to an old one while it finishes a task.
+ */
+#ifndef SPITS_TM_H
+#define SPITS_TM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "module.h"
+#include "wire.h"
+
+typedef struct tm_phase {
+    struct tm_phase *next;
+    uint32_t wire;            /* the phase id on the wire */
+    int argc;
+    char **argv;              /* the phase's argv, for spits_worker_new */
+} tm_phase_t;
+
+/* A received TASKS message, alive while any of its tasks is. */
+typedef struct {
+    zmq_msg_t msg;
+    atomic_size_t refs;
+} tm_rx_t;
+
+typedef struct {
+    uint64_t id;
+    const unsigned char *data;
+    uint32_t len;
+    tm_phase_t *phase;
+    tm_rx_t *rx;
+} tm_item_t;
+
+/* Results of one phase, waiting to be sent. */
+typedef struct {
+    uint32_t phase;
+    spits_batch_t batch;
+} tm_seg_t;
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t work;      /* workers wait here for tasks */
+    tm_item_t *q;             /* circular queue of tasks */
+    size_t qhead, qn, qcap;
+    size_t running;           /* tasks taken by workers, not yet handed back */
+    int quit;
+    tm_seg_t *out;            /* outbox: result segments */
+    size_t nout, capout;
+    int wake_fd;              /* the main thread's eventfd */
+
+    spits_module_t *mod;      /* read-only once workers start */
+    int nworkers;
+    pthread_t *threads;
+    atomic_int alive_workers;
+} tm_pool_t;
+
+int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd);
+int tm_pool_start(tm_pool_t *p, spits_module_t *mod);
+/* Queues the tasks of one message (takes ownership of rx when n > 0). */
+void tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n);
+/* Removes queued tasks of other phases than keep (all, if keep is NULL).
+ * With hand_back, each goes to the outbox as a RETURNED record, so the JM
+ * counts its slot free again. Returns how many. */
+size_t tm_pool_drop_others(tm_pool_t *p, const tm_phase_t *keep, int hand_back);
+/* Takes the outbox segments (caller frees them). */
+tm_seg_t *tm_pool_take_out(tm_pool_t *p, size_t *n);
+/* Tasks held: queued + running. */
+size_t tm_pool_held(tm_pool_t *p);
+/* Asks workers to stop after their current task; waits up to ms for them.
+ * Returns the number still running. */
+int tm_pool_stop(tm_pool_t *p, int ms);
+void tm_pool_destroy(tm_pool_t *p);
+
+void tm_rx_release(tm_rx_t *rx);
+
+#endif

@@ -1,0 +1,352 @@
+/*
+ * workers.c - the Task Manager's worker threads and the pool they share
+ * with the network loop (see tm.h for who owns what).
+ *
+ * A worker takes a chunk of tasks under one lock, runs them, and hands
+ * the chunk's results back under one lock. Each worker keeps one module
+ * worker instance, made with the argv of the phase of the task at hand;
+ * when a task of another phase comes, the instance is finalized and made
+ * anew, so workers always see their phase's argv.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "tm.h"
+
+#define WORKER_CHUNK_MAX 256
+
+typedef struct {
+    tm_pool_t *pool;
+    int index;
+    spits_inst_t inst;
+    const tm_phase_t *phase;  /* the phase inst was made for */
+    int inst_ok;
+    spits_buf_t result;       /* bytes of the current task's push */
+    int pushed;
+    spits_batch_t local;      /* this chunk's results */
+    uint32_t local_phase;
+    tm_item_t *chunk;
+} worker_t;
+
+void tm_rx_release(tm_rx_t *rx)
+{
+    if (atomic_fetch_sub(&rx->refs, 1) == 1) {
+        zmq_msg_close(&rx->msg);
+        free(rx);
+    }
+}
+
+static void wake(int fd)
+{
+    uint64_t one = 1;
+    while (write(fd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
+}
+
+/* Appends a finished batch's records to the outbox; caller holds the lock. */
+static int outbox_append(tm_pool_t *p, uint32_t phase, const spits_batch_t *b)
+{
+    size_t body = b->buf.len - SPITS_HDR_SIZE;
+    tm_seg_t *seg = p->nout ? &p->out[p->nout - 1] : NULL;
+
+    if (!seg || seg->phase != phase) {
+        if (p->nout == p->capout) {
+            size_t cap = p->capout ? p->capout * 2 : 8;
+            tm_seg_t *o = realloc(p->out, cap * sizeof *o);
+            if (!o)
+                return -1;
+            p->out = o;
+            p->capout = cap;
+        }
+        seg = &p->out[p->nout++];
+        memset(seg, 0, sizeof *seg);
+        seg->phase = phase;
+        spits_batch_begin(&seg->batch, SPITS_MSG_RESULTS, phase);
+    }
+    if (spits_buf_reserve(&seg->batch.buf, body) != 0)
+        return -1;
+    memcpy(seg->batch.buf.data + seg->batch.buf.len, b->buf.data + SPITS_HDR_SIZE, body);
+    seg->batch.buf.len += body;
+    seg->batch.count += b->count;
+    return 0;
+}
+
+/* Hands the worker's local results to the network loop and counts done
+ * tasks as no longer running; wakes the loop if the outbox was empty. */
+static void worker_flush(worker_t *w, size_t done)
+{
+    tm_pool_t *p = w->pool;
+    int was_empty;
+
+    pthread_mutex_lock(&p->lock);
+    was_empty = p->nout == 0;
+    if (w->local.count && outbox_append(p, w->local_phase, &w->local) != 0) {
+        spits_error("out of memory queueing results");
+        abort();
+    }
+    p->running -= done;
+    pthread_mutex_unlock(&p->lock);
+    if (was_empty && w->local.count)
+        wake(p->wake_fd);
+    spits_batch_begin(&w->local, SPITS_MSG_RESULTS, w->local_phase);
+}
+
+static void push_result(const void *data, spitssize_t size, spitsctx_t ctx)
+{
+    worker_t *w = (worker_t *)ctx;
+    w->result.len = 0;
+    w->pushed = 1;
+    if (size <= 0)
+        return;
+    if (size > (spitssize_t)UINT32_MAX || spits_buf_reserve(&w->result, (size_t)size) != 0) {
+        w->pushed = -1;
+        return;
+    }
+    memcpy(w->result.data, data, (size_t)size);
+    w->result.len = (size_t)size;
+}
+
+static void worker_set_phase(worker_t *w, const tm_phase_t *ph)
+{
+    if (w->phase == ph)
+        return;
+    if (w->inst_ok)
+        spits_module_worker_free(w->pool->mod, &w->inst);
+    w->phase = ph;
+    w->inst_ok = spits_module_worker_new(w->pool->mod, &w->inst, ph->argc,
+                                         (const char **)ph->argv) == 0;
+    if (!w->inst_ok)
+        spits_error("worker %d: spits_worker_new returned NULL (phase %u); "
+                    "its tasks fail", w->index, ph->wire);
+}
+
+static void worker_run_one(worker_t *w, const tm_item_t *it)
+{
+    uint32_t status = SPITS_ST_FAILED;
+
+    if (it->phase->wire != w->local_phase) {
+        /* Records of one batch share a phase: ship what we have first. */
+        worker_flush(w, 0);
+        w->local_phase = it->phase->wire;
+        spits_batch_begin(&w->local, SPITS_MSG_RESULTS, w->local_phase);
+    }
+    worker_set_phase(w, it->phase);
+    w->result.len = 0;
+    w->pushed = 0;
+    if (w->inst_ok) {
+        int rc = spits_module_worker_run(w->pool->mod, &w->inst, it->data,
+                                         (spitssize_t)it->len, push_result, w);
+        if (w->pushed < 0)
+            spits_error("task %llu: result too large or out of memory",
+                        (unsigned long long)it->id);
+        else if (rc == 0)
+            status = SPITS_ST_OK;
+        else
+            spits_debug("task %llu: worker returned %d",
+                        (unsigned long long)it->id, rc);
+    }
+    uint32_t len = status == SPITS_ST_OK ? (uint32_t)w->result.len : 0;
+    unsigned char *dst = spits_batch_add(&w->local, it->id, status, len);
+    if (!dst) {
+        spits_error("out of memory building results");
+        abort();
+    }
+    if (len)
+        memcpy(dst, w->result.data, len);
+}
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    tm_pool_t *p = w->pool;
+
+    spits_batch_begin(&w->local, SPITS_MSG_RESULTS, 0);
+    for (;;) {
+        size_t k;
+        pthread_mutex_lock(&p->lock);
+        while (p->qn == 0 && !p->quit)
+            pthread_cond_wait(&p->work, &p->lock);
+        if (p->quit) {
+            pthread_mutex_unlock(&p->lock);
+            break;
+        }
+        /* A fair share of the queue, so the other workers get some. */
+        k = p->qn / (size_t)p->nworkers;
+        k = k < 1 ? 1 : k > WORKER_CHUNK_MAX ? WORKER_CHUNK_MAX : k;
+        for (size_t i = 0; i < k; i++) {
+            w->chunk[i] = p->q[p->qhead];
+            p->qhead = (p->qhead + 1) % p->qcap;
+        }
+        p->qn -= k;
+        p->running += k;
+        pthread_mutex_unlock(&p->lock);
+
+        for (size_t i = 0; i < k; i++) {
+            worker_run_one(w, &w->chunk[i]);
+            tm_rx_release(w->chunk[i].rx);
+        }
+        worker_flush(w, k);
+    }
+    if (w->inst_ok)
+        spits_module_worker_free(p->mod, &w->inst);
+    spits_buf_free(&w->result);
+    spits_batch_free(&w->local);
+    free(w->chunk);
+    free(w);
+    atomic_fetch_sub(&p->alive_workers, 1);
+    return NULL;
+}
+
+int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd)
+{
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->work, NULL);
+    p->nworkers = nworkers;
+    p->wake_fd = wake_fd;
+    atomic_init(&p->alive_workers, 0);
+    p->qcap = 1024;
+    p->q = malloc(p->qcap * sizeof *p->q);
+    p->threads = calloc((size_t)nworkers, sizeof *p->threads);
+    return p->q && p->threads ? 0 : -1;
+}
+
+int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
+{
+    p->mod = mod;
+    for (int i = 0; i < p->nworkers; i++) {
+        worker_t *w = calloc(1, sizeof *w);
+        if (!w || !(w->chunk = malloc(WORKER_CHUNK_MAX * sizeof *w->chunk))) {
+            free(w);
+            return -1;
+        }
+        w->pool = p;
+        w->index = i;
+        atomic_fetch_add(&p->alive_workers, 1);
+        if (pthread_create(&p->threads[i], NULL, worker_main, w) != 0) {
+            atomic_fetch_sub(&p->alive_workers, 1);
+            free(w->chunk);
+            free(w);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&p->lock);
+    if (p->qcap - p->qn < n) {
+        size_t cap = p->qcap * 2;
+        while (cap - p->qn < n)
+            cap *= 2;
+        tm_item_t *q = malloc(cap * sizeof *q);
+        if (!q) {
+            spits_error("out of memory queueing tasks");
+            abort();
+        }
+        for (size_t i = 0; i < p->qn; i++)
+            q[i] = p->q[(p->qhead + i) % p->qcap];
+        free(p->q);
+        p->q = q;
+        p->qcap = cap;
+        p->qhead = 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        p->q[(p->qhead + p->qn + i) % p->qcap] = items[i];
+    p->qn += n;
+    pthread_mutex_unlock(&p->lock);
+    if (n == 1)
+        pthread_cond_signal(&p->work);
+    else
+        pthread_cond_broadcast(&p->work);
+}
+
+size_t tm_pool_drop_others(tm_pool_t *p, const tm_phase_t *keep, int hand_back)
+{
+    size_t kept = 0, dropped = 0;
+    spits_batch_t b = {0};
+
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < p->qn; i++) {
+        tm_item_t it = p->q[(p->qhead + i) % p->qcap];
+        if (it.phase == keep) {
+            p->q[(p->qhead + kept++) % p->qcap] = it;
+            continue;
+        }
+        if (!hand_back) {
+            tm_rx_release(it.rx);
+            dropped++;
+            continue;
+        }
+        /* Handed back unrun, so the JM can count the slot free again. */
+        spits_batch_begin(&b, SPITS_MSG_RESULTS, it.phase->wire);
+        if (!spits_batch_add(&b, it.id, SPITS_ST_RETURNED, 0) ||
+            outbox_append(p, it.phase->wire, &b) != 0)
+            abort();
+        tm_rx_release(it.rx);
+        dropped++;
+    }
+    p->qn = kept;
+    pthread_mutex_unlock(&p->lock);
+    spits_batch_free(&b);
+    if (dropped && hand_back)
+        wake(p->wake_fd);
+    return dropped;
+}
+
+tm_seg_t *tm_pool_take_out(tm_pool_t *p, size_t *n)
+{
+    pthread_mutex_lock(&p->lock);
+    tm_seg_t *out = p->out;
+    *n = p->nout;
+    p->out = NULL;
+    p->nout = p->capout = 0;
+    pthread_mutex_unlock(&p->lock);
+    return out;
+}
+
+size_t tm_pool_held(tm_pool_t *p)
+{
+    pthread_mutex_lock(&p->lock);
+    size_t n = p->qn + p->running;
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+int tm_pool_stop(tm_pool_t *p, int ms)
+{
+    pthread_mutex_lock(&p->lock);
+    p->quit = 1;
+    pthread_mutex_unlock(&p->lock);
+    pthread_cond_broadcast(&p->work);
+    for (int waited = 0; atomic_load(&p->alive_workers) > 0 && waited < ms; waited += 10) {
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    int left = atomic_load(&p->alive_workers);
+    if (left == 0)
+        for (int i = 0; i < p->nworkers; i++)
+            if (p->threads[i])
+                pthread_join(p->threads[i], NULL);
+    return left;
+}
+
+void tm_pool_destroy(tm_pool_t *p)
+{
+    for (size_t i = 0; i < p->qn; i++)
+        tm_rx_release(p->q[(p->qhead + i) % p->qcap].rx);
+    for (size_t i = 0; i < p->nout; i++)
+        spits_batch_free(&p->out[i].batch);
+    free(p->out);
+    free(p->q);
+    free(p->threads);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->work);
+}

@@ -1,0 +1,29 @@
+/*
+ * unit.c - runs the self-tests that sit beside each libspits piece.
+ * Prints one line per piece and exits non-zero if any fails.
+ */
+#include <stdio.h>
+
+#include "jobdir.h"
+#include "ring.h"
+#include "wire.h"
+
+int main(void)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(void);
+    } tests[] = {
+        {"wire", spits_wire_selftest},
+        {"ring", spits_ring_selftest},
+        {"jobdir", spits_jobdir_selftest},
+    };
+    int failed = 0;
+
+    for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {
+        int rc = tests[i].fn();
+        printf("%s %s\n", rc == 0 ? "ok  " : "FAIL", tests[i].name);
+        failed += rc != 0;
+    }
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,317 @@
+/*
+ * spits-run.c - one command for one machine: a JM plus local TMs.
+ *
+ *   spits-run [OPTIONS] MODULE [ARGS...]
+ *
+ * Starts spits-jm in a job dir (a temporary one unless --jobdir is given)
+ * bound to 127.0.0.1, and K spits-tm processes that join it through the
+ * job dir. Its exit status is the JM's. The TMs are cleaned up on every
+ * path: they die with this process (PR_SET_PDEATHSIG), Ctrl-C and SIGTERM
+ * are handled, and a job whose TMs all failed is stopped rather than left
+ * waiting forever.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+
+#define MAX_TMS 1024
+
+typedef struct {
+    const char *jobdir;
+    char tmpdir[PATH_MAX];
+    int keep;
+    long workers, tms;
+    const char *max_copies, *max_attempts, *bind;
+    int verbosity;          /* -1 quiet, 0 default, >0 verbose */
+    char jm_path[PATH_MAX], tm_path[PATH_MAX];
+    pid_t jm;
+    pid_t tm[MAX_TMS];
+    int tm_status[MAX_TMS];
+} run_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: spits-run [OPTIONS] MODULE [ARGS...]\n"
+"Runs a SPITS job on this machine: a job manager and local task managers.\n"
+"\n"
+"  -n, --workers N        worker threads per task manager (online cores: %d)\n"
+"  -k, --tms K            task managers (1)\n"
+"  -d, --jobdir DIR       job directory, kept afterwards (a temporary one,\n"
+"                         removed at exit)\n"
+"      --keep             keep the temporary job directory\n"
+"      --bind ENDPOINT    the job manager's endpoint (tcp://127.0.0.1:0)\n"
+"      --max-copies N     passed to spits-jm\n"
+"      --max-attempts N   passed to spits-jm\n"
+"  -v, --verbose          more logging\n"
+"  -q, --quiet            errors only\n"
+"  -h, --help             this help\n"
+"  -V, --version          print the version\n"
+"\n"
+"Exit status: the job manager's (see spits-jm --help).\n",
+            spits_online_cores());
+}
+
+static int bad_option(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "spits-run: error: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see spits-run --help)\n");
+    return 2;
+}
+
+/* spits-jm and spits-tm: $SPITS_JM/$SPITS_TM, next to this program
+ * (installed), or in the build tree's sibling directories. */
+static int find_program(const char *name, const char *env, const char *subdir,
+                        char *out)
+{
+    char self[PATH_MAX], dir[PATH_MAX];
+    const char *e = getenv(env);
+    ssize_t n;
+
+    if (e && *e) {
+        snprintf(out, PATH_MAX, "%s", e);
+        return access(out, X_OK);
+    }
+    n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    snprintf(dir, sizeof dir, "%s", dirname(self));
+    if (snprintf(out, PATH_MAX, "%s/%s", dir, name) < PATH_MAX &&
+        access(out, X_OK) == 0)
+        return 0;
+    if (snprintf(out, PATH_MAX, "%s/../%s/%s", dir, subdir, name) >= PATH_MAX)
+        return -1;
+    return access(out, X_OK);
+}
+
+static pid_t spawn(char **argv, const sigset_t *mask)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    /* Die with spits-run, whatever kills it. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    execv(argv[0], argv);
+    fprintf(stderr, "spits-run: error: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw)
+{
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+static int status_of(int wstatus)
+{
+    if (WIFEXITED(wstatus))
+        return WEXITSTATUS(wstatus);
+    if (WIFSIGNALED(wstatus))
+        return 128 + WTERMSIG(wstatus);
+    return 1;
+}
+
+/* Signals every live TM, then waits for them up to ms. */
+static void stop_tms(run_t *r, int sig, int ms)
+{
+    for (long i = 0; i < r->tms; i++)
+        if (r->tm[i] > 0)
+            kill(r->tm[i], sig);
+    for (int waited = 0; waited <= ms; waited += 20) {
+        int left = 0;
+        for (long i = 0; i < r->tms; i++) {
+            if (r->tm[i] <= 0)
+                continue;
+            int ws;
+            if (waitpid(r->tm[i], &ws, WNOHANG) == r->tm[i])
+                r->tm[i] = 0;
+            else
+                left++;
+        }
+        if (!left)
+            return;
+        usleep(20000);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"workers", required_argument, NULL, 'n'},
+        {"tms", required_argument, NULL, 'k'},
+        {"jobdir", required_argument, NULL, 'd'},
+        {"keep", no_argument, NULL, 'K'},
+        {"bind", required_argument, NULL, 'b'},
+        {"max-copies", required_argument, NULL, 'C'},
+        {"max-attempts", required_argument, NULL, 'A'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    run_t r;
+    int c, status = 1;
+    sigset_t block, orig;
+
+    memset(&r, 0, sizeof r);
+    r.workers = spits_online_cores();
+    r.tms = 1;
+    r.bind = "tcp://127.0.0.1:0";
+    spits_log_init("spits-run", SPITS_LOG_INFO);
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:n:k:d:vqhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (spits_parse_long(optarg, 1, 4096, &r.workers))
+                return bad_option("--workers wants a number from 1 to 4096, not '%s'", optarg);
+            break;
+        case 'k':
+            if (spits_parse_long(optarg, 1, MAX_TMS, &r.tms))
+                return bad_option("--tms wants a number from 1 to 1024, not '%s'", optarg);
+            break;
+        case 'd': r.jobdir = optarg; break;
+        case 'K': r.keep = 1; break;
+        case 'b': r.bind = optarg; break;
+        case 'C': r.max_copies = optarg; break;
+        case 'A': r.max_attempts = optarg; break;
+        case 'v': r.verbosity++; break;
+        case 'q': r.verbosity = -1; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("spits-run %s\n", PACKAGE_VERSION); return 0;
+        case ':': return bad_option("option '%s' needs a value", argv[optind - 1]);
+        default: return bad_option("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return bad_option("%s", "no MODULE given");
+    if (find_program("spits-jm", "SPITS_JM", "jobmanager", r.jm_path) != 0 ||
+        find_program("spits-tm", "SPITS_TM", "taskmanager", r.tm_path) != 0) {
+        spits_error("cannot find spits-jm and spits-tm next to spits-run "
+                    "(set SPITS_JM and SPITS_TM)");
+        return 1;
+    }
+    if (!r.jobdir) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(r.tmpdir, sizeof r.tmpdir, "%s/spits-run-XXXXXX",
+                 tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(r.tmpdir)) {
+            spits_error("cannot make a temporary job dir in %s: %s",
+                        tmp && *tmp ? tmp : "/tmp", strerror(errno));
+            return 1;
+        }
+        r.jobdir = r.tmpdir;
+    }
+
+    /* Signals are taken synchronously below; children get the old mask. */
+    sigemptyset(&block);
+    sigaddset(&block, SIGCHLD);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &orig);
+
+    /* The JM: spits-jm --jobdir DIR --bind EP [knobs] MODULE ARGS... */
+    char *jargv[32 + 256];
+    int ja = 0;
+    jargv[ja++] = r.jm_path;
+    jargv[ja++] = "--jobdir";
+    jargv[ja++] = (char *)r.jobdir;
+    jargv[ja++] = "--bind";
+    jargv[ja++] = (char *)r.bind;
+    if (r.max_copies) { jargv[ja++] = "--max-copies"; jargv[ja++] = (char *)r.max_copies; }
+    if (r.max_attempts) { jargv[ja++] = "--max-attempts"; jargv[ja++] = (char *)r.max_attempts; }
+    if (r.verbosity < 0) jargv[ja++] = "-q";
+    for (int v = 0; v < r.verbosity && v < 3; v++) jargv[ja++] = "-v";
+    jargv[ja++] = "--";
+    if (argc - optind > 256) {
+        spits_error("too many module arguments (at most 256)");
+        return 2;
+    }
+    for (int i = optind; i < argc; i++)
+        jargv[ja++] = argv[i];
+    jargv[ja] = NULL;
+    r.jm = spawn(jargv, &orig);
+
+    char workers[32];
+    snprintf(workers, sizeof workers, "%ld", r.workers);
+    char *targv[16];
+    int ta = 0;
+    targv[ta++] = r.tm_path;
+    targv[ta++] = "--jobdir";
+    targv[ta++] = (char *)r.jobdir;
+    targv[ta++] = "--workers";
+    targv[ta++] = workers;
+    if (r.verbosity < 0) targv[ta++] = "-q";
+    for (int v = 0; v < r.verbosity && v < 3; v++) targv[ta++] = "-v";
+    targv[ta] = NULL;
+    for (long i = 0; i < r.tms; i++)
+        r.tm[i] = spawn(targv, &orig);
+
+    /* Wait for the JM, reaping TMs on the way. */
+    int signalled = 0, tms_failed = 0;
+    for (;;) {
+        struct timespec ts = {0, 200 * 1000000};
+        int sig = sigtimedwait(&block, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+            if (!signalled)
+                spits_info("stopping the job (signal %d)", sig);
+            signalled = sig;
+            kill(r.jm, sig == SIGINT ? SIGINT : SIGTERM);
+            stop_tms(&r, SIGTERM, 0);
+        }
+        int ws;
+        pid_t pid;
+        while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+            if (pid == r.jm) {
+                status = status_of(ws);
+                r.jm = 0;
+                continue;
+            }
+            for (long i = 0; i < r.tms; i++)
+                if (r.tm[i] == pid) {
+                    r.tm[i] = 0;
+                    if (status_of(ws) != 0)
+                        tms_failed++;
+                }
+        }
+        if (!r.jm)
+            break;
+        if (tms_failed == r.tms && !signalled) {
+            spits_error("every task manager failed; stopping the job");
+            kill(r.jm, SIGTERM);
+            signalled = SIGTERM;
+        }
+    }
+    /* The JM told the TMs to exit; make sure they did. */
+    stop_tms(&r, SIGTERM, 3000);
+    stop_tms(&r, SIGKILL, 1000);
+    if (r.tmpdir[0]) {
+        if (r.keep)
+            spits_info("job dir kept: %s", r.tmpdir);
+        else
+            nftw(r.tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    if (signalled && status == 0)
+        status = 128 + signalled;
+    if (tms_failed == r.tms && status == 0)
+        status = 1;
+    return status;
+}
