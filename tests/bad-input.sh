@@ -1,0 +1,42 @@
+#!/bin/bash
+# Bad modules, options, endpoints and job dirs: one line naming the
+# problem, a non-zero exit, never a crash or a hang.
+. "$(dirname "$0")/lib.sh"
+
+# expect RC PHRASE COMMAND...: exit status RC and one stderr line with PHRASE
+expect() {
+    local want=$1 phrase=$2; shift 2
+    timeout 30 "$@" >"$T/out" 2>"$T/err"
+    local rc=$?
+    [ $rc = "$want" ] || fail "$* exited $rc, not $want: $(cat "$T/err")"
+    [ "$(wc -l <"$T/err")" = 1 ] || fail "$* printed $(wc -l <"$T/err") lines: $(cat "$T/err")"
+    grep -q -- "$phrase" "$T/err" || fail "$* said '$(cat "$T/err")', not '$phrase'"
+}
+
+echo "not a module" >"$T/text.so"
+touch "$T/file"
+J="--jobdir $T/jd --bind tcp://127.0.0.1:0"
+expect 1 "legacy byte-array" "$JM" $J "$TMODS/legacy.so"
+expect 1 "missing required symbol spits_worker_run" "$JM" $J "$TMODS/nosym.so"
+grep -q "nosym.so" "$T/err" || fail "the missing-symbol message does not name the file"
+expect 1 "not a SPITS module" "$JM" $J "$TMODS/notspits.so"
+expect 1 "cannot load module" "$JM" $J "$T/missing.so"
+expect 1 "cannot load module" "$JM" $J "$T/text.so"
+expect 1 "not writable\|cannot create job dir" "$JM" --jobdir "$T/file/sub" "$MODS/pi.so"
+expect 1 "cannot bind" "$JM" --jobdir "$T/jd" --bind tcp://300.1.1.1:0 "$MODS/pi.so"
+expect 2 "unknown option" "$JM" --frobnicate "$MODS/pi.so"
+expect 2 "no MODULE" "$JM" $J
+expect 2 "max-copies" "$JM" $J --max-copies 0 "$MODS/pi.so"
+expect 2 "workers" "$TM" --jobdir "$T/jd" --workers 0
+expect 2 "workers" "$TM" --jobdir "$T/jd" --workers abc
+expect 2 "jobdir" "$TM"
+expect 2 "workers" "$RUN" --workers -3 "$MODS/pi.so"
+expect 1 "no job manager answered at tcp://127.0.0.1:1" "$TM" --connect tcp://127.0.0.1:1 --wait 2
+expect 1 "no jm.json appeared" "$TM" --jobdir "$T/empty" --wait 1
+mkdir -p "$T/broken" && echo '{"version": 1' >"$T/broken/jm.json"
+expect 1 "jm.json" "$TM" --jobdir "$T/broken" --wait 1
+# A module that refuses its arguments: the JM reports it, exits non-zero.
+timeout 60 "$RUN" -q "$MODS/pi.so" notanumber >/dev/null 2>"$T/err"
+[ $? = 1 ] || fail "pi with a bad argument did not exit 1"
+grep -q "bad STEPS" "$T/err" || fail "the module's own message was lost"
+echo ok

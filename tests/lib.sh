@@ -1,0 +1,76 @@
+# lib.sh - helpers for the integration tests (sourced).
+# Every test gets its own directory, every process it starts is killed on
+# exit, and every wait is bounded.
+set -u
+: "${top_builddir:?}" "${top_srcdir:?}"
+JM=$top_builddir/jobmanager/spits-jm
+TM=$top_builddir/taskmanager/spits-tm
+RUN=$top_builddir/tools/spits-run
+MODS=$top_builddir/modules/.libs
+TMODS=$top_builddir/tests/modules/.libs
+T=$(mktemp -d "${TMPDIR:-/tmp}/spits-test.XXXXXX")
+PIDS=""
+# The system python starts fast; a pyenv shim can take half a second.
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+
+cleanup() {
+    for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL: $*"
+    for f in "$T"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done
+    exit 1
+}
+
+# start_jm NAME ARGS...: a JM on loopback in job dir $T/NAME
+start_jm() {
+    local name=$1; shift
+    timeout -s KILL 120 "$JM" --jobdir "$T/$name" --bind tcp://127.0.0.1:0 "$@" \
+        >"$T/$name.out" 2>"$T/$name.jm.log" &
+    JM_PID=$!
+    PIDS="$PIDS $JM_PID"
+}
+
+# start_tm NAME LOG ARGS...: TM_PID is the TM itself (tests signal it); its
+# own --wait and --reconnect-timeout bound its life if the JM goes away.
+start_tm() {
+    local name=$1 log=$2; shift 2
+    "$TM" --jobdir "$T/$name" --wait 60 --reconnect-timeout 30 "$@" >"$T/$log.log" 2>&1 &
+    TM_PID=$!
+    PIDS="$PIDS $TM_PID"
+}
+
+# wait_for COND_COMMAND SECONDS WHAT
+wait_for() {
+    local i
+    for i in $(seq 1 $(($2 * 10))); do
+        eval "$1" && return 0
+        sleep 0.1
+    done
+    fail "timed out after $2 s waiting for $3"
+}
+
+# json FILE PYTHON_EXPR: prints the expression over the document d
+json() {
+    "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
+}
+
+# bench_checksum N: the bench module's checksum, computed independently
+bench_checksum() {
+    "$PY" - "$1" <<'PY'
+import sys
+M = (1 << 64) - 1
+def sm(x):
+    z = (x + 0x9e3779b97f4a7c15) & M
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M
+    return z ^ (z >> 31)
+n = int(sys.argv[1])
+print("bench: %d tasks, checksum 0x%016x" % (n, sum(sm(i) for i in range(n)) & M))
+PY
+}

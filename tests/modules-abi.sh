@@ -1,0 +1,17 @@
+#!/bin/bash
+# Two-phase spits_main (workers see each phase's argv), the SPITS 2.0
+# metrics variant, and a C++ module.
+. "$(dirname "$0")/lib.sh"
+
+n=50
+sq=$(( n * (n + 1) * (2 * n + 1) / 6 ))
+cu=$(( (n * (n + 1) / 2) ** 2 ))
+out=$(timeout 120 "$RUN" -q -n 2 --tms 2 "$TMODS/twophase.so" $n) || fail "twophase exited $?"
+[ "$out" = "twophase: squares=$sq cubes=$cu total=$((sq + cu))" ] || fail "twophase printed '$out'"
+
+out=$(timeout 120 "$RUN" -q -n 2 "$TMODS/metrics20.so" 300) || fail "metrics20 exited $?"
+[ "$out" = "metrics20: sum=$(( 300 * 301 / 2 ))" ] || fail "metrics20 printed '$out'"
+
+out=$(timeout 120 "$RUN" -q -n 2 "$TMODS/cxxmod.so" 40) || fail "cxxmod exited $?"
+[ "$out" = "cxxmod: sum=$(( 40 * 41 * 81 / 6 ))" ] || fail "cxxmod printed '$out'"
+echo ok
