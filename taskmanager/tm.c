@@ -45,6 +45,7 @@ typedef struct {
     char host[256];
     char module_path[PATH_MAX];
     int state, welcomed, done;
+    unsigned job;                /* bumped when the JM runs another job */
     int64_t now, last_heard, last_sent, last_hello, last_look, lost_since;
     int64_t hb_ms, lost_ms;
     tm_phase_t *phases, *cur;
@@ -242,6 +243,7 @@ static tm_phase_t *phase_new(tm_t *tm, uint32_t wire, json_t *argv)
     if (!ph || !(ph->argv = calloc(n + 1, sizeof *ph->argv)))
         goto oom;
     ph->wire = wire;
+    ph->job = tm->job;
     for (size_t i = 0; i < n; i++) {
         const char *s = json_string_value(json_array_get(argv, i));
         if (!(ph->argv[i] = strdup(s ? s : "")))
@@ -313,9 +315,7 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
         spits_info("the job manager now runs job %s (was %s)", job, tm->job_id);
         if (tm->pool_started)
             tm_pool_drop_others(&tm->pool, NULL, 0);
-        for (size_t i = 0; i < tm->npending; i++)
-            spits_batch_free(&tm->pending[i].batch);
-        tm->npending = 0;
+        tm->job++;    /* results of the old job are dropped, never sent */
         tm->cur = NULL;
     }
     snprintf(tm->job_id, sizeof tm->job_id, "%s", job);
@@ -496,6 +496,10 @@ static void send_results(tm_t *tm)
         return;
     for (; sent < tm->npending; sent++) {
         tm_seg_t *seg = &tm->pending[sent];
+        if (seg->phase->job != tm->job) {
+            spits_batch_free(&seg->batch);   /* a job that is gone */
+            continue;
+        }
         spits_batch_finish(&seg->batch);
         if (tm_send(tm, seg->batch.buf.data, seg->batch.buf.len) != 0)
             break;

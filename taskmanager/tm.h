@@ -33,6 +33,7 @@
 typedef struct tm_phase {
     struct tm_phase *next;
     uint32_t wire;            /* the phase id on the wire */
+    unsigned job;             /* which job (the TM's count of jobs joined) */
     int argc;
     char **argv;              /* the phase's argv, for spits_worker_new */
 } tm_phase_t;
@@ -53,7 +54,7 @@ typedef struct {
 
 /* Results of one phase, waiting to be sent. */
 typedef struct {
-    uint32_t phase;
+    const tm_phase_t *phase;
     spits_batch_t batch;
 } tm_seg_t;
 

@@ -28,7 +28,7 @@ typedef struct {
     spits_buf_t result;       /* bytes of the current task's push */
     int pushed;
     spits_batch_t local;      /* this chunk's results */
-    uint32_t local_phase;
+    const tm_phase_t *local_phase;  /* the phase of those results */
     tm_item_t *chunk;
 } worker_t;
 
@@ -48,7 +48,8 @@ static void wake(int fd)
 }
 
 /* Appends a finished batch's records to the outbox; caller holds the lock. */
-static int outbox_append(tm_pool_t *p, uint32_t phase, const spits_batch_t *b)
+static int outbox_append(tm_pool_t *p, const tm_phase_t *phase,
+                         const spits_batch_t *b)
 {
     size_t body = b->buf.len - SPITS_HDR_SIZE;
     tm_seg_t *seg = p->nout ? &p->out[p->nout - 1] : NULL;
@@ -65,7 +66,7 @@ static int outbox_append(tm_pool_t *p, uint32_t phase, const spits_batch_t *b)
         seg = &p->out[p->nout++];
         memset(seg, 0, sizeof *seg);
         seg->phase = phase;
-        spits_batch_begin(&seg->batch, SPITS_MSG_RESULTS, phase);
+        spits_batch_begin(&seg->batch, SPITS_MSG_RESULTS, phase->wire);
     }
     if (spits_buf_reserve(&seg->batch.buf, body) != 0)
         return -1;
@@ -92,7 +93,7 @@ static void worker_flush(worker_t *w, size_t done)
     pthread_mutex_unlock(&p->lock);
     if (was_empty && w->local.count)
         wake(p->wake_fd);
-    spits_batch_begin(&w->local, SPITS_MSG_RESULTS, w->local_phase);
+    spits_batch_begin(&w->local, SPITS_MSG_RESULTS, 0);
 }
 
 static void push_result(const void *data, spitssize_t size, spitsctx_t ctx)
@@ -128,11 +129,10 @@ static void worker_run_one(worker_t *w, const tm_item_t *it)
 {
     uint32_t status = SPITS_ST_FAILED;
 
-    if (it->phase->wire != w->local_phase) {
+    if (it->phase != w->local_phase) {
         /* Records of one batch share a phase: ship what we have first. */
         worker_flush(w, 0);
-        w->local_phase = it->phase->wire;
-        spits_batch_begin(&w->local, SPITS_MSG_RESULTS, w->local_phase);
+        w->local_phase = it->phase;
     }
     worker_set_phase(w, it->phase);
     w->result.len = 0;
@@ -288,7 +288,7 @@ size_t tm_pool_drop_others(tm_pool_t *p, const tm_phase_t *keep, int hand_back)
         /* Handed back unrun, so the JM can count the slot free again. */
         spits_batch_begin(&b, SPITS_MSG_RESULTS, it.phase->wire);
         if (!spits_batch_add(&b, it.id, SPITS_ST_RETURNED, 0) ||
-            outbox_append(p, it.phase->wire, &b) != 0)
+            outbox_append(p, it.phase, &b) != 0)
             abort();
         tm_rx_release(it.rx);
         dropped++;

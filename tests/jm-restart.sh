@@ -1,0 +1,25 @@
+#!/bin/bash
+# A TM survives its JM going away: after kill -9 of the JM, a new JM starts
+# in the same job dir (on another port); the TM finds it through jm.json,
+# joins the new job, drops every result of the old one, and the new job's
+# result is exact (the bench committer rejects foreign or repeated ids).
+. "$(dirname "$0")/lib.sh"
+
+start_tm job tm -n 2
+tm=$TM_PID
+start_jm job --heartbeat 0.2 "$MODS/bench.so" -n 400 -s 20000
+wait_for "grep -q joined $T/tm.log" 30 "the TM to join the first job"
+sleep 1
+first=$(json "$T/job/jm.json" "d['job_id']")
+kill -9 "$(json "$T/job/jm.json" "d['pid']")"
+wait $JM_PID
+sleep 0.5
+start_jm job --heartbeat 0.2 "$MODS/bench.so" -n 300 -s 5000
+wait_for "[ \"\$(json $T/job/jm.json \"d['job_id']\" 2>/dev/null)\" != $first ]" 30 "the second jm.json"
+wait $JM_PID || fail "the second spits-jm exited $?"
+[ "$(cat "$T/job.out")" = "$(bench_checksum 300)" ] || fail "bench printed '$(cat "$T/job.out")'"
+[ "$(json "$T/job/report.json" "d['counters']['commit_errors']")" = 0 ] || fail "commit errors"
+[ "$(json "$T/job/report.json" "d['tms'][0]['done'] > 0")" = True ] || fail "the old TM did no work in the new job"
+wait $tm || fail "the TM exited $? instead of 0"
+grep -q "now runs job" "$T/tm.log" || fail "the TM did not notice the new job"
+echo ok
