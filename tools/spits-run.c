@@ -220,7 +220,11 @@ int main(int argc, char **argv)
         r.jobdir = r.tmpdir;
     }
 
-    /* Signals are taken synchronously below; children get the old mask. */
+    /* Signals are taken synchronously below; children get the old mask.
+     * A shell without job control starts background jobs with SIGINT
+     * ignored; undo that, or Ctrl-C could never reach us or the JM. */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     sigemptyset(&block);
     sigaddset(&block, SIGCHLD);
     sigaddset(&block, SIGINT);
