@@ -49,14 +49,6 @@ static void usage(FILE *f)
             JM_MAX_COPIES);
 }
 
-static int bad_option(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "spits-jm: error: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see spits-jm --help)\n");
-    return JM_EXIT_USAGE;
-}
-
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
        OPT_WINDOW, OPT_WINDOW_BYTES };
 
@@ -88,45 +80,45 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         case 'b': jm->opt.bind = optarg; break;
         case OPT_MAX_COPIES:
             if (spits_parse_long(optarg, 1, JM_MAX_COPIES, &v))
-                return bad_option("--max-copies wants a number from 1 to 8, not '%s'", optarg);
+                return spits_bad_option("--max-copies wants a number from 1 to 8, not '%s'", optarg);
             jm->opt.max_copies = (int)v;
             break;
         case OPT_MAX_ATTEMPTS:
             if (spits_parse_long(optarg, 1, 100, &v))
-                return bad_option("--max-attempts wants a number from 1 to 100, not '%s'", optarg);
+                return spits_bad_option("--max-attempts wants a number from 1 to 100, not '%s'", optarg);
             jm->opt.max_attempts = (int)v;
             break;
         case OPT_TM_TIMEOUT:
             if (spits_parse_seconds(optarg, 1e6, &jm->opt.tm_timeout) ||
                 jm->opt.tm_timeout < 0.1)
-                return bad_option("--tm-timeout wants seconds (at least 0.1), not '%s'", optarg);
+                return spits_bad_option("--tm-timeout wants seconds (at least 0.1), not '%s'", optarg);
             break;
         case OPT_HEARTBEAT:
             if (spits_parse_seconds(optarg, 3600, &jm->opt.heartbeat) ||
                 jm->opt.heartbeat < 0.01)
-                return bad_option("--heartbeat wants seconds (at least 0.01), not '%s'", optarg);
+                return spits_bad_option("--heartbeat wants seconds (at least 0.01), not '%s'", optarg);
             break;
         case OPT_WINDOW:
             if (spits_parse_long(optarg, 1, 1L << 30, &v))
-                return bad_option("--window wants a positive number of tasks, not '%s'", optarg);
+                return spits_bad_option("--window wants a positive number of tasks, not '%s'", optarg);
             jm->opt.window = v;
             break;
         case OPT_WINDOW_BYTES:
             if (spits_parse_long(optarg, 1, LONG_MAX, &v))
-                return bad_option("--window-bytes wants a positive number, not '%s'", optarg);
+                return spits_bad_option("--window-bytes wants a positive number, not '%s'", optarg);
             jm->opt.window_bytes = v;
             break;
         case 'v': (*verbosity)++; break;
         case 'q': *verbosity = SPITS_LOG_ERROR; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("spits-jm %s\n", PACKAGE_VERSION); return 0;
-        case ':': return bad_option("option '%s' needs a value", argv[optind - 1]);
+        case ':': return spits_bad_option("option '%s' needs a value", argv[optind - 1]);
         default:
-            return bad_option("unknown option '%s'", argv[optind - 1]);
+            return spits_bad_option("unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind >= argc)
-        return bad_option("%s", "no MODULE given");
+        return spits_bad_option("%s", "no MODULE given");
     return -1;
 }
 

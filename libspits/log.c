@@ -50,3 +50,12 @@ void spits_log(int level, const char *fmt, ...)
     strcat(line, "\n");
     fputs(line, stderr);
 }
+
+int spits_bad_option(const char *fmt, const char *arg)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, arg);
+    fprintf(stderr, "%s: error: %s (see %s --help)\n", log_progname, msg,
+            log_progname);
+    return 2;
+}

@@ -22,6 +22,10 @@ const char *spits_log_progname(void);
 void spits_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A usage error: "PROG: error: <fmt with arg> (see PROG --help)" on
+ * stderr. Returns 2, the usage-error exit status. */
+int spits_bad_option(const char *fmt, const char *arg);
+
 #define spits_error(...) spits_log(SPITS_LOG_ERROR, __VA_ARGS__)
 #define spits_warn(...)  spits_log(SPITS_LOG_WARN, __VA_ARGS__)
 #define spits_info(...)  spits_log(SPITS_LOG_INFO, __VA_ARGS__)

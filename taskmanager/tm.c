@@ -85,14 +85,6 @@ static void usage(FILE *f)
             spits_online_cores());
 }
 
-static int bad_option(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "spits-tm: error: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see spits-tm --help)\n");
-    return 2;
-}
-
 enum { OPT_RECONNECT = 256 };
 
 static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
@@ -121,36 +113,36 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
         case 'm': tm->module_override = optarg; break;
         case 'w':
             if (spits_parse_seconds(optarg, 1e7, &tm->wait))
-                return bad_option("--wait wants seconds, not '%s'", optarg);
+                return spits_bad_option("--wait wants seconds, not '%s'", optarg);
             break;
         case OPT_RECONNECT:
             if (spits_parse_seconds(optarg, 1e7, &tm->reconnect))
-                return bad_option("--reconnect-timeout wants seconds, not '%s'", optarg);
+                return spits_bad_option("--reconnect-timeout wants seconds, not '%s'", optarg);
             break;
         case 'n':
             if (spits_parse_long(optarg, 1, 4096, &v))
-                return bad_option("--workers wants a number from 1 to 4096, not '%s'", optarg);
+                return spits_bad_option("--workers wants a number from 1 to 4096, not '%s'", optarg);
             tm->workers = (int)v;
             break;
         case 'p':
             if (spits_parse_long(optarg, 0, 1 << 20, &v))
-                return bad_option("--prefetch wants a number from 0 to 1048576, not '%s'", optarg);
+                return spits_bad_option("--prefetch wants a number from 0 to 1048576, not '%s'", optarg);
             tm->prefetch = (int)v;
             break;
         case 'v': (*verbosity)++; break;
         case 'q': *verbosity = SPITS_LOG_ERROR; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("spits-tm %s\n", PACKAGE_VERSION); return 0;
-        case ':': return bad_option("option '%s' needs a value", argv[optind - 1]);
-        default: return bad_option("unknown option '%s'", argv[optind - 1]);
+        case ':': return spits_bad_option("option '%s' needs a value", argv[optind - 1]);
+        default: return spits_bad_option("unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return bad_option("unexpected argument '%s'", argv[optind]);
+        return spits_bad_option("unexpected argument '%s'", argv[optind]);
     if (!tm->jobdir && !tm->connect)
-        return bad_option("%s", "give --jobdir DIR or --connect ENDPOINT");
+        return spits_bad_option("%s", "give --jobdir DIR or --connect ENDPOINT");
     if (tm->jobdir && tm->connect)
-        return bad_option("%s", "give --jobdir or --connect, not both");
+        return spits_bad_option("%s", "give --jobdir or --connect, not both");
     return -1;
 }
 

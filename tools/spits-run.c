@@ -66,14 +66,6 @@ static void usage(FILE *f)
             spits_online_cores());
 }
 
-static int bad_option(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "spits-run: error: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see spits-run --help)\n");
-    return 2;
-}
-
 /* spits-jm and spits-tm: $SPITS_JM/$SPITS_TM, next to this program
  * (installed), or in the build tree's sibling directories. */
 static int find_program(const char *name, const char *env, const char *subdir,
@@ -181,11 +173,11 @@ int main(int argc, char **argv)
         switch (c) {
         case 'n':
             if (spits_parse_long(optarg, 1, 4096, &r.workers))
-                return bad_option("--workers wants a number from 1 to 4096, not '%s'", optarg);
+                return spits_bad_option("--workers wants a number from 1 to 4096, not '%s'", optarg);
             break;
         case 'k':
             if (spits_parse_long(optarg, 1, MAX_TMS, &r.tms))
-                return bad_option("--tms wants a number from 1 to 1024, not '%s'", optarg);
+                return spits_bad_option("--tms wants a number from 1 to 1024, not '%s'", optarg);
             break;
         case 'd': r.jobdir = optarg; break;
         case 'K': r.keep = 1; break;
@@ -196,12 +188,12 @@ int main(int argc, char **argv)
         case 'q': r.verbosity = -1; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("spits-run %s\n", PACKAGE_VERSION); return 0;
-        case ':': return bad_option("option '%s' needs a value", argv[optind - 1]);
-        default: return bad_option("unknown option '%s'", argv[optind - 1]);
+        case ':': return spits_bad_option("option '%s' needs a value", argv[optind - 1]);
+        default: return spits_bad_option("unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind >= argc)
-        return bad_option("%s", "no MODULE given");
+        return spits_bad_option("%s", "no MODULE given");
     if (find_program("spits-jm", "SPITS_JM", "jobmanager", r.jm_path) != 0 ||
         find_program("spits-tm", "SPITS_TM", "taskmanager", r.tm_path) != 0) {
         spits_error("cannot find spits-jm and spits-tm next to spits-run "
