@@ -9,8 +9,8 @@ start_tm job victim -n 2
 victim=$TM_PID
 start_tm job survivor -n 2
 survivor=$TM_PID
-wait_for "[ -f $T/job/jm.json ]" 30 "jm.json"
-sleep 1.5
+wait_for "[ \$(grep -c joined $T/job.jm.log) -ge 2 ]" 30 "both TMs to join"
+sleep 1
 kill -0 $JM_PID 2>/dev/null || fail "the job ended before the kill"
 kill -9 $victim
 wait $JM_PID || fail "spits-jm exited $?"
