@@ -100,8 +100,12 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
 
     for (;;) {
         pthread_mutex_lock(&q->lock);
-        while (q->n == 0 && !(q->gen_done && resolved == q->gen_total))
+        while (q->n == 0 && !q->abort && !(q->gen_done && resolved == q->gen_total))
             pthread_cond_wait(&q->ready, &q->lock);
+        if (q->abort) {
+            pthread_mutex_unlock(&q->lock);
+            break;   /* the job is being stopped: commit nothing more */
+        }
         if (q->n == 0) {
             pthread_mutex_unlock(&q->lock);
             break;   /* every generated task is resolved */

@@ -71,6 +71,7 @@ struct jm_disp {
     int64_t now, next_tick, probe_until;
     int64_t hb_ms, timeout_ms;
     int64_t bad_logged_at;
+    int stopping;                    /* a signal stopped the job */
     jm_disp_stats_t st;
 };
 
@@ -704,9 +705,31 @@ static void disp_monitor(jm_disp_t *d)
     zmq_msg_close(&ev);
 }
 
+/* A signal stops the job: the generator and the committer give up, and
+ * every later phase is refused by run(). The TMs get END at finish. */
+static void disp_stop_phase(jm_disp_t *d)
+{
+    d->stopping = 1;
+    spits_warn("stopping the job (signal %d)", (int)jm_signal);
+    if (!d->phase)
+        return;
+    jm_genq_t *q = &d->phase->genq;
+    pthread_mutex_lock(&q->lock);
+    q->stop = 1;
+    pthread_mutex_unlock(&q->lock);
+    pthread_cond_broadcast(&q->room);
+    jm_commitq_t *cq = &d->phase->cq;
+    pthread_mutex_lock(&cq->lock);
+    cq->abort = 1;
+    pthread_mutex_unlock(&cq->lock);
+    pthread_cond_broadcast(&cq->ready);
+}
+
 static void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
 {
     d->phase = p;
+    if (d->stopping)
+        disp_stop_phase(d);
     spits_ring_destroy(&d->ring);
     d->ring = spits_ring_new();
     if (!d->ring) {
@@ -791,6 +814,8 @@ static void *disp_main(void *arg)
         }
         if (atomic_load(&d->ctl_pending) && disp_control(d))
             break;
+        if (jm_signal && !d->stopping)
+            disp_stop_phase(d);
         if (items[2].revents & ZMQ_POLLIN)
             disp_monitor(d);
         if (items[0].revents & ZMQ_POLLIN)

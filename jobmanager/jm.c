@@ -122,8 +122,23 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
     return -1;
 }
 
+volatile sig_atomic_t jm_signal;
+static int jm_wake_fd = -1;
+
+/* Async-signal-safe: note the signal, wake the dispatcher. A second
+ * signal gets the default action (SA_RESETHAND): a stuck job still dies. */
+static void on_signal(int sig)
+{
+    uint64_t one = 1;
+    jm_signal = sig;
+    if (jm_wake_fd >= 0 && write(jm_wake_fd, &one, sizeof one) < 0)
+        return;
+}
+
 static int exit_status(const jm_t *jm, int rc)
 {
+    if (jm->interrupted || jm_signal)
+        return 128 + (int)jm_signal;
     if (jm->runtime_error)
         return JM_EXIT_ERROR;
     if (jm->failed_tasks) {
@@ -206,6 +221,13 @@ int main(int argc, char **argv)
         jm_disp_destroy(&jm.disp);
         return JM_EXIT_ERROR;
     }
+    jm_wake_fd = jm_disp_wake_fd(jm.disp);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     if (jm_disp_start(jm.disp) != 0) {
         spits_error("cannot start the dispatcher thread");
         jm_disp_destroy(&jm.disp);

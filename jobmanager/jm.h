@@ -30,6 +30,7 @@
 #define SPITS_JM_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <zmq.h>
@@ -112,6 +113,7 @@ typedef struct {
     pthread_cond_t ready;
     jm_commit_t *items;
     size_t n, cap;
+    int abort;                /* dispatcher: the job is being stopped */
     int gen_done;             /* generator: set with gen_total at its end */
     uint64_t gen_total;
 } jm_commitq_t;
@@ -158,6 +160,7 @@ typedef struct {
     spits_buf_t final;        /* bytes pushed by the last commit_job */
     int failed_tasks;         /* some phase had failed tasks */
     int runtime_error;        /* some phase could not run (module, limits) */
+    int interrupted;          /* the signal that stopped the job, or 0 */
 } jm_t;
 
 /* generator.c */
@@ -175,6 +178,10 @@ void jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n);
 void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total);
 /* main thread: commit until every generated task is resolved */
 void jm_committer_run(jm_t *jm, jm_phase_t *p);
+
+/* jm.c: the last SIGINT/SIGTERM received (0: none); set by the handler,
+ * acted on by the dispatcher. */
+extern volatile sig_atomic_t jm_signal;
 
 /* phase.c: the spitsrun_t handed to spits_main */
 int jm_run_phase(int argc, const char **argv, const void *jobinfo,

@@ -75,8 +75,10 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         *final = NULL;
     if (finalsz)
         *finalsz = 0;
-    if (!p || argc < 1 || !argv)
+    if (!p || argc < 1 || !argv || jm_signal) {
+        free(p);
         return JM_RUN_FAILED_TASKS;
+    }
     p->st.id = jm->nphases + 1;
     p->st.argc = argc;
     p->st.argv = copy_argv(argc, argv);
@@ -113,7 +115,10 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
     jm_disp_phase_end(jm->disp);
     spits_module_jm_free(jm->mod, &p->jmi);
 
-    if (p->gen_error[0]) {
+    if (jm_signal) {
+        jm->interrupted = (int)jm_signal;
+        rc = JM_RUN_FAILED_TASKS;   /* stopped: commit_job must not run */
+    } else if (p->gen_error[0]) {
         spits_error("phase %u: %s", p->st.id, p->gen_error);
         jm->runtime_error = 1;
         rc = JM_RUN_FAILED_TASKS;

@@ -12,6 +12,8 @@
 
 static const char *status_word(int exit_code, const jm_t *jm)
 {
+    if (jm->interrupted)
+        return "interrupted";
     if (jm->runtime_error)
         return "error";
     if (jm->failed_tasks)
