@@ -192,7 +192,7 @@ int main(int argc, char **argv)
     }
     if (spits_jobdir_prepare(jm.opt.jobdir, err, sizeof err) != 0) {
         spits_error("%s", err);
-        return JM_EXIT_ERROR;
+        goto fail;
     }
     /* The job dir's path as the TMs will see it: absolute. */
     static char jobdir_abs[PATH_MAX];
@@ -204,7 +204,7 @@ int main(int argc, char **argv)
     jm.disp = jm_disp_new(&jm, err, sizeof err);
     if (!jm.disp) {
         spits_error("%s", err);
-        return JM_EXIT_ERROR;
+        goto fail;
     }
     spits_announce_t a;
     memset(&a, 0, sizeof a);
@@ -218,8 +218,7 @@ int main(int argc, char **argv)
     spits_iso_time(jm.started, a.started, sizeof a.started);
     if (spits_announce_write(jm.opt.jobdir, &a, err, sizeof err) != 0) {
         spits_error("%s", err);
-        jm_disp_destroy(&jm.disp);
-        return JM_EXIT_ERROR;
+        goto fail;
     }
     jm_wake_fd = jm_disp_wake_fd(jm.disp);
     struct sigaction sa;
@@ -230,8 +229,7 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     if (jm_disp_start(jm.disp) != 0) {
         spits_error("cannot start the dispatcher thread");
-        jm_disp_destroy(&jm.disp);
-        return JM_EXIT_ERROR;
+        goto fail;
     }
     spits_info("job %s: %s%s, listening on %s, job dir %s", jm.job_id,
                jm.module_path, spits_module_is_v20(jm.mod) ? " (SPITS 2.0)" : "",
@@ -265,4 +263,8 @@ int main(int argc, char **argv)
     spits_buf_free(&jm.final);
     spits_module_close(&jm.mod);
     return status;
+fail:
+    jm_disp_destroy(&jm.disp);
+    spits_module_close(&jm.mod);
+    return JM_EXIT_ERROR;
 }
