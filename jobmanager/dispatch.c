@@ -320,8 +320,9 @@ static size_t pick_tasks(jm_disp_t *d, jm_tm_t *t, size_t room)
         bytes += task->len;
     }
 
-    /* 2. Fresh tasks, in generation order. */
-    if (n < room && !d->fresh)
+    /* 2. Fresh tasks, in generation order. Once the generator is done and
+     * its queue was emptied, there is nothing more to take. */
+    if (n < room && !d->fresh && !d->gen_done)
         refill_fresh(d);
     while (n < room && d->fresh && bytes < DISP_BATCH_BYTES) {
         jm_task_t *task = d->fresh;
