@@ -130,7 +130,7 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
         *why = "unknown message type";
         return -1;
     }
-    if (h->type != SPITS_MSG_TASKS && h->type != SPITS_MSG_RESULTS) {
+    if (!spits_wire_has_records(h->type)) {
         if (h->count != 0) {
             *why = "record count on a control message";
             return -1;
@@ -150,7 +150,7 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
             *why = "record longer than the frame";
             return -1;
         }
-        if (get_u32(q + 8) > SPITS_ST_RETURNED) {
+        if (get_u32(q + 8) > SPITS_ST_LAST) {
             *why = "unknown record status";
             return -1;
         }
@@ -222,6 +222,12 @@ json_t *spits_wire_decode_json(const void *frame, size_t len, const char **why)
     return j;
 }
 
+int spits_wire_has_records(int type)
+{
+    return type == SPITS_MSG_TASKS || type == SPITS_MSG_RESULTS ||
+           type == SPITS_MSG_CANCEL;
+}
+
 void spits_wire_encode_empty(unsigned char out[SPITS_HDR_SIZE], int type,
                              uint32_t phase)
 {
@@ -231,7 +237,8 @@ void spits_wire_encode_empty(unsigned char out[SPITS_HDR_SIZE], int type,
 const char *spits_wire_type_name(int type)
 {
     static const char *names[] = {"?", "HELLO", "WELCOME", "PHASE", "TASKS",
-                                  "RESULTS", "HEARTBEAT", "END", "BYE", "WHO"};
+                                  "RESULTS", "HEARTBEAT", "END", "BYE", "WHO",
+                                  "CANCEL", "DRAIN"};
     return type >= 1 && type <= SPITS_MSG_LAST ? names[type] : "?";
 }
 

@@ -19,8 +19,15 @@
  *   12  4   payload length, little endian
  *   16  len payload bytes
  *
+ * CANCEL carries records too: the ids of task copies the JM no longer
+ * needs (another copy was committed), with no payload.
+ *
  * Control messages (HELLO, WELCOME, PHASE, BYE) carry one JSON object as
- * their body. HEARTBEAT, END and WHO have no body.
+ * their body. HEARTBEAT, END, WHO and DRAIN have no body.
+ *
+ * Every task copy a JM sends comes back as exactly one RESULTS record:
+ * its result, a failure, or RETURNED unrun (phase change, drain, cancel).
+ * That is how the JM counts a TM's free slots.
  *
  * Decoders check every length against the frame before reading, and a
  * frame must be consumed exactly: trailing bytes are an error.
@@ -46,15 +53,23 @@ enum {
     SPITS_MSG_END = 7,       /* JM -> TM: the job is over, exit */
     SPITS_MSG_BYE = 8,       /* TM -> JM: I am leaving */
     SPITS_MSG_WHO = 9,       /* JM -> TM: I do not know you, say HELLO */
-    SPITS_MSG_LAST = 9
+    SPITS_MSG_CANCEL = 10,   /* JM -> TM: records, copies no longer needed */
+    SPITS_MSG_DRAIN = 11,    /* TM -> JM: send me no more tasks */
+    SPITS_MSG_LAST = 11
 };
 
 /* Record status in RESULTS. */
 enum {
     SPITS_ST_OK = 0,        /* payload is the result */
     SPITS_ST_FAILED = 1,    /* the worker returned non-zero */
-    SPITS_ST_RETURNED = 2   /* not run: handed back (phase change, drain) */
+    SPITS_ST_RETURNED = 2,  /* not run: handed back (phase change, drain) */
+    SPITS_ST_CRASHED = 3,   /* the worker process died running it */
+    SPITS_ST_TIMEOUT = 4,   /* the worker ran past --task-timeout */
+    SPITS_ST_LAST = 4
 };
+
+/* Whether a record type carries records (TASKS, RESULTS, CANCEL). */
+int spits_wire_has_records(int type);
 
 typedef struct {
     int type;
