@@ -75,20 +75,30 @@ void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total)
     pthread_cond_signal(&q->ready);
 }
 
-static void record_failure(jm_phase_t *p, uint64_t id)
+const char *jm_failure_word(uint32_t status)
+{
+    switch (status) {
+    case SPITS_ST_CRASHED: return "crashed";
+    case SPITS_ST_TIMEOUT: return "timeout";
+    default: return "failed";
+    }
+}
+
+static void record_failure(jm_phase_t *p, uint64_t id, uint32_t status)
 {
     jm_phase_stats_t *st = &p->st;
     if (st->nfailed == st->capfailed) {
         size_t cap = st->capfailed ? st->capfailed * 2 : 16;
-        uint64_t *ids = realloc(st->failed_ids, cap * sizeof *ids);
-        if (!ids) {
+        jm_failure_t *f = realloc(st->failed, cap * sizeof *f);
+        if (!f) {
             st->nfailed++;   /* counted, not named */
             return;
         }
-        st->failed_ids = ids;
+        st->failed = f;
         st->capfailed = cap;
     }
-    st->failed_ids[st->nfailed++] = id;
+    st->failed[st->nfailed].id = id;
+    st->failed[st->nfailed++].status = status;
 }
 
 void jm_committer_run(jm_t *jm, jm_phase_t *p)
@@ -132,7 +142,7 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
                                rc, (unsigned long long)c->id, p->st.id);
                 }
             } else {
-                record_failure(p, c->id);
+                record_failure(p, c->id, c->status);
             }
             rx_release(c->rx);
         }

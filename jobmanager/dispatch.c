@@ -16,7 +16,11 @@
  *   3. when no fresh task exists, the oldest unfinished task that is not
  *      already running on it and has fewer than --max-copies copies out.
  * The first result of a task resolves it: it leaves the ring and goes to
- * the committer; later copies' results are counted as duplicates.
+ * the committer, and its other copies are cancelled (CANCEL): a queued
+ * copy comes back unrun, a running one's result counts as a duplicate.
+ * A failed, crashed or timed-out run counts toward --max-attempts and is
+ * retried, preferably on another TM; past that the task is a poison task,
+ * given up and named in the report.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -67,6 +71,8 @@ struct jm_disp {
     size_t sending_cap;
     jm_commit_t *cbuf;
     size_t ccap;
+    struct { int slot; uint64_t id; } *cancels;  /* copies to cancel */
+    size_t ncancel, capcancel;
     uint64_t freed_bytes, pub_low, pub_freed;
     int64_t now, next_tick, probe_until;
     int64_t hb_ms, timeout_ms;
@@ -203,6 +209,53 @@ static int task_drop_holder(jm_task_t *task, int slot)
 }
 
 /* --- resolution -------------------------------------------------------- */
+
+/* Notes the other copies of a task that just committed, to be cancelled. */
+static void cancel_note(jm_disp_t *d, const jm_task_t *task)
+{
+    for (int i = 0; i < JM_MAX_COPIES; i++) {
+        if (task->holders[i] < 0)
+            continue;
+        if (d->ncancel == d->capcancel) {
+            size_t cap = d->capcancel ? d->capcancel * 2 : 64;
+            void *c = realloc(d->cancels, cap * sizeof *d->cancels);
+            if (!c)
+                return;   /* the copy runs on; its result is a duplicate */
+            d->cancels = c;
+            d->capcancel = cap;
+        }
+        d->cancels[d->ncancel].slot = task->holders[i];
+        d->cancels[d->ncancel++].id = task->id;
+    }
+}
+
+/* Sends one CANCEL per TM for the copies noted. The TM answers each with
+ * a RETURNED record (queued copy) or a result that counts as a duplicate
+ * (running copy), so its slot accounting stays exact. */
+static void cancel_flush(jm_disp_t *d)
+{
+    while (d->ncancel) {
+        int slot = d->cancels[0].slot;
+        size_t keep = 0, n = 0;
+        spits_batch_begin(&d->out, SPITS_MSG_CANCEL, d->phase->st.id);
+        for (size_t i = 0; i < d->ncancel; i++) {
+            if (d->cancels[i].slot != slot) {
+                d->cancels[keep++] = d->cancels[i];
+                continue;
+            }
+            if (!spits_batch_add(&d->out, d->cancels[i].id, 0, 0)) {
+                spits_error("out of memory building a cancel batch");
+                abort();
+            }
+            n++;
+        }
+        d->ncancel = keep;
+        spits_batch_finish(&d->out);
+        jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)slot);
+        if (t && t->alive && send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
+            d->st.cancelled += n;
+    }
+}
 
 /* A task is done: out of the ring, its bytes freed. */
 static void task_resolve(jm_disp_t *d, jm_task_t *task)
@@ -407,7 +460,7 @@ static void disp_serve(jm_disp_t *d)
         return;
     for (size_t k = 0; k < ntm; k++) {
         jm_tm_t *t = jm_tmtab_at(d->tms, (d->rr + k) % ntm);
-        if (t->alive && !t->stalled && t->outstanding < t->slots)
+        if (t->alive && !t->stalled && !t->draining && t->outstanding < t->slots)
             serve_tm(d, t);
     }
     d->rr++;
@@ -484,19 +537,27 @@ static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
             oks++;
             if (t)
                 t->done++;
+            if (task->copies)
+                cancel_note(d, task);
             task_resolve(d, task);
-        } else if (rec.status == SPITS_ST_FAILED) {
+        } else if (rec.status != SPITS_ST_RETURNED) {
+            /* Failed, crashed its worker process, or timed out. */
             if (t) {
                 t->failed++;
                 task->failed_on = t->slot;
             }
+            d->st.crashed += rec.status == SPITS_ST_CRASHED;
+            d->st.timed_out += rec.status == SPITS_ST_TIMEOUT;
+            task->last_status = (uint8_t)rec.status;
             if (++task->attempts >= d->jm->opt.max_attempts) {
-                spits_warn("task %llu of phase %u failed %d time(s); giving up",
-                           (unsigned long long)rec.id, p->st.id, task->attempts);
+                spits_warn("task %llu of phase %u: %d run(s), the last %s; "
+                           "giving up on it (poison task)",
+                           (unsigned long long)rec.id, p->st.id, task->attempts,
+                           jm_failure_word(rec.status));
                 jm_commit_t *c = &d->cbuf[n++];
                 memset(c, 0, sizeof *c);
                 c->id = rec.id;
-                c->status = SPITS_ST_FAILED;
+                c->status = rec.status;
                 task_resolve(d, task);
             } else {
                 spits_debug("task %llu failed (attempt %d); retrying",
@@ -511,6 +572,7 @@ static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     }
     rx->refs = oks;
     jm_commitq_push(&p->cq, d->cbuf, n);
+    cancel_flush(d);
 done:
     if (oks == 0) {
         zmq_msg_close(&rx->msg);
@@ -562,6 +624,7 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->outstanding = (int)(held < slots ? held : slots);
     t->alive = 1;
     t->stalled = 0;
+    t->draining = 0;
     t->last_heard = d->now;
     t->joined = spits_wall_time();
     t->scan_version = 0;
@@ -608,6 +671,14 @@ static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_HEARTBEAT:
         if (!t || !t->alive)
             send_empty(d, rid, ridlen, SPITS_MSG_WHO);
+        break;
+    case SPITS_MSG_DRAIN:
+        /* Leaving soon: it hands back its queued tasks and finishes the
+         * running ones; it gets nothing new. */
+        if (t && t->alive && !t->draining) {
+            t->draining = 1;
+            spits_info("TM %s:%ld is draining", t->host, t->pid);
+        }
         break;
     case SPITS_MSG_BYE:
         if (t)
@@ -1000,6 +1071,7 @@ void jm_disp_destroy(jm_disp_t **dp)
     free(d->retry);
     free(d->sending);
     free(d->cbuf);
+    free(d->cancels);
     pthread_mutex_destroy(&d->ctl_lock);
     pthread_cond_destroy(&d->ctl_cond);
     free(d);

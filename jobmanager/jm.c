@@ -144,9 +144,10 @@ static int exit_status(const jm_t *jm, int rc)
     if (jm->failed_tasks) {
         for (uint32_t i = 0; i < jm->nphases; i++)
             for (size_t f = 0; f < jm->phases[i].nfailed && f < jm->phases[i].capfailed; f++)
-                spits_error("task %llu of phase %u failed",
-                            (unsigned long long)jm->phases[i].failed_ids[f],
-                            jm->phases[i].id);
+                spits_error("task %llu of phase %u failed (last run: %s)",
+                            (unsigned long long)jm->phases[i].failed[f].id,
+                            jm->phases[i].id,
+                            jm_failure_word(jm->phases[i].failed[f].status));
         return JM_EXIT_FAILED_TASKS;
     }
     if (rc == 0)
@@ -257,7 +258,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < jm.phases[i].argc && jm.phases[i].argv; k++)
             free(jm.phases[i].argv[k]);
         free(jm.phases[i].argv);
-        free(jm.phases[i].failed_ids);
+        free(jm.phases[i].failed);
     }
     free(jm.phases);
     spits_buf_free(&jm.final);

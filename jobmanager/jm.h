@@ -70,6 +70,7 @@ typedef struct jm_task {
     uint8_t attempts;        /* failed runs so far */
     uint8_t in_retry;        /* 1 while listed in the retry list */
     uint8_t sent;            /* sent at least once */
+    uint8_t last_status;     /* how its last failed run ended */
     int32_t failed_on;       /* TM slot of the last failed run, or -1 */
     int32_t holders[JM_MAX_COPIES]; /* TM slots running a copy, -1 = none */
     unsigned char data[];
@@ -103,7 +104,7 @@ typedef struct {
     uint64_t id;
     const unsigned char *data;
     uint32_t len;
-    uint32_t status;          /* SPITS_ST_OK or SPITS_ST_FAILED */
+    uint32_t status;          /* SPITS_ST_OK, or how a poison task failed */
     jm_rx_t *rx;              /* NULL for a failure */
 } jm_commit_t;
 
@@ -118,6 +119,16 @@ typedef struct {
     uint64_t gen_total;
 } jm_commitq_t;
 
+/* A task given up after --max-attempts runs, and how its last run ended
+ * (SPITS_ST_FAILED, _CRASHED or _TIMEOUT). */
+typedef struct {
+    uint64_t id;
+    uint32_t status;
+} jm_failure_t;
+
+/* How a poison task's last run ended, for logs and the report. */
+const char *jm_failure_word(uint32_t status);
+
 /* Per-phase counters kept by their owning threads, read after the phase. */
 typedef struct {
     uint32_t id;
@@ -127,7 +138,7 @@ typedef struct {
     uint64_t generated;       /* generator */
     uint64_t committed;       /* committer */
     uint64_t commit_errors;   /* committer: commit_pit returned non-zero */
-    uint64_t *failed_ids;     /* committer */
+    jm_failure_t *failed;     /* committer: the poison tasks */
     size_t nfailed, capfailed;
     int commit_job_rc;
     int commit_job_called;
@@ -199,6 +210,9 @@ typedef struct {
     uint64_t duplicates;      /* results of already resolved tasks */
     uint64_t requeued;        /* copies taken back from lost TMs */
     uint64_t retried;         /* failed runs to be run again */
+    uint64_t crashed;         /* runs that killed their worker process */
+    uint64_t timed_out;       /* runs stopped by --task-timeout */
+    uint64_t cancelled;       /* copies cancelled after another committed */
     uint64_t stale;           /* results of an earlier phase */
     uint64_t bogus;           /* results for tasks never sent */
     uint64_t bad_messages;    /* malformed messages dropped */

@@ -44,8 +44,9 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
             "commit_job", p->commit_job_called ? json_integer(p->commit_job_rc)
                                                : json_null()));
         for (size_t f = 0; f < p->nfailed && f < p->capfailed; f++)
-            json_array_append_new(failed, json_pack("{s:i, s:I}",
-                "phase", (int)p->id, "task", (json_int_t)p->failed_ids[f]));
+            json_array_append_new(failed, json_pack("{s:i, s:I, s:s}",
+                "phase", (int)p->id, "task", (json_int_t)p->failed[f].id,
+                "reason", jm_failure_word(p->failed[f].status)));
         generated += p->generated;
         committed += p->committed;
         nfailed += p->nfailed;
@@ -55,7 +56,8 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     spits_iso_time(finished, finished_s, sizeof finished_s);
     json_t *doc = json_pack(
         "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o,"
-        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+        " s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
         "status", status_word(exit_code, jm), "exit_code", exit_code,
         "started", started_s, "finished", finished_s,
@@ -68,6 +70,8 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "sent", (json_int_t)ds->sent, "resent", (json_int_t)ds->resent,
         "duplicates", (json_int_t)ds->duplicates,
         "requeued", (json_int_t)ds->requeued, "retried", (json_int_t)ds->retried,
+        "crashed", (json_int_t)ds->crashed, "timed_out", (json_int_t)ds->timed_out,
+        "cancelled", (json_int_t)ds->cancelled,
         "stale", (json_int_t)ds->stale, "bogus", (json_int_t)ds->bogus,
         "bad_messages", (json_int_t)ds->bad_messages,
         "bytes_in", (json_int_t)ds->bytes_in, "bytes_out", (json_int_t)ds->bytes_out,

@@ -19,6 +19,7 @@ typedef struct {
     int slot;
     int alive;
     int stalled;             /* its pipe was full: wait until it speaks */
+    int draining;            /* said DRAIN: it gets no more tasks */
     char host[128];
     long pid;
     int workers;
