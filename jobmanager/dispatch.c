@@ -28,6 +28,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "adopt.h"
 #include "jm.h"
 #include "log.h"
 #include "ring.h"
@@ -78,6 +79,7 @@ struct jm_disp {
     int64_t hb_ms, timeout_ms;
     int64_t bad_logged_at;
     int stopping;                    /* a signal stopped the job */
+    jm_adopt_t *adopt;               /* a resumed phase's early results */
     jm_disp_stats_t st;
 };
 
@@ -346,6 +348,33 @@ static int sending_add(jm_disp_t *d, size_t n, jm_task_t *task)
     return 0;
 }
 
+/* A fresh task whose result a re-attached TM already sent (after
+ * --resume): commit that result instead of sending the task. */
+static int adopt_result(jm_disp_t *d, jm_task_t *task)
+{
+    jm_commit_t c;
+    unsigned char *data;
+    uint32_t len;
+
+    if (!jm_adopt_take(d->adopt, task->id, &data, &len))
+        return 0;
+    d->fresh = task->next;
+    if (!d->fresh)
+        d->fresh_tail = NULL;
+    memset(&c, 0, sizeof c);
+    c.id = task->id;
+    c.hash = task->hash;
+    c.data = c.owned = data;
+    c.len = len;
+    c.status = SPITS_ST_OK;
+    jm_commitq_push(&d->phase->cq, &c, 1);
+    d->st.adopted++;
+    d->freed_bytes += task->len;
+    free(task);
+    d->version++;
+    return 1;
+}
+
 /* Picks up to room tasks for TM t into d->sending; returns how many. */
 static size_t pick_tasks(jm_disp_t *d, jm_tm_t *t, size_t room)
 {
@@ -379,6 +408,8 @@ static size_t pick_tasks(jm_disp_t *d, jm_tm_t *t, size_t room)
         refill_fresh(d);
     while (n < room && d->fresh && bytes < DISP_BATCH_BYTES) {
         jm_task_t *task = d->fresh;
+        if (d->adopt && jm_adopt_count(d->adopt) && adopt_result(d, task))
+            continue;
         if (sending_add(d, n, task) != 0 ||
             spits_ring_put(d->ring, task->id, task) != 0)
             break;
@@ -494,6 +525,19 @@ static int cbuf_reserve(jm_disp_t *d, size_t n)
     return 0;
 }
 
+/* A result of a task this JM has not sent: after --resume, work a TM did
+ * for the dead JM. Kept until the task is generated (adopt_result). */
+static void adopt_keep(jm_disp_t *d, const spits_rec_t *rec)
+{
+    int rc = jm_adopt_put(d->adopt, rec->id, rec->data, rec->len);
+    if (rc < 0) {
+        spits_error("out of memory keeping an early result");
+        abort();
+    }
+    if (rc > 0)
+        d->st.duplicates++;   /* held already, or over the byte bound */
+}
+
 static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
                        jm_rx_t *rx)
 {
@@ -520,7 +564,9 @@ static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
         if (!task) {
             if (rec.id < spits_ring_next(d->ring))
                 d->st.duplicates += rec.status == SPITS_ST_OK;
-            else
+            else if (d->adopt && rec.status == SPITS_ST_OK)
+                adopt_keep(d, &rec);
+            else if (rec.status != SPITS_ST_RETURNED || !d->adopt)
                 d->st.bogus++;
             continue;
         }
@@ -530,10 +576,12 @@ static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
         if (rec.status == SPITS_ST_OK) {
             jm_commit_t *c = &d->cbuf[n++];
             c->id = rec.id;
+            c->hash = task->hash;
             c->data = rec.data;
             c->len = rec.len;
             c->status = SPITS_ST_OK;
             c->rx = rx;
+            c->owned = NULL;
             oks++;
             if (t)
                 t->done++;
@@ -782,7 +830,8 @@ static void disp_monitor(jm_disp_t *d)
 static void disp_stop_phase(jm_disp_t *d)
 {
     d->stopping = 1;
-    spits_warn("stopping the job (signal %d)", (int)jm_signal);
+    if (jm_signal)
+        spits_warn("stopping the job (signal %d)", (int)jm_signal);
     if (!d->phase)
         return;
     jm_genq_t *q = &d->phase->genq;
@@ -813,6 +862,11 @@ static void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     d->rn = d->rhead = 0;
     d->freed_bytes = d->pub_low = d->pub_freed = 0;
     d->version++;
+    jm_adopt_destroy(&d->adopt);
+    if (p->st.resumed && !(d->adopt = jm_adopt_new((size_t)d->jm->opt.window_bytes))) {
+        spits_error("out of memory");
+        abort();
+    }
     for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
         jm_tm_t *t = jm_tmtab_at(d->tms, i);
         if (t->alive)
@@ -836,6 +890,11 @@ static void disp_phase_end(jm_disp_t *d)
     d->fresh_tail = NULL;
     d->rn = d->rhead = 0;
     d->phase = NULL;
+    if (d->adopt) {
+        /* Early results whose task was committed some other way. */
+        d->st.duplicates += jm_adopt_count(d->adopt);
+        jm_adopt_destroy(&d->adopt);
+    }
 }
 
 static int disp_control(jm_disp_t *d)
@@ -886,7 +945,7 @@ static void *disp_main(void *arg)
         }
         if (atomic_load(&d->ctl_pending) && disp_control(d))
             break;
-        if (jm_signal && !d->stopping)
+        if ((jm_signal || atomic_load(&jm_abort)) && !d->stopping)
             disp_stop_phase(d);
         if (items[2].revents & ZMQ_POLLIN)
             disp_monitor(d);

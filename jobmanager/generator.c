@@ -8,6 +8,10 @@
  * dispatcher's eventfd is written only when the genq was empty. A chunk is
  * flushed early when the dispatcher has run dry, so a slow generator adds
  * no latency.
+ *
+ * In a resumed phase, the ids already committed (p->skip) are generated
+ * again but not queued: their hash must match the journal's, or the module
+ * does not generate deterministically and the resume stops.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +19,7 @@
 #include <unistd.h>
 
 #include "jm.h"
+#include "journal.h"
 #include "log.h"
 
 #define GEN_CHUNK_TASKS 256
@@ -96,8 +101,8 @@ static void gen_flush(jm_genq_t *q, jm_task_t *head, jm_task_t *tail, size_t n)
 }
 
 /* Waits until the window has room for more tasks. 0, or -1 if told to stop. */
-static int gen_wait_room(jm_t *jm, jm_genq_t *q, uint64_t next_id,
-                         uint64_t bytes_made)
+static int gen_wait_room(jm_t *jm, jm_genq_t *q, uint64_t queued,
+                         uint64_t next_id, uint64_t bytes_made)
 {
     uint64_t span_max = (uint64_t)jm->opt.window * 4;
     int rc = 0;
@@ -108,7 +113,7 @@ static int gen_wait_room(jm_t *jm, jm_genq_t *q, uint64_t next_id,
             rc = -1;
             break;
         }
-        uint64_t live = next_id - q->resolved;   /* made, not yet resolved */
+        uint64_t live = queued - q->resolved;    /* queued, not yet resolved */
         uint64_t live_bytes = bytes_made - q->freed_bytes;
         if (live == 0)
             break;   /* always allow one task, however large */
@@ -131,12 +136,17 @@ static void *gen_main(void *arg)
     jm_phase_t *p = g->p;
     jm_genq_t *q = &p->genq;
     jm_task_t *head = NULL, *tail = NULL;
-    size_t n = 0, chunk_bytes = 0;
-    uint64_t id = 0, bytes_made = 0;
+    size_t n = 0, chunk_bytes = 0, sk = 0;
+    uint64_t id = 0, bytes_made = 0, skipped = 0;
+    int queued_last = 1, stopped = 0;
 
     for (;;) {
-        if (gen_wait_room(jm, q, id, bytes_made) != 0)
+        /* Skipped tasks take no room: wait only after queueing one. */
+        if (queued_last &&
+            gen_wait_room(jm, q, id - skipped, id, bytes_made) != 0) {
+            stopped = 1;
             break;
+        }
         int more = spits_module_jm_next(jm->mod, &p->jmi, gen_push, g);
         if (!more)
             break;
@@ -158,6 +168,24 @@ static void *gen_main(void *arg)
             }
             t->len = 0;
         }
+        t->hash = jm->journal ? spits_task_hash(t->data, t->len) : 0;
+        if (sk < p->nskip && p->skip[sk].id == id) {
+            if (p->skip[sk].hash != t->hash) {
+                snprintf(p->gen_error, sizeof p->gen_error,
+                         "task %llu is not the task the journal recorded: "
+                         "next_task does not generate deterministically, so "
+                         "the job cannot be resumed", (unsigned long long)id);
+                free(t);
+                break;
+            }
+            sk++;
+            skipped++;
+            id++;
+            free(t);
+            queued_last = 0;
+            continue;
+        }
+        queued_last = 1;
         t->next = NULL;
         t->id = id++;
         t->copies = t->attempts = t->in_retry = t->sent = 0;
@@ -182,13 +210,20 @@ static void *gen_main(void *arg)
     gen_flush(q, head, tail, n);
     free(g->pending);
     p->st.generated = id;
+    if (sk < p->nskip && !p->gen_error[0] && !stopped)
+        snprintf(p->gen_error, sizeof p->gen_error,
+                 "the journal holds results of %zu task(s) past the last one "
+                 "next_task generates now (%llu tasks): it does not generate "
+                 "deterministically, so the job cannot be resumed",
+                 p->nskip - sk, (unsigned long long)id);
 
+    /* The committer waits for the tasks queued, not the ones skipped. */
     pthread_mutex_lock(&q->lock);
     q->done = 1;
-    q->total = id;
+    q->total = id - skipped;
     pthread_mutex_unlock(&q->lock);
     wake(q->wake_fd);
-    jm_commitq_gen_done(&p->cq, id);
+    jm_commitq_gen_done(&p->cq, id - skipped);
     free(g);
     return NULL;
 }

@@ -27,6 +27,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "Usage: spits-jm [OPTIONS] MODULE [ARGS...]\n"
+"       spits-jm --resume --jobdir DIR [OPTIONS]\n"
 "Runs the job manager and committer of a SPITS job. Task managers\n"
 "(spits-tm) join it through the job dir or the announced endpoint.\n"
 "\n"
@@ -39,6 +40,9 @@ static void usage(FILE *f)
 "      --heartbeat SEC     heartbeat interval (1)\n"
 "      --window N          tasks generated ahead of the commits (65536)\n"
 "      --window-bytes N    task bytes held ahead of the commits (1073741824)\n"
+"      --journal on|off    keep DIR/journal, which makes the job resumable (on)\n"
+"      --resume            continue the job in DIR/journal after a crash or a\n"
+"                          signal: module and arguments come from the journal\n"
 "  -v, --verbose           more logging (repeat for more)\n"
 "  -q, --quiet             errors only\n"
 "  -h, --help              this help\n"
@@ -50,7 +54,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
-       OPT_WINDOW, OPT_WINDOW_BYTES };
+       OPT_WINDOW, OPT_WINDOW_BYTES, OPT_JOURNAL, OPT_RESUME };
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
@@ -64,6 +68,8 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
         {"window", required_argument, NULL, OPT_WINDOW},
         {"window-bytes", required_argument, NULL, OPT_WINDOW_BYTES},
+        {"journal", required_argument, NULL, OPT_JOURNAL},
+        {"resume", no_argument, NULL, OPT_RESUME},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -108,6 +114,15 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
                 return spits_bad_option("--window-bytes wants a positive number, not '%s'", optarg);
             jm->opt.window_bytes = v;
             break;
+        case OPT_JOURNAL:
+            if (strcmp(optarg, "on") == 0)
+                jm->opt.journal = 1;
+            else if (strcmp(optarg, "off") == 0)
+                jm->opt.journal = 0;
+            else
+                return spits_bad_option("--journal wants on or off, not '%s'", optarg);
+            break;
+        case OPT_RESUME: jm->opt.resume = 1; break;
         case 'v': (*verbosity)++; break;
         case 'q': *verbosity = SPITS_LOG_ERROR; break;
         case 'h': usage(stdout); return 0;
@@ -117,13 +132,24 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
             return spits_bad_option("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc)
+    if (jm->opt.resume && optind + 1 < argc)
+        return spits_bad_option("%s", "--resume takes the module's arguments "
+                                "from the journal: give no ARGS");
+    if (optind >= argc && !jm->opt.resume)
         return spits_bad_option("%s", "no MODULE given");
     return -1;
 }
 
 volatile sig_atomic_t jm_signal;
+atomic_int jm_abort;
 static int jm_wake_fd = -1;
+
+void jm_wake(void)
+{
+    uint64_t one = 1;
+    if (jm_wake_fd >= 0 && write(jm_wake_fd, &one, sizeof one) < 0)
+        spits_debug("eventfd write: %s", strerror(errno));
+}
 
 /* Async-signal-safe: note the signal, wake the dispatcher. A second
  * signal gets the default action (SA_RESETHAND): a stuck job still dies. */
@@ -155,6 +181,13 @@ static int exit_status(const jm_t *jm, int rc)
     return rc > 0 && rc < 256 ? rc : JM_EXIT_ERROR;
 }
 
+static void free_argv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
 int main(int argc, char **argv)
 {
     jm_t jm;
@@ -170,6 +203,7 @@ int main(int argc, char **argv)
     jm.opt.heartbeat = 1;
     jm.opt.window = 65536;
     jm.opt.window_bytes = 1L << 30;
+    jm.opt.journal = 1;
     spits_log_init("spits-jm", SPITS_LOG_INFO);
     rc = parse_args(&jm, argc, argv, &verbosity);
     if (rc >= 0)
@@ -180,27 +214,57 @@ int main(int argc, char **argv)
         return JM_EXIT_ERROR;
     }
 
-    /* The module: its absolute path is what TMs are told to load. */
-    const char *modarg = argv[optind];
-    if (!realpath(modarg, jm.module_path)) {
+    /* The module: its absolute path is what TMs are told to load. A resumed
+     * job's module, arguments and id come from its journal. */
+    const char *modarg = optind < argc ? argv[optind] : NULL;
+    static char jobdir_abs[PATH_MAX];
+    char **rargv = NULL;
+    int margc = argc - optind;
+    const char **margv = (const char **)argv + optind;
+    if (jm.opt.resume) {
+        if (spits_jobdir_prepare(jm.opt.jobdir, err, sizeof err) != 0) {
+            spits_error("%s", err);
+            return JM_EXIT_ERROR;
+        }
+        if (realpath(jm.opt.jobdir, jobdir_abs))
+            jm.opt.jobdir = jobdir_abs;
+        rc = jm_recovery_resume(&jm, modarg, &rargv, &margc, err, sizeof err);
+        if (rc != 0) {
+            if (rc > 0)
+                spits_info("%s", err);
+            else
+                spits_error("%s", err);
+            int st = rc > 0 && jm.replay.exit_status >= 0 &&
+                     jm.replay.exit_status < 256 ? (int)jm.replay.exit_status
+                                                 : JM_EXIT_ERROR;
+            spits_journal_destroy(&jm.journal);
+            spits_journal_unload(&jm.replay);
+            return st;
+        }
+        margv = (const char **)rargv;
+    } else if (!realpath(modarg, jm.module_path)) {
         spits_error("cannot load module %s: %s", modarg, strerror(errno));
         return JM_EXIT_ERROR;
     }
     jm.mod = spits_module_open(jm.module_path, err, sizeof err);
     if (!jm.mod) {
         spits_error("%s", err);
-        return JM_EXIT_ERROR;
-    }
-    if (spits_jobdir_prepare(jm.opt.jobdir, err, sizeof err) != 0) {
-        spits_error("%s", err);
         goto fail;
     }
-    /* The job dir's path as the TMs will see it: absolute. */
-    static char jobdir_abs[PATH_MAX];
-    if (realpath(jm.opt.jobdir, jobdir_abs))
-        jm.opt.jobdir = jobdir_abs;
-
-    spits_random_hex(jm.job_id, 16);
+    if (!jm.opt.resume) {
+        if (spits_jobdir_prepare(jm.opt.jobdir, err, sizeof err) != 0) {
+            spits_error("%s", err);
+            goto fail;
+        }
+        /* The job dir's path as the TMs will see it: absolute. */
+        if (realpath(jm.opt.jobdir, jobdir_abs))
+            jm.opt.jobdir = jobdir_abs;
+        spits_random_hex(jm.job_id, 16);
+        if (jm_recovery_start(&jm, margc, margv, err, sizeof err) != 0) {
+            spits_error("%s", err);
+            goto fail;
+        }
+    }
     jm.started = spits_wall_time();
     jm.disp = jm_disp_new(&jm, err, sizeof err);
     if (!jm.disp) {
@@ -237,8 +301,6 @@ int main(int argc, char **argv)
                a.endpoint, jm.opt.jobdir);
 
     /* argv[0] of the module is its path; its own arguments follow. */
-    int margc = argc - optind;
-    const char **margv = (const char **)argv + optind;
     jm_phase_set_job(&jm);
     if (spits_module_has_main(jm.mod)) {
         rc = spits_module_main(jm.mod, margc, margv, jm_run_phase);
@@ -252,6 +314,8 @@ int main(int argc, char **argv)
     jm_disp_finish(jm.disp);
     int status = exit_status(&jm, rc);
     jm_report_write(&jm, status, spits_wall_time());
+    jm_recovery_finish(&jm, status, !jm.interrupted && !jm_signal &&
+                       !jm.runtime_error && !jm.failed_tasks);
     jm_disp_destroy(&jm.disp);
 
     for (uint32_t i = 0; i < jm.nphases; i++) {
@@ -263,9 +327,14 @@ int main(int argc, char **argv)
     free(jm.phases);
     spits_buf_free(&jm.final);
     spits_module_close(&jm.mod);
+    spits_journal_unload(&jm.replay);
+    free_argv(rargv);
     return status;
 fail:
     jm_disp_destroy(&jm.disp);
     spits_module_close(&jm.mod);
+    jm_recovery_abandon(&jm);
+    spits_journal_unload(&jm.replay);
+    free_argv(rargv);
     return JM_EXIT_ERROR;
 }

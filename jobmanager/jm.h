@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <zmq.h>
 
+#include "journal.h"
 #include "module.h"
 #include "wire.h"
 
@@ -57,6 +58,8 @@ typedef struct {
     double heartbeat;       /* seconds */
     long window;            /* tasks generated but not yet committed */
     long long window_bytes; /* bytes of tasks generated but not resolved */
+    int journal;            /* keep DIR/journal (--journal=off: 0) */
+    int resume;             /* --resume: continue the job in DIR/journal */
 } jm_opts_t;
 
 /* A task as the JM holds it. Made by the generator (one allocation with the
@@ -65,6 +68,7 @@ typedef struct {
 typedef struct jm_task {
     struct jm_task *next;    /* genq link */
     uint64_t id;
+    uint64_t hash;           /* spits_task_hash of data, when journaling */
     uint32_t len;
     uint8_t copies;          /* copies out on TMs now */
     uint8_t attempts;        /* failed runs so far */
@@ -102,10 +106,12 @@ typedef struct {
 
 typedef struct {
     uint64_t id;
+    uint64_t hash;            /* the task's hash, for the journal */
     const unsigned char *data;
     uint32_t len;
     uint32_t status;          /* SPITS_ST_OK, or how a poison task failed */
-    jm_rx_t *rx;              /* NULL for a failure */
+    jm_rx_t *rx;              /* the message data points into, or NULL */
+    unsigned char *owned;     /* or data's own allocation (adopted result) */
 } jm_commit_t;
 
 /* dispatcher -> committer. */
@@ -135,8 +141,10 @@ typedef struct {
     int argc;
     char **argv;
     double started, finished; /* wall clock */
-    uint64_t generated;       /* generator */
-    uint64_t committed;       /* committer */
+    uint64_t generated;       /* generator: task ids made, skipped included */
+    uint64_t replayed;        /* main: results replayed from the journal */
+    int resumed;              /* main: 1 continued, 2 replayed whole */
+    uint64_t committed;       /* committer (replayed results included) */
     uint64_t commit_errors;   /* committer: commit_pit returned non-zero */
     jm_failure_t *failed;     /* committer: the poison tasks */
     size_t nfailed, capfailed;
@@ -154,6 +162,11 @@ typedef struct jm_phase {
     spits_inst_t coi;         /* committer instance: main thread's */
     pthread_t gen_thread;
     char gen_error[256];      /* generator: why it stopped early */
+    /* A resumed phase: the ids (and task hashes) already committed, sorted
+     * by id. Read-only once the generator starts; the generator skips
+     * them, the dispatcher adopts early results of the others. */
+    spits_jr_result_t *skip;
+    size_t nskip;
 } jm_phase_t;
 
 typedef struct jm_disp jm_disp_t;
@@ -172,6 +185,9 @@ typedef struct {
     int failed_tasks;         /* some phase had failed tasks */
     int runtime_error;        /* some phase could not run (module, limits) */
     int interrupted;          /* the signal that stopped the job, or 0 */
+    spits_journal_t *journal; /* NULL with --journal=off; main thread's */
+    spits_jr_t replay;        /* --resume: the journal as loaded */
+    int resuming;
 } jm_t;
 
 /* generator.c */
@@ -189,16 +205,34 @@ void jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n);
 void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total);
 /* main thread: commit until every generated task is resolved */
 void jm_committer_run(jm_t *jm, jm_phase_t *p);
+/* main thread, before the generator starts: commit a resumed phase's
+ * journaled results again, in their original order */
+int jm_committer_replay(jm_t *jm, jm_phase_t *p, const spits_jr_phase_t *rp);
 
 /* jm.c: the last SIGINT/SIGTERM received (0: none); set by the handler,
  * acted on by the dispatcher. */
 extern volatile sig_atomic_t jm_signal;
+/* Set (once) by any thread on a fatal runtime error, such as a journal
+ * that cannot be written: the dispatcher stops the job as for a signal. */
+extern atomic_int jm_abort;
+/* Wakes the dispatcher (from any thread). */
+void jm_wake(void);
 
 /* phase.c: the spitsrun_t handed to spits_main */
 int jm_run_phase(int argc, const char **argv, const void *jobinfo,
                  spitssize_t jobinfosz, const void **final,
                  spitssize_t *finalsz);
 void jm_phase_set_job(jm_t *jm);
+
+/* recovery.c: the journal for a new job (after any old journal's check),
+ * for --resume (1: the job already finished, err says so), and at the end */
+int jm_recovery_start(jm_t *jm, int margc, const char **margv, char *err,
+                      size_t errlen);
+int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
+                       int *margc_out, char *err, size_t errlen);
+void jm_recovery_finish(jm_t *jm, int status, int finished);
+/* A job that failed before it ran: a new job's journal is removed. */
+void jm_recovery_abandon(jm_t *jm);
 
 /* report.c */
 int jm_report_write(jm_t *jm, int exit_code, double finished);
@@ -213,6 +247,8 @@ typedef struct {
     uint64_t crashed;         /* runs that killed their worker process */
     uint64_t timed_out;       /* runs stopped by --task-timeout */
     uint64_t cancelled;       /* copies cancelled after another committed */
+    uint64_t adopted;         /* results a re-attached TM computed for tasks
+                                 this JM had not sent yet (after --resume) */
     uint64_t stale;           /* results of an earlier phase */
     uint64_t bogus;           /* results for tasks never sent */
     uint64_t bad_messages;    /* malformed messages dropped */

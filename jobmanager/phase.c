@@ -8,6 +8,14 @@
  * resolved. If any task failed, commit_job is not called: its result
  * would be silently incomplete.
  *
+ * With a journal, a phase's start (argv, jobinfo hash) and end (commit_job's
+ * value and final result) are journaled. On --resume, phases are numbered
+ * again in the same order: a phase the journal saw end is not run at all
+ * (run() returns the journaled value and final result), and the phase
+ * that was interrupted gets its journaled results committed again into a
+ * fresh committer, then runs its remaining tasks (generator.c skips the
+ * committed ones). Either needs the same argv and jobinfo as journaled.
+ *
  * spitsrun_t carries no context pointer, so the job is reached through
  * one file-scope pointer set once before spits_main runs.
  */
@@ -38,6 +46,70 @@ static void push_final(const void *data, spitssize_t size, spitsctx_t ctx)
     }
     memcpy(b->data, data, (size_t)size);
     b->len = (size_t)size;
+}
+
+static json_t *argv_json(int argc, const char **argv)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < argc && a; i++)
+        json_array_append_new(a, json_string(argv[i] ? argv[i] : ""));
+    return a;
+}
+
+static int cmp_skip(const void *a, const void *b)
+{
+    const spits_jr_result_t *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Checks a phase against its journal record. NULL if it matches. */
+static const char *phase_matches(const spits_jr_phase_t *rp, int argc,
+                                 const char **argv, uint64_t jobinfo_hash)
+{
+    json_t *mine = argv_json(argc, argv);
+    int same = json_equal(mine, json_object_get(rp->doc, "argv"));
+    json_decref(mine);
+    if (!same)
+        return "its arguments";
+    if (rp->jobinfo_hash != jobinfo_hash)
+        return "its jobinfo";
+    return NULL;
+}
+
+/* Sets up a resumed phase: the skip list for the generator. */
+static int resume_setup(jm_phase_t *p, const spits_jr_phase_t *rp)
+{
+    if (!rp->nresults)
+        return 0;
+    p->skip = malloc(rp->nresults * sizeof *p->skip);
+    if (!p->skip)
+        return -1;
+    memcpy(p->skip, rp->results, rp->nresults * sizeof *p->skip);
+    qsort(p->skip, rp->nresults, sizeof *p->skip, cmp_skip);
+    p->nskip = rp->nresults;
+    for (size_t i = 1; i < p->nskip; i++)
+        if (p->skip[i].id == p->skip[i - 1].id) {
+            spits_error("phase %u: the journal holds task %llu twice",
+                        p->st.id, (unsigned long long)p->skip[i].id);
+            return -1;
+        }
+    return 0;
+}
+
+/* Journals a record and syncs; on failure the job stops (runtime error). */
+static int journal_now(jm_t *jm, int type, uint32_t phase, uint64_t aux,
+                       const json_t *doc, const void *data, uint32_t len)
+{
+    char err[512];
+    int rc = doc ? spits_journal_add_json(jm->journal, type, phase, aux, doc)
+                 : spits_journal_add(jm->journal, type, phase, 0, aux, data, len);
+    if (rc == 0 && spits_journal_sync(jm->journal, err, sizeof err) == 0)
+        return 0;
+    if (rc != 0)
+        snprintf(err, sizeof err, "out of memory buffering the journal");
+    spits_error("%s", err);
+    jm->runtime_error = 1;
+    return -1;
 }
 
 static char **copy_argv(int argc, const char **argv)
@@ -88,6 +160,49 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
     jm_genq_init(&p->genq, jm_disp_wake_fd(jm->disp));
     jm_commitq_init(&p->cq);
 
+    uint64_t jobinfo_hash = spits_task_hash(p->jobinfo, (size_t)p->jobinfosz);
+    const spits_jr_phase_t *rp = NULL;
+    if (jm->resuming && p->st.id <= jm->replay.nphases) {
+        rp = &jm->replay.phases[p->st.id - 1];
+        const char *diff = phase_matches(rp, argc, argv, jobinfo_hash);
+        if (diff) {
+            spits_error("phase %u: %s differ from the journal's: spits_main "
+                        "does not run deterministically, so the job cannot "
+                        "be resumed", p->st.id, diff);
+            jm->runtime_error = 1;
+            rc = JM_RUN_FAILED_TASKS;
+            goto out;
+        }
+    }
+    if (rp && rp->ended) {
+        /* Done before the crash: its commit_job ran then, not again. */
+        push_final(rp->final, rp->finalsz, &jm->final);
+        if (final)
+            *final = jm->final.len ? jm->final.data : NULL;
+        if (finalsz)
+            *finalsz = (spitssize_t)jm->final.len;
+        p->st.resumed = 2;
+        /* It ended with commit_job, so every task it made was committed. */
+        p->st.generated = p->st.committed = p->st.replayed = rp->nresults;
+        p->st.commit_job_called = 1;
+        p->st.commit_job_rc = (int)rp->commit_job_rc;
+        spits_info("phase %u: replayed from the journal (%zu result(s), "
+                   "commit_job returned %d)", p->st.id, rp->nresults,
+                   p->st.commit_job_rc);
+        rc = p->st.commit_job_rc;
+        goto out;
+    }
+    if (!rp && jm->journal) {
+        json_t *doc = json_pack("{s:o}", "argv", argv_json(argc, argv));
+        int jrc = journal_now(jm, SPITS_JR_PHASE, p->st.id, jobinfo_hash, doc,
+                              NULL, 0);
+        json_decref(doc);
+        if (jrc != 0) {
+            rc = JM_RUN_FAILED_TASKS;
+            goto out;
+        }
+    }
+
     if (spits_module_jm_new(jm->mod, &p->jmi, argc, argv, jobinfo,
                             p->jobinfosz) != 0) {
         spits_error("phase %u: spits_job_manager_new returned NULL", p->st.id);
@@ -102,6 +217,19 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         jm->runtime_error = 1;
         rc = JM_RUN_FAILED_TASKS;
         goto out;
+    }
+    if (rp) {
+        p->st.resumed = 1;
+        if (resume_setup(p, rp) != 0) {
+            spits_error("phase %u: cannot set up the resume", p->st.id);
+            jm->runtime_error = 1;
+            rc = JM_RUN_FAILED_TASKS;
+            spits_module_jm_free(jm->mod, &p->jmi);
+            goto free_instances;
+        }
+        jm_committer_replay(jm, p, rp);
+        spits_info("phase %u: resumed; %zu result(s) replayed from the "
+                   "journal", p->st.id, rp->nresults);
     }
     spits_debug("phase %u starts (%d arguments)", p->st.id, argc);
     jm_disp_phase_begin(jm->disp, p);
@@ -118,6 +246,8 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
     if (jm_signal) {
         jm->interrupted = (int)jm_signal;
         rc = JM_RUN_FAILED_TASKS;   /* stopped: commit_job must not run */
+    } else if (atomic_load(&jm_abort)) {
+        rc = JM_RUN_FAILED_TASKS;   /* already reported */
     } else if (p->gen_error[0]) {
         spits_error("phase %u: %s", p->st.id, p->gen_error);
         jm->runtime_error = 1;
@@ -128,16 +258,23 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         jm->failed_tasks = 1;
         rc = JM_RUN_FAILED_TASKS;
     } else {
+        jm->final.len = 0;   /* this phase's, not an earlier one's */
         rc = spits_module_co_job(jm->mod, &p->coi, push_final, &jm->final);
         p->st.commit_job_called = 1;
         p->st.commit_job_rc = rc;
+        if (jm->journal &&
+            journal_now(jm, SPITS_JR_PHASE_END, p->st.id, (uint64_t)(int64_t)rc,
+                        NULL, jm->final.data, (uint32_t)jm->final.len) != 0)
+            rc = JM_RUN_FAILED_TASKS;
         if (final)
             *final = jm->final.len ? jm->final.data : NULL;
         if (finalsz)
             *finalsz = (spitssize_t)jm->final.len;
     }
+free_instances:
     spits_module_co_free(jm->mod, &p->coi);
 out:
+    free(p->skip);
     p->st.finished = spits_wall_time();
     keep_stats(jm, p);
     jm_genq_destroy(&p->genq);

@@ -26,6 +26,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     const jm_disp_stats_t *ds = jm_disp_stats(jm->disp);
     json_t *phases = json_array(), *failed = json_array();
     uint64_t generated = 0, committed = 0, nfailed = 0, commit_errors = 0;
+    uint64_t replayed = 0;
     char started_s[32], finished_s[32], path[PATH_MAX], err[512];
 
     for (uint32_t i = 0; i < jm->nphases; i++) {
@@ -34,11 +35,12 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         for (int a = 0; a < p->argc && p->argv; a++)
             json_array_append_new(argv, json_string(p->argv[a]));
         json_array_append_new(phases, json_pack(
-            "{s:i, s:o, s:I, s:I, s:I, s:I, s:f, s:o}",
+            "{s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:o}",
             "phase", (int)p->id, "argv", argv,
             "tasks", (json_int_t)p->generated,
             "committed", (json_int_t)p->committed,
             "failed", (json_int_t)p->nfailed,
+            "replayed", (json_int_t)p->replayed,
             "commit_errors", (json_int_t)p->commit_errors,
             "seconds", p->finished - p->started,
             "commit_job", p->commit_job_called ? json_integer(p->commit_job_rc)
@@ -50,18 +52,20 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         generated += p->generated;
         committed += p->committed;
         nfailed += p->nfailed;
+        replayed += p->replayed;
         commit_errors += p->commit_errors;
     }
     spits_iso_time(jm->started, started_s, sizeof started_s);
     spits_iso_time(finished, finished_s, sizeof finished_s);
     json_t *doc = json_pack(
-        "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o,"
+        "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o,"
         " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-        " s:I, s:I, s:I}}",
+        " s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
         "status", status_word(exit_code, jm), "exit_code", exit_code,
         "started", started_s, "finished", finished_s,
         "seconds", finished - jm->started,
+        "resumed", json_boolean(jm->resuming),
         "phases", phases, "failed_tasks", failed,
         "tms", jm_disp_tms_json(jm->disp),
         "counters",
@@ -72,6 +76,9 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "requeued", (json_int_t)ds->requeued, "retried", (json_int_t)ds->retried,
         "crashed", (json_int_t)ds->crashed, "timed_out", (json_int_t)ds->timed_out,
         "cancelled", (json_int_t)ds->cancelled,
+        "adopted", (json_int_t)ds->adopted, "replayed", (json_int_t)replayed,
+        "journal_bytes", (json_int_t)(jm->journal ? spits_journal_bytes(jm->journal) : 0),
+        "journal_syncs", (json_int_t)(jm->journal ? spits_journal_syncs(jm->journal) : 0),
         "stale", (json_int_t)ds->stale, "bogus", (json_int_t)ds->bogus,
         "bad_messages", (json_int_t)ds->bad_messages,
         "bytes_in", (json_int_t)ds->bytes_in, "bytes_out", (json_int_t)ds->bytes_out,

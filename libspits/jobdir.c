@@ -235,7 +235,9 @@ int spits_jobdir_finished(const char *dir, const char *job_id)
     json_t *doc = json_load_file(path, 0, &jerr);
     if (doc) {
         const char *id = json_string_value(json_object_get(doc, "job_id"));
-        done = id && strcmp(id, job_id) == 0;
+        const char *st = json_string_value(json_object_get(doc, "status"));
+        /* An interrupted job may be resumed (spits-jm --resume). */
+        done = id && strcmp(id, job_id) == 0 && !(st && strcmp(st, "interrupted") == 0);
         json_decref(doc);
     }
     return done;
@@ -287,6 +289,21 @@ int spits_jobdir_selftest(void)
     fputs("{\"version\": ", f);
     fclose(f);
     CHECK(spits_announce_read(dir, &b, err, sizeof err) == -1);
+
+    /* A report says a job is over, unless a signal stopped it. */
+    char rpath[PATH_MAX];
+    CHECK(snprintf(rpath, sizeof rpath, "%s/%s", dir, SPITS_REPORT_FILE) <
+          (int)sizeof rpath);
+    CHECK(!spits_jobdir_finished(dir, "0123abcd"));
+    json_t *rep = json_pack("{s:s, s:s}", "job_id", "0123abcd", "status", "failed");
+    CHECK(spits_json_write_atomic(rpath, rep, err, sizeof err) == 0);
+    CHECK(spits_jobdir_finished(dir, "0123abcd"));
+    CHECK(!spits_jobdir_finished(dir, "0123abce"));
+    json_object_set_new(rep, "status", json_string("interrupted"));
+    CHECK(spits_json_write_atomic(rpath, rep, err, sizeof err) == 0);
+    json_decref(rep);
+    CHECK(!spits_jobdir_finished(dir, "0123abcd"));
+    unlink(rpath);
 
     /* A path below a regular file cannot be a job dir. */
     CHECK(snprintf(dir, sizeof dir, "%s/sub", path) < (int)sizeof dir);

@@ -1,7 +1,9 @@
 /*
- * util.c - clocks, strict option parsing, host name, random ids.
+ * util.c - clocks, strict option parsing, host name, random ids, file
+ * hashes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +80,33 @@ void spits_random_hex(char *out, size_t nbytes)
         nbytes = sizeof raw;
     randombytes_buf(raw, nbytes);
     sodium_bin2hex(out, 2 * nbytes + 1, raw, nbytes);
+}
+
+int spits_file_hash(const char *path, char out[65])
+{
+    crypto_generichash_state st;
+    unsigned char buf[65536], h[32];
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return -1;
+    crypto_generichash_init(&st, NULL, 0, sizeof h);
+    while ((n = read(fd, buf, sizeof buf)) != 0) {
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        crypto_generichash_update(&st, buf, (unsigned long long)n);
+    }
+    close(fd);
+    crypto_generichash_final(&st, h, sizeof h);
+    sodium_bin2hex(out, 65, h, sizeof h);
+    return 0;
 }
 
 int spits_online_cores(void)

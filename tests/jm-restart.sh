@@ -3,6 +3,8 @@
 # in the same job dir (on another port); the TM finds it through jm.json,
 # joins the new job, drops every result of the old one, and the new job's
 # result is exact (the bench committer rejects foreign or repeated ids).
+# A new job is first refused: the dir holds the killed job's journal, which
+# could still be resumed; it runs once that journal is removed.
 . "$(dirname "$0")/lib.sh"
 
 start_tm job tm -n 2
@@ -13,7 +15,13 @@ sleep 1
 first=$(json "$T/job/jm.json" "d['job_id']")
 kill -9 "$(json "$T/job/jm.json" "d['pid']")"
 wait $JM_PID
-sleep 0.5
+out=$("$JM" --jobdir "$T/job" --bind tcp://127.0.0.1:0 "$MODS/bench.so" -n 5 2>&1); rc=$?
+[ $rc = 1 ] || fail "a new job over an unfinished journal exited $rc, not 1"
+[ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "not one line: $out"
+case $out in *"did not finish: resume it with spits-jm --resume --jobdir $T/job"*) ;;
+    *) fail "the refusal does not point to --resume: $out" ;; esac
+[ "$(json "$T/job/jm.json" "d['job_id']")" = "$first" ] || fail "the refused job touched jm.json"
+rm "$T/job/journal"
 start_jm job --heartbeat 0.2 "$MODS/bench.so" -n 300 -s 5000
 wait_for "[ \"\$(json $T/job/jm.json \"d['job_id']\" 2>/dev/null)\" != $first ]" 30 "the second jm.json"
 wait $JM_PID || fail "the second spits-jm exited $?"

@@ -1,10 +1,14 @@
 /*
- * unit.c - runs the self-tests that sit beside each libspits piece.
+ * unit.c - runs the self-tests that sit beside each libspits piece (and
+ * the JM's adopt table, a self-contained piece of its own).
  * Prints one line per piece and exits non-zero if any fails.
  */
+#include <sodium.h>
 #include <stdio.h>
 
+#include "adopt.h"
 #include "jobdir.h"
+#include "journal.h"
 #include "ring.h"
 #include "wire.h"
 
@@ -17,8 +21,13 @@ int main(void)
         {"wire", spits_wire_selftest},
         {"ring", spits_ring_selftest},
         {"jobdir", spits_jobdir_selftest},
+        {"journal", spits_journal_selftest},
+        {"adopt", jm_adopt_selftest},
     };
     int failed = 0;
+
+    if (sodium_init() < 0)
+        return 1;
 
     for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {
         int rc = tests[i].fn();
