@@ -140,7 +140,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
     return -1;
 }
 
-volatile sig_atomic_t jm_signal;
+atomic_int jm_signal;   /* lock-free: safe in a handler, race-free across threads */
 atomic_int jm_abort;
 static int jm_wake_fd = -1;
 

@@ -211,7 +211,7 @@ int jm_committer_replay(jm_t *jm, jm_phase_t *p, const spits_jr_phase_t *rp);
 
 /* jm.c: the last SIGINT/SIGTERM received (0: none); set by the handler,
  * acted on by the dispatcher. */
-extern volatile sig_atomic_t jm_signal;
+extern atomic_int jm_signal;
 /* Set (once) by any thread on a fatal runtime error, such as a journal
  * that cannot be written: the dispatcher stops the job as for a signal. */
 extern atomic_int jm_abort;

@@ -60,7 +60,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     json_t *doc = json_pack(
         "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o,"
         " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-        " s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
         "status", status_word(exit_code, jm), "exit_code", exit_code,
         "started", started_s, "finished", finished_s,
@@ -82,7 +82,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "stale", (json_int_t)ds->stale, "bogus", (json_int_t)ds->bogus,
         "bad_messages", (json_int_t)ds->bad_messages,
         "bytes_in", (json_int_t)ds->bytes_in, "bytes_out", (json_int_t)ds->bytes_out,
-        "tms", (json_int_t)ds->tms_joined);
+        "tms", (json_int_t)ds->tms_joined, "tms_lost", (json_int_t)ds->tms_lost);
     if (!doc) {
         spits_error("cannot encode the report");
         return -1;
