@@ -27,6 +27,14 @@ expect 1 "cannot bind" "$JM" --jobdir "$T/jd" --bind tcp://300.1.1.1:0 "$MODS/pi
 expect 2 "unknown option" "$JM" --frobnicate "$MODS/pi.so"
 expect 2 "no MODULE" "$JM" $J
 expect 2 "max-copies" "$JM" $J --max-copies 0 "$MODS/pi.so"
+expect 2 "--journal wants on or off, not 'maybe'" "$JM" $J --journal maybe "$MODS/pi.so"
+expect 2 "give no ARGS" "$JM" $J --resume "$MODS/pi.so" 100
+expect 1 "has no journal: there is no job to resume" "$JM" --jobdir "$T/fresh" --resume
+mkdir -p "$T/junk" && echo "garbage garbage" >"$T/junk/journal"
+expect 1 "junk/journal is not a spits journal" "$JM" --jobdir "$T/junk" --resume
+expect 1 "not a spits journal; remove" "$JM" --jobdir "$T/junk" --bind tcp://127.0.0.1:0 "$MODS/pi.so"
+printf 'SPITSJN' >"$T/junk/journal"
+expect 1 "too short to hold a job" "$JM" --jobdir "$T/junk" --resume
 expect 2 "workers" "$TM" --jobdir "$T/jd" --workers 0
 expect 2 "workers" "$TM" --jobdir "$T/jd" --workers abc
 expect 2 "jobdir" "$TM"

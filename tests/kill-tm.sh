@@ -18,6 +18,6 @@ wait $JM_PID || fail "spits-jm exited $?"
 [ "$(json "$T/job/report.json" "d['counters']['committed']")" = $n ] || fail "committed"
 [ "$(json "$T/job/report.json" "d['counters']['requeued'] + d['counters']['resent'] > 0")" = True ] \
     || fail "no task was requeued or re-sent after the kill"
-grep -q "lost" "$T/job.jm.log" || fail "the JM did not notice the lost TM"
+grep -q "lost (disconnected)" "$T/job.jm.log" || fail "the JM did not notice the lost TM's closed connection"
 wait $survivor || fail "the surviving TM exited $?"
 echo ok
