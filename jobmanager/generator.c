@@ -168,7 +168,7 @@ static void *gen_main(void *arg)
             }
             t->len = 0;
         }
-        t->hash = jm->journal ? spits_task_hash(t->data, t->len) : 0;
+        t->hash = jm->journal || p->nskip ? spits_task_hash(t->data, t->len) : 0;
         if (sk < p->nskip && p->skip[sk].id == id) {
             if (p->skip[sk].hash != t->hash) {
                 snprintf(p->gen_error, sizeof p->gen_error,

@@ -312,6 +312,11 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     jm_disp_finish(jm.disp);
+    if (jm.resuming && !jm.interrupted && !jm_signal && jm.nphases < jm.replay.nphases) {
+        spits_error("spits_main ran %u phase(s), but the journal holds %u: it "
+                    "does not run deterministically", jm.nphases, jm.replay.nphases);
+        jm.runtime_error = 1;
+    }
     int status = exit_status(&jm, rc);
     jm_report_write(&jm, status, spits_wall_time());
     jm_recovery_finish(&jm, status, !jm.interrupted && !jm_signal &&

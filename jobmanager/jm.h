@@ -165,7 +165,7 @@ typedef struct jm_phase {
     /* A resumed phase: the ids (and task hashes) already committed, sorted
      * by id. Read-only once the generator starts; the generator skips
      * them, the dispatcher adopts early results of the others. */
-    spits_jr_result_t *skip;
+    struct jm_skip { uint64_t id, hash; } *skip;
     size_t nskip;
 } jm_phase_t;
 

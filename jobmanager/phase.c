@@ -58,7 +58,7 @@ static json_t *argv_json(int argc, const char **argv)
 
 static int cmp_skip(const void *a, const void *b)
 {
-    const spits_jr_result_t *x = a, *y = b;
+    const struct jm_skip *x = a, *y = b;
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
@@ -84,7 +84,10 @@ static int resume_setup(jm_phase_t *p, const spits_jr_phase_t *rp)
     p->skip = malloc(rp->nresults * sizeof *p->skip);
     if (!p->skip)
         return -1;
-    memcpy(p->skip, rp->results, rp->nresults * sizeof *p->skip);
+    for (size_t i = 0; i < rp->nresults; i++) {
+        p->skip[i].id = rp->results[i].id;
+        p->skip[i].hash = rp->results[i].hash;
+    }
     qsort(p->skip, rp->nresults, sizeof *p->skip, cmp_skip);
     p->nskip = rp->nresults;
     for (size_t i = 1; i < p->nskip; i++)
@@ -230,6 +233,11 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         jm_committer_replay(jm, p, rp);
         spits_info("phase %u: resumed; %zu result(s) replayed from the "
                    "journal", p->st.id, rp->nresults);
+        /* The skip list is all the phase needs from now on. */
+        spits_jr_phase_t *mine = &jm->replay.phases[p->st.id - 1];
+        free(mine->results);
+        mine->results = NULL;
+        mine->capresults = 0;
     }
     spits_debug("phase %u starts (%d arguments)", p->st.id, argc);
     jm_disp_phase_begin(jm->disp, p);

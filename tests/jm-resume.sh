@@ -135,4 +135,13 @@ start_tm g g.tm2 -n 2
 resume g
 [ $RC = 0 ] && [ "$(cat "$T/g.out2")" = "$expect" ] || fail "resume after SIGTERM: $RC '$(cat "$T/g.out2")'"
 grep -q "torn tail" "$T/g.jm2.log" && fail "SIGTERM left a torn journal"
+# 8. --journal off: no journal, so nothing to resume.
+start_jm h --journal off "$MODS/bench.so" -n 100
+jmh=$JM_PID
+start_tm h h.tm -n 2
+wait $jmh || fail "the job without a journal exited $?"
+[ -e "$T/h/journal" ] && fail "--journal off wrote a journal"
+[ "$(json "$T/h/report.json" "d['counters']['journal_syncs']")" = 0 ] || fail "journal syncs without a journal"
+resume h
+[ $RC = 1 ] && grep -q "has no journal" "$T/h.jm2.log" || fail "resume without a journal: $RC"
 echo ok
