@@ -41,6 +41,32 @@ static int mkdir_parents(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+int spits_jobdir_check(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+
+    if (stat(dir, &st) != 0) {
+        snprintf(err, errlen, "job dir %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "job dir %s is not a directory", dir);
+        return -1;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(err, errlen, "job dir %s belongs to uid %u, not to you (uid "
+                 "%u): refusing it", dir, (unsigned)st.st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(err, errlen, "job dir %s is %s-writable (mode %04o): refusing "
+                 "it; chmod go-w it", dir, st.st_mode & S_IWOTH ? "world" : "group",
+                 (unsigned)(st.st_mode & 07777));
+        return -1;
+    }
+    return 0;
+}
+
 int spits_jobdir_prepare(const char *dir, char *err, size_t errlen)
 {
     struct stat st;
@@ -53,6 +79,8 @@ int spits_jobdir_prepare(const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "job dir %s is not a directory", dir);
         return -1;
     }
+    if (spits_jobdir_check(dir, err, errlen) != 0)
+        return -1;
     /* access() says yes to root everywhere; creating a file is the truth. */
     if (snprintf(probe, sizeof probe, "%s/.spits-probe-XXXXXX", dir) >=
         (int)sizeof probe) {
@@ -211,6 +239,8 @@ int spits_announce_read(const char *dir, spits_announce_t *a, char *err,
     snprintf(path, sizeof path, "%s/%s", dir, SPITS_ANNOUNCE_FILE);
     if (access(path, F_OK) != 0 && errno == ENOENT)
         return 1;
+    if (spits_jobdir_check(dir, err, errlen) != 0)
+        return -1;
     json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!doc) {
         snprintf(err, errlen, "%s: %s (line %d)", path, jerr.text, jerr.line);
@@ -304,6 +334,17 @@ int spits_jobdir_selftest(void)
     json_decref(rep);
     CHECK(!spits_jobdir_finished(dir, "0123abcd"));
     unlink(rpath);
+
+    /* A job dir others can write into is refused, by name. */
+    CHECK(chmod(dir, 0770) == 0);
+    CHECK(spits_jobdir_prepare(dir, err, sizeof err) == -1);
+    CHECK(strstr(err, "group-writable (mode 0770)"));
+    CHECK(chmod(dir, 0757) == 0);
+    CHECK(spits_jobdir_check(dir, err, sizeof err) == -1);
+    CHECK(strstr(err, "world-writable"));
+    CHECK(chmod(dir, 0755) == 0);
+    CHECK(spits_jobdir_check(dir, err, sizeof err) == 0);
+    CHECK(chmod(dir, 0700) == 0);
 
     /* A path below a regular file cannot be a job dir. */
     CHECK(snprintf(dir, sizeof dir, "%s/sub", path) < (int)sizeof dir);

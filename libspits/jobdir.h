@@ -32,6 +32,11 @@ typedef struct {
  * is a directory this process can write into. 0, or -1 with err set. */
 int spits_jobdir_prepare(const char *dir, char *err, size_t errlen);
 
+/* Refuses a job dir that others could write into: group- or world-
+ * writable, or owned by another user (its jm.json names the module a TM
+ * loads, so it must be the user's own). 0, or -1 with err set. */
+int spits_jobdir_check(const char *dir, char *err, size_t errlen);
+
 /* Writes a JSON document to path atomically. 0, or -1 with err set. */
 int spits_json_write_atomic(const char *path, const json_t *doc, char *err,
                             size_t errlen);

@@ -10,12 +10,18 @@
  * job is over.
  *
  * A JM that goes silent is looked for again: the TM re-reads jm.json (a
- * restarted JM may listen elsewhere), reconnects and says HELLO again,
- * keeping its queued tasks and unsent results meanwhile.
+ * restarted or resumed JM may listen elsewhere), reconnects and says HELLO
+ * again, keeping its queued tasks and unsent results meanwhile.
+ *
+ * SIGTERM or SIGINT drains the TM (what Slurm sends at a time limit): it
+ * tells the JM to send nothing more (DRAIN), hands back its queued tasks,
+ * lets running ones finish within --drain-timeout, sends their results,
+ * says BYE and exits 0. A second signal kills it (SA_RESETHAND).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +40,8 @@ enum { TM_CONNECTING, TM_READY, TM_LOST };
 typedef struct {
     /* options */
     const char *jobdir, *connect, *module_override;
-    double wait, reconnect;
-    int workers, prefetch;
+    double wait, reconnect, task_timeout, drain_timeout;
+    int workers, prefetch, isolate;
 
     /* the main thread's own state */
     void *zctx, *sock;
@@ -59,7 +65,24 @@ typedef struct {
     size_t capitems;
     int64_t bad_logged_at;
     uint64_t bad;
+    int draining;                /* a signal asked us to leave */
+    int64_t drain_deadline;
+    uint64_t *cancel_ids;        /* scratch for one CANCEL message */
+    size_t capcancel;
 } tm_t;
+
+/* The last SIGTERM/SIGINT (0: none): set by the handler, read by the loop.
+ * Lock-free atomic: safe in a handler and across threads. */
+static atomic_int tm_signal;
+static int tm_wake_fd = -1;
+
+static void on_signal(int sig)
+{
+    uint64_t one = 1;
+    tm_signal = sig;
+    if (tm_wake_fd >= 0 && write(tm_wake_fd, &one, sizeof one) < 0)
+        return;
+}
 
 static void usage(FILE *f)
 {
@@ -75,17 +98,24 @@ static void usage(FILE *f)
 "                             went silent before giving up (300)\n"
 "  -n, --workers N            worker threads (online cores: %d)\n"
 "  -p, --prefetch N           tasks queued beyond the workers (= workers)\n"
+"      --isolate              run each worker in its own process: a task that\n"
+"                             crashes or hangs costs only that process\n"
+"      --task-timeout SEC     with --isolate: kill a task's process after SEC\n"
+"                             seconds and report the task as timed out (none)\n"
+"      --drain-timeout SEC    on SIGTERM/SIGINT, how long running tasks may\n"
+"                             take to finish before the TM leaves anyway (25)\n"
 "  -m, --module PATH          load this module file instead of the announced one\n"
 "  -v, --verbose              more logging (repeat for more)\n"
 "  -q, --quiet                errors only\n"
 "  -h, --help                 this help\n"
 "  -V, --version              print the version\n"
 "\n"
-"Exit status: 0 when the job is over, 1 on an error, 2 on a usage error.\n",
+"Exit status: 0 when the job is over or a drain finished, 1 on an error or\n"
+"a drain that timed out, 2 on a usage error.\n",
             spits_online_cores());
 }
 
-enum { OPT_RECONNECT = 256 };
+enum { OPT_RECONNECT = 256, OPT_ISOLATE, OPT_TASK_TIMEOUT, OPT_DRAIN_TIMEOUT };
 
 static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
 {
@@ -97,6 +127,9 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
         {"workers", required_argument, NULL, 'n'},
         {"prefetch", required_argument, NULL, 'p'},
         {"module", required_argument, NULL, 'm'},
+        {"isolate", no_argument, NULL, OPT_ISOLATE},
+        {"task-timeout", required_argument, NULL, OPT_TASK_TIMEOUT},
+        {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -129,6 +162,16 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
                 return spits_bad_option("--prefetch wants a number from 0 to 1048576, not '%s'", optarg);
             tm->prefetch = (int)v;
             break;
+        case OPT_ISOLATE: tm->isolate = 1; break;
+        case OPT_TASK_TIMEOUT:
+            if (spits_parse_seconds(optarg, 1e7, &tm->task_timeout) ||
+                tm->task_timeout < 0.001)
+                return spits_bad_option("--task-timeout wants seconds (at least 0.001), not '%s'", optarg);
+            break;
+        case OPT_DRAIN_TIMEOUT:
+            if (spits_parse_seconds(optarg, 1e7, &tm->drain_timeout))
+                return spits_bad_option("--drain-timeout wants seconds, not '%s'", optarg);
+            break;
         case 'v': (*verbosity)++; break;
         case 'q': *verbosity = SPITS_LOG_ERROR; break;
         case 'h': usage(stdout); return 0;
@@ -143,6 +186,9 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
         return spits_bad_option("%s", "give --jobdir DIR or --connect ENDPOINT");
     if (tm->jobdir && tm->connect)
         return spits_bad_option("%s", "give --jobdir or --connect, not both");
+    if (tm->task_timeout > 0 && !tm->isolate)
+        return spits_bad_option("%s", "--task-timeout needs --isolate: a "
+                                "worker thread cannot be stopped, a process can");
     return -1;
 }
 
@@ -387,6 +433,10 @@ static void on_tasks(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
 
     if (h->count == 0)
         return;
+    if (tm->draining) {
+        return_tasks(tm, h, msg);   /* sent before the JM saw our DRAIN */
+        return;
+    }
     if (!tm->cur || h->phase != tm->cur->wire || !tm->pool_started) {
         spits_warn("handing back %llu task(s) of phase %u: not in that phase",
                    (unsigned long long)h->count, h->phase);
@@ -422,6 +472,38 @@ static void on_tasks(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
     tm_pool_push(&tm->pool, tm->items, n);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Another copy of these tasks was committed: queued copies go back unrun.
+ * A running copy finishes; the JM discards its result as a duplicate. */
+static void on_cancel(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
+{
+    spits_reader_t r;
+    spits_rec_t rec;
+    size_t n = 0;
+
+    if (!tm->cur || h->phase != tm->cur->wire || !tm->pool_started || !h->count)
+        return;
+    if (h->count > tm->capcancel) {
+        uint64_t *ids = realloc(tm->cancel_ids, (size_t)h->count * sizeof *ids);
+        if (!ids)
+            return;   /* the copies run; their results are duplicates */
+        tm->cancel_ids = ids;
+        tm->capcancel = (size_t)h->count;
+    }
+    spits_reader_init(&r, zmq_msg_data(msg), zmq_msg_size(msg));
+    while (spits_reader_next(&r, &rec))
+        tm->cancel_ids[n++] = rec.id;
+    qsort(tm->cancel_ids, n, sizeof *tm->cancel_ids, cmp_u64);
+    size_t dropped = tm_pool_cancel(&tm->pool, tm->cur, tm->cancel_ids, n);
+    spits_debug("cancel: %zu of %zu copies were still queued and go back",
+                dropped, n);
+}
+
 static void on_message(tm_t *tm, zmq_msg_t *msg)
 {
     spits_hdr_t h;
@@ -440,6 +522,7 @@ static void on_message(tm_t *tm, zmq_msg_t *msg)
     case SPITS_MSG_WELCOME: on_welcome(tm, &h, msg); break;
     case SPITS_MSG_PHASE: on_phase(tm, &h, msg); break;
     case SPITS_MSG_TASKS: on_tasks(tm, &h, msg); break;
+    case SPITS_MSG_CANCEL: on_cancel(tm, &h, msg); break;
     case SPITS_MSG_HEARTBEAT: break;
     case SPITS_MSG_END:
         spits_debug("the job manager says the job is over");
@@ -502,6 +585,50 @@ static void send_results(tm_t *tm)
                 (tm->npending - sent) * sizeof *tm->pending);
         tm->npending -= sent;
     }
+}
+
+/* --- draining ----------------------------------------------------------- */
+
+static void drain_begin(tm_t *tm)
+{
+    unsigned char drain[SPITS_HDR_SIZE];
+    size_t handed = 0, running = 0;
+
+    tm->draining = 1;
+    tm->drain_deadline = tm->now + (int64_t)(tm->drain_timeout * 1000);
+    spits_wire_encode_empty(drain, SPITS_MSG_DRAIN, tm->cur ? tm->cur->wire : 0);
+    if (tm->state == TM_READY)
+        tm_send(tm, drain, sizeof drain);
+    if (tm->pool_started) {
+        handed = tm_pool_drain(&tm->pool);
+        running = tm_pool_running(&tm->pool);
+    }
+    spits_info("signal %d: draining: %zu queued task(s) handed back, waiting "
+               "up to %.0f s for %zu running", (int)tm_signal, handed,
+               tm->drain_timeout, running);
+}
+
+/* 1 when the drain is over: nothing runs and every result went out. */
+static int drain_done(tm_t *tm)
+{
+    size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
+    /* Read held before collecting: a worker hands back its results and
+     * stops counting as running under one lock, so none can slip by. */
+    if (tm->pool_started)
+        collect_results(tm);
+    send_results(tm);
+    if (held == 0 && tm->npending == 0) {
+        spits_info("drained: every started task finished and its result was sent");
+        return 1;
+    }
+    if (tm->now >= tm->drain_deadline) {
+        spits_warn("drain timed out after %.0f s: %zu task(s) still running and "
+                   "%zu result batch(es) unsent are left to the job manager",
+                   tm->drain_timeout, held, tm->npending);
+        tm->done = -1;
+        return 1;
+    }
+    return 0;
 }
 
 /* --- the loop ---------------------------------------------------------- */
@@ -574,10 +701,17 @@ static int tm_loop(tm_t *tm)
             on_message(tm, &msg);
             zmq_msg_close(&msg);
         }
+        if (tm_signal && !tm->draining)
+            drain_begin(tm);
         if (tm->pool_started)
             collect_results(tm);
         send_results(tm);
-        if (!tm->welcomed && tm->now > first_deadline) {
+        if (tm->draining && !tm->done && drain_done(tm)) {
+            if (!tm->done)
+                tm->done = 1;
+            break;
+        }
+        if (!tm->welcomed && tm->now > first_deadline && !tm->draining) {
             spits_error("no job manager answered at %s within %.0f s",
                         tm->endpoint, tm->wait);
             return 1;
@@ -628,9 +762,14 @@ int main(int argc, char **argv)
     tm_t tm;
     int verbosity = SPITS_LOG_INFO, rc;
 
+    /* A worker process of --isolate: the same binary, another role. */
+    if (argc >= 2 && strcmp(argv[1], "--worker-child") == 0)
+        return tm_child_main(argc, argv);
+
     memset(&tm, 0, sizeof tm);
     tm.wait = 60;
     tm.reconnect = 300;
+    tm.drain_timeout = 25;
     tm.workers = spits_online_cores();
     tm.prefetch = -1;
     tm.wake_fd = -1;
@@ -661,19 +800,32 @@ int main(int argc, char **argv)
         spits_error("cannot set up: %s", strerror(errno));
         return 1;
     }
+    tm.pool.isolate = tm.isolate;
+    tm.pool.task_timeout_ms = (int64_t)(tm.task_timeout * 1000);
+    tm.pool.module_path = tm.module_path;
+
+    /* A dead --isolate child must not kill us through its pipe. */
+    signal(SIGPIPE, SIG_IGN);
+    tm_wake_fd = tm.wake_fd;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
     if (tm_connect(&tm) != 0)
         return 1;
     rc = tm_loop(&tm);
 
     /* Busy workers run tasks nobody needs any more: don't wait long. */
-    int busy = tm.pool_started ? tm_pool_stop(&tm.pool, 2000) : 0;
+    int busy = tm.pool_started ? tm_pool_stop(&tm.pool, tm.draining ? 100 : 2000) : 0;
     if (tm.sock) {
-        if (rc == 0) {
+        if (rc == 0 || tm.draining) {
             unsigned char bye[SPITS_HDR_SIZE];
             spits_wire_encode_empty(bye, SPITS_MSG_BYE, 0);
             zmq_send(tm.sock, bye, sizeof bye, ZMQ_DONTWAIT);
         }
-        int linger = 200;
+        int linger = tm.draining ? 2000 : 200;   /* a drain's last results */
         zmq_setsockopt(tm.sock, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(tm.sock);
     }
@@ -689,6 +841,7 @@ int main(int argc, char **argv)
         spits_batch_free(&tm.pending[i].batch);
     free(tm.pending);
     free(tm.items);
+    free(tm.cancel_ids);
     while (tm.phases) {
         tm_phase_t *next = tm.phases->next;
         for (int i = 0; i < tm.phases->argc; i++)

@@ -70,10 +70,27 @@ typedef struct {
     int wake_fd;              /* the main thread's eventfd */
 
     spits_module_t *mod;      /* read-only once workers start */
+    const char *module_path;  /* for --isolate's children; read-only */
+    int isolate;              /* --isolate: run tasks in child processes */
+    int64_t task_timeout_ms;  /* --task-timeout (0: none); isolate only */
     int nworkers;
     pthread_t *threads;
     atomic_int alive_workers;
+    atomic_int draining;      /* main: workers hand back unstarted tasks */
 } tm_pool_t;
+
+/* isolate.c: one worker's child process (spits-tm --isolate). */
+typedef struct tm_child tm_child_t;
+tm_child_t *tm_child_new(void);
+void tm_child_destroy(tm_child_t **c);
+/* Runs a task in the child (started, or restarted, as needed). Returns the
+ * record status: OK or FAILED as the worker said, CRASHED if the child
+ * died (why says how), TIMEOUT past timeout_ms (0: none). */
+uint32_t tm_child_run(tm_child_t *c, const char *module_path,
+                      const tm_item_t *it, int64_t timeout_ms,
+                      spits_buf_t *result, char *why, size_t whylen);
+/* The child's side: spits-tm --worker-child MODULE. */
+int tm_child_main(int argc, char **argv);
 
 int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd);
 int tm_pool_start(tm_pool_t *p, spits_module_t *mod);
@@ -83,10 +100,19 @@ void tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n);
  * With hand_back, each goes to the outbox as a RETURNED record, so the JM
  * counts its slot free again. Returns how many. */
 size_t tm_pool_drop_others(tm_pool_t *p, const tm_phase_t *keep, int hand_back);
+/* Starts a drain: every queued task, and each task a worker took but has
+ * not started, goes back as a RETURNED record. Returns how many queued. */
+size_t tm_pool_drain(tm_pool_t *p);
 /* Takes the outbox segments (caller frees them). */
 tm_seg_t *tm_pool_take_out(tm_pool_t *p, size_t *n);
 /* Tasks held: queued + running. */
 size_t tm_pool_held(tm_pool_t *p);
+/* Removes queued tasks of phase ph whose ids are in ids (sorted): each goes
+ * to the outbox as a RETURNED record. Returns how many. */
+size_t tm_pool_cancel(tm_pool_t *p, const tm_phase_t *ph, const uint64_t *ids,
+                      size_t n);
+/* Tasks running now (taken by workers, not yet handed back). */
+size_t tm_pool_running(tm_pool_t *p);
 /* Asks workers to stop after their current task; waits up to ms for them.
  * Returns the number still running. */
 int tm_pool_stop(tm_pool_t *p, int ms);

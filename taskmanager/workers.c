@@ -6,7 +6,9 @@
  * the chunk's results back under one lock. Each worker keeps one module
  * worker instance, made with the argv of the phase of the task at hand;
  * when a task of another phase comes, the instance is finalized and made
- * anew, so workers always see their phase's argv.
+ * anew, so workers always see their phase's argv. With --isolate, the
+ * instance lives in the worker's child process instead (isolate.c) and
+ * the thread only ships tasks to it and results back.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +20,10 @@
 #include "tm.h"
 
 #define WORKER_CHUNK_MAX 256
+/* Tasks longer than this are taken one at a time: a chunk then buys
+ * nothing, and a task held unstarted in one worker's chunk is a task
+ * another worker (or a drain, or a cancel) cannot reach. */
+#define WORKER_LONG_TASK_NS 100000
 
 typedef struct {
     tm_pool_t *pool;
@@ -30,6 +36,8 @@ typedef struct {
     spits_batch_t local;      /* this chunk's results */
     const tm_phase_t *local_phase;  /* the phase of those results */
     tm_item_t *chunk;
+    tm_child_t *child;        /* --isolate: this worker's process */
+    int64_t task_ns;          /* mean task time of its last chunk */
 } worker_t;
 
 void tm_rx_release(tm_rx_t *rx)
@@ -125,30 +133,55 @@ static void worker_set_phase(worker_t *w, const tm_phase_t *ph)
                     "its tasks fail", w->index, ph->wire);
 }
 
+/* --isolate: the task runs in the worker's child process. */
+static uint32_t worker_run_isolated(worker_t *w, const tm_item_t *it)
+{
+    char why[160];
+    uint32_t status = tm_child_run(w->child, w->pool->module_path, it,
+                                   w->pool->task_timeout_ms, &w->result, why,
+                                   sizeof why);
+    if (status == SPITS_ST_CRASHED)
+        spits_warn("task %llu crashed its worker process (%s); a new one "
+                   "takes over", (unsigned long long)it->id, why);
+    else if (status == SPITS_ST_TIMEOUT)
+        spits_warn("task %llu %s; its worker process was killed",
+                   (unsigned long long)it->id, why);
+    else if (why[0])
+        spits_error("task %llu: %s", (unsigned long long)it->id, why);
+    return status;
+}
+
+/* Threads: the task runs here, in the worker's own module instance. */
+static uint32_t worker_run_here(worker_t *w, const tm_item_t *it)
+{
+    worker_set_phase(w, it->phase);
+    if (!w->inst_ok)
+        return SPITS_ST_FAILED;
+    int rc = spits_module_worker_run(w->pool->mod, &w->inst, it->data,
+                                     (spitssize_t)it->len, push_result, w);
+    if (w->pushed < 0) {
+        spits_error("task %llu: result too large or out of memory",
+                    (unsigned long long)it->id);
+        return SPITS_ST_FAILED;
+    }
+    if (rc != 0) {
+        spits_debug("task %llu: worker returned %d", (unsigned long long)it->id, rc);
+        return SPITS_ST_FAILED;
+    }
+    return SPITS_ST_OK;
+}
+
 static void worker_run_one(worker_t *w, const tm_item_t *it)
 {
-    uint32_t status = SPITS_ST_FAILED;
-
     if (it->phase != w->local_phase) {
         /* Records of one batch share a phase: ship what we have first. */
         worker_flush(w, 0);
         w->local_phase = it->phase;
     }
-    worker_set_phase(w, it->phase);
     w->result.len = 0;
     w->pushed = 0;
-    if (w->inst_ok) {
-        int rc = spits_module_worker_run(w->pool->mod, &w->inst, it->data,
-                                         (spitssize_t)it->len, push_result, w);
-        if (w->pushed < 0)
-            spits_error("task %llu: result too large or out of memory",
-                        (unsigned long long)it->id);
-        else if (rc == 0)
-            status = SPITS_ST_OK;
-        else
-            spits_debug("task %llu: worker returned %d",
-                        (unsigned long long)it->id, rc);
-    }
+    uint32_t status = w->pool->isolate ? worker_run_isolated(w, it)
+                                       : worker_run_here(w, it);
     uint32_t len = status == SPITS_ST_OK ? (uint32_t)w->result.len : 0;
     unsigned char *dst = spits_batch_add(&w->local, it->id, status, len);
     if (!dst) {
@@ -157,6 +190,26 @@ static void worker_run_one(worker_t *w, const tm_item_t *it)
     }
     if (len)
         memcpy(dst, w->result.data, len);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A drain started: a task taken but not started goes back unrun. */
+static void worker_hand_back(worker_t *w, const tm_item_t *it)
+{
+    if (it->phase != w->local_phase) {
+        worker_flush(w, 0);
+        w->local_phase = it->phase;
+    }
+    if (!spits_batch_add(&w->local, it->id, SPITS_ST_RETURNED, 0)) {
+        spits_error("out of memory building results");
+        abort();
+    }
 }
 
 static void *worker_main(void *arg)
@@ -174,9 +227,11 @@ static void *worker_main(void *arg)
             pthread_mutex_unlock(&p->lock);
             break;
         }
-        /* A fair share of the queue, so the other workers get some. */
+        /* A fair share of the queue, so the other workers get some; one
+         * at a time when tasks are long. */
         k = p->qn / (size_t)p->nworkers;
-        k = k < 1 ? 1 : k > WORKER_CHUNK_MAX ? WORKER_CHUNK_MAX : k;
+        k = k < 1 || w->task_ns > WORKER_LONG_TASK_NS ? 1
+            : k > WORKER_CHUNK_MAX ? WORKER_CHUNK_MAX : k;
         for (size_t i = 0; i < k; i++) {
             w->chunk[i] = p->q[p->qhead];
             p->qhead = (p->qhead + 1) % p->qcap;
@@ -185,14 +240,20 @@ static void *worker_main(void *arg)
         p->running += k;
         pthread_mutex_unlock(&p->lock);
 
+        int64_t t0 = now_ns();
         for (size_t i = 0; i < k; i++) {
-            worker_run_one(w, &w->chunk[i]);
+            if (atomic_load_explicit(&p->draining, memory_order_relaxed))
+                worker_hand_back(w, &w->chunk[i]);
+            else
+                worker_run_one(w, &w->chunk[i]);
             tm_rx_release(w->chunk[i].rx);
         }
+        w->task_ns = (now_ns() - t0) / (int64_t)k;
         worker_flush(w, k);
     }
     if (w->inst_ok)
         spits_module_worker_free(p->mod, &w->inst);
+    tm_child_destroy(&w->child);
     spits_buf_free(&w->result);
     spits_batch_free(&w->local);
     free(w->chunk);
@@ -209,6 +270,7 @@ int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd)
     p->nworkers = nworkers;
     p->wake_fd = wake_fd;
     atomic_init(&p->alive_workers, 0);
+    atomic_init(&p->draining, 0);
     p->qcap = 1024;
     p->q = malloc(p->qcap * sizeof *p->q);
     p->threads = calloc((size_t)nworkers, sizeof *p->threads);
@@ -226,9 +288,16 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
         }
         w->pool = p;
         w->index = i;
+        w->task_ns = WORKER_LONG_TASK_NS + 1;   /* one task, until measured */
+        if (p->isolate && !(w->child = tm_child_new())) {
+            free(w->chunk);
+            free(w);
+            return -1;
+        }
         atomic_fetch_add(&p->alive_workers, 1);
         if (pthread_create(&p->threads[i], NULL, worker_main, w) != 0) {
             atomic_fetch_sub(&p->alive_workers, 1);
+            tm_child_destroy(&w->child);
             free(w->chunk);
             free(w);
             return -1;
@@ -299,6 +368,54 @@ size_t tm_pool_drop_others(tm_pool_t *p, const tm_phase_t *keep, int hand_back)
     if (dropped && hand_back)
         wake(p->wake_fd);
     return dropped;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t tm_pool_cancel(tm_pool_t *p, const tm_phase_t *ph, const uint64_t *ids,
+                      size_t n)
+{
+    size_t kept = 0, dropped = 0;
+    spits_batch_t b = {0};
+
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < p->qn; i++) {
+        tm_item_t it = p->q[(p->qhead + i) % p->qcap];
+        if (it.phase != ph || !bsearch(&it.id, ids, n, sizeof *ids, cmp_u64)) {
+            p->q[(p->qhead + kept++) % p->qcap] = it;
+            continue;
+        }
+        spits_batch_begin(&b, SPITS_MSG_RESULTS, ph->wire);
+        if (!spits_batch_add(&b, it.id, SPITS_ST_RETURNED, 0) ||
+            outbox_append(p, ph, &b) != 0)
+            abort();
+        tm_rx_release(it.rx);
+        dropped++;
+    }
+    p->qn = kept;
+    pthread_mutex_unlock(&p->lock);
+    spits_batch_free(&b);
+    if (dropped)
+        wake(p->wake_fd);
+    return dropped;
+}
+
+size_t tm_pool_drain(tm_pool_t *p)
+{
+    atomic_store(&p->draining, 1);
+    return tm_pool_drop_others(p, NULL, 1);
+}
+
+size_t tm_pool_running(tm_pool_t *p)
+{
+    pthread_mutex_lock(&p->lock);
+    size_t n = p->running;
+    pthread_mutex_unlock(&p->lock);
+    return n;
 }
 
 tm_seg_t *tm_pool_take_out(tm_pool_t *p, size_t *n)

@@ -38,11 +38,19 @@ expect 1 "too short to hold a job" "$JM" --jobdir "$T/junk" --resume
 expect 2 "workers" "$TM" --jobdir "$T/jd" --workers 0
 expect 2 "workers" "$TM" --jobdir "$T/jd" --workers abc
 expect 2 "jobdir" "$TM"
+expect 2 "--task-timeout needs --isolate" "$TM" --jobdir "$T/jd" --task-timeout 5
+expect 2 "--task-timeout wants seconds" "$TM" --jobdir "$T/jd" --isolate --task-timeout soon
+expect 2 "--drain-timeout wants seconds" "$TM" --jobdir "$T/jd" --drain-timeout -1
+expect 2 "not for use by hand" "$TM" --worker-child
 expect 2 "workers" "$RUN" --workers -3 "$MODS/pi.so"
 expect 1 "no job manager answered at tcp://127.0.0.1:1" "$TM" --connect tcp://127.0.0.1:1 --wait 2
 expect 1 "no jm.json appeared" "$TM" --jobdir "$T/empty" --wait 1
 mkdir -p "$T/broken" && echo '{"version": 1' >"$T/broken/jm.json"
 expect 1 "jm.json" "$TM" --jobdir "$T/broken" --wait 1
+mkdir -p "$T/open" && chmod 0777 "$T/open"
+expect 1 "job dir $T/open is world-writable (mode 0777): refusing it" "$JM" --jobdir "$T/open" "$MODS/pi.so"
+cp "$T/broken/jm.json" "$T/open/jm.json" && chmod 0775 "$T/open"
+expect 1 "is group-writable" "$TM" --jobdir "$T/open" --wait 1
 # A module that refuses its arguments: the JM reports it, exits non-zero.
 timeout 60 "$RUN" -q "$MODS/pi.so" notanumber >/dev/null 2>"$T/err"
 [ $? = 1 ] || fail "pi with a bad argument did not exit 1"

@@ -41,6 +41,8 @@ r=$T/strag/report.json
 with=$(json $r "d['seconds']")
 echo "straggler: ${with}s with a stopped TM, ${base}s without it ($(json $r "round(d['seconds'] / $base, 2)")x)"
 [ "$(json $r "d['counters']['resent'] > 0")" = True ] || fail "no copy was re-sent"
+# The stopped TM's copies of tasks that committed elsewhere were cancelled.
+[ "$(json $r "d['counters']['cancelled'] > 0")" = True ] || fail "no copy was cancelled"
 [ "$(json $r "d['counters']['tms_lost']")" = 0 ] || fail "a TM was declared lost"
 [ "$(json $r "d['seconds'] <= 2 * $base + 1")" = True ] || fail "took ${with}s, over 2 x ${base}s"
 kill -CONT $victim

@@ -1,0 +1,346 @@
+/*
+ * isolate.c - crash-isolated workers (spits-tm --isolate).
+ *
+ * Each worker thread drives one child process that runs the module's
+ * worker: a task that segfaults, aborts, calls exit or runs past
+ * --task-timeout costs only that child. The worker thread reports the task
+ * as CRASHED or TIMEOUT and starts a fresh child for its next task.
+ *
+ * The child is the TM binary itself (/proc/self/exe), exec'd in a hidden
+ * mode (spits-tm --worker-child MODULE) with one end of a socketpair as
+ * fd 3; exec, not a bare fork, because the TM is multithreaded and a forked
+ * copy of it may only call async-signal-safe functions. It dies with the
+ * worker thread that started it (PR_SET_PDEATHSIG).
+ *
+ * The pipe protocol, all integers little endian:
+ *   parent -> child  'P' u32 argc, then argc times (u32 len, bytes): the
+ *                    phase's argv; the child rebuilds its worker instance
+ *                    'T' u32 len, bytes: run this task
+ *   child -> parent  u32 status (0 ok, 1 the worker returned non-zero or
+ *                    could not be made), u32 len, bytes: the result
+ *
+ * A tm_child_t belongs to one worker thread; nothing else touches it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bytes.h"
+#include "log.h"
+#include "tm.h"
+#include "util.h"
+
+#define CHILD_FD 3
+
+struct tm_child {
+    pid_t pid;                 /* 0: not running */
+    int fd;
+    const tm_phase_t *phase;   /* the phase the child's instance is for */
+};
+
+tm_child_t *tm_child_new(void)
+{
+    tm_child_t *c = calloc(1, sizeof *c);
+    if (c)
+        c->fd = -1;
+    return c;
+}
+
+/* Reaps the child; why gets how it ended ("signal 11, Segmentation fault"). */
+static void child_reap(tm_child_t *c, char *why, size_t whylen)
+{
+    int st = 0;
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(st))
+        snprintf(why, whylen, "signal %d, %s", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else if (WIFEXITED(st))
+        snprintf(why, whylen, "exit status %d", WEXITSTATUS(st));
+    else
+        snprintf(why, whylen, "wait status %d", st);
+    c->pid = 0;
+    c->phase = NULL;
+}
+
+void tm_child_destroy(tm_child_t **cp)
+{
+    tm_child_t *c = *cp;
+    char why[64];
+    if (!c)
+        return;
+    if (c->pid > 0) {
+        kill(c->pid, SIGKILL);
+        child_reap(c, why, sizeof why);
+    }
+    free(c);
+    *cp = NULL;
+}
+
+static int child_start(tm_child_t *c, const char *module_path)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return -1;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        /* Async-signal-safe calls only until exec. */
+        if (dup2(sv[1], CHILD_FD) < 0)
+            _exit(127);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        execl("/proc/self/exe", "spits-tm", "--worker-child", module_path,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(sv[1]);
+    c->pid = pid;
+    c->fd = sv[0];
+    c->phase = NULL;
+    return 0;
+}
+
+static int write_all(int fd, struct iovec *iov, int n)
+{
+    while (n > 0) {
+        ssize_t w = writev(fd, iov, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+/* Reads exactly n bytes by the deadline. 0; -1 EOF or error; -2 timeout. */
+static int read_all(int fd, void *buf, size_t n, int64_t deadline)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        int wait_ms = -1;
+        if (deadline) {
+            int64_t left = deadline - spits_now_ms();
+            if (left <= 0)
+                return -2;
+            wait_ms = left > 1000000 ? 1000000 : (int)left;
+        }
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int rc = poll(&pfd, 1, wait_ms);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            return -2;
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static int send_phase(tm_child_t *c, const tm_phase_t *ph)
+{
+    spits_buf_t b = {0};
+    size_t need = 5;
+    for (int i = 0; i < ph->argc; i++)
+        need += 4 + strlen(ph->argv[i]);
+    if (spits_buf_reserve(&b, need) != 0)
+        return -1;
+    b.data[0] = 'P';
+    put_u32(b.data + 1, (uint32_t)ph->argc);
+    b.len = 5;
+    for (int i = 0; i < ph->argc; i++) {
+        size_t n = strlen(ph->argv[i]);
+        put_u32(b.data + b.len, (uint32_t)n);
+        memcpy(b.data + b.len + 4, ph->argv[i], n);
+        b.len += 4 + n;
+    }
+    struct iovec iov = {b.data, b.len};
+    int rc = write_all(c->fd, &iov, 1);
+    spits_buf_free(&b);
+    if (rc == 0)
+        c->phase = ph;
+    return rc;
+}
+
+uint32_t tm_child_run(tm_child_t *c, const char *module_path,
+                      const tm_item_t *it, int64_t timeout_ms,
+                      spits_buf_t *result, char *why, size_t whylen)
+{
+    unsigned char hdr[8];
+    int64_t deadline = timeout_ms > 0 ? spits_now_ms() + timeout_ms : 0;
+    int rc;
+
+    result->len = 0;
+    why[0] = '\0';
+    if (!c->pid && child_start(c, module_path) != 0) {
+        snprintf(why, whylen, "cannot start a worker process: %s", strerror(errno));
+        return SPITS_ST_FAILED;
+    }
+    if (c->phase != it->phase && send_phase(c, it->phase) != 0)
+        goto died;
+    hdr[0] = 'T';
+    put_u32(hdr + 1, it->len);
+    struct iovec iov[2] = {{hdr, 5}, {(void *)it->data, it->len}};
+    if (write_all(c->fd, iov, it->len ? 2 : 1) != 0)
+        goto died;
+    if ((rc = read_all(c->fd, hdr, 8, deadline)) != 0)
+        goto ended;
+    uint32_t status = get_u32(hdr), len = get_u32(hdr + 4);
+    if (spits_buf_reserve(result, len) != 0) {
+        char ended_by[64];
+        kill(c->pid, SIGKILL);
+        child_reap(c, ended_by, sizeof ended_by);
+        snprintf(why, whylen, "out of memory for a %u-byte result", len);
+        return SPITS_ST_FAILED;
+    }
+    if ((rc = read_all(c->fd, result->data, len, deadline)) != 0)
+        goto ended;
+    result->len = len;
+    return status == 0 ? SPITS_ST_OK : SPITS_ST_FAILED;
+ended:
+    if (rc == -2) {
+        kill(c->pid, SIGKILL);
+        child_reap(c, why, whylen);
+        snprintf(why, whylen, "ran past --task-timeout (%.1f s)", timeout_ms / 1000.0);
+        return SPITS_ST_TIMEOUT;
+    }
+died:
+    child_reap(c, why, whylen);
+    return SPITS_ST_CRASHED;
+}
+
+/* --- the child ---------------------------------------------------------- */
+
+static int child_read(void *buf, size_t n)
+{
+    return read_all(CHILD_FD, buf, n, 0);
+}
+
+typedef struct {
+    spits_buf_t buf;
+    int bad;                   /* the push was too large or out of memory */
+} child_result_t;
+
+static void child_push(const void *data, spitssize_t size, spitsctx_t ctx)
+{
+    child_result_t *r = (child_result_t *)ctx;
+    r->buf.len = 0;
+    r->bad = 0;
+    if (size <= 0)
+        return;
+    if (size > (spitssize_t)UINT32_MAX || spits_buf_reserve(&r->buf, (size_t)size) != 0) {
+        r->bad = 1;
+        return;
+    }
+    memcpy(r->buf.data, data, (size_t)size);
+    r->buf.len = (size_t)size;
+}
+
+int tm_child_main(int argc, char **argv)
+{
+    char err[1024];
+    spits_module_t *mod;
+    spits_inst_t inst;
+    int have_inst = 0;
+    spits_buf_t task = {0};
+    child_result_t result = {{0}, 0};
+    char **pargv = NULL;
+    int pargc = 0;
+
+    spits_log_init("spits-tm worker", SPITS_LOG_INFO);
+    if (argc != 3) {
+        spits_error("--worker-child is spits-tm's own: not for use by hand");
+        return 2;
+    }
+    mod = spits_module_open(argv[2], err, sizeof err);
+    if (!mod) {
+        spits_error("%s", err);
+        return 1;
+    }
+    for (;;) {
+        unsigned char h[5];
+        if (child_read(h, 5) != 0)
+            break;                  /* the TM closed the pipe: done */
+        uint32_t n = get_u32(h + 1);
+        if (h[0] == 'P') {
+            for (int i = 0; i < pargc; i++)
+                free(pargv[i]);
+            free(pargv);
+            pargc = 0;
+            pargv = calloc((size_t)n + 1, sizeof *pargv);
+            if (!pargv)
+                return 1;
+            for (uint32_t i = 0; i < n; i++) {
+                unsigned char l[4];
+                if (child_read(l, 4) != 0 || !(pargv[i] = calloc(get_u32(l) + 1, 1)) ||
+                    child_read(pargv[i], get_u32(l)) != 0)
+                    return 1;
+                pargc++;
+            }
+            if (have_inst)
+                spits_module_worker_free(mod, &inst);
+            have_inst = spits_module_worker_new(mod, &inst, pargc,
+                                                (const char **)pargv) == 0;
+            if (!have_inst)
+                spits_error("spits_worker_new returned NULL; its tasks fail");
+            continue;
+        }
+        if (h[0] != 'T' || spits_buf_reserve(&task, n) != 0 ||
+            child_read(task.data, n) != 0)
+            return 1;
+        uint32_t status = 1;
+        result.buf.len = 0;
+        result.bad = 0;
+        if (have_inst &&
+            spits_module_worker_run(mod, &inst, task.data, (spitssize_t)n,
+                                    child_push, &result) == 0 && !result.bad)
+            status = 0;
+        if (result.bad)
+            spits_error("a result was too large or out of memory; the task fails");
+        unsigned char rh[8];
+        put_u32(rh, status);
+        put_u32(rh + 4, status == 0 ? (uint32_t)result.buf.len : 0);
+        struct iovec iov[2] = {{rh, 8}, {result.buf.data, status == 0 ? result.buf.len : 0}};
+        if (write_all(CHILD_FD, iov, iov[1].iov_len ? 2 : 1) != 0)
+            return 1;
+    }
+    if (have_inst)
+        spits_module_worker_free(mod, &inst);
+    spits_module_close(&mod);
+    spits_buf_free(&task);
+    spits_buf_free(&result.buf);
+    return 0;
+}

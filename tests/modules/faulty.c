@@ -1,0 +1,178 @@
+/*
+ * faulty.c - a job whose workers misbehave on chosen tasks, for the
+ * --isolate and poison-task tests.
+ *
+ *   faulty N [segv=ID] [abort=ID] [exit=ID] [hang=ID] [once=ID:DIR] [sleep=US]
+ *
+ * Tasks are 0..N-1. The worker segfaults, aborts, calls exit(3) or hangs
+ * forever on the named task; "once" crashes only the first run of its task
+ * (a marker file in DIR remembers it); sleep=US makes every task take US
+ * microseconds. The committer sums id+1 of every committed task, fails
+ * commit_job on a task seen twice, and commit_job prints
+ * "faulty: C tasks, sum S".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "spits.h"
+
+typedef struct {
+    long long n, segv, abrt, ex, hang, once, sleep_us;
+    char dir[512];
+} faulty_cfg_t;
+
+typedef struct { faulty_cfg_t c; long long next; } faulty_job_t;
+typedef struct { faulty_cfg_t c; long long count, sum; unsigned char *seen; int dup; } faulty_co_t;
+
+static int faulty_args(int argc, const char **argv, faulty_cfg_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->segv = c->abrt = c->ex = c->hang = c->once = -1;
+    if (argc < 2 || (c->n = atoll(argv[1])) <= 0)
+        return -1;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strncmp(a, "segv=", 5)) c->segv = atoll(a + 5);
+        else if (!strncmp(a, "abort=", 6)) c->abrt = atoll(a + 6);
+        else if (!strncmp(a, "exit=", 5)) c->ex = atoll(a + 5);
+        else if (!strncmp(a, "hang=", 5)) c->hang = atoll(a + 5);
+        else if (!strncmp(a, "sleep=", 6)) c->sleep_us = atoll(a + 6);
+        else if (!strncmp(a, "once=", 5)) {
+            const char *colon = strchr(a, ':');
+            if (!colon)
+                return -1;
+            c->once = atoll(a + 5);
+            snprintf(c->dir, sizeof c->dir, "%s", colon + 1);
+        } else
+            return -1;
+    }
+    return 0;
+}
+
+void *spits_job_manager_new(int argc, const char *argv[], const void *ji,
+                            spitssize_t jisz)
+{
+    (void)ji; (void)jisz;
+    faulty_job_t *j = calloc(1, sizeof *j);
+    if (!j || faulty_args(argc, argv, &j->c) != 0) {
+        fprintf(stderr, "faulty: bad arguments\n");
+        free(j);
+        return NULL;
+    }
+    return j;
+}
+
+int spits_job_manager_next_task(void *jm, spitspush_t push, spitsctx_t ctx)
+{
+    faulty_job_t *j = jm;
+    if (j->next >= j->c.n)
+        return 0;
+    long long id = j->next++;
+    push(&id, sizeof id, ctx);
+    return 1;
+}
+
+void spits_job_manager_finalize(void *jm) { free(jm); }
+
+void *spits_worker_new(int argc, const char *argv[])
+{
+    faulty_cfg_t *c = calloc(1, sizeof *c);
+    if (!c || faulty_args(argc, argv, c) != 0) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+int spits_worker_run(void *wp, const void *task, spitssize_t sz,
+                     spitspush_t push, spitsctx_t ctx)
+{
+    faulty_cfg_t *c = wp;
+    long long id;
+    if (sz != sizeof id)
+        return 1;
+    memcpy(&id, task, sizeof id);
+    if (c->sleep_us > 0) {
+        struct timespec ts = {c->sleep_us / 1000000, (c->sleep_us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (id == c->segv)
+        raise(SIGSEGV);
+    if (id == c->abrt)
+        abort();
+    if (id == c->ex)
+        exit(3);
+    if (id == c->hang)
+        for (;;)
+            pause();
+    if (id == c->once) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/crashed-%lld", c->dir, id);
+        int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+        if (fd >= 0) {
+            close(fd);
+            raise(SIGSEGV);
+        }
+    }
+    push(&id, sizeof id, ctx);
+    return 0;
+}
+
+void spits_worker_finalize(void *w) { free(w); }
+
+void *spits_committer_new(int argc, const char *argv[], const void *ji,
+                          spitssize_t jisz)
+{
+    (void)ji; (void)jisz;
+    faulty_co_t *c = calloc(1, sizeof *c);
+    if (!c || faulty_args(argc, argv, &c->c) != 0 ||
+        !(c->seen = calloc((size_t)c->c.n, 1))) {
+        if (c)
+            free(c->seen);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+int spits_committer_commit_pit(void *co, const void *r, spitssize_t sz)
+{
+    faulty_co_t *c = co;
+    long long id;
+    if (sz != sizeof id)
+        return 1;
+    memcpy(&id, r, sizeof id);
+    if (id < 0 || id >= c->c.n)
+        return 1;
+    if (c->seen[id]++)
+        c->dup = 1;
+    c->count++;
+    c->sum += id + 1;
+    return 0;
+}
+
+int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
+{
+    faulty_co_t *c = co;
+    (void)push; (void)ctx;
+    if (c->dup) {
+        fprintf(stderr, "faulty: a task was committed twice\n");
+        return 1;
+    }
+    printf("faulty: %lld tasks, sum %lld\n", c->count, c->sum);
+    return 0;
+}
+
+void spits_committer_finalize(void *co)
+{
+    faulty_co_t *c = co;
+    free(c->seen);
+    free(c);
+}

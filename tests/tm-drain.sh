@@ -1,0 +1,48 @@
+#!/bin/bash
+# Graceful drain: SIGTERM (or SIGINT) to a TM hands its queued tasks back,
+# lets the running ones finish and exits 0; past --drain-timeout it leaves
+# anyway and exits 1. Either way the job's result is exact.
+. "$(dirname "$0")/lib.sh"
+
+# 1. SIGTERM mid-job, short tasks: a clean drain.
+n=200
+start_jm a "$MODS/bench.so" -n $n -s 40000
+jm=$JM_PID
+start_tm a a.victim -n 2; victim=$TM_PID
+wait_for "grep -q joined $T/a.jm.log" 30 "the victim to join"
+start_tm a a.other -n 2; other=$TM_PID
+sleep 0.5
+kill -0 $jm 2>/dev/null || fail "the job ended before the drain"
+t0=$SECONDS
+kill -TERM $victim
+wait $victim; rc=$?
+[ $rc = 0 ] || fail "the drained TM exited $rc, not 0"
+[ $((SECONDS - t0)) -le 5 ] || fail "the drain took $((SECONDS - t0)) s"
+grep -q "signal 15: draining: [0-9]* queued task(s) handed back" "$T/a.victim.log" || fail "no drain line"
+grep -q "drained: every started task finished and its result was sent" "$T/a.victim.log" || fail "no drained line"
+grep -q "TM .*:$victim is draining" "$T/a.jm.log" || fail "the JM did not see the drain"
+wait $jm || fail "the job exited $?"
+[ "$(cat "$T/a.out")" = "$(bench_checksum $n)" ] || fail "bench printed '$(cat "$T/a.out")'"
+[ "$(json "$T/a/report.json" "[t['done'] > 0 for t in d['tms'] if t['pid'] == $victim]")" = "[True]" ] \
+    || fail "the drained TM did no work"
+wait $other || fail "the other TM exited $?"
+
+# 2. SIGINT while tasks run longer than --drain-timeout: it leaves anyway.
+n=6
+start_jm b "$MODS/bench.so" -n $n -s 3000000
+jm=$JM_PID
+start_tm b b.victim -n 2 --drain-timeout 1; victim=$TM_PID
+wait_for "grep -q joined $T/b.jm.log" 30 "the victim to join"
+sleep 0.5
+start_tm b b.other -n 6; other=$TM_PID
+t0=$SECONDS
+kill -INT $victim
+wait $victim; rc=$?
+[ $rc = 1 ] || fail "a drain past its timeout exited $rc, not 1"
+[ $((SECONDS - t0)) -le 4 ] || fail "the timed-out drain took $((SECONDS - t0)) s"
+grep -q "drain timed out after 1 s: 2 task(s) still running" "$T/b.victim.log" \
+    || fail "no timeout line: $(cat "$T/b.victim.log")"
+wait $jm || fail "the job exited $?"
+[ "$(cat "$T/b.out")" = "$(bench_checksum $n)" ] || fail "bench printed '$(cat "$T/b.out")'"
+wait $other || fail "the other TM exited $?"
+echo ok
