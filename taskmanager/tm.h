@@ -7,7 +7,11 @@
  *                 phase list, the connection state, the results waiting
  *                 to be sent.
  *   workers       run tasks (workers.c). Each owns its module worker
- *                 instance and a local result batch.
+ *                 instance and a local result batch; with --isolate, its
+ *                 child process instead of the instance (isolate.c), which
+ *                 no other thread touches.
+ *   signal handler  sets tm_signal (an atomic) and writes the eventfd;
+ *                 the main thread acts on it (drain).
  *
  * They meet in tm_pool_t, under one mutex: the main thread appends the
  * tasks of a whole message at once; a worker takes a chunk of tasks at
@@ -15,6 +19,12 @@
  * thread's eventfd if the outbox was empty. Task bytes are never copied:
  * a task points into the ZeroMQ message it came in, which is freed when
  * its last task is done (an atomic count per message).
+ *
+ * The main thread also sets pool.draining (an atomic) when a drain starts;
+ * workers read it before each task and hand back what they have not
+ * started. Workers take a chunk of tasks only while tasks are short
+ * (under 0.1 ms each); a long task is taken alone, so that a task waiting
+ * behind it stays in the shared queue, where a drain or a CANCEL reaches it.
  *
  * Phases are never freed before exit: a worker may still hold a pointer
  * to an old one while it finishes a task.

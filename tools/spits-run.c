@@ -36,6 +36,8 @@ typedef struct {
     int keep;
     long workers, tms;
     const char *max_copies, *max_attempts, *bind;
+    const char *prefetch, *task_timeout;   /* passed to spits-tm */
+    int isolate;
     int verbosity;          /* -1 quiet, 0 default, >0 verbose */
     char jm_path[PATH_MAX], tm_path[PATH_MAX];
     pid_t jm;
@@ -57,6 +59,9 @@ static void usage(FILE *f)
 "      --bind ENDPOINT    the job manager's endpoint (tcp://127.0.0.1:0)\n"
 "      --max-copies N     passed to spits-jm\n"
 "      --max-attempts N   passed to spits-jm\n"
+"      --prefetch N       passed to spits-tm (raise it for tiny tasks)\n"
+"      --isolate          passed to spits-tm: workers in their own processes\n"
+"      --task-timeout SEC passed to spits-tm (with --isolate)\n"
 "  -v, --verbose          more logging\n"
 "  -q, --quiet            errors only\n"
 "  -h, --help             this help\n"
@@ -154,6 +159,9 @@ int main(int argc, char **argv)
         {"bind", required_argument, NULL, 'b'},
         {"max-copies", required_argument, NULL, 'C'},
         {"max-attempts", required_argument, NULL, 'A'},
+        {"prefetch", required_argument, NULL, 'P'},
+        {"isolate", no_argument, NULL, 'I'},
+        {"task-timeout", required_argument, NULL, 'T'},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -184,6 +192,9 @@ int main(int argc, char **argv)
         case 'b': r.bind = optarg; break;
         case 'C': r.max_copies = optarg; break;
         case 'A': r.max_attempts = optarg; break;
+        case 'P': r.prefetch = optarg; break;
+        case 'I': r.isolate = 1; break;
+        case 'T': r.task_timeout = optarg; break;
         case 'v': r.verbosity++; break;
         case 'q': r.verbosity = -1; break;
         case 'h': usage(stdout); return 0;
@@ -194,6 +205,8 @@ int main(int argc, char **argv)
     }
     if (optind >= argc)
         return spits_bad_option("%s", "no MODULE given");
+    if (r.task_timeout && !r.isolate)
+        return spits_bad_option("%s", "--task-timeout needs --isolate");
     if (find_program("spits-jm", "SPITS_JM", "jobmanager", r.jm_path) != 0 ||
         find_program("spits-tm", "SPITS_TM", "taskmanager", r.tm_path) != 0) {
         spits_error("cannot find spits-jm and spits-tm next to spits-run "
@@ -255,6 +268,9 @@ int main(int argc, char **argv)
     targv[ta++] = (char *)r.jobdir;
     targv[ta++] = "--workers";
     targv[ta++] = workers;
+    if (r.prefetch) { targv[ta++] = "--prefetch"; targv[ta++] = (char *)r.prefetch; }
+    if (r.isolate) targv[ta++] = "--isolate";
+    if (r.task_timeout) { targv[ta++] = "--task-timeout"; targv[ta++] = (char *)r.task_timeout; }
     if (r.verbosity < 0) targv[ta++] = "-q";
     for (int v = 0; v < r.verbosity && v < 3; v++) targv[ta++] = "-v";
     targv[ta] = NULL;
