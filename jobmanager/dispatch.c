@@ -491,7 +491,8 @@ static void disp_serve(jm_disp_t *d)
         return;
     for (size_t k = 0; k < ntm; k++) {
         jm_tm_t *t = jm_tmtab_at(d->tms, (d->rr + k) % ntm);
-        if (t->alive && !t->stalled && !t->draining && t->outstanding < t->slots)
+        if (t->alive && !t->stalled && !t->draining && t->outstanding < t->slots &&
+            t->settle_until <= d->now)
             serve_tm(d, t);
     }
     d->rr++;
@@ -643,7 +644,7 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                      size_t ridlen, zmq_msg_t *body)
 {
     const char *why = NULL;
-    long pid, workers, slots, held;
+    long pid, workers, slots, held, pending = 0;
     json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
     const char *host = j ? json_string_value(json_object_get(j, "host")) : NULL;
 
@@ -652,6 +653,13 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         json_int_field(j, "slots", 1, 1 << 24, &slots) ||
         json_int_field(j, "held", 0, 1 << 24, &held)) {
         bad_message(d, why ? why : "HELLO without host/pid/workers/slots/held");
+        json_decref(j);
+        return;
+    }
+    /* Results it computed while it had no JM (optional field). */
+    if (json_object_get(j, "pending") &&
+        json_int_field(j, "pending", 0, 1L << 40, &pending) != 0) {
+        bad_message(d, "HELLO with a bad pending count");
         json_decref(j);
         return;
     }
@@ -676,6 +684,10 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->last_heard = d->now;
     t->joined = spits_wall_time();
     t->scan_version = 0;
+    /* A TM back from an outage sends its results right after WELCOME. Wait
+     * for them before sending it tasks, or it would be sent (and run
+     * again) the very tasks it holds results for. */
+    t->settle_until = pending > 0 ? d->now + 2000 : 0;
     d->alive++;
     d->st.tms_joined++;
     d->version++;
@@ -711,6 +723,8 @@ static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_RESULTS:
         /* Results from a TM we lost still count: work is never thrown
          * away while its task is unfinished. */
+        if (t)
+            t->settle_until = 0;
         on_results(d, t, &h, rx);
         keep = 1;
         if (!t || !t->alive)

@@ -29,6 +29,8 @@ typedef struct {
     double joined;           /* wall clock */
     uint64_t sent, done, failed;
     uint64_t scan_version;   /* ring version of its last fruitless resend scan */
+    int64_t settle_until;    /* re-attached with results: serve it only
+                                once they are in (or by this time) */
 } jm_tm_t;
 
 typedef struct jm_tmtab jm_tmtab_t;

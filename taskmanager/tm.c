@@ -235,11 +235,16 @@ static void send_hello(tm_t *tm)
 {
     spits_buf_t buf = {0};
     size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
-    json_t *j = json_pack("{s:s, s:I, s:i, s:i, s:I, s:s}",
+    uint64_t pending = 0;
+    for (size_t i = 0; i < tm->npending; i++)
+        if (tm->pending[i].phase->job == tm->job)
+            pending += tm->pending[i].batch.count;
+    json_t *j = json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:s}",
                           "host", tm->host, "pid", (json_int_t)getpid(),
                           "workers", tm->workers,
                           "slots", tm->workers + tm->prefetch,
-                          "held", (json_int_t)held, "job_id", tm->job_id);
+                          "held", (json_int_t)held, "pending", (json_int_t)pending,
+                          "job_id", tm->job_id);
     if (j && spits_wire_encode_json(&buf, SPITS_MSG_HELLO, 0, j) == 0 &&
         tm_send(tm, buf.data, buf.len) == 0)
         tm->last_hello = tm->now;

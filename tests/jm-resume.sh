@@ -135,6 +135,25 @@ start_tm g g.tm2 -n 2
 resume g
 [ $RC = 0 ] && [ "$(cat "$T/g.out2")" = "$expect" ] || fail "resume after SIGTERM: $RC '$(cat "$T/g.out2")'"
 grep -q "torn tail" "$T/g.jm2.log" && fail "SIGTERM left a torn journal"
+# 9. Work done during the outage is kept: the TM finishes its two running
+# tasks while there is no JM, re-attaches to the resumed one with those
+# results, and they are committed (adopted) instead of run again.
+seq 1 6 >"$T/six.txt"
+start_jm i --heartbeat 0.2 "$MOD" "$T/six.txt" 700000
+jmi=$JM_PID
+start_tm i i.tm -n 2 --prefetch 0; tmi=$TM_PID
+wait_for "grep -q joined $T/i.jm.log" 30 "the TM to join job i"
+sleep 0.3
+kill -9 "$(json "$T/i/jm.json" "d['pid']")"
+wait $jmi 2>/dev/null
+sleep 1       # the two tasks finish with no JM to take their results
+resume i
+[ $RC = 0 ] || fail "job i resumed exited $RC"
+[ "$(cat "$T/i.out2")" = "filetasks: squares=91 total=532" ] || fail "job i printed '$(cat "$T/i.out2")'"
+[ "$(json "$T/i/report.json" "d['counters']['adopted']")" = 2 ] \
+    || fail "adopted $(json "$T/i/report.json" "d['counters']['adopted']"), not the 2 results of the outage"
+wait $tmi || fail "the re-attached TM exited $?"
+
 # 8. --journal off: no journal, so nothing to resume.
 start_jm h --journal off "$MODS/bench.so" -n 100
 jmh=$JM_PID
