@@ -8,6 +8,10 @@
 . "$(dirname "$0")/lib.sh"
 
 F=$TMODS/faulty.so
+# The crashes are the point here: under a sanitizer build, let them be
+# real signals instead of sanitizer reports.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_abort=0"
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }handle_segv=0 handle_abort=0"
 # sum of id+1 over 0..n-1, minus the ids given
 sum_but() { local n=$1 s; shift; s=$((n * (n + 1) / 2)); for i in "$@"; do s=$((s - i - 1)); done; echo $s; }
 # no_children: once its TM has exited, no worker process of this module
