@@ -23,6 +23,7 @@
  * given up and named in the report.
  */
 #include <errno.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -40,10 +41,17 @@
 #define DISP_TICK_MS 100
 #define DISP_PROBE_MS 1500           /* probe window after a disconnect */
 #define MONITOR_EP "inproc://spits-jm-monitor"
+#define ZAP_EP "inproc://zeromq.zap.01"      /* fixed by the ZAP spec */
+#define ZAP_LOGGED_MAX 256                   /* addresses logged by name */
 
 struct jm_disp {
     jm_t *jm;
-    void *zctx, *router, *mon;
+    void *zctx, *router, *mon, *zap;
+    unsigned char client_key[32];    /* the only key the ZAP handler admits */
+    char (*zap_logged)[64];          /* addresses already logged as refused */
+    size_t nzap_logged;
+    uint64_t zap_refused, handshakes_failed;
+    int64_t zap_logged_at, hs_logged_at;
     char endpoint[512];
     int wake_fd;
     pthread_t thread;
@@ -131,11 +139,13 @@ static void send_phase(jm_disp_t *d, jm_tm_t *t, int type)
 {
     spits_buf_t buf = {0};
     jm_phase_t *p = d->phase;
-    json_t *body = json_pack("{s:s, s:s, s:I, s:I, s:o}",
+    json_t *body = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o}",
                              "job_id", d->jm->job_id,
                              "module", d->jm->module_path,
+                             "module_hash", d->jm->module_hash,
                              "heartbeat_ms", (json_int_t)d->hb_ms,
                              "timeout_ms", (json_int_t)d->timeout_ms,
+                             "max_task_bytes", (json_int_t)d->jm->opt.max_task,
                              "argv", p ? argv_json(p) : json_null());
     if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
         send_tm(d, t, buf.data, buf.len);
@@ -798,6 +808,80 @@ static void disp_recv(jm_disp_t *d)
     }
 }
 
+/* --- ZAP: who may connect -------------------------------------------------- */
+
+/* Logs a refused peer: by address the first time (up to a bound), and
+ * after that as a count at most every 10 s, so no peer floods the log. */
+static void zap_log_refusal(jm_disp_t *d, const char *addr, const char *why)
+{
+    d->zap_refused++;
+    for (size_t i = 0; i < d->nzap_logged; i++)
+        if (strcmp(d->zap_logged[i], addr) == 0)
+            return;
+    if (d->nzap_logged < ZAP_LOGGED_MAX) {
+        snprintf(d->zap_logged[d->nzap_logged++], 64, "%s", addr);
+        spits_warn("refused a connection from %s: %s (logged once per address)",
+                   addr, why);
+    } else if (d->now - d->zap_logged_at >= 10000) {
+        spits_warn("refused %llu connections in all (%s)",
+                   (unsigned long long)d->zap_refused, why);
+        d->zap_logged_at = d->now;
+    }
+}
+
+/* One ZAP request (RFC 27): admit the job's client key, nothing else. */
+static void disp_zap(jm_disp_t *d)
+{
+    zmq_msg_t f[8];
+    int n = 0, more = 1;
+
+    while (more && n < 8) {
+        zmq_msg_init(&f[n]);
+        if (zmq_msg_recv(&f[n], d->zap, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&f[n]);
+            break;
+        }
+        more = zmq_msg_more(&f[n]);
+        n++;
+    }
+    while (more) {           /* more frames than any ZAP request has */
+        zmq_msg_t extra;
+        zmq_msg_init(&extra);
+        if (zmq_msg_recv(&extra, d->zap, 0) < 0)
+            more = 0;
+        else
+            more = zmq_msg_more(&extra);
+        zmq_msg_close(&extra);
+    }
+    if (n < 2)
+        goto out;
+    char addr[64] = "?";
+    int ok = 0;
+    const char *why = "malformed ZAP request";
+    if (n >= 7 && zmq_msg_size(&f[5]) == 5 && memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0) {
+        size_t alen = zmq_msg_size(&f[3]) < sizeof addr - 1 ? zmq_msg_size(&f[3]) : sizeof addr - 1;
+        memcpy(addr, zmq_msg_data(&f[3]), alen);
+        addr[alen] = '\0';
+        ok = zmq_msg_size(&f[6]) == 32 &&
+             sodium_memcmp(zmq_msg_data(&f[6]), d->client_key, 32) == 0;
+        why = "not this job's client key";
+    }
+    /* Reply: version, request id, status code, status text, user id,
+     * metadata. */
+    const char *code = ok ? "200" : "400";
+    zmq_send(d->zap, "1.0", 3, ZMQ_SNDMORE);
+    zmq_send(d->zap, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), ZMQ_SNDMORE);
+    zmq_send(d->zap, code, 3, ZMQ_SNDMORE);
+    zmq_send(d->zap, ok ? "OK" : why, strlen(ok ? "OK" : why), ZMQ_SNDMORE);
+    zmq_send(d->zap, "", 0, ZMQ_SNDMORE);
+    zmq_send(d->zap, "", 0, 0);
+    if (!ok)
+        zap_log_refusal(d, addr, why);
+out:
+    for (int i = 0; i < n; i++)
+        zmq_msg_close(&f[i]);
+}
+
 /* --- timers, monitor, control ------------------------------------------ */
 
 static void disp_tick(jm_disp_t *d)
@@ -830,8 +914,19 @@ static void disp_monitor(jm_disp_t *d)
         if (zmq_msg_size(&ev) >= 2) {
             uint16_t event;
             memcpy(&event, zmq_msg_data(&ev), 2);
-            if (event == ZMQ_EVENT_DISCONNECTED)
+            if (event == ZMQ_EVENT_DISCONNECTED) {
                 d->probe_until = d->now + DISP_PROBE_MS;
+            } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
+                       event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
+                /* A peer without CURVE, or speaking garbage. */
+                d->handshakes_failed++;
+                if (d->hs_logged_at == 0 || d->now - d->hs_logged_at >= 10000) {
+                    spits_warn("refused a connection that failed the CurveZMQ "
+                               "handshake (%llu so far)",
+                               (unsigned long long)d->handshakes_failed);
+                    d->hs_logged_at = d->now;
+                }
+            }
         }
         while (zmq_msg_more(&ev))
             zmq_msg_recv(&ev, d->mon, 0);
@@ -935,11 +1030,13 @@ static int disp_control(jm_disp_t *d)
 static void *disp_main(void *arg)
 {
     jm_disp_t *d = arg;
-    zmq_pollitem_t items[3] = {
+    zmq_pollitem_t items[4] = {
         {d->router, 0, ZMQ_POLLIN, 0},
         {NULL, d->wake_fd, ZMQ_POLLIN, 0},
         {d->mon, 0, ZMQ_POLLIN, 0},
+        {d->zap, 0, ZMQ_POLLIN, 0},
     };
+    int nitems = d->zap ? 4 : 3;
 
     d->now = spits_now_ms();
     d->next_tick = d->now + DISP_TICK_MS;
@@ -947,7 +1044,7 @@ static void *disp_main(void *arg)
         long timeout = (long)(d->next_tick - d->now);
         if (d->now < d->probe_until && timeout > 50)
             timeout = 50;
-        if (zmq_poll(items, 3, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR) {
+        if (zmq_poll(items, nitems, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR) {
             spits_error("zmq_poll: %s", zmq_strerror(errno));
             break;
         }
@@ -963,6 +1060,8 @@ static void *disp_main(void *arg)
             disp_stop_phase(d);
         if (items[2].revents & ZMQ_POLLIN)
             disp_monitor(d);
+        if (d->zap && (items[3].revents & ZMQ_POLLIN))
+            disp_zap(d);
         if (items[0].revents & ZMQ_POLLIN)
             disp_recv(d);
         if (d->now >= d->next_tick || d->now < d->probe_until) {
@@ -1072,6 +1171,26 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     zmq_setsockopt(d->router, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(d->router, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(d->router, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    /* A peer sending more is disconnected by libzmq before we see it. */
+    int64_t maxmsg = JM_MAX_MSG(jm->opt.max_task);
+    zmq_setsockopt(d->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (!jm->opt.insecure) {
+        /* The ZAP handler must be bound before any handshake can start. */
+        int server = 1;
+        d->zap_logged = calloc(ZAP_LOGGED_MAX, sizeof *d->zap_logged);
+        if (!d->zap_logged || !(d->zap = zmq_socket(d->zctx, ZMQ_REP)) ||
+            zmq_bind(d->zap, ZAP_EP) != 0 ||
+            !zmq_z85_decode(d->client_key, jm->keys.client_public) ||
+            zmq_setsockopt(d->router, ZMQ_CURVE_SERVER, &server, sizeof server) != 0 ||
+            zmq_setsockopt(d->router, ZMQ_CURVE_SECRETKEY, jm->keys.server_secret,
+                           strlen(jm->keys.server_secret) + 1) != 0 ||
+            zmq_setsockopt(d->router, ZMQ_ZAP_DOMAIN, "spits", 5) != 0) {
+            snprintf(err, errlen, "cannot set up CurveZMQ: %s (use --insecure "
+                     "to run without it)", zmq_strerror(errno));
+            goto fail;
+        }
+        zmq_setsockopt(d->zap, ZMQ_LINGER, &(int){0}, sizeof(int));
+    }
     if (zmq_bind(d->router, jm->opt.bind) != 0) {
         snprintf(err, errlen, "cannot bind %s: %s", jm->opt.bind, zmq_strerror(errno));
         goto fail;
@@ -1081,7 +1200,9 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         goto fail;
     }
     announce_endpoint(d, bound);
-    if (zmq_socket_monitor(d->router, MONITOR_EP, ZMQ_EVENT_DISCONNECTED) != 0 ||
+    if (zmq_socket_monitor(d->router, MONITOR_EP, ZMQ_EVENT_DISCONNECTED |
+                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0 ||
         !(d->mon = zmq_socket(d->zctx, ZMQ_PAIR)) ||
         zmq_connect(d->mon, MONITOR_EP) != 0) {
         snprintf(err, errlen, "cannot monitor the socket: %s", zmq_strerror(errno));
@@ -1131,6 +1252,9 @@ void jm_disp_destroy(jm_disp_t **dp)
         disp_phase_end(d);
     if (d->mon)
         zmq_close(d->mon);
+    if (d->zap)
+        zmq_close(d->zap);
+    free(d->zap_logged);
     if (d->router) {
         zmq_socket_monitor(d->router, NULL, 0);
         zmq_close(d->router);

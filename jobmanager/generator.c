@@ -62,7 +62,7 @@ static void gen_push(const void *data, spitssize_t size, spitsctx_t ctx)
 
     free(g->pending);
     g->pending = NULL;
-    if (size < 0 || size > (spitssize_t)UINT32_MAX) {
+    if (size < 0 || size > (spitssize_t)g->jm->opt.max_task) {
         g->too_big = 1;
         g->too_big_size = size;
         return;
@@ -152,9 +152,9 @@ static void *gen_main(void *arg)
             break;
         if (g->too_big) {
             snprintf(p->gen_error, sizeof p->gen_error,
-                     "task %llu is %lld bytes; the largest task is %u bytes",
+                     "task %llu is %lld bytes, over --max-task-bytes (%lld)",
                      (unsigned long long)id, (long long)g->too_big_size,
-                     UINT32_MAX);
+                     jm->opt.max_task);
             break;
         }
         jm_task_t *t = g->pending;

@@ -43,6 +43,11 @@ static void usage(FILE *f)
 "      --journal on|off    keep DIR/journal, which makes the job resumable (on)\n"
 "      --resume            continue the job in DIR/journal after a crash or a\n"
 "                          signal: module and arguments come from the journal\n"
+"      --insecure          no CurveZMQ: plain, unauthenticated connections\n"
+"      --max-task-bytes N  largest task or result (1073741824); larger ones\n"
+"                          fail with an error naming the task\n"
+"      --export-key FILE   copy the running job's TM key file (DIR/tm.key) to\n"
+"                          FILE, for spits-tm --connect ... --key-file FILE\n"
 "  -v, --verbose           more logging (repeat for more)\n"
 "  -q, --quiet             errors only\n"
 "  -h, --help              this help\n"
@@ -54,7 +59,8 @@ static void usage(FILE *f)
 }
 
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
-       OPT_WINDOW, OPT_WINDOW_BYTES, OPT_JOURNAL, OPT_RESUME };
+       OPT_WINDOW, OPT_WINDOW_BYTES, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
+       OPT_MAX_TASK, OPT_EXPORT_KEY };
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
@@ -70,6 +76,9 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"window-bytes", required_argument, NULL, OPT_WINDOW_BYTES},
         {"journal", required_argument, NULL, OPT_JOURNAL},
         {"resume", no_argument, NULL, OPT_RESUME},
+        {"insecure", no_argument, NULL, OPT_INSECURE},
+        {"max-task-bytes", required_argument, NULL, OPT_MAX_TASK},
+        {"export-key", required_argument, NULL, OPT_EXPORT_KEY},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -123,6 +132,14 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
                 return spits_bad_option("--journal wants on or off, not '%s'", optarg);
             break;
         case OPT_RESUME: jm->opt.resume = 1; break;
+        case OPT_INSECURE: jm->opt.insecure = 1; break;
+        case OPT_MAX_TASK:
+            if (spits_parse_long(optarg, 1, UINT32_MAX, &v))
+                return spits_bad_option("--max-task-bytes wants a number from 1 to 4294967295, not '%s'",
+                                        optarg);
+            jm->opt.max_task = v;
+            break;
+        case OPT_EXPORT_KEY: jm->opt.export_key = optarg; break;
         case 'v': (*verbosity)++; break;
         case 'q': *verbosity = SPITS_LOG_ERROR; break;
         case 'h': usage(stdout); return 0;
@@ -135,7 +152,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
     if (jm->opt.resume && optind + 1 < argc)
         return spits_bad_option("%s", "--resume takes the module's arguments "
                                 "from the journal: give no ARGS");
-    if (optind >= argc && !jm->opt.resume)
+    if (optind >= argc && !jm->opt.resume && !jm->opt.export_key)
         return spits_bad_option("%s", "no MODULE given");
     return -1;
 }
@@ -181,6 +198,63 @@ static int exit_status(const jm_t *jm, int rc)
     return rc > 0 && rc < 256 ? rc : JM_EXIT_ERROR;
 }
 
+/* --export-key FILE: the running job's tm.key, copied for a TM that cannot
+ * see the job dir. */
+static int export_key(jm_t *jm)
+{
+    char path[PATH_MAX], err[1024];
+    spits_keys_t k;
+    snprintf(path, sizeof path, "%s/%s", jm->opt.jobdir, SPITS_TM_KEY_FILE);
+    if (spits_keys_read(path, &k, 0, err, sizeof err) != 0 ||
+        spits_keys_write(jm->opt.export_key, &k, 0, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return JM_EXIT_ERROR;
+    }
+    spits_info("wrote %s (mode 0600) for job %s: spits-tm --connect %s "
+               "--key-file %s", jm->opt.export_key, k.job_id,
+               k.endpoint[0] ? k.endpoint : "ENDPOINT", jm->opt.export_key);
+    return JM_EXIT_OK;
+}
+
+/* CURVE keys: a new job makes them, a resumed one keeps its own (so its
+ * running TMs can re-attach). --insecure removes stale key files. */
+static int security_setup(jm_t *jm, char *err, size_t errlen)
+{
+    char jpath[PATH_MAX], tpath[PATH_MAX];
+    snprintf(jpath, sizeof jpath, "%s/%s", jm->opt.jobdir, SPITS_JM_KEY_FILE);
+    snprintf(tpath, sizeof tpath, "%s/%s", jm->opt.jobdir, SPITS_TM_KEY_FILE);
+    if (jm->opt.insecure) {
+        unlink(jpath);
+        unlink(tpath);
+        spits_warn("--insecure: connections are neither encrypted nor "
+                   "authenticated; anyone who reaches the port can take tasks "
+                   "and send results");
+        return 0;
+    }
+    if (jm->opt.resume && access(jpath, F_OK) == 0) {
+        if (spits_keys_read(jpath, &jm->keys, 1, err, errlen) != 0)
+            return -1;
+        if (strcmp(jm->keys.job_id, jm->job_id) != 0) {
+            snprintf(err, errlen, "%.900s belongs to job %.40s, not %.40s",
+                     jpath, jm->keys.job_id, jm->job_id);
+            return -1;
+        }
+        return 0;
+    }
+    if (spits_keys_generate(&jm->keys, err, errlen) != 0)
+        return -1;
+    snprintf(jm->keys.job_id, sizeof jm->keys.job_id, "%s", jm->job_id);
+    return spits_keys_write(jpath, &jm->keys, 1, err, errlen);
+}
+
+static int write_tm_key(jm_t *jm, const char *endpoint, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", jm->opt.jobdir, SPITS_TM_KEY_FILE);
+    snprintf(jm->keys.endpoint, sizeof jm->keys.endpoint, "%s", endpoint);
+    return spits_keys_write(path, &jm->keys, 0, err, errlen);
+}
+
 static void free_argv(char **v)
 {
     for (size_t i = 0; v && v[i]; i++)
@@ -204,6 +278,7 @@ int main(int argc, char **argv)
     jm.opt.window = 65536;
     jm.opt.window_bytes = 1L << 30;
     jm.opt.journal = 1;
+    jm.opt.max_task = JM_MAX_TASK_DEFAULT;
     spits_log_init("spits-jm", SPITS_LOG_INFO);
     rc = parse_args(&jm, argc, argv, &verbosity);
     if (rc >= 0)
@@ -213,6 +288,9 @@ int main(int argc, char **argv)
         spits_error("cannot initialise libsodium");
         return JM_EXIT_ERROR;
     }
+
+    if (jm.opt.export_key)
+        return export_key(&jm);
 
     /* The module: its absolute path is what TMs are told to load. A resumed
      * job's module, arguments and id come from its journal. */
@@ -242,7 +320,8 @@ int main(int argc, char **argv)
             return st;
         }
         margv = (const char **)rargv;
-    } else if (!realpath(modarg, jm.module_path)) {
+    } else if (!realpath(modarg, jm.module_path) ||
+               spits_file_hash(jm.module_path, jm.module_hash) != 0) {
         spits_error("cannot load module %s: %s", modarg, strerror(errno));
         return JM_EXIT_ERROR;
     }
@@ -266,6 +345,10 @@ int main(int argc, char **argv)
         }
     }
     jm.started = spits_wall_time();
+    if (security_setup(&jm, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        goto fail;
+    }
     jm.disp = jm_disp_new(&jm, err, sizeof err);
     if (!jm.disp) {
         spits_error("%s", err);
@@ -278,6 +361,13 @@ int main(int argc, char **argv)
     spits_hostname(host, sizeof host);
     snprintf(a.host, sizeof a.host, "%s", host);
     snprintf(a.module, sizeof a.module, "%s", jm.module_path);
+    snprintf(a.module_hash, sizeof a.module_hash, "%s", jm.module_hash);
+    a.curve = !jm.opt.insecure;
+    snprintf(a.server_key, sizeof a.server_key, "%s", jm.keys.server_public);
+    if (a.curve && write_tm_key(&jm, a.endpoint, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        goto fail;
+    }
     a.pid = (long)getpid();
     a.started_unix = jm.started;
     spits_iso_time(jm.started, a.started, sizeof a.started);

@@ -36,10 +36,15 @@
 #include <zmq.h>
 
 #include "journal.h"
+#include "keys.h"
 #include "module.h"
 #include "wire.h"
 
 #define JM_MAX_COPIES 8
+#define JM_MAX_TASK_DEFAULT (1LL << 30)
+/* ZMQ_MAXMSGSIZE for a largest task or result of max_task bytes: a batch
+ * is cut at a few MiB, plus at most one record that may be that large. */
+#define JM_MAX_MSG(max_task) (2 * (max_task) + (16LL << 20))
 /* run()'s value for a phase whose tasks failed: commit_job was not called. */
 #define JM_RUN_FAILED_TASKS (-1000)
 
@@ -59,6 +64,9 @@ typedef struct {
     long window;            /* tasks generated but not yet committed */
     long long window_bytes; /* bytes of tasks generated but not resolved */
     int journal;            /* keep DIR/journal (--journal=off: 0) */
+    int insecure;           /* --insecure: no CURVE */
+    long long max_task;     /* --max-task-bytes: largest task or result */
+    const char *export_key; /* --export-key FILE: copy DIR/tm.key, exit */
     int resume;             /* --resume: continue the job in DIR/journal */
 } jm_opts_t;
 
@@ -176,7 +184,9 @@ typedef struct {
     jm_opts_t opt;
     spits_module_t *mod;
     char module_path[4096];
+    char module_hash[65];     /* BLAKE2b of the module file, hex */
     char job_id[33];
+    spits_keys_t keys;        /* CURVE keys (unless --insecure) */
     double started;
     jm_disp_t *disp;
     uint32_t nphases;

@@ -57,17 +57,10 @@ static int check_old_journal(jm_t *jm, char *err, size_t errlen)
 int jm_recovery_start(jm_t *jm, int margc, const char **margv, char *err,
                       size_t errlen)
 {
-    char hash[65];
-
     if (check_old_journal(jm, err, errlen) != 0)
         return -1;
     if (!jm->opt.journal)
         return 0;
-    if (spits_file_hash(jm->module_path, hash) != 0) {
-        snprintf(err, errlen, "cannot read module %s: %s", jm->module_path,
-                 strerror(errno));
-        return -1;
-    }
     jm->journal = spits_journal_create(jm->opt.jobdir, err, errlen);
     if (!jm->journal)
         return -1;
@@ -76,7 +69,7 @@ int jm_recovery_start(jm_t *jm, int margc, const char **margv, char *err,
         json_array_append_new(argv, json_string(margv[i]));
     json_t *doc = json_pack("{s:i, s:s, s:s, s:s, s:o}", "version", 1,
                             "job_id", jm->job_id, "module", jm->module_path,
-                            "module_hash", hash, "argv", argv);
+                            "module_hash", jm->module_hash, "argv", argv);
     int rc = doc ? spits_journal_add_json(jm->journal, SPITS_JR_JOB, 0, 0, doc) : -1;
     json_decref(doc);
     if (rc != 0) {
@@ -152,6 +145,7 @@ int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
     *margc_out = (int)n;
     snprintf(jm->job_id, sizeof jm->job_id, "%s", id);
     snprintf(jm->module_path, sizeof jm->module_path, "%s", mod);
+    snprintf(jm->module_hash, sizeof jm->module_hash, "%s", hash);
 
     if (jr->torn_bytes)
         spits_warn("%s/%s: cut off a torn tail of %llu byte(s) at byte %llu "

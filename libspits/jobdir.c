@@ -163,12 +163,16 @@ int spits_announce_write(const char *dir, const spits_announce_t *a,
                          char *err, size_t errlen)
 {
     char path[PATH_MAX];
-    json_t *doc = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:s, s:f}",
+    json_t *doc = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:f}",
                             "version", SPITS_ANNOUNCE_VERSION,
                             "job_id", a->job_id, "endpoint", a->endpoint,
                             "host", a->host, "module", a->module,
+                            "module_hash", a->module_hash,
+                            "security", a->curve ? "curve" : "none",
                             "pid", (json_int_t)a->pid, "started", a->started,
                             "started_unix", a->started_unix);
+    if (doc && a->curve)
+        json_object_set_new(doc, "server_key", json_string(a->server_key));
     if (!doc) {
         snprintf(err, errlen, "cannot encode the announce file (is the module "
                               "path valid UTF-8?)");
@@ -217,7 +221,17 @@ int spits_announce_parse(const json_t *doc, spits_announce_t *a, char *err,
         copy_str(doc, "endpoint", a->endpoint, sizeof a->endpoint, err, errlen) ||
         copy_str(doc, "host", a->host, sizeof a->host, err, errlen) ||
         copy_str(doc, "module", a->module, sizeof a->module, err, errlen) ||
-        copy_str(doc, "started", a->started, sizeof a->started, err, errlen))
+        copy_str(doc, "started", a->started, sizeof a->started, err, errlen) ||
+        copy_str(doc, "module_hash", a->module_hash, sizeof a->module_hash, err, errlen))
+        return -1;
+    const char *sec = json_string_value(json_object_get(doc, "security"));
+    if (!sec || (strcmp(sec, "curve") != 0 && strcmp(sec, "none") != 0)) {
+        snprintf(err, errlen, "field 'security' is missing or not \"curve\" or \"none\"");
+        return -1;
+    }
+    a->curve = strcmp(sec, "curve") == 0;
+    if (a->curve &&
+        copy_str(doc, "server_key", a->server_key, sizeof a->server_key, err, errlen))
         return -1;
     v = json_object_get(doc, "pid");
     if (!json_is_integer(v) || json_integer_value(v) <= 0) {
@@ -296,6 +310,9 @@ int spits_jobdir_selftest(void)
     snprintf(a.endpoint, sizeof a.endpoint, "tcp://node7:5555");
     snprintf(a.host, sizeof a.host, "node7");
     snprintf(a.module, sizeof a.module, "/opt/mod.so");
+    snprintf(a.module_hash, sizeof a.module_hash, "%064d", 7);
+    a.curve = 1;
+    snprintf(a.server_key, sizeof a.server_key, "rq:rM>}U?@Lns47E1%%kR.o@n%%FcmmsL/@{H8]yf7");
     snprintf(a.started, sizeof a.started, "2026-01-01T00:00:00Z");
     a.pid = 1234;
     a.started_unix = 1767225600.5;
@@ -303,6 +320,8 @@ int spits_jobdir_selftest(void)
     CHECK(spits_announce_read(dir, &b, err, sizeof err) == 0);
     CHECK(strcmp(b.job_id, a.job_id) == 0 && strcmp(b.endpoint, a.endpoint) == 0);
     CHECK(strcmp(b.module, a.module) == 0 && b.pid == 1234);
+    CHECK(b.curve == 1 && strcmp(b.server_key, a.server_key) == 0 &&
+          strcmp(b.module_hash, a.module_hash) == 0);
     CHECK(b.started_unix == a.started_unix);
 
     /* A broken announce file is an error that names the file. */

@@ -23,6 +23,9 @@ typedef struct {
     char endpoint[512];
     char host[256];
     char module[4096];
+    char module_hash[65];     /* BLAKE2b-256 of the module file, hex */
+    int curve;                /* 1: CurveZMQ (keys in DIR/tm.key) */
+    char server_key[41];      /* the JM's public key (Z85) when curve */
     long pid;
     char started[32];
     double started_unix;

@@ -197,7 +197,8 @@ static int send_phase(tm_child_t *c, const tm_phase_t *ph)
 
 uint32_t tm_child_run(tm_child_t *c, const char *module_path,
                       const tm_item_t *it, int64_t timeout_ms,
-                      spits_buf_t *result, char *why, size_t whylen)
+                      uint64_t max_result, spits_buf_t *result, char *why,
+                      size_t whylen)
 {
     unsigned char hdr[8];
     int64_t deadline = timeout_ms > 0 ? spits_now_ms() + timeout_ms : 0;
@@ -219,11 +220,13 @@ uint32_t tm_child_run(tm_child_t *c, const char *module_path,
     if ((rc = read_all(c->fd, hdr, 8, deadline)) != 0)
         goto ended;
     uint32_t status = get_u32(hdr), len = get_u32(hdr + 4);
-    if (spits_buf_reserve(result, len) != 0) {
+    if (len > max_result || spits_buf_reserve(result, len) != 0) {
         char ended_by[64];
         kill(c->pid, SIGKILL);
         child_reap(c, ended_by, sizeof ended_by);
-        snprintf(why, whylen, "out of memory for a %u-byte result", len);
+        snprintf(why, whylen, len > max_result
+                 ? "its %u-byte result is over --max-task-bytes"
+                 : "out of memory for its %u-byte result", len);
         return SPITS_ST_FAILED;
     }
     if ((rc = read_all(c->fd, result->data, len, deadline)) != 0)

@@ -31,6 +31,7 @@
 #include <sodium.h>
 
 #include "jobdir.h"
+#include "keys.h"
 #include "log.h"
 #include "tm.h"
 #include "util.h"
@@ -39,7 +40,12 @@ enum { TM_CONNECTING, TM_READY, TM_LOST };
 
 typedef struct {
     /* options */
-    const char *jobdir, *connect, *module_override;
+    const char *jobdir, *connect, *module_override, *key_file;
+    int insecure;
+    spits_keys_t keys;           /* CURVE: the job's server key, client pair */
+    long long max_task;          /* the JM's largest task or result */
+    void *mon;                   /* the socket's monitor: failed handshakes */
+    unsigned mon_gen;
     double wait, reconnect, task_timeout, drain_timeout;
     int workers, prefetch, isolate;
 
@@ -105,6 +111,10 @@ static void usage(FILE *f)
 "      --drain-timeout SEC    on SIGTERM/SIGINT, how long running tasks may\n"
 "                             take to finish before the TM leaves anyway (25)\n"
 "  -m, --module PATH          load this module file instead of the announced one\n"
+"                             (its BLAKE2b hash must match the job manager's)\n"
+"  -k, --key-file FILE        with --connect: the job's key file (spits-jm\n"
+"                             --export-key); with --jobdir, DIR/tm.key is used\n"
+"      --insecure             no CurveZMQ, for a job manager run --insecure\n"
 "  -v, --verbose              more logging (repeat for more)\n"
 "  -q, --quiet                errors only\n"
 "  -h, --help                 this help\n"
@@ -115,7 +125,8 @@ static void usage(FILE *f)
             spits_online_cores());
 }
 
-enum { OPT_RECONNECT = 256, OPT_ISOLATE, OPT_TASK_TIMEOUT, OPT_DRAIN_TIMEOUT };
+enum { OPT_RECONNECT = 256, OPT_ISOLATE, OPT_TASK_TIMEOUT, OPT_DRAIN_TIMEOUT,
+       OPT_INSECURE };
 
 static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
 {
@@ -128,6 +139,8 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
         {"prefetch", required_argument, NULL, 'p'},
         {"module", required_argument, NULL, 'm'},
         {"isolate", no_argument, NULL, OPT_ISOLATE},
+        {"key-file", required_argument, NULL, 'k'},
+        {"insecure", no_argument, NULL, OPT_INSECURE},
         {"task-timeout", required_argument, NULL, OPT_TASK_TIMEOUT},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
         {"verbose", no_argument, NULL, 'v'},
@@ -139,7 +152,7 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
     int c;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":d:c:w:n:p:m:vqhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":d:c:w:n:p:m:k:vqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': tm->jobdir = optarg; break;
         case 'c': tm->connect = optarg; break;
@@ -163,6 +176,8 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
             tm->prefetch = (int)v;
             break;
         case OPT_ISOLATE: tm->isolate = 1; break;
+        case 'k': tm->key_file = optarg; break;
+        case OPT_INSECURE: tm->insecure = 1; break;
         case OPT_TASK_TIMEOUT:
             if (spits_parse_seconds(optarg, 1e7, &tm->task_timeout) ||
                 tm->task_timeout < 0.001)
@@ -186,6 +201,12 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
         return spits_bad_option("%s", "give --jobdir DIR or --connect ENDPOINT");
     if (tm->jobdir && tm->connect)
         return spits_bad_option("%s", "give --jobdir or --connect, not both");
+    if (tm->connect && !tm->key_file && !tm->insecure)
+        return spits_bad_option("%s", "--connect needs --key-file FILE (made by "
+                                "spits-jm --export-key), or --insecure for a job "
+                                "manager run --insecure");
+    if (tm->key_file && tm->insecure)
+        return spits_bad_option("%s", "give --key-file or --insecure, not both");
     if (tm->task_timeout > 0 && !tm->isolate)
         return spits_bad_option("%s", "--task-timeout needs --isolate: a "
                                 "worker thread cannot be stopped, a process can");
@@ -194,9 +215,96 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
 
 /* --- connection -------------------------------------------------------- */
 
+/* Security from the job dir: jm.json says whether the JM runs CURVE; the
+ * keys come from DIR/tm.key (or --key-file). A mismatch is an error here,
+ * with the fix in it, rather than a handshake that never completes. */
+static int security_from_announce(tm_t *tm, const spits_announce_t *a)
+{
+    char path[PATH_MAX], err[1024];
+
+    if (!a->curve) {
+        if (!tm->insecure) {
+            spits_error("the job manager of %s runs --insecure (no CurveZMQ): "
+                        "start this task manager with --insecure too", tm->jobdir);
+            return -1;
+        }
+        return 0;
+    }
+    if (tm->insecure) {
+        spits_error("the job manager of %s requires CurveZMQ: drop --insecure",
+                    tm->jobdir);
+        return -1;
+    }
+    if (tm->key_file)
+        snprintf(path, sizeof path, "%s", tm->key_file);
+    else
+        snprintf(path, sizeof path, "%s/%s", tm->jobdir, SPITS_TM_KEY_FILE);
+    if (spits_keys_read(path, &tm->keys, 0, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return -1;
+    }
+    if (strcmp(tm->keys.server_public, a->server_key) != 0) {
+        spits_error("%s does not match the server key in %s/%s (a stale key "
+                    "file?)", path, tm->jobdir, SPITS_ANNOUNCE_FILE);
+        return -1;
+    }
+    return 0;
+}
+
+/* Watches the socket for failed handshakes: wrong keys, or a JM that does
+ * not speak CURVE (or speaks it while we do not). */
+static int monitor_start(tm_t *tm)
+{
+    char ep[64];
+    if (tm->mon)
+        zmq_close(tm->mon);
+    tm->mon = NULL;
+    snprintf(ep, sizeof ep, "inproc://spits-tm-monitor-%u", ++tm->mon_gen);
+    if (zmq_socket_monitor(tm->sock, ep, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0 ||
+        !(tm->mon = zmq_socket(tm->zctx, ZMQ_PAIR)) || zmq_connect(tm->mon, ep) != 0) {
+        spits_error("cannot monitor the socket: %s", zmq_strerror(errno));
+        return -1;
+    }
+    zmq_setsockopt(tm->mon, ZMQ_LINGER, &(int){0}, sizeof(int));
+    return 0;
+}
+
+static void on_monitor(tm_t *tm)
+{
+    zmq_msg_t ev;
+    zmq_msg_init(&ev);
+    while (zmq_msg_recv(&ev, tm->mon, ZMQ_DONTWAIT) >= 0) {
+        uint16_t event = 0;
+        if (zmq_msg_size(&ev) >= 2)
+            memcpy(&event, zmq_msg_data(&ev), 2);
+        while (zmq_msg_more(&ev))
+            zmq_msg_recv(&ev, tm->mon, 0);
+        if (!event)
+            continue;
+        const char *why = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+            ? "it does not accept this task manager's key (a key file of "
+              "another job?)"
+            : tm->insecure ? "it requires CurveZMQ: drop --insecure and give "
+                             "--key-file"
+                           : "wrong server key, or it runs --insecure";
+        if (!tm->welcomed) {
+            spits_error("the job manager at %s refused the handshake: %s",
+                        tm->endpoint, why);
+            tm->done = -1;
+        } else {
+            spits_warn("the job manager at %s refused the handshake: %s; "
+                       "looking for it", tm->endpoint, why);
+        }
+    }
+    zmq_msg_close(&ev);
+}
+
 static int tm_connect(tm_t *tm)
 {
     int one = 1, linger = 1000, ivl = 100, ivl_max = 2000, hwm = 100000;
+    int64_t maxmsg = 2 * tm->max_task + (16LL << 20);
 
     if (tm->sock)
         zmq_close(tm->sock);
@@ -205,6 +313,19 @@ static int tm_connect(tm_t *tm)
         spits_error("cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
         return -1;
     }
+    zmq_setsockopt(tm->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (!tm->insecure &&
+        (zmq_setsockopt(tm->sock, ZMQ_CURVE_SERVERKEY, tm->keys.server_public,
+                        strlen(tm->keys.server_public) + 1) != 0 ||
+         zmq_setsockopt(tm->sock, ZMQ_CURVE_PUBLICKEY, tm->keys.client_public,
+                        strlen(tm->keys.client_public) + 1) != 0 ||
+         zmq_setsockopt(tm->sock, ZMQ_CURVE_SECRETKEY, tm->keys.client_secret,
+                        strlen(tm->keys.client_secret) + 1) != 0)) {
+        spits_error("cannot set up CurveZMQ: %s", zmq_strerror(errno));
+        return -1;
+    }
+    if (monitor_start(tm) != 0)
+        return -1;
     zmq_setsockopt(tm->sock, ZMQ_ROUTING_ID, tm->rid, strlen(tm->rid));
     zmq_setsockopt(tm->sock, ZMQ_LINGER, &linger, sizeof linger);
     /* Queue nothing on a connection that is not up: unsent results stay in
@@ -269,10 +390,11 @@ static void look_for_jm(tm_t *tm)
         return;
     }
     if (spits_announce_read(tm->jobdir, &a, err, sizeof err) == 0 &&
-        strcmp(a.endpoint, tm->endpoint) != 0) {
+        (strcmp(a.endpoint, tm->endpoint) != 0 ||
+         strcmp(a.server_key, tm->keys.server_public) != 0)) {
         spits_info("job manager now at %s", a.endpoint);
         snprintf(tm->endpoint, sizeof tm->endpoint, "%s", a.endpoint);
-        if (tm_connect(tm) != 0)
+        if (security_from_announce(tm, &a) != 0 || tm_connect(tm) != 0)
             tm->done = -1;
     }
 }
@@ -312,13 +434,26 @@ static void phase_switch(tm_t *tm, tm_phase_t *ph)
     }
 }
 
-static int load_module(tm_t *tm, const char *announced)
+/* Loads the module the JM names (or --module's copy), refusing a file
+ * whose hash differs from the JM's: a stale copy on a node-local disk must
+ * not run the job. */
+static int load_module(tm_t *tm, const char *announced, const char *want_hash)
 {
-    char err[1024];
+    char err[1024], hash[65];
     const char *path = tm->module_override ? tm->module_override : announced;
 
     if (!realpath(path, tm->module_path)) {
         spits_error("cannot load module %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (spits_file_hash(tm->module_path, hash) != 0) {
+        spits_error("cannot read module %s: %s", tm->module_path, strerror(errno));
+        return -1;
+    }
+    if (strcmp(hash, want_hash) != 0) {
+        spits_error("module %s differs from the job manager's %s (BLAKE2b "
+                    "%.16s... here, %.16s... there): refusing to run it",
+                    tm->module_path, announced, hash, want_hash);
         return -1;
     }
     tm->mod = spits_module_open(tm->module_path, err, sizeof err);
@@ -348,10 +483,22 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
     const char *module = j ? json_string_value(json_object_get(j, "module")) : NULL;
     json_t *argv = j ? json_object_get(j, "argv") : NULL;
     json_int_t hb = j ? json_integer_value(json_object_get(j, "heartbeat_ms")) : 0;
+    const char *mhash = j ? json_string_value(json_object_get(j, "module_hash")) : NULL;
+    json_int_t max_task = j ? json_integer_value(json_object_get(j, "max_task_bytes")) : 0;
 
-    if (!job || !module || hb <= 0 || (h->phase && !json_is_array(argv))) {
-        bad_message(tm, why ? why : "WELCOME without job_id/module/heartbeat/argv");
+    if (!job || !module || hb <= 0 || (h->phase && !json_is_array(argv)) ||
+        !mhash || max_task <= 0) {
+        bad_message(tm, why ? why : "WELCOME without job_id/module/module_hash/"
+                                    "heartbeat/max_task_bytes/argv");
         json_decref(j);
+        return;
+    }
+    if (max_task > tm->max_task) {
+        /* Our socket would drop its larger messages: raise our limit. */
+        tm->max_task = max_task;
+        json_decref(j);
+        if (tm_connect(tm) != 0)
+            tm->done = -1;
         return;
     }
     if (tm->job_id[0] && strcmp(tm->job_id, job) != 0) {
@@ -363,7 +510,7 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
     }
     snprintf(tm->job_id, sizeof tm->job_id, "%s", job);
     if (!tm->mod) {
-        if (load_module(tm, module) != 0) {
+        if (load_module(tm, module, mhash) != 0) {
             tm->done = -1;
             json_decref(j);
             return;
@@ -380,6 +527,7 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
     tm->hb_ms = hb;
     tm->lost_ms = 5 * hb < 3000 ? 3000 : 5 * hb;
     if (!tm->pool_started) {
+        tm->pool.max_result = (uint64_t)tm->max_task;
         if (tm_pool_start(&tm->pool, tm->mod) != 0) {
             spits_error("cannot start %d worker threads", tm->workers);
             tm->done = -1;
@@ -680,13 +828,14 @@ static int tm_loop(tm_t *tm)
     tm->last_look = tm->now;
     send_hello(tm);
     while (!tm->done) {
-        zmq_pollitem_t items[2] = {
+        zmq_pollitem_t items[3] = {
             {tm->sock, 0, ZMQ_POLLIN, 0},
             {NULL, tm->wake_fd, ZMQ_POLLIN, 0},
+            {tm->mon, 0, ZMQ_POLLIN, 0},
         };
         if (tm->npending && tm->state == TM_READY)
             items[0].events |= ZMQ_POLLOUT;
-        if (zmq_poll(items, 2, 100) < 0 && errno != EINTR) {
+        if (zmq_poll(items, 3, 100) < 0 && errno != EINTR) {
             spits_error("zmq_poll: %s", zmq_strerror(errno));
             return 1;
         }
@@ -695,6 +844,11 @@ static int tm_loop(tm_t *tm)
             uint64_t v;
             if (read(tm->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
                 spits_debug("eventfd: %s", strerror(errno));
+        }
+        if (items[2].revents & ZMQ_POLLIN) {
+            on_monitor(tm);
+            if (tm->done)
+                break;
         }
         for (int i = 0; i < 256 && !tm->done; i++) {
             zmq_msg_t msg;
@@ -735,6 +889,11 @@ static int find_jm(tm_t *tm)
 
     if (tm->connect) {
         snprintf(tm->endpoint, sizeof tm->endpoint, "%s", tm->connect);
+        if (tm->key_file &&
+            spits_keys_read(tm->key_file, &tm->keys, 0, err, sizeof err) != 0) {
+            spits_error("%s", err);
+            return 1;
+        }
         return 0;
     }
     for (;;) {
@@ -759,7 +918,7 @@ static int find_jm(tm_t *tm)
     }
     snprintf(tm->endpoint, sizeof tm->endpoint, "%s", a.endpoint);
     snprintf(tm->job_id, sizeof tm->job_id, "%s", a.job_id);
-    return 0;
+    return security_from_announce(tm, &a) == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -775,6 +934,7 @@ int main(int argc, char **argv)
     tm.wait = 60;
     tm.reconnect = 300;
     tm.drain_timeout = 25;
+    tm.max_task = 1LL << 30;
     tm.workers = spits_online_cores();
     tm.prefetch = -1;
     tm.wake_fd = -1;
@@ -840,6 +1000,8 @@ int main(int argc, char **argv)
         fflush(stderr);
         _exit(rc);
     }
+    if (tm.mon)
+        zmq_close(tm.mon);
     zmq_ctx_term(tm.zctx);
     tm_pool_destroy(&tm.pool);
     for (size_t i = 0; i < tm.npending; i++)

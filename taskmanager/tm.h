@@ -83,6 +83,7 @@ typedef struct {
     const char *module_path;  /* for --isolate's children; read-only */
     int isolate;              /* --isolate: run tasks in child processes */
     int64_t task_timeout_ms;  /* --task-timeout (0: none); isolate only */
+    uint64_t max_result;      /* the JM's --max-task-bytes; set before start */
     int nworkers;
     pthread_t *threads;
     atomic_int alive_workers;
@@ -98,7 +99,8 @@ void tm_child_destroy(tm_child_t **c);
  * died (why says how), TIMEOUT past timeout_ms (0: none). */
 uint32_t tm_child_run(tm_child_t *c, const char *module_path,
                       const tm_item_t *it, int64_t timeout_ms,
-                      spits_buf_t *result, char *why, size_t whylen);
+                      uint64_t max_result, spits_buf_t *result, char *why,
+                      size_t whylen);
 /* The child's side: spits-tm --worker-child MODULE. */
 int tm_child_main(int argc, char **argv);
 

@@ -20,6 +20,9 @@
 #include "tm.h"
 
 #define WORKER_CHUNK_MAX 256
+/* A result message is cut near this size (plus one record at most), so
+ * it stays under the JM's ZMQ_MAXMSGSIZE. */
+#define OUTBOX_SEG_BYTES (4u << 20)
 /* Tasks longer than this are taken one at a time: a chunk then buys
  * nothing, and a task held unstarted in one worker's chunk is a task
  * another worker (or a drain, or a cancel) cannot reach. */
@@ -62,7 +65,8 @@ static int outbox_append(tm_pool_t *p, const tm_phase_t *phase,
     size_t body = b->buf.len - SPITS_HDR_SIZE;
     tm_seg_t *seg = p->nout ? &p->out[p->nout - 1] : NULL;
 
-    if (!seg || seg->phase != phase) {
+    if (!seg || seg->phase != phase ||
+        (seg->batch.count && seg->batch.buf.len + body > OUTBOX_SEG_BYTES)) {
         if (p->nout == p->capout) {
             size_t cap = p->capout ? p->capout * 2 : 8;
             tm_seg_t *o = realloc(p->out, cap * sizeof *o);
@@ -111,7 +115,8 @@ static void push_result(const void *data, spitssize_t size, spitsctx_t ctx)
     w->pushed = 1;
     if (size <= 0)
         return;
-    if (size > (spitssize_t)UINT32_MAX || spits_buf_reserve(&w->result, (size_t)size) != 0) {
+    if ((uint64_t)size > w->pool->max_result ||
+        spits_buf_reserve(&w->result, (size_t)size) != 0) {
         w->pushed = -1;
         return;
     }
@@ -138,8 +143,8 @@ static uint32_t worker_run_isolated(worker_t *w, const tm_item_t *it)
 {
     char why[160];
     uint32_t status = tm_child_run(w->child, w->pool->module_path, it,
-                                   w->pool->task_timeout_ms, &w->result, why,
-                                   sizeof why);
+                                   w->pool->task_timeout_ms, w->pool->max_result,
+                                   &w->result, why, sizeof why);
     if (status == SPITS_ST_CRASHED)
         spits_warn("task %llu crashed its worker process (%s); a new one "
                    "takes over", (unsigned long long)it->id, why);
@@ -160,8 +165,9 @@ static uint32_t worker_run_here(worker_t *w, const tm_item_t *it)
     int rc = spits_module_worker_run(w->pool->mod, &w->inst, it->data,
                                      (spitssize_t)it->len, push_result, w);
     if (w->pushed < 0) {
-        spits_error("task %llu: result too large or out of memory",
-                    (unsigned long long)it->id);
+        spits_error("task %llu: its result is over --max-task-bytes (%llu) "
+                    "or out of memory; the run fails", (unsigned long long)it->id,
+                    (unsigned long long)w->pool->max_result);
         return SPITS_ST_FAILED;
     }
     if (rc != 0) {

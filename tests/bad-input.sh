@@ -44,7 +44,8 @@ expect 2 "--drain-timeout wants seconds" "$TM" --jobdir "$T/jd" --drain-timeout 
 expect 2 "not for use by hand" "$TM" --worker-child
 expect 2 "workers" "$RUN" --workers -3 "$MODS/pi.so"
 expect 2 "--task-timeout needs --isolate" "$RUN" --task-timeout 3 "$MODS/pi.so"
-expect 1 "no job manager answered at tcp://127.0.0.1:1" "$TM" --connect tcp://127.0.0.1:1 --wait 2
+expect 1 "no job manager answered at tcp://127.0.0.1:1" "$TM" --connect tcp://127.0.0.1:1 --insecure --wait 2
+expect 2 "--connect needs --key-file FILE" "$TM" --connect tcp://127.0.0.1:1
 expect 1 "no jm.json appeared" "$TM" --jobdir "$T/empty" --wait 1
 mkdir -p "$T/broken" && echo '{"version": 1' >"$T/broken/jm.json"
 expect 1 "jm.json" "$TM" --jobdir "$T/broken" --wait 1

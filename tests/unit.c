@@ -9,6 +9,7 @@
 #include "adopt.h"
 #include "jobdir.h"
 #include "journal.h"
+#include "keys.h"
 #include "ring.h"
 #include "wire.h"
 
@@ -23,6 +24,7 @@ int main(void)
         {"jobdir", spits_jobdir_selftest},
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},
+        {"keys", spits_keys_selftest},
     };
     int failed = 0;
 
