@@ -46,6 +46,12 @@ expect 2 "workers" "$RUN" --workers -3 "$MODS/pi.so"
 expect 2 "--task-timeout needs --isolate" "$RUN" --task-timeout 3 "$MODS/pi.so"
 expect 1 "no job manager answered at tcp://127.0.0.1:1" "$TM" --connect tcp://127.0.0.1:1 --insecure --wait 2
 expect 2 "--connect needs --key-file FILE" "$TM" --connect tcp://127.0.0.1:1
+expect 2 "give --key-file or --insecure, not both" "$TM" --connect tcp://127.0.0.1:1 --insecure --key-file "$T/file"
+expect 1 "key file $T/file is open to others (mode 0644)" "$TM" --connect tcp://127.0.0.1:1 --key-file "$T/file" --wait 1
+cp "$T/file" "$T/empty.key" && chmod 600 "$T/empty.key"
+expect 1 "key file $T/empty.key: " "$TM" --connect tcp://127.0.0.1:1 --key-file "$T/empty.key" --wait 1
+expect 2 "--max-task-bytes wants a number" "$JM" $J --max-task-bytes 0 "$MODS/pi.so"
+expect 1 "cannot read key file $T/nojob/tm.key" "$JM" --jobdir "$T/nojob" --export-key "$T/k.key"
 expect 1 "no jm.json appeared" "$TM" --jobdir "$T/empty" --wait 1
 mkdir -p "$T/broken" && echo '{"version": 1' >"$T/broken/jm.json"
 expect 1 "jm.json" "$TM" --jobdir "$T/broken" --wait 1

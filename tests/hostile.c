@@ -1,0 +1,185 @@
+/*
+ * hostile.c - a misbehaving peer for the security tests.
+ *
+ *   hostile garbage HOST PORT        raw TCP: 64 KiB of random bytes
+ *   hostile silent HOST PORT N SEC   raw TCP: N connections that never speak
+ *   hostile probe ENDPOINT [KEYFILE] ZeroMQ DEALER, plain or (with KEYFILE,
+ *                                    a tm.key) CURVE: say HELLO, exit 0 if
+ *                                    nothing comes back within 2 s, 3 if
+ *                                    the JM answered
+ *   hostile wrongkey ENDPOINT SERVERKEY  CURVE with the right server key but
+ *                                    a client key of its own: as probe
+ *   hostile abuse ENDPOINT [KEYFILE] as a (possibly authenticated) peer:
+ *                                    an old and a future protocol version,
+ *                                    results for tasks never sent, a
+ *                                    truncated record, a 40 MB frame, a
+ *                                    multipart message; exit 0
+ *
+ * It never takes part in a job: it exists to show that the JM ignores it
+ * and the job's result stays exact.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "keys.h"
+#include "wire.h"
+
+static int tcp_open(const char *host, int port)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    if (fd < 0 || inet_pton(AF_INET, host, &a.sin_addr) != 1 ||
+        connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        perror("hostile: connect");
+        exit(1);
+    }
+    return fd;
+}
+
+static void *dealer(void *ctx, const char *ep, const spits_keys_t *k,
+                    const char *server_key)
+{
+    void *s = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    if (k) {
+        zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, k->server_public, 41);
+        zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, k->client_public, 41);
+        zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, k->client_secret, 41);
+    } else if (server_key) {
+        char pub[41], sec[41];
+        zmq_curve_keypair(pub, sec);
+        zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_key, 41);
+        zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 41);
+        zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 41);
+    }
+    if (zmq_connect(s, ep) != 0) {
+        fprintf(stderr, "hostile: zmq_connect %s: %s\n", ep, zmq_strerror(zmq_errno()));
+        exit(1);
+    }
+    return s;
+}
+
+static void send_hello(void *s)
+{
+    spits_buf_t b = {0};
+    json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:i, s:s}", "host", "hostile",
+                          "pid", 1, "workers", 1, "slots", 4, "held", 0,
+                          "job_id", "x");
+    spits_wire_encode_json(&b, SPITS_MSG_HELLO, 0, j);
+    zmq_send(s, b.data, b.len, ZMQ_DONTWAIT);
+    json_decref(j);
+    spits_buf_free(&b);
+}
+
+/* 0 if nothing arrives within ms, else 3. */
+static int expect_silence(void *s, int ms)
+{
+    zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, ms) > 0) {
+        fprintf(stderr, "hostile: the job manager answered\n");
+        return 3;
+    }
+    return 0;
+}
+
+static void abuse(void *s)
+{
+    unsigned char hdr[SPITS_HDR_SIZE];
+    spits_batch_t b = {0};
+
+    send_hello(s);
+    /* Other protocol versions. */
+    spits_wire_encode_empty(hdr, SPITS_MSG_HEARTBEAT, 1);
+    hdr[2] = 0;
+    zmq_send(s, hdr, sizeof hdr, 0);
+    hdr[2] = 200;
+    zmq_send(s, hdr, sizeof hdr, 0);
+    /* Results for tasks never sent, in this phase and others. */
+    for (uint32_t phase = 0; phase < 3; phase++) {
+        spits_batch_begin(&b, SPITS_MSG_RESULTS, phase);
+        for (uint64_t id = 0; id < 50; id++)
+            memcpy(spits_batch_add(&b, 1000000000 + id * 1000003, SPITS_ST_OK, 8), "forged!!", 8);
+        spits_batch_finish(&b);
+        zmq_send(s, b.buf.data, b.buf.len, 0);
+    }
+    /* A truncated record: the header promises more than the frame has. */
+    zmq_send(s, b.buf.data, b.buf.len - 3, 0);
+    /* A message type only a JM sends, and an unknown one. */
+    spits_wire_encode_empty(hdr, SPITS_MSG_END, 1);
+    zmq_send(s, hdr, sizeof hdr, 0);
+    hdr[3] = 99;
+    zmq_send(s, hdr, sizeof hdr, 0);
+    /* Multipart. */
+    zmq_send(s, hdr, sizeof hdr, ZMQ_SNDMORE);
+    zmq_send(s, hdr, sizeof hdr, 0);
+    /* A frame over any sane limit (the JM drops the connection). */
+    size_t big = 40u << 20;
+    unsigned char *p = calloc(1, big);
+    if (p) {
+        memcpy(p, b.buf.data, SPITS_HDR_SIZE);
+        zmq_send(s, p, big, 0);
+        free(p);
+    }
+    spits_batch_free(&b);
+    sleep(1);   /* let it all go out */
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 4 && strcmp(argv[1], "garbage") == 0) {
+        int fd = tcp_open(argv[2], atoi(argv[3]));
+        unsigned char buf[65536];
+        for (size_t i = 0; i < sizeof buf; i++)
+            buf[i] = (unsigned char)(rand() & 0xff);
+        if (write(fd, buf, sizeof buf) < 0)
+            perror("hostile: write");
+        sleep(1);
+        close(fd);
+        return 0;
+    }
+    if (argc >= 6 && strcmp(argv[1], "silent") == 0) {
+        int n = atoi(argv[4]);
+        for (int i = 0; i < n; i++)
+            tcp_open(argv[2], atoi(argv[3]));
+        sleep((unsigned)atoi(argv[5]));
+        return 0;
+    }
+    void *ctx = zmq_ctx_new();
+    spits_keys_t k;
+    char err[512];
+    int rc = 2;
+    if (argc >= 3 && (strcmp(argv[1], "probe") == 0 || strcmp(argv[1], "abuse") == 0)) {
+        if (argc >= 4 && spits_keys_read(argv[3], &k, 0, err, sizeof err) != 0) {
+            fprintf(stderr, "hostile: %s\n", err);
+            return 1;
+        }
+        void *s = dealer(ctx, argv[2], argc >= 4 ? &k : NULL, NULL);
+        if (argv[1][0] == 'p') {
+            send_hello(s);
+            rc = expect_silence(s, 2000);
+        } else {
+            abuse(s);
+            rc = 0;
+        }
+        zmq_close(s);
+    } else if (argc >= 4 && strcmp(argv[1], "wrongkey") == 0) {
+        void *s = dealer(ctx, argv[2], NULL, argv[3]);
+        send_hello(s);
+        rc = expect_silence(s, 2000);
+        zmq_close(s);
+    } else {
+        fprintf(stderr, "usage: see tests/hostile.c\n");
+    }
+    zmq_ctx_term(ctx);
+    return rc;
+}

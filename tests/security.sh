@@ -1,0 +1,103 @@
+#!/bin/bash
+# Security: CurveZMQ by default with the job's keys in the job dir, a peer
+# without them gets nothing, mismatched settings fail with a clear message
+# on the TM's side, a module that differs from the JM's is refused, and a
+# live job survives hostile peers with its result exact.
+. "$(dirname "$0")/lib.sh"
+
+H=$top_builddir/tests/hostile
+n=2000
+port() { json "$T/$1/jm.json" "d['endpoint'].rsplit(':', 1)[1]"; }
+mode() { stat -c %a "$1"; }
+
+# 1. A default job: keys in the dir, 0600, announced as curve.
+# (--max-task-bytes 1 MB caps messages near 18 MB: the abuser's 40 MB
+# frame is dropped by libzmq before any of our code sees it.)
+start_jm a --max-task-bytes 1000000 "$MODS/bench.so" -n $n -s 4000
+jm=$JM_PID
+wait_for "[ -s $T/a/jm.json ]" 30 "jm.json"
+[ "$(json "$T/a/jm.json" "d['security']")" = curve ] || fail "jm.json does not say curve"
+[ "$(mode "$T/a")" = 700 ] && [ "$(mode "$T/a/jm.key")" = 600 ] && [ "$(mode "$T/a/tm.key")" = 600 ] \
+    || fail "modes: dir $(mode "$T/a"), jm.key $(mode "$T/a/jm.key"), tm.key $(mode "$T/a/tm.key")"
+grep -q server_secret "$T/a/tm.key" && fail "tm.key holds the server's secret"
+ep=$(json "$T/a/jm.json" "d['endpoint']"); ep=tcp://127.0.0.1:${ep##*:}
+start_tm a a.tm -n 2; tm=$TM_PID
+wait_for "grep -q joined $T/a.jm.log" 30 "the TM to join"
+# 2. While the job runs, all at once: strangers get nothing (no CURVE, or
+# CURVE with a key of their own), garbage, silent connections, and a peer
+# holding the job's key abuses the protocol.
+"$H" probe "$ep" & p1=$!
+"$H" wrongkey "$ep" "$(json "$T/a/jm.json" "d['server_key']")" & p2=$!
+"$H" garbage 127.0.0.1 "$(port a)" & p3=$!
+"$H" silent 127.0.0.1 "$(port a)" 200 2 & p4=$!
+"$H" abuse "$ep" "$T/a/tm.key" & p5=$!
+wait $p1 || fail "a plain ZeroMQ peer got an answer"
+wait $p2 || fail "a peer with its own key got an answer"
+wait $p3 || fail "the garbage sender failed"
+wait $p4 || fail "the silent connections failed"
+wait $p5 || fail "the abuser failed"
+kill -0 $jm 2>/dev/null || fail "the job was over before the attacks were (make it longer)"
+wait $jm || fail "the attacked job exited $?"
+[ "$(cat "$T/a.out")" = "$(bench_checksum $n)" ] || fail "attacked job printed '$(cat "$T/a.out")'"
+wait $tm || fail "the TM exited $?"
+grep -q "refused a connection from 127.0.0.1: not this job's client key (logged once per address)" \
+    "$T/a.jm.log" || fail "the wrong key was not logged"
+[ "$(grep -c "not this job's client key" "$T/a.jm.log")" = 1 ] || fail "refusals flood the log"
+grep -q "refused a connection that failed the CurveZMQ handshake" "$T/a.jm.log" \
+    || fail "the plain peer's failed handshake was not logged"
+r=$T/a/report.json
+[ "$(json $r "d['counters']['bad_messages'] >= 5 and d['counters']['bogus'] >= 50")" = True ] \
+    || fail "the abuse was not counted: $(json $r "d['counters']")"
+[ "$(json $r "d['counters']['committed']")" = $n ] || fail "committed"
+[ "$(json $r "d['counters']['bytes_in'] < 40 << 20")" = True ] || fail "the 40 MB frame got through"
+# A task over --max-task-bytes is an error naming it, not a crash.
+start_jm big --max-task-bytes 1000 "$MODS/bench.so" -n 5 -t 5000
+jmbig=$JM_PID
+start_tm big big.tm -n 1
+wait $jmbig; rc=$?
+[ $rc = 1 ] || fail "an oversized task: spits-jm exited $rc, not 1"
+grep -q "task 0 is 5000 bytes, over --max-task-bytes (1000)" "$T/big.jm.log" || fail "the oversized task is not named"
+
+# 4. Mismatched security fails on the TM's side, with the fix in the message.
+start_jm b --insecure "$MODS/bench.so" -n 50
+jmb=$JM_PID
+wait_for "[ -s $T/b/jm.json ]" 30 "b's jm.json"
+grep -q "insecure: connections are neither encrypted nor authenticated" "$T/b.jm.log" || fail "no --insecure warning"
+[ -e "$T/b/tm.key" ] && fail "an --insecure job wrote key files"
+out=$(timeout 30 "$TM" --jobdir "$T/b" 2>&1); rc=$?
+[ $rc = 1 ] || fail "a CURVE TM on an --insecure job exited $rc"
+case $out in *"runs --insecure (no CurveZMQ): start this task manager with --insecure too"*) ;;
+    *) fail "said: $out" ;; esac
+"$H" probe "tcp://127.0.0.1:$(port b)"; [ $? = 3 ] || fail "the probe cannot even see an --insecure JM"
+start_tm b b.tm --insecure -n 2
+wait $jmb || fail "the --insecure job exited $?"
+[ "$(cat "$T/b.out")" = "$(bench_checksum 50)" ] || fail "--insecure job printed '$(cat "$T/b.out")'"
+
+start_jm c "$MODS/bench.so" -n 300 -s 2000
+jmc=$JM_PID
+wait_for "[ -s $T/c/jm.json ]" 30 "c's jm.json"
+cep=tcp://127.0.0.1:$(port c)
+out=$(timeout 30 "$TM" --jobdir "$T/c" --insecure 2>&1); rc=$?
+[ $rc = 1 ] && case $out in *"requires CurveZMQ: drop --insecure"*) true ;; *) false ;; esac \
+    || fail "--insecure TM on a CURVE job: $rc $out"
+out=$(timeout 30 "$TM" --connect "$cep" --insecure --wait 20 2>&1); rc=$?
+[ $rc = 1 ] && case $out in *"refused the handshake: it requires CurveZMQ"*) true ;; *) false ;; esac \
+    || fail "--connect --insecure TM on a CURVE job: $rc $out"
+# The exported key file lets a TM that cannot see the job dir join.
+"$JM" --jobdir "$T/c" --export-key "$T/exported.key" 2>/dev/null || fail "--export-key exited $?"
+[ "$(mode "$T/exported.key")" = 600 ] || fail "the exported key is mode $(mode "$T/exported.key")"
+chmod 644 "$T/exported.key"
+out=$(timeout 30 "$TM" --connect "$cep" --key-file "$T/exported.key" 2>&1); rc=$?
+[ $rc = 1 ] && case $out in *"must be yours and mode 0600"*) true ;; *) false ;; esac \
+    || fail "a readable key file was used: $rc $out"
+chmod 600 "$T/exported.key"
+# 5. A module file that differs from the JM's is refused.
+cp "$MODS/pi.so" "$T/other.so"
+out=$(timeout 30 "$TM" --jobdir "$T/c" --module "$T/other.so" 2>&1); rc=$?
+[ $rc = 1 ] && case $out in *"differs from the job manager's"*"refusing to run it"*) true ;; *) false ;; esac \
+    || fail "a different module was run: $rc $out"
+timeout 60 "$TM" --connect "$cep" --key-file "$T/exported.key" -n 2 >"$T/c.tm.log" 2>&1 \
+    || fail "the TM with the exported key exited $?"
+wait $jmc || fail "job c exited $?"
+[ "$(cat "$T/c.out")" = "$(bench_checksum 300)" ] || fail "job c printed '$(cat "$T/c.out")'"
+echo ok
