@@ -269,55 +269,30 @@ static const char *apply_record(spits_jr_t *jr, const unsigned char *h)
     }
 }
 
-int spits_journal_load(const char *dir, spits_jr_t *jr, char *err, size_t errlen)
+int spits_journal_parse(const void *data, size_t len, const char *name,
+                        spits_jr_t *jr, char *err, size_t errlen)
 {
-    char path[PATH_MAX];
-    struct stat st;
+    const unsigned char *m = data;
     const char *why = NULL;
     uint64_t off = JR_FILE_HDR;
 
     memset(jr, 0, sizeof *jr);
-    snprintf(path, sizeof path, "%s/%s", dir, SPITS_JOURNAL_FILE);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return 1;
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    if (len < JR_FILE_HDR) {
+        snprintf(err, errlen, "%s is %zu bytes: too short to hold a job", name, len);
         return -1;
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s is not a regular file", path);
-        close(fd);
-        return -1;
-    }
-    if ((uint64_t)st.st_size < JR_FILE_HDR) {
-        snprintf(err, errlen, "%s is %lld bytes: too short to hold a job",
-                 path, (long long)st.st_size);
-        close(fd);
-        return -1;
-    }
-    jr->maplen = (size_t)st.st_size;
-    jr->map = mmap(NULL, jr->maplen, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (jr->map == MAP_FAILED) {
-        jr->map = NULL;
-        snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
-        return -1;
-    }
-    const unsigned char *m = jr->map;
     if (memcmp(m, JR_MAGIC, 8) != 0) {
-        snprintf(err, errlen, "%s is not a spits journal", path);
-        goto fail;
+        snprintf(err, errlen, "%s is not a spits journal", name);
+        return -1;
     }
     if (get_u32(m + 8) != JR_VERSION) {
         snprintf(err, errlen, "%s has journal version %u; this spits-jm "
-                 "reads version %d", path, get_u32(m + 8), JR_VERSION);
-        goto fail;
+                 "reads version %d", name, get_u32(m + 8), JR_VERSION);
+        return -1;
     }
-
-    while (off < jr->maplen) {
+    while (off < len) {
         const unsigned char *h = m + off;
-        uint64_t rem = jr->maplen - off;
+        uint64_t rem = len - off;
         if (rem < JR_HDR)
             break;                                  /* torn header */
         if (get_u32(h + 28) != (uint32_t)sum64(h, 28)) {
@@ -341,19 +316,60 @@ int spits_journal_load(const char *dir, spits_jr_t *jr, char *err, size_t errlen
         off += total;
     }
     jr->valid_len = off;
-    jr->torn_bytes = jr->maplen - off;
+    jr->torn_bytes = len - off;
     if (!jr->job) {
-        snprintf(err, errlen, "%s holds no complete job record", path);
-        goto fail;
+        snprintf(err, errlen, "%s holds no complete job record", name);
+        spits_journal_unload(jr);
+        return -1;
     }
     return 0;
 corrupt:
     snprintf(err, errlen, "%s is damaged at byte %llu (record %llu): %s; "
-             "it cannot be resumed", path, (unsigned long long)off,
+             "it cannot be resumed", name, (unsigned long long)off,
              (unsigned long long)jr->records + 1, why);
-fail:
     spits_journal_unload(jr);
     return -1;
+}
+
+int spits_journal_load(const char *dir, spits_jr_t *jr, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    struct stat st;
+
+    memset(jr, 0, sizeof *jr);
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_JOURNAL_FILE);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 1;
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s is not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if ((uint64_t)st.st_size < JR_FILE_HDR) {
+        snprintf(err, errlen, "%s is %lld bytes: too short to hold a job",
+                 path, (long long)st.st_size);
+        close(fd);
+        return -1;
+    }
+    size_t len = (size_t)st.st_size;
+    void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "cannot map %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (spits_journal_parse(map, len, path, jr, err, errlen) != 0) {
+        munmap(map, len);
+        return -1;
+    }
+    jr->map = map;             /* the records point into it */
+    jr->maplen = len;
+    return 0;
 }
 
 void spits_journal_unload(spits_jr_t *jr)

@@ -132,6 +132,10 @@ typedef struct {
 int spits_journal_load(const char *dir, spits_jr_t *out, char *err,
                        size_t errlen);
 void spits_journal_unload(spits_jr_t *jr);
+/* The same checks on bytes in memory (which must outlive jr); name is for
+ * messages. Used by spits_journal_load and by the fuzzer. */
+int spits_journal_parse(const void *data, size_t len, const char *name,
+                        spits_jr_t *jr, char *err, size_t errlen);
 
 int spits_journal_selftest(void);
 

@@ -71,7 +71,7 @@ int spits_keys_write(const char *path, const spits_keys_t *k,
     return 0;
 }
 
-static int copy_key(json_t *doc, const char *field, char *out, const char *path,
+static int copy_key(const json_t *doc, const char *field, char *out, const char *path,
                     char *err, size_t errlen)
 {
     const char *s = json_string_value(json_object_get(doc, field));
@@ -114,6 +114,19 @@ int spits_keys_read(const char *path, spits_keys_t *k, int need_server_secret,
         snprintf(err, errlen, "key file %s: %s (line %d)", path, jerr.text, jerr.line);
         return -1;
     }
+    int rc = spits_keys_parse(doc, k, need_server_secret, path, err, errlen);
+    json_decref(doc);
+    return rc;
+}
+
+int spits_keys_parse(const json_t *doc, spits_keys_t *k, int need_server_secret,
+                     const char *path, char *err, size_t errlen)
+{
+    memset(k, 0, sizeof *k);
+    if (!json_is_object(doc)) {
+        snprintf(err, errlen, "key file %s: not a JSON object", path);
+        return -1;
+    }
     json_t *v = json_object_get(doc, "version");
     const char *id = json_string_value(json_object_get(doc, "job_id"));
     const char *ep = json_string_value(json_object_get(doc, "endpoint"));
@@ -133,7 +146,6 @@ int spits_keys_read(const char *path, spits_keys_t *k, int need_server_secret,
         snprintf(k->endpoint, sizeof k->endpoint, "%s", ep ? ep : "");
         rc = 0;
     }
-    json_decref(doc);
     return rc;
 }
 

@@ -21,6 +21,7 @@
 #define SPITS_KEYS_H
 
 #include <stddef.h>
+#include <jansson.h>
 
 #define SPITS_JM_KEY_FILE "jm.key"
 #define SPITS_TM_KEY_FILE "tm.key"
@@ -44,6 +45,9 @@ int spits_keys_write(const char *path, const spits_keys_t *k,
  * with err naming the file and the problem. */
 int spits_keys_read(const char *path, spits_keys_t *k, int need_server_secret,
                     char *err, size_t errlen);
+/* The checks of spits_keys_read on a parsed document (path: for messages). */
+int spits_keys_parse(const json_t *doc, spits_keys_t *k, int need_server_secret,
+                     const char *path, char *err, size_t errlen);
 /* A well-formed Z85 key: 40 characters that decode to 32 bytes. */
 int spits_key_valid(const char *z85);
 
