@@ -698,6 +698,7 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
      * for them before sending it tasks, or it would be sent (and run
      * again) the very tasks it holds results for. */
     t->settle_until = pending > 0 ? d->now + 2000 : 0;
+    t->settle_records = pending;
     d->alive++;
     d->st.tms_joined++;
     d->version++;
@@ -733,7 +734,7 @@ static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_RESULTS:
         /* Results from a TM we lost still count: work is never thrown
          * away while its task is unfinished. */
-        if (t)
+        if (t && t->settle_until && (t->settle_records -= (int64_t)h.count) <= 0)
             t->settle_until = 0;
         on_results(d, t, &h, rx);
         keep = 1;

@@ -31,6 +31,7 @@ typedef struct {
     uint64_t scan_version;   /* ring version of its last fruitless resend scan */
     int64_t settle_until;    /* re-attached with results: serve it only
                                 once they are in (or by this time) */
+    int64_t settle_records;  /* results it said it holds, not yet in */
 } jm_tm_t;
 
 typedef struct jm_tmtab jm_tmtab_t;
