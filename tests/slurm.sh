@@ -1,0 +1,300 @@
+#!/bin/bash
+# tests/slurm.sh - the sbatch scripts of tools/slurm/ against a real Slurm
+# on this machine: a one-node cluster (slurmctld, slurmd and a munged of
+# its own, all on loopback, config and state in a temporary directory).
+#
+#   a. spits-jm.sbatch and three spits-tm.sbatch jobs: exact primes count
+#      in the JM job's output, report.json "ok", work done by a TM job,
+#      every job COMPLETED with exit 0.
+#   b. spits-shared.sbatch submitted 3 times for one job dir: exactly one
+#      JM, two TMs, exact result, every job ended with exit 0.
+#   c. spits-shared.sbatch, the JM's Slurm job cancelled mid-job: a new
+#      copy takes the lock over and resumes; the surviving TM job
+#      re-attaches; exact bench checksum.
+#
+# Run as root: installs slurm-wlm and munge with apt-get when missing.
+# Prints "SKIP: <reason>" and exits 77 when it cannot run (not root, no
+# packages, daemons not up in time). Everything is bounded in time and
+# torn down on exit. SPITS_SLURM_LOGDIR, if set, receives the daemons'
+# logs and the jobs' output files.
+set -u
+here=$(cd "$(dirname "$0")" && pwd -P)
+top_srcdir=${top_srcdir:-$(cd "$here/.." && pwd -P)}
+top_builddir=${top_builddir:-$top_srcdir}
+SCRIPTS=$top_srcdir/tools/slurm
+MODS=$top_builddir/modules/.libs
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+
+skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+fail() {
+    echo "FAIL: $*"
+    [ -d "${T:-/nonexistent}/out" ] && for f in "$T"/out/*.out; do
+        [ -f "$f" ] && { echo "--- $f"; tail -n 15 "$f"; }
+    done
+    [ -n "${T:-}" ] && [ -f "$T/slurmctld.log" ] && { echo "--- slurmctld.log"; grep -E "error|fatal" "$T/slurmctld.log" | tail -n 10; }
+    exit 1
+}
+
+[ "$(id -u)" = 0 ] || skip "not root (the test installs packages and starts slurmctld, slurmd and munged)"
+for p in "$top_builddir/jobmanager/spits-jm" "$top_builddir/taskmanager/spits-tm" \
+    "$MODS/primes.so" "$MODS/bench.so"; do
+    [ -e "$p" ] || fail "not built: $p"
+done
+
+# ---- the scripts' own argument checks (no Slurm needed) -------------------
+for s in spits-jm spits-tm spits-shared; do
+    out=$(env -u SPITS_JOBDIR -u SPITS_MODULE bash "$SCRIPTS/$s.sbatch" 2>&1 </dev/null)
+    rc=$?
+    [ "$rc" = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] &&
+        case $out in *"no job directory"*) true ;; *) false ;; esac ||
+        fail "$s.sbatch without arguments: exit $rc, '$out'"
+done
+out=$(bash "$SCRIPTS/spits-jm.sbatch" /tmp/x 2>&1 </dev/null)
+case $out in "spits-jm.sbatch: no module"*) ;; *) fail "spits-jm.sbatch without module: '$out'" ;; esac
+
+# ---- packages ---------------------------------------------------------------
+need_cmds="slurmctld slurmd sbatch srun squeue scontrol scancel sinfo munged mungekey"
+missing=
+for c in $need_cmds; do
+    PATH=$PATH:/usr/sbin:/sbin command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
+done
+if [ -n "$missing" ]; then
+    command -v apt-get >/dev/null 2>&1 || skip "no Slurm (missing:$missing) and no apt-get"
+    echo "installing slurm-wlm munge (missing:$missing)"
+    export DEBIAN_FRONTEND=noninteractive
+    { timeout 300 apt-get update -q && timeout 600 apt-get install -y -q \
+        --no-install-recommends -o Dpkg::Use-Pty=0 slurm-wlm munge; } </dev/null >/tmp/spits-slurm-apt.$$.log 2>&1 ||
+        { tail -n 5 /tmp/spits-slurm-apt.$$.log; rm -f /tmp/spits-slurm-apt.$$.log; skip "apt-get install slurm-wlm munge failed"; }
+    rm -f /tmp/spits-slurm-apt.$$.log
+fi
+PATH=$PATH:/usr/sbin:/sbin
+for c in $need_cmds; do
+    command -v "$c" >/dev/null 2>&1 || skip "$c not found after installing slurm-wlm munge"
+done
+
+# ---- the cluster ------------------------------------------------------------
+T=$(mktemp -d "${TMPDIR:-/tmp}/spits-slurm.XXXXXX") || fail "mktemp"
+chmod 755 "$T" # munged wants its socket's directory searchable by all
+mkdir -p "$T/state" "$T/spool" "$T/out" "$T/bin" "$T/run"
+started=
+
+cleanup() {
+    local rc=$? p i
+    trap - EXIT INT TERM
+    if [ -n "${SLURM_CONF:-}" ] && [ -n "$started" ]; then
+        timeout 10 scancel --quiet --full --user=root >/dev/null 2>&1
+        for i in $(seq 50); do
+            [ -z "$(timeout 5 squeue -h -o %i 2>/dev/null)" ] && break
+            sleep 0.2
+        done
+    fi
+    if [ -n "${SPITS_SLURM_LOGDIR:-}" ]; then
+        mkdir -p "$SPITS_SLURM_LOGDIR" &&
+            cp -f "$T"/*.log "$T"/slurm.conf "$T"/out/*.out "$SPITS_SLURM_LOGDIR"/ 2>/dev/null
+    fi
+    # Only the daemons this test started, by their pid files.
+    for p in slurmd slurmctld munged; do
+        [ -f "$T/$p.pid" ] || continue
+        i=$(cat "$T/$p.pid" 2>/dev/null) || continue
+        case $i in '' | *[!0-9]*) continue ;; esac
+        kill "$i" 2>/dev/null || continue
+        for _ in $(seq 50); do kill -0 "$i" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$i" 2>/dev/null
+    done
+    rm -rf "$T"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# Two free TCP ports on loopback for slurmctld and slurmd.
+read -r PORT1 PORT2 < <("$PY" -c '
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])') || fail "no free ports"
+
+H=$(hostname -s)
+NCPU=$(nproc)
+mungekey --create --keyfile="$T/munge.key" || skip "mungekey cannot create a key"
+munged --socket="$T/munge.sock" --key-file="$T/munge.key" --pid-file="$T/munged.pid" \
+    --log-file="$T/munged.log" --seed-file="$T/munged.seed" </dev/null ||
+    skip "munged does not start: $(tail -n 1 "$T/munged.log" 2>/dev/null)"
+started=1
+
+write_conf() { # SELECT_TYPE SELECT_PARAMS OVERSUBSCRIBE
+    cat >"$T/slurm.conf" <<EOF
+ClusterName=spitstest
+SlurmctldHost=$H(127.0.0.1)
+SlurmctldPort=$PORT1
+SlurmdPort=$PORT2
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$T/munge.sock
+StateSaveLocation=$T/state
+SlurmdSpoolDir=$T/spool
+SlurmctldPidFile=$T/slurmctld.pid
+SlurmdPidFile=$T/slurmd.pid
+SlurmctldLogFile=$T/slurmctld.log
+SlurmdLogFile=$T/slurmd.log
+MailProg=/bin/true
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=$1
+${2:+SelectTypeParameters=$2}
+MpiDefault=none
+ReturnToService=2
+MinJobAge=600
+KillWait=5
+NodeName=$H NodeAddr=127.0.0.1 CPUs=$NCPU State=UNKNOWN
+PartitionName=spits Nodes=$H Default=YES MaxTime=INFINITE State=UP OverSubscribe=$3
+EOF
+}
+
+# start_cluster: slurmctld and slurmd up and the node idle within 30 s.
+start_cluster() {
+    local i
+    timeout 30 slurmctld -f "$T/slurm.conf" </dev/null >>"$T/start.log" 2>&1 || return 1
+    timeout 30 slurmd -f "$T/slurm.conf" -N "$H" </dev/null >>"$T/start.log" 2>&1 || return 1
+    for i in $(seq 60); do
+        case $(timeout 5 sinfo -h -n "$H" -o %T 2>/dev/null) in idle) return 0 ;; esac
+        sleep 0.5
+    done
+    return 1
+}
+stop_cluster() {
+    local p i
+    for p in slurmd slurmctld; do
+        i=$(cat "$T/$p.pid" 2>/dev/null) || continue
+        kill "$i" 2>/dev/null
+        for _ in $(seq 50); do kill -0 "$i" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$i" 2>/dev/null
+        rm -f "$T/$p.pid"
+    done
+    rm -rf "$T/state" "$T/spool" && mkdir -p "$T/state" "$T/spool"
+}
+
+export SLURM_CONF=$T/slurm.conf
+write_conf select/cons_tres CR_Core NO
+if ! start_cluster; then
+    echo "select/cons_tres did not come up; trying select/linear"
+    stop_cluster
+    write_conf select/linear "" FORCE:4
+    start_cluster || skip "slurmctld/slurmd did not bring node $H to idle within 30 s ($(grep -hE 'fatal|error' "$T"/slurm*.log 2>/dev/null | tail -n 1))"
+fi
+echo "cluster up: $(grep ^SelectType "$T/slurm.conf" | tr '\n' ' ')node $H, $NCPU CPUs, ports $PORT1/$PORT2"
+
+# ---- helpers ------------------------------------------------------------------
+ln -s "$top_builddir/jobmanager/spits-jm" "$top_builddir/taskmanager/spits-tm" "$T/bin/"
+export SPITS_JM_OPTS="--bind tcp://127.0.0.1:0"
+export SPITS_TM_OPTS="--wait 60 --reconnect-timeout 60"
+unset SPITS_JOBDIR SPITS_MODULE SPITS_ARGS SPITS_BIN
+
+submit() { # SCRIPT SBATCH_ARGS... -- SCRIPT_ARGS...: prints the job id
+    local script=$1 id
+    shift
+    id=$(cd "$T/out" && timeout 20 sbatch --parsable --time=5 -o "$T/out/%x-%j.out" "$@" \
+        </dev/null) || fail "sbatch $script $* failed"
+    echo "${id%%;*}"
+}
+# wait_gone SECONDS IDS...: until none of the jobs is in squeue
+wait_gone() {
+    local limit=$1 i left
+    shift
+    for i in $(seq $((limit * 2))); do
+        left=$(timeout 5 squeue -h -o %i -j "$(echo "$@" | tr ' ' ,)" 2>/dev/null) || left=x
+        [ -z "$left" ] && return 0
+        sleep 0.5
+    done
+    timeout 5 squeue
+    fail "jobs $* still in the queue after ${limit}s"
+}
+# job_ok ID: COMPLETED with exit code 0:0
+job_ok() {
+    local info
+    info=$(timeout 5 scontrol show job "$1" 2>&1)
+    case $info in
+        *JobState=COMPLETED*ExitCode=0:0*) ;;
+        *) fail "job $1: $(printf '%s\n' "$info" | grep -oE '(JobName|JobState|ExitCode)=[^ ]*' | tr '\n' ' ')" ;;
+    esac
+}
+out_of() { echo "$T/out/$2-$1.out"; } # ID NAME
+json() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# ---- a. spits-jm.sbatch + spits-tm.sbatch ----------------------------------
+t0=$SECONDS
+D=$T/run/a
+jm=$(SPITS_BIN=$T/bin submit spits-jm "$SCRIPTS/spits-jm.sbatch" "$D" "$MODS/primes.so" 100000000 200)
+tms=
+for i in 1 2 3; do
+    tms="$tms $(PATH=$top_builddir/taskmanager:$PATH SPITS_JOBDIR=$D \
+        submit spits-tm --cpus-per-task=1 "$SCRIPTS/spits-tm.sbatch")"
+done
+wait_gone 120 $jm $tms
+for j in $jm $tms; do job_ok "$j"; done
+grep -qx "primes below 100000000: 5761455" "$(out_of "$jm" spits-jm)" ||
+    fail "a: no exact result in the JM job's output"
+[ "$(json "$D/report.json" "d['status']")" = ok ] || fail "a: report.json status is not ok"
+[ "$(json "$D/report.json" "d['counters']['committed']")" = 200 ] || fail "a: committed"
+[ "$(json "$D/report.json" "sum(t['done'] for t in d['tms'])")" -ge 200 ] || fail "a: the TM jobs did not do the work"
+joined=$(cat $(for j in $tms; do out_of "$j" spits-tm; done) | grep -c "spits-tm: joined job")
+[ "$joined" -ge 1 ] || fail "a: no TM job joined the JM"
+echo "a: spits-jm.sbatch + 3 spits-tm.sbatch: exact, $joined TM job(s) joined ($((SECONDS - t0))s)"
+
+# ---- b. spits-shared.sbatch x 3 ----------------------------------------------
+t0=$SECONDS
+D=$T/run/b
+ids=
+for i in 1 2 3; do
+    ids="$ids $(SPITS_BIN=$T/bin SPITS_JOBDIR=$D SPITS_MODULE=$MODS/primes.so SPITS_ARGS="100000000 200" \
+        submit spits "--cpus-per-task=1" "$SCRIPTS/spits-shared.sbatch")"
+done
+wait_gone 120 $ids
+for j in $ids; do job_ok "$j"; done
+njm=0 ntm=0 jmid=
+for j in $ids; do
+    f=$(out_of "$j" spits)
+    grep -q "role jm: Job Manager" "$f" && { njm=$((njm + 1)); jmid=$j; }
+    grep -q "role tm: Task Manager" "$f" && ntm=$((ntm + 1))
+done
+[ "$njm" = 1 ] && [ "$ntm" = 2 ] || fail "b: $njm JM(s) and $ntm TM(s), want 1 and 2"
+grep -qx "primes below 100000000: 5761455" "$(out_of "$jmid" spits)" || fail "b: no exact result"
+[ "$(json "$D/report.json" "d['status']")" = ok ] || fail "b: report.json status is not ok"
+echo "b: spits-shared.sbatch x3: job $jmid was the JM, exact ($((SECONDS - t0))s)"
+
+# ---- c. spits-shared.sbatch: the JM's job cancelled, taken over ---------------
+t0=$SECONDS
+D=$T/run/c
+n=400
+export SPITS_BIN=$T/bin SPITS_JOBDIR=$D SPITS_MODULE=$MODS/bench.so SPITS_ARGS="-n $n -s 30000"
+first=$(submit spits --cpus-per-task=1 "$SCRIPTS/spits-shared.sbatch")
+for i in $(seq 100); do [ -s "$D/jm.lock/owner" ] && [ -e "$D/jm.json" ] && break; sleep 0.2; done
+[ -e "$D/jm.json" ] || fail "c: the first job did not start a JM"
+second=$(submit spits --cpus-per-task=1 "$SCRIPTS/spits-shared.sbatch")
+for i in $(seq 100); do grep -q "spits-tm: joined" "$(out_of "$second" spits)" 2>/dev/null && break; sleep 0.2; done
+grep -q "role tm" "$(out_of "$second" spits)" || fail "c: the second job is not a TM"
+sleep 1
+[ -e "$D/report.json" ] && fail "c: the job ended before the JM's job was cancelled"
+timeout 10 scancel "$first" || fail "c: scancel failed"
+wait_gone 30 "$first"
+third=$(submit spits --cpus-per-task=1 "$SCRIPTS/spits-shared.sbatch")
+wait_gone 120 "$second" "$third"
+job_ok "$second"
+job_ok "$third"
+f=$(out_of "$third" spits)
+grep -q "taking over" "$f" && grep -q "role jm: Job Manager of $D (resuming)" "$f" ||
+    fail "c: the third job did not take the JM over"
+want=$(top_builddir=$top_builddir top_srcdir=$top_srcdir bash -c ". '$here/lib.sh'; bench_checksum $n")
+grep -qx "$want" "$f" || fail "c: no exact checksum ('$want') in the new JM's output"
+[ "$(json "$D/report.json" "d['status'], d['resumed']")" = "ok True" ] ||
+    fail "c: report.json: $(json "$D/report.json" "d['status'], d['resumed']")"
+echo "c: JM job cancelled, job $third took over and resumed, exact ($((SECONDS - t0))s)"
+echo ok
