@@ -251,8 +251,10 @@ static int security_from_announce(tm_t *tm, const spits_announce_t *a)
     return 0;
 }
 
-/* Watches the socket for failed handshakes: wrong keys, or a JM that does
- * not speak CURVE (or speaks it while we do not). */
+/* Watches the socket for failed handshakes (wrong keys, or a JM that does
+ * not speak CURVE, or speaks it while we do not) and for a dropped
+ * connection: a JM that died is looked for at once, not after --wait's
+ * silence (a resumed JM announces a new endpoint in jm.json). */
 static int monitor_start(tm_t *tm)
 {
     char ep[64];
@@ -262,7 +264,8 @@ static int monitor_start(tm_t *tm)
     snprintf(ep, sizeof ep, "inproc://spits-tm-monitor-%u", ++tm->mon_gen);
     if (zmq_socket_monitor(tm->sock, ep, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                            ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0 ||
+                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                           ZMQ_EVENT_DISCONNECTED) != 0 ||
         !(tm->mon = zmq_socket(tm->zctx, ZMQ_PAIR)) || zmq_connect(tm->mon, ep) != 0) {
         spits_error("cannot monitor the socket: %s", zmq_strerror(errno));
         return -1;
@@ -283,6 +286,16 @@ static void on_monitor(tm_t *tm)
             zmq_msg_recv(&ev, tm->mon, 0);
         if (!event)
             continue;
+        if (event == ZMQ_EVENT_DISCONNECTED) {
+            if (tm->state == TM_READY && !tm->done) {
+                spits_warn("lost the connection to the job manager at %s; "
+                           "looking for it", tm->endpoint);
+                tm->state = TM_LOST;
+                tm->lost_since = tm->now;
+                tm->last_look = 0;
+            }
+            continue;
+        }
         const char *why = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
             ? "it does not accept this task manager's key (a key file of "
               "another job?)"
