@@ -88,10 +88,16 @@ struct jm_disp {
     int64_t bad_logged_at;
     int stopping;                    /* a signal stopped the job */
     jm_adopt_t *adopt;               /* a resumed phase's early results */
+    jm_live_t live;                  /* the phase as of the last tick */
+    struct { int64_t t; uint64_t r; } samples[50];  /* 5 s of resolutions */
+    size_t nsamples, sample_at;
+    int64_t next_progress;
+    int tty;                         /* stderr is a terminal: redraw */
     jm_disp_stats_t st;
 };
 
 static void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
+static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 
 /* --- sending ----------------------------------------------------------- */
 
@@ -617,6 +623,7 @@ static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
                 memset(c, 0, sizeof *c);
                 c->id = rec.id;
                 c->status = rec.status;
+                d->st.poison++;
                 task_resolve(d, task);
             } else {
                 spits_debug("task %llu failed (attempt %d); retrying",
@@ -744,6 +751,9 @@ static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_HEARTBEAT:
         if (!t || !t->alive)
             send_empty(d, rid, ridlen, SPITS_MSG_WHO);
+        break;
+    case SPITS_MSG_STATUS:
+        on_status(d, rid, ridlen);
         break;
     case SPITS_MSG_DRAIN:
         /* Leaving soon: it hands back its queued tasks and finishes the
@@ -885,6 +895,70 @@ out:
 
 /* --- timers, monitor, control ------------------------------------------ */
 
+/* Takes the live snapshot: counters of the other threads are read under
+ * the genq lock, once per tick. */
+static void live_update(jm_disp_t *d)
+{
+    jm_live_t *l = &d->live;
+    jm_phase_t *p = d->phase;
+    if (!p)
+        return;
+    jm_genq_t *q = &p->genq;
+    pthread_mutex_lock(&q->lock);
+    l->generated = q->made;
+    l->gen_done = q->done;
+    l->total = q->total + p->st.replayed;
+    l->resolved = q->resolved;
+    pthread_mutex_unlock(&q->lock);
+    l->phase = p->st.id;
+    l->replayed = p->st.replayed;
+    l->failed = d->st.poison;
+    l->sent = d->st.sent;
+    l->resent = d->st.resent;
+    l->duplicates = d->st.duplicates;
+    l->requeued = d->st.requeued;
+    l->running = 0;
+    l->tms_alive = d->alive;
+    for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
+        jm_tm_t *t = jm_tmtab_at(d->tms, i);
+        if (t->alive)
+            l->running += (uint64_t)t->outstanding;
+    }
+    /* The rate over the last 5 s of ticks. */
+    size_t cap = sizeof d->samples / sizeof *d->samples;
+    d->samples[d->sample_at].t = d->now;
+    d->samples[d->sample_at].r = l->resolved;
+    d->sample_at = (d->sample_at + 1) % cap;
+    if (d->nsamples < cap)
+        d->nsamples++;
+    size_t oldest = d->nsamples < cap ? 0 : d->sample_at;
+    int64_t dt = d->now - d->samples[oldest].t;
+    l->rate = dt > 0 ? (double)(l->resolved - d->samples[oldest].r) * 1000.0 / (double)dt : 0;
+}
+
+static void progress(jm_disp_t *d)
+{
+    if (!d->phase || spits_log_level() < SPITS_LOG_INFO || d->now < d->next_progress)
+        return;
+    if (!d->tty && d->jm->opt.progress <= 0)
+        return;
+    jm_progress_print(&d->live, d->tty);
+    d->next_progress = d->now + (d->tty ? 500 : (int64_t)(d->jm->opt.progress * 1000));
+}
+
+/* spits-status asks; the answer goes to its routing id. It is not a TM. */
+static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
+{
+    spits_buf_t buf = {0};
+    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now);
+    if (!d->phase)
+        json_object_set_new(doc, "state", json_string("between phases"));
+    if (doc && spits_wire_encode_json(&buf, SPITS_MSG_STATUS, d->live.phase, doc) == 0)
+        send_to(d, rid, ridlen, buf.data, buf.len);
+    json_decref(doc);
+    spits_buf_free(&buf);
+}
+
 static void disp_tick(jm_disp_t *d)
 {
     unsigned char hb[SPITS_HDR_SIZE];
@@ -986,6 +1060,11 @@ static void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
 
 static void disp_phase_end(jm_disp_t *d)
 {
+    if (d->tty && d->next_progress) {
+        fputc('\n', stderr);            /* end the redrawn progress line */
+        d->next_progress = 0;
+    }
+    d->nsamples = d->sample_at = 0;
     /* Every task is resolved; anything left is a bug worth not leaking. */
     if (d->ring) {
         for (uint64_t id = spits_ring_low(d->ring); id < spits_ring_next(d->ring); id++)
@@ -1067,6 +1146,8 @@ static void *disp_main(void *arg)
             disp_recv(d);
         if (d->now >= d->next_tick || d->now < d->probe_until) {
             disp_tick(d);
+            live_update(d);
+            progress(d);
             d->next_tick = d->now + DISP_TICK_MS;
         }
         disp_serve(d);
@@ -1154,6 +1235,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     pthread_cond_init(&d->ctl_cond, NULL);
     atomic_init(&d->ctl_pending, 0);
     d->hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
+    d->tty = isatty(STDERR_FILENO) && spits_log_level() >= SPITS_LOG_INFO;
     d->timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
     d->tms = jm_tmtab_new();
     d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -83,11 +83,13 @@ static void wake(int fd)
 }
 
 /* Appends a chunk to the genq; wakes the dispatcher if it had run dry. */
-static void gen_flush(jm_genq_t *q, jm_task_t *head, jm_task_t *tail, size_t n)
+static void gen_flush(jm_genq_t *q, jm_task_t *head, jm_task_t *tail, size_t n,
+                      uint64_t made)
 {
     if (!n)
         return;
     pthread_mutex_lock(&q->lock);
+    q->made = made;
     int was_empty = q->head == NULL;
     if (q->tail)
         q->tail->next = head;
@@ -202,12 +204,12 @@ static void *gen_main(void *arg)
         bytes_made += t->len;
         if (n >= GEN_CHUNK_TASKS || chunk_bytes >= GEN_CHUNK_BYTES ||
             atomic_load_explicit(&q->queued, memory_order_relaxed) == 0) {
-            gen_flush(q, head, tail, n);
+            gen_flush(q, head, tail, n, id);
             head = tail = NULL;
             n = chunk_bytes = 0;
         }
     }
-    gen_flush(q, head, tail, n);
+    gen_flush(q, head, tail, n, id);
     free(g->pending);
     p->st.generated = id;
     if (sk < p->nskip && !p->gen_error[0] && !stopped)
@@ -220,6 +222,7 @@ static void *gen_main(void *arg)
     /* The committer waits for the tasks queued, not the ones skipped. */
     pthread_mutex_lock(&q->lock);
     q->done = 1;
+    q->made = id;
     q->total = id - skipped;
     pthread_mutex_unlock(&q->lock);
     wake(q->wake_fd);

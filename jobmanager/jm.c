@@ -46,6 +46,9 @@ static void usage(FILE *f)
 "      --insecure          no CurveZMQ: plain, unauthenticated connections\n"
 "      --max-task-bytes N  largest task or result (1073741824); larger ones\n"
 "                          fail with an error naming the task\n"
+"      --progress-interval SEC  when stderr is not a terminal, a progress\n"
+"                          line every SEC seconds (60; 0: none). On a\n"
+"                          terminal the line redraws itself; -q: none\n"
 "      --export-key FILE   copy the running job's TM key file (DIR/tm.key) to\n"
 "                          FILE, for spits-tm --connect ... --key-file FILE\n"
 "  -v, --verbose           more logging (repeat for more)\n"
@@ -60,7 +63,7 @@ static void usage(FILE *f)
 
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
        OPT_WINDOW, OPT_WINDOW_BYTES, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
-       OPT_MAX_TASK, OPT_EXPORT_KEY };
+       OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS };
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
@@ -79,6 +82,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"insecure", no_argument, NULL, OPT_INSECURE},
         {"max-task-bytes", required_argument, NULL, OPT_MAX_TASK},
         {"export-key", required_argument, NULL, OPT_EXPORT_KEY},
+        {"progress-interval", required_argument, NULL, OPT_PROGRESS},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -140,6 +144,10 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
             jm->opt.max_task = v;
             break;
         case OPT_EXPORT_KEY: jm->opt.export_key = optarg; break;
+        case OPT_PROGRESS:
+            if (spits_parse_seconds(optarg, 1e6, &jm->opt.progress))
+                return spits_bad_option("--progress-interval wants seconds, not '%s'", optarg);
+            break;
         case 'v': (*verbosity)++; break;
         case 'q': *verbosity = SPITS_LOG_ERROR; break;
         case 'h': usage(stdout); return 0;
@@ -279,6 +287,7 @@ int main(int argc, char **argv)
     jm.opt.window_bytes = 1L << 30;
     jm.opt.journal = 1;
     jm.opt.max_task = JM_MAX_TASK_DEFAULT;
+    jm.opt.progress = 60;
     spits_log_init("spits-jm", SPITS_LOG_INFO);
     rc = parse_args(&jm, argc, argv, &verbosity);
     if (rc >= 0)

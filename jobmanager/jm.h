@@ -67,6 +67,8 @@ typedef struct {
     int insecure;           /* --insecure: no CURVE */
     long long max_task;     /* --max-task-bytes: largest task or result */
     const char *export_key; /* --export-key FILE: copy DIR/tm.key, exit */
+    double progress;        /* --progress-interval: seconds between lines
+                               when stderr is not a terminal (0: none) */
     int resume;             /* --resume: continue the job in DIR/journal */
 } jm_opts_t;
 
@@ -100,6 +102,7 @@ typedef struct {
     uint64_t low;             /* dispatcher: oldest unresolved id */
     uint64_t freed_bytes;     /* dispatcher: bytes of resolved tasks */
     uint64_t resolved;        /* committer: tasks committed or failed */
+    uint64_t made;            /* generator: ids made so far (for status) */
     int stop;                 /* main: give up generating */
     int wake_fd;              /* the dispatcher's eventfd */
 } jm_genq_t;
@@ -244,6 +247,24 @@ void jm_recovery_finish(jm_t *jm, int status, int finished);
 /* A job that failed before it ran: a new job's journal is removed. */
 void jm_recovery_abandon(jm_t *jm);
 
+/* status.c: a snapshot the dispatcher takes of a running phase */
+typedef struct {
+    uint32_t phase;
+    uint64_t generated;       /* task ids the generator has made */
+    uint64_t total;           /* the phase's tasks, once gen_done */
+    int gen_done;
+    uint64_t resolved;        /* committed or failed since the JM started */
+    uint64_t replayed;        /* committed from the journal (--resume) */
+    uint64_t failed;          /* poison tasks */
+    uint64_t sent, resent, duplicates, requeued, running;
+    double rate;              /* resolutions per second, recent */
+    size_t tms_alive;
+} jm_live_t;
+struct jm_tmtab;
+json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
+                       const struct jm_tmtab *tms, int64_t now_ms);
+void jm_progress_print(const jm_live_t *l, int tty);
+
 /* report.c */
 int jm_report_write(jm_t *jm, int exit_code, double finished);
 
@@ -257,6 +278,7 @@ typedef struct {
     uint64_t crashed;         /* runs that killed their worker process */
     uint64_t timed_out;       /* runs stopped by --task-timeout */
     uint64_t cancelled;       /* copies cancelled after another committed */
+    uint64_t poison;          /* tasks given up after --max-attempts runs */
     uint64_t adopted;         /* results a re-attached TM computed for tasks
                                  this JM had not sent yet (after --resume) */
     uint64_t stale;           /* results of an earlier phase */

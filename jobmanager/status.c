@@ -1,0 +1,115 @@
+/*
+ * status.c - the live view of a running job: the document spits-status
+ * gets back for a STATUS request, and the progress line on the JM's
+ * stderr. Both are built from a jm_live_t snapshot that the dispatcher
+ * takes on its own thread (dispatch.c), so nothing here locks anything.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "jm.h"
+#include "log.h"
+#include "tmtable.h"
+#include "util.h"
+
+/* Resident set size now, in bytes (0 if unknown). */
+static uint64_t rss_bytes(void)
+{
+    unsigned long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static double eta_seconds(const jm_live_t *l)
+{
+    uint64_t done = l->resolved + l->replayed;
+    if (!l->gen_done || l->rate <= 0 || l->total < done)
+        return -1;
+    return (double)(l->total - done) / l->rate;
+}
+
+json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
+                       const jm_tmtab_t *tms, int64_t now_ms)
+{
+    struct rusage ru;
+    char started[32];
+    double eta = eta_seconds(l);
+    json_t *rows = json_array();
+
+    getrusage(RUSAGE_SELF, &ru);
+    for (size_t i = 0; i < jm_tmtab_count(tms); i++) {
+        const jm_tm_t *t = jm_tmtab_at(tms, i);
+        if (!t->alive)
+            continue;
+        int busy = t->outstanding < t->workers ? t->outstanding : t->workers;
+        json_array_append_new(rows, json_pack(
+            "{s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:f, s:b}",
+            "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
+            "busy", busy, "held", t->outstanding, "done", (json_int_t)t->done,
+            "failed", (json_int_t)t->failed,
+            "last_heard_s", (now_ms - t->last_heard) / 1000.0,
+            "draining", t->draining));
+    }
+    spits_iso_time(jm->started, started, sizeof started);
+    return json_pack(
+        "{s:i, s:s, s:s, s:s, s:s, s:f, s:i,"
+        " s:{s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+        " s:f, s:o, s:o,"
+        " s:{s:I, s:I, s:f, s:f}}",
+        "version", 1, "state", "running", "job_id", jm->job_id,
+        "module", jm->module_path, "started", started,
+        "elapsed_s", spits_wall_time() - jm->started, "phase", (int)l->phase,
+        "tasks",
+        "generated", (json_int_t)l->generated, "generation_done", l->gen_done,
+        "total", (json_int_t)(l->gen_done ? l->total : 0),
+        "sent", (json_int_t)l->sent, "running", (json_int_t)l->running,
+        "committed", (json_int_t)(l->resolved + l->replayed - l->failed),
+        "failed", (json_int_t)l->failed, "resent", (json_int_t)l->resent,
+        "duplicates", (json_int_t)l->duplicates,
+        "requeued", (json_int_t)l->requeued, "replayed", (json_int_t)l->replayed,
+        "rate_per_s", l->rate,
+        "eta_s", eta >= 0 ? json_real(eta) : json_null(),
+        "tms", rows,
+        "jm", "rss_bytes", (json_int_t)rss_bytes(),
+        "max_rss_bytes", (json_int_t)ru.ru_maxrss * 1024,
+        "cpu_user_s", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+        "cpu_system_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+}
+
+void jm_progress_print(const jm_live_t *l, int tty)
+{
+    char bar[24], eta_s[32] = "?";
+    uint64_t done = l->resolved + l->replayed;
+    double eta = eta_seconds(l);
+    double frac = l->gen_done && l->total ? (double)done / (double)l->total : -1;
+
+    if (eta >= 0)
+        snprintf(eta_s, sizeof eta_s, "%d:%02d", (int)(eta / 60), (int)eta % 60);
+    if (frac >= 0) {
+        int filled = (int)(frac * 20 + 0.5);
+        for (int i = 0; i < 20; i++)
+            bar[i] = i < filled ? '#' : '.';
+        bar[20] = '\0';
+    }
+    char line[256];
+    if (frac >= 0)
+        snprintf(line, sizeof line, "phase %u [%s] %llu/%llu %.1f%% %.0f tasks/s ETA %s, %zu TM(s)",
+                 l->phase, bar, (unsigned long long)done, (unsigned long long)l->total,
+                 frac * 100, l->rate, eta_s, l->tms_alive);
+    else
+        snprintf(line, sizeof line, "phase %u: %llu committed, %llu generated so far, "
+                 "%.0f tasks/s, %zu TM(s)", l->phase, (unsigned long long)done,
+                 (unsigned long long)l->generated, l->rate, l->tms_alive);
+    if (tty)
+        fprintf(stderr, "\r\033[K%s: %s", spits_log_progname(), line);
+    else
+        fprintf(stderr, "%s: progress: %s\n", spits_log_progname(), line);
+    fflush(stderr);
+}

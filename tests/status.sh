@@ -1,0 +1,47 @@
+#!/bin/bash
+# Watching a job: spits-status asks the live JM over its CURVE socket (table
+# and --json), falls back to report.json once the job is over, and fails
+# clearly when there is no job or no answer; the JM prints progress lines.
+. "$(dirname "$0")/lib.sh"
+
+ST=$top_builddir/tools/spits-status
+n=3000
+start_jm job --progress-interval 0.3 "$MODS/bench.so" -n $n -s 2000
+jm=$JM_PID
+start_tm job tm -n 2; tm=$TM_PID
+wait_for "grep -q joined $T/job.jm.log" 30 "the TM to join"
+sleep 0.5
+kill -0 $jm 2>/dev/null || fail "the job ended too soon"
+"$ST" --jobdir "$T/job" >"$T/table" || fail "spits-status exited $?"
+grep -q "^job [0-9a-f]*, phase 1, running for " "$T/table" || fail "table: $(cat "$T/table")"
+grep -q " of $n committed (" "$T/table" || fail "no committed line: $(cat "$T/table")"
+grep -Eq "^  [^ ]+ +$tm +2 " "$T/table" || fail "no row for the TM: $(cat "$T/table")"
+"$ST" --jobdir "$T/job" --json >"$T/live.json" || fail "spits-status --json exited $?"
+[ "$(json "$T/live.json" "(d['state'], d['phase'], d['tasks']['total'], d['tasks']['generation_done'])")" = \
+    "('running', 1, $n, True)" ] || fail "live json: $(cat "$T/live.json")"
+[ "$(json "$T/live.json" "[(t['pid'], t['workers']) for t in d['tms']]")" = "[($tm, 2)]" ] \
+    || fail "live json tms: $(json "$T/live.json" "d['tms']")"
+[ "$(json "$T/live.json" "0 <= d['tasks']['committed'] <= $n and d['jm']['rss_bytes'] > 0")" = True ] \
+    || fail "live json counters"
+wait $jm || fail "the job exited $?"
+wait $tm
+grep -q "progress: phase 1 \[[#.]*\] [0-9]*/$n " "$T/job.jm.log" || fail "no progress line"
+# Over: the report.
+"$ST" --jobdir "$T/job" --json >"$T/over.json" || fail "spits-status on a finished job exited $?"
+[ "$(json "$T/over.json" "(d['status'], d['counters']['committed'])")" = "('ok', $n)" ] \
+    || fail "finished json: $(cat "$T/over.json")"
+"$ST" --jobdir "$T/job" | grep -q "is over: ok (exit 0)" || fail "finished table"
+# No job; a JM that does not answer.
+out=$("$ST" --jobdir "$T/nothing" 2>&1); rc=$?
+[ $rc = 1 ] && [ "$out" = "spits-status: error: no job in $T/nothing (no jm.json)" ] || fail "no job: $rc $out"
+start_jm dead "$MODS/bench.so" -n 100
+wait_for "[ -s $T/dead/jm.json ]" 30 "jm.json"
+kill -STOP "$(json "$T/dead/jm.json" "d['pid']")"
+out=$("$ST" --jobdir "$T/dead" --timeout 1 2>&1); rc=$?
+kill -CONT "$(json "$T/dead/jm.json" "d['pid']")"
+[ $rc = 1 ] && case $out in *"did not answer within 1 s"*) true ;; *) false ;; esac \
+    || fail "a stopped JM: $rc $out"
+out=$("$ST" --watch=0 2>&1); rc=$?
+[ $rc = 2 ] && case $out in *"--watch wants seconds (at least 0.1), not '0'"*) true ;; *) false ;; esac \
+    || fail "--watch=0: $rc $out"
+echo ok

@@ -1,0 +1,276 @@
+/*
+ * spits-status.c - what a job is doing, asked of its live JM.
+ *
+ *   spits-status [--jobdir DIR] [--json] [--watch [SEC]]
+ *
+ * Reads DIR/jm.json, connects to the JM the way a Task Manager does (with
+ * the job's CurveZMQ keys from DIR/tm.key), sends one STATUS request and
+ * prints the answer: a table, or with --json the JM's document as it is.
+ * A job that is over is described from DIR/report.json instead. --watch
+ * asks again every SEC seconds (2) until the job is over.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "jobdir.h"
+#include "keys.h"
+#include "log.h"
+#include "util.h"
+#include "wire.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: spits-status [OPTIONS]\n"
+"Shows what a SPITS job is doing, asking its running job manager.\n"
+"\n"
+"  -d, --jobdir DIR      the job's directory (./spits-job)\n"
+"  -j, --json            print the job manager's JSON document (or, for a\n"
+"                        job that is over, report.json)\n"
+"  -w, --watch [SEC]     ask again every SEC seconds (2) until the job ends\n"
+"  -t, --timeout SEC     how long to wait for the job manager's answer (5)\n"
+"  -h, --help            this help\n"
+"  -V, --version         print the version\n"
+"\n"
+"Exit status: 0 when the job answered or is over, 1 when it cannot be\n"
+"reached, 2 on a usage error.\n");
+}
+
+static void print_duration(double s)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        printf("%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        printf("%ld:%02ld", t / 60, t % 60);
+}
+
+static json_int_t num(json_t *o, const char *k)
+{
+    return json_integer_value(json_object_get(o, k));
+}
+
+static void print_table(json_t *doc)
+{
+    json_t *t = json_object_get(doc, "tasks"), *jm = json_object_get(doc, "jm");
+    json_int_t total = num(t, "total"), committed = num(t, "committed");
+    json_t *eta = json_object_get(doc, "eta_s");
+
+    printf("job %s, phase %d, %s for ", json_string_value(json_object_get(doc, "job_id")),
+           (int)num(doc, "phase"), json_string_value(json_object_get(doc, "state")));
+    print_duration(json_number_value(json_object_get(doc, "elapsed_s")));
+    printf("\n  module %s\n", json_string_value(json_object_get(doc, "module")));
+    if (json_is_true(json_object_get(t, "generation_done")) && total > 0)
+        printf("  tasks: %lld of %lld committed (%.1f%%)", (long long)committed,
+               (long long)total, 100.0 * (double)committed / (double)total);
+    else
+        printf("  tasks: %lld committed of %lld generated so far", (long long)committed,
+               (long long)num(t, "generated"));
+    printf(", %lld failed, %lld running, %lld re-sent, %lld duplicates\n",
+           (long long)num(t, "failed"), (long long)num(t, "running"),
+           (long long)num(t, "resent"), (long long)num(t, "duplicates"));
+    printf("  rate: %.0f tasks/s, ETA ", json_number_value(json_object_get(doc, "rate_per_s")));
+    if (json_is_number(eta))
+        print_duration(json_number_value(eta));
+    else
+        printf("unknown");
+    printf("\n  JM: %.1f MB resident (peak %.1f MB), CPU %.1f s user + %.1f s system\n",
+           num(jm, "rss_bytes") / 1e6, num(jm, "max_rss_bytes") / 1e6,
+           json_number_value(json_object_get(jm, "cpu_user_s")),
+           json_number_value(json_object_get(jm, "cpu_system_s")));
+    json_t *tms = json_object_get(doc, "tms");
+    printf("  %-20s %8s %7s %5s %9s %7s %11s\n", "TASK MANAGER", "PID", "WORKERS",
+           "BUSY", "DONE", "FAILED", "LAST HEARD");
+    for (size_t i = 0; i < json_array_size(tms); i++) {
+        json_t *r = json_array_get(tms, i);
+        printf("  %-20.20s %8lld %7lld %5lld %9lld %7lld %9.1f s%s\n",
+               json_string_value(json_object_get(r, "host")), (long long)num(r, "pid"),
+               (long long)num(r, "workers"), (long long)num(r, "busy"),
+               (long long)num(r, "done"), (long long)num(r, "failed"),
+               json_number_value(json_object_get(r, "last_heard_s")),
+               json_is_true(json_object_get(r, "draining")) ? " draining" : "");
+    }
+    if (!json_array_size(tms))
+        printf("  (no task manager connected)\n");
+}
+
+/* A job that is over: its report. 0, or -1 if there is none. */
+static int show_report(const char *dir, int as_json)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_REPORT_FILE);
+    json_t *doc = json_load_file(path, 0, NULL);
+    if (!doc)
+        return -1;
+    if (as_json) {
+        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+        printf("\n");
+    } else {
+        json_t *c = json_object_get(doc, "counters");
+        printf("job %s is over: %s (exit %lld) after ",
+               json_string_value(json_object_get(doc, "job_id")),
+               json_string_value(json_object_get(doc, "status")),
+               (long long)num(doc, "exit_code"));
+        print_duration(json_number_value(json_object_get(doc, "seconds")));
+        printf("\n  %lld committed, %lld failed, %lld re-sent, %lld duplicates, "
+               "%lld task manager(s); details in %s\n",
+               (long long)num(c, "committed"), (long long)num(c, "failed"),
+               (long long)num(c, "resent"), (long long)num(c, "duplicates"),
+               (long long)num(c, "tms"), path);
+    }
+    json_decref(doc);
+    return 0;
+}
+
+/* One STATUS round trip. The answer (new reference), or NULL with err. */
+static json_t *ask(void *ctx, const spits_announce_t *a, const spits_keys_t *k,
+                   double timeout, char *err, size_t errlen)
+{
+    unsigned char req[SPITS_HDR_SIZE];
+    char rid[32] = "status-";
+    int linger = 0;
+    json_t *doc = NULL;
+    void *s = zmq_socket(ctx, ZMQ_DEALER);
+
+    spits_random_hex(rid + 7, 8);
+    zmq_setsockopt(s, ZMQ_ROUTING_ID, rid, strlen(rid));
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    if (a->curve) {
+        zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, k->server_public, SPITS_Z85_KEY);
+        zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, k->client_public, SPITS_Z85_KEY);
+        zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, k->client_secret, SPITS_Z85_KEY);
+    }
+    if (zmq_connect(s, a->endpoint) != 0) {
+        snprintf(err, errlen, "cannot connect to %s: %s", a->endpoint, zmq_strerror(errno));
+        zmq_close(s);
+        return NULL;
+    }
+    spits_wire_encode_empty(req, SPITS_MSG_STATUS, 0);
+    zmq_send(s, req, sizeof req, 0);
+    int64_t deadline = spits_now_ms() + (int64_t)(timeout * 1000);
+    for (;;) {
+        int64_t left = deadline - spits_now_ms();
+        zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+        if (left <= 0 || zmq_poll(&it, 1, (long)left) <= 0) {
+            snprintf(err, errlen, "the job manager at %s did not answer within "
+                     "%.0f s", a->endpoint, timeout);
+            break;
+        }
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, s, 0) >= 0) {
+            spits_hdr_t h;
+            const char *why;
+            if (spits_wire_parse(zmq_msg_data(&m), zmq_msg_size(&m), &h, &why) == 0 &&
+                h.type == SPITS_MSG_STATUS)
+                doc = spits_wire_decode_json(zmq_msg_data(&m), zmq_msg_size(&m), &why);
+        }
+        zmq_msg_close(&m);
+        if (doc)
+            break;
+    }
+    zmq_close(s);
+    return doc;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"jobdir", required_argument, NULL, 'd'},
+        {"json", no_argument, NULL, 'j'},
+        {"watch", optional_argument, NULL, 'w'},
+        {"timeout", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    const char *dir = "spits-job";
+    int as_json = 0, c;
+    double watch = 0, timeout = 5;
+    char err[1024], path[PATH_MAX];
+
+    spits_log_init("spits-status", SPITS_LOG_INFO);
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":d:jw::t:hV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd': dir = optarg; break;
+        case 'j': as_json = 1; break;
+        case 'w':
+            watch = 2;
+            if (optarg && (spits_parse_seconds(optarg, 86400, &watch) || watch < 0.1))
+                return spits_bad_option("--watch wants seconds (at least 0.1), not '%s'", optarg);
+            break;
+        case 't':
+            if (spits_parse_seconds(optarg, 3600, &timeout) || timeout <= 0)
+                return spits_bad_option("--timeout wants seconds, not '%s'", optarg);
+            break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("spits-status %s\n", PACKAGE_VERSION); return 0;
+        case ':': return spits_bad_option("option '%s' needs a value", argv[optind - 1]);
+        default: return spits_bad_option("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return spits_bad_option("unexpected argument '%s'", argv[optind]);
+    if (sodium_init() < 0)
+        return 1;
+
+    void *ctx = zmq_ctx_new();
+    int rc = 1;
+    for (;;) {
+        spits_announce_t a;
+        spits_keys_t k;
+        int arc = spits_announce_read(dir, &a, err, sizeof err);
+        if (arc != 0) {
+            if (arc > 0)
+                spits_error("no job in %s (no %s)", dir, SPITS_ANNOUNCE_FILE);
+            else
+                spits_error("%s", err);
+            break;
+        }
+        if (spits_jobdir_finished(dir, a.job_id)) {
+            rc = show_report(dir, as_json) == 0 ? 0 : 1;
+            break;
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, SPITS_TM_KEY_FILE);
+        if (a.curve && spits_keys_read(path, &k, 0, err, sizeof err) != 0) {
+            spits_error("%s", err);
+            break;
+        }
+        json_t *doc = ask(ctx, &a, &k, timeout, err, sizeof err);
+        if (!doc) {
+            /* It may have ended while we asked. */
+            if (spits_jobdir_finished(dir, a.job_id)) {
+                rc = show_report(dir, as_json) == 0 ? 0 : 1;
+            } else {
+                spits_error("%s", err);
+                rc = 1;
+            }
+            break;
+        }
+        if (watch > 0 && !as_json && isatty(STDOUT_FILENO))
+            printf("\033[H\033[J");
+        if (as_json) {
+            json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+            printf("\n");
+        } else {
+            print_table(doc);
+        }
+        fflush(stdout);
+        json_decref(doc);
+        rc = 0;
+        if (watch <= 0)
+            break;
+        struct timespec ts = {(time_t)watch, (long)((watch - (long)watch) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    zmq_ctx_term(ctx);
+    return rc;
+}
