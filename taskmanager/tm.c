@@ -18,6 +18,8 @@
  * lets running ones finish within --drain-timeout, sends their results,
  * says BYE and exits 0. A second signal kills it (SA_RESETHAND).
  */
+#define _XOPEN_SOURCE 700   /* strptime */
+#define _DEFAULT_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -46,7 +48,10 @@ typedef struct {
     long long max_task;          /* the JM's largest task or result */
     void *mon;                   /* the socket's monitor: failed handshakes */
     unsigned mon_gen;
-    double wait, reconnect, task_timeout, drain_timeout;
+    double wait, reconnect, task_timeout, drain_timeout, end_margin;
+    const char *end_arg;         /* --end-time as given */
+    int64_t end_ms;              /* walltime end, monotonic ms (0: none) */
+    double end_wall;             /* the same, wall clock */
     int workers, prefetch, isolate;
 
     /* the main thread's own state */
@@ -110,6 +115,11 @@ static void usage(FILE *f)
 "                             seconds and report the task as timed out (none)\n"
 "      --drain-timeout SEC    on SIGTERM/SIGINT, how long running tasks may\n"
 "                             take to finish before the TM leaves anyway (25)\n"
+"      --end-time WHEN        this TM must be gone by WHEN (+SEC, epoch seconds,\n"
+"                             YYYY-MM-DDTHH:MM:SS local, or none): it drains\n"
+"                             when twice a task's time plus --end-margin is\n"
+"                             left. Default: the Slurm job's end (squeue)\n"
+"      --end-margin SEC       time kept for the last results (10)\n"
 "  -m, --module PATH          load this module file instead of the announced one\n"
 "                             (its BLAKE2b hash must match the job manager's)\n"
 "  -k, --key-file FILE        with --connect: the job's key file (spits-jm\n"
@@ -126,7 +136,56 @@ static void usage(FILE *f)
 }
 
 enum { OPT_RECONNECT = 256, OPT_ISOLATE, OPT_TASK_TIMEOUT, OPT_DRAIN_TIMEOUT,
-       OPT_INSECURE };
+       OPT_INSECURE, OPT_END_TIME, OPT_END_MARGIN };
+
+/* WHEN as +SEC, epoch seconds, local YYYY-MM-DDTHH:MM:SS (as Slurm
+ * prints), or none. 0, or -1 if it is none of those. */
+static int parse_end_time(tm_t *tm, const char *when)
+{
+    double wall, rel;
+    long epoch;
+    struct tm t;
+
+    tm->end_wall = 0;
+    if (strcmp(when, "none") == 0)
+        return 0;
+    if (when[0] == '+' && spits_parse_seconds(when + 1, 1e9, &rel) == 0) {
+        wall = spits_wall_time() + rel;
+    } else if (spits_parse_long(when, 1, LONG_MAX, &epoch) == 0) {
+        wall = (double)epoch;
+    } else {
+        memset(&t, 0, sizeof t);
+        const char *end = strptime(when, "%Y-%m-%dT%H:%M:%S", &t);
+        if (!end || *end)
+            return -1;
+        t.tm_isdst = -1;
+        wall = (double)mktime(&t);
+    }
+    tm->end_wall = wall;
+    return 0;
+}
+
+/* Inside a Slurm job: its end time, from squeue (bounded by timeout). */
+static void slurm_end_time(tm_t *tm)
+{
+    const char *job = getenv("SLURM_JOB_ID");
+    char cmd[128], line[64] = "";
+    long id;
+
+    if (!job || spits_parse_long(job, 1, LONG_MAX, &id) != 0)
+        return;
+    snprintf(cmd, sizeof cmd, "timeout 10 squeue -h -j %ld -o %%e 2>/dev/null", id);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return;
+    if (!fgets(line, sizeof line, f))
+        line[0] = '\0';
+    pclose(f);
+    line[strcspn(line, "\n")] = '\0';
+    if (line[0] && parse_end_time(tm, line) == 0 && tm->end_wall > 0)
+        spits_info("Slurm job %ld ends at %s: this task manager leaves before then",
+                   id, line);
+}
 
 static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
 {
@@ -141,6 +200,8 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
         {"isolate", no_argument, NULL, OPT_ISOLATE},
         {"key-file", required_argument, NULL, 'k'},
         {"insecure", no_argument, NULL, OPT_INSECURE},
+        {"end-time", required_argument, NULL, OPT_END_TIME},
+        {"end-margin", required_argument, NULL, OPT_END_MARGIN},
         {"task-timeout", required_argument, NULL, OPT_TASK_TIMEOUT},
         {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
         {"verbose", no_argument, NULL, 'v'},
@@ -178,6 +239,16 @@ static int parse_args(tm_t *tm, int argc, char **argv, int *verbosity)
         case OPT_ISOLATE: tm->isolate = 1; break;
         case 'k': tm->key_file = optarg; break;
         case OPT_INSECURE: tm->insecure = 1; break;
+        case OPT_END_TIME:
+            tm->end_arg = optarg;
+            if (parse_end_time(tm, optarg) != 0)
+                return spits_bad_option("--end-time wants +SEC, epoch seconds, "
+                                        "YYYY-MM-DDTHH:MM:SS or none, not '%s'", optarg);
+            break;
+        case OPT_END_MARGIN:
+            if (spits_parse_seconds(optarg, 1e6, &tm->end_margin))
+                return spits_bad_option("--end-margin wants seconds, not '%s'", optarg);
+            break;
         case OPT_TASK_TIMEOUT:
             if (spits_parse_seconds(optarg, 1e7, &tm->task_timeout) ||
                 tm->task_timeout < 0.001)
@@ -755,7 +826,7 @@ static void send_results(tm_t *tm)
 
 /* --- draining ----------------------------------------------------------- */
 
-static void drain_begin(tm_t *tm)
+static void drain_begin(tm_t *tm, const char *why)
 {
     unsigned char drain[SPITS_HDR_SIZE];
     size_t handed = 0, running = 0;
@@ -769,8 +840,8 @@ static void drain_begin(tm_t *tm)
         handed = tm_pool_drain(&tm->pool);
         running = tm_pool_running(&tm->pool);
     }
-    spits_info("signal %d: draining: %zu queued task(s) handed back, waiting "
-               "up to %.0f s for %zu running", (int)tm_signal, handed,
+    spits_info("%s: draining: %zu queued task(s) handed back, waiting "
+               "up to %.0f s for %zu running", why, handed,
                tm->drain_timeout, running);
 }
 
@@ -798,6 +869,27 @@ static int drain_done(tm_t *tm)
 }
 
 /* --- the loop ---------------------------------------------------------- */
+
+/* Walltime: drain once what is left cannot fit another task or two and
+ * the last results. Task time is what the workers last measured. */
+static void walltime_check(tm_t *tm)
+{
+    if (!tm->end_ms || tm->draining || !tm->pool_started)
+        return;
+    int64_t task_ms = (int64_t)(atomic_load_explicit(&tm->pool.task_ns,
+                                                     memory_order_relaxed) / 1000000);
+    int64_t left = tm->end_ms - tm->now;
+    if (left > 2 * task_ms + (int64_t)(tm->end_margin * 1000))
+        return;
+    char why[128];
+    snprintf(why, sizeof why, "walltime: %.0f s left, a task takes about %.1f s",
+             left / 1000.0, task_ms / 1000.0);
+    drain_begin(tm, why);
+    /* Leave by the end, whatever --drain-timeout says. */
+    int64_t by = tm->end_ms - 1000;
+    if (by < tm->drain_deadline)
+        tm->drain_deadline = by > tm->now ? by : tm->now;
+}
 
 static void tm_timers(tm_t *tm)
 {
@@ -873,8 +965,12 @@ static int tm_loop(tm_t *tm)
             on_message(tm, &msg);
             zmq_msg_close(&msg);
         }
-        if (tm_signal && !tm->draining)
-            drain_begin(tm);
+        if (tm_signal && !tm->draining) {
+            char why[32];
+            snprintf(why, sizeof why, "signal %d", (int)tm_signal);
+            drain_begin(tm, why);
+        }
+        walltime_check(tm);
         if (tm->pool_started)
             collect_results(tm);
         send_results(tm);
@@ -947,6 +1043,7 @@ int main(int argc, char **argv)
     tm.wait = 60;
     tm.reconnect = 300;
     tm.drain_timeout = 25;
+    tm.end_margin = 10;
     tm.max_task = 1LL << 30;
     tm.workers = spits_online_cores();
     tm.prefetch = -1;
@@ -958,6 +1055,10 @@ int main(int argc, char **argv)
     spits_log_init("spits-tm", verbosity > SPITS_LOG_TRACE ? SPITS_LOG_TRACE : verbosity);
     if (tm.prefetch < 0)
         tm.prefetch = tm.workers;
+    if (!tm.end_arg)
+        slurm_end_time(&tm);
+    if (tm.end_wall > 0)
+        tm.end_ms = spits_now_ms() + (int64_t)((tm.end_wall - spits_wall_time()) * 1000);
     if (sodium_init() < 0) {
         spits_error("cannot initialise libsodium");
         return 1;

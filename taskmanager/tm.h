@@ -88,6 +88,8 @@ typedef struct {
     pthread_t *threads;
     atomic_int alive_workers;
     atomic_int draining;      /* main: workers hand back unstarted tasks */
+    atomic_llong task_ns;     /* workers: a recent task's run time (0: none
+                                 yet), for --end-time */
 } tm_pool_t;
 
 /* isolate.c: one worker's child process (spits-tm --isolate). */

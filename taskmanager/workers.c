@@ -255,6 +255,7 @@ static void *worker_main(void *arg)
             tm_rx_release(w->chunk[i].rx);
         }
         w->task_ns = (now_ns() - t0) / (int64_t)k;
+        atomic_store_explicit(&p->task_ns, w->task_ns, memory_order_relaxed);
         worker_flush(w, k);
     }
     if (w->inst_ok)
@@ -277,6 +278,7 @@ int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd)
     p->wake_fd = wake_fd;
     atomic_init(&p->alive_workers, 0);
     atomic_init(&p->draining, 0);
+    atomic_init(&p->task_ns, 0);
     p->qcap = 1024;
     p->q = malloc(p->qcap * sizeof *p->q);
     p->threads = calloc((size_t)nworkers, sizeof *p->threads);

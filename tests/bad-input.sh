@@ -42,6 +42,8 @@ expect 2 "--task-timeout needs --isolate" "$TM" --jobdir "$T/jd" --task-timeout 
 expect 2 "--task-timeout wants seconds" "$TM" --jobdir "$T/jd" --isolate --task-timeout soon
 expect 2 "--drain-timeout wants seconds" "$TM" --jobdir "$T/jd" --drain-timeout -1
 expect 2 "not for use by hand" "$TM" --worker-child
+expect 2 "--end-time wants +SEC, epoch seconds, YYYY-MM-DDTHH:MM:SS or none, not 'tomorrow'" "$TM" --jobdir "$T/jd" --end-time tomorrow
+expect 2 "--progress-interval wants seconds" "$JM" $J --progress-interval x "$MODS/pi.so"
 expect 2 "workers" "$RUN" --workers -3 "$MODS/pi.so"
 expect 2 "--task-timeout needs --isolate" "$RUN" --task-timeout 3 "$MODS/pi.so"
 expect 1 "no job manager answered at tcp://127.0.0.1:1" "$TM" --connect tcp://127.0.0.1:1 --insecure --wait 2

@@ -45,4 +45,22 @@ grep -q "drain timed out after 1 s: 2 task(s) still running" "$T/b.victim.log" \
 wait $jm || fail "the job exited $?"
 [ "$(cat "$T/b.out")" = "$(bench_checksum $n)" ] || fail "bench printed '$(cat "$T/b.out")'"
 wait $other || fail "the other TM exited $?"
+
+# 3. Walltime: a TM told it must be gone in 6 s drains by itself, early
+# enough for two of its 0.5 s tasks and the 2 s margin, and exits 0.
+n=40
+start_jm c "$MODS/bench.so" -n $n -s 500000
+jm=$JM_PID
+t0=$SECONDS
+start_tm c c.victim -n 2 --end-time +6 --end-margin 2; victim=$TM_PID
+wait_for "grep -q joined $T/c.jm.log" 30 "the victim to join"
+start_tm c c.other -n 4; other=$TM_PID
+wait $victim; rc=$?
+[ $rc = 0 ] || fail "the walltime drain exited $rc"
+[ $((SECONDS - t0)) -le 6 ] || fail "the TM left after $((SECONDS - t0)) s, past its end time"
+grep -q "walltime: [0-9] s left, a task takes about 0.5 s: draining" "$T/c.victim.log" \
+    || fail "no walltime line: $(cat "$T/c.victim.log")"
+wait $jm || fail "job c exited $?"
+[ "$(cat "$T/c.out")" = "$(bench_checksum $n)" ] || fail "job c printed '$(cat "$T/c.out")'"
+wait $other || fail "the other TM exited $?"
 echo ok
