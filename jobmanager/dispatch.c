@@ -43,6 +43,8 @@
 #define MONITOR_EP "inproc://spits-jm-monitor"
 #define ZAP_EP "inproc://zeromq.zap.01"      /* fixed by the ZAP spec */
 #define ZAP_LOGGED_MAX 256                   /* addresses logged by name */
+#define TIMELINE_MAX 512
+#define EVENTS_MAX 4096
 
 struct jm_disp {
     jm_t *jm;
@@ -93,10 +95,31 @@ struct jm_disp {
     size_t nsamples, sample_at;
     int64_t next_progress;
     int tty;                         /* stderr is a terminal: redraw */
+    /* For report.json: tasks resolved over time, at a resolution that
+     * halves whenever the array fills, so it stays bounded; and the TMs'
+     * joins and leaves (bounded too). */
+    struct { float t; uint64_t n; } tl[TIMELINE_MAX];
+    size_t ntl;
+    int64_t tl_every_ms, tl_next;
+    uint64_t resolved_before;        /* resolutions of finished phases */
+    struct { float t; int join; int slot; } ev[EVENTS_MAX];
+    size_t nev;
+    uint64_t ev_dropped;
     jm_disp_stats_t st;
 };
 
 static void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
+
+static void event_note(jm_disp_t *d, int join, int slot)
+{
+    if (d->nev == EVENTS_MAX) {
+        d->ev_dropped++;
+        return;
+    }
+    d->ev[d->nev].t = (float)(spits_wall_time() - d->jm->started);
+    d->ev[d->nev].join = join;
+    d->ev[d->nev++].slot = slot;
+}
 static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 
 /* --- sending ----------------------------------------------------------- */
@@ -313,6 +336,7 @@ static void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     t->outstanding = 0;
     d->alive--;
     d->st.tms_lost++;
+    event_note(d, 0, t->slot);
     if (d->ring)
         for (uint64_t id = spits_ring_low(d->ring); id < spits_ring_next(d->ring); id++) {
             jm_task_t *task = spits_ring_get(d->ring, id);
@@ -708,6 +732,7 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->settle_records = pending;
     d->alive++;
     d->st.tms_joined++;
+    event_note(d, 1, t->slot);
     d->version++;
     json_decref(j);
     spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
@@ -936,6 +961,23 @@ static void live_update(jm_disp_t *d)
     l->rate = dt > 0 ? (double)(l->resolved - d->samples[oldest].r) * 1000.0 / (double)dt : 0;
 }
 
+/* One timeline point per interval; a full array keeps every other point
+ * and the interval doubles. */
+static void timeline_sample(jm_disp_t *d)
+{
+    if (d->now < d->tl_next)
+        return;
+    if (d->ntl == TIMELINE_MAX) {
+        for (size_t i = 0; i < TIMELINE_MAX / 2; i++)
+            d->tl[i] = d->tl[2 * i + 1];
+        d->ntl = TIMELINE_MAX / 2;
+        d->tl_every_ms *= 2;
+    }
+    d->tl[d->ntl].t = (float)(spits_wall_time() - d->jm->started);
+    d->tl[d->ntl++].n = d->resolved_before + (d->phase ? d->live.resolved : 0);
+    d->tl_next = d->now + d->tl_every_ms;
+}
+
 static void progress(jm_disp_t *d)
 {
     if (!d->phase || spits_log_level() < SPITS_LOG_INFO || d->now < d->next_progress)
@@ -1065,6 +1107,11 @@ static void disp_phase_end(jm_disp_t *d)
         d->next_progress = 0;
     }
     d->nsamples = d->sample_at = 0;
+    if (d->phase) {
+        live_update(d);
+        d->resolved_before += d->live.resolved;
+        memset(&d->live, 0, sizeof d->live);
+    }
     /* Every task is resolved; anything left is a bug worth not leaking. */
     if (d->ring) {
         for (uint64_t id = spits_ring_low(d->ring); id < spits_ring_next(d->ring); id++)
@@ -1147,6 +1194,7 @@ static void *disp_main(void *arg)
         if (d->now >= d->next_tick || d->now < d->probe_until) {
             disp_tick(d);
             live_update(d);
+            timeline_sample(d);
             progress(d);
             d->next_tick = d->now + DISP_TICK_MS;
         }
@@ -1235,6 +1283,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     pthread_cond_init(&d->ctl_cond, NULL);
     atomic_init(&d->ctl_pending, 0);
     d->hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
+    d->tl_every_ms = 1000;
     d->tty = isatty(STDERR_FILENO) && spits_log_level() >= SPITS_LOG_INFO;
     d->timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
     d->tms = jm_tmtab_new();
@@ -1309,6 +1358,26 @@ int jm_disp_start(jm_disp_t *d)
 const char *jm_disp_endpoint(const jm_disp_t *d) { return d->endpoint; }
 int jm_disp_wake_fd(const jm_disp_t *d) { return d->wake_fd; }
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d) { return &d->st; }
+
+json_t *jm_disp_timeline_json(const jm_disp_t *d)
+{
+    json_t *pts = json_array(), *evs = json_array();
+    for (size_t i = 0; i < d->ntl; i++)
+        json_array_append_new(pts, json_pack("[f, I]", (double)d->tl[i].t,
+                                             (json_int_t)d->tl[i].n));
+    /* The end point: every resolution, at the end. */
+    json_array_append_new(pts, json_pack("[f, I]", spits_wall_time() - d->jm->started,
+                                         (json_int_t)d->resolved_before));
+    for (size_t i = 0; i < d->nev; i++) {
+        const jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)d->ev[i].slot);
+        json_array_append_new(evs, json_pack("{s:f, s:s, s:s, s:I}",
+            "t", (double)d->ev[i].t, "event", d->ev[i].join ? "join" : "leave",
+            "host", t->host, "pid", (json_int_t)t->pid));
+    }
+    return json_pack("{s:f, s:o, s:o, s:I}", "interval_s", d->tl_every_ms / 1000.0,
+                     "points", pts, "tm_events", evs,
+                     "tm_events_dropped", (json_int_t)d->ev_dropped);
+}
 
 json_t *jm_disp_tms_json(const jm_disp_t *d)
 {

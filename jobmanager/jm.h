@@ -299,5 +299,8 @@ void jm_disp_destroy(jm_disp_t **d);
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d);
 /* After jm_disp_finish: per-TM totals as a JSON array (new reference). */
 json_t *jm_disp_tms_json(const jm_disp_t *d);
+/* After jm_disp_finish: tasks resolved over time (points [seconds since
+ * the job started, resolved]) and the TMs' joins and leaves. */
+json_t *jm_disp_timeline_json(const jm_disp_t *d);
 
 #endif

@@ -58,7 +58,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     spits_iso_time(jm->started, started_s, sizeof started_s);
     spits_iso_time(finished, finished_s, sizeof finished_s);
     json_t *doc = json_pack(
-        "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o,"
+        "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o,"
         " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
         " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
@@ -66,6 +66,10 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "started", started_s, "finished", finished_s,
         "seconds", finished - jm->started,
         "resumed", json_boolean(jm->resuming),
+        "timeline", jm_disp_timeline_json(jm->disp),
+        "bandwidth", json_pack("{s:f, s:f}",
+            "in_mb_s", finished > jm->started ? ds->bytes_in / 1e6 / (finished - jm->started) : 0.0,
+            "out_mb_s", finished > jm->started ? ds->bytes_out / 1e6 / (finished - jm->started) : 0.0),
         "phases", phases, "failed_tasks", failed,
         "tms", jm_disp_tms_json(jm->disp),
         "counters",

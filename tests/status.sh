@@ -1,7 +1,8 @@
 #!/bin/bash
 # Watching a job: spits-status asks the live JM over its CURVE socket (table
 # and --json), falls back to report.json once the job is over, and fails
-# clearly when there is no job or no answer; the JM prints progress lines.
+# clearly when there is no job or no answer; the JM prints progress lines;
+# spits-plot draws the finished job from its report.json.
 . "$(dirname "$0")/lib.sh"
 
 ST=$top_builddir/tools/spits-status
@@ -31,6 +32,24 @@ grep -q "progress: phase 1 \[[#.]*\] [0-9]*/$n " "$T/job.jm.log" || fail "no pro
 [ "$(json "$T/over.json" "(d['status'], d['counters']['committed'])")" = "('ok', $n)" ] \
     || fail "finished json: $(cat "$T/over.json")"
 "$ST" --jobdir "$T/job" | grep -q "is over: ok (exit 0)" || fail "finished table"
+# A picture of it: valid SVG, the timeline's points, one lane and one
+# join mark per TM.
+"$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/job.svg" || fail "spits-plot exited $?"
+[ "$("$PY" - "$T/job.svg" "$T/job/report.json" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+svg = ET.parse(sys.argv[1]).getroot()
+rep = json.load(open(sys.argv[2]))
+ns = '{http://www.w3.org/2000/svg}'
+line = svg.find(ns + 'polyline')
+pts = line.get('points').split()
+lanes = [r for r in svg.iter(ns + 'rect') if r.get('class') == 'lane']
+joins = [l for l in svg.iter(ns + 'line') if l.get('class') == 'join']
+print(len(pts) == len(rep['timeline']['points']), len(lanes), len(joins),
+      rep['timeline']['points'][-1][1])
+PY
+)" = "True 1 1 $n" ] || fail "the plot does not match the report"
+out=$("$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/job.png" 2>&1); rc=$?
+[ $rc = 2 ] && case $out in *"give -o FILE.svg"*) true ;; *) false ;; esac || fail "png: $rc $out"
 # No job; a JM that does not answer.
 out=$("$ST" --jobdir "$T/nothing" 2>&1); rc=$?
 [ $rc = 1 ] && [ "$out" = "spits-status: error: no job in $T/nothing (no jm.json)" ] || fail "no job: $rc $out"
