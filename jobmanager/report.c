@@ -4,6 +4,7 @@
  */
 #include <limits.h>
 #include <stdio.h>
+#include <sys/resource.h>
 
 #include "jm.h"
 #include "jobdir.h"
@@ -19,6 +20,16 @@ static const char *status_word(int exit_code, const jm_t *jm)
     if (jm->failed_tasks)
         return "failed";
     return exit_code == 0 ? "ok" : "module-error";
+}
+
+/* The JM's own cost: peak memory and CPU time. */
+static json_t *jm_usage_json(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return json_pack("{s:I, s:f, s:f}", "max_rss_bytes", (json_int_t)ru.ru_maxrss * 1024,
+                     "cpu_user_s", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+                     "cpu_system_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 }
 
 int jm_report_write(jm_t *jm, int exit_code, double finished)
@@ -58,7 +69,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     spits_iso_time(jm->started, started_s, sizeof started_s);
     spits_iso_time(finished, finished_s, sizeof finished_s);
     json_t *doc = json_pack(
-        "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o,"
+        "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
         " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
         " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
@@ -66,6 +77,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "started", started_s, "finished", finished_s,
         "seconds", finished - jm->started,
         "resumed", json_boolean(jm->resuming),
+        "jm", jm_usage_json(),
         "timeline", jm_disp_timeline_json(jm->disp),
         "bandwidth", json_pack("{s:f, s:f}",
             "in_mb_s", finished > jm->started ? ds->bytes_in / 1e6 / (finished - jm->started) : 0.0,
