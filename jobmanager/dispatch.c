@@ -44,6 +44,8 @@
 #define ZAP_EP "inproc://zeromq.zap.01"      /* fixed by the ZAP spec */
 #define ZAP_LOGGED_MAX 256                   /* addresses logged by name */
 #define TIMELINE_MAX 512
+#define SLOTS_MAX 65536                      /* adaptive prefetch's cap... */
+#define SLOTS_BYTES (64u << 20)              /* ...and its cap in task bytes */
 #define EVENTS_MAX 4096
 
 struct jm_disp {
@@ -85,6 +87,7 @@ struct jm_disp {
     struct { int slot; uint64_t id; } *cancels;  /* copies to cancel */
     size_t ncancel, capcancel;
     uint64_t freed_bytes, pub_low, pub_freed;
+    uint64_t task_bytes_sent;        /* for the mean task size */
     int64_t now, next_tick, probe_until;
     int64_t hb_ms, timeout_ms;
     int64_t bad_logged_at;
@@ -519,6 +522,8 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
         task_add_holder(task, t->slot);
     }
     d->st.sent += n;
+    for (size_t i = 0; i < n; i++)
+        d->task_bytes_sent += d->sending[i]->len;
     t->sent += n;
     t->outstanding += (int)n;
     d->version++;
@@ -566,6 +571,23 @@ static int cbuf_reserve(jm_disp_t *d, size_t n)
     return 0;
 }
 
+/* Adaptive prefetch. A TM that hands back everything it held ran dry
+ * before new tasks reached it: its tasks are short against the round
+ * trip. While there is work to give, it may hold twice as many, up to
+ * SLOTS_MAX tasks or SLOTS_BYTES of tasks. Long tasks never empty a TM
+ * whose slots exceed its workers, so they never grow its share. */
+static void grow_slots(jm_disp_t *d, jm_tm_t *t)
+{
+    if (!d->phase || (d->gen_done && !d->fresh) || t->slots >= SLOTS_MAX)
+        return;
+    uint64_t mean = d->st.sent ? d->task_bytes_sent / d->st.sent : 0;
+    uint64_t cap = SLOTS_BYTES / (mean ? mean : 1);
+    if (cap > SLOTS_MAX)
+        cap = SLOTS_MAX;
+    if ((uint64_t)t->slots * 2 <= cap)
+        t->slots *= 2;
+}
+
 /* A result of a task this JM has not sent: after --resume, work a TM did
  * for the dead JM. Kept until the task is generated (adopt_result). */
 static void adopt_keep(jm_disp_t *d, const spits_rec_t *rec)
@@ -590,6 +612,8 @@ static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     if (t && t->alive) {
         t->outstanding -= (int)(h->count < (uint64_t)t->outstanding
                                     ? h->count : (uint64_t)t->outstanding);
+        if (t->outstanding == 0)
+            grow_slots(d, t);
     }
     if (!p || h->phase != p->st.id) {
         d->st.stale += h->count;
@@ -717,7 +741,7 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     snprintf(t->host, sizeof t->host, "%s", host);
     t->pid = pid;
     t->workers = (int)workers;
-    t->slots = (int)slots;
+    t->slots = t->slots_asked = (int)slots;
     t->outstanding = (int)(held < slots ? held : slots);
     t->alive = 1;
     t->stalled = 0;

@@ -23,7 +23,9 @@ typedef struct {
     char host[128];
     long pid;
     int workers;
-    int slots;               /* tasks it may hold: workers + prefetch */
+    int slots;               /* tasks it may hold: workers + prefetch, grown
+                                while it runs dry (dispatch.c) */
+    int slots_asked;         /* what its HELLO said */
     int outstanding;         /* tasks sent minus records returned */
     int64_t last_heard, last_sent;  /* monotonic ms */
     double joined;           /* wall clock */

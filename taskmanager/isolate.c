@@ -284,6 +284,11 @@ int tm_child_main(int argc, char **argv)
     int pargc = 0;
 
     spits_log_init("spits-tm worker", SPITS_LOG_INFO);
+    /* Slurm (or Ctrl-C) signals the whole process group; the TM drains
+     * and decides when a worker process ends (SIGKILL, or closing the
+     * pipe), so a running task is not cut short and blamed for it. */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     if (argc != 3) {
         spits_error("--worker-child is spits-tm's own: not for use by hand");
         return 2;

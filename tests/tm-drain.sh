@@ -63,4 +63,25 @@ grep -q "walltime: [0-9] s left, a task takes about 0.5 s: draining" "$T/c.victi
 wait $jm || fail "job c exited $?"
 [ "$(cat "$T/c.out")" = "$(bench_checksum $n)" ] || fail "job c printed '$(cat "$T/c.out")'"
 wait $other || fail "the other TM exited $?"
+
+# 4. --isolate, and SIGTERM to the whole process group (what Slurm does):
+# the worker processes ignore it, finish their tasks, and the TM drains.
+n=12
+start_jm d "$MODS/bench.so" -n $n -s 600000
+jm=$JM_PID
+setsid "$TM" --jobdir "$T/d" --wait 60 -n 2 --isolate >"$T/d.victim.log" 2>&1 &
+victim=$!
+PIDS="$PIDS $victim"
+wait_for "grep -q joined $T/d.jm.log" 30 "the isolated TM to join"
+sleep 0.3
+start_tm d d.other -n 2; other=$TM_PID
+kill -TERM -- -$victim
+wait $victim; rc=$?
+[ $rc = 0 ] || fail "the isolated TM's drain exited $rc"
+grep -q "crashed" "$T/d.victim.log" && fail "a worker process died of the group's SIGTERM"
+grep -q "drained: every started task finished" "$T/d.victim.log" || fail "no drained line: $(cat "$T/d.victim.log")"
+wait $jm || fail "job d exited $?"
+[ "$(cat "$T/d.out")" = "$(bench_checksum $n)" ] || fail "job d printed '$(cat "$T/d.out")'"
+[ "$(json "$T/d/report.json" "d['counters']['crashed']")" = 0 ] || fail "crashes counted"
+wait $other || fail "the other TM exited $?"
 echo ok
