@@ -1360,6 +1360,10 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                            ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0 ||
         !(d->mon = zmq_socket(d->zctx, ZMQ_PAIR)) ||
+        /* No limit: libzmq's I/O thread blocks on a full monitor pipe, and
+         * once the dispatcher stops reading (at the end, when every TM
+         * disconnects at once) that would deadlock the socket's close. */
+        zmq_setsockopt(d->mon, ZMQ_RCVHWM, &(int){0}, sizeof(int)) != 0 ||
         zmq_connect(d->mon, MONITOR_EP) != 0) {
         snprintf(err, errlen, "cannot monitor the socket: %s", zmq_strerror(errno));
         goto fail;
@@ -1426,15 +1430,16 @@ void jm_disp_destroy(jm_disp_t **dp)
     jm_disp_finish(d);
     if (d->ring)
         disp_phase_end(d);
+    /* The monitor goes first, while its reader still exists. */
+    if (d->router)
+        zmq_socket_monitor(d->router, NULL, 0);
     if (d->mon)
         zmq_close(d->mon);
     if (d->zap)
         zmq_close(d->zap);
     free(d->zap_logged);
-    if (d->router) {
-        zmq_socket_monitor(d->router, NULL, 0);
+    if (d->router)
         zmq_close(d->router);
-    }
     if (d->zctx)
         zmq_ctx_term(d->zctx);
     if (d->wake_fd >= 0)

@@ -337,7 +337,9 @@ static int monitor_start(tm_t *tm)
                            ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                            ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
                            ZMQ_EVENT_DISCONNECTED) != 0 ||
-        !(tm->mon = zmq_socket(tm->zctx, ZMQ_PAIR)) || zmq_connect(tm->mon, ep) != 0) {
+        !(tm->mon = zmq_socket(tm->zctx, ZMQ_PAIR)) ||
+        zmq_setsockopt(tm->mon, ZMQ_RCVHWM, &(int){0}, sizeof(int)) != 0 ||
+        zmq_connect(tm->mon, ep) != 0) {
         spits_error("cannot monitor the socket: %s", zmq_strerror(errno));
         return -1;
     }

@@ -15,7 +15,8 @@ PY=python3
 [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 
 cleanup() {
-    for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+    # Children first: a JM runs under timeout, which cannot pass on a KILL.
+    for p in $PIDS; do pkill -9 -P "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
     wait 2>/dev/null
     rm -rf "$T"
 }
