@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# tools/bench/instructions.sh - the runtime's instructions per task on the
+# empty-task path, counted by callgrind (repeatable where wall time is
+# not). Runs N empty bench tasks (default 100000) through spits-jm and one
+# spits-tm (2 workers, --insecure so the count is the runtime's, not
+# libsodium's) with every process under callgrind, and prints the total
+# instructions of each divided by N. A regression check compares these
+# figures with the ones in README (Performance).
+set -euo pipefail
+root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
+n=${1:-100000}
+w=$(mktemp -d "${TMPDIR:-/tmp}/spits-ir.XXXXXX")
+trap 'rm -rf "$w"' EXIT
+cg=(valgrind --tool=callgrind --callgrind-out-file="$w/cg.%p")
+"${cg[@]}" "$root/jobmanager/spits-jm" -q --insecure --journal off --jobdir "$w/job" \
+    --bind tcp://127.0.0.1:0 "$root/modules/.libs/bench.so" -n "$n" >"$w/out" 2>"$w/jm.log" &
+jm=$!
+"${cg[@]}" "$root/taskmanager/spits-tm" -q --insecure --jobdir "$w/job" -n 2 --wait 120 \
+    >"$w/tm.log" 2>&1 &
+tm=$!
+wait $jm
+wait $tm
+for f in "$w"/cg.*; do
+    cmd=$(sed -n 's/^cmd: //p' "$f" | awk '{print $1}')
+    ir=$(sed -n 's/^summary: //p' "$f")
+    awk -v c="$(basename "$cmd")" -v ir="$ir" -v n="$n" \
+        'BEGIN { printf "%-12s %12d instructions, %8.1f per task\n", c, ir, ir / n }'
+done
