@@ -711,12 +711,6 @@ static void on_tasks(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
     tm_pool_push(&tm->pool, tm->items, n);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Another copy of these tasks was committed: queued copies go back unrun.
  * A running copy finishes; the JM discards its result as a duplicate. */
 static void on_cancel(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
@@ -737,7 +731,6 @@ static void on_cancel(tm_t *tm, const spits_hdr_t *h, zmq_msg_t *msg)
     spits_reader_init(&r, zmq_msg_data(msg), zmq_msg_size(msg));
     while (spits_reader_next(&r, &rec))
         tm->cancel_ids[n++] = rec.id;
-    qsort(tm->cancel_ids, n, sizeof *tm->cancel_ids, cmp_u64);
     size_t dropped = tm_pool_cancel(&tm->pool, tm->cur, tm->cancel_ids, n);
     spits_debug("cancel: %zu of %zu copies were still queued and go back",
                 dropped, n);

@@ -121,9 +121,9 @@ size_t tm_pool_drain(tm_pool_t *p);
 tm_seg_t *tm_pool_take_out(tm_pool_t *p, size_t *n);
 /* Tasks held: queued + running. */
 size_t tm_pool_held(tm_pool_t *p);
-/* Removes queued tasks of phase ph whose ids are in ids (sorted): each goes
- * to the outbox as a RETURNED record. Returns how many. */
-size_t tm_pool_cancel(tm_pool_t *p, const tm_phase_t *ph, const uint64_t *ids,
+/* Removes queued tasks of phase ph whose ids are in ids (which it sorts):
+ * each goes to the outbox as a RETURNED record. Returns how many. */
+size_t tm_pool_cancel(tm_pool_t *p, const tm_phase_t *ph, uint64_t *ids,
                       size_t n);
 /* Tasks running now (taken by workers, not yet handed back). */
 size_t tm_pool_running(tm_pool_t *p);

@@ -345,37 +345,47 @@ void tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n)
         pthread_cond_broadcast(&p->work);
 }
 
-size_t tm_pool_drop_others(tm_pool_t *p, const tm_phase_t *keep, int hand_back)
+/* Takes out of the queue the tasks match() picks: each goes to the outbox
+ * as a RETURNED record (hand_back), so the JM counts its slot free again,
+ * or is just dropped. Returns how many. */
+static size_t pool_remove(tm_pool_t *p, int (*match)(const tm_item_t *, const void *),
+                          const void *arg, int hand_back)
 {
-    size_t kept = 0, dropped = 0;
+    size_t kept = 0, removed = 0;
     spits_batch_t b = {0};
 
     pthread_mutex_lock(&p->lock);
     for (size_t i = 0; i < p->qn; i++) {
         tm_item_t it = p->q[(p->qhead + i) % p->qcap];
-        if (it.phase == keep) {
+        if (!match(&it, arg)) {
             p->q[(p->qhead + kept++) % p->qcap] = it;
             continue;
         }
-        if (!hand_back) {
-            tm_rx_release(it.rx);
-            dropped++;
-            continue;
+        if (hand_back) {
+            spits_batch_begin(&b, SPITS_MSG_RESULTS, it.phase->wire);
+            if (!spits_batch_add(&b, it.id, SPITS_ST_RETURNED, 0) ||
+                outbox_append(p, it.phase, &b) != 0)
+                abort();
         }
-        /* Handed back unrun, so the JM can count the slot free again. */
-        spits_batch_begin(&b, SPITS_MSG_RESULTS, it.phase->wire);
-        if (!spits_batch_add(&b, it.id, SPITS_ST_RETURNED, 0) ||
-            outbox_append(p, it.phase, &b) != 0)
-            abort();
         tm_rx_release(it.rx);
-        dropped++;
+        removed++;
     }
     p->qn = kept;
     pthread_mutex_unlock(&p->lock);
     spits_batch_free(&b);
-    if (dropped && hand_back)
+    if (removed && hand_back)
         wake(p->wake_fd);
-    return dropped;
+    return removed;
+}
+
+static int other_phase(const tm_item_t *it, const void *keep)
+{
+    return it->phase != keep;
+}
+
+size_t tm_pool_drop_others(tm_pool_t *p, const tm_phase_t *keep, int hand_back)
+{
+    return pool_remove(p, other_phase, keep, hand_back);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -384,32 +394,24 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-size_t tm_pool_cancel(tm_pool_t *p, const tm_phase_t *ph, const uint64_t *ids,
-                      size_t n)
-{
-    size_t kept = 0, dropped = 0;
-    spits_batch_t b = {0};
+typedef struct {
+    const tm_phase_t *phase;
+    const uint64_t *ids;      /* sorted */
+    size_t n;
+} cancel_t;
 
-    pthread_mutex_lock(&p->lock);
-    for (size_t i = 0; i < p->qn; i++) {
-        tm_item_t it = p->q[(p->qhead + i) % p->qcap];
-        if (it.phase != ph || !bsearch(&it.id, ids, n, sizeof *ids, cmp_u64)) {
-            p->q[(p->qhead + kept++) % p->qcap] = it;
-            continue;
-        }
-        spits_batch_begin(&b, SPITS_MSG_RESULTS, ph->wire);
-        if (!spits_batch_add(&b, it.id, SPITS_ST_RETURNED, 0) ||
-            outbox_append(p, ph, &b) != 0)
-            abort();
-        tm_rx_release(it.rx);
-        dropped++;
-    }
-    p->qn = kept;
-    pthread_mutex_unlock(&p->lock);
-    spits_batch_free(&b);
-    if (dropped)
-        wake(p->wake_fd);
-    return dropped;
+static int cancelled(const tm_item_t *it, const void *arg)
+{
+    const cancel_t *c = arg;
+    return it->phase == c->phase &&
+           bsearch(&it->id, c->ids, c->n, sizeof *c->ids, cmp_u64) != NULL;
+}
+
+size_t tm_pool_cancel(tm_pool_t *p, const tm_phase_t *ph, uint64_t *ids, size_t n)
+{
+    cancel_t c = {ph, ids, n};
+    qsort(ids, n, sizeof *ids, cmp_u64);
+    return pool_remove(p, cancelled, &c, 1);
 }
 
 size_t tm_pool_drain(tm_pool_t *p)
