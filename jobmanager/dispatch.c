@@ -520,10 +520,9 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
             d->st.resent++;
         task->sent = 1;
         task_add_holder(task, t->slot);
+        d->task_bytes_sent += task->len;
     }
     d->st.sent += n;
-    for (size_t i = 0; i < n; i++)
-        d->task_bytes_sent += d->sending[i]->len;
     t->sent += n;
     t->outstanding += (int)n;
     d->version++;
