@@ -574,15 +574,19 @@ static int cbuf_reserve(jm_disp_t *d, size_t n)
  * before new tasks reached it: its tasks are short against the round
  * trip. While there is work to give, it may hold twice as many, up to
  * SLOTS_MAX tasks or SLOTS_BYTES of tasks. Long tasks never empty a TM
- * whose slots exceed its workers, so they never grow its share. */
+ * whose slots exceed its workers, so they never grow its share. No TM
+ * grows past its share of the --window, so none hoards the others' work. */
 static void grow_slots(jm_disp_t *d, jm_tm_t *t)
 {
     if (!d->phase || (d->gen_done && !d->fresh) || t->slots >= SLOTS_MAX)
         return;
     uint64_t mean = d->st.sent ? d->task_bytes_sent / d->st.sent : 0;
     uint64_t cap = SLOTS_BYTES / (mean ? mean : 1);
+    uint64_t share = (uint64_t)d->jm->opt.window / (d->alive ? d->alive : 1);
     if (cap > SLOTS_MAX)
         cap = SLOTS_MAX;
+    if (cap > share)
+        cap = share;
     if ((uint64_t)t->slots * 2 <= cap)
         t->slots *= 2;
 }
