@@ -206,17 +206,26 @@ uint32_t tm_child_run(tm_child_t *c, const char *module_path,
 
     result->len = 0;
     why[0] = '\0';
-    if (!c->pid && child_start(c, module_path) != 0) {
-        snprintf(why, whylen, "cannot start a worker process: %s", strerror(errno));
-        return SPITS_ST_FAILED;
+    /* A child found dead before it got the task (it died idle, say of an
+     * earlier task's stray thread) is replaced once: the task is not to
+     * blame for that. */
+    for (int attempt = 0;; attempt++) {
+        if (!c->pid && child_start(c, module_path) != 0) {
+            snprintf(why, whylen, "cannot start a worker process: %s", strerror(errno));
+            return SPITS_ST_FAILED;
+        }
+        hdr[0] = 'T';
+        put_u32(hdr + 1, it->len);
+        struct iovec iov[2] = {{hdr, 5}, {(void *)it->data, it->len}};
+        if ((c->phase == it->phase || send_phase(c, it->phase) == 0) &&
+            write_all(c->fd, iov, it->len ? 2 : 1) == 0)
+            break;
+        if (attempt == 1)
+            goto died;
+        child_reap(c, why, whylen);
+        spits_debug("a worker process was found dead (%s); starting another", why);
+        why[0] = '\0';
     }
-    if (c->phase != it->phase && send_phase(c, it->phase) != 0)
-        goto died;
-    hdr[0] = 'T';
-    put_u32(hdr + 1, it->len);
-    struct iovec iov[2] = {{hdr, 5}, {(void *)it->data, it->len}};
-    if (write_all(c->fd, iov, it->len ? 2 : 1) != 0)
-        goto died;
     if ((rc = read_all(c->fd, hdr, 8, deadline)) != 0)
         goto ended;
     uint32_t status = get_u32(hdr), len = get_u32(hdr + 4);
