@@ -269,7 +269,7 @@ int spits_announce_read(const char *dir, spits_announce_t *a, char *err,
     return 0;
 }
 
-int spits_jobdir_finished(const char *dir, const char *job_id)
+int spits_jobdir_finished(const char *dir, const char *job_id, int interrupted_too)
 {
     char path[PATH_MAX];
     json_error_t jerr;
@@ -281,7 +281,8 @@ int spits_jobdir_finished(const char *dir, const char *job_id)
         const char *id = json_string_value(json_object_get(doc, "job_id"));
         const char *st = json_string_value(json_object_get(doc, "status"));
         /* An interrupted job may be resumed (spits-jm --resume). */
-        done = id && strcmp(id, job_id) == 0 && !(st && strcmp(st, "interrupted") == 0);
+        done = id && strcmp(id, job_id) == 0 &&
+               (interrupted_too || !(st && strcmp(st, "interrupted") == 0));
         json_decref(doc);
     }
     return done;
@@ -343,15 +344,16 @@ int spits_jobdir_selftest(void)
     char rpath[PATH_MAX];
     CHECK(snprintf(rpath, sizeof rpath, "%s/%s", dir, SPITS_REPORT_FILE) <
           (int)sizeof rpath);
-    CHECK(!spits_jobdir_finished(dir, "0123abcd"));
+    CHECK(!spits_jobdir_finished(dir, "0123abcd", 1));
     json_t *rep = json_pack("{s:s, s:s}", "job_id", "0123abcd", "status", "failed");
     CHECK(spits_json_write_atomic(rpath, rep, err, sizeof err) == 0);
-    CHECK(spits_jobdir_finished(dir, "0123abcd"));
-    CHECK(!spits_jobdir_finished(dir, "0123abce"));
+    CHECK(spits_jobdir_finished(dir, "0123abcd", 0));
+    CHECK(!spits_jobdir_finished(dir, "0123abce", 1));
     json_object_set_new(rep, "status", json_string("interrupted"));
     CHECK(spits_json_write_atomic(rpath, rep, err, sizeof err) == 0);
     json_decref(rep);
-    CHECK(!spits_jobdir_finished(dir, "0123abcd"));
+    CHECK(!spits_jobdir_finished(dir, "0123abcd", 0));
+    CHECK(spits_jobdir_finished(dir, "0123abcd", 1));
     unlink(rpath);
 
     /* A job dir others can write into is refused, by name. */

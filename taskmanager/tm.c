@@ -470,7 +470,9 @@ static void look_for_jm(tm_t *tm)
     tm->last_look = tm->now;
     if (!tm->jobdir)
         return;
-    if (tm->job_id[0] && spits_jobdir_finished(tm->jobdir, tm->job_id)) {
+    /* A JM stopped by a signal told its TMs to stop; one that missed it
+     * stops too (a resumed JM gets new TMs, or the ones that kept going). */
+    if (tm->job_id[0] && spits_jobdir_finished(tm->jobdir, tm->job_id, 1)) {
         spits_info("job %s is over (report.json written)", tm->job_id);
         tm->done = 1;
         return;
@@ -901,7 +903,9 @@ static void tm_timers(tm_t *tm)
         }
         return;
     }
-    if (tm->state == TM_LOST && tm->now - tm->lost_since > (int64_t)(tm->reconnect * 1000)) {
+    /* Looking (LOST) or reconnecting (CONNECTING) alike: a JM unheard of
+     * for --reconnect-timeout is given up. */
+    if (tm->welcomed && tm->now - tm->last_heard > (int64_t)(tm->reconnect * 1000)) {
         spits_error("lost the job manager at %s: silent for %.0f s", tm->endpoint,
                     tm->reconnect);
         tm->done = -1;
@@ -1016,7 +1020,7 @@ static int find_jm(tm_t *tm)
         struct timespec ts = {0, 100 * 1000000};
         nanosleep(&ts, NULL);
     }
-    if (spits_jobdir_finished(tm->jobdir, a.job_id)) {
+    if (spits_jobdir_finished(tm->jobdir, a.job_id, 0)) {
         spits_info("job %s in %s is already over", a.job_id, tm->jobdir);
         return -1;
     }

@@ -235,7 +235,7 @@ int main(int argc, char **argv)
                 spits_error("%s", err);
             break;
         }
-        if (spits_jobdir_finished(dir, a.job_id)) {
+        if (spits_jobdir_finished(dir, a.job_id, 1)) {
             rc = show_report(dir, as_json) == 0 ? 0 : 1;
             break;
         }
@@ -247,7 +247,7 @@ int main(int argc, char **argv)
         json_t *doc = ask(ctx, &a, &k, timeout, err, sizeof err);
         if (!doc) {
             /* It may have ended while we asked. */
-            if (spits_jobdir_finished(dir, a.job_id)) {
+            if (spits_jobdir_finished(dir, a.job_id, 1)) {
                 rc = show_report(dir, as_json) == 0 ? 0 : 1;
             } else {
                 spits_error("%s", err);
