@@ -104,7 +104,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         return -1;
     }
     snprintf(path, sizeof path, "%s/%s", jm->opt.jobdir, SPITS_REPORT_FILE);
-    int rc = spits_json_write_atomic(path, doc, err, sizeof err);
+    int rc = spits_json_write_atomic(path, doc, 0644, err, sizeof err);
     if (rc != 0)
         spits_error("%s", err);
     json_decref(doc);

@@ -114,8 +114,8 @@ static int dump_cb(const char *buf, size_t size, void *data)
     return 0;
 }
 
-int spits_json_write_atomic(const char *path, const json_t *doc, char *err,
-                            size_t errlen)
+int spits_json_write_atomic(const char *path, const json_t *doc, int mode,
+                            char *err, size_t errlen)
 {
     char tmp[PATH_MAX], dir[PATH_MAX];
     int fd, rc = -1;
@@ -130,7 +130,7 @@ int spits_json_write_atomic(const char *path, const json_t *doc, char *err,
         return -1;
     }
     if (json_dump_callback(doc, dump_cb, &fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
-        dump_cb("\n", 1, &fd) != 0 || fchmod(fd, 0644) != 0 || fsync(fd) != 0) {
+        dump_cb("\n", 1, &fd) != 0 || fchmod(fd, (mode_t)mode) != 0 || fsync(fd) != 0) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         close(fd);
         unlink(tmp);
@@ -179,7 +179,7 @@ int spits_announce_write(const char *dir, const spits_announce_t *a,
         return -1;
     }
     snprintf(path, sizeof path, "%s/%s", dir, SPITS_ANNOUNCE_FILE);
-    int rc = spits_json_write_atomic(path, doc, err, errlen);
+    int rc = spits_json_write_atomic(path, doc, 0644, err, errlen);
     json_decref(doc);
     return rc;
 }
@@ -346,11 +346,11 @@ int spits_jobdir_selftest(void)
           (int)sizeof rpath);
     CHECK(!spits_jobdir_finished(dir, "0123abcd", 1));
     json_t *rep = json_pack("{s:s, s:s}", "job_id", "0123abcd", "status", "failed");
-    CHECK(spits_json_write_atomic(rpath, rep, err, sizeof err) == 0);
+    CHECK(spits_json_write_atomic(rpath, rep, 0644, err, sizeof err) == 0);
     CHECK(spits_jobdir_finished(dir, "0123abcd", 0));
     CHECK(!spits_jobdir_finished(dir, "0123abce", 1));
     json_object_set_new(rep, "status", json_string("interrupted"));
-    CHECK(spits_json_write_atomic(rpath, rep, err, sizeof err) == 0);
+    CHECK(spits_json_write_atomic(rpath, rep, 0644, err, sizeof err) == 0);
     json_decref(rep);
     CHECK(!spits_jobdir_finished(dir, "0123abcd", 0));
     CHECK(spits_jobdir_finished(dir, "0123abcd", 1));

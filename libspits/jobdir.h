@@ -40,9 +40,12 @@ int spits_jobdir_prepare(const char *dir, char *err, size_t errlen);
  * loads, so it must be the user's own). 0, or -1 with err set. */
 int spits_jobdir_check(const char *dir, char *err, size_t errlen);
 
-/* Writes a JSON document to path atomically. 0, or -1 with err set. */
-int spits_json_write_atomic(const char *path, const json_t *doc, char *err,
-                            size_t errlen);
+/* Writes a JSON document to path atomically (a temporary file, fsync,
+ * rename, fsync of the directory), with the given mode. The temporary file
+ * is made 0600 by mkstemp, so a secret is never readable by others, not
+ * even for a moment. 0, or -1 with err set. */
+int spits_json_write_atomic(const char *path, const json_t *doc, int mode,
+                            char *err, size_t errlen);
 
 int spits_announce_write(const char *dir, const spits_announce_t *a,
                          char *err, size_t errlen);

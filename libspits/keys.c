@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <zmq.h>
 
+#include "jobdir.h"
 #include "keys.h"
 
 int spits_key_valid(const char *z85)
@@ -34,41 +35,21 @@ int spits_keys_generate(spits_keys_t *k, char *err, size_t errlen)
 int spits_keys_write(const char *path, const spits_keys_t *k,
                      int with_server_secret, char *err, size_t errlen)
 {
-    char tmp[PATH_MAX];
     json_t *doc = json_pack("{s:i, s:s, s:s, s:s, s:s}", "version", 1,
                             "job_id", k->job_id, "server_public", k->server_public,
                             "client_public", k->client_public,
                             "client_secret", k->client_secret);
-    if (doc && with_server_secret)
-        json_object_set_new(doc, "server_secret", json_string(k->server_secret));
-    if (doc && k->endpoint[0])
-        json_object_set_new(doc, "endpoint", json_string(k->endpoint));
-    char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
-    json_decref(doc);
-    if (!text || snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp) {
-        free(text);
+    if (!doc) {
         snprintf(err, errlen, "cannot encode %s", path);
         return -1;
     }
-    /* mkstemp makes the file 0600 from the start: the secret never sits
-     * in a readable file, not even for a moment. */
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        free(text);
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t n = strlen(text);
-    int ok = write(fd, text, n) == (ssize_t)n && write(fd, "\n", 1) == 1 &&
-             fchmod(fd, 0600) == 0 && fsync(fd) == 0;
-    free(text);
-    close(fd);
-    if (!ok || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    if (with_server_secret)
+        json_object_set_new(doc, "server_secret", json_string(k->server_secret));
+    if (k->endpoint[0])
+        json_object_set_new(doc, "endpoint", json_string(k->endpoint));
+    int rc = spits_json_write_atomic(path, doc, 0600, err, errlen);
+    json_decref(doc);
+    return rc;
 }
 
 static int copy_key(const json_t *doc, const char *field, char *out, const char *path,
