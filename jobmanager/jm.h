@@ -264,6 +264,9 @@ struct jm_tmtab;
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
                        const struct jm_tmtab *tms, int64_t now_ms);
 void jm_progress_print(const jm_live_t *l, int tty);
+/* The JM's own cost now: rss_bytes, max_rss_bytes, cpu_user_s,
+ * cpu_system_s (spits-status and report.json). */
+json_t *jm_usage_json(void);
 
 /* report.c */
 int jm_report_write(jm_t *jm, int exit_code, double finished);

@@ -4,7 +4,6 @@
  */
 #include <limits.h>
 #include <stdio.h>
-#include <sys/resource.h>
 
 #include "jm.h"
 #include "jobdir.h"
@@ -20,16 +19,6 @@ static const char *status_word(int exit_code, const jm_t *jm)
     if (jm->failed_tasks)
         return "failed";
     return exit_code == 0 ? "ok" : "module-error";
-}
-
-/* The JM's own cost: peak memory and CPU time. */
-static json_t *jm_usage_json(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return json_pack("{s:I, s:f, s:f}", "max_rss_bytes", (json_int_t)ru.ru_maxrss * 1024,
-                     "cpu_user_s", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-                     "cpu_system_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 }
 
 int jm_report_write(jm_t *jm, int exit_code, double finished)

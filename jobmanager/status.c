@@ -35,15 +35,23 @@ static double eta_seconds(const jm_live_t *l)
     return (double)(l->total - done) / l->rate;
 }
 
+json_t *jm_usage_json(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return json_pack("{s:I, s:I, s:f, s:f}", "rss_bytes", (json_int_t)rss_bytes(),
+                     "max_rss_bytes", (json_int_t)ru.ru_maxrss * 1024,
+                     "cpu_user_s", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+                     "cpu_system_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+}
+
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
                        const jm_tmtab_t *tms, int64_t now_ms)
 {
-    struct rusage ru;
     char started[32];
     double eta = eta_seconds(l);
     json_t *rows = json_array();
 
-    getrusage(RUSAGE_SELF, &ru);
     for (size_t i = 0; i < jm_tmtab_count(tms); i++) {
         const jm_tm_t *t = jm_tmtab_at(tms, i);
         if (!t->alive)
@@ -61,8 +69,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
     return json_pack(
         "{s:i, s:s, s:s, s:s, s:s, s:f, s:i,"
         " s:{s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
-        " s:f, s:o, s:o,"
-        " s:{s:I, s:I, s:f, s:f}}",
+        " s:f, s:o, s:o, s:o}",
         "version", 1, "state", "running", "job_id", jm->job_id,
         "module", jm->module_path, "started", started,
         "elapsed_s", spits_wall_time() - jm->started, "phase", (int)l->phase,
@@ -76,11 +83,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         "requeued", (json_int_t)l->requeued, "replayed", (json_int_t)l->replayed,
         "rate_per_s", l->rate,
         "eta_s", eta >= 0 ? json_real(eta) : json_null(),
-        "tms", rows,
-        "jm", "rss_bytes", (json_int_t)rss_bytes(),
-        "max_rss_bytes", (json_int_t)ru.ru_maxrss * 1024,
-        "cpu_user_s", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-        "cpu_system_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
+        "tms", rows, "jm", jm_usage_json());
 }
 
 void jm_progress_print(const jm_live_t *l, int tty)

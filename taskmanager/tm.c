@@ -63,7 +63,7 @@ typedef struct {
     char module_path[PATH_MAX];
     int state, welcomed, done;
     unsigned job;                /* bumped when the JM runs another job */
-    int64_t now, last_heard, last_sent, last_hello, last_look, lost_since;
+    int64_t now, last_heard, last_sent, last_hello, last_look;
     int64_t hb_ms, lost_ms;
     tm_phase_t *phases, *cur;
     spits_module_t *mod;
@@ -364,7 +364,6 @@ static void on_monitor(tm_t *tm)
                 spits_warn("lost the connection to the job manager at %s; "
                            "looking for it", tm->endpoint);
                 tm->state = TM_LOST;
-                tm->lost_since = tm->now;
                 tm->last_look = 0;
             }
             continue;
@@ -895,7 +894,6 @@ static void tm_timers(tm_t *tm)
             spits_warn("the job manager has been silent for %.1f s; looking "
                        "for it", (tm->now - tm->last_heard) / 1000.0);
             tm->state = TM_LOST;
-            tm->lost_since = tm->now;
         } else if (tm->now - tm->last_sent >= tm->hb_ms) {
             unsigned char hb[SPITS_HDR_SIZE];
             spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, tm->cur ? tm->cur->wire : 0);
