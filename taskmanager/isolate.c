@@ -93,14 +93,30 @@ static int child_start(tm_child_t *c, const char *module_path)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return -1;
     pid_t parent = getpid();
+    /* The group's SIGTERM/SIGINT must never reach a worker process (see
+     * tm_child_main): they stay blocked across fork, the child ignores
+     * them before exec (an ignored signal stays ignored through exec) and
+     * only then unblocks, so there is no moment in which one kills it. */
+    sigset_t term, old;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigaddset(&term, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &term, &old);
     pid_t pid = fork();
     if (pid < 0) {
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         close(sv[0]);
         close(sv[1]);
         return -1;
     }
     if (pid == 0) {
         /* Async-signal-safe calls only until exec. */
+        struct sigaction ign;
+        memset(&ign, 0, sizeof ign);
+        ign.sa_handler = SIG_IGN;
+        sigaction(SIGTERM, &ign, NULL);
+        sigaction(SIGINT, &ign, NULL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
         if (dup2(sv[1], CHILD_FD) < 0)
             _exit(127);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -110,6 +126,7 @@ static int child_start(tm_child_t *c, const char *module_path)
               (char *)NULL);
         _exit(127);
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(sv[1]);
     c->pid = pid;
     c->fd = sv[0];
@@ -295,7 +312,8 @@ int tm_child_main(int argc, char **argv)
     spits_log_init("spits-tm worker", SPITS_LOG_INFO);
     /* Slurm (or Ctrl-C) signals the whole process group; the TM drains
      * and decides when a worker process ends (SIGKILL, or closing the
-     * pipe), so a running task is not cut short and blamed for it. */
+     * pipe), so a running task is not cut short and blamed for it. The
+     * TM set both to SIG_IGN before exec already; this is for clarity. */
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     if (argc != 3) {

@@ -142,7 +142,8 @@ seq 1 6 >"$T/six.txt"
 start_jm i --heartbeat 0.2 "$MOD" "$T/six.txt" 700000
 jmi=$JM_PID
 start_tm i i.tm -n 2 --prefetch 0; tmi=$TM_PID
-wait_for "grep -q joined $T/i.jm.log" 30 "the TM to join job i"
+# (The TM's own line: it has the WELCOME, and the two tasks right behind.)
+wait_for "grep -q joined $T/i.tm.log" 30 "the TM to join job i"
 sleep 0.3
 kill -9 "$(json "$T/i/jm.json" "d['pid']")"
 wait $jmi 2>/dev/null

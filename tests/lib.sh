@@ -56,6 +56,13 @@ wait_for() {
     fail "timed out after $2 s waiting for $3"
 }
 
+# tm_done NAME PID: tasks the live JM of job NAME counts as done by the TM
+# with that pid (spits-status --json; empty when there is no answer)
+tm_done() {
+    "$top_builddir/tools/spits-status" --jobdir "$T/$1" --json >"$T/$1.status" 2>/dev/null &&
+        json "$T/$1.status" "sum(t['done'] for t in d.get('tms', []) if t['pid'] == $2)"
+}
+
 # json FILE PYTHON_EXPR: prints the expression over the document d
 json() {
     "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"

@@ -12,8 +12,10 @@ mode() { stat -c %a "$1"; }
 
 # 1. A default job: keys in the dir, 0600, announced as curve.
 # (--max-task-bytes 1 MB caps messages near 18 MB: the abuser's 40 MB
-# frame is dropped by libzmq before any of our code sees it.)
-start_jm a --max-task-bytes 1000000 "$MODS/bench.so" -n $n -s 4000
+# frame is dropped by libzmq before any of our code sees it. -G: the last
+# task waits for the gate file, so the job outlasts the attacks on any
+# machine, sanitizers included.)
+start_jm a --max-task-bytes 1000000 "$MODS/bench.so" -n $n -s 4000 -G "$T/a.gate"
 jm=$JM_PID
 wait_for "[ -s $T/a/jm.json ]" 30 "jm.json"
 [ "$(json "$T/a/jm.json" "d['security']")" = curve ] || fail "jm.json does not say curve"
@@ -36,7 +38,8 @@ wait $p2 || fail "a peer with its own key got an answer"
 wait $p3 || fail "the garbage sender failed"
 wait $p4 || fail "the silent connections failed"
 wait $p5 || fail "the abuser failed"
-kill -0 $jm 2>/dev/null || fail "the job was over before the attacks were (make it longer)"
+kill -0 $jm 2>/dev/null || fail "the job ended before the attacks did (it waits for $T/a.gate)"
+touch "$T/a.gate"
 wait $jm || fail "the attacked job exited $?"
 [ "$(cat "$T/a.out")" = "$(bench_checksum $n)" ] || fail "attacked job printed '$(cat "$T/a.out")'"
 wait $tm || fail "the TM exited $?"

@@ -7,7 +7,8 @@
 
 ST=$top_builddir/tools/spits-status
 n=3000
-start_jm job --progress-interval 0.3 "$MODS/bench.so" -n $n -s 2000
+# (-G: the job's last task waits for the gate, opened after the live checks.)
+start_jm job --progress-interval 0.3 "$MODS/bench.so" -n $n -s 2000 -G "$T/gate"
 jm=$JM_PID
 start_tm job tm -n 2; tm=$TM_PID
 wait_for "grep -q joined $T/job.jm.log" 30 "the TM to join"
@@ -24,6 +25,7 @@ grep -Eq "^  [^ ]+ +$tm +2 " "$T/table" || fail "no row for the TM: $(cat "$T/ta
     || fail "live json tms: $(json "$T/live.json" "d['tms']")"
 [ "$(json "$T/live.json" "0 <= d['tasks']['committed'] <= $n and d['jm']['rss_bytes'] > 0")" = True ] \
     || fail "live json counters"
+touch "$T/gate"
 wait $jm || fail "the job exited $?"
 wait $tm
 grep -q "progress: phase 1 \[[#.]*\] [0-9]*/$n " "$T/job.jm.log" || fail "no progress line"
