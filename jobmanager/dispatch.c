@@ -23,6 +23,7 @@
  * given up and named in the report.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,7 @@ struct jm_disp {
     struct { float t; int join; int slot; } ev[EVENTS_MAX];
     size_t nev;
     uint64_t ev_dropped;
+    int alive_workers;               /* workers of the TMs alive now */
     jm_disp_stats_t st;
 };
 
@@ -337,6 +339,7 @@ static void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
         return;
     t->alive = 0;
     t->outstanding = 0;
+    d->alive_workers -= t->workers;
     d->alive--;
     d->st.tms_lost++;
     event_note(d, 0, t->slot);
@@ -758,6 +761,9 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->settle_until = pending > 0 ? d->now + 2000 : 0;
     t->settle_records = pending;
     d->alive++;
+    d->alive_workers += t->workers;
+    if (d->alive_workers > d->st.peak_workers)
+        d->st.peak_workers = d->alive_workers;
     d->st.tms_joined++;
     event_note(d, 1, t->slot);
     d->version++;
@@ -765,6 +771,25 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
                t->workers);
     send_phase(d, t, SPITS_MSG_WELCOME);
+}
+
+/* STATS: a TM's busy time and runs so far (cumulative, so a lost one
+ * costs nothing). */
+static void on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
+{
+    const char *why = NULL;
+    json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
+    json_t *busy = j ? json_object_get(j, "busy_s") : NULL;
+    long runs;
+    if (!json_is_number(busy) || json_number_value(busy) < 0 ||
+        json_number_value(busy) > 1e12 ||
+        json_int_field(j, "runs", 0, LONG_MAX, &runs) != 0) {
+        bad_message(d, why ? why : "STATS without busy_s/runs");
+    } else if (t) {
+        t->busy_s = json_number_value(busy);
+        t->runs = (uint64_t)runs;
+    }
+    json_decref(j);
 }
 
 static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
@@ -806,6 +831,9 @@ static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         break;
     case SPITS_MSG_STATUS:
         on_status(d, rid, ridlen);
+        break;
+    case SPITS_MSG_STATS:
+        on_stats(d, t, &rx->msg);
         break;
     case SPITS_MSG_DRAIN:
         /* Leaving soon: it hands back its queued tasks and finishes the
@@ -1417,10 +1445,11 @@ json_t *jm_disp_tms_json(const jm_disp_t *d)
     for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
         jm_tm_t *t = jm_tmtab_at(d->tms, i);
         spits_iso_time(t->joined, when, sizeof when);
-        json_array_append_new(a, json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I}",
+        json_array_append_new(a, json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:f, s:I}",
             "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
             "joined", when, "sent", (json_int_t)t->sent,
-            "done", (json_int_t)t->done, "failed", (json_int_t)t->failed));
+            "done", (json_int_t)t->done, "failed", (json_int_t)t->failed,
+            "busy_s", t->busy_s, "runs", (json_int_t)t->runs));
     }
     return a;
 }

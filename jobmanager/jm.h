@@ -289,6 +289,7 @@ typedef struct {
     uint64_t bad_messages;    /* malformed messages dropped */
     uint64_t bytes_in, bytes_out;
     uint64_t tms_joined, tms_lost;
+    int peak_workers;         /* most workers alive at once */
 } jm_disp_stats_t;
 
 jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen);

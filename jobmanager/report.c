@@ -21,13 +21,60 @@ static const char *status_word(int exit_code, const jm_t *jm)
     return exit_code == 0 ? "ok" : "module-error";
 }
 
+/* The PY-PITS performance model, max(N*T/W, N*S/BW), next to the
+ * measured makespan: N tasks run here, T the mean task time the TMs
+ * measured (STATS), W the most workers alive at once, S the mean bytes
+ * moved per task (in + out), BW the bytes the JM moved per second of its
+ * own CPU time: what it could move saturated, which traffic seen from an
+ * unsaturated job cannot tell. The larger bound says whether the job was
+ * worker- or JM-bound. Unknown terms (no run reported) are null. */
+static json_t *model_json(const jm_disp_stats_t *ds, json_t *tms, json_t *usage,
+                          uint64_t n, double makespan, char *line, size_t linelen)
+{
+    double busy = 0, runs = 0;
+    size_t i;
+    json_t *t;
+    json_array_foreach(tms, i, t) {
+        busy += json_number_value(json_object_get(t, "busy_s"));
+        runs += (double)json_integer_value(json_object_get(t, "runs"));
+    }
+    double bytes = (double)(ds->bytes_in + ds->bytes_out);
+    double task_s = runs > 0 ? busy / runs : -1;
+    double s = n ? bytes / (double)n : 0;
+    double cpu = json_number_value(json_object_get(usage, "cpu_user_s")) +
+                 json_number_value(json_object_get(usage, "cpu_system_s"));
+    double bw = cpu > 0 && bytes > 0 ? bytes / cpu : -1;
+    double wb = task_s >= 0 && ds->peak_workers > 0
+                    ? (double)n * task_s / ds->peak_workers : -1;
+    double bb = bw > 0 ? (double)n * s / bw : -1;
+    double pred = wb > bb ? wb : bb;
+#define OR_NULL(x) ((x) >= 0 ? json_real(x) : json_null())
+    json_t *m = json_pack("{s:I, s:o, s:i, s:f, s:o, s:o, s:o, s:o, s:f, s:o}",
+        "tasks", (json_int_t)n, "task_s", OR_NULL(task_s),
+        "workers", ds->peak_workers, "bytes_per_task", s,
+        "bandwidth_mb_s", bw > 0 ? json_real(bw / 1e6) : json_null(),
+        "worker_bound_s", OR_NULL(wb), "bandwidth_bound_s", OR_NULL(bb),
+        "predicted_s", OR_NULL(pred), "measured_s", makespan,
+        "bound", pred < 0 ? json_null()
+                          : json_string(wb >= bb ? "workers" : "bandwidth"));
+#undef OR_NULL
+    if (pred >= 0)
+        snprintf(line, linelen, "model: max(N*T/W, N*S/BW) = max(%.3g, %.3g) s "
+                 "= %.3g s (%s-bound); measured %.3g s", wb, bb, pred,
+                 wb >= bb ? "worker" : "bandwidth", makespan);
+    else
+        line[0] = '\0';
+    return m;
+}
+
 int jm_report_write(jm_t *jm, int exit_code, double finished)
 {
     const jm_disp_stats_t *ds = jm_disp_stats(jm->disp);
     json_t *phases = json_array(), *failed = json_array();
     uint64_t generated = 0, committed = 0, nfailed = 0, commit_errors = 0;
     uint64_t replayed = 0;
-    char started_s[32], finished_s[32], path[PATH_MAX], err[512];
+    double makespan = 0;
+    char started_s[32], finished_s[32], path[PATH_MAX], err[512], model[256];
 
     for (uint32_t i = 0; i < jm->nphases; i++) {
         jm_phase_stats_t *p = &jm->phases[i];
@@ -54,25 +101,29 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         nfailed += p->nfailed;
         replayed += p->replayed;
         commit_errors += p->commit_errors;
+        makespan += p->finished - p->started;
     }
+    json_t *tms = jm_disp_tms_json(jm->disp), *usage = jm_usage_json();
     spits_iso_time(jm->started, started_s, sizeof started_s);
     spits_iso_time(finished, finished_s, sizeof finished_s);
     json_t *doc = json_pack(
         "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
-        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+        " s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
         " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
         "status", status_word(exit_code, jm), "exit_code", exit_code,
         "started", started_s, "finished", finished_s,
         "seconds", finished - jm->started,
         "resumed", json_boolean(jm->resuming),
-        "jm", jm_usage_json(),
+        "jm", usage,
         "timeline", jm_disp_timeline_json(jm->disp),
         "bandwidth", json_pack("{s:f, s:f}",
             "in_mb_s", finished > jm->started ? ds->bytes_in / 1e6 / (finished - jm->started) : 0.0,
             "out_mb_s", finished > jm->started ? ds->bytes_out / 1e6 / (finished - jm->started) : 0.0),
         "phases", phases, "failed_tasks", failed,
-        "tms", jm_disp_tms_json(jm->disp),
+        "tms", tms,
+        "model", model_json(ds, tms, usage, committed - replayed + nfailed, makespan,
+                            model, sizeof model),
         "counters",
         "generated", (json_int_t)generated, "committed", (json_int_t)committed,
         "failed", (json_int_t)nfailed, "commit_errors", (json_int_t)commit_errors,
@@ -106,5 +157,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
                (unsigned long long)ds->resent, (unsigned long long)ds->duplicates,
                (unsigned long long)ds->tms_joined, secs,
                secs > 0 ? committed / secs : 0.0);
+    if (model[0])
+        spits_info("%s", model);
     return rc;
 }

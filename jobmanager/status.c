@@ -58,12 +58,12 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
             continue;
         int busy = t->outstanding < t->workers ? t->outstanding : t->workers;
         json_array_append_new(rows, json_pack(
-            "{s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:f, s:b}",
+            "{s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:f, s:b, s:f}",
             "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
             "busy", busy, "held", t->outstanding, "done", (json_int_t)t->done,
             "failed", (json_int_t)t->failed,
             "last_heard_s", (now_ms - t->last_heard) / 1000.0,
-            "draining", t->draining));
+            "draining", t->draining, "busy_s", t->busy_s));
     }
     spits_iso_time(jm->started, started, sizeof started);
     return json_pack(

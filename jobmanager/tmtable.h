@@ -30,6 +30,8 @@ typedef struct {
     int64_t last_heard, last_sent;  /* monotonic ms */
     double joined;           /* wall clock */
     uint64_t sent, done, failed;
+    double busy_s;           /* its workers' time on tasks, from STATS */
+    uint64_t runs;           /* task runs, from STATS */
     uint64_t scan_version;   /* ring version of its last fruitless resend scan */
     int64_t settle_until;    /* re-attached with results: serve it only
                                 once they are in (or by this time) */

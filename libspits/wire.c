@@ -216,7 +216,7 @@ const char *spits_wire_type_name(int type)
 {
     static const char *names[] = {"?", "HELLO", "WELCOME", "PHASE", "TASKS",
                                   "RESULTS", "HEARTBEAT", "END", "BYE", "WHO",
-                                  "CANCEL", "DRAIN", "STATUS"};
+                                  "CANCEL", "DRAIN", "STATUS", "STATS"};
     return type >= 1 && type <= SPITS_MSG_LAST ? names[type] : "?";
 }
 

@@ -22,8 +22,8 @@
  * CANCEL carries records too: the ids of task copies the JM no longer
  * needs (another copy was committed), with no payload.
  *
- * Control messages (HELLO, WELCOME, PHASE, BYE, and STATUS from the JM)
- * carry one JSON object as their body. HEARTBEAT, END, WHO, DRAIN and a
+ * Control messages (HELLO, WELCOME, PHASE, BYE, STATS, and STATUS from the
+ * JM) carry one JSON object as their body. HEARTBEAT, END, WHO, DRAIN and a
  * STATUS request have no body.
  *
  * Every task copy a JM sends comes back as exactly one RESULTS record:
@@ -57,7 +57,8 @@ enum {
     SPITS_MSG_CANCEL = 10,   /* JM -> TM: records, copies no longer needed */
     SPITS_MSG_DRAIN = 11,    /* TM -> JM: send me no more tasks */
     SPITS_MSG_STATUS = 12,   /* spits-status -> JM: empty; JM -> it: JSON */
-    SPITS_MSG_LAST = 12
+    SPITS_MSG_STATS = 13,    /* TM -> JM: JSON, its workers' busy time so far */
+    SPITS_MSG_LAST = 13
 };
 
 /* Record status in RESULTS. */

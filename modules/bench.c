@@ -2,7 +2,7 @@
  * bench.c - test and benchmark module with knobs.
  *
  *   bench [-n TASKS] [-t TASKBYTES] [-r RESULTBYTES] [-b BUSY_US]
- *         [-s SLEEP_US] [-f ID]... [-F ID:DIR]... [-G FILE] [-q]
+ *         [-s SLEEP_US] [-f ID]... [-F ID:DIR]... [-G FILE] [-M DIR] [-q]
  *
  * Task i is its number (u64 LE) then filler bytes (i + k) & 0xff; the
  * worker checks them, spins or sleeps, and answers i, splitmix64(i) and
@@ -12,6 +12,8 @@
  * -f ID makes task ID fail on every run; -F ID:DIR once (a marker file).
  * -G FILE: the last task's run waits until FILE exists (at most 120 s), so
  * a test decides when the job may end, however slow the machine is.
+ * -M DIR: a run of task ID creates DIR/started-ID as it starts, so a test
+ * can see which tasks are running.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +35,7 @@ typedef struct {
     uint64_t flaky[MAX_FAIL];
     const char *flaky_dir[MAX_FAIL];
     int nflaky;
-    const char *gate;
+    const char *gate, *mark_dir;
     int quiet;
 } bench_cfg_t;
 
@@ -75,6 +77,7 @@ static int bench_args(int argc, const char **argv, bench_cfg_t *c)
         if (strcmp(a, "-q") == 0) { c->quiet = 1; continue; }
         if (!v) goto bad;
         if (strcmp(a, "-G") == 0) { c->gate = v; i++; continue; }
+        if (strcmp(a, "-M") == 0) { c->mark_dir = v; i++; continue; }
         if (strcmp(a, "-n") == 0) dst = &c->n;
         else if (strcmp(a, "-t") == 0) dst = &c->tbytes;
         else if (strcmp(a, "-r") == 0) dst = &c->rbytes;
@@ -161,6 +164,14 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     for (uint64_t k = 8; k < w->cfg.tbytes; k++)
         if (t[k] != (unsigned char)(id + k))
             return 2;
+    if (w->cfg.mark_dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/started-%llu", w->cfg.mark_dir,
+                 (unsigned long long)id);
+        int fd = open(path, O_CREAT | O_WRONLY, 0644);
+        if (fd >= 0)
+            close(fd);
+    }
     if (id + 1 == w->cfg.n && w->cfg.gate) {
         struct timespec ts = {0, 10 * 1000000};
         for (int i = 0; i < 12000 && access(w->cfg.gate, F_OK) != 0; i++)

@@ -63,7 +63,7 @@ typedef struct {
     char module_path[PATH_MAX];
     int state, welcomed, done;
     unsigned job;                /* bumped when the JM runs another job */
-    int64_t now, last_heard, last_sent, last_hello, last_look;
+    int64_t now, last_heard, last_sent, last_hello, last_look, last_stats;
     int64_t hb_ms, lost_ms;
     tm_phase_t *phases, *cur;
     spits_module_t *mod;
@@ -460,6 +460,22 @@ static void send_hello(tm_t *tm)
     spits_buf_free(&buf);
 }
 
+/* STATS: the workers' busy time and runs so far (this process's life),
+ * once a second and before BYE: the JM's per-TM busy time and its
+ * performance model's task time come from these. */
+static void send_stats(tm_t *tm)
+{
+    spits_buf_t buf = {0};
+    long long busy = atomic_load_explicit(&tm->pool.busy_ns, memory_order_relaxed);
+    long long runs = atomic_load_explicit(&tm->pool.runs, memory_order_relaxed);
+    json_t *j = json_pack("{s:f, s:I}", "busy_s", busy / 1e9, "runs", (json_int_t)runs);
+    tm->last_stats = tm->now;
+    if (j && spits_wire_encode_json(&buf, SPITS_MSG_STATS, tm->cur ? tm->cur->wire : 0, j) == 0)
+        tm_send(tm, buf.data, buf.len);
+    json_decref(j);
+    spits_buf_free(&buf);
+}
+
 /* Looks at the job dir again: the job may be over, or the JM elsewhere. */
 static void look_for_jm(tm_t *tm)
 {
@@ -802,6 +818,10 @@ static void send_results(tm_t *tm)
     size_t sent = 0;
     if (tm->state != TM_READY)
         return;
+    /* Stats ahead of results (10 a second at most): when the last result
+     * ends the job, the JM already has the time spent on it. */
+    if (tm->npending && tm->pool_started && tm->now - tm->last_stats >= 100)
+        send_stats(tm);
     for (; sent < tm->npending; sent++) {
         tm_seg_t *seg = &tm->pending[sent];
         if (seg->phase->job != tm->job) {
@@ -894,6 +914,8 @@ static void tm_timers(tm_t *tm)
             spits_warn("the job manager has been silent for %.1f s; looking "
                        "for it", (tm->now - tm->last_heard) / 1000.0);
             tm->state = TM_LOST;
+        } else if (tm->pool_started && tm->now - tm->last_stats >= 1000) {
+            send_stats(tm);    /* (it serves as a heartbeat too) */
         } else if (tm->now - tm->last_sent >= tm->hb_ms) {
             unsigned char hb[SPITS_HDR_SIZE];
             spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, tm->cur ? tm->cur->wire : 0);
@@ -1098,6 +1120,8 @@ int main(int argc, char **argv)
     if (tm.sock) {
         if (rc == 0 || tm.draining) {
             unsigned char bye[SPITS_HDR_SIZE];
+            if (tm.pool_started && tm.state == TM_READY)
+                send_stats(&tm);
             spits_wire_encode_empty(bye, SPITS_MSG_BYE, 0);
             zmq_send(tm.sock, bye, sizeof bye, ZMQ_DONTWAIT);
         }

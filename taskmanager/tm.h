@@ -90,6 +90,8 @@ typedef struct {
     atomic_int draining;      /* main: workers hand back unstarted tasks */
     atomic_llong task_ns;     /* workers: a recent task's run time (0: none
                                  yet), for --end-time */
+    atomic_llong busy_ns;     /* workers: time spent running tasks, and */
+    atomic_llong runs;        /* how many ran (added once per chunk; STATS) */
 } tm_pool_t;
 
 /* isolate.c: one worker's child process (spits-tm --isolate). */

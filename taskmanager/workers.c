@@ -247,15 +247,23 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&p->lock);
 
         int64_t t0 = now_ns();
+        size_t ran = 0;
         for (size_t i = 0; i < k; i++) {
-            if (atomic_load_explicit(&p->draining, memory_order_relaxed))
+            if (atomic_load_explicit(&p->draining, memory_order_relaxed)) {
                 worker_hand_back(w, &w->chunk[i]);
-            else
+            } else {
                 worker_run_one(w, &w->chunk[i]);
+                ran++;
+            }
             tm_rx_release(w->chunk[i].rx);
         }
-        w->task_ns = (now_ns() - t0) / (int64_t)k;
+        int64_t spent = now_ns() - t0;
+        w->task_ns = spent / (int64_t)k;
         atomic_store_explicit(&p->task_ns, w->task_ns, memory_order_relaxed);
+        if (ran) {
+            atomic_fetch_add_explicit(&p->busy_ns, spent, memory_order_relaxed);
+            atomic_fetch_add_explicit(&p->runs, (long long)ran, memory_order_relaxed);
+        }
         worker_flush(w, k);
     }
     if (w->inst_ok)
@@ -279,6 +287,8 @@ int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd)
     atomic_init(&p->alive_workers, 0);
     atomic_init(&p->draining, 0);
     atomic_init(&p->task_ns, 0);
+    atomic_init(&p->busy_ns, 0);
+    atomic_init(&p->runs, 0);
     p->qcap = 1024;
     p->q = malloc(p->qcap * sizeof *p->q);
     p->threads = calloc((size_t)nworkers, sizeof *p->threads);

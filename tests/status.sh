@@ -34,6 +34,20 @@ grep -q "progress: phase 1 \[[#.]*\] [0-9]*/$n " "$T/job.jm.log" || fail "no pro
 [ "$(json "$T/over.json" "(d['status'], d['counters']['committed'])")" = "('ok', $n)" ] \
     || fail "finished json: $(cat "$T/over.json")"
 "$ST" --jobdir "$T/job" | grep -q "is over: ok (exit 0)" || fail "finished table"
+# The TM's busy time (STATS) and the performance model: every run sleeps
+# 2 ms, so busy time is at least 2 ms a run, and the model's terms agree.
+r=$T/job/report.json
+[ "$(json $r "[(t['pid'], 0 < t['runs'] <= $n, t['busy_s'] >= 0.002 * t['runs']) for t in d['tms']]")" = \
+    "[($tm, True, True)]" ] || fail "TM busy time: $(json $r "d['tms']")"
+[ "$(json $r "(lambda m: (m['tasks'], m['workers'], m['task_s'] >= 0.002,
+    abs(m['worker_bound_s'] - m['tasks'] * m['task_s'] / m['workers']) < 1e-6,
+    abs(m['bandwidth_bound_s'] - m['tasks'] * m['bytes_per_task'] / (m['bandwidth_mb_s'] * 1e6)) < 1e-6,
+    m['predicted_s'] == max(m['worker_bound_s'], m['bandwidth_bound_s']),
+    m['bound'] == ('workers' if m['worker_bound_s'] >= m['bandwidth_bound_s'] else 'bandwidth'),
+    m['measured_s'] > 0))(d['model'])")" = "($n, 2, True, True, True, True, True, True)" ] \
+    || fail "model: $(json $r "d['model']")"
+grep -Eq "model: max\(N\*T/W, N\*S/BW\) = max\([0-9.e+-]+, [0-9.e+-]+\) s = [0-9.e+-]+ s \((worker|bandwidth)-bound\); measured [0-9.e+-]+ s" \
+    "$T/job.jm.log" || fail "no model line: $(tail -3 "$T/job.jm.log")"
 # A picture of it: valid SVG, the timeline's points, one lane and one
 # join mark per TM.
 "$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/job.svg" || fail "spits-plot exited $?"
@@ -46,10 +60,12 @@ line = svg.find(ns + 'polyline')
 pts = line.get('points').split()
 lanes = [r for r in svg.iter(ns + 'rect') if r.get('class') == 'lane']
 joins = [l for l in svg.iter(ns + 'line') if l.get('class') == 'join']
-print(len(pts) == len(rep['timeline']['points']), len(lanes), len(joins),
-      rep['timeline']['points'][-1][1])
+busy = [r for r in svg.iter(ns + 'rect') if r.get('class') == 'busy']
+share = lambda r: float(r.get('width'))
+print(len(pts) == len(rep['timeline']['points']), len(lanes), len(joins), len(busy),
+      0 < share(busy[0]) <= share(lanes[0]), rep['timeline']['points'][-1][1])
 PY
-)" = "True 1 1 $n" ] || fail "the plot does not match the report"
+)" = "True 1 1 1 True $n" ] || fail "the plot does not match the report"
 out=$("$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/job.png" 2>&1); rc=$?
 [ $rc = 2 ] && case $out in *"give -o FILE.svg"*) true ;; *) false ;; esac || fail "png: $rc $out"
 # No job; a JM that does not answer.

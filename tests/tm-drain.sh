@@ -29,12 +29,14 @@ wait $jm || fail "the job exited $?"
 wait $other || fail "the other TM exited $?"
 
 # 2. SIGINT while tasks run longer than --drain-timeout: it leaves anyway.
+# (-M: each run marks its start in $T/b.started, so the signal comes once
+# both of the victim's workers are busy.)
 n=6
-start_jm b "$MODS/bench.so" -n $n -s 3000000
+mkdir "$T/b.started"
+start_jm b "$MODS/bench.so" -n $n -s 3000000 -M "$T/b.started"
 jm=$JM_PID
 start_tm b b.victim -n 2 --drain-timeout 1; victim=$TM_PID
-wait_for "grep -q joined $T/b.jm.log" 30 "the victim to join"
-sleep 0.5
+wait_for "[ \$(ls $T/b.started | wc -l) -ge 2 ]" 30 "the victim's two tasks to start"
 start_tm b b.other -n 6; other=$TM_PID
 t0=$SECONDS
 kill -INT $victim

@@ -6,8 +6,10 @@
  * Draws the commit timeline (tasks committed over time, as in the PY-PITS
  * paper's Figure 1) with each Task Manager's joins and leaves marked, and
  * below it one lane per Task Manager: from when it joined until it left
- * (or the job ended), labelled with the tasks it did. The SVG is written
- * by hand: no plotting package is needed.
+ * (or the job ended), labelled with the tasks it did, and inside it a
+ * darker bar as long as the share of that time its workers were busy
+ * (busy_s / (workers x time in the job)). The SVG is written by hand: no
+ * plotting package is needed.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -25,7 +27,7 @@
 #define PLOT_W 640
 #define PLOT_Y 40
 #define PLOT_H 260
-#define LANE_H 18
+#define LANE_H 22
 
 static void usage(FILE *f)
 {
@@ -135,7 +137,8 @@ static int plot(json_t *rep, FILE *f)
     fprintf(f, "\"/>\n");
     /* One lane per TM. */
     int y = PLOT_Y + PLOT_H + 40;
-    fprintf(f, "<text x=\"%d\" y=\"%d\">task managers (joined to left or end; tasks done)</text>\n",
+    fprintf(f, "<text x=\"%d\" y=\"%d\">task managers (joined to left or end; "
+            "dark: the share of it their workers were busy)</text>\n",
             PLOT_X, y - 8);
     for (size_t i = 0; i < ntm; i++, y += LANE_H) {
         json_t *t = json_array_get(tms, i);
@@ -145,8 +148,16 @@ static int plot(json_t *rep, FILE *f)
         fprintf(f, ":%lld</text>\n", (long long)json_integer_value(json_object_get(t, "pid")));
         fprintf(f, "<rect class=\"lane\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#9cf\"/>\n",
                 X(s), y + 2, X(e) - X(s) > 1 ? X(e) - X(s) : 1, LANE_H - 4);
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\">%lld done</text>\n", X(s) + 4,
-                y + 12, (long long)json_integer_value(json_object_get(t, "done")));
+        double busy = json_number_value(json_object_get(t, "busy_s"));
+        long long workers = json_integer_value(json_object_get(t, "workers"));
+        double share = e > s && workers > 0 ? busy / ((double)workers * (e - s)) : 0;
+        if (share > 1)
+            share = 1;   /* (a TM that re-attached counts its outage too) */
+        fprintf(f, "<rect class=\"busy\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#36c\"/>\n",
+                X(s), y + 14, (X(e) - X(s)) * share, 5);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\">%lld done, busy %.1f s (%.0f%%)</text>\n",
+                X(s) + 4, y + 12, (long long)json_integer_value(json_object_get(t, "done")),
+                busy, share * 100);
     }
     fprintf(f, "</svg>\n");
     return 0;
