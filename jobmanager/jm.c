@@ -427,6 +427,7 @@ int main(int argc, char **argv)
             free(jm.phases[i].argv[k]);
         free(jm.phases[i].argv);
         free(jm.phases[i].failed);
+        json_decref(jm.phases[i].metrics);
     }
     free(jm.phases);
     spits_buf_free(&jm.final);

@@ -161,6 +161,8 @@ typedef struct {
     size_t nfailed, capfailed;
     int commit_job_rc;
     int commit_job_called;
+    json_t *metrics;          /* main: a 2.0 module's metrics of the job
+                                 manager and committer instances, or NULL */
 } jm_phase_stats_t;
 
 typedef struct jm_phase {

@@ -127,12 +127,27 @@ static char **copy_argv(int argc, const char **argv)
 }
 
 /* Keeps the phase's counters for the report; the rest goes. */
+/* A 2.0 module's metrics of one instance, kept for report.json before
+ * the instance goes. */
+static void phase_metrics(jm_t *jm, jm_phase_t *p, const char *role,
+                          const spits_inst_t *in)
+{
+    json_t *m = in->obj ? spits_module_metrics_json(jm->mod, in) : NULL;
+    if (!m)
+        return;
+    if (!p->st.metrics)
+        p->st.metrics = json_object();
+    json_object_set_new(p->st.metrics, role, m);
+}
+
 static void keep_stats(jm_t *jm, jm_phase_t *p)
 {
     jm_phase_stats_t *all = realloc(jm->phases,
                                     (jm->nphases + 1) * sizeof *all);
-    if (!all)
+    if (!all) {
+        json_decref(p->st.metrics);
         return;
+    }
     jm->phases = all;
     all[jm->nphases++] = p->st;
     memset(&p->st, 0, sizeof p->st);
@@ -249,6 +264,8 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         jm_generator_join(p);
     }
     jm_disp_phase_end(jm->disp);
+    /* (the generator has ended: its instance is ours to read and free) */
+    phase_metrics(jm, p, "job_manager", &p->jmi);
     spits_module_jm_free(jm->mod, &p->jmi);
 
     if (jm_signal) {
@@ -280,6 +297,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
             *finalsz = (spitssize_t)jm->final.len;
     }
 free_instances:
+    phase_metrics(jm, p, "committer", &p->coi);
     spits_module_co_free(jm->mod, &p->coi);
 out:
     free(p->skip);

@@ -82,7 +82,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         for (int a = 0; a < p->argc && p->argv; a++)
             json_array_append_new(argv, json_string(p->argv[a]));
         json_array_append_new(phases, json_pack(
-            "{s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:o}",
+            "{s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:o, s:O}",
             "phase", (int)p->id, "argv", argv,
             "tasks", (json_int_t)p->generated,
             "committed", (json_int_t)p->committed,
@@ -91,7 +91,8 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
             "commit_errors", (json_int_t)p->commit_errors,
             "seconds", p->finished - p->started,
             "commit_job", p->commit_job_called ? json_integer(p->commit_job_rc)
-                                               : json_null()));
+                                               : json_null(),
+            "metrics", p->metrics ? p->metrics : json_null()));
         for (size_t f = 0; f < p->nfailed && f < p->capfailed; f++)
             json_array_append_new(failed, json_pack("{s:i, s:I, s:s}",
                 "phase", (int)p->id, "task", (json_int_t)p->failed[f].id,

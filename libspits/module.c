@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "module.h"
 
 typedef int (*main_fn)(int, const char **, spitsrun_t);
@@ -44,6 +45,9 @@ struct spits_module {
     fin_fn co_fin;
     met_new_fn met_new;
     met_del_fn met_del;
+    spits_met_list_fn met_list;    /* optional: reading metrics back */
+    spits_met_last_fn met_last;
+    spits_met_free_fn met_free;
 };
 
 /* The metrics buffer size the SPITS 2.0 runtime used. */
@@ -116,6 +120,9 @@ spits_module_t *spits_module_open(const char *path, char *err, size_t errlen)
     m->v20 = mn != NULL;
     m->met_new = (met_new_fn)mn;
     m->met_del = (met_del_fn)md;
+    m->met_list = (spits_met_list_fn)sym(dl, "spits_get_metrics_list");
+    m->met_last = (spits_met_last_fn)sym(dl, "spits_get_metrics_last_values");
+    m->met_free = (spits_met_free_fn)sym(dl, "spits_free_ptr");
     m->main = (main_fn)sym(dl, "spits_main");
     m->jm_new = sym(dl, "spits_job_manager_new");
     m->jm_next = (jm_next_fn)sym(dl, "spits_job_manager_next_task");
@@ -242,6 +249,13 @@ int spits_module_co_job(spits_module_t *m, spits_inst_t *in,
                         spitspush_t push, spitsctx_t ctx)
 {
     return m->co_job(in->obj, push, ctx);
+}
+
+json_t *spits_module_metrics_json(spits_module_t *m, const spits_inst_t *in)
+{
+    if (!in->metrics || !m->met_list || !m->met_last || !m->met_free)
+        return NULL;
+    return spits_metrics_read(in->metrics, m->met_list, m->met_last, m->met_free);
 }
 
 void spits_module_co_free(spits_module_t *m, spits_inst_t *in)

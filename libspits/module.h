@@ -12,6 +12,7 @@
 #define SPITS_MODULE_H
 
 #include <stddef.h>
+#include <jansson.h>
 #include "spits.h"
 
 typedef struct spits_module spits_module_t;
@@ -55,5 +56,9 @@ int spits_module_co_commit(spits_module_t *m, spits_inst_t *in,
 int spits_module_co_job(spits_module_t *m, spits_inst_t *in,
                         spitspush_t push, spitsctx_t ctx);
 void spits_module_co_free(spits_module_t *m, spits_inst_t *in);
+
+/* A 2.0 instance's metrics and their last values (metrics.c), when the
+ * module exports the functions that read them; else NULL. */
+json_t *spits_module_metrics_json(spits_module_t *m, const spits_inst_t *in);
 
 #endif

@@ -9,8 +9,13 @@ cu=$(( (n * (n + 1) / 2) ** 2 ))
 out=$(timeout 120 "$RUN" -q -n 2 --tms 2 "$TMODS/twophase.so" $n) || fail "twophase exited $?"
 [ "$out" = "twophase: squares=$sq cubes=$cu total=$((sq + cu))" ] || fail "twophase printed '$out'"
 
-out=$(timeout 120 "$RUN" -q -n 2 "$TMODS/metrics20.so" 300) || fail "metrics20 exited $?"
+out=$(timeout 120 "$RUN" -q -n 2 --jobdir "$T/m20" "$TMODS/metrics20.so" 300) || fail "metrics20 exited $?"
 [ "$out" = "metrics20: sum=$(( 300 * 301 / 2 ))" ] || fail "metrics20 printed '$out'"
+# Its metrics, read back from the job manager and committer instances.
+m="{'buffer_size': 10, 'ratio': 0.25, 'variant': 'metrics20'}"
+[ "$(json "$T/m20/report.json" "sorted(d['phases'][0]['metrics'].items())")" = \
+    "[('committer', $m), ('job_manager', $m)]" ] \
+    || fail "metrics20's metrics in report.json: $(json "$T/m20/report.json" "d['phases'][0]['metrics']")"
 
 out=$(timeout 120 "$RUN" -q -n 2 "$TMODS/cxxmod.so" 40) || fail "cxxmod exited $?"
 [ "$out" = "cxxmod: sum=$(( 40 * 41 * 81 / 6 ))" ] || fail "cxxmod printed '$out'"

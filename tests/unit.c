@@ -10,6 +10,7 @@
 #include "jobdir.h"
 #include "journal.h"
 #include "keys.h"
+#include "metrics.h"
 #include "ring.h"
 #include "wire.h"
 
@@ -25,6 +26,7 @@ int main(void)
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},
         {"keys", spits_keys_selftest},
+        {"metrics", spits_metrics_selftest},
     };
     int failed = 0;
 
