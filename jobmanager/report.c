@@ -44,10 +44,10 @@ static json_t *model_json(const jm_disp_stats_t *ds, json_t *tms, json_t *usage,
     double cpu = json_number_value(json_object_get(usage, "cpu_user_s")) +
                  json_number_value(json_object_get(usage, "cpu_system_s"));
     double bw = cpu > 0 && bytes > 0 ? bytes / cpu : -1;
-    double wb = task_s >= 0 && ds->peak_workers > 0
+    double wb = n && task_s >= 0 && ds->peak_workers > 0
                     ? (double)n * task_s / ds->peak_workers : -1;
-    double bb = bw > 0 ? (double)n * s / bw : -1;
-    double pred = wb > bb ? wb : bb;
+    double bb = n && bw > 0 ? (double)n * s / bw : -1;
+    double pred = wb < 0 || bb < 0 ? -1 : wb > bb ? wb : bb;
 #define OR_NULL(x) ((x) >= 0 ? json_real(x) : json_null())
     json_t *m = json_pack("{s:I, s:o, s:i, s:f, s:o, s:o, s:o, s:o, s:f, s:o}",
         "tasks", (json_int_t)n, "task_s", OR_NULL(task_s),

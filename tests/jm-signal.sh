@@ -9,7 +9,7 @@ for sig in TERM INT; do
     start_tm $sig tm$sig -n 2
     tm=$TM_PID
     wait_for "grep -q joined $T/$sig.jm.log" 30 "the TM to join ($sig)"
-    sleep 0.5
+    wait_for "[ \"\$(tm_done $sig $tm)\" -ge 2 ]" 30 "some commits ($sig)"
     kill -$sig "$(json "$T/$sig/jm.json" "d['pid']")"
     wait $JM_PID; rc=$?
     [ $rc = $(( 128 + $(kill -l $sig) )) ] || fail "spits-jm exited $rc after SIG$sig"
