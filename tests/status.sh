@@ -66,8 +66,25 @@ print(len(pts) == len(rep['timeline']['points']), len(lanes), len(joins), len(bu
       0 < share(busy[0]) <= share(lanes[0]), rep['timeline']['points'][-1][1])
 PY
 )" = "True 1 1 1 True $n" ] || fail "the plot does not match the report"
-out=$("$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/job.png" 2>&1); rc=$?
-[ $rc = 2 ] && case $out in *"give -o FILE.svg"*) true ;; *) false ;; esac || fail "png: $rc $out"
+# PNG: the same picture through rsvg-convert, as big as the SVG says; with
+# no rsvg-convert on PATH, a clear error and no file.
+"$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/job.png" || fail "PNG: spits-plot exited $?"
+[ "$("$PY" - "$T/job.png" "$T/job.svg" <<'PY'
+import struct, sys, xml.etree.ElementTree as ET
+b = open(sys.argv[1], 'rb').read(24)
+svg = ET.parse(sys.argv[2]).getroot()
+print(b[:8] == b'\x89PNG\r\n\x1a\n' and b[12:16] == b'IHDR',
+      struct.unpack('>II', b[16:24]) == (int(svg.get('width')), int(svg.get('height'))))
+PY
+)" = "True True" ] || fail "job.png is not the plot as PNG"
+[ -e "$T/job.png.tmp.svg" ] && fail "the PNG's SVG was left behind"
+mkdir "$T/nopath"
+out=$(PATH=$T/nopath "$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/none.png" 2>&1); rc=$?
+[ $rc = 1 ] && [ ! -e "$T/none.png" ] && case $out in *"a PNG needs rsvg-convert (Debian package librsvg2-bin)"*) true ;;
+    *) false ;; esac || fail "PNG without rsvg-convert: $rc $out"
+out=$("$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/job.gif" 2>&1); rc=$?
+[ $rc = 2 ] && case $out in *"give -o FILE.svg or -o FILE.png, not"*) true ;; *) false ;; esac \
+    || fail "gif: $rc $out"
 # No job; a JM that does not answer.
 out=$("$ST" --jobdir "$T/nothing" 2>&1); rc=$?
 [ $rc = 1 ] && [ "$out" = "spits-status: error: no job in $T/nothing (no jm.json)" ] || fail "no job: $rc $out"
