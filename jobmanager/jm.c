@@ -276,6 +276,7 @@ int main(int argc, char **argv)
     int verbosity = SPITS_LOG_INFO, rc;
     char err[1024], host[256];
 
+    spits_malloc_tune();
     memset(&jm, 0, sizeof jm);
     jm.opt.jobdir = "spits-job";
     jm.opt.bind = "tcp://*:0";

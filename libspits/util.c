@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,4 +114,14 @@ int spits_online_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+void spits_malloc_tune(void)
+{
+    /* Measured (perf, 1 MB tasks, insecure): without it a fifth of all
+     * samples were page faults in the JM's memcpy of fresh buffers. The
+     * threshold is glibc's largest; freed memory up to 256 MiB stays for
+     * the next task. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }

@@ -31,5 +31,9 @@ int spits_file_hash(const char *path, char out[65]);
 
 /* Online cores (at least 1). */
 int spits_online_cores(void);
+/* Keeps large buffers (tasks, results, batches up to 32 MiB) in the heap
+ * instead of a fresh mmap each: a process that moves megabyte tasks would
+ * otherwise page-fault on every byte it copies. Call first in main. */
+void spits_malloc_tune(void);
 
 #endif

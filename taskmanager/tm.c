@@ -1058,6 +1058,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "--worker-child") == 0)
         return tm_child_main(argc, argv);
 
+    spits_malloc_tune();
     memset(&tm, 0, sizeof tm);
     tm.wait = 60;
     tm.reconnect = 300;
