@@ -126,7 +126,6 @@ static char **copy_argv(int argc, const char **argv)
     return v;
 }
 
-/* Keeps the phase's counters for the report; the rest goes. */
 /* A 2.0 module's metrics of one instance, kept for report.json before
  * the instance goes. */
 static void phase_metrics(jm_t *jm, jm_phase_t *p, const char *role,
@@ -140,6 +139,7 @@ static void phase_metrics(jm_t *jm, jm_phase_t *p, const char *role,
     json_object_set_new(p->st.metrics, role, m);
 }
 
+/* Keeps the phase's counters for the report; the rest goes. */
 static void keep_stats(jm_t *jm, jm_phase_t *p)
 {
     jm_phase_stats_t *all = realloc(jm->phases,

@@ -461,8 +461,9 @@ static void send_hello(tm_t *tm)
 }
 
 /* STATS: the workers' busy time and runs so far (this process's life),
- * once a second and before BYE: the JM's per-TM busy time and its
- * performance model's task time come from these. */
+ * once a second when idle, ahead of results (at most 10 a second) and
+ * before BYE: the JM's per-TM busy time and its performance model's task
+ * time come from these. */
 static void send_stats(tm_t *tm)
 {
     spits_buf_t buf = {0};
