@@ -26,6 +26,8 @@
 
 enum { MET_INT = 0, MET_FLOAT = 1, MET_DOUBLE = 2, MET_BYTES = 3 };
 
+/* The module writes its own host's byte order, not the little-endian of
+ * spits' formats (bytes.h): read it as the host's. */
 static int64_t get64(const unsigned char *p)
 {
     int64_t v;
