@@ -27,33 +27,49 @@ void jm_commitq_init(jm_commitq_t *q)
     pthread_cond_init(&q->ready, NULL);
 }
 
-static void rx_release(jm_rx_t *rx)
+jm_rx_t *jm_rx_new(void)
 {
-    if (rx && --rx->refs == 0) {
+    jm_rx_t *rx = malloc(sizeof *rx);
+    if (rx) {
+        zmq_msg_init(&rx->msg);
+        atomic_init(&rx->refs, 1);
+    }
+    return rx;
+}
+
+void jm_rx_hold(jm_rx_t *rx, size_t n)
+{
+    atomic_fetch_add_explicit(&rx->refs, n, memory_order_relaxed);
+}
+
+void jm_rx_release(jm_rx_t *rx, size_t n)
+{
+    /* acq_rel: the last owner sees every other owner's reads finished. */
+    if (rx && n && atomic_fetch_sub_explicit(&rx->refs, n, memory_order_acq_rel) == n) {
         zmq_msg_close(&rx->msg);
         free(rx);
     }
 }
 
-static void commit_release(jm_commit_t *c)
+void jm_commit_release(jm_commit_t *c)
 {
-    rx_release(c->rx);
+    jm_rx_release(c->rx, 1);
     free(c->owned);
 }
 
 void jm_commitq_destroy(jm_commitq_t *q)
 {
     for (size_t i = 0; i < q->n; i++)
-        commit_release(&q->items[i]);
+        jm_commit_release(&q->items[i]);
     free(q->items);
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->ready);
 }
 
-void jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n)
+int jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n)
 {
     if (!n)
-        return;
+        return 0;
     pthread_mutex_lock(&q->lock);
     if (q->cap - q->n < n) {
         size_t cap = q->cap ? q->cap : 1024;
@@ -61,9 +77,8 @@ void jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n)
             cap *= 2;
         jm_commit_t *p = realloc(q->items, cap * sizeof *p);
         if (!p) {
-            /* Cannot queue: losing a resolution would hang the phase. */
-            spits_error("out of memory queueing results");
-            abort();
+            pthread_mutex_unlock(&q->lock);
+            return -1;
         }
         q->items = p;
         q->cap = cap;
@@ -74,6 +89,7 @@ void jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n)
     pthread_mutex_unlock(&q->lock);
     if (was_empty)
         pthread_cond_signal(&q->ready);
+    return 0;
 }
 
 void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total)
@@ -83,15 +99,6 @@ void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total)
     q->gen_total = total;
     pthread_mutex_unlock(&q->lock);
     pthread_cond_signal(&q->ready);
-}
-
-const char *jm_failure_word(uint32_t status)
-{
-    switch (status) {
-    case SPITS_ST_CRASHED: return "crashed";
-    case SPITS_ST_TIMEOUT: return "timeout";
-    default: return "failed";
-    }
 }
 
 static void record_failure(jm_phase_t *p, uint64_t id, uint32_t status)
@@ -181,9 +188,10 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
 
         if (jm->journal && journal_batch(jm, p, batch, n) != 0) {
             for (size_t i = 0; i < n; i++)
-                commit_release(&batch[i]);
+                jm_commit_release(&batch[i]);
             break;
         }
+        size_t run = 0;      /* results from one message, released at once */
         for (size_t i = 0; i < n; i++) {
             jm_commit_t *c = &batch[i];
             if (c->status == SPITS_ST_OK) {
@@ -198,7 +206,11 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
             } else {
                 record_failure(p, c->id, c->status);
             }
-            commit_release(c);
+            free(c->owned);
+            if (c->rx && (++run, i + 1 == n || batch[i + 1].rx != c->rx)) {
+                jm_rx_release(c->rx, run);
+                run = 0;
+            }
         }
         resolved += n;
 

@@ -27,7 +27,6 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "adopt.h"
@@ -36,6 +35,7 @@
 #include "ring.h"
 #include "tmtable.h"
 #include "util.h"
+#include "wake.h"
 
 #define DISP_BATCH_BYTES (4u << 20)  /* a TASKS message's soft size cap */
 #define DISP_RECV_BURST 256          /* messages per poll wake-up */
@@ -48,6 +48,7 @@
 #define SLOTS_MAX 65536                      /* adaptive prefetch's cap... */
 #define SLOTS_BYTES (64u << 20)              /* ...and its cap in task bytes */
 #define EVENTS_MAX 4096
+#define DISP_COMMIT_CHUNK 4096               /* resolutions per commitq push */
 
 struct jm_disp {
     jm_t *jm;
@@ -83,8 +84,9 @@ struct jm_disp {
     spits_batch_t out;
     jm_task_t **sending;
     size_t sending_cap;
-    jm_commit_t *cbuf;
-    size_t ccap;
+    jm_commit_t *cbuf;               /* resolutions for the committer: */
+    size_t ncommit, ncommit_rx;      /* DISP_COMMIT_CHUNK at most, of which */
+                                     /* ncommit_rx point into one message */
     struct { int slot; uint64_t id; } *cancels;  /* copies to cancel */
     size_t ncancel, capcancel;
     uint64_t freed_bytes, pub_low, pub_freed;
@@ -110,6 +112,8 @@ struct jm_disp {
     size_t nev;
     uint64_t ev_dropped;
     int alive_workers;               /* workers of the TMs alive now */
+    spits_buf_t status;              /* the last STATUS answer, encoded */
+    int64_t status_at;               /* when it was built */
     jm_disp_stats_t st;
 };
 
@@ -161,14 +165,6 @@ static void send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type)
     send_to(d, rid, ridlen, hdr, sizeof hdr);
 }
 
-static json_t *argv_json(const jm_phase_t *p)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < p->st.argc; i++)
-        json_array_append_new(a, json_string(p->st.argv[i]));
-    return a;
-}
-
 static void send_phase(jm_disp_t *d, jm_tm_t *t, int type)
 {
     spits_buf_t buf = {0};
@@ -180,11 +176,11 @@ static void send_phase(jm_disp_t *d, jm_tm_t *t, int type)
                              "heartbeat_ms", (json_int_t)d->hb_ms,
                              "timeout_ms", (json_int_t)d->timeout_ms,
                              "max_task_bytes", (json_int_t)d->jm->opt.max_task,
-                             "argv", p ? argv_json(p) : json_null());
+                             "argv", p ? jm_phase_argv_json(p) : json_null());
     if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
         send_tm(d, t, buf.data, buf.len);
     else
-        spits_error("cannot encode a %s message (arguments must be UTF-8)",
+        spits_error("out of memory encoding a %s message",
                     spits_wire_type_name(type));
     json_decref(body);
     spits_buf_free(&buf);
@@ -200,8 +196,9 @@ static void retry_push(jm_disp_t *d, jm_task_t *task)
         size_t cap = d->rcap ? d->rcap * 2 : 256;
         uint64_t *r = malloc(cap * sizeof *r);
         if (!r) {
-            spits_error("out of memory growing the retry list");
-            abort();
+            /* The task would never run again: the job cannot finish. */
+            jm_fatal("out of memory growing the retry list");
+            return;
         }
         for (size_t i = 0; i < d->rn; i++)
             r[i] = d->retry[(d->rhead + i) % d->rcap];
@@ -289,16 +286,15 @@ static void cancel_flush(jm_disp_t *d)
                 d->cancels[keep++] = d->cancels[i];
                 continue;
             }
-            if (!spits_batch_add(&d->out, d->cancels[i].id, 0, 0)) {
-                spits_error("out of memory building a cancel batch");
-                abort();
-            }
-            n++;
+            /* Out of memory: that copy runs on, and its result is a
+             * duplicate; nothing is lost. */
+            if (spits_batch_add(&d->out, d->cancels[i].id, 0, 0))
+                n++;
         }
         d->ncancel = keep;
         spits_batch_finish(&d->out);
         jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)slot);
-        if (t && t->alive && send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
+        if (n && t && t->alive && send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
             d->st.cancelled += n;
     }
 }
@@ -413,7 +409,10 @@ static int adopt_result(jm_disp_t *d, jm_task_t *task)
     c.data = c.owned = data;
     c.len = len;
     c.status = SPITS_ST_OK;
-    jm_commitq_push(&d->phase->cq, &c, 1);
+    if (jm_commitq_push(&d->phase->cq, &c, 1) != 0) {
+        free(data);
+        jm_fatal("out of memory queueing an early result for the committer");
+    }
     d->st.adopted++;
     d->freed_bytes += task->len;
     free(task);
@@ -497,20 +496,20 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
     if (!n)
         return;
 
+    int built = 1;
     spits_batch_begin(&d->out, SPITS_MSG_TASKS, d->phase->st.id);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && built; i++) {
         jm_task_t *task = d->sending[i];
         unsigned char *dst = spits_batch_add(&d->out, task->id, 0, task->len);
-        if (!dst) {
-            spits_error("out of memory building a task batch");
-            abort();
-        }
-        if (task->len)
+        if (dst && task->len)
             memcpy(dst, task->data, task->len);
+        built = dst != NULL;
     }
     spits_batch_finish(&d->out);
+    if (!built)
+        jm_fatal("out of memory building a batch of %zu task(s)", n);
 
-    if (send_tm(d, t, d->out.buf.data, d->out.buf.len) != 0) {
+    if (!built || send_tm(d, t, d->out.buf.data, d->out.buf.len) != 0) {
         /* Not sent: every picked task without a copy goes back. */
         for (size_t i = 0; i < n; i++)
             if (d->sending[i]->copies == 0)
@@ -558,21 +557,6 @@ static void bad_message(jm_disp_t *d, const char *why)
     }
 }
 
-static int cbuf_reserve(jm_disp_t *d, size_t n)
-{
-    if (n <= d->ccap)
-        return 0;
-    size_t cap = d->ccap ? d->ccap : 256;
-    while (cap < n)
-        cap *= 2;
-    jm_commit_t *c = realloc(d->cbuf, cap * sizeof *c);
-    if (!c)
-        return -1;
-    d->cbuf = c;
-    d->ccap = cap;
-    return 0;
-}
-
 /* Adaptive prefetch. A TM that hands back everything it held ran dry
  * before new tasks reached it: its tasks are short against the round
  * trip. While there is work to give, it may hold twice as many, up to
@@ -599,19 +583,110 @@ static void grow_slots(jm_disp_t *d, jm_tm_t *t)
 static void adopt_keep(jm_disp_t *d, const spits_rec_t *rec)
 {
     int rc = jm_adopt_put(d->adopt, rec->id, rec->data, rec->len);
-    if (rc < 0) {
-        spits_error("out of memory keeping an early result");
-        abort();
-    }
+    if (rc < 0)   /* dropped: the task just runs again */
+        spits_warn("out of memory keeping the early result of task %llu",
+                   (unsigned long long)rec->id);
     if (rc > 0)
         d->st.duplicates++;   /* held already, or over the byte bound */
 }
 
+/* Hands the resolutions gathered so far to the committer. Those that point
+ * into rx each hold a reference to it, taken here in one step. */
+static void commits_flush(jm_disp_t *d, jm_rx_t *rx)
+{
+    if (!d->ncommit)
+        return;
+    if (d->ncommit_rx)
+        jm_rx_hold(rx, d->ncommit_rx);
+    if (jm_commitq_push(&d->phase->cq, d->cbuf, d->ncommit) != 0) {
+        for (size_t i = 0; i < d->ncommit; i++)
+            jm_commit_release(&d->cbuf[i]);
+        jm_fatal("out of memory queueing %zu result(s) for the committer",
+                 d->ncommit);
+    }
+    d->ncommit = d->ncommit_rx = 0;
+}
+
+/* The next free resolution slot; a full chunk goes to the committer
+ * first, so however many records a message claims, memory stays fixed. */
+static jm_commit_t *commit_slot(jm_disp_t *d, jm_rx_t *rx)
+{
+    if (d->ncommit == DISP_COMMIT_CHUNK)
+        commits_flush(d, rx);
+    jm_commit_t *c = &d->cbuf[d->ncommit++];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+/* A record of a task no longer in the ring: resolved already, not sent
+ * yet (an early result after --resume), or never sent at all. */
+static void on_unknown_record(jm_disp_t *d, const spits_rec_t *rec)
+{
+    if (rec->id < spits_ring_next(d->ring))
+        d->st.duplicates += rec->status == SPITS_ST_OK;
+    else if (d->adopt && rec->status == SPITS_ST_OK)
+        adopt_keep(d, rec);
+    else if (rec->status != SPITS_ST_RETURNED || !d->adopt)
+        d->st.bogus++;
+}
+
+/* A task's first result: it is resolved, and its other copies cancelled. */
+static void on_result_ok(jm_disp_t *d, jm_tm_t *t, jm_task_t *task,
+                         const spits_rec_t *rec, jm_rx_t *rx)
+{
+    jm_commit_t *c = commit_slot(d, rx);
+    c->id = rec->id;
+    c->hash = task->hash;
+    c->data = rec->data;
+    c->len = rec->len;
+    c->status = SPITS_ST_OK;
+    c->rx = rx;
+    d->ncommit_rx++;
+    if (t)
+        t->done++;
+    if (task->copies)
+        cancel_note(d, task);
+    task_resolve(d, task);
+}
+
+/* A failed, crashed or timed-out run: retried, or past --max-attempts a
+ * poison task, resolved as failed. */
+static void on_result_failed(jm_disp_t *d, jm_tm_t *t, jm_task_t *task,
+                             const spits_rec_t *rec, jm_rx_t *rx)
+{
+    if (t) {
+        t->failed++;
+        task->failed_on = t->slot;
+    }
+    d->st.crashed += rec->status == SPITS_ST_CRASHED;
+    d->st.timed_out += rec->status == SPITS_ST_TIMEOUT;
+    task->last_status = (uint8_t)rec->status;
+    if (++task->attempts < d->jm->opt.max_attempts) {
+        spits_debug("task %llu failed (attempt %d); retrying",
+                    (unsigned long long)rec->id, task->attempts);
+        d->st.retried++;
+        if (task->copies == 0)
+            retry_push(d, task);
+        return;
+    }
+    spits_warn("task %llu of phase %u: %d run(s), the last %s; giving up on "
+               "it (poison task)", (unsigned long long)rec->id,
+               d->phase->st.id, task->attempts,
+               spits_wire_status_name(rec->status));
+    jm_commit_t *c = commit_slot(d, rx);
+    c->id = rec->id;
+    c->status = rec->status;
+    d->st.poison++;
+    task_resolve(d, task);
+}
+
+/* RESULTS: every record gives its TM a slot back (wire.h), and each is a
+ * result, a failed run or a copy handed back unrun. rx is the message;
+ * results are committed straight from it, so it lives until the last of
+ * them is (jm_rx_release). */
 static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
                        jm_rx_t *rx)
 {
-    jm_phase_t *p = d->phase;
-    size_t n = 0, oks = 0;
     spits_reader_t r;
     spits_rec_t rec;
 
@@ -621,83 +696,29 @@ static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
         if (t->outstanding == 0)
             grow_slots(d, t);
     }
-    if (!p || h->phase != p->st.id) {
+    if (!d->phase || h->phase != d->phase->st.id) {
         d->st.stale += h->count;
-        goto done;
-    }
-    if (cbuf_reserve(d, (size_t)h->count) != 0) {
-        spits_error("out of memory receiving results");
-        abort();
+        return;
     }
     spits_reader_init(&r, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
     while (spits_reader_next(&r, &rec)) {
         jm_task_t *task = spits_ring_get(d->ring, rec.id);
         if (!task) {
-            if (rec.id < spits_ring_next(d->ring))
-                d->st.duplicates += rec.status == SPITS_ST_OK;
-            else if (d->adopt && rec.status == SPITS_ST_OK)
-                adopt_keep(d, &rec);
-            else if (rec.status != SPITS_ST_RETURNED || !d->adopt)
-                d->st.bogus++;
+            on_unknown_record(d, &rec);
             continue;
         }
         if (t)
             task_drop_holder(task, t->slot);
         d->version++;
-        if (rec.status == SPITS_ST_OK) {
-            jm_commit_t *c = &d->cbuf[n++];
-            c->id = rec.id;
-            c->hash = task->hash;
-            c->data = rec.data;
-            c->len = rec.len;
-            c->status = SPITS_ST_OK;
-            c->rx = rx;
-            c->owned = NULL;
-            oks++;
-            if (t)
-                t->done++;
-            if (task->copies)
-                cancel_note(d, task);
-            task_resolve(d, task);
-        } else if (rec.status != SPITS_ST_RETURNED) {
-            /* Failed, crashed its worker process, or timed out. */
-            if (t) {
-                t->failed++;
-                task->failed_on = t->slot;
-            }
-            d->st.crashed += rec.status == SPITS_ST_CRASHED;
-            d->st.timed_out += rec.status == SPITS_ST_TIMEOUT;
-            task->last_status = (uint8_t)rec.status;
-            if (++task->attempts >= d->jm->opt.max_attempts) {
-                spits_warn("task %llu of phase %u: %d run(s), the last %s; "
-                           "giving up on it (poison task)",
-                           (unsigned long long)rec.id, p->st.id, task->attempts,
-                           jm_failure_word(rec.status));
-                jm_commit_t *c = &d->cbuf[n++];
-                memset(c, 0, sizeof *c);
-                c->id = rec.id;
-                c->status = rec.status;
-                d->st.poison++;
-                task_resolve(d, task);
-            } else {
-                spits_debug("task %llu failed (attempt %d); retrying",
-                            (unsigned long long)rec.id, task->attempts);
-                d->st.retried++;
-                if (task->copies == 0)
-                    retry_push(d, task);
-            }
-        } else if (task->copies == 0) {       /* returned unrun */
-            retry_push(d, task);
-        }
+        if (rec.status == SPITS_ST_OK)
+            on_result_ok(d, t, task, &rec, rx);
+        else if (rec.status != SPITS_ST_RETURNED)
+            on_result_failed(d, t, task, &rec, rx);
+        else if (task->copies == 0)
+            retry_push(d, task);        /* handed back unrun */
     }
-    rx->refs = oks;
-    jm_commitq_push(&p->cq, d->cbuf, n);
+    commits_flush(d, rx);
     cancel_flush(d);
-done:
-    if (oks == 0) {
-        zmq_msg_close(&rx->msg);
-        free(rx);
-    }
 }
 
 static int json_int_field(json_t *j, const char *key, long min, long max,
@@ -799,7 +820,6 @@ static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     size_t len = zmq_msg_size(&rx->msg);
     spits_hdr_t h;
     const char *why;
-    int keep = 0;
 
     d->st.bytes_in += len;
     jm_tm_t *t = jm_tmtab_find(d->tms, rid, ridlen);
@@ -821,7 +841,6 @@ static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         if (t && t->settle_until && (t->settle_records -= (int64_t)h.count) <= 0)
             t->settle_until = 0;
         on_results(d, t, &h, rx);
-        keep = 1;
         if (!t || !t->alive)
             send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
@@ -851,12 +870,23 @@ static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         bad_message(d, "a JM-to-TM message sent to the JM");
     }
 out:
-    if (!keep) {
-        zmq_msg_close(&rx->msg);
-        free(rx);
-    }
+    jm_rx_release(rx, 1);       /* the dispatcher's own reference */
 }
 
+/* Reads and drops the rest of a multipart message: libzmq delivers all
+ * of a message's frames at once, so this never waits. */
+static void drop_frames(void *sock)
+{
+    zmq_msg_t f;
+    int more = 1;
+    zmq_msg_init(&f);
+    while (more && zmq_msg_recv(&f, sock, ZMQ_DONTWAIT) >= 0)
+        more = zmq_msg_more(&f);
+    zmq_msg_close(&f);
+}
+
+/* Receives up to a burst of messages: a routing id frame, then one body
+ * frame, which becomes a jm_rx_t (results are committed from it). */
 static void disp_recv(jm_disp_t *d)
 {
     for (int i = 0; i < DISP_RECV_BURST; i++) {
@@ -871,30 +901,23 @@ static void disp_recv(jm_disp_t *d)
             bad_message(d, "no body");
             continue;
         }
-        jm_rx_t *rx = malloc(sizeof *rx);
+        jm_rx_t *rx = jm_rx_new();
         if (!rx) {
-            spits_error("out of memory receiving a message");
-            abort();
-        }
-        rx->refs = 0;
-        zmq_msg_init(&rx->msg);
-        zmq_msg_recv(&rx->msg, d->router, 0);
-        if (zmq_msg_more(&rx->msg)) {
-            /* Our peers send one frame; drop the whole message. */
-            zmq_msg_t extra;
-            zmq_msg_init(&extra);
-            while (zmq_msg_more(&rx->msg) || zmq_msg_more(&extra)) {
-                if (zmq_msg_recv(&extra, d->router, 0) < 0 || !zmq_msg_more(&extra))
-                    break;
-            }
-            zmq_msg_close(&extra);
-            zmq_msg_close(&rx->msg);
-            free(rx);
+            drop_frames(d->router);
             zmq_msg_close(&rid);
-            bad_message(d, "multipart message");
-            continue;
+            jm_fatal("out of memory receiving a message");
+            return;
         }
-        on_message(d, &rid, rx);
+        if (zmq_msg_recv(&rx->msg, d->router, ZMQ_DONTWAIT) < 0 ||
+            zmq_msg_more(&rx->msg)) {
+            /* Our peers send one frame. */
+            drop_frames(d->router);
+            bad_message(d, "multipart message");
+        } else {
+            on_message(d, &rid, rx);
+            rx = NULL;
+        }
+        jm_rx_release(rx, 1);
         zmq_msg_close(&rid);
     }
 }
@@ -920,13 +943,32 @@ static void zap_log_refusal(jm_disp_t *d, const char *addr, const char *why)
     }
 }
 
-/* One ZAP request (RFC 27): admit the job's client key, nothing else. */
+/* A ZAP reply: version, request id, status code, status text, user id,
+ * metadata. */
+static void zap_reply(jm_disp_t *d, const zmq_msg_t *request_id, int ok,
+                      const char *why)
+{
+    const char *text = ok ? "OK" : why;
+    int rc = zmq_send(d->zap, "1.0", 3, ZMQ_SNDMORE) < 0 ||
+             zmq_send(d->zap, request_id ? zmq_msg_data((zmq_msg_t *)request_id) : "",
+                      request_id ? zmq_msg_size(request_id) : 0, ZMQ_SNDMORE) < 0 ||
+             zmq_send(d->zap, ok ? "200" : "400", 3, ZMQ_SNDMORE) < 0 ||
+             zmq_send(d->zap, text, strlen(text), ZMQ_SNDMORE) < 0 ||
+             zmq_send(d->zap, "", 0, ZMQ_SNDMORE) < 0 ||
+             zmq_send(d->zap, "", 0, 0) < 0;
+    if (rc)
+        spits_warn("cannot answer a ZAP request: %s", zmq_strerror(errno));
+}
+
+/* One ZAP request (RFC 27): admit the job's client key, nothing else.
+ * The socket is a REP: every request read gets a reply, a malformed one
+ * included, or the socket would refuse to read the next. */
 static void disp_zap(jm_disp_t *d)
 {
-    zmq_msg_t f[8];
+    zmq_msg_t f[7];
     int n = 0, more = 1;
 
-    while (more && n < 8) {
+    while (more && n < 7) {
         zmq_msg_init(&f[n]);
         if (zmq_msg_recv(&f[n], d->zap, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&f[n]);
@@ -935,21 +977,15 @@ static void disp_zap(jm_disp_t *d)
         more = zmq_msg_more(&f[n]);
         n++;
     }
-    while (more) {           /* more frames than any ZAP request has */
-        zmq_msg_t extra;
-        zmq_msg_init(&extra);
-        if (zmq_msg_recv(&extra, d->zap, 0) < 0)
-            more = 0;
-        else
-            more = zmq_msg_more(&extra);
-        zmq_msg_close(&extra);
-    }
-    if (n < 2)
-        goto out;
+    if (n == 0)
+        return;                    /* nothing read: nothing to answer */
+    if (more)
+        drop_frames(d->zap);       /* more frames than a ZAP request has */
     char addr[64] = "?";
     int ok = 0;
     const char *why = "malformed ZAP request";
-    if (n >= 7 && zmq_msg_size(&f[5]) == 5 && memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0) {
+    if (n == 7 && !more && zmq_msg_size(&f[5]) == 5 &&
+        memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0) {
         size_t alen = zmq_msg_size(&f[3]) < sizeof addr - 1 ? zmq_msg_size(&f[3]) : sizeof addr - 1;
         memcpy(addr, zmq_msg_data(&f[3]), alen);
         addr[alen] = '\0';
@@ -957,18 +993,9 @@ static void disp_zap(jm_disp_t *d)
              sodium_memcmp(zmq_msg_data(&f[6]), d->client_key, 32) == 0;
         why = "not this job's client key";
     }
-    /* Reply: version, request id, status code, status text, user id,
-     * metadata. */
-    const char *code = ok ? "200" : "400";
-    zmq_send(d->zap, "1.0", 3, ZMQ_SNDMORE);
-    zmq_send(d->zap, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), ZMQ_SNDMORE);
-    zmq_send(d->zap, code, 3, ZMQ_SNDMORE);
-    zmq_send(d->zap, ok ? "OK" : why, strlen(ok ? "OK" : why), ZMQ_SNDMORE);
-    zmq_send(d->zap, "", 0, ZMQ_SNDMORE);
-    zmq_send(d->zap, "", 0, 0);
+    zap_reply(d, n >= 2 ? &f[1] : NULL, ok, why);
     if (!ok)
         zap_log_refusal(d, addr, why);
-out:
     for (int i = 0; i < n; i++)
         zmq_msg_close(&f[i]);
 }
@@ -1046,14 +1073,22 @@ static void progress(jm_disp_t *d)
 /* spits-status asks; the answer goes to its routing id. It is not a TM. */
 static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
 {
-    spits_buf_t buf = {0};
-    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now);
-    if (!d->phase)
-        json_object_set_new(doc, "state", json_string("between phases"));
-    if (doc && spits_wire_encode_json(&buf, SPITS_MSG_STATUS, d->live.phase, doc) == 0)
-        send_to(d, rid, ridlen, buf.data, buf.len);
-    json_decref(doc);
-    spits_buf_free(&buf);
+    /* The answer is built at most once per tick and sent as is until the
+     * next, so a status client in a loop costs the job a send per request,
+     * not a JSON document and a /proc read. */
+    if (!d->status.len || d->now - d->status_at >= DISP_TICK_MS) {
+        json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now);
+        if (doc && !d->phase)
+            json_object_set_new(doc, "state", json_string("between phases"));
+        d->status.len = 0;
+        if (!doc || spits_wire_encode_json(&d->status, SPITS_MSG_STATUS,
+                                           d->live.phase, doc) != 0)
+            d->status.len = 0;
+        json_decref(doc);
+        d->status_at = d->now;
+    }
+    if (d->status.len)
+        send_to(d, rid, ridlen, d->status.data, d->status.len);
 }
 
 static void disp_tick(jm_disp_t *d)
@@ -1133,21 +1168,22 @@ static void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     if (d->stopping)
         disp_stop_phase(d);
     spits_ring_destroy(&d->ring);
+    jm_adopt_destroy(&d->adopt);
     d->ring = spits_ring_new();
-    if (!d->ring) {
-        spits_error("out of memory");
-        abort();
+    if (!d->ring || (p->st.resumed &&
+                     !(d->adopt = jm_adopt_new((size_t)d->jm->opt.window_bytes)))) {
+        /* The phase cannot run: stopped before anything is sent. */
+        jm_fatal("out of memory starting phase %u", p->st.id);
+        disp_stop_phase(d);
+        spits_ring_destroy(&d->ring);
+        d->phase = NULL;
+        return;
     }
     d->fresh = d->fresh_tail = NULL;
     d->gen_done = 0;
     d->rn = d->rhead = 0;
     d->freed_bytes = d->pub_low = d->pub_freed = 0;
     d->version++;
-    jm_adopt_destroy(&d->adopt);
-    if (p->st.resumed && !(d->adopt = jm_adopt_new((size_t)d->jm->opt.window_bytes))) {
-        spits_error("out of memory");
-        abort();
-    }
     for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
         jm_tm_t *t = jm_tmtab_at(d->tms, i);
         if (t->alive)
@@ -1209,6 +1245,23 @@ static int disp_control(jm_disp_t *d)
     return finish;
 }
 
+/* After a fatal network error: no socket is read again. The job is
+ * stopped, and the main thread's requests are still answered, so that
+ * run() returns and the job ends with its report. */
+static void disp_control_only(jm_disp_t *d)
+{
+    if (!d->stopping)
+        disp_stop_phase(d);
+    for (;;) {
+        pthread_mutex_lock(&d->ctl_lock);
+        while (!atomic_load(&d->ctl_pending))
+            pthread_cond_wait(&d->ctl_cond, &d->ctl_lock);
+        pthread_mutex_unlock(&d->ctl_lock);
+        if (disp_control(d))
+            return;
+    }
+}
+
 static void *disp_main(void *arg)
 {
     jm_disp_t *d = arg;
@@ -1227,15 +1280,14 @@ static void *disp_main(void *arg)
         if (d->now < d->probe_until && timeout > 50)
             timeout = 50;
         if (zmq_poll(items, nitems, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR) {
-            spits_error("zmq_poll: %s", zmq_strerror(errno));
+            jm_fatal("the dispatcher cannot poll its sockets: %s",
+                     zmq_strerror(errno));
+            disp_control_only(d);
             break;
         }
         d->now = spits_now_ms();
-        if (items[1].revents & ZMQ_POLLIN) {
-            uint64_t v;
-            if (read(d->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
-                spits_debug("eventfd read: %s", strerror(errno));
-        }
+        if (items[1].revents & ZMQ_POLLIN)
+            spits_wake_drain(d->wake_fd);
         if (atomic_load(&d->ctl_pending) && disp_control(d))
             break;
         if ((jm_signal || atomic_load(&jm_abort)) && !d->stopping)
@@ -1269,7 +1321,6 @@ static void *disp_main(void *arg)
 
 static void ctl_request(jm_disp_t *d, jm_phase_t *begin, int end, int finish)
 {
-    uint64_t one = 1;
     pthread_mutex_lock(&d->ctl_lock);
     d->ctl_begin = begin;
     d->ctl_end = end;
@@ -1277,8 +1328,9 @@ static void ctl_request(jm_disp_t *d, jm_phase_t *begin, int end, int finish)
     d->ctl_ack = 0;
     atomic_store(&d->ctl_pending, 1);
     pthread_mutex_unlock(&d->ctl_lock);
-    if (write(d->wake_fd, &one, sizeof one) < 0)
-        spits_debug("eventfd write: %s", strerror(errno));
+    /* The dispatcher wakes from its poll, or (disp_control_only) here. */
+    pthread_cond_broadcast(&d->ctl_cond);
+    spits_wake_signal(d->wake_fd);
     if (finish)
         return;
     pthread_mutex_lock(&d->ctl_lock);
@@ -1342,9 +1394,10 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->tty = isatty(STDERR_FILENO) && spits_log_level() >= SPITS_LOG_INFO;
     d->timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
     d->tms = jm_tmtab_new();
-    d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    d->cbuf = malloc(DISP_COMMIT_CHUNK * sizeof *d->cbuf);
+    d->wake_fd = spits_wake_open();
     d->zctx = zmq_ctx_new();
-    if (!d->tms || d->wake_fd < 0 || !d->zctx) {
+    if (!d->tms || !d->cbuf || d->wake_fd < 0 || !d->zctx) {
         snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
         goto fail;
     }
@@ -1353,14 +1406,25 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         snprintf(err, errlen, "cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
         goto fail;
     }
-    zmq_setsockopt(d->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-    zmq_setsockopt(d->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
-    zmq_setsockopt(d->router, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(d->router, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(d->router, ZMQ_RCVHWM, &hwm, sizeof hwm);
     /* A peer sending more is disconnected by libzmq before we see it. */
     int64_t maxmsg = JM_MAX_MSG(jm->opt.max_task);
-    zmq_setsockopt(d->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    /* ROUTER_MANDATORY: a send to a vanished TM fails, which is how a lost
+     * TM is found (send_tm); HANDOVER: a TM re-attaching under its routing
+     * id takes it over from its dead connection. */
+    const struct { int opt; const void *val; size_t len; const char *name; } opts[] = {
+        {ZMQ_ROUTER_MANDATORY, &one, sizeof one, "ZMQ_ROUTER_MANDATORY"},
+        {ZMQ_ROUTER_HANDOVER, &one, sizeof one, "ZMQ_ROUTER_HANDOVER"},
+        {ZMQ_LINGER, &linger, sizeof linger, "ZMQ_LINGER"},
+        {ZMQ_SNDHWM, &hwm, sizeof hwm, "ZMQ_SNDHWM"},
+        {ZMQ_RCVHWM, &hwm, sizeof hwm, "ZMQ_RCVHWM"},
+        {ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg, "ZMQ_MAXMSGSIZE"},
+    };
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        if (zmq_setsockopt(d->router, opts[i].opt, opts[i].val, opts[i].len) != 0) {
+            snprintf(err, errlen, "cannot set %s on the socket: %s",
+                     opts[i].name, zmq_strerror(errno));
+            goto fail;
+        }
     if (!jm->opt.insecure) {
         /* The ZAP handler must be bound before any handshake can start. */
         int server = 1;
@@ -1474,10 +1538,10 @@ void jm_disp_destroy(jm_disp_t **dp)
         zmq_close(d->router);
     if (d->zctx)
         zmq_ctx_term(d->zctx);
-    if (d->wake_fd >= 0)
-        close(d->wake_fd);
+    spits_wake_close(&d->wake_fd);
     jm_tmtab_destroy(&d->tms);
     spits_batch_free(&d->out);
+    spits_buf_free(&d->status);
     free(d->retry);
     free(d->sending);
     free(d->cbuf);

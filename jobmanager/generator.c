@@ -13,14 +13,13 @@
  * again but not queued: their hash must match the journal's, or the module
  * does not generate deterministically and the resume stops.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "jm.h"
 #include "journal.h"
 #include "log.h"
+#include "wake.h"
 
 #define GEN_CHUNK_TASKS 256
 #define GEN_CHUNK_BYTES (1u << 20)
@@ -29,8 +28,9 @@ typedef struct {
     jm_t *jm;
     jm_phase_t *p;
     jm_task_t *pending;      /* the bytes of the current push */
-    int too_big;
-    spitssize_t too_big_size;
+    int too_big;             /* a push over --max-task-bytes */
+    int no_memory;           /* a push that could not be copied */
+    spitssize_t bad_size;    /* the size of either push */
 } gen_t;
 
 void jm_genq_init(jm_genq_t *q, int wake_fd)
@@ -55,7 +55,9 @@ void jm_genq_destroy(jm_genq_t *q)
     pthread_cond_destroy(&q->room);
 }
 
-/* The push callback handed to next_task: copy the bytes, keep the last. */
+/* The push callback handed to next_task: copy the bytes, keep the last.
+ * A push that cannot be kept is remembered, never turned into a task:
+ * the generator stops the phase with an error naming it. */
 static void gen_push(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     gen_t *g = (gen_t *)ctx;
@@ -64,22 +66,18 @@ static void gen_push(const void *data, spitssize_t size, spitsctx_t ctx)
     g->pending = NULL;
     if (size < 0 || size > (spitssize_t)g->jm->opt.max_task) {
         g->too_big = 1;
-        g->too_big_size = size;
+        g->bad_size = size;
         return;
     }
     g->pending = malloc(sizeof(jm_task_t) + (size_t)size);
-    if (!g->pending)
+    if (!g->pending) {
+        g->no_memory = 1;
+        g->bad_size = size;
         return;
+    }
     g->pending->len = (uint32_t)size;
     if (size)
         memcpy(g->pending->data, data, (size_t)size);
-}
-
-static void wake(int fd)
-{
-    uint64_t one = 1;
-    while (write(fd, &one, sizeof one) < 0 && errno == EINTR)
-        ;
 }
 
 /* Appends a chunk to the genq; wakes the dispatcher if it had run dry. */
@@ -99,7 +97,7 @@ static void gen_flush(jm_genq_t *q, jm_task_t *head, jm_task_t *tail, size_t n,
     atomic_fetch_add(&q->queued, n);
     pthread_mutex_unlock(&q->lock);
     if (was_empty)
-        wake(q->wake_fd);
+        spits_wake_signal(q->wake_fd);
 }
 
 /* Waits until the window has room for more tasks. 0, or -1 if told to stop. */
@@ -152,10 +150,12 @@ static void *gen_main(void *arg)
         int more = spits_module_jm_next(jm->mod, &p->jmi, gen_push, g);
         if (!more)
             break;
-        if (g->too_big) {
-            snprintf(p->gen_error, sizeof p->gen_error,
-                     "task %llu is %lld bytes, over --max-task-bytes (%lld)",
-                     (unsigned long long)id, (long long)g->too_big_size,
+        if (g->too_big || g->no_memory) {
+            snprintf(p->gen_error, sizeof p->gen_error, g->too_big
+                     ? "task %llu is %lld bytes, over --max-task-bytes (%lld)"
+                     : "out of memory copying task %llu (%lld bytes; "
+                       "--max-task-bytes %lld)",
+                     (unsigned long long)id, (long long)g->bad_size,
                      jm->opt.max_task);
             break;
         }
@@ -165,7 +165,8 @@ static void *gen_main(void *arg)
             /* next_task returned 1 without pushing: an empty task. */
             t = malloc(sizeof *t);
             if (!t) {
-                snprintf(p->gen_error, sizeof p->gen_error, "out of memory");
+                snprintf(p->gen_error, sizeof p->gen_error,
+                         "out of memory making task %llu", (unsigned long long)id);
                 break;
             }
             t->len = 0;
@@ -225,7 +226,7 @@ static void *gen_main(void *arg)
     q->made = id;
     q->total = id - skipped;
     pthread_mutex_unlock(&q->lock);
-    wake(q->wake_fd);
+    spits_wake_signal(q->wake_fd);
     jm_commitq_gen_done(&p->cq, id - skipped);
     free(g);
     return NULL;

@@ -165,32 +165,11 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
     return -1;
 }
 
-atomic_int jm_signal;   /* lock-free: safe in a handler, race-free across threads */
-atomic_int jm_abort;
-static int jm_wake_fd = -1;
-
-void jm_wake(void)
-{
-    uint64_t one = 1;
-    if (jm_wake_fd >= 0 && write(jm_wake_fd, &one, sizeof one) < 0)
-        spits_debug("eventfd write: %s", strerror(errno));
-}
-
-/* Async-signal-safe: note the signal, wake the dispatcher. A second
- * signal gets the default action (SA_RESETHAND): a stuck job still dies. */
-static void on_signal(int sig)
-{
-    uint64_t one = 1;
-    jm_signal = sig;
-    if (jm_wake_fd >= 0 && write(jm_wake_fd, &one, sizeof one) < 0)
-        return;
-}
-
 static int exit_status(const jm_t *jm, int rc)
 {
     if (jm->interrupted || jm_signal)
         return 128 + (int)jm_signal;
-    if (jm->runtime_error)
+    if (jm->runtime_error || atomic_load(&jm_abort))
         return JM_EXIT_ERROR;
     if (jm->failed_tasks) {
         for (uint32_t i = 0; i < jm->nphases; i++)
@@ -198,7 +177,7 @@ static int exit_status(const jm_t *jm, int rc)
                 spits_error("task %llu of phase %u failed (last run: %s)",
                             (unsigned long long)jm->phases[i].failed[f].id,
                             jm->phases[i].id,
-                            jm_failure_word(jm->phases[i].failed[f].status));
+                            spits_wire_status_name(jm->phases[i].failed[f].status));
         return JM_EXIT_FAILED_TASKS;
     }
     if (rc == 0)
@@ -385,13 +364,7 @@ int main(int argc, char **argv)
         spits_error("%s", err);
         goto fail;
     }
-    jm_wake_fd = jm_disp_wake_fd(jm.disp);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART | SA_RESETHAND;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    jm_stop_init(jm_disp_wake_fd(jm.disp));
     if (jm_disp_start(jm.disp) != 0) {
         spits_error("cannot start the dispatcher thread");
         goto fail;

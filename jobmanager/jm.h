@@ -38,6 +38,7 @@
 #include "journal.h"
 #include "keys.h"
 #include "module.h"
+#include "stop.h"
 #include "wire.h"
 
 #define JM_MAX_COPIES 8
@@ -107,13 +108,20 @@ typedef struct {
     int wake_fd;              /* the dispatcher's eventfd */
 } jm_genq_t;
 
-/* One received RESULTS message; its records are committed in place. The
- * dispatcher sets refs before publishing; only the committer touches it
- * afterwards. */
+/* One received message. RESULTS records are committed in place, so it
+ * lives while any of them waits: the dispatcher holds one reference while
+ * it reads the message, and each queued result holds one more. The last
+ * jm_rx_release frees it, on whichever thread that is. */
 typedef struct {
     zmq_msg_t msg;
-    size_t refs;
+    atomic_size_t refs;
 } jm_rx_t;
+
+/* committer.c: an empty message holding the caller's one reference. */
+jm_rx_t *jm_rx_new(void);
+void jm_rx_hold(jm_rx_t *rx, size_t n);
+/* Drops n references (rx may be NULL); the last one frees it. */
+void jm_rx_release(jm_rx_t *rx, size_t n);
 
 typedef struct {
     uint64_t id;
@@ -142,9 +150,6 @@ typedef struct {
     uint64_t id;
     uint32_t status;
 } jm_failure_t;
-
-/* How a poison task's last run ended, for logs and the report. */
-const char *jm_failure_word(uint32_t status);
 
 /* Per-phase counters kept by their owning threads, read after the phase. */
 typedef struct {
@@ -214,8 +219,11 @@ void jm_generator_join(jm_phase_t *p);
 /* committer.c */
 void jm_commitq_init(jm_commitq_t *q);
 void jm_commitq_destroy(jm_commitq_t *q);
-/* dispatcher side: publish a batch of resolutions */
-void jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n);
+/* dispatcher side: publish a batch of resolutions; -1 when out of memory
+ * (nothing queued: the caller still owns the items) */
+int jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n);
+/* Frees what a resolution owns: its reference to a message, or its bytes. */
+void jm_commit_release(jm_commit_t *c);
 /* generator side: no more tasks, total generated */
 void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total);
 /* main thread: commit until every generated task is resolved */
@@ -224,20 +232,14 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p);
  * journaled results again, in their original order */
 int jm_committer_replay(jm_t *jm, jm_phase_t *p, const spits_jr_phase_t *rp);
 
-/* jm.c: the last SIGINT/SIGTERM received (0: none); set by the handler,
- * acted on by the dispatcher. */
-extern atomic_int jm_signal;
-/* Set (once) by any thread on a fatal runtime error, such as a journal
- * that cannot be written: the dispatcher stops the job as for a signal. */
-extern atomic_int jm_abort;
-/* Wakes the dispatcher (from any thread). */
-void jm_wake(void);
-
 /* phase.c: the spitsrun_t handed to spits_main */
 int jm_run_phase(int argc, const char **argv, const void *jobinfo,
                  spitssize_t jobinfosz, const void **final,
                  spitssize_t *finalsz);
 void jm_phase_set_job(jm_t *jm);
+/* A phase's arguments as a JSON array of strings (new reference), as the
+ * journal keeps them and the TMs get them; NULL if one is not UTF-8. */
+json_t *jm_phase_argv_json(const jm_phase_t *p);
 
 /* recovery.c: the journal for a new job (after any old journal's check),
  * for --resume (1: the job already finished, err says so), and at the end */

@@ -33,26 +33,33 @@ void jm_phase_set_job(jm_t *jm)
     phase_job = jm;
 }
 
+/* commit_job's push: the job's final result, kept in jm->final. Out of
+ * memory loses the result, so the job must not report success. */
 static void push_final(const void *data, spitssize_t size, spitsctx_t ctx)
 {
-    spits_buf_t *b = (spits_buf_t *)ctx;
+    jm_t *jm = (jm_t *)ctx;
+    spits_buf_t *b = &jm->final;
     b->len = 0;
     if (size <= 0)
         return;
     if (spits_buf_reserve(b, (size_t)size) != 0) {
         spits_error("out of memory keeping a %lld-byte final result",
                     (long long)size);
+        jm->runtime_error = 1;
         return;
     }
     memcpy(b->data, data, (size_t)size);
     b->len = (size_t)size;
 }
 
-static json_t *argv_json(int argc, const char **argv)
+json_t *jm_phase_argv_json(const jm_phase_t *p)
 {
     json_t *a = json_array();
-    for (int i = 0; i < argc && a; i++)
-        json_array_append_new(a, json_string(argv[i] ? argv[i] : ""));
+    for (int i = 0; i < p->st.argc && a; i++)
+        if (json_array_append_new(a, json_string(p->st.argv[i])) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
     return a;
 }
 
@@ -63,13 +70,10 @@ static int cmp_skip(const void *a, const void *b)
 }
 
 /* Checks a phase against its journal record. NULL if it matches. */
-static const char *phase_matches(const spits_jr_phase_t *rp, int argc,
-                                 const char **argv, uint64_t jobinfo_hash)
+static const char *phase_matches(const spits_jr_phase_t *rp, const json_t *argv,
+                                 uint64_t jobinfo_hash)
 {
-    json_t *mine = argv_json(argc, argv);
-    int same = json_equal(mine, json_object_get(rp->doc, "argv"));
-    json_decref(mine);
-    if (!same)
+    if (!json_equal(argv, json_object_get(rp->doc, "argv")))
         return "its arguments";
     if (rp->jobinfo_hash != jobinfo_hash)
         return "its jobinfo";
@@ -115,14 +119,23 @@ static int journal_now(jm_t *jm, int type, uint32_t phase, uint64_t aux,
     return -1;
 }
 
+static void free_argv(char **v, int argc)
+{
+    for (int i = 0; v && i < argc; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* A phase's own copy of run()'s argv (the caller's may go away); NULL,
+ * with nothing leaked, when memory runs out. */
 static char **copy_argv(int argc, const char **argv)
 {
     char **v = calloc((size_t)argc + 1, sizeof *v);
-    if (!v)
-        return NULL;
-    for (int i = 0; i < argc; i++)
-        if (!(v[i] = strdup(argv[i] ? argv[i] : "")))
-            return NULL;
+    for (int i = 0; v && i < argc; i++)
+        if (!(v[i] = strdup(argv[i] ? argv[i] : ""))) {
+            free_argv(v, i);
+            v = NULL;
+        }
     return v;
 }
 
@@ -170,19 +183,30 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         return JM_RUN_FAILED_TASKS;
     }
     p->st.id = jm->nphases + 1;
-    p->st.argc = argc;
     p->st.argv = copy_argv(argc, argv);
+    p->st.argc = p->st.argv ? argc : 0;
     p->jobinfo = jobinfo;
     p->jobinfosz = jobinfo ? jobinfosz : 0;
     p->st.started = spits_wall_time();
     jm_genq_init(&p->genq, jm_disp_wake_fd(jm->disp));
     jm_commitq_init(&p->cq);
 
+    /* The TMs get the arguments as JSON, so each must be UTF-8. */
+    json_t *argvj = p->st.argv ? jm_phase_argv_json(p) : NULL;
+    if (!argvj) {
+        spits_error("phase %u: %s", p->st.id, p->st.argv
+                    ? "an argument is not valid UTF-8, so it cannot be sent "
+                      "to the task managers"
+                    : "out of memory copying its arguments");
+        jm->runtime_error = 1;
+        rc = JM_RUN_FAILED_TASKS;
+        goto out;
+    }
     uint64_t jobinfo_hash = spits_task_hash(p->jobinfo, (size_t)p->jobinfosz);
     const spits_jr_phase_t *rp = NULL;
     if (jm->resuming && p->st.id <= jm->replay.nphases) {
         rp = &jm->replay.phases[p->st.id - 1];
-        const char *diff = phase_matches(rp, argc, argv, jobinfo_hash);
+        const char *diff = phase_matches(rp, argvj, jobinfo_hash);
         if (diff) {
             spits_error("phase %u: %s differ from the journal's: spits_main "
                         "does not run deterministically, so the job cannot "
@@ -194,7 +218,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
     }
     if (rp && rp->ended) {
         /* Done before the crash: its commit_job ran then, not again. */
-        push_final(rp->final, rp->finalsz, &jm->final);
+        push_final(rp->final, rp->finalsz, jm);
         if (final)
             *final = jm->final.len ? jm->final.data : NULL;
         if (finalsz)
@@ -211,7 +235,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         goto out;
     }
     if (!rp && jm->journal) {
-        json_t *doc = json_pack("{s:o}", "argv", argv_json(argc, argv));
+        json_t *doc = json_pack("{s:O}", "argv", argvj);
         int jrc = journal_now(jm, SPITS_JR_PHASE, p->st.id, jobinfo_hash, doc,
                               NULL, 0);
         json_decref(doc);
@@ -284,7 +308,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         rc = JM_RUN_FAILED_TASKS;
     } else {
         jm->final.len = 0;   /* this phase's, not an earlier one's */
-        rc = spits_module_co_job(jm->mod, &p->coi, push_final, &jm->final);
+        rc = spits_module_co_job(jm->mod, &p->coi, push_final, jm);
         p->st.commit_job_called = 1;
         p->st.commit_job_rc = rc;
         if (jm->journal &&
@@ -300,6 +324,7 @@ free_instances:
     phase_metrics(jm, p, "committer", &p->coi);
     spits_module_co_free(jm->mod, &p->coi);
 out:
+    json_decref(argvj);
     free(p->skip);
     p->st.finished = spits_wall_time();
     keep_stats(jm, p);

@@ -7,24 +7,33 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "jm.h"
 #include "log.h"
 #include "tmtable.h"
 #include "util.h"
 
-/* Resident set size now, in bytes (0 if unknown). */
-static uint64_t rss_bytes(void)
+/* Resident set size now and its peak, in bytes (0 if unknown), from one
+ * read of /proc/self/status: the kernel computes VmHWM there as at least
+ * VmRSS, while getrusage's ru_maxrss lags behind the current size. */
+static void rss_read(uint64_t *now, uint64_t *peak)
 {
-    unsigned long size = 0, resident = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
+    char line[256];
+    unsigned long kb;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    *now = *peak = 0;
     if (!f)
-        return 0;
-    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-        resident = 0;
+        return;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "VmRSS: %lu kB", &kb) == 1)
+            *now = (uint64_t)kb * 1024;
+        else if (sscanf(line, "VmHWM: %lu kB", &kb) == 1)
+            *peak = (uint64_t)kb * 1024;
+    }
     fclose(f);
-    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+    if (*peak < *now)
+        *peak = *now;
 }
 
 static double eta_seconds(const jm_live_t *l)
@@ -38,9 +47,11 @@ static double eta_seconds(const jm_live_t *l)
 json_t *jm_usage_json(void)
 {
     struct rusage ru;
+    uint64_t rss, peak;
     getrusage(RUSAGE_SELF, &ru);
-    return json_pack("{s:I, s:I, s:f, s:f}", "rss_bytes", (json_int_t)rss_bytes(),
-                     "max_rss_bytes", (json_int_t)ru.ru_maxrss * 1024,
+    rss_read(&rss, &peak);
+    return json_pack("{s:I, s:I, s:f, s:f}", "rss_bytes", (json_int_t)rss,
+                     "max_rss_bytes", (json_int_t)peak,
                      "cpu_user_s", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
                      "cpu_system_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 }

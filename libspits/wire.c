@@ -220,6 +220,13 @@ const char *spits_wire_type_name(int type)
     return type >= 1 && type <= SPITS_MSG_LAST ? names[type] : "?";
 }
 
+const char *spits_wire_status_name(uint32_t status)
+{
+    static const char *names[] = {"ok", "failed", "returned", "crashed",
+                                  "timeout"};
+    return status <= SPITS_ST_LAST ? names[status] : "?";
+}
+
 /* --- self-test --------------------------------------------------------- */
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "wire selftest: %s:%d: %s\n", \

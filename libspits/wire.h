@@ -136,6 +136,9 @@ void spits_wire_encode_empty(unsigned char out[SPITS_HDR_SIZE], int type,
                              uint32_t phase);
 
 const char *spits_wire_type_name(int type);
+/* How a record's run ended, in a word: "ok", "failed", "returned",
+ * "crashed", "timeout" (logs, report.json's failed tasks). */
+const char *spits_wire_status_name(uint32_t status);
 
 int spits_wire_selftest(void);
 

@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 #include <sodium.h>
@@ -37,6 +36,7 @@
 #include "log.h"
 #include "tm.h"
 #include "util.h"
+#include "wake.h"
 
 enum { TM_CONNECTING, TM_READY, TM_LOST };
 
@@ -85,14 +85,12 @@ typedef struct {
 /* The last SIGTERM/SIGINT (0: none): set by the handler, read by the loop.
  * Lock-free atomic: safe in a handler and across threads. */
 static atomic_int tm_signal;
-static int tm_wake_fd = -1;
+static atomic_int tm_wake_fd = -1;
 
 static void on_signal(int sig)
 {
-    uint64_t one = 1;
-    tm_signal = sig;
-    if (tm_wake_fd >= 0 && write(tm_wake_fd, &one, sizeof one) < 0)
-        return;
+    atomic_store(&tm_signal, sig);
+    spits_wake_signal(atomic_load(&tm_wake_fd));
 }
 
 static void usage(FILE *f)
@@ -411,7 +409,11 @@ static int tm_connect(tm_t *tm)
     }
     if (monitor_start(tm) != 0)
         return -1;
-    zmq_setsockopt(tm->sock, ZMQ_ROUTING_ID, tm->rid, strlen(tm->rid));
+    /* The routing id is how the JM knows us again after a reconnect. */
+    if (zmq_setsockopt(tm->sock, ZMQ_ROUTING_ID, tm->rid, strlen(tm->rid)) != 0) {
+        spits_error("cannot set the socket's routing id: %s", zmq_strerror(errno));
+        return -1;
+    }
     zmq_setsockopt(tm->sock, ZMQ_LINGER, &linger, sizeof linger);
     /* Queue nothing on a connection that is not up: unsent results stay in
      * our own list, and HELLO goes out only on a live connection. */
@@ -965,11 +967,8 @@ static int tm_loop(tm_t *tm)
             return 1;
         }
         tm->now = spits_now_ms();
-        if (items[1].revents & ZMQ_POLLIN) {
-            uint64_t v;
-            if (read(tm->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
-                spits_debug("eventfd: %s", strerror(errno));
-        }
+        if (items[1].revents & ZMQ_POLLIN)
+            spits_wake_drain(tm->wake_fd);
         if (items[2].revents & ZMQ_POLLIN) {
             on_monitor(tm);
             if (tm->done)
@@ -1093,7 +1092,7 @@ int main(int argc, char **argv)
     rc = find_jm(&tm);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
-    tm.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    tm.wake_fd = spits_wake_open();
     tm.zctx = zmq_ctx_new();
     if (tm.wake_fd < 0 || !tm.zctx ||
         tm_pool_init(&tm.pool, tm.workers, tm.wake_fd) != 0) {
@@ -1155,6 +1154,6 @@ int main(int argc, char **argv)
         tm.phases = next;
     }
     spits_module_close(&tm.mod);
-    close(tm.wake_fd);
+    spits_wake_close(&tm.wake_fd);
     return rc;
 }

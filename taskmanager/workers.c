@@ -18,6 +18,7 @@
 
 #include "log.h"
 #include "tm.h"
+#include "wake.h"
 
 #define WORKER_CHUNK_MAX 256
 /* A result message is cut near this size (plus one record at most), so
@@ -49,13 +50,6 @@ void tm_rx_release(tm_rx_t *rx)
         zmq_msg_close(&rx->msg);
         free(rx);
     }
-}
-
-static void wake(int fd)
-{
-    uint64_t one = 1;
-    while (write(fd, &one, sizeof one) < 0 && errno == EINTR)
-        ;
 }
 
 /* Appends a finished batch's records to the outbox; caller holds the lock. */
@@ -104,7 +98,7 @@ static void worker_flush(worker_t *w, size_t done)
     p->running -= done;
     pthread_mutex_unlock(&p->lock);
     if (was_empty && w->local.count)
-        wake(p->wake_fd);
+        spits_wake_signal(p->wake_fd);
     spits_batch_begin(&w->local, SPITS_MSG_RESULTS, 0);
 }
 
@@ -295,31 +289,53 @@ int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd)
     return p->q && p->threads ? 0 : -1;
 }
 
+/* One worker's state, for worker_main (which frees it); NULL when out of
+ * memory or when its --isolate child cannot be made. */
+static worker_t *worker_new(tm_pool_t *p, int index)
+{
+    worker_t *w = calloc(1, sizeof *w);
+    if (!w || !(w->chunk = malloc(WORKER_CHUNK_MAX * sizeof *w->chunk)) ||
+        (p->isolate && !(w->child = tm_child_new()))) {
+        if (w)
+            free(w->chunk);
+        free(w);
+        return NULL;
+    }
+    w->pool = p;
+    w->index = index;
+    w->task_ns = WORKER_LONG_TASK_NS + 1;   /* one task, until measured */
+    return w;
+}
+
+/* Every worker leaves once its current chunk is done. */
+static void pool_tell_quit(tm_pool_t *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->quit = 1;
+    pthread_mutex_unlock(&p->lock);
+    pthread_cond_broadcast(&p->work);
+}
+
 int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
 {
     p->mod = mod;
     for (int i = 0; i < p->nworkers; i++) {
-        worker_t *w = calloc(1, sizeof *w);
-        if (!w || !(w->chunk = malloc(WORKER_CHUNK_MAX * sizeof *w->chunk))) {
-            free(w);
-            return -1;
-        }
-        w->pool = p;
-        w->index = i;
-        w->task_ns = WORKER_LONG_TASK_NS + 1;   /* one task, until measured */
-        if (p->isolate && !(w->child = tm_child_new())) {
-            free(w->chunk);
-            free(w);
-            return -1;
-        }
-        atomic_fetch_add(&p->alive_workers, 1);
-        if (pthread_create(&p->threads[i], NULL, worker_main, w) != 0) {
+        worker_t *w = worker_new(p, i);
+        if (w) {
+            atomic_fetch_add(&p->alive_workers, 1);
+            if (pthread_create(&p->threads[i], NULL, worker_main, w) == 0)
+                continue;
             atomic_fetch_sub(&p->alive_workers, 1);
             tm_child_destroy(&w->child);
             free(w->chunk);
             free(w);
-            return -1;
         }
+        /* None may outlive a failed start: tm_pool_destroy would free the
+         * lock and queue under them. */
+        pool_tell_quit(p);
+        for (int k = 0; k < i; k++)   /* they hold nothing: prompt */
+            pthread_join(p->threads[k], NULL);
+        return -1;
     }
     return 0;
 }
@@ -384,7 +400,7 @@ static size_t pool_remove(tm_pool_t *p, int (*match)(const tm_item_t *, const vo
     pthread_mutex_unlock(&p->lock);
     spits_batch_free(&b);
     if (removed && hand_back)
-        wake(p->wake_fd);
+        spits_wake_signal(p->wake_fd);
     return removed;
 }
 
@@ -459,10 +475,7 @@ size_t tm_pool_held(tm_pool_t *p)
 
 int tm_pool_stop(tm_pool_t *p, int ms)
 {
-    pthread_mutex_lock(&p->lock);
-    p->quit = 1;
-    pthread_mutex_unlock(&p->lock);
-    pthread_cond_broadcast(&p->work);
+    pool_tell_quit(p);
     for (int waited = 0; atomic_load(&p->alive_workers) > 0 && waited < ms; waited += 10) {
         struct timespec ts = {0, 10 * 1000000};
         nanosleep(&ts, NULL);

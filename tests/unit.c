@@ -12,6 +12,7 @@
 #include "keys.h"
 #include "metrics.h"
 #include "ring.h"
+#include "wake.h"
 #include "wire.h"
 
 int main(void)
@@ -27,6 +28,7 @@ int main(void)
         {"adopt", jm_adopt_selftest},
         {"keys", spits_keys_selftest},
         {"metrics", spits_metrics_selftest},
+        {"wake", spits_wake_selftest},
     };
     int failed = 0;
 
