@@ -391,9 +391,12 @@ int main(int argc, char **argv)
         jm.runtime_error = 1;
     }
     int status = exit_status(&jm, rc);
+    /* A job that stopped early keeps its journal open for --resume. */
+    int finished = !jm.interrupted && !jm_signal && !jm.runtime_error &&
+                   !atomic_load(&jm_abort) && !jm.failed_tasks;
+    jm.resumable = jm.journal && !finished;
     jm_report_write(&jm, status, spits_wall_time());
-    jm_recovery_finish(&jm, status, !jm.interrupted && !jm_signal &&
-                       !jm.runtime_error && !jm.failed_tasks);
+    jm_recovery_finish(&jm, status, finished);
     jm_disp_destroy(&jm.disp);
 
     for (uint32_t i = 0; i < jm.nphases; i++) {

@@ -205,6 +205,7 @@ typedef struct {
     int failed_tasks;         /* some phase had failed tasks */
     int runtime_error;        /* some phase could not run (module, limits) */
     int interrupted;          /* the signal that stopped the job, or 0 */
+    int resumable;            /* at the end: --resume can continue it */
     spits_journal_t *journal; /* NULL with --journal=off; main thread's */
     spits_jr_t replay;        /* --resume: the journal as loaded */
     int resuming;

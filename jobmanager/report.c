@@ -14,7 +14,7 @@ static const char *status_word(int exit_code, const jm_t *jm)
 {
     if (jm->interrupted)
         return "interrupted";
-    if (jm->runtime_error)
+    if (jm->runtime_error || jm_fatal_message())
         return "error";
     if (jm->failed_tasks)
         return "failed";
@@ -108,7 +108,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     spits_iso_time(jm->started, started_s, sizeof started_s);
     spits_iso_time(finished, finished_s, sizeof finished_s);
     json_t *doc = json_pack(
-        "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
+        "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
         " s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
         " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
@@ -116,6 +116,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "started", started_s, "finished", finished_s,
         "seconds", finished - jm->started,
         "resumed", json_boolean(jm->resuming),
+        "resumable", json_boolean(jm->resumable),
         "jm", usage,
         "timeline", jm_disp_timeline_json(jm->disp),
         "bandwidth", json_pack("{s:f, s:f}",
@@ -144,6 +145,9 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         spits_error("cannot encode the report");
         return -1;
     }
+    /* What stopped the job, when a thread found it could not go on. */
+    if (jm_fatal_message())
+        json_object_set_new(doc, "error", json_string(jm_fatal_message()));
     snprintf(path, sizeof path, "%s/%s", jm->opt.jobdir, SPITS_REPORT_FILE);
     int rc = spits_json_write_atomic(path, doc, 0644, err, sizeof err);
     if (rc != 0)

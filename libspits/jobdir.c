@@ -269,7 +269,7 @@ int spits_announce_read(const char *dir, spits_announce_t *a, char *err,
     return 0;
 }
 
-int spits_jobdir_finished(const char *dir, const char *job_id, int interrupted_too)
+int spits_jobdir_finished(const char *dir, const char *job_id, int resumable_too)
 {
     char path[PATH_MAX];
     json_error_t jerr;
@@ -280,9 +280,12 @@ int spits_jobdir_finished(const char *dir, const char *job_id, int interrupted_t
     if (doc) {
         const char *id = json_string_value(json_object_get(doc, "job_id"));
         const char *st = json_string_value(json_object_get(doc, "status"));
-        /* An interrupted job may be resumed (spits-jm --resume). */
-        done = id && strcmp(id, job_id) == 0 &&
-               (interrupted_too || !(st && strcmp(st, "interrupted") == 0));
+        json_t *res = json_object_get(doc, "resumable");
+        /* A report without "resumable" predates it: then only a job a
+         * signal stopped could be resumed. */
+        int resumable = json_is_boolean(res) ? json_is_true(res)
+                        : st && strcmp(st, "interrupted") == 0;
+        done = id && strcmp(id, job_id) == 0 && (resumable_too || !resumable);
         json_decref(doc);
     }
     return done;
@@ -348,6 +351,15 @@ int spits_jobdir_selftest(void)
     json_t *rep = json_pack("{s:s, s:s}", "job_id", "0123abcd", "status", "failed");
     CHECK(spits_json_write_atomic(rpath, rep, 0644, err, sizeof err) == 0);
     CHECK(spits_jobdir_finished(dir, "0123abcd", 0));
+    /* One that says it can be resumed is over only for resumable_too. */
+    json_object_set_new(rep, "resumable", json_true());
+    CHECK(spits_json_write_atomic(rpath, rep, 0644, err, sizeof err) == 0);
+    CHECK(!spits_jobdir_finished(dir, "0123abcd", 0));
+    CHECK(spits_jobdir_finished(dir, "0123abcd", 1));
+    json_object_set_new(rep, "resumable", json_false());
+    CHECK(spits_json_write_atomic(rpath, rep, 0644, err, sizeof err) == 0);
+    CHECK(spits_jobdir_finished(dir, "0123abcd", 0));
+    json_object_del(rep, "resumable");
     CHECK(!spits_jobdir_finished(dir, "0123abce", 1));
     json_object_set_new(rep, "status", json_string("interrupted"));
     CHECK(spits_json_write_atomic(rpath, rep, 0644, err, sizeof err) == 0);

@@ -57,10 +57,11 @@ int spits_announce_read(const char *dir, spits_announce_t *a, char *err,
 int spits_announce_parse(const json_t *doc, spits_announce_t *a, char *err,
                          size_t errlen);
 
-/* 1 if DIR/report.json says that job job_id is over. A job stopped by a
- * signal counts as over only with interrupted_too: a new TM waits for
+/* 1 if DIR/report.json says that job job_id is over. A job that can be
+ * resumed (report "resumable": stopped by a signal or a fatal error, with
+ * its journal) counts as over only with resumable_too: a new TM waits for
  * spits-jm --resume, while a running one, told to stop, stops. */
-int spits_jobdir_finished(const char *dir, const char *job_id, int interrupted_too);
+int spits_jobdir_finished(const char *dir, const char *job_id, int resumable_too);
 
 int spits_jobdir_selftest(void);
 

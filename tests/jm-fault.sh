@@ -1,0 +1,46 @@
+#!/bin/bash
+# A fatal error inside the JM: zmq_poll fails in the dispatcher thread
+# (fault.so makes it fail once a file exists). The job stops at once with
+# one error line, report.json says "error" and why, commit_job is not
+# called and spits-jm exits 1 instead of hanging; every result it had was
+# journaled, so --resume then finishes the job exactly.
+. "$(dirname "$0")/lib.sh"
+
+FAULT=$top_builddir/tests/.libs/fault.so
+[ -f "$FAULT" ] || fail "no $FAULT"
+# ASan's runtime wants to be the first library; the preload comes first.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+N=300
+want=$(bench_checksum $N)
+
+export LD_PRELOAD=$FAULT SPITS_FAULT_POLL=$T/fault
+start_jm a "$MODS/bench.so" -n $N -G "$T/gate"
+unset LD_PRELOAD SPITS_FAULT_POLL
+jm=$JM_PID
+start_tm a tm1 -n 2; tm=$TM_PID
+# The gate holds the last task, so the job is running when the fault comes.
+wait_for "[ \"\$(tm_done a $tm)\" -ge 10 ] 2>/dev/null" 60 "some commits"
+touch "$T/fault"
+wait $jm; rc=$?
+[ $rc = 1 ] || fail "spits-jm exited $rc after zmq_poll failed, not 1"
+[ "$(grep -c 'the dispatcher cannot poll its sockets: Bad address; stopping the job' "$T/a.jm.log")" = 1 ] \
+    || fail "no single error line: $(cat "$T/a.jm.log")"
+[ -s "$T/a.out" ] && fail "commit_job ran after the fatal error: $(cat "$T/a.out")"
+r=$T/a/report.json
+[ "$(json "$r" "(d['status'], d['exit_code'], d['error'])")" = \
+  "('error', 1, 'the dispatcher cannot poll its sockets: Bad address')" ] \
+    || fail "report: $(json "$r" "(d['status'], d['exit_code'], d.get('error'))")"
+committed=$(json "$r" "d['counters']['committed']")
+[ "$committed" -ge 10 ] && [ "$committed" -lt $N ] || fail "committed $committed before the fault"
+
+# Resume: the journaled results are replayed, the rest run, exactly once.
+touch "$T/gate"
+start_tm a tm2 -n 2
+timeout -s KILL 120 "$JM" --resume --jobdir "$T/a" --bind tcp://127.0.0.1:0 \
+    >"$T/a.out2" 2>"$T/a.jm2.log"
+rc=$?
+[ $rc = 0 ] || fail "the resumed job exited $rc: $(tail -3 "$T/a.jm2.log")"
+[ "$(cat "$T/a.out2")" = "$want" ] || fail "bench printed '$(cat "$T/a.out2")', not '$want'"
+[ "$(json "$r" "(d['status'], d['phases'][0]['replayed'] == $committed, 'error' in d)")" = \
+  "('ok', True, False)" ] || fail "resumed report: $(json "$r" "d['status'], d['phases'][0]")"
+echo ok
