@@ -12,8 +12,11 @@
  *   hostile abuse ENDPOINT [KEYFILE] as a (possibly authenticated) peer:
  *                                    an old and a future protocol version,
  *                                    results for tasks never sent, a
- *                                    truncated record, a 40 MB frame, a
- *                                    multipart message; exit 0
+ *                                    truncated record, a multipart message;
+ *                                    exit 0 only if the JM then answers a
+ *                                    STATUS request (it handled them all)
+ *                                    and drops the connection for a 40 MB
+ *                                    frame
  *
  * It never takes part in a job: it exists to show that the JM ignores it
  * and the job's result stays exact.
@@ -92,46 +95,114 @@ static int expect_silence(void *s, int ms)
     return 0;
 }
 
-static void abuse(void *s)
+/* zmq_send that must succeed; 1 if it did not. */
+static int send_ok(void *s, const void *buf, size_t len, int flags)
+{
+    if (zmq_send(s, buf, len, flags) == (int)len)
+        return 0;
+    fprintf(stderr, "hostile: zmq_send: %s\n", zmq_strerror(zmq_errno()));
+    return 1;
+}
+
+/* Reads until a STATUS answer comes (the JM reads a connection in order:
+ * everything sent before the request was handled), or ms pass. 0 or 4. */
+static int await_status(void *s, int ms)
+{
+    void *watch = zmq_stopwatch_start();
+    for (;;) {
+        long left = ms - (long)(zmq_stopwatch_intermediate(watch) / 1000);
+        zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+        unsigned char buf[SPITS_HDR_SIZE];
+        if (left <= 0 || zmq_poll(&it, 1, left) <= 0)
+            break;
+        int n = zmq_recv(s, buf, sizeof buf, 0);
+        if (n >= SPITS_HDR_SIZE && buf[3] == SPITS_MSG_STATUS) {
+            zmq_stopwatch_stop(watch);
+            return 0;
+        }
+    }
+    zmq_stopwatch_stop(watch);
+    fprintf(stderr, "hostile: no STATUS answer within %d ms\n", ms);
+    return 4;
+}
+
+/* 0 once the peer drops the connection (monitor event), else 5. */
+static int await_disconnect(void *ctx, const char *mon_ep, int ms)
+{
+    void *m = zmq_socket(ctx, ZMQ_PAIR);
+    int rc = 5;
+    zmq_setsockopt(m, ZMQ_RCVTIMEO, &ms, sizeof ms);
+    zmq_setsockopt(m, ZMQ_LINGER, &(int){0}, sizeof(int));
+    if (zmq_connect(m, mon_ep) == 0) {
+        zmq_msg_t ev;
+        zmq_msg_init(&ev);
+        while (rc && zmq_msg_recv(&ev, m, 0) >= 0) {
+            uint16_t e = 0;
+            if (zmq_msg_size(&ev) >= 2)
+                memcpy(&e, zmq_msg_data(&ev), 2);
+            if (e == ZMQ_EVENT_DISCONNECTED)
+                rc = 0;
+            while (zmq_msg_more(&ev))
+                zmq_msg_recv(&ev, m, 0);
+        }
+        zmq_msg_close(&ev);
+    }
+    zmq_close(m);
+    if (rc)
+        fprintf(stderr, "hostile: the oversized frame did not cost the connection\n");
+    return rc;
+}
+
+/* Sends every kind of bad message, checks the JM handled them all (a
+ * STATUS answer comes after them), then an oversized frame, which must
+ * cost the connection. 0 when all of that happened, else non-zero. */
+static int abuse(void *ctx, void *s)
 {
     unsigned char hdr[SPITS_HDR_SIZE];
     spits_batch_t b = {0};
+    int bad = 0;
 
+    if (zmq_socket_monitor(s, "inproc://hostile-mon", ZMQ_EVENT_DISCONNECTED) != 0)
+        return 1;
     send_hello(s);
     /* Other protocol versions. */
     spits_wire_encode_empty(hdr, SPITS_MSG_HEARTBEAT, 1);
     hdr[2] = 0;
-    zmq_send(s, hdr, sizeof hdr, 0);
+    bad |= send_ok(s, hdr, sizeof hdr, 0);
     hdr[2] = 200;
-    zmq_send(s, hdr, sizeof hdr, 0);
-    /* Results for tasks never sent, in this phase and others. */
+    bad |= send_ok(s, hdr, sizeof hdr, 0);
+    /* Results for tasks never sent, in this phase (1) and others. */
     for (uint32_t phase = 0; phase < 3; phase++) {
         spits_batch_begin(&b, SPITS_MSG_RESULTS, phase);
         for (uint64_t id = 0; id < 50; id++)
             memcpy(spits_batch_add(&b, 1000000000 + id * 1000003, SPITS_ST_OK, 8), "forged!!", 8);
         spits_batch_finish(&b);
-        zmq_send(s, b.buf.data, b.buf.len, 0);
+        bad |= send_ok(s, b.buf.data, b.buf.len, 0);
     }
     /* A truncated record: the header promises more than the frame has. */
-    zmq_send(s, b.buf.data, b.buf.len - 3, 0);
+    bad |= send_ok(s, b.buf.data, b.buf.len - 3, 0);
     /* A message type only a JM sends, and an unknown one. */
     spits_wire_encode_empty(hdr, SPITS_MSG_END, 1);
-    zmq_send(s, hdr, sizeof hdr, 0);
+    bad |= send_ok(s, hdr, sizeof hdr, 0);
     hdr[3] = 99;
-    zmq_send(s, hdr, sizeof hdr, 0);
+    bad |= send_ok(s, hdr, sizeof hdr, 0);
     /* Multipart. */
-    zmq_send(s, hdr, sizeof hdr, ZMQ_SNDMORE);
-    zmq_send(s, hdr, sizeof hdr, 0);
-    /* A frame over any sane limit (the JM drops the connection). */
+    bad |= send_ok(s, hdr, sizeof hdr, ZMQ_SNDMORE);
+    bad |= send_ok(s, hdr, sizeof hdr, 0);
+    /* All of it handled? */
+    spits_wire_encode_empty(hdr, SPITS_MSG_STATUS, 0);
+    bad |= send_ok(s, hdr, sizeof hdr, 0);
+    int rc = bad ? 1 : await_status(s, 30000);
+    /* A frame over any sane limit: the JM's libzmq drops the connection. */
     size_t big = 40u << 20;
     unsigned char *p = calloc(1, big);
-    if (p) {
+    if (!rc && p) {
         memcpy(p, b.buf.data, SPITS_HDR_SIZE);
-        zmq_send(s, p, big, 0);
-        free(p);
+        rc = send_ok(s, p, big, 0) ? 1 : await_disconnect(ctx, "inproc://hostile-mon", 30000);
     }
+    free(p);
     spits_batch_free(&b);
-    sleep(1);   /* let it all go out */
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -168,8 +239,7 @@ int main(int argc, char **argv)
             send_hello(s);
             rc = expect_silence(s, 2000);
         } else {
-            abuse(s);
-            rc = 0;
+            rc = abuse(ctx, s);
         }
         zmq_close(s);
     } else if (argc >= 4 && strcmp(argv[1], "wrongkey") == 0) {

@@ -14,17 +14,25 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_abort=0
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }handle_segv=0 handle_abort=0"
 # sum of id+1 over 0..n-1, minus the ids given
 sum_but() { local n=$1 s; shift; s=$((n * (n + 1) / 2)); for i in "$@"; do s=$((s - i - 1)); done; echo $s; }
-# no_children: once its TM has exited, no worker process of this module
-# is left (orphans would be re-parented, so look for them by command line).
+# Each TM runs with SPITS_TEST_TAG=NAME in its environment, which its
+# worker processes inherit: orphans are re-parented, but still found.
+# workers_of NAME: the pids of NAME's worker processes.
+workers_of() {
+    local p
+    for p in $(pgrep -f -- '--worker-child'); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SPITS_TEST_TAG=$1" && echo "$p"
+    done
+}
+# no_children NAME: once NAME's TM has exited, none of its workers is left.
 no_children() {
-    wait_for "! pgrep -f -- '--worker-child .*/faulty.so' >/dev/null" 5 "worker processes to go"
+    wait_for "[ -z \"\$(workers_of $1)\" ]" 5 "the worker processes of $1 to go"
 }
 
 # 1. Crashes once: retried, exact.
 mkdir -p "$T/marks"
 start_jm once "$F" 200 "once=17:$T/marks"
 jm=$JM_PID
-start_tm once once.tm -n 2 --isolate
+SPITS_TEST_TAG=once start_tm once once.tm -n 2 --isolate
 tm=$TM_PID
 wait $jm || fail "the crash-once job exited $?"
 [ "$(cat "$T/once.out")" = "faulty: 200 tasks, sum $(sum_but 200)" ] || fail "printed '$(cat "$T/once.out")'"
@@ -32,13 +40,13 @@ grep -q "task 17 crashed its worker process (signal 11, Segmentation fault); a n
     "$T/once.tm.log" || fail "the crash is not named"
 [ "$(json "$T/once/report.json" "d['counters']['crashed']")" = 1 ] || fail "crashed counter"
 wait $tm || fail "the TM exited $?"
-no_children $tm
+no_children once
 
 # 2. Segfaults every time, with two TMs: a poison task.
 start_jm segv "$F" 100 segv=42
 jm=$JM_PID
-start_tm segv segv.tm1 -n 2 --isolate; t1=$TM_PID
-start_tm segv segv.tm2 -n 2 --isolate; t2=$TM_PID
+SPITS_TEST_TAG=segv1 start_tm segv segv.tm1 -n 2 --isolate; t1=$TM_PID
+SPITS_TEST_TAG=segv2 start_tm segv segv.tm2 -n 2 --isolate; t2=$TM_PID
 wait $jm; rc=$?
 [ $rc = 3 ] || fail "the poison job exited $rc, not 3"
 r=$T/segv/report.json
@@ -52,12 +60,14 @@ grep -q "task 42 of phase 1: 3 run(s), the last crashed; giving up on it (poison
 [ -s "$T/segv.out" ] && fail "commit_job ran despite a poison task"
 wait $t1 || fail "TM 1 exited $?"
 wait $t2 || fail "TM 2 exited $?"
-no_children $t1; no_children $t2
+no_children segv1; no_children segv2
 
 # 3. Hangs: --task-timeout kills it, three times, then it is poison.
 start_jm hang --max-attempts 2 "$F" 50 hang=7
 jm=$JM_PID
-start_tm hang hang.tm -n 2 --isolate --task-timeout 0.5; tm=$TM_PID
+SPITS_TEST_TAG=hang start_tm hang hang.tm -n 2 --isolate --task-timeout 0.5; tm=$TM_PID
+# (the check can fail: while the job runs, its workers are found)
+wait_for "[ -n \"\$(workers_of hang)\" ]" 30 "the worker processes of hang"
 wait $jm; rc=$?
 [ $rc = 3 ] || fail "the hanging job exited $rc, not 3"
 [ "$(json "$T/hang/report.json" "[(f['task'], f['reason']) for f in d['failed_tasks']]")" = "[(7, 'timeout')]" ] \
@@ -67,12 +77,12 @@ wait $jm; rc=$?
 grep -q "task 7 ran past --task-timeout (0.5 s); its worker process was killed" "$T/hang.tm.log" \
     || fail "the timeout is not named"
 wait $tm || fail "the TM exited $?"
-no_children $tm
+no_children hang
 
 # 4. abort() and exit() in a worker, one attempt each: both poison, rest exact.
 start_jm ae --max-attempts 1 "$F" 60 abort=3 exit=4
 jm=$JM_PID
-start_tm ae ae.tm -n 2 --isolate; tm=$TM_PID
+SPITS_TEST_TAG=ae start_tm ae ae.tm -n 2 --isolate; tm=$TM_PID
 wait $jm; rc=$?
 [ $rc = 3 ] || fail "abort/exit job exited $rc"
 [ "$(json "$T/ae/report.json" "sorted((f['task'], f['reason']) for f in d['failed_tasks'])")" = \
@@ -81,7 +91,7 @@ grep -q "task 3 crashed its worker process (signal 6, Aborted)" "$T/ae.tm.log" |
 grep -q "task 4 crashed its worker process (exit status 3)" "$T/ae.tm.log" || fail "exit not named"
 [ "$(json "$T/ae/report.json" "d['counters']['committed']")" = 58 ] || fail "abort/exit committed"
 wait $tm || fail "the TM exited $?"
-no_children $tm
+no_children ae
 
 # 5. Threads (the default): the crash takes the whole TM down, as README
 # says; the JM would requeue its tasks on other TMs.

@@ -12,7 +12,13 @@ start_jm job --progress-interval 0.3 "$MODS/bench.so" -n $n -s 2000 -G "$T/gate"
 jm=$JM_PID
 start_tm job tm -n 2; tm=$TM_PID
 wait_for "grep -q joined $T/job.jm.log" 30 "the TM to join"
-sleep 0.5
+# Every task but the gated last one committed: from here the live view
+# holds still until the gate opens, so each figure is exact.
+committed() {
+    "$ST" --jobdir "$T/job" --json >"$T/poll.json" 2>/dev/null &&
+        json "$T/poll.json" "d['tasks']['committed']"
+}
+wait_for "[ \"\$(committed)\" = $((n - 1)) ]" 60 "all but the gated task to commit"
 kill -0 $jm 2>/dev/null || fail "the job ended too soon"
 "$ST" --jobdir "$T/job" >"$T/table" || fail "spits-status exited $?"
 grep -q "^job [0-9a-f]*, phase 1, running for " "$T/table" || fail "table: $(cat "$T/table")"
@@ -23,8 +29,12 @@ grep -Eq "^  [^ ]+ +$tm +2 " "$T/table" || fail "no row for the TM: $(cat "$T/ta
     "('running', 1, $n, True)" ] || fail "live json: $(cat "$T/live.json")"
 [ "$(json "$T/live.json" "[(t['pid'], t['workers']) for t in d['tms']]")" = "[($tm, 2)]" ] \
     || fail "live json tms: $(json "$T/live.json" "d['tms']")"
-[ "$(json "$T/live.json" "0 <= d['tasks']['committed'] <= $n and d['jm']['rss_bytes'] > 0")" = True ] \
-    || fail "live json counters"
+[ "$(json "$T/live.json" "[d['tasks'][k] for k in ('committed', 'running', 'sent', 'resent', 'duplicates', 'failed', 'generated')]")" = \
+    "[$((n - 1)), 1, $n, 0, 0, 0, $n]" ] || fail "live json counters: $(json "$T/live.json" "d['tasks']")"
+[ "$(json "$T/live.json" "[(t['done'], t['held'], t['busy']) for t in d['tms']]")" = "[($((n - 1)), 1, 1)]" ] \
+    || fail "live json TM row: $(json "$T/live.json" "d['tms']")"
+[ "$(json "$T/live.json" "0 < d['jm']['rss_bytes'] <= d['jm']['max_rss_bytes']")" = True ] \
+    || fail "live json memory: $(json "$T/live.json" "d['jm']")"
 touch "$T/gate"
 wait $jm || fail "the job exited $?"
 wait $tm
