@@ -147,6 +147,10 @@ static void phase_metrics(jm_t *jm, jm_phase_t *p, const char *role,
     json_t *m = in->obj ? spits_module_metrics_json(jm->mod, in) : NULL;
     if (!m)
         return;
+    if (json_is_null(m))
+        spits_warn("the %s's metrics list does not parse (in either byte "
+                   "order, inside its buffer); report.json has null for "
+                   "it: check the module's spits_get_metrics_list", role);
     if (!p->st.metrics)
         p->st.metrics = json_object();
     json_object_set_new(p->st.metrics, role, m);

@@ -10,60 +10,132 @@
  * asked for. Published versions of that record differ: some start with
  * the int64 type, some do not; then the value (int64, float, double, or an
  * int64 size and the bytes), then the time (int64 seconds and
- * nanoseconds, CLOCK_REALTIME) and an int64 sequence number. The two are
- * told apart by the time: in the layout in use, the nanoseconds are below
- * 10^9 and the seconds after 2001, which the other reading cannot match
- * (spits_metrics_value).
+ * nanoseconds, CLOCK_REALTIME) and an int64 sequence number.
+ *
+ * Byte order: the published 2.0 headers write every number big-endian
+ * (network order, their htonll); other modules write their host's order.
+ * The list tells which: it is read in the order in which all of it parses
+ * (a count of 0 to MET_MAX, every name NUL-terminated, every type 0-3,
+ * all inside the buffer). A count of 1 to MET_MAX has its non-zero bytes
+ * at one end, so in the other order it reads as 2^48 or more: at most one
+ * order fits. The records are read in the list's order.
+ *
+ * Layout of a record: told apart by the time. In the layout in use the
+ * nanoseconds are below 10^9 and the seconds after 2001, which the other
+ * reading cannot match (spits_metrics_value).
+ *
+ * Bounds: the module returns no length, but it allocates with malloc (its
+ * spits_free_ptr frees with free), so malloc_usable_size bounds every
+ * read. A list that does not parse to its last entry inside that bound
+ * gives no metrics at all (spits_metrics_read returns JSON null): its
+ * names cannot be trusted, and asking the module for garbage names is
+ * worse than asking for none. A record that does not parse inside its
+ * bound gives null for that one metric.
  */
+#include <malloc.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "metrics.h"
 
 #define MET_MAX 4096          /* metrics read from one object, at most */
-#define MET_NAME_MAX 4096     /* a name's length, at most */
 #define MET_BYTES_MAX (1 << 20)
+#define MET_ENTRY_MIN 18      /* a list entry's size, at least: "x\0" cap type */
 
 enum { MET_INT = 0, MET_FLOAT = 1, MET_DOUBLE = 2, MET_BYTES = 3 };
 
-/* The module writes its own host's byte order, not the little-endian of
- * spits' formats (bytes.h): read it as the host's. */
-static int64_t get64(const unsigned char *p)
+/* A bounded reader: every read checks the bound; one that would pass it
+ * sets bad, and every later read gives nothing. */
+typedef struct {
+    const unsigned char *p;
+    size_t len, off;
+    int be;                   /* big-endian, else the host's order */
+    int bad;
+} met_cur_t;
+
+typedef struct {
+    const char *name;         /* inside the list buffer */
+    int64_t type;
+} met_entry_t;
+
+static const unsigned char *met_take(met_cur_t *c, size_t n)
 {
-    int64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
+    const unsigned char *r = c->p + c->off;
+    if (c->bad || n > c->len - c->off) {
+        c->bad = 1;
+        return NULL;
+    }
+    c->off += n;
+    return r;
 }
 
-/* A (seconds, nanoseconds) pair as a metric records its time. */
-static int plausible_time(const unsigned char *p)
+/* An n-byte (4 or 8) unsigned number in the reader's byte order. */
+static uint64_t met_uint(met_cur_t *c, size_t n)
 {
-    int64_t sec = get64(p), nsec = get64(p + 8);
-    return sec >= 1000000000LL && sec < 100000000000LL && nsec >= 0 &&
-           nsec < 1000000000LL;
+    const unsigned char *q = met_take(c, n);
+    uint64_t u = 0;
+    uint32_t w;
+    if (!q)
+        return 0;
+    if (c->be) {
+        for (size_t i = 0; i < n; i++)
+            u = u << 8 | q[i];
+    } else if (n == 4) {
+        memcpy(&w, q, 4);
+        u = w;
+    } else {
+        memcpy(&u, q, 8);
+    }
+    return u;
 }
 
-/* The value at p (after any type word), a JSON value; NULL if bytes are
- * too many. */
-static json_t *value_at(const unsigned char *p, int64_t type)
+static int64_t met_i64(met_cur_t *c)
+{
+    return (int64_t)met_uint(c, 8);
+}
+
+/* A non-empty NUL-terminated name, wholly inside the buffer. */
+static const char *met_name(met_cur_t *c)
+{
+    const char *s = (const char *)c->p + c->off;
+    size_t room = c->len - c->off, n;
+    if (c->bad)
+        return NULL;
+    n = strnlen(s, room);
+    if (n == 0 || n == room) {
+        c->bad = 1;
+        return NULL;
+    }
+    met_take(c, n + 1);
+    return s;
+}
+
+/* The value at the reader, a JSON value; NULL (and bad) if it does not
+ * fit. */
+static json_t *met_value(met_cur_t *c, int64_t type)
 {
     switch (type) {
     case MET_INT:
-        return json_integer(get64(p));
+        return c->bad ? NULL : json_integer(met_i64(c));
     case MET_FLOAT: {
+        uint32_t u = (uint32_t)met_uint(c, 4);
         float f;
-        memcpy(&f, p, sizeof f);
-        return json_real(f);
+        memcpy(&f, &u, sizeof f);
+        return c->bad ? NULL : json_real(f);
     }
     case MET_DOUBLE: {
+        uint64_t u = met_uint(c, 8);
         double d;
-        memcpy(&d, p, sizeof d);
-        return json_real(d);
+        memcpy(&d, &u, sizeof d);
+        return c->bad ? NULL : json_real(d);
     }
     default: {
-        int64_t n = get64(p);
-        const char *s = (const char *)p + 8;
+        int64_t n = met_i64(c);
+        const char *s;
         if (n <= 0 || n > MET_BYTES_MAX)
+            c->bad = 1;
+        if (!(s = (const char *)met_take(c, (size_t)n)))
             return NULL;
         /* A string (NUL-terminated, UTF-8) as itself, else its size. */
         if (s[n - 1] == '\0' && memchr(s, '\0', (size_t)n) == s + n - 1) {
@@ -76,60 +148,107 @@ static json_t *value_at(const unsigned char *p, int64_t type)
     }
 }
 
-/* Size of the value at p: the time follows it. */
-static size_t value_size(const unsigned char *p, int64_t type)
+/* One record in one layout: [type] value sec nsec seq, all inside len. */
+static json_t *met_record(const unsigned char *rec, size_t len, int64_t type,
+                          int be, int typed)
 {
-    switch (type) {
-    case MET_INT: case MET_DOUBLE: return 8;
-    case MET_FLOAT: return 4;
-    default: {
-        int64_t n = get64(p);
-        return n > 0 && n <= MET_BYTES_MAX ? 8 + (size_t)n : 0;
+    met_cur_t c = {rec, len, 0, be, 0};
+    json_t *v;
+    int64_t sec, nsec;
+    if (typed && met_i64(&c) != type)
+        return NULL;
+    v = met_value(&c, type);
+    sec = met_i64(&c);
+    nsec = met_i64(&c);
+    met_i64(&c);              /* the sequence number: it must be there */
+    if (c.bad || !v || sec < 1000000000LL || sec >= 100000000000LL ||
+        nsec < 0 || nsec >= 1000000000LL) {
+        json_decref(v);
+        return NULL;
     }
-    }
+    return v;
 }
 
-json_t *spits_metrics_value(const unsigned char *rec, int64_t type)
+json_t *spits_metrics_value(const unsigned char *rec, size_t len,
+                            int64_t type, int be)
 {
-    size_t vs;
+    json_t *v;
     if (type < MET_INT || type > MET_BYTES)
         return NULL;
-    /* Without a type word: the value, then the time. */
-    vs = value_size(rec, type);
-    if (vs && plausible_time(rec + vs))
-        return value_at(rec, type);
-    /* With one: it must name the type. */
-    if (get64(rec) != type)
-        return NULL;
-    vs = value_size(rec + 8, type);
-    if (vs && plausible_time(rec + 8 + vs))
-        return value_at(rec + 8, type);
-    return NULL;
+    if ((v = met_record(rec, len, type, be, 0)))
+        return v;
+    return met_record(rec, len, type, be, 1);
+}
+
+/* The list's n entries; -1 if one does not parse inside the buffer. */
+static int met_entries(met_cur_t *c, met_entry_t *e, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        e[i].name = met_name(c);
+        met_i64(c);           /* the capacity */
+        e[i].type = met_i64(c);
+        if (c->bad || e[i].type < MET_INT || e[i].type > MET_BYTES)
+            return -1;
+    }
+    return 0;
+}
+
+/* The list read in one byte order: its count and entries (malloc'd, to
+ * free), or -1 if it does not parse in that order. */
+static int64_t met_list_in(const unsigned char *l, size_t len, int be,
+                           met_entry_t **out)
+{
+    met_cur_t c = {l, len, 0, be, 0};
+    int64_t n = met_i64(&c);
+    met_entry_t *e;
+    if (c.bad || n < 0 || n > MET_MAX || n > (int64_t)(len / MET_ENTRY_MIN))
+        return -1;
+    if (!(e = malloc((size_t)(n ? n : 1) * sizeof *e)))
+        return -1;
+    if (met_entries(&c, e, n) != 0) {
+        free(e);
+        return -1;
+    }
+    *out = e;
+    return n;
+}
+
+/* The list in whichever byte order it parses in (see the top). */
+static int64_t met_list(const unsigned char *l, size_t len, int *be,
+                        met_entry_t **out)
+{
+    int64_t n;
+    for (*be = 0; *be < 2; ++*be)
+        if ((n = met_list_in(l, len, *be, out)) >= 0)
+            return n;
+    return -1;
 }
 
 json_t *spits_metrics_read(void *metrics, spits_met_list_fn list,
                            spits_met_last_fn last, spits_met_free_fn freep)
 {
-    json_t *out = json_object();
     unsigned char *l = list(metrics);
-    if (!out || !l)
-        return out;
-    int64_t n = get64(l);
-    const unsigned char *p = l + 8;
-    for (int64_t i = 0; i < n && i < MET_MAX; i++) {
-        const char *name = (const char *)p;
-        size_t len = strnlen(name, MET_NAME_MAX);
-        if (len == 0 || len == MET_NAME_MAX)
-            break;
-        int64_t type = get64(p + len + 1 + 8);
-        p += len + 1 + 16;
-        const char *ask[2] = {name, NULL};
+    met_entry_t *e;
+    json_t *out;
+    int be;
+    if (!l)
+        return json_object();
+    int64_t n = met_list(l, malloc_usable_size(l), &be, &e);
+    if (n < 0) {
+        freep(l);
+        return json_null();
+    }
+    out = json_object();
+    for (int64_t i = 0; out && i < n; i++) {
+        const char *ask[2] = {e[i].name, NULL};
         unsigned char *rec = last(metrics, ask);
-        json_t *v = rec ? spits_metrics_value(rec, type) : NULL;
-        json_object_set_new(out, name, v ? v : json_null());
+        json_t *v = rec ? spits_metrics_value(rec, malloc_usable_size(rec),
+                                              e[i].type, be) : NULL;
+        json_object_set_new(out, e[i].name, v ? v : json_null());
         if (rec)
             freep(rec);
     }
+    free(e);
     freep(l);
     return out;
 }
@@ -140,65 +259,192 @@ json_t *spits_metrics_read(void *metrics, spits_met_list_fn list,
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "metrics selftest: %s:%d: %s\n", \
                       __FILE__, __LINE__, #c); return -1; } } while (0)
 
-static size_t put(unsigned char *p, const void *v, size_t n)
+/* An n-byte (4 or 8) number, big-endian or in the host's order. */
+static size_t st_num(unsigned char *p, uint64_t v, size_t n, int be)
 {
-    memcpy(p, v, n);
+    uint32_t w = (uint32_t)v;
+    for (size_t i = 0; be && i < n; i++)
+        p[i] = (unsigned char)(v >> 8 * (n - 1 - i));
+    if (!be)
+        memcpy(p, n == 4 ? (void *)&w : (void *)&v, n);
     return n;
 }
 
-/* One record in either layout: [type] value sec nsec seq. */
-static size_t record(unsigned char *b, int typed, int64_t type, const void *v,
-                     size_t vn)
+/* One record: [type] value sec nsec seq; v holds a number's bits, s and
+ * sn a bytes value. */
+static size_t st_record(unsigned char *b, int be, int typed, int64_t type,
+                        uint64_t v, const char *s, size_t sn)
 {
-    int64_t sec = 1795000000, nsec = 999999999, seq = 7;
     size_t k = 0;
     if (typed)
-        k += put(b + k, &type, 8);
-    k += put(b + k, v, vn);
-    k += put(b + k, &sec, 8);
-    k += put(b + k, &nsec, 8);
-    k += put(b + k, &seq, 8);
+        k += st_num(b + k, (uint64_t)type, 8, be);
+    if (type == MET_BYTES) {
+        k += st_num(b + k, sn, 8, be);
+        memcpy(b + k, s, sn);
+        k += sn;
+    } else {
+        k += st_num(b + k, v, type == MET_FLOAT ? 4 : 8, be);
+    }
+    k += st_num(b + k, 1795000000, 8, be);
+    k += st_num(b + k, 999999999, 8, be);
+    return k + st_num(b + k, 7, 8, be);
+}
+
+/* The record's value; NULL as well if any shorter prefix of it (each in
+ * a buffer of exactly that size, for ASan) is not rejected. */
+static json_t *st_value(const unsigned char *b, size_t k, int64_t type, int be)
+{
+    for (size_t j = 0; j < k; j++) {
+        unsigned char *t = malloc(j ? j : 1);
+        json_t *v;
+        if (!t)
+            return NULL;
+        memcpy(t, b, j);
+        v = spits_metrics_value(t, j, type, be);
+        free(t);
+        if (v) {
+            json_decref(v);
+            return NULL;
+        }
+    }
+    return spits_metrics_value(b, k, type, be);
+}
+
+static uint64_t st_bits(double d, int single)
+{
+    float f = (float)d;
+    uint32_t w;
+    uint64_t u;
+    if (single) {
+        memcpy(&w, &f, 4);
+        return w;
+    }
+    memcpy(&u, &d, 8);
+    return u;
+}
+
+/* Every type in one byte order and record layout, exact. */
+static int st_records(int be, int typed)
+{
+    unsigned char b[256];
+    size_t k = st_record(b, be, typed, MET_INT, 3, NULL, 0);
+    json_t *j = st_value(b, k, MET_INT, be);   /* 3: a type word too */
+    CHECK(json_is_integer(j) && json_integer_value(j) == 3);
+    json_decref(j);
+    k = st_record(b, be, typed, MET_FLOAT, st_bits(1.5, 1), NULL, 0);
+    j = st_value(b, k, MET_FLOAT, be);
+    CHECK(json_is_real(j) && json_real_value(j) == 1.5);
+    json_decref(j);
+    k = st_record(b, be, typed, MET_DOUBLE, st_bits(-2.25, 0), NULL, 0);
+    j = st_value(b, k, MET_DOUBLE, be);
+    CHECK(json_is_real(j) && json_real_value(j) == -2.25);
+    json_decref(j);
+    k = st_record(b, be, typed, MET_BYTES, 0, "ok!", 3);   /* no NUL */
+    j = st_value(b, k, MET_BYTES, be);
+    CHECK(json_integer_value(json_object_get(j, "bytes")) == 3);
+    json_decref(j);
+    k = st_record(b, be, typed, MET_BYTES, 0, "abc", 4);
+    j = st_value(b, k, MET_BYTES, be);
+    CHECK(json_is_string(j) && strcmp(json_string_value(j), "abc") == 0);
+    json_decref(j);
+    return 0;
+}
+
+static const char *st_names[] = {"count", "ratio", "speed", "label"};
+static const int64_t st_types[] = {MET_INT, MET_DOUBLE, MET_FLOAT, MET_BYTES};
+static unsigned char st_list_buf[128];
+static size_t st_list_len;
+
+/* A list of the four metrics above. */
+static size_t st_list(unsigned char *b, int be)
+{
+    size_t k = st_num(b, 4, 8, be);
+    for (int i = 0; i < 4; i++) {
+        memcpy(b + k, st_names[i], strlen(st_names[i]) + 1);
+        k += strlen(st_names[i]) + 1;
+        k += st_num(b + k, 10, 8, be);
+        k += st_num(b + k, (uint64_t)st_types[i], 8, be);
+    }
     return k;
+}
+
+/* A module's functions as the published 2.0 headers write them:
+ * big-endian, typed records, buffers malloc'd to their exact size. */
+static void *st_mod_list(void *m)
+{
+    unsigned char *b = malloc(st_list_len);
+    (void)m;
+    return b ? memcpy(b, st_list_buf, st_list_len) : NULL;
+}
+
+static void *st_mod_last(void *m, const char **names)
+{
+    static const uint64_t v[] = {42, 0x3fd0000000000000ULL /* 0.25 */,
+                                 0x40200000 /* 2.5f */, 0};
+    unsigned char r[128], *b;
+    size_t k = 0;
+    (void)m;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(names[0], st_names[i]) == 0)
+            k = st_record(r, 1, 1, st_types[i], v[i], "big", 4);
+    if (!k || !(b = malloc(k)))
+        return NULL;
+    return memcpy(b, r, k);
+}
+
+/* The list: exact in both orders; any prefix, or one in the other order,
+ * rejected. */
+static int st_lists(void)
+{
+    unsigned char b[128];
+    met_entry_t *e;
+    int be;
+    for (int order = 0; order < 2; order++) {
+        size_t k = st_list(b, order);
+        for (size_t j = 0; j < k; j++) {
+            unsigned char *t = malloc(j ? j : 1);
+            CHECK(t);
+            memcpy(t, b, j);
+            int64_t n = met_list(t, j, &be, &e);
+            free(t);
+            CHECK(n == -1);
+        }
+        CHECK(met_list_in(b, k, !order, &e) == -1);
+        CHECK(met_list(b, k, &be, &e) == 4 && be == order);
+        for (int i = 0; i < 4; i++)
+            CHECK(strcmp(e[i].name, st_names[i]) == 0 &&
+                  e[i].type == st_types[i]);
+        free(e);
+    }
+    return 0;
+}
+
+/* A whole read through a big-endian module; then one with a bad type. */
+static int st_read(void)
+{
+    json_t *want = json_pack("{s:I,s:f,s:f,s:s}", "count", (json_int_t)42,
+                             "ratio", 0.25, "speed", 2.5, "label", "big");
+    st_list_len = st_list(st_list_buf, 1);
+    json_t *j = spits_metrics_read(NULL, st_mod_list, st_mod_last, free);
+    CHECK(want && json_equal(j, want));
+    json_decref(j);
+    json_decref(want);
+    st_list_buf[st_list_len - 1] = 7;        /* label's type: none */
+    j = spits_metrics_read(NULL, st_mod_list, st_mod_last, free);
+    CHECK(json_is_null(j));
+    json_decref(j);
+    return 0;
 }
 
 int spits_metrics_selftest(void)
 {
-    unsigned char b[256];
-    for (int typed = 0; typed < 2; typed++) {
-        int64_t i = 3;   /* the int type's number too: a hard case */
-        record(b, typed, MET_INT, &i, 8);
-        json_t *j = spits_metrics_value(b, MET_INT);
-        CHECK(json_is_integer(j) && json_integer_value(j) == 3);
-        json_decref(j);
-        float f = 1.5f;
-        record(b, typed, MET_FLOAT, &f, 4);
-        j = spits_metrics_value(b, MET_FLOAT);
-        CHECK(json_is_real(j) && json_real_value(j) == 1.5);
-        json_decref(j);
-        double d = -2.25;
-        record(b, typed, MET_DOUBLE, &d, 8);
-        j = spits_metrics_value(b, MET_DOUBLE);
-        CHECK(json_is_real(j) && json_real_value(j) == -2.25);
-        json_decref(j);
-        unsigned char s[8 + 4] = {0};
-        int64_t three = 3;
-        memcpy(s, &three, 8);
-        memcpy(s + 8, "ok!", 3);     /* not NUL-terminated: its size */
-        record(b, typed, MET_BYTES, s, 11);
-        j = spits_metrics_value(b, MET_BYTES);
-        CHECK(json_integer_value(json_object_get(j, "bytes")) == 3);
-        json_decref(j);
-        int64_t four = 4;
-        memcpy(s, &four, 8);
-        memcpy(s + 8, "abc", 4);
-        record(b, typed, MET_BYTES, s, 12);
-        j = spits_metrics_value(b, MET_BYTES);
-        CHECK(json_is_string(j) && strcmp(json_string_value(j), "abc") == 0);
-        json_decref(j);
-    }
+    unsigned char b[64] = {0};
+    for (int be = 0; be < 2; be++)
+        for (int typed = 0; typed < 2; typed++)
+            if (st_records(be, typed) != 0)
+                return -1;
     /* Neither layout: no time where one must be. */
-    memset(b, 0, sizeof b);
-    CHECK(spits_metrics_value(b, MET_INT) == NULL);
-    CHECK(spits_metrics_value(b, 9) == NULL);
-    return 0;
+    CHECK(spits_metrics_value(b, sizeof b, MET_INT, 0) == NULL);
+    CHECK(spits_metrics_value(b, sizeof b, 9, 0) == NULL);
+    return st_lists() == 0 && st_read() == 0 ? 0 : -1;
 }

@@ -4,10 +4,16 @@
  * Prints "metrics20: sum=S" for S = 1 + ... + N.
  *
  * Its metrics can be read back (spits_get_metrics_list, _last_values,
- * spits_free_ptr, in the 2.0 serial form without a type word): every
- * object holds buffer_size (int, the size it was made with), ratio
+ * spits_free_ptr, in the 2.0 serial form without a type word, in buffers
+ * malloc'd to their exact size so that reading past one is caught):
+ * every object holds buffer_size (int, the size it was made with), ratio
  * (double 0.25) and variant (the string "metrics20").
+ *
+ * Built with -DMETRICS20_BE (metrics20be.so) it writes them as the
+ * published 2.0 headers do: every number big-endian (an htonll) and a
+ * type word ahead of each value; its variant is "metrics20be".
  */
+#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,59 +34,85 @@ void *spits_metrics_new(unsigned buffer_size)
 static const char *names[] = {"buffer_size", "ratio", "variant"};
 static const int64_t types[] = {0, 2, 3};    /* int, double, bytes */
 
+#ifdef METRICS20_BE
+#define VARIANT "metrics20be"
+#define TYPED 1
+#else
+#define VARIANT "metrics20"
+#define TYPED 0
+#endif
+
 static unsigned char *put(unsigned char *p, const void *v, size_t n)
 {
     memcpy(p, v, n);
     return p + n;
 }
 
+/* A 64-bit number in the order the module writes. */
+static unsigned char *put64(unsigned char *p, const void *v)
+{
+    uint64_t u;
+    memcpy(&u, v, 8);
+#ifdef METRICS20_BE
+    if (htonl(1) != 1)           /* a little-endian host: swap */
+        u = (uint64_t)htonl((uint32_t)u) << 32 | htonl((uint32_t)(u >> 32));
+#endif
+    return put(p, &u, 8);
+}
+
 void *spits_get_metrics_list(void *metrics)
 {
     int64_t n = 3, cap = ((metrics_t *)metrics)->size;
-    unsigned char *b = malloc(256), *p = b;
+    size_t size = 8;
+    for (int i = 0; i < 3; i++)
+        size += strlen(names[i]) + 1 + 16;
+    unsigned char *b = malloc(size), *p = b;
     if (!b)
         return NULL;
-    p = put(p, &n, 8);
+    p = put64(p, &n);
     for (int i = 0; i < 3; i++) {
         p = put(p, names[i], strlen(names[i]) + 1);
-        p = put(p, &cap, 8);
-        p = put(p, &types[i], 8);
+        p = put64(p, &cap);
+        p = put64(p, &types[i]);
     }
     return b;
 }
 
-/* value, seconds, nanoseconds, sequence number: per name asked for */
+/* [type,] value, seconds, nanoseconds, sequence number: per name asked
+ * for */
 void *spits_get_metrics_last_values(void *metrics, const char **list)
 {
     metrics_t *m = metrics;
     struct timespec ts;
-    unsigned char *b = malloc(256), *p = b;
-    int64_t seq = 0, sec, nsec;
+    unsigned char r[256], *p = r, *b;
+    int64_t seq = 0, sec, nsec, v = m->size, len = sizeof VARIANT;
+    double ratio = 0.25;
+    int i = 0;
     clock_gettime(CLOCK_REALTIME, &ts);
     sec = ts.tv_sec;
     nsec = ts.tv_nsec;
-    if (!b || !list || !list[0] || list[1]) {
-        free(b);
+    if (!list || !list[0] || list[1])
         return NULL;
-    }
-    if (strcmp(list[0], "buffer_size") == 0) {
-        int64_t v = m->size;
-        p = put(p, &v, 8);
-    } else if (strcmp(list[0], "ratio") == 0) {
-        double v = 0.25;
-        p = put(p, &v, 8);
-    } else if (strcmp(list[0], "variant") == 0) {
-        int64_t len = sizeof "metrics20";
-        p = put(p, &len, 8);
-        p = put(p, "metrics20", (size_t)len);
+    while (i < 3 && strcmp(list[0], names[i]) != 0)
+        i++;
+    if (i == 3)
+        return NULL;
+    if (TYPED)
+        p = put64(p, &types[i]);
+    if (i == 0) {
+        p = put64(p, &v);
+    } else if (i == 1) {
+        p = put64(p, &ratio);
     } else {
-        free(b);
-        return NULL;
+        p = put64(p, &len);
+        p = put(p, VARIANT, (size_t)len);
     }
-    p = put(p, &sec, 8);
-    p = put(p, &nsec, 8);
-    put(p, &seq, 8);
-    return b;
+    p = put64(p, &sec);
+    p = put64(p, &nsec);
+    p = put64(p, &seq);
+    if (!(b = malloc((size_t)(p - r))))
+        return NULL;
+    return memcpy(b, r, (size_t)(p - r));
 }
 
 void spits_free_ptr(void *p) { free(p); }
