@@ -32,7 +32,7 @@
 #include "adopt.h"
 #include "jm.h"
 #include "log.h"
-#include "ring.h"
+#include "scheduler.h"
 #include "tmtable.h"
 #include "util.h"
 #include "wake.h"
@@ -72,25 +72,16 @@ struct jm_disp {
 
     /* everything below: the dispatcher thread's own */
     jm_phase_t *phase;
-    spits_ring_t *ring;
-    jm_task_t *fresh, *fresh_tail;   /* taken from the genq, not yet sent */
-    int gen_done, gen_waiting;
-    uint64_t *retry;                 /* circular FIFO of task ids */
-    size_t rhead, rn, rcap;
-    uint64_t version;                /* bumps when resend chances change */
+    jm_sched_t *sched;               /* the tasks from genq to resolution */
+    int gen_done;                    /* the genq said done */
     jm_tmtab_t *tms;
     size_t alive;
     size_t rr;                       /* round-robin start */
     spits_batch_t out;
-    jm_task_t **sending;
-    size_t sending_cap;
     jm_commit_t *cbuf;               /* resolutions for the committer: */
     size_t ncommit, ncommit_rx;      /* DISP_COMMIT_CHUNK at most, of which */
                                      /* ncommit_rx point into one message */
-    struct { int slot; uint64_t id; } *cancels;  /* copies to cancel */
-    size_t ncancel, capcancel;
-    uint64_t freed_bytes, pub_low, pub_freed;
-    uint64_t task_bytes_sent;        /* for the mean task size */
+    uint64_t pub_low, pub_freed;     /* the window as last published */
     int64_t now, next_tick, probe_until;
     int64_t hb_ms, timeout_ms;
     int64_t bad_logged_at;
@@ -186,112 +177,29 @@ static void send_phase(jm_disp_t *d, jm_tm_t *t, int type)
     spits_buf_free(&buf);
 }
 
-/* --- the retry list ---------------------------------------------------- */
-
-static void retry_push(jm_disp_t *d, jm_task_t *task)
-{
-    if (task->in_retry)
-        return;
-    if (d->rn == d->rcap) {
-        size_t cap = d->rcap ? d->rcap * 2 : 256;
-        uint64_t *r = malloc(cap * sizeof *r);
-        if (!r) {
-            /* The task would never run again: the job cannot finish. */
-            jm_fatal("out of memory growing the retry list");
-            return;
-        }
-        for (size_t i = 0; i < d->rn; i++)
-            r[i] = d->retry[(d->rhead + i) % d->rcap];
-        free(d->retry);
-        d->retry = r;
-        d->rcap = cap;
-        d->rhead = 0;
-    }
-    d->retry[(d->rhead + d->rn++) % d->rcap] = task->id;
-    task->in_retry = 1;
-    d->version++;
-}
-
-static uint64_t retry_pop(jm_disp_t *d)
-{
-    uint64_t id = d->retry[d->rhead];
-    d->rhead = (d->rhead + 1) % d->rcap;
-    d->rn--;
-    return id;
-}
-
-/* --- task copies ------------------------------------------------------- */
-
-static int task_held_by(const jm_task_t *task, int slot)
-{
-    for (int i = 0; i < JM_MAX_COPIES; i++)
-        if (task->holders[i] == slot)
-            return 1;
-    return 0;
-}
-
-static void task_add_holder(jm_task_t *task, int slot)
-{
-    for (int i = 0; i < JM_MAX_COPIES; i++)
-        if (task->holders[i] < 0) {
-            task->holders[i] = slot;
-            task->copies++;
-            return;
-        }
-}
-
-static int task_drop_holder(jm_task_t *task, int slot)
-{
-    for (int i = 0; i < JM_MAX_COPIES; i++)
-        if (task->holders[i] == slot) {
-            task->holders[i] = -1;
-            task->copies--;
-            return 1;
-        }
-    return 0;
-}
-
-/* --- resolution -------------------------------------------------------- */
-
-/* Notes the other copies of a task that just committed, to be cancelled. */
-static void cancel_note(jm_disp_t *d, const jm_task_t *task)
-{
-    for (int i = 0; i < JM_MAX_COPIES; i++) {
-        if (task->holders[i] < 0)
-            continue;
-        if (d->ncancel == d->capcancel) {
-            size_t cap = d->capcancel ? d->capcancel * 2 : 64;
-            void *c = realloc(d->cancels, cap * sizeof *d->cancels);
-            if (!c)
-                return;   /* the copy runs on; its result is a duplicate */
-            d->cancels = c;
-            d->capcancel = cap;
-        }
-        d->cancels[d->ncancel].slot = task->holders[i];
-        d->cancels[d->ncancel++].id = task->id;
-    }
-}
-
-/* Sends one CANCEL per TM for the copies noted. The TM answers each with
- * a RETURNED record (queued copy) or a result that counts as a duplicate
- * (running copy), so its slot accounting stays exact. */
+/* Sends one CANCEL per TM for the copies the scheduler noted. The TM
+ * answers each with a RETURNED record (queued copy) or a result that
+ * counts as a duplicate (running copy), so its slot accounting stays
+ * exact. */
 static void cancel_flush(jm_disp_t *d)
 {
-    while (d->ncancel) {
-        int slot = d->cancels[0].slot;
+    size_t ncancel;
+    jm_sched_cancel_t *cancels = jm_sched_take_cancels(d->sched, &ncancel);
+    while (ncancel) {
+        int slot = cancels[0].slot;
         size_t keep = 0, n = 0;
         spits_batch_begin(&d->out, SPITS_MSG_CANCEL, d->phase->st.id);
-        for (size_t i = 0; i < d->ncancel; i++) {
-            if (d->cancels[i].slot != slot) {
-                d->cancels[keep++] = d->cancels[i];
+        for (size_t i = 0; i < ncancel; i++) {
+            if (cancels[i].slot != slot) {
+                cancels[keep++] = cancels[i];
                 continue;
             }
             /* Out of memory: that copy runs on, and its result is a
              * duplicate; nothing is lost. */
-            if (spits_batch_add(&d->out, d->cancels[i].id, 0, 0))
+            if (spits_batch_add(&d->out, cancels[i].id, 0, 0))
                 n++;
         }
-        d->ncancel = keep;
+        ncancel = keep;
         spits_batch_finish(&d->out);
         jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)slot);
         if (n && t && t->alive && send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
@@ -299,57 +207,42 @@ static void cancel_flush(jm_disp_t *d)
     }
 }
 
-/* A task is done: out of the ring, its bytes freed. */
-static void task_resolve(jm_disp_t *d, jm_task_t *task)
-{
-    spits_ring_take(d->ring, task->id);
-    d->freed_bytes += task->len;
-    free(task);
-    d->version++;
-}
-
 /* Tells the generator how far the window has moved. */
 static void publish_window(jm_disp_t *d)
 {
     if (!d->phase)
         return;
-    uint64_t low = spits_ring_count(d->ring) ? spits_ring_low(d->ring)
-                   : d->fresh ? d->fresh->id : spits_ring_next(d->ring);
-    if (low == d->pub_low && d->freed_bytes == d->pub_freed)
+    uint64_t low = jm_sched_low(d->sched), freed = jm_sched_freed_bytes(d->sched);
+    if (low == d->pub_low && freed == d->pub_freed)
         return;
     jm_genq_t *q = &d->phase->genq;
     pthread_mutex_lock(&q->lock);
     q->low = low;
-    q->freed_bytes = d->freed_bytes;
+    q->freed_bytes = freed;
     pthread_mutex_unlock(&q->lock);
     pthread_cond_signal(&q->room);
     d->pub_low = low;
-    d->pub_freed = d->freed_bytes;
+    d->pub_freed = freed;
+}
+
+/* The scheduler lost a task: the phase cannot finish. */
+static void check_sched(jm_disp_t *d)
+{
+    if (jm_sched_broken(d->sched) && !atomic_load(&jm_abort))
+        jm_fatal("out of memory in the scheduler (a task could not be requeued)");
 }
 
 static void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 {
-    size_t n = 0;
-
     if (!t->alive)
         return;
     t->alive = 0;
-    t->outstanding = 0;
     d->alive_workers -= t->workers;
     d->alive--;
     d->st.tms_lost++;
     event_note(d, 0, t->slot);
-    if (d->ring)
-        for (uint64_t id = spits_ring_low(d->ring); id < spits_ring_next(d->ring); id++) {
-            jm_task_t *task = spits_ring_get(d->ring, id);
-            if (task && task_drop_holder(task, t->slot)) {
-                n++;
-                if (task->copies == 0)
-                    retry_push(d, task);
-            }
-        }
-    d->st.requeued += n;
-    d->version++;
+    size_t n = jm_sched_lost(d->sched, t);
+    check_sched(d);
     spits_info("TM %s:%ld lost (%s); %zu task(s) requeued", t->host, t->pid,
                why, n);
 }
@@ -365,44 +258,24 @@ static void refill_fresh(jm_disp_t *d)
     q->head = q->tail = NULL;
     atomic_store(&q->queued, 0);
     d->gen_done = q->done;
-    d->gen_waiting = q->waiting;
+    jm_sched_gen_state(d->sched, q->done, q->waiting);
     pthread_mutex_unlock(&q->lock);
-    if (!head)
-        return;
-    if (d->fresh_tail)
-        d->fresh_tail->next = head;
-    else
-        d->fresh = head;
-    d->fresh_tail = tail;
+    jm_sched_add_fresh(d->sched, head, tail);
 }
 
-static int sending_add(jm_disp_t *d, size_t n, jm_task_t *task)
+/* The scheduler's early-result hook: a fresh task whose result a
+ * re-attached TM already sent (after --resume) is committed from that
+ * result instead of being sent. */
+static int take_early_result(void *arg, const jm_task_t *task)
 {
-    if (n == d->sending_cap) {
-        size_t cap = d->sending_cap ? d->sending_cap * 2 : 256;
-        jm_task_t **s = realloc(d->sending, cap * sizeof *s);
-        if (!s)
-            return -1;
-        d->sending = s;
-        d->sending_cap = cap;
-    }
-    d->sending[n] = task;
-    return 0;
-}
-
-/* A fresh task whose result a re-attached TM already sent (after
- * --resume): commit that result instead of sending the task. */
-static int adopt_result(jm_disp_t *d, jm_task_t *task)
-{
+    jm_disp_t *d = arg;
     jm_commit_t c;
     unsigned char *data;
     uint32_t len;
 
-    if (!jm_adopt_take(d->adopt, task->id, &data, &len))
+    if (!d->adopt || !jm_adopt_count(d->adopt) ||
+        !jm_adopt_take(d->adopt, task->id, &data, &len))
         return 0;
-    d->fresh = task->next;
-    if (!d->fresh)
-        d->fresh_tail = NULL;
     memset(&c, 0, sizeof c);
     c.id = task->id;
     c.hash = task->hash;
@@ -414,120 +287,35 @@ static int adopt_result(jm_disp_t *d, jm_task_t *task)
         jm_fatal("out of memory queueing an early result for the committer");
     }
     d->st.adopted++;
-    d->freed_bytes += task->len;
-    free(task);
-    d->version++;
     return 1;
 }
 
-/* Picks up to room tasks for TM t into d->sending; returns how many. */
-static size_t pick_tasks(jm_disp_t *d, jm_tm_t *t, size_t room)
-{
-    size_t n = 0, bytes = 0;
-    int max_copies = d->jm->opt.max_copies;
-
-    /* 1. Tasks with no copy out: lost with a TM, or failed. */
-    for (size_t k = d->rn; k > 0 && n < room && bytes < DISP_BATCH_BYTES; k--) {
-        uint64_t id = retry_pop(d);
-        jm_task_t *task = spits_ring_get(d->ring, id);
-        if (!task)
-            continue;                       /* resolved meanwhile */
-        task->in_retry = 0;
-        if (task->copies > 0)
-            continue;                       /* re-sent meanwhile */
-        if (task->failed_on == t->slot && d->alive > 1) {
-            retry_push(d, task);            /* rather another TM */
-            continue;
-        }
-        if (sending_add(d, n, task) != 0) {
-            retry_push(d, task);
-            break;
-        }
-        n++;
-        bytes += task->len;
-    }
-
-    /* 2. Fresh tasks, in generation order. Once the generator is done and
-     * its queue was emptied, there is nothing more to take. */
-    if (n < room && !d->fresh && !d->gen_done)
-        refill_fresh(d);
-    while (n < room && d->fresh && bytes < DISP_BATCH_BYTES) {
-        jm_task_t *task = d->fresh;
-        if (d->adopt && jm_adopt_count(d->adopt) && adopt_result(d, task))
-            continue;
-        if (sending_add(d, n, task) != 0 ||
-            spits_ring_put(d->ring, task->id, task) != 0)
-            break;
-        d->fresh = task->next;
-        if (!d->fresh)
-            d->fresh_tail = NULL;
-        task->next = NULL;
-        n++;
-        bytes += task->len;
-    }
-
-    /* 3. No fresh task: a copy of the oldest unfinished ones. */
-    if (n < room && !d->fresh && max_copies > 1 &&
-        (d->gen_done || d->gen_waiting) && t->scan_version != d->version) {
-        size_t found = 0;
-        for (uint64_t id = spits_ring_low(d->ring);
-             id < spits_ring_next(d->ring) && n < room && bytes < DISP_BATCH_BYTES;
-             id++) {
-            jm_task_t *task = spits_ring_get(d->ring, id);
-            if (!task || task->copies >= max_copies || task->copies == 0 ||
-                task_held_by(task, t->slot))
-                continue;
-            if (sending_add(d, n, task) != 0)
-                break;
-            n++;
-            found++;
-            bytes += task->len;
-        }
-        if (!found)
-            t->scan_version = d->version;
-    }
-    return n;
-}
-
+/* Sends TM t the copies the scheduler picks for it, as one TASKS batch. */
 static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 {
-    size_t room = (size_t)(t->slots - t->outstanding);
-    size_t n = pick_tasks(d, t, room);
+    if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
+        refill_fresh(d);
+    size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->alive > 1);
     if (!n)
         return;
 
+    jm_task_t *const *picked = jm_sched_picked(d->sched);
     int built = 1;
     spits_batch_begin(&d->out, SPITS_MSG_TASKS, d->phase->st.id);
     for (size_t i = 0; i < n && built; i++) {
-        jm_task_t *task = d->sending[i];
-        unsigned char *dst = spits_batch_add(&d->out, task->id, 0, task->len);
-        if (dst && task->len)
-            memcpy(dst, task->data, task->len);
+        unsigned char *dst = spits_batch_add(&d->out, picked[i]->id, 0, picked[i]->len);
+        if (dst && picked[i]->len)
+            memcpy(dst, picked[i]->data, picked[i]->len);
         built = dst != NULL;
     }
     spits_batch_finish(&d->out);
     if (!built)
         jm_fatal("out of memory building a batch of %zu task(s)", n);
-
-    if (!built || send_tm(d, t, d->out.buf.data, d->out.buf.len) != 0) {
-        /* Not sent: every picked task without a copy goes back. */
-        for (size_t i = 0; i < n; i++)
-            if (d->sending[i]->copies == 0)
-                retry_push(d, d->sending[i]);
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        jm_task_t *task = d->sending[i];
-        if (task->sent)
-            d->st.resent++;
-        task->sent = 1;
-        task_add_holder(task, t->slot);
-        d->task_bytes_sent += task->len;
-    }
-    d->st.sent += n;
-    t->sent += n;
-    t->outstanding += (int)n;
-    d->version++;
+    if (built && send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
+        jm_sched_sent(d->sched, t, n);
+    else
+        jm_sched_unsent(d->sched, n);   /* every picked task without a copy goes back */
+    check_sched(d);
 }
 
 static void disp_serve(jm_disp_t *d)
@@ -538,7 +326,7 @@ static void disp_serve(jm_disp_t *d)
     for (size_t k = 0; k < ntm; k++) {
         jm_tm_t *t = jm_tmtab_at(d->tms, (d->rr + k) % ntm);
         if (t->alive && !t->stalled && !t->draining && t->outstanding < t->slots &&
-            t->settle_until <= d->now)
+            t->settle_until <= d->now && !atomic_load(&jm_abort))
             serve_tm(d, t);
     }
     d->rr++;
@@ -565,9 +353,9 @@ static void bad_message(jm_disp_t *d, const char *why)
  * grows past its share of the --window, so none hoards the others' work. */
 static void grow_slots(jm_disp_t *d, jm_tm_t *t)
 {
-    if (!d->phase || (d->gen_done && !d->fresh) || t->slots >= SLOTS_MAX)
+    if (!d->phase || jm_sched_exhausted(d->sched) || t->slots >= SLOTS_MAX)
         return;
-    uint64_t mean = d->st.sent ? d->task_bytes_sent / d->st.sent : 0;
+    uint64_t mean = jm_sched_mean_task_bytes(d->sched);
     uint64_t cap = SLOTS_BYTES / (mean ? mean : 1);
     uint64_t share = (uint64_t)d->jm->opt.window / (d->alive ? d->alive : 1);
     if (cap > SLOTS_MAX)
@@ -618,107 +406,76 @@ static jm_commit_t *commit_slot(jm_disp_t *d, jm_rx_t *rx)
     return c;
 }
 
-/* A record of a task no longer in the ring: resolved already, not sent
- * yet (an early result after --resume), or never sent at all. */
+/* A record of a task this JM has not sent: after --resume, an early
+ * result a re-attached TM computed for the dead JM (kept until the task
+ * is generated), or else a bogus one. */
 static void on_unknown_record(jm_disp_t *d, const spits_rec_t *rec)
 {
-    if (rec->id < spits_ring_next(d->ring))
-        d->st.duplicates += rec->status == SPITS_ST_OK;
-    else if (d->adopt && rec->status == SPITS_ST_OK)
+    if (d->adopt && rec->status == SPITS_ST_OK)
         adopt_keep(d, rec);
     else if (rec->status != SPITS_ST_RETURNED || !d->adopt)
         d->st.bogus++;
 }
 
-/* A task's first result: it is resolved, and its other copies cancelled. */
-static void on_result_ok(jm_disp_t *d, jm_tm_t *t, jm_task_t *task,
-                         const spits_rec_t *rec, jm_rx_t *rx)
+/* A resolution for the committer: a result in rx, or a poison task. */
+static void commit_note(jm_disp_t *d, const spits_rec_t *rec, uint64_t hash,
+                        jm_rx_t *rx)
 {
     jm_commit_t *c = commit_slot(d, rx);
     c->id = rec->id;
-    c->hash = task->hash;
-    c->data = rec->data;
-    c->len = rec->len;
-    c->status = SPITS_ST_OK;
-    c->rx = rx;
-    d->ncommit_rx++;
-    if (t)
-        t->done++;
-    if (task->copies)
-        cancel_note(d, task);
-    task_resolve(d, task);
-}
-
-/* A failed, crashed or timed-out run: retried, or past --max-attempts a
- * poison task, resolved as failed. */
-static void on_result_failed(jm_disp_t *d, jm_tm_t *t, jm_task_t *task,
-                             const spits_rec_t *rec, jm_rx_t *rx)
-{
-    if (t) {
-        t->failed++;
-        task->failed_on = t->slot;
-    }
-    d->st.crashed += rec->status == SPITS_ST_CRASHED;
-    d->st.timed_out += rec->status == SPITS_ST_TIMEOUT;
-    task->last_status = (uint8_t)rec->status;
-    if (++task->attempts < d->jm->opt.max_attempts) {
-        spits_debug("task %llu failed (attempt %d); retrying",
-                    (unsigned long long)rec->id, task->attempts);
-        d->st.retried++;
-        if (task->copies == 0)
-            retry_push(d, task);
+    c->status = rec->status;
+    if (rec->status == SPITS_ST_OK) {
+        c->hash = hash;
+        c->data = rec->data;
+        c->len = rec->len;
+        c->rx = rx;
+        d->ncommit_rx++;
         return;
     }
     spits_warn("task %llu of phase %u: %d run(s), the last %s; giving up on "
                "it (poison task)", (unsigned long long)rec->id,
-               d->phase->st.id, task->attempts,
+               d->phase->st.id, d->jm->opt.max_attempts,
                spits_wire_status_name(rec->status));
-    jm_commit_t *c = commit_slot(d, rx);
-    c->id = rec->id;
-    c->status = rec->status;
-    d->st.poison++;
-    task_resolve(d, task);
 }
 
 /* RESULTS: every record gives its TM a slot back (wire.h), and each is a
- * result, a failed run or a copy handed back unrun. rx is the message;
- * results are committed straight from it, so it lives until the last of
- * them is (jm_rx_release). */
+ * result, a failed run or a copy handed back unrun (scheduler.c decides).
+ * rx is the message; results are committed straight from it, so it lives
+ * until the last of them is (jm_rx_release). */
 static void on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
                        jm_rx_t *rx)
 {
     spits_reader_t r;
     spits_rec_t rec;
+    uint64_t hash;
 
-    if (t && t->alive) {
-        t->outstanding -= (int)(h->count < (uint64_t)t->outstanding
-                                    ? h->count : (uint64_t)t->outstanding);
-        if (t->outstanding == 0)
-            grow_slots(d, t);
-    }
+    jm_sched_credit(d->sched, t, h->count);
+    if (t && t->alive && t->outstanding == 0)
+        grow_slots(d, t);
     if (!d->phase || h->phase != d->phase->st.id) {
         d->st.stale += h->count;
         return;
     }
     spits_reader_init(&r, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
     while (spits_reader_next(&r, &rec)) {
-        jm_task_t *task = spits_ring_get(d->ring, rec.id);
-        if (!task) {
+        switch (jm_sched_record(d->sched, t, rec.id, rec.status, &hash)) {
+        case JM_REC_COMMIT:
+        case JM_REC_POISON:
+            commit_note(d, &rec, hash, rx);
+            break;
+        case JM_REC_RETRY:
+            spits_debug("task %llu failed; retrying", (unsigned long long)rec.id);
+            break;
+        case JM_REC_UNKNOWN:
             on_unknown_record(d, &rec);
-            continue;
+            break;
+        default:
+            break;
         }
-        if (t)
-            task_drop_holder(task, t->slot);
-        d->version++;
-        if (rec.status == SPITS_ST_OK)
-            on_result_ok(d, t, task, &rec, rx);
-        else if (rec.status != SPITS_ST_RETURNED)
-            on_result_failed(d, t, task, &rec, rx);
-        else if (task->copies == 0)
-            retry_push(d, task);        /* handed back unrun */
     }
     commits_flush(d, rx);
     cancel_flush(d);
+    check_sched(d);
 }
 
 static int json_int_field(json_t *j, const char *key, long min, long max,
@@ -769,13 +526,12 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->pid = pid;
     t->workers = (int)workers;
     t->slots = t->slots_asked = (int)slots;
-    t->outstanding = (int)(held < slots ? held : slots);
+    jm_sched_joined(d->sched, t, held);
     t->alive = 1;
     t->stalled = 0;
     t->draining = 0;
     t->last_heard = d->now;
     t->joined = spits_wall_time();
-    t->scan_version = 0;
     /* A TM back from an outage sends its results right after WELCOME. Wait
      * for them before sending it tasks, or it would be sent (and run
      * again) the very tasks it holds results for. */
@@ -787,7 +543,6 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         d->st.peak_workers = d->alive_workers;
     d->st.tms_joined++;
     event_note(d, 1, t->slot);
-    d->version++;
     json_decref(j);
     spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
                t->workers);
@@ -1167,23 +922,17 @@ static void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     d->phase = p;
     if (d->stopping)
         disp_stop_phase(d);
-    spits_ring_destroy(&d->ring);
     jm_adopt_destroy(&d->adopt);
-    d->ring = spits_ring_new();
-    if (!d->ring || (p->st.resumed &&
-                     !(d->adopt = jm_adopt_new((size_t)d->jm->opt.window_bytes)))) {
+    if (jm_sched_reset(d->sched) != 0 || (p->st.resumed &&
+        !(d->adopt = jm_adopt_new((size_t)d->jm->opt.window_bytes)))) {
         /* The phase cannot run: stopped before anything is sent. */
         jm_fatal("out of memory starting phase %u", p->st.id);
         disp_stop_phase(d);
-        spits_ring_destroy(&d->ring);
         d->phase = NULL;
         return;
     }
-    d->fresh = d->fresh_tail = NULL;
     d->gen_done = 0;
-    d->rn = d->rhead = 0;
-    d->freed_bytes = d->pub_low = d->pub_freed = 0;
-    d->version++;
+    d->pub_low = d->pub_freed = 0;
     for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
         jm_tm_t *t = jm_tmtab_at(d->tms, i);
         if (t->alive)
@@ -1203,19 +952,8 @@ static void disp_phase_end(jm_disp_t *d)
         d->resolved_before += d->live.resolved;
         memset(&d->live, 0, sizeof d->live);
     }
-    /* Every task is resolved; anything left is a bug worth not leaking. */
-    if (d->ring) {
-        for (uint64_t id = spits_ring_low(d->ring); id < spits_ring_next(d->ring); id++)
-            free(spits_ring_take(d->ring, id));
-        spits_ring_destroy(&d->ring);
-    }
-    while (d->fresh) {
-        jm_task_t *next = d->fresh->next;
-        free(d->fresh);
-        d->fresh = next;
-    }
-    d->fresh_tail = NULL;
-    d->rn = d->rhead = 0;
+    /* Every task is resolved, unless the job was stopped: free the rest. */
+    jm_sched_reset(d->sched);
     d->phase = NULL;
     if (d->adopt) {
         /* Early results whose task was committed some other way. */
@@ -1395,9 +1133,12 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
     d->tms = jm_tmtab_new();
     d->cbuf = malloc(DISP_COMMIT_CHUNK * sizeof *d->cbuf);
+    d->sched = jm_sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st);
+    if (d->sched)
+        jm_sched_set_early(d->sched, take_early_result, d);
     d->wake_fd = spits_wake_open();
     d->zctx = zmq_ctx_new();
-    if (!d->tms || !d->cbuf || d->wake_fd < 0 || !d->zctx) {
+    if (!d->tms || !d->cbuf || !d->sched || d->wake_fd < 0 || !d->zctx) {
         snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
         goto fail;
     }
@@ -1524,7 +1265,7 @@ void jm_disp_destroy(jm_disp_t **dp)
     if (!d)
         return;
     jm_disp_finish(d);
-    if (d->ring)
+    if (d->phase)
         disp_phase_end(d);
     /* The monitor goes first, while its reader still exists. */
     if (d->router)
@@ -1542,10 +1283,8 @@ void jm_disp_destroy(jm_disp_t **dp)
     jm_tmtab_destroy(&d->tms);
     spits_batch_free(&d->out);
     spits_buf_free(&d->status);
-    free(d->retry);
-    free(d->sending);
+    jm_sched_destroy(&d->sched);
     free(d->cbuf);
-    free(d->cancels);
     pthread_mutex_destroy(&d->ctl_lock);
     pthread_cond_destroy(&d->ctl_cond);
     free(d);
