@@ -182,6 +182,15 @@ void jm_recovery_abandon(jm_t *jm)
     unlink(path);
 }
 
+void jm_recovery_failed(jm_t *jm, const char *why)
+{
+    spits_error("%s; job stopped: once the disk has room, spits-jm --resume "
+                "--jobdir %s continues it", why, jm->opt.jobdir);
+    jm->runtime_error = 1;
+    atomic_store(&jm_abort, 1);
+    jm_wake();
+}
+
 void jm_recovery_finish(jm_t *jm, int status, int finished)
 {
     char err[512] = "out of memory";
