@@ -203,6 +203,7 @@ typedef struct {
     spits_journal_t *journal; /* NULL with --journal=off; main thread's */
     spits_jr_t replay;        /* --resume: the journal as loaded */
     int resuming;
+    int lock_fd;              /* DIR/jm.pid, locked while the JM lives */
 } jm_t;
 
 /* generator.c */
