@@ -14,6 +14,7 @@
  * commit_pit is always in the journal, so a resumed job commits it again
  * into its fresh committer and never loses it.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,7 +122,7 @@ static void record_failure(jm_phase_t *p, uint64_t id, uint32_t status)
 /* Journals a batch's results and syncs; -1 (job stopped) on failure. */
 static int journal_batch(jm_t *jm, jm_phase_t *p, const jm_commit_t *b, size_t n)
 {
-    char err[512];
+    char err[PATH_MAX + 256];
     for (size_t i = 0; i < n; i++)
         if (b[i].status == SPITS_ST_OK &&
             spits_journal_add(jm->journal, SPITS_JR_RESULT, p->st.id, b[i].id,
@@ -132,11 +133,7 @@ static int journal_batch(jm_t *jm, jm_phase_t *p, const jm_commit_t *b, size_t n
     if (spits_journal_sync(jm->journal, err, sizeof err) == 0)
         return 0;
 fail:
-    spits_error("%s; stopping the job (it can be resumed from what was "
-                "journaled)", err);
-    jm->runtime_error = 1;
-    atomic_store(&jm_abort, 1);
-    jm_wake();
+    jm_recovery_failed(jm, err);
     return -1;
 }
 

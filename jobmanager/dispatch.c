@@ -229,7 +229,8 @@ static void publish_window(jm_disp_t *d)
 static void check_sched(jm_disp_t *d)
 {
     if (jm_sched_broken(d->sched) && !atomic_load(&jm_abort))
-        jm_fatal("out of memory in the scheduler (a task could not be requeued)");
+        jm_fatal("out of memory in the scheduler (a task could not be "
+                 "requeued); stopping the job");
 }
 
 static void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
@@ -284,7 +285,8 @@ static int take_early_result(void *arg, const jm_task_t *task)
     c.status = SPITS_ST_OK;
     if (jm_commitq_push(&d->phase->cq, &c, 1) != 0) {
         free(data);
-        jm_fatal("out of memory queueing an early result for the committer");
+        jm_fatal("out of memory queueing an early result for the committer; "
+                 "stopping the job");
     }
     d->st.adopted++;
     return 1;
@@ -310,7 +312,8 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
     }
     spits_batch_finish(&d->out);
     if (!built)
-        jm_fatal("out of memory building a batch of %zu task(s)", n);
+        jm_fatal("out of memory building a batch of %zu task(s); "
+                 "stopping the job", n);
     if (built && send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
         jm_sched_sent(d->sched, t, n);
     else
@@ -389,7 +392,8 @@ static void commits_flush(jm_disp_t *d, jm_rx_t *rx)
     if (jm_commitq_push(&d->phase->cq, d->cbuf, d->ncommit) != 0) {
         for (size_t i = 0; i < d->ncommit; i++)
             jm_commit_release(&d->cbuf[i]);
-        jm_fatal("out of memory queueing %zu result(s) for the committer",
+        jm_fatal("out of memory queueing %zu result(s) for the committer; "
+                 "stopping the job",
                  d->ncommit);
     }
     d->ncommit = d->ncommit_rx = 0;
@@ -660,7 +664,8 @@ static void disp_recv(jm_disp_t *d)
         if (!rx) {
             drop_frames(d->router);
             zmq_msg_close(&rid);
-            jm_fatal("out of memory receiving a message");
+            jm_fatal("out of memory receiving a message; "
+                 "stopping the job");
             return;
         }
         if (zmq_msg_recv(&rx->msg, d->router, ZMQ_DONTWAIT) < 0 ||
@@ -926,7 +931,8 @@ static void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     if (jm_sched_reset(d->sched) != 0 || (p->st.resumed &&
         !(d->adopt = jm_adopt_new((size_t)d->jm->opt.window_bytes)))) {
         /* The phase cannot run: stopped before anything is sent. */
-        jm_fatal("out of memory starting phase %u", p->st.id);
+        jm_fatal("out of memory starting phase %u; "
+                 "stopping the job", p->st.id);
         disp_stop_phase(d);
         d->phase = NULL;
         return;
@@ -1018,8 +1024,8 @@ static void *disp_main(void *arg)
         if (d->now < d->probe_until && timeout > 50)
             timeout = 50;
         if (zmq_poll(items, nitems, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR) {
-            jm_fatal("the dispatcher cannot poll its sockets: %s",
-                     zmq_strerror(errno));
+            jm_fatal("the dispatcher cannot poll its sockets: %s; stopping "
+                     "the job", zmq_strerror(errno));
             disp_control_only(d);
             break;
         }

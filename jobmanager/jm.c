@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "jm.h"
@@ -242,6 +243,23 @@ static int write_tm_key(jm_t *jm, const char *endpoint, char *err, size_t errlen
     return spits_keys_write(path, &jm->keys, 0, err, errlen);
 }
 
+/* The job dir: made (a new job) or required (--resume), checked, made
+ * absolute (as TMs will see it) and locked for the JM's life. */
+static int jobdir_setup(jm_t *jm, char *abs, char *err, size_t errlen)
+{
+    struct stat st;
+    if (jm->opt.resume && stat(jm->opt.jobdir, &st) != 0 && errno == ENOENT) {
+        snprintf(err, errlen, "no job dir %s to resume", jm->opt.jobdir);
+        return -1;
+    }
+    if (spits_jobdir_prepare(jm->opt.jobdir, err, errlen) != 0)
+        return -1;
+    if (realpath(jm->opt.jobdir, abs))
+        jm->opt.jobdir = abs;
+    jm->lock_fd = spits_jobdir_lock(jm->opt.jobdir, err, errlen);
+    return jm->lock_fd < 0 ? -1 : 0;
+}
+
 static void free_argv(char **v)
 {
     for (size_t i = 0; v && v[i]; i++)
@@ -288,13 +306,12 @@ int main(int argc, char **argv)
     char **rargv = NULL;
     int margc = argc - optind;
     const char **margv = (const char **)argv + optind;
+    jm.lock_fd = -1;
     if (jm.opt.resume) {
-        if (spits_jobdir_prepare(jm.opt.jobdir, err, sizeof err) != 0) {
+        if (jobdir_setup(&jm, jobdir_abs, err, sizeof err) != 0) {
             spits_error("%s", err);
             return JM_EXIT_ERROR;
         }
-        if (realpath(jm.opt.jobdir, jobdir_abs))
-            jm.opt.jobdir = jobdir_abs;
         rc = jm_recovery_resume(&jm, modarg, &rargv, &margc, err, sizeof err);
         if (rc != 0) {
             if (rc > 0)
@@ -320,13 +337,10 @@ int main(int argc, char **argv)
         goto fail;
     }
     if (!jm.opt.resume) {
-        if (spits_jobdir_prepare(jm.opt.jobdir, err, sizeof err) != 0) {
+        if (jobdir_setup(&jm, jobdir_abs, err, sizeof err) != 0) {
             spits_error("%s", err);
             goto fail;
         }
-        /* The job dir's path as the TMs will see it: absolute. */
-        if (realpath(jm.opt.jobdir, jobdir_abs))
-            jm.opt.jobdir = jobdir_abs;
         spits_random_hex(jm.job_id, 16);
         if (jm_recovery_start(&jm, margc, margv, err, sizeof err) != 0) {
             spits_error("%s", err);

@@ -209,6 +209,7 @@ typedef struct {
     spits_journal_t *journal; /* NULL with --journal=off; main thread's */
     spits_jr_t replay;        /* --resume: the journal as loaded */
     int resuming;
+    int lock_fd;              /* DIR/jm.pid, locked while the JM lives */
 } jm_t;
 
 /* generator.c */
@@ -251,6 +252,9 @@ int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
 void jm_recovery_finish(jm_t *jm, int status, int finished);
 /* A job that failed before it ran: a new job's journal is removed. */
 void jm_recovery_abandon(jm_t *jm);
+/* Main thread: the journal could not be written (why: the journal's
+ * error); says so in one line and stops the job, which stays resumable. */
+void jm_recovery_failed(jm_t *jm, const char *why);
 
 /* status.c: a snapshot the dispatcher takes of a running phase */
 typedef struct {

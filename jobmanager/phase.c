@@ -19,6 +19,7 @@
  * spitsrun_t carries no context pointer, so the job is reached through
  * one file-scope pointer set once before spits_main runs.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,15 +108,14 @@ static int resume_setup(jm_phase_t *p, const spits_jr_phase_t *rp)
 static int journal_now(jm_t *jm, int type, uint32_t phase, uint64_t aux,
                        const json_t *doc, const void *data, uint32_t len)
 {
-    char err[512];
+    char err[PATH_MAX + 256];
     int rc = doc ? spits_journal_add_json(jm->journal, type, phase, aux, doc)
                  : spits_journal_add(jm->journal, type, phase, 0, aux, data, len);
     if (rc == 0 && spits_journal_sync(jm->journal, err, sizeof err) == 0)
         return 0;
     if (rc != 0)
         snprintf(err, sizeof err, "out of memory buffering the journal");
-    spits_error("%s", err);
-    jm->runtime_error = 1;
+    jm_recovery_failed(jm, err);
     return -1;
 }
 
@@ -182,7 +182,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         *final = NULL;
     if (finalsz)
         *finalsz = 0;
-    if (!p || argc < 1 || !argv || jm_signal) {
+    if (!p || argc < 1 || !argv || jm_signal || atomic_load(&jm_abort)) {
         free(p);
         return JM_RUN_FAILED_TASKS;
     }

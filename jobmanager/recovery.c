@@ -4,8 +4,8 @@
  *
  * A job dir holds at most one job's journal. A new job refuses a dir whose
  * journal belongs to a job that did not finish (that job can still be
- * resumed, and starting over would destroy it); a finished job's journal
- * is replaced. --resume takes everything that defines the job from the
+ * resumed, and starting over would destroy it); the journal of a finished
+ * job, or of one that never committed anything, is replaced. --resume takes everything that defines the job from the
  * journal - job id, module (whose BLAKE2b hash must still match) and the
  * module's arguments - so the same phases and tasks are generated again
  * (phase.c and generator.c check that they are).
@@ -22,7 +22,20 @@
 #include "log.h"
 #include "util.h"
 
-/* 0: no journal, or a finished job's (removed); -1: an unfinished job's. */
+/* 1 if the journal's job committed anything: a result, or a phase whose
+ * commit_job ran. One that did not (its module exit()ed in a constructor,
+ * say) leaves nothing a resume could keep. */
+static int jr_committed(const spits_jr_t *jr)
+{
+    for (uint32_t i = 0; i < jr->nphases; i++)
+        if (jr->phases[i].nresults || jr->phases[i].ended)
+            return 1;
+    return 0;
+}
+
+/* 0: no journal, or one of a finished job or of a job that committed
+ * nothing (removed); -1: an unfinished job's. The caller holds the job
+ * dir's lock, so the journal's JM is not running. */
 static int check_old_journal(jm_t *jm, char *err, size_t errlen)
 {
     spits_jr_t jr;
@@ -38,7 +51,10 @@ static int check_old_journal(jm_t *jm, char *err, size_t errlen)
         return -1;
     }
     const char *id = json_string_value(json_object_get(jr.job, "job_id"));
-    int ended = jr.job_ended;
+    int ended = jr.job_ended || !jr_committed(&jr);
+    if (!jr.job_ended && ended)
+        spits_info("replacing the journal of job %s, which committed nothing",
+                   id ? id : "?");
     if (!ended)
         snprintf(err, errlen, "%s holds job %s, which did not finish: resume "
                  "it with spits-jm --resume --jobdir %s, or remove %s to start "
@@ -180,6 +196,13 @@ void jm_recovery_abandon(jm_t *jm)
         return;   /* the job's journal stays resumable */
     snprintf(path, sizeof path, "%s/%s", jm->opt.jobdir, SPITS_JOURNAL_FILE);
     unlink(path);
+}
+
+void jm_recovery_failed(jm_t *jm, const char *why)
+{
+    jm->runtime_error = 1;
+    jm_fatal("%s; job stopped: once that is fixed, spits-jm --resume "
+             "--jobdir %s continues it", why, jm->opt.jobdir);
 }
 
 void jm_recovery_finish(jm_t *jm, int status, int finished)

@@ -52,7 +52,7 @@ void jm_fatal(const char *fmt, ...)
     if (atomic_compare_exchange_strong(&jm_abort, &expected, 1)) {
         memcpy(stop_message, msg, sizeof msg);
         atomic_store(&stop_message_ready, 1);
-        spits_error("%s; stopping the job", msg);
+        spits_error("%s", msg);
     } else {
         spits_debug("after the fatal error: %s", msg);
     }

@@ -27,9 +27,10 @@ extern atomic_int jm_abort;
 void jm_stop_init(int wake_fd);
 /* Wakes the dispatcher. */
 void jm_wake(void);
-/* A fatal error: logs "MESSAGE; stopping the job" (the first one only;
- * later ones at debug level, they are its consequences), keeps the first
- * message for report.json, sets jm_abort and wakes the dispatcher. */
+/* A fatal error: logs the message, which says that the job stops and
+ * what to do (the first one only; later ones at debug level, they are its
+ * consequences), keeps it for report.json, sets jm_abort and wakes the
+ * dispatcher. */
 void jm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The first fatal error's message, or NULL. */
 const char *jm_fatal_message(void);

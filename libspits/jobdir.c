@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,6 +97,60 @@ int spits_jobdir_prepare(const char *dir, char *err, size_t errlen)
     close(fd);
     unlink(probe);
     return 0;
+}
+
+/* Says who holds DIR's lock (fd: the lock file): its pid and host, and
+ * from jm.json, if that is already this JM's, its job and endpoint. */
+static void lock_holder(const char *dir, int fd, char *err, size_t errlen)
+{
+    char line[320], host[256], why[256];
+    spits_announce_t a;
+    long pid = 0;
+    ssize_t n = pread(fd, line, sizeof line - 1, 0);
+
+    line[n > 0 ? n : 0] = '\0';
+    if (sscanf(line, "%ld %255s", &pid, host) != 2) {
+        snprintf(err, errlen, "job dir %s is in use: another spits-jm is "
+                 "starting a job there", dir);
+        return;
+    }
+    if (spits_announce_read(dir, &a, why, sizeof why) == 0 && a.pid == pid &&
+        strcmp(a.host, host) == 0)
+        snprintf(err, errlen, "job dir %s is in use: job %s is running there "
+                 "(spits-jm pid %ld on %s, endpoint %s); spits-status "
+                 "--jobdir %s shows its progress", dir, a.job_id, pid, host,
+                 a.endpoint, dir);
+    else
+        snprintf(err, errlen, "job dir %s is in use: a job is starting there "
+                 "(spits-jm pid %ld on %s, not listening yet)", dir, pid, host);
+}
+
+int spits_jobdir_lock(const char *dir, char *err, size_t errlen)
+{
+    char path[PATH_MAX], line[320], host[256];
+
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_LOCK_FILE);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            lock_holder(dir, fd, err, errlen);
+        else
+            snprintf(err, errlen, "cannot lock %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    spits_hostname(host, sizeof host);
+    int n = snprintf(line, sizeof line, "%ld %s\n", (long)getpid(), host);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 static int dump_cb(const char *buf, size_t size, void *data)
@@ -327,6 +382,19 @@ int spits_jobdir_selftest(void)
     CHECK(b.curve == 1 && strcmp(b.server_key, a.server_key) == 0 &&
           strcmp(b.module_hash, a.module_hash) == 0);
     CHECK(b.started_unix == a.started_unix);
+
+    /* One JM per dir: a second lock is refused, naming the running job. */
+    int lfd = spits_jobdir_lock(dir, err, sizeof err);
+    CHECK(lfd >= 0);
+    a.pid = (long)getpid();
+    spits_hostname(a.host, sizeof a.host);
+    CHECK(spits_announce_write(dir, &a, err, sizeof err) == 0);
+    CHECK(spits_jobdir_lock(dir, err, sizeof err) == -1);
+    CHECK(strstr(err, "is in use: job 0123abcd is running there (spits-jm pid ") &&
+          strstr(err, ", endpoint tcp://node7:5555); spits-status --jobdir "));
+    close(lfd);
+    CHECK((lfd = spits_jobdir_lock(dir, err, sizeof err)) >= 0);
+    close(lfd);
 
     /* A broken announce file is an error that names the file. */
     CHECK(snprintf(path, sizeof path, "%s/%s", dir, SPITS_ANNOUNCE_FILE) <

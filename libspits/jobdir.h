@@ -5,7 +5,8 @@
  * filesystem that every node of the cluster sees. The JM creates it and
  * publishes DIR/jm.json (the announce file: how to reach the JM); TMs
  * started from queue jobs wait for that file to appear. At the end the JM
- * writes DIR/report.json. Every file is written atomically (temporary file,
+ * writes DIR/report.json. While it runs it holds a lock on DIR/jm.pid, so
+ * a second JM started on the dir is refused. Every file is written atomically (temporary file,
  * fsync, rename), so a reader never sees half of one.
  */
 #ifndef SPITS_JOBDIR_H
@@ -17,6 +18,8 @@
 #define SPITS_ANNOUNCE_FILE "jm.json"
 #define SPITS_REPORT_FILE "report.json"
 #define SPITS_ANNOUNCE_VERSION 1
+/* "PID HOST" of the JM running the job in the dir (see spits_jobdir_lock) */
+#define SPITS_LOCK_FILE "jm.pid"
 
 typedef struct {
     char job_id[64];
@@ -39,6 +42,13 @@ int spits_jobdir_prepare(const char *dir, char *err, size_t errlen);
  * writable, or owned by another user (its jm.json names the module a TM
  * loads, so it must be the user's own). 0, or -1 with err set. */
 int spits_jobdir_check(const char *dir, char *err, size_t errlen);
+
+/* One JM per job dir: takes an exclusive flock on DIR/jm.pid and writes
+ * "PID HOST" into it. Returns the file's descriptor, to be kept open for
+ * the JM's life (the lock goes with it, even on kill -9). -1 with err
+ * set; when a live JM holds the lock, err says that it is running, with
+ * its pid, host, job and endpoint (from DIR/jm.json). */
+int spits_jobdir_lock(const char *dir, char *err, size_t errlen);
 
 /* Writes a JSON document to path atomically (a temporary file, fsync,
  * rename, fsync of the directory), with the given mode. The temporary file

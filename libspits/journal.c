@@ -1,15 +1,27 @@
 /*
  * journal.c - the JM's write-ahead journal (format and rules: journal.h).
+ *
+ * A write or sync that fails is never retried. Retrying would write the
+ * same batch again after whatever part of it reached the file, and the
+ * records repeated (or a half record followed by whole ones) make the
+ * journal unresumable. Instead the file is cut back to the end of the
+ * last synced batch, the unsynced records are dropped and the journal
+ * refuses every later write: the caller stops the job (none of the
+ * dropped records was committed: commit_pit runs only after a sync), and
+ * once the disk has room again --resume continues from complete, synced
+ * records only.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +40,9 @@ struct spits_journal {
     int fd;
     spits_buf_t buf;          /* records not yet written */
     uint64_t bytes, syncs;
+    uint64_t good;            /* file length after the last good sync */
+    int failed;               /* a write or sync failed: no more writes */
+    char path[PATH_MAX];
 };
 
 static uint64_t sum64(const void *data, size_t len)
@@ -44,15 +59,16 @@ uint64_t spits_task_hash(const void *data, size_t len)
 
 /* --- writing ---------------------------------------------------------- */
 
-static spits_journal_t *journal_open(const char *dir, int flags, char *path,
-                                     char *err, size_t errlen)
+static spits_journal_t *journal_open(const char *dir, int flags, char *err,
+                                     size_t errlen)
 {
     spits_journal_t *j = calloc(1, sizeof *j);
     if (!j) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    snprintf(path, PATH_MAX, "%s/%s", dir, SPITS_JOURNAL_FILE);
+    char *path = j->path;
+    snprintf(path, sizeof j->path, "%s/%s", dir, SPITS_JOURNAL_FILE);
     j->fd = open(path, flags | O_WRONLY | O_CLOEXEC, 0600);
     if (j->fd < 0) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
@@ -75,9 +91,8 @@ static spits_journal_t *journal_open(const char *dir, int flags, char *path,
 
 spits_journal_t *spits_journal_create(const char *dir, char *err, size_t errlen)
 {
-    char path[PATH_MAX];
-    spits_journal_t *j = journal_open(dir, O_CREAT | O_EXCL | O_APPEND, path,
-                                      err, errlen);
+    spits_journal_t *j = journal_open(dir, O_CREAT | O_EXCL | O_APPEND, err,
+                                      errlen);
     if (!j)
         return NULL;
     if (spits_buf_reserve(&j->buf, JR_FILE_HDR) != 0) {
@@ -101,13 +116,13 @@ spits_journal_t *spits_journal_create(const char *dir, char *err, size_t errlen)
 spits_journal_t *spits_journal_append(const char *dir, uint64_t valid_len,
                                       char *err, size_t errlen)
 {
-    char path[PATH_MAX];
-    spits_journal_t *j = journal_open(dir, 0, path, err, errlen);
+    spits_journal_t *j = journal_open(dir, 0, err, errlen);
     if (!j)
         return NULL;
+    j->good = valid_len;
     if (ftruncate(j->fd, (off_t)valid_len) != 0 ||
         lseek(j->fd, (off_t)valid_len, SEEK_SET) < 0 || fdatasync(j->fd) != 0) {
-        snprintf(err, errlen, "cannot cut %s to %llu bytes: %s", path,
+        snprintf(err, errlen, "cannot cut %s to %llu bytes: %s", j->path,
                  (unsigned long long)valid_len, strerror(errno));
         spits_journal_destroy(&j);
         return NULL;
@@ -121,7 +136,7 @@ void spits_journal_destroy(spits_journal_t **jp)
     char err[256];
     if (!j)
         return;
-    if (j->buf.len)
+    if (j->buf.len && !j->failed)
         spits_journal_sync(j, err, sizeof err);
     close(j->fd);
     spits_buf_free(&j->buf);
@@ -162,25 +177,43 @@ int spits_journal_add_json(spits_journal_t *j, int type, uint32_t phase,
     return rc;
 }
 
+/* A failed write or sync: cut the file back to its last good end (a
+ * short write leaves part of a batch behind), drop the batch and refuse
+ * all later writes. The message is the one the JM stops the job with. */
+static int journal_fail(spits_journal_t *j, const char *why, char *err,
+                        size_t errlen)
+{
+    char what[256];
+    snprintf(what, sizeof what, "%s", why);   /* strerror's buffer is reused */
+    snprintf(err, errlen, "journal write failed: %s (%s)", what, j->path);
+    if (!j->failed && (ftruncate(j->fd, (off_t)j->good) != 0 ||
+                       fdatasync(j->fd) != 0))
+        snprintf(err, errlen, "journal write failed: %s (%s), and cutting it "
+                 "back to its last synced byte %llu failed too: %s", what,
+                 j->path, (unsigned long long)j->good, strerror(errno));
+    j->failed = 1;
+    j->buf.len = 0;
+    return -1;
+}
+
 int spits_journal_sync(spits_journal_t *j, char *err, size_t errlen)
 {
     size_t off = 0;
+    if (j->failed)
+        return journal_fail(j, "an earlier write failed", err, errlen);
     while (off < j->buf.len) {
         ssize_t n = write(j->fd, j->buf.data + off, j->buf.len - off);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
-            snprintf(err, errlen, "cannot write the journal: %s",
-                     n < 0 ? strerror(errno) : "no progress");
-            return -1;
-        }
+        if (n <= 0)
+            return journal_fail(j, n < 0 ? strerror(errno) : "no progress",
+                                err, errlen);
         off += (size_t)n;
     }
-    if (fdatasync(j->fd) != 0) {
-        snprintf(err, errlen, "cannot sync the journal: %s", strerror(errno));
-        return -1;
-    }
+    if (fdatasync(j->fd) != 0)
+        return journal_fail(j, strerror(errno), err, errlen);
     j->bytes += j->buf.len;
+    j->good += j->buf.len;
     j->buf.len = 0;
     j->syncs++;
     return 0;
@@ -414,6 +447,57 @@ static int poke(const char *dir, off_t at, const void *bytes, size_t n, int cut)
     return rc;
 }
 
+/* A full disk, made by a file size limit: the write fails part way (a
+ * short write, then EFBIG), the file is cut back to its synced records,
+ * nothing is written twice, and it loads with no torn tail. */
+static int selftest_full(const char *dir)
+{
+    static unsigned char big[8192];
+    char err[512];
+    spits_journal_t *j = NULL;
+    spits_jr_t jr;
+    struct rlimit old, lim;
+    void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
+    off_t size;
+    int ok = 0, limited = 0;
+
+    memset(&jr, 0, sizeof jr);
+    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    CHECK((j = spits_journal_create(dir, err, sizeof err)) != NULL);
+    CHECK(spits_journal_add(j, SPITS_JR_JOB, 0, 0, 0, "{}", 2) == 0);
+    CHECK(spits_journal_add(j, SPITS_JR_PHASE, 1, 0, 0, "{}", 2) == 0);
+    CHECK(spits_journal_sync(j, err, sizeof err) == 0);
+    CHECK(file_size(dir, &size) == 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)size + 100;
+    CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    limited = 1;
+    CHECK(spits_journal_add(j, SPITS_JR_RESULT, 1, 1, 1, "one", 3) == 0);
+    CHECK(spits_journal_add(j, SPITS_JR_RESULT, 1, 2, 2, big, sizeof big) == 0);
+    CHECK(spits_journal_sync(j, err, sizeof err) == -1);
+    CHECK(file_size(dir, &size) == 0 && size == (off_t)spits_journal_bytes(j));
+    CHECK(strstr(err, "journal write failed: File too large (") &&
+          strstr(err, "/journal)"));
+    limited = setrlimit(RLIMIT_FSIZE, &old) != 0;
+    CHECK(!limited);
+    /* Room again, but the failed journal writes nothing more. */
+    CHECK(spits_journal_add(j, SPITS_JR_RESULT, 1, 3, 3, "three", 5) == 0);
+    CHECK(spits_journal_sync(j, err, sizeof err) == -1);
+    spits_journal_destroy(&j);
+    CHECK(file_size(dir, &size) == 0 && size == (off_t)(JR_FILE_HDR + 2 * (JR_HDR + 2 + JR_SUM)));
+    CHECK(spits_journal_load(dir, &jr, err, sizeof err) == 0);
+    CHECK(jr.records == 2 && jr.torn_bytes == 0 && jr.phases[0].nresults == 0);
+    ok = 1;
+out:
+    if (limited)
+        setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, oldsig);
+    if (j)
+        spits_journal_destroy(&j);
+    spits_journal_unload(&jr);
+    return ok ? 0 : -1;
+}
+
 int spits_journal_selftest(void)
 {
     char dir[] = "/tmp/spits-journal-test.XXXXXX", err[512], path[PATH_MAX];
@@ -492,6 +576,9 @@ int spits_journal_selftest(void)
     CHECK(spits_journal_load(dir, &jr, err, sizeof err) == -1 &&
           strstr(err, "not a spits journal"));
     CHECK(spits_task_hash("a", 1) != spits_task_hash("b", 1));
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_JOURNAL_FILE);
+    CHECK(unlink(path) == 0);
+    CHECK(selftest_full(dir) == 0);
     ok = 1;
 out:
     if (j)

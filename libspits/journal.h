@@ -31,7 +31,10 @@
  *
  * Writes are batched: records go to a buffer, and spits_journal_sync
  * writes the buffer and calls fdatasync once, so the cost is one sync per
- * commit batch, not per task.
+ * commit batch, not per task. A failed write or sync is not retried: the
+ * file is cut back to the end of the last synced batch and the journal
+ * refuses further writes, so the caller must stop the job; what is left
+ * is complete, synced records, which --resume accepts (journal.c).
  *
  * Reading (spits_journal_load) maps the file and checks every record. A
  * torn tail - a partial last record, as a crash mid-write leaves - is

@@ -29,6 +29,7 @@ expect 2 "no MODULE" "$JM" $J
 expect 2 "max-copies" "$JM" $J --max-copies 0 "$MODS/pi.so"
 expect 2 "--journal wants on or off, not 'maybe'" "$JM" $J --journal maybe "$MODS/pi.so"
 expect 2 "give no ARGS" "$JM" $J --resume "$MODS/pi.so" 100
+mkdir "$T/fresh"
 expect 1 "has no journal: there is no job to resume" "$JM" --jobdir "$T/fresh" --resume
 mkdir -p "$T/junk" && echo "garbage garbage" >"$T/junk/journal"
 expect 1 "junk/journal is not a spits journal" "$JM" --jobdir "$T/junk" --resume

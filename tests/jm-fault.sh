@@ -28,7 +28,7 @@ wait $jm; rc=$?
 [ -s "$T/a.out" ] && fail "commit_job ran after the fatal error: $(cat "$T/a.out")"
 r=$T/a/report.json
 [ "$(json "$r" "(d['status'], d['exit_code'], d['error'])")" = \
-  "('error', 1, 'the dispatcher cannot poll its sockets: Bad address')" ] \
+  "('error', 1, 'the dispatcher cannot poll its sockets: Bad address; stopping the job')" ] \
     || fail "report: $(json "$r" "(d['status'], d['exit_code'], d.get('error'))")"
 committed=$(json "$r" "d['counters']['committed']")
 [ "$committed" -ge 10 ] && [ "$committed" -lt $N ] || fail "committed $committed before the fault"

@@ -11,7 +11,9 @@ start_tm job tm -n 2
 tm=$TM_PID
 start_jm job --heartbeat 0.2 "$MODS/bench.so" -n 400 -s 20000
 wait_for "grep -q joined $T/tm.log" 30 "the TM to join the first job"
-sleep 1
+# Some results committed: a job that committed nothing would be replaced.
+base=$(stat -c %s "$T/job/journal")
+wait_for "[ \$(stat -c %s $T/job/journal) -gt $((base + 500)) ]" 30 "results in the journal"
 first=$(json "$T/job/jm.json" "d['job_id']")
 kill -9 "$(json "$T/job/jm.json" "d['pid']")"
 wait $JM_PID

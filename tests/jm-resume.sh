@@ -71,7 +71,7 @@ start_tm b b.tm1 -n 2; tmb=$TM_PID
 wait_for "[ \$(jlen b) -gt 4000 ]" 30 "results in b's journal"
 out=$("$JM" --resume --jobdir "$T/b" --bind tcp://127.0.0.1:0 2>&1); rc=$?
 [ $rc = 1 ] || fail "a second JM on a running job exited $rc"
-case $out in *"another spits-jm is running this job"*) ;; *) fail "second JM said: $out" ;; esac
+case $out in *"job dir $T/b is in use: job "*" is running there (spits-jm pid "*) ;; *) fail "second JM said: $out" ;; esac
 wait $jmb || fail "job b exited $? after the refused second JM"
 [ "$(cat "$T/b.out")" = "$expect" ] || fail "job b printed '$(cat "$T/b.out")'"
 wait $tmb

@@ -3,11 +3,13 @@
  * --isolate and poison-task tests.
  *
  *   faulty N [segv=ID] [abort=ID] [exit=ID] [hang=ID] [once=ID:DIR] [sleep=US]
+ *            [jm-exit]
  *
  * Tasks are 0..N-1. The worker segfaults, aborts, calls exit(3) or hangs
  * forever on the named task; "once" crashes only the first run of its task
  * (a marker file in DIR remembers it); sleep=US makes every task take US
- * microseconds. The committer sums id+1 of every committed task, fails
+ * microseconds. jm-exit makes spits_job_manager_new exit(1), as modules
+ * that check their arguments there do. The committer sums id+1 of every committed task, fails
  * commit_job on a task seen twice, and commit_job prints
  * "faulty: C tasks, sum S".
  */
@@ -25,6 +27,7 @@
 
 typedef struct {
     long long n, segv, abrt, ex, hang, once, sleep_us;
+    int jm_exit;
     char dir[512];
 } faulty_cfg_t;
 
@@ -44,6 +47,7 @@ static int faulty_args(int argc, const char **argv, faulty_cfg_t *c)
         else if (!strncmp(a, "exit=", 5)) c->ex = atoll(a + 5);
         else if (!strncmp(a, "hang=", 5)) c->hang = atoll(a + 5);
         else if (!strncmp(a, "sleep=", 6)) c->sleep_us = atoll(a + 6);
+        else if (!strcmp(a, "jm-exit")) c->jm_exit = 1;
         else if (!strncmp(a, "once=", 5)) {
             const char *colon = strchr(a, ':');
             if (!colon)
@@ -65,6 +69,10 @@ void *spits_job_manager_new(int argc, const char *argv[], const void *ji,
         fprintf(stderr, "faulty: bad arguments\n");
         free(j);
         return NULL;
+    }
+    if (j->c.jm_exit) {
+        fprintf(stderr, "faulty: jm-exit: exit(1) in spits_job_manager_new\n");
+        exit(1);
     }
     return j;
 }
