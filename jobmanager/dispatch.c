@@ -523,6 +523,14 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
             json_decref(j);
             return;
         }
+    } else if (t->alive && t->pid == pid && t->sent == t->sent_at_hello) {
+        /* Its HELLO again: our WELCOME had not reached it yet (it asks
+         * every second). Nothing was sent to it since, so nothing is lost:
+         * take what it holds now and answer again. */
+        jm_sched_joined(d->sched, t, held);
+        json_decref(j);
+        send_phase(d, t, SPITS_MSG_WELCOME);
+        return;
     } else if (t->alive) {
         disp_lost(d, t, "reconnected");
     }
@@ -531,6 +539,7 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->workers = (int)workers;
     t->slots = t->slots_asked = (int)slots;
     jm_sched_joined(d->sched, t, held);
+    t->sent_at_hello = t->sent;
     t->alive = 1;
     t->stalled = 0;
     t->draining = 0;

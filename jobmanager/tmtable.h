@@ -30,6 +30,7 @@ typedef struct {
     int64_t last_heard, last_sent;  /* monotonic ms */
     double joined;           /* wall clock */
     uint64_t sent, done, failed;
+    uint64_t sent_at_hello;  /* sent as of its last HELLO */
     double busy_s;           /* its workers' time on tasks, from STATS */
     uint64_t runs;           /* task runs, from STATS */
     uint64_t scan_version;   /* ring version of its last fruitless resend scan */

@@ -126,28 +126,39 @@ static int await_status(void *s, int ms)
     return 4;
 }
 
-/* 0 once the peer drops the connection (monitor event), else 5. */
-static int await_disconnect(void *ctx, const char *mon_ep, int ms)
+/* A PAIR reading the socket's monitor, connected before any event can
+ * happen (inproc events with no reader are lost). */
+static void *monitor_open(void *ctx, void *s, const char *ep)
 {
     void *m = zmq_socket(ctx, ZMQ_PAIR);
-    int rc = 5;
+    int ms = 30000;
     zmq_setsockopt(m, ZMQ_RCVTIMEO, &ms, sizeof ms);
     zmq_setsockopt(m, ZMQ_LINGER, &(int){0}, sizeof(int));
-    if (zmq_connect(m, mon_ep) == 0) {
-        zmq_msg_t ev;
-        zmq_msg_init(&ev);
-        while (rc && zmq_msg_recv(&ev, m, 0) >= 0) {
-            uint16_t e = 0;
-            if (zmq_msg_size(&ev) >= 2)
-                memcpy(&e, zmq_msg_data(&ev), 2);
-            if (e == ZMQ_EVENT_DISCONNECTED)
-                rc = 0;
-            while (zmq_msg_more(&ev))
-                zmq_msg_recv(&ev, m, 0);
-        }
-        zmq_msg_close(&ev);
+    if (zmq_socket_monitor(s, ep, ZMQ_EVENT_DISCONNECTED) != 0 ||
+        zmq_connect(m, ep) != 0) {
+        fprintf(stderr, "hostile: cannot monitor: %s\n", zmq_strerror(zmq_errno()));
+        exit(1);
     }
-    zmq_close(m);
+    return m;
+}
+
+/* 0 once the peer drops the connection (a monitor event within the
+ * monitor's 30 s receive timeout), else 5. */
+static int await_disconnect(void *m)
+{
+    int rc = 5;
+    zmq_msg_t ev;
+    zmq_msg_init(&ev);
+    while (rc && zmq_msg_recv(&ev, m, 0) >= 0) {
+        uint16_t e = 0;
+        if (zmq_msg_size(&ev) >= 2)
+            memcpy(&e, zmq_msg_data(&ev), 2);
+        if (e == ZMQ_EVENT_DISCONNECTED)
+            rc = 0;
+        while (zmq_msg_more(&ev))
+            zmq_msg_recv(&ev, m, 0);
+    }
+    zmq_msg_close(&ev);
     if (rc)
         fprintf(stderr, "hostile: the oversized frame did not cost the connection\n");
     return rc;
@@ -162,8 +173,7 @@ static int abuse(void *ctx, void *s)
     spits_batch_t b = {0};
     int bad = 0;
 
-    if (zmq_socket_monitor(s, "inproc://hostile-mon", ZMQ_EVENT_DISCONNECTED) != 0)
-        return 1;
+    void *mon = monitor_open(ctx, s, "inproc://hostile-mon");
     send_hello(s);
     /* Other protocol versions. */
     spits_wire_encode_empty(hdr, SPITS_MSG_HEARTBEAT, 1);
@@ -198,10 +208,12 @@ static int abuse(void *ctx, void *s)
     unsigned char *p = calloc(1, big);
     if (!rc && p) {
         memcpy(p, b.buf.data, SPITS_HDR_SIZE);
-        rc = send_ok(s, p, big, 0) ? 1 : await_disconnect(ctx, "inproc://hostile-mon", 30000);
+        rc = send_ok(s, p, big, 0) ? 1 : await_disconnect(mon);
     }
     free(p);
     spits_batch_free(&b);
+    zmq_socket_monitor(s, NULL, 0);
+    zmq_close(mon);
     return rc;
 }
 

@@ -16,6 +16,8 @@ kills=0
 for round in $(seq 1 12); do
     sleep 0.3
     if [ $round = 4 ]; then
+        # (some results journaled first, so the resume has some to replay)
+        wait_for "[ \"\$(committed job)\" -ge 100 ] 2>/dev/null" 60 "some commits before the JM's kill"
         kill -0 $jm 2>/dev/null || fail "the job ended before the JM was killed"
         kill -9 "$(json "$T/job/jm.json" "d['pid']")"
         wait $jm 2>/dev/null

@@ -63,6 +63,13 @@ tm_done() {
         json "$T/$1.status" "sum(t['done'] for t in d.get('tms', []) if t['pid'] == $2)"
 }
 
+# committed NAME: tasks the live JM of job NAME has committed (spits-status
+# --json; empty when there is no answer)
+committed() {
+    "$top_builddir/tools/spits-status" --jobdir "$T/$1" --json >"$T/$1.status" 2>/dev/null &&
+        json "$T/$1.status" "d['tasks']['committed']"
+}
+
 # json FILE PYTHON_EXPR: prints the expression over the document d
 json() {
     "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"

@@ -14,11 +14,7 @@ start_tm job tm -n 2; tm=$TM_PID
 wait_for "grep -q joined $T/job.jm.log" 30 "the TM to join"
 # Every task but the gated last one committed: from here the live view
 # holds still until the gate opens, so each figure is exact.
-committed() {
-    "$ST" --jobdir "$T/job" --json >"$T/poll.json" 2>/dev/null &&
-        json "$T/poll.json" "d['tasks']['committed']"
-}
-wait_for "[ \"\$(committed)\" = $((n - 1)) ]" 60 "all but the gated task to commit"
+wait_for "[ \"\$(committed job)\" = $((n - 1)) ]" 60 "all but the gated task to commit"
 kill -0 $jm 2>/dev/null || fail "the job ended too soon"
 "$ST" --jobdir "$T/job" >"$T/table" || fail "spits-status exited $?"
 grep -q "^job [0-9a-f]*, phase 1, running for " "$T/table" || fail "table: $(cat "$T/table")"
