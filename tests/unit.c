@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "adopt.h"
+#include "elfcheck.h"
 #include "jobdir.h"
 #include "journal.h"
 #include "keys.h"
@@ -27,6 +28,7 @@ int main(void)
         {"adopt", jm_adopt_selftest},
         {"keys", spits_keys_selftest},
         {"metrics", spits_metrics_selftest},
+        {"elf", spits_elf_selftest},
     };
     int failed = 0;
 
