@@ -323,15 +323,22 @@ int main(int argc, char **argv)
                                                  : JM_EXIT_ERROR;
             spits_journal_destroy(&jm.journal);
             spits_journal_unload(&jm.replay);
+            spits_image_free(&jm.image);
             return st;
         }
         margv = (const char **)rargv;
-    } else if (!realpath(modarg, jm.module_path) ||
-               spits_file_hash(jm.module_path, jm.module_hash) != 0) {
+    } else if (!realpath(modarg, jm.module_path)) {
         spits_error("cannot load module %s: %s", modarg, strerror(errno));
         return JM_EXIT_ERROR;
+    } else if (!(jm.image = spits_image_read(jm.module_path, err, sizeof err))) {
+        spits_error("%s", err);
+        return JM_EXIT_ERROR;
+    } else {
+        snprintf(jm.module_hash, sizeof jm.module_hash, "%s",
+                 spits_image_hash(jm.image));
     }
-    jm.mod = spits_module_open(jm.module_path, err, sizeof err);
+    /* The TMs are told this hash: it is of the very bytes loaded here. */
+    jm.mod = spits_module_load(&jm.image, err, sizeof err);
     if (!jm.mod) {
         spits_error("%s", err);
         goto fail;
@@ -429,6 +436,7 @@ int main(int argc, char **argv)
 fail:
     jm_disp_destroy(&jm.disp);
     spits_module_close(&jm.mod);
+    spits_image_free(&jm.image);
     jm_recovery_abandon(&jm);
     spits_journal_unload(&jm.replay);
     free_argv(rargv);

@@ -194,7 +194,8 @@ typedef struct {
     jm_opts_t opt;
     spits_module_t *mod;
     char module_path[4096];
-    char module_hash[65];     /* BLAKE2b of the module file, hex */
+    char module_hash[65];     /* BLAKE2b of the module image, hex */
+    spits_image_t *image;     /* the module's bytes until mod takes them */
     char job_id[33];
     spits_keys_t keys;        /* CURVE keys (unless --insecure) */
     double started;

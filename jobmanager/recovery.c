@@ -100,7 +100,7 @@ int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
                        int *margc_out, char *err, size_t errlen)
 {
     spits_jr_t *jr = &jm->replay;
-    char hash[65], path[PATH_MAX];
+    char path[PATH_MAX];
     int rc = spits_journal_load(jm->opt.jobdir, jr, err, errlen);
 
     if (rc == 1) {
@@ -131,14 +131,15 @@ int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
                  mod, modarg);
         return -1;
     }
-    if (spits_file_hash(mod, hash) != 0) {
-        snprintf(err, errlen, "cannot read module %s: %s", mod, strerror(errno));
+    /* The bytes hashed here are the ones loaded: a module changed after
+     * this check cannot slip in. */
+    if (!(jm->image = spits_image_read(mod, err, errlen)))
         return -1;
-    }
-    if (strcmp(hash, mhash) != 0) {
+    if (strcmp(spits_image_hash(jm->image), mhash) != 0) {
         snprintf(err, errlen, "module %s changed since job %s started (its "
                  "BLAKE2b hash differs); a job resumes only with the same module",
                  mod, id);
+        spits_image_free(&jm->image);
         return -1;
     }
     size_t n = json_array_size(argv);
@@ -161,7 +162,7 @@ int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
     *margc_out = (int)n;
     snprintf(jm->job_id, sizeof jm->job_id, "%s", id);
     snprintf(jm->module_path, sizeof jm->module_path, "%s", mod);
-    snprintf(jm->module_hash, sizeof jm->module_hash, "%s", hash);
+    snprintf(jm->module_hash, sizeof jm->module_hash, "%s", mhash);
 
     if (jr->torn_bytes)
         spits_warn("%s/%s: cut off a torn tail of %llu byte(s) at byte %llu "

@@ -1,8 +1,9 @@
 /*
  * module.c - loading a SPITS module and calling it (see module.h).
  *
- * Symbols are resolved once at open time into a table of function
- * pointers; the v2 and 2.0 constructors have different types, so each is
+ * The module is loaded from its image (image.c), a private sealed copy,
+ * so the file on disk may change or vanish while a job runs. Symbols are
+ * resolved once at open time into a table of function pointers; the v2 and 2.0 constructors have different types, so each is
  * kept with its own type and the right one is called.
  */
 #include <dlfcn.h>
@@ -30,7 +31,7 @@ typedef void (*met_del_fn)(void *);
 
 struct spits_module {
     void *dl;
-    char *path;
+    spits_image_t *img;    /* the private copy that dl was loaded from */
     int v20;
     main_fn main;
     void *jm_new;          /* jm_new_fn or jm_new20_fn */
@@ -50,6 +51,10 @@ struct spits_module {
     spits_met_free_fn met_free;
 };
 
+#define LEGACY_MSG "%s: legacy byte-array SPITS module (exports " \
+    "spits_setup_commit); rebuild it against the v2 interface"
+#define NOTSPITS_MSG "%s: not a SPITS module (no spits_* symbols)"
+
 /* The metrics buffer size the SPITS 2.0 runtime used. */
 #define SPITS_METRICS_BUFFER 10
 
@@ -58,29 +63,85 @@ static void *sym(void *dl, const char *name)
     return dlsym(dl, name);
 }
 
+/* dlerror's text with the memfd's path put back to the user's: a message
+ * about /proc/self/fd/N would name nothing the user knows. */
+static void dl_message(const char *fdpath, const char *path, char *out,
+                       size_t outlen)
+{
+    const char *e = dlerror(), *at;
+    size_t len = strlen(fdpath), o = 0;
+
+    if (!e)
+        e = "unknown error";
+    if (strncmp(e, fdpath, len) == 0 && strncmp(e + len, ": ", 2) == 0)
+        e += len + 2;     /* the caller names the file already */
+    out[0] = '\0';
+    while ((at = strstr(e, fdpath)) && o < outlen) {
+        o += (size_t)snprintf(out + o, outlen - o, "%.*s%s", (int)(at - e), e, path);
+        e = at + len;
+    }
+    if (o < outlen)
+        snprintf(out + o, outlen - o, "%s", e);
+}
+
+/* Refusals the symbol table allows before dlopen: a legacy module or a
+ * file with no spits_* symbol fails to load for other reasons too (a
+ * library of its own, unresolved symbols), and what matters is this. */
+static int abi_check(const spits_image_t *img, char *err, size_t errlen)
+{
+    const char *path = spits_image_name(img);
+    if (spits_image_abi(img) == SPITS_ABI_LEGACY)
+        snprintf(err, errlen, LEGACY_MSG, path);
+    else if (spits_image_abi(img) == SPITS_ABI_NONE)
+        snprintf(err, errlen, NOTSPITS_MSG, path);
+    else
+        return 0;
+    return -1;
+}
+
+/* dlopens the image's private copy, never the user's file. */
+static void *image_dlopen(const spits_image_t *img, char *err, size_t errlen)
+{
+    char fdpath[64], msg[768];
+    const char *path = spits_image_name(img);
+
+    if (abi_check(img, err, errlen) != 0)
+        return NULL;
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", spits_image_fd(img));
+    dlerror();
+    void *dl = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        dl_message(fdpath, path, msg, sizeof msg);
+        snprintf(err, errlen, "cannot load module %s: %s", path, msg);
+    }
+    return dl;
+}
+
 spits_module_t *spits_module_open(const char *path, char *err, size_t errlen)
+{
+    spits_image_t *img = spits_image_read(path, err, errlen);
+    return img ? spits_module_load(&img, err, errlen) : NULL;
+}
+
+spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
+                                  size_t errlen)
 {
     static const char *required[] = {
         "spits_job_manager_new", "spits_job_manager_next_task",
         "spits_worker_new", "spits_worker_run", "spits_committer_new",
         "spits_committer_commit_pit", "spits_committer_commit_job"};
-    void *dl;
+    spits_image_t *img = *imgp;
+    const char *path = spits_image_name(img);
+    void *dl = image_dlopen(img, err, errlen);
 
-    dlerror();
-    dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    *imgp = NULL;
     if (!dl) {
-        const char *e = dlerror();
-        snprintf(err, errlen, "cannot load module %s: %s", path,
-                 e ? e : "unknown error");
+        spits_image_free(&img);
         return NULL;
     }
     if (sym(dl, "spits_setup_commit")) {
-        snprintf(err, errlen,
-                 "%s: legacy byte-array SPITS module (exports "
-                 "spits_setup_commit); rebuild it against the v2 interface",
-                 path);
-        dlclose(dl);
-        return NULL;
+        snprintf(err, errlen, LEGACY_MSG, path);
+        goto fail;
     }
     size_t found = 0, nreq = sizeof required / sizeof *required;
     const char *missing = NULL;
@@ -91,32 +152,27 @@ spits_module_t *spits_module_open(const char *path, char *err, size_t errlen)
             missing = required[i];
     }
     if (found == 0 && !sym(dl, "spits_main")) {
-        snprintf(err, errlen, "%s: not a SPITS module (no spits_* symbols)",
-                 path);
-        dlclose(dl);
-        return NULL;
+        snprintf(err, errlen, NOTSPITS_MSG, path);
+        goto fail;
     }
     if (missing) {
         snprintf(err, errlen, "%s: missing required symbol %s", path, missing);
-        dlclose(dl);
-        return NULL;
+        goto fail;
     }
     void *mn = sym(dl, "spits_metrics_new"), *md = sym(dl, "spits_metrics_delete");
     if (!mn != !md) {
         snprintf(err, errlen, "%s: missing required symbol %s", path,
                  mn ? "spits_metrics_delete" : "spits_metrics_new");
-        dlclose(dl);
-        return NULL;
+        goto fail;
     }
 
     spits_module_t *m = calloc(1, sizeof *m);
-    if (!m || !(m->path = strdup(path))) {
-        free(m);
-        dlclose(dl);
+    if (!m) {
         snprintf(err, errlen, "%s: out of memory", path);
-        return NULL;
+        goto fail;
     }
     m->dl = dl;
+    m->img = img;
     m->v20 = mn != NULL;
     m->met_new = (met_new_fn)mn;
     m->met_del = (met_del_fn)md;
@@ -135,6 +191,10 @@ spits_module_t *spits_module_open(const char *path, char *err, size_t errlen)
     m->co_job = (co_job_fn)sym(dl, "spits_committer_commit_job");
     m->co_fin = (fin_fn)sym(dl, "spits_committer_finalize");
     return m;
+fail:
+    dlclose(dl);
+    spits_image_free(&img);
+    return NULL;
 }
 
 void spits_module_close(spits_module_t **mp)
@@ -145,12 +205,20 @@ void spits_module_close(spits_module_t **mp)
     /* Modules may have registered thread-local destructors or atexit
      * handlers; unloading them before exit is a classic crash, so the
      * shared object stays mapped. */
-    free(m->path);
+    spits_image_free(&m->img);
     free(m);
     *mp = NULL;
 }
 
-const char *spits_module_path(const spits_module_t *m) { return m->path; }
+const char *spits_module_path(const spits_module_t *m)
+{
+    return spits_image_name(m->img);
+}
+const char *spits_module_hash(const spits_module_t *m)
+{
+    return spits_image_hash(m->img);
+}
+int spits_module_fd(const spits_module_t *m) { return spits_image_fd(m->img); }
 int spits_module_is_v20(const spits_module_t *m) { return m->v20; }
 int spits_module_has_main(const spits_module_t *m) { return m->main != NULL; }
 

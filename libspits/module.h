@@ -4,7 +4,7 @@
  * A module is a shared object with the v2 interface (spits.h), or the SPITS
  * 2.0 variant whose constructors take a trailing metrics object. This file
  * finds out which, refuses what cannot be run (legacy byte-array modules,
- * missing symbols), and hides the variant behind one set of calls: each role
+ * missing symbols; damaged files are image.c's), and hides the variant behind one set of calls: each role
  * instance is a spits_inst_t that carries the module's object and, for 2.0
  * modules, the metrics object made for it.
  */
@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <jansson.h>
+#include "image.h"
 #include "spits.h"
 
 typedef struct spits_module spits_module_t;
@@ -22,12 +23,21 @@ typedef struct {
     void *metrics;   /* 2.0 variant only: made with spits_metrics_new */
 } spits_inst_t;
 
-/* Loads and checks a module. On failure returns NULL and writes a one-line
- * message naming the file and the problem into err. */
+/* Loads and checks the module an image holds (image.h), taking the image
+ * over (*img becomes NULL): it is the private copy that stays loaded. On
+ * failure returns NULL and writes a one-line message naming the file and
+ * the problem into err. */
+spits_module_t *spits_module_load(spits_image_t **img, char *err,
+                                  size_t errlen);
+/* spits_image_read, then spits_module_load. */
 spits_module_t *spits_module_open(const char *path, char *err, size_t errlen);
 void spits_module_close(spits_module_t **m);
 
+/* The path it was read from, its BLAKE2b hash, and the descriptor of the
+ * private copy it was loaded from (close-on-exec). */
 const char *spits_module_path(const spits_module_t *m);
+const char *spits_module_hash(const spits_module_t *m);
+int spits_module_fd(const spits_module_t *m);
 int spits_module_is_v20(const spits_module_t *m);
 int spits_module_has_main(const spits_module_t *m);
 int spits_module_main(spits_module_t *m, int argc, const char **argv,

@@ -1,6 +1,5 @@
 /*
- * util.c - clocks, strict option parsing, host name, random ids, file
- * hashes.
+ * util.c - clocks, strict option parsing, host name, random ids.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,33 +80,6 @@ void spits_random_hex(char *out, size_t nbytes)
         nbytes = sizeof raw;
     randombytes_buf(raw, nbytes);
     sodium_bin2hex(out, 2 * nbytes + 1, raw, nbytes);
-}
-
-int spits_file_hash(const char *path, char out[65])
-{
-    crypto_generichash_state st;
-    unsigned char buf[65536], h[32];
-    ssize_t n;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0)
-        return -1;
-    crypto_generichash_init(&st, NULL, 0, sizeof h);
-    while ((n = read(fd, buf, sizeof buf)) != 0) {
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        crypto_generichash_update(&st, buf, (unsigned long long)n);
-    }
-    close(fd);
-    crypto_generichash_final(&st, h, sizeof h);
-    sodium_bin2hex(out, 65, h, sizeof h);
-    return 0;
 }
 
 int spits_online_cores(void)

@@ -1,6 +1,6 @@
 /*
  * util.h - small helpers every spits program needs: clocks, strict number
- * parsing for options, the host name, random ids, file hashes.
+ * parsing for options, the host name, random ids.
  */
 #ifndef SPITS_UTIL_H
 #define SPITS_UTIL_H
@@ -24,10 +24,6 @@ int spits_parse_seconds(const char *s, double max, double *out);
 void spits_hostname(char *out, size_t outlen);
 /* A random id of nbytes bytes as lowercase hex into out (2*nbytes+1). */
 void spits_random_hex(char *out, size_t nbytes);
-
-/* The BLAKE2b-256 hash of a file's contents as 64 hex digits into out
- * (65 bytes). 0, or -1 with errno set. */
-int spits_file_hash(const char *path, char out[65]);
 
 /* Online cores (at least 1). */
 int spits_online_cores(void);

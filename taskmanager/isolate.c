@@ -8,7 +8,7 @@
  *
  * The child is the TM binary itself (/proc/self/exe), exec'd in a hidden
  * mode (spits-tm --worker-child MODULE) with one end of a socketpair as
- * fd 3; exec, not a bare fork, because the TM is multithreaded and a forked
+ * fd 3 and the TM's private copy of the module as fd 4; exec, not a bare fork, because the TM is multithreaded and a forked
  * copy of it may only call async-signal-safe functions. It dies with the
  * worker thread that started it (PR_SET_PDEATHSIG).
  *
@@ -22,6 +22,7 @@
  * A tm_child_t belongs to one worker thread; nothing else touches it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +40,9 @@
 #include "util.h"
 
 #define CHILD_FD 3
+/* The TM's sealed copy of the module: the child loads the very bytes the
+ * TM checked against the JM's hash, whatever the file on disk holds now. */
+#define CHILD_MODULE_FD 4
 
 struct tm_child {
     pid_t pid;                 /* 0: not running */
@@ -87,9 +91,10 @@ void tm_child_destroy(tm_child_t **cp)
     *cp = NULL;
 }
 
-static int child_start(tm_child_t *c, const char *module_path)
+static int child_start(tm_child_t *c, const spits_module_t *mod)
 {
-    int sv[2];
+    const char *module_path = spits_module_path(mod);
+    int modfd = spits_module_fd(mod), sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return -1;
     pid_t parent = getpid();
@@ -117,7 +122,12 @@ static int child_start(tm_child_t *c, const char *module_path)
         sigaction(SIGTERM, &ign, NULL);
         sigaction(SIGINT, &ign, NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);
-        if (dup2(sv[1], CHILD_FD) < 0)
+        /* Above both targets first, so neither dup2 overwrites the other's
+         * source; dup2 clears close-on-exec on the targets only. */
+        int sock = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+        int image = fcntl(modfd, F_DUPFD_CLOEXEC, 10);
+        if (sock < 0 || image < 0 || dup2(sock, CHILD_FD) < 0 ||
+            dup2(image, CHILD_MODULE_FD) < 0)
             _exit(127);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
@@ -212,7 +222,7 @@ static int send_phase(tm_child_t *c, const tm_phase_t *ph)
     return rc;
 }
 
-uint32_t tm_child_run(tm_child_t *c, const char *module_path,
+uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
                       const tm_item_t *it, int64_t timeout_ms,
                       uint64_t max_result, spits_buf_t *result, char *why,
                       size_t whylen)
@@ -227,7 +237,7 @@ uint32_t tm_child_run(tm_child_t *c, const char *module_path,
      * earlier task's stray thread) is replaced once: the task is not to
      * blame for that. */
     for (int attempt = 0;; attempt++) {
-        if (!c->pid && child_start(c, module_path) != 0) {
+        if (!c->pid && child_start(c, mod) != 0) {
             snprintf(why, whylen, "cannot start a worker process: %s", strerror(errno));
             return SPITS_ST_FAILED;
         }
@@ -320,7 +330,10 @@ int tm_child_main(int argc, char **argv)
         spits_error("--worker-child is spits-tm's own: not for use by hand");
         return 2;
     }
-    mod = spits_module_open(argv[2], err, sizeof err);
+    spits_image_t *img = spits_image_read_fd(CHILD_MODULE_FD, argv[2], err,
+                                             sizeof err);
+    close(CHILD_MODULE_FD);
+    mod = img ? spits_module_load(&img, err, sizeof err) : NULL;
     if (!mod) {
         spits_error("%s", err);
         return 1;

@@ -545,24 +545,28 @@ static void phase_switch(tm_t *tm, tm_phase_t *ph)
  * not run the job. */
 static int load_module(tm_t *tm, const char *announced, const char *want_hash)
 {
-    char err[1024], hash[65];
+    char err[1024];
     const char *path = tm->module_override ? tm->module_override : announced;
+    spits_image_t *img;
 
     if (!realpath(path, tm->module_path)) {
         spits_error("cannot load module %s: %s", path, strerror(errno));
         return -1;
     }
-    if (spits_file_hash(tm->module_path, hash) != 0) {
-        spits_error("cannot read module %s: %s", tm->module_path, strerror(errno));
+    /* The copy whose hash is checked is the one loaded (and the one
+     * --isolate's children load): the file may change in between. */
+    if (!(img = spits_image_read(tm->module_path, err, sizeof err))) {
+        spits_error("%s", err);
         return -1;
     }
-    if (strcmp(hash, want_hash) != 0) {
+    if (strcmp(spits_image_hash(img), want_hash) != 0) {
         spits_error("module %s differs from the job manager's %s (BLAKE2b "
                     "%.16s... here, %.16s... there): refusing to run it",
-                    tm->module_path, announced, hash, want_hash);
+                    tm->module_path, announced, spits_image_hash(img), want_hash);
+        spits_image_free(&img);
         return -1;
     }
-    tm->mod = spits_module_open(tm->module_path, err, sizeof err);
+    tm->mod = spits_module_load(&img, err, sizeof err);
     if (!tm->mod) {
         spits_error("%s", err);
         return -1;
@@ -1101,7 +1105,6 @@ int main(int argc, char **argv)
     }
     tm.pool.isolate = tm.isolate;
     tm.pool.task_timeout_ms = (int64_t)(tm.task_timeout * 1000);
-    tm.pool.module_path = tm.module_path;
 
     /* A dead --isolate child must not kill us through its pipe. */
     signal(SIGPIPE, SIG_IGN);

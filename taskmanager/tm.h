@@ -80,7 +80,6 @@ typedef struct {
     int wake_fd;              /* the main thread's eventfd */
 
     spits_module_t *mod;      /* read-only once workers start */
-    const char *module_path;  /* for --isolate's children; read-only */
     int isolate;              /* --isolate: run tasks in child processes */
     int64_t task_timeout_ms;  /* --task-timeout (0: none); isolate only */
     uint64_t max_result;      /* the JM's --max-task-bytes; set before start */
@@ -101,11 +100,12 @@ void tm_child_destroy(tm_child_t **c);
 /* Runs a task in the child (started, or restarted, as needed). Returns the
  * record status: OK or FAILED as the worker said, CRASHED if the child
  * died (why says how), TIMEOUT past timeout_ms (0: none). */
-uint32_t tm_child_run(tm_child_t *c, const char *module_path,
+uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
                       const tm_item_t *it, int64_t timeout_ms,
                       uint64_t max_result, spits_buf_t *result, char *why,
                       size_t whylen);
-/* The child's side: spits-tm --worker-child MODULE. */
+/* The child's side: spits-tm --worker-child MODULE, with the TM's private
+ * copy of the module (spits_module_fd) as fd 4. */
 int tm_child_main(int argc, char **argv);
 
 int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd);

@@ -136,7 +136,7 @@ static void worker_set_phase(worker_t *w, const tm_phase_t *ph)
 static uint32_t worker_run_isolated(worker_t *w, const tm_item_t *it)
 {
     char why[160];
-    uint32_t status = tm_child_run(w->child, w->pool->module_path, it,
+    uint32_t status = tm_child_run(w->child, w->pool->mod, it,
                                    w->pool->task_timeout_ms, w->pool->max_result,
                                    &w->result, why, sizeof why);
     if (status == SPITS_ST_CRASHED)

@@ -21,7 +21,18 @@ expect 1 "missing required symbol spits_worker_run" "$JM" $J "$TMODS/nosym.so"
 grep -q "nosym.so" "$T/err" || fail "the missing-symbol message does not name the file"
 expect 1 "not a SPITS module" "$JM" $J "$TMODS/notspits.so"
 expect 1 "cannot load module" "$JM" $J "$T/missing.so"
-expect 1 "cannot load module" "$JM" $J "$T/text.so"
+expect 1 "text.so: not a shared object (no ELF header)" "$JM" $J "$T/text.so"
+expect 1 "file: not a shared object (the file is empty)" "$JM" $J "$T/file"
+# Read from the ELF symbol table before dlopen, so an unresolved symbol
+# (a helper library the runtime lacks) does not hide what the module is.
+expect 1 "legacyext.so: legacy byte-array" "$JM" $J "$TMODS/legacyext.so"
+expect 1 "notspitsext.so: not a SPITS module" "$JM" $J "$TMODS/notspitsext.so"
+# A module cut short (a copy that died half-way) made the loader fault.
+for cut in 1000 5000 12000; do
+    head -c $cut "$MODS/pi.so" >"$T/cut.so"
+    expect 1 "cut.so: truncated or damaged module" "$JM" $J "$T/cut.so"
+    expect 1 "cut.so: truncated or damaged module" "$RUN" -q "$T/cut.so"
+done
 expect 1 "not writable\|cannot create job dir" "$JM" --jobdir "$T/file/sub" "$MODS/pi.so"
 expect 1 "cannot bind" "$JM" --jobdir "$T/jd" --bind tcp://300.1.1.1:0 "$MODS/pi.so"
 expect 2 "unknown option" "$JM" --frobnicate "$MODS/pi.so"
@@ -62,6 +73,31 @@ mkdir -p "$T/open" && chmod 0777 "$T/open"
 expect 1 "job dir $T/open is world-writable (mode 0777): refusing it" "$JM" --jobdir "$T/open" "$MODS/pi.so"
 cp "$T/broken/jm.json" "$T/open/jm.json" && chmod 0775 "$T/open"
 expect 1 "is group-writable" "$TM" --jobdir "$T/open" --wait 1
+# A module overwritten in place (cp of another build) while its job runs:
+# the JM and the TM, and --isolate's worker processes started after the
+# cp, run the private copy they loaded, and the job's answer is exact.
+# Task n-1 holds the job open at the gate (-G) until the cp is done; with
+# --isolate it times out once first, so a new worker process starts.
+overwrite_job() {
+    local name=$1 n=40; shift
+    cp "$MODS/bench.so" "$T/$name.so" && mkdir -p "$T/$name.marks"
+    start_jm $name --max-attempts 5 "$T/$name.so" -n $n -G "$T/$name.gate" -M "$T/$name.marks"
+    local jm=$JM_PID
+    start_tm $name $name.tm "$@"
+    local tm=$TM_PID
+    wait_for "[ -e $T/$name.marks/started-$((n - 1)) ]" 60 "the last task to start"
+    cp "$MODS/pi.so" "$T/$name.so" || fail "cannot overwrite the module"
+    case " $* " in *" --isolate "*)
+        wait_for "grep -q 'task $((n - 1)) ran past --task-timeout' $T/$name.tm.log" 60 \
+            "the time-out";;
+    esac
+    touch "$T/$name.gate"
+    wait $jm || fail "the job whose module was overwritten exited $?"
+    [ "$(cat "$T/$name.out")" = "$(bench_checksum $n)" ] || fail "printed '$(cat "$T/$name.out")'"
+    wait $tm || fail "the TM of the overwritten module exited $?"
+}
+overwrite_job cp-threads -n 2
+overwrite_job cp-isolate -n 1 --isolate --task-timeout 2
 # A module that refuses its arguments: the JM reports it, exits non-zero.
 timeout 60 "$RUN" -q "$MODS/pi.so" notanumber >/dev/null 2>"$T/err"
 [ $? = 1 ] || fail "pi with a bad argument did not exit 1"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "adopt.h"
+#include "elfcheck.h"
 #include "jobdir.h"
 #include "journal.h"
 #include "keys.h"
@@ -29,6 +30,7 @@ int main(void)
         {"keys", spits_keys_selftest},
         {"metrics", spits_metrics_selftest},
         {"wake", spits_wake_selftest},
+        {"elf", spits_elf_selftest},
     };
     int failed = 0;
 

@@ -1,0 +1,346 @@
+/*
+ * elfcheck.c - checking a module's bytes as an ELF shared object (see
+ * elfcheck.h).
+ *
+ * Only this host's ELF class and byte order are accepted, so the native
+ * ElfW() structures describe the file. Headers are copied out with memcpy:
+ * a damaged file may put them at unaligned offsets.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elfcheck.h"
+
+#if UINTPTR_MAX > 0xffffffffu
+#define HOST_CLASS ELFCLASS64
+#else
+#define HOST_CLASS ELFCLASS32
+#endif
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_DATA ELFDATA2LSB
+#else
+#define HOST_DATA ELFDATA2MSB
+#endif
+
+typedef ElfW(Ehdr) ehdr_t;
+typedef ElfW(Phdr) phdr_t;
+typedef ElfW(Shdr) shdr_t;
+typedef ElfW(Sym) sym_t;
+
+static spits_elf_fault_t fault(spits_elf_fault_t f, char *why, size_t whylen,
+                               const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+    return f;
+}
+
+/* Whether [off, off + len) lies within n bytes (no overflow). */
+static int in_file(uint64_t off, uint64_t len, size_t n)
+{
+    return off <= n && len <= n - off;
+}
+
+/* This host's e_machine, from the ELF header of the object holding this
+ * code as it is mapped; 0 (no check) if that cannot be found. */
+static unsigned host_machine(void)
+{
+    Dl_info info;
+    ehdr_t eh;
+    if (!dladdr((void *)(uintptr_t)host_machine, &info) || !info.dli_fbase)
+        return 0;
+    memcpy(&eh, info.dli_fbase, sizeof eh);
+    return memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 ? eh.e_machine : 0;
+}
+
+static spits_elf_fault_t check_header(const unsigned char *p, size_t n,
+                                      ehdr_t *eh, char *why, size_t whylen)
+{
+    if (n == 0)
+        return fault(SPITS_ELF_NOT_SO, why, whylen, "the file is empty");
+    if (n < SELFMAG || memcmp(p, ELFMAG, SELFMAG) != 0)
+        return fault(SPITS_ELF_NOT_SO, why, whylen, "no ELF header");
+    if (n < sizeof *eh)
+        return fault(SPITS_ELF_DAMAGED, why, whylen, "the ELF header is cut "
+                     "short: the file has %zu bytes", n);
+    memcpy(eh, p, sizeof *eh);
+    if (p[EI_CLASS] != HOST_CLASS || p[EI_DATA] != HOST_DATA)
+        return fault(SPITS_ELF_FOREIGN, why, whylen, "ELF class %u, byte "
+                     "order %u; this host's are %u, %u", p[EI_CLASS],
+                     p[EI_DATA], HOST_CLASS, HOST_DATA);
+    unsigned host = host_machine();
+    if (host && eh->e_machine != host)
+        return fault(SPITS_ELF_FOREIGN, why, whylen, "ELF machine %u; this "
+                     "host's is %u", eh->e_machine, host);
+    if (eh->e_type == ET_EXEC)
+        return fault(SPITS_ELF_NOT_SO, why, whylen, "an executable; link "
+                     "the module with -shared");
+    if (eh->e_type == ET_REL)
+        return fault(SPITS_ELF_NOT_SO, why, whylen, "an object file; link "
+                     "the module with -shared");
+    if (eh->e_type != ET_DYN)
+        return fault(SPITS_ELF_NOT_SO, why, whylen, "ELF type %u", eh->e_type);
+    return SPITS_ELF_OK;
+}
+
+/* Every segment the loader maps must lie within the file. */
+static spits_elf_fault_t check_segments(const unsigned char *p, size_t n,
+                                        const ehdr_t *eh, char *why,
+                                        size_t whylen)
+{
+    unsigned loads = 0;
+    if (eh->e_phentsize != sizeof(phdr_t) || eh->e_phnum == 0)
+        return fault(SPITS_ELF_DAMAGED, why, whylen, "no valid program "
+                     "header table");
+    if (!in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(phdr_t), n))
+        return fault(SPITS_ELF_DAMAGED, why, whylen, "the program headers "
+                     "end past the file's %zu bytes", n);
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        phdr_t ph;
+        memcpy(&ph, p + eh->e_phoff + (size_t)i * sizeof ph, sizeof ph);
+        if (ph.p_type != PT_LOAD && ph.p_type != PT_DYNAMIC)
+            continue;
+        loads += ph.p_type == PT_LOAD;
+        if (!in_file(ph.p_offset, ph.p_filesz, n))
+            return fault(SPITS_ELF_DAMAGED, why, whylen, "segment %u ends at "
+                         "byte %llu, past the file's %zu bytes", i,
+                         (unsigned long long)ph.p_offset +
+                         (unsigned long long)ph.p_filesz, n);
+    }
+    if (loads == 0)
+        return fault(SPITS_ELF_DAMAGED, why, whylen, "no loadable segment");
+    return SPITS_ELF_OK;
+}
+
+/* Section i's header, if the table holds it. */
+static int section(const unsigned char *p, const ehdr_t *eh, unsigned i,
+                   shdr_t *sh)
+{
+    if (i >= eh->e_shnum)
+        return -1;
+    memcpy(sh, p + eh->e_shoff + (size_t)i * sizeof *sh, sizeof *sh);
+    return 0;
+}
+
+/* The ABI from the names of the defined, exported symbols in dynsym. */
+static spits_elf_fault_t scan_symbols(const unsigned char *p, size_t n,
+                                      const shdr_t *ds, const shdr_t *ss,
+                                      spits_abi_t *abi, char *why,
+                                      size_t whylen)
+{
+    if (ds->sh_entsize != sizeof(sym_t) || !in_file(ds->sh_offset, ds->sh_size, n) ||
+        !in_file(ss->sh_offset, ss->sh_size, n))
+        return fault(SPITS_ELF_DAMAGED, why, whylen, "the dynamic symbol "
+                     "table lies past the file's %zu bytes", n);
+    const char *names = (const char *)p + ss->sh_offset;
+    int spits = 0, legacy = 0;
+    for (uint64_t i = 0; i < ds->sh_size / sizeof(sym_t); i++) {
+        sym_t s;
+        memcpy(&s, p + ds->sh_offset + i * sizeof s, sizeof s);
+        if (s.st_shndx == SHN_UNDEF || (s.st_info >> 4) == STB_LOCAL)
+            continue;
+        if (s.st_name >= ss->sh_size ||
+            !memchr(names + s.st_name, '\0', ss->sh_size - s.st_name))
+            return fault(SPITS_ELF_DAMAGED, why, whylen, "symbol %llu's "
+                         "name lies outside the string table",
+                         (unsigned long long)i);
+        spits |= strncmp(names + s.st_name, "spits_", 6) == 0;
+        legacy |= strcmp(names + s.st_name, "spits_setup_commit") == 0;
+    }
+    *abi = legacy ? SPITS_ABI_LEGACY : spits ? SPITS_ABI_V2 : SPITS_ABI_NONE;
+    return SPITS_ELF_OK;
+}
+
+static spits_elf_fault_t read_abi(const unsigned char *p, size_t n,
+                                  const ehdr_t *eh, spits_abi_t *abi,
+                                  char *why, size_t whylen)
+{
+    shdr_t ds, ss;
+    if (eh->e_shoff == 0 || eh->e_shnum == 0)
+        return SPITS_ELF_OK;      /* stripped of sections: ask dlopen */
+    if (eh->e_shentsize != sizeof(shdr_t) ||
+        !in_file(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(shdr_t), n))
+        return fault(SPITS_ELF_DAMAGED, why, whylen, "the section headers "
+                     "end past the file's %zu bytes", n);
+    for (unsigned i = 0; section(p, eh, i, &ds) == 0; i++) {
+        if (ds.sh_type != SHT_DYNSYM)
+            continue;
+        if (section(p, eh, ds.sh_link, &ss) != 0 || ss.sh_type != SHT_STRTAB)
+            return fault(SPITS_ELF_DAMAGED, why, whylen, "the dynamic "
+                         "symbols have no string table");
+        return scan_symbols(p, n, &ds, &ss, abi, why, whylen);
+    }
+    *abi = SPITS_ABI_NONE;        /* a section table without dynsym */
+    return SPITS_ELF_OK;
+}
+
+spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
+                                  spits_abi_t *abi, char *why, size_t whylen)
+{
+    ehdr_t eh;
+    spits_elf_fault_t f;
+
+    *abi = SPITS_ABI_UNKNOWN;
+    if ((f = check_header(p, n, &eh, why, whylen)) != SPITS_ELF_OK ||
+        (f = check_segments(p, n, &eh, why, whylen)) != SPITS_ELF_OK)
+        return f;
+    return read_abi(p, n, &eh, abi, why, whylen);
+}
+
+/* --- self-test ---------------------------------------------------------- */
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "elf selftest: %s:%d: %s\n", \
+                      __FILE__, __LINE__, #c); goto out; } } while (0)
+
+/* A real shared object of this host: the one fclose comes from. */
+static unsigned char *read_libc(size_t *n)
+{
+    Dl_info info;
+    unsigned char *p = NULL;
+    long len;
+    FILE *f;
+
+    if (!dladdr((void *)(uintptr_t)fclose, &info) || !info.dli_fname ||
+        !(f = fopen(info.dli_fname, "rb")))
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 &&
+        fseek(f, 0, SEEK_SET) == 0 && (p = malloc((size_t)len)) &&
+        fread(p, 1, (size_t)len, f) != (size_t)len) {
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    *n = p ? (size_t)len : 0;
+    return p;
+}
+
+/* The check of a copy of orig (n bytes) whose ELF header, program header
+ * ph (or -1) or section header sh (or -1) was changed by edit. */
+typedef void (*edit_fn)(ehdr_t *, phdr_t *, shdr_t *);
+
+static spits_elf_fault_t check_edited(const unsigned char *orig, size_t n,
+                                      int ph, int sh, edit_fn edit, char *why)
+{
+    unsigned char *p = malloc(n);
+    ehdr_t eh;
+    phdr_t phd;
+    shdr_t shd;
+    spits_abi_t abi;
+
+    if (!p)
+        return SPITS_ELF_OK;
+    memcpy(p, orig, n);
+    memcpy(&eh, p, sizeof eh);
+    unsigned char *php = p + eh.e_phoff + (size_t)(ph < 0 ? 0 : ph) * sizeof phd;
+    unsigned char *shp = p + eh.e_shoff + (size_t)(sh < 0 ? 0 : sh) * sizeof shd;
+    memcpy(&phd, php, sizeof phd);
+    memcpy(&shd, shp, sizeof shd);
+    edit(&eh, &phd, &shd);
+    if (ph >= 0)
+        memcpy(php, &phd, sizeof phd);
+    if (sh >= 0)
+        memcpy(shp, &shd, sizeof shd);
+    memcpy(p, &eh, sizeof eh);
+    spits_elf_fault_t f = spits_elf_check(p, n, &abi, why, 200);
+    free(p);
+    return f;
+}
+
+static void ed_class(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)p; (void)s; e->e_ident[EI_CLASS] ^= 3; }
+static void ed_machine(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)p; (void)s; e->e_machine ^= 0x40; }
+static void ed_exec(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)p; (void)s; e->e_type = ET_EXEC; }
+static void ed_rel(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)p; (void)s; e->e_type = ET_REL; }
+static void ed_phoff(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)p; (void)s; e->e_phoff = UINT32_MAX; }
+static void ed_phent(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)p; (void)s; e->e_phentsize = 1; }
+static void ed_shoff(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)p; (void)s; e->e_shoff = UINT32_MAX; }
+static void ed_noshdr(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)p; (void)s; e->e_shoff = 0; }
+static void ed_filesz(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)e; (void)s; p->p_filesz = UINT32_MAX; }
+static void ed_offset(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)e; (void)s; p->p_offset = (ElfW(Off))-1; }
+static void ed_symoff(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)e; (void)p; s->sh_offset = (ElfW(Off))-8; }
+static void ed_symlink(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)e; (void)p; s->sh_link = UINT16_MAX; }
+static void ed_strsize(ehdr_t *e, phdr_t *p, shdr_t *s) { (void)e; (void)p; s->sh_size = 1; }
+
+/* The index of the first program header of type t, or section of type t
+ * (sections when sec), or -1. */
+static int find_hdr(const unsigned char *p, int sec, unsigned t)
+{
+    ehdr_t eh;
+    memcpy(&eh, p, sizeof eh);
+    for (unsigned i = 0; i < (sec ? eh.e_shnum : eh.e_phnum); i++) {
+        phdr_t ph;
+        shdr_t sh;
+        if (sec)
+            memcpy(&sh, p + eh.e_shoff + i * sizeof sh, sizeof sh);
+        else
+            memcpy(&ph, p + eh.e_phoff + i * sizeof ph, sizeof ph);
+        if ((sec ? sh.sh_type : ph.p_type) == t)
+            return (int)i;
+    }
+    return -1;
+}
+
+int spits_elf_selftest(void)
+{
+    size_t n;
+    unsigned char *so = read_libc(&n);
+    char why[200];
+    spits_abi_t abi;
+    int rc = -1;
+
+    CHECK(so && n > 16384);
+    CHECK(spits_elf_check(so, n, &abi, why, sizeof why) == SPITS_ELF_OK);
+    CHECK(abi == SPITS_ABI_NONE);
+    CHECK(spits_elf_check(so, 0, &abi, why, sizeof why) == SPITS_ELF_NOT_SO);
+    CHECK(strstr(why, "empty"));
+    CHECK(spits_elf_check((const unsigned char *)"not a module\n", 13, &abi,
+                          why, sizeof why) == SPITS_ELF_NOT_SO);
+    CHECK(strstr(why, "no ELF header"));
+    /* Cut anywhere, from inside the header to the last byte. */
+    static const size_t cuts[] = {4, 40, 1000, 5000, 12000};
+    for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+        CHECK(spits_elf_check(so, cuts[i], &abi, why, sizeof why) == SPITS_ELF_DAMAGED);
+        CHECK(strstr(why, "past the file's") || strstr(why, "cut short"));
+    }
+    CHECK(spits_elf_check(so, n - 1, &abi, why, sizeof why) == SPITS_ELF_DAMAGED);
+    CHECK(strstr(why, "section headers end past"));
+
+    int load = find_hdr(so, 0, PT_LOAD), dyn = find_hdr(so, 1, SHT_DYNSYM);
+    CHECK(load >= 0 && dyn >= 0);
+    shdr_t ds;
+    memcpy(&ds, so + ((ehdr_t *)(void *)so)->e_shoff + (size_t)dyn * sizeof ds, sizeof ds);
+    CHECK(check_edited(so, n, -1, -1, ed_class, why) == SPITS_ELF_FOREIGN);
+    CHECK(check_edited(so, n, -1, -1, ed_machine, why) == SPITS_ELF_FOREIGN);
+    CHECK(strstr(why, "ELF machine"));
+    CHECK(check_edited(so, n, -1, -1, ed_exec, why) == SPITS_ELF_NOT_SO);
+    CHECK(strstr(why, "an executable"));
+    CHECK(check_edited(so, n, -1, -1, ed_rel, why) == SPITS_ELF_NOT_SO);
+    CHECK(strstr(why, "an object file"));
+    CHECK(check_edited(so, n, -1, -1, ed_phoff, why) == SPITS_ELF_DAMAGED);
+    CHECK(strstr(why, "program headers end past"));
+    CHECK(check_edited(so, n, -1, -1, ed_phent, why) == SPITS_ELF_DAMAGED);
+    CHECK(check_edited(so, n, load, -1, ed_filesz, why) == SPITS_ELF_DAMAGED);
+    CHECK(strstr(why, "segment") && strstr(why, "past the file's"));
+    CHECK(check_edited(so, n, load, -1, ed_offset, why) == SPITS_ELF_DAMAGED);
+    CHECK(check_edited(so, n, -1, -1, ed_shoff, why) == SPITS_ELF_DAMAGED);
+    CHECK(check_edited(so, n, -1, dyn, ed_symoff, why) == SPITS_ELF_DAMAGED);
+    CHECK(strstr(why, "dynamic symbol table lies past"));
+    CHECK(check_edited(so, n, -1, dyn, ed_symlink, why) == SPITS_ELF_DAMAGED);
+    CHECK(strstr(why, "no string table"));
+    CHECK(check_edited(so, n, -1, (int)ds.sh_link, ed_strsize, why) == SPITS_ELF_DAMAGED);
+    CHECK(strstr(why, "outside the string table"));
+    /* Without a section table the ABI is left to dlopen. */
+    CHECK(check_edited(so, n, -1, -1, ed_noshdr, why) == SPITS_ELF_OK);
+    rc = 0;
+out:
+    free(so);
+    return rc;
+}

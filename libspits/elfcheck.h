@@ -1,0 +1,42 @@
+/*
+ * elfcheck.h - checking a module's bytes as an ELF shared object before the
+ * dynamic loader sees them.
+ *
+ * The loader trusts the file: a segment that ends past the end of a cut
+ * file makes it fault (SIGBUS) instead of failing, and a module whose
+ * symbols do not resolve fails with "undefined symbol" before anyone can
+ * tell that it is a legacy module or not a SPITS module at all. These
+ * checks read the ELF header, program headers and dynamic symbol table
+ * directly, every offset bounds-checked against the file's size.
+ */
+#ifndef SPITS_ELFCHECK_H
+#define SPITS_ELFCHECK_H
+
+#include <stddef.h>
+
+/* What the dynamic symbol table says the module is. */
+typedef enum {
+    SPITS_ABI_UNKNOWN,   /* no section table to read: dlopen must tell */
+    SPITS_ABI_NONE,      /* exports no spits_* symbol */
+    SPITS_ABI_LEGACY,    /* exports spits_setup_commit (byte-array era) */
+    SPITS_ABI_V2         /* exports spits_* symbols, none of them legacy */
+} spits_abi_t;
+
+/* Why a file was refused. */
+typedef enum {
+    SPITS_ELF_OK,
+    SPITS_ELF_NOT_SO,     /* not an ELF shared object at all */
+    SPITS_ELF_FOREIGN,    /* a shared object for another machine */
+    SPITS_ELF_DAMAGED     /* cut short, or an offset past the end */
+} spits_elf_fault_t;
+
+/* Checks the n bytes at p as a shared object for this machine whose
+ * segments and dynamic symbols lie within them, and finds its ABI. On a
+ * fault writes the detail (a short phrase) into why. */
+spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
+                                  spits_abi_t *abi, char *why, size_t whylen);
+
+/* Feeds cut and corrupted copies of a real shared object to the check. */
+int spits_elf_selftest(void);
+
+#endif

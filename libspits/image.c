@@ -1,0 +1,163 @@
+/*
+ * image.c - a module's bytes, read once into a private, sealed copy (see
+ * image.h).
+ *
+ * The bytes go straight from the file into a memfd while they are hashed;
+ * the memfd is then sealed (no write, grow or shrink ever again) and
+ * mapped read-only for the ELF checks. Sealing is what makes the mapping
+ * safe: nobody can cut the copy short under the checks or the loader.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "image.h"
+
+struct spits_image {
+    int fd;             /* the sealed memfd */
+    char *name;         /* the user's path, for messages */
+    char hash[65];
+    spits_abi_t abi;
+};
+
+#define IMAGE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Copies src from offset 0 into img->fd, hashing what was copied; returns
+ * the number of bytes, or -1 with errno set. */
+static off_t copy_hashed(int src, spits_image_t *img)
+{
+    crypto_generichash_state st;
+    unsigned char buf[65536], h[32];
+    off_t off = 0;
+
+    crypto_generichash_init(&st, NULL, 0, sizeof h);
+    for (;;) {
+        ssize_t r = pread(src, buf, sizeof buf, off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        crypto_generichash_update(&st, buf, (unsigned long long)r);
+        if (write_all(img->fd, buf, (size_t)r) != 0)
+            return -1;
+        off += r;
+    }
+    crypto_generichash_final(&st, h, sizeof h);
+    sodium_bin2hex(img->hash, sizeof img->hash, h, sizeof h);
+    return off;
+}
+
+/* The ELF checks over the sealed copy; a message into err on a fault. */
+static int image_check(spits_image_t *img, size_t n, char *err, size_t errlen)
+{
+    static const unsigned char none[1];
+    const unsigned char *p = none;
+    char why[200];
+
+    if (n > 0) {
+        void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, img->fd, 0);
+        if (m == MAP_FAILED) {
+            snprintf(err, errlen, "cannot load module %s: %s", img->name,
+                     strerror(errno));
+            return -1;
+        }
+        p = m;
+    }
+    spits_elf_fault_t f = spits_elf_check(p, n, &img->abi, why, sizeof why);
+    if (n > 0)
+        munmap((void *)p, n);
+    if (f == SPITS_ELF_NOT_SO)
+        snprintf(err, errlen, "%s: not a shared object (%s); give the "
+                 "module's .so file", img->name, why);
+    else if (f == SPITS_ELF_FOREIGN)
+        snprintf(err, errlen, "%s: a shared object for another machine "
+                 "(%s); rebuild the module on this one", img->name, why);
+    else if (f == SPITS_ELF_DAMAGED)
+        snprintf(err, errlen, "%s: truncated or damaged module (%s); copy "
+                 "it again or rebuild it", img->name, why);
+    return f == SPITS_ELF_OK ? 0 : -1;
+}
+
+spits_image_t *spits_image_read_fd(int fd, const char *name, char *err,
+                                   size_t errlen)
+{
+    struct stat st;
+    spits_image_t *img = calloc(1, sizeof *img);
+
+    if (!img || !(img->name = strdup(name))) {
+        free(img);
+        snprintf(err, errlen, "cannot load module %s: out of memory", name);
+        return NULL;
+    }
+    img->fd = -1;
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a shared object (not a regular file)",
+                 name);
+        goto fail;
+    }
+    off_t n;
+    img->fd = memfd_create("spits-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (img->fd < 0 || (n = copy_hashed(fd, img)) < 0 ||
+        fcntl(img->fd, F_ADD_SEALS, IMAGE_SEALS) != 0) {
+        snprintf(err, errlen, "cannot load module %s: %s", name, strerror(errno));
+        goto fail;
+    }
+    if (image_check(img, (size_t)n, err, errlen) != 0)
+        goto fail;
+    return img;
+fail:
+    spits_image_free(&img);
+    return NULL;
+}
+
+spits_image_t *spits_image_read(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot load module %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    spits_image_t *img = spits_image_read_fd(fd, path, err, errlen);
+    close(fd);
+    return img;
+}
+
+void spits_image_free(spits_image_t **imgp)
+{
+    spits_image_t *img = *imgp;
+    if (!img)
+        return;
+    if (img->fd >= 0)
+        close(img->fd);
+    free(img->name);
+    free(img);
+    *imgp = NULL;
+}
+
+const char *spits_image_name(const spits_image_t *img) { return img->name; }
+const char *spits_image_hash(const spits_image_t *img) { return img->hash; }
+spits_abi_t spits_image_abi(const spits_image_t *img) { return img->abi; }
+int spits_image_fd(const spits_image_t *img) { return img->fd; }
