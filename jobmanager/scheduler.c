@@ -462,3 +462,369 @@ const jm_task_t *jm_sched_task(const jm_sched_t *s, uint64_t id)
 {
     return s->ring ? spits_ring_get(s->ring, id) : NULL;
 }
+
+/* --- self-test --------------------------------------------------------- */
+#ifdef SPITS_SELFTEST
+#include <stdio.h>
+
+/* The scheduler against a reference model: a few hundred tasks, TMs that
+ * join, take copies, answer with results, failures and hand-backs, get
+ * lost (dead, or back later with what they held), under several
+ * max_copies/max_attempts and seeds. After every step: each task is
+ * committed at most once, none is lost (every unresolved task in flight
+ * has a copy out or waits in the retry queue), no task has more copies
+ * than max_copies, and each live TM's credit is exactly the copies it
+ * holds (every copy sent comes back as exactly one record). At the end
+ * every task is committed or given up, exactly once. */
+
+#define M_TASKS 300
+#define M_TMS 5
+#define M_HOLD 64
+
+typedef struct {
+    uint64_t id;
+    int known;            /* sent to this incarnation: a holder to the JM */
+} mcopy_t;
+
+typedef struct {
+    jm_tm_t tm;
+    mcopy_t held[2 * M_HOLD];
+    int nheld;
+    int zombie;           /* lost to the JM, may come back with its copies */
+} mtm_t;
+
+typedef struct {
+    jm_sched_t *s;
+    jm_disp_stats_t st;
+    mtm_t tms[M_TMS];
+    int ntms;
+    int committed[M_TASKS], poisoned[M_TASKS], fails[M_TASKS];
+    uint64_t generated, sent;
+    int max_copies, max_attempts;
+    uint32_t rng;
+    unsigned seed;
+    int step;
+} model_t;
+
+#define MCHECK(m, c) do { if (!(c)) { fprintf(stderr, "scheduler selftest: " \
+    "seed %u, copies %d, attempts %d, step %d: %s:%d: %s\n", (m)->seed, \
+    (m)->max_copies, (m)->max_attempts, (m)->step, __FILE__, __LINE__, #c); \
+    return -1; } } while (0)
+
+static uint32_t m_rand(model_t *m, uint32_t n)
+{
+    m->rng ^= m->rng << 13;
+    m->rng ^= m->rng >> 17;
+    m->rng ^= m->rng << 5;
+    return m->rng % n;
+}
+
+static uint64_t m_hash(uint64_t id)
+{
+    return id * 2654435761u + 1;
+}
+
+static int m_resolved(const model_t *m, uint64_t id)
+{
+    return m->committed[id] || m->poisoned[id];
+}
+
+static int m_generate(model_t *m)
+{
+    jm_task_t *head = NULL, *tail = NULL;
+    uint32_t k = 1 + m_rand(m, 20);
+    for (uint32_t i = 0; i < k && m->generated < M_TASKS; i++) {
+        uint64_t id = m->generated++;
+        jm_task_t *t = calloc(1, sizeof *t + id % 7);
+        MCHECK(m, t);
+        t->id = id;
+        t->len = (uint32_t)(id % 7);
+        t->hash = m_hash(id);
+        t->failed_on = -1;
+        for (int h = 0; h < JM_MAX_COPIES; h++)
+            t->holders[h] = -1;
+        if (tail)
+            tail->next = t;
+        else
+            head = t;
+        tail = t;
+    }
+    jm_sched_add_fresh(m->s, head, tail);
+    jm_sched_gen_state(m->s, m->generated == M_TASKS, (int)m_rand(m, 2));
+    return 0;
+}
+
+static int m_alive(const model_t *m)
+{
+    int n = 0;
+    for (int i = 0; i < m->ntms; i++)
+        n += m->tms[i].tm.alive;
+    return n;
+}
+
+static void m_join(model_t *m, mtm_t *x)
+{
+    x->tm.alive = 1;
+    x->zombie = 0;
+    jm_sched_joined(m->s, &x->tm, x->nheld);
+}
+
+static int m_serve(model_t *m, mtm_t *x)
+{
+    int room = x->tm.slots - x->tm.outstanding;
+    size_t n = jm_sched_pick(m->s, &x->tm, 1 << 20, m_alive(m) > 1);
+    jm_task_t *const *p = jm_sched_picked(m->s);
+    MCHECK(m, (int)n <= room);
+    for (size_t i = 0; i < n; i++) {
+        MCHECK(m, !m_resolved(m, p[i]->id));
+        MCHECK(m, p[i]->copies < m->max_copies);
+        for (size_t j = 0; j < i; j++)
+            MCHECK(m, p[j] != p[i]);
+    }
+    if (m_rand(m, 8) == 0) {           /* the send failed */
+        jm_sched_unsent(m->s, n);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        MCHECK(m, x->nheld < 2 * M_HOLD);
+        x->held[x->nheld].id = p[i]->id;
+        x->held[x->nheld++].known = 1;
+    }
+    m->sent += n;
+    jm_sched_sent(m->s, &x->tm, n);
+    return 0;
+}
+
+/* One record from TM x about one of its copies, checked against the
+ * model. */
+static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status)
+{
+    uint64_t hash;
+    int was = m_resolved(m, id);
+    jm_rec_outcome_t o = jm_sched_record(m->s, &x->tm, id, status, &hash);
+    switch (o) {
+    case JM_REC_COMMIT:
+        MCHECK(m, !was && status == SPITS_ST_OK && hash == m_hash(id));
+        m->committed[id]++;
+        break;
+    case JM_REC_DUPLICATE:
+        MCHECK(m, was && status == SPITS_ST_OK);
+        break;
+    case JM_REC_LATE:
+        MCHECK(m, was && status != SPITS_ST_OK);
+        break;
+    case JM_REC_RETURNED:
+        MCHECK(m, !was && status == SPITS_ST_RETURNED);
+        break;
+    case JM_REC_RETRY:
+    case JM_REC_POISON:
+        MCHECK(m, !was && status != SPITS_ST_OK && status != SPITS_ST_RETURNED);
+        m->fails[id]++;
+        MCHECK(m, (o == JM_REC_POISON) == (m->fails[id] == m->max_attempts));
+        m->poisoned[id] = o == JM_REC_POISON;
+        break;
+    default:
+        MCHECK(m, !"a record of a copy that was sent is never unknown");
+    }
+    return 0;
+}
+
+/* TM x answers k of its copies, chosen at random, in one message. */
+static int m_reply(model_t *m, mtm_t *x, int k, int ok_percent)
+{
+    jm_sched_credit(m->s, &x->tm, (uint64_t)k);
+    for (int i = 0; i < k; i++) {
+        int at = (int)m_rand(m, (uint32_t)x->nheld);
+        uint64_t id = x->held[at].id;
+        /* The JM knows which TMs hold a task, not which copy: a TM back
+         * with an old copy may be sent the task again, and its first
+         * record of that task ends what the JM knows of both. */
+        for (int j = 0; j < x->nheld && !x->held[at].known; j++)
+            if (x->held[j].id == id && x->held[j].known)
+                x->held[j].known = 0;
+        x->held[at] = x->held[--x->nheld];
+        uint32_t r = m_rand(m, 100), status =
+            (int)r < ok_percent ? SPITS_ST_OK
+            : r % 3 == 0 ? SPITS_ST_RETURNED
+            : r % 3 == 1 ? SPITS_ST_FAILED : SPITS_ST_CRASHED;
+        if (m_record(m, x, id, status) != 0)
+            return -1;
+    }
+    /* The cancels: each names a copy that TM holds, of a committed task
+     * (the TM answers it later like any copy: one record). */
+    size_t nc;
+    jm_sched_cancel_t *c = jm_sched_take_cancels(m->s, &nc);
+    for (size_t i = 0; i < nc; i++) {
+        MCHECK(m, c[i].slot >= 0 && c[i].slot < m->ntms);
+        MCHECK(m, m->committed[c[i].id] == 1);
+        mtm_t *h = &m->tms[c[i].slot];
+        int found = 0;
+        for (int j = 0; j < h->nheld; j++)
+            found |= h->held[j].id == c[i].id && h->held[j].known;
+        MCHECK(m, found);
+    }
+    return 0;
+}
+
+/* The JM loses TM x: what it requeues is exactly the known copies of
+ * unresolved tasks; the TM is dead, or a zombie that may come back. */
+static int m_lose(model_t *m, mtm_t *x)
+{
+    size_t want = 0;
+    for (int j = 0; j < x->nheld; j++)
+        if (x->held[j].known && !m_resolved(m, x->held[j].id))
+            want++;
+    x->tm.alive = 0;
+    size_t n = jm_sched_lost(m->s, &x->tm);
+    MCHECK(m, n == want && x->tm.outstanding == 0);
+    for (int j = 0; j < x->nheld; j++)
+        x->held[j].known = 0;
+    if (m_rand(m, 2))
+        x->nheld = 0;                 /* dead: its copies never come back */
+    else
+        x->zombie = 1;
+    return 0;
+}
+
+static int m_invariants(model_t *m)
+{
+    MCHECK(m, !jm_sched_broken(m->s));
+    MCHECK(m, m->st.sent == m->sent);
+    for (int i = 0; i < m->ntms; i++) {
+        const mtm_t *x = &m->tms[i];
+        if (x->tm.alive)
+            MCHECK(m, x->tm.outstanding == x->nheld && x->nheld <= x->tm.slots);
+    }
+    for (uint64_t id = 0; id < m->generated; id++) {
+        const jm_task_t *t = jm_sched_task(m->s, id);
+        MCHECK(m, !t || !m_resolved(m, id));
+        MCHECK(m, m->committed[id] <= 1);
+        if (!t)
+            continue;
+        int known = 0;
+        for (int i = 0; i < m->ntms; i++)
+            for (int j = 0; j < m->tms[i].nheld; j++)
+                known += m->tms[i].held[j].id == id && m->tms[i].held[j].known;
+        MCHECK(m, t->copies == known && t->copies <= m->max_copies);
+        MCHECK(m, t->copies > 0 || t->in_retry);    /* never lost */
+    }
+    return 0;
+}
+
+static mtm_t *m_any(model_t *m, int alive)
+{
+    if (!m->ntms)
+        return NULL;
+    mtm_t *x = &m->tms[m_rand(m, (uint32_t)m->ntms)];
+    return x->tm.alive == alive ? x : NULL;
+}
+
+/* One random step. */
+static int m_step(model_t *m)
+{
+    mtm_t *x;
+    /* Serves outnumber answers, and answers are small, so copies pile up
+     * on tasks and max_copies binds. */
+    switch (m_rand(m, 16)) {
+    case 0:
+        return m->generated < M_TASKS ? m_generate(m) : 0;
+    case 1:
+        if (m->ntms < M_TMS) {
+            x = &m->tms[m->ntms];
+            memset(x, 0, sizeof *x);
+            x->tm.slot = m->ntms++;
+            x->tm.slots = 1 + (int)m_rand(m, 8);
+            m_join(m, x);
+        } else if ((x = m_any(m, 0)) && x->zombie) {
+            m_join(m, x);             /* back, with what it held */
+        }
+        return 0;
+    case 2:
+        return (x = m_any(m, 1)) && m_rand(m, 3) == 0 ? m_lose(m, x) : 0;
+    case 3: case 4: case 5: case 6: case 7: case 8: case 9:
+        return (x = m_any(m, 1)) ? m_serve(m, x) : 0;
+    default:
+        x = &m->tms[m->ntms ? m_rand(m, (uint32_t)m->ntms) : 0];
+        if (!m->ntms || !x->nheld || (!x->tm.alive && !x->zombie))
+            return 0;
+        return m_reply(m, x, 1 + (int)m_rand(m, x->nheld < 3 ? (uint32_t)x->nheld : 3), 70);
+    }
+}
+
+/* After the random steps: every TM back, tasks served and answered
+ * (mostly with results) until every task is resolved. */
+static int m_drain(model_t *m)
+{
+    while (m->generated < M_TASKS)
+        if (m_generate(m) != 0)
+            return -1;
+    for (int round = 0; round < 100000; round++) {
+        int open = 0;
+        for (uint64_t id = 0; id < M_TASKS; id++)
+            open += !m_resolved(m, id);
+        if (!open)
+            return 0;
+        for (int i = 0; i < m->ntms; i++) {
+            mtm_t *x = &m->tms[i];
+            if (!x->tm.alive)
+                m_join(m, x);
+            if (m_serve(m, x) != 0 ||
+                (x->nheld && m_reply(m, x, x->nheld, 90) != 0) ||
+                m_invariants(m) != 0)
+                return -1;
+        }
+    }
+    MCHECK(m, !"the tasks never all resolved");
+}
+
+static int m_run(unsigned seed, int max_copies, int max_attempts)
+{
+    model_t *m = calloc(1, sizeof *m);
+    int rc = -1;
+    if (!m)
+        return -1;
+    m->seed = seed;
+    m->rng = seed * 2654435761u + 1;
+    m->max_copies = max_copies;
+    m->max_attempts = max_attempts;
+    m->s = jm_sched_new(max_copies, max_attempts, &m->st);
+    if (!m->s)
+        goto out;
+    for (m->step = 0; m->step < 3000; m->step++)
+        if (m_step(m) != 0 || m_invariants(m) != 0)
+            goto out;
+    if (m_drain(m) != 0)
+        goto out;
+    uint64_t poisoned = 0;
+    for (uint64_t id = 0; id < M_TASKS; id++) {
+        if (m->committed[id] + m->poisoned[id] != 1) {
+            fprintf(stderr, "scheduler selftest: seed %u: task %llu resolved "
+                    "%d times\n", seed, (unsigned long long)id,
+                    m->committed[id] + m->poisoned[id]);
+            goto out;
+        }
+        poisoned += (uint64_t)m->poisoned[id];
+    }
+    if (m->st.poison != poisoned || jm_sched_in_flight(m->s) != 0 ||
+        jm_sched_has_fresh(m->s) || jm_sched_low(m->s) != M_TASKS ||
+        !jm_sched_exhausted(m->s)) {
+        fprintf(stderr, "scheduler selftest: seed %u: not empty at the end\n", seed);
+        goto out;
+    }
+    rc = 0;
+out:
+    jm_sched_destroy(&m->s);
+    free(m);
+    return rc;
+}
+
+int jm_sched_selftest(void)
+{
+    static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {JM_MAX_COPIES, 3}};
+    for (size_t c = 0; c < sizeof configs / sizeof *configs; c++)
+        for (unsigned seed = 1; seed <= 25; seed++)
+            if (m_run(seed, configs[c][0], configs[c][1]) != 0)
+                return -1;
+    return 0;
+}
+#endif

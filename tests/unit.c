@@ -13,6 +13,7 @@
 #include "keys.h"
 #include "metrics.h"
 #include "ring.h"
+#include "scheduler.h"
 #include "wake.h"
 #include "wire.h"
 
@@ -27,6 +28,7 @@ int main(void)
         {"jobdir", spits_jobdir_selftest},
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},
+        {"scheduler", jm_sched_selftest},
         {"keys", spits_keys_selftest},
         {"metrics", spits_metrics_selftest},
         {"wake", spits_wake_selftest},
