@@ -24,40 +24,33 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "adopt.h"
 #include "jm.h"
 #include "log.h"
 #include "scheduler.h"
+#include "timeline.h"
 #include "tmtable.h"
 #include "util.h"
 #include "wake.h"
+#include "zap.h"
+#include "zmqutil.h"
 
 #define DISP_BATCH_BYTES (4u << 20)  /* a TASKS message's soft size cap */
 #define DISP_RECV_BURST 256          /* messages per poll wake-up */
 #define DISP_TICK_MS 100
 #define DISP_PROBE_MS 1500           /* probe window after a disconnect */
 #define MONITOR_EP "inproc://spits-jm-monitor"
-#define ZAP_EP "inproc://zeromq.zap.01"      /* fixed by the ZAP spec */
-#define ZAP_LOGGED_MAX 256                   /* addresses logged by name */
-#define TIMELINE_MAX 512
 #define SLOTS_MAX 65536                      /* adaptive prefetch's cap... */
 #define SLOTS_BYTES (64u << 20)              /* ...and its cap in task bytes */
-#define EVENTS_MAX 4096
 #define DISP_COMMIT_CHUNK 4096               /* resolutions per commitq push */
 
 struct jm_disp {
     jm_t *jm;
-    void *zctx, *router, *mon, *zap;
-    unsigned char client_key[32];    /* the only key the ZAP handler admits */
-    char (*zap_logged)[64];          /* addresses already logged as refused */
-    size_t nzap_logged;
-    uint64_t zap_refused, handshakes_failed;
-    int64_t zap_logged_at, hs_logged_at;
+    void *zctx, *router, *mon;
+    jm_zap_t *zap;                   /* NULL with --insecure */
     char endpoint[512];
     int wake_fd;
     pthread_t thread;
@@ -88,20 +81,9 @@ struct jm_disp {
     int stopping;                    /* a signal stopped the job */
     jm_adopt_t *adopt;               /* a resumed phase's early results */
     jm_live_t live;                  /* the phase as of the last tick */
-    struct { int64_t t; uint64_t r; } samples[50];  /* 5 s of resolutions */
-    size_t nsamples, sample_at;
-    int64_t next_progress;
-    int tty;                         /* stderr is a terminal: redraw */
-    /* For report.json: tasks resolved over time, at a resolution that
-     * halves whenever the array fills, so it stays bounded; and the TMs'
-     * joins and leaves (bounded too). */
-    struct { float t; uint64_t n; } tl[TIMELINE_MAX];
-    size_t ntl;
-    int64_t tl_every_ms, tl_next;
+    jm_progress_t progress;          /* the progress line, the rate */
+    jm_timeline_t timeline;          /* for report.json */
     uint64_t resolved_before;        /* resolutions of finished phases */
-    struct { float t; int join; int slot; } ev[EVENTS_MAX];
-    size_t nev;
-    uint64_t ev_dropped;
     int alive_workers;               /* workers of the TMs alive now */
     spits_buf_t status;              /* the last STATUS answer, encoded */
     int64_t status_at;               /* when it was built */
@@ -110,16 +92,6 @@ struct jm_disp {
 
 static void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
 
-static void event_note(jm_disp_t *d, int join, int slot)
-{
-    if (d->nev == EVENTS_MAX) {
-        d->ev_dropped++;
-        return;
-    }
-    d->ev[d->nev].t = (float)(spits_wall_time() - d->jm->started);
-    d->ev[d->nev].join = join;
-    d->ev[d->nev++].slot = slot;
-}
 static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 
 /* --- sending ----------------------------------------------------------- */
@@ -241,7 +213,7 @@ static void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     d->alive_workers -= t->workers;
     d->alive--;
     d->st.tms_lost++;
-    event_note(d, 0, t->slot);
+    jm_timeline_event(&d->timeline, 0, t->slot);
     size_t n = jm_sched_lost(d->sched, t);
     check_sched(d);
     spits_info("TM %s:%ld lost (%s); %zu task(s) requeued", t->host, t->pid,
@@ -555,7 +527,7 @@ static void on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     if (d->alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->alive_workers;
     d->st.tms_joined++;
-    event_note(d, 1, t->slot);
+    jm_timeline_event(&d->timeline, 1, t->slot);
     json_decref(j);
     spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
                t->workers);
@@ -641,18 +613,6 @@ out:
     jm_rx_release(rx, 1);       /* the dispatcher's own reference */
 }
 
-/* Reads and drops the rest of a multipart message: libzmq delivers all
- * of a message's frames at once, so this never waits. */
-static void drop_frames(void *sock)
-{
-    zmq_msg_t f;
-    int more = 1;
-    zmq_msg_init(&f);
-    while (more && zmq_msg_recv(&f, sock, ZMQ_DONTWAIT) >= 0)
-        more = zmq_msg_more(&f);
-    zmq_msg_close(&f);
-}
-
 /* Receives up to a burst of messages: a routing id frame, then one body
  * frame, which becomes a jm_rx_t (results are committed from it). */
 static void disp_recv(jm_disp_t *d)
@@ -671,7 +631,7 @@ static void disp_recv(jm_disp_t *d)
         }
         jm_rx_t *rx = jm_rx_new();
         if (!rx) {
-            drop_frames(d->router);
+            spits_zmq_drop_frames(d->router);
             zmq_msg_close(&rid);
             jm_fatal("out of memory receiving a message; "
                  "stopping the job");
@@ -680,7 +640,7 @@ static void disp_recv(jm_disp_t *d)
         if (zmq_msg_recv(&rx->msg, d->router, ZMQ_DONTWAIT) < 0 ||
             zmq_msg_more(&rx->msg)) {
             /* Our peers send one frame. */
-            drop_frames(d->router);
+            spits_zmq_drop_frames(d->router);
             bad_message(d, "multipart message");
         } else {
             on_message(d, &rid, rx);
@@ -689,84 +649,6 @@ static void disp_recv(jm_disp_t *d)
         jm_rx_release(rx, 1);
         zmq_msg_close(&rid);
     }
-}
-
-/* --- ZAP: who may connect -------------------------------------------------- */
-
-/* Logs a refused peer: by address the first time (up to a bound), and
- * after that as a count at most every 10 s, so no peer floods the log. */
-static void zap_log_refusal(jm_disp_t *d, const char *addr, const char *why)
-{
-    d->zap_refused++;
-    for (size_t i = 0; i < d->nzap_logged; i++)
-        if (strcmp(d->zap_logged[i], addr) == 0)
-            return;
-    if (d->nzap_logged < ZAP_LOGGED_MAX) {
-        snprintf(d->zap_logged[d->nzap_logged++], 64, "%s", addr);
-        spits_warn("refused a connection from %s: %s (logged once per address)",
-                   addr, why);
-    } else if (d->now - d->zap_logged_at >= 10000) {
-        spits_warn("refused %llu connections in all (%s)",
-                   (unsigned long long)d->zap_refused, why);
-        d->zap_logged_at = d->now;
-    }
-}
-
-/* A ZAP reply: version, request id, status code, status text, user id,
- * metadata. */
-static void zap_reply(jm_disp_t *d, const zmq_msg_t *request_id, int ok,
-                      const char *why)
-{
-    const char *text = ok ? "OK" : why;
-    int rc = zmq_send(d->zap, "1.0", 3, ZMQ_SNDMORE) < 0 ||
-             zmq_send(d->zap, request_id ? zmq_msg_data((zmq_msg_t *)request_id) : "",
-                      request_id ? zmq_msg_size(request_id) : 0, ZMQ_SNDMORE) < 0 ||
-             zmq_send(d->zap, ok ? "200" : "400", 3, ZMQ_SNDMORE) < 0 ||
-             zmq_send(d->zap, text, strlen(text), ZMQ_SNDMORE) < 0 ||
-             zmq_send(d->zap, "", 0, ZMQ_SNDMORE) < 0 ||
-             zmq_send(d->zap, "", 0, 0) < 0;
-    if (rc)
-        spits_warn("cannot answer a ZAP request: %s", zmq_strerror(errno));
-}
-
-/* One ZAP request (RFC 27): admit the job's client key, nothing else.
- * The socket is a REP: every request read gets a reply, a malformed one
- * included, or the socket would refuse to read the next. */
-static void disp_zap(jm_disp_t *d)
-{
-    zmq_msg_t f[7];
-    int n = 0, more = 1;
-
-    while (more && n < 7) {
-        zmq_msg_init(&f[n]);
-        if (zmq_msg_recv(&f[n], d->zap, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&f[n]);
-            break;
-        }
-        more = zmq_msg_more(&f[n]);
-        n++;
-    }
-    if (n == 0)
-        return;                    /* nothing read: nothing to answer */
-    if (more)
-        drop_frames(d->zap);       /* more frames than a ZAP request has */
-    char addr[64] = "?";
-    int ok = 0;
-    const char *why = "malformed ZAP request";
-    if (n == 7 && !more && zmq_msg_size(&f[5]) == 5 &&
-        memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0) {
-        size_t alen = zmq_msg_size(&f[3]) < sizeof addr - 1 ? zmq_msg_size(&f[3]) : sizeof addr - 1;
-        memcpy(addr, zmq_msg_data(&f[3]), alen);
-        addr[alen] = '\0';
-        ok = zmq_msg_size(&f[6]) == 32 &&
-             sodium_memcmp(zmq_msg_data(&f[6]), d->client_key, 32) == 0;
-        why = "not this job's client key";
-    }
-    zap_reply(d, n >= 2 ? &f[1] : NULL, ok, why);
-    if (!ok)
-        zap_log_refusal(d, addr, why);
-    for (int i = 0; i < n; i++)
-        zmq_msg_close(&f[i]);
 }
 
 /* --- timers, monitor, control ------------------------------------------ */
@@ -800,43 +682,7 @@ static void live_update(jm_disp_t *d)
         if (t->alive)
             l->running += (uint64_t)t->outstanding;
     }
-    /* The rate over the last 5 s of ticks. */
-    size_t cap = sizeof d->samples / sizeof *d->samples;
-    d->samples[d->sample_at].t = d->now;
-    d->samples[d->sample_at].r = l->resolved;
-    d->sample_at = (d->sample_at + 1) % cap;
-    if (d->nsamples < cap)
-        d->nsamples++;
-    size_t oldest = d->nsamples < cap ? 0 : d->sample_at;
-    int64_t dt = d->now - d->samples[oldest].t;
-    l->rate = dt > 0 ? (double)(l->resolved - d->samples[oldest].r) * 1000.0 / (double)dt : 0;
-}
-
-/* One timeline point per interval; a full array keeps every other point
- * and the interval doubles. */
-static void timeline_sample(jm_disp_t *d)
-{
-    if (d->now < d->tl_next)
-        return;
-    if (d->ntl == TIMELINE_MAX) {
-        for (size_t i = 0; i < TIMELINE_MAX / 2; i++)
-            d->tl[i] = d->tl[2 * i + 1];
-        d->ntl = TIMELINE_MAX / 2;
-        d->tl_every_ms *= 2;
-    }
-    d->tl[d->ntl].t = (float)(spits_wall_time() - d->jm->started);
-    d->tl[d->ntl++].n = d->resolved_before + (d->phase ? d->live.resolved : 0);
-    d->tl_next = d->now + d->tl_every_ms;
-}
-
-static void progress(jm_disp_t *d)
-{
-    if (!d->phase || spits_log_level() < SPITS_LOG_INFO || d->now < d->next_progress)
-        return;
-    if (!d->tty && d->jm->opt.progress <= 0)
-        return;
-    jm_progress_print(&d->live, d->tty);
-    d->next_progress = d->now + (d->tty ? 500 : (int64_t)(d->jm->opt.progress * 1000));
+    l->rate = jm_progress_rate(&d->progress, d->now, l->resolved);
 }
 
 /* spits-status asks; the answer goes to its routing id. It is not a TM. */
@@ -884,30 +730,15 @@ static void disp_tick(jm_disp_t *d)
 
 static void disp_monitor(jm_disp_t *d)
 {
-    zmq_msg_t ev;
-    zmq_msg_init(&ev);
-    while (zmq_msg_recv(&ev, d->mon, ZMQ_DONTWAIT) >= 0) {
-        if (zmq_msg_size(&ev) >= 2) {
-            uint16_t event;
-            memcpy(&event, zmq_msg_data(&ev), 2);
-            if (event == ZMQ_EVENT_DISCONNECTED) {
-                d->probe_until = d->now + DISP_PROBE_MS;
-            } else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL ||
-                       event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
-                /* A peer without CURVE, or speaking garbage. */
-                d->handshakes_failed++;
-                if (d->hs_logged_at == 0 || d->now - d->hs_logged_at >= 10000) {
-                    spits_warn("refused a connection that failed the CurveZMQ "
-                               "handshake (%llu so far)",
-                               (unsigned long long)d->handshakes_failed);
-                    d->hs_logged_at = d->now;
-                }
-            }
-        }
-        while (zmq_msg_more(&ev))
-            zmq_msg_recv(&ev, d->mon, 0);
+    uint16_t event;
+    while (spits_zmq_monitor_next(d->mon, &event)) {
+        if (event == ZMQ_EVENT_DISCONNECTED)
+            d->probe_until = d->now + DISP_PROBE_MS;
+        else if (d->zap)            /* no CURVE, or garbage */
+            jm_zap_handshake_failed(d->zap, d->now);
+        else
+            spits_debug("a connection failed its handshake (event %u)", event);
     }
-    zmq_msg_close(&ev);
 }
 
 /* A signal stops the job: the generator and the committer give up, and
@@ -957,11 +788,7 @@ static void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
 
 static void disp_phase_end(jm_disp_t *d)
 {
-    if (d->tty && d->next_progress) {
-        fputc('\n', stderr);            /* end the redrawn progress line */
-        d->next_progress = 0;
-    }
-    d->nsamples = d->sample_at = 0;
+    jm_progress_end(&d->progress);
     if (d->phase) {
         live_update(d);
         d->resolved_before += d->live.resolved;
@@ -1022,7 +849,7 @@ static void *disp_main(void *arg)
         {d->router, 0, ZMQ_POLLIN, 0},
         {NULL, d->wake_fd, ZMQ_POLLIN, 0},
         {d->mon, 0, ZMQ_POLLIN, 0},
-        {d->zap, 0, ZMQ_POLLIN, 0},
+        {d->zap ? jm_zap_socket(d->zap) : NULL, 0, ZMQ_POLLIN, 0},
     };
     int nitems = d->zap ? 4 : 3;
 
@@ -1048,14 +875,16 @@ static void *disp_main(void *arg)
         if (items[2].revents & ZMQ_POLLIN)
             disp_monitor(d);
         if (d->zap && (items[3].revents & ZMQ_POLLIN))
-            disp_zap(d);
+            jm_zap_handle(d->zap, d->now);
         if (items[0].revents & ZMQ_POLLIN)
             disp_recv(d);
         if (d->now >= d->next_tick || d->now < d->probe_until) {
             disp_tick(d);
             live_update(d);
-            timeline_sample(d);
-            progress(d);
+            jm_timeline_sample(&d->timeline, d->now, d->resolved_before +
+                               (d->phase ? d->live.resolved : 0));
+            if (d->phase)
+                jm_progress_tick(&d->progress, &d->live, d->now);
             d->next_tick = d->now + DISP_TICK_MS;
         }
         disp_serve(d);
@@ -1143,8 +972,8 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     pthread_cond_init(&d->ctl_cond, NULL);
     atomic_init(&d->ctl_pending, 0);
     d->hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
-    d->tl_every_ms = 1000;
-    d->tty = isatty(STDERR_FILENO) && spits_log_level() >= SPITS_LOG_INFO;
+    jm_timeline_init(&d->timeline, jm->started);
+    jm_progress_init(&d->progress, jm->opt.progress);
     d->timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
     d->tms = jm_tmtab_new();
     d->cbuf = malloc(DISP_COMMIT_CHUNK * sizeof *d->cbuf);
@@ -1184,11 +1013,9 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     if (!jm->opt.insecure) {
         /* The ZAP handler must be bound before any handshake can start. */
         int server = 1;
-        d->zap_logged = calloc(ZAP_LOGGED_MAX, sizeof *d->zap_logged);
-        if (!d->zap_logged || !(d->zap = zmq_socket(d->zctx, ZMQ_REP)) ||
-            zmq_bind(d->zap, ZAP_EP) != 0 ||
-            !zmq_z85_decode(d->client_key, jm->keys.client_public) ||
-            zmq_setsockopt(d->router, ZMQ_CURVE_SERVER, &server, sizeof server) != 0 ||
+        if (!(d->zap = jm_zap_new(d->zctx, jm->keys.client_public, err, errlen)))
+            goto fail;
+        if (zmq_setsockopt(d->router, ZMQ_CURVE_SERVER, &server, sizeof server) != 0 ||
             zmq_setsockopt(d->router, ZMQ_CURVE_SECRETKEY, jm->keys.server_secret,
                            strlen(jm->keys.server_secret) + 1) != 0 ||
             zmq_setsockopt(d->router, ZMQ_ZAP_DOMAIN, "spits", 5) != 0) {
@@ -1196,7 +1023,6 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                      "to run without it)", zmq_strerror(errno));
             goto fail;
         }
-        zmq_setsockopt(d->zap, ZMQ_LINGER, &(int){0}, sizeof(int));
     }
     if (zmq_bind(d->router, jm->opt.bind) != 0) {
         snprintf(err, errlen, "cannot bind %s: %s", jm->opt.bind, zmq_strerror(errno));
@@ -1240,22 +1066,7 @@ const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d) { return &d->st; }
 
 json_t *jm_disp_timeline_json(const jm_disp_t *d)
 {
-    json_t *pts = json_array(), *evs = json_array();
-    for (size_t i = 0; i < d->ntl; i++)
-        json_array_append_new(pts, json_pack("[f, I]", (double)d->tl[i].t,
-                                             (json_int_t)d->tl[i].n));
-    /* The end point: every resolution, at the end. */
-    json_array_append_new(pts, json_pack("[f, I]", spits_wall_time() - d->jm->started,
-                                         (json_int_t)d->resolved_before));
-    for (size_t i = 0; i < d->nev; i++) {
-        const jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)d->ev[i].slot);
-        json_array_append_new(evs, json_pack("{s:f, s:s, s:s, s:I}",
-            "t", (double)d->ev[i].t, "event", d->ev[i].join ? "join" : "leave",
-            "host", t->host, "pid", (json_int_t)t->pid));
-    }
-    return json_pack("{s:f, s:o, s:o, s:I}", "interval_s", d->tl_every_ms / 1000.0,
-                     "points", pts, "tm_events", evs,
-                     "tm_events_dropped", (json_int_t)d->ev_dropped);
+    return jm_timeline_json(&d->timeline, d->tms, d->resolved_before);
 }
 
 json_t *jm_disp_tms_json(const jm_disp_t *d)
@@ -1287,9 +1098,7 @@ void jm_disp_destroy(jm_disp_t **dp)
         zmq_socket_monitor(d->router, NULL, 0);
     if (d->mon)
         zmq_close(d->mon);
-    if (d->zap)
-        zmq_close(d->zap);
-    free(d->zap_logged);
+    jm_zap_destroy(&d->zap);
     if (d->router)
         zmq_close(d->router);
     if (d->zctx)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "jm.h"
 #include "log.h"
@@ -126,4 +127,42 @@ void jm_progress_print(const jm_live_t *l, int tty)
     else
         fprintf(stderr, "%s: progress: %s\n", spits_log_progname(), line);
     fflush(stderr);
+}
+
+void jm_progress_init(jm_progress_t *p, double interval_s)
+{
+    memset(p, 0, sizeof *p);
+    p->tty = isatty(STDERR_FILENO) && spits_log_level() >= SPITS_LOG_INFO;
+    p->every_ms = (int64_t)(interval_s * 1000);
+}
+
+double jm_progress_rate(jm_progress_t *p, int64_t now, uint64_t resolved)
+{
+    size_t cap = sizeof p->samples / sizeof *p->samples;
+    p->samples[p->at].t = now;
+    p->samples[p->at].resolved = resolved;
+    p->at = (p->at + 1) % cap;
+    if (p->nsamples < cap)
+        p->nsamples++;
+    size_t oldest = p->nsamples < cap ? 0 : p->at;
+    int64_t dt = now - p->samples[oldest].t;
+    return dt > 0 ? (double)(resolved - p->samples[oldest].resolved) * 1000.0 / (double)dt
+                  : 0;
+}
+
+void jm_progress_tick(jm_progress_t *p, const jm_live_t *l, int64_t now)
+{
+    if (spits_log_level() < SPITS_LOG_INFO || now < p->next ||
+        (!p->tty && p->every_ms <= 0))
+        return;
+    jm_progress_print(l, p->tty);
+    p->next = now + (p->tty ? 500 : p->every_ms);
+}
+
+void jm_progress_end(jm_progress_t *p)
+{
+    if (p->tty && p->next)
+        fputc('\n', stderr);          /* end the redrawn line */
+    p->next = 0;
+    p->nsamples = p->at = 0;
 }

@@ -1,0 +1,61 @@
+/*
+ * timeline.c - the job's history for report.json (see timeline.h).
+ */
+#include <string.h>
+
+#include "timeline.h"
+#include "util.h"
+
+void jm_timeline_init(jm_timeline_t *tl, double started)
+{
+    memset(tl, 0, sizeof *tl);
+    tl->started = started;
+    tl->every_ms = 1000;
+}
+
+void jm_timeline_sample(jm_timeline_t *tl, int64_t now_ms, uint64_t resolved)
+{
+    if (now_ms < tl->next_ms)
+        return;
+    if (tl->npoints == JM_TIMELINE_POINTS) {
+        for (size_t i = 0; i < JM_TIMELINE_POINTS / 2; i++)
+            tl->points[i] = tl->points[2 * i + 1];
+        tl->npoints = JM_TIMELINE_POINTS / 2;
+        tl->every_ms *= 2;
+    }
+    tl->points[tl->npoints].t = (float)(spits_wall_time() - tl->started);
+    tl->points[tl->npoints++].resolved = resolved;
+    tl->next_ms = now_ms + tl->every_ms;
+}
+
+void jm_timeline_event(jm_timeline_t *tl, int join, int slot)
+{
+    if (tl->nevents == JM_TIMELINE_EVENTS) {
+        tl->dropped++;
+        return;
+    }
+    tl->events[tl->nevents].t = (float)(spits_wall_time() - tl->started);
+    tl->events[tl->nevents].join = join;
+    tl->events[tl->nevents++].slot = slot;
+}
+
+json_t *jm_timeline_json(const jm_timeline_t *tl, const jm_tmtab_t *tms,
+                         uint64_t resolved)
+{
+    json_t *pts = json_array(), *evs = json_array();
+    for (size_t i = 0; i < tl->npoints; i++)
+        json_array_append_new(pts, json_pack("[f, I]", (double)tl->points[i].t,
+                                             (json_int_t)tl->points[i].resolved));
+    json_array_append_new(pts, json_pack("[f, I]", spits_wall_time() - tl->started,
+                                         (json_int_t)resolved));
+    for (size_t i = 0; i < tl->nevents; i++) {
+        const jm_tm_t *t = jm_tmtab_at(tms, (size_t)tl->events[i].slot);
+        json_array_append_new(evs, json_pack("{s:f, s:s, s:s, s:I}",
+            "t", (double)tl->events[i].t,
+            "event", tl->events[i].join ? "join" : "leave",
+            "host", t->host, "pid", (json_int_t)t->pid));
+    }
+    return json_pack("{s:f, s:o, s:o, s:I}", "interval_s", tl->every_ms / 1000.0,
+                     "points", pts, "tm_events", evs,
+                     "tm_events_dropped", (json_int_t)tl->dropped);
+}

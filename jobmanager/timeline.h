@@ -1,0 +1,43 @@
+/*
+ * timeline.h - the job's history for report.json (and spits-plot): tasks
+ * resolved over time, and the TMs' joins and leaves.
+ *
+ * Points are taken once per interval; when the array fills, every other
+ * point is dropped and the interval doubles, so a job of any length keeps
+ * a bounded, evenly spaced history. Events beyond their bound are counted
+ * as dropped. The dispatcher thread owns the timeline; the report reads it
+ * after the dispatcher has ended.
+ */
+#ifndef SPITS_JM_TIMELINE_H
+#define SPITS_JM_TIMELINE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tmtable.h"
+
+#define JM_TIMELINE_POINTS 512
+#define JM_TIMELINE_EVENTS 4096
+
+typedef struct {
+    double started;                  /* the job's start, wall clock */
+    struct { float t; uint64_t resolved; } points[JM_TIMELINE_POINTS];
+    size_t npoints;
+    int64_t every_ms, next_ms;       /* interval, and the next point's time */
+    struct { float t; int join; int slot; } events[JM_TIMELINE_EVENTS];
+    size_t nevents;
+    uint64_t dropped;                /* events past the bound */
+} jm_timeline_t;
+
+void jm_timeline_init(jm_timeline_t *tl, double started);
+/* A point, if one is due at monotonic time now_ms: resolved so far. */
+void jm_timeline_sample(jm_timeline_t *tl, int64_t now_ms, uint64_t resolved);
+/* TM slot joined (join 1) or left (0), now. */
+void jm_timeline_event(jm_timeline_t *tl, int join, int slot);
+/* {interval_s, points: [[t, resolved]...], tm_events, tm_events_dropped},
+ * with a last point of resolved at the end. A new reference. */
+json_t *jm_timeline_json(const jm_timeline_t *tl, const jm_tmtab_t *tms,
+                         uint64_t resolved);
+
+#endif
