@@ -1,0 +1,107 @@
+/*
+ * dispatch_int.h - the dispatcher's own state, shared by the files of the
+ * dispatcher thread and by nothing else:
+ *
+ *   dispatch.c  the loop: sockets, receiving, timers, the main thread's
+ *               requests (phase begin/end, finish), the dispatcher's life
+ *   serve.c     tasks out and results in: what each TM with room is sent,
+ *               results handed to the committer, cancels, window flow
+ *   members.c   TMs joining (HELLO), reporting (STATS) and being lost
+ *
+ * Every field below the control block is the dispatcher thread's; the
+ * main thread reaches the dispatcher only through the control block,
+ * under ctl_lock (dispatch.c ctl_request), and the other threads through
+ * the genq and the commitq (jm.h).
+ */
+#ifndef SPITS_JM_DISPATCH_INT_H
+#define SPITS_JM_DISPATCH_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "adopt.h"
+#include "jm.h"
+#include "scheduler.h"
+#include "timeline.h"
+#include "tmtable.h"
+#include "zap.h"
+
+#define DISP_BATCH_BYTES (4u << 20)  /* a TASKS message's soft size cap */
+#define DISP_RECV_BURST 256          /* messages per poll wake-up */
+#define DISP_TICK_MS 100
+#define DISP_PROBE_MS 1500           /* probe window after a disconnect */
+#define MONITOR_EP "inproc://spits-jm-monitor"
+#define SLOTS_MAX 65536                      /* adaptive prefetch's cap... */
+#define SLOTS_BYTES (64u << 20)              /* ...and its cap in task bytes */
+#define DISP_COMMIT_CHUNK 4096               /* resolutions per commitq push */
+
+struct jm_disp {
+    jm_t *jm;
+    void *zctx, *router, *mon;
+    jm_zap_t *zap;                   /* NULL with --insecure */
+    char endpoint[512];
+    int wake_fd;
+    pthread_t thread;
+    int started;
+
+    /* main thread <-> dispatcher requests, under ctl_lock */
+    pthread_mutex_t ctl_lock;
+    pthread_cond_t ctl_cond;
+    atomic_int ctl_pending;
+    jm_phase_t *ctl_begin;
+    int ctl_end, ctl_finish, ctl_ack;
+
+    /* everything below: the dispatcher thread's own */
+    jm_phase_t *phase;
+    jm_sched_t *sched;               /* the tasks from genq to resolution */
+    int gen_done;                    /* the genq said done */
+    jm_tmtab_t *tms;
+    size_t alive;
+    size_t rr;                       /* round-robin start */
+    spits_batch_t out;
+    jm_commit_t *cbuf;               /* resolutions for the committer: */
+    size_t ncommit, ncommit_rx;      /* DISP_COMMIT_CHUNK at most, of which */
+                                     /* ncommit_rx point into one message */
+    uint64_t pub_low, pub_freed;     /* the window as last published */
+    int64_t now, next_tick, probe_until;
+    int64_t hb_ms, timeout_ms;
+    int64_t bad_logged_at;
+    int stopping;                    /* a signal stopped the job */
+    jm_adopt_t *adopt;               /* a resumed phase's early results */
+    jm_live_t live;                  /* the phase as of the last tick */
+    jm_progress_t progress;          /* the progress line, the rate */
+    jm_timeline_t timeline;          /* for report.json */
+    uint64_t resolved_before;        /* resolutions of finished phases */
+    int alive_workers;               /* workers of the TMs alive now */
+    spits_buf_t status;              /* the last STATUS answer, encoded */
+    int64_t status_at;               /* when it was built */
+    jm_disp_stats_t st;
+};
+
+/* dispatch.c: sending (a TM gone for good is declared lost) */
+int disp_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
+                 const void *buf, size_t len);
+int disp_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
+void disp_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type);
+/* WELCOME or PHASE: the job and its current phase */
+void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type);
+/* A malformed message: counted, logged now and then */
+void disp_bad_message(jm_disp_t *d, const char *why);
+/* Stops the job if the scheduler lost a task to a failed allocation */
+void disp_check_sched(jm_disp_t *d);
+
+/* serve.c */
+void disp_serve(jm_disp_t *d);
+void disp_publish_window(jm_disp_t *d);
+void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx);
+/* The scheduler's early-result hook (jm_sched_set_early); arg is d */
+int disp_take_early_result(void *arg, const jm_task_t *task);
+
+/* members.c */
+void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
+                   size_t ridlen, zmq_msg_t *body);
+void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body);
+void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * members.c - the TMs of a job as the dispatcher sees them: joining and
+ * re-joining (HELLO, answered with WELCOME), reporting their workers' busy
+ * time (STATS), and being lost (silence, a failed send, BYE). A lost TM's
+ * copies go back to the scheduler; a TM that says HELLO again after an
+ * outage joins as the same TM. Runs on the dispatcher thread.
+ */
+#include <limits.h>
+#include <stdio.h>
+
+#include "dispatch_int.h"
+#include "log.h"
+#include "util.h"
+#include "wire.h"
+
+void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
+{
+    if (!t->alive)
+        return;
+    t->alive = 0;
+    d->alive_workers -= t->workers;
+    d->alive--;
+    d->st.tms_lost++;
+    jm_timeline_event(&d->timeline, 0, t->slot);
+    size_t n = jm_sched_lost(d->sched, t);
+    disp_check_sched(d);
+    spits_info("TM %s:%ld lost (%s); %zu task(s) requeued", t->host, t->pid,
+               why, n);
+}
+
+static int json_int_field(json_t *j, const char *key, long min, long max,
+                          long *out)
+{
+    json_t *v = json_object_get(j, key);
+    if (!json_is_integer(v) || json_integer_value(v) < min ||
+        json_integer_value(v) > max)
+        return -1;
+    *out = (long)json_integer_value(v);
+    return 0;
+}
+
+void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
+                     size_t ridlen, zmq_msg_t *body)
+{
+    const char *why = NULL;
+    long pid, workers, slots, held, pending = 0;
+    json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
+    const char *host = j ? json_string_value(json_object_get(j, "host")) : NULL;
+
+    if (!j || !host || json_int_field(j, "pid", 1, 1L << 40, &pid) ||
+        json_int_field(j, "workers", 1, 1 << 20, &workers) ||
+        json_int_field(j, "slots", 1, 1 << 24, &slots) ||
+        json_int_field(j, "held", 0, 1 << 24, &held)) {
+        disp_bad_message(d, why ? why : "HELLO without host/pid/workers/slots/held");
+        json_decref(j);
+        return;
+    }
+    /* Results it computed while it had no JM (optional field). */
+    if (json_object_get(j, "pending") &&
+        json_int_field(j, "pending", 0, 1L << 40, &pending) != 0) {
+        disp_bad_message(d, "HELLO with a bad pending count");
+        json_decref(j);
+        return;
+    }
+    if (!t) {
+        t = jm_tmtab_add(d->tms, rid, ridlen);
+        if (!t) {
+            disp_bad_message(d, "bad routing id");
+            json_decref(j);
+            return;
+        }
+    } else if (t->alive && t->pid == pid && t->sent == t->sent_at_hello) {
+        /* Its HELLO again: our WELCOME had not reached it yet (it asks
+         * every second). Nothing was sent to it since, so nothing is lost:
+         * take what it holds now and answer again. */
+        jm_sched_joined(d->sched, t, held);
+        json_decref(j);
+        disp_send_phase(d, t, SPITS_MSG_WELCOME);
+        return;
+    } else if (t->alive) {
+        disp_lost(d, t, "reconnected");
+    }
+    snprintf(t->host, sizeof t->host, "%s", host);
+    t->pid = pid;
+    t->workers = (int)workers;
+    t->slots = t->slots_asked = (int)slots;
+    jm_sched_joined(d->sched, t, held);
+    t->sent_at_hello = t->sent;
+    t->alive = 1;
+    t->stalled = 0;
+    t->draining = 0;
+    t->last_heard = d->now;
+    t->joined = spits_wall_time();
+    /* A TM back from an outage sends its results right after WELCOME. Wait
+     * for them before sending it tasks, or it would be sent (and run
+     * again) the very tasks it holds results for. */
+    t->settle_until = pending > 0 ? d->now + 2000 : 0;
+    t->settle_records = pending;
+    d->alive++;
+    d->alive_workers += t->workers;
+    if (d->alive_workers > d->st.peak_workers)
+        d->st.peak_workers = d->alive_workers;
+    d->st.tms_joined++;
+    jm_timeline_event(&d->timeline, 1, t->slot);
+    json_decref(j);
+    spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
+               t->workers);
+    disp_send_phase(d, t, SPITS_MSG_WELCOME);
+}
+
+/* STATS: a TM's busy time and runs so far (cumulative, so a lost one
+ * costs nothing). */
+void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
+{
+    const char *why = NULL;
+    json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
+    json_t *busy = j ? json_object_get(j, "busy_s") : NULL;
+    long runs;
+    if (!json_is_number(busy) || json_number_value(busy) < 0 ||
+        json_number_value(busy) > 1e12 ||
+        json_int_field(j, "runs", 0, LONG_MAX, &runs) != 0) {
+        disp_bad_message(d, why ? why : "STATS without busy_s/runs");
+    } else if (t) {
+        t->busy_s = json_number_value(busy);
+        t->runs = (uint64_t)runs;
+    }
+    json_decref(j);
+}
+

@@ -1,0 +1,287 @@
+/*
+ * serve.c - the dispatcher's task path: tasks out to TMs with room, and
+ * results back to the committer.
+ *
+ * A TM with room (credit: its slots minus the copies it holds) gets the
+ * copies the scheduler picks (scheduler.c), in one TASKS batch. A RESULTS
+ * message gives back one credit per record; each record's outcome comes
+ * from the scheduler, and results go to the committer straight from the
+ * received message, in chunks of a fixed size, so no count a peer claims
+ * sizes an allocation. Copies of a committed task still out are
+ * cancelled. The generator learns how far the window moved
+ * (disp_publish_window). All of it runs on the dispatcher thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatch_int.h"
+#include "log.h"
+#include "wire.h"
+
+/* Sends one CANCEL per TM for the copies the scheduler noted. The TM
+ * answers each with a RETURNED record (queued copy) or a result that
+ * counts as a duplicate (running copy), so its slot accounting stays
+ * exact. */
+static void cancel_flush(jm_disp_t *d)
+{
+    size_t ncancel;
+    jm_sched_cancel_t *cancels = jm_sched_take_cancels(d->sched, &ncancel);
+    while (ncancel) {
+        int slot = cancels[0].slot;
+        size_t keep = 0, n = 0;
+        spits_batch_begin(&d->out, SPITS_MSG_CANCEL, d->phase->st.id);
+        for (size_t i = 0; i < ncancel; i++) {
+            if (cancels[i].slot != slot) {
+                cancels[keep++] = cancels[i];
+                continue;
+            }
+            /* Out of memory: that copy runs on, and its result is a
+             * duplicate; nothing is lost. */
+            if (spits_batch_add(&d->out, cancels[i].id, 0, 0))
+                n++;
+        }
+        ncancel = keep;
+        spits_batch_finish(&d->out);
+        jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)slot);
+        if (n && t && t->alive && disp_send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
+            d->st.cancelled += n;
+    }
+}
+
+/* Tells the generator how far the window has moved. */
+void disp_publish_window(jm_disp_t *d)
+{
+    if (!d->phase)
+        return;
+    uint64_t low = jm_sched_low(d->sched), freed = jm_sched_freed_bytes(d->sched);
+    if (low == d->pub_low && freed == d->pub_freed)
+        return;
+    jm_genq_t *q = &d->phase->genq;
+    pthread_mutex_lock(&q->lock);
+    q->low = low;
+    q->freed_bytes = freed;
+    pthread_mutex_unlock(&q->lock);
+    pthread_cond_signal(&q->room);
+    d->pub_low = low;
+    d->pub_freed = freed;
+}
+
+/* Takes everything the generator has queued. */
+static void refill_fresh(jm_disp_t *d)
+{
+    jm_genq_t *q = &d->phase->genq;
+    pthread_mutex_lock(&q->lock);
+    jm_task_t *head = q->head, *tail = q->tail;
+    q->head = q->tail = NULL;
+    atomic_store(&q->queued, 0);
+    d->gen_done = q->done;
+    jm_sched_gen_state(d->sched, q->done, q->waiting);
+    pthread_mutex_unlock(&q->lock);
+    jm_sched_add_fresh(d->sched, head, tail);
+}
+
+/* The scheduler's early-result hook: a fresh task whose result a
+ * re-attached TM already sent (after --resume) is committed from that
+ * result instead of being sent. */
+int disp_take_early_result(void *arg, const jm_task_t *task)
+{
+    jm_disp_t *d = arg;
+    jm_commit_t c;
+    unsigned char *data;
+    uint32_t len;
+
+    if (!d->adopt || !jm_adopt_count(d->adopt) ||
+        !jm_adopt_take(d->adopt, task->id, &data, &len))
+        return 0;
+    memset(&c, 0, sizeof c);
+    c.id = task->id;
+    c.hash = task->hash;
+    c.data = c.owned = data;
+    c.len = len;
+    c.status = SPITS_ST_OK;
+    if (jm_commitq_push(&d->phase->cq, &c, 1) != 0) {
+        free(data);
+        jm_fatal("out of memory queueing an early result for the committer; "
+                 "stopping the job");
+    }
+    d->st.adopted++;
+    return 1;
+}
+
+/* Sends TM t the copies the scheduler picks for it, as one TASKS batch. */
+static void serve_tm(jm_disp_t *d, jm_tm_t *t)
+{
+    if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
+        refill_fresh(d);
+    size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->alive > 1);
+    if (!n)
+        return;
+
+    jm_task_t *const *picked = jm_sched_picked(d->sched);
+    int built = 1;
+    spits_batch_begin(&d->out, SPITS_MSG_TASKS, d->phase->st.id);
+    for (size_t i = 0; i < n && built; i++) {
+        unsigned char *dst = spits_batch_add(&d->out, picked[i]->id, 0, picked[i]->len);
+        if (dst && picked[i]->len)
+            memcpy(dst, picked[i]->data, picked[i]->len);
+        built = dst != NULL;
+    }
+    spits_batch_finish(&d->out);
+    if (!built)
+        jm_fatal("out of memory building a batch of %zu task(s); "
+                 "stopping the job", n);
+    if (built && disp_send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
+        jm_sched_sent(d->sched, t, n);
+    else
+        jm_sched_unsent(d->sched, n);   /* every picked task without a copy goes back */
+    disp_check_sched(d);
+}
+
+void disp_serve(jm_disp_t *d)
+{
+    size_t ntm = jm_tmtab_count(d->tms);
+    if (!d->phase || !d->alive || !ntm)
+        return;
+    for (size_t k = 0; k < ntm; k++) {
+        jm_tm_t *t = jm_tmtab_at(d->tms, (d->rr + k) % ntm);
+        if (t->alive && !t->stalled && !t->draining && t->outstanding < t->slots &&
+            t->settle_until <= d->now && !atomic_load(&jm_abort))
+            serve_tm(d, t);
+    }
+    d->rr++;
+}
+
+/* Adaptive prefetch. A TM that hands back everything it held ran dry
+ * before new tasks reached it: its tasks are short against the round
+ * trip. While there is work to give, it may hold twice as many, up to
+ * SLOTS_MAX tasks or SLOTS_BYTES of tasks. Long tasks never empty a TM
+ * whose slots exceed its workers, so they never grow its share. No TM
+ * grows past its share of the --window, so none hoards the others' work. */
+static void grow_slots(jm_disp_t *d, jm_tm_t *t)
+{
+    if (!d->phase || jm_sched_exhausted(d->sched) || t->slots >= SLOTS_MAX)
+        return;
+    uint64_t mean = jm_sched_mean_task_bytes(d->sched);
+    uint64_t cap = SLOTS_BYTES / (mean ? mean : 1);
+    uint64_t share = (uint64_t)d->jm->opt.window / (d->alive ? d->alive : 1);
+    if (cap > SLOTS_MAX)
+        cap = SLOTS_MAX;
+    if (cap > share)
+        cap = share;
+    if ((uint64_t)t->slots * 2 <= cap)
+        t->slots *= 2;
+}
+
+/* A result of a task this JM has not sent: after --resume, work a TM did
+ * for the dead JM. Kept until the task is generated (adopt_result). */
+static void adopt_keep(jm_disp_t *d, const spits_rec_t *rec)
+{
+    int rc = jm_adopt_put(d->adopt, rec->id, rec->data, rec->len);
+    if (rc < 0)   /* dropped: the task just runs again */
+        spits_warn("out of memory keeping the early result of task %llu",
+                   (unsigned long long)rec->id);
+    if (rc > 0)
+        d->st.duplicates++;   /* held already, or over the byte bound */
+}
+
+/* Hands the resolutions gathered so far to the committer. Those that point
+ * into rx each hold a reference to it, taken here in one step. */
+static void commits_flush(jm_disp_t *d, jm_rx_t *rx)
+{
+    if (!d->ncommit)
+        return;
+    if (d->ncommit_rx)
+        jm_rx_hold(rx, d->ncommit_rx);
+    if (jm_commitq_push(&d->phase->cq, d->cbuf, d->ncommit) != 0) {
+        for (size_t i = 0; i < d->ncommit; i++)
+            jm_commit_release(&d->cbuf[i]);
+        jm_fatal("out of memory queueing %zu result(s) for the committer; "
+                 "stopping the job",
+                 d->ncommit);
+    }
+    d->ncommit = d->ncommit_rx = 0;
+}
+
+/* The next free resolution slot; a full chunk goes to the committer
+ * first, so however many records a message claims, memory stays fixed. */
+static jm_commit_t *commit_slot(jm_disp_t *d, jm_rx_t *rx)
+{
+    if (d->ncommit == DISP_COMMIT_CHUNK)
+        commits_flush(d, rx);
+    jm_commit_t *c = &d->cbuf[d->ncommit++];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+/* A record of a task this JM has not sent: after --resume, an early
+ * result a re-attached TM computed for the dead JM (kept until the task
+ * is generated), or else a bogus one. */
+static void on_unknown_record(jm_disp_t *d, const spits_rec_t *rec)
+{
+    if (d->adopt && rec->status == SPITS_ST_OK)
+        adopt_keep(d, rec);
+    else if (rec->status != SPITS_ST_RETURNED || !d->adopt)
+        d->st.bogus++;
+}
+
+/* A resolution for the committer: a result in rx, or a poison task. */
+static void commit_note(jm_disp_t *d, const spits_rec_t *rec, uint64_t hash,
+                        jm_rx_t *rx)
+{
+    jm_commit_t *c = commit_slot(d, rx);
+    c->id = rec->id;
+    c->status = rec->status;
+    if (rec->status == SPITS_ST_OK) {
+        c->hash = hash;
+        c->data = rec->data;
+        c->len = rec->len;
+        c->rx = rx;
+        d->ncommit_rx++;
+        return;
+    }
+    spits_warn("task %llu of phase %u: %d run(s), the last %s; giving up on "
+               "it (poison task)", (unsigned long long)rec->id,
+               d->phase->st.id, d->jm->opt.max_attempts,
+               spits_wire_status_name(rec->status));
+}
+
+/* RESULTS: every record gives its TM a slot back (wire.h), and each is a
+ * result, a failed run or a copy handed back unrun (scheduler.c decides).
+ * rx is the message; results are committed straight from it, so it lives
+ * until the last of them is (jm_rx_release). */
+void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
+                       jm_rx_t *rx)
+{
+    spits_reader_t r;
+    spits_rec_t rec;
+    uint64_t hash;
+
+    jm_sched_credit(d->sched, t, h->count);
+    if (t && t->alive && t->outstanding == 0)
+        grow_slots(d, t);
+    if (!d->phase || h->phase != d->phase->st.id) {
+        d->st.stale += h->count;
+        return;
+    }
+    spits_reader_init(&r, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
+    while (spits_reader_next(&r, &rec)) {
+        switch (jm_sched_record(d->sched, t, rec.id, rec.status, &hash)) {
+        case JM_REC_COMMIT:
+        case JM_REC_POISON:
+            commit_note(d, &rec, hash, rx);
+            break;
+        case JM_REC_RETRY:
+            spits_debug("task %llu failed; retrying", (unsigned long long)rec.id);
+            break;
+        case JM_REC_UNKNOWN:
+            on_unknown_record(d, &rec);
+            break;
+        default:
+            break;
+        }
+    }
+    commits_flush(d, rx);
+    cancel_flush(d);
+    disp_check_sched(d);
+}
+
