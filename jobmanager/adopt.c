@@ -140,6 +140,10 @@ size_t jm_adopt_count(const jm_adopt_t *a)
     return a->count;
 }
 
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
+
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "adopt selftest: %s:%d: %s\n", \
     __FILE__, __LINE__, #c); goto out; } } while (0)
 
@@ -181,3 +185,5 @@ out:
     jm_adopt_destroy(&a);
     return ok ? 0 : -1;
 }
+
+#endif /* SPITS_SELFTEST */

@@ -31,6 +31,8 @@ int jm_adopt_take(jm_adopt_t *a, uint64_t id, unsigned char **data,
                   uint32_t *len);
 size_t jm_adopt_count(const jm_adopt_t *a);
 
+#ifdef SPITS_SELFTEST
 int jm_adopt_selftest(void);
+#endif
 
 #endif

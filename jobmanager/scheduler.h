@@ -133,6 +133,8 @@ size_t jm_sched_in_flight(const jm_sched_t *s);
 /* A task in flight, or NULL (tests and diagnostics). */
 const jm_task_t *jm_sched_task(const jm_sched_t *s, uint64_t id);
 
+#ifdef SPITS_SELFTEST
 int jm_sched_selftest(void);
+#endif
 
 #endif

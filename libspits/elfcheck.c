@@ -196,7 +196,9 @@ spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
     return read_abi(p, n, &eh, abi, why, whylen);
 }
 
-/* --- self-test ---------------------------------------------------------- */
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "elf selftest: %s:%d: %s\n", \
                       __FILE__, __LINE__, #c); goto out; } } while (0)
@@ -344,3 +346,4 @@ out:
     free(so);
     return rc;
 }
+#endif /* SPITS_SELFTEST */

@@ -37,6 +37,8 @@ spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
                                   spits_abi_t *abi, char *why, size_t whylen);
 
 /* Feeds cut and corrupted copies of a real shared object to the check. */
+#ifdef SPITS_SELFTEST
 int spits_elf_selftest(void);
+#endif
 
 #endif

@@ -346,7 +346,9 @@ int spits_jobdir_finished(const char *dir, const char *job_id, int resumable_too
     return done;
 }
 
-/* --- self-test --------------------------------------------------------- */
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "jobdir selftest: %s:%d: %s\n", \
                       __FILE__, __LINE__, #c); goto fail; } } while (0)
@@ -462,3 +464,5 @@ int spits_jobdir_selftest(void)
 fail:
     return -1;
 }
+
+#endif /* SPITS_SELFTEST */

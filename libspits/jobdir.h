@@ -73,6 +73,8 @@ int spits_announce_parse(const json_t *doc, spits_announce_t *a, char *err,
  * spits-jm --resume, while a running one, told to stop, stops. */
 int spits_jobdir_finished(const char *dir, const char *job_id, int resumable_too);
 
+#ifdef SPITS_SELFTEST
 int spits_jobdir_selftest(void);
+#endif
 
 #endif

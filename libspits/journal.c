@@ -418,7 +418,9 @@ void spits_journal_unload(spits_jr_t *jr)
     memset(jr, 0, sizeof *jr);
 }
 
-/* --- self-test --------------------------------------------------------- */
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "journal selftest: %s:%d: %s\n", \
     __FILE__, __LINE__, #c); goto out; } } while (0)
@@ -590,3 +592,5 @@ out:
     rmdir(dir);
     return ok ? 0 : -1;
 }
+
+#endif /* SPITS_SELFTEST */

@@ -140,6 +140,8 @@ void spits_journal_unload(spits_jr_t *jr);
 int spits_journal_parse(const void *data, size_t len, const char *name,
                         spits_jr_t *jr, char *err, size_t errlen);
 
+#ifdef SPITS_SELFTEST
 int spits_journal_selftest(void);
+#endif
 
 #endif

@@ -130,7 +130,9 @@ int spits_keys_parse(const json_t *doc, spits_keys_t *k, int need_server_secret,
     return rc;
 }
 
-/* --- self-test --------------------------------------------------------- */
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "keys selftest: %s:%d: %s\n", \
     __FILE__, __LINE__, #c); goto out; } } while (0)
@@ -179,3 +181,5 @@ out:
     rmdir(dir);
     return ok ? 0 : -1;
 }
+
+#endif /* SPITS_SELFTEST */

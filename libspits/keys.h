@@ -51,6 +51,8 @@ int spits_keys_parse(const json_t *doc, spits_keys_t *k, int need_server_secret,
 /* A well-formed Z85 key: 40 characters that decode to 32 bytes. */
 int spits_key_valid(const char *z85);
 
+#ifdef SPITS_SELFTEST
 int spits_keys_selftest(void);
+#endif
 
 #endif

@@ -253,7 +253,9 @@ json_t *spits_metrics_read(void *metrics, spits_met_list_fn list,
     return out;
 }
 
-/* --- self-test --------------------------------------------------------- */
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
 
 #include <stdio.h>
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "metrics selftest: %s:%d: %s\n", \
@@ -448,3 +450,5 @@ int spits_metrics_selftest(void)
     CHECK(spits_metrics_value(b, sizeof b, 9, 0) == NULL);
     return st_lists() == 0 && st_read() == 0 ? 0 : -1;
 }
+
+#endif /* SPITS_SELFTEST */

@@ -25,6 +25,8 @@ json_t *spits_metrics_read(void *metrics, spits_met_list_fn list,
 json_t *spits_metrics_value(const unsigned char *rec, size_t len,
                             int64_t type, int be);
 
+#ifdef SPITS_SELFTEST
 int spits_metrics_selftest(void);
+#endif
 
 #endif

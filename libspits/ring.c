@@ -110,7 +110,9 @@ size_t spits_ring_count(const spits_ring_t *r)
     return r->count;
 }
 
-/* --- self-test --------------------------------------------------------- */
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "ring selftest: %s:%d: %s\n", \
                       __FILE__, __LINE__, #c); return -1; } } while (0)
@@ -154,3 +156,5 @@ int spits_ring_selftest(void)
     CHECK(r == NULL);
     return 0;
 }
+
+#endif /* SPITS_SELFTEST */

@@ -36,6 +36,8 @@ uint64_t spits_ring_low(const spits_ring_t *ring);
 uint64_t spits_ring_next(const spits_ring_t *ring);
 size_t spits_ring_count(const spits_ring_t *ring);
 
+#ifdef SPITS_SELFTEST
 int spits_ring_selftest(void);
+#endif
 
 #endif

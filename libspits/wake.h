@@ -25,6 +25,8 @@ void spits_wake_drain(int fd);
 /* Closes *fd if open and sets it to -1. */
 void spits_wake_close(int *fd);
 
+#ifdef SPITS_SELFTEST
 int spits_wake_selftest(void);
+#endif
 
 #endif

@@ -227,7 +227,9 @@ const char *spits_wire_status_name(uint32_t status)
     return status <= SPITS_ST_LAST ? names[status] : "?";
 }
 
-/* --- self-test --------------------------------------------------------- */
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "wire selftest: %s:%d: %s\n", \
                       __FILE__, __LINE__, #c); return -1; } } while (0)
@@ -325,3 +327,5 @@ int spits_wire_selftest(void)
     CHECK(spits_wire_parse(hb, sizeof hb, &h, &why) == -1);
     return 0;
 }
+
+#endif /* SPITS_SELFTEST */

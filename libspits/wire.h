@@ -140,6 +140,8 @@ const char *spits_wire_type_name(int type);
  * "crashed", "timeout" (logs, report.json's failed tasks). */
 const char *spits_wire_status_name(uint32_t status);
 
+#ifdef SPITS_SELFTEST
 int spits_wire_selftest(void);
+#endif
 
 #endif
