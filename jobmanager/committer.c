@@ -18,8 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "committer.h"
 #include "jm.h"
 #include "log.h"
+#include "phase.h"
+#include "recovery.h"
 
 void jm_commitq_init(jm_commitq_t *q)
 {

@@ -15,8 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dispatch.h"
+#include "committer.h"
 #include "dispatch_int.h"
+#include "generator.h"
 #include "log.h"
+#include "phase.h"
+#include "status.h"
+#include "stop.h"
 #include "util.h"
 #include "wake.h"
 #include "zmqutil.h"

@@ -20,9 +20,15 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include <zmq.h>
+
 #include "adopt.h"
+#include "committer.h"
+#include "dispatch.h"
 #include "jm.h"
+#include "phase.h"
 #include "scheduler.h"
+#include "status.h"
 #include "timeline.h"
 #include "tmtable.h"
 #include "zap.h"

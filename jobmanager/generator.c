@@ -16,9 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "generator.h"
+#include "committer.h"
 #include "jm.h"
 #include "journal.h"
 #include "log.h"
+#include "phase.h"
 #include "wake.h"
 
 #define GEN_CHUNK_TASKS 256

@@ -19,9 +19,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dispatch.h"
 #include "jm.h"
 #include "jobdir.h"
 #include "log.h"
+#include "phase.h"
+#include "recovery.h"
+#include "report.h"
+#include "stop.h"
 #include "util.h"
 
 static void usage(FILE *f)

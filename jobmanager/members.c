@@ -10,6 +10,7 @@
 
 #include "dispatch_int.h"
 #include "log.h"
+#include "phase.h"
 #include "util.h"
 #include "wire.h"
 

@@ -23,8 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "phase.h"
+#include "committer.h"
+#include "dispatch.h"
+#include "generator.h"
 #include "jm.h"
 #include "log.h"
+#include "recovery.h"
+#include "stop.h"
 #include "util.h"
 
 static jm_t *phase_job;

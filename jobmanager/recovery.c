@@ -16,10 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "recovery.h"
 #include "jm.h"
 #include "jobdir.h"
 #include "journal.h"
 #include "log.h"
+#include "phase.h"
+#include "stop.h"
 #include "util.h"
 
 /* 1 if the journal's job committed anything: a result, or a phase whose

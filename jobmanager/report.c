@@ -5,9 +5,14 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "report.h"
+#include "dispatch.h"
 #include "jm.h"
 #include "jobdir.h"
 #include "log.h"
+#include "phase.h"
+#include "status.h"
+#include "stop.h"
 #include "util.h"
 
 static const char *status_word(int exit_code, const jm_t *jm)

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dispatch.h"
+#include "phase.h"
 #include "retryq.h"
 #include "ring.h"
 #include "scheduler.h"

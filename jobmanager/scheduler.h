@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dispatch.h"
 #include "jm.h"
 #include "tmtable.h"
 

@@ -14,8 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "committer.h"
 #include "dispatch_int.h"
+#include "generator.h"
 #include "log.h"
+#include "phase.h"
+#include "stop.h"
 #include "wire.h"
 
 /* Sends one CANCEL per TM for the copies the scheduler noted. The TM

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "status.h"
 #include "jm.h"
 #include "log.h"
 #include "tmtable.h"

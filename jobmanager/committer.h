@@ -1,0 +1,67 @@
+/*
+ * committer.h - the commit queue (dispatcher -> committer) and the committer loop
+ * (committer.c); the received messages results are committed from.
+ */
+#ifndef SPITS_JM_COMMITTER_H
+#define SPITS_JM_COMMITTER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "jm.h"
+
+
+/* One received message. RESULTS records are committed in place, so it
+ * lives while any of them waits: the dispatcher holds one reference while
+ * it reads the message, and each queued result holds one more. The last
+ * jm_rx_release frees it, on whichever thread that is. */
+typedef struct {
+    zmq_msg_t msg;
+    atomic_size_t refs;
+} jm_rx_t;
+
+/* committer.c: an empty message holding the caller's one reference. */
+jm_rx_t *jm_rx_new(void);
+void jm_rx_hold(jm_rx_t *rx, size_t n);
+/* Drops n references (rx may be NULL); the last one frees it. */
+void jm_rx_release(jm_rx_t *rx, size_t n);
+
+typedef struct {
+    uint64_t id;
+    uint64_t hash;            /* the task's hash, for the journal */
+    const unsigned char *data;
+    uint32_t len;
+    uint32_t status;          /* SPITS_ST_OK, or how a poison task failed */
+    jm_rx_t *rx;              /* the message data points into, or NULL */
+    unsigned char *owned;     /* or data's own allocation (adopted result) */
+} jm_commit_t;
+
+/* dispatcher -> committer. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t ready;
+    jm_commit_t *items;
+    size_t n, cap;
+    int abort;                /* dispatcher: the job is being stopped */
+    int gen_done;             /* generator: set with gen_total at its end */
+    uint64_t gen_total;
+} jm_commitq_t;
+
+void jm_commitq_init(jm_commitq_t *q);
+void jm_commitq_destroy(jm_commitq_t *q);
+/* dispatcher side: publish a batch of resolutions; -1 when out of memory
+ * (nothing queued: the caller still owns the items) */
+int jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n);
+/* Frees what a resolution owns: its reference to a message, or its bytes. */
+void jm_commit_release(jm_commit_t *c);
+/* generator side: no more tasks, total generated */
+void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total);
+/* main thread: commit until every generated task is resolved */
+void jm_committer_run(jm_t *jm, jm_phase_t *p);
+/* main thread, before the generator starts: commit a resumed phase's
+ * journaled results again, in their original order */
+int jm_committer_replay(jm_t *jm, jm_phase_t *p, const spits_jr_phase_t *rp);
+
+#endif

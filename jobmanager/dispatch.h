@@ -1,0 +1,49 @@
+/*
+ * dispatch.h - the dispatcher as the main thread sees it (dispatch.c): its life,
+ * the phase requests, and what it counted. Its own state is in
+ * dispatch_int.h.
+ */
+#ifndef SPITS_JM_DISPATCH_H
+#define SPITS_JM_DISPATCH_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "jm.h"
+
+typedef struct {
+    uint64_t sent;            /* task copies sent */
+    uint64_t resent;          /* copies sent beyond a task's first */
+    uint64_t duplicates;      /* results of already resolved tasks */
+    uint64_t requeued;        /* copies taken back from lost TMs */
+    uint64_t retried;         /* failed runs to be run again */
+    uint64_t crashed;         /* runs that killed their worker process */
+    uint64_t timed_out;       /* runs stopped by --task-timeout */
+    uint64_t cancelled;       /* copies cancelled after another committed */
+    uint64_t poison;          /* tasks given up after --max-attempts runs */
+    uint64_t adopted;         /* results a re-attached TM computed for tasks
+                                 this JM had not sent yet (after --resume) */
+    uint64_t stale;           /* results of an earlier phase */
+    uint64_t bogus;           /* results for tasks never sent */
+    uint64_t bad_messages;    /* malformed messages dropped */
+    uint64_t bytes_in, bytes_out;
+    uint64_t tms_joined, tms_lost;
+    int peak_workers;         /* most workers alive at once */
+} jm_disp_stats_t;
+
+jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen);
+const char *jm_disp_endpoint(const jm_disp_t *d);
+int jm_disp_start(jm_disp_t *d);
+int jm_disp_wake_fd(const jm_disp_t *d);
+void jm_disp_phase_begin(jm_disp_t *d, jm_phase_t *p);
+void jm_disp_phase_end(jm_disp_t *d);
+void jm_disp_finish(jm_disp_t *d);
+void jm_disp_destroy(jm_disp_t **d);
+const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d);
+/* After jm_disp_finish: per-TM totals as a JSON array (new reference). */
+json_t *jm_disp_tms_json(const jm_disp_t *d);
+/* After jm_disp_finish: tasks resolved over time (points [seconds since
+ * the job started, resolved]) and the TMs' joins and leaves. */
+json_t *jm_disp_timeline_json(const jm_disp_t *d);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * generator.h - the generator thread and the genq it fills (generator.c): next_task runs
+ * on exactly one thread per phase, and its tasks reach the dispatcher
+ * through the genq in chunks, with the window's flow control back.
+ */
+#ifndef SPITS_JM_GENERATOR_H
+#define SPITS_JM_GENERATOR_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "jm.h"
+
+/* generator -> dispatcher, with flow control back. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t room;      /* the generator waits here for window room */
+    jm_task_t *head, *tail;
+    atomic_size_t queued;     /* read without the lock as a hint only */
+    int done;                 /* next_task returned 0 (or gave up) */
+    int waiting;              /* the generator waits for window room */
+    uint64_t total;           /* tasks generated, final when done */
+    uint64_t low;             /* dispatcher: oldest unresolved id */
+    uint64_t freed_bytes;     /* dispatcher: bytes of resolved tasks */
+    uint64_t resolved;        /* committer: tasks committed or failed */
+    uint64_t made;            /* generator: ids made so far (for status) */
+    int stop;                 /* main: give up generating */
+    int wake_fd;              /* the dispatcher's eventfd */
+} jm_genq_t;
+
+void jm_genq_init(jm_genq_t *q, int wake_fd);
+void jm_genq_destroy(jm_genq_t *q);
+int jm_generator_start(jm_t *jm, jm_phase_t *p);
+void jm_generator_join(jm_phase_t *p);
+
+#endif

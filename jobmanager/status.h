@@ -1,0 +1,51 @@
+/*
+ * status.h - the live view of a running job (status.c): the snapshot the
+ * dispatcher takes each tick, the STATUS answer, the progress line, the
+ * JM's own cost.
+ */
+#ifndef SPITS_JM_STATUS_H
+#define SPITS_JM_STATUS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jm.h"
+
+/* A snapshot the dispatcher takes of a running phase */
+typedef struct {
+    uint32_t phase;
+    uint64_t generated;       /* task ids the generator has made */
+    uint64_t total;           /* the phase's tasks, once gen_done */
+    int gen_done;
+    uint64_t resolved;        /* committed or failed since the JM started */
+    uint64_t replayed;        /* committed from the journal (--resume) */
+    uint64_t failed;          /* poison tasks */
+    uint64_t sent, resent, duplicates, requeued, running;
+    double rate;              /* resolutions per second, recent */
+    size_t tms_alive;
+} jm_live_t;
+struct jm_tmtab;
+json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
+                       const struct jm_tmtab *tms, int64_t now_ms);
+void jm_progress_print(const jm_live_t *l, int tty);
+/* The progress line's timing and the recent rate; the dispatcher's. */
+typedef struct {
+    struct { int64_t t; uint64_t resolved; } samples[50];  /* 5 s of ticks */
+    size_t nsamples, at;
+    int64_t next;             /* when the next line is due; 0: none drawn */
+    int tty;                  /* stderr is a terminal: one line, redrawn */
+    int64_t every_ms;         /* otherwise a line this often (0: none) */
+} jm_progress_t;
+void jm_progress_init(jm_progress_t *p, double interval_s);
+/* Notes resolved at monotonic time now; the rate over the last 5 s. */
+double jm_progress_rate(jm_progress_t *p, int64_t now, uint64_t resolved);
+/* Prints the line for l when one is due. */
+void jm_progress_tick(jm_progress_t *p, const jm_live_t *l, int64_t now);
+/* A phase ended: a redrawn line is finished, the rate starts over. */
+void jm_progress_end(jm_progress_t *p);
+/* The JM's own cost now: rss_bytes, max_rss_bytes, cpu_user_s,
+ * cpu_system_s (spits-status and report.json). */
+json_t *jm_usage_json(void);
+
+#endif
