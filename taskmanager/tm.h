@@ -3,9 +3,10 @@
  *
  * spits-tm runs two kinds of thread:
  *
- *   main thread   the network loop (tm.c). Owns: the DEALER socket, the
- *                 phase list, the connection state, the results waiting
- *                 to be sent.
+ *   main thread   the network loop (tm.c, loop.c and the files that
+ *                 tm_private.h lists). Owns: tm_t there: the DEALER
+ *                 socket, the phase list, the connection state, the
+ *                 results waiting to be sent.
  *   workers       run tasks (workers.c). Each owns its module worker
  *                 instance and a local result batch; with --isolate, its
  *                 child process instead of the instance (isolate.c), which

@@ -1,0 +1,131 @@
+/*
+ * job.c - the job a spits-tm runs: its module and its phases.
+ *
+ * WELCOME names the job, its module and, with PHASE, each phase's argv
+ * (protocol.c hands them here). The module is loaded once, from the path
+ * the JM announces (or --module's copy), and only if its BLAKE2b hash is
+ * the JM's. A TM stays with its module: a JM that now runs another module
+ * needs new TMs. It may run another job of the same module, though: then
+ * the old job's queued tasks and unsent results are dropped (job.joined
+ * tells them apart).
+ *
+ * Phases are kept, newest first, until exit: a worker may still run a
+ * task of an old phase (tm.h). job.current is the one tasks arrive for;
+ * entering a phase hands back the queued tasks of the others.
+ */
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "tm_private.h"
+#include "util.h"
+
+static tm_phase_t *phase_new(tm_t *tm, uint32_t wire, json_t *argv)
+{
+    tm_phase_t *phase = calloc(1, sizeof *phase);
+    size_t n = json_array_size(argv);
+    if (!phase || !(phase->argv = calloc(n + 1, sizeof *phase->argv)))
+        goto oom;
+    phase->wire = wire;
+    phase->job = tm->job.joined;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = json_string_value(json_array_get(argv, i));
+        if (!(phase->argv[i] = strdup(s ? s : "")))
+            goto oom;
+        phase->argc++;
+    }
+    phase->next = tm->job.phases;
+    tm->job.phases = phase;
+    return phase;
+oom:
+    spits_error("out of memory");
+    abort();
+}
+
+void tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv)
+{
+    tm_phase_t *phase = phase_new(tm, wire, argv);
+
+    tm->job.current = phase;
+    if (tm->pool_started) {
+        size_t n = tm_pool_drop_others(&tm->pool, phase, 1);
+        if (n)
+            spits_debug("phase %u: handed back %zu queued task(s) of an "
+                        "earlier phase", phase->wire, n);
+    }
+}
+
+/* Loads the module the JM names (or --module's copy), refusing a file
+ * whose hash differs from the JM's: a stale copy on a node-local disk must
+ * not run the job. */
+static int load_module(tm_t *tm, const char *announced, const char *want_hash)
+{
+    char err[1024];
+    const char *path = tm->opts.module_override ? tm->opts.module_override
+                                                : announced;
+    spits_image_t *img;
+
+    if (!realpath(path, tm->job.module_path)) {
+        spits_error("cannot load module %s: %s", path, strerror(errno));
+        return -1;
+    }
+    /* The copy whose hash is checked is the one loaded (and the one
+     * --isolate's children load): the file may change in between. */
+    if (!(img = spits_image_read(tm->job.module_path, err, sizeof err))) {
+        spits_error("%s", err);
+        return -1;
+    }
+    if (strcmp(spits_image_hash(img), want_hash) != 0) {
+        spits_error("module %s differs from the job manager's %s (BLAKE2b "
+                    "%.16s... here, %.16s... there): refusing to run it",
+                    tm->job.module_path, announced, spits_image_hash(img),
+                    want_hash);
+        spits_image_free(&img);
+        return -1;
+    }
+    tm->job.mod = spits_module_load(&img, err, sizeof err);
+    if (!tm->job.mod) {
+        spits_error("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+int tm_job_join(tm_t *tm, const char *job_id, const char *module,
+                const char *want_hash)
+{
+    if (tm->job.job_id[0] && strcmp(tm->job.job_id, job_id) != 0) {
+        spits_info("the job manager now runs job %s (was %s)", job_id,
+                   tm->job.job_id);
+        if (tm->pool_started)
+            tm_pool_drop_others(&tm->pool, NULL, 0);
+        tm->job.joined++;    /* results of the old job are dropped, never sent */
+        tm->job.current = NULL;
+    }
+    snprintf(tm->job.job_id, sizeof tm->job.job_id, "%s", job_id);
+    if (!tm->job.mod)
+        return load_module(tm, module, want_hash);
+    if (!tm->opts.module_override && strcmp(module, tm->job.module_path) != 0) {
+        spits_error("the job manager now runs module %s, not %s; start a new "
+                    "task manager for it", module, tm->job.module_path);
+        return -1;
+    }
+    return 0;
+}
+
+void tm_job_free(tm_job_t *job)
+{
+    while (job->phases) {
+        tm_phase_t *next = job->phases->next;
+        for (int i = 0; i < job->phases->argc; i++)
+            free(job->phases->argv[i]);
+        free(job->phases->argv);
+        free(job->phases);
+        job->phases = next;
+    }
+    spits_module_close(&job->mod);
+}

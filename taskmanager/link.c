@@ -1,0 +1,403 @@
+/*
+ * link.c - spits-tm's connection to the JM.
+ *
+ * One DEALER socket, the main thread's alone, connected to the JM's
+ * ROUTER. This file finds the JM (DIR/jm.json, or --connect), sets up
+ * CurveZMQ from the job's key file, connects, and sends: HELLO (also
+ * after each reconnect, saying what tasks and results the TM still
+ * holds), STATS, heartbeats and, at the end, BYE.
+ *
+ * A JM that stops answering, or whose connection drops (the socket's
+ * monitor says so), is looked for again: the TM re-reads jm.json once a
+ * second, since a restarted or resumed JM may listen elsewhere with other
+ * keys, reconnects, and says HELLO again, for --reconnect-timeout
+ * seconds. Queued tasks and unsent results are kept meanwhile.
+ *
+ * What the JM sends back is handled in protocol.c; link.c only keeps the
+ * time it was last heard from (link.last_heard, set there).
+ */
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jobdir.h"
+#include "log.h"
+#include "tm_private.h"
+#include "util.h"
+
+void tm_link_init(tm_t *tm)
+{
+    tm->link.max_task = 1LL << 30;
+    spits_hostname(tm->link.host, sizeof tm->link.host);
+    snprintf(tm->link.routing_id, sizeof tm->link.routing_id, "tm-");
+    spits_random_hex(tm->link.routing_id + 3, 8);
+    tm->link.heartbeat_ms = 1000;
+    tm->link.lost_ms = 5000;
+}
+
+/* Security from the job dir: jm.json says whether the JM runs CURVE; the
+ * keys come from DIR/tm.key (or --key-file). A mismatch is an error here,
+ * with the fix in it, rather than a handshake that never completes. */
+static int security_from_announce(tm_t *tm, const spits_announce_t *announce)
+{
+    char path[PATH_MAX], err[1024];
+
+    if (!announce->curve) {
+        if (!tm->opts.insecure) {
+            spits_error("the job manager of %s runs --insecure (no CurveZMQ): "
+                        "start this task manager with --insecure too",
+                        tm->opts.jobdir);
+            return -1;
+        }
+        return 0;
+    }
+    if (tm->opts.insecure) {
+        spits_error("the job manager of %s requires CurveZMQ: drop --insecure",
+                    tm->opts.jobdir);
+        return -1;
+    }
+    if (tm->opts.key_file)
+        snprintf(path, sizeof path, "%s", tm->opts.key_file);
+    else
+        snprintf(path, sizeof path, "%s/%s", tm->opts.jobdir,
+                 SPITS_TM_KEY_FILE);
+    if (spits_keys_read(path, &tm->link.keys, 0, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return -1;
+    }
+    if (strcmp(tm->link.keys.server_public, announce->server_key) != 0) {
+        spits_error("%s does not match the server key in %s/%s (a stale key "
+                    "file?)", path, tm->opts.jobdir, SPITS_ANNOUNCE_FILE);
+        return -1;
+    }
+    return 0;
+}
+
+/* Watches the socket for failed handshakes (wrong keys, or a JM that does
+ * not speak CURVE, or speaks it while we do not) and for a dropped
+ * connection: a JM that died is looked for at once, not after --wait's
+ * silence (a resumed JM announces a new endpoint in jm.json). */
+static int monitor_start(tm_t *tm)
+{
+    tm_link_t *link = &tm->link;
+    char endpoint[64];
+
+    if (link->monitor)
+        zmq_close(link->monitor);
+    link->monitor = NULL;
+    snprintf(endpoint, sizeof endpoint, "inproc://spits-tm-monitor-%u",
+             ++link->monitor_gen);
+    if (zmq_socket_monitor(link->socket, endpoint,
+                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                           ZMQ_EVENT_DISCONNECTED) != 0 ||
+        !(link->monitor = zmq_socket(link->context, ZMQ_PAIR)) ||
+        zmq_setsockopt(link->monitor, ZMQ_RCVHWM, &(int){0}, sizeof(int)) != 0 ||
+        zmq_connect(link->monitor, endpoint) != 0) {
+        spits_error("cannot monitor the socket: %s", zmq_strerror(errno));
+        return -1;
+    }
+    zmq_setsockopt(link->monitor, ZMQ_LINGER, &(int){0}, sizeof(int));
+    return 0;
+}
+
+void tm_link_on_monitor(tm_t *tm)
+{
+    tm_link_t *link = &tm->link;
+    zmq_msg_t event_msg;
+
+    zmq_msg_init(&event_msg);
+    while (zmq_msg_recv(&event_msg, link->monitor, ZMQ_DONTWAIT) >= 0) {
+        uint16_t event = 0;
+        if (zmq_msg_size(&event_msg) >= 2)
+            memcpy(&event, zmq_msg_data(&event_msg), 2);
+        while (zmq_msg_more(&event_msg))
+            zmq_msg_recv(&event_msg, link->monitor, 0);
+        if (!event)
+            continue;
+        if (event == ZMQ_EVENT_DISCONNECTED) {
+            if (link->state == TM_READY && !tm->done) {
+                spits_warn("lost the connection to the job manager at %s; "
+                           "looking for it", link->endpoint);
+                link->state = TM_LOST;
+                link->last_look = 0;
+            }
+            continue;
+        }
+        const char *why = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+            ? "it does not accept this task manager's key (a key file of "
+              "another job?)"
+            : tm->opts.insecure ? "it requires CurveZMQ: drop --insecure and give "
+                                  "--key-file"
+                                : "wrong server key, or it runs --insecure";
+        if (!link->welcomed) {
+            spits_error("the job manager at %s refused the handshake: %s",
+                        link->endpoint, why);
+            tm->done = -1;
+        } else {
+            spits_warn("the job manager at %s refused the handshake: %s; "
+                       "looking for it", link->endpoint, why);
+        }
+    }
+    zmq_msg_close(&event_msg);
+}
+
+/* CURVE client: the job's server key and this TM's key pair. */
+static int set_curve_keys(tm_link_t *link)
+{
+    const spits_keys_t *keys = &link->keys;
+    void *socket = link->socket;
+
+    if (zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, keys->server_public,
+                       strlen(keys->server_public) + 1) != 0 ||
+        zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, keys->client_public,
+                       strlen(keys->client_public) + 1) != 0 ||
+        zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, keys->client_secret,
+                       strlen(keys->client_secret) + 1) != 0)
+        return -1;
+    return 0;
+}
+
+int tm_link_connect(tm_t *tm)
+{
+    tm_link_t *link = &tm->link;
+    int one = 1, linger = 1000, ivl = 100, ivl_max = 2000, hwm = 100000;
+    int64_t maxmsg = 2 * link->max_task + (16LL << 20);
+
+    if (link->socket)
+        zmq_close(link->socket);
+    link->socket = zmq_socket(link->context, ZMQ_DEALER);
+    if (!link->socket) {
+        spits_error("cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
+        return -1;
+    }
+    zmq_setsockopt(link->socket, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (!tm->opts.insecure && set_curve_keys(link) != 0) {
+        spits_error("cannot set up CurveZMQ: %s", zmq_strerror(errno));
+        return -1;
+    }
+    if (monitor_start(tm) != 0)
+        return -1;
+    /* The routing id is how the JM knows us again after a reconnect. */
+    if (zmq_setsockopt(link->socket, ZMQ_ROUTING_ID, link->routing_id,
+                       strlen(link->routing_id)) != 0) {
+        spits_error("cannot set the socket's routing id: %s", zmq_strerror(errno));
+        return -1;
+    }
+    zmq_setsockopt(link->socket, ZMQ_LINGER, &linger, sizeof linger);
+    /* Queue nothing on a connection that is not up: unsent results stay in
+     * our own list, and HELLO goes out only on a live connection. */
+    zmq_setsockopt(link->socket, ZMQ_IMMEDIATE, &one, sizeof one);
+    zmq_setsockopt(link->socket, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(link->socket, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
+    zmq_setsockopt(link->socket, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(link->socket, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (zmq_connect(link->socket, link->endpoint) != 0) {
+        spits_error("cannot connect to %s: %s", link->endpoint, zmq_strerror(errno));
+        return -1;
+    }
+    link->state = TM_CONNECTING;
+    link->last_hello = 0;
+    return 0;
+}
+
+int tm_link_send(tm_t *tm, const void *buf, size_t len)
+{
+    if (zmq_send(tm->link.socket, buf, len, ZMQ_DONTWAIT) < 0)
+        return -1;
+    tm->link.last_sent = tm->now;
+    return 0;
+}
+
+void tm_link_send_hello(tm_t *tm)
+{
+    spits_buf_t buf = {0};
+    size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
+    uint64_t pending = 0;
+    for (size_t i = 0; i < tm->results.n; i++)
+        if (tm->results.segs[i].phase->job == tm->job.joined)
+            pending += tm->results.segs[i].batch.count;
+    json_t *hello = json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:s}",
+                          "host", tm->link.host, "pid", (json_int_t)getpid(),
+                          "workers", tm->opts.workers,
+                          "slots", tm->opts.workers + tm->opts.prefetch,
+                          "held", (json_int_t)held, "pending", (json_int_t)pending,
+                          "job_id", tm->job.job_id);
+    if (hello && spits_wire_encode_json(&buf, SPITS_MSG_HELLO, 0, hello) == 0 &&
+        tm_link_send(tm, buf.data, buf.len) == 0)
+        tm->link.last_hello = tm->now;
+    else
+        tm->link.last_hello = tm->now - 900;   /* not connected yet: retry soon */
+    json_decref(hello);
+    spits_buf_free(&buf);
+}
+
+/* STATS: the workers' busy time and runs so far (this process's life),
+ * once a second when idle, ahead of results (at most 10 a second) and
+ * before BYE: the JM's per-TM busy time and its performance model's task
+ * time come from these. */
+void tm_link_send_stats(tm_t *tm)
+{
+    spits_buf_t buf = {0};
+    long long busy = atomic_load_explicit(&tm->pool.busy_ns, memory_order_relaxed);
+    long long runs = atomic_load_explicit(&tm->pool.runs, memory_order_relaxed);
+    json_t *stats = json_pack("{s:f, s:I}", "busy_s", busy / 1e9,
+                              "runs", (json_int_t)runs);
+    tm->link.last_stats = tm->now;
+    if (stats && spits_wire_encode_json(&buf, SPITS_MSG_STATS,
+                                        tm_job_wire(&tm->job), stats) == 0)
+        tm_link_send(tm, buf.data, buf.len);
+    json_decref(stats);
+    spits_buf_free(&buf);
+}
+
+/* Looks at the job dir again: the job may be over, or the JM elsewhere. */
+static void look_for_jm(tm_t *tm)
+{
+    spits_announce_t announce;
+    char err[512];
+
+    tm->link.last_look = tm->now;
+    if (!tm->opts.jobdir)
+        return;
+    /* A JM stopped by a signal told its TMs to stop; one that missed it
+     * stops too (a resumed JM gets new TMs, or the ones that kept going). */
+    if (tm->job.job_id[0] &&
+        spits_jobdir_finished(tm->opts.jobdir, tm->job.job_id, 1)) {
+        spits_info("job %s is over (report.json written)", tm->job.job_id);
+        tm->done = 1;
+        return;
+    }
+    if (spits_announce_read(tm->opts.jobdir, &announce, err, sizeof err) == 0 &&
+        (strcmp(announce.endpoint, tm->link.endpoint) != 0 ||
+         strcmp(announce.server_key, tm->link.keys.server_public) != 0)) {
+        spits_info("job manager now at %s", announce.endpoint);
+        snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
+                 announce.endpoint);
+        if (security_from_announce(tm, &announce) != 0 || tm_link_connect(tm) != 0)
+            tm->done = -1;
+    }
+}
+
+/* Ready: a JM silent too long is lost; else STATS or a heartbeat when
+ * due. Lost or reconnecting: give up after --reconnect-timeout, re-read
+ * jm.json once a second, and say HELLO again. */
+void tm_link_timers(tm_t *tm)
+{
+    if (tm->link.state == TM_READY) {
+        if (tm->now - tm->link.last_heard > tm->link.lost_ms) {
+            spits_warn("the job manager has been silent for %.1f s; looking "
+                       "for it", (tm->now - tm->link.last_heard) / 1000.0);
+            tm->link.state = TM_LOST;
+        } else if (tm->pool_started && tm->now - tm->link.last_stats >= 1000) {
+            tm_link_send_stats(tm);    /* (it serves as a heartbeat too) */
+        } else if (tm->now - tm->link.last_sent >= tm->link.heartbeat_ms) {
+            unsigned char heartbeat[SPITS_HDR_SIZE];
+            spits_wire_encode_empty(heartbeat, SPITS_MSG_HEARTBEAT,
+                                    tm_job_wire(&tm->job));
+            tm_link_send(tm, heartbeat, sizeof heartbeat);
+        }
+        return;
+    }
+    /* Looking (LOST) or reconnecting (CONNECTING) alike: a JM unheard of
+     * for --reconnect-timeout is given up. */
+    if (tm->link.welcomed &&
+        tm->now - tm->link.last_heard > (int64_t)(tm->opts.reconnect * 1000)) {
+        spits_error("lost the job manager at %s: silent for %.0f s",
+                    tm->link.endpoint, tm->opts.reconnect);
+        tm->done = -1;
+        return;
+    }
+    if (tm->now - tm->link.last_look >= 1000) {
+        look_for_jm(tm);
+        if (tm->done)
+            return;
+        if (tm->link.state == TM_LOST) {
+            tm->link.state = TM_CONNECTING;
+            tm->link.last_hello = 0;
+        }
+    }
+    if (tm->link.state == TM_CONNECTING &&
+        tm->now - tm->link.last_hello >= 1000)
+        tm_link_send_hello(tm);
+}
+
+/* Reads DIR/jm.json, waiting up to --wait for it. 0, or -1 (logged). */
+static int wait_for_announce(tm_t *tm, spits_announce_t *announce)
+{
+    char err[1024];
+    int64_t deadline = spits_now_ms() + (int64_t)(tm->opts.wait * 1000);
+
+    for (;;) {
+        int rc = spits_announce_read(tm->opts.jobdir, announce, err, sizeof err);
+        if (rc == 0)
+            return 0;
+        if (rc < 0) {
+            spits_error("%s", err);
+            return -1;
+        }
+        if (spits_now_ms() > deadline) {
+            spits_error("no %s appeared in %s within %.0f s", SPITS_ANNOUNCE_FILE,
+                        tm->opts.jobdir, tm->opts.wait);
+            return -1;
+        }
+        struct timespec ts = {0, 100 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int tm_link_find_jm(tm_t *tm)
+{
+    spits_announce_t announce;
+    char err[1024];
+
+    if (tm->opts.connect) {
+        snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
+                 tm->opts.connect);
+        if (tm->opts.key_file && spits_keys_read(tm->opts.key_file, &tm->link.keys,
+                                                 0, err, sizeof err) != 0) {
+            spits_error("%s", err);
+            return 1;
+        }
+        return 0;
+    }
+    if (wait_for_announce(tm, &announce) != 0)
+        return 1;
+    if (spits_jobdir_finished(tm->opts.jobdir, announce.job_id, 0)) {
+        spits_info("job %s in %s is already over", announce.job_id,
+                   tm->opts.jobdir);
+        return -1;
+    }
+    snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
+             announce.endpoint);
+    snprintf(tm->job.job_id, sizeof tm->job.job_id, "%s", announce.job_id);
+    return security_from_announce(tm, &announce) == 0 ? 0 : 1;
+}
+
+void tm_link_close(tm_t *tm, int say_bye)
+{
+    if (!tm->link.socket)
+        return;
+    if (say_bye) {
+        unsigned char bye[SPITS_HDR_SIZE];
+        if (tm->pool_started && tm->link.state == TM_READY)
+            tm_link_send_stats(tm);
+        spits_wire_encode_empty(bye, SPITS_MSG_BYE, 0);
+        zmq_send(tm->link.socket, bye, sizeof bye, ZMQ_DONTWAIT);
+    }
+    int linger = tm->drain.active ? 2000 : 200;   /* a drain's last results */
+    zmq_setsockopt(tm->link.socket, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(tm->link.socket);
+}
+
+void tm_link_destroy(tm_t *tm)
+{
+    if (tm->link.monitor)
+        zmq_close(tm->link.monitor);
+    zmq_ctx_term(tm->link.context);
+}

@@ -1,0 +1,181 @@
+/*
+ * loop.c - spits-tm's main loop, and how it leaves early.
+ *
+ * One thread, one zmq_poll on three things: the socket to the JM, the
+ * eventfd the workers and the signal handler write (wake.h), and the
+ * socket's monitor. Each turn it reads the JM's messages (protocol.c),
+ * acts on a signal or a near walltime, moves the workers' results out
+ * (results.c), and runs the link's timers (link.c). It ends when the JM
+ * says the job is over, the JM is given up on, or a drain is done.
+ *
+ * A drain is how a TM leaves with nothing lost: SIGTERM or SIGINT (what
+ * Slurm sends at a time limit), or a walltime end (--end-time) too near
+ * for another task, starts it. The TM tells the JM to send nothing more
+ * (DRAIN), hands back its queued tasks, lets running ones finish within
+ * --drain-timeout, and sends their results. A second signal kills it
+ * (SA_RESETHAND).
+ */
+#define _DEFAULT_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "tm_private.h"
+#include "util.h"
+#include "wake.h"
+
+/* The last SIGTERM/SIGINT (0: none): set by the handler, read by the loop.
+ * Lock-free atomic: safe in a handler and across threads. */
+static atomic_int tm_signal;
+static atomic_int tm_wake_fd = -1;
+
+static void on_signal(int sig)
+{
+    atomic_store(&tm_signal, sig);
+    spits_wake_signal(atomic_load(&tm_wake_fd));
+}
+
+void tm_loop_catch_signals(int wake_fd)
+{
+    struct sigaction sa;
+
+    tm_wake_fd = wake_fd;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+static void drain_begin(tm_t *tm, const char *why)
+{
+    unsigned char drain[SPITS_HDR_SIZE];
+    size_t handed = 0, running = 0;
+
+    tm->drain.active = 1;
+    tm->drain.deadline = tm->now + (int64_t)(tm->opts.drain_timeout * 1000);
+    spits_wire_encode_empty(drain, SPITS_MSG_DRAIN, tm_job_wire(&tm->job));
+    if (tm->link.state == TM_READY)
+        tm_link_send(tm, drain, sizeof drain);
+    if (tm->pool_started) {
+        handed = tm_pool_drain(&tm->pool);
+        running = tm_pool_running(&tm->pool);
+    }
+    spits_info("%s: draining: %zu queued task(s) handed back, waiting "
+               "up to %.0f s for %zu running", why, handed,
+               tm->opts.drain_timeout, running);
+}
+
+/* 1 when the drain is over: nothing runs and every result went out. */
+static int drain_done(tm_t *tm)
+{
+    size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
+    /* Read held before collecting: a worker hands back its results and
+     * stops counting as running under one lock, so none can slip by. */
+    if (tm->pool_started)
+        tm_results_collect(tm);
+    tm_results_send(tm);
+    if (held == 0 && tm->results.n == 0) {
+        spits_info("drained: every started task finished and its result was sent");
+        return 1;
+    }
+    if (tm->now >= tm->drain.deadline) {
+        spits_warn("drain timed out after %.0f s: %zu task(s) still running and "
+                   "%zu result batch(es) unsent are left to the job manager",
+                   tm->opts.drain_timeout, held, tm->results.n);
+        tm->done = -1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Walltime: drain once what is left cannot fit another task or two and
+ * the last results. Task time is what the workers last measured. */
+static void walltime_check(tm_t *tm)
+{
+    if (!tm->drain.end_ms || tm->drain.active || !tm->pool_started)
+        return;
+    int64_t task_ms = (int64_t)(atomic_load_explicit(&tm->pool.task_ns,
+                                                     memory_order_relaxed) / 1000000);
+    int64_t left = tm->drain.end_ms - tm->now;
+    if (left > 2 * task_ms + (int64_t)(tm->opts.end_margin * 1000))
+        return;
+    char why[128];
+    snprintf(why, sizeof why, "walltime: %.0f s left, a task takes about %.1f s",
+             left / 1000.0, task_ms / 1000.0);
+    drain_begin(tm, why);
+    /* Leave by the end, whatever --drain-timeout says. */
+    int64_t by = tm->drain.end_ms - 1000;
+    if (by < tm->drain.deadline)
+        tm->drain.deadline = by > tm->now ? by : tm->now;
+}
+
+/* Up to 256 of the JM's messages a turn, so results still go out. */
+static void receive_messages(tm_t *tm)
+{
+    for (int i = 0; i < 256 && !tm->done; i++) {
+        zmq_msg_t msg;
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, tm->link.socket, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&msg);
+            break;
+        }
+        tm_proto_on_message(tm, &msg);
+        zmq_msg_close(&msg);
+    }
+}
+
+int tm_loop_run(tm_t *tm)
+{
+    enum { POLL_SOCKET, POLL_WAKE, POLL_MONITOR, POLL_COUNT };
+    int64_t first_deadline = spits_now_ms() + (int64_t)(tm->opts.wait * 1000);
+
+    tm->now = spits_now_ms();
+    tm->link.last_look = tm->now;
+    tm_link_send_hello(tm);
+    while (!tm->done) {
+        zmq_pollitem_t pollset[POLL_COUNT] = {
+            [POLL_SOCKET] = {tm->link.socket, 0, ZMQ_POLLIN, 0},
+            [POLL_WAKE] = {NULL, tm->wake_fd, ZMQ_POLLIN, 0},
+            [POLL_MONITOR] = {tm->link.monitor, 0, ZMQ_POLLIN, 0},
+        };
+        if (tm->results.n && tm->link.state == TM_READY)
+            pollset[POLL_SOCKET].events |= ZMQ_POLLOUT;
+        if (zmq_poll(pollset, POLL_COUNT, 100) < 0 && errno != EINTR) {
+            spits_error("zmq_poll: %s", zmq_strerror(errno));
+            return 1;
+        }
+        tm->now = spits_now_ms();
+        if (pollset[POLL_WAKE].revents & ZMQ_POLLIN)
+            spits_wake_drain(tm->wake_fd);
+        if (pollset[POLL_MONITOR].revents & ZMQ_POLLIN) {
+            tm_link_on_monitor(tm);
+            if (tm->done)
+                break;
+        }
+        receive_messages(tm);
+        if (tm_signal && !tm->drain.active) {
+            char why[32];
+            snprintf(why, sizeof why, "signal %d", (int)tm_signal);
+            drain_begin(tm, why);
+        }
+        walltime_check(tm);
+        if (tm->pool_started)
+            tm_results_collect(tm);
+        tm_results_send(tm);
+        if (tm->drain.active && !tm->done && drain_done(tm)) {
+            if (!tm->done)
+                tm->done = 1;
+            break;
+        }
+        if (!tm->link.welcomed && tm->now > first_deadline && !tm->drain.active) {
+            spits_error("no job manager answered at %s within %.0f s",
+                        tm->link.endpoint, tm->opts.wait);
+            return 1;
+        }
+        tm_link_timers(tm);
+    }
+    return tm->done < 0 ? 1 : 0;
+}

@@ -1,0 +1,257 @@
+/*
+ * protocol.c - spits-tm's handlers of the JM's messages.
+ *
+ * The loop (loop.c) hands each message the socket receives to
+ * tm_proto_on_message, which checks its header (wire.h), notes that the
+ * JM was heard from, and hands it to the handler of its type:
+ *
+ *   WELCOME    the JM took our HELLO: join its job (job.c), start the
+ *              workers the first time, take its heartbeat period
+ *   PHASE      a new phase begins: later tasks run with its argv
+ *   TASKS      tasks to queue for the workers (or hand back at once)
+ *   CANCEL     another copy of these tasks was committed: unqueue ours
+ *   END        the job is over: leave
+ *   WHO        the JM does not know us (it restarted): say HELLO again
+ *   HEARTBEAT  nothing more than being heard from
+ *
+ * A malformed message, or one only a TM sends, is dropped and counted,
+ * with a warning at most every 10 s. Replies go out through link.c.
+ */
+#define _DEFAULT_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "tm_private.h"
+
+static void bad_message(tm_t *tm, const char *why)
+{
+    tm->proto.bad++;
+    if (tm->proto.bad_logged_at == 0 || tm->now - tm->proto.bad_logged_at >= 10000) {
+        spits_warn("dropped a malformed message from the job manager (%s)", why);
+        tm->proto.bad_logged_at = tm->now;
+    }
+}
+
+/* Starts the workers, the first time the TM joins a job. */
+static int start_workers(tm_t *tm)
+{
+    if (tm->pool_started)
+        return 0;
+    tm->pool.max_result = (uint64_t)tm->link.max_task;
+    if (tm_pool_start(&tm->pool, tm->job.mod) != 0) {
+        spits_error("cannot start %d worker threads", tm->opts.workers);
+        return -1;
+    }
+    tm->pool_started = 1;
+    return 0;
+}
+
+static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
+{
+    const char *why = NULL;
+    json_t *welcome = spits_wire_decode_json(zmq_msg_data(msg),
+                                             zmq_msg_size(msg), &why);
+    /* (jansson's getters take NULL, so a message that is no JSON fails
+     * the check below too) */
+    const char *job = json_string_value(json_object_get(welcome, "job_id"));
+    const char *module = json_string_value(json_object_get(welcome, "module"));
+    json_t *argv = json_object_get(welcome, "argv");
+    json_int_t heartbeat_ms =
+        json_integer_value(json_object_get(welcome, "heartbeat_ms"));
+    const char *module_hash =
+        json_string_value(json_object_get(welcome, "module_hash"));
+    json_int_t max_task =
+        json_integer_value(json_object_get(welcome, "max_task_bytes"));
+
+    if (!job || !module || heartbeat_ms <= 0 ||
+        (hdr->phase && !json_is_array(argv)) || !module_hash || max_task <= 0) {
+        bad_message(tm, why ? why : "WELCOME without job_id/module/module_hash/"
+                                    "heartbeat/max_task_bytes/argv");
+        json_decref(welcome);
+        return;
+    }
+    if (max_task > tm->link.max_task) {
+        /* Our socket would drop its larger messages: raise our limit. */
+        tm->link.max_task = max_task;
+        json_decref(welcome);
+        if (tm_link_connect(tm) != 0)
+            tm->done = -1;
+        return;
+    }
+    if (tm_job_join(tm, job, module, module_hash) != 0) {
+        tm->done = -1;
+        json_decref(welcome);
+        return;
+    }
+    if (hdr->phase && (!tm->job.current || tm->job.current->wire != hdr->phase))
+        tm_job_enter_phase(tm, hdr->phase, argv);
+    tm->link.heartbeat_ms = heartbeat_ms;
+    tm->link.lost_ms = 5 * heartbeat_ms < 3000 ? 3000 : 5 * heartbeat_ms;
+    if (start_workers(tm) != 0) {
+        tm->done = -1;
+        json_decref(welcome);
+        return;
+    }
+    if (!tm->link.welcomed || tm->link.state != TM_READY)
+        spits_info("joined job %s at %s with %d worker(s)", job, tm->link.endpoint,
+                   tm->opts.workers);
+    tm->link.welcomed = 1;
+    tm->link.state = TM_READY;
+    json_decref(welcome);
+}
+
+static void on_phase(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
+{
+    const char *why = NULL;
+    json_t *body = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
+    json_t *argv = json_object_get(body, "argv");
+    if (!json_is_array(argv) || hdr->phase == 0) {
+        bad_message(tm, why ? why : "PHASE without argv");
+    } else {
+        spits_debug("phase %u begins", hdr->phase);
+        tm_job_enter_phase(tm, hdr->phase, argv);
+    }
+    json_decref(body);
+}
+
+/* Tasks the TM cannot take go straight back as RETURNED records: the JM
+ * counts every task it sends as held until a record comes back. */
+static void return_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
+{
+    spits_reader_t reader;
+    spits_rec_t record;
+    spits_batch_t batch = {0};
+
+    spits_batch_begin(&batch, SPITS_MSG_RESULTS, hdr->phase);
+    spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
+    while (spits_reader_next(&reader, &record))
+        if (!spits_batch_add(&batch, record.id, SPITS_ST_RETURNED, 0))
+            abort();
+    spits_batch_finish(&batch);
+    if (tm_link_send(tm, batch.buf.data, batch.buf.len) != 0)
+        spits_debug("could not hand back %llu task(s)",
+                    (unsigned long long)hdr->count);
+    spits_batch_free(&batch);
+}
+
+/* Room for count tasks in the TASKS scratch. */
+static void items_reserve(tm_t *tm, size_t count)
+{
+    if (count <= tm->proto.cap_items)
+        return;
+    tm_item_t *items = realloc(tm->proto.items, count * sizeof *items);
+    if (!items) {
+        spits_error("out of memory receiving tasks");
+        abort();
+    }
+    tm->proto.items = items;
+    tm->proto.cap_items = count;
+}
+
+/* Queues a TASKS message; the message lives until its last task is done. */
+static void on_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
+{
+    spits_reader_t reader;
+    spits_rec_t record;
+    size_t n = 0;
+
+    if (hdr->count == 0)
+        return;
+    if (tm->drain.active) {
+        return_tasks(tm, hdr, msg);   /* sent before the JM saw our DRAIN */
+        return;
+    }
+    if (!tm->job.current || hdr->phase != tm->job.current->wire || !tm->pool_started) {
+        spits_warn("handing back %llu task(s) of phase %u: not in that phase",
+                   (unsigned long long)hdr->count, hdr->phase);
+        return_tasks(tm, hdr, msg);
+        return;
+    }
+    items_reserve(tm, (size_t)hdr->count);
+    tm_rx_t *rx = malloc(sizeof *rx);
+    if (!rx) {
+        spits_error("out of memory receiving tasks");
+        abort();
+    }
+    zmq_msg_init(&rx->msg);
+    zmq_msg_move(&rx->msg, msg);
+    atomic_init(&rx->refs, (size_t)hdr->count);
+    spits_reader_init(&reader, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
+    while (spits_reader_next(&reader, &record)) {
+        tm_item_t *item = &tm->proto.items[n++];
+        item->id = record.id;
+        item->data = record.data;
+        item->len = record.len;
+        item->phase = tm->job.current;
+        item->rx = rx;
+    }
+    tm_pool_push(&tm->pool, tm->proto.items, n);
+}
+
+/* Another copy of these tasks was committed: queued copies go back unrun.
+ * A running copy finishes; the JM discards its result as a duplicate. */
+static void on_cancel(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
+{
+    spits_reader_t reader;
+    spits_rec_t record;
+    size_t n = 0;
+
+    if (!tm->job.current || hdr->phase != tm->job.current->wire ||
+        !tm->pool_started || !hdr->count)
+        return;
+    if (hdr->count > tm->proto.cap_cancel) {
+        uint64_t *ids = realloc(tm->proto.cancel_ids, (size_t)hdr->count * sizeof *ids);
+        if (!ids)
+            return;   /* the copies run; their results are duplicates */
+        tm->proto.cancel_ids = ids;
+        tm->proto.cap_cancel = (size_t)hdr->count;
+    }
+    spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
+    while (spits_reader_next(&reader, &record))
+        tm->proto.cancel_ids[n++] = record.id;
+    size_t dropped = tm_pool_cancel(&tm->pool, tm->job.current,
+                                    tm->proto.cancel_ids, n);
+    spits_debug("cancel: %zu of %zu copies were still queued and go back",
+                dropped, n);
+}
+
+void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)
+{
+    spits_hdr_t hdr;
+    const char *why;
+
+    if (spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &hdr, &why) != 0) {
+        bad_message(tm, why);
+        return;
+    }
+    tm->link.last_heard = tm->now;
+    if (tm->link.state == TM_LOST) {
+        spits_info("the job manager answers again");
+        tm->link.state = TM_READY;
+    }
+    switch (hdr.type) {
+    case SPITS_MSG_WELCOME: on_welcome(tm, &hdr, msg); break;
+    case SPITS_MSG_PHASE: on_phase(tm, &hdr, msg); break;
+    case SPITS_MSG_TASKS: on_tasks(tm, &hdr, msg); break;
+    case SPITS_MSG_CANCEL: on_cancel(tm, &hdr, msg); break;
+    case SPITS_MSG_HEARTBEAT: break;
+    case SPITS_MSG_END:
+        spits_debug("the job manager says the job is over");
+        tm->done = 1;
+        break;
+    case SPITS_MSG_WHO:
+        tm->link.state = TM_CONNECTING;
+        tm_link_send_hello(tm);
+        break;
+    default:
+        bad_message(tm, "a TM-to-JM message sent to a TM");
+    }
+}
+
+void tm_proto_free(tm_proto_t *proto)
+{
+    free(proto->items);
+    free(proto->cancel_ids);
+}

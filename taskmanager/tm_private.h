@@ -1,0 +1,185 @@
+/*
+ * tm_private.h - the state of spits-tm's main thread, and the functions
+ * its files share.
+ *
+ * Every field of tm_t, and of its parts below, is the main thread's:
+ * no worker and no signal handler reads or writes it. The one exception
+ * is tm_t.pool (tm.h), which the main thread shares with the workers
+ * under the pool's own rules (its mutex and atomics).
+ *
+ * The main thread's code is split by concern:
+ *
+ *   tm.c        main: options, set-up, the loop, tear-down
+ *   options.c   the command line, --end-time and the Slurm end time
+ *   loop.c      the poll loop, signals, draining, the walltime
+ *   protocol.c  the handlers of the JM's messages
+ *   job.c       the job this TM runs: its module and its phases
+ *   results.c   results from the workers, kept until sent to the JM
+ *   link.c      the socket to the JM: finding it, connecting, security,
+ *               sending, heartbeats, looking for a JM that went silent
+ *
+ * Who calls whom (never upwards, never into tm.c):
+ *
+ *   tm.c        options.c, loop.c, and the others' set-up and free
+ *   loop.c      protocol.c, results.c, link.c
+ *   protocol.c  job.c, link.c
+ *   results.c   link.c
+ *   job.c       only the pool (tm.h)
+ *   link.c      only the pool (tm.h)
+ */
+#ifndef SPITS_TM_PRIVATE_H
+#define SPITS_TM_PRIVATE_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "keys.h"
+#include "tm.h"
+
+/* The command line (options.c). Main thread; set before the loop,
+ * read-only after. */
+typedef struct {
+    const char *jobdir, *connect, *module_override, *key_file;
+    int insecure;
+    double wait, reconnect, task_timeout, drain_timeout, end_margin;
+    const char *end_arg;         /* --end-time as given (NULL: ask Slurm) */
+    double end_wall;             /* walltime end, wall clock (0: none) */
+    int workers, prefetch, isolate;
+    int verbosity;               /* -v and -q */
+} tm_opts_t;
+
+/* Where the connection to the JM is. */
+enum { TM_CONNECTING, TM_READY, TM_LOST };
+
+/* The connection to the JM (link.c). Main thread. */
+typedef struct {
+    void *context, *socket;      /* ZeroMQ: the DEALER socket to the JM */
+    void *monitor;               /* the socket's monitor: failed handshakes
+                                    and dropped connections */
+    unsigned monitor_gen;        /* makes each monitor's endpoint unique */
+    spits_keys_t keys;           /* CURVE: the job's server key, client pair */
+    long long max_task;          /* the JM's largest task or result */
+    char endpoint[512];
+    char routing_id[32];         /* how the JM knows us after a reconnect */
+    char host[256];
+    int state;                   /* TM_CONNECTING, TM_READY or TM_LOST */
+    int welcomed;                /* a JM has ever said WELCOME */
+    /* When (tm->now) the JM was last heard from; we last sent anything,
+     * HELLO, STATS; we last read jm.json. */
+    int64_t last_heard, last_sent, last_hello, last_stats, last_look;
+    int64_t heartbeat_ms;        /* send something at least this often */
+    int64_t lost_ms;             /* a JM silent this long is looked for */
+} tm_link_t;
+
+/* The job this TM runs (job.c). Main thread; a phase's own fields are
+ * read by workers too, but never change after it is made. */
+typedef struct {
+    char job_id[64];
+    unsigned joined;             /* jobs joined: bumped when the JM runs
+                                    another job (tm_phase_t.job) */
+    char module_path[PATH_MAX];
+    spits_module_t *mod;
+    tm_phase_t *phases;          /* every phase seen, newest first */
+    tm_phase_t *current;
+} tm_job_t;
+
+/* Result segments taken from the pool, not sent yet (results.c). Main
+ * thread. */
+typedef struct {
+    tm_seg_t *segs;
+    size_t n, cap;
+} tm_results_t;
+
+/* The message handlers' scratch and counts (protocol.c). Main thread. */
+typedef struct {
+    tm_item_t *items;            /* scratch for one TASKS message */
+    size_t cap_items;
+    uint64_t *cancel_ids;        /* scratch for one CANCEL message */
+    size_t cap_cancel;
+    uint64_t bad;                /* malformed messages dropped */
+    int64_t bad_logged_at;
+} tm_proto_t;
+
+/* Leaving early: on a signal or before the walltime (loop.c). Main
+ * thread (the handler only sets loop.c's tm_signal). */
+typedef struct {
+    int active;                  /* a drain began: take no more tasks */
+    int64_t deadline;            /* the drain ends by then, done or not */
+    int64_t end_ms;              /* walltime end, monotonic ms (0: none) */
+} tm_drain_t;
+
+/* The main thread's state: one, in main's frame. */
+typedef struct {
+    tm_opts_t opts;
+    tm_link_t link;
+    tm_job_t job;
+    tm_results_t results;
+    tm_proto_t proto;
+    tm_drain_t drain;
+    int64_t now;                 /* the loop's clock, ms, read once a turn */
+    int done;                    /* 1: leave, exit 0; -1: leave, exit 1 */
+    tm_pool_t pool;              /* shared with the workers (tm.h) */
+    int pool_started;            /* workers run (from the first WELCOME) */
+    int wake_fd;                 /* the eventfd workers and signals write */
+} tm_t;
+
+/* options.c */
+/* Parses the command line into opts. Returns -1 to go on, or the exit
+ * status: 0 after --help or --version, 2 after a usage error (printed). */
+int tm_opts_parse(tm_opts_t *opts, int argc, char **argv);
+/* The defaults that depend on other options, and the Slurm job's end. */
+void tm_opts_complete(tm_opts_t *opts);
+
+/* link.c */
+/* Our name (host, routing id) and the link's first timings. */
+void tm_link_init(tm_t *tm);
+/* Waits for DIR/jm.json; returns 0, -1 when the job is already over, or
+ * an exit status. */
+int tm_link_find_jm(tm_t *tm);
+/* (Re)makes the socket and connects it to link.endpoint. */
+int tm_link_connect(tm_t *tm);
+int tm_link_send(tm_t *tm, const void *buf, size_t len);
+void tm_link_send_hello(tm_t *tm);
+void tm_link_send_stats(tm_t *tm);
+/* Acts on the monitor's events: a dropped connection or a bad handshake. */
+void tm_link_on_monitor(tm_t *tm);
+/* Heartbeats, a silent JM, looking for it again, HELLO retries. */
+void tm_link_timers(tm_t *tm);
+/* Says BYE (with the last STATS) if say_bye, and closes the socket. */
+void tm_link_close(tm_t *tm, int say_bye);
+/* Closes the monitor and ends the ZeroMQ context. */
+void tm_link_destroy(tm_t *tm);
+
+/* job.c */
+/* Joins job_id (WELCOME): loads the module the JM names if its hash is
+ * want_hash, the first time; a new job drops the old one's tasks. Returns
+ * 0, or -1 (logged) when this TM cannot run it. */
+int tm_job_join(tm_t *tm, const char *job_id, const char *module,
+                const char *want_hash);
+/* Makes phase wire (argv a JSON array) the current one. */
+void tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv);
+void tm_job_free(tm_job_t *job);
+/* The current phase's id on the wire (0: none yet). */
+static inline uint32_t tm_job_wire(const tm_job_t *job)
+{
+    return job->current ? job->current->wire : 0;
+}
+
+/* protocol.c */
+void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg);
+void tm_proto_free(tm_proto_t *proto);
+
+/* results.c */
+/* Takes the workers' finished results into tm->results. */
+void tm_results_collect(tm_t *tm);
+/* Sends what the link takes now; the rest waits. */
+void tm_results_send(tm_t *tm);
+void tm_results_free(tm_results_t *results);
+
+/* loop.c */
+/* SIGTERM and SIGINT start a drain (woken through wake_fd). */
+void tm_loop_catch_signals(int wake_fd);
+/* Runs until the job is over or a drain ends; returns the exit status. */
+int tm_loop_run(tm_t *tm);
+
+#endif
