@@ -105,7 +105,7 @@ void disp_bad_message(jm_disp_t *d, const char *why)
     }
 }
 
-static void on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
+void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
 {
     const unsigned char *rid = zmq_msg_data(ridmsg);
     size_t ridlen = zmq_msg_size(ridmsg);
@@ -195,7 +195,7 @@ static void disp_recv(jm_disp_t *d)
             spits_zmq_drop_frames(d->router);
             disp_bad_message(d, "multipart message");
         } else {
-            on_message(d, &rid, rx);
+            disp_on_message(d, &rid, rx);
             rx = NULL;
         }
         jm_rx_release(rx, 1);
@@ -314,7 +314,7 @@ static void disp_stop_phase(jm_disp_t *d)
     pthread_cond_broadcast(&cq->ready);
 }
 
-static void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
+void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
 {
     d->phase = p;
     if (d->stopping)
@@ -338,7 +338,7 @@ static void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     }
 }
 
-static void disp_phase_end(jm_disp_t *d)
+void disp_phase_end(jm_disp_t *d)
 {
     jm_progress_end(&d->progress);
     if (d->phase) {

@@ -96,6 +96,12 @@ void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type);
 void disp_bad_message(jm_disp_t *d, const char *why);
 /* Stops the job if the scheduler lost a task to a failed allocation */
 void disp_check_sched(jm_disp_t *d);
+/* One message from a peer (rx: its body, whose reference this takes) */
+void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx);
+/* A phase starts or ends on the dispatcher thread (the main thread asks
+ * through jm_disp_phase_begin/_end; tests/fuzz/fuzz_jm.c calls these) */
+void disp_phase_begin(jm_disp_t *d, jm_phase_t *p);
+void disp_phase_end(jm_disp_t *d);
 
 /* serve.c */
 void disp_serve(jm_disp_t *d);
