@@ -196,6 +196,148 @@ spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
     return read_abi(p, n, &eh, abi, why, whylen);
 }
 
+/* --- the dynamic section ------------------------------------------------ */
+
+typedef ElfW(Dyn) dyn_t;
+
+/* The file offset of the len bytes at virtual address a, from the PT_LOAD
+ * segment that holds them in the file; -1 if none does. */
+static int64_t vaddr_to_offset(const unsigned char *p, size_t n,
+                               const ehdr_t *eh, uint64_t a, uint64_t len)
+{
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        phdr_t ph;
+        memcpy(&ph, p + eh->e_phoff + (size_t)i * sizeof ph, sizeof ph);
+        if (ph.p_type != PT_LOAD || a < ph.p_vaddr ||
+            a - ph.p_vaddr > ph.p_filesz || len > ph.p_filesz - (a - ph.p_vaddr))
+            continue;
+        uint64_t off = ph.p_offset + (a - ph.p_vaddr);
+        return in_file(off, len, n) ? (int64_t)off : -1;
+    }
+    return -1;
+}
+
+/* The PT_DYNAMIC segment's entries: their offset and count up to and
+ * without DT_NULL. 0 when there is none (nothing to load), 1 found, or a
+ * fault. */
+static int find_dynamic(const unsigned char *p, size_t n, const ehdr_t *eh,
+                        uint64_t *off, uint64_t *count)
+{
+    for (unsigned i = 0; i < eh->e_phnum; i++) {
+        phdr_t ph;
+        memcpy(&ph, p + eh->e_phoff + (size_t)i * sizeof ph, sizeof ph);
+        if (ph.p_type != PT_DYNAMIC)
+            continue;
+        if (!in_file(ph.p_offset, ph.p_filesz, n))
+            return -1;
+        for (uint64_t k = 0; k < ph.p_filesz / sizeof(dyn_t); k++) {
+            dyn_t d;
+            memcpy(&d, p + ph.p_offset + k * sizeof d, sizeof d);
+            if (d.d_tag == DT_NULL) {
+                *off = ph.p_offset;
+                *count = k;
+                return 1;
+            }
+        }
+        return -1;                /* cut before its DT_NULL end */
+    }
+    return 0;
+}
+
+static dyn_t dyn_entry(const unsigned char *p, uint64_t off, uint64_t k)
+{
+    dyn_t d;
+    memcpy(&d, p + off + k * sizeof d, sizeof d);
+    return d;
+}
+
+/* A copy of the string at offset s of the string table, or NULL with why
+ * set when it does not end inside the table (or out of memory). */
+static char *dyn_string(const char *tab, uint64_t tabsz, uint64_t s,
+                        const char *what, char *why, size_t whylen)
+{
+    char *c;
+    if (s >= tabsz || !memchr(tab + s, '\0', tabsz - s)) {
+        fault(SPITS_ELF_DAMAGED, why, whylen, "a %s name lies outside the "
+              "dynamic string table", what);
+        return NULL;
+    }
+    if (!(c = strdup(tab + s)))
+        fault(SPITS_ELF_DAMAGED, why, whylen, "out of memory");
+    return c;
+}
+
+/* Copies the names out of the string table found at tab (tabsz bytes). */
+static spits_elf_fault_t copy_deps(const unsigned char *p, uint64_t off,
+                                   uint64_t count, const char *tab,
+                                   uint64_t tabsz, spits_elf_deps_t *deps,
+                                   char *why, size_t whylen)
+{
+    size_t k = 0;
+    if (!(deps->needed = calloc((size_t)count + 1, sizeof *deps->needed)))
+        return fault(SPITS_ELF_DAMAGED, why, whylen, "out of memory");
+    for (uint64_t i = 0; i < count; i++) {
+        dyn_t d = dyn_entry(p, off, i);
+        char **to = d.d_tag == DT_NEEDED ? &deps->needed[k++] :
+                    d.d_tag == DT_RUNPATH ? &deps->runpath :
+                    d.d_tag == DT_RPATH && !deps->runpath ? &deps->runpath : NULL;
+        if (!to)
+            continue;
+        free(*to);
+        if (to == &deps->runpath)
+            deps->is_rpath = d.d_tag == DT_RPATH;
+        if (!(*to = dyn_string(tab, tabsz, d.d_un.d_val, d.d_tag == DT_NEEDED ?
+                               "DT_NEEDED" : "run path", why, whylen)))
+            return SPITS_ELF_DAMAGED;
+    }
+    return SPITS_ELF_OK;
+}
+
+spits_elf_fault_t spits_elf_deps(const unsigned char *p, size_t n,
+                                 spits_elf_deps_t *deps, char *why,
+                                 size_t whylen)
+{
+    ehdr_t eh;
+    uint64_t off = 0, count = 0, tabaddr = 0, tabsz = 0, names = 0;
+    int have_tab = 0;
+
+    memset(deps, 0, sizeof *deps);
+    memcpy(&eh, p, sizeof eh);
+    int found = find_dynamic(p, n, &eh, &off, &count);
+    if (found < 0)
+        return fault(SPITS_ELF_DAMAGED, why, whylen, "the dynamic section "
+                     "is cut short or lies past the file's %zu bytes", n);
+    for (uint64_t i = 0; i < count; i++) {
+        dyn_t d = dyn_entry(p, off, i);
+        names += d.d_tag == DT_NEEDED || d.d_tag == DT_RUNPATH ||
+                 d.d_tag == DT_RPATH;
+        have_tab |= d.d_tag == DT_STRTAB;
+        if (d.d_tag == DT_STRTAB)
+            tabaddr = d.d_un.d_ptr;
+        else if (d.d_tag == DT_STRSZ)
+            tabsz = d.d_un.d_val;
+    }
+    int64_t tab = names ? vaddr_to_offset(p, n, &eh, tabaddr, tabsz) : 0;
+    if (names && (!have_tab || tab < 0))
+        return fault(SPITS_ELF_DAMAGED, why, whylen, "the dynamic string "
+                     "table lies outside the file's loaded bytes");
+    spits_elf_fault_t f = copy_deps(p, off, count, (const char *)p + tab,
+                                    tabsz, deps, why, whylen);
+    if (f != SPITS_ELF_OK)
+        spits_elf_deps_free(deps);
+    return f;
+}
+
+void spits_elf_deps_free(spits_elf_deps_t *deps)
+{
+    if (deps->needed)
+        for (char **s = deps->needed; *s; s++)
+            free(*s);
+    free(deps->needed);
+    free(deps->runpath);
+    memset(deps, 0, sizeof *deps);
+}
+
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
 
 #ifdef SPITS_SELFTEST
@@ -290,6 +432,91 @@ static int find_hdr(const unsigned char *p, int sec, unsigned t)
     return -1;
 }
 
+/* Where the first dynamic entry of tag t lies in p, or NULL. */
+static unsigned char *dyn_find(unsigned char *p, size_t n, int64_t t)
+{
+    ehdr_t eh;
+    uint64_t off, count;
+    memcpy(&eh, p, sizeof eh);
+    if (find_dynamic(p, n, &eh, &off, &count) != 1)
+        return NULL;
+    for (uint64_t k = 0; k < count; k++)
+        if (dyn_entry(p, off, k).d_tag == t)
+            return p + off + k * sizeof(dyn_t);
+    return NULL;
+}
+
+/* spits_elf_deps of a copy of orig whose first dynamic entry of tag t got
+ * the value v; for t == DT_NULL, whose PT_DYNAMIC got the size v. */
+static spits_elf_fault_t deps_edited(const unsigned char *orig, size_t n,
+                                     int64_t t, uint64_t v, char *why)
+{
+    unsigned char *p = malloc(n), *at;
+    spits_elf_deps_t deps;
+    spits_elf_fault_t f = SPITS_ELF_OK;
+
+    if (!p)
+        return f;
+    memcpy(p, orig, n);
+    int ph = find_hdr(p, 0, PT_DYNAMIC);
+    if (t == DT_NULL && ph >= 0) {
+        phdr_t d;
+        at = p + ((ehdr_t *)(void *)p)->e_phoff + (size_t)ph * sizeof d;
+        memcpy(&d, at, sizeof d);
+        d.p_filesz = v;
+        memcpy(at, &d, sizeof d);
+    } else if ((at = dyn_find(p, n, t))) {
+        dyn_t d;
+        memcpy(&d, at, sizeof d);
+        d.d_un.d_val = v;
+        memcpy(at, &d, sizeof d);
+    }
+    f = spits_elf_deps(p, n, &deps, why, 200);
+    spits_elf_deps_free(&deps);
+    free(p);
+    return f;
+}
+
+/* The value of the first dynamic entry of tag t in p, or 0. */
+static uint64_t dyn_value(unsigned char *p, size_t n, int64_t t)
+{
+    unsigned char *at = dyn_find(p, n, t);
+    dyn_t d = {0};
+    if (at)
+        memcpy(&d, at, sizeof d);
+    return d.d_un.d_val;
+}
+
+/* libc's DT_NEEDED (the dynamic loader), and the same dynamic section cut,
+ * or pointing outside its string table or the file. */
+static int deps_selftest(unsigned char *so, size_t n)
+{
+    spits_elf_deps_t deps;
+    char why[200];
+    int rc = -1;
+
+    CHECK(spits_elf_deps(so, n, &deps, why, sizeof why) == SPITS_ELF_OK);
+    CHECK(deps.needed && deps.needed[0] && strncmp(deps.needed[0], "ld", 2) == 0);
+    CHECK(!deps.runpath);
+    uint64_t need = dyn_value(so, n, DT_NEEDED);
+    CHECK(need > 0);
+    CHECK(deps_edited(so, n, DT_NULL, 2 * sizeof(dyn_t), why) == SPITS_ELF_DAMAGED);
+    CHECK(strstr(why, "dynamic section is cut short"));
+    CHECK(deps_edited(so, n, DT_NULL, UINT32_MAX, why) == SPITS_ELF_DAMAGED);
+    CHECK(deps_edited(so, n, DT_NEEDED, UINT32_MAX, why) == SPITS_ELF_DAMAGED);
+    CHECK(strstr(why, "DT_NEEDED name lies outside the dynamic string table"));
+    /* The name starts inside the table but its end is cut off. */
+    CHECK(deps_edited(so, n, DT_STRSZ, need + 2, why) == SPITS_ELF_DAMAGED);
+    CHECK(strstr(why, "outside the dynamic string table"));
+    CHECK(deps_edited(so, n, DT_STRTAB, (uint64_t)-16, why) == SPITS_ELF_DAMAGED);
+    CHECK(strstr(why, "string table lies outside the file's loaded bytes"));
+    CHECK(deps_edited(so, n, DT_STRSZ, UINT32_MAX, why) == SPITS_ELF_DAMAGED);
+    rc = 0;
+out:
+    spits_elf_deps_free(&deps);
+    return rc;
+}
+
 int spits_elf_selftest(void)
 {
     size_t n;
@@ -341,6 +568,7 @@ int spits_elf_selftest(void)
     CHECK(strstr(why, "outside the string table"));
     /* Without a section table the ABI is left to dlopen. */
     CHECK(check_edited(so, n, -1, -1, ed_noshdr, why) == SPITS_ELF_OK);
+    CHECK(deps_selftest(so, n) == 0);
     rc = 0;
 out:
     free(so);

@@ -6,8 +6,9 @@
  * file makes it fault (SIGBUS) instead of failing, and a module whose
  * symbols do not resolve fails with "undefined symbol" before anyone can
  * tell that it is a legacy module or not a SPITS module at all. These
- * checks read the ELF header, program headers and dynamic symbol table
- * directly, every offset bounds-checked against the file's size.
+ * checks read the ELF header, program headers, dynamic symbol table and
+ * dynamic section directly, every offset bounds-checked against the
+ * file's size.
  */
 #ifndef SPITS_ELFCHECK_H
 #define SPITS_ELFCHECK_H
@@ -35,6 +36,23 @@ typedef enum {
  * fault writes the detail (a short phrase) into why. */
 spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
                                   spits_abi_t *abi, char *why, size_t whylen);
+
+/* What the dynamic section (PT_DYNAMIC, as the loader reads it) says the
+ * loader will look for: the DT_NEEDED names in order, and the run path. */
+typedef struct {
+    char **needed;      /* NULL-terminated (empty when there are none) */
+    char *runpath;      /* DT_RUNPATH, else DT_RPATH; NULL if neither */
+    int is_rpath;       /* runpath is a DT_RPATH (searched before
+                         * LD_LIBRARY_PATH, not after it) */
+} spits_elf_deps_t;
+
+/* Reads deps from n bytes that spits_elf_check accepted; every entry and
+ * string is bounds-checked. On a fault writes the detail into why and
+ * leaves deps empty. Free with spits_elf_deps_free. */
+spits_elf_fault_t spits_elf_deps(const unsigned char *p, size_t n,
+                                 spits_elf_deps_t *deps, char *why,
+                                 size_t whylen);
+void spits_elf_deps_free(spits_elf_deps_t *deps);
 
 /* Feeds cut and corrupted copies of a real shared object to the check. */
 #ifdef SPITS_SELFTEST

@@ -23,8 +23,10 @@
 struct spits_image {
     int fd;             /* the sealed memfd */
     char *name;         /* the user's path, for messages */
+    char *origin;       /* its directory, absolute; or NULL */
     char hash[65];
     spits_abi_t abi;
+    spits_elf_deps_t deps;
 };
 
 #define IMAGE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
@@ -87,6 +89,8 @@ static int image_check(spits_image_t *img, size_t n, char *err, size_t errlen)
         p = m;
     }
     spits_elf_fault_t f = spits_elf_check(p, n, &img->abi, why, sizeof why);
+    if (f == SPITS_ELF_OK)
+        f = spits_elf_deps(p, n, &img->deps, why, sizeof why);
     if (n > 0)
         munmap((void *)p, n);
     if (f == SPITS_ELF_NOT_SO)
@@ -101,13 +105,15 @@ static int image_check(spits_image_t *img, size_t n, char *err, size_t errlen)
     return f == SPITS_ELF_OK ? 0 : -1;
 }
 
-spits_image_t *spits_image_read_fd(int fd, const char *name, char *err,
+spits_image_t *spits_image_read_fd(int fd, const char *name,
+                                   const char *origin, char *err,
                                    size_t errlen)
 {
     struct stat st;
     spits_image_t *img = calloc(1, sizeof *img);
 
-    if (!img || !(img->name = strdup(name))) {
+    if (!img || !(img->name = strdup(name)) ||
+        (origin && !(img->origin = strdup(origin)))) {
         free(img);
         snprintf(err, errlen, "cannot load module %s: out of memory", name);
         return NULL;
@@ -133,6 +139,21 @@ fail:
     return NULL;
 }
 
+/* The directory of path's real path: what the loader took $ORIGIN to be
+ * when spits-jm and spits-tm dlopened the module's real path itself.
+ * NULL if it cannot be resolved. */
+static char *origin_of(const char *path)
+{
+    char *real = realpath(path, NULL), *slash;
+
+    if (!real || !(slash = strrchr(real, '/'))) {
+        free(real);
+        return NULL;
+    }
+    slash[slash == real] = '\0';       /* "/m.so" is in "/" */
+    return real;
+}
+
 spits_image_t *spits_image_read(const char *path, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -140,7 +161,9 @@ spits_image_t *spits_image_read(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "cannot load module %s: %s", path, strerror(errno));
         return NULL;
     }
-    spits_image_t *img = spits_image_read_fd(fd, path, err, errlen);
+    char *origin = origin_of(path);
+    spits_image_t *img = spits_image_read_fd(fd, path, origin, err, errlen);
+    free(origin);
     close(fd);
     return img;
 }
@@ -153,6 +176,8 @@ void spits_image_free(spits_image_t **imgp)
     if (img->fd >= 0)
         close(img->fd);
     free(img->name);
+    free(img->origin);
+    spits_elf_deps_free(&img->deps);
     free(img);
     *imgp = NULL;
 }
@@ -160,4 +185,9 @@ void spits_image_free(spits_image_t **imgp)
 const char *spits_image_name(const spits_image_t *img) { return img->name; }
 const char *spits_image_hash(const spits_image_t *img) { return img->hash; }
 spits_abi_t spits_image_abi(const spits_image_t *img) { return img->abi; }
+const spits_elf_deps_t *spits_image_deps(const spits_image_t *img)
+{
+    return &img->deps;
+}
+const char *spits_image_origin(const spits_image_t *img) { return img->origin; }
 int spits_image_fd(const spits_image_t *img) { return img->fd; }

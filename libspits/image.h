@@ -18,12 +18,15 @@
 typedef struct spits_image spits_image_t;
 
 /* Reads path into a private copy, hashes and checks it. On failure
- * returns NULL and writes a one-line message naming path into err. */
+ * returns NULL and writes a one-line message naming path into err. Its
+ * origin is the directory of path's real path (realpath). */
 spits_image_t *spits_image_read(const char *path, char *err, size_t errlen);
 /* The same from an open descriptor (read from offset 0 with pread, so a
  * descriptor shared with other processes works); name is what messages
- * call it. The descriptor stays the caller's. */
-spits_image_t *spits_image_read_fd(int fd, const char *name, char *err,
+ * call it, origin (or NULL: none) the directory $ORIGIN stands for. The
+ * descriptor stays the caller's. */
+spits_image_t *spits_image_read_fd(int fd, const char *name,
+                                   const char *origin, char *err,
                                    size_t errlen);
 void spits_image_free(spits_image_t **img);
 
@@ -31,6 +34,11 @@ const char *spits_image_name(const spits_image_t *img);
 /* BLAKE2b-256 of the bytes, 64 hex digits. */
 const char *spits_image_hash(const spits_image_t *img);
 spits_abi_t spits_image_abi(const spits_image_t *img);
+/* Its DT_NEEDED names and run path (elfcheck.h). */
+const spits_elf_deps_t *spits_image_deps(const spits_image_t *img);
+/* What $ORIGIN in its run path means: the directory of the real path of
+ * the file it was read from; NULL if unknown. */
+const char *spits_image_origin(const spits_image_t *img);
 /* The sealed copy (close-on-exec): what dlopen and --isolate's children
  * load. Valid until spits_image_free. */
 int spits_image_fd(const spits_image_t *img);

@@ -13,6 +13,7 @@
 
 #include "metrics.h"
 #include "module.h"
+#include "origin.h"
 
 typedef int (*main_fn)(int, const char **, spitsrun_t);
 typedef void *(*jm_new_fn)(int, const char **, const void *, spitssize_t);
@@ -32,6 +33,7 @@ typedef void (*met_del_fn)(void *);
 struct spits_module {
     void *dl;
     spits_image_t *img;    /* the private copy that dl was loaded from */
+    spits_origin_t *helpers;   /* what its $ORIGIN run path found */
     int v20;
     main_fn main;
     void *jm_new;          /* jm_new_fn or jm_new20_fn */
@@ -99,20 +101,26 @@ static int abi_check(const spits_image_t *img, char *err, size_t errlen)
     return -1;
 }
 
-/* dlopens the image's private copy, never the user's file. */
-static void *image_dlopen(const spits_image_t *img, char *err, size_t errlen)
+/* dlopens the image's private copy, never the user's file, after the
+ * helpers its $ORIGIN run path finds (origin.c): from /proc/self/fd the
+ * loader itself would look for them in the wrong place. */
+static void *image_dlopen(const spits_image_t *img, spits_origin_t **helpers,
+                          char *err, size_t errlen)
 {
-    char fdpath[64], msg[768];
+    char fdpath[64], msg[768], why[768];
     const char *path = spits_image_name(img);
 
-    if (abi_check(img, err, errlen) != 0)
+    if (abi_check(img, err, errlen) != 0 ||
+        !(*helpers = spits_origin_load(img, err, errlen)))
         return NULL;
     snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", spits_image_fd(img));
     dlerror();
     void *dl = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
         dl_message(fdpath, path, msg, sizeof msg);
-        snprintf(err, errlen, "cannot load module %s: %s", path, msg);
+        snprintf(err, errlen, "cannot load module %s: %s", path,
+                 spits_origin_explain(*helpers, msg, why, sizeof why) ? why : msg);
+        spits_origin_close(helpers);
     }
     return dl;
 }
@@ -132,7 +140,8 @@ spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
         "spits_committer_commit_pit", "spits_committer_commit_job"};
     spits_image_t *img = *imgp;
     const char *path = spits_image_name(img);
-    void *dl = image_dlopen(img, err, errlen);
+    spits_origin_t *helpers = NULL;
+    void *dl = image_dlopen(img, &helpers, err, errlen);
 
     *imgp = NULL;
     if (!dl) {
@@ -173,6 +182,7 @@ spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
     }
     m->dl = dl;
     m->img = img;
+    m->helpers = helpers;
     m->v20 = mn != NULL;
     m->met_new = (met_new_fn)mn;
     m->met_del = (met_del_fn)md;
@@ -193,6 +203,7 @@ spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
     return m;
 fail:
     dlclose(dl);
+    spits_origin_close(&helpers);
     spits_image_free(&img);
     return NULL;
 }
@@ -204,7 +215,9 @@ void spits_module_close(spits_module_t **mp)
         return;
     /* Modules may have registered thread-local destructors or atexit
      * handlers; unloading them before exit is a classic crash, so the
-     * shared object stays mapped. */
+     * shared object stays mapped. Its helpers stay with it (they are its
+     * dependencies): their dlclose only drops the reference taken here. */
+    spits_origin_close(&m->helpers);
     spits_image_free(&m->img);
     free(m);
     *mp = NULL;
@@ -213,6 +226,10 @@ void spits_module_close(spits_module_t **mp)
 const char *spits_module_path(const spits_module_t *m)
 {
     return spits_image_name(m->img);
+}
+const char *spits_module_origin(const spits_module_t *m)
+{
+    return spits_image_origin(m->img);
 }
 const char *spits_module_hash(const spits_module_t *m)
 {

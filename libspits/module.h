@@ -36,6 +36,8 @@ void spits_module_close(spits_module_t **m);
 /* The path it was read from, its BLAKE2b hash, and the descriptor of the
  * private copy it was loaded from (close-on-exec). */
 const char *spits_module_path(const spits_module_t *m);
+/* What $ORIGIN in its run path stands for (image.h), or NULL. */
+const char *spits_module_origin(const spits_module_t *m);
 const char *spits_module_hash(const spits_module_t *m);
 int spits_module_fd(const spits_module_t *m);
 int spits_module_is_v20(const spits_module_t *m);

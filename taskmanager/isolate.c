@@ -7,7 +7,8 @@
  * as CRASHED or TIMEOUT and starts a fresh child for its next task.
  *
  * The child is the TM binary itself (/proc/self/exe), exec'd in a hidden
- * mode (spits-tm --worker-child MODULE) with one end of a socketpair as
+ * mode (spits-tm --worker-child MODULE ORIGIN: the module's path for
+ * messages and the directory its $ORIGIN run path means) with one end of a socketpair as
  * fd 3 and the TM's private copy of the module as fd 4; exec, not a bare fork, because the TM is multithreaded and a forked
  * copy of it may only call async-signal-safe functions. It dies with the
  * worker thread that started it (PR_SET_PDEATHSIG).
@@ -94,6 +95,7 @@ void tm_child_destroy(tm_child_t **cp)
 static int child_start(tm_child_t *c, const spits_module_t *mod)
 {
     const char *module_path = spits_module_path(mod);
+    const char *origin = spits_module_origin(mod);
     int modfd = spits_module_fd(mod), sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return -1;
@@ -133,7 +135,7 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
         if (getppid() != parent)
             _exit(127);
         execl("/proc/self/exe", "spits-tm", "--worker-child", module_path,
-              (char *)NULL);
+              origin ? origin : "", (char *)NULL);
         _exit(127);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -326,12 +328,13 @@ int tm_child_main(int argc, char **argv)
      * TM set both to SIG_IGN before exec already; this is for clarity. */
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
-    if (argc != 3) {
+    if (argc != 4) {
         spits_error("--worker-child is spits-tm's own: not for use by hand");
         return 2;
     }
-    spits_image_t *img = spits_image_read_fd(CHILD_MODULE_FD, argv[2], err,
-                                             sizeof err);
+    spits_image_t *img = spits_image_read_fd(CHILD_MODULE_FD, argv[2],
+                                             argv[3][0] ? argv[3] : NULL,
+                                             err, sizeof err);
     close(CHILD_MODULE_FD);
     mod = img ? spits_module_load(&img, err, sizeof err) : NULL;
     if (!mod) {

@@ -27,6 +27,20 @@ expect 1 "file: not a shared object (the file is empty)" "$JM" $J "$T/file"
 # (a helper library the runtime lacks) does not hide what the module is.
 expect 1 "legacyext.so: legacy byte-array" "$JM" $J "$TMODS/legacyext.so"
 expect 1 "notspitsext.so: not a SPITS module" "$JM" $J "$TMODS/notspitsext.so"
+# A module whose helper, found through its run path $ORIGIN, is missing,
+# no ELF file, or lacks the DT_SONAME the module needs (which is how the
+# loader matches the module's DT_NEEDED to the helper loaded first).
+for d in nohelper badhelper nosoname; do
+    mkdir -p "$T/$d" && cp "$TMODS/originmod.so" "$T/$d/" || fail "cannot copy originmod.so"
+done
+cp "$T/text.so" "$T/badhelper/libspitsorigin_helper.so"
+cp "$TMODS/libspitsorigin_other.so" "$T/nosoname/libspitsorigin_helper.so"
+expect 1 "module $T/nohelper/originmod.so: libspitsorigin_helper.so: cannot open shared object file" \
+    "$JM" $J "$T/nohelper/originmod.so"
+expect 1 "module $T/badhelper/originmod.so: its helper $T/badhelper/libspitsorigin_helper.so (found through its .ORIGIN run path): file too short$" \
+    "$JM" $J "$T/badhelper/originmod.so"
+expect 1 "module $T/nosoname/originmod.so: its helper $T/nosoname/libspitsorigin_helper.so, found through its .ORIGIN run path, has no DT_SONAME libspitsorigin_helper.so; relink the helper with -Wl,-soname,libspitsorigin_helper.so" \
+    "$JM" $J "$T/nosoname/originmod.so"
 # A module cut short (a copy that died half-way) made the loader fault.
 for cut in 1000 5000 12000; do
     head -c $cut "$MODS/pi.so" >"$T/cut.so"

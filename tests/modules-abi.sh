@@ -1,6 +1,7 @@
 #!/bin/bash
 # Two-phase spits_main (workers see each phase's argv), the SPITS 2.0
-# metrics variant (host and big-endian), and a C++ module.
+# metrics variant (host and big-endian), a C++ module, and a module that
+# finds its helper library through its run path $ORIGIN.
 . "$(dirname "$0")/lib.sh"
 
 n=50
@@ -22,4 +23,27 @@ done
 
 out=$(timeout 120 "$RUN" -q -n 2 "$TMODS/cxxmod.so" 40) || fail "cxxmod exited $?"
 [ "$out" = "cxxmod: sum=$(( 40 * 41 * 81 / 6 ))" ] || fail "cxxmod printed '$out'"
+
+# originmod.so needs libspitsorigin_helper.so, next to it, through its run
+# path $ORIGIN alone; the JM (spits_main, committer) and the TM's workers
+# (threads, or --isolate worker processes) all call the helper. Named
+# through a symbolic link elsewhere, $ORIGIN is still the directory of its
+# real path, where the helper is.
+on=30
+want="originmod: sum=$(( 3 * on * (on + 1) / 2 + on )) via originhelper"
+mkdir -p "$T/link" && ln -s "$TMODS/originmod.so" "$T/link/originmod.so"
+# origin_job NAME MODULE TM-ARGS...
+origin_job() {
+    local name=$1 mod=$2; shift 2
+    start_jm $name "$mod" $on
+    local jm=$JM_PID
+    start_tm $name $name.tm "$@"
+    local tm=$TM_PID
+    wait $jm || fail "$name: the JM exited $?"
+    [ "$(cat "$T/$name.out")" = "$want" ] || fail "$name printed '$(cat "$T/$name.out")'"
+    wait $tm || fail "$name: the TM exited $?"
+}
+origin_job origin-threads "$TMODS/originmod.so" -n 2
+origin_job origin-isolate "$TMODS/originmod.so" -n 2 --isolate
+origin_job origin-link "$T/link/originmod.so" -n 1 --isolate
 echo ok

@@ -12,6 +12,7 @@
 #include "journal.h"
 #include "keys.h"
 #include "metrics.h"
+#include "origin.h"
 #include "ring.h"
 #include "scheduler.h"
 #include "wake.h"
@@ -33,6 +34,7 @@ int main(void)
         {"metrics", spits_metrics_selftest},
         {"wake", spits_wake_selftest},
         {"elf", spits_elf_selftest},
+        {"origin", spits_origin_selftest},
     };
     int failed = 0;
 

@@ -96,3 +96,16 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
 }
 
 void spits_committer_finalize(void *c) { free(c); }
+
+/* For a spits_main: one phase with the command line's argv, its sum into
+ * *sum. 0, or -1 if the phase failed. */
+static inline int sum_run(int argc, const char *argv[], spitsrun_t run,
+                          int64_t *sum)
+{
+    const void *final;
+    spitssize_t finalsz;
+    if (run(argc, argv, NULL, 0, &final, &finalsz) != 0 || finalsz != sizeof *sum)
+        return -1;
+    memcpy(sum, final, sizeof *sum);
+    return 0;
+}

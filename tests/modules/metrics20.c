@@ -141,12 +141,9 @@ static void check(const void *p)
 
 int spits_main(int argc, const char *argv[], spitsrun_t run)
 {
-    const void *final;
-    spitssize_t finalsz;
     int64_t sum;
-    if (run(argc, argv, NULL, 0, &final, &finalsz) != 0 || finalsz != sizeof sum)
+    if (sum_run(argc, argv, run, &sum) != 0)
         return 1;
-    memcpy(&sum, final, sizeof sum);
     printf("metrics20: sum=%lld\n", (long long)sum);
     return 0;
 }
