@@ -113,6 +113,46 @@ out=$(PATH=$T/nopath "$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/n
 out=$("$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/job.gif" 2>&1); rc=$?
 [ $rc = 2 ] && case $out in *"give -o FILE.svg or -o FILE.png, not"*) true ;; *) false ;; esac \
     || fail "gif: $rc $out"
+# Huge values (JSON holds no inf or NaN, but 1e308 / 1e-300 makes one)
+# still give a valid SVG: every coordinate finite and inside the picture.
+# A negative time or count, which no job writes, is refused in one line
+# naming the field, and no file is written.
+"$PY" - "$T/job/report.json" "$T/huge.json" "$T/neg.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d['seconds'] = 1e-300
+d['timeline']['points'] = [[0, 0], [1e308, 1e308], [1e-300, 1e308], [5e307, 1]]
+d['timeline']['tm_events'] = [dict(d['timeline']['tm_events'][0], t=1e308)]
+d['tms'][0].update(busy_s=1e308, workers=9007199254740993, done=10**18)
+json.dump(d, open(sys.argv[2], 'w'))
+d['timeline']['points'][2] = [-1e308, 5]
+json.dump(d, open(sys.argv[3], 'w'))
+PY
+"$top_builddir/tools/spits-plot" --report "$T/huge.json" -o "$T/huge.svg" || fail "huge values: spits-plot exited $?"
+grep -Eq 'inf|nan' "$T/huge.svg" && fail "huge values: inf or nan in the SVG: $(grep -Eo '.{20}(inf|nan).{20}' "$T/huge.svg" | head -3)"
+if command -v xmllint >/dev/null; then
+    xmllint --noout "$T/huge.svg" || fail "huge values: xmllint rejects the SVG"
+fi
+[ "$("$PY" - "$T/huge.svg" <<'PY'
+import math, re, sys, xml.etree.ElementTree as ET
+svg = ET.parse(sys.argv[1]).getroot()
+w, h = float(svg.get('width')), float(svg.get('height'))
+nums = []
+for e in svg.iter():
+    for k in ('x', 'y', 'x1', 'y1', 'x2', 'y2', 'width', 'height'):
+        v = e.get(k)
+        if v is not None and not v.endswith('%'):
+            nums.append((float(v), w if k[0] in 'xw' else h))
+    for p in (e.get('points') or '').split():
+        x, y = p.split(',')
+        nums += [(float(x), w), (float(y), h)]
+print(len(nums) > 20, all(math.isfinite(v) and 0 <= v <= lim for v, lim in nums))
+PY
+)" = "True True" ] || fail "huge values: a coordinate outside the picture"
+out=$("$top_builddir/tools/spits-plot" --report "$T/neg.json" -o "$T/neg.svg" 2>&1); rc=$?
+[ $rc = 1 ] && [ ! -e "$T/neg.svg" ] && [ "$out" = \
+    "spits-plot: error: $T/neg.json: timeline.points[2] is at -1e+308 s with 5 task(s): not a time and count of the job (a damaged report?)" ] \
+    || fail "a negative time: $rc $out"
 # No job; a JM that does not answer.
 out=$("$ST" --jobdir "$T/nothing" 2>&1); rc=$?
 [ $rc = 1 ] && [ "$out" = "spits-status: error: no job in $T/nothing (no jm.json)" ] || fail "no job: $rc $out"
