@@ -13,6 +13,10 @@
  * sees any of them: one fdatasync per batch, and a result that reached
  * commit_pit is always in the journal, so a resumed job commits it again
  * into its fresh committer and never loses it.
+ *
+ * A commit_pit that fails is counted (the report and the exit status say
+ * so); its warnings are rate-limited so a committer failing on every
+ * result cannot flood the log: see commit_failed.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -23,6 +27,7 @@
 #include "log.h"
 #include "phase.h"
 #include "recovery.h"
+#include "util.h"
 
 void jm_commitq_init(jm_commitq_t *q)
 {
@@ -122,6 +127,41 @@ static void record_failure(jm_phase_t *p, uint64_t id, uint32_t status)
     st->failed[st->nfailed++].status = status;
 }
 
+/* The first COMMIT_NAMED failures of a phase are named one by one, later
+ * ones only counted: a line with the count so far at most every
+ * COMMIT_EVERY_MS, and the phase's total at its end (commit_errors_end).
+ * Main thread only; phases run one after another, and each one's named
+ * failures set the clock before any is only counted. */
+#define COMMIT_NAMED 10
+#define COMMIT_EVERY_MS 5000
+static int64_t commit_warned_ms;   /* when the last such line was written */
+
+static void commit_failed(jm_phase_t *p, int rc, uint64_t id, const char *how)
+{
+    uint64_t n = ++p->st.commit_errors;
+    int64_t now = spits_now_ms();
+    if (n <= COMMIT_NAMED) {
+        spits_warn("commit_pit returned %d for task %llu of phase %u%s", rc,
+                   (unsigned long long)id, p->st.id, how);
+    } else if (now - commit_warned_ms >= COMMIT_EVERY_MS) {
+        spits_warn("commit_pit has failed for %llu result(s) of phase %u so "
+                   "far (only the first %d are named)", (unsigned long long)n,
+                   p->st.id, COMMIT_NAMED);
+    } else {
+        return;
+    }
+    commit_warned_ms = now;
+}
+
+static void commit_errors_end(const jm_phase_t *p)
+{
+    uint64_t n = p->st.commit_errors;
+    if (n > COMMIT_NAMED)
+        spits_warn("commit_pit failed for %llu result(s) of phase %u in all "
+                   "(only the first %d are named)", (unsigned long long)n,
+                   p->st.id, COMMIT_NAMED);
+}
+
 /* Journals a batch's results and syncs; -1 (job stopped) on failure. */
 static int journal_batch(jm_t *jm, jm_phase_t *p, const jm_commit_t *b, size_t n)
 {
@@ -147,11 +187,8 @@ int jm_committer_replay(jm_t *jm, jm_phase_t *p, const spits_jr_phase_t *rp)
         int rc = spits_module_co_commit(jm->mod, &p->coi, r->data,
                                         (spitssize_t)r->len);
         p->st.committed++;
-        if (rc != 0) {
-            p->st.commit_errors++;
-            spits_warn("commit_pit returned %d for task %llu of phase %u "
-                       "(replayed)", rc, (unsigned long long)r->id, p->st.id);
-        }
+        if (rc != 0)
+            commit_failed(p, rc, r->id, " (replayed)");
     }
     p->st.replayed = rp->nresults;
     return 0;
@@ -198,11 +235,8 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
                 int rc = spits_module_co_commit(jm->mod, &p->coi, c->data,
                                                 (spitssize_t)c->len);
                 p->st.committed++;
-                if (rc != 0) {
-                    p->st.commit_errors++;
-                    spits_warn("commit_pit returned %d for task %llu of phase %u",
-                               rc, (unsigned long long)c->id, p->st.id);
-                }
+                if (rc != 0)
+                    commit_failed(p, rc, c->id, "");
             } else {
                 record_failure(p, c->id, c->status);
             }
@@ -221,4 +255,5 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
         pthread_cond_signal(&p->genq.room);
     }
     free(batch);
+    commit_errors_end(p);
 }

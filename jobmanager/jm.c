@@ -55,6 +55,8 @@ static void usage(FILE *f)
 "      --progress-interval SEC  when stderr is not a terminal, a progress\n"
 "                          line every SEC seconds (60; 0: none). On a\n"
 "                          terminal the line redraws itself; -q: none\n"
+"      --commit-errors fail|ignore  whether results whose commit_pit returned\n"
+"                          non-zero make the exit status 4 (fail)\n"
 "      --export-key FILE   copy the running job's TM key file (DIR/tm.key) to\n"
 "                          FILE, for spits-tm --connect ... --key-file FILE\n"
 "  -v, --verbose           more logging (repeat for more)\n"
@@ -63,13 +65,15 @@ static void usage(FILE *f)
 "  -V, --version           print the version\n"
 "\n"
 "Exit status: the module's (spits_main's or commit_job's value), 1 on a\n"
-"runtime error, 2 on a usage error, 3 when tasks failed every attempt.\n",
+"runtime error, 2 on a usage error, 3 when tasks failed every attempt, 4\n"
+"when commit_pit failed for some results (unless --commit-errors=ignore)\n"
+"and the job otherwise succeeded.\n",
             JM_MAX_COPIES);
 }
 
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
        OPT_WINDOW, OPT_WINDOW_BYTES, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
-       OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS };
+       OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS, OPT_COMMIT_ERRORS };
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
@@ -89,6 +93,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"max-task-bytes", required_argument, NULL, OPT_MAX_TASK},
         {"export-key", required_argument, NULL, OPT_EXPORT_KEY},
         {"progress-interval", required_argument, NULL, OPT_PROGRESS},
+        {"commit-errors", required_argument, NULL, OPT_COMMIT_ERRORS},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -154,6 +159,11 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
             if (spits_parse_seconds(optarg, 1e6, &jm->opt.progress))
                 return spits_bad_option("--progress-interval wants seconds, not '%s'", optarg);
             break;
+        case OPT_COMMIT_ERRORS:
+            jm->opt.commit_errors_ignore = strcmp(optarg, "ignore") == 0;
+            if (!jm->opt.commit_errors_ignore && strcmp(optarg, "fail") != 0)
+                return spits_bad_option("--commit-errors wants fail or ignore, not '%s'", optarg);
+            break;
         case 'v': (*verbosity)++; break;
         case 'q': *verbosity = SPITS_LOG_ERROR; break;
         case 'h': usage(stdout); return 0;
@@ -187,7 +197,8 @@ static int exit_status(const jm_t *jm, int rc)
         return JM_EXIT_FAILED_TASKS;
     }
     if (rc == 0)
-        return JM_EXIT_OK;
+        return jm_commit_errors(jm) && !jm->opt.commit_errors_ignore
+                   ? JM_EXIT_COMMIT_ERRORS : JM_EXIT_OK;
     return rc > 0 && rc < 256 ? rc : JM_EXIT_ERROR;
 }
 

@@ -54,6 +54,7 @@
 #define JM_EXIT_ERROR 1
 #define JM_EXIT_USAGE 2
 #define JM_EXIT_FAILED_TASKS 3
+#define JM_EXIT_COMMIT_ERRORS 4   /* commit_pit failed for some results */
 
 typedef struct {
     const char *jobdir;
@@ -71,6 +72,8 @@ typedef struct {
     double progress;        /* --progress-interval: seconds between lines
                                when stderr is not a terminal (0: none) */
     int resume;             /* --resume: continue the job in DIR/journal */
+    int commit_errors_ignore; /* --commit-errors=ignore: they do not make
+                               the exit status non-zero */
 } jm_opts_t;
 
 /* A task as the JM holds it. Made by the generator (one allocation with the

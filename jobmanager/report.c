@@ -15,6 +15,14 @@
 #include "stop.h"
 #include "util.h"
 
+uint64_t jm_commit_errors(const jm_t *jm)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < jm->nphases; i++)
+        n += jm->phases[i].commit_errors;
+    return n;
+}
+
 static const char *status_word(int exit_code, const jm_t *jm)
 {
     if (jm->interrupted)
@@ -23,6 +31,9 @@ static const char *status_word(int exit_code, const jm_t *jm)
         return "error";
     if (jm->failed_tasks)
         return "failed";
+    if (exit_code == JM_EXIT_COMMIT_ERRORS && jm_commit_errors(jm) &&
+        !jm->opt.commit_errors_ignore)
+        return "commit-errors";
     return exit_code == 0 ? "ok" : "module-error";
 }
 
@@ -160,10 +171,12 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     json_decref(doc);
 
     double secs = finished - jm->started;
-    spits_info("job %s %s: %u phase(s), %llu task(s) committed, %llu failed, "
-               "%llu re-sent, %llu duplicate(s), %llu TM(s), %.2f s (%.0f tasks/s)",
+    spits_info("job %s %s: %u phase(s), %llu task(s) committed, %llu commit "
+               "error(s), %llu failed, %llu re-sent, %llu duplicate(s), %llu TM(s), "
+               "%.2f s (%.0f tasks/s)",
                jm->job_id, status_word(exit_code, jm), jm->nphases,
-               (unsigned long long)committed, (unsigned long long)nfailed,
+               (unsigned long long)committed, (unsigned long long)commit_errors,
+               (unsigned long long)nfailed,
                (unsigned long long)ds->resent, (unsigned long long)ds->duplicates,
                (unsigned long long)ds->tms_joined, secs,
                secs > 0 ? committed / secs : 0.0);

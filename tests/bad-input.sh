@@ -112,6 +112,57 @@ overwrite_job() {
 }
 overwrite_job cp-threads -n 2
 overwrite_job cp-isolate -n 1 --isolate --task-timeout 2
+# A committer whose commit_pit fails for every 10th result: the first 10
+# failures are named, later ones only counted; the summary line and
+# report.json count them all; exit 4 (status "commit-errors") unless
+# --commit-errors=ignore.
+# commit_errors NAME N RC STATUS ARGS...: faulty N commitfail=10 through
+# spits-run (ARGS are spits-run's options); checks the exit status, the
+# named lines, the summary line and report.json.
+commit_errors() {
+    local name=$1 n=$2 want=$3 status=$4 e=$(($2 / 10)); shift 4
+    timeout 120 "$RUN" -n 2 -d "$T/$name" "$@" "$TMODS/faulty.so" $n commitfail=10 \
+        >"$T/$name.out" 2>"$T/$name.err"
+    local rc=$?
+    [ $rc = "$want" ] || fail "$name exited $rc, not $want: $(tail -3 "$T/$name.err")"
+    [ "$(cat "$T/$name.out")" = "faulty: $((n - e)) tasks, sum $((n * (n + 1) / 2 - 5 * e * (e + 1)))" ] \
+        || fail "$name printed '$(cat "$T/$name.out")'"
+    [ "$(grep -c "warning: commit_pit returned 1 for task [0-9]* of phase 1\$" "$T/$name.err")" = 10 ] \
+        || fail "$name: not 10 named commit_pit lines: $(grep -c commit_pit "$T/$name.err")"
+    grep -Eq "^spits-jm: job [0-9a-f]{32} $status: 1 phase\(s\), $n task\(s\) committed, $e commit error\(s\), 0 failed, " \
+        "$T/$name.err" || fail "$name summary: $(grep ' phase(s), ' "$T/$name.err")"
+    [ "$(json "$T/$name/report.json" "(d['status'], d['exit_code'], d['counters']['commit_errors'], d['phases'][0]['commit_errors'])")" = \
+        "('$status', $want, $e, $e)" ] || fail "$name report: $(json "$T/$name/report.json" "d['status'], d['counters']")"
+}
+commit_errors cf100 100 4 commit-errors
+[ "$(grep -o 'for task [0-9]* ' "$T/cf100.err" | sort -k3n | tr -d '\n')" = \
+    "$(for i in $(seq 9 10 99); do printf 'for task %d ' $i; done)" ] \
+    || fail "the named tasks are not 9, 19, ..., 99: $(grep commit_pit "$T/cf100.err")"
+grep -q "in all\|so far" "$T/cf100.err" && fail "a count line with nothing unnamed: $(cat "$T/cf100.err")"
+commit_errors cf100i 100 0 ok --commit-errors=ignore
+# 100 failures: 10 named, the rest in count lines, the last of them the total.
+commit_errors cf1000 1000 4 commit-errors
+[ "$(grep 'commit_pit failed' "$T/cf1000.err" | tail -1)" = \
+    "spits-jm: warning: commit_pit failed for 100 result(s) of phase 1 in all (only the first 10 are named)" ] \
+    || fail "no final count: $(grep commit_pit "$T/cf1000.err" | tail -3)"
+# Failures spread over 10 s (one worker, 100 ms a task, every commit_pit
+# failing): 10 named, then a count line at most every 5 s (at least one, as
+# the last 90 fail over 9 s), then the total.
+timeout 120 "$RUN" -n 1 -d "$T/cfslow" "$TMODS/faulty.so" 100 commitfail=1 sleep=100000 \
+    >"$T/cfslow.out" 2>"$T/cfslow.err"
+rc=$?
+[ $rc = 4 ] || fail "cfslow exited $rc: $(tail -3 "$T/cfslow.err")"
+[ "$(grep -c "warning: commit_pit returned 1 for task" "$T/cfslow.err")" = 10 ] \
+    || fail "cfslow: not 10 named lines: $(grep commit_pit "$T/cfslow.err")"
+so_far=$(sed -n 's/^spits-jm: warning: commit_pit has failed for \([0-9]*\) result(s) of phase 1 so far (only the first 10 are named)$/\1/p' \
+    "$T/cfslow.err" | tr '\n' ' ')
+[ "$(grep -c "commit_pit has failed" "$T/cfslow.err")" = "$(echo $so_far | wc -w)" ] &&
+    "$PY" -c "import sys; c = [int(x) for x in sys.argv[1:]]; sys.exit(not (c and 10 < c[0] and c == sorted(set(c)) and c[-1] <= 100))" $so_far \
+    || fail "cfslow count lines: $(grep 'commit_pit has failed' "$T/cfslow.err")"
+[ "$(grep 'commit_pit' "$T/cfslow.err" | tail -1)" = \
+    "spits-jm: warning: commit_pit failed for 100 result(s) of phase 1 in all (only the first 10 are named)" ] \
+    || fail "cfslow: no final count: $(grep commit_pit "$T/cfslow.err" | tail -3)"
+expect 2 "--commit-errors wants fail or ignore, not 'maybe'" "$JM" $J --commit-errors=maybe "$MODS/pi.so"
 # A module that refuses its arguments: the JM reports it, exits non-zero.
 timeout 60 "$RUN" -q "$MODS/pi.so" notanumber >/dev/null 2>"$T/err"
 [ $? = 1 ] || fail "pi with a bad argument did not exit 1"

@@ -40,6 +40,28 @@ grep -q "progress: phase 1 \[[#.]*\] [0-9]*/$n " "$T/job.jm.log" || fail "no pro
 [ "$(json "$T/over.json" "(d['status'], d['counters']['committed'])")" = "('ok', $n)" ] \
     || fail "finished json: $(cat "$T/over.json")"
 "$ST" --jobdir "$T/job" | grep -q "is over: ok (exit 0)" || fail "finished table"
+# A damaged jm.json does not hide the report: one warning naming the file
+# and the problem, then the report, exit 0.
+id=$(json "$T/job/report.json" "d['job_id']")
+cp -a "$T/job" "$T/dmg" && printf '{"version": 1, "job_id": "%s' "$id" >"$T/dmg/jm.json"
+for mode in table json; do
+    "$ST" --jobdir "$T/dmg" $([ $mode = json ] && echo --json) >"$T/dmg.$mode" 2>"$T/dmg.err" \
+        || fail "damaged jm.json ($mode): exit $?: $(cat "$T/dmg.err")"
+    [ "$(wc -l <"$T/dmg.err")" = 1 ] && grep -Eq "^spits-status: warning: $T/dmg/jm.json: .+ \(line 1\); showing $T/dmg/report.json instead \(job $id is over\)\$" \
+        "$T/dmg.err" || fail "damaged jm.json ($mode) said: $(cat "$T/dmg.err")"
+done
+[ "$(head -1 "$T/dmg.table" | sed 's/ after .*//')" = "job $id is over: ok (exit 0)" ] &&
+    sed -n 2p "$T/dmg.table" | grep -q "^  $n committed, 0 commit error(s), 0 failed, 0 re-sent, 0 duplicates, 1 task manager(s); details in $T/dmg/report.json\$" \
+    || fail "damaged jm.json table: $(cat "$T/dmg.table")"
+[ "$(json "$T/dmg.json" "(d['job_id'], d['status'], d['counters']['committed'])")" = "('$id', 'ok', $n)" ] \
+    || fail "damaged jm.json json: $(head -5 "$T/dmg.json")"
+# A truncated report.json of a job whose JM has exited: one error line
+# naming both, at once (no --timeout wait), exit 1.
+cp -a "$T/job" "$T/trunc" && head -c 100 "$T/job/report.json" >"$T/trunc/report.json"
+out=$("$ST" --jobdir "$T/trunc" 2>&1); rc=$?
+[ $rc = 1 ] && [ "$(echo "$out" | wc -l)" = 1 ] && case $out in
+    "spits-status: error: job $id: its job manager (spits-jm pid $(json "$T/job/jm.json" "d['pid']") on $(json "$T/job/jm.json" "d['host']")) has exited, and $T/trunc/report.json is damaged: "*" (line "*")") true ;;
+    *) false ;; esac || fail "truncated report.json: $rc $out"
 # The TM's busy time (STATS) and the performance model: every run sleeps
 # 2 ms, so busy time is at least 2 ms a run, and the model's terms agree.
 r=$T/job/report.json
@@ -91,6 +113,46 @@ out=$(PATH=$T/nopath "$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/n
 out=$("$top_builddir/tools/spits-plot" --jobdir "$T/job" -o "$T/job.gif" 2>&1); rc=$?
 [ $rc = 2 ] && case $out in *"give -o FILE.svg or -o FILE.png, not"*) true ;; *) false ;; esac \
     || fail "gif: $rc $out"
+# Huge values (JSON holds no inf or NaN, but 1e308 / 1e-300 makes one)
+# still give a valid SVG: every coordinate finite and inside the picture.
+# A negative time or count, which no job writes, is refused in one line
+# naming the field, and no file is written.
+"$PY" - "$T/job/report.json" "$T/huge.json" "$T/neg.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d['seconds'] = 1e-300
+d['timeline']['points'] = [[0, 0], [1e308, 1e308], [1e-300, 1e308], [5e307, 1]]
+d['timeline']['tm_events'] = [dict(d['timeline']['tm_events'][0], t=1e308)]
+d['tms'][0].update(busy_s=1e308, workers=9007199254740993, done=10**18)
+json.dump(d, open(sys.argv[2], 'w'))
+d['timeline']['points'][2] = [-1e308, 5]
+json.dump(d, open(sys.argv[3], 'w'))
+PY
+"$top_builddir/tools/spits-plot" --report "$T/huge.json" -o "$T/huge.svg" || fail "huge values: spits-plot exited $?"
+grep -Eq 'inf|nan' "$T/huge.svg" && fail "huge values: inf or nan in the SVG: $(grep -Eo '.{20}(inf|nan).{20}' "$T/huge.svg" | head -3)"
+if command -v xmllint >/dev/null; then
+    xmllint --noout "$T/huge.svg" || fail "huge values: xmllint rejects the SVG"
+fi
+[ "$("$PY" - "$T/huge.svg" <<'PY'
+import math, re, sys, xml.etree.ElementTree as ET
+svg = ET.parse(sys.argv[1]).getroot()
+w, h = float(svg.get('width')), float(svg.get('height'))
+nums = []
+for e in svg.iter():
+    for k in ('x', 'y', 'x1', 'y1', 'x2', 'y2', 'width', 'height'):
+        v = e.get(k)
+        if v is not None and not v.endswith('%'):
+            nums.append((float(v), w if k[0] in 'xw' else h))
+    for p in (e.get('points') or '').split():
+        x, y = p.split(',')
+        nums += [(float(x), w), (float(y), h)]
+print(len(nums) > 20, all(math.isfinite(v) and 0 <= v <= lim for v, lim in nums))
+PY
+)" = "True True" ] || fail "huge values: a coordinate outside the picture"
+out=$("$top_builddir/tools/spits-plot" --report "$T/neg.json" -o "$T/neg.svg" 2>&1); rc=$?
+[ $rc = 1 ] && [ ! -e "$T/neg.svg" ] && [ "$out" = \
+    "spits-plot: error: $T/neg.json: timeline.points[2] is at -1e+308 s with 5 task(s): not a time and count of the job (a damaged report?)" ] \
+    || fail "a negative time: $rc $out"
 # No job; a JM that does not answer.
 out=$("$ST" --jobdir "$T/nothing" 2>&1); rc=$?
 [ $rc = 1 ] && [ "$out" = "spits-status: error: no job in $T/nothing (no jm.json)" ] || fail "no job: $rc $out"
@@ -98,9 +160,15 @@ start_jm dead "$MODS/bench.so" -n 100
 wait_for "[ -s $T/dead/jm.json ]" 30 "jm.json"
 kill -STOP "$(json "$T/dead/jm.json" "d['pid']")"
 out=$("$ST" --jobdir "$T/dead" --timeout 1 2>&1); rc=$?
+# ... and with a report.json that is not a report: both in one line.
+echo '{"version": 1}' >"$T/dead/report.json"
+out2=$("$ST" --jobdir "$T/dead" --timeout 1 2>&1); rc2=$?
+rm "$T/dead/report.json"
 kill -CONT "$(json "$T/dead/jm.json" "d['pid']")"
 [ $rc = 1 ] && case $out in *"did not answer within 1 s"*) true ;; *) false ;; esac \
     || fail "a stopped JM: $rc $out"
+[ $rc2 = 1 ] && [ "$out2" = "spits-status: error: the job manager at $(json "$T/dead/jm.json" "d['endpoint']") did not answer within 1 s, and $T/dead/report.json is damaged: it has no job_id or status" ] \
+    || fail "a stopped JM and a damaged report.json: $rc2 $out2"
 out=$("$ST" --watch=0 2>&1); rc=$?
 [ $rc = 2 ] && case $out in *"--watch wants seconds (at least 0.1), not '0'"*) true ;; *) false ;; esac \
     || fail "--watch=0: $rc $out"

@@ -35,7 +35,7 @@ typedef struct {
     char tmpdir[PATH_MAX];
     int keep;
     long workers, tms;
-    const char *max_copies, *max_attempts, *bind;
+    const char *max_copies, *max_attempts, *bind, *commit_errors;
     const char *prefetch, *task_timeout;   /* passed to spits-tm */
     int isolate;
     int verbosity;          /* -1 quiet, 0 default, >0 verbose */
@@ -59,6 +59,7 @@ static void usage(FILE *f)
 "      --bind ENDPOINT    the job manager's endpoint (tcp://127.0.0.1:0)\n"
 "      --max-copies N     passed to spits-jm\n"
 "      --max-attempts N   passed to spits-jm\n"
+"      --commit-errors fail|ignore  passed to spits-jm\n"
 "      --prefetch N       passed to spits-tm (raise it for tiny tasks)\n"
 "      --isolate          passed to spits-tm: workers in their own processes\n"
 "      --task-timeout SEC passed to spits-tm (with --isolate)\n"
@@ -159,6 +160,7 @@ int main(int argc, char **argv)
         {"bind", required_argument, NULL, 'b'},
         {"max-copies", required_argument, NULL, 'C'},
         {"max-attempts", required_argument, NULL, 'A'},
+        {"commit-errors", required_argument, NULL, 'E'},
         {"prefetch", required_argument, NULL, 'P'},
         {"isolate", no_argument, NULL, 'I'},
         {"task-timeout", required_argument, NULL, 'T'},
@@ -192,6 +194,7 @@ int main(int argc, char **argv)
         case 'b': r.bind = optarg; break;
         case 'C': r.max_copies = optarg; break;
         case 'A': r.max_attempts = optarg; break;
+        case 'E': r.commit_errors = optarg; break;
         case 'P': r.prefetch = optarg; break;
         case 'I': r.isolate = 1; break;
         case 'T': r.task_timeout = optarg; break;
@@ -247,6 +250,7 @@ int main(int argc, char **argv)
     jargv[ja++] = (char *)r.bind;
     if (r.max_copies) { jargv[ja++] = "--max-copies"; jargv[ja++] = (char *)r.max_copies; }
     if (r.max_attempts) { jargv[ja++] = "--max-attempts"; jargv[ja++] = (char *)r.max_attempts; }
+    if (r.commit_errors) { jargv[ja++] = "--commit-errors"; jargv[ja++] = (char *)r.commit_errors; }
     if (r.verbosity < 0) jargv[ja++] = "-q";
     for (int v = 0; v < r.verbosity && v < 3; v++) jargv[ja++] = "-v";
     jargv[ja++] = "--";

@@ -8,9 +8,14 @@
  * prints the answer: a table, or with --json the JM's document as it is.
  * A job that is over is described from DIR/report.json instead. --watch
  * asks again every SEC seconds (2) until the job is over.
+ *
+ * A damaged file does not hide what the other one says: with jm.json
+ * damaged, a report.json is still shown (with one warning); with
+ * report.json damaged and no answer from the JM, one error says both.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <limits.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -102,32 +107,101 @@ static void print_table(json_t *doc)
         printf("  (no task manager connected)\n");
 }
 
-/* A job that is over: its report. 0, or -1 if there is none. */
-static int show_report(const char *dir, int as_json)
+/* DIR/report.json (path gets its name), or NULL: err empty when there
+ * is none, else saying what is wrong with it. */
+static json_t *report_load(const char *dir, char *path, char *err, size_t errlen)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, SPITS_REPORT_FILE);
-    json_t *doc = json_load_file(path, 0, NULL);
-    if (!doc)
-        return -1;
+    json_error_t jerr;
+    snprintf(path, PATH_MAX, "%s/%s", dir, SPITS_REPORT_FILE);
+    err[0] = '\0';
+    if (access(path, F_OK) != 0 && errno == ENOENT)
+        return NULL;
+    json_t *doc = json_load_file(path, 0, &jerr);
+    if (!doc) {
+        snprintf(err, errlen, "%s is damaged: %s (line %d)", path, jerr.text, jerr.line);
+        return NULL;
+    }
+    if (!json_is_string(json_object_get(doc, "job_id")) ||
+        !json_is_string(json_object_get(doc, "status"))) {
+        snprintf(err, errlen, "%s is damaged: it has no job_id or status", path);
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+/* A job that is over: its report (doc, read from path). */
+static void print_report(json_t *doc, const char *path, int as_json)
+{
     if (as_json) {
         json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
         printf("\n");
-    } else {
-        json_t *c = json_object_get(doc, "counters");
-        printf("job %s is over: %s (exit %lld) after ",
-               json_string_value(json_object_get(doc, "job_id")),
-               json_string_value(json_object_get(doc, "status")),
-               (long long)num(doc, "exit_code"));
-        print_duration(json_number_value(json_object_get(doc, "seconds")));
-        printf("\n  %lld committed, %lld failed, %lld re-sent, %lld duplicates, "
-               "%lld task manager(s); details in %s\n",
-               (long long)num(c, "committed"), (long long)num(c, "failed"),
-               (long long)num(c, "resent"), (long long)num(c, "duplicates"),
-               (long long)num(c, "tms"), path);
+        return;
     }
+    json_t *c = json_object_get(doc, "counters");
+    printf("job %s is over: %s (exit %lld) after ",
+           json_string_value(json_object_get(doc, "job_id")),
+           json_string_value(json_object_get(doc, "status")),
+           (long long)num(doc, "exit_code"));
+    print_duration(json_number_value(json_object_get(doc, "seconds")));
+    printf("\n  %lld committed, %lld commit error(s), %lld failed, %lld re-sent, "
+           "%lld duplicates, %lld task manager(s); details in %s\n",
+           (long long)num(c, "committed"), (long long)num(c, "commit_errors"),
+           (long long)num(c, "failed"), (long long)num(c, "resent"),
+           (long long)num(c, "duplicates"), (long long)num(c, "tms"), path);
+}
+
+/* A job that is over: its report. When why (jm.json's problem) is given,
+ * the report is shown after one warning saying so. 0, or -1 after saying
+ * what is wrong. */
+static int show_report(const char *dir, int as_json, const char *why)
+{
+    char path[PATH_MAX], err[PATH_MAX + 256];
+    json_t *doc = report_load(dir, path, err, sizeof err);
+    if (!doc) {
+        if (why && err[0])
+            spits_error("%s, and %s", why, err);
+        else if (why || err[0])
+            spits_error("%s", why ? why : err);
+        else
+            spits_error("%s: %s", path, strerror(ENOENT));
+        return -1;
+    }
+    if (why)
+        spits_warn("%s; showing %s instead (job %s is over)", why, path,
+                   json_string_value(json_object_get(doc, "job_id")));
+    print_report(doc, path, as_json);
     json_decref(doc);
     return 0;
+}
+
+/* 1 if the JM that wrote jm.json ran on this host and has exited. */
+static int jm_exited(const spits_announce_t *a)
+{
+    char host[256];
+    spits_hostname(host, sizeof host);
+    return strcmp(host, a->host) == 0 && a->pid > 0 &&
+           kill((pid_t)a->pid, 0) != 0 && errno == ESRCH;
+}
+
+/* The job is not over by its report.json, so the JM is asked; but when
+ * report.json is damaged, its end may be lost in it: one line says so
+ * and 1 is returned, at once if the JM has exited (why NULL), else after
+ * it did not answer (why). */
+static int report_damaged(const char *dir, const spits_announce_t *a, const char *why)
+{
+    char path[PATH_MAX], err[PATH_MAX + 256], gone[1024];
+    json_t *doc = report_load(dir, path, err, sizeof err);
+    json_decref(doc);   /* (of an earlier job: this one's is not there) */
+    if (doc || !err[0] || (!why && !jm_exited(a)))
+        return 0;
+    if (!why) {
+        snprintf(gone, sizeof gone, "job %s: its job manager (spits-jm pid %ld "
+                 "on %s) has exited", a->job_id, a->pid, a->host);
+        why = gone;
+    }
+    spits_error("%s, and %s", why, err);
+    return 1;
 }
 
 /* One STATUS round trip. The answer (new reference), or NULL with err. */
@@ -223,22 +297,25 @@ int main(int argc, char **argv)
         return 1;
 
     void *ctx = zmq_ctx_new();
-    int rc = 1;
+    int rc;
     for (;;) {
         spits_announce_t a;
         spits_keys_t k;
+        rc = 1;
         int arc = spits_announce_read(dir, &a, err, sizeof err);
         if (arc != 0) {
             if (arc > 0)
                 spits_error("no job in %s (no %s)", dir, SPITS_ANNOUNCE_FILE);
             else
-                spits_error("%s", err);
+                rc = show_report(dir, as_json, err) == 0 ? 0 : 1;
             break;
         }
         if (spits_jobdir_finished(dir, a.job_id, 1)) {
-            rc = show_report(dir, as_json) == 0 ? 0 : 1;
+            rc = show_report(dir, as_json, NULL) == 0 ? 0 : 1;
             break;
         }
+        if (report_damaged(dir, &a, NULL))
+            break;
         snprintf(path, sizeof path, "%s/%s", dir, SPITS_TM_KEY_FILE);
         if (a.curve && spits_keys_read(path, &k, 0, err, sizeof err) != 0) {
             spits_error("%s", err);
@@ -247,12 +324,10 @@ int main(int argc, char **argv)
         json_t *doc = ask(ctx, &a, &k, timeout, err, sizeof err);
         if (!doc) {
             /* It may have ended while we asked. */
-            if (spits_jobdir_finished(dir, a.job_id, 1)) {
-                rc = show_report(dir, as_json) == 0 ? 0 : 1;
-            } else {
+            if (spits_jobdir_finished(dir, a.job_id, 1))
+                rc = show_report(dir, as_json, NULL) == 0 ? 0 : 1;
+            else if (!report_damaged(dir, &a, err))
                 spits_error("%s", err);
-                rc = 1;
-            }
             break;
         }
         if (watch > 0 && !as_json && isatty(STDOUT_FILENO))

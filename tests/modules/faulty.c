@@ -3,13 +3,15 @@
  * --isolate and poison-task tests.
  *
  *   faulty N [segv=ID] [abort=ID] [exit=ID] [hang=ID] [once=ID:DIR] [sleep=US]
- *            [jm-exit]
+ *            [jm-exit] [commitfail=K]
  *
  * Tasks are 0..N-1. The worker segfaults, aborts, calls exit(3) or hangs
  * forever on the named task; "once" crashes only the first run of its task
  * (a marker file in DIR remembers it); sleep=US makes every task take US
  * microseconds. jm-exit makes spits_job_manager_new exit(1), as modules
- * that check their arguments there do. The committer sums id+1 of every committed task, fails
+ * that check their arguments there do. commitfail=K makes commit_pit return
+ * 1 for every Kth task (ids K-1, 2K-1, ...), which it then does not count.
+ * The committer sums id+1 of every committed task, fails
  * commit_job on a task seen twice, and commit_job prints
  * "faulty: C tasks, sum S".
  */
@@ -26,7 +28,7 @@
 #include "spits.h"
 
 typedef struct {
-    long long n, segv, abrt, ex, hang, once, sleep_us;
+    long long n, segv, abrt, ex, hang, once, sleep_us, commitfail;
     int jm_exit;
     char dir[512];
 } faulty_cfg_t;
@@ -48,6 +50,7 @@ static int faulty_args(int argc, const char **argv, faulty_cfg_t *c)
         else if (!strncmp(a, "hang=", 5)) c->hang = atoll(a + 5);
         else if (!strncmp(a, "sleep=", 6)) c->sleep_us = atoll(a + 6);
         else if (!strcmp(a, "jm-exit")) c->jm_exit = 1;
+        else if (!strncmp(a, "commitfail=", 11)) c->commitfail = atoll(a + 11);
         else if (!strncmp(a, "once=", 5)) {
             const char *colon = strchr(a, ':');
             if (!colon)
@@ -158,6 +161,8 @@ int spits_committer_commit_pit(void *co, const void *r, spitssize_t sz)
         return 1;
     memcpy(&id, r, sizeof id);
     if (id < 0 || id >= c->c.n)
+        return 1;
+    if (c->c.commitfail > 0 && id % c->c.commitfail == c->c.commitfail - 1)
         return 1;
     if (c->seen[id]++)
         c->dup = 1;
