@@ -28,6 +28,7 @@
 #include "log.h"
 #include "tm_private.h"
 #include "util.h"
+#include "zmqutil.h"
 
 void tm_link_init(tm_t *tm)
 {
@@ -41,8 +42,13 @@ void tm_link_init(tm_t *tm)
 
 /* Security from the job dir: jm.json says whether the JM runs CURVE; the
  * keys come from DIR/tm.key (or --key-file). A mismatch is an error here,
- * with the fix in it, rather than a handshake that never completes. */
-static int security_from_announce(tm_t *tm, const spits_announce_t *announce)
+ * with the fix in it, rather than a handshake that never completes.
+ * Returns 0, -1 after saying what is wrong, or 1 when DIR/tm.key names
+ * another server key than jm.json: a JM starting in the dir writes tm.key
+ * just before jm.json, so the two may be caught between their updates and
+ * the caller reads both again (say: report it as an error now). */
+static int security_from_announce(tm_t *tm, const spits_announce_t *announce,
+                                  int say)
 {
     char path[PATH_MAX], err[1024];
 
@@ -70,6 +76,8 @@ static int security_from_announce(tm_t *tm, const spits_announce_t *announce)
         return -1;
     }
     if (strcmp(tm->link.keys.server_public, announce->server_key) != 0) {
+        if (!say && !tm->opts.key_file)
+            return 1;
         spits_error("%s does not match the server key in %s/%s (a stale key "
                     "file?)", path, tm->opts.jobdir, SPITS_ANNOUNCE_FILE);
         return -1;
@@ -109,15 +117,9 @@ static int monitor_start(tm_t *tm)
 void tm_link_on_monitor(tm_t *tm)
 {
     tm_link_t *link = &tm->link;
-    zmq_msg_t event_msg;
+    uint16_t event;
 
-    zmq_msg_init(&event_msg);
-    while (zmq_msg_recv(&event_msg, link->monitor, ZMQ_DONTWAIT) >= 0) {
-        uint16_t event = 0;
-        if (zmq_msg_size(&event_msg) >= 2)
-            memcpy(&event, zmq_msg_data(&event_msg), 2);
-        while (zmq_msg_more(&event_msg))
-            zmq_msg_recv(&event_msg, link->monitor, 0);
+    while (spits_zmq_monitor_next(link->monitor, &event)) {
         if (!event)
             continue;
         if (event == ZMQ_EVENT_DISCONNECTED) {
@@ -144,7 +146,6 @@ void tm_link_on_monitor(tm_t *tm)
                        "looking for it", link->endpoint, why);
         }
     }
-    zmq_msg_close(&event_msg);
 }
 
 /* CURVE client: the job's server key and this TM's key pair. */
@@ -276,10 +277,13 @@ static void look_for_jm(tm_t *tm)
     if (spits_announce_read(tm->opts.jobdir, &announce, err, sizeof err) == 0 &&
         (strcmp(announce.endpoint, tm->link.endpoint) != 0 ||
          strcmp(announce.server_key, tm->link.keys.server_public) != 0)) {
+        int rc = security_from_announce(tm, &announce, 0);
+        if (rc > 0)
+            return;              /* caught mid-update: again next look */
         spits_info("job manager now at %s", announce.endpoint);
         snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
                  announce.endpoint);
-        if (security_from_announce(tm, &announce) != 0 || tm_link_connect(tm) != 0)
+        if (rc < 0 || tm_link_connect(tm) != 0)
             tm->done = -1;
     }
 }
@@ -366,17 +370,27 @@ int tm_link_find_jm(tm_t *tm)
         }
         return 0;
     }
-    if (wait_for_announce(tm, &announce) != 0)
-        return 1;
-    if (spits_jobdir_finished(tm->opts.jobdir, announce.job_id, 0)) {
-        spits_info("job %s in %s is already over", announce.job_id,
-                   tm->opts.jobdir);
-        return -1;
+    int64_t deadline = spits_now_ms() + (int64_t)(tm->opts.wait * 1000);
+    for (;;) {
+        if (wait_for_announce(tm, &announce) != 0)
+            return 1;
+        if (spits_jobdir_finished(tm->opts.jobdir, announce.job_id, 0)) {
+            spits_info("job %s in %s is already over", announce.job_id,
+                       tm->opts.jobdir);
+            return -1;
+        }
+        int rc = security_from_announce(tm, &announce, spits_now_ms() > deadline);
+        if (rc < 0)
+            return 1;
+        if (rc == 0)
+            break;
+        struct timespec ts = {0, 100 * 1000000};   /* a JM mid-start */
+        nanosleep(&ts, NULL);
     }
     snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
              announce.endpoint);
     snprintf(tm->job.job_id, sizeof tm->job.job_id, "%s", announce.job_id);
-    return security_from_announce(tm, &announce) == 0 ? 0 : 1;
+    return 0;
 }
 
 void tm_link_close(tm_t *tm, int say_bye)
