@@ -184,7 +184,7 @@ int jm_committer_replay(jm_t *jm, jm_phase_t *p, const spits_jr_phase_t *rp)
 {
     for (size_t i = 0; i < rp->nresults; i++) {
         const spits_jr_result_t *r = &rp->results[i];
-        int rc = spits_module_co_commit(jm->mod, &p->coi, r->data,
+        int rc = spits_module_commit_pit(jm->mod, &p->committer, r->data,
                                         (spitssize_t)r->len);
         p->st.committed++;
         if (rc != 0)
@@ -232,7 +232,7 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
         for (size_t i = 0; i < n; i++) {
             jm_commit_t *c = &batch[i];
             if (c->status == SPITS_ST_OK) {
-                int rc = spits_module_co_commit(jm->mod, &p->coi, c->data,
+                int rc = spits_module_commit_pit(jm->mod, &p->committer, c->data,
                                                 (spitssize_t)c->len);
                 p->st.committed++;
                 if (rc != 0)

@@ -371,7 +371,7 @@ static int disp_control(jm_disp_t *d)
         d->ctl_end = 0;
         d->ctl_ack = 1;
     }
-    finish = d->ctl_finish;
+    finish = d->ctl_stop;
     pthread_mutex_unlock(&d->ctl_lock);
     pthread_cond_broadcast(&d->ctl_cond);
     return finish;
@@ -458,7 +458,7 @@ static void ctl_request(jm_disp_t *d, jm_phase_t *begin, int end, int finish)
     pthread_mutex_lock(&d->ctl_lock);
     d->ctl_begin = begin;
     d->ctl_end = end;
-    d->ctl_finish |= finish;
+    d->ctl_stop |= finish;
     d->ctl_ack = 0;
     atomic_store(&d->ctl_pending, 1);
     pthread_mutex_unlock(&d->ctl_lock);
@@ -483,7 +483,7 @@ void jm_disp_phase_end(jm_disp_t *d)
     ctl_request(d, NULL, 1, 0);
 }
 
-void jm_disp_finish(jm_disp_t *d)
+void jm_disp_stop(jm_disp_t *d)
 {
     if (!d->started)
         return;
@@ -642,7 +642,7 @@ void jm_disp_destroy(jm_disp_t **dp)
     jm_disp_t *d = *dp;
     if (!d)
         return;
-    jm_disp_finish(d);
+    jm_disp_stop(d);
     if (d->phase)
         disp_phase_end(d);
     /* The monitor goes first, while its reader still exists. */

@@ -37,12 +37,12 @@ int jm_disp_start(jm_disp_t *d);
 int jm_disp_wake_fd(const jm_disp_t *d);
 void jm_disp_phase_begin(jm_disp_t *d, jm_phase_t *p);
 void jm_disp_phase_end(jm_disp_t *d);
-void jm_disp_finish(jm_disp_t *d);
+void jm_disp_stop(jm_disp_t *d);
 void jm_disp_destroy(jm_disp_t **d);
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d);
-/* After jm_disp_finish: per-TM totals as a JSON array (new reference). */
+/* After jm_disp_stop: per-TM totals as a JSON array (new reference). */
 json_t *jm_disp_tms_json(const jm_disp_t *d);
-/* After jm_disp_finish: tasks resolved over time (points [seconds since
+/* After jm_disp_stop: tasks resolved over time (points [seconds since
  * the job started, resolved]) and the TMs' joins and leaves. */
 json_t *jm_disp_timeline_json(const jm_disp_t *d);
 

@@ -56,7 +56,7 @@ struct jm_disp {
     pthread_cond_t ctl_cond;
     atomic_int ctl_pending;
     jm_phase_t *ctl_begin;
-    int ctl_end, ctl_finish, ctl_ack;
+    int ctl_end, ctl_stop, ctl_ack;
 
     /* everything below: the dispatcher thread's own */
     jm_phase_t *phase;

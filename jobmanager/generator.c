@@ -150,7 +150,7 @@ static void *gen_main(void *arg)
             stopped = 1;
             break;
         }
-        int more = spits_module_jm_next(jm->mod, &p->jmi, gen_push, g);
+        int more = spits_module_next_task(jm->mod, &p->manager, gen_push, g);
         if (!more)
             break;
         if (g->too_big || g->no_memory) {

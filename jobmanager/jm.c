@@ -421,7 +421,7 @@ int main(int argc, char **argv)
     }
     fflush(stdout);
 
-    jm_disp_finish(jm.disp);
+    jm_disp_stop(jm.disp);
     if (jm.resuming && !jm.interrupted && !jm_signal && jm.nphases < jm.replay.nphases) {
         spits_error("spits_main ran %u phase(s), but the journal holds %u: it "
                     "does not run deterministically", jm.nphases, jm.replay.nphases);
@@ -433,7 +433,7 @@ int main(int argc, char **argv)
                    !atomic_load(&jm_abort) && !jm.failed_tasks;
     jm.resumable = jm.journal && !finished;
     jm_report_write(&jm, status, spits_wall_time());
-    jm_recovery_finish(&jm, status, finished);
+    jm_recovery_end(&jm, status, finished);
     jm_disp_destroy(&jm.disp);
 
     for (uint32_t i = 0; i < jm.nphases; i++) {

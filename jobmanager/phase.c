@@ -255,17 +255,17 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         }
     }
 
-    if (spits_module_jm_new(jm->mod, &p->jmi, argc, argv, jobinfo,
+    if (spits_module_manager_new(jm->mod, &p->manager, argc, argv, jobinfo,
                             p->jobinfosz) != 0) {
         spits_error("phase %u: spits_job_manager_new returned NULL", p->st.id);
         jm->runtime_error = 1;
         rc = JM_RUN_FAILED_TASKS;
         goto out;
     }
-    if (spits_module_co_new(jm->mod, &p->coi, argc, argv, jobinfo,
+    if (spits_module_committer_new(jm->mod, &p->committer, argc, argv, jobinfo,
                             p->jobinfosz) != 0) {
         spits_error("phase %u: spits_committer_new returned NULL", p->st.id);
-        spits_module_jm_free(jm->mod, &p->jmi);
+        spits_module_manager_free(jm->mod, &p->manager);
         jm->runtime_error = 1;
         rc = JM_RUN_FAILED_TASKS;
         goto out;
@@ -276,7 +276,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
             spits_error("phase %u: cannot set up the resume", p->st.id);
             jm->runtime_error = 1;
             rc = JM_RUN_FAILED_TASKS;
-            spits_module_jm_free(jm->mod, &p->jmi);
+            spits_module_manager_free(jm->mod, &p->manager);
             goto free_instances;
         }
         jm_committer_replay(jm, p, rp);
@@ -299,8 +299,8 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
     }
     jm_disp_phase_end(jm->disp);
     /* (the generator has ended: its instance is ours to read and free) */
-    phase_metrics(jm, p, "job_manager", &p->jmi);
-    spits_module_jm_free(jm->mod, &p->jmi);
+    phase_metrics(jm, p, "job_manager", &p->manager);
+    spits_module_manager_free(jm->mod, &p->manager);
 
     if (jm_signal) {
         jm->interrupted = (int)jm_signal;
@@ -318,7 +318,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         rc = JM_RUN_FAILED_TASKS;
     } else {
         jm->final.len = 0;   /* this phase's, not an earlier one's */
-        rc = spits_module_co_job(jm->mod, &p->coi, push_final, jm);
+        rc = spits_module_commit_job(jm->mod, &p->committer, push_final, jm);
         p->st.commit_job_called = 1;
         p->st.commit_job_rc = rc;
         if (jm->journal &&
@@ -331,8 +331,8 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
             *finalsz = (spitssize_t)jm->final.len;
     }
 free_instances:
-    phase_metrics(jm, p, "committer", &p->coi);
-    spits_module_co_free(jm->mod, &p->coi);
+    phase_metrics(jm, p, "committer", &p->committer);
+    spits_module_committer_free(jm->mod, &p->committer);
 out:
     json_decref(argvj);
     free(p->skip);

@@ -44,8 +44,8 @@ struct jm_phase {
     spitssize_t jobinfosz;
     jm_genq_t genq;
     jm_commitq_t cq;
-    spits_inst_t jmi;         /* job manager instance: generator's */
-    spits_inst_t coi;         /* committer instance: main thread's */
+    spits_inst_t manager;     /* job manager instance: generator's */
+    spits_inst_t committer;   /* committer instance: main thread's */
     pthread_t gen_thread;
     char gen_error[256];      /* generator: why it stopped early */
     /* A resumed phase: the ids (and task hashes) already committed, sorted

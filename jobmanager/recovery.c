@@ -209,7 +209,7 @@ void jm_recovery_failed(jm_t *jm, const char *why)
              "--jobdir %s continues it", why, jm->opt.jobdir);
 }
 
-void jm_recovery_finish(jm_t *jm, int status, int finished)
+void jm_recovery_end(jm_t *jm, int status, int finished)
 {
     char err[512] = "out of memory";
     if (!jm->journal)

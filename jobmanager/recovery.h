@@ -15,7 +15,7 @@ int jm_recovery_start(jm_t *jm, int margc, const char **margv, char *err,
                       size_t errlen);
 int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
                        int *margc_out, char *err, size_t errlen);
-void jm_recovery_finish(jm_t *jm, int status, int finished);
+void jm_recovery_end(jm_t *jm, int status, int finished);
 /* A job that failed before it ran: a new job's journal is removed. */
 void jm_recovery_abandon(jm_t *jm);
 /* Main thread: the journal could not be written (why: the journal's

@@ -45,7 +45,7 @@ static void cancel_flush(jm_disp_t *d)
                 n++;
         }
         ncancel = keep;
-        spits_batch_finish(&d->out);
+        spits_batch_seal(&d->out);
         jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)slot);
         if (n && t && t->alive && disp_send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
             d->st.cancelled += n;
@@ -130,7 +130,7 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
             memcpy(dst, picked[i]->data, picked[i]->len);
         built = dst != NULL;
     }
-    spits_batch_finish(&d->out);
+    spits_batch_seal(&d->out);
     if (!built)
         jm_fatal("out of memory building a batch of %zu task(s); "
                  "stopping the job", n);

@@ -16,19 +16,19 @@
 #include "origin.h"
 
 typedef int (*main_fn)(int, const char **, spitsrun_t);
-typedef void *(*jm_new_fn)(int, const char **, const void *, spitssize_t);
-typedef void *(*jm_new20_fn)(int, const char **, const void *, spitssize_t,
-                             const void *);
-typedef int (*jm_next_fn)(void *, spitspush_t, spitsctx_t);
-typedef void (*fin_fn)(void *);
-typedef void *(*wk_new_fn)(int, const char **);
-typedef void *(*wk_new20_fn)(int, const char **, const void *);
-typedef int (*wk_run_fn)(void *, const void *, spitssize_t, spitspush_t,
-                         spitsctx_t);
-typedef int (*co_pit_fn)(void *, const void *, spitssize_t);
-typedef int (*co_job_fn)(void *, spitspush_t, spitsctx_t);
-typedef void *(*met_new_fn)(unsigned);
-typedef void (*met_del_fn)(void *);
+typedef void *(*manager_new_fn)(int, const char **, const void *, spitssize_t);
+typedef void *(*manager_new20_fn)(int, const char **, const void *, spitssize_t,
+                                  const void *);
+typedef int (*next_task_fn)(void *, spitspush_t, spitsctx_t);
+typedef void (*free_fn)(void *);
+typedef void *(*worker_new_fn)(int, const char **);
+typedef void *(*worker_new20_fn)(int, const char **, const void *);
+typedef int (*worker_run_fn)(void *, const void *, spitssize_t, spitspush_t,
+                             spitsctx_t);
+typedef int (*commit_pit_fn)(void *, const void *, spitssize_t);
+typedef int (*commit_job_fn)(void *, spitspush_t, spitsctx_t);
+typedef void *(*metrics_new_fn)(unsigned);
+typedef void (*metrics_free_fn)(void *);
 
 struct spits_module {
     void *dl;
@@ -36,18 +36,18 @@ struct spits_module {
     spits_origin_t *helpers;   /* what its $ORIGIN run path found */
     int v20;
     main_fn main;
-    void *jm_new;          /* jm_new_fn or jm_new20_fn */
-    jm_next_fn jm_next;
-    fin_fn jm_fin;
-    void *wk_new;          /* wk_new_fn or wk_new20_fn */
-    wk_run_fn wk_run;
-    fin_fn wk_fin;
-    void *co_new;          /* same type as jm_new */
-    co_pit_fn co_pit;
-    co_job_fn co_job;
-    fin_fn co_fin;
-    met_new_fn met_new;
-    met_del_fn met_del;
+    void *manager_new;     /* manager_new_fn or manager_new20_fn */
+    next_task_fn next_task;
+    free_fn manager_free;
+    void *worker_new;      /* worker_new_fn or worker_new20_fn */
+    worker_run_fn worker_run;
+    free_fn worker_free;
+    void *committer_new;   /* same type as manager_new */
+    commit_pit_fn commit_pit;
+    commit_job_fn commit_job;
+    free_fn committer_free;
+    metrics_new_fn metrics_new;
+    metrics_free_fn metrics_free;
     spits_met_list_fn met_list;    /* optional: reading metrics back */
     spits_met_last_fn met_last;
     spits_met_free_fn met_free;
@@ -184,22 +184,22 @@ spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
     m->img = img;
     m->helpers = helpers;
     m->v20 = mn != NULL;
-    m->met_new = (met_new_fn)mn;
-    m->met_del = (met_del_fn)md;
+    m->metrics_new = (metrics_new_fn)mn;
+    m->metrics_free = (metrics_free_fn)md;
     m->met_list = (spits_met_list_fn)sym(dl, "spits_get_metrics_list");
     m->met_last = (spits_met_last_fn)sym(dl, "spits_get_metrics_last_values");
     m->met_free = (spits_met_free_fn)sym(dl, "spits_free_ptr");
     m->main = (main_fn)sym(dl, "spits_main");
-    m->jm_new = sym(dl, "spits_job_manager_new");
-    m->jm_next = (jm_next_fn)sym(dl, "spits_job_manager_next_task");
-    m->jm_fin = (fin_fn)sym(dl, "spits_job_manager_finalize");
-    m->wk_new = sym(dl, "spits_worker_new");
-    m->wk_run = (wk_run_fn)sym(dl, "spits_worker_run");
-    m->wk_fin = (fin_fn)sym(dl, "spits_worker_finalize");
-    m->co_new = sym(dl, "spits_committer_new");
-    m->co_pit = (co_pit_fn)sym(dl, "spits_committer_commit_pit");
-    m->co_job = (co_job_fn)sym(dl, "spits_committer_commit_job");
-    m->co_fin = (fin_fn)sym(dl, "spits_committer_finalize");
+    m->manager_new = sym(dl, "spits_job_manager_new");
+    m->next_task = (next_task_fn)sym(dl, "spits_job_manager_next_task");
+    m->manager_free = (free_fn)sym(dl, "spits_job_manager_finalize");
+    m->worker_new = sym(dl, "spits_worker_new");
+    m->worker_run = (worker_run_fn)sym(dl, "spits_worker_run");
+    m->worker_free = (free_fn)sym(dl, "spits_worker_finalize");
+    m->committer_new = sym(dl, "spits_committer_new");
+    m->commit_pit = (commit_pit_fn)sym(dl, "spits_committer_commit_pit");
+    m->commit_job = (commit_job_fn)sym(dl, "spits_committer_commit_job");
+    m->committer_free = (free_fn)sym(dl, "spits_committer_finalize");
     return m;
 fail:
     dlclose(dl);
@@ -248,16 +248,16 @@ int spits_module_main(spits_module_t *m, int argc, const char **argv,
 static void inst_metrics(spits_module_t *m, spits_inst_t *in)
 {
     in->obj = NULL;
-    in->metrics = m->v20 ? m->met_new(SPITS_METRICS_BUFFER) : NULL;
+    in->metrics = m->v20 ? m->metrics_new(SPITS_METRICS_BUFFER) : NULL;
 }
 
 /* Finalizes the instance, then releases its metrics object. */
-static void inst_free(spits_module_t *m, spits_inst_t *in, fin_fn fin)
+static void inst_free(spits_module_t *m, spits_inst_t *in, free_fn fin)
 {
     if (in->obj && fin)
         fin(in->obj);
     if (in->metrics)
-        m->met_del(in->metrics);
+        m->metrics_free(in->metrics);
     in->obj = in->metrics = NULL;
 }
 
@@ -270,34 +270,34 @@ static int inst_check(spits_module_t *m, spits_inst_t *in)
     return -1;
 }
 
-int spits_module_jm_new(spits_module_t *m, spits_inst_t *in, int argc,
+int spits_module_manager_new(spits_module_t *m, spits_inst_t *in, int argc,
                         const char **argv, const void *jobinfo,
                         spitssize_t jobinfosz)
 {
     inst_metrics(m, in);
-    in->obj = m->v20 ? ((jm_new20_fn)m->jm_new)(argc, argv, jobinfo, jobinfosz,
+    in->obj = m->v20 ? ((manager_new20_fn)m->manager_new)(argc, argv, jobinfo, jobinfosz,
                                                 in->metrics)
-                     : ((jm_new_fn)m->jm_new)(argc, argv, jobinfo, jobinfosz);
+                     : ((manager_new_fn)m->manager_new)(argc, argv, jobinfo, jobinfosz);
     return inst_check(m, in);
 }
 
-int spits_module_jm_next(spits_module_t *m, spits_inst_t *in,
+int spits_module_next_task(spits_module_t *m, spits_inst_t *in,
                          spitspush_t push, spitsctx_t ctx)
 {
-    return m->jm_next(in->obj, push, ctx);
+    return m->next_task(in->obj, push, ctx);
 }
 
-void spits_module_jm_free(spits_module_t *m, spits_inst_t *in)
+void spits_module_manager_free(spits_module_t *m, spits_inst_t *in)
 {
-    inst_free(m, in, m->jm_fin);
+    inst_free(m, in, m->manager_free);
 }
 
 int spits_module_worker_new(spits_module_t *m, spits_inst_t *in, int argc,
                             const char **argv)
 {
     inst_metrics(m, in);
-    in->obj = m->v20 ? ((wk_new20_fn)m->wk_new)(argc, argv, in->metrics)
-                     : ((wk_new_fn)m->wk_new)(argc, argv);
+    in->obj = m->v20 ? ((worker_new20_fn)m->worker_new)(argc, argv, in->metrics)
+                     : ((worker_new_fn)m->worker_new)(argc, argv);
     return inst_check(m, in);
 }
 
@@ -305,35 +305,35 @@ int spits_module_worker_run(spits_module_t *m, spits_inst_t *in,
                             const void *task, spitssize_t tasksz,
                             spitspush_t push, spitsctx_t ctx)
 {
-    return m->wk_run(in->obj, task, tasksz, push, ctx);
+    return m->worker_run(in->obj, task, tasksz, push, ctx);
 }
 
 void spits_module_worker_free(spits_module_t *m, spits_inst_t *in)
 {
-    inst_free(m, in, m->wk_fin);
+    inst_free(m, in, m->worker_free);
 }
 
-int spits_module_co_new(spits_module_t *m, spits_inst_t *in, int argc,
+int spits_module_committer_new(spits_module_t *m, spits_inst_t *in, int argc,
                         const char **argv, const void *jobinfo,
                         spitssize_t jobinfosz)
 {
     inst_metrics(m, in);
-    in->obj = m->v20 ? ((jm_new20_fn)m->co_new)(argc, argv, jobinfo, jobinfosz,
+    in->obj = m->v20 ? ((manager_new20_fn)m->committer_new)(argc, argv, jobinfo, jobinfosz,
                                                 in->metrics)
-                     : ((jm_new_fn)m->co_new)(argc, argv, jobinfo, jobinfosz);
+                     : ((manager_new_fn)m->committer_new)(argc, argv, jobinfo, jobinfosz);
     return inst_check(m, in);
 }
 
-int spits_module_co_commit(spits_module_t *m, spits_inst_t *in,
+int spits_module_commit_pit(spits_module_t *m, spits_inst_t *in,
                            const void *result, spitssize_t resultsz)
 {
-    return m->co_pit(in->obj, result, resultsz);
+    return m->commit_pit(in->obj, result, resultsz);
 }
 
-int spits_module_co_job(spits_module_t *m, spits_inst_t *in,
+int spits_module_commit_job(spits_module_t *m, spits_inst_t *in,
                         spitspush_t push, spitsctx_t ctx)
 {
-    return m->co_job(in->obj, push, ctx);
+    return m->commit_job(in->obj, push, ctx);
 }
 
 json_t *spits_module_metrics_json(spits_module_t *m, const spits_inst_t *in)
@@ -343,7 +343,7 @@ json_t *spits_module_metrics_json(spits_module_t *m, const spits_inst_t *in)
     return spits_metrics_read(in->metrics, m->met_list, m->met_last, m->met_free);
 }
 
-void spits_module_co_free(spits_module_t *m, spits_inst_t *in)
+void spits_module_committer_free(spits_module_t *m, spits_inst_t *in)
 {
-    inst_free(m, in, m->co_fin);
+    inst_free(m, in, m->committer_free);
 }

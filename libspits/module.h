@@ -46,12 +46,12 @@ int spits_module_main(spits_module_t *m, int argc, const char **argv,
                       spitsrun_t run);
 
 /* Constructors return 0, or -1 if the module returned NULL. */
-int spits_module_jm_new(spits_module_t *m, spits_inst_t *in, int argc,
+int spits_module_manager_new(spits_module_t *m, spits_inst_t *in, int argc,
                         const char **argv, const void *jobinfo,
                         spitssize_t jobinfosz);
-int spits_module_jm_next(spits_module_t *m, spits_inst_t *in,
+int spits_module_next_task(spits_module_t *m, spits_inst_t *in,
                          spitspush_t push, spitsctx_t ctx);
-void spits_module_jm_free(spits_module_t *m, spits_inst_t *in);
+void spits_module_manager_free(spits_module_t *m, spits_inst_t *in);
 
 int spits_module_worker_new(spits_module_t *m, spits_inst_t *in, int argc,
                             const char **argv);
@@ -60,14 +60,14 @@ int spits_module_worker_run(spits_module_t *m, spits_inst_t *in,
                             spitspush_t push, spitsctx_t ctx);
 void spits_module_worker_free(spits_module_t *m, spits_inst_t *in);
 
-int spits_module_co_new(spits_module_t *m, spits_inst_t *in, int argc,
+int spits_module_committer_new(spits_module_t *m, spits_inst_t *in, int argc,
                         const char **argv, const void *jobinfo,
                         spitssize_t jobinfosz);
-int spits_module_co_commit(spits_module_t *m, spits_inst_t *in,
+int spits_module_commit_pit(spits_module_t *m, spits_inst_t *in,
                            const void *result, spitssize_t resultsz);
-int spits_module_co_job(spits_module_t *m, spits_inst_t *in,
+int spits_module_commit_job(spits_module_t *m, spits_inst_t *in,
                         spitspush_t push, spitsctx_t ctx);
-void spits_module_co_free(spits_module_t *m, spits_inst_t *in);
+void spits_module_committer_free(spits_module_t *m, spits_inst_t *in);
 
 /* A 2.0 instance's metrics and their last values (metrics.c), when the
  * module exports the functions that read them; else NULL. */

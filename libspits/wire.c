@@ -71,7 +71,7 @@ unsigned char *spits_batch_add(spits_batch_t *b, uint64_t id,
     return p + SPITS_REC_SIZE;
 }
 
-void spits_batch_finish(spits_batch_t *b)
+void spits_batch_seal(spits_batch_t *b)
 {
     if (b->buf.len >= SPITS_HDR_SIZE)
         put_u64(b->buf.data + 8, b->count);
@@ -246,7 +246,7 @@ int spits_wire_selftest(void)
     memcpy(spits_batch_add(&b, 42, SPITS_ST_OK, 3), "abc", 3);
     CHECK(spits_batch_add(&b, 43, SPITS_ST_FAILED, 0) != NULL);
     memcpy(spits_batch_add(&b, UINT64_MAX, SPITS_ST_RETURNED, 1), "z", 1);
-    spits_batch_finish(&b);
+    spits_batch_seal(&b);
     CHECK(b.buf.len == SPITS_HDR_SIZE + 3 * SPITS_REC_SIZE + 4);
     CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == 0);
     CHECK(h.type == SPITS_MSG_RESULTS && h.phase == 7 && h.count == 3);

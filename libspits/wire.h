@@ -109,7 +109,7 @@ void spits_batch_begin(spits_batch_t *b, int type, uint32_t phase);
 unsigned char *spits_batch_add(spits_batch_t *b, uint64_t id,
                                uint32_t status, uint32_t len);
 /* Patches the record count into the header; the batch is then sendable. */
-void spits_batch_finish(spits_batch_t *b);
+void spits_batch_seal(spits_batch_t *b);
 void spits_batch_free(spits_batch_t *b);
 
 /* Parses and validates a frame's header and, for TASKS and RESULTS, the

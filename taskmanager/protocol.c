@@ -129,7 +129,7 @@ static void return_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     while (spits_reader_next(&reader, &record))
         if (!spits_batch_add(&batch, record.id, SPITS_ST_RETURNED, 0))
             abort();
-    spits_batch_finish(&batch);
+    spits_batch_seal(&batch);
     if (tm_link_send(tm, batch.buf.data, batch.buf.len) != 0)
         spits_debug("could not hand back %llu task(s)",
                     (unsigned long long)hdr->count);

@@ -57,7 +57,7 @@ void tm_results_send(tm_t *tm)
             spits_batch_free(&seg->batch);   /* a job that is gone */
             continue;
         }
-        spits_batch_finish(&seg->batch);
+        spits_batch_seal(&seg->batch);
         if (tm_link_send(tm, seg->batch.buf.data, seg->batch.buf.len) != 0)
             break;
         spits_batch_free(&seg->batch);

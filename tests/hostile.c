@@ -186,7 +186,7 @@ static int abuse(void *ctx, void *s)
         spits_batch_begin(&b, SPITS_MSG_RESULTS, phase);
         for (uint64_t id = 0; id < 50; id++)
             memcpy(spits_batch_add(&b, 1000000000 + id * 1000003, SPITS_ST_OK, 8), "forged!!", 8);
-        spits_batch_finish(&b);
+        spits_batch_seal(&b);
         bad |= send_ok(s, b.buf.data, b.buf.len, 0);
     }
     /* A truncated record: the header promises more than the frame has. */

@@ -101,7 +101,7 @@ static void answer(jm_disp_t *d, ftm_t *t, size_t n, uint32_t status)
         if (status == SPITS_ST_OK)
             memcpy(p, &t->held[i], 8);
     }
-    spits_batch_finish(&b);
+    spits_batch_seal(&b);
     memmove(t->held, t->held + n, (t->nheld - n) * sizeof *t->held);
     t->nheld -= n;
     deliver(d, t, b.buf.data, b.buf.len);
