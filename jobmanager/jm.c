@@ -283,25 +283,189 @@ static void free_argv(char **v)
     free(v);
 }
 
+static void set_defaults(jm_t *jm)
+{
+    memset(jm, 0, sizeof *jm);
+    jm->opt.jobdir = "spits-job";
+    jm->opt.bind = "tcp://*:0";
+    jm->opt.max_copies = 2;
+    jm->opt.max_attempts = 3;
+    jm->opt.tm_timeout = 30;
+    jm->opt.heartbeat = 1;
+    jm->opt.window = 65536;
+    jm->opt.window_bytes = 1L << 30;
+    jm->opt.journal = 1;
+    jm->opt.max_task = JM_MAX_TASK_DEFAULT;
+    jm->opt.progress = 60;
+    jm->lock_fd = -1;
+}
+
+/* The module's private image, hashed: its absolute path is what TMs are
+ * told to load, its hash what they check. -1 after saying why. */
+static int read_module(jm_t *jm, const char *modarg)
+{
+    char err[1024];
+    if (!realpath(modarg, jm->module_path)) {
+        spits_error("cannot load module %s: %s", modarg, strerror(errno));
+        return -1;
+    }
+    if (!(jm->image = spits_image_read(jm->module_path, err, sizeof err))) {
+        spits_error("%s", err);
+        return -1;
+    }
+    snprintf(jm->module_hash, sizeof jm->module_hash, "%s",
+             spits_image_hash(jm->image));
+    return 0;
+}
+
+/* --resume: job dir, then module, arguments and id from the journal.
+ * 0, -1 after saying why, or 1 with *status when the job already ended. */
+static int open_resumed_job(jm_t *jm, const char *modarg, char ***rargv,
+                            int *margc, int *status)
+{
+    static char jobdir_abs[PATH_MAX];
+    char err[1024];
+    if (jobdir_setup(jm, jobdir_abs, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return -1;
+    }
+    int rc = jm_recovery_resume(jm, modarg, rargv, margc, err, sizeof err);
+    if (rc == 0)
+        return 0;
+    if (rc > 0)
+        spits_info("%s", err);
+    else
+        spits_error("%s", err);
+    *status = rc > 0 && jm->replay.exit_status >= 0 && jm->replay.exit_status < 256
+              ? (int)jm->replay.exit_status : JM_EXIT_ERROR;
+    return 1;
+}
+
+/* A new job: its job dir, id and journal. -1 after saying why. */
+static int open_new_job(jm_t *jm, int margc, const char **margv)
+{
+    static char jobdir_abs[PATH_MAX];
+    char err[1024];
+    if (jobdir_setup(jm, jobdir_abs, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return -1;
+    }
+    spits_random_hex(jm->job_id, 16);
+    if (jm_recovery_start(jm, margc, margv, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Keys, the dispatcher's socket, DIR/tm.key and DIR/jm.json: from here
+ * on TMs can find and join the job. -1 after saying why. */
+static int open_to_tms(jm_t *jm)
+{
+    char err[1024];
+    spits_announce_t a;
+
+    jm->started = spits_wall_time();
+    if (security_setup(jm, err, sizeof err) != 0 ||
+        !(jm->disp = jm_disp_new(jm, err, sizeof err))) {
+        spits_error("%s", err);
+        return -1;
+    }
+    memset(&a, 0, sizeof a);
+    snprintf(a.job_id, sizeof a.job_id, "%s", jm->job_id);
+    snprintf(a.endpoint, sizeof a.endpoint, "%s", jm_disp_endpoint(jm->disp));
+    spits_hostname(a.host, sizeof a.host);
+    snprintf(a.module, sizeof a.module, "%s", jm->module_path);
+    snprintf(a.module_hash, sizeof a.module_hash, "%s", jm->module_hash);
+    a.curve = !jm->opt.insecure;
+    snprintf(a.server_key, sizeof a.server_key, "%s", jm->keys.server_public);
+    a.pid = (long)getpid();
+    a.started_unix = jm->started;
+    spits_iso_time(jm->started, a.started, sizeof a.started);
+    if ((a.curve && write_tm_key(jm, a.endpoint, err, sizeof err) != 0) ||
+        spits_announce_write(jm->opt.jobdir, &a, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return -1;
+    }
+    jm_stop_init(jm_disp_wake_fd(jm->disp));
+    if (jm_disp_start(jm->disp) != 0) {
+        spits_error("cannot start the dispatcher thread");
+        return -1;
+    }
+    spits_info("job %s: %s%s, listening on %s, job dir %s", jm->job_id,
+               jm->module_path, spits_module_is_v20(jm->mod) ? " (SPITS 2.0)" : "",
+               a.endpoint, jm->opt.jobdir);
+    return 0;
+}
+
+/* Runs spits_main, or one job with the command line's arguments (argv[0]
+ * of the module is its path; its own arguments follow). */
+static int run_job(jm_t *jm, int margc, const char **margv)
+{
+    int rc;
+    jm_phase_set_job(jm);
+    if (spits_module_has_main(jm->mod)) {
+        rc = spits_module_main(jm->mod, margc, margv, jm_run_phase);
+    } else {
+        const void *final;
+        spitssize_t finalsz;
+        rc = jm_run_phase(margc, margv, NULL, 0, &final, &finalsz);
+    }
+    fflush(stdout);
+    return rc;
+}
+
+/* The end: the TMs told, report.json written, the journal closed (left
+ * resumable unless the job finished). Returns the exit status. */
+static int end_job(jm_t *jm, int rc)
+{
+    jm_disp_stop(jm->disp);
+    if (jm->resuming && !jm->interrupted && !jm_signal && jm->nphases < jm->replay.nphases) {
+        spits_error("spits_main ran %u phase(s), but the journal holds %u: it "
+                    "does not run deterministically", jm->nphases, jm->replay.nphases);
+        jm->runtime_error = 1;
+    }
+    int status = exit_status(jm, rc);
+    int finished = !jm->interrupted && !jm_signal && !jm->runtime_error &&
+                   !atomic_load(&jm_abort) && !jm->failed_tasks;
+    jm->resumable = jm->journal && !finished;
+    jm_report_write(jm, status, spits_wall_time());
+    jm_recovery_end(jm, status, finished);
+    return status;
+}
+
+/* Frees what the job holds; a job that never ran has its new journal
+ * removed. */
+static void free_job(jm_t *jm, char **rargv, int ran)
+{
+    jm_disp_destroy(&jm->disp);
+    for (uint32_t i = 0; i < jm->nphases; i++) {
+        for (int k = 0; k < jm->phases[i].argc && jm->phases[i].argv; k++)
+            free(jm->phases[i].argv[k]);
+        free(jm->phases[i].argv);
+        free(jm->phases[i].failed);
+        json_decref(jm->phases[i].metrics);
+    }
+    free(jm->phases);
+    spits_buf_free(&jm->final);
+    spits_module_close(&jm->mod);
+    spits_image_free(&jm->image);
+    if (!ran)
+        jm_recovery_abandon(jm);
+    spits_journal_destroy(&jm->journal);
+    spits_journal_unload(&jm->replay);
+    free_argv(rargv);
+}
+
 int main(int argc, char **argv)
 {
     jm_t jm;
-    int verbosity = SPITS_LOG_INFO, rc;
-    char err[1024], host[256];
+    int verbosity = SPITS_LOG_INFO, rc, status = JM_EXIT_ERROR;
+    char err[1024];
+    char **rargv = NULL;
 
     spits_malloc_tune();
-    memset(&jm, 0, sizeof jm);
-    jm.opt.jobdir = "spits-job";
-    jm.opt.bind = "tcp://*:0";
-    jm.opt.max_copies = 2;
-    jm.opt.max_attempts = 3;
-    jm.opt.tm_timeout = 30;
-    jm.opt.heartbeat = 1;
-    jm.opt.window = 65536;
-    jm.opt.window_bytes = 1L << 30;
-    jm.opt.journal = 1;
-    jm.opt.max_task = JM_MAX_TASK_DEFAULT;
-    jm.opt.progress = 60;
+    set_defaults(&jm);
     spits_log_init("spits-jm", SPITS_LOG_INFO);
     rc = parse_args(&jm, argc, argv, &verbosity);
     if (rc >= 0)
@@ -311,150 +475,34 @@ int main(int argc, char **argv)
         spits_error("cannot initialise libsodium");
         return JM_EXIT_ERROR;
     }
-
     if (jm.opt.export_key)
         return export_key(&jm);
 
-    /* The module: its absolute path is what TMs are told to load. A resumed
-     * job's module, arguments and id come from its journal. */
     const char *modarg = optind < argc ? argv[optind] : NULL;
-    static char jobdir_abs[PATH_MAX];
-    char **rargv = NULL;
     int margc = argc - optind;
     const char **margv = (const char **)argv + optind;
-    jm.lock_fd = -1;
     if (jm.opt.resume) {
-        if (jobdir_setup(&jm, jobdir_abs, err, sizeof err) != 0) {
-            spits_error("%s", err);
-            return JM_EXIT_ERROR;
-        }
-        rc = jm_recovery_resume(&jm, modarg, &rargv, &margc, err, sizeof err);
+        rc = open_resumed_job(&jm, modarg, &rargv, &margc, &status);
         if (rc != 0) {
-            if (rc > 0)
-                spits_info("%s", err);
-            else
-                spits_error("%s", err);
-            int st = rc > 0 && jm.replay.exit_status >= 0 &&
-                     jm.replay.exit_status < 256 ? (int)jm.replay.exit_status
-                                                 : JM_EXIT_ERROR;
-            spits_journal_destroy(&jm.journal);
-            spits_journal_unload(&jm.replay);
-            spits_image_free(&jm.image);
-            return st;
+            free_job(&jm, rargv, 1);
+            return status;
         }
         margv = (const char **)rargv;
-    } else if (!realpath(modarg, jm.module_path)) {
-        spits_error("cannot load module %s: %s", modarg, strerror(errno));
+    } else if (read_module(&jm, modarg) != 0) {
         return JM_EXIT_ERROR;
-    } else if (!(jm.image = spits_image_read(jm.module_path, err, sizeof err))) {
-        spits_error("%s", err);
-        return JM_EXIT_ERROR;
-    } else {
-        snprintf(jm.module_hash, sizeof jm.module_hash, "%s",
-                 spits_image_hash(jm.image));
     }
-    /* The TMs are told this hash: it is of the very bytes loaded here. */
-    jm.mod = spits_module_load(&jm.image, err, sizeof err);
-    if (!jm.mod) {
+    /* The TMs are told the image's hash: it is of the very bytes loaded. */
+    if (!(jm.mod = spits_module_load(&jm.image, err, sizeof err))) {
         spits_error("%s", err);
         goto fail;
     }
-    if (!jm.opt.resume) {
-        if (jobdir_setup(&jm, jobdir_abs, err, sizeof err) != 0) {
-            spits_error("%s", err);
-            goto fail;
-        }
-        spits_random_hex(jm.job_id, 16);
-        if (jm_recovery_start(&jm, margc, margv, err, sizeof err) != 0) {
-            spits_error("%s", err);
-            goto fail;
-        }
-    }
-    jm.started = spits_wall_time();
-    if (security_setup(&jm, err, sizeof err) != 0) {
-        spits_error("%s", err);
+    if ((!jm.opt.resume && open_new_job(&jm, margc, margv) != 0) ||
+        open_to_tms(&jm) != 0)
         goto fail;
-    }
-    jm.disp = jm_disp_new(&jm, err, sizeof err);
-    if (!jm.disp) {
-        spits_error("%s", err);
-        goto fail;
-    }
-    spits_announce_t a;
-    memset(&a, 0, sizeof a);
-    snprintf(a.job_id, sizeof a.job_id, "%s", jm.job_id);
-    snprintf(a.endpoint, sizeof a.endpoint, "%s", jm_disp_endpoint(jm.disp));
-    spits_hostname(host, sizeof host);
-    snprintf(a.host, sizeof a.host, "%s", host);
-    snprintf(a.module, sizeof a.module, "%s", jm.module_path);
-    snprintf(a.module_hash, sizeof a.module_hash, "%s", jm.module_hash);
-    a.curve = !jm.opt.insecure;
-    snprintf(a.server_key, sizeof a.server_key, "%s", jm.keys.server_public);
-    if (a.curve && write_tm_key(&jm, a.endpoint, err, sizeof err) != 0) {
-        spits_error("%s", err);
-        goto fail;
-    }
-    a.pid = (long)getpid();
-    a.started_unix = jm.started;
-    spits_iso_time(jm.started, a.started, sizeof a.started);
-    if (spits_announce_write(jm.opt.jobdir, &a, err, sizeof err) != 0) {
-        spits_error("%s", err);
-        goto fail;
-    }
-    jm_stop_init(jm_disp_wake_fd(jm.disp));
-    if (jm_disp_start(jm.disp) != 0) {
-        spits_error("cannot start the dispatcher thread");
-        goto fail;
-    }
-    spits_info("job %s: %s%s, listening on %s, job dir %s", jm.job_id,
-               jm.module_path, spits_module_is_v20(jm.mod) ? " (SPITS 2.0)" : "",
-               a.endpoint, jm.opt.jobdir);
-
-    /* argv[0] of the module is its path; its own arguments follow. */
-    jm_phase_set_job(&jm);
-    if (spits_module_has_main(jm.mod)) {
-        rc = spits_module_main(jm.mod, margc, margv, jm_run_phase);
-    } else {
-        const void *final;
-        spitssize_t finalsz;
-        rc = jm_run_phase(margc, margv, NULL, 0, &final, &finalsz);
-    }
-    fflush(stdout);
-
-    jm_disp_stop(jm.disp);
-    if (jm.resuming && !jm.interrupted && !jm_signal && jm.nphases < jm.replay.nphases) {
-        spits_error("spits_main ran %u phase(s), but the journal holds %u: it "
-                    "does not run deterministically", jm.nphases, jm.replay.nphases);
-        jm.runtime_error = 1;
-    }
-    int status = exit_status(&jm, rc);
-    /* A job that stopped early keeps its journal open for --resume. */
-    int finished = !jm.interrupted && !jm_signal && !jm.runtime_error &&
-                   !atomic_load(&jm_abort) && !jm.failed_tasks;
-    jm.resumable = jm.journal && !finished;
-    jm_report_write(&jm, status, spits_wall_time());
-    jm_recovery_end(&jm, status, finished);
-    jm_disp_destroy(&jm.disp);
-
-    for (uint32_t i = 0; i < jm.nphases; i++) {
-        for (int k = 0; k < jm.phases[i].argc && jm.phases[i].argv; k++)
-            free(jm.phases[i].argv[k]);
-        free(jm.phases[i].argv);
-        free(jm.phases[i].failed);
-        json_decref(jm.phases[i].metrics);
-    }
-    free(jm.phases);
-    spits_buf_free(&jm.final);
-    spits_module_close(&jm.mod);
-    spits_journal_unload(&jm.replay);
-    free_argv(rargv);
+    status = end_job(&jm, run_job(&jm, margc, margv));
+    free_job(&jm, rargv, 1);
     return status;
 fail:
-    jm_disp_destroy(&jm.disp);
-    spits_module_close(&jm.mod);
-    spits_image_free(&jm.image);
-    jm_recovery_abandon(&jm);
-    spits_journal_unload(&jm.replay);
-    free_argv(rargv);
+    free_job(&jm, rargv, 0);
     return JM_EXIT_ERROR;
 }
