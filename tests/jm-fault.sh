@@ -1,9 +1,12 @@
 #!/bin/bash
-# A fatal error inside the JM: zmq_poll fails in the dispatcher thread
+# 1. A fatal error inside the JM: zmq_poll fails in the dispatcher thread
 # (fault.so makes it fail once a file exists). The job stops at once with
 # one error line, report.json says "error" and why, commit_job is not
 # called and spits-jm exits 1 instead of hanging; every result it had was
 # journaled, so --resume then finishes the job exactly.
+# 2. Memory runs out copying a task that next_task pushed (fault.so fails
+# that one allocation): the phase stops with an error naming the task,
+# and no empty task is made up in its place.
 . "$(dirname "$0")/lib.sh"
 
 FAULT=$top_builddir/tests/.libs/fault.so
@@ -43,4 +46,19 @@ rc=$?
 [ "$(cat "$T/a.out2")" = "$want" ] || fail "bench printed '$(cat "$T/a.out2")', not '$want'"
 [ "$(json "$r" "(d['status'], d['phases'][0]['replayed'] == $committed, 'error' in d)")" = \
   "('ok', True, False)" ] || fail "resumed report: $(json "$r" "d['status'], d['phases'][0]")"
+
+# 2. (Not under a sanitizer: its runtime owns malloc.)
+if ldd "$JM" 2>/dev/null | grep -Eq 'lib(a|t)san'; then
+    echo "SKIP (2): a sanitizer build"
+else
+    LD_PRELOAD=$FAULT SPITS_FAULT_MALLOC=5000000:200 timeout -s KILL 60 "$JM" --jobdir "$T/oom" \
+        --bind tcp://127.0.0.1:0 "$MODS/bench.so" -n 3 -t 5000000 >"$T/oom.out" 2>"$T/oom.log"
+    rc=$?
+    [ $rc = 1 ] || fail "out of memory copying a task: exit $rc, not 1"
+    grep -qx "spits-jm: error: phase 1: out of memory copying task 0 (5000000 bytes; --max-task-bytes 1073741824)" \
+        "$T/oom.log" || fail "no line naming the task: $(cat "$T/oom.log")"
+    [ -s "$T/oom.out" ] && fail "commit_job ran: $(cat "$T/oom.out")"
+    [ "$(json "$T/oom/report.json" "(d['status'], d['counters']['sent'], d['counters']['committed'])")" = \
+      "('error', 0, 0)" ] || fail "report: $(json "$T/oom/report.json" "d['status'], d['counters']")"
+fi
 echo ok
