@@ -100,6 +100,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     long v;
+    char endpoint_err[1200];
     int c;
 
     opterr = 0;
@@ -107,7 +108,11 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
     while ((c = getopt_long(argc, argv, "+:d:b:vqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': jm->opt.jobdir = optarg; break;
-        case 'b': jm->opt.bind = optarg; break;
+        case 'b':
+            if (spits_endpoint_check(optarg, 1, endpoint_err, sizeof endpoint_err) != 0)
+                return spits_bad_option("--bind %s", endpoint_err);
+            jm->opt.bind = optarg;
+            break;
         case OPT_MAX_COPIES:
             if (spits_parse_long(optarg, 1, JM_MAX_COPIES, &v))
                 return spits_bad_option("--max-copies wants a number from 1 to 8, not '%s'", optarg);

@@ -97,3 +97,27 @@ void spits_malloc_tune(void)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
+
+int spits_endpoint_check(const char *ep, int bind, char *err, size_t errlen)
+{
+    if (strncmp(ep, "ipc://", 6) == 0 && ep[6])
+        return 0;
+    if (strncmp(ep, "inproc://", 9) == 0) {
+        snprintf(err, errlen, "%s is inside this one process, where no task "
+                 "manager can reach it: use tcp://HOST:PORT", ep);
+        return -1;
+    }
+    const char *port = strrchr(ep, ':');
+    if (strncmp(ep, "tcp://", 6) != 0 || !port || port < ep + 7) {
+        snprintf(err, errlen, "%s is not tcp://HOST:PORT or ipc://PATH", ep);
+        return -1;
+    }
+    long v;
+    port++;
+    if ((bind && strcmp(port, "*") == 0) ||
+        spits_parse_long(port, bind ? 0 : 1, 65535, &v) == 0)
+        return 0;
+    snprintf(err, errlen, "%s: '%s' is not a port (1-65535%s)", ep, port,
+             bind ? ", or 0 or * for any free one" : "");
+    return -1;
+}

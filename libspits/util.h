@@ -25,6 +25,11 @@ void spits_hostname(char *out, size_t outlen);
 /* A random id of nbytes bytes as lowercase hex into out (2*nbytes+1). */
 void spits_random_hex(char *out, size_t nbytes);
 
+/* Checks a ZeroMQ endpoint from the command line: tcp://HOST:PORT, PORT
+ * 1-65535 (for a bind also 0 or *: any free port), or ipc://PATH. 0, or
+ * -1 with a one-line reason naming the problem in err. */
+int spits_endpoint_check(const char *ep, int bind, char *err, size_t errlen);
+
 /* Online cores (at least 1). */
 int spits_online_cores(void);
 /* Keeps large buffers (tasks, results, batches up to 32 MiB) in the heap

@@ -145,10 +145,15 @@ static const struct option longopts[] = {
 static int parse_option(tm_opts_t *opts, int c, char **argv)
 {
     long v;
+    char endpoint_err[1200];
 
     switch (c) {
     case 'd': opts->jobdir = optarg; break;
-    case 'c': opts->connect = optarg; break;
+    case 'c':
+        if (spits_endpoint_check(optarg, 0, endpoint_err, sizeof endpoint_err) != 0)
+            return spits_bad_option("--connect %s", endpoint_err);
+        opts->connect = optarg;
+        break;
     case 'm': opts->module_override = optarg; break;
     case 'w':
         if (spits_parse_seconds(optarg, 1e7, &opts->wait))

@@ -49,6 +49,20 @@ for cut in 1000 5000 12000; do
 done
 expect 1 "not writable\|cannot create job dir" "$JM" --jobdir "$T/file/sub" "$MODS/pi.so"
 expect 1 "cannot bind" "$JM" --jobdir "$T/jd" --bind tcp://300.1.1.1:0 "$MODS/pi.so"
+# Ports out of range were once taken modulo 65536; inproc:// never reachable.
+for port in 99999 70000 -1 x; do
+    expect 2 "error: --bind tcp://127.0.0.1:$port: '$port' is not a port (1-65535, or 0 or \* for any free one)" \
+        "$JM" --jobdir "$T/jd" --bind "tcp://127.0.0.1:$port" "$MODS/pi.so"
+done
+expect 2 "error: --bind inproc://x is inside this one process, where no task manager can reach it" \
+    "$JM" --jobdir "$T/jd" --bind inproc://x "$MODS/pi.so"
+expect 2 "error: --bind udp://127.0.0.1:5 is not tcp://HOST:PORT or ipc://PATH" \
+    "$JM" --jobdir "$T/jd" --bind udp://127.0.0.1:5 "$MODS/pi.so"
+expect 2 "error: --bind tcp://127.0.0.1:99999: '99999' is not a port" \
+    "$RUN" --bind tcp://127.0.0.1:99999 "$MODS/pi.so"
+expect 2 "error: --connect tcp://127.0.0.1:0: '0' is not a port (1-65535)" \
+    "$TM" --connect tcp://127.0.0.1:0 --insecure
+[ -e "$T/jd/journal" ] && fail "a refused --bind left a journal"
 expect 2 "unknown option" "$JM" --frobnicate "$MODS/pi.so"
 expect 2 "no MODULE" "$JM" $J
 expect 2 "max-copies" "$JM" $J --max-copies 0 "$MODS/pi.so"

@@ -171,6 +171,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     run_t r;
     int c, status = 1;
+    char endpoint_err[1200];
     sigset_t block, orig;
 
     memset(&r, 0, sizeof r);
@@ -191,7 +192,11 @@ int main(int argc, char **argv)
             break;
         case 'd': r.jobdir = optarg; break;
         case 'K': r.keep = 1; break;
-        case 'b': r.bind = optarg; break;
+        case 'b':
+            if (spits_endpoint_check(optarg, 1, endpoint_err, sizeof endpoint_err) != 0)
+                return spits_bad_option("--bind %s", endpoint_err);
+            r.bind = optarg;
+            break;
         case 'C': r.max_copies = optarg; break;
         case 'A': r.max_attempts = optarg; break;
         case 'E': r.commit_errors = optarg; break;
