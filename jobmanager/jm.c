@@ -73,7 +73,8 @@ static void usage(FILE *f)
 
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
        OPT_WINDOW, OPT_WINDOW_BYTES, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
-       OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS, OPT_COMMIT_ERRORS };
+       OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS, OPT_COMMIT_ERRORS,
+       OPT_CHECK_OPTIONS };
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
@@ -94,6 +95,8 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"export-key", required_argument, NULL, OPT_EXPORT_KEY},
         {"progress-interval", required_argument, NULL, OPT_PROGRESS},
         {"commit-errors", required_argument, NULL, OPT_COMMIT_ERRORS},
+        /* spits-run's: check the options, then exit 0 (or 2, as ever) */
+        {"check-options", no_argument, NULL, OPT_CHECK_OPTIONS},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -101,7 +104,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {NULL, 0, NULL, 0}};
     long v;
     char endpoint_err[1200];
-    int c;
+    int c, check_only = 0;
 
     opterr = 0;
     /* '+': stop at MODULE, so the module's own options reach the module. */
@@ -164,6 +167,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
             if (spits_parse_seconds(optarg, 1e6, &jm->opt.progress))
                 return spits_bad_option("--progress-interval wants seconds, not '%s'", optarg);
             break;
+        case OPT_CHECK_OPTIONS: check_only = 1; break;
         case OPT_COMMIT_ERRORS:
             jm->opt.commit_errors_ignore = strcmp(optarg, "ignore") == 0;
             if (!jm->opt.commit_errors_ignore && strcmp(optarg, "fail") != 0)
@@ -183,7 +187,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
                                 "from the journal: give no ARGS");
     if (optind >= argc && !jm->opt.resume && !jm->opt.export_key)
         return spits_bad_option("%s", "no MODULE given");
-    return -1;
+    return check_only ? 0 : -1;
 }
 
 static int exit_status(const jm_t *jm, int rc)

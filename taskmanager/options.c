@@ -67,7 +67,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_RECONNECT = 256, OPT_ISOLATE, OPT_TASK_TIMEOUT, OPT_DRAIN_TIMEOUT,
-       OPT_INSECURE, OPT_END_TIME, OPT_END_MARGIN };
+       OPT_INSECURE, OPT_END_TIME, OPT_END_MARGIN, OPT_CHECK_OPTIONS };
 
 /* WHEN as +SEC, epoch seconds, local YYYY-MM-DDTHH:MM:SS (as Slurm
  * prints), or none. 0, or -1 if it is none of those. */
@@ -134,6 +134,8 @@ static const struct option longopts[] = {
     {"end-margin", required_argument, NULL, OPT_END_MARGIN},
     {"task-timeout", required_argument, NULL, OPT_TASK_TIMEOUT},
     {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
+    /* spits-run's: check the options, then exit 0 (or 2, as ever) */
+    {"check-options", no_argument, NULL, OPT_CHECK_OPTIONS},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -191,6 +193,7 @@ static int parse_option(tm_opts_t *opts, int c, char **argv)
             opts->task_timeout < 0.001)
             return spits_bad_option("--task-timeout wants seconds (at least 0.001), not '%s'", optarg);
         break;
+    case OPT_CHECK_OPTIONS: opts->check_only = 1; break;
     case OPT_DRAIN_TIMEOUT:
         if (spits_parse_seconds(optarg, 1e7, &opts->drain_timeout))
             return spits_bad_option("--drain-timeout wants seconds, not '%s'", optarg);
@@ -242,7 +245,8 @@ int tm_opts_parse(tm_opts_t *opts, int argc, char **argv)
             return rc;
     if (optind < argc)
         return spits_bad_option("unexpected argument '%s'", argv[optind]);
-    return check_options(opts);
+    rc = check_options(opts);
+    return rc < 0 && opts->check_only ? 0 : rc;
 }
 
 void tm_opts_complete(tm_opts_t *opts)

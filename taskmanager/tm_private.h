@@ -46,6 +46,7 @@ typedef struct {
     double end_wall;             /* walltime end, wall clock (0: none) */
     int workers, prefetch, isolate;
     int verbosity;               /* -v and -q */
+    int check_only;              /* --check-options: exit after checking */
 } tm_opts_t;
 
 /* Where the connection to the JM is. */

@@ -86,6 +86,16 @@ expect 2 "--end-time wants +SEC, epoch seconds, YYYY-MM-DDTHH:MM:SS or none, not
 expect 2 "--progress-interval wants seconds" "$JM" $J --progress-interval x "$MODS/pi.so"
 expect 2 "workers" "$RUN" --workers -3 "$MODS/pi.so"
 expect 2 "--task-timeout needs --isolate" "$RUN" --task-timeout 3 "$MODS/pi.so"
+# spits-run refuses what its JM or TMs would, before it starts anything
+# (it used to print a TM's usage, then "every task manager failed").
+mkdir -p "$T/runtmp"
+TMPDIR=$T/runtmp expect 2 "^spits-tm: error: --prefetch wants a number from 0 to 1048576, not '-1'" \
+    "$RUN" --prefetch -1 "$MODS/pi.so"
+TMPDIR=$T/runtmp expect 2 "^spits-tm: error: --task-timeout wants seconds (at least 0.001), not 'abc'" \
+    "$RUN" --task-timeout abc --isolate "$MODS/pi.so"
+TMPDIR=$T/runtmp expect 2 "^spits-jm: error: --max-copies wants a number from 1 to 8, not '0'" \
+    "$RUN" --max-copies 0 "$MODS/pi.so"
+[ -z "$(ls -A "$T/runtmp")" ] || fail "spits-run made a job dir for options it refused: $(ls "$T/runtmp")"
 expect 1 "no job manager answered at tcp://127.0.0.1:1" "$TM" --connect tcp://127.0.0.1:1 --insecure --wait 2
 expect 2 "--connect needs --key-file FILE" "$TM" --connect tcp://127.0.0.1:1
 expect 2 "give --key-file or --insecure, not both" "$TM" --connect tcp://127.0.0.1:1 --insecure --key-file "$T/file"

@@ -150,6 +150,64 @@ static void stop_tms(run_t *r, int sig, int ms)
     }
 }
 
+#define JM_ARGS_MAX (32 + 256)
+#define TM_ARGS_MAX 24
+
+/* spits-jm's command line; check: only check the options (the program
+ * exits 0 or 2 at once, after one line naming a bad option). */
+static void jm_args(run_t *r, char **jargv, int check, int argc, char **argv)
+{
+    int ja = 0;
+    jargv[ja++] = r->jm_path;
+    if (check)
+        jargv[ja++] = "--check-options";
+    jargv[ja++] = "--jobdir";
+    jargv[ja++] = (char *)(r->jobdir ? r->jobdir : ".");
+    jargv[ja++] = "--bind";
+    jargv[ja++] = (char *)r->bind;
+    if (r->max_copies) { jargv[ja++] = "--max-copies"; jargv[ja++] = (char *)r->max_copies; }
+    if (r->max_attempts) { jargv[ja++] = "--max-attempts"; jargv[ja++] = (char *)r->max_attempts; }
+    if (r->commit_errors) { jargv[ja++] = "--commit-errors"; jargv[ja++] = (char *)r->commit_errors; }
+    if (r->verbosity < 0) jargv[ja++] = "-q";
+    for (int v = 0; v < r->verbosity && v < 3; v++) jargv[ja++] = "-v";
+    jargv[ja++] = "--";
+    for (int i = optind; i < argc; i++)
+        jargv[ja++] = argv[i];
+    jargv[ja] = NULL;
+}
+
+/* spits-tm's command line (check: as for jm_args). */
+static void tm_args(run_t *r, char **targv, int check)
+{
+    static char workers[32];
+    int ta = 0;
+    snprintf(workers, sizeof workers, "%ld", r->workers);
+    targv[ta++] = r->tm_path;
+    if (check)
+        targv[ta++] = "--check-options";
+    targv[ta++] = "--jobdir";
+    targv[ta++] = (char *)(r->jobdir ? r->jobdir : ".");
+    targv[ta++] = "--workers";
+    targv[ta++] = workers;
+    if (r->prefetch) { targv[ta++] = "--prefetch"; targv[ta++] = (char *)r->prefetch; }
+    if (r->isolate) targv[ta++] = "--isolate";
+    if (r->task_timeout) { targv[ta++] = "--task-timeout"; targv[ta++] = (char *)r->task_timeout; }
+    if (r->verbosity < 0) targv[ta++] = "-q";
+    for (int v = 0; v < r->verbosity && v < 3; v++) targv[ta++] = "-v";
+    targv[ta] = NULL;
+}
+
+/* Runs a program in its --check-options mode: 0 if it takes its options. */
+static int options_ok(char **argv)
+{
+    sigset_t now;
+    int wstatus;
+    sigprocmask(SIG_SETMASK, NULL, &now);
+    pid_t pid = spawn(argv, &now);
+    return pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus) &&
+           WEXITSTATUS(wstatus) == 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -221,6 +279,20 @@ int main(int argc, char **argv)
                     "(set SPITS_JM and SPITS_TM)");
         return 1;
     }
+    if (argc - optind > 256) {
+        spits_error("too many module arguments (at most 256)");
+        return 2;
+    }
+    /* Options the JM or the TMs would refuse are refused before anything
+     * starts: each program checks its own, so the rules and the messages
+     * have one home. */
+    {
+        char *jcheck[JM_ARGS_MAX], *tcheck[TM_ARGS_MAX];
+        jm_args(&r, jcheck, 1, argc, argv);
+        tm_args(&r, tcheck, 1);
+        if (!options_ok(jcheck) || !options_ok(tcheck))
+            return 2;
+    }
     if (!r.jobdir) {
         const char *tmp = getenv("TMPDIR");
         snprintf(r.tmpdir, sizeof r.tmpdir, "%s/spits-run-XXXXXX",
@@ -246,43 +318,12 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &block, &orig);
 
     /* The JM: spits-jm --jobdir DIR --bind EP [knobs] MODULE ARGS... */
-    char *jargv[32 + 256];
-    int ja = 0;
-    jargv[ja++] = r.jm_path;
-    jargv[ja++] = "--jobdir";
-    jargv[ja++] = (char *)r.jobdir;
-    jargv[ja++] = "--bind";
-    jargv[ja++] = (char *)r.bind;
-    if (r.max_copies) { jargv[ja++] = "--max-copies"; jargv[ja++] = (char *)r.max_copies; }
-    if (r.max_attempts) { jargv[ja++] = "--max-attempts"; jargv[ja++] = (char *)r.max_attempts; }
-    if (r.commit_errors) { jargv[ja++] = "--commit-errors"; jargv[ja++] = (char *)r.commit_errors; }
-    if (r.verbosity < 0) jargv[ja++] = "-q";
-    for (int v = 0; v < r.verbosity && v < 3; v++) jargv[ja++] = "-v";
-    jargv[ja++] = "--";
-    if (argc - optind > 256) {
-        spits_error("too many module arguments (at most 256)");
-        return 2;
-    }
-    for (int i = optind; i < argc; i++)
-        jargv[ja++] = argv[i];
-    jargv[ja] = NULL;
+    char *jargv[JM_ARGS_MAX];
+    jm_args(&r, jargv, 0, argc, argv);
     r.jm = spawn(jargv, &orig);
 
-    char workers[32];
-    snprintf(workers, sizeof workers, "%ld", r.workers);
-    char *targv[16];
-    int ta = 0;
-    targv[ta++] = r.tm_path;
-    targv[ta++] = "--jobdir";
-    targv[ta++] = (char *)r.jobdir;
-    targv[ta++] = "--workers";
-    targv[ta++] = workers;
-    if (r.prefetch) { targv[ta++] = "--prefetch"; targv[ta++] = (char *)r.prefetch; }
-    if (r.isolate) targv[ta++] = "--isolate";
-    if (r.task_timeout) { targv[ta++] = "--task-timeout"; targv[ta++] = (char *)r.task_timeout; }
-    if (r.verbosity < 0) targv[ta++] = "-q";
-    for (int v = 0; v < r.verbosity && v < 3; v++) targv[ta++] = "-v";
-    targv[ta] = NULL;
+    char *targv[TM_ARGS_MAX];
+    tm_args(&r, targv, 0);
     for (long i = 0; i < r.tms; i++)
         r.tm[i] = spawn(targv, &orig);
 
