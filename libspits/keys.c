@@ -64,6 +64,15 @@ static int copy_key(const json_t *doc, const char *field, char *out, const char 
     return 0;
 }
 
+/* 1 if secret is the secret key of public (both Z85): a secret that is
+ * not would only show as a handshake the JM cannot complete. */
+static int key_pair(const char *public, const char *secret)
+{
+    char derived[SPITS_Z85_KEY + 1];
+    return zmq_curve_public(derived, secret) == 0 &&
+           memcmp(derived, public, SPITS_Z85_KEY) == 0;
+}
+
 int spits_keys_read(const char *path, spits_keys_t *k, int need_server_secret,
                     char *err, size_t errlen)
 {
@@ -125,7 +134,17 @@ int spits_keys_parse(const json_t *doc, spits_keys_t *k, int need_server_secret,
               copy_key(doc, "server_secret", k->server_secret, path, err, errlen) == 0)) {
         snprintf(k->job_id, sizeof k->job_id, "%s", id);
         snprintf(k->endpoint, sizeof k->endpoint, "%s", ep ? ep : "");
+        int client_ok = key_pair(k->client_public, k->client_secret);
         rc = 0;
+        if (!client_ok ||
+            (need_server_secret && !key_pair(k->server_public, k->server_secret))) {
+            snprintf(err, errlen, "key file %s: %s is not the secret key of %s "
+                     "(a damaged or edited key file: take a fresh copy of the "
+                     "job's, e.g. with spits-jm --export-key)", path,
+                     client_ok ? "server_secret" : "client_secret",
+                     client_ok ? "server_public" : "client_public");
+            rc = -1;
+        }
     }
     return rc;
 }
@@ -175,6 +194,13 @@ int spits_keys_selftest(void)
     CHECK(spits_keys_read(path, &r, 0, err, sizeof err) == -1 &&
           strstr(err, "'server_public' is missing or not a Z85 key"));
     CHECK(!spits_key_valid("0123456789012345678901234567890123456789x"));
+    /* A client secret that is not client_public's: named. */
+    spits_keys_t other;
+    CHECK(spits_keys_generate(&other, err, sizeof err) == 0);
+    memcpy(k.client_secret, other.client_secret, sizeof k.client_secret);
+    CHECK(spits_keys_write(path, &k, 0, err, sizeof err) == 0);
+    CHECK(spits_keys_read(path, &r, 0, err, sizeof err) == -1 &&
+          strstr(err, "client_secret is not the secret key of client_public"));
     ok = 1;
 out:
     unlink(path);

@@ -40,6 +40,19 @@ void tm_link_init(tm_t *tm)
     tm->link.lost_ms = 5000;
 }
 
+#define REFUSALS_LOG_EVERY_MS 30000
+
+/* The key file in use: --key-file, or the job dir's tm.key. */
+static const char *key_file_name(const tm_t *tm)
+{
+    static char path[PATH_MAX];
+    if (tm->opts.key_file)
+        return tm->opts.key_file;
+    snprintf(path, sizeof path, "%s/%s", tm->opts.jobdir ? tm->opts.jobdir : ".",
+             SPITS_TM_KEY_FILE);
+    return path;
+}
+
 /* Security from the job dir: jm.json says whether the JM runs CURVE; the
  * keys come from DIR/tm.key (or --key-file). A mismatch is an error here,
  * with the fix in it, rather than a handshake that never completes.
@@ -66,11 +79,7 @@ static int security_from_announce(tm_t *tm, const spits_announce_t *announce,
                     tm->opts.jobdir);
         return -1;
     }
-    if (tm->opts.key_file)
-        snprintf(path, sizeof path, "%s", tm->opts.key_file);
-    else
-        snprintf(path, sizeof path, "%s/%s", tm->opts.jobdir,
-                 SPITS_TM_KEY_FILE);
+    snprintf(path, sizeof path, "%s", key_file_name(tm));
     if (spits_keys_read(path, &tm->link.keys, 0, err, sizeof err) != 0) {
         spits_error("%s", err);
         return -1;
@@ -131,19 +140,29 @@ void tm_link_on_monitor(tm_t *tm)
             }
             continue;
         }
-        const char *why = event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
-            ? "it does not accept this task manager's key (a key file of "
-              "another job?)"
-            : tm->opts.insecure ? "it requires CurveZMQ: drop --insecure and give "
-                                  "--key-file"
-                                : "wrong server key, or it runs --insecure";
+        /* Our own key pair was checked when the key file was read
+         * (keys.c), so a failed handshake is the server's key or mode. */
+        char why[PATH_MAX + 160];
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+            snprintf(why, sizeof why, "it does not accept this task manager's "
+                     "key: %s is a key file of another job?", key_file_name(tm));
+        else if (tm->opts.insecure)
+            snprintf(why, sizeof why, "it requires CurveZMQ: drop --insecure "
+                     "and give --key-file");
+        else
+            snprintf(why, sizeof why, "the server key in %s is not this job "
+                     "manager's, or it runs --insecure", key_file_name(tm));
         if (!link->welcomed) {
             spits_error("the job manager at %s refused the handshake: %s",
                         link->endpoint, why);
             tm->done = -1;
-        } else {
+        } else if (link->refusals++ == 0 ||
+                   tm->now - link->refusals_logged_at >= REFUSALS_LOG_EVERY_MS) {
+            /* It retries on its own; say so now and then, not each time. */
             spits_warn("the job manager at %s refused the handshake: %s; "
-                       "looking for it", link->endpoint, why);
+                       "looking for it (%llu refusal(s) so far)", link->endpoint,
+                       why, (unsigned long long)link->refusals);
+            link->refusals_logged_at = tm->now;
         }
     }
 }

@@ -70,6 +70,8 @@ typedef struct {
     int64_t last_heard, last_sent, last_hello, last_stats, last_look;
     int64_t heartbeat_ms;        /* send something at least this often */
     int64_t lost_ms;             /* a JM silent this long is looked for */
+    uint64_t refusals;           /* handshakes refused since joining */
+    int64_t refusals_logged_at;  /* when the last was logged */
 } tm_link_t;
 
 /* The job this TM runs (job.c). Main thread; a phase's own fields are

@@ -43,6 +43,13 @@ touch "$T/a.gate"
 wait $jm || fail "the attacked job exited $?"
 [ "$(cat "$T/a.out")" = "$(bench_checksum $n)" ] || fail "attacked job printed '$(cat "$T/a.out")'"
 wait $tm || fail "the TM exited $?"
+# A key file whose client secret is not its client key's: named at once,
+# instead of a handshake the JM can only refuse.
+"$PY" -c "import json,sys; k=json.load(open(sys.argv[1])); k['client_secret']=k['server_public']; json.dump(k, open(sys.argv[2], 'w'))" \
+    "$T/a/tm.key" "$T/bad-secret.key" && chmod 600 "$T/bad-secret.key"
+out=$("$TM" --connect tcp://127.0.0.1:1 --key-file "$T/bad-secret.key" --wait 1 2>&1); rc=$?
+[ $rc = 1 ] && [ "$out" = "spits-tm: error: key file $T/bad-secret.key: client_secret is not the secret key of client_public (a damaged or edited key file: take a fresh copy of the job's, e.g. with spits-jm --export-key)" ] \
+    || fail "a wrong client secret: exit $rc, '$out'"
 grep -q "refused a connection from 127.0.0.1: not this job's client key (logged once per address)" \
     "$T/a.jm.log" || fail "the wrong key was not logged"
 [ "$(grep -c "not this job's client key" "$T/a.jm.log")" = 1 ] || fail "refusals flood the log"
