@@ -83,12 +83,7 @@ static int tm_teardown(tm_t *tm, int rc)
         fflush(stderr);
         _exit(rc);
     }
-    tm_link_destroy(tm);
-    tm_pool_destroy(&tm->pool);
-    tm_results_free(&tm->results);
-    tm_proto_free(&tm->proto);
-    tm_job_free(&tm->job);
-    spits_wake_close(&tm->wake_fd);
+    tm_free(tm);
     return rc;
 }
 

@@ -35,6 +35,7 @@
 
 #include "keys.h"
 #include "tm.h"
+#include "wake.h"
 
 /* The command line (options.c). Main thread; set before the loop,
  * read-only after. */
@@ -184,5 +185,18 @@ void tm_results_free(tm_results_t *results);
 void tm_loop_catch_signals(int wake_fd);
 /* Runs until the job is over or a drain ends; returns the exit status. */
 int tm_loop_run(tm_t *tm);
+
+/* Frees what the set-up and the loop made, once no worker runs and the
+ * socket is closed (tm_link_close): main's tear-down, and the fuzz
+ * target's (tests/fuzz/fuzz_tm.c). */
+static inline void tm_free(tm_t *tm)
+{
+    tm_link_destroy(tm);
+    tm_pool_destroy(&tm->pool);
+    tm_results_free(&tm->results);
+    tm_proto_free(&tm->proto);
+    tm_job_free(&tm->job);
+    spits_wake_close(&tm->wake_fd);
+}
 
 #endif
