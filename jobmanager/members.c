@@ -40,6 +40,15 @@ static int json_int_field(json_t *j, const char *key, long min, long max,
     return 0;
 }
 
+/* A TM back from an outage sends its results right after WELCOME. Wait
+ * for them before sending it tasks, or it would be sent (and run again)
+ * the very tasks it holds results for. */
+static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
+{
+    t->settle_until = pending > 0 ? d->now + 2000 : 0;
+    t->settle_records = pending;
+}
+
 void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                      size_t ridlen, zmq_msg_t *body)
 {
@@ -75,6 +84,7 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
          * every second). Nothing was sent to it since, so nothing is lost:
          * take what it holds now and answer again. */
         jm_sched_joined(d->sched, t, held);
+        settle(d, t, pending);
         json_decref(j);
         disp_send_phase(d, t, SPITS_MSG_WELCOME);
         return;
@@ -92,11 +102,7 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->draining = 0;
     t->last_heard = d->now;
     t->joined = spits_wall_time();
-    /* A TM back from an outage sends its results right after WELCOME. Wait
-     * for them before sending it tasks, or it would be sent (and run
-     * again) the very tasks it holds results for. */
-    t->settle_until = pending > 0 ? d->now + 2000 : 0;
-    t->settle_records = pending;
+    settle(d, t, pending);
     d->alive++;
     d->alive_workers += t->workers;
     if (d->alive_workers > d->st.peak_workers)

@@ -41,6 +41,7 @@ void tm_link_init(tm_t *tm)
 }
 
 #define REFUSALS_LOG_EVERY_MS 30000
+#define KEYS_SETTLE_MS 5000        /* tm.key and jm.json may disagree this long */
 
 /* The key file in use: --key-file, or the job dir's tm.key. */
 static const char *key_file_name(const tm_t *tm)
@@ -64,6 +65,7 @@ static int security_from_announce(tm_t *tm, const spits_announce_t *announce,
                                   int say)
 {
     char path[PATH_MAX], err[1024];
+    spits_keys_t keys;
 
     if (!announce->curve) {
         if (!tm->opts.insecure) {
@@ -80,17 +82,19 @@ static int security_from_announce(tm_t *tm, const spits_announce_t *announce,
         return -1;
     }
     snprintf(path, sizeof path, "%s", key_file_name(tm));
-    if (spits_keys_read(path, &tm->link.keys, 0, err, sizeof err) != 0) {
+    if (spits_keys_read(path, &keys, 0, err, sizeof err) != 0) {
         spits_error("%s", err);
         return -1;
     }
-    if (strcmp(tm->link.keys.server_public, announce->server_key) != 0) {
+    /* (The socket's keys change only with a pair that matches.) */
+    if (strcmp(keys.server_public, announce->server_key) != 0) {
         if (!say && !tm->opts.key_file)
             return 1;
         spits_error("%s does not match the server key in %s/%s (a stale key "
                     "file?)", path, tm->opts.jobdir, SPITS_ANNOUNCE_FILE);
         return -1;
     }
+    tm->link.keys = keys;
     return 0;
 }
 
@@ -296,9 +300,15 @@ static void look_for_jm(tm_t *tm)
     if (spits_announce_read(tm->opts.jobdir, &announce, err, sizeof err) == 0 &&
         (strcmp(announce.endpoint, tm->link.endpoint) != 0 ||
          strcmp(announce.server_key, tm->link.keys.server_public) != 0)) {
-        int rc = security_from_announce(tm, &announce, 0);
+        /* Caught mid-update: looked at again next second, and named as an
+         * error if it lasts. */
+        if (!tm->link.mismatch_since)
+            tm->link.mismatch_since = tm->now;
+        int rc = security_from_announce(tm, &announce,
+                                        tm->now - tm->link.mismatch_since > KEYS_SETTLE_MS);
         if (rc > 0)
-            return;              /* caught mid-update: again next look */
+            return;
+        tm->link.mismatch_since = 0;
         spits_info("job manager now at %s", announce.endpoint);
         snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
                  announce.endpoint);

@@ -72,6 +72,7 @@ typedef struct {
     int64_t heartbeat_ms;        /* send something at least this often */
     int64_t lost_ms;             /* a JM silent this long is looked for */
     uint64_t refusals;           /* handshakes refused since joining */
+    int64_t mismatch_since;      /* tm.key and jm.json disagree since */
     int64_t refusals_logged_at;  /* when the last was logged */
 } tm_link_t;
 

@@ -197,15 +197,17 @@ static void tm_args(run_t *r, char **targv, int check)
     targv[ta] = NULL;
 }
 
-/* Runs a program in its --check-options mode: 0 if it takes its options. */
-static int options_ok(char **argv)
+/* Runs a program in its --check-options mode: 0 if it takes its options,
+ * 2 if it refused one (it said which), 1 if it could not check. */
+static int options_check(char **argv)
 {
     sigset_t now;
     int wstatus;
     sigprocmask(SIG_SETMASK, NULL, &now);
     pid_t pid = spawn(argv, &now);
-    return pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus) &&
-           WEXITSTATUS(wstatus) == 0;
+    if (pid < 0 || waitpid(pid, &wstatus, 0) != pid || !WIFEXITED(wstatus))
+        return 1;
+    return WEXITSTATUS(wstatus) == 0 ? 0 : WEXITSTATUS(wstatus) == 2 ? 2 : 1;
 }
 
 int main(int argc, char **argv)
@@ -290,8 +292,11 @@ int main(int argc, char **argv)
         char *jcheck[JM_ARGS_MAX], *tcheck[TM_ARGS_MAX];
         jm_args(&r, jcheck, 1, argc, argv);
         tm_args(&r, tcheck, 1);
-        if (!options_ok(jcheck) || !options_ok(tcheck))
-            return 2;
+        int rc = options_check(jcheck);
+        if (rc == 0)
+            rc = options_check(tcheck);
+        if (rc != 0)
+            return rc;
     }
     if (!r.jobdir) {
         const char *tmp = getenv("TMPDIR");
