@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <gnu/libc-version.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -345,7 +346,8 @@ void spits_elf_deps_free(spits_elf_deps_t *deps)
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "elf selftest: %s:%d: %s\n", \
                       __FILE__, __LINE__, #c); goto out; } } while (0)
 
-/* A real shared object of this host: the one fclose comes from. */
+/* A real shared object of this host: libc, found through a function no
+ * sanitizer intercepts (fclose would lead to the sanitizer's runtime). */
 static unsigned char *read_libc(size_t *n)
 {
     Dl_info info;
@@ -353,7 +355,7 @@ static unsigned char *read_libc(size_t *n)
     long len;
     FILE *f;
 
-    if (!dladdr((void *)(uintptr_t)fclose, &info) || !info.dli_fname ||
+    if (!dladdr((void *)(uintptr_t)gnu_get_libc_version, &info) || !info.dli_fname ||
         !(f = fopen(info.dli_fname, "rb")))
         return NULL;
     if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 &&

@@ -8,14 +8,6 @@
  * corrupted socket. Until then calls pass through unchanged. The file is
  * the switch, so a test fails the call exactly when its job is where the
  * test wants it, on a fast machine or a slow one.
- *
- *   LD_PRELOAD=tests/.libs/fault.so SPITS_FAULT_MALLOC=N:M spits-jm ...
- *
- * Every malloc of more than N bytes and at most N + M fails with ENOMEM:
- * with a module whose tasks are N bytes, that is the runtime's copy of a
- * task (its bytes and a header of less than M), while the module's own
- * buffers of other sizes are served. Not for sanitizer builds, whose
- * runtimes own malloc.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -23,8 +15,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <zmq.h>
-
-extern void *__libc_malloc(size_t size);
 
 typedef int (*poll_fn)(zmq_pollitem_t *, int, long);
 
@@ -40,20 +30,4 @@ int zmq_poll(zmq_pollitem_t *items, int nitems, long timeout)
     if (!real)
         real = (poll_fn)dlsym(RTLD_NEXT, "zmq_poll");
     return real(items, nitems, timeout);
-}
-
-void *malloc(size_t size)
-{
-    static size_t from = (size_t)-1, span;
-    if (from == (size_t)-1) {
-        char *end = NULL;
-        const char *n = getenv("SPITS_FAULT_MALLOC");
-        from = n ? strtoull(n, &end, 10) : 0;
-        span = end && *end == ':' ? strtoull(end + 1, NULL, 10) : 0;
-    }
-    if (from && size > from && size <= from + span) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    return __libc_malloc(size);
 }

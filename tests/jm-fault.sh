@@ -4,8 +4,8 @@
 # one error line, report.json says "error" and why, commit_job is not
 # called and spits-jm exits 1 instead of hanging; every result it had was
 # journaled, so --resume then finishes the job exactly.
-# 2. Memory runs out copying a task that next_task pushed (fault.so fails
-# that one allocation): the phase stops with an error naming the task,
+# 2. Memory runs out copying a task that next_task pushed (faultmem.so
+# fails that one allocation): the phase stops with an error naming the task,
 # and no empty task is made up in its place.
 . "$(dirname "$0")/lib.sh"
 
@@ -51,7 +51,7 @@ rc=$?
 if ldd "$JM" 2>/dev/null | grep -Eq 'lib(a|t)san'; then
     echo "SKIP (2): a sanitizer build"
 else
-    LD_PRELOAD=$FAULT SPITS_FAULT_MALLOC=5000000:200 timeout -s KILL 60 "$JM" --jobdir "$T/oom" \
+    LD_PRELOAD=$top_builddir/tests/.libs/faultmem.so SPITS_FAULT_MALLOC=5000000:200 timeout -s KILL 60 "$JM" --jobdir "$T/oom" \
         --bind tcp://127.0.0.1:0 "$MODS/bench.so" -n 3 -t 5000000 >"$T/oom.out" 2>"$T/oom.log"
     rc=$?
     [ $rc = 1 ] || fail "out of memory copying a task: exit $rc, not 1"
