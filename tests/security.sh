@@ -38,6 +38,8 @@ wait $p2 || fail "a peer with its own key got an answer"
 wait $p3 || fail "the garbage sender failed"
 wait $p4 || fail "the silent connections failed"
 wait $p5 || fail "the abuser failed"
+# Its 40 MB frame cost it the connection (libzmq's ZMQ_MAXMSGSIZE).
+wait_for "grep -q 'TM hostile:1 lost (' $T/a.jm.log" 60 "the JM to drop the abuser"
 kill -0 $jm 2>/dev/null || fail "the job ended before the attacks did (it waits for $T/a.gate)"
 touch "$T/a.gate"
 wait $jm || fail "the attacked job exited $?"
