@@ -22,6 +22,7 @@
 #include "journal.h"
 #include "log.h"
 #include "phase.h"
+#include "scheduler.h"
 #include "wake.h"
 
 #define GEN_CHUNK_TASKS 256
@@ -194,10 +195,7 @@ static void *gen_main(void *arg)
         queued_last = 1;
         t->next = NULL;
         t->id = id++;
-        t->copies = t->attempts = t->in_retry = t->sent = 0;
-        t->failed_on = -1;
-        for (int i = 0; i < JM_MAX_COPIES; i++)
-            t->holders[i] = -1;
+        jm_sched_task_init(t);
         if (tail)
             tail->next = t;
         else

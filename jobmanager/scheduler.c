@@ -169,6 +169,14 @@ static void resolve(jm_sched_t *s, jm_task_t *task)
 
 /* --- tasks in ---------------------------------------------------------- */
 
+void jm_sched_task_init(jm_task_t *t)
+{
+    t->copies = t->attempts = t->in_retry = t->sent = t->last_status = 0;
+    t->failed_on = -1;
+    for (int i = 0; i < JM_MAX_COPIES; i++)
+        t->holders[i] = -1;
+}
+
 void jm_sched_add_fresh(jm_sched_t *s, jm_task_t *head, jm_task_t *tail)
 {
     if (!head)
@@ -542,9 +550,7 @@ static int m_generate(model_t *m)
         t->id = id;
         t->len = (uint32_t)(id % 7);
         t->hash = m_hash(id);
-        t->failed_on = -1;
-        for (int h = 0; h < JM_MAX_COPIES; h++)
-            t->holders[h] = -1;
+        jm_sched_task_init(t);
         if (tail)
             tail->next = t;
         else

@@ -74,6 +74,10 @@ int jm_sched_broken(const jm_sched_t *s);
 
 /* --- tasks in ---------------------------------------------------------- */
 
+/* Sets a new task's scheduling state (no copy out, no attempt, no
+ * holder), which only the scheduler reads and changes from then on. */
+void jm_sched_task_init(jm_task_t *t);
+
 /* Tasks from the generator, linked by next, ids increasing. */
 void jm_sched_add_fresh(jm_sched_t *s, jm_task_t *head, jm_task_t *tail);
 int jm_sched_has_fresh(const jm_sched_t *s);

@@ -130,7 +130,7 @@ static int await_status(void *s, int ms)
  * STATUS answer comes after them), then an oversized frame (the test sees
  * the JM drop this peer for it). 0 when all of that went out, else
  * non-zero. */
-static int abuse(void *ctx, void *s)
+static int abuse(void *s)
 {
     unsigned char hdr[SPITS_HDR_SIZE];
     spits_batch_t b = {0};
@@ -214,7 +214,7 @@ int main(int argc, char **argv)
             send_hello(s);
             rc = expect_silence(s, 2000);
         } else {
-            rc = abuse(ctx, s);
+            rc = abuse(s);
         }
         zmq_close(s);
     } else if (argc >= 4 && strcmp(argv[1], "wrongkey") == 0) {

@@ -146,9 +146,7 @@ static jm_task_t *make_tasks(jm_task_t **last)
         t->id = id;
         t->len = 8;
         memcpy(t->data, &id, 8);
-        t->failed_on = -1;
-        for (int i = 0; i < JM_MAX_COPIES; i++)
-            t->holders[i] = -1;
+        jm_sched_task_init(t);
         *tail = t;
         tail = &t->next;
         *last = t;
