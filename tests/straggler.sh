@@ -56,7 +56,7 @@ wait_for "grep -q joined $T/late.jm.log" 30 "the victim to join"
 start_tm late late-s1 -n 2
 wait_for "[ \"\$(tm_done late $victim)\" -ge 2 ] 2>/dev/null" 30 "the victim to run tasks"
 kill -STOP $victim
-wait_for "grep -q 'lost (silent for' $T/late.jm.log" 30 "the JM to declare the stopped TM dead"
+wait_for "grep -q 'TM .*:$victim lost (silent for' $T/late.jm.log" 30 "the JM to declare the stopped TM dead"
 kill -0 $jm 2>/dev/null || fail "the job ended before the stopped TM came back"
 kill -CONT $victim
 wait_for "[ \$(grep -c 'TM .*:$victim joined' $T/late.jm.log) -ge 2 ]" 30 "the TM to rejoin"
