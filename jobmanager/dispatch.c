@@ -340,11 +340,13 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
 
 void disp_phase_end(jm_disp_t *d)
 {
-    jm_progress_end(&d->progress);
     if (d->phase) {
         live_update(d);
+        jm_progress_end(&d->progress, &d->live);
         d->resolved_before += d->live.resolved;
         memset(&d->live, 0, sizeof d->live);
+    } else {
+        jm_progress_end(&d->progress, NULL);
     }
     /* Every task is resolved, unless the job was stopped: free the rest. */
     jm_sched_reset(d->sched);

@@ -10,6 +10,7 @@
  * tells the TMs to exit, writes DIR/report.json and a summary line.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <sodium.h>
 #include <limits.h>
@@ -25,8 +26,10 @@
 #include "log.h"
 #include "phase.h"
 #include "recovery.h"
+#include "relay.h"
 #include "report.h"
 #include "stop.h"
+#include "term.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -57,6 +60,9 @@ static void usage(FILE *f)
 "                          terminal the line redraws itself; -q: none\n"
 "      --commit-errors fail|ignore  whether results whose commit_pit returned\n"
 "                          non-zero make the exit status 4 (fail)\n"
+"      --relay-fd FD       write the lines read from FD to stderr, clearing\n"
+"                          and redrawing the progress line around them\n"
+"                          (spits-run passes its TMs' stderr this way)\n"
 "      --export-key FILE   copy the running job's TM key file (DIR/tm.key) to\n"
 "                          FILE, for spits-tm --connect ... --key-file FILE\n"
 "  -v, --verbose           more logging (repeat for more)\n"
@@ -74,7 +80,7 @@ static void usage(FILE *f)
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
        OPT_WINDOW, OPT_WINDOW_BYTES, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
        OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS, OPT_COMMIT_ERRORS,
-       OPT_CHECK_OPTIONS };
+       OPT_CHECK_OPTIONS, OPT_RELAY_FD };
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
@@ -95,6 +101,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"export-key", required_argument, NULL, OPT_EXPORT_KEY},
         {"progress-interval", required_argument, NULL, OPT_PROGRESS},
         {"commit-errors", required_argument, NULL, OPT_COMMIT_ERRORS},
+        {"relay-fd", required_argument, NULL, OPT_RELAY_FD},
         /* spits-run's: check the options, then exit 0 (or 2, as ever) */
         {"check-options", no_argument, NULL, OPT_CHECK_OPTIONS},
         {"verbose", no_argument, NULL, 'v'},
@@ -168,6 +175,12 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
                 return spits_bad_option("--progress-interval wants seconds, not '%s'", optarg);
             break;
         case OPT_CHECK_OPTIONS: check_only = 1; break;
+        case OPT_RELAY_FD:
+            if (spits_parse_long(optarg, 0, INT_MAX, &v) || fcntl((int)v, F_GETFD) < 0)
+                return spits_bad_option("--relay-fd wants an open file descriptor, not '%s'",
+                                        optarg);
+            jm->opt.relay_fd = (int)v;
+            break;
         case OPT_COMMIT_ERRORS:
             jm->opt.commit_errors_ignore = strcmp(optarg, "ignore") == 0;
             if (!jm->opt.commit_errors_ignore && strcmp(optarg, "fail") != 0)
@@ -307,6 +320,7 @@ static void set_defaults(jm_t *jm)
     jm->opt.max_task = JM_MAX_TASK_DEFAULT;
     jm->opt.progress = 60;
     jm->lock_fd = -1;
+    jm->opt.relay_fd = -1;
 }
 
 /* The module's private image, hashed: its absolute path is what TMs are
@@ -466,12 +480,55 @@ static void free_job(jm_t *jm, char **rargv, int ran)
     free_argv(rargv);
 }
 
+/* The job, once the options are taken; returns the exit status. */
+static int jm_main(jm_t *jm, int argc, char **argv)
+{
+    int rc, status = JM_EXIT_ERROR;
+    char err[1024];
+    char **rargv = NULL;
+
+    if (sodium_init() < 0) {
+        spits_error("cannot initialise libsodium");
+        return JM_EXIT_ERROR;
+    }
+    if (jm->opt.export_key)
+        return export_key(jm);
+
+    const char *modarg = optind < argc ? argv[optind] : NULL;
+    int margc = argc - optind;
+    const char **margv = (const char **)argv + optind;
+    if (jm->opt.resume) {
+        rc = open_resumed_job(jm, modarg, &rargv, &margc, &status);
+        if (rc != 0) {
+            free_job(jm, rargv, 1);
+            return status;
+        }
+        margv = (const char **)rargv;
+    } else if (read_module(jm, modarg) != 0) {
+        return JM_EXIT_ERROR;
+    }
+    /* The TMs are told the image's hash: it is of the very bytes loaded. */
+    if (!(jm->mod = spits_module_load(&jm->image, err, sizeof err))) {
+        spits_error("%s", err);
+        goto fail;
+    }
+    if ((!jm->opt.resume && open_new_job(jm, margc, margv) != 0) ||
+        open_to_tms(jm) != 0)
+        goto fail;
+    status = end_job(jm, run_job(jm, margc, margv));
+    free_job(jm, rargv, 1);
+    return status;
+fail:
+    free_job(jm, rargv, 0);
+    return JM_EXIT_ERROR;
+}
+
 int main(int argc, char **argv)
 {
     jm_t jm;
-    int verbosity = SPITS_LOG_INFO, rc, status = JM_EXIT_ERROR;
+    int verbosity = SPITS_LOG_INFO, rc;
     char err[1024];
-    char **rargv = NULL;
+    spits_relay_t *relay = NULL;
 
     spits_malloc_tune();
     set_defaults(&jm);
@@ -480,38 +537,14 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     spits_log_init("spits-jm", verbosity > SPITS_LOG_TRACE ? SPITS_LOG_TRACE : verbosity);
-    if (sodium_init() < 0) {
-        spits_error("cannot initialise libsodium");
-        return JM_EXIT_ERROR;
-    }
-    if (jm.opt.export_key)
-        return export_key(&jm);
-
-    const char *modarg = optind < argc ? argv[optind] : NULL;
-    int margc = argc - optind;
-    const char **margv = (const char **)argv + optind;
-    if (jm.opt.resume) {
-        rc = open_resumed_job(&jm, modarg, &rargv, &margc, &status);
-        if (rc != 0) {
-            free_job(&jm, rargv, 1);
-            return status;
-        }
-        margv = (const char **)rargv;
-    } else if (read_module(&jm, modarg) != 0) {
-        return JM_EXIT_ERROR;
-    }
-    /* The TMs are told the image's hash: it is of the very bytes loaded. */
-    if (!(jm.mod = spits_module_load(&jm.image, err, sizeof err))) {
+    spits_term_init();
+    if (jm.opt.relay_fd >= 0 && !(relay = spits_relay_start(jm.opt.relay_fd, err, sizeof err))) {
         spits_error("%s", err);
-        goto fail;
+        return JM_EXIT_ERROR;
     }
-    if ((!jm.opt.resume && open_new_job(&jm, margc, margv) != 0) ||
-        open_to_tms(&jm) != 0)
-        goto fail;
-    status = end_job(&jm, run_job(&jm, margc, margv));
-    free_job(&jm, rargv, 1);
-    return status;
-fail:
-    free_job(&jm, rargv, 0);
-    return JM_EXIT_ERROR;
+    rc = jm_main(&jm, argc, argv);
+    /* The TMs' last lines, then a bar a failure left behind is erased. */
+    spits_relay_stop(&relay);
+    spits_term_bar_end(NULL);
+    return rc;
 }

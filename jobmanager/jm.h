@@ -74,6 +74,7 @@ typedef struct {
     int resume;             /* --resume: continue the job in DIR/journal */
     int commit_errors_ignore; /* --commit-errors=ignore: they do not make
                                the exit status non-zero */
+    int relay_fd;           /* --relay-fd: other processes' stderr (-1) */
 } jm_opts_t;
 
 /* A task as the JM holds it. Made by the generator (one allocation with the

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "status.h"
 #include "jm.h"
 #include "log.h"
+#include "term.h"
 #include "tmtable.h"
 #include "util.h"
 
@@ -99,7 +99,8 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         "tms", rows, "jm", jm_usage_json());
 }
 
-void jm_progress_print(const jm_live_t *l, int tty)
+/* The progress line's text for l, after the program's name. */
+static void progress_text(const jm_live_t *l, char *line, size_t size)
 {
     char bar[24], eta_s[32] = "?";
     uint64_t done = l->resolved + l->replayed;
@@ -113,27 +114,34 @@ void jm_progress_print(const jm_live_t *l, int tty)
         for (int i = 0; i < 20; i++)
             bar[i] = i < filled ? '#' : '.';
         bar[20] = '\0';
-    }
-    char line[256];
-    if (frac >= 0)
-        snprintf(line, sizeof line, "phase %u [%s] %llu/%llu %.1f%% %.0f tasks/s ETA %s, %zu TM(s)",
+        snprintf(line, size, "phase %u [%s] %llu/%llu %.1f%% %.0f tasks/s ETA %s, %zu TM(s)",
                  l->phase, bar, (unsigned long long)done, (unsigned long long)l->total,
                  frac * 100, l->rate, eta_s, l->tms_alive);
-    else
-        snprintf(line, sizeof line, "phase %u: %llu committed, %llu generated so far, "
+    } else {
+        snprintf(line, size, "phase %u: %llu committed, %llu generated so far, "
                  "%.0f tasks/s, %zu TM(s)", l->phase, (unsigned long long)done,
                  (unsigned long long)l->generated, l->rate, l->tms_alive);
+    }
+}
+
+void jm_progress_print(const jm_live_t *l, int tty)
+{
+    char text[256], line[320];
+    progress_text(l, text, sizeof text);
+    /* On a terminal the writer redraws it in place, cut to the width;
+     * elsewhere it is one plain line among the log lines. */
+    snprintf(line, sizeof line, "%s: %s%s", spits_log_progname(),
+             tty ? "" : "progress: ", text);
     if (tty)
-        fprintf(stderr, "\r\033[K%s: %s", spits_log_progname(), line);
+        spits_term_bar(line);
     else
-        fprintf(stderr, "%s: progress: %s\n", spits_log_progname(), line);
-    fflush(stderr);
+        spits_term_line(line, strlen(line));
 }
 
 void jm_progress_init(jm_progress_t *p, double interval_s)
 {
     memset(p, 0, sizeof *p);
-    p->tty = isatty(STDERR_FILENO) && spits_log_level() >= SPITS_LOG_INFO;
+    p->tty = spits_term_is_tty() && spits_log_level() >= SPITS_LOG_INFO;
     p->every_ms = (int64_t)(interval_s * 1000);
 }
 
@@ -160,10 +168,18 @@ void jm_progress_tick(jm_progress_t *p, const jm_live_t *l, int64_t now)
     p->next = now + (p->tty ? 500 : p->every_ms);
 }
 
-void jm_progress_end(jm_progress_t *p)
+void jm_progress_end(jm_progress_t *p, const jm_live_t *l)
 {
-    if (p->tty && p->next)
-        fputc('\n', stderr);          /* end the redrawn line */
+    if (p->tty && p->next && !l) {
+        spits_term_bar_end(NULL);
+    } else if (p->tty && p->next) {
+        /* The redrawn line stays as the phase's last state (100% when
+         * every task was resolved). */
+        char text[256], line[320];
+        progress_text(l, text, sizeof text);
+        snprintf(line, sizeof line, "%s: %s", spits_log_progname(), text);
+        spits_term_bar_end(line);
+    }
     p->next = 0;
     p->nsamples = p->at = 0;
 }

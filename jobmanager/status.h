@@ -28,6 +28,8 @@ typedef struct {
 struct jm_tmtab;
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
                        const struct jm_tmtab *tms, int64_t now_ms);
+/* The progress line for l: on a terminal (tty) the bar redrawn in place
+ * (term.h), elsewhere one plain "progress:" line. */
 void jm_progress_print(const jm_live_t *l, int tty);
 /* The progress line's timing and the recent rate; the dispatcher's. */
 typedef struct {
@@ -42,8 +44,9 @@ void jm_progress_init(jm_progress_t *p, double interval_s);
 double jm_progress_rate(jm_progress_t *p, int64_t now, uint64_t resolved);
 /* Prints the line for l when one is due. */
 void jm_progress_tick(jm_progress_t *p, const jm_live_t *l, int64_t now);
-/* A phase ended: a redrawn line is finished, the rate starts over. */
-void jm_progress_end(jm_progress_t *p);
+/* A phase ended: a redrawn line is drawn for l (the phase's last state)
+ * and kept, or erased if l is NULL; the rate starts over. */
+void jm_progress_end(jm_progress_t *p, const jm_live_t *l);
 /* The JM's own cost now: rss_bytes, max_rss_bytes, cpu_user_s,
  * cpu_system_s (spits-status and report.json). */
 json_t *jm_usage_json(void);

@@ -1,14 +1,16 @@
 /*
  * log.c - runtime logging on stderr (see log.h).
  *
- * A line is formatted into one buffer and written with a single fputs, so
- * lines from different threads never interleave mid-line.
+ * A line is formatted into one buffer and handed whole to the stderr
+ * writer (term.c), so lines from different threads never interleave
+ * mid-line and never mix with the JM's progress line.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "log.h"
+#include "term.h"
 
 static const char *log_progname = "spits";
 static int log_level = SPITS_LOG_INFO;
@@ -47,8 +49,7 @@ void spits_log(int level, const char *fmt, ...)
     for (char *p = line + n; *p; p++)
         if (*p == '\n')
             *p = ' ';
-    strcat(line, "\n");
-    fputs(line, stderr);
+    spits_term_line(line, strlen(line));
 }
 
 int spits_bad_option(const char *fmt, const char *arg)

@@ -15,6 +15,7 @@
 #include "origin.h"
 #include "ring.h"
 #include "scheduler.h"
+#include "term.h"
 #include "wake.h"
 #include "wire.h"
 
@@ -33,6 +34,7 @@ int main(void)
         {"keys", spits_keys_selftest},
         {"metrics", spits_metrics_selftest},
         {"wake", spits_wake_selftest},
+        {"term", spits_term_selftest},
         {"elf", spits_elf_selftest},
         {"origin", spits_origin_selftest},
     };

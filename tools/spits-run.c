@@ -9,9 +9,16 @@
  * path: they die with this process (PR_SET_PDEATHSIG), Ctrl-C and SIGTERM
  * are handled, and a job whose TMs all failed is stopped rather than left
  * waiting forever.
+ *
+ * One writer owns the terminal: the JM. The TMs' stderr (and this
+ * program's, while the JM runs) is a pipe the JM reads (--relay-fd), so
+ * their lines reach the terminal through the JM's writer, which clears
+ * and redraws its progress line around them. Once the JM has exited,
+ * what is left in the pipe is copied here.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -35,7 +42,7 @@ typedef struct {
     char tmpdir[PATH_MAX];
     int keep;
     long workers, tms;
-    const char *max_copies, *max_attempts, *bind, *commit_errors;
+    const char *max_copies, *max_attempts, *bind, *commit_errors, *progress;
     const char *prefetch, *task_timeout;   /* passed to spits-tm */
     int isolate;
     int verbosity;          /* -1 quiet, 0 default, >0 verbose */
@@ -43,6 +50,10 @@ typedef struct {
     pid_t jm;
     pid_t tm[MAX_TMS];
     int tm_status[MAX_TMS];
+    int relay[2];           /* the TMs' stderr: the JM reads [0] (-1: none) */
+    char relay_fd[16];
+    char left[4096];        /* an unfinished line read after the JM ended */
+    size_t nleft;
 } run_t;
 
 static void usage(FILE *f)
@@ -60,6 +71,7 @@ static void usage(FILE *f)
 "      --max-copies N     passed to spits-jm\n"
 "      --max-attempts N   passed to spits-jm\n"
 "      --commit-errors fail|ignore  passed to spits-jm\n"
+"      --progress-interval SEC  passed to spits-jm\n"
 "      --prefetch N       passed to spits-tm (raise it for tiny tasks)\n"
 "      --isolate          passed to spits-tm: workers in their own processes\n"
 "      --task-timeout SEC passed to spits-tm (with --isolate)\n"
@@ -98,7 +110,9 @@ static int find_program(const char *name, const char *env, const char *subdir,
     return access(out, X_OK);
 }
 
-static pid_t spawn(char **argv, const sigset_t *mask)
+/* Runs argv with the signal mask; keep_fd (if >= 0) stays open across
+ * exec, err_fd (if >= 0) becomes its stderr. */
+static pid_t spawn(char **argv, const sigset_t *mask, int keep_fd, int err_fd)
 {
     pid_t pid = fork();
     if (pid != 0)
@@ -106,6 +120,10 @@ static pid_t spawn(char **argv, const sigset_t *mask)
     /* Die with spits-run, whatever kills it. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     sigprocmask(SIG_SETMASK, mask, NULL);
+    if (keep_fd >= 0)
+        fcntl(keep_fd, F_SETFD, 0);
+    if (err_fd >= 0)
+        dup2(err_fd, STDERR_FILENO);
     execv(argv[0], argv);
     fprintf(stderr, "spits-run: error: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
@@ -127,6 +145,29 @@ static int status_of(int wstatus)
     return 1;
 }
 
+/* After the JM: copies the complete lines the TMs wrote since to stderr
+ * (all of it, an unfinished line too, when all is set). */
+static void relay_drain(run_t *r, int all)
+{
+    ssize_t n;
+    while (r->relay[0] >= 0 &&
+           (n = read(r->relay[0], r->left + r->nleft, sizeof r->left - r->nleft)) > 0) {
+        r->nleft += (size_t)n;
+        char *nl = memrchr(r->left, '\n', r->nleft);
+        size_t upto = nl ? (size_t)(nl - r->left) + 1 : r->nleft == sizeof r->left ? r->nleft : 0;
+        if (write(STDERR_FILENO, r->left, upto) < 0)
+            upto = r->nleft;          /* stderr is gone: drop it */
+        memmove(r->left, r->left + upto, r->nleft - upto);
+        r->nleft -= upto;
+    }
+    if (all && r->nleft) {
+        r->left[r->nleft] = '\n';
+        if (write(STDERR_FILENO, r->left, r->nleft + 1) < 0)
+            r->nleft = 0;
+        r->nleft = 0;
+    }
+}
+
 /* Signals every live TM, then waits for them up to ms. */
 static void stop_tms(run_t *r, int sig, int ms)
 {
@@ -144,13 +185,42 @@ static void stop_tms(run_t *r, int sig, int ms)
             else
                 left++;
         }
+        relay_drain(r, 0);            /* a TM blocked on a full pipe goes on */
         if (!left)
             return;
         usleep(20000);
     }
 }
 
-#define JM_ARGS_MAX (32 + 256)
+/* While the JM runs, this program's own lines go through its writer too:
+ * stderr becomes the pipe. Returns the real stderr, kept aside (-1). */
+static int relay_own_stderr(run_t *r)
+{
+    int saved;
+    if (r->relay[1] < 0 || (saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3)) < 0)
+        return -1;
+    dup2(r->relay[1], STDERR_FILENO);
+    return saved;
+}
+
+/* The JM has exited: stderr is the real one again, this program holds no
+ * write end (so the pipe ends with the last TM), and the read end, no
+ * longer read by the JM, is emptied here. */
+static void relay_end(run_t *r, int saved_err)
+{
+    if (saved_err >= 0) {
+        dup2(saved_err, STDERR_FILENO);
+        close(saved_err);
+    }
+    if (r->relay[1] >= 0)
+        close(r->relay[1]);
+    r->relay[1] = -1;
+    if (r->relay[0] >= 0)
+        fcntl(r->relay[0], F_SETFL, O_NONBLOCK);
+    relay_drain(r, 0);
+}
+
+#define JM_ARGS_MAX (36 + 256)
 #define TM_ARGS_MAX 24
 
 /* spits-jm's command line; check: only check the options (the program
@@ -168,8 +238,14 @@ static void jm_args(run_t *r, char **jargv, int check, int argc, char **argv)
     if (r->max_copies) { jargv[ja++] = "--max-copies"; jargv[ja++] = (char *)r->max_copies; }
     if (r->max_attempts) { jargv[ja++] = "--max-attempts"; jargv[ja++] = (char *)r->max_attempts; }
     if (r->commit_errors) { jargv[ja++] = "--commit-errors"; jargv[ja++] = (char *)r->commit_errors; }
+    if (r->progress) { jargv[ja++] = "--progress-interval"; jargv[ja++] = (char *)r->progress; }
     if (r->verbosity < 0) jargv[ja++] = "-q";
     for (int v = 0; v < r->verbosity && v < 3; v++) jargv[ja++] = "-v";
+    if (!check && r->relay[0] >= 0) {
+        snprintf(r->relay_fd, sizeof r->relay_fd, "%d", r->relay[0]);
+        jargv[ja++] = "--relay-fd";
+        jargv[ja++] = r->relay_fd;
+    }
     jargv[ja++] = "--";
     for (int i = optind; i < argc; i++)
         jargv[ja++] = argv[i];
@@ -204,7 +280,7 @@ static int options_check(char **argv)
     sigset_t now;
     int wstatus;
     sigprocmask(SIG_SETMASK, NULL, &now);
-    pid_t pid = spawn(argv, &now);
+    pid_t pid = spawn(argv, &now, -1, -1);
     if (pid < 0 || waitpid(pid, &wstatus, 0) != pid || !WIFEXITED(wstatus))
         return 1;
     return WEXITSTATUS(wstatus) == 0 ? 0 : WEXITSTATUS(wstatus) == 2 ? 2 : 1;
@@ -221,6 +297,7 @@ int main(int argc, char **argv)
         {"max-copies", required_argument, NULL, 'C'},
         {"max-attempts", required_argument, NULL, 'A'},
         {"commit-errors", required_argument, NULL, 'E'},
+        {"progress-interval", required_argument, NULL, 'G'},
         {"prefetch", required_argument, NULL, 'P'},
         {"isolate", no_argument, NULL, 'I'},
         {"task-timeout", required_argument, NULL, 'T'},
@@ -238,6 +315,7 @@ int main(int argc, char **argv)
     r.workers = spits_online_cores();
     r.tms = 1;
     r.bind = "tcp://127.0.0.1:0";
+    r.relay[0] = r.relay[1] = -1;
     spits_log_init("spits-run", SPITS_LOG_INFO);
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:n:k:d:vqhV", longopts, NULL)) != -1) {
@@ -260,6 +338,7 @@ int main(int argc, char **argv)
         case 'C': r.max_copies = optarg; break;
         case 'A': r.max_attempts = optarg; break;
         case 'E': r.commit_errors = optarg; break;
+        case 'G': r.progress = optarg; break;
         case 'P': r.prefetch = optarg; break;
         case 'I': r.isolate = 1; break;
         case 'T': r.task_timeout = optarg; break;
@@ -322,15 +401,20 @@ int main(int argc, char **argv)
     sigaddset(&block, SIGHUP);
     sigprocmask(SIG_BLOCK, &block, &orig);
 
+    /* Without the pipe, every process writes to stderr on its own. */
+    if (pipe2(r.relay, O_CLOEXEC) != 0)
+        r.relay[0] = r.relay[1] = -1;
+
     /* The JM: spits-jm --jobdir DIR --bind EP [knobs] MODULE ARGS... */
     char *jargv[JM_ARGS_MAX];
     jm_args(&r, jargv, 0, argc, argv);
-    r.jm = spawn(jargv, &orig);
+    r.jm = spawn(jargv, &orig, r.relay[0], -1);
 
     char *targv[TM_ARGS_MAX];
     tm_args(&r, targv, 0);
     for (long i = 0; i < r.tms; i++)
-        r.tm[i] = spawn(targv, &orig);
+        r.tm[i] = spawn(targv, &orig, -1, r.relay[1]);
+    int own_err = relay_own_stderr(&r);
 
     /* Wait for the JM, reaping TMs on the way. */
     int signalled = 0, tms_failed = 0;
@@ -367,9 +451,11 @@ int main(int argc, char **argv)
             signalled = SIGTERM;
         }
     }
+    relay_end(&r, own_err);
     /* The JM told the TMs to exit; make sure they did. */
     stop_tms(&r, SIGTERM, 3000);
     stop_tms(&r, SIGKILL, 1000);
+    relay_drain(&r, 1);
     if (r.tmpdir[0]) {
         if (r.keep)
             spits_info("job dir kept: %s", r.tmpdir);

@@ -1,0 +1,121 @@
+/*
+ * relay.c - other processes' lines to this program's stderr (see
+ * relay.h). The thread reads only; every write goes through term.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "relay.h"
+#include "term.h"
+#include "wake.h"
+
+#define RELAY_LINE_MAX 4096           /* longer lines are written in pieces */
+
+struct spits_relay {
+    int fd, wake_fd;
+    pthread_t thread;
+    char buf[RELAY_LINE_MAX];
+    size_t have;
+};
+
+/* Writes every complete line in the buffer and keeps the rest; a full
+ * buffer without a newline is written as it is. */
+static void relay_emit(spits_relay_t *r)
+{
+    char *start = r->buf, *end = r->buf + r->have, *nl;
+    while ((nl = memchr(start, '\n', (size_t)(end - start)))) {
+        spits_term_line(start, (size_t)(nl - start));
+        start = nl + 1;
+    }
+    r->have = (size_t)(end - start);
+    if (r->have == sizeof r->buf) {
+        spits_term_line(r->buf, r->have);
+        r->have = 0;
+    }
+    memmove(r->buf, start, r->have);
+}
+
+/* Reads what is there now: 0, or -1 at the end of the pipe (or an error). */
+static int relay_read(spits_relay_t *r)
+{
+    for (;;) {
+        ssize_t n = read(r->fd, r->buf + r->have, sizeof r->buf - r->have);
+        if (n > 0) {
+            r->have += (size_t)n;
+            relay_emit(r);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && errno == EAGAIN ? 0 : -1;
+    }
+}
+
+static void *relay_main(void *arg)
+{
+    spits_relay_t *r = arg;
+    struct pollfd pf[2] = {{r->fd, POLLIN, 0}, {r->wake_fd, POLLIN, 0}};
+    int open_pipe = 1;              /* a pollfd of -1 is skipped once closed */
+
+    for (;;) {
+        if (poll(pf, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (pf[1].revents & POLLIN)
+            break;
+        if (open_pipe && (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
+            relay_read(r) < 0) {
+            open_pipe = 0;            /* every writer is gone: wait for stop */
+            pf[0].fd = -1;
+        }
+    }
+    if (open_pipe)
+        relay_read(r);
+    if (r->have)                      /* an unfinished line, finished here */
+        spits_term_line(r->buf, r->have);
+    r->have = 0;
+    return NULL;
+}
+
+spits_relay_t *spits_relay_start(int fd, char *err, size_t errlen)
+{
+    spits_relay_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory starting the log relay");
+        return NULL;
+    }
+    r->fd = fd;
+    r->wake_fd = spits_wake_open();
+    if (r->wake_fd < 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0 ||
+        fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+        snprintf(err, errlen, "cannot relay lines from fd %d: %s", fd, strerror(errno));
+        spits_wake_close(&r->wake_fd);
+        free(r);
+        return NULL;
+    }
+    if (pthread_create(&r->thread, NULL, relay_main, r) != 0) {
+        snprintf(err, errlen, "cannot start the log relay thread");
+        spits_wake_close(&r->wake_fd);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void spits_relay_stop(spits_relay_t **rp)
+{
+    spits_relay_t *r = *rp;
+    if (!r)
+        return;
+    spits_wake_signal(r->wake_fd);
+    pthread_join(r->thread, NULL);
+    spits_wake_close(&r->wake_fd);
+    close(r->fd);
+    free(r);
+    *rp = NULL;
+}

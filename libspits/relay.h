@@ -1,0 +1,30 @@
+/*
+ * relay.h - copies the lines other processes write into a pipe to this
+ * program's stderr, through its one writer (term.h).
+ *
+ * spits-run gives its TMs a pipe as their stderr and the JM the pipe's
+ * read end: the TMs' lines then reach the terminal through the JM's
+ * writer, which clears and redraws the progress line around them. A
+ * thread of its own reads the pipe; a line is written once it is
+ * complete (a very long one in pieces).
+ *
+ *   spits_relay_t *r = spits_relay_start(fd, err, sizeof err);
+ *   ...
+ *   spits_relay_stop(&r);     what was read is written; fd is closed
+ */
+#ifndef SPITS_RELAY_H
+#define SPITS_RELAY_H
+
+#include <stddef.h>
+
+typedef struct spits_relay spits_relay_t;
+
+/* Starts the thread that relays fd's lines; NULL after writing why into
+ * err. The relay owns fd from then on. */
+spits_relay_t *spits_relay_start(int fd, char *err, size_t errlen);
+/* Writes what is readable now and any unfinished line, stops the thread,
+ * closes fd, frees *r and sets it to NULL. What is written into the pipe
+ * later stays there for whoever else holds its read end. */
+void spits_relay_stop(spits_relay_t **r);
+
+#endif
