@@ -33,10 +33,11 @@ SPITS_LOGDIR=${SPITS_LOGDIR:-$SPITS_ROOT/spits-logs}
 SPITS_JOBS=${SPITS_JOBS:-2}
 
 # Debian 12 packages the build and the tests need (g++ comes with
-# build-essential; check is the unit-test library).
+# build-essential; check is the unit-test library; tmux is the terminal
+# tests/progress-tty.sh runs spits-run in).
 SPITS_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
-    libzmq3-dev libsodium-dev libjansson-dev check
+    libzmq3-dev libsodium-dev libjansson-dev check tmux
 )
 
 spits_say() {
