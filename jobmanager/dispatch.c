@@ -156,7 +156,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         break;
     case SPITS_MSG_BYE:
         if (t)
-            disp_lost(d, t, "left");
+            disp_left(d, t);
         break;
     default:
         disp_bad_message(d, "a JM-to-TM message sent to the JM");
@@ -229,6 +229,11 @@ static void live_update(jm_disp_t *d)
     l->requeued = d->st.requeued;
     l->running = 0;
     l->tms_alive = d->alive;
+    l->tm_joins = d->st.tm_joins;
+    l->tm_reattaches = d->st.tm_reattaches;
+    l->tm_losses = d->st.tm_losses;
+    l->tm_leaves = d->st.tm_leaves;
+    l->tms_lost_now = d->st.tms_lost_now;
     for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
         jm_tm_t *t = jm_tmtab_at(d->tms, i);
         if (t->alive)
@@ -630,9 +635,10 @@ json_t *jm_disp_tms_json(const jm_disp_t *d)
     for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
         jm_tm_t *t = jm_tmtab_at(d->tms, i);
         spits_iso_time(t->joined, when, sizeof when);
-        json_array_append_new(a, json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:f, s:I}",
+        json_array_append_new(a, json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:I, s:f, s:I}",
             "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
-            "joined", when, "sent", (json_int_t)t->sent,
+            "joined", when, "reattaches", (json_int_t)t->reattaches,
+            "sent", (json_int_t)t->sent,
             "done", (json_int_t)t->done, "failed", (json_int_t)t->failed,
             "busy_s", t->busy_s, "runs", (json_int_t)t->runs));
     }

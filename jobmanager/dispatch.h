@@ -27,7 +27,14 @@ typedef struct {
     uint64_t bogus;           /* results for tasks never sent */
     uint64_t bad_messages;    /* malformed messages dropped */
     uint64_t bytes_in, bytes_out;
-    uint64_t tms_joined, tms_lost;
+    /* TMs, counted per event; a TM is one spits-tm process, known by the
+     * routing id it keeps for life (README: "Counting Task Managers"). */
+    uint64_t tm_joins;        /* first HELLOs: distinct TMs */
+    uint64_t tm_reattaches;   /* HELLOs of a TM already known */
+    uint64_t tm_losses;       /* TMs declared lost (silent, disconnected,
+                                 or replaced by their own new HELLO) */
+    uint64_t tm_leaves;       /* TMs that said BYE */
+    uint64_t tms_lost_now;    /* TMs lost and not back (yet) */
     int peak_workers;         /* most workers alive at once */
 } jm_disp_stats_t;
 

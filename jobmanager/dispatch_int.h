@@ -115,5 +115,6 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                    size_t ridlen, zmq_msg_t *body);
 void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body);
 void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
+void disp_left(jm_disp_t *d, jm_tm_t *t);
 
 #endif

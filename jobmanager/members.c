@@ -1,9 +1,12 @@
 /*
  * members.c - the TMs of a job as the dispatcher sees them: joining and
- * re-joining (HELLO, answered with WELCOME), reporting their workers' busy
- * time (STATS), and being lost (silence, a failed send, BYE). A lost TM's
- * copies go back to the scheduler; a TM that says HELLO again after an
- * outage joins as the same TM. Runs on the dispatcher thread.
+ * re-attaching (HELLO, answered with WELCOME), reporting their workers'
+ * busy time (STATS), and being lost (silence, a failed send) or leaving
+ * (BYE). A lost or departed TM's copies go back to the scheduler; a TM
+ * that says HELLO again after an outage re-attaches as the same TM (its
+ * routing id, kept for the life of its process). Each of these is counted
+ * once, as it happens (the counts of report.json). Runs on the dispatcher
+ * thread.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -14,19 +17,39 @@
 #include "util.h"
 #include "wire.h"
 
+/* t is gone, for now at least: its copies go back to the scheduler.
+ * The number of copies taken back. */
+static size_t drop(jm_disp_t *d, jm_tm_t *t)
+{
+    t->alive = 0;
+    d->alive_workers -= t->workers;
+    d->alive--;
+    jm_timeline_event(&d->timeline, 0, t->slot);
+    size_t n = jm_sched_lost(d->sched, t);
+    disp_check_sched(d);
+    return n;
+}
+
 void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 {
     if (!t->alive)
         return;
-    t->alive = 0;
-    d->alive_workers -= t->workers;
-    d->alive--;
-    d->st.tms_lost++;
-    jm_timeline_event(&d->timeline, 0, t->slot);
-    size_t n = jm_sched_lost(d->sched, t);
-    disp_check_sched(d);
+    size_t n = drop(d, t);
+    d->st.tm_losses++;
+    t->lost = 1;
+    d->st.tms_lost_now++;
     spits_info("TM %s:%ld lost (%s); %zu task(s) requeued", t->host, t->pid,
                why, n);
+}
+
+/* BYE: it left on purpose (drained, or done), so it is not lost. */
+void disp_left(jm_disp_t *d, jm_tm_t *t)
+{
+    if (!t->alive)
+        return;
+    size_t n = drop(d, t);
+    d->st.tm_leaves++;
+    spits_info("TM %s:%ld left; %zu task(s) requeued", t->host, t->pid, n);
 }
 
 static int json_int_field(json_t *j, const char *key, long min, long max,
@@ -47,6 +70,26 @@ static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
 {
     t->settle_until = pending > 0 ? d->now + 2000 : 0;
     t->settle_records = pending;
+}
+
+/* A join (its first HELLO) or a re-attach (a later one), counted and
+ * logged as which it is. */
+static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
+{
+    if (first) {
+        d->st.tm_joins++;
+        spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
+                   t->workers);
+        return;
+    }
+    if (t->lost) {
+        t->lost = 0;
+        d->st.tms_lost_now--;
+    }
+    d->st.tm_reattaches++;
+    t->reattaches++;
+    spits_info("TM %s:%ld re-attached with %d worker(s)", t->host, t->pid,
+               t->workers);
 }
 
 void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
@@ -72,7 +115,8 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         json_decref(j);
         return;
     }
-    if (!t) {
+    int first = !t;
+    if (first) {
         t = jm_tmtab_add(d->tms, rid, ridlen);
         if (!t) {
             disp_bad_message(d, "bad routing id");
@@ -107,11 +151,9 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     d->alive_workers += t->workers;
     if (d->alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->alive_workers;
-    d->st.tms_joined++;
     jm_timeline_event(&d->timeline, 1, t->slot);
     json_decref(j);
-    spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
-               t->workers);
+    count_hello(d, t, first);
     disp_send_phase(d, t, SPITS_MSG_WELCOME);
 }
 

@@ -126,7 +126,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     json_t *doc = json_pack(
         "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
         " s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
         "status", status_word(exit_code, jm), "exit_code", exit_code,
         "started", started_s, "finished", finished_s,
@@ -156,7 +156,12 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "stale", (json_int_t)ds->stale, "bogus", (json_int_t)ds->bogus,
         "bad_messages", (json_int_t)ds->bad_messages,
         "bytes_in", (json_int_t)ds->bytes_in, "bytes_out", (json_int_t)ds->bytes_out,
-        "tms", (json_int_t)ds->tms_joined, "tms_lost", (json_int_t)ds->tms_lost);
+        /* A TM joins once: tms (distinct TMs) and tm_joins are one count,
+         * under both names (README: "Counting Task Managers"). */
+        "tms", (json_int_t)ds->tm_joins, "tm_joins", (json_int_t)ds->tm_joins,
+        "tm_reattaches", (json_int_t)ds->tm_reattaches,
+        "tm_losses", (json_int_t)ds->tm_losses, "tm_leaves", (json_int_t)ds->tm_leaves,
+        "tms_lost_for_good", (json_int_t)ds->tms_lost_now);
     if (!doc) {
         spits_error("cannot encode the report");
         return -1;
@@ -172,13 +177,17 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
 
     double secs = finished - jm->started;
     spits_info("job %s %s: %u phase(s), %llu task(s) committed, %llu commit "
-               "error(s), %llu failed, %llu re-sent, %llu duplicate(s), %llu TM(s), "
+               "error(s), %llu failed, %llu re-sent, %llu duplicate(s), %llu TM(s) "
+               "(%llu re-attach(es), %llu loss(es), %llu lost for good), "
                "%.2f s (%.0f tasks/s)",
                jm->job_id, status_word(exit_code, jm), jm->nphases,
                (unsigned long long)committed, (unsigned long long)commit_errors,
                (unsigned long long)nfailed,
                (unsigned long long)ds->resent, (unsigned long long)ds->duplicates,
-               (unsigned long long)ds->tms_joined, secs,
+               (unsigned long long)ds->tm_joins,
+               (unsigned long long)ds->tm_reattaches,
+               (unsigned long long)ds->tm_losses,
+               (unsigned long long)ds->tms_lost_now, secs,
                secs > 0 ? committed / secs : 0.0);
     if (model[0])
         spits_info("%s", model);

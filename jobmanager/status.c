@@ -82,7 +82,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
     return json_pack(
         "{s:i, s:s, s:s, s:s, s:s, s:f, s:i,"
         " s:{s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
-        " s:f, s:o, s:o, s:o}",
+        " s:f, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o}",
         "version", 1, "state", "running", "job_id", jm->job_id,
         "module", jm->module_path, "started", started,
         "elapsed_s", spits_wall_time() - jm->started, "phase", (int)l->phase,
@@ -96,6 +96,10 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         "requeued", (json_int_t)l->requeued, "replayed", (json_int_t)l->replayed,
         "rate_per_s", l->rate,
         "eta_s", eta >= 0 ? json_real(eta) : json_null(),
+        "tm_counts", "joins", (json_int_t)l->tm_joins,
+        "reattaches", (json_int_t)l->tm_reattaches,
+        "losses", (json_int_t)l->tm_losses, "leaves", (json_int_t)l->tm_leaves,
+        "lost_now", (json_int_t)l->tms_lost_now,
         "tms", rows, "jm", jm_usage_json());
 }
 

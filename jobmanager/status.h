@@ -24,6 +24,7 @@ typedef struct {
     uint64_t sent, resent, duplicates, requeued, running;
     double rate;              /* resolutions per second, recent */
     size_t tms_alive;
+    uint64_t tm_joins, tm_reattaches, tm_losses, tm_leaves, tms_lost_now;
 } jm_live_t;
 struct jm_tmtab;
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,

@@ -20,6 +20,8 @@ typedef struct {
     int alive;
     int stalled;             /* its pipe was full: wait until it speaks */
     int draining;            /* said DRAIN: it gets no more tasks */
+    int lost;                /* declared lost and not back (members.c) */
+    uint32_t reattaches;     /* its HELLOs after its first */
     char host[128];
     long pid;
     int workers;

@@ -351,6 +351,9 @@ void tm_link_timers(tm_t *tm)
         if (tm->done)
             return;
         if (tm->link.state == TM_LOST) {
+            /* Once per outage: the JM will count this as a re-attach. */
+            spits_info("saying HELLO again to the job manager at %s",
+                       tm->link.endpoint);
             tm->link.state = TM_CONNECTING;
             tm->link.last_hello = 0;
         }

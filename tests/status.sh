@@ -20,11 +20,16 @@ kill -0 $jm 2>/dev/null || fail "the job ended too soon"
 grep -q "^job [0-9a-f]*, phase 1, running for " "$T/table" || fail "table: $(cat "$T/table")"
 grep -q " of $n committed (" "$T/table" || fail "no committed line: $(cat "$T/table")"
 grep -Eq "^  [^ ]+ +$tm +2 " "$T/table" || fail "no row for the TM: $(cat "$T/table")"
+grep -qx "  task managers: 1 alive, 1 joined, 0 re-attach(es), 0 loss(es), 0 lost now" "$T/table" \
+    || fail "no task managers line: $(cat "$T/table")"
 "$ST" --jobdir "$T/job" --json >"$T/live.json" || fail "spits-status --json exited $?"
 [ "$(json "$T/live.json" "(d['state'], d['phase'], d['tasks']['total'], d['tasks']['generation_done'])")" = \
     "('running', 1, $n, True)" ] || fail "live json: $(cat "$T/live.json")"
 [ "$(json "$T/live.json" "[(t['pid'], t['workers']) for t in d['tms']]")" = "[($tm, 2)]" ] \
     || fail "live json tms: $(json "$T/live.json" "d['tms']")"
+[ "$(json "$T/live.json" "sorted(d['tm_counts'].items())")" = \
+    "[('joins', 1), ('leaves', 0), ('losses', 0), ('lost_now', 0), ('reattaches', 0)]" ] \
+    || fail "live json tm_counts: $(json "$T/live.json" "d['tm_counts']")"
 [ "$(json "$T/live.json" "[d['tasks'][k] for k in ('committed', 'running', 'sent', 'resent', 'duplicates', 'failed', 'generated')]")" = \
     "[$((n - 1)), 1, $n, 0, 0, 0, $n]" ] || fail "live json counters: $(json "$T/live.json" "d['tasks']")"
 [ "$(json "$T/live.json" "[(t['done'], t['held'], t['busy']) for t in d['tms']]")" = "[($((n - 1)), 1, 1)]" ] \
@@ -51,7 +56,7 @@ for mode in table json; do
         "$T/dmg.err" || fail "damaged jm.json ($mode) said: $(cat "$T/dmg.err")"
 done
 [ "$(head -1 "$T/dmg.table" | sed 's/ after .*//')" = "job $id is over: ok (exit 0)" ] &&
-    sed -n 2p "$T/dmg.table" | grep -q "^  $n committed, 0 commit error(s), 0 failed, 0 re-sent, 0 duplicates, 1 task manager(s); details in $T/dmg/report.json\$" \
+    sed -n 2p "$T/dmg.table" | grep -q "^  $n committed, 0 commit error(s), 0 failed, 0 re-sent, 0 duplicates, 1 task manager(s) (0 re-attach(es), 0 loss(es), 0 lost for good); details in $T/dmg/report.json\$" \
     || fail "damaged jm.json table: $(cat "$T/dmg.table")"
 [ "$(json "$T/dmg.json" "(d['job_id'], d['status'], d['counters']['committed'])")" = "('$id', 'ok', $n)" ] \
     || fail "damaged jm.json json: $(head -5 "$T/dmg.json")"

@@ -91,7 +91,11 @@ static void print_table(json_t *doc)
            num(jm, "rss_bytes") / 1e6, num(jm, "max_rss_bytes") / 1e6,
            json_number_value(json_object_get(jm, "cpu_user_s")),
            json_number_value(json_object_get(jm, "cpu_system_s")));
-    json_t *tms = json_object_get(doc, "tms");
+    json_t *tms = json_object_get(doc, "tms"), *tc = json_object_get(doc, "tm_counts");
+    printf("  task managers: %lld alive, %lld joined, %lld re-attach(es), %lld loss(es), "
+           "%lld lost now\n", (long long)json_array_size(tms), (long long)num(tc, "joins"),
+           (long long)num(tc, "reattaches"), (long long)num(tc, "losses"),
+           (long long)num(tc, "lost_now"));
     printf("  %-20s %8s %7s %5s %9s %7s %11s\n", "TASK MANAGER", "PID", "WORKERS",
            "BUSY", "DONE", "FAILED", "LAST HEARD");
     for (size_t i = 0; i < json_array_size(tms); i++) {
@@ -145,10 +149,13 @@ static void print_report(json_t *doc, const char *path, int as_json)
            (long long)num(doc, "exit_code"));
     print_duration(json_number_value(json_object_get(doc, "seconds")));
     printf("\n  %lld committed, %lld commit error(s), %lld failed, %lld re-sent, "
-           "%lld duplicates, %lld task manager(s); details in %s\n",
+           "%lld duplicates, %lld task manager(s) (%lld re-attach(es), %lld loss(es), "
+           "%lld lost for good); details in %s\n",
            (long long)num(c, "committed"), (long long)num(c, "commit_errors"),
            (long long)num(c, "failed"), (long long)num(c, "resent"),
-           (long long)num(c, "duplicates"), (long long)num(c, "tms"), path);
+           (long long)num(c, "duplicates"), (long long)num(c, "tms"),
+           (long long)num(c, "tm_reattaches"), (long long)num(c, "tm_losses"),
+           (long long)num(c, "tms_lost_for_good"), path);
 }
 
 /* A job that is over: its report. When why (jm.json's problem) is given,
