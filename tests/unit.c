@@ -17,6 +17,7 @@
 #include "scheduler.h"
 #include "wake.h"
 #include "wire.h"
+#include "zmqutil.h"
 
 int main(void)
 {
@@ -34,6 +35,7 @@ int main(void)
         {"metrics", spits_metrics_selftest},
         {"wake", spits_wake_selftest},
         {"elf", spits_elf_selftest},
+        {"zmqutil", spits_zmqutil_selftest},
         {"origin", spits_origin_selftest},
     };
     int failed = 0;
