@@ -110,6 +110,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     const unsigned char *rid = zmq_msg_data(ridmsg);
     size_t ridlen = zmq_msg_size(ridmsg);
     size_t len = zmq_msg_size(&rx->msg);
+    int fd = spits_zmq_msg_fd(&rx->msg);
     spits_hdr_t h;
     const char *why;
 
@@ -161,6 +162,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     default:
         disp_bad_message(d, "a JM-to-TM message sent to the JM");
     }
+    if (t || (t = jm_tmtab_find(d->tms, rid, ridlen)))   /* (HELLO adds it) */
+        t->fd = fd;
 out:
     jm_rx_release(rx, 1);       /* the dispatcher's own reference */
 }
@@ -263,6 +266,27 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
         disp_send_to(d, rid, ridlen, d->status.data, d->status.len);
 }
 
+/* A TM silent past --tm-timeout may be sending a large message: ZeroMQ
+ * delivers a connection's messages whole and in order, so its heartbeats
+ * wait behind it. It is alive while its connection still brings bytes
+ * (the kernel counts each one); a stopped or hung TM brings none, and a
+ * closed connection fails the heartbeat send (ROUTER_MANDATORY). ZMTP
+ * heartbeats would not do: libzmq 4.3 cancels a PING's timeout only when
+ * a whole message has arrived. */
+static int disp_tm_busy(jm_disp_t *d, jm_tm_t *t)
+{
+    int64_t quiet = spits_tcp_quiet_ms(t->fd);
+    if (quiet < 0 || quiet > d->timeout_ms)
+        return 0;
+    if (!d->busy_logged_at || d->now - d->busy_logged_at >= DISP_BUSY_LOG_MS) {
+        spits_info("TM %s:%ld has sent no message for %.1f s, but its "
+                   "connection is carrying data (a large transfer?)", t->host,
+                   t->pid, (d->now - t->last_heard) / 1000.0);
+        d->busy_logged_at = d->now;
+    }
+    return 1;
+}
+
 static void disp_tick(jm_disp_t *d)
 {
     unsigned char hb[SPITS_HDR_SIZE];
@@ -273,7 +297,7 @@ static void disp_tick(jm_disp_t *d)
         jm_tm_t *t = jm_tmtab_at(d->tms, i);
         if (!t->alive)
             continue;
-        if (d->now - t->last_heard > d->timeout_ms) {
+        if (d->now - t->last_heard > d->timeout_ms && !disp_tm_busy(d, t)) {
             char why[64];
             snprintf(why, sizeof why, "silent for %.1f s",
                      (d->now - t->last_heard) / 1000.0);

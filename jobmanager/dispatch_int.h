@@ -37,6 +37,7 @@
 #define DISP_RECV_BURST 256          /* messages per poll wake-up */
 #define DISP_TICK_MS 100
 #define DISP_PROBE_MS 1500           /* probe window after a disconnect */
+#define DISP_BUSY_LOG_MS 60000       /* "busy, not lost" said at most this often */
 #define MONITOR_EP "inproc://spits-jm-monitor"
 #define SLOTS_MAX 65536                      /* adaptive prefetch's cap... */
 #define SLOTS_BYTES (64u << 20)              /* ...and its cap in task bytes */
@@ -73,6 +74,7 @@ struct jm_disp {
     int64_t now, next_tick, probe_until;
     int64_t hb_ms, timeout_ms;
     int64_t bad_logged_at;
+    int64_t busy_logged_at;      /* "silent, but its connection is busy" */
     int stopping;                    /* a signal stopped the job */
     jm_adopt_t *adopt;               /* a resumed phase's early results */
     jm_live_t live;                  /* the phase as of the last tick */

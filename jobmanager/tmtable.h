@@ -30,6 +30,9 @@ typedef struct {
     int slots_asked;         /* what its HELLO said */
     int outstanding;         /* tasks sent minus records returned */
     int64_t last_heard, last_sent;  /* monotonic ms */
+    int fd;                  /* the connection its last message came over:
+                                how long it has brought no bytes tells a
+                                slow transfer from a dead TM (dispatch.c) */
     double joined;           /* wall clock */
     uint64_t sent, done, failed;
     uint64_t sent_at_hello;  /* sent as of its last HELLO */

@@ -1,7 +1,16 @@
 /*
  * zmqutil.c - small helpers over libzmq (see zmqutil.h).
  */
+#define _DEFAULT_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "zmqutil.h"
@@ -33,3 +42,75 @@ int spits_zmq_monitor_next(void *mon, uint16_t *event)
     zmq_msg_close(&ev);
     return got;
 }
+
+int spits_zmq_msg_fd(zmq_msg_t *msg)
+{
+    return zmq_msg_get(msg, ZMQ_SRCFD);
+}
+
+int64_t spits_tcp_quiet_ms(int fd)
+{
+#if defined(__linux__) && defined(TCP_INFO)
+    struct tcp_info info;
+    socklen_t len = sizeof info;
+
+    if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
+        len < offsetof(struct tcp_info, tcpi_last_data_recv) +
+              sizeof info.tcpi_last_data_recv ||
+        info.tcpi_state != TCP_ESTABLISHED)
+        return -1;
+    return info.tcpi_last_data_recv;
+#else
+    (void)fd;
+    return -1;
+#endif
+}
+
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
+/* A loopback TCP pair: after bytes arrive, the receiver's connection has
+ * been quiet a short while; what is no TCP connection says -1. */
+int spits_zmqutil_selftest(void)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET,
+                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof addr;
+    int lsn = socket(AF_INET, SOCK_STREAM, 0), cli = -1, srv = -1, rc = -1;
+    int pipefd[2] = {-1, -1};
+    char byte = 'x';
+
+    if (lsn < 0 || bind(lsn, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        listen(lsn, 1) != 0 ||
+        getsockname(lsn, (struct sockaddr *)&addr, &alen) != 0 ||
+        (cli = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        connect(cli, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        (srv = accept(lsn, NULL, NULL)) < 0 || write(cli, &byte, 1) != 1 ||
+        read(srv, &byte, 1) != 1 || pipe(pipefd) != 0) {
+        printf("zmqutil: cannot make a loopback connection: %s\n", strerror(errno));
+        goto out;
+    }
+#if defined(__linux__) && defined(TCP_INFO)
+    int64_t quiet = spits_tcp_quiet_ms(srv);
+    if (quiet < 0 || quiet > 60000) {
+        printf("zmqutil: a connection that just got a byte is quiet for %lld ms\n",
+               (long long)quiet);
+        goto out;
+    }
+#endif
+    if (spits_tcp_quiet_ms(pipefd[0]) != -1 || spits_tcp_quiet_ms(lsn) != -1 ||
+        spits_tcp_quiet_ms(-1) != -1) {
+        printf("zmqutil: a pipe, a listener or -1 has a quiet time\n");
+        goto out;
+    }
+    rc = 0;
+out:
+    {
+        int fds[] = {lsn, cli, srv, pipefd[0], pipefd[1]};
+        for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+            if (fds[i] >= 0)
+                close(fds[i]);
+    }
+    return rc;
+}
+#endif /* SPITS_SELFTEST */

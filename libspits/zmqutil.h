@@ -1,12 +1,13 @@
 /*
  * zmqutil.h - small helpers over libzmq that more than one loop needs:
- * dropping the rest of a multipart message, and reading socket monitor
- * events.
+ * dropping the rest of a multipart message, reading socket monitor
+ * events, and telling how long a peer's connection has carried no bytes.
  */
 #ifndef SPITS_ZMQUTIL_H
 #define SPITS_ZMQUTIL_H
 
 #include <stdint.h>
+#include <zmq.h>
 
 /* Reads and drops the rest of a multipart message. libzmq delivers a
  * message's frames all at once, so this never waits. */
@@ -15,5 +16,16 @@ void spits_zmq_drop_frames(void *sock);
  * zmq_socket_monitor bound), without waiting: 1 and *event, or 0 when
  * there is none. The event's other frames are consumed. */
 int spits_zmq_monitor_next(void *mon, uint16_t *event);
+/* The file descriptor of the connection a received message came over
+ * (libzmq's ZMQ_SRCFD), or -1 when it has none. */
+int spits_zmq_msg_fd(zmq_msg_t *msg);
+/* Milliseconds since the TCP connection on fd last received data from its
+ * peer, as the kernel counts them (every byte, not whole messages), or -1
+ * when fd is no established TCP connection (closed, ipc://, not Linux). */
+int64_t spits_tcp_quiet_ms(int fd);
+#ifdef SPITS_SELFTEST
+/* Self-test: 0, or -1 after printing what failed. */
+int spits_zmqutil_selftest(void);
+#endif
 
 #endif

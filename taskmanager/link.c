@@ -7,14 +7,17 @@
  * after each reconnect, saying what tasks and results the TM still
  * holds), STATS, heartbeats and, at the end, BYE.
  *
- * A JM that stops answering, or whose connection drops (the socket's
- * monitor says so), is looked for again: the TM re-reads jm.json once a
- * second, since a restarted or resumed JM may listen elsewhere with other
- * keys, reconnects, and says HELLO again, for --reconnect-timeout
- * seconds. Queued tasks and unsent results are kept meanwhile.
+ * A JM that stops answering while its connection brings no bytes
+ * either (a large message in flight is no silence: jm_busy), or whose
+ * connection drops (the socket's monitor says so), is looked for again:
+ * the TM re-reads jm.json once a second, since a restarted or resumed JM
+ * may listen elsewhere with other keys, reconnects, and says HELLO again,
+ * for --reconnect-timeout seconds. Queued tasks and unsent results are
+ * kept meanwhile.
  *
  * What the JM sends back is handled in protocol.c; link.c only keeps the
- * time it was last heard from (link.last_heard, set there).
+ * time it was last heard from and the connection it came over
+ * (link.last_heard and link.fd, set there).
  */
 #define _DEFAULT_SOURCE
 #include <errno.h>
@@ -38,9 +41,11 @@ void tm_link_init(tm_t *tm)
     spits_random_hex(tm->link.routing_id + 3, 8);
     tm->link.heartbeat_ms = 1000;
     tm->link.lost_ms = 5000;
+    tm->link.fd = -1;
 }
 
 #define REFUSALS_LOG_EVERY_MS 30000
+#define BUSY_LOG_EVERY_MS 60000
 #define KEYS_SETTLE_MS 5000        /* tm.key and jm.json may disagree this long */
 
 /* The key file in use: --key-file, or the job dir's tm.key. */
@@ -142,6 +147,7 @@ void tm_link_on_monitor(tm_t *tm)
                 link->state = TM_LOST;
                 link->last_look = 0;
             }
+            link->fd = -1;
             continue;
         }
         /* Our own key pair was checked when the key file was read
@@ -227,6 +233,7 @@ int tm_link_connect(tm_t *tm)
     }
     link->state = TM_CONNECTING;
     link->last_hello = 0;
+    link->fd = -1;
     return 0;
 }
 
@@ -317,13 +324,35 @@ static void look_for_jm(tm_t *tm)
     }
 }
 
-/* Ready: a JM silent too long is lost; else STATS or a heartbeat when
- * due. Lost or reconnecting: give up after --reconnect-timeout, re-read
- * jm.json once a second, and say HELLO again. */
+/* A JM silent past lost_ms may be sending a large message: ZeroMQ
+ * delivers a connection's messages whole and in order, so its heartbeats
+ * wait behind it. It is alive while its connection still brings bytes
+ * (the kernel counts each one); a stopped or hung JM brings none, and a
+ * closed connection is a DISCONNECTED event (tm_link_on_monitor). */
+static int jm_busy(tm_t *tm)
+{
+    tm_link_t *link = &tm->link;
+    int64_t quiet = spits_tcp_quiet_ms(link->fd);
+    if (quiet < 0 || quiet > link->lost_ms)
+        return 0;
+    if (!link->busy_logged_at ||
+        tm->now - link->busy_logged_at >= BUSY_LOG_EVERY_MS) {
+        spits_info("the job manager has sent no message for %.1f s, but its "
+                   "connection is carrying data (a large transfer?)",
+                   (tm->now - link->last_heard) / 1000.0);
+        link->busy_logged_at = tm->now;
+    }
+    return 1;
+}
+
+/* Ready: a JM silent too long (and not busy sending) is lost; else STATS
+ * or a heartbeat when due. Lost or reconnecting: give up after
+ * --reconnect-timeout, re-read jm.json once a second, and say HELLO
+ * again. */
 void tm_link_timers(tm_t *tm)
 {
     if (tm->link.state == TM_READY) {
-        if (tm->now - tm->link.last_heard > tm->link.lost_ms) {
+        if (tm->now - tm->link.last_heard > tm->link.lost_ms && !jm_busy(tm)) {
             spits_warn("the job manager has been silent for %.1f s; looking "
                        "for it", (tm->now - tm->link.last_heard) / 1000.0);
             tm->link.state = TM_LOST;

@@ -24,6 +24,7 @@
 
 #include "log.h"
 #include "tm_private.h"
+#include "zmqutil.h"
 
 static void bad_message(tm_t *tm, const char *why)
 {
@@ -227,6 +228,7 @@ void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)
         return;
     }
     tm->link.last_heard = tm->now;
+    tm->link.fd = spits_zmq_msg_fd(msg);
     if (tm->link.state == TM_LOST) {
         spits_info("the job manager answers again");
         tm->link.state = TM_READY;

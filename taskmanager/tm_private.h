@@ -71,6 +71,9 @@ typedef struct {
     int64_t last_heard, last_sent, last_hello, last_stats, last_look;
     int64_t heartbeat_ms;        /* send something at least this often */
     int64_t lost_ms;             /* a JM silent this long is looked for */
+    int fd;                      /* the connection its last message came
+                                    over (spits_tcp_quiet_ms), or -1 */
+    int64_t busy_logged_at;      /* "silent, but its connection is busy" */
     uint64_t refusals;           /* handshakes refused since joining */
     int64_t mismatch_since;      /* tm.key and jm.json disagree since */
     int64_t refusals_logged_at;  /* when the last was logged */

@@ -18,6 +18,7 @@
 #include "term.h"
 #include "wake.h"
 #include "wire.h"
+#include "zmqutil.h"
 
 int main(void)
 {
@@ -36,6 +37,7 @@ int main(void)
         {"wake", spits_wake_selftest},
         {"term", spits_term_selftest},
         {"elf", spits_elf_selftest},
+        {"zmqutil", spits_zmqutil_selftest},
         {"origin", spits_origin_selftest},
     };
     int failed = 0;
