@@ -3,7 +3,8 @@
  * with the network loop (see tm.h for who owns what).
  *
  * A worker takes a chunk of tasks under one lock, runs them, and hands
- * the chunk's results back under one lock. Each worker keeps one module
+ * the chunk's results back under one lock, to the outbox (outbox.c, which
+ * makes every record that goes back to the JM, RETURNED ones too). Each worker keeps one module
  * worker instance, made with the argv of the phase of the task at hand;
  * when a task of another phase comes, the instance is finalized and made
  * anew, so workers always see their phase's argv. With --isolate, the
