@@ -10,7 +10,8 @@
  * (heartbeats, lost TMs, the live view, the timeline, the progress line)
  * and serves every TM with room. Its state is in dispatch_int.h; the
  * main thread reaches it only through the control requests below.
- */#include <errno.h>
+ */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -637,8 +638,11 @@ fail:
 
 int jm_disp_start(jm_disp_t *d)
 {
-    if (pthread_create(&d->thread, NULL, disp_main, d) != 0)
+    int err = pthread_create(&d->thread, NULL, disp_main, d);
+    if (err) {
+        errno = err;
         return -1;
+    }
     d->started = 1;
     return 0;
 }

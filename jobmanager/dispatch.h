@@ -40,6 +40,7 @@ typedef struct {
 
 jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen);
 const char *jm_disp_endpoint(const jm_disp_t *d);
+/* Starts the dispatcher thread: 0, or -1 with errno set. */
 int jm_disp_start(jm_disp_t *d);
 int jm_disp_wake_fd(const jm_disp_t *d);
 void jm_disp_phase_begin(jm_disp_t *d, jm_phase_t *p);

@@ -14,6 +14,7 @@
  * does not generate deterministically and the resume stops.
  */
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "generator.h"
@@ -240,8 +241,10 @@ int jm_generator_start(jm_t *jm, jm_phase_t *p)
         return -1;
     g->jm = jm;
     g->p = p;
-    if (pthread_create(&p->gen_thread, NULL, gen_main, g) != 0) {
+    int err = pthread_create(&p->gen_thread, NULL, gen_main, g);
+    if (err) {
         free(g);
+        errno = err;
         return -1;
     }
     return 0;

@@ -31,6 +31,7 @@ typedef struct {
 
 void jm_genq_init(jm_genq_t *q, int wake_fd);
 void jm_genq_destroy(jm_genq_t *q);
+/* Starts the phase's generator thread: 0, or -1 with errno set. */
 int jm_generator_start(jm_t *jm, jm_phase_t *p);
 void jm_generator_join(jm_phase_t *p);
 

@@ -413,7 +413,7 @@ static int open_to_tms(jm_t *jm)
     }
     jm_stop_init(jm_disp_wake_fd(jm->disp));
     if (jm_disp_start(jm->disp) != 0) {
-        spits_error("cannot start the dispatcher thread");
+        spits_error("cannot start the dispatcher thread: %s", strerror(errno));
         return -1;
     }
     spits_info("job %s: %s%s, listening on %s, job dir %s", jm->job_id,

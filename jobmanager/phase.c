@@ -19,7 +19,9 @@
  * spitsrun_t carries no context pointer, so the job is reached through
  * one file-scope pointer set once before spits_main runs.
  */
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -291,7 +293,9 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
     spits_debug("phase %u starts (%d arguments)", p->st.id, argc);
     jm_disp_phase_begin(jm->disp, p);
     if (jm_generator_start(jm, p) != 0) {
-        spits_error("cannot start the generator thread");
+        /* (reported below: no task was made, so commit_job must not run) */
+        snprintf(p->gen_error, sizeof p->gen_error,
+                 "cannot start the generator thread: %s", strerror(errno));
         jm_commitq_gen_done(&p->cq, 0);
     } else {
         jm_committer_run(jm, p);

@@ -1,8 +1,9 @@
 /*
  * bench.c - test and benchmark module with knobs.
  *
- *   bench [-n TASKS] [-t TASKBYTES] [-r RESULTBYTES] [-b BUSY_US]
- *         [-s SLEEP_US] [-f ID]... [-F ID:DIR]... [-G FILE] [-M DIR] [-q]
+ *   bench [-n TASKS] [-t TASKBYTES] [-r RESULTBYTES] [-R FINALBYTES]
+ *         [-b BUSY_US] [-s SLEEP_US] [-f ID]... [-F ID:DIR]... [-G FILE]
+ *         [-M DIR] [-q]
  *
  * Task i is its number (u64 LE) then filler bytes (i + k) & 0xff; the
  * worker checks them, spins or sleeps, and answers i, splitmix64(i) and
@@ -14,6 +15,9 @@
  * a test decides when the job may end, however slow the machine is.
  * -M DIR: a run of task ID creates DIR/started-ID as it starts, so a test
  * can see which tasks are running.
+ * -R FINALBYTES: commit_job pushes that many bytes (the checksum, then
+ * zeros) instead of the 8-byte checksum, so a test can size the final
+ * result.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +33,7 @@
 #define MAX_FAIL 16
 
 typedef struct {
-    uint64_t n, tbytes, rbytes, busy_us, sleep_us;
+    uint64_t n, tbytes, rbytes, fbytes, busy_us, sleep_us;
     uint64_t fail[MAX_FAIL];
     int nfail;
     uint64_t flaky[MAX_FAIL];
@@ -88,6 +92,7 @@ static int bench_args(int argc, const char **argv, bench_cfg_t *c)
     c->n = 1000;
     c->tbytes = 8;
     c->rbytes = 16;
+    c->fbytes = 8;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t *dst = NULL;
@@ -98,6 +103,7 @@ static int bench_args(int argc, const char **argv, bench_cfg_t *c)
         if (strcmp(a, "-n") == 0) dst = &c->n;
         else if (strcmp(a, "-t") == 0) dst = &c->tbytes;
         else if (strcmp(a, "-r") == 0) dst = &c->rbytes;
+        else if (strcmp(a, "-R") == 0) dst = &c->fbytes;
         else if (strcmp(a, "-b") == 0) dst = &c->busy_us;
         else if (strcmp(a, "-s") == 0) dst = &c->sleep_us;
         else if (strcmp(a, "-f") == 0 && c->nfail < MAX_FAIL) dst = &c->fail[c->nfail++];
@@ -118,7 +124,8 @@ static int bench_args(int argc, const char **argv, bench_cfg_t *c)
             goto bad;
         i++;
     }
-    if (c->tbytes < 8 || c->rbytes < 16 || c->n > (1ULL << 40) ||
+    if (c->tbytes < 8 || c->rbytes < 16 || c->fbytes < 8 || c->fbytes > (1ULL << 32) ||
+        c->n > (1ULL << 40) ||
         c->tbytes > (1ULL << 32) || c->rbytes > (1ULL << 32))
         goto bad;
     uint64_t plen = (c->tbytes > c->rbytes ? c->tbytes : c->rbytes) + 256;
@@ -296,7 +303,16 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
     if (!c->cfg.quiet)
         printf("bench: %llu tasks, checksum 0x%016llx\n",
                (unsigned long long)c->cfg.n, (unsigned long long)c->sum);
-    push(&c->sum, sizeof c->sum, ctx);
+    if (c->cfg.fbytes == sizeof c->sum) {
+        push(&c->sum, sizeof c->sum, ctx);
+        return 0;
+    }
+    unsigned char *final = calloc(1, c->cfg.fbytes);
+    if (!final)
+        return 1;
+    memcpy(final, &c->sum, sizeof c->sum);
+    push(final, (spitssize_t)c->cfg.fbytes, ctx);
+    free(final);
     return 0;
 }
 

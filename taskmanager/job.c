@@ -24,32 +24,46 @@
 #include "tm_private.h"
 #include "util.h"
 
+static void phase_free(tm_phase_t *phase)
+{
+    for (int i = 0; i < phase->argc; i++)
+        free(phase->argv[i]);
+    free(phase->argv);
+    free(phase);
+}
+
+/* A new phase, first in the list; NULL when out of memory. */
 static tm_phase_t *phase_new(tm_t *tm, uint32_t wire, json_t *argv)
 {
     tm_phase_t *phase = calloc(1, sizeof *phase);
     size_t n = json_array_size(argv);
-    if (!phase || !(phase->argv = calloc(n + 1, sizeof *phase->argv)))
-        goto oom;
+    if (!phase || !(phase->argv = calloc(n + 1, sizeof *phase->argv))) {
+        free(phase);
+        return NULL;
+    }
     phase->wire = wire;
     phase->job = tm->job.joined;
     for (size_t i = 0; i < n; i++) {
         const char *s = json_string_value(json_array_get(argv, i));
-        if (!(phase->argv[i] = strdup(s ? s : "")))
-            goto oom;
+        if (!(phase->argv[i] = strdup(s ? s : ""))) {
+            phase_free(phase);
+            return NULL;
+        }
         phase->argc++;
     }
     phase->next = tm->job.phases;
     tm->job.phases = phase;
     return phase;
-oom:
-    spits_error("out of memory");
-    abort();
 }
 
-void tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv)
+int tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv)
 {
     tm_phase_t *phase = phase_new(tm, wire, argv);
 
+    if (!phase) {
+        spits_error("out of memory entering phase %u; stopping", wire);
+        return -1;
+    }
     tm->job.current = phase;
     if (tm->pool_started) {
         size_t n = tm_pool_drop_others(&tm->pool, phase, 1);
@@ -57,6 +71,7 @@ void tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv)
             spits_debug("phase %u: handed back %zu queued task(s) of an "
                         "earlier phase", phase->wire, n);
     }
+    return 0;
 }
 
 /* Loads the module the JM names (or --module's copy), refusing a file
@@ -121,10 +136,7 @@ void tm_job_free(tm_job_t *job)
 {
     while (job->phases) {
         tm_phase_t *next = job->phases->next;
-        for (int i = 0; i < job->phases->argc; i++)
-            free(job->phases->argv[i]);
-        free(job->phases->argv);
-        free(job->phases);
+        phase_free(job->phases);
         job->phases = next;
     }
     spits_module_close(&job->mod);

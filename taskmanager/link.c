@@ -251,7 +251,7 @@ void tm_link_send_hello(tm_t *tm)
     size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
     uint64_t pending = 0;
     for (size_t i = 0; i < tm->results.n; i++)
-        if (tm->results.segs[i].phase->job == tm->job.joined)
+        if (tm->results.segs[i].job == tm->job.joined)
             pending += tm->results.segs[i].batch.count;
     json_t *hello = json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:s}",
                           "host", tm->link.host, "pid", (json_int_t)getpid(),

@@ -4,7 +4,7 @@
  * One thread, one zmq_poll on three things: the socket to the JM, the
  * eventfd the workers and the signal handler write (wake.h), and the
  * socket's monitor. Each turn it reads the JM's messages (protocol.c),
- * acts on a signal or a near walltime, moves the workers' results out
+ * acts on a signal or a near walltime, moves the outbox's records out
  * (results.c), and runs the link's timers (link.c). It ends when the JM
  * says the job is over, the JM is given up on, or a drain is done.
  *
@@ -74,8 +74,7 @@ static int drain_done(tm_t *tm)
     size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
     /* Read held before collecting: a worker hands back its results and
      * stops counting as running under one lock, so none can slip by. */
-    if (tm->pool_started)
-        tm_results_collect(tm);
+    tm_results_collect(tm);
     tm_results_send(tm);
     if (held == 0 && tm->results.n == 0) {
         spits_info("drained: every started task finished and its result was sent");
@@ -162,8 +161,7 @@ int tm_loop_run(tm_t *tm)
             drain_begin(tm, why);
         }
         walltime_check(tm);
-        if (tm->pool_started)
-            tm_results_collect(tm);
+        tm_results_collect(tm);   /* (tasks go back before the pool starts too) */
         tm_results_send(tm);
         if (tm->drain.active && !tm->done && drain_done(tm)) {
             if (!tm->done)

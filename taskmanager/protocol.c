@@ -8,7 +8,8 @@
  *   WELCOME    the JM took our HELLO: join its job (job.c), start the
  *              workers the first time, take its heartbeat period
  *   PHASE      a new phase begins: later tasks run with its argv
- *   TASKS      tasks to queue for the workers (or hand back at once)
+ *   TASKS      tasks to queue for the workers (or hand back at once,
+ *              through the outbox: outbox.c owns every record sent back)
  *   CANCEL     another copy of these tasks was committed: unqueue ours
  *   END        the job is over: leave
  *   WHO        the JM does not know us (it restarted): say HELLO again
@@ -18,6 +19,7 @@
  * with a warning at most every 10 s. Replies go out through link.c.
  */
 #define _DEFAULT_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +44,8 @@ static int start_workers(tm_t *tm)
         return 0;
     tm->pool.max_result = (uint64_t)tm->link.max_task;
     if (tm_pool_start(&tm->pool, tm->job.mod) != 0) {
-        spits_error("cannot start %d worker threads", tm->opts.workers);
+        spits_error("cannot start %d worker threads: %s", tm->opts.workers,
+                    strerror(errno));
         return -1;
     }
     tm->pool_started = 1;
@@ -86,8 +89,12 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         json_decref(welcome);
         return;
     }
-    if (hdr->phase && (!tm->job.current || tm->job.current->wire != hdr->phase))
-        tm_job_enter_phase(tm, hdr->phase, argv);
+    if (hdr->phase && (!tm->job.current || tm->job.current->wire != hdr->phase) &&
+        tm_job_enter_phase(tm, hdr->phase, argv) != 0) {
+        tm->done = -1;
+        json_decref(welcome);
+        return;
+    }
     tm->link.heartbeat_ms = heartbeat_ms;
     tm->link.lost_ms = 5 * heartbeat_ms < 3000 ? 3000 : 5 * heartbeat_ms;
     if (start_workers(tm) != 0) {
@@ -112,83 +119,88 @@ static void on_phase(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         bad_message(tm, why ? why : "PHASE without argv");
     } else {
         spits_debug("phase %u begins", hdr->phase);
-        tm_job_enter_phase(tm, hdr->phase, argv);
+        if (tm_job_enter_phase(tm, hdr->phase, argv) != 0)
+            tm->done = -1;
     }
     json_decref(body);
 }
 
-/* Tasks the TM cannot take go straight back as RETURNED records: the JM
- * counts every task it sends as held until a record comes back. */
-static void return_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
+/* Once per 10 s at most: out of memory may last, and every message then
+ * goes back. */
+static void warn_no_room(tm_t *tm, uint64_t count)
 {
-    spits_reader_t reader;
-    spits_rec_t record;
-    spits_batch_t batch = {0};
-
-    spits_batch_begin(&batch, SPITS_MSG_RESULTS, hdr->phase);
-    spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
-    while (spits_reader_next(&reader, &record))
-        if (!spits_batch_add(&batch, record.id, SPITS_ST_RETURNED, 0))
-            abort();
-    spits_batch_seal(&batch);
-    if (tm_link_send(tm, batch.buf.data, batch.buf.len) != 0)
-        spits_debug("could not hand back %llu task(s)",
-                    (unsigned long long)hdr->count);
-    spits_batch_free(&batch);
+    if (tm->proto.oom_logged_at && tm->now - tm->proto.oom_logged_at < 10000)
+        return;
+    spits_warn("out of memory queueing %llu task(s): handing them back",
+               (unsigned long long)count);
+    tm->proto.oom_logged_at = tm->now;
 }
 
-/* Room for count tasks in the TASKS scratch. */
-static void items_reserve(tm_t *tm, size_t count)
+/* Queues the tasks the reader yields, in chunks (nothing is sized by the
+ * message's claimed count); with no rx, or once the queue cannot grow,
+ * the rest go back as RETURNED records (outbox.c): the JM counts every
+ * task it sends as held until a record comes back. Returns how many were
+ * queued. */
+static size_t take_tasks(tm_t *tm, uint32_t wire, spits_reader_t *reader, tm_rx_t *rx)
 {
-    if (count <= tm->proto.cap_items)
-        return;
-    tm_item_t *items = realloc(tm->proto.items, count * sizeof *items);
-    if (!items) {
-        spits_error("out of memory receiving tasks");
-        abort();
-    }
-    tm->proto.items = items;
-    tm->proto.cap_items = count;
+    tm_item_t *items = tm->proto.items;
+    spits_rec_t record;
+    size_t n, queued = 0;
+    int full = !rx;
+
+    do {
+        for (n = 0; n < TM_TASKS_CHUNK && spits_reader_next(reader, &record); n++)
+            items[n] = (tm_item_t){record.id, record.data, record.len,
+                                   tm->job.current, rx};
+        if (!full && tm_pool_push(&tm->pool, items, n) == 0) {
+            queued += n;
+            continue;
+        }
+        full = 1;
+        if (tm_outbox_return(&tm->pool, tm->job.joined, wire, items, n) != 0) {
+            spits_error("out of memory handing back tasks; stopping, so that the "
+                        "job manager sends them to another task manager");
+            tm->done = -1;
+            break;
+        }
+    } while (n == TM_TASKS_CHUNK);
+    return queued;
 }
 
 /* Queues a TASKS message; the message lives until its last task is done. */
 static void on_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
 {
     spits_reader_t reader;
-    spits_rec_t record;
-    size_t n = 0;
 
     if (hdr->count == 0)
         return;
+    spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
     if (tm->drain.active) {
-        return_tasks(tm, hdr, msg);   /* sent before the JM saw our DRAIN */
+        take_tasks(tm, hdr->phase, &reader, NULL);   /* sent before the JM saw our DRAIN */
         return;
     }
     if (!tm->job.current || hdr->phase != tm->job.current->wire || !tm->pool_started) {
         spits_warn("handing back %llu task(s) of phase %u: not in that phase",
                    (unsigned long long)hdr->count, hdr->phase);
-        return_tasks(tm, hdr, msg);
+        take_tasks(tm, hdr->phase, &reader, NULL);
         return;
     }
-    items_reserve(tm, (size_t)hdr->count);
     tm_rx_t *rx = malloc(sizeof *rx);
     if (!rx) {
-        spits_error("out of memory receiving tasks");
-        abort();
+        warn_no_room(tm, hdr->count);
+        take_tasks(tm, hdr->phase, &reader, NULL);
+        return;
     }
     zmq_msg_init(&rx->msg);
     zmq_msg_move(&rx->msg, msg);
-    atomic_init(&rx->refs, (size_t)hdr->count);
+    /* (the parser checked count against the records: it fits the frame)
+     * One reference per task, and ours while we read it. */
+    atomic_init(&rx->refs, (size_t)hdr->count + 1);
     spits_reader_init(&reader, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
-    while (spits_reader_next(&reader, &record)) {
-        tm_item_t *item = &tm->proto.items[n++];
-        item->id = record.id;
-        item->data = record.data;
-        item->len = record.len;
-        item->phase = tm->job.current;
-        item->rx = rx;
-    }
-    tm_pool_push(&tm->pool, tm->proto.items, n);
+    size_t queued = take_tasks(tm, hdr->phase, &reader, rx);
+    if (queued < hdr->count && !tm->done)
+        warn_no_room(tm, hdr->count - queued);
+    tm_rx_release(rx, (size_t)hdr->count + 1 - queued);
 }
 
 /* Another copy of these tasks was committed: queued copies go back unrun.
@@ -202,6 +214,7 @@ static void on_cancel(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     if (!tm->job.current || hdr->phase != tm->job.current->wire ||
         !tm->pool_started || !hdr->count)
         return;
+    /* (count is no more than the frame's bytes / 16: the parser checked) */
     if (hdr->count > tm->proto.cap_cancel) {
         uint64_t *ids = realloc(tm->proto.cancel_ids, (size_t)hdr->count * sizeof *ids);
         if (!ids)
@@ -254,6 +267,5 @@ void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)
 
 void tm_proto_free(tm_proto_t *proto)
 {
-    free(proto->items);
     free(proto->cancel_ids);
 }

@@ -1,8 +1,9 @@
 /*
- * results.c - results on their way from the workers to the JM.
+ * results.c - records on their way from the outbox to the JM.
  *
- * Workers hand back results in segments (a batch of one phase's records,
- * tm.h) through the pool's outbox. The main thread collects them into its
+ * Every record a task copy comes back as, a result or RETURNED, is queued
+ * in the pool's outbox (outbox.c, their one owner), in segments (one job
+ * phase's records each, tm.h). The main thread collects them into its
  * own list, tm->results, and sends what the socket takes while the link is
  * ready. What it does not take (the JM is away, or the socket is full)
  * stays in the list, in order, for the next turn of the loop or the next
@@ -15,25 +16,50 @@
 #include "log.h"
 #include "tm_private.h"
 
+/* Room for n more segments in the list. */
+static int results_reserve(tm_results_t *results, size_t n)
+{
+    if (results->cap - results->n >= n)
+        return 0;
+    size_t cap = results->cap ? results->cap : 8;
+    while (cap - results->n < n)
+        cap *= 2;
+    tm_seg_t *grown = realloc(results->segs, cap * sizeof *grown);
+    if (!grown)
+        return -1;
+    results->segs = grown;
+    results->cap = cap;
+    return 0;
+}
+
+/* The TM cannot keep the rule: it stops (exit 1, no BYE), and the JM
+ * counts the copies it holds lost and sends them elsewhere. */
+static void results_fail(tm_t *tm, const char *why)
+{
+    if (tm->done >= 0)
+        spits_error("%s; stopping, so that the job manager sends this task "
+                    "manager's tasks to another", why);
+    tm->done = -1;
+}
+
 void tm_results_collect(tm_t *tm)
 {
     size_t n;
-    tm_seg_t *segs = tm_pool_take_out(&tm->pool, &n);
+    tm_seg_t *segs = tm_outbox_take(&tm->pool, &n);
+    const char *failed = tm_pool_failed(&tm->pool);
+
+    if (failed)
+        results_fail(tm, failed);
     if (!n) {
         free(segs);
         return;
     }
-    if (tm->results.cap - tm->results.n < n) {
-        size_t cap = tm->results.cap ? tm->results.cap : 8;
-        while (cap - tm->results.n < n)
-            cap *= 2;
-        tm_seg_t *grown = realloc(tm->results.segs, cap * sizeof *grown);
-        if (!grown) {
-            spits_error("out of memory keeping results");
-            abort();
-        }
-        tm->results.segs = grown;
-        tm->results.cap = cap;
+    if (results_reserve(&tm->results, n) != 0) {
+        for (size_t i = 0; i < n; i++)
+            spits_batch_free(&segs[i].batch);
+        free(segs);
+        results_fail(tm, "out of memory keeping results");
+        return;
     }
     memcpy(tm->results.segs + tm->results.n, segs, n * sizeof *segs);
     tm->results.n += n;
@@ -53,7 +79,7 @@ void tm_results_send(tm_t *tm)
         tm_link_send_stats(tm);
     for (; sent < results->n; sent++) {
         tm_seg_t *seg = &results->segs[sent];
-        if (seg->phase->job != tm->job.joined) {
+        if (seg->job != tm->job.joined) {
             spits_batch_free(&seg->batch);   /* a job that is gone */
             continue;
         }

@@ -15,8 +15,9 @@
  *                 the main thread acts on it (drain).
  *
  * They meet in tm_pool_t, under one mutex: the main thread appends the
- * tasks of a whole message at once; a worker takes a chunk of tasks at
- * once and hands back a chunk of results at once, then writes the main
+ * tasks of a message in chunks; a worker takes a chunk of tasks at
+ * once and hands back a chunk of results at once to the outbox (outbox.c,
+ * which owns every record going back to the JM), then writes the main
  * thread's eventfd if the outbox was empty. Task bytes are never copied:
  * a task points into the ZeroMQ message it came in, which is freed when
  * its last task is done (an atomic count per message).
@@ -63,9 +64,10 @@ typedef struct {
     tm_rx_t *rx;
 } tm_item_t;
 
-/* Results of one phase, waiting to be sent. */
+/* Records of one job's phase, waiting to be sent (outbox.c). */
 typedef struct {
-    const tm_phase_t *phase;
+    unsigned job;             /* tm_phase_t.job: the TM's count of jobs */
+    uint32_t wire;            /* the phase id on the wire */
     spits_batch_t batch;
 } tm_seg_t;
 
@@ -76,8 +78,9 @@ typedef struct {
     size_t qhead, qn, qcap;
     size_t running;           /* tasks taken by workers, not yet handed back */
     int quit;
-    tm_seg_t *out;            /* outbox: result segments */
+    tm_seg_t *out;            /* outbox: record segments (outbox.c) */
     size_t nout, capout;
+    _Atomic(const char *) failed;  /* why the pool cannot go on (tm_pool_fail) */
     int wake_fd;              /* the main thread's eventfd */
 
     spits_module_t *mod;      /* read-only once workers start */
@@ -110,9 +113,11 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
 int tm_child_main(int argc, char **argv);
 
 int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd);
+/* Starts the workers. Returns 0, or -1 with errno set (none then runs). */
 int tm_pool_start(tm_pool_t *p, spits_module_t *mod);
-/* Queues the tasks of one message (takes ownership of rx when n > 0). */
-void tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n);
+/* Queues tasks of one message (the pool then holds one reference to rx
+ * per task). Returns 0, or -1 when out of memory: nothing was queued. */
+int tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n);
 /* Removes queued tasks of other phases than keep (all, if keep is NULL).
  * With hand_back, each goes to the outbox as a RETURNED record, so the JM
  * counts its slot free again. Returns how many. */
@@ -120,8 +125,6 @@ size_t tm_pool_drop_others(tm_pool_t *p, const tm_phase_t *keep, int hand_back);
 /* Starts a drain: every queued task, and each task a worker took but has
  * not started, goes back as a RETURNED record. Returns how many queued. */
 size_t tm_pool_drain(tm_pool_t *p);
-/* Takes the outbox segments (caller frees them). */
-tm_seg_t *tm_pool_take_out(tm_pool_t *p, size_t *n);
 /* Tasks held: queued + running. */
 size_t tm_pool_held(tm_pool_t *p);
 /* Removes queued tasks of phase ph whose ids are in ids (which it sorts):
@@ -135,6 +138,27 @@ size_t tm_pool_running(tm_pool_t *p);
 int tm_pool_stop(tm_pool_t *p, int ms);
 void tm_pool_destroy(tm_pool_t *p);
 
-void tm_rx_release(tm_rx_t *rx);
+/* A worker cannot keep the rule (its records could not be queued): the
+ * main thread stops the TM. Keeps the first why; wakes the main thread. */
+void tm_pool_fail(tm_pool_t *p, const char *why);
+/* The first tm_pool_fail's why, or NULL. */
+const char *tm_pool_failed(tm_pool_t *p);
+
+/* Drops n of rx's references (n of its tasks are done with). */
+void tm_rx_release(tm_rx_t *rx, size_t n);
+
+/* outbox.c: every record going back to the JM is queued there (see its
+ * header). Each returns 0, or -1 when out of memory. */
+/* A worker's results (its batch's records). Caller holds p->lock. */
+int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, const spits_batch_t *b);
+/* A RETURNED record for task id of (job, wire). Caller holds p->lock. */
+int tm_outbox_return_locked(tm_pool_t *p, unsigned job, uint32_t wire, uint64_t id);
+/* RETURNED records for n tasks of (job, wire); takes the lock. On -1 some
+ * may have been queued: the caller stops the TM. */
+int tm_outbox_return(tm_pool_t *p, unsigned job, uint32_t wire,
+                     const tm_item_t *items, size_t n);
+/* Takes the outbox's segments (the caller sends and frees them). */
+tm_seg_t *tm_outbox_take(tm_pool_t *p, size_t *n);
+void tm_outbox_free(tm_pool_t *p);
 
 #endif

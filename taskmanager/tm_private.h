@@ -14,7 +14,8 @@
  *   loop.c      the poll loop, signals, draining, the walltime
  *   protocol.c  the handlers of the JM's messages
  *   job.c       the job this TM runs: its module and its phases
- *   results.c   results from the workers, kept until sent to the JM
+ *   results.c   records from the outbox (outbox.c, the one owner of what
+ *               goes back to the JM), kept until sent
  *   link.c      the socket to the JM: finding it, connecting, security,
  *               sending, heartbeats, looking for a JM that went silent
  *
@@ -98,14 +99,17 @@ typedef struct {
     size_t n, cap;
 } tm_results_t;
 
+/* Tasks of a TASKS message are queued this many at a time. */
+#define TM_TASKS_CHUNK 256
+
 /* The message handlers' scratch and counts (protocol.c). Main thread. */
 typedef struct {
-    tm_item_t *items;            /* scratch for one TASKS message */
-    size_t cap_items;
+    tm_item_t items[TM_TASKS_CHUNK];   /* scratch for a TASKS message */
     uint64_t *cancel_ids;        /* scratch for one CANCEL message */
     size_t cap_cancel;
     uint64_t bad;                /* malformed messages dropped */
     int64_t bad_logged_at;
+    int64_t oom_logged_at;       /* when tasks last went back for memory */
 } tm_proto_t;
 
 /* Leaving early: on a signal or before the walltime (loop.c). Main
@@ -164,8 +168,9 @@ void tm_link_destroy(tm_t *tm);
  * 0, or -1 (logged) when this TM cannot run it. */
 int tm_job_join(tm_t *tm, const char *job_id, const char *module,
                 const char *want_hash);
-/* Makes phase wire (argv a JSON array) the current one. */
-void tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv);
+/* Makes phase wire (argv a JSON array) the current one. Returns 0, or
+ * -1 (logged) when out of memory. */
+int tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv);
 void tm_job_free(tm_job_t *job);
 /* The current phase's id on the wire (0: none yet). */
 static inline uint32_t tm_job_wire(const tm_job_t *job)
@@ -178,7 +183,8 @@ void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg);
 void tm_proto_free(tm_proto_t *proto);
 
 /* results.c */
-/* Takes the workers' finished results into tm->results. */
+/* Takes the outbox's records into tm->results; stops the TM (done -1,
+ * logged) if the pool failed or out of memory. */
 void tm_results_collect(tm_t *tm);
 /* Sends what the link takes now; the rest waits. */
 void tm_results_send(tm_t *tm);

@@ -3,7 +3,8 @@
  * with the network loop (see tm.h for who owns what).
  *
  * A worker takes a chunk of tasks under one lock, runs them, and hands
- * the chunk's results back under one lock. Each worker keeps one module
+ * the chunk's results back under one lock, to the outbox (outbox.c, which
+ * makes every record that goes back to the JM, RETURNED ones too). Each worker keeps one module
  * worker instance, made with the argv of the phase of the task at hand;
  * when a task of another phase comes, the instance is finalized and made
  * anew, so workers always see their phase's argv. With --isolate, the
@@ -21,9 +22,6 @@
 #include "wake.h"
 
 #define WORKER_CHUNK_MAX 256
-/* A result message is cut near this size (plus one record at most), so
- * it stays under the JM's ZMQ_MAXMSGSIZE. */
-#define OUTBOX_SEG_BYTES (4u << 20)
 /* Tasks longer than this are taken one at a time: a chunk then buys
  * nothing, and a task held unstarted in one worker's chunk is a task
  * another worker (or a drain, or a cancel) cannot reach. */
@@ -44,42 +42,12 @@ typedef struct {
     int64_t task_ns;          /* mean task time of its last chunk */
 } worker_t;
 
-void tm_rx_release(tm_rx_t *rx)
+void tm_rx_release(tm_rx_t *rx, size_t n)
 {
-    if (atomic_fetch_sub(&rx->refs, 1) == 1) {
+    if (n && atomic_fetch_sub(&rx->refs, n) == n) {
         zmq_msg_close(&rx->msg);
         free(rx);
     }
-}
-
-/* Appends a finished batch's records to the outbox; caller holds the lock. */
-static int outbox_append(tm_pool_t *p, const tm_phase_t *phase,
-                         const spits_batch_t *b)
-{
-    size_t body = b->buf.len - SPITS_HDR_SIZE;
-    tm_seg_t *seg = p->nout ? &p->out[p->nout - 1] : NULL;
-
-    if (!seg || seg->phase != phase ||
-        (seg->batch.count && seg->batch.buf.len + body > OUTBOX_SEG_BYTES)) {
-        if (p->nout == p->capout) {
-            size_t cap = p->capout ? p->capout * 2 : 8;
-            tm_seg_t *o = realloc(p->out, cap * sizeof *o);
-            if (!o)
-                return -1;
-            p->out = o;
-            p->capout = cap;
-        }
-        seg = &p->out[p->nout++];
-        memset(seg, 0, sizeof *seg);
-        seg->phase = phase;
-        spits_batch_begin(&seg->batch, SPITS_MSG_RESULTS, phase->wire);
-    }
-    if (spits_buf_reserve(&seg->batch.buf, body) != 0)
-        return -1;
-    memcpy(seg->batch.buf.data + seg->batch.buf.len, b->buf.data + SPITS_HDR_SIZE, body);
-    seg->batch.buf.len += body;
-    seg->batch.count += b->count;
-    return 0;
 }
 
 /* Hands the worker's local results to the network loop and counts done
@@ -91,13 +59,12 @@ static void worker_flush(worker_t *w, size_t done)
 
     pthread_mutex_lock(&p->lock);
     was_empty = p->nout == 0;
-    if (w->local.count && outbox_append(p, w->local_phase, &w->local) != 0) {
-        spits_error("out of memory queueing results");
-        abort();
-    }
+    int lost = w->local.count && tm_outbox_put(p, w->local_phase, &w->local) != 0;
     p->running -= done;
     pthread_mutex_unlock(&p->lock);
-    if (was_empty && w->local.count)
+    if (lost)
+        tm_pool_fail(p, "out of memory queueing results");
+    else if (was_empty && w->local.count)
         spits_wake_signal(p->wake_fd);
     spits_batch_begin(&w->local, SPITS_MSG_RESULTS, 0);
 }
@@ -184,11 +151,9 @@ static void worker_run_one(worker_t *w, const tm_item_t *it)
                                        : worker_run_here(w, it);
     uint32_t len = status == SPITS_ST_OK ? (uint32_t)w->result.len : 0;
     unsigned char *dst = spits_batch_add(&w->local, it->id, status, len);
-    if (!dst) {
-        spits_error("out of memory building results");
-        abort();
-    }
-    if (len)
+    if (!dst)
+        tm_pool_fail(w->pool, "out of memory building results");
+    else if (len)
         memcpy(dst, w->result.data, len);
 }
 
@@ -202,14 +167,8 @@ static int64_t now_ns(void)
 /* A drain started: a task taken but not started goes back unrun. */
 static void worker_hand_back(worker_t *w, const tm_item_t *it)
 {
-    if (it->phase != w->local_phase) {
-        worker_flush(w, 0);
-        w->local_phase = it->phase;
-    }
-    if (!spits_batch_add(&w->local, it->id, SPITS_ST_RETURNED, 0)) {
-        spits_error("out of memory building results");
-        abort();
-    }
+    if (tm_outbox_return(w->pool, it->phase->job, it->phase->wire, it, 1) != 0)
+        tm_pool_fail(w->pool, "out of memory handing back tasks");
 }
 
 static void *worker_main(void *arg)
@@ -249,7 +208,7 @@ static void *worker_main(void *arg)
                 worker_run_one(w, &w->chunk[i]);
                 ran++;
             }
-            tm_rx_release(w->chunk[i].rx);
+            tm_rx_release(w->chunk[i].rx, 1);
         }
         int64_t spent = now_ns() - t0;
         w->task_ns = spent / (int64_t)k;
@@ -280,6 +239,7 @@ int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd)
     p->wake_fd = wake_fd;
     atomic_init(&p->alive_workers, 0);
     atomic_init(&p->draining, 0);
+    atomic_init(&p->failed, NULL);
     atomic_init(&p->task_ns, 0);
     atomic_init(&p->busy_ns, 0);
     atomic_init(&p->runs, 0);
@@ -321,9 +281,10 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
     p->mod = mod;
     for (int i = 0; i < p->nworkers; i++) {
         worker_t *w = worker_new(p, i);
+        int err = ENOMEM;
         if (w) {
             atomic_fetch_add(&p->alive_workers, 1);
-            if (pthread_create(&p->threads[i], NULL, worker_main, w) == 0)
+            if ((err = pthread_create(&p->threads[i], NULL, worker_main, w)) == 0)
                 continue;
             atomic_fetch_sub(&p->alive_workers, 1);
             tm_child_destroy(&w->child);
@@ -335,31 +296,40 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
         pool_tell_quit(p);
         for (int k = 0; k < i; k++)   /* they hold nothing: prompt */
             pthread_join(p->threads[k], NULL);
+        errno = err;
         return -1;
     }
     return 0;
 }
 
-void tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n)
+/* Room for n more tasks in the queue; caller holds the lock. */
+static int pool_grow(tm_pool_t *p, size_t n)
+{
+    if (p->qcap - p->qn >= n)
+        return 0;
+    size_t cap = p->qcap * 2;
+    while (cap - p->qn < n)
+        cap *= 2;
+    tm_item_t *q = malloc(cap * sizeof *q);
+    if (!q)
+        return -1;
+    for (size_t i = 0; i < p->qn; i++)
+        q[i] = p->q[(p->qhead + i) % p->qcap];
+    free(p->q);
+    p->q = q;
+    p->qcap = cap;
+    p->qhead = 0;
+    return 0;
+}
+
+int tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n)
 {
     if (!n)
-        return;
+        return 0;
     pthread_mutex_lock(&p->lock);
-    if (p->qcap - p->qn < n) {
-        size_t cap = p->qcap * 2;
-        while (cap - p->qn < n)
-            cap *= 2;
-        tm_item_t *q = malloc(cap * sizeof *q);
-        if (!q) {
-            spits_error("out of memory queueing tasks");
-            abort();
-        }
-        for (size_t i = 0; i < p->qn; i++)
-            q[i] = p->q[(p->qhead + i) % p->qcap];
-        free(p->q);
-        p->q = q;
-        p->qcap = cap;
-        p->qhead = 0;
+    if (pool_grow(p, n) != 0) {
+        pthread_mutex_unlock(&p->lock);
+        return -1;
     }
     for (size_t i = 0; i < n; i++)
         p->q[(p->qhead + p->qn + i) % p->qcap] = items[i];
@@ -369,37 +339,38 @@ void tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n)
         pthread_cond_signal(&p->work);
     else
         pthread_cond_broadcast(&p->work);
+    return 0;
 }
 
 /* Takes out of the queue the tasks match() picks: each goes to the outbox
  * as a RETURNED record (hand_back), so the JM counts its slot free again,
- * or is just dropped. Returns how many. */
+ * or is just dropped. A task whose record cannot be queued stays queued
+ * and the pool fails (the TM stops). Returns how many were taken out. */
 static size_t pool_remove(tm_pool_t *p, int (*match)(const tm_item_t *, const void *),
                           const void *arg, int hand_back)
 {
     size_t kept = 0, removed = 0;
-    spits_batch_t b = {0};
+    int lost = 0;
 
     pthread_mutex_lock(&p->lock);
     for (size_t i = 0; i < p->qn; i++) {
         tm_item_t it = p->q[(p->qhead + i) % p->qcap];
-        if (!match(&it, arg)) {
+        int keep = !match(&it, arg);
+        if (!keep && hand_back && !lost &&
+            tm_outbox_return_locked(p, it.phase->job, it.phase->wire, it.id) != 0)
+            lost = 1;
+        if (keep || (hand_back && lost)) {
             p->q[(p->qhead + kept++) % p->qcap] = it;
             continue;
         }
-        if (hand_back) {
-            spits_batch_begin(&b, SPITS_MSG_RESULTS, it.phase->wire);
-            if (!spits_batch_add(&b, it.id, SPITS_ST_RETURNED, 0) ||
-                outbox_append(p, it.phase, &b) != 0)
-                abort();
-        }
-        tm_rx_release(it.rx);
+        tm_rx_release(it.rx, 1);
         removed++;
     }
     p->qn = kept;
     pthread_mutex_unlock(&p->lock);
-    spits_batch_free(&b);
-    if (removed && hand_back)
+    if (lost)
+        tm_pool_fail(p, "out of memory handing back tasks");
+    else if (removed && hand_back)
         spits_wake_signal(p->wake_fd);
     return removed;
 }
@@ -454,15 +425,16 @@ size_t tm_pool_running(tm_pool_t *p)
     return n;
 }
 
-tm_seg_t *tm_pool_take_out(tm_pool_t *p, size_t *n)
+void tm_pool_fail(tm_pool_t *p, const char *why)
 {
-    pthread_mutex_lock(&p->lock);
-    tm_seg_t *out = p->out;
-    *n = p->nout;
-    p->out = NULL;
-    p->nout = p->capout = 0;
-    pthread_mutex_unlock(&p->lock);
-    return out;
+    const char *none = NULL;
+    if (atomic_compare_exchange_strong(&p->failed, &none, why))
+        spits_wake_signal(p->wake_fd);
+}
+
+const char *tm_pool_failed(tm_pool_t *p)
+{
+    return atomic_load(&p->failed);
 }
 
 size_t tm_pool_held(tm_pool_t *p)
@@ -491,10 +463,8 @@ int tm_pool_stop(tm_pool_t *p, int ms)
 void tm_pool_destroy(tm_pool_t *p)
 {
     for (size_t i = 0; i < p->qn; i++)
-        tm_rx_release(p->q[(p->qhead + i) % p->qcap].rx);
-    for (size_t i = 0; i < p->nout; i++)
-        spits_batch_free(&p->out[i].batch);
-    free(p->out);
+        tm_rx_release(p->q[(p->qhead + i) % p->qcap].rx, 1);
+    tm_outbox_free(p);
     free(p->q);
     free(p->threads);
     pthread_mutex_destroy(&p->lock);

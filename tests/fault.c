@@ -1,17 +1,28 @@
 /*
- * fault.c - a preload library that makes libzmq calls fail on demand, so
- * tests can reach the error paths that a healthy machine never takes.
+ * fault.c - a preload library that makes libzmq calls, or the program's
+ * thread starts, fail on demand, so tests can reach the error paths that a
+ * healthy machine never takes.
  *
  *   LD_PRELOAD=tests/.libs/fault.so SPITS_FAULT_POLL=FILE spits-jm ...
+ *   LD_PRELOAD=tests/.libs/fault.so SPITS_FAULT_THREAD=N spits-tm ...
  *
- * Once FILE exists, every zmq_poll fails with EFAULT, as it would on a
- * corrupted socket. Until then calls pass through unchanged. The file is
- * the switch, so a test fails the call exactly when its job is where the
- * test wants it, on a fast machine or a slow one.
+ * SPITS_FAULT_POLL: once FILE exists, every zmq_poll fails with EFAULT, as
+ * it would on a corrupted socket. Until then calls pass through unchanged.
+ * The file is the switch, so a test fails the call exactly when its job is
+ * where the test wants it, on a fast machine or a slow one.
+ *
+ * SPITS_FAULT_THREAD: the Nth pthread_create (from 1) of a thread that
+ * runs the program's own code fails with EAGAIN, as at a process limit.
+ * libzmq's threads are not counted (their start routine is in libzmq), so
+ * N names the same thread of spits-jm or spits-tm however libzmq works.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -30,4 +41,41 @@ int zmq_poll(zmq_pollitem_t *items, int nitems, long timeout)
     if (!real)
         real = (poll_fn)dlsym(RTLD_NEXT, "zmq_poll");
     return real(items, nitems, timeout);
+}
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+                         void *);
+
+/* dl_iterate_phdr's first object is the program: is the address in it? */
+static int in_first_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uintptr_t *addr = arg;
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && *addr >= start && *addr < start + ph->p_memsz)
+            return 2;
+    }
+    return 1;
+}
+
+static int in_program(void *(*start)(void *))
+{
+    uintptr_t addr = (uintptr_t)start;
+    return dl_iterate_phdr(in_first_object, &addr) == 2;
+}
+
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                   void *(*start)(void *), void *arg)
+{
+    static create_fn real;
+    static atomic_long seen;
+    const char *n = getenv("SPITS_FAULT_THREAD");
+
+    if (n && in_program(start) && atomic_fetch_add(&seen, 1) + 1 == atol(n))
+        return EAGAIN;
+    if (!real)
+        real = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    return real(thread, attr, start, arg);
 }

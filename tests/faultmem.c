@@ -1,22 +1,26 @@
 /*
- * faultmem.c - a preload library that makes one size of malloc fail, so
- * tests reach the out-of-memory paths a healthy machine never takes.
+ * faultmem.c - a preload library that makes one size of malloc and
+ * realloc fail, so tests reach the out-of-memory paths a healthy machine
+ * never takes.
  *
  *   LD_PRELOAD=tests/.libs/faultmem.so SPITS_FAULT_MALLOC=N:M spits-jm ...
  *
- * Every malloc of more than N bytes and at most N + M fails with ENOMEM:
+ * Every malloc or realloc to more than N bytes and at most N + M fails
+ * with ENOMEM (a failed realloc leaves the block as it was):
  * with a module whose tasks are N bytes, that is the runtime's copy of a
  * task (its bytes and a header of less than M), while the module's own
- * buffers of other sizes are served. It replaces malloc whole, so it is
- * not for sanitizer builds, whose runtimes own malloc (fault.c, which
- * replaces only zmq_poll, is).
+ * buffers of other sizes are served. It replaces malloc and realloc whole,
+ * so it is not for sanitizer builds, whose runtimes own malloc (fault.c,
+ * which replaces only zmq_poll and pthread_create, is).
  */
 #include <errno.h>
 #include <stdlib.h>
 
 extern void *__libc_malloc(size_t size);
+extern void *__libc_realloc(void *ptr, size_t size);
 
-void *malloc(size_t size)
+/* Whether an allocation of size bytes is to fail (sets errno). */
+static int fails(size_t size)
 {
     static size_t from = (size_t)-1, span;
     if (from == (size_t)-1) {
@@ -27,7 +31,17 @@ void *malloc(size_t size)
     }
     if (from && size > from && size <= from + span) {
         errno = ENOMEM;
-        return NULL;
+        return 1;
     }
-    return __libc_malloc(size);
+    return 0;
+}
+
+void *malloc(size_t size)
+{
+    return fails(size) ? NULL : __libc_malloc(size);
+}
+
+void *realloc(void *ptr, size_t size)
+{
+    return fails(size) ? NULL : __libc_realloc(ptr, size);
 }

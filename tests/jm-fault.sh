@@ -7,6 +7,11 @@
 # 2. Memory runs out copying a task that next_task pushed (faultmem.so
 # fails that one allocation): the phase stops with an error naming the task,
 # and no empty task is made up in its place.
+# 3. A thread of the JM cannot start (fault.so fails its first or second
+# pthread_create: the dispatcher's, the generator's): one error line,
+# exit 1, and commit_job never runs on a phase that made no task.
+# 4. Memory runs out keeping commit_job's final result (faultmem.so fails
+# the 8 MiB buffer of a 5 MB result): the job is an error, not ok.
 . "$(dirname "$0")/lib.sh"
 
 FAULT=$top_builddir/tests/.libs/fault.so
@@ -47,9 +52,28 @@ rc=$?
 [ "$(json "$r" "(d['status'], d['phases'][0]['replayed'] == $committed, 'error' in d)")" = \
   "('ok', True, False)" ] || fail "resumed report: $(json "$r" "d['status'], d['phases'][0]")"
 
-# 2. (Not under a sanitizer: its runtime owns malloc.)
+# 3.
+LD_PRELOAD=$FAULT SPITS_FAULT_THREAD=1 timeout -s KILL 60 "$JM" --jobdir "$T/nodisp" \
+    --bind tcp://127.0.0.1:0 "$MODS/bench.so" -n 3 >"$T/nodisp.out" 2>"$T/nodisp.log"
+rc=$?
+[ $rc = 1 ] || fail "no dispatcher thread: exit $rc, not 1"
+[ "$(cat "$T/nodisp.log")" = \
+  "spits-jm: error: cannot start the dispatcher thread: Resource temporarily unavailable" ] \
+    || fail "not one error line: $(cat "$T/nodisp.log")"
+LD_PRELOAD=$FAULT SPITS_FAULT_THREAD=2 timeout -s KILL 60 "$JM" --jobdir "$T/nogen" \
+    --bind tcp://127.0.0.1:0 "$MODS/bench.so" -n 3 >"$T/nogen.out" 2>"$T/nogen.log"
+rc=$?
+[ $rc = 1 ] || fail "no generator thread: exit $rc, not 1"
+[ "$(grep -c error "$T/nogen.log")" = 2 ] && grep -qx \
+    "spits-jm: error: phase 1: cannot start the generator thread: Resource temporarily unavailable" \
+    "$T/nogen.log" || fail "no single error line: $(cat "$T/nogen.log")"
+[ -s "$T/nogen.out" ] && fail "commit_job ran: $(cat "$T/nogen.out")"
+[ "$(json "$T/nogen/report.json" "(d['status'], d['exit_code'], d['counters']['committed'])")" = \
+  "('error', 1, 0)" ] || fail "report: $(json "$T/nogen/report.json" "d['status'], d['counters']")"
+
+# 2 and 4. (Not under a sanitizer: its runtime owns malloc.)
 if ldd "$JM" 2>/dev/null | grep -Eq 'lib(a|t)san'; then
-    echo "SKIP (2): a sanitizer build"
+    echo "SKIP (2, 4): a sanitizer build"
 else
     LD_PRELOAD=$top_builddir/tests/.libs/faultmem.so SPITS_FAULT_MALLOC=5000000:200 timeout -s KILL 60 "$JM" --jobdir "$T/oom" \
         --bind tcp://127.0.0.1:0 "$MODS/bench.so" -n 3 -t 5000000 >"$T/oom.out" 2>"$T/oom.log"
@@ -60,5 +84,17 @@ else
     [ -s "$T/oom.out" ] && fail "commit_job ran: $(cat "$T/oom.out")"
     [ "$(json "$T/oom/report.json" "(d['status'], d['counters']['sent'], d['counters']['committed'])")" = \
       "('error', 0, 0)" ] || fail "report: $(json "$T/oom/report.json" "d['status'], d['counters']")"
+
+    # 4.
+    export LD_PRELOAD=$top_builddir/tests/.libs/faultmem.so SPITS_FAULT_MALLOC=8388607:1
+    start_jm final "$MODS/bench.so" -n 3 -R 5000000; jm=$JM_PID
+    unset LD_PRELOAD SPITS_FAULT_MALLOC
+    start_tm final final.tm -n 1
+    wait $jm; rc=$?
+    [ $rc = 1 ] || fail "final result lost to out of memory: exit $rc, not 1"
+    grep -qx "spits-jm: error: out of memory keeping a 5000000-byte final result" \
+        "$T/final.jm.log" || fail "no line naming the final result: $(cat "$T/final.jm.log")"
+    [ "$(json "$T/final/report.json" "(d['status'], d['exit_code'], d['counters']['committed'])")" = \
+      "('error', 1, 3)" ] || fail "report: $(json "$T/final/report.json" "d['status'], d['counters']")"
 fi
 echo ok

@@ -256,8 +256,7 @@ static void loop_turn(tm_t *tm)
 {
     tm->now = spits_now_ms();
     spits_wake_drain(tm->wake_fd);
-    if (tm->pool_started)
-        tm_results_collect(tm);
+    tm_results_collect(tm);
     tm_results_send(tm);
     tm_link_timers(tm);
 }

@@ -1,0 +1,116 @@
+/*
+ * outbox.c - the one owner of what goes back to the JM.
+ *
+ * The rule (wire.h): every task copy the TM receives goes back to the JM
+ * as exactly one record, its result (or failure), or RETURNED unrun. This
+ * file is where every such record is queued, and the only place a
+ * RETURNED record is made:
+ *
+ *   a result       a worker puts its chunk's results (tm_outbox_put)
+ *   RETURNED       a worker's task left unstarted by a drain, queued tasks
+ *                  taken out of the pool (a CANCEL, a drain, a new phase:
+ *                  workers.c), and the tasks of a TASKS message the main
+ *                  thread does not take (another phase, a drain, out of
+ *                  memory: protocol.c) (tm_outbox_return*)
+ *
+ * The outbox lives in the pool, under its lock: a list of segments, each
+ * one RESULTS message of one job and phase, cut near OUTBOX_SEG_BYTES.
+ * The main thread takes them (tm_outbox_take, from results.c), which
+ * sends them in order. A record that cannot be queued (out of memory) is
+ * reported to the caller, which stops the TM (tm_pool_fail): the JM then
+ * counts the TM's copies lost and sends them elsewhere; nothing is
+ * dropped silently.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tm.h"
+#include "wake.h"
+
+/* A result message is cut near this size (plus one record at most), so
+ * it stays under the JM's ZMQ_MAXMSGSIZE. */
+#define OUTBOX_SEG_BYTES (4u << 20)
+
+/* The segment that takes len more bytes of records of (job, wire): the
+ * last one, or a new one. Caller holds the lock. */
+static tm_seg_t *outbox_seg(tm_pool_t *p, unsigned job, uint32_t wire, size_t len)
+{
+    tm_seg_t *seg = p->nout ? &p->out[p->nout - 1] : NULL;
+
+    if (seg && seg->job == job && seg->wire == wire &&
+        (!seg->batch.count || seg->batch.buf.len + len <= OUTBOX_SEG_BYTES))
+        return seg;
+    if (p->nout == p->capout) {
+        size_t cap = p->capout ? p->capout * 2 : 8;
+        tm_seg_t *grown = realloc(p->out, cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        p->out = grown;
+        p->capout = cap;
+    }
+    seg = &p->out[p->nout];
+    memset(seg, 0, sizeof *seg);
+    spits_batch_begin(&seg->batch, SPITS_MSG_RESULTS, wire);
+    if (!seg->batch.buf.data)
+        return NULL;
+    seg->job = job;
+    seg->wire = wire;
+    p->nout++;
+    return seg;
+}
+
+int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, const spits_batch_t *b)
+{
+    if (b->buf.len < SPITS_HDR_SIZE)
+        return -1;   /* (its begin ran out of memory) */
+    size_t body = b->buf.len - SPITS_HDR_SIZE;
+    tm_seg_t *seg = outbox_seg(p, ph->job, ph->wire, body);
+
+    if (!seg || spits_buf_reserve(&seg->batch.buf, body) != 0)
+        return -1;
+    memcpy(seg->batch.buf.data + seg->batch.buf.len, b->buf.data + SPITS_HDR_SIZE, body);
+    seg->batch.buf.len += body;
+    seg->batch.count += b->count;
+    return 0;
+}
+
+int tm_outbox_return_locked(tm_pool_t *p, unsigned job, uint32_t wire, uint64_t id)
+{
+    tm_seg_t *seg = outbox_seg(p, job, wire, SPITS_REC_SIZE);
+    return seg && spits_batch_add(&seg->batch, id, SPITS_ST_RETURNED, 0) ? 0 : -1;
+}
+
+int tm_outbox_return(tm_pool_t *p, unsigned job, uint32_t wire,
+                     const tm_item_t *items, size_t n)
+{
+    size_t done = 0;
+
+    pthread_mutex_lock(&p->lock);
+    int was_empty = p->nout == 0;
+    while (done < n && tm_outbox_return_locked(p, job, wire, items[done].id) == 0)
+        done++;
+    pthread_mutex_unlock(&p->lock);
+    if (was_empty && done)
+        spits_wake_signal(p->wake_fd);
+    return done == n ? 0 : -1;
+}
+
+tm_seg_t *tm_outbox_take(tm_pool_t *p, size_t *n)
+{
+    pthread_mutex_lock(&p->lock);
+    tm_seg_t *out = p->out;
+    *n = p->nout;
+    p->out = NULL;
+    p->nout = p->capout = 0;
+    pthread_mutex_unlock(&p->lock);
+    return out;
+}
+
+void tm_outbox_free(tm_pool_t *p)
+{
+    for (size_t i = 0; i < p->nout; i++)
+        spits_batch_free(&p->out[i].batch);
+    free(p->out);
+    p->out = NULL;
+    p->nout = p->capout = 0;
+}
