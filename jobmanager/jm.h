@@ -88,10 +88,12 @@ typedef struct jm_task {
     uint8_t copies;          /* copies out on TMs now */
     uint8_t attempts;        /* failed runs so far */
     uint8_t in_retry;        /* 1 while listed in the retry list */
-    uint8_t sent;            /* sent at least once */
+    uint8_t sent;            /* copies sent so far (stops at 255) */
     uint8_t last_status;     /* how its last failed run ended */
     int32_t failed_on;       /* TM slot of the last failed run, or -1 */
     int32_t holders[JM_MAX_COPIES]; /* TM slots running a copy, -1 = none */
+    int64_t out_ms;          /* when it entered the scheduler's ring */
+    int64_t copy_ms;         /* when its newest copy was sent */
     unsigned char data[];
 } jm_task_t;
 

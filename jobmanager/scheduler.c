@@ -2,15 +2,20 @@
  * scheduler.c - the JM's scheduler (see scheduler.h for what it decides).
  *
  * Per-task state lives in the task itself (jm.h jm_task_t: copies,
- * holders, attempts, in_retry); per-TM credit in the TM's table entry
- * (tmtable.h: slots, outstanding). Every change to a task's copies bumps
- * version, which lets a TM skip the re-send scan (step 3) while nothing
- * it could be sent has changed since its last fruitless scan.
+ * holders, attempts, in_retry, out_ms, copy_ms); per-TM credit in the
+ * TM's table entry (tmtable.h: slots, outstanding). Whatever may make a
+ * task a candidate for another copy without the clock moving (a copy
+ * taken back, a TM back, a new lateness bound) bumps version, which lets
+ * a TM skip the re-send scan (step 3) while nothing it could be sent has
+ * changed since its last fruitless scan and no task has had time to
+ * become late. A task resolved or a copy sent only ever removes
+ * candidates, so they leave version alone.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "dispatch.h"
+#include "lateness.h"
 #include "phase.h"
 #include "retryq.h"
 #include "ring.h"
@@ -30,6 +35,10 @@ struct jm_sched {
     size_t ncancel, capcancel;
     uint64_t freed_bytes;            /* of tasks resolved this phase */
     uint64_t task_bytes_sent;        /* of every copy sent */
+    int64_t now;                     /* the dispatcher's clock, ms */
+    jm_late_t late;                  /* when a copy is late */
+    uint64_t finished;               /* results committed this phase */
+    int64_t late_after;              /* the bound last seen by a scan */
     jm_sched_early_fn early;
     void *early_arg;
     int broken;
@@ -83,6 +92,8 @@ int jm_sched_reset(jm_sched_t *s)
     s->gen_done = s->gen_waiting = 0;
     s->npicked = s->ncancel = 0;
     s->freed_bytes = 0;
+    s->finished = 0;
+    jm_late_reset(&s->late);
     s->version++;
     s->ring = spits_ring_new();
     return s->ring ? 0 : -1;
@@ -164,7 +175,6 @@ static void resolve(jm_sched_t *s, jm_task_t *task)
     spits_ring_take(s->ring, task->id);
     s->freed_bytes += task->len;
     free(task);
-    s->version++;
 }
 
 /* --- tasks in ---------------------------------------------------------- */
@@ -173,6 +183,7 @@ void jm_sched_task_init(jm_task_t *t)
 {
     t->copies = t->attempts = t->in_retry = t->sent = t->last_status = 0;
     t->failed_on = -1;
+    t->out_ms = t->copy_ms = 0;
     for (int i = 0; i < JM_MAX_COPIES; i++)
         t->holders[i] = -1;
 }
@@ -265,37 +276,73 @@ static size_t pick_fresh(jm_sched_t *s, size_t n, size_t room, size_t *bytes,
         if (early) {
             s->freed_bytes += task->len;
             free(task);
-            s->version++;
             continue;
         }
+        task->out_ms = s->now;
         n++;
         *bytes += task->len;
     }
     return n;
 }
 
-/* 3. No fresh task: copies of the oldest unfinished ones. */
+/* The lateness bound now; a new one may make tasks late for any TM. */
+static int64_t late_bound(jm_sched_t *s)
+{
+    int64_t after = jm_late_after(&s->late, s->finished, spits_ring_count(s->ring));
+    if (after != s->late_after) {
+        s->late_after = after;
+        s->version++;
+    }
+    return after;
+}
+
+/* A task t could be sent another copy of, but for its age. */
+static int copy_candidate(const jm_sched_t *s, const jm_task_t *task, const jm_tm_t *t)
+{
+    return task->copies > 0 && task->copies < s->max_copies && !held_by(task, t->slot);
+}
+
+/* 3. No fresh task: copies of late tasks (lateness.h), oldest first: out
+ * longer than the bound since their newest copy was sent. Tasks enter the
+ * ring in id order, so the scan stops at the first one too young to be
+ * late. A fruitless scan notes when the next task may become late. */
 static size_t pick_copies(jm_sched_t *s, jm_tm_t *t, size_t n, size_t room,
                           size_t *bytes, size_t max_bytes)
 {
-    size_t found = 0;
     if (s->fresh || s->max_copies < 2 || !(s->gen_done || s->gen_waiting) ||
-        t->scan_version == s->version)
+        n >= room || *bytes >= max_bytes)
         return n;
+    int64_t after = late_bound(s);
+    if (after == JM_LATE_NEVER ||
+        (t->scan_version == s->version && s->now < t->scan_until))
+        return n;
+    int64_t until = s->now + after;     /* no task put from now on is late sooner */
+    size_t found = 0;
     for (uint64_t id = spits_ring_low(s->ring);
          id < spits_ring_next(s->ring) && n < room && *bytes < max_bytes; id++) {
         jm_task_t *task = spits_ring_get(s->ring, id);
-        if (!task || task->copies >= s->max_copies || task->copies == 0 ||
-            held_by(task, t->slot))
+        if (!task)
             continue;
+        if (s->now - task->out_ms < after) {
+            until = task->out_ms + after < until ? task->out_ms + after : until;
+            break;
+        }
+        if (!copy_candidate(s, task, t))
+            continue;
+        if (s->now - task->copy_ms < after) {
+            until = task->copy_ms + after < until ? task->copy_ms + after : until;
+            continue;
+        }
         if (picked_add(s, n, task) != 0)
             break;
         n++;
         found++;
         *bytes += task->len;
     }
-    if (!found)
-        t->scan_version = s->version;   /* nothing until something changes */
+    if (!found) {                       /* nothing until something changes */
+        t->scan_version = s->version;
+        t->scan_until = until;
+    }
     return n;
 }
 
@@ -312,6 +359,17 @@ size_t jm_sched_pick(jm_sched_t *s, jm_tm_t *t, size_t max_bytes, int others)
     return s->npicked = n;
 }
 
+void jm_sched_clock(jm_sched_t *s, int64_t now_ms)
+{
+    s->now = now_ms;
+}
+
+int64_t jm_sched_late_after(const jm_sched_t *s)
+{
+    return s->ring ? jm_late_after(&s->late, s->finished, spits_ring_count(s->ring))
+                   : JM_LATE_NEVER;
+}
+
 jm_task_t *const *jm_sched_picked(const jm_sched_t *s)
 {
     return s->picked;
@@ -323,7 +381,8 @@ void jm_sched_sent(jm_sched_t *s, jm_tm_t *t, size_t n)
         jm_task_t *task = s->picked[i];
         if (task->sent)
             s->st->resent++;
-        task->sent = 1;
+        task->sent += task->sent < UINT8_MAX;
+        task->copy_ms = s->now;
         add_holder(task, t->slot);
         s->task_bytes_sent += task->len;
     }
@@ -331,7 +390,6 @@ void jm_sched_sent(jm_sched_t *s, jm_tm_t *t, size_t n)
     t->sent += n;
     t->outstanding += (int)n;
     s->npicked = 0;
-    s->version++;
 }
 
 void jm_sched_unsent(jm_sched_t *s, size_t n)
@@ -391,9 +449,11 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
     }
     if (t)
         drop_holder(task, t->slot);
-    s->version++;
     if (status == SPITS_ST_OK) {
         *hash = task->hash;
+        s->finished++;
+        if (t && task->sent == 1)       /* one copy ever: its time is clean */
+            jm_late_sample(&s->late, s->now - task->copy_ms);
         if (t)
             t->done++;
         if (task->copies)
@@ -401,6 +461,7 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
         resolve(s, task);
         return JM_REC_COMMIT;
     }
+    s->version++;                       /* a copy fewer: a candidate again */
     if (status != SPITS_ST_RETURNED)
         return on_failed_run(s, t, task, status);
     if (task->copies == 0)
@@ -421,6 +482,7 @@ void jm_sched_joined(jm_sched_t *s, jm_tm_t *t, long held)
 {
     t->outstanding = (int)(held < t->slots ? held : t->slots);
     t->scan_version = 0;
+    t->scan_until = 0;
     s->version++;
 }
 
@@ -485,7 +547,14 @@ const jm_task_t *jm_sched_task(const jm_sched_t *s, uint64_t id)
  * has a copy out or waits in the retry queue), no task has more copies
  * than max_copies, and each live TM's credit is exactly the copies it
  * holds (every copy sent comes back as exactly one record). At the end
- * every task is committed or given up, exactly once. */
+ * every task is committed or given up, exactly once.
+ *
+ * The clock moves at random, and the model keeps its own task times: a
+ * copy of a task already out is picked only when the task is late by the
+ * model's reckoning (its newest copy out at least the bound, the bound
+ * within a bucket of 1.5 x the exact median of the clean times, and only
+ * once half of the tasks in the ring finished), and every late task a TM
+ * could take is picked when it has room left. */
 
 #define M_TASKS 300
 #define M_TMS 5
@@ -509,7 +578,11 @@ typedef struct {
     mtm_t tms[M_TMS];
     int ntms;
     int committed[M_TASKS], poisoned[M_TASKS], fails[M_TASKS];
-    uint64_t generated, sent;
+    int nsent[M_TASKS], in_ring[M_TASKS];
+    int64_t last_send[M_TASKS];
+    int64_t now, times[M_TASKS];  /* the clean task times, in order */
+    int ntimes, gen_done, gen_waiting;
+    uint64_t generated, sent, finished;
     int max_copies, max_attempts;
     uint32_t rng;
     unsigned seed;
@@ -558,7 +631,74 @@ static int m_generate(model_t *m)
         tail = t;
     }
     jm_sched_add_fresh(m->s, head, tail);
-    jm_sched_gen_state(m->s, m->generated == M_TASKS, (int)m_rand(m, 2));
+    m->gen_done = m->generated == M_TASKS;
+    m->gen_waiting = (int)m_rand(m, 2);
+    jm_sched_gen_state(m->s, m->gen_done, m->gen_waiting);
+    return 0;
+}
+
+static int m_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The lateness bound by the model's own reckoning: [*lo, *hi], or both
+ * JM_LATE_NEVER. */
+static void m_bound(model_t *m, int64_t *lo, int64_t *hi)
+{
+    int64_t v[JM_LATE_WINDOW];
+    uint64_t ring = 0;
+    int n = m->ntimes < JM_LATE_WINDOW ? m->ntimes : JM_LATE_WINDOW;
+    for (uint64_t id = 0; id < m->generated; id++)
+        ring += m->in_ring[id] && !m_resolved(m, id);
+    *lo = *hi = JM_LATE_NEVER;
+    if (!n || (double)m->finished < JM_LATE_QUANTILE * (double)(m->finished + ring))
+        return;
+    memcpy(v, m->times + m->ntimes - n, (size_t)n * sizeof *v);
+    qsort(v, (size_t)n, sizeof *v, m_cmp);
+    int64_t med = v[(n - 1) / 2];
+    *lo = (int64_t)(JM_LATE_MULTIPLIER * (double)med);
+    *hi = (int64_t)(JM_LATE_MULTIPLIER * (double)(med + med / 8 + 1));
+    *lo = *lo > JM_LATE_FLOOR_MS ? *lo : JM_LATE_FLOOR_MS;
+    *hi = *hi > JM_LATE_FLOOR_MS ? *hi : JM_LATE_FLOOR_MS;
+}
+
+/* Whether x holds a copy of id the JM knows of. */
+static int m_holds(const mtm_t *x, uint64_t id)
+{
+    for (int j = 0; j < x->nheld; j++)
+        if (x->held[j].id == id && x->held[j].known)
+            return 1;
+    return 0;
+}
+
+/* The speculation rule, for a pick of n tasks with room for room: the
+ * copies picked are of late tasks, and if room is left, no late task x
+ * could take was left out. */
+static int m_check_copies(model_t *m, mtm_t *x, jm_task_t *const *p, size_t n,
+                          int room)
+{
+    int64_t lo, hi, after = jm_sched_late_after(m->s);
+    int steps = !jm_sched_has_fresh(m->s) && (m->gen_done || m->gen_waiting) &&
+                m->max_copies > 1;
+    m_bound(m, &lo, &hi);
+    MCHECK(m, after >= lo && after <= hi);
+    for (size_t i = 0; i < n; i++)
+        if (p[i]->copies > 0)          /* a copy of a task already out */
+            MCHECK(m, steps && m->now - m->last_send[p[i]->id] >= after);
+    if ((int)n >= room || !steps || after == JM_LATE_NEVER)
+        return 0;
+    for (uint64_t id = 0; id < m->generated; id++) {
+        const jm_task_t *t = jm_sched_task(m->s, id);
+        int picked = 0;
+        if (!t || t->copies == 0 || t->copies >= m->max_copies || m_holds(x, id) ||
+            m->now - m->last_send[id] < after)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            picked |= p[i]->id == id;
+        MCHECK(m, picked);             /* late, and x had room for it */
+    }
     return 0;
 }
 
@@ -580,6 +720,7 @@ static void m_join(model_t *m, mtm_t *x)
 static int m_serve(model_t *m, mtm_t *x)
 {
     int room = x->tm.slots - x->tm.outstanding;
+    jm_sched_clock(m->s, m->now);
     size_t n = jm_sched_pick(m->s, &x->tm, 1 << 20, m_alive(m) > 1);
     jm_task_t *const *p = jm_sched_picked(m->s);
     MCHECK(m, (int)n <= room);
@@ -589,6 +730,10 @@ static int m_serve(model_t *m, mtm_t *x)
         for (size_t j = 0; j < i; j++)
             MCHECK(m, p[j] != p[i]);
     }
+    for (size_t i = 0; i < n; i++)
+        m->in_ring[p[i]->id] = 1;
+    if (m_check_copies(m, x, p, n, room) != 0)
+        return -1;
     if (m_rand(m, 8) == 0) {           /* the send failed */
         jm_sched_unsent(m->s, n);
         return 0;
@@ -597,6 +742,8 @@ static int m_serve(model_t *m, mtm_t *x)
         MCHECK(m, x->nheld < 2 * M_HOLD);
         x->held[x->nheld].id = p[i]->id;
         x->held[x->nheld++].known = 1;
+        m->nsent[p[i]->id]++;
+        m->last_send[p[i]->id] = m->now;
     }
     m->sent += n;
     jm_sched_sent(m->s, &x->tm, n);
@@ -609,11 +756,15 @@ static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status)
 {
     uint64_t hash;
     int was = m_resolved(m, id);
+    jm_sched_clock(m->s, m->now);
     jm_rec_outcome_t o = jm_sched_record(m->s, &x->tm, id, status, &hash);
     switch (o) {
     case JM_REC_COMMIT:
         MCHECK(m, !was && status == SPITS_ST_OK && hash == m_hash(id));
         m->committed[id]++;
+        m->finished++;
+        if (m->nsent[id] == 1)        /* one copy ever: a clean time */
+            m->times[m->ntimes++] = m->now - m->last_send[id];
         break;
     case JM_REC_DUPLICATE:
         MCHECK(m, was && status == SPITS_ST_OK);
@@ -731,6 +882,7 @@ static mtm_t *m_any(model_t *m, int alive)
 static int m_step(model_t *m)
 {
     mtm_t *x;
+    m->now += m_rand(m, 40);
     /* Serves outnumber answers, and answers are small, so copies pile up
      * on tasks and max_copies binds. */
     switch (m_rand(m, 16)) {
@@ -753,7 +905,8 @@ static int m_step(model_t *m)
         return (x = m_any(m, 1)) ? m_serve(m, x) : 0;
     default:
         x = &m->tms[m->ntms ? m_rand(m, (uint32_t)m->ntms) : 0];
-        if (!m->ntms || !x->nheld || (!x->tm.alive && !x->zombie))
+        if (!m->ntms || !x->nheld || (!x->tm.alive && !x->zombie) ||
+            (x->tm.slot == 0 && m_rand(m, 4)))   /* a slow TM: stragglers */
             return 0;
         return m_reply(m, x, 1 + (int)m_rand(m, x->nheld < 3 ? (uint32_t)x->nheld : 3), 70);
     }
@@ -772,12 +925,13 @@ static int m_drain(model_t *m)
             open += !m_resolved(m, id);
         if (!open)
             return 0;
+        m->now += 50;
         for (int i = 0; i < m->ntms; i++) {
             mtm_t *x = &m->tms[i];
             if (!x->tm.alive)
                 m_join(m, x);
             if (m_serve(m, x) != 0 ||
-                (x->nheld && m_reply(m, x, x->nheld, 90) != 0) ||
+                (x->nheld && m_reply(m, x, (x->nheld + 1) / 2, 90) != 0) ||
                 m_invariants(m) != 0)
                 return -1;
         }
@@ -826,8 +980,84 @@ out:
     return rc;
 }
 
+/* d picks at time now: exactly the tasks in want[0..nwant-1], which then
+ * go out. */
+static int d_pick(jm_sched_t *s, jm_tm_t *t, int64_t now, const uint64_t *want,
+                  size_t nwant)
+{
+    jm_sched_clock(s, now);
+    size_t n = jm_sched_pick(s, t, 1 << 20, 1);
+    jm_task_t *const *p = jm_sched_picked(s);
+    int ok = n == nwant;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = p[i]->id == want[i];
+    jm_sched_sent(s, t, n);
+    if (!ok)
+        fprintf(stderr, "scheduler selftest: at %lld ms, TM %d was sent %zu "
+                "task(s), not %zu as the speculation rule says\n",
+                (long long)now, t->slot, n, nwant);
+    return ok ? 0 : -1;
+}
+
+/* The rule on one case: 20 tasks of about a second, 16 finished; three
+ * sent at 0 ms and one at 900 ms are out. None is late (1.5 s) at 1400
+ * ms; at 1600 ms the three are, and are the ones copied; the fourth is
+ * copied only once it is late too, at 2434 ms (the median, 1000 ms,
+ * counts as its bucket's top, 1023 ms). */
+static int sched_directed(void)
+{
+    static const uint64_t three[] = {16, 17, 18}, fourth[] = {19};
+    jm_disp_stats_t st;
+    jm_tm_t a, b, c;
+    uint64_t all[19], hash;
+    int rc = -1;
+    jm_sched_t *s = jm_sched_new(2, 3, &st);
+    jm_task_t *head = NULL, *tail = NULL;
+
+    memset(&st, 0, sizeof st);
+    memset(&a, 0, sizeof a), memset(&b, 0, sizeof b), memset(&c, 0, sizeof c);
+    for (uint64_t id = 0; s && id < 20; id++) {
+        jm_task_t *t = calloc(1, sizeof *t);
+        if (!t)
+            goto out;
+        t->id = id;
+        jm_sched_task_init(t);
+        *(tail ? &tail->next : &head) = t;
+        tail = t;
+        if (id < 19)
+            all[id] = id;
+    }
+    if (!s)
+        return -1;
+    jm_sched_add_fresh(s, head, tail);
+    jm_sched_gen_state(s, 1, 0);
+    a.slot = 0, b.slot = 1, c.slot = 2;
+    a.slots = 19, b.slots = c.slots = 8;
+    a.alive = b.alive = c.alive = 1;
+    if (d_pick(s, &a, 0, all, 19) != 0 || (a.slots = 20, d_pick(s, &a, 900, fourth, 1)) != 0)
+        goto out;
+    jm_sched_clock(s, 1000);
+    jm_sched_credit(s, &a, 16);
+    for (uint64_t id = 0; id < 16; id++)
+        if (jm_sched_record(s, &a, id, SPITS_ST_OK, &hash) != JM_REC_COMMIT)
+            goto out;
+    if (jm_sched_late_after(s) != 1534 || d_pick(s, &b, 1400, NULL, 0) != 0 ||
+        d_pick(s, &b, 1600, three, 3) != 0 || d_pick(s, &c, 1700, NULL, 0) != 0 ||
+        d_pick(s, &c, 2433, NULL, 0) != 0 || d_pick(s, &c, 2434, fourth, 1) != 0)
+        goto out;
+    rc = 0;
+out:
+    if (rc)
+        fprintf(stderr, "scheduler selftest: the directed speculation case failed\n");
+    jm_sched_destroy(&s);
+    return rc;
+}
+
 int jm_sched_selftest(void)
 {
+    if (sched_directed() != 0)
+        return -1;
+
     static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {JM_MAX_COPIES, 3}};
     for (size_t c = 0; c < sizeof configs / sizeof *configs; c++)
         for (unsigned seed = 1; seed <= 25; seed++)

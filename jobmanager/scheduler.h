@@ -24,8 +24,11 @@
  *      the retry queue, preferably not on the TM where the task failed;
  *   2. fresh tasks, in generation order;
  *   3. when there are none (the generator is done, or waits for window
- *      room), a copy of the oldest unfinished task that it does not run
- *      already and that has fewer than max_copies copies out.
+ *      room), a copy of the oldest late task (lateness.h: out longer than
+ *      1.5 times the median time of the finished tasks, once half of the
+ *      phase's tasks finished) that it does not run already and that has
+ *      fewer than max_copies copies out. A TM that stops talking is
+ *      declared lost (dispatch.c), and its tasks go to step 1.
  * The first result of a task resolves it; its other copies are noted for
  * cancelling. A failed run counts toward max_attempts; past that the task
  * is a poison task, resolved as failed.
@@ -38,6 +41,7 @@
 
 #include "dispatch.h"
 #include "jm.h"
+#include "lateness.h"
 #include "tmtable.h"
 
 typedef struct jm_sched jm_sched_t;
@@ -93,6 +97,13 @@ typedef int (*jm_sched_early_fn)(void *arg, const jm_task_t *task);
 void jm_sched_set_early(jm_sched_t *s, jm_sched_early_fn fn, void *arg);
 
 /* --- tasks out --------------------------------------------------------- */
+
+/* The time now, in ms of the caller's monotonic clock (the scheduler has
+ * none): set it before picking and before records, which it times. */
+void jm_sched_clock(jm_sched_t *s, int64_t now_ms);
+/* How long a copy must be out to be late now, in ms (JM_LATE_NEVER: no
+ * copy is, too few tasks finished). */
+int64_t jm_sched_late_after(const jm_sched_t *s);
 
 /* Picks copies for TM t: as many as it has room for, up to max_bytes of
  * task bytes (one task always fits). others: other TMs are alive, so a

@@ -117,6 +117,7 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 {
     if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
         refill_fresh(d);
+    jm_sched_clock(d->sched, d->now);
     size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->alive > 1);
     if (!n)
         return;
@@ -260,6 +261,7 @@ void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     spits_rec_t rec;
     uint64_t hash;
 
+    jm_sched_clock(d->sched, d->now);
     jm_sched_credit(d->sched, t, h->count);
     if (t && t->alive && t->outstanding == 0)
         grow_slots(d, t);

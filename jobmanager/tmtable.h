@@ -39,6 +39,7 @@ typedef struct {
     double busy_s;           /* its workers' time on tasks, from STATS */
     uint64_t runs;           /* task runs, from STATS */
     uint64_t scan_version;   /* ring version of its last fruitless resend scan */
+    int64_t scan_until;      /* ...which holds until then (scheduler's ms) */
     int64_t settle_until;    /* re-attached with results: serve it only
                                 once they are in (or by this time) */
     int64_t settle_records;  /* results it said it holds, not yet in */

@@ -11,6 +11,7 @@
 #include "jobdir.h"
 #include "journal.h"
 #include "keys.h"
+#include "lateness.h"
 #include "metrics.h"
 #include "origin.h"
 #include "ring.h"
@@ -31,6 +32,7 @@ int main(void)
         {"jobdir", spits_jobdir_selftest},
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},
+        {"lateness", jm_late_selftest},
         {"scheduler", jm_sched_selftest},
         {"keys", spits_keys_selftest},
         {"metrics", spits_metrics_selftest},

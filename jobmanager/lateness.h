@@ -1,0 +1,52 @@
+/*
+ * lateness.h - when a task copy is late: the scheduler's speculation rule.
+ *
+ * Spark's speculation is the model: a task is late once it has run longer
+ * than a multiple of the median time of the finished tasks, and only once
+ * a quantile of the tasks has finished (before that the median says
+ * little). Here a task's time is what the JM sees, from sending a copy to
+ * its result. That includes the wait in the TM's prefetch queue, and so
+ * does the age of a copy still out, so the two are measured alike: a copy
+ * is late when it has been out much longer than copies take to come back
+ * on this job, whatever the TMs' prefetch depth.
+ *
+ * The median is that of the last JM_LATE_WINDOW samples, kept as counts
+ * in logarithmic buckets (8 a doubling, so within 1/8 of the true value,
+ * rounded up): O(1) a sample, fixed memory, no allocation.
+ */
+#ifndef SPITS_JM_LATENESS_H
+#define SPITS_JM_LATENESS_H
+
+#include <stdint.h>
+
+#define JM_LATE_MULTIPLIER 1.5   /* Spark's spark.speculation.multiplier */
+#define JM_LATE_QUANTILE 0.5     /* of the phase's tasks finished; Spark
+                                    waits for 0.75, but re-running
+                                    stragglers is this runtime's point */
+#define JM_LATE_FLOOR_MS 100     /* never late sooner (Spark: minTaskRuntime) */
+#define JM_LATE_WINDOW 1024      /* samples the median is taken over */
+#define JM_LATE_BUCKETS 240      /* 8 a doubling: up to 2^32 ms */
+#define JM_LATE_NEVER INT64_MAX  /* no copy is late (too few finished) */
+
+typedef struct {
+    uint32_t counts[JM_LATE_BUCKETS];
+    uint8_t recent[JM_LATE_WINDOW];  /* bucket of each sample, oldest at */
+    uint32_t at, n;                  /* ...recent[at] once n is full */
+} jm_late_t;
+
+/* A zeroed jm_late_t has no samples. */
+void jm_late_reset(jm_late_t *l);
+/* A finished task took ms (send to result). */
+void jm_late_sample(jm_late_t *l, int64_t ms);
+/* The median of the samples, rounded up to its bucket's top (0 if none). */
+int64_t jm_late_median(const jm_late_t *l);
+/* How long a copy must be out to be late, in ms: max(multiplier x median,
+ * floor) once there is a sample and the finished tasks are at least the
+ * quantile of finished plus in_flight; JM_LATE_NEVER before. */
+int64_t jm_late_after(const jm_late_t *l, uint64_t finished, uint64_t in_flight);
+
+#ifdef SPITS_SELFTEST
+int jm_late_selftest(void);
+#endif
+
+#endif
