@@ -76,6 +76,9 @@ void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
                              "timeout_ms", (json_int_t)d->timeout_ms,
                              "max_task_bytes", (json_int_t)d->jm->opt.max_task,
                              "argv", p ? jm_phase_argv_json(p) : json_null());
+    /* The outage it answers: the TM waits for the answer to its latest. */
+    if (body && type == SPITS_MSG_WELCOME)
+        json_object_set_new(body, "attach", json_integer(t->attach));
     if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
         disp_send_tm(d, t, buf.data, buf.len);
     else

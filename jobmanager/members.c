@@ -5,8 +5,9 @@
  * (BYE). A lost or departed TM's copies go back to the scheduler; a TM
  * that says HELLO again after an outage re-attaches as the same TM (its
  * routing id, kept for the life of its process). Each of these is counted
- * once, as it happens (the counts of report.json). Runs on the dispatcher
- * thread.
+ * once, as it happens (the counts of report.json). A TM numbers its
+ * outages ("attach" in HELLO), so the copies of one HELLO it queued to a
+ * stopped JM are told from a new outage. Runs on the dispatcher thread.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -72,6 +73,26 @@ static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
     t->settle_records = pending;
 }
 
+/* A HELLO from a live TM that starts no new outage: a copy it queued
+ * before our WELCOME reached it (it says HELLO every second until then,
+ * and a stopped JM gets them all at once), or a new outage in which
+ * nothing was lost since nothing had been sent to it. Nothing is lost or
+ * requeued; it is answered again (a TM that is READY with that attach
+ * number takes WELCOME as a no-op). */
+static void hello_again(jm_disp_t *d, jm_tm_t *t, long attach, long held,
+                        long pending)
+{
+    if (t->sent == t->sent_at_hello) {
+        /* Nothing sent since: what it holds now is what it has of ours. */
+        jm_sched_joined(d->sched, t, held);
+        settle(d, t, pending);
+    }
+    /* (Else the copy's held and pending predate the tasks sent since.) */
+    if (attach > t->attach)
+        t->attach = attach;
+    disp_send_phase(d, t, SPITS_MSG_WELCOME);
+}
+
 /* A join (its first HELLO) or a re-attach (a later one), counted and
  * logged as which it is. */
 static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
@@ -96,7 +117,7 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                      size_t ridlen, zmq_msg_t *body)
 {
     const char *why = NULL;
-    long pid, workers, slots, held, pending = 0;
+    long pid, workers, slots, held, pending = 0, attach = -1;
     json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
     const char *host = j ? json_string_value(json_object_get(j, "host")) : NULL;
 
@@ -108,10 +129,14 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         json_decref(j);
         return;
     }
-    /* Results it computed while it had no JM (optional field). */
-    if (json_object_get(j, "pending") &&
-        json_int_field(j, "pending", 0, 1L << 40, &pending) != 0) {
-        disp_bad_message(d, "HELLO with a bad pending count");
+    /* Results it computed while it had no JM, and its outage number
+     * (optional fields; an older TM sends no attach, and each of its
+     * HELLOs to a live entry is taken as a new outage, as it was). */
+    if ((json_object_get(j, "pending") &&
+         json_int_field(j, "pending", 0, 1L << 40, &pending) != 0) ||
+        (json_object_get(j, "attach") &&
+         json_int_field(j, "attach", 0, LONG_MAX, &attach) != 0)) {
+        disp_bad_message(d, "HELLO with a bad pending or attach count");
         json_decref(j);
         return;
     }
@@ -123,20 +148,19 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
             json_decref(j);
             return;
         }
-    } else if (t->alive && t->pid == pid && t->sent == t->sent_at_hello) {
-        /* Its HELLO again: our WELCOME had not reached it yet (it asks
-         * every second). Nothing was sent to it since, so nothing is lost:
-         * take what it holds now and answer again. */
-        jm_sched_joined(d->sched, t, held);
-        settle(d, t, pending);
+    } else if (t->alive && t->pid == pid &&
+               ((attach >= 0 && attach <= t->attach) ||
+                t->sent == t->sent_at_hello)) {
         json_decref(j);
-        disp_send_phase(d, t, SPITS_MSG_WELCOME);
+        hello_again(d, t, attach, held, pending);
         return;
     } else if (t->alive) {
         disp_lost(d, t, "reconnected");
     }
     snprintf(t->host, sizeof t->host, "%s", host);
     t->pid = pid;
+    if (attach > t->attach)
+        t->attach = attach;
     t->workers = (int)workers;
     t->slots = t->slots_asked = (int)slots;
     jm_sched_joined(d->sched, t, held);

@@ -22,6 +22,8 @@ typedef struct {
     int draining;            /* said DRAIN: it gets no more tasks */
     int lost;                /* declared lost and not back (members.c) */
     uint32_t reattaches;     /* its HELLOs after its first */
+    long attach;             /* the highest "attach" (outage number) of
+                                its HELLOs welcomed (members.c) */
     char host[128];
     long pid;
     int workers;

@@ -13,7 +13,9 @@
  * the TM re-reads jm.json once a second, since a restarted or resumed JM
  * may listen elsewhere with other keys, reconnects, and says HELLO again,
  * for --reconnect-timeout seconds. Queued tasks and unsent results are
- * kept meanwhile.
+ * kept meanwhile. Each outage (a silent JM, a dropped connection, a new
+ * socket) bumps link.attach, sent in every HELLO: the JM takes a HELLO
+ * with a number it has welcomed as a queued copy, not as a new outage.
  *
  * What the JM sends back is handled in protocol.c; link.c only keeps the
  * time it was last heard from and the connection it came over
@@ -141,6 +143,7 @@ void tm_link_on_monitor(tm_t *tm)
         if (!event)
             continue;
         if (event == ZMQ_EVENT_DISCONNECTED) {
+            link->attach++;    /* what the JM sent may be lost */
             if (link->state == TM_READY && !tm->done) {
                 spits_warn("lost the connection to the job manager at %s; "
                            "looking for it", link->endpoint);
@@ -199,8 +202,10 @@ int tm_link_connect(tm_t *tm)
     int one = 1, linger = 1000, ivl = 100, ivl_max = 2000, hwm = 100000;
     int64_t maxmsg = 2 * link->max_task + (16LL << 20);
 
-    if (link->socket)
+    if (link->socket) {
         zmq_close(link->socket);
+        link->attach++;        /* with what the JM sent to it */
+    }
     link->socket = zmq_socket(link->context, ZMQ_DEALER);
     if (!link->socket) {
         spits_error("cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
@@ -253,12 +258,13 @@ void tm_link_send_hello(tm_t *tm)
     for (size_t i = 0; i < tm->results.n; i++)
         if (tm->results.segs[i].job == tm->job.joined)
             pending += tm->results.segs[i].batch.count;
-    json_t *hello = json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:s}",
+    json_t *hello = json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:s, s:I}",
                           "host", tm->link.host, "pid", (json_int_t)getpid(),
                           "workers", tm->opts.workers,
                           "slots", tm->opts.workers + tm->opts.prefetch,
                           "held", (json_int_t)held, "pending", (json_int_t)pending,
-                          "job_id", tm->job.job_id);
+                          "job_id", tm->job.job_id,
+                          "attach", (json_int_t)tm->link.attach);
     if (hello && spits_wire_encode_json(&buf, SPITS_MSG_HELLO, 0, hello) == 0 &&
         tm_link_send(tm, buf.data, buf.len) == 0)
         tm->link.last_hello = tm->now;
@@ -356,6 +362,7 @@ void tm_link_timers(tm_t *tm)
             spits_warn("the job manager has been silent for %.1f s; looking "
                        "for it", (tm->now - tm->link.last_heard) / 1000.0);
             tm->link.state = TM_LOST;
+            tm->link.attach++;
         } else if (tm->pool_started && tm->now - tm->link.last_stats >= 1000) {
             tm_link_send_stats(tm);    /* (it serves as a heartbeat too) */
         } else if (tm->now - tm->link.last_sent >= tm->link.heartbeat_ms) {

@@ -76,6 +76,14 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         json_decref(welcome);
         return;
     }
+    json_t *attach = json_object_get(welcome, "attach");
+    if (json_is_integer(attach) && json_integer_value(attach) < tm->link.attach) {
+        /* It answers a HELLO from before our latest outage: what it sent
+         * since may be lost, so wait for the answer to our latest. */
+        spits_debug("ignored a WELCOME to an older HELLO");
+        json_decref(welcome);
+        return;
+    }
     if (max_task > tm->link.max_task) {
         /* Our socket would drop its larger messages: raise our limit. */
         tm->link.max_task = max_task;

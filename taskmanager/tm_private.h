@@ -67,6 +67,8 @@ typedef struct {
     char host[256];
     int state;                   /* TM_CONNECTING, TM_READY or TM_LOST */
     int welcomed;                /* a JM has ever said WELCOME */
+    long attach;                 /* outages so far, said in each HELLO: the
+                                    JM tells a new one from a queued copy */
     /* When (tm->now) the JM was last heard from; we last sent anything,
      * HELLO, STATS; we last read jm.json. */
     int64_t last_heard, last_sent, last_hello, last_stats, last_look;
