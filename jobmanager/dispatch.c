@@ -291,6 +291,23 @@ static int disp_tm_busy(jm_disp_t *d, jm_tm_t *t)
     return 1;
 }
 
+/* The loop itself stalled (the JM was stopped, or starved of CPU) for
+ * half a timeout or more: what the TMs sent meanwhile is still queued,
+ * unread, so a TM's silence is counted from the end of the stall, not
+ * from before it. Otherwise every TM would be declared lost, and its
+ * tasks re-sent, for the JM's own pause. */
+static void disp_note_stall(jm_disp_t *d, int64_t before)
+{
+    int64_t stall = d->timeout_ms / 2 > 4 * DISP_TICK_MS ? d->timeout_ms / 2
+                                                        : 4 * DISP_TICK_MS;
+    if (d->now - before >= stall) {
+        spits_warn("the dispatcher did not run for %.1f s (was the job "
+                   "manager stopped?); the TMs get %.1f s to be heard from",
+                   (d->now - before) / 1000.0, d->timeout_ms / 1000.0);
+        d->heard_floor = d->now;
+    }
+}
+
 static void disp_tick(jm_disp_t *d)
 {
     unsigned char hb[SPITS_HDR_SIZE];
@@ -301,7 +318,9 @@ static void disp_tick(jm_disp_t *d)
         jm_tm_t *t = jm_tmtab_at(d->tms, i);
         if (!t->alive)
             continue;
-        if (d->now - t->last_heard > d->timeout_ms && !disp_tm_busy(d, t)) {
+        int64_t heard = t->last_heard > d->heard_floor ? t->last_heard
+                                                       : d->heard_floor;
+        if (d->now - heard > d->timeout_ms && !disp_tm_busy(d, t)) {
             char why[64];
             snprintf(why, sizeof why, "silent for %.1f s",
                      (d->now - t->last_heard) / 1000.0);
@@ -452,7 +471,9 @@ static void *disp_main(void *arg)
             disp_control_only(d);
             break;
         }
+        int64_t before = d->now;
         d->now = spits_now_ms();
+        disp_note_stall(d, before);
         if (items[1].revents & ZMQ_POLLIN)
             spits_wake_drain(d->wake_fd);
         if (atomic_load(&d->ctl_pending) && disp_control(d))

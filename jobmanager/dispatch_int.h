@@ -73,6 +73,7 @@ struct jm_disp {
     uint64_t pub_low, pub_freed;     /* the window as last published */
     int64_t now, next_tick, probe_until;
     int64_t hb_ms, timeout_ms;
+    int64_t heard_floor;             /* end of the loop's last stall */
     int64_t bad_logged_at;
     int64_t busy_logged_at;      /* "silent, but its connection is busy" */
     int stopping;                    /* a signal stopped the job */

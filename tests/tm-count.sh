@@ -49,7 +49,7 @@ echo "tm-count: $joined join(s), $reattached re-attach(es), $lost loss(es) logge
 [ "$(count tm_joins)" = 2 ] || fail "report.json counts $(count tm_joins) joins, not 2"
 [ "$(count tm_reattaches)" = "$reattached" ] || fail "report.json counts $(count tm_reattaches) re-attaches, the log $reattached"
 [ "$(count tm_losses)" = "$lost" ] || fail "report.json counts $(count tm_losses) losses, the log $lost"
-requeued=$(sed -n 's/^spits-jm: .*TM .*; \([0-9]*\) task(s) requeued$/\1/p' "$T/job.jm.log" | paste -sd+ | bc)
+requeued=$(sed -n 's/^spits-jm: .*TM .*; \([0-9]*\) task(s) requeued$/\1/p' "$T/job.jm.log" | awk '{s += $1} END {print s + 0}')
 [ "$(count requeued)" = "$requeued" ] || fail "report.json counts $(count requeued) requeued, the log $requeued"
 [ "$(count duplicates)" -le "$requeued" ] || fail "report.json counts $(count duplicates) duplicates, more than the $requeued tasks requeued"
 [ "$(count tms_lost_for_good)" = 0 ] || fail "report.json counts $(count tms_lost_for_good) TMs lost for good, not 0"
