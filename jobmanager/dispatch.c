@@ -156,7 +156,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
          * running ones; it gets nothing new. */
         if (t && t->alive && !t->draining) {
             t->draining = 1;
-            spits_info("TM %s:%ld is draining", t->host, t->pid);
+            if (jm_loglimit_allow(&d->log_draining, d->now))
+                spits_info("TM %s:%ld is draining", t->host, t->pid);
         }
         break;
     case SPITS_MSG_BYE:
@@ -241,11 +242,8 @@ static void live_update(jm_disp_t *d)
     l->tm_losses = d->st.tm_losses;
     l->tm_leaves = d->st.tm_leaves;
     l->tms_lost_now = d->st.tms_lost_now;
-    for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
-        jm_tm_t *t = jm_tmtab_at(d->tms, i);
-        if (t->alive)
-            l->running += (uint64_t)t->outstanding;
-    }
+    for (size_t i = 0; i < jm_tmtab_live_count(d->tms); i++)
+        l->running += (uint64_t)jm_tmtab_live_at(d->tms, i)->outstanding;
     l->rate = jm_progress_rate(&d->progress, d->now, l->resolved);
 }
 
@@ -314,10 +312,10 @@ static void disp_tick(jm_disp_t *d)
     int probing = d->now < d->probe_until;
 
     spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, d->phase ? d->phase->st.id : 0);
-    for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
-        jm_tm_t *t = jm_tmtab_at(d->tms, i);
-        if (!t->alive)
-            continue;
+    /* From the end: a TM declared lost leaves the live set, and the last
+     * one (seen already) takes its place. */
+    for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;) {
+        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
         int64_t heard = t->last_heard > d->heard_floor ? t->last_heard
                                                        : d->heard_floor;
         if (d->now - heard > d->timeout_ms && !disp_tm_busy(d, t)) {
@@ -330,6 +328,15 @@ static void disp_tick(jm_disp_t *d)
             disp_send_tm(d, t, hb, sizeof hb);
         }
     }
+}
+
+/* The TM event lines held back in a busy interval are counted now. */
+static void disp_log_flush(jm_disp_t *d)
+{
+    jm_loglimit_t *all[] = {&d->log_joined, &d->log_reattached, &d->log_lost,
+                            &d->log_left, &d->log_draining};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        jm_loglimit_flush(all[i], d->now);
 }
 
 static void disp_monitor(jm_disp_t *d)
@@ -383,11 +390,8 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     }
     d->gen_done = 0;
     d->pub_low = d->pub_freed = 0;
-    for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
-        jm_tm_t *t = jm_tmtab_at(d->tms, i);
-        if (t->alive)
-            disp_send_phase(d, t, SPITS_MSG_PHASE);
-    }
+    for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;)
+        disp_send_phase(d, jm_tmtab_live_at(d->tms, i), SPITS_MSG_PHASE);
 }
 
 void disp_phase_end(jm_disp_t *d)
@@ -488,6 +492,7 @@ static void *disp_main(void *arg)
             disp_recv(d);
         if (d->now >= d->next_tick || d->now < d->probe_until) {
             disp_tick(d);
+            disp_log_flush(d);
             live_update(d);
             jm_timeline_sample(&d->timeline, d->now, d->resolved_before +
                                (d->phase ? d->live.resolved : 0));
@@ -499,10 +504,9 @@ static void *disp_main(void *arg)
         disp_publish_window(d);
     }
     /* The job is over: tell every TM, then answer stragglers with END. */
-    for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
-        jm_tm_t *t = jm_tmtab_at(d->tms, i);
-        if (t->alive)
-            disp_send_empty(d, t->rid, t->ridlen, SPITS_MSG_END);
+    for (size_t i = 0; i < jm_tmtab_live_count(d->tms); i++) {
+        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
+        disp_send_empty(d, t->rid, t->ridlen, SPITS_MSG_END);
     }
     return NULL;
 }
@@ -583,7 +587,12 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     jm_timeline_init(&d->timeline, jm->started);
     jm_progress_init(&d->progress, jm->opt.progress);
     d->timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
-    d->tms = jm_tmtab_new();
+    d->tms = jm_tmtab_new(jm->opt.keep_dead);
+    d->log_joined.what = "TM joins";
+    d->log_reattached.what = "TM re-attaches";
+    d->log_lost.what = "TM losses";
+    d->log_left.what = "TM leaves";
+    d->log_draining.what = "TMs draining";
     d->cbuf = malloc(DISP_COMMIT_CHUNK * sizeof *d->cbuf);
     d->sched = jm_sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st);
     if (d->sched)
@@ -677,15 +686,46 @@ const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d) { return &d->st; }
 
 json_t *jm_disp_timeline_json(const jm_disp_t *d)
 {
-    return jm_timeline_json(&d->timeline, d->tms, d->resolved_before);
+    return jm_timeline_json(&d->timeline, d->resolved_before);
+}
+
+/* The most TMs report.json lists one by one: those with the most tasks
+ * done, in the order they joined. */
+#define DISP_REPORT_TMS 1000
+
+static int by_done_desc(const void *a, const void *b)
+{
+    const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
+    return x->done < y->done ? 1 : x->done > y->done ? -1 : x->slot - y->slot;
+}
+
+static int by_joined(const void *a, const void *b)
+{
+    const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
+    return x->joined < y->joined ? -1 : x->joined > y->joined ? 1 : x->slot - y->slot;
 }
 
 json_t *jm_disp_tms_json(const jm_disp_t *d)
 {
     json_t *a = json_array();
     char when[32];
-    for (size_t i = 0; i < jm_tmtab_count(d->tms); i++) {
-        jm_tm_t *t = jm_tmtab_at(d->tms, i);
+    size_t n = 0, slots = jm_tmtab_slots(d->tms);
+    jm_tm_t **v = malloc((slots ? slots : 1) * sizeof *v);
+    if (!v) {
+        spits_warn("out of memory listing the TMs for the report; "
+                   "tm_totals still counts them");
+        return a;
+    }
+    for (size_t s = 0; s < slots; s++)
+        if ((v[n] = jm_tmtab_at(d->tms, s)))
+            n++;
+    if (n > DISP_REPORT_TMS) {
+        qsort(v, n, sizeof *v, by_done_desc);
+        n = DISP_REPORT_TMS;
+    }
+    qsort(v, n, sizeof *v, by_joined);
+    for (size_t i = 0; i < n; i++) {
+        jm_tm_t *t = v[i];
         spits_iso_time(t->joined, when, sizeof when);
         json_array_append_new(a, json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:I, s:f, s:I}",
             "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
@@ -694,7 +734,33 @@ json_t *jm_disp_tms_json(const jm_disp_t *d)
             "done", (json_int_t)t->done, "failed", (json_int_t)t->failed,
             "busy_s", t->busy_s, "runs", (json_int_t)t->runs));
     }
+    free(v);
     return a;
+}
+
+json_t *jm_disp_tm_totals_json(const jm_disp_t *d, size_t listed)
+{
+    jm_tm_totals_t sum = *jm_tmtab_evicted(d->tms);
+    for (size_t s = 0; s < jm_tmtab_slots(d->tms); s++) {
+        const jm_tm_t *t = jm_tmtab_at(d->tms, s);
+        if (!t)
+            continue;
+        sum.reattaches += t->reattaches;
+        sum.sent += t->sent;
+        sum.done += t->done;
+        sum.failed += t->failed;
+        sum.runs += t->runs;
+        sum.busy_s += t->busy_s;
+    }
+    uint64_t distinct = d->st.tm_joins;
+    return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:f, s:I, s:I}",
+        "tms", (json_int_t)distinct, "listed", (json_int_t)listed,
+        "left_out", (json_int_t)(distinct > listed ? distinct - listed : 0),
+        "truncated", distinct > listed,
+        "reattaches", (json_int_t)sum.reattaches, "sent", (json_int_t)sum.sent,
+        "done", (json_int_t)sum.done, "failed", (json_int_t)sum.failed,
+        "busy_s", sum.busy_s, "runs", (json_int_t)sum.runs,
+        "lost_forgotten", (json_int_t)sum.lost_forgotten);
 }
 
 void jm_disp_destroy(jm_disp_t **dp)

@@ -26,6 +26,7 @@
 #include "committer.h"
 #include "dispatch.h"
 #include "jm.h"
+#include "loglimit.h"
 #include "phase.h"
 #include "scheduler.h"
 #include "status.h"
@@ -86,6 +87,7 @@ struct jm_disp {
     spits_buf_t status;              /* the last STATUS answer, encoded */
     int64_t status_at;               /* when it was built */
     jm_disp_stats_t st;
+    jm_loglimit_t log_joined, log_reattached, log_lost, log_left, log_draining;
 };
 
 /* dispatch.c: sending (a TM gone for good is declared lost) */

@@ -30,6 +30,7 @@
 #include "report.h"
 #include "stop.h"
 #include "term.h"
+#include "tmtable.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -47,6 +48,8 @@ static void usage(FILE *f)
 "      --max-attempts N    failed runs before a task is given up (3)\n"
 "      --tm-timeout SEC    a TM sending no message and no bytes this long\n"
 "                          is lost (30)\n"
+"      --keep-dead-tms N   departed or lost TMs remembered one by one; older\n"
+"                          ones are summed up (10000)\n"
 "      --heartbeat SEC     heartbeat interval (1)\n"
 "      --window N          tasks generated ahead of the commits (65536)\n"
 "      --window-bytes N    task bytes held ahead of the commits (1073741824)\n"
@@ -81,7 +84,7 @@ static void usage(FILE *f)
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
        OPT_WINDOW, OPT_WINDOW_BYTES, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
        OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS, OPT_COMMIT_ERRORS,
-       OPT_CHECK_OPTIONS, OPT_RELAY_FD };
+       OPT_CHECK_OPTIONS, OPT_RELAY_FD, OPT_KEEP_DEAD };
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
@@ -93,6 +96,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS},
         {"tm-timeout", required_argument, NULL, OPT_TM_TIMEOUT},
         {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
+        {"keep-dead-tms", required_argument, NULL, OPT_KEEP_DEAD},
         {"window", required_argument, NULL, OPT_WINDOW},
         {"window-bytes", required_argument, NULL, OPT_WINDOW_BYTES},
         {"journal", required_argument, NULL, OPT_JOURNAL},
@@ -128,6 +132,11 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
             if (spits_parse_long(optarg, 1, JM_MAX_COPIES, &v))
                 return spits_bad_option("--max-copies wants a number from 1 to 8, not '%s'", optarg);
             jm->opt.max_copies = (int)v;
+            break;
+        case OPT_KEEP_DEAD:
+            if (spits_parse_long(optarg, 1, 100000000, &v))
+                return spits_bad_option("--keep-dead-tms wants a number from 1 to 100000000, not '%s'", optarg);
+            jm->opt.keep_dead = (size_t)v;
             break;
         case OPT_MAX_ATTEMPTS:
             if (spits_parse_long(optarg, 1, 100, &v))
@@ -314,6 +323,7 @@ static void set_defaults(jm_t *jm)
     jm->opt.max_copies = 2;
     jm->opt.max_attempts = 3;
     jm->opt.tm_timeout = 30;
+    jm->opt.keep_dead = JM_TMTAB_KEEP_DEAD;
     jm->opt.heartbeat = 1;
     jm->opt.window = 65536;
     jm->opt.window_bytes = 1L << 30;

@@ -62,6 +62,7 @@ typedef struct {
     int max_copies;
     int max_attempts;
     double tm_timeout;      /* seconds */
+    size_t keep_dead;       /* dead TMs kept one by one (tmtable.h) */
     double heartbeat;       /* seconds */
     long window;            /* tasks generated but not yet committed */
     long long window_bytes; /* bytes of tasks generated but not resolved */
@@ -92,6 +93,8 @@ typedef struct jm_task {
     uint8_t last_status;     /* how its last failed run ended */
     int32_t failed_on;       /* TM slot of the last failed run, or -1 */
     int32_t holders[JM_MAX_COPIES]; /* TM slots running a copy, -1 = none */
+    uint32_t held_ix[JM_MAX_COPIES];  /* each copy's place in its TM's list
+                                         of copies (scheduler.c) */
     int64_t out_ms;          /* when it entered the scheduler's ring */
     int64_t copy_ms;         /* when its newest copy was sent */
     unsigned char data[];

@@ -18,14 +18,14 @@
 #include "util.h"
 #include "wire.h"
 
-/* t is gone, for now at least: its copies go back to the scheduler.
- * The number of copies taken back. */
+/* t is gone, for now at least: its copies go back to the scheduler, and
+ * it leaves the live set (the last step: the table may then evict an
+ * older dead TM). The number of copies taken back. */
 static size_t drop(jm_disp_t *d, jm_tm_t *t)
 {
-    t->alive = 0;
     d->alive_workers -= t->workers;
     d->alive--;
-    jm_timeline_event(&d->timeline, 0, t->slot);
+    jm_timeline_event(&d->timeline, 0, t);
     size_t n = jm_sched_lost(d->sched, t);
     disp_check_sched(d);
     return n;
@@ -39,8 +39,10 @@ void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     d->st.tm_losses++;
     t->lost = 1;
     d->st.tms_lost_now++;
-    spits_info("TM %s:%ld lost (%s); %zu task(s) requeued", t->host, t->pid,
-               why, n);
+    if (jm_loglimit_allow(&d->log_lost, d->now))
+        spits_info("TM %s:%ld lost (%s); %zu task(s) requeued", t->host,
+                   t->pid, why, n);
+    jm_tmtab_set_alive(d->tms, t, 0);
 }
 
 /* BYE: it left on purpose (drained, or done), so it is not lost. */
@@ -50,7 +52,9 @@ void disp_left(jm_disp_t *d, jm_tm_t *t)
         return;
     size_t n = drop(d, t);
     d->st.tm_leaves++;
-    spits_info("TM %s:%ld left; %zu task(s) requeued", t->host, t->pid, n);
+    if (jm_loglimit_allow(&d->log_left, d->now))
+        spits_info("TM %s:%ld left; %zu task(s) requeued", t->host, t->pid, n);
+    jm_tmtab_set_alive(d->tms, t, 0);
 }
 
 static int json_int_field(json_t *j, const char *key, long min, long max,
@@ -93,14 +97,15 @@ static void hello_again(jm_disp_t *d, jm_tm_t *t, long attach, long held,
     disp_send_phase(d, t, SPITS_MSG_WELCOME);
 }
 
-/* A join (its first HELLO) or a re-attach (a later one), counted and
- * logged as which it is. */
+/* A join (its first HELLO) or a re-attach (a later one, or the first
+ * since the table forgot it, lost), counted and logged as which it is. */
 static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 {
     if (first) {
         d->st.tm_joins++;
-        spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
-                   t->workers);
+        if (jm_loglimit_allow(&d->log_joined, d->now))
+            spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
+                       t->workers);
         return;
     }
     if (t->lost) {
@@ -109,8 +114,23 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
     }
     d->st.tm_reattaches++;
     t->reattaches++;
-    spits_info("TM %s:%ld re-attached with %d worker(s)", t->host, t->pid,
-               t->workers);
+    if (jm_loglimit_allow(&d->log_reattached, d->now))
+        spits_info("TM %s:%ld re-attached with %d worker(s)", t->host, t->pid,
+                   t->workers);
+}
+
+/* The entry of a TM saying HELLO unknown to the table: new, or lost so
+ * long ago that its entry was evicted (then its return is a re-attach,
+ * and *first is 0). NULL: a bad routing id, or no memory. */
+static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
+                            size_t ridlen, int *first)
+{
+    int was_lost = jm_tmtab_take_lost(d->tms, rid, ridlen);
+    jm_tm_t *t = jm_tmtab_add(d->tms, rid, ridlen);
+    if (t)
+        t->lost = was_lost;
+    *first = !was_lost;
+    return t;
 }
 
 void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
@@ -140,9 +160,9 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         json_decref(j);
         return;
     }
-    int first = !t;
-    if (first) {
-        t = jm_tmtab_add(d->tms, rid, ridlen);
+    int first = 0;
+    if (!t) {
+        t = hello_entry(d, rid, ridlen, &first);
         if (!t) {
             disp_bad_message(d, "bad routing id");
             json_decref(j);
@@ -157,6 +177,11 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     } else if (t->alive) {
         disp_lost(d, t, "reconnected");
     }
+    if (jm_tmtab_set_alive(d->tms, t, 1) != 0) {
+        disp_bad_message(d, "out of memory adding a TM");
+        json_decref(j);
+        return;
+    }
     snprintf(t->host, sizeof t->host, "%s", host);
     t->pid = pid;
     if (attach > t->attach)
@@ -165,7 +190,6 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->slots = t->slots_asked = (int)slots;
     jm_sched_joined(d->sched, t, held);
     t->sent_at_hello = t->sent;
-    t->alive = 1;
     t->stalled = 0;
     t->draining = 0;
     t->last_heard = d->now;
@@ -175,7 +199,7 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     d->alive_workers += t->workers;
     if (d->alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->alive_workers;
-    jm_timeline_event(&d->timeline, 1, t->slot);
+    jm_timeline_event(&d->timeline, 1, t);
     json_decref(j);
     count_hello(d, t, first);
     disp_send_phase(d, t, SPITS_MSG_WELCOME);

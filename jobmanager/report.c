@@ -44,16 +44,11 @@ static const char *status_word(int exit_code, const jm_t *jm)
  * own CPU time: what it could move saturated, which traffic seen from an
  * unsaturated job cannot tell. The larger bound says whether the job was
  * worker- or JM-bound. Unknown terms (no run reported) are null. */
-static json_t *model_json(const jm_disp_stats_t *ds, json_t *tms, json_t *usage,
+static json_t *model_json(const jm_disp_stats_t *ds, json_t *totals, json_t *usage,
                           uint64_t n, double makespan, char *line, size_t linelen)
 {
-    double busy = 0, runs = 0;
-    size_t i;
-    json_t *t;
-    json_array_foreach(tms, i, t) {
-        busy += json_number_value(json_object_get(t, "busy_s"));
-        runs += (double)json_integer_value(json_object_get(t, "runs"));
-    }
+    double busy = json_number_value(json_object_get(totals, "busy_s"));
+    double runs = (double)json_integer_value(json_object_get(totals, "runs"));
     double bytes = (double)(ds->bytes_in + ds->bytes_out);
     double task_s = runs > 0 ? busy / runs : -1;
     double s = n ? bytes / (double)n : 0;
@@ -121,11 +116,12 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         makespan += p->finished - p->started;
     }
     json_t *tms = jm_disp_tms_json(jm->disp), *usage = jm_usage_json();
+    json_t *totals = jm_disp_tm_totals_json(jm->disp, json_array_size(tms));
     spits_iso_time(jm->started, started_s, sizeof started_s);
     spits_iso_time(finished, finished_s, sizeof finished_s);
     json_t *doc = json_pack(
         "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
-        " s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+        " s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
         " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
         "status", status_word(exit_code, jm), "exit_code", exit_code,
@@ -139,8 +135,8 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
             "in_mb_s", finished > jm->started ? ds->bytes_in / 1e6 / (finished - jm->started) : 0.0,
             "out_mb_s", finished > jm->started ? ds->bytes_out / 1e6 / (finished - jm->started) : 0.0),
         "phases", phases, "failed_tasks", failed,
-        "tms", tms,
-        "model", model_json(ds, tms, usage, committed - replayed + nfailed, makespan,
+        "tms", tms, "tm_totals", totals,
+        "model", model_json(ds, totals, usage, committed - replayed + nfailed, makespan,
                             model, sizeof model),
         "counters",
         "generated", (json_int_t)generated, "committed", (json_int_t)committed,

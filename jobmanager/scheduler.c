@@ -3,7 +3,10 @@
  *
  * Per-task state lives in the task itself (jm.h jm_task_t: copies,
  * holders, attempts, in_retry, out_ms, copy_ms); per-TM credit in the
- * TM's table entry (tmtable.h: slots, outstanding). Whatever may make a
+ * TM's table entry (tmtable.h: slots, outstanding). Each TM slot has a
+ * list of the tasks it holds a copy of (a task knows its place in each
+ * of its holders' lists: held_ix), so a lost TM costs its own copies,
+ * not a scan of the ring. Whatever may make a
  * task a candidate for another copy without the clock moving (a copy
  * taken back, a TM back, a new lateness bound) bumps version, which lets
  * a TM skip the re-send scan (step 3) while nothing it could be sent has
@@ -20,9 +23,18 @@
 #include "retryq.h"
 #include "ring.h"
 #include "scheduler.h"
+#include "util.h"
+
+/* The tasks TM slot holds a copy of, in no order. */
+typedef struct {
+    jm_task_t **tasks;
+    size_t n, cap;
+} held_t;
 
 struct jm_sched {
     int max_copies, max_attempts;
+    held_t *held;                    /* by TM slot */
+    size_t nheld;
     jm_disp_stats_t *st;
     spits_ring_t *ring;              /* sent, not resolved: by id */
     jm_task_t *fresh, *fresh_tail;   /* from the generator, not sent yet */
@@ -59,6 +71,8 @@ jm_sched_t *jm_sched_new(int max_copies, int max_attempts, jm_disp_stats_t *st)
 
 static void free_tasks(jm_sched_t *s)
 {
+    for (size_t i = 0; i < s->nheld; i++)
+        s->held[i].n = 0;
     if (s->ring)
         for (uint64_t id = spits_ring_low(s->ring); id < spits_ring_next(s->ring); id++)
             free(spits_ring_take(s->ring, id));
@@ -78,6 +92,9 @@ void jm_sched_destroy(jm_sched_t **sp)
     free_tasks(s);
     spits_ring_destroy(&s->ring);
     jm_retryq_free(&s->retry);
+    for (size_t i = 0; i < s->nheld; i++)
+        free(s->held[i].tasks);
+    free(s->held);
     free(s->picked);
     free(s->cancels);
     free(s);
@@ -114,20 +131,64 @@ static int held_by(const jm_task_t *task, int slot)
     return 0;
 }
 
-static void add_holder(jm_task_t *task, int slot)
+/* Slot's list, grown to take one more. NULL: no memory. */
+static held_t *held_room(jm_sched_t *s, int slot)
 {
+    if ((size_t)slot >= s->nheld) {
+        size_t n = (size_t)slot + 1 > 2 * s->nheld ? (size_t)slot + 1 : 2 * s->nheld;
+        held_t *h = realloc(s->held, n * sizeof *h);
+        if (!h)
+            return NULL;
+        memset(h + s->nheld, 0, (n - s->nheld) * sizeof *h);
+        s->held = h;
+        s->nheld = n;
+    }
+    held_t *h = &s->held[slot];
+    return spits_grow((void **)&h->tasks, &h->cap, h->n + 1, sizeof *h->tasks, 16)
+               ? NULL : h;
+}
+
+/* A copy on slot. Out of memory breaks the scheduler (the copy would be
+ * lost with its TM), but the copy is still counted. */
+static void add_holder(jm_sched_t *s, jm_task_t *task, int slot)
+{
+    held_t *h = held_room(s, slot);
+    if (!h)
+        s->broken = 1;
     for (int i = 0; i < JM_MAX_COPIES; i++)
         if (task->holders[i] < 0) {
             task->holders[i] = slot;
             task->copies++;
+            if (h) {
+                task->held_ix[i] = (uint32_t)h->n;
+                h->tasks[h->n++] = task;
+            }
             return;
         }
 }
 
-static int drop_holder(jm_task_t *task, int slot)
+/* Copy i of task leaves its holder's list: the list's last task takes
+ * its place. */
+static void held_unlink(jm_sched_t *s, jm_task_t *task, int i)
+{
+    if ((size_t)task->holders[i] >= s->nheld)
+        return;                         /* never listed (out of memory) */
+    held_t *h = &s->held[task->holders[i]];
+    size_t at = task->held_ix[i];
+    if (at >= h->n || h->tasks[at] != task)
+        return;
+    jm_task_t *last = h->tasks[--h->n];
+    h->tasks[at] = last;
+    for (int k = 0; k < JM_MAX_COPIES; k++)
+        if (last->holders[k] == task->holders[i])
+            last->held_ix[k] = (uint32_t)at;
+}
+
+static int drop_holder(jm_sched_t *s, jm_task_t *task, int slot)
 {
     for (int i = 0; i < JM_MAX_COPIES; i++)
         if (task->holders[i] == slot) {
+            held_unlink(s, task, i);
             task->holders[i] = -1;
             task->copies--;
             return 1;
@@ -172,6 +233,9 @@ static void cancel_note(jm_sched_t *s, const jm_task_t *task)
 /* Out of the ring, its bytes freed. */
 static void resolve(jm_sched_t *s, jm_task_t *task)
 {
+    for (int i = 0; i < JM_MAX_COPIES; i++)
+        if (task->holders[i] >= 0)
+            held_unlink(s, task, i);
     spits_ring_take(s->ring, task->id);
     s->freed_bytes += task->len;
     free(task);
@@ -383,7 +447,7 @@ void jm_sched_sent(jm_sched_t *s, jm_tm_t *t, size_t n)
             s->st->resent++;
         task->sent += task->sent < UINT8_MAX;
         task->copy_ms = s->now;
-        add_holder(task, t->slot);
+        add_holder(s, task, t->slot);
         s->task_bytes_sent += task->len;
     }
     s->st->sent += n;
@@ -448,7 +512,7 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
         return JM_REC_DUPLICATE;
     }
     if (t)
-        drop_holder(task, t->slot);
+        drop_holder(s, task, t->slot);
     if (status == SPITS_ST_OK) {
         *hash = task->hash;
         s->finished++;
@@ -489,17 +553,19 @@ void jm_sched_joined(jm_sched_t *s, jm_tm_t *t, long held)
 size_t jm_sched_lost(jm_sched_t *s, jm_tm_t *t)
 {
     size_t n = 0;
+    held_t *h = (size_t)t->slot < s->nheld ? &s->held[t->slot] : NULL;
 
     t->outstanding = 0;
-    if (s->ring)
-        for (uint64_t id = spits_ring_low(s->ring); id < spits_ring_next(s->ring); id++) {
-            jm_task_t *task = spits_ring_get(s->ring, id);
-            if (task && drop_holder(task, t->slot)) {
-                n++;
-                if (task->copies == 0)
-                    retry_push(s, task);
-            }
+    while (h && h->n) {
+        jm_task_t *task = h->tasks[h->n - 1];
+        if (!drop_holder(s, task, t->slot)) {
+            h->n--;                     /* (cannot happen: listed, so held) */
+            continue;
         }
+        n++;
+        if (task->copies == 0)
+            retry_push(s, task);
+    }
     s->st->requeued += n;
     s->version++;
     return n;

@@ -144,12 +144,17 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 
 void disp_serve(jm_disp_t *d)
 {
-    size_t ntm = jm_tmtab_count(d->tms);
-    if (!d->phase || !d->alive || !ntm)
+    size_t ntm = jm_tmtab_live_count(d->tms);
+    if (!d->phase || !ntm)
         return;
     for (size_t k = 0; k < ntm; k++) {
-        jm_tm_t *t = jm_tmtab_at(d->tms, (d->rr + k) % ntm);
-        if (t->alive && !t->stalled && !t->draining && t->outstanding < t->slots &&
+        /* A TM lost on a failed send leaves the live set, which then
+         * skips or repeats one TM in this round: either is harmless. */
+        size_t now_live = jm_tmtab_live_count(d->tms);
+        if (!now_live)
+            break;
+        jm_tm_t *t = jm_tmtab_live_at(d->tms, (d->rr + k) % now_live);
+        if (!t->stalled && !t->draining && t->outstanding < t->slots &&
             t->settle_until <= d->now && !atomic_load(&jm_abort))
             serve_tm(d, t);
     }

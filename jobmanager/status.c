@@ -65,10 +65,8 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
     double eta = eta_seconds(l);
     json_t *rows = json_array();
 
-    for (size_t i = 0; i < jm_tmtab_count(tms); i++) {
-        const jm_tm_t *t = jm_tmtab_at(tms, i);
-        if (!t->alive)
-            continue;
+    for (size_t i = 0; i < jm_tmtab_live_count(tms); i++) {
+        const jm_tm_t *t = jm_tmtab_live_at(tms, i);
         int busy = t->outstanding < t->workers ? t->outstanding : t->workers;
         json_array_append_new(rows, json_pack(
             "{s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:f, s:b, s:f}",

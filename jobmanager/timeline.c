@@ -1,6 +1,7 @@
 /*
  * timeline.c - the job's history for report.json (see timeline.h).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "timeline.h"
@@ -28,7 +29,7 @@ void jm_timeline_sample(jm_timeline_t *tl, int64_t now_ms, uint64_t resolved)
     tl->next_ms = now_ms + tl->every_ms;
 }
 
-void jm_timeline_event(jm_timeline_t *tl, int join, int slot)
+void jm_timeline_event(jm_timeline_t *tl, int join, const jm_tm_t *tm)
 {
     if (tl->nevents == JM_TIMELINE_EVENTS) {
         tl->dropped++;
@@ -36,11 +37,12 @@ void jm_timeline_event(jm_timeline_t *tl, int join, int slot)
     }
     tl->events[tl->nevents].t = (float)(spits_wall_time() - tl->started);
     tl->events[tl->nevents].join = join;
-    tl->events[tl->nevents++].slot = slot;
+    tl->events[tl->nevents].pid = tm->pid;
+    snprintf(tl->events[tl->nevents++].host, sizeof tl->events[0].host, "%.63s",
+             tm->host);
 }
 
-json_t *jm_timeline_json(const jm_timeline_t *tl, const jm_tmtab_t *tms,
-                         uint64_t resolved)
+json_t *jm_timeline_json(const jm_timeline_t *tl, uint64_t resolved)
 {
     json_t *pts = json_array(), *evs = json_array();
     for (size_t i = 0; i < tl->npoints; i++)
@@ -49,11 +51,10 @@ json_t *jm_timeline_json(const jm_timeline_t *tl, const jm_tmtab_t *tms,
     json_array_append_new(pts, json_pack("[f, I]", spits_wall_time() - tl->started,
                                          (json_int_t)resolved));
     for (size_t i = 0; i < tl->nevents; i++) {
-        const jm_tm_t *t = jm_tmtab_at(tms, (size_t)tl->events[i].slot);
         json_array_append_new(evs, json_pack("{s:f, s:s, s:s, s:I}",
             "t", (double)tl->events[i].t,
             "event", tl->events[i].join ? "join" : "leave",
-            "host", t->host, "pid", (json_int_t)t->pid));
+            "host", tl->events[i].host, "pid", (json_int_t)tl->events[i].pid));
     }
     return json_pack("{s:f, s:o, s:o, s:I}", "interval_s", tl->every_ms / 1000.0,
                      "points", pts, "tm_events", evs,

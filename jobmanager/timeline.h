@@ -25,7 +25,12 @@ typedef struct {
     struct { float t; uint64_t resolved; } points[JM_TIMELINE_POINTS];
     size_t npoints;
     int64_t every_ms, next_ms;       /* interval, and the next point's time */
-    struct { float t; int join; int slot; } events[JM_TIMELINE_EVENTS];
+    struct {                         /* the TM's name, copied: its table */
+        float t;                     /* entry may be gone by the report */
+        int join;
+        long pid;
+        char host[64];
+    } events[JM_TIMELINE_EVENTS];
     size_t nevents;
     uint64_t dropped;                /* events past the bound */
 } jm_timeline_t;
@@ -33,11 +38,10 @@ typedef struct {
 void jm_timeline_init(jm_timeline_t *tl, double started);
 /* A point, if one is due at monotonic time now_ms: resolved so far. */
 void jm_timeline_sample(jm_timeline_t *tl, int64_t now_ms, uint64_t resolved);
-/* TM slot joined (join 1) or left (0), now. */
-void jm_timeline_event(jm_timeline_t *tl, int join, int slot);
+/* TM tm joined (join 1) or left (0), now. */
+void jm_timeline_event(jm_timeline_t *tl, int join, const jm_tm_t *tm);
 /* {interval_s, points: [[t, resolved]...], tm_events, tm_events_dropped},
  * with a last point of resolved at the end. A new reference. */
-json_t *jm_timeline_json(const jm_timeline_t *tl, const jm_tmtab_t *tms,
-                         uint64_t resolved);
+json_t *jm_timeline_json(const jm_timeline_t *tl, uint64_t resolved);
 
 #endif

@@ -1,9 +1,16 @@
 /*
  * tmtable.h - the JM's registry of Task Managers, keyed by routing id.
  *
- * Every TM that ever said HELLO keeps its entry (and its slot number) for
- * the job's life, alive or not: tasks name the TMs running them by slot,
- * and the report lists per-TM totals. Owned by the dispatcher thread.
+ * Its size follows the TMs alive, not the TMs ever seen, so hours of
+ * churn cost no memory and no loop time:
+ *   - the live TMs are a dense set, which the dispatcher's loops walk;
+ *   - a dead TM (lost or left) keeps its entry, so a re-attach is known
+ *     as one, until keep_dead newer TMs died: then the oldest dead entry
+ *     is evicted (its slot number is reused), its counters are added to
+ *     the evicted totals, and, if it was lost, an 8-byte fingerprint of
+ *     its routing id is kept (up to JM_TMTAB_LOST_MAX of them) so that
+ *     its return still counts as a re-attach of a lost TM.
+ * Owned by the dispatcher thread.
  */
 #ifndef SPITS_TMTABLE_H
 #define SPITS_TMTABLE_H
@@ -12,12 +19,15 @@
 #include <stdint.h>
 
 #define JM_RID_MAX 64
+#define JM_TMTAB_KEEP_DEAD 10000     /* the dispatcher's keep_dead */
+#define JM_TMTAB_LOST_MAX (1u << 18) /* fingerprints of evicted lost TMs */
 
-typedef struct {
+typedef struct jm_tm jm_tm_t;
+struct jm_tm {
     unsigned char rid[JM_RID_MAX];
     size_t ridlen;
-    int slot;
-    int alive;
+    int slot;                /* reused once the entry is evicted */
+    int alive;               /* set by jm_tmtab_set_alive only */
     int stalled;             /* its pipe was full: wait until it speaks */
     int draining;            /* said DRAIN: it gets no more tasks */
     int lost;                /* declared lost and not back (members.c) */
@@ -45,16 +55,46 @@ typedef struct {
     int64_t settle_until;    /* re-attached with results: serve it only
                                 once they are in (or by this time) */
     int64_t settle_records;  /* results it said it holds, not yet in */
-} jm_tm_t;
+    /* the table's own */
+    size_t live_ix;          /* index in the live set, while alive */
+    jm_tm_t *dead_prev, *dead_next;  /* the dead, oldest first */
+};
+
+/* What the evicted entries add up to (report.json's TM totals). */
+typedef struct {
+    uint64_t tms, reattaches, sent, done, failed, runs;
+    double busy_s;
+    uint64_t lost_forgotten; /* lost ones past JM_TMTAB_LOST_MAX */
+} jm_tm_totals_t;
 
 typedef struct jm_tmtab jm_tmtab_t;
 
-jm_tmtab_t *jm_tmtab_new(void);
+/* keep_dead >= 1: the dead entries kept before the oldest is evicted. */
+jm_tmtab_t *jm_tmtab_new(size_t keep_dead);
 void jm_tmtab_destroy(jm_tmtab_t **tab);
 jm_tm_t *jm_tmtab_find(const jm_tmtab_t *tab, const void *rid, size_t len);
-/* Adds a TM (rid must not be present). NULL: no memory or rid too long. */
+/* Adds a TM, dead until set alive (rid must not be present). NULL: no
+ * memory or rid too long. */
 jm_tm_t *jm_tmtab_add(jm_tmtab_t *tab, const void *rid, size_t len);
+/* Moves tm into the live set or out of it (then into the dead, which
+ * may evict the oldest dead entry: pointers to it become invalid). -1
+ * only when out of memory growing the live set (tm stays dead). */
+int jm_tmtab_set_alive(jm_tmtab_t *tab, jm_tm_t *tm, int alive);
+/* The live TMs, in no set order: i < jm_tmtab_live_count. Setting a TM
+ * dead moves the last one to its index, so walk from the end. */
+size_t jm_tmtab_live_count(const jm_tmtab_t *tab);
+jm_tm_t *jm_tmtab_live_at(const jm_tmtab_t *tab, size_t i);
+/* Entries held (live and dead), and one by slot (NULL: a free slot);
+ * slots are below jm_tmtab_slots. */
 size_t jm_tmtab_count(const jm_tmtab_t *tab);
+size_t jm_tmtab_slots(const jm_tmtab_t *tab);
 jm_tm_t *jm_tmtab_at(const jm_tmtab_t *tab, size_t slot);
+/* 1 if rid is an evicted TM that was lost (and is forgotten now). */
+int jm_tmtab_take_lost(jm_tmtab_t *tab, const void *rid, size_t len);
+const jm_tm_totals_t *jm_tmtab_evicted(const jm_tmtab_t *tab);
+
+#ifdef SPITS_SELFTEST
+int jm_tmtab_selftest(void);
+#endif
 
 #endif

@@ -121,3 +121,18 @@ int spits_endpoint_check(const char *ep, int bind, char *err, size_t errlen)
              bind ? ", or 0 or * for any free one" : "");
     return -1;
 }
+
+int spits_grow(void **arr, size_t *cap, size_t need, size_t elsize, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : first;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*arr, n * elsize);
+    if (!p)
+        return -1;
+    *arr = p;
+    *cap = n;
+    return 0;
+}

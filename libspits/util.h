@@ -37,4 +37,9 @@ int spits_online_cores(void);
  * otherwise page-fault on every byte it copies. Call first in main. */
 void spits_malloc_tune(void);
 
+/* Makes room in the array *arr (of *cap elements of elsize bytes) for
+ * at least need elements, doubling its capacity (at least first). -1 when
+ * out of memory (the array is left as it was). */
+int spits_grow(void **arr, size_t *cap, size_t need, size_t elsize, size_t first);
+
 #endif

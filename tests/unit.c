@@ -17,6 +17,7 @@
 #include "ring.h"
 #include "scheduler.h"
 #include "term.h"
+#include "tmtable.h"
 #include "wake.h"
 #include "wire.h"
 #include "zmqutil.h"
@@ -34,6 +35,7 @@ int main(void)
         {"adopt", jm_adopt_selftest},
         {"lateness", jm_late_selftest},
         {"scheduler", jm_sched_selftest},
+        {"tmtable", jm_tmtab_selftest},
         {"keys", spits_keys_selftest},
         {"metrics", spits_metrics_selftest},
         {"wake", spits_wake_selftest},
