@@ -330,13 +330,14 @@ static void disp_tick(jm_disp_t *d)
     }
 }
 
-/* The TM event lines held back in a busy interval are counted now. */
-static void disp_log_flush(jm_disp_t *d)
+/* The TM event lines held back in a busy interval are counted once it
+ * is over, or now (force: the job is over). */
+static void disp_log_flush(jm_disp_t *d, int force)
 {
     jm_loglimit_t *all[] = {&d->log_joined, &d->log_reattached, &d->log_lost,
                             &d->log_left, &d->log_draining};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        jm_loglimit_flush(all[i], d->now);
+        jm_loglimit_flush(all[i], d->now, force);
 }
 
 static void disp_monitor(jm_disp_t *d)
@@ -492,7 +493,7 @@ static void *disp_main(void *arg)
             disp_recv(d);
         if (d->now >= d->next_tick || d->now < d->probe_until) {
             disp_tick(d);
-            disp_log_flush(d);
+            disp_log_flush(d, 0);
             live_update(d);
             jm_timeline_sample(&d->timeline, d->now, d->resolved_before +
                                (d->phase ? d->live.resolved : 0));
@@ -503,6 +504,7 @@ static void *disp_main(void *arg)
         disp_serve(d);
         disp_publish_window(d);
     }
+    disp_log_flush(d, 1);
     /* The job is over: tell every TM, then answer stragglers with END. */
     for (size_t i = 0; i < jm_tmtab_live_count(d->tms); i++) {
         jm_tm_t *t = jm_tmtab_live_at(d->tms, i);

@@ -4,9 +4,9 @@
 #include "log.h"
 #include "loglimit.h"
 
-void jm_loglimit_flush(jm_loglimit_t *l, int64_t now_ms)
+void jm_loglimit_flush(jm_loglimit_t *l, int64_t now_ms, int force)
 {
-    if (now_ms - l->since < JM_LOGLIMIT_MS)
+    if (!force && now_ms - l->since < JM_LOGLIMIT_MS)
         return;
     if (l->quiet)
         spits_info("%llu more %s in the last %.0f s were not logged one by one",
@@ -19,7 +19,7 @@ void jm_loglimit_flush(jm_loglimit_t *l, int64_t now_ms)
 
 int jm_loglimit_allow(jm_loglimit_t *l, int64_t now_ms)
 {
-    jm_loglimit_flush(l, now_ms);
+    jm_loglimit_flush(l, now_ms, 0);
     if (l->logged < JM_LOGLIMIT_LINES) {
         l->logged++;
         return 1;

@@ -24,7 +24,8 @@ typedef struct {
 
 /* 1 if an event at now_ms may be logged on its own line. */
 int jm_loglimit_allow(jm_loglimit_t *l, int64_t now_ms);
-/* Says, once the interval is over, how many events went unlogged. */
-void jm_loglimit_flush(jm_loglimit_t *l, int64_t now_ms);
+/* Says, once the interval is over (or now, with force: the job ends),
+ * how many events went unlogged. */
+void jm_loglimit_flush(jm_loglimit_t *l, int64_t now_ms, int force);
 
 #endif

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Churn: 30 short-lived TMs pass through one job in waves, half killed
-# with kill -9, half drained with SIGTERM (a drain that times out leaves
-# without BYE, so it is a loss), while the JM remembers only 5
+# with kill -9, half drained with SIGTERM (a drain that times out may
+# leave without BYE: a loss), while the JM remembers only 5
 # dead TMs one by one (--keep-dead-tms 5). A TM declared lost first and
 # forgotten by the table since comes back and still counts as a
 # re-attach. Exact result, every count exact, report.json's TM list
@@ -42,10 +42,14 @@ for w in $(seq $waves); do
     wait_for "[ \"\$(counts \"c['lost_now'] + c['leaves']\")\" = $((1 + w * per)) ]" 30 \
         "the JM to see wave $w go"
 done
+# Every killed TM is lost; a drained one left, unless its drain timed
+# out (then it may leave without BYE: lost). The counts below must match
+# what the JM saw here exactly.
 killed=$((waves * per / 2))
 timedout=$(grep -l "drain timed out" "$T"/c.w*.log | wc -l)
-lost=$((killed + timedout))
-[ "$(counts "c['lost_now']")" = $((1 + lost)) ] || fail "lost now: $(counts c), not 1 + $lost"
+lost=$(($(counts "c['lost_now']") - 1))
+[ $lost -ge $killed ] && [ $lost -le $((killed + timedout)) ] ||
+    fail "lost now: $(counts c), not 1 + $killed (+ up to $timedout)"
 kill -0 $jm 2>/dev/null || fail "the job ended before the churn did"
 kill -CONT $sleeper
 wait_for "[ \"\$(counts \"c['reattaches']\")\" = 1 ]" 30 "the forgotten sleeper to re-attach"
@@ -61,7 +65,7 @@ c="d['counters']"
   "[$joins, $joins, 1, $((lost + 1)), $lost]" ] \
     || fail "TM counts: $(json $r "$c")"
 # Drained TMs said BYE (and the sleeper may have, at the end).
-[ "$(json $r "$c['tm_leaves'] >= $((killed - timedout))")" = True ] || fail "leaves: $(json $r "$c")"
+[ "$(json $r "$c['tm_leaves'] >= $((waves * per - lost))")" = True ] || fail "leaves: $(json $r "$c")"
 # The list holds the table's entries only: the sleeper and 5 dead.
 tt="d['tm_totals']"
 [ "$(json $r "[len(d['tms']) <= 6, $tt['truncated'], $tt['listed'] == len(d['tms']), $tt['left_out'] == $tt['tms'] - len(d['tms']), $tt['tms']]")" = \
