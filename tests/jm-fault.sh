@@ -72,7 +72,7 @@ rc=$?
   "('error', 1, 0)" ] || fail "report: $(json "$T/nogen/report.json" "d['status'], d['counters']")"
 
 # 2 and 4. (Not under a sanitizer: its runtime owns malloc.)
-if ldd "$JM" 2>/dev/null | grep -Eq 'lib(a|t)san'; then
+if sanitized; then
     echo "SKIP (2, 4): a sanitizer build"
 else
     LD_PRELOAD=$top_builddir/tests/.libs/faultmem.so SPITS_FAULT_MALLOC=5000000:200 timeout -s KILL 60 "$JM" --jobdir "$T/oom" \

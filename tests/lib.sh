@@ -14,6 +14,12 @@ PIDS=""
 PY=python3
 [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 
+# sanitized: true in a sanitizer build (ASan or TSan), whose runtime owns
+# malloc and slows every thread several times over.
+sanitized() {
+    ldd "$JM" 2>/dev/null | grep -Eq 'lib(a|t)san'
+}
+
 cleanup() {
     # Children first: a JM runs under timeout, which cannot pass on a KILL.
     for p in $PIDS; do pkill -9 -P "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done

@@ -15,7 +15,7 @@
 . "$(dirname "$0")/lib.sh"
 
 n=300
-start_jm job --tm-timeout 1 --heartbeat 0.2 --max-copies 1 "$MODS/bench.so" -n $n -s 20000 -G "$T/gate"
+start_jm job --tm-timeout 3 --heartbeat 0.5 --max-copies 1 "$MODS/bench.so" -n $n -s 20000 -G "$T/gate"
 jm=$JM_PID
 start_tm job tm1 -n 2; t1=$TM_PID
 start_tm job tm2 -n 2; t2=$TM_PID

@@ -32,7 +32,7 @@ wait $jm; rc=$?
 [ "$(cat "$T/a.out")" = "$(bench_checksum $N)" ] || fail "bench printed '$(cat "$T/a.out")'"
 
 # 2. (Not under a sanitizer: its runtime owns malloc.)
-if ldd "$TM" 2>/dev/null | grep -Eq 'lib(a|t)san'; then
+if sanitized; then
     echo "SKIP (2): a sanitizer build"
     echo ok
     exit 0

@@ -145,11 +145,14 @@ static int status_of(int wstatus)
     return 1;
 }
 
-/* After the JM: copies the complete lines the TMs wrote since to stderr
- * (all of it, an unfinished line too, when all is set). */
+/* After the JM (relay_end, which makes the read end non-blocking): copies
+ * the complete lines the TMs wrote since to stderr (all of it, an
+ * unfinished line too, when all is set). */
 static void relay_drain(run_t *r, int all)
 {
     ssize_t n;
+    if (r->relay[1] >= 0)
+        return;                       /* the JM still reads the pipe */
     while (r->relay[0] >= 0 &&
            (n = read(r->relay[0], r->left + r->nleft, sizeof r->left - r->nleft)) > 0) {
         r->nleft += (size_t)n;
