@@ -29,7 +29,8 @@ SPITS_ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd -P) 
 }
 cd "$SPITS_ROOT" || return 1
 
-SPITS_LOGDIR=${SPITS_LOGDIR:-$SPITS_ROOT/spits-logs}
+# Exported: tests keep what a human should look at there (report.png).
+export SPITS_LOGDIR=${SPITS_LOGDIR:-$SPITS_ROOT/spits-logs}
 SPITS_JOBS=${SPITS_JOBS:-2}
 
 # Debian 12 packages the build and the tests need (g++ comes with
