@@ -144,9 +144,7 @@ static int html_by_done(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* The SPITS_HTML_TMS entries of tms that did the most tasks, in that
- * order: a new array holding references, or NULL without memory. */
-static json_t *html_top_tms(const json_t *tms)
+json_t *spits_html_top_tms(const json_t *tms, size_t max)
 {
     size_t n = json_array_size(tms);
     json_t **v = malloc((n ? n : 1) * sizeof *v), *top = json_array();
@@ -158,7 +156,7 @@ static json_t *html_top_tms(const json_t *tms)
     for (size_t i = 0; i < n; i++)
         v[i] = json_array_get(tms, i);
     qsort(v, n, sizeof *v, html_by_done);
-    for (size_t i = 0; i < n && i < SPITS_HTML_TMS; i++)
+    for (size_t i = 0; i < n && i < max; i++)
         json_array_append(top, v[i]);
     free(v);
     return top;
@@ -229,7 +227,7 @@ static void html_timeline(const json_t *rep, json_t *top, FILE *f)
 int spits_report_html(const json_t *rep, FILE *f)
 {
     const json_t *tms = json_object_get(rep, "tms");
-    json_t *top = html_top_tms(tms);
+    json_t *top = spits_html_top_tms(tms, SPITS_HTML_TMS);
     if (!top)
         return -1;
     html_head(rep, f);

@@ -27,6 +27,10 @@ int spits_report_html(const json_t *rep, FILE *f);
 int spits_report_html_write(const char *path, const json_t *rep, char *err,
                             size_t errlen);
 
+/* The max entries of a tms list that did the most tasks ("done"), in
+ * that order: a new array holding references, or NULL without memory. */
+json_t *spits_html_top_tms(const json_t *tms, size_t max);
+
 /* The performance model's line ("model: max(N*T/W, N*S/BW) = ..."), from
  * report.json's "model" object; empty when a term is unknown. */
 void spits_model_line(const json_t *model, char *line, size_t len);

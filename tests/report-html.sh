@@ -9,17 +9,7 @@
 # spits-logs/report.png for a human to look at.
 . "$(dirname "$0")/lib.sh"
 
-CHROMIUM=$(command -v chromium || command -v chromium-browser) || {
-    if [ "${CI:-}" = true ]; then
-        echo "FAIL: chromium is not installed: this test needs it (Debian package" \
-             "chromium; tools/spits-check installs it)"
-        exit 1
-    fi
-    echo "SKIP: chromium is not installed (Debian package chromium)"
-    exit 77
-}
-LOGDIR=${SPITS_LOGDIR:-$top_srcdir/spits-logs}
-mkdir -p "$LOGDIR" || fail "cannot make $LOGDIR"
+need_chromium
 
 # A module path with markup in it: the page must show it, not run it.
 mdir="$T/a&b<i>\"x"
@@ -40,10 +30,6 @@ grep -Eiq "(src|href)[[:space:]]*=[[:space:]]*[\"']?[[:space:]]*(https?:)?//" "$
 grep -Eiq '@import|url\(' "$page" && fail "report.html's CSS loads something"
 grep -qi '<script' "$page" && fail "report.html has a script"
 
-chrome() {
-    timeout 120 "$CHROMIUM" --headless --disable-gpu --no-sandbox --no-first-run \
-        --user-data-dir="$T/chromium" --proxy-server=127.0.0.1:9 "$@" 2>>"$T/chromium.log"
-}
 chrome --dump-dom "file://$page" >"$T/dom.html" || fail "chromium could not load report.html"
 chrome --screenshot="$LOGDIR/report.png" --window-size=1200,900 "file://$page" >/dev/null ||
     fail "chromium could not take a screenshot"

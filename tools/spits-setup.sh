@@ -38,7 +38,7 @@ SPITS_JOBS=${SPITS_JOBS:-2}
 # tests/progress-tty.sh runs spits-run in).
 SPITS_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
-    libzmq3-dev libsodium-dev libjansson-dev check tmux python3
+    libzmq3-dev libsodium-dev libjansson-dev libmicrohttpd-dev check tmux python3
 )
 
 spits_say() {
