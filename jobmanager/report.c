@@ -1,6 +1,7 @@
 /*
- * report.c - what a finished job tells its user: DIR/report.json and the
- * one-line summary on stderr.
+ * report.c - what a finished job tells its user: DIR/report.json, the same
+ * as a page (DIR/report.html, libspits' reporthtml.c) and the one-line
+ * summary on stderr.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "jobdir.h"
 #include "log.h"
 #include "phase.h"
+#include "reporthtml.h"
 #include "status.h"
 #include "stop.h"
 #include "util.h"
@@ -69,12 +71,7 @@ static json_t *model_json(const jm_disp_stats_t *ds, json_t *totals, json_t *usa
         "bound", pred < 0 ? json_null()
                           : json_string(wb >= bb ? "workers" : "bandwidth"));
 #undef OR_NULL
-    if (pred >= 0)
-        snprintf(line, linelen, "model: max(N*T/W, N*S/BW) = max(%.3g, %.3g) s "
-                 "= %.3g s (%s-bound); measured %.3g s", wb, bb, pred,
-                 wb >= bb ? "worker" : "bandwidth", makespan);
-    else
-        line[0] = '\0';
+    spits_model_line(m, line, linelen);
     return m;
 }
 
@@ -169,6 +166,11 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     int rc = spits_json_write_atomic(path, doc, 0644, err, sizeof err);
     if (rc != 0)
         spits_error("%s", err);
+    /* The page is for a person; report.json is the job's record, so a
+     * page that cannot be written costs a warning, not the job. */
+    snprintf(path, sizeof path, "%s/%s", jm->opt.jobdir, SPITS_REPORT_HTML_FILE);
+    if (spits_report_html_write(path, doc, err, sizeof err) != 0)
+        spits_warn("%s (report.json has the same)", err);
     json_decref(doc);
 
     double secs = finished - jm->started;

@@ -153,46 +153,35 @@ int spits_jobdir_lock(const char *dir, char *err, size_t errlen)
     return fd;
 }
 
-static int dump_cb(const char *buf, size_t size, void *data)
-{
-    int fd = *(int *)data;
-    while (size > 0) {
-        ssize_t n = write(fd, buf, size);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        buf += n;
-        size -= (size_t)n;
-    }
-    return 0;
-}
-
-int spits_json_write_atomic(const char *path, const json_t *doc, int mode,
-                            char *err, size_t errlen)
+int spits_file_write_atomic(const char *path, int mode, spits_fill_fn fill,
+                            void *arg, char *err, size_t errlen)
 {
     char tmp[PATH_MAX], dir[PATH_MAX];
-    int fd, rc = -1;
+    FILE *f;
 
     if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp) {
         snprintf(err, errlen, "%s: path too long", path);
         return -1;
     }
-    fd = mkstemp(tmp);
-    if (fd < 0) {
+    int fd = mkstemp(tmp);
+    if (fd < 0 || !(f = fdopen(fd, "w"))) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
         return -1;
     }
-    if (json_dump_callback(doc, dump_cb, &fd, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
-        dump_cb("\n", 1, &fd) != 0 || fchmod(fd, (mode_t)mode) != 0 || fsync(fd) != 0) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        close(fd);
+    errno = 0;
+    if (fill(f, arg) != 0 || fflush(f) != 0 || ferror(f) ||
+        fchmod(fd, (mode_t)mode) != 0 || fsync(fd) != 0) {
+        snprintf(err, errlen, "cannot write %s: %s", path,
+                 errno ? strerror(errno) : "the content could not be made");
+        fclose(f);
         unlink(tmp);
         return -1;
     }
-    close(fd);
-    if (rename(tmp, path) != 0) {
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
         snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path,
                  strerror(errno));
         unlink(tmp);
@@ -210,8 +199,19 @@ int spits_json_write_atomic(const char *path, const json_t *doc, int mode,
         fsync(fd);
         close(fd);
     }
-    rc = 0;
-    return rc;
+    return 0;
+}
+
+static int json_fill(FILE *f, void *doc)
+{
+    return json_dumpf(doc, f, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 ||
+           fputc('\n', f) == EOF ? -1 : 0;
+}
+
+int spits_json_write_atomic(const char *path, const json_t *doc, int mode,
+                            char *err, size_t errlen)
+{
+    return spits_file_write_atomic(path, mode, json_fill, (void *)doc, err, errlen);
 }
 
 int spits_announce_write(const char *dir, const spits_announce_t *a,

@@ -13,6 +13,7 @@
 #define SPITS_JOBDIR_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <jansson.h>
 
 #define SPITS_ANNOUNCE_FILE "jm.json"
@@ -49,6 +50,13 @@ int spits_jobdir_check(const char *dir, char *err, size_t errlen);
  * set; when a live JM holds the lock, err says that it is running, with
  * its pid, host, job and endpoint (from DIR/jm.json). */
 int spits_jobdir_lock(const char *dir, char *err, size_t errlen);
+
+/* Writes path atomically (a temporary file, fsync, rename, fsync of the
+ * directory) with the given mode: fill(f, arg) writes the content to f
+ * and returns 0, or -1 to leave path as it was. 0, or -1 with err set. */
+typedef int (*spits_fill_fn)(FILE *f, void *arg);
+int spits_file_write_atomic(const char *path, int mode, spits_fill_fn fill,
+                            void *arg, char *err, size_t errlen);
 
 /* Writes a JSON document to path atomically (a temporary file, fsync,
  * rename, fsync of the directory), with the given mode. The temporary file

@@ -95,3 +95,29 @@ n = int(sys.argv[1])
 print("bench: %d tasks, checksum 0x%016x" % (n, sum(sm(i) for i in range(n)) & M))
 PY
 }
+
+# need_chromium: CHROMIUM is the headless browser the page tests load
+# pages in; without it a test fails under CI=true and is skipped (77)
+# elsewhere. LOGDIR is where a screenshot for a human goes.
+need_chromium() {
+    CHROMIUM=$(command -v chromium || command -v chromium-browser) || {
+        if [ "${CI:-}" = true ]; then
+            echo "FAIL: chromium is not installed: this test needs it (Debian" \
+                 "package chromium; tools/spits-check installs it)"
+            exit 1
+        fi
+        echo "SKIP: chromium is not installed (Debian package chromium)"
+        exit 77
+    }
+    LOGDIR=${SPITS_LOGDIR:-$top_srcdir/spits-logs}
+    mkdir -p "$LOGDIR" || fail "cannot make $LOGDIR"
+}
+
+# chrome ARGS... URL: headless chromium with no network beyond loopback
+# (every other host goes to a proxy that answers nothing; Chromium never
+# proxies loopback), its output on stdout.
+chrome() {
+    timeout 120 "$CHROMIUM" --headless --disable-gpu --no-sandbox --no-first-run \
+        --user-data-dir="$T/chromium" --proxy-server=127.0.0.1:9 \
+        "$@" 2>>"$T/chromium.log"
+}

@@ -14,8 +14,10 @@
 #include "lateness.h"
 #include "metrics.h"
 #include "origin.h"
+#include "reporthtml.h"
 #include "ring.h"
 #include "scheduler.h"
+#include "svgplot.h"
 #include "term.h"
 #include "tmtable.h"
 #include "wake.h"
@@ -43,6 +45,8 @@ int main(void)
         {"elf", spits_elf_selftest},
         {"zmqutil", spits_zmqutil_selftest},
         {"origin", spits_origin_selftest},
+        {"svgplot", spits_svgplot_selftest},
+        {"reporthtml", spits_reporthtml_selftest},
     };
     int failed = 0;
 

@@ -29,7 +29,8 @@ SPITS_ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd -P) 
 }
 cd "$SPITS_ROOT" || return 1
 
-SPITS_LOGDIR=${SPITS_LOGDIR:-$SPITS_ROOT/spits-logs}
+# Exported: tests keep what a human should look at there (report.png).
+export SPITS_LOGDIR=${SPITS_LOGDIR:-$SPITS_ROOT/spits-logs}
 SPITS_JOBS=${SPITS_JOBS:-2}
 
 # Debian 12 packages the build and the tests need (g++ comes with
@@ -37,7 +38,7 @@ SPITS_JOBS=${SPITS_JOBS:-2}
 # tests/progress-tty.sh runs spits-run in).
 SPITS_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
-    libzmq3-dev libsodium-dev libjansson-dev check tmux python3
+    libzmq3-dev libsodium-dev libjansson-dev libmicrohttpd-dev check tmux python3
 )
 
 spits_say() {

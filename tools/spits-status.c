@@ -1,13 +1,14 @@
 /*
  * spits-status.c - what a job is doing, asked of its live JM.
  *
- *   spits-status [--jobdir DIR] [--json] [--watch [SEC]]
+ *   spits-status [--jobdir DIR] [--json] [--watch [SEC]] [--serve [ADDR:PORT]]
  *
  * Reads DIR/jm.json, connects to the JM the way a Task Manager does (with
  * the job's CurveZMQ keys from DIR/tm.key), sends one STATUS request and
  * prints the answer: a table, or with --json the JM's document as it is.
  * A job that is over is described from DIR/report.json instead. --watch
- * asks again every SEC seconds (2) until the job is over.
+ * asks again every SEC seconds (2) until the job is over. --serve shows
+ * the same as a web page (status-serve.c), asking on each request.
  *
  * A damaged file does not hide what the other one says: with jm.json
  * damaged, a report.json is still shown (with one warning); with
@@ -28,6 +29,7 @@
 #include "jobdir.h"
 #include "keys.h"
 #include "log.h"
+#include "status-serve.h"
 #include "util.h"
 #include "wire.h"
 
@@ -42,6 +44,9 @@ static void usage(FILE *f)
 "                        job that is over, report.json)\n"
 "  -w, --watch [SEC]     ask again every SEC seconds (2) until the job ends\n"
 "  -t, --timeout SEC     how long to wait for the job manager's answer (5)\n"
+"  -s, --serve [ADDR:PORT]  serve the job's page, live, on ADDR:PORT\n"
+"                        (127.0.0.1:8765); the URL printed holds the token\n"
+"                        every request needs; Ctrl-C stops it\n"
 "  -h, --help            this help\n"
 "  -V, --version         print the version\n"
 "\n"
@@ -262,6 +267,39 @@ static json_t *ask(void *ctx, const spits_announce_t *a, const spits_keys_t *k,
     return doc;
 }
 
+/* What --serve shows. */
+typedef struct {
+    void *ctx;
+    const char *dir;
+    double timeout;
+} serve_job_t;
+
+/* For --serve: the live JM's answer, or the report of a job that is over. */
+static json_t *serve_fetch(void *arg, int *live, char *err, size_t errlen)
+{
+    serve_job_t *j = arg;
+    spits_announce_t a;
+    spits_keys_t k;
+    char path[PATH_MAX];
+    json_t *doc = NULL;
+
+    *live = 0;
+    if (spits_announce_read(j->dir, &a, err, errlen) == 0 &&
+        !spits_jobdir_finished(j->dir, a.job_id, 1)) {
+        snprintf(path, sizeof path, "%s/%s", j->dir, SPITS_TM_KEY_FILE);
+        if (a.curve && spits_keys_read(path, &k, 0, err, errlen) != 0)
+            return NULL;
+        doc = ask(j->ctx, &a, &k, j->timeout, err, errlen);
+        *live = doc != NULL;
+    }
+    if (!doc) {
+        doc = report_load(j->dir, path, err, errlen);
+        if (!doc && !err[0])
+            snprintf(err, errlen, "no job in %s yet", j->dir);
+    }
+    return doc;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -269,17 +307,18 @@ int main(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"watch", optional_argument, NULL, 'w'},
         {"timeout", required_argument, NULL, 't'},
+        {"serve", optional_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
-    const char *dir = "spits-job";
+    const char *dir = "spits-job", *serve = NULL;
     int as_json = 0, c;
     double watch = 0, timeout = 5;
     char err[1024], path[PATH_MAX];
 
     spits_log_init("spits-status", SPITS_LOG_INFO);
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":d:jw::t:hV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":d:jw::t:s::hV", longopts, NULL)) != -1) {
         switch (c) {
         case 'd': dir = optarg; break;
         case 'j': as_json = 1; break;
@@ -291,6 +330,11 @@ int main(int argc, char **argv)
         case 't':
             if (spits_parse_seconds(optarg, 3600, &timeout) || timeout <= 0)
                 return spits_bad_option("--timeout wants seconds, not '%s'", optarg);
+            break;
+        case 's':
+            /* (--serve ADDR:PORT as well as --serve=ADDR:PORT) */
+            serve = optarg ? optarg : optind < argc && argv[optind][0] != '-'
+                                      ? argv[optind++] : "127.0.0.1:8765";
             break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("spits-status %s\n", PACKAGE_VERSION); return 0;
@@ -305,6 +349,12 @@ int main(int argc, char **argv)
 
     void *ctx = zmq_ctx_new();
     int rc;
+    if (serve) {
+        serve_job_t job = {ctx, dir, timeout};
+        rc = status_serve(serve, serve_fetch, &job);
+        zmq_ctx_term(ctx);
+        return rc;
+    }
     for (;;) {
         spits_announce_t a;
         spits_keys_t k;
