@@ -18,6 +18,8 @@ typedef struct {
     pthread_cond_t room;      /* the generator waits here for window room */
     jm_task_t *head, *tail;
     atomic_size_t queued;     /* read without the lock as a hint only */
+    _Atomic(jm_task_t *) lent; /* the generator's unflushed chunk while it
+                                  calls next_task: the dispatcher may take it */
     int done;                 /* next_task returned 0 (or gave up) */
     int waiting;              /* the generator waits for window room */
     uint64_t total;           /* tasks generated, final when done */
@@ -31,6 +33,10 @@ typedef struct {
 
 void jm_genq_init(jm_genq_t *q, int wake_fd);
 void jm_genq_destroy(jm_genq_t *q);
+/* Dispatcher: takes the chunk the generator lent, if any (NULL if none).
+ * Call it after zeroing queued, so that the generator, which checks
+ * queued after lending, flushes what it lent if this call missed it. */
+jm_task_t *jm_genq_take_lent(jm_genq_t *q, jm_task_t **tail);
 /* Starts the phase's generator thread: 0, or -1 with errno set. */
 int jm_generator_start(jm_t *jm, jm_phase_t *p);
 void jm_generator_join(jm_phase_t *p);

@@ -82,6 +82,10 @@ static void refill_fresh(jm_disp_t *d)
     jm_sched_gen_state(d->sched, q->done, q->waiting);
     pthread_mutex_unlock(&q->lock);
     jm_sched_add_fresh(d->sched, head, tail);
+    /* and what the generator holds while next_task runs: a task made
+     * must not wait for the next one (generator.c) */
+    head = jm_genq_take_lent(q, &tail);
+    jm_sched_add_fresh(d->sched, head, tail);
 }
 
 /* The scheduler's early-result hook: a fresh task whose result a
