@@ -139,7 +139,9 @@ grep -q "torn tail" "$T/g.jm2.log" && fail "SIGTERM left a torn journal"
 # tasks while there is no JM, re-attaches to the resumed one with those
 # results, and they are committed (adopted) instead of run again.
 seq 1 6 >"$T/six.txt"
-start_jm i --heartbeat 0.2 "$MOD" "$T/six.txt" 700000
+# (Tasks of 1.5 s: the kill lands well inside the first two even when
+# the machine is loaded, and the 2 s wait outlasts them.)
+start_jm i --heartbeat 0.2 "$MOD" "$T/six.txt" 1500000
 jmi=$JM_PID
 start_tm i i.tm -n 2 --prefetch 0; tmi=$TM_PID
 # (The TM's own line: it has the WELCOME, and the two tasks right behind.)
@@ -147,7 +149,7 @@ wait_for "grep -q joined $T/i.tm.log" 30 "the TM to join job i"
 sleep 0.3
 kill -9 "$(json "$T/i/jm.json" "d['pid']")"
 wait $jmi 2>/dev/null
-sleep 1       # the two tasks finish with no JM to take their results
+sleep 2       # the two tasks finish with no JM to take their results
 resume i
 [ $RC = 0 ] || fail "job i resumed exited $RC"
 [ "$(cat "$T/i.out2")" = "filetasks: squares=91 total=532" ] || fail "job i printed '$(cat "$T/i.out2")'"
