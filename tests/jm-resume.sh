@@ -146,11 +146,7 @@ jmi=$JM_PID
 start_tm i i.tm -n 2 --prefetch 0; tmi=$TM_PID
 # The JM says it has sent the TM its two tasks (held: copies out); the
 # kill lands long before they end.
-held() {
-    "$top_builddir/tools/spits-status" --jobdir "$T/$1" --json >"$T/$1.status" 2>/dev/null &&
-        json "$T/$1.status" "sum(t['held'] for t in d.get('tms', []))"
-}
-wait_for "[ \"\$(held i)\" = 2 ] 2>/dev/null" 30 "the JM to send job i's TM its two tasks"
+wait_for "[ \"\$(live i \"sum(t['held'] for t in d.get('tms', []))\")\" = 2 ] 2>/dev/null" 30 "the JM to send job i's TM its two tasks"
 kill -9 "$(json "$T/i/jm.json" "d['pid']")"
 wait $jmi 2>/dev/null
 sleep 2       # the two tasks finish with no JM to take their results

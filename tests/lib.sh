@@ -62,18 +62,22 @@ wait_for() {
     fail "timed out after $2 s waiting for $3"
 }
 
-# tm_done NAME PID: tasks the live JM of job NAME counts as done by the TM
-# with that pid (spits-status --json; empty when there is no answer)
-tm_done() {
+# live NAME PYTHON_EXPR: the expression over the live JM of job NAME's
+# status document d (spits-status --json); empty when there is no answer
+live() {
     "$top_builddir/tools/spits-status" --jobdir "$T/$1" --json >"$T/$1.status" 2>/dev/null &&
-        json "$T/$1.status" "sum(t['done'] for t in d.get('tms', []) if t['pid'] == $2)"
+        json "$T/$1.status" "$2"
 }
 
-# committed NAME: tasks the live JM of job NAME has committed (spits-status
-# --json; empty when there is no answer)
+# tm_done NAME PID: tasks the live JM of job NAME counts as done by the TM
+# with that pid
+tm_done() {
+    live "$1" "sum(t['done'] for t in d.get('tms', []) if t['pid'] == $2)"
+}
+
+# committed NAME: tasks the live JM of job NAME has committed
 committed() {
-    "$top_builddir/tools/spits-status" --jobdir "$T/$1" --json >"$T/$1.status" 2>/dev/null &&
-        json "$T/$1.status" "d['tasks']['committed']"
+    live "$1" "d['tasks']['committed']"
 }
 
 # json FILE PYTHON_EXPR: prints the expression over the document d

@@ -19,8 +19,7 @@ start_jm c --keep-dead-tms 5 --tm-timeout 3 --heartbeat 0.5 \
 jm=$JM_PID
 # counts EXPR: EXPR over the live JM's tm_counts (c; spits-status --json)
 counts() {
-    "$top_builddir/tools/spits-status" --jobdir "$T/c" --json >"$T/c.status" 2>/dev/null &&
-        json "$T/c.status" "(lambda c: $1)(d['tm_counts'])"
+    live c "(lambda c: $1)(d['tm_counts'])"
 }
 
 # The sleeper: declared lost while stopped, back after its entry is gone.
