@@ -162,9 +162,10 @@ void tm_link_on_monitor(tm_t *tm)
         else if (tm->opts.insecure)
             snprintf(why, sizeof why, "it requires CurveZMQ: drop --insecure "
                      "and give --key-file");
-        else
+        else    /* a CURVE server just closes, as does a proxy with no way on */
             snprintf(why, sizeof why, "the server key in %s is not this job "
-                     "manager's, or it runs --insecure", key_file_name(tm));
+                     "manager's, it runs --insecure, or a proxy in between "
+                     "closed the connection", key_file_name(tm));
         if (!link->welcomed) {
             spits_error("the job manager at %s refused the handshake: %s",
                         link->endpoint, why);

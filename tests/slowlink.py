@@ -15,8 +15,9 @@ import threading
 import time
 
 
-def pump(src, dst, rate):
+def pump(src, dst, rate, done):
     chunk = max(1, rate // 50)          # about 50 chunks a second
+    failed = False
     try:
         while True:
             data = src.recv(chunk)
@@ -25,13 +26,20 @@ def pump(src, dst, rate):
             dst.sendall(data)
             time.sleep(len(data) / rate)
     except OSError:
-        pass
-    # One side closed: close the other, so each end sees what happened.
-    for s in (src, dst):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        failed = True
+    # Pass the end on as TCP would: this direction is over (FIN), and the
+    # other direction still delivers what is on its way, such as the last
+    # words of a peer that exits. Closing both at once here would drop them.
+    for s, how in ((dst, socket.SHUT_WR), (src, socket.SHUT_RD)):
+        if how == socket.SHUT_WR or failed:
+            try:
+                s.shutdown(how)
+            except OSError:
+                pass
+    if done.acquire(blocking=False):
+        return                          # the other direction is still on
+    src.close()
+    dst.close()
 
 
 def main():
@@ -50,8 +58,11 @@ def main():
         except OSError:
             client.close()
             continue
+        # The second pump of a pair to finish closes both sockets.
+        done = threading.Semaphore(1)
         for a, b in ((client, server), (server, client)):
-            threading.Thread(target=pump, args=(a, b, rate), daemon=True).start()
+            threading.Thread(target=pump, args=(a, b, rate, done),
+                             daemon=True).start()
 
 
 if __name__ == "__main__":
