@@ -21,6 +21,7 @@
 #include "dispatch_int.h"
 #include "generator.h"
 #include "log.h"
+#include "model.h"
 #include "phase.h"
 #include "status.h"
 #include "stop.h"
@@ -247,6 +248,32 @@ static void live_update(jm_disp_t *d)
     l->rate = jm_progress_rate(&d->progress, d->now, l->resolved);
 }
 
+/* The STATUS document: the live snapshot (status.c), and what the
+ * dashboard draws besides: the timeline so far, the first poison tasks
+ * and the performance model of the tasks run so far. */
+static json_t *status_doc(jm_disp_t *d)
+{
+    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now);
+    if (!doc)
+        return NULL;
+    if (!d->phase)
+        json_object_set_new(doc, "state", json_string("between phases"));
+    uint64_t resolved = d->resolved_before + (d->phase ? d->live.resolved : 0);
+    json_t *failed = json_array(), *totals = jm_disp_tm_totals_json(d, 0);
+    for (size_t i = 0; failed && i < d->nfailed; i++)
+        json_array_append_new(failed, json_pack("{s:i, s:I, s:s}",
+            "phase", (int)d->failed[i].phase, "task", (json_int_t)d->failed[i].id,
+            "reason", spits_wire_status_name(d->failed[i].status)));
+    json_object_set_new(doc, "timeline", jm_timeline_json(&d->timeline, resolved,
+                                                          DISP_LIVE_EVENTS));
+    json_object_set_new(doc, "failed_tasks", failed);
+    json_object_set_new(doc, "model", jm_model_json(&d->st, totals,
+        json_object_get(doc, "jm"), resolved,
+        json_number_value(json_object_get(doc, "elapsed_s")), NULL, 0));
+    json_decref(totals);
+    return doc;
+}
+
 /* spits-status asks; the answer goes to its routing id. It is not a TM. */
 static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
 {
@@ -254,9 +281,7 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
      * next, so a status client in a loop costs the job a send per request,
      * not a JSON document and a /proc read. */
     if (!d->status.len || d->now - d->status_at >= DISP_TICK_MS) {
-        json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now);
-        if (doc && !d->phase)
-            json_object_set_new(doc, "state", json_string("between phases"));
+        json_t *doc = status_doc(d);
         d->status.len = 0;
         if (!doc || spits_wire_encode_json(&d->status, SPITS_MSG_STATUS,
                                            d->live.phase, doc) != 0)
@@ -688,7 +713,7 @@ const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d) { return &d->st; }
 
 json_t *jm_disp_timeline_json(const jm_disp_t *d)
 {
-    return jm_timeline_json(&d->timeline, d->resolved_before);
+    return jm_timeline_json(&d->timeline, d->resolved_before, JM_TIMELINE_EVENTS);
 }
 
 /* The most TMs report.json lists one by one: those with the most tasks

@@ -37,6 +37,8 @@
 #define DISP_BATCH_BYTES (4u << 20)  /* a TASKS message's soft size cap */
 #define DISP_RECV_BURST 256          /* messages per poll wake-up */
 #define DISP_TICK_MS 100
+#define DISP_LIVE_FAILED 100         /* poison tasks STATUS names */
+#define DISP_LIVE_EVENTS 256         /* TM joins/leaves STATUS carries */
 #define DISP_PROBE_MS 1500           /* probe window after a disconnect */
 #define DISP_BUSY_LOG_MS 60000       /* "busy, not lost" said at most this often */
 #define MONITOR_EP "inproc://spits-jm-monitor"
@@ -84,6 +86,11 @@ struct jm_disp {
     jm_timeline_t timeline;          /* for report.json */
     uint64_t resolved_before;        /* resolutions of finished phases */
     int alive_workers;               /* workers of the TMs alive now */
+    struct {                         /* the first poison tasks, for STATUS */
+        uint32_t phase, status;      /* (the committer's list, phase.h, */
+        uint64_t id;                 /* is the committer thread's) */
+    } failed[DISP_LIVE_FAILED];
+    size_t nfailed;
     spits_buf_t status;              /* the last STATUS answer, encoded */
     int64_t status_at;               /* when it was built */
     jm_disp_stats_t st;

@@ -11,6 +11,7 @@
 #include "jm.h"
 #include "jobdir.h"
 #include "log.h"
+#include "model.h"
 #include "phase.h"
 #include "reporthtml.h"
 #include "status.h"
@@ -37,42 +38,6 @@ static const char *status_word(int exit_code, const jm_t *jm)
         !jm->opt.commit_errors_ignore)
         return "commit-errors";
     return exit_code == 0 ? "ok" : "module-error";
-}
-
-/* The PY-PITS performance model, max(N*T/W, N*S/BW), next to the
- * measured makespan: N tasks run here, T the mean task time the TMs
- * measured (STATS), W the most workers alive at once, S the mean bytes
- * moved per task (in + out), BW the bytes the JM moved per second of its
- * own CPU time: what it could move saturated, which traffic seen from an
- * unsaturated job cannot tell. The larger bound says whether the job was
- * worker- or JM-bound. Unknown terms (no run reported) are null. */
-static json_t *model_json(const jm_disp_stats_t *ds, json_t *totals, json_t *usage,
-                          uint64_t n, double makespan, char *line, size_t linelen)
-{
-    double busy = json_number_value(json_object_get(totals, "busy_s"));
-    double runs = (double)json_integer_value(json_object_get(totals, "runs"));
-    double bytes = (double)(ds->bytes_in + ds->bytes_out);
-    double task_s = runs > 0 ? busy / runs : -1;
-    double s = n ? bytes / (double)n : 0;
-    double cpu = json_number_value(json_object_get(usage, "cpu_user_s")) +
-                 json_number_value(json_object_get(usage, "cpu_system_s"));
-    double bw = cpu > 0 && bytes > 0 ? bytes / cpu : -1;
-    double wb = n && task_s >= 0 && ds->peak_workers > 0
-                    ? (double)n * task_s / ds->peak_workers : -1;
-    double bb = n && bw > 0 ? (double)n * s / bw : -1;
-    double pred = wb < 0 || bb < 0 ? -1 : wb > bb ? wb : bb;
-#define OR_NULL(x) ((x) >= 0 ? json_real(x) : json_null())
-    json_t *m = json_pack("{s:I, s:o, s:i, s:f, s:o, s:o, s:o, s:o, s:f, s:o}",
-        "tasks", (json_int_t)n, "task_s", OR_NULL(task_s),
-        "workers", ds->peak_workers, "bytes_per_task", s,
-        "bandwidth_mb_s", bw > 0 ? json_real(bw / 1e6) : json_null(),
-        "worker_bound_s", OR_NULL(wb), "bandwidth_bound_s", OR_NULL(bb),
-        "predicted_s", OR_NULL(pred), "measured_s", makespan,
-        "bound", pred < 0 ? json_null()
-                          : json_string(wb >= bb ? "workers" : "bandwidth"));
-#undef OR_NULL
-    spits_model_line(m, line, linelen);
-    return m;
 }
 
 int jm_report_write(jm_t *jm, int exit_code, double finished)
@@ -133,7 +98,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
             "out_mb_s", finished > jm->started ? ds->bytes_out / 1e6 / (finished - jm->started) : 0.0),
         "phases", phases, "failed_tasks", failed,
         "tms", tms, "tm_totals", totals,
-        "model", model_json(ds, totals, usage, committed - replayed + nfailed, makespan,
+        "model", jm_model_json(ds, totals, usage, committed - replayed + nfailed, makespan,
                             model, sizeof model),
         "counters",
         "generated", (json_int_t)generated, "committed", (json_int_t)committed,

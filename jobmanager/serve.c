@@ -253,6 +253,11 @@ static void commit_note(jm_disp_t *d, const spits_rec_t *rec, uint64_t hash,
         d->ncommit_rx++;
         return;
     }
+    if (d->nfailed < DISP_LIVE_FAILED) {
+        d->failed[d->nfailed].phase = d->phase->st.id;
+        d->failed[d->nfailed].status = rec->status;
+        d->failed[d->nfailed++].id = rec->id;
+    }
     spits_warn("task %llu of phase %u: %d run(s), the last %s; giving up on "
                "it (poison task)", (unsigned long long)rec->id,
                d->phase->st.id, d->jm->opt.max_attempts,

@@ -42,15 +42,17 @@ void jm_timeline_event(jm_timeline_t *tl, int join, const jm_tm_t *tm)
              tm->host);
 }
 
-json_t *jm_timeline_json(const jm_timeline_t *tl, uint64_t resolved)
+json_t *jm_timeline_json(const jm_timeline_t *tl, uint64_t resolved,
+                         size_t max_events)
 {
     json_t *pts = json_array(), *evs = json_array();
+    size_t first = tl->nevents > max_events ? tl->nevents - max_events : 0;
     for (size_t i = 0; i < tl->npoints; i++)
         json_array_append_new(pts, json_pack("[f, I]", (double)tl->points[i].t,
                                              (json_int_t)tl->points[i].resolved));
     json_array_append_new(pts, json_pack("[f, I]", spits_wall_time() - tl->started,
                                          (json_int_t)resolved));
-    for (size_t i = 0; i < tl->nevents; i++) {
+    for (size_t i = first; i < tl->nevents; i++) {
         json_array_append_new(evs, json_pack("{s:f, s:s, s:s, s:I}",
             "t", (double)tl->events[i].t,
             "event", tl->events[i].join ? "join" : "leave",
@@ -58,5 +60,5 @@ json_t *jm_timeline_json(const jm_timeline_t *tl, uint64_t resolved)
     }
     return json_pack("{s:f, s:o, s:o, s:I}", "interval_s", tl->every_ms / 1000.0,
                      "points", pts, "tm_events", evs,
-                     "tm_events_dropped", (json_int_t)tl->dropped);
+                     "tm_events_dropped", (json_int_t)(tl->dropped + first));
 }

@@ -1,12 +1,13 @@
 /*
- * timeline.h - the job's history for report.json (and spits-plot): tasks
- * resolved over time, and the TMs' joins and leaves.
+ * timeline.h - the job's history for report.json (and spits-plot), and so
+ * far for STATUS (the dashboard): tasks resolved over time, and the TMs'
+ * joins and leaves.
  *
  * Points are taken once per interval; when the array fills, every other
  * point is dropped and the interval doubles, so a job of any length keeps
  * a bounded, evenly spaced history. Events beyond their bound are counted
- * as dropped. The dispatcher thread owns the timeline; the report reads it
- * after the dispatcher has ended.
+ * as dropped. The dispatcher thread owns the timeline: it reads it for
+ * STATUS itself, and the report reads it after the dispatcher has ended.
  */
 #ifndef SPITS_JM_TIMELINE_H
 #define SPITS_JM_TIMELINE_H
@@ -41,7 +42,9 @@ void jm_timeline_sample(jm_timeline_t *tl, int64_t now_ms, uint64_t resolved);
 /* TM tm joined (join 1) or left (0), now. */
 void jm_timeline_event(jm_timeline_t *tl, int join, const jm_tm_t *tm);
 /* {interval_s, points: [[t, resolved]...], tm_events, tm_events_dropped},
- * with a last point of resolved at the end. A new reference. */
-json_t *jm_timeline_json(const jm_timeline_t *tl, uint64_t resolved);
+ * with a last point of resolved at the end, and the newest max_events
+ * events (the older ones count as dropped). A new reference. */
+json_t *jm_timeline_json(const jm_timeline_t *tl, uint64_t resolved,
+                         size_t max_events);
 
 #endif

@@ -16,7 +16,7 @@
 #include "reporthtml.h"
 #include "svgplot.h"
 
-static const char *html_css =
+const char *const spits_html_css =
     "body{font-family:sans-serif;margin:1.5em;color:#222;max-width:64em}"
     "h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}"
     "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
@@ -58,7 +58,7 @@ static void html_head(const json_t *rep, FILE *f)
     spits_xml_escape(f, html_str(rep, "job_id"));
     fputs(": ", f);
     spits_xml_escape(f, html_str(rep, "status"));
-    fprintf(f, "</title>\n<style>%s</style>\n</head><body>\n", html_css);
+    fprintf(f, "</title>\n<style>%s</style>\n</head><body>\n", spits_html_css);
 }
 
 /* The job, its end state and whether it can go on. */
@@ -185,7 +185,7 @@ static void html_tms(const json_t *top, size_t total, FILE *f)
     html_more(f, total, json_array_size(top), "TMs");
 }
 
-static void html_failed(const json_t *rep, FILE *f)
+void spits_html_failed(const json_t *rep, FILE *f)
 {
     const json_t *failed = json_object_get(rep, "failed_tasks"), *t;
     size_t i, n = json_array_size(failed);
@@ -206,8 +206,7 @@ static void html_failed(const json_t *rep, FILE *f)
     html_more(f, n, i, "failed tasks");
 }
 
-/* The timeline with a lane for each TM of top. */
-static void html_timeline(const json_t *rep, json_t *top, FILE *f)
+void spits_html_timeline(const json_t *rep, json_t *top, FILE *f)
 {
     char what[256];
     json_t *view = json_copy((json_t *)rep);
@@ -233,9 +232,9 @@ int spits_report_html(const json_t *rep, FILE *f)
     html_head(rep, f);
     html_summary(rep, f);
     html_counts(rep, f);
-    html_timeline(rep, top, f);
+    spits_html_timeline(rep, top, f);
     html_tms(top, json_array_size(tms), f);
-    html_failed(rep, f);
+    spits_html_failed(rep, f);
     html_phases(rep, f);
     fprintf(f, "<p class=\"more\">written by spits %s; every number is in "
                "report.json next to this file</p>\n</body></html>\n", PACKAGE_VERSION);

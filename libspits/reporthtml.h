@@ -31,6 +31,17 @@ int spits_report_html_write(const char *path, const json_t *rep, char *err,
  * that order: a new array holding references, or NULL without memory. */
 json_t *spits_html_top_tms(const json_t *tms, size_t max);
 
+/* The pages' style sheet (report.html and spits-status --serve's). */
+extern const char *const spits_html_css;
+
+/* The "Timeline" section of rep (job_id, status, seconds, timeline), with
+ * a lane for each TM of top. */
+void spits_html_timeline(const json_t *rep, json_t *top, FILE *f);
+
+/* The "Failed tasks" section of rep's failed_tasks, cut to
+ * SPITS_HTML_ROWS. */
+void spits_html_failed(const json_t *rep, FILE *f);
+
 /* The performance model's line ("model: max(N*T/W, N*S/BW) = ..."), from
  * report.json's "model" object; empty when a term is unknown. */
 void spits_model_line(const json_t *model, char *line, size_t len);

@@ -1,9 +1,10 @@
 #!/bin/bash
 # spits-status --serve as a person uses it: during a job, every request
 # without the printed token is refused (403), the page loaded in headless
-# Chromium shows the job id, a committed count that grows between two
-# loads and the Task Manager's row, and its script refreshes the page in
-# place (without a reload). A screenshot goes to spits-logs/status.png.
+# Chromium shows the job id, the Task Managers' rows (sorted as asked),
+# the failed task, the model line, and a committed count and a timeline
+# that grow between two loads; its script refreshes the page in place
+# (without a reload). A screenshot goes to spits-logs/status.png.
 . "$(dirname "$0")/lib.sh"
 
 need_chromium
@@ -14,9 +15,18 @@ for bad in localhost:1 127.0.0.1:99999 127.0.0.1; do
     [ $rc = 2 ] && [ "$(wc -l <"$T/bad.out")" = 1 ] && grep -q "ADDR:PORT.*'$bad'" "$T/bad.out" ||
         fail "--serve $bad: exit $rc, said: $(cat "$T/bad.out")"
 done
-start_jm live "$MODS/bench.so" -n 6000 -s 20000
+# Task 3 fails on every run: a poison task the page must name while the
+# job still runs; the last task waits for a file no one makes, so the job
+# outlasts the test. Two TMs, so the table has rows to sort.
+start_jm live "$MODS/bench.so" -n 6000 -s 20000 -f 3 -G "$T/gate"
 start_tm live tm -n 2
-wait_for "[ -n \"\$(committed live)\" ] && [ \"\$(committed live)\" -gt 0 ]" 60 "a first commit"
+tm1=$TM_PID
+start_tm live tm2 -n 2
+tm2=$TM_PID
+ready() {
+    [ "$(live live 'len(d.get("failed_tasks", [])) > 0 and len(d.get("tms", [])) == 2 and d["model"]["predicted_s"] is not None')" = True ]
+}
+wait_for ready 90 "the failed task, both TMs and a model figure in the live status"
 job=$(json "$T/live.status" "d['job_id']")
 "$top_builddir/tools/spits-status" --jobdir "$T/live" --serve 127.0.0.1:0 \
     >"$T/serve.out" 2>"$T/serve.log" &
@@ -25,45 +35,85 @@ wait_for "grep -q token= '$T/serve.out'" 30 "spits-status --serve to print its U
 url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/?token=[0-9a-f]*' "$T/serve.out") ||
     fail "no URL on 127.0.0.1 with a token in: $(cat "$T/serve.out")"
 base=${url%%\?*}
+token=${url##*token=}
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 [ "$(code "$base")" = 403 ] || fail "the page without a token was not refused"
 [ "$(code "${base}status.json")" = 403 ] || fail "status.json without a token was not refused"
+[ "$(code "${base}live")" = 403 ] || fail "the live part without a token was not refused"
 [ "$(code "${base}?token=00")" = 403 ] || fail "a wrong token was not refused"
 [ "$(code -X POST --data x "${base}status.json")" = 403 ] || fail "a POST without a token was not refused"
 [ "$(code -X POST --data x "$url")" = 405 ] || fail "a POST was not refused as read-only"
 [ "$(code "$url")" = 200 ] || fail "the page with its token was refused"
+[ "$(code "${base}live?token=$token&sort=%3Cx%3E&page=-7")" = 200 ] ||
+    fail "a bad sort or page was not taken as the default view"
+# A page past the last shows the last one: both TMs, by pid.
+rows=$(curl -s "${base}live?token=$token&sort=pid&page=9" | grep -c '<tr class="tm">')
+[ "$rows" = 2 ] || fail "page 9 of a 1-page table shows $rows TM row(s), not 2"
 
-# The DOM after a load: id -> text, and the TM table's rows.
+# The DOM after a load, as one JSON object: id -> text, the TM rows'
+# cells, the failed tasks' cells, the timeline's point count.
 dom() {
     chrome --dump-dom "$@" >"$T/dom.html" || fail "chromium could not load the page"
-    "$PY" - "$T/dom.html" <<'PY'
-import sys
+    "$PY" - "$T/dom.html" >"$T/dom.json" <<'PY'
+import json, sys
 from html.parser import HTMLParser
 class P(HTMLParser):
     def __init__(self):
-        super().__init__(); self.ids = []; self.text = {}; self.rows = 0
+        super().__init__(); self.stack = []; self.text = {}; self.rows = {}; self.points = 0
     def handle_starttag(self, tag, attrs):
-        i = dict(attrs).get('id')
-        if tag == 'tr' and 'tms' in self.ids: self.rows += 1
-        self.ids.append(i)
+        a = dict(attrs)
+        if tag == 'tr' and a.get('class') in ('tm', 'failed-task'):
+            self.rows.setdefault(a['class'], []).append([])
+        if tag == 'polyline' and a.get('class') == 'timeline':
+            self.points = len(a.get('points', '').split())
+        if tag not in ('br', 'line', 'rect', 'polyline', 'meta'):
+            self.stack.append((tag, a.get('id'), a.get('class')))
     def handle_endtag(self, tag):
-        if self.ids: self.ids.pop()
+        if tag not in ('br', 'line', 'rect', 'polyline', 'meta') and self.stack:
+            self.stack.pop()
     def handle_data(self, d):
-        for i in self.ids:
+        for tag, i, c in self.stack:
             if i: self.text[i] = self.text.get(i, '') + d
+        if self.stack and self.stack[-1][0] == 'td':
+            for tag, i, c in reversed(self.stack):
+                if tag == 'tr' and c in self.rows:
+                    self.rows[c][-1].append(d); break
 p = P(); p.feed(open(sys.argv[1]).read())
-print(p.text.get('job-id', ''), p.text.get('committed', ''), p.rows, p.text.get('updated', ''))
+print(json.dumps({'text': p.text, 'tms': p.rows.get('tm', []),
+                  'failed': p.rows.get('failed-task', []), 'points': p.points}))
 PY
 }
-read -r id1 c1 rows1 _ < <(dom "$url")
-[ "$id1" = "$job" ] || fail "the page shows job '$id1', not $job"
-[ "$rows1" = 1 ] || fail "the page shows $rows1 TM row(s), not 1"
-wait_for "[ \"\$(committed live)\" -gt $c1 ]" 60 "a commit after the first load"
-read -r id2 c2 rows2 _ < <(dom "$url")
-[ "$c2" -gt "$c1" ] || fail "committed did not grow between two loads ($c1, then $c2)"
-# Timers run: the script fetched status.json and updated the page in place.
-read -r _ _ _ updated < <(dom --virtual-time-budget=5000 "$url")
-[ -n "$updated" ] && [ "$updated" != now ] || fail "the page's script did not refresh it ('$updated')"
-chrome --screenshot="$LOGDIR/status.png" --window-size=1200,700 "$url" >/dev/null ||
+q() { json "$T/dom.json" "$1"; }
+dom "$url"
+[ "$(q "d['text']['job-id']")" = "$job" ] || fail "the page shows job '$(q "d['text'].get('job-id')")', not $job"
+[ "$(q "len(d['tms'])")" = 2 ] || fail "the page shows $(q "len(d['tms'])") TM row(s), not 2"
+[ "$(q "d['failed']")" = "[['1', '3', 'failed']]" ] ||
+    fail "the failed tasks read $(q "d['failed']"), not task 3 of phase 1"
+q "d['text']['model']" | grep -Eq '^so far, model: max\(N\*T/W, N\*S/BW\) = max\(' ||
+    fail "no model line: '$(q "d['text'].get('model')")'"
+c1=$(q "int(d['text']['committed'])")
+p1=$(q "d['points']")
+[ "$p1" -ge 2 ] || fail "the timeline has $p1 point(s)"
+# Sorted by pid, the smaller pid comes first; by done, the larger count.
+lo=$(( tm1 < tm2 ? tm1 : tm2 ))
+dom "$url&sort=pid"
+[ "$(q "d['tms'][0][1]")" = "$lo" ] || fail "sorted by pid, the first row is $(q "d['tms'][0]")"
+dom "$url&sort=done"
+[ "$(q "int(d['tms'][0][4]) >= int(d['tms'][1][4])")" = True ] ||
+    fail "sorted by done, the rows are $(q "d['tms']")"
+grown() {
+    [ "$(live live "len(d['timeline']['points']) > $p1 and d['tasks']['committed'] > $c1")" = True ]
+}
+wait_for grown 60 "a new timeline point and a commit after the first load"
+dom "$url"
+[ "$(q "int(d['text']['committed'])")" -gt "$c1" ] || fail "committed did not grow between two loads"
+[ "$(q "d['points']")" -gt "$p1" ] || fail "the timeline did not grow between two loads ($p1 points, then $(q "d['points']"))"
+# Timers run: the script fetched the live part and swapped it in place.
+dom --virtual-time-budget=5000 "$url"
+updated=$(q "d['text']['updated']")
+[ -n "$updated" ] && [ "$updated" != now ] && [ "$updated" != "no answer" ] ||
+    fail "the page's script did not refresh it ('$updated')"
+[ "$(q "len(d['tms'])")" = 2 ] || fail "after a refresh the page shows $(q "len(d['tms'])") TM row(s)"
+chrome --screenshot="$LOGDIR/status.png" --window-size=1200,1400 "$url" >/dev/null ||
     fail "chromium could not take a screenshot"
 echo ok

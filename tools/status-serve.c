@@ -2,18 +2,23 @@
  * status-serve.c - spits-status --serve: one job's page over HTTP.
  *
  * GET /?token=T is the page: while the job runs, its state, a progress bar
- * with rate and ETA, and its Task Managers (the 50 with most tasks done),
- * drawn on the server so that it shows without JavaScript, plus a small
- * inline script that fetches /status.json?token=T every 2 s and updates
- * the page without reloading it. Once the job is over, the page is its
- * report (reporthtml.c). The data is what spits-status reads anyway (the
- * fetch callback): nothing here can send the JM anything but STATUS.
+ * with rate and ETA, the counts, the performance model so far, the commit
+ * timeline so far (with lanes for the busiest TMs), the Task Managers (50
+ * rows a page, sorted by any column: &sort=KEY&page=N) and the failed
+ * tasks, all drawn on the server so that it shows without JavaScript.
+ * A small inline script fetches /live (that part alone, same view) every
+ * 2 s and swaps it in without reloading the page. /status.json is the
+ * document itself. Once the job is over, the page is its report
+ * (reporthtml.c) and /live answers 409. The data is what spits-status
+ * reads anyway (the fetch callback): nothing here can send the JM
+ * anything but STATUS.
  *
  * Safe by default: libmicrohttpd parses HTTP (no parser of ours), the
  * address is 127.0.0.1 unless given, every request without the random
  * token printed in the URL gets 403 (compared in constant time), and only
  * GET and HEAD are served.
  */
+#define _GNU_SOURCE             /* qsort_r */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <pthread.h>
@@ -30,7 +35,8 @@
 #include "util.h"
 
 #define SERVE_TOKEN_BYTES 16
-#define SERVE_TMS 50
+#define SERVE_TMS 50            /* TM rows a page shows */
+#define SERVE_LANES 20          /* TM lanes under the live timeline */
 
 typedef struct {
     status_fetch_fn fetch;
@@ -38,26 +44,41 @@ typedef struct {
     char token[2 * SERVE_TOKEN_BYTES + 1];
 } serve_t;
 
+/* What one request asked to see: the TM table's order and page. */
+typedef struct {
+    const char *token;
+    int sort;                   /* index in serve_sorts */
+    long page;                  /* from 0 */
+} serve_view_t;
+
+/* The TM table's columns, in order: the status document's key, its
+ * heading, and whether it sorts with the largest first. */
+static const struct {
+    const char *key, *label;
+    int desc;
+} serve_sorts[] = {
+    {"host", "host", 0},
+    {"pid", "pid", 0},
+    {"workers", "workers", 1},
+    {"busy", "busy now", 1},
+    {"done", "done", 1},
+    {"failed", "failed", 1},
+    {"busy_s", "busy s", 1},
+    {"last_heard_s", "last heard (s)", 1},
+};
+#define SERVE_NSORTS (sizeof serve_sorts / sizeof *serve_sorts)
+#define SERVE_SORT_DEFAULT 4    /* done: the busiest TMs first */
+
+/* Every 2 s the script asks for the live part again (the same view) and
+ * swaps it in; once the job is over (409) it loads the page, which is
+ * then the job's report. */
 static const char *serve_script =
-    "(function(){var q=new URLSearchParams(location.search).get('token');"
-    "function set(i,v){document.getElementById(i).textContent=v;}"
-    "function row(m){var tr=document.createElement('tr');"
-    "[m.host,m.pid,m.workers,m.busy,m.done,m.failed,(m.last_heard_s||0).toFixed(1)]"
-    ".forEach(function(v){var td=document.createElement('td');td.textContent=v;"
-    "tr.appendChild(td);});return tr;}"
-    "function tick(){fetch('status.json?token='+encodeURIComponent(q))"
-    ".then(function(r){return r.json();}).then(function(d){"
-    "if(!d.tasks){location.reload();return;}var k=d.tasks;"
-    "set('phase',d.phase);set('state',d.state);set('elapsed',d.elapsed_s.toFixed(1));"
-    "set('committed',k.committed);set('failed',k.failed);set('total',k.total);"
-    "var b=document.getElementById('bar');b.max=Math.max(k.total,1);b.value=k.committed;"
-    "set('rate',Math.round(d.rate_per_s));"
-    "set('eta',d.eta_s==null?'unknown':Math.round(d.eta_s)+' s');"
-    "var t=(d.tms||[]).slice().sort(function(a,b){return b.done-a.done;});"
-    "set('ntms',t.length);var tb=document.getElementById('tms');tb.textContent='';"
-    "t.slice(0,50).forEach(function(m){tb.appendChild(row(m));});"
-    "set('updated',new Date().toLocaleTimeString());})"
-    ".catch(function(){set('updated','no answer');});}"
+    "(function(){function tick(){fetch('live'+location.search)"
+    ".then(function(r){if(r.status==409){location.reload();return null;}"
+    "if(!r.ok)throw r.status;return r.text();}).then(function(h){if(h==null)return;"
+    "document.getElementById('live').innerHTML=h;"
+    "document.getElementById('updated').textContent=new Date().toLocaleTimeString();})"
+    ".catch(function(){document.getElementById('updated').textContent='no answer';});}"
     "setInterval(tick,2000);})();";
 
 static long long serve_int(const json_t *o, const char *k)
@@ -70,53 +91,166 @@ static double serve_num(const json_t *o, const char *k)
     return json_number_value(json_object_get(o, k));
 }
 
-static void serve_tms(const json_t *tms, FILE *f)
+static int serve_cmp(const void *a, const void *b, void *arg)
 {
-    json_t *top = spits_html_top_tms(tms, SERVE_TMS), *t;
-    size_t i;
-    json_array_foreach(top, i, t) {
-        fputs("<tr><td>", f);
-        spits_xml_escape(f, json_string_value(json_object_get(t, "host")));
-        fprintf(f, "</td><td>%lld</td><td>%lld</td><td>%lld</td><td>%lld</td>"
-                   "<td>%lld</td><td>%.1f</td></tr>\n", serve_int(t, "pid"),
-                serve_int(t, "workers"), serve_int(t, "busy"), serve_int(t, "done"),
-                serve_int(t, "failed"), serve_num(t, "last_heard_s"));
+    int sort = *(const int *)arg;
+    const json_t *x = json_object_get(*(json_t *const *)a, serve_sorts[sort].key);
+    const json_t *y = json_object_get(*(json_t *const *)b, serve_sorts[sort].key);
+    int c;
+    if (json_is_string(x) || json_is_string(y)) {
+        const char *sx = json_string_value(x), *sy = json_string_value(y);
+        c = strcmp(sx ? sx : "", sy ? sy : "");
+    } else {
+        double dx = json_number_value(x), dy = json_number_value(y);
+        c = dx < dy ? -1 : dx > dy;
     }
+    return serve_sorts[sort].desc ? -c : c;
+}
+
+/* A link to this page in view v with sort and page changed. */
+static void serve_link(FILE *f, const serve_view_t *v, int sort, long page,
+                       const char *text)
+{
+    fprintf(f, "<a href=\"?token=%s&amp;sort=%s&amp;page=%ld\">", v->token,
+            serve_sorts[sort].key, page);
+    spits_xml_escape(f, text);
+    fputs("</a>", f);
+}
+
+/* One page of the TMs, in the view's order: at thousands of TMs the
+ * table stays SERVE_TMS rows, with links to sort by any column and to
+ * page through the rest. */
+static void serve_tms(const json_t *tms, const serve_view_t *v, FILE *f)
+{
+    size_t n = json_array_size(tms), pages = (n + SERVE_TMS - 1) / SERVE_TMS;
+    size_t page = (size_t)v->page < pages ? (size_t)v->page : pages ? pages - 1 : 0;
+    json_t **row = malloc((n ? n : 1) * sizeof *row);
+    if (!row) {
+        fputs("<p class=\"bad\">out of memory listing the TMs</p>\n", f);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        row[i] = json_array_get(tms, i);
+    qsort_r(row, n, sizeof *row, serve_cmp, (void *)&v->sort);
+    fprintf(f, "<h2>Task Managers (<span id=\"ntms\">%zu</span>)</h2>\n<table id=\"tms\">"
+               "<thead><tr>", n);
+    for (int c = 0; c < (int)SERVE_NSORTS; c++) {
+        fputs(c == v->sort ? "<th class=\"sorted\">" : "<th>", f);
+        serve_link(f, v, c, 0, serve_sorts[c].label);
+        fputs("</th>", f);
+    }
+    fputs("</tr></thead><tbody>\n", f);
+    for (size_t i = page * SERVE_TMS; i < n && i < (page + 1) * SERVE_TMS; i++) {
+        fputs("<tr class=\"tm\"><td>", f);
+        spits_xml_escape(f, json_string_value(json_object_get(row[i], "host")));
+        fprintf(f, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
+                   "<td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">%lld"
+                   "</td><td class=\"n\">%.1f</td><td class=\"n\">%.1f</td></tr>\n",
+                serve_int(row[i], "pid"), serve_int(row[i], "workers"),
+                serve_int(row[i], "busy"), serve_int(row[i], "done"),
+                serve_int(row[i], "failed"), serve_num(row[i], "busy_s"),
+                serve_num(row[i], "last_heard_s"));
+    }
+    fputs("</tbody></table>\n", f);
+    free(row);
+    if (pages <= 1)
+        return;
+    fprintf(f, "<p id=\"pages\">page <span id=\"page\">%zu</span> of %zu ", page + 1, pages);
+    if (page > 0)
+        serve_link(f, v, v->sort, (long)page - 1, "previous");
+    fputs(" ", f);
+    if (page + 1 < pages)
+        serve_link(f, v, v->sort, (long)page + 1, "next");
+    fputs("</p>\n", f);
+}
+
+/* "<tr><th>label</th><td id=count-key>N</td></tr>" of an object's count. */
+static void serve_count(FILE *f, const json_t *o, const char *key, const char *id,
+                        const char *label)
+{
+    fprintf(f, "<tr><th>%s</th><td class=\"n\" id=\"count-%s\">%lld</td></tr>\n",
+            label, id, serve_int(o, key));
+}
+
+/* The timeline so far, with lanes for the busiest TMs: the report's
+ * drawing (reporthtml.c) of a document that says "running". */
+static void serve_timeline(const json_t *d, FILE *f)
+{
+    json_t *view = json_pack("{s:O, s:s, s:f, s:O}", "job_id",
+                             json_object_get(d, "job_id"), "status", "running",
+                             "seconds", serve_num(d, "elapsed_s"),
+                             "timeline", json_object_get(d, "timeline"));
+    json_t *top = spits_html_top_tms(json_object_get(d, "tms"), SERVE_LANES);
+    if (view && top)
+        spits_html_timeline(view, top, f);
+    json_decref(view);
     json_decref(top);
 }
 
-/* The live page of a STATUS document. */
-static void serve_live(const json_t *d, FILE *f)
+/* The part of the live page the script refreshes: state, progress,
+ * counts, the model so far, the timeline, the TMs and the failed tasks. */
+static void serve_live_part(const json_t *d, const serve_view_t *v, FILE *f)
 {
     const json_t *k = json_object_get(d, "tasks"), *eta = json_object_get(d, "eta_s");
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-          "<title>spits job (live)</title><style>body{font-family:sans-serif;"
-          "margin:1.5em}td,th{padding:2px 8px;text-align:right}progress{width:30em}"
-          "</style></head><body>\n<h1>spits job <span id=\"job-id\">", f);
-    spits_xml_escape(f, json_string_value(json_object_get(d, "job_id")));
-    fputs("</span> (live)</h1>\n<p>module <code>", f);
-    spits_xml_escape(f, json_string_value(json_object_get(d, "module")));
-    fprintf(f, "</code></p>\n<p>phase <span id=\"phase\">%lld</span>, <span id=\"state\">",
-            serve_int(d, "phase"));
+    const json_t *tc = json_object_get(d, "tm_counts");
+    long long total = serve_int(k, "total"), done = serve_int(k, "committed");
+    char model[256];
+
+    fprintf(f, "<p>phase <span id=\"phase\">%lld</span>, <span class=\"state ok\" "
+               "id=\"state\">", serve_int(d, "phase"));
     spits_xml_escape(f, json_string_value(json_object_get(d, "state")));
-    fprintf(f, "</span> for <span id=\"elapsed\">%.1f</span> s</p>\n<p><progress id=\"bar\" "
-               "max=\"%lld\" value=\"%lld\"></progress><br><span id=\"committed\">%lld"
-               "</span> of <span id=\"total\">%lld</span> committed, <span id=\"failed\">"
-               "%lld</span> failed; <span id=\"rate\">%.0f</span> tasks/s, ETA "
-               "<span id=\"eta\">", serve_num(d, "elapsed_s"),
-            serve_int(k, "total") > 0 ? serve_int(k, "total") : 1,
-            serve_int(k, "committed"), serve_int(k, "committed"), serve_int(k, "total"),
-            serve_int(k, "failed"), serve_num(d, "rate_per_s"));
+    fprintf(f, "</span> for <span id=\"elapsed\">%.1f</span> s</p>\n<p><progress "
+               "id=\"bar\" max=\"%lld\" value=\"%lld\"></progress> <span id=\"percent\">",
+            serve_num(d, "elapsed_s"), total > 0 ? total : 1, done);
+    if (total > 0)
+        fprintf(f, "%.1f%%", 100.0 * (double)done / (double)total);
+    else
+        fputs("? % (generation goes on)", f);
+    fprintf(f, "</span><br><span id=\"committed\">%lld</span> of <span id=\"total\">"
+               "%lld</span> committed, <span id=\"failed\">%lld</span> failed; "
+               "<span id=\"rate\">%.0f</span> tasks/s, ETA <span id=\"eta\">",
+            done, total, serve_int(k, "failed"), serve_num(d, "rate_per_s"));
     if (json_is_number(eta))
         fprintf(f, "%.0f s", json_number_value(eta));
     else
         fputs("unknown", f);
-    fprintf(f, "</span></p>\n<h2>Task Managers (<span id=\"ntms\">%zu</span>)</h2>\n"
-               "<table><thead><tr><th>host</th><th>pid</th><th>workers</th><th>busy</th>"
-               "<th>done</th><th>failed</th><th>last heard (s)</th></tr></thead>"
-               "<tbody id=\"tms\">\n", json_array_size(json_object_get(d, "tms")));
-    serve_tms(json_object_get(d, "tms"), f);
-    fprintf(f, "</tbody></table>\n<p>updated <span id=\"updated\">now</span></p>\n"
+    fputs("</span></p>\n<table id=\"counts\">\n", f);
+    serve_count(f, k, "generated", "generated", "tasks generated");
+    serve_count(f, k, "running", "running", "tasks running");
+    serve_count(f, k, "resent", "resent", "tasks re-sent");
+    serve_count(f, k, "duplicates", "duplicates", "duplicate results");
+    serve_count(f, tc, "joins", "tm_joins", "Task Managers (joins)");
+    serve_count(f, tc, "reattaches", "tm_reattaches", "TM re-attaches");
+    serve_count(f, tc, "losses", "tm_losses", "TM losses");
+    serve_count(f, tc, "leaves", "tm_leaves", "TM leaves");
+    fputs("</table>\n<p id=\"model\">", f);
+    spits_model_line(json_object_get(d, "model"), model, sizeof model);
+    if (model[0]) {
+        fputs("so far, ", f);
+        spits_xml_escape(f, model);
+    } else {
+        fputs("model: unknown until a TM reports a task run", f);
+    }
+    fputs("</p>\n", f);
+    serve_timeline(d, f);
+    serve_tms(json_object_get(d, "tms"), v, f);
+    spits_html_failed(d, f);
+}
+
+/* The live page of a STATUS document: drawn on the server, so it shows
+ * without JavaScript; the script only refreshes #live. */
+static void serve_live(const json_t *d, const serve_view_t *v, FILE *f)
+{
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+               "<title>spits job (live)</title><style>%sprogress{width:30em}"
+               "th.sorted a{font-weight:bold}</style></head><body>\n<h1>spits job "
+               "<span id=\"job-id\">", spits_html_css);
+    spits_xml_escape(f, json_string_value(json_object_get(d, "job_id")));
+    fputs("</span> (live)</h1>\n<p>module <code id=\"module\">", f);
+    spits_xml_escape(f, json_string_value(json_object_get(d, "module")));
+    fputs("</code></p>\n<div id=\"live\">\n", f);
+    serve_live_part(d, v, f);
+    fprintf(f, "</div>\n<p>updated <span id=\"updated\">now</span></p>\n"
                "<script>%s</script>\n</body></html>\n", serve_script);
 }
 
@@ -152,21 +286,51 @@ static int serve_token_ok(const serve_t *s, struct MHD_Connection *c)
            sodium_memcmp(t, s->token, strlen(t)) == 0;
 }
 
-/* The page or the JSON of the job now. */
-static enum MHD_Result serve_job(serve_t *s, struct MHD_Connection *c, int json)
+enum { SERVE_PAGE, SERVE_PART, SERVE_JSON };
+
+/* The view a request asks for: an unknown sort or a bad page is the
+ * default (the token was checked, and only hex goes back into links). */
+static void serve_view(const serve_t *s, struct MHD_Connection *c, serve_view_t *v)
+{
+    const char *sort = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sort");
+    const char *page = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "page");
+    char *end;
+    v->token = s->token;
+    v->sort = SERVE_SORT_DEFAULT;
+    v->page = 0;
+    for (int i = 0; sort && i < (int)SERVE_NSORTS; i++)
+        if (strcmp(sort, serve_sorts[i].key) == 0)
+            v->sort = i;
+    if (page) {
+        long p = strtol(page, &end, 10);
+        if (*page && !*end && p > 0 && p < 1000000)
+            v->page = p;
+    }
+}
+
+/* The page, its live part or the JSON of the job now. */
+static enum MHD_Result serve_job(serve_t *s, struct MHD_Connection *c, int what)
 {
     char err[1024], *body = NULL;
     size_t len = 0;
     int live;
+    serve_view_t v;
     json_t *doc = s->fetch(s->arg, &live, err, sizeof err);
     if (!doc)
         return serve_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, err);
+    if (what == SERVE_PART && !live) {
+        json_decref(doc);
+        return serve_text(c, MHD_HTTP_CONFLICT, "the job is over: load the page\n");
+    }
+    serve_view(s, c, &v);
     FILE *f = open_memstream(&body, &len);
     if (f) {
-        if (json)
+        if (what == SERVE_JSON)
             json_dumpf(doc, f, JSON_COMPACT);
+        else if (what == SERVE_PART)
+            serve_live_part(doc, &v, f);
         else if (live)
-            serve_live(doc, f);
+            serve_live(doc, &v, f);
         else
             spits_report_html(doc, f);
         fclose(f);
@@ -175,7 +339,7 @@ static enum MHD_Result serve_job(serve_t *s, struct MHD_Connection *c, int json)
     if (!f || !body)
         return serve_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     return serve_reply(c, MHD_HTTP_OK, body, len,
-                       json ? "application/json" : "text/html; charset=utf-8");
+                       what == SERVE_JSON ? "application/json" : "text/html; charset=utf-8");
 }
 
 static enum MHD_Result serve_request(void *cls, struct MHD_Connection *c,
@@ -192,9 +356,11 @@ static enum MHD_Result serve_request(void *cls, struct MHD_Connection *c,
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return serve_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only\n");
     if (strcmp(url, "/") == 0)
-        return serve_job(s, c, 0);
+        return serve_job(s, c, SERVE_PAGE);
+    if (strcmp(url, "/live") == 0)
+        return serve_job(s, c, SERVE_PART);
     if (strcmp(url, "/status.json") == 0)
-        return serve_job(s, c, 1);
+        return serve_job(s, c, SERVE_JSON);
     return serve_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
