@@ -514,7 +514,10 @@ static void *disp_main(void *arg)
             disp_monitor(d);
         if (d->zap && (items[3].revents & ZMQ_POLLIN))
             jm_zap_handle(d->zap, d->now);
-        if (items[0].revents & ZMQ_POLLIN)
+        /* While probing after a disconnect, read whatever came first: a
+         * drained TM's BYE must be seen before a heartbeat to its closed
+         * connection fails and calls it lost. */
+        if ((items[0].revents & ZMQ_POLLIN) || d->now < d->probe_until)
             disp_recv(d);
         if (d->now >= d->next_tick || d->now < d->probe_until) {
             disp_tick(d);
@@ -768,6 +771,7 @@ json_t *jm_disp_tms_json(const jm_disp_t *d)
 json_t *jm_disp_tm_totals_json(const jm_disp_t *d, size_t listed)
 {
     jm_tm_totals_t sum = *jm_tmtab_evicted(d->tms);
+    sum.done += d->st.done_evicted;   /* from TMs evicted before they sent them */
     for (size_t s = 0; s < jm_tmtab_slots(d->tms); s++) {
         const jm_tm_t *t = jm_tmtab_at(d->tms, s);
         if (!t)

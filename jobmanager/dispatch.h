@@ -25,6 +25,8 @@ typedef struct {
                                  this JM had not sent yet (after --resume) */
     uint64_t stale;           /* results of an earlier phase */
     uint64_t bogus;           /* results for tasks never sent */
+    uint64_t done_evicted;    /* results committed from a TM whose table
+                                 entry was evicted (tm_totals counts them) */
     uint64_t bad_messages;    /* malformed messages dropped */
     uint64_t bytes_in, bytes_out;
     /* TMs, counted per event; a TM is one spits-tm process, known by the

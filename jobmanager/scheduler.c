@@ -520,6 +520,8 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
             jm_late_sample(&s->late, s->now - task->copy_ms);
         if (t)
             t->done++;
+        else
+            s->st->done_evicted++;   /* its sender's entry is gone */
         if (task->copies)
             cancel_note(s, task);
         resolve(s, task);

@@ -12,7 +12,10 @@ n=30
 start_jm burst "$TMODS/bursty.so" $n 2000 "$T/gate"
 jm=$JM_PID
 start_tm burst tm -n 4
-wait_for "grep -q joined $T/burst.jm.log" 30 "the TM to join"
+# The TM says it joined once its module is loaded and its workers run
+# (the JM's "joined" comes at its HELLO, before that: under TSan loading
+# the module took over a second, and the first burst waited for it).
+wait_for "grep -q 'joined job' $T/tm.log" 60 "the TM to join and start its workers"
 touch "$T/gate"
 wait $jm || fail "the job exited $?"
 cat "$T/burst.out"
