@@ -11,6 +11,10 @@
 #   c. spits-shared.sbatch, the JM's Slurm job cancelled mid-job: a new
 #      copy takes the lock over and resumes; the surviving TM job
 #      re-attaches; exact bench checksum.
+#   d-g. spits-alloc: a job with no TM finishes on the TM jobs it submits
+#      (killed with kill -9 and restarted: nothing submitted twice); a
+#      bandwidth-bound job gets fewer jobs than a compute-bound one; a bad
+#      partition is one error; SIGTERM cancels its queued jobs.
 #
 # Run as root: installs slurm-wlm and munge with apt-get when missing.
 # Prints "SKIP: <reason>" and exits 77 when it cannot run (not root, no
@@ -41,7 +45,7 @@ fail() {
 
 [ "$(id -u)" = 0 ] || skip "not root (the test installs packages and starts slurmctld, slurmd and munged)"
 for p in "$top_builddir/jobmanager/spits-jm" "$top_builddir/taskmanager/spits-tm" \
-    "$MODS/primes.so" "$MODS/bench.so"; do
+    "$top_builddir/tools/spits-alloc" "$MODS/primes.so" "$MODS/bench.so"; do
     [ -e "$p" ] || fail "not built: $p"
 done
 
@@ -297,4 +301,157 @@ grep -qx "$want" "$f" || fail "c: no exact checksum ('$want') in the new JM's ou
 [ "$(json "$D/report.json" "d['status'], d['resumed']")" = "ok True" ] ||
     fail "c: report.json: $(json "$D/report.json" "d['status'], d['resumed']")"
 echo "c: JM job cancelled, job $third took over and resumed, exact ($((SECONDS - t0))s)"
+unset SPITS_JOBDIR SPITS_MODULE SPITS_ARGS
+
+# ---- spits-alloc -------------------------------------------------------------
+ALLOC=$top_builddir/tools/spits-alloc
+[ -x "$ALLOC" ] || fail "not built: $ALLOC"
+# alloc DIR [OPTIONS...] [-- SBATCH...]: spits-alloc with short intervals
+# and small limits, in place of the (sub)shell that runs it, so that its
+# pid is $! when it runs in the background.
+alloc() {
+    local dir=$1
+    shift
+    exec "$ALLOC" -v --jobdir "$dir" --script "$SCRIPTS/spits-tm.sbatch" --interval 2 \
+        --max-queued 2 --max-jobs 4 --max-total 8 --time 5 --min-time 2 "$@"
+}
+# start_jm NAME ARGS...: a JM on this machine (not a Slurm job), no TM
+start_jm() {
+    local name=$1 d=$T/run/$1
+    shift
+    "$T/bin/spits-jm" --jobdir "$d" --bind tcp://127.0.0.1:0 "$MODS/bench.so" "$@" \
+        >"$d.out" 2>"$T/$name.jm.log" &
+    JM_PID=$!
+    for _ in $(seq 100); do [ -e "$d/jm.json" ] && return 0; sleep 0.1; done
+    fail "the JM of $name did not start: $(tail -n 3 "$T/$name.jm.log")"
+}
+# ours DIR [SQUEUE ARGS]: the ids of the jobs of DIR's spits-alloc in the queue
+ours() {
+    timeout 10 squeue -h -o %i -n "$(json "$1/alloc.json" "d['name']")" "${@:2}" | sort -n
+}
+# wait_exit PID SECONDS: its exit status, or fail
+wait_exit() {
+    local i
+    for i in $(seq $(($2 * 10))); do
+        kill -0 "$1" 2>/dev/null || { wait "$1"; return; }
+        sleep 0.1
+    done
+    fail "process $1 still running after $2 s"
+}
+
+# d. A compute-bound job started with no TM: spits-alloc's TM jobs run it
+#    to the exact result; spits-alloc is killed with kill -9 after its
+#    first submission and started again: every job of its name Slurm knows
+#    is one it recorded (none submitted twice, none lost); at the end none
+#    is queued or running, and it exits 0.
+t0=$SECONDS
+D=$T/run/d
+n=100
+mkdir -p "$D"
+start_jm d -n $n -s 200000
+jm=$JM_PID
+alloc "$D" --target 0.1 -- --cpus-per-task=1 -o "$T/out/%x-%j.out" >"$T/d.alloc1.log" 2>&1 &
+a1=$!
+for i in $(seq 300); do grep -q "submitted job" "$T/d.alloc1.log" && break; sleep 0.1; done
+grep -q "submitted job" "$T/d.alloc1.log" || fail "d: spits-alloc submitted nothing: $(cat "$T/d.alloc1.log")"
+kill -9 $a1
+wait $a1 2>/dev/null
+alloc "$D" --target 0.1 -- --cpus-per-task=1 -o "$T/out/%x-%j.out" >"$T/d.alloc2.log" 2>&1 &
+a2=$!
+wait_exit $jm 120 || fail "d: the JM exited $?: $(tail -n 3 "$T/d.jm.log")"
+want=$(top_builddir=$top_builddir top_srcdir=$top_srcdir bash -c ". '$here/lib.sh'; bench_checksum $n")
+grep -qx "$want" "$D.out" || fail "d: no exact checksum in the JM's output"
+wait_exit $a2 30 || fail "d: the restarted spits-alloc exited $?: $(tail -n 3 "$T/d.alloc2.log")"
+grep -q "the job is over" "$T/d.alloc2.log" || fail "d: spits-alloc did not see the job end"
+for i in $(seq 120); do [ -z "$(ours "$D")" ] && break; sleep 0.5; done
+[ -z "$(ours "$D")" ] || fail "d: jobs of spits-alloc still in the queue: $(ours "$D" -o '%i %T')"
+known=$(ours "$D" -t all | tr '\n' ' ')
+recorded=$(json "$D/alloc.json" "' '.join(str(j['id']) for j in sorted(d['jobs'], key=lambda j: j['id']))")
+[ "${known% }" = "$recorded" ] || fail "d: Slurm knows jobs '$known', spits-alloc recorded '$recorded'"
+dsub=$(json "$D/alloc.json" "d['submitted']")
+[ "$dsub" = "$(echo $recorded | wc -w)" ] && [ "$dsub" -le 8 ] || fail "d: submitted $dsub for jobs '$recorded'"
+[ "$(json "$D/alloc.json" "d['done']")" = True ] || fail "d: alloc.json does not say done"
+[ "$(json "$D/report.json" "d['counters']['tm_joins']")" -ge 1 ] || fail "d: no TM joined"
+grep -q "bound by the target\|held back by" "$T/d.alloc2.log" "$T/d.alloc1.log" ||
+    fail "d: no decision from the task time: $(cat "$T/d.alloc2.log")"
+echo "d: no TM, spits-alloc (kill -9, restarted) submitted $dsub job(s): exact, none left ($((SECONDS - t0))s)"
+
+# e. A bandwidth-bound job of the same size (4 MB each way, no work): the
+#    model caps the workers at what the JM's bandwidth feeds, so it gets
+#    fewer jobs than d.
+t0=$SECONDS
+D=$T/run/e
+n=300
+mkdir -p "$D"
+start_jm e -n $n -t 4000000 -r 4000000
+jm=$JM_PID
+alloc "$D" --target 0.1 -- --cpus-per-task=1 -o "$T/out/%x-%j.out" >"$T/e.alloc.log" 2>&1 &
+a=$!
+wait_exit $jm 120 || fail "e: the JM exited $?: $(tail -n 3 "$T/e.jm.log")"
+want=$(top_builddir=$top_builddir top_srcdir=$top_srcdir bash -c ". '$here/lib.sh'; bench_checksum $n")
+grep -qx "$want" "$D.out" || fail "e: no exact checksum in the JM's output"
+wait_exit $a 30 || fail "e: spits-alloc exited $?"
+esub=$(json "$D/alloc.json" "d['submitted']")
+grep -q "bound by the JM's bandwidth" "$T/e.alloc.log" ||
+    fail "e: the model never bound the workers by bandwidth: $(cat "$T/e.alloc.log")"
+[ "$esub" -lt "$dsub" ] || fail "e: the bandwidth-bound job got $esub job(s), the compute-bound one $dsub"
+for i in $(seq 120); do [ -z "$(ours "$D")" ] && break; sleep 0.5; done
+[ -z "$(ours "$D")" ] || fail "e: jobs of spits-alloc still in the queue"
+echo "e: bandwidth-bound: $esub job(s), compute-bound: $dsub ($((SECONDS - t0))s)"
+
+# f. sbatch refuses the job (no such partition): one error line, exit 1,
+#    nothing submitted, no loop.
+D=$T/run/f
+mkdir -p "$D"
+start_jm f -n 10 -G "$T/f.gate"
+jm=$JM_PID
+alloc "$D" -- --partition=nosuch >"$T/f.alloc.log" 2>&1 &
+a=$!
+wait_exit $a 60
+rc=$?
+[ $rc = 1 ] || fail "f: spits-alloc exited $rc: $(cat "$T/f.alloc.log")"
+[ "$(grep -c "error:" "$T/f.alloc.log")" = 1 ] && grep "error:" "$T/f.alloc.log" | grep -qi "partition" ||
+    fail "f: not one error naming the partition: $(cat "$T/f.alloc.log")"
+[ "$(json "$D/alloc.json" "d['submitted']")" = 0 ] && [ -z "$(ours "$D" -t all)" ] ||
+    fail "f: something was submitted"
+echo "f: a bad partition: one error, exit 1, nothing submitted"
+
+# g. Jobs that cannot start (each wants every CPU of the node) stay
+#    queued; a second spits-alloc on the dir is refused; SIGTERM cancels
+#    the queued ones, leaves the running one, exits 0.
+t0=$SECONDS
+touch "$T/f.gate"
+D=$T/run/g
+mkdir -p "$D"
+start_jm g -n 2000 -s 200000
+jm2=$JM_PID
+alloc "$D" --target 0.1 -- --cpus-per-task="$NCPU" -o "$T/out/%x-%j.out" >"$T/g.alloc.log" 2>&1 &
+a=$!
+for i in $(seq 120); do
+    case $(ours "$D" -o %T 2>/dev/null | sort -u | tr '\n' ' ') in *PENDING*RUNNING*) break ;; esac
+    sleep 1
+done
+[ -n "$(ours "$D" -t PENDING)" ] ||
+    fail "g: no queued job: $(cat "$T/g.alloc.log"; tail -n 5 "$T/g.jm.log"; ours "$D" -o '%i %T')"
+# spits-status shows what spits-alloc holds, from its record.
+st=$("$top_builddir/tools/spits-status" --jobdir "$D" 2>&1)
+case $st in *"spits-alloc: "*" queued, "*" running, "*" submitted"*"; last: "*) ;;
+    *) fail "g: spits-status does not show spits-alloc: $st" ;; esac
+"$top_builddir/tools/spits-status" --jobdir "$D" --json >"$T/g.status" 2>&1 &&
+    [ "$(json "$T/g.status" "d['alloc']['submitted'] >= 2 and d['alloc']['queued'] >= 1")" = True ] ||
+    fail "g: spits-status --json: $(head -c 300 "$T/g.status")"
+out=$(alloc "$D" 2>&1)
+rc=$?
+[ $rc = 1 ] && case $out in *"already running for $D"*) true ;; *) false ;; esac ||
+    fail "g: a second spits-alloc: exit $rc, '$out'"
+running=$(ours "$D" -t RUNNING)
+kill -TERM $a
+wait_exit $a 30 || fail "g: spits-alloc exited $? on SIGTERM"
+grep -q "stopped by SIGTERM" "$T/g.alloc.log" || fail "g: no stop line"
+for i in $(seq 60); do [ -z "$(ours "$D" -t PENDING)" ] && break; sleep 0.5; done
+[ -z "$(ours "$D" -t PENDING)" ] || fail "g: queued jobs left after SIGTERM: $(ours "$D" -t PENDING)"
+[ "$(ours "$D" -t RUNNING)" = "$running" ] || fail "g: the running job $running was touched"
+kill -TERM $jm $jm2 2>/dev/null
+wait $jm $jm2 2>/dev/null
+echo "g: queued jobs cancelled on SIGTERM, the running one left, a second spits-alloc refused ($((SECONDS - t0))s)"
 echo ok

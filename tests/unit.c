@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "adopt.h"
+#include "alloc-policy.h"
 #include "elfcheck.h"
 #include "jobdir.h"
 #include "journal.h"
@@ -47,6 +48,7 @@ int main(void)
         {"origin", spits_origin_selftest},
         {"svgplot", spits_svgplot_selftest},
         {"reporthtml", spits_reporthtml_selftest},
+        {"alloc-policy", alloc_policy_selftest},
     };
     int failed = 0;
 

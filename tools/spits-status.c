@@ -114,6 +114,43 @@ static void print_table(json_t *doc)
     }
     if (!json_array_size(tms))
         printf("  (no task manager connected)\n");
+    json_t *al = json_object_get(doc, "alloc");
+    if (al && !json_is_true(json_object_get(al, "done")))
+        printf("  spits-alloc: %lld queued, %lld running, %lld submitted, %lld "
+               "cancelled; last: %s\n", (long long)num(al, "queued"),
+               (long long)num(al, "running"), (long long)num(al, "submitted"),
+               (long long)num(al, "cancelled"),
+               json_string_value(json_object_get(al, "last_decision"))
+                   ? json_string_value(json_object_get(al, "last_decision")) : "none");
+}
+
+/* spits-alloc's record of its queue jobs (DIR/alloc.json), if it has one,
+ * summed up into doc as "alloc": {queued, running, submitted, cancelled,
+ * last_decision, done}. A missing or unreadable record adds nothing. */
+static void alloc_attach(const char *dir, json_t *doc)
+{
+    char path[PATH_MAX];
+    json_t *a, *jobs, *j;
+    size_t i;
+    long queued = 0, running = 0;
+
+    snprintf(path, sizeof path, "%s/alloc.json", dir);
+    if (!(a = json_load_file(path, 0, NULL)))
+        return;
+    jobs = json_object_get(a, "jobs");
+    json_array_foreach(jobs, i, j) {
+        const char *st = json_string_value(json_object_get(j, "state"));
+        queued += st && strcmp(st, "queued") == 0;
+        running += st && strcmp(st, "running") == 0;
+    }
+    if (json_is_array(jobs))
+        json_object_set_new(doc, "alloc", json_pack("{s:i, s:i, s:O, s:O, s:O, s:O}",
+            "queued", (int)queued, "running", (int)running,
+            "submitted", json_object_get(a, "submitted"),
+            "cancelled", json_object_get(a, "cancelled"),
+            "last_decision", json_object_get(a, "last_decision"),
+            "done", json_object_get(a, "done")));
+    json_decref(a);
 }
 
 /* DIR/report.json (path gets its name), or NULL: err empty when there
@@ -291,6 +328,8 @@ static json_t *serve_fetch(void *arg, int *live, char *err, size_t errlen)
             return NULL;
         doc = ask(j->ctx, &a, &k, j->timeout, err, errlen);
         *live = doc != NULL;
+        if (doc)
+            alloc_attach(j->dir, doc);
     }
     if (!doc) {
         doc = report_load(j->dir, path, err, errlen);
@@ -387,6 +426,7 @@ int main(int argc, char **argv)
                 spits_error("%s", err);
             break;
         }
+        alloc_attach(dir, doc);
         if (watch > 0 && !as_json && isatty(STDOUT_FILENO))
             printf("\033[H\033[J");
         if (as_json) {

@@ -232,6 +232,15 @@ static void serve_live_part(const json_t *d, const serve_view_t *v, FILE *f)
         fputs("model: unknown until a TM reports a task run", f);
     }
     fputs("</p>\n", f);
+    const json_t *al = json_object_get(d, "alloc");
+    if (al && !json_is_true(json_object_get(al, "done"))) {
+        fprintf(f, "<p id=\"alloc\">spits-alloc: %lld queued, %lld running, %lld "
+                   "submitted, %lld cancelled; last: ", serve_int(al, "queued"),
+                serve_int(al, "running"), serve_int(al, "submitted"),
+                serve_int(al, "cancelled"));
+        spits_xml_escape(f, json_string_value(json_object_get(al, "last_decision")));
+        fputs("</p>\n", f);
+    }
     serve_timeline(d, f);
     serve_tms(json_object_get(d, "tms"), v, f);
     spits_html_failed(d, f);

@@ -1,0 +1,175 @@
+/*
+ * alloc-policy.c - spits-alloc's decision: how many Task Manager queue
+ * jobs to submit or cancel now (see alloc-policy.h for the rule).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc-policy.h"
+
+/* Workers one job brings: as given, else the TMs' mean, else 1. */
+static double alloc_per_job(const alloc_in_t *in, const alloc_limits_t *lim)
+{
+    if (lim->workers_per_job > 0)
+        return lim->workers_per_job;
+    if (in->tms > 0 && in->workers > 0)
+        return (double)in->workers / in->tms;
+    return 1;
+}
+
+/* Of want more jobs, how many the limits let in now; *limit names the one
+ * that held some back (NULL if none did). */
+static int alloc_allowed(const alloc_in_t *in, const alloc_limits_t *lim, int want,
+                         const char **limit)
+{
+    long n = want;
+    long queued = lim->max_queued - in->queued;
+    long inq = lim->max_running - in->queued - in->running;
+    long total = lim->max_total - in->submitted;
+
+    *limit = NULL;
+    if (queued < n) {
+        n = queued;
+        *limit = "--max-queued";
+    }
+    if (inq < n) {
+        n = inq;
+        *limit = "--max-jobs";
+    }
+    if (total < n) {
+        n = total;
+        *limit = "--max-total";
+    }
+    return n > 0 ? (int)n : 0;
+}
+
+/* The jobs wanted once a task time is known: the workers that would end
+ * the job within the target, capped where the JM's bandwidth binds,
+ * less the workers from elsewhere, in jobs. */
+static void alloc_want(const alloc_in_t *in, const alloc_limits_t *lim, double per_job,
+                       alloc_plan_t *out)
+{
+    double t = in->task_s > 0 ? in->task_s : 1e-9;
+    double need = ceil(in->remaining * t / lim->target_s);
+    const char *bound = "the target";
+
+    if (need < 1)
+        need = 1;
+    double w = need;
+    if (in->workers > 0)
+        out->estimate_s = in->remaining * t / in->workers;
+    if (in->bw_bytes_s > 0 && in->bytes_per_task > 0) {
+        out->max_workers = t * in->bw_bytes_s / in->bytes_per_task;
+        double cap = floor(out->max_workers) < 1 ? 1 : floor(out->max_workers);
+        if (cap < w) {
+            w = cap;
+            bound = "the JM's bandwidth (N*S/BW)";
+        }
+    }
+    double other = in->workers - in->running * per_job;
+    double jobs = ceil((w - (other > 0 ? other : 0)) / per_job);
+    out->want_jobs = jobs < 0 ? 0 : jobs > 1e6 ? 1000000 : (int)jobs;
+    char est[48] = "no worker yet";
+    if (out->estimate_s >= 0)
+        snprintf(est, sizeof est, "%.0f s", out->estimate_s);
+    snprintf(out->why, sizeof out->why, "%.0f task(s) of %.3g s left, %d worker(s): "
+             "%s (target %.3g s); %.0f worker(s) wanted, bound by %s",
+             in->remaining, in->task_s, in->workers, est, lim->target_s, w, bound);
+}
+
+void alloc_decide(const alloc_in_t *in, const alloc_limits_t *lim, alloc_plan_t *out)
+{
+    int have = in->queued + in->running;
+    double per_job = alloc_per_job(in, lim);
+
+    memset(out, 0, sizeof *out);
+    out->estimate_s = out->max_workers = -1;
+    out->time_min = lim->time_min;
+    if (in->gen_done && in->remaining <= 0) {
+        out->want_jobs = in->running;
+        snprintf(out->why, sizeof out->why, "no task left to run");
+    } else if (in->task_s < 0) {
+        /* One job measures the task time; then the model decides. */
+        out->want_jobs = in->workers > 0 || have > 0 ? have : 1;
+        snprintf(out->why, sizeof out->why, "%s", out->want_jobs > have
+                 ? "no worker and no task time yet: one job to start with"
+                 : "waiting for a first task time");
+    } else {
+        alloc_want(in, lim, per_job, out);
+    }
+
+    int delta = out->want_jobs - have;
+    if (delta > 0) {
+        const char *limit;
+        size_t len = strlen(out->why);
+        out->submit = alloc_allowed(in, lim, delta, &limit);
+        if (limit)
+            snprintf(out->why + len, sizeof out->why - len, "; %d held back by %s",
+                     delta - out->submit, limit);
+    } else if (delta < 0) {
+        out->cancel = -delta < in->queued ? -delta : in->queued;
+    }
+    /* Near the end, short jobs: twice the time left with the new workers. */
+    if (out->submit && in->task_s >= 0) {
+        double w = in->workers + out->submit * per_job;
+        double left = in->remaining * in->task_s / (w > 0 ? w : 1);
+        double m = ceil(2 * left / 60);
+        if (m < lim->min_time_min)
+            m = lim->min_time_min;
+        if (m < out->time_min)
+            out->time_min = (int)m;
+    }
+}
+
+#ifdef SPITS_SELFTEST
+/* Each case: the state, then the exact plan wanted. */
+int alloc_policy_selftest(void)
+{
+    const alloc_limits_t lim = {60, 4, 8, 20, 0, 60, 5};
+    static const struct {
+        alloc_in_t in;
+        int submit, cancel, time_min, want;
+    } cases[] = {
+        /* nothing yet: one job to measure with */
+        {{0, 100, -1, -1, 0, 0, 0, 0, 0, 0}, 1, 0, 60, 1},
+        /* that job is queued: wait for it */
+        {{0, 100, -1, -1, 0, 0, 0, 1, 0, 1}, 0, 0, 60, 1},
+        /* compute-bound: 1000 tasks of 1 s, 2 workers in 2 jobs, target 60 s:
+         * 17 workers wanted, 15 jobs more, 4 let in by --max-queued; the
+         * jobs are short (2 x 1000 / 6 s is under 60 min, over 5) */
+        {{1, 1000, 1.0, -1, 0, 2, 2, 0, 2, 2}, 4, 0, 6, 17},
+        /* bandwidth-bound: 8 MB tasks of 1 ms, BW 1 GB/s: 0.125 workers
+         * is the bound: the one job running is enough, queued ones go */
+        {{1, 100000, 0.001, 1e9, 8e6, 1, 1, 2, 1, 3}, 0, 2, 60, 1},
+        /* the end: 10 tasks of 1 s on 4 workers: the 3 queued jobs go,
+         * the 4 running ones stay */
+        {{1, 10, 1.0, -1, 0, 4, 4, 3, 4, 7}, 0, 3, 60, 1},
+        /* no task left: every queued job goes */
+        {{1, 0, 1.0, -1, 0, 4, 4, 2, 4, 6}, 0, 2, 60, 4},
+        /* the total cap: nothing more */
+        {{1, 1000, 1.0, -1, 0, 2, 2, 0, 2, 20}, 0, 0, 60, 17},
+        /* workers from elsewhere (a TM started by hand) count */
+        {{1, 120, 1.0, -1, 0, 2, 2, 0, 0, 0}, 0, 0, 60, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        alloc_plan_t p;
+        alloc_decide(&cases[i].in, &lim, &p);
+        if (p.submit != cases[i].submit || p.cancel != cases[i].cancel ||
+            p.time_min != cases[i].time_min || p.want_jobs != cases[i].want) {
+            fprintf(stderr, "alloc_policy case %zu: submit %d cancel %d time %d "
+                    "want %d (%s)\n", i, p.submit, p.cancel, p.time_min,
+                    p.want_jobs, p.why);
+            return -1;
+        }
+    }
+    alloc_plan_t p;
+    alloc_decide(&cases[2].in, &lim, &p);
+    if (!strstr(p.why, "held back by --max-queued"))
+        return -1;
+    alloc_decide(&cases[3].in, &lim, &p);
+    if (!strstr(p.why, "bandwidth") || fabs(p.max_workers - 0.125) > 1e-9)
+        return -1;
+    return 0;
+}
+#endif

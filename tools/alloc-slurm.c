@@ -1,0 +1,234 @@
+/*
+ * alloc-slurm.c - the commands spits-alloc runs (see alloc-slurm.h).
+ *
+ * Each runs as a child with a pipe for its output and a deadline: a
+ * scheduler that hangs must not hang spits-alloc, which has jobs to
+ * cancel. spits-alloc blocks SIGINT and SIGTERM to take them with
+ * sigtimedwait; its children start with no signal blocked.
+ */
+#define _GNU_SOURCE             /* pipe2, strcasestr */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc-slurm.h"
+#include "log.h"
+#include "util.h"
+
+/* The child's side: stdin from /dev/null, stdout and stderr to the pipe
+ * (dup2 clears their close-on-exec), no signal blocked, then exec. Only
+ * async-signal-safe calls: the parent blocked every signal across fork,
+ * so nothing else runs here first. */
+static void alloc_child(char *const argv[], int wfd)
+{
+    sigset_t none;
+    int null = open("/dev/null", O_RDONLY);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(wfd, 1) < 0 || dup2(wfd, 2) < 0)
+        _exit(127);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execvp(argv[0], argv);
+    _exit(127);
+}
+
+/* Reads the child's output into out until it closes the pipe or the
+ * deadline passes: 0, or -1 on the deadline. */
+static int alloc_collect(int rfd, char *out, size_t outlen, int64_t deadline)
+{
+    size_t len = 0;
+    char sink[4096];
+    for (;;) {
+        int64_t left = deadline - spits_now_ms();
+        struct pollfd p = {rfd, POLLIN, 0};
+        if (left <= 0)
+            return -1;
+        int rc = poll(&p, 1, (int)left);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0)
+            return rc == 0 ? -1 : 0;
+        /* What does not fit is read and dropped, so the child never
+         * blocks on a full pipe. */
+        char *dst = len + 1 < outlen ? out + len : sink;
+        size_t room = len + 1 < outlen ? outlen - 1 - len : sizeof sink;
+        ssize_t n = read(rfd, dst, room);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        if (dst != sink)
+            len += (size_t)n;
+        out[len] = '\0';
+    }
+}
+
+int alloc_run(char *const argv[], char *out, size_t outlen, int timeout_s)
+{
+    int fds[2], status = 0;
+    sigset_t all, saved;
+
+    out[0] = '\0';
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(out, outlen, "cannot make a pipe: %s", strerror(errno));
+        return -1;
+    }
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &saved);
+    pid_t pid = fork();
+    if (pid == 0)
+        alloc_child(argv, fds[1]);
+    int fork_errno = errno;
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+    close(fds[1]);
+    if (pid < 0) {
+        close(fds[0]);
+        snprintf(out, outlen, "cannot start %s: %s", argv[0], strerror(fork_errno));
+        return -1;
+    }
+    int64_t t0 = spits_now_ms();
+    int late = alloc_collect(fds[0], out, outlen, t0 + timeout_s * 1000LL);
+    close(fds[0]);
+    if (late)
+        kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    spits_debug("%s ... (%zu byte(s) out): %s after %lld ms", argv[0], strlen(out),
+                late ? "killed" : WIFEXITED(status) ? "exited" : "died",
+                (long long)(spits_now_ms() - t0));
+    if (late)
+        return 124;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && !out[0]) {
+        snprintf(out, outlen, "%s: not found, or it cannot run", argv[0]);
+        return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The first line of s, for a one-line message. */
+static void alloc_first_line(const char *s, char *dst, size_t len)
+{
+    while (*s && isspace((unsigned char)*s))
+        s++;
+    snprintf(dst, len, "%.*s", (int)strcspn(s, "\n"), s);
+}
+
+int alloc_squeue(const char *name, alloc_qjob_t *jobs, size_t max, char *err,
+                 size_t errlen)
+{
+    char out[65536], line[256];
+    char *argv[] = {"squeue", "-h", "-n", (char *)name, "-o", "%i %T", NULL};
+    int rc = alloc_run(argv, out, sizeof out, 30);
+    if (rc != 0) {
+        alloc_first_line(out, line, sizeof line);
+        snprintf(err, errlen, "squeue %s: %s", rc == 124 ? "took over 30 s" : "failed",
+                 line[0] ? line : "no message");
+        return -1;
+    }
+    size_t n = 0;
+    for (char *save = NULL, *l = strtok_r(out, "\n", &save); l;
+         l = strtok_r(NULL, "\n", &save)) {
+        long id;
+        char state[64], *end;
+        if (sscanf(l, "%63s %63s", line, state) != 2)
+            continue;
+        id = strtol(line, &end, 10);
+        if (*end || id <= 0 || n == max)
+            continue;      /* an array element (ID_N) is not one of ours */
+        jobs[n].id = id;
+        jobs[n].pending = strcmp(state, "PENDING") == 0 ||
+                          strcmp(state, "REQUEUE_HOLD") == 0 ||
+                          strcmp(state, "SUSPENDED") == 0;
+        n++;
+    }
+    return (int)n;
+}
+
+/* sbatch failures that can pass: the controller is unreachable or busy. */
+static int alloc_transient(const char *msg)
+{
+    static const char *const words[] = {
+        "unable to contact", "socket timed out", "temporarily", "try again",
+        "communication", "connection refused", "timed out", "slurm_load",
+        "not responding", "controller"};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strcasestr(msg, words[i]))
+            return 1;
+    return 0;
+}
+
+long alloc_sbatch(const char *name, char *const args[], int nargs, int time_min,
+                  const char *script, const char *jobdir, char *err, size_t errlen)
+{
+    char out[16384], line[512], jname[256], targ[32];
+    char **argv = calloc((size_t)nargs + 8, sizeof *argv);
+    int k = 0;
+
+    if (!argv) {
+        snprintf(err, errlen, "out of memory");
+        return 0;
+    }
+    snprintf(jname, sizeof jname, "--job-name=%s", name);
+    snprintf(targ, sizeof targ, "--time=%d", time_min);
+    argv[k++] = "sbatch";
+    argv[k++] = "--parsable";
+    argv[k++] = jname;
+    for (int i = 0; i < nargs; i++)
+        argv[k++] = args[i];
+    argv[k++] = targ;       /* last: ours, whatever the options said */
+    argv[k++] = (char *)script;
+    argv[k++] = (char *)jobdir;
+    argv[k] = NULL;
+    int rc = alloc_run(argv, out, sizeof out, 60);
+    free(argv);
+
+    /* --parsable: "ID" or "ID;CLUSTER" on a line of its own, perhaps
+     * after warnings. */
+    long id = 0;
+    for (char *save = NULL, *l = rc == 0 ? strtok_r(out, "\n", &save) : NULL; l;
+         l = strtok_r(NULL, "\n", &save)) {
+        char *end;
+        long v = strtol(l, &end, 10);
+        if (end != l && (*end == '\0' || *end == ';') && v > 0)
+            id = v;
+    }
+    if (rc == 0 && id > 0)
+        return id;
+    alloc_first_line(rc == 0 ? "no job id in its output" : out, line, sizeof line);
+    snprintf(err, errlen, "%s", rc == 124 ? "sbatch took over 60 s" : line[0] ? line
+                                                                             : "sbatch failed");
+    return rc == 124 || rc < 0 || rc == 0 || alloc_transient(out) ? 0 : -1;
+}
+
+int alloc_scancel(const long *ids, size_t n, char *err, size_t errlen)
+{
+    char out[4096], line[256];
+    char **argv = calloc(n + 2, sizeof *argv);
+    char *nums = malloc(n * 24 + 1);
+    int rc = -1;
+
+    if (argv && nums) {
+        argv[0] = "scancel";
+        for (size_t i = 0; i < n; i++) {
+            argv[i + 1] = nums + i * 24;
+            snprintf(argv[i + 1], 24, "%ld", ids[i]);
+        }
+        rc = alloc_run(argv, out, sizeof out, 30);
+        alloc_first_line(out, line, sizeof line);
+        if (rc != 0)
+            snprintf(err, errlen, "scancel failed: %s", line[0] ? line : "no message");
+    } else {
+        snprintf(err, errlen, "out of memory");
+    }
+    free(argv);
+    free(nums);
+    return rc == 0 ? 0 : -1;
+}

@@ -1,0 +1,657 @@
+/*
+ * spits-alloc.c - keeps the right number of Task Manager queue jobs
+ * submitted for one spits job, on Slurm.
+ *
+ *   spits-alloc [OPTIONS] [--jobdir DIR] [-- SBATCH OPTIONS...]
+ *
+ * Every --interval it asks the job (spits-status --json: remaining tasks,
+ * task time, workers, the JM's bandwidth) and the queue (squeue, its own
+ * jobs by name), decides (alloc-policy.c) and submits TM jobs
+ * (tools/slurm/spits-tm.sbatch) or cancels queued ones it no longer
+ * needs. It stops when the job is over (or on SIGTERM/SIGINT), cancelling
+ * its still-queued jobs; running TMs drain on their own.
+ *
+ * Its state is DIR/alloc.json (jobs submitted, by id; written after every
+ * change), and its jobs carry one name derived from the job dir, so a
+ * restarted spits-alloc finds every job of its own in the queue, even one
+ * submitted just before a kill -9, and never submits twice. One
+ * spits-alloc per job dir (a flock on DIR/alloc.lock). sbatch and squeue
+ * failures that may pass are retried with a doubling backoff; a request
+ * sbatch refuses (a bad partition, account or option) is one error line
+ * and exit 1, never a loop of submissions.
+ */
+#define _GNU_SOURCE             /* getopt_long's permutation stops at "--" */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc-policy.h"
+#include "alloc-slurm.h"
+#include "jobdir.h"
+#include "log.h"
+#include "util.h"
+
+#define ALLOC_STATE_FILE "alloc.json"
+#define ALLOC_LOCK_FILE "alloc.lock"
+#define ALLOC_STATUS_MAX (16u << 20)     /* the status document's bound */
+#define ALLOC_QUEUE_MAX 100000           /* jobs of ours squeue lists */
+#define ALLOC_BACKOFF_MAX_MS 300000
+#define ALLOC_HOLD_LOG_MS 60000          /* an unchanged "hold" is logged this often */
+
+enum { JOB_QUEUED, JOB_RUNNING, JOB_ENDED, JOB_CANCELLED };
+static const char *const job_states[] = {"queued", "running", "ended", "cancelled"};
+
+typedef struct {
+    long id;
+    int state;
+    double submitted;         /* wall clock */
+    int time_min;
+} alloc_job_t;
+
+typedef struct {
+    /* options */
+    const char *dir, *script;
+    char status_exe[PATH_MAX];
+    char **sbatch_args;
+    int nsbatch;
+    alloc_limits_t lim;
+    double interval;
+    int dry_run;
+    /* the state kept in DIR/alloc.json */
+    char name[64];            /* its jobs' name in the queue */
+    char state_path[PATH_MAX];
+    double created;
+    char job_id[64];          /* the spits job seen running */
+    alloc_job_t *jobs;
+    size_t njobs, capjobs;
+    long submitted, cancelled;
+    char last[512];           /* the last decision, as logged */
+    /* the loop's own */
+    int64_t retry_at, backoff_ms; /* after a failed sbatch or squeue */
+    int64_t logged_at;
+    int jm_silent_logged;
+    char *status_buf;
+} alloc_t;
+
+static const char *usage_text =
+"Usage: spits-alloc [OPTIONS] [-- SBATCH OPTIONS...]\n"
+"Keeps Task Manager queue jobs submitted for one spits job on Slurm, as many\n"
+"as the job's performance model says still help, within the limits; cancels\n"
+"its queued jobs when the job ends or no longer needs them.\n"
+"\n"
+"  -d, --jobdir DIR         the job's directory (./spits-job)\n"
+"  -s, --script FILE        the TM job script ($SPITS_TM_SCRIPT, else\n"
+"                           spits-tm.sbatch of tools/slurm or PREFIX/share/spits/slurm)\n"
+"  -T, --target SEC         the remaining time to aim at (600)\n"
+"      --time MIN           a TM job's --time, minutes (60); near the end of\n"
+"                           the job, shorter (twice the time left)\n"
+"      --min-time MIN       the shortest --time it asks for (5)\n"
+"      --max-queued N       its jobs pending at once (4)\n"
+"      --max-jobs N         its jobs pending or running at once (16)\n"
+"      --max-total N        its jobs submitted in all (100)\n"
+"      --workers-per-job N  workers one job brings (learned from the TMs)\n"
+"  -i, --interval SEC       how often it looks, at least 2 (10)\n"
+"  -n, --dry-run            decide and log, submit and cancel nothing\n"
+"  -q, --quiet              errors only\n"
+"  -v, --verbose            also every command it runs, with its time\n"
+"  -h, --help               this help\n"
+"  -V, --version            print the version\n"
+"\n"
+"Everything after -- goes to sbatch (partition, account, nodes, CPUs):\n"
+"  spits-alloc --jobdir DIR -- --partition=cpu --cpus-per-task=16\n"
+"Its state is DIR/alloc.json; spits-status shows it.\n"
+"Exit status: 0 when the job is over or it was stopped, 1 on an error\n"
+"(sbatch refused the job), 2 on a usage error.\n";
+
+/* --- state ------------------------------------------------------------- */
+
+static json_t *alloc_state_json(const alloc_t *a, int done)
+{
+    char host[256];
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < a->njobs; i++)
+        json_array_append_new(jobs, json_pack("{s:I, s:s, s:f, s:i}",
+            "id", (json_int_t)a->jobs[i].id, "state", job_states[a->jobs[i].state],
+            "submitted", a->jobs[i].submitted, "time_min", a->jobs[i].time_min));
+    spits_hostname(host, sizeof host);
+    return json_pack("{s:i, s:s, s:I, s:s, s:f, s:f, s:s, s:I, s:I, s:o, s:s, s:b}",
+        "version", 1, "name", a->name, "pid", (json_int_t)getpid(), "host", host,
+        "created", a->created, "updated", spits_wall_time(), "job_id", a->job_id,
+        "submitted", (json_int_t)a->submitted, "cancelled", (json_int_t)a->cancelled,
+        "jobs", jobs, "last_decision", a->last, "done", done);
+}
+
+static void alloc_save(const alloc_t *a, int done)
+{
+    char err[1024];
+    json_t *doc = alloc_state_json(a, done);
+    if (!doc || spits_json_write_atomic(a->state_path, doc, 0644, err, sizeof err) != 0)
+        spits_warn("cannot write %s: %s", a->state_path, doc ? err : "out of memory");
+    json_decref(doc);
+}
+
+static int alloc_add_job(alloc_t *a, long id, int state, double when, int time_min)
+{
+    for (size_t i = 0; i < a->njobs; i++)
+        if (a->jobs[i].id == id)
+            return 0;
+    if (spits_grow((void **)&a->jobs, &a->capjobs, a->njobs + 1, sizeof *a->jobs, 16) != 0)
+        return -1;
+    a->jobs[a->njobs++] = (alloc_job_t){id, state, when, time_min};
+    return 0;
+}
+
+/* Reads DIR/alloc.json of an earlier run. 0 (also when there is none),
+ * or -1 with err set. */
+static int alloc_load(alloc_t *a, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *doc = json_load_file(a->state_path, 0, &je), *jobs, *j;
+    size_t i;
+
+    if (!doc) {
+        if (access(a->state_path, F_OK) != 0 && errno == ENOENT)
+            return 0;
+        snprintf(err, errlen, "%s is damaged (%s, line %d): it is spits-alloc's "
+                 "record of its queue jobs; fix it or move it aside", a->state_path,
+                 je.text, je.line);
+        return -1;
+    }
+    const char *job = json_string_value(json_object_get(doc, "job_id"));
+    const char *last = json_string_value(json_object_get(doc, "last_decision"));
+    a->created = json_number_value(json_object_get(doc, "created"));
+    a->submitted = (long)json_integer_value(json_object_get(doc, "submitted"));
+    a->cancelled = (long)json_integer_value(json_object_get(doc, "cancelled"));
+    snprintf(a->job_id, sizeof a->job_id, "%s", job ? job : "");
+    snprintf(a->last, sizeof a->last, "%s", last ? last : "");
+    jobs = json_object_get(doc, "jobs");
+    if (!json_is_array(jobs) || a->created <= 0) {
+        snprintf(err, errlen, "%s is not spits-alloc's record (no jobs or created): "
+                 "fix it or move it aside", a->state_path);
+        json_decref(doc);
+        return -1;
+    }
+    json_array_foreach(jobs, i, j) {
+        const char *st = json_string_value(json_object_get(j, "state"));
+        int state = JOB_ENDED;
+        for (int s = 0; st && s < 4; s++)
+            if (strcmp(st, job_states[s]) == 0)
+                state = s;
+        if (alloc_add_job(a, (long)json_integer_value(json_object_get(j, "id")), state,
+                          json_number_value(json_object_get(j, "submitted")),
+                          (int)json_integer_value(json_object_get(j, "time_min"))) != 0) {
+            snprintf(err, errlen, "out of memory reading %s", a->state_path);
+            json_decref(doc);
+            return -1;
+        }
+    }
+    json_decref(doc);
+    return 0;
+}
+
+/* --- the queue --------------------------------------------------------- */
+
+static void alloc_backoff(alloc_t *a)
+{
+    a->backoff_ms = a->backoff_ms ? a->backoff_ms * 2 : 5000;
+    if (a->backoff_ms > ALLOC_BACKOFF_MAX_MS)
+        a->backoff_ms = ALLOC_BACKOFF_MAX_MS;
+    a->retry_at = spits_now_ms() + a->backoff_ms;
+}
+
+/* Brings the jobs' states up to date from squeue: a job of our name not in
+ * the record (submitted just before a crash) is adopted; a recorded job no
+ * longer in the queue has ended. 0, or -1 (logged; try again later). */
+static int alloc_refresh(alloc_t *a, int *queued, int *running)
+{
+    static alloc_qjob_t q[ALLOC_QUEUE_MAX];
+    char err[512];
+    int n = alloc_squeue(a->name, q, ALLOC_QUEUE_MAX, err, sizeof err);
+    if (n < 0) {
+        alloc_backoff(a);
+        spits_warn("%s; trying again in %lld s", err, (long long)(a->backoff_ms / 1000));
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        size_t before = a->njobs;
+        if (alloc_add_job(a, q[k].id, JOB_QUEUED, spits_wall_time(), 0) != 0)
+            return -1;
+        if (a->njobs > before) {
+            a->submitted++;
+            spits_info("found job %ld of ours in the queue, not in %s: adopted it",
+                       q[k].id, a->state_path);
+        }
+    }
+    *queued = *running = 0;
+    for (size_t i = 0; i < a->njobs; i++) {
+        alloc_job_t *j = &a->jobs[i];
+        int k = 0;
+        while (k < n && q[k].id != j->id)
+            k++;
+        if (k == n) {
+            if (j->state == JOB_QUEUED || j->state == JOB_RUNNING)
+                j->state = JOB_ENDED;
+            continue;
+        }
+        if (j->state == JOB_CANCELLED)
+            continue;            /* cancelled, on its way out */
+        j->state = q[k].pending ? JOB_QUEUED : JOB_RUNNING;
+        *queued += q[k].pending;
+        *running += !q[k].pending;
+    }
+    return 0;
+}
+
+/* Cancels up to n of its queued jobs, the newest first (all: n < 0). */
+static void alloc_cancel(alloc_t *a, int n, const char *why)
+{
+    long *ids = malloc((a->njobs ? a->njobs : 1) * sizeof *ids);
+    size_t k = 0;
+    char err[512];
+
+    if (!ids)
+        return;
+    for (size_t i = a->njobs; i-- > 0 && (n < 0 || (int)k < n);)
+        if (a->jobs[i].state == JOB_QUEUED)
+            ids[k++] = a->jobs[i].id;
+    if (k && !a->dry_run && alloc_scancel(ids, k, err, sizeof err) != 0) {
+        spits_warn("%s (cancelling %zu queued job(s))", err, k);
+    } else if (k) {
+        for (size_t i = 0; i < a->njobs; i++)
+            for (size_t c = 0; c < k; c++)
+                if (a->jobs[i].id == ids[c] && !a->dry_run)
+                    a->jobs[i].state = JOB_CANCELLED;
+        a->cancelled += a->dry_run ? 0 : (long)k;
+        spits_info("%s %zu queued job(s): %s", a->dry_run ? "(dry run) would cancel"
+                                                         : "cancelled", k, why);
+    }
+    free(ids);
+}
+
+/* Submits n jobs. 0, or -1 when sbatch refused the request itself. */
+static int alloc_submit(alloc_t *a, int n, int time_min)
+{
+    char err[512];
+    for (int i = 0; i < n; i++) {
+        if (a->dry_run) {
+            spits_info("(dry run) would submit a job (--time=%d)", time_min);
+            continue;
+        }
+        long id = alloc_sbatch(a->name, a->sbatch_args, a->nsbatch, time_min,
+                               a->script, a->dir, err, sizeof err);
+        if (id < 0) {
+            spits_error("sbatch refused the Task Manager job: %s; fix the sbatch "
+                        "options after -- (or --script)", err);
+            return -1;
+        }
+        if (id == 0) {
+            alloc_backoff(a);
+            spits_warn("sbatch failed: %s; trying again in %lld s", err,
+                       (long long)(a->backoff_ms / 1000));
+            return 0;
+        }
+        a->backoff_ms = 0;
+        if (alloc_add_job(a, id, JOB_QUEUED, spits_wall_time(), time_min) != 0)
+            spits_warn("out of memory recording job %ld (it is in the queue under "
+                       "%s, where a restart finds it)", id, a->name);
+        a->submitted++;
+        alloc_save(a, 0);
+        spits_info("submitted job %ld (--time=%d)", id, time_min);
+    }
+    return 0;
+}
+
+/* --- the job ----------------------------------------------------------- */
+
+enum { JOB_UNKNOWN, JOB_LIVE, JOB_OVER };
+
+/* The job now (spits-status --json), as the policy's input: JOB_LIVE,
+ * JOB_OVER, or JOB_UNKNOWN while no JM answers. */
+static int alloc_job_state(alloc_t *a, alloc_in_t *in)
+{
+    char *argv[] = {a->status_exe, "--jobdir", (char *)a->dir, "--json", "--timeout",
+                    "5", NULL};
+    int rc = alloc_run(argv, a->status_buf, ALLOC_STATUS_MAX, 30);
+    json_t *doc = rc == 0 ? json_loads(a->status_buf, 0, NULL) : NULL;
+    const char *job = json_string_value(json_object_get(doc, "job_id"));
+    struct stat st;
+    int state = JOB_UNKNOWN;
+
+    if (json_object_get(doc, "finished")) {
+        /* A report: of the job we served, or of one that ended after we
+         * started; an older one is of an earlier job in this dir. */
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/report.json", a->dir);
+        if ((job && a->job_id[0] && strcmp(job, a->job_id) == 0) ||
+            (stat(path, &st) == 0 && (double)st.st_mtime >= a->created - 1))
+            state = JOB_OVER;
+    } else if (json_object_get(doc, "state") && job) {
+        const json_t *k = json_object_get(doc, "tasks"), *m = json_object_get(doc, "model");
+        const json_t *tms = json_object_get(doc, "tms"), *t;
+        size_t i;
+        snprintf(a->job_id, sizeof a->job_id, "%s", job);
+        memset(in, 0, sizeof *in);
+        in->gen_done = json_is_true(json_object_get(k, "generation_done"));
+        double made = (double)json_integer_value(json_object_get(k, in->gen_done ? "total"
+                                                                              : "generated"));
+        in->remaining = made - (double)json_integer_value(json_object_get(k, "committed")) -
+                        (double)json_integer_value(json_object_get(k, "failed"));
+        in->task_s = json_is_number(json_object_get(m, "task_s"))
+                         ? json_number_value(json_object_get(m, "task_s")) : -1;
+        in->bw_bytes_s = json_is_number(json_object_get(m, "bandwidth_mb_s"))
+                             ? json_number_value(json_object_get(m, "bandwidth_mb_s")) * 1e6
+                             : -1;
+        in->bytes_per_task = json_number_value(json_object_get(m, "bytes_per_task"));
+        json_array_foreach(tms, i, t) {
+            in->workers += (int)json_integer_value(json_object_get(t, "workers"));
+            in->tms++;
+        }
+        state = JOB_LIVE;
+    }
+    json_decref(doc);
+    return state;
+}
+
+/* --- the loop ---------------------------------------------------------- */
+
+/* Logs the decision when it acts, when its reason changes, or once a
+ * minute; alloc.json keeps the last one for spits-status. */
+static void alloc_note(alloc_t *a, const alloc_in_t *in, const alloc_plan_t *p)
+{
+    char line[512];
+    int64_t now = spits_now_ms();
+    snprintf(line, sizeof line, "%s; jobs: %d queued, %d running, %ld submitted of "
+             "%ld: %s", p->why, in->queued, in->running, in->submitted,
+             a->lim.max_total, p->submit ? "submit" : p->cancel ? "cancel" : "hold");
+    if (p->submit)
+        snprintf(line + strlen(line), sizeof line - strlen(line), " %d (--time=%d)",
+                 p->submit, p->time_min);
+    else if (p->cancel)
+        snprintf(line + strlen(line), sizeof line - strlen(line), " %d", p->cancel);
+    if (p->submit || p->cancel || strcmp(line, a->last) != 0 ||
+        now - a->logged_at >= ALLOC_HOLD_LOG_MS) {
+        spits_info("%s", line);
+        a->logged_at = now;
+    }
+    snprintf(a->last, sizeof a->last, "%s", line);
+}
+
+/* One look at the job and the queue, and what follows. 1 when the job is
+ * over, -1 on a refusal by sbatch, 0 otherwise. */
+static int alloc_round(alloc_t *a)
+{
+    alloc_in_t in;
+    alloc_plan_t p;
+    int state = alloc_job_state(a, &in);
+
+    if (state == JOB_OVER)
+        return 1;
+    if (state == JOB_UNKNOWN) {
+        if (!a->jm_silent_logged++)
+            spits_info("no job manager answers for %s yet; waiting for one", a->dir);
+        return 0;
+    }
+    a->jm_silent_logged = 0;
+    if (spits_now_ms() < a->retry_at)
+        return 0;
+    if (alloc_refresh(a, &in.queued, &in.running) != 0)
+        return 0;
+    in.submitted = a->submitted;
+    alloc_decide(&in, &a->lim, &p);
+    alloc_note(a, &in, &p);
+    if (p.cancel)
+        alloc_cancel(a, p.cancel, "more than the job needs now");
+    int rc = p.submit ? alloc_submit(a, p.submit, p.time_min) : 0;
+    alloc_save(a, 0);
+    return rc;
+}
+
+/* The job is over, or we were told to stop: its queued jobs go. */
+static void alloc_finish(alloc_t *a, const char *why)
+{
+    int queued = 0, running = 0;
+    if (alloc_refresh(a, &queued, &running) == 0 || a->njobs)
+        alloc_cancel(a, -1, why);
+    alloc_save(a, 1);
+    spits_info("%s: %ld job(s) submitted in all, %ld cancelled while queued; running "
+               "ones drain on their own", why, a->submitted, a->cancelled);
+}
+
+/* Waits the interval; the signal that came (SIGINT, SIGTERM) or 0. */
+static int alloc_sleep(const sigset_t *stop, double seconds)
+{
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9)};
+    int sig = sigtimedwait(stop, NULL, &ts);
+    return sig > 0 ? sig : 0;
+}
+
+/* --- options ----------------------------------------------------------- */
+
+static int alloc_int_opt(const char *name, const char *arg, long min, long max, long *out)
+{
+    if (spits_parse_long(arg, min, max, out) != 0) {
+        char fmt[128];
+        snprintf(fmt, sizeof fmt, "%s wants a number from %ld to %ld, not '%%s'", name,
+                 min, max);
+        return spits_bad_option(fmt, arg);
+    }
+    return 0;
+}
+
+/* The file next to this program, or name on PATH. */
+static void alloc_beside_me(const char *name, char *out, size_t len)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        snprintf(out, len, "%s/%s", dirname(self), name);
+        if (access(out, X_OK) == 0 || access(out, R_OK) == 0)
+            return;
+    }
+    snprintf(out, len, "%s", name);
+}
+
+static int alloc_options(alloc_t *a, int argc, char **argv)
+{
+    enum { OPT_TIME = 256, OPT_MIN_TIME, OPT_MAX_QUEUED, OPT_MAX_JOBS, OPT_MAX_TOTAL,
+           OPT_PER_JOB };
+    static const struct option longopts[] = {
+        {"jobdir", required_argument, NULL, 'd'},
+        {"script", required_argument, NULL, 's'},
+        {"target", required_argument, NULL, 'T'},
+        {"time", required_argument, NULL, OPT_TIME},
+        {"min-time", required_argument, NULL, OPT_MIN_TIME},
+        {"max-queued", required_argument, NULL, OPT_MAX_QUEUED},
+        {"max-jobs", required_argument, NULL, OPT_MAX_JOBS},
+        {"max-total", required_argument, NULL, OPT_MAX_TOTAL},
+        {"workers-per-job", required_argument, NULL, OPT_PER_JOB},
+        {"interval", required_argument, NULL, 'i'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    long v;
+    int c, rc;
+    static char script[PATH_MAX];
+
+    a->dir = "spits-job";
+    a->lim = (alloc_limits_t){600, 4, 16, 100, 0, 60, 5};
+    a->interval = 10;
+    opterr = 0;
+    /* "+": options end at the first argument; "--" hands the rest to sbatch. */
+    while ((c = getopt_long(argc, argv, "+:d:s:T:i:nqvhV", longopts, NULL)) != -1) {
+        rc = 0;
+        switch (c) {
+        case 'd': a->dir = optarg; break;
+        case 's': a->script = optarg; break;
+        case 'T':
+            if (spits_parse_seconds(optarg, 1e7, &a->lim.target_s) || a->lim.target_s < 0.1)
+                return spits_bad_option("--target wants seconds (at least 0.1), not '%s'", optarg);
+            break;
+        case OPT_TIME: rc = alloc_int_opt("--time", optarg, 1, 525600, &v); a->lim.time_min = (int)v; break;
+        case OPT_MIN_TIME: rc = alloc_int_opt("--min-time", optarg, 1, 525600, &v); a->lim.min_time_min = (int)v; break;
+        case OPT_MAX_QUEUED: rc = alloc_int_opt("--max-queued", optarg, 1, 10000, &v); a->lim.max_queued = (int)v; break;
+        case OPT_MAX_JOBS: rc = alloc_int_opt("--max-jobs", optarg, 1, 100000, &v); a->lim.max_running = (int)v; break;
+        case OPT_MAX_TOTAL: rc = alloc_int_opt("--max-total", optarg, 1, ALLOC_QUEUE_MAX, &v); a->lim.max_total = v; break;
+        case OPT_PER_JOB: rc = alloc_int_opt("--workers-per-job", optarg, 1, 1000000, &v); a->lim.workers_per_job = (int)v; break;
+        case 'i':
+            if (spits_parse_seconds(optarg, 86400, &a->interval) || a->interval < 2)
+                return spits_bad_option("--interval wants seconds, at least 2 (the "
+                                        "scheduler is asked that often), not '%s'", optarg);
+            break;
+        case 'n': a->dry_run = 1; break;
+        case 'q': spits_log_init("spits-alloc", SPITS_LOG_ERROR); break;
+        case 'v': spits_log_init("spits-alloc", SPITS_LOG_DEBUG); break;
+        case 'h': fputs(usage_text, stdout); exit(0);
+        case 'V': printf("spits-alloc %s\n", PACKAGE_VERSION); exit(0);
+        case ':': return spits_bad_option("option '%s' needs a value", argv[optind - 1]);
+        default: return spits_bad_option("unknown option '%s'", argv[optind - 1]);
+        }
+        if (rc)
+            return rc;
+    }
+    if (optind < argc && strcmp(argv[optind - 1], "--") != 0)
+        return spits_bad_option("unexpected argument '%s' (sbatch options go after --)",
+                                argv[optind]);
+    if (a->lim.min_time_min > a->lim.time_min) {
+        char t[32];
+        snprintf(t, sizeof t, "%d", a->lim.time_min);
+        return spits_bad_option("--min-time is above --time (%s minutes)", t);
+    }
+    a->sbatch_args = argv + optind;
+    a->nsbatch = argc - optind;
+    if (!a->script) {
+        const char *env = getenv("SPITS_TM_SCRIPT");
+        if (env && *env) {
+            a->script = env;
+        } else {
+            /* in the build tree, or installed */
+            alloc_beside_me("slurm/spits-tm.sbatch", script, sizeof script);
+            if (access(script, R_OK) != 0)
+                snprintf(script, sizeof script, "%s/spits-tm.sbatch", SPITS_SLURMDIR);
+            a->script = script;
+        }
+    }
+    if (access(a->script, R_OK) != 0)
+        return spits_bad_option("cannot read the TM job script '%s' (give --script FILE)",
+                                a->script);
+    alloc_beside_me("spits-status", a->status_exe, sizeof a->status_exe);
+    return 0;
+}
+
+/* --- main -------------------------------------------------------------- */
+
+/* The queue name of this job dir's TM jobs: "spits-tm-" and 8 bytes of
+ * the BLAKE2b of its real path. */
+static int alloc_name(alloc_t *a, char *err, size_t errlen)
+{
+    char real[PATH_MAX];
+    unsigned char h[8];
+    if (!realpath(a->dir, real)) {
+        snprintf(err, errlen, "%s: %s", a->dir, strerror(errno));
+        return -1;
+    }
+    crypto_generichash(h, sizeof h, (const unsigned char *)real, strlen(real), NULL, 0);
+    int n = snprintf(a->name, sizeof a->name, "spits-tm-");
+    sodium_bin2hex(a->name + n, sizeof a->name - (size_t)n, h, sizeof h);
+    return 0;
+}
+
+/* One spits-alloc per job dir: 0 (the lock is kept for the process's
+ * life), or -1 with err saying who holds it. */
+static int alloc_lock(alloc_t *a, char *err, size_t errlen)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", a->dir, ALLOC_LOCK_FILE);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        json_t *st = json_load_file(a->state_path, 0, NULL);
+        snprintf(err, errlen, "a spits-alloc is already running for %s (pid %lld on "
+                 "%s): stop it first (kill -TERM), or let it be", a->dir,
+                 (long long)json_integer_value(json_object_get(st, "pid")),
+                 json_string_value(json_object_get(st, "host"))
+                     ? json_string_value(json_object_get(st, "host")) : "?");
+        json_decref(st);
+        close(fd);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static alloc_t a;
+    char err[2 * PATH_MAX];
+    sigset_t stop;
+    int rc;
+
+    spits_log_init("spits-alloc", SPITS_LOG_INFO);
+    if ((rc = alloc_options(&a, argc, argv)) != 0)
+        return rc;
+    if (sodium_init() < 0)
+        return 1;
+    if (spits_jobdir_prepare(a.dir, err, sizeof err) != 0 ||
+        alloc_name(&a, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return 1;
+    }
+    snprintf(a.state_path, sizeof a.state_path, "%s/%s", a.dir, ALLOC_STATE_FILE);
+    if (alloc_lock(&a, err, sizeof err) != 0 || alloc_load(&a, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return 1;
+    }
+    if (a.created <= 0)
+        a.created = spits_wall_time();
+    if (!(a.status_buf = malloc(ALLOC_STATUS_MAX))) {
+        spits_error("out of memory");
+        return 1;
+    }
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stop, NULL);
+    spits_info("keeping Task Manager jobs (%s, script %s) for %s: target %.3g s, at most "
+               "%d queued, %d in the queue, %ld in all%s", a.name, a.script, a.dir,
+               a.lim.target_s, a.lim.max_queued, a.lim.max_running, a.lim.max_total,
+               a.dry_run ? " (dry run)" : "");
+    alloc_save(&a, 0);
+    for (;;) {
+        int r = alloc_round(&a);
+        if (r > 0) {
+            alloc_finish(&a, "the job is over");
+            break;
+        }
+        if (r < 0) {
+            alloc_finish(&a, "sbatch refused the job");
+            free(a.status_buf);
+            return 1;
+        }
+        int sig = alloc_sleep(&stop, a.interval);
+        if (sig) {
+            alloc_finish(&a, sig == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGINT");
+            break;
+        }
+    }
+    free(a.status_buf);
+    free(a.jobs);
+    return 0;
+}
