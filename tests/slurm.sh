@@ -86,9 +86,11 @@ chmod 755 "$T" # munged wants its socket's directory searchable by all
 mkdir -p "$T/state" "$T/spool" "$T/out" "$T/bin" "$T/run"
 started=
 
+BG_PIDS=    # JMs and spits-allocs the test started outside Slurm
 cleanup() {
     local rc=$? p i
     trap - EXIT INT TERM
+    [ -n "$BG_PIDS" ] && kill -9 $BG_PIDS 2>/dev/null
     if [ -n "${SLURM_CONF:-}" ] && [ -n "$started" ]; then
         timeout 10 scancel --quiet --full --user=root >/dev/null 2>&1
         for i in $(seq 50); do
@@ -322,12 +324,21 @@ start_jm() {
     "$T/bin/spits-jm" --jobdir "$d" --bind tcp://127.0.0.1:0 "$MODS/bench.so" "$@" \
         >"$d.out" 2>"$T/$name.jm.log" &
     JM_PID=$!
+    BG_PIDS="$BG_PIDS $JM_PID"
     for _ in $(seq 100); do [ -e "$d/jm.json" ] && return 0; sleep 0.1; done
     fail "the JM of $name did not start: $(tail -n 3 "$T/$name.jm.log")"
 }
-# ours DIR [SQUEUE ARGS]: the ids of the jobs of DIR's spits-alloc in the queue
+# ours DIR [SQUEUE ARGS]: the ids of the jobs of DIR's spits-alloc in the
+# queue; "squeue-failed" when squeue fails, so no check takes it for none
 ours() {
-    timeout 10 squeue -h -o %i -n "$(json "$1/alloc.json" "d['name']")" "${@:2}" | sort -n
+    local out
+    out=$(timeout 10 squeue -h -o %i -n "$(json "$1/alloc.json" "d['name']")" "${@:2}") ||
+        { echo squeue-failed; return; }
+    [ -z "$out" ] || printf '%s\n' "$out" | sort -n
+}
+# has_jobs DIR [SQUEUE ARGS]: DIR's spits-alloc has such jobs (squeue answered)
+has_jobs() {
+    case $(ours "$@") in '' | *squeue-failed*) return 1 ;; esac
 }
 # wait_exit PID SECONDS: its exit status, or fail
 wait_exit() {
@@ -352,17 +363,29 @@ start_jm d -n $n -s 200000
 jm=$JM_PID
 alloc "$D" --target 0.1 -- --cpus-per-task=1 -o "$T/out/%x-%j.out" >"$T/d.alloc1.log" 2>&1 &
 a1=$!
+BG_PIDS="$BG_PIDS $a1"
 for i in $(seq 300); do grep -q "submitted job" "$T/d.alloc1.log" && break; sleep 0.1; done
 grep -q "submitted job" "$T/d.alloc1.log" || fail "d: spits-alloc submitted nothing: $(cat "$T/d.alloc1.log")"
 kill -9 $a1
 wait $a1 2>/dev/null
+# As if the kill had come between sbatch and the record's update: the
+# newest job is in the queue, not in alloc.json; the restart adopts it.
+lastid=$(json "$D/alloc.json" "d['jobs'][-1]['id']")
+"$PY" - "$D/alloc.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d['jobs'].pop(); d['submitted'] -= 1
+json.dump(d, open(sys.argv[1], 'w'))
+PY
 alloc "$D" --target 0.1 -- --cpus-per-task=1 -o "$T/out/%x-%j.out" >"$T/d.alloc2.log" 2>&1 &
 a2=$!
+BG_PIDS="$BG_PIDS $a2"
 wait_exit $jm 120 || fail "d: the JM exited $?: $(tail -n 3 "$T/d.jm.log")"
 want=$(top_builddir=$top_builddir top_srcdir=$top_srcdir bash -c ". '$here/lib.sh'; bench_checksum $n")
 grep -qx "$want" "$D.out" || fail "d: no exact checksum in the JM's output"
 wait_exit $a2 30 || fail "d: the restarted spits-alloc exited $?: $(tail -n 3 "$T/d.alloc2.log")"
 grep -q "the job is over" "$T/d.alloc2.log" || fail "d: spits-alloc did not see the job end"
+grep -q "found job $lastid of ours in the queue, not in .*: adopted it" "$T/d.alloc2.log" ||
+    fail "d: the restart did not adopt job $lastid: $(cat "$T/d.alloc2.log")"
 for i in $(seq 120); do [ -z "$(ours "$D")" ] && break; sleep 0.5; done
 [ -z "$(ours "$D")" ] || fail "d: jobs of spits-alloc still in the queue: $(ours "$D" -o '%i %T')"
 known=$(ours "$D" -t all | tr '\n' ' ')
@@ -387,6 +410,7 @@ start_jm e -n $n -t 4000000 -r 4000000
 jm=$JM_PID
 alloc "$D" --target 0.1 -- --cpus-per-task=1 -o "$T/out/%x-%j.out" >"$T/e.alloc.log" 2>&1 &
 a=$!
+BG_PIDS="$BG_PIDS $a"
 wait_exit $jm 120 || fail "e: the JM exited $?: $(tail -n 3 "$T/e.jm.log")"
 want=$(top_builddir=$top_builddir top_srcdir=$top_srcdir bash -c ". '$here/lib.sh'; bench_checksum $n")
 grep -qx "$want" "$D.out" || fail "e: no exact checksum in the JM's output"
@@ -407,6 +431,7 @@ start_jm f -n 10 -G "$T/f.gate"
 jm=$JM_PID
 alloc "$D" -- --partition=nosuch >"$T/f.alloc.log" 2>&1 &
 a=$!
+BG_PIDS="$BG_PIDS $a"
 wait_exit $a 60
 rc=$?
 [ $rc = 1 ] || fail "f: spits-alloc exited $rc: $(cat "$T/f.alloc.log")"
@@ -427,11 +452,12 @@ start_jm g -n 2000 -s 200000
 jm2=$JM_PID
 alloc "$D" --target 0.1 -- --cpus-per-task="$NCPU" -o "$T/out/%x-%j.out" >"$T/g.alloc.log" 2>&1 &
 a=$!
+BG_PIDS="$BG_PIDS $a"
 for i in $(seq 120); do
     case $(ours "$D" -o %T 2>/dev/null | sort -u | tr '\n' ' ') in *PENDING*RUNNING*) break ;; esac
     sleep 1
 done
-[ -n "$(ours "$D" -t PENDING)" ] ||
+has_jobs "$D" -t PENDING ||
     fail "g: no queued job: $(cat "$T/g.alloc.log"; tail -n 5 "$T/g.jm.log"; ours "$D" -o '%i %T')"
 # spits-status shows what spits-alloc holds, from its record.
 st=$("$top_builddir/tools/spits-status" --jobdir "$D" 2>&1)
@@ -445,6 +471,7 @@ rc=$?
 [ $rc = 1 ] && case $out in *"already running for $D"*) true ;; *) false ;; esac ||
     fail "g: a second spits-alloc: exit $rc, '$out'"
 running=$(ours "$D" -t RUNNING)
+case $running in '' | *squeue-failed*) fail "g: no running job of spits-alloc: '$running'" ;; esac
 kill -TERM $a
 wait_exit $a 30 || fail "g: spits-alloc exited $? on SIGTERM"
 grep -q "stopped by SIGTERM" "$T/g.alloc.log" || fail "g: no stop line"

@@ -87,8 +87,10 @@ void alloc_decide(const alloc_in_t *in, const alloc_limits_t *lim, alloc_plan_t 
     out->estimate_s = out->max_workers = -1;
     out->time_min = lim->time_min;
     if (in->gen_done && in->remaining <= 0) {
-        out->want_jobs = in->running;
-        snprintf(out->why, sizeof out->why, "no task left to run");
+        /* The phase's last results are in: the job ends (and its queued
+         * jobs go then) or a next phase starts; hold until then. */
+        out->want_jobs = have;
+        snprintf(out->why, sizeof out->why, "no task left in this phase");
     } else if (in->task_s < 0) {
         /* One job measures the task time; then the model decides. */
         out->want_jobs = in->workers > 0 || have > 0 ? have : 1;
@@ -145,8 +147,9 @@ int alloc_policy_selftest(void)
         /* the end: 10 tasks of 1 s on 4 workers: the 3 queued jobs go,
          * the 4 running ones stay */
         {{1, 10, 1.0, -1, 0, 4, 4, 3, 4, 7}, 0, 3, 60, 1},
-        /* no task left: every queued job goes */
-        {{1, 0, 1.0, -1, 0, 4, 4, 2, 4, 6}, 0, 2, 60, 4},
+        /* no task left in the phase: hold until the job ends or the
+         * next phase starts */
+        {{1, 0, 1.0, -1, 0, 4, 4, 2, 4, 6}, 0, 0, 60, 6},
         /* the total cap: nothing more */
         {{1, 1000, 1.0, -1, 0, 2, 2, 0, 2, 20}, 0, 0, 60, 17},
         /* workers from elsewhere (a TM started by hand) count */

@@ -28,11 +28,12 @@
  * (dup2 clears their close-on-exec), no signal blocked, then exec. Only
  * async-signal-safe calls: the parent blocked every signal across fork,
  * so nothing else runs here first. */
-static void alloc_child(char *const argv[], int wfd)
+static void alloc_child(char *const argv[], int wfd, int with_stderr)
 {
     sigset_t none;
-    int null = open("/dev/null", O_RDONLY);
-    if (null < 0 || dup2(null, 0) < 0 || dup2(wfd, 1) < 0 || dup2(wfd, 2) < 0)
+    int null = open("/dev/null", O_RDWR);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(wfd, 1) < 0 ||
+        dup2(with_stderr ? wfd : null, 2) < 0)
         _exit(127);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -41,11 +42,13 @@ static void alloc_child(char *const argv[], int wfd)
 }
 
 /* Reads the child's output into out until it closes the pipe or the
- * deadline passes: 0, or -1 on the deadline. */
-static int alloc_collect(int rfd, char *out, size_t outlen, int64_t deadline)
+ * deadline passes: 0, or -1 on the deadline (or a failed poll). *cut is
+ * set when out could not hold it all. */
+static int alloc_collect(int rfd, char *out, size_t outlen, int *cut, int64_t deadline)
 {
     size_t len = 0;
     char sink[4096];
+    *cut = 0;
     for (;;) {
         int64_t left = deadline - spits_now_ms();
         struct pollfd p = {rfd, POLLIN, 0};
@@ -55,7 +58,7 @@ static int alloc_collect(int rfd, char *out, size_t outlen, int64_t deadline)
         if (rc < 0 && errno == EINTR)
             continue;
         if (rc <= 0)
-            return rc == 0 ? -1 : 0;
+            return -1;
         /* What does not fit is read and dropped, so the child never
          * blocks on a full pipe. */
         char *dst = len + 1 < outlen ? out + len : sink;
@@ -67,13 +70,36 @@ static int alloc_collect(int rfd, char *out, size_t outlen, int64_t deadline)
             return 0;
         if (dst != sink)
             len += (size_t)n;
+        else
+            *cut = 1;
         out[len] = '\0';
     }
 }
 
-int alloc_run(char *const argv[], char *out, size_t outlen, int timeout_s)
+/* Waits for the child until the deadline, then kills it: its status. */
+static int alloc_reap(pid_t pid, int64_t deadline, int *late)
 {
-    int fds[2], status = 0;
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, *late ? 0 : WNOHANG);
+        if (r == pid)
+            return status;
+        if (r < 0 && errno != EINTR)
+            return 0;
+        if (!*late && spits_now_ms() >= deadline) {
+            kill(pid, SIGKILL);  /* it closed its output but hangs */
+            *late = 1;
+        } else if (!*late) {
+            struct timespec ts = {0, 10 * 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+int alloc_run(char *const argv[], int with_stderr, char *out, size_t outlen,
+              int *cut, int timeout_s)
+{
+    int fds[2], status = 0, dummy;
     sigset_t all, saved;
 
     out[0] = '\0';
@@ -85,7 +111,7 @@ int alloc_run(char *const argv[], char *out, size_t outlen, int timeout_s)
     sigprocmask(SIG_SETMASK, &all, &saved);
     pid_t pid = fork();
     if (pid == 0)
-        alloc_child(argv, fds[1]);
+        alloc_child(argv, fds[1], with_stderr);
     int fork_errno = errno;
     sigprocmask(SIG_SETMASK, &saved, NULL);
     close(fds[1]);
@@ -94,13 +120,12 @@ int alloc_run(char *const argv[], char *out, size_t outlen, int timeout_s)
         snprintf(out, outlen, "cannot start %s: %s", argv[0], strerror(fork_errno));
         return -1;
     }
-    int64_t t0 = spits_now_ms();
-    int late = alloc_collect(fds[0], out, outlen, t0 + timeout_s * 1000LL);
+    int64_t t0 = spits_now_ms(), deadline = t0 + timeout_s * 1000LL;
+    int late = alloc_collect(fds[0], out, outlen, cut ? cut : &dummy, deadline);
     close(fds[0]);
     if (late)
         kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    status = alloc_reap(pid, deadline, &late);
     spits_debug("%s ... (%zu byte(s) out): %s after %lld ms", argv[0], strlen(out),
                 late ? "killed" : WIFEXITED(status) ? "exited" : "died",
                 (long long)(spits_now_ms() - t0));
@@ -124,13 +149,14 @@ static void alloc_first_line(const char *s, char *dst, size_t len)
 int alloc_squeue(const char *name, alloc_qjob_t *jobs, size_t max, char *err,
                  size_t errlen)
 {
-    char out[65536], line[256];
+    static char out[4 << 20];      /* 100,000 jobs at 40 bytes a line */
+    char line[256];
     char *argv[] = {"squeue", "-h", "-n", (char *)name, "-o", "%i %T", NULL};
-    int rc = alloc_run(argv, out, sizeof out, 30);
-    if (rc != 0) {
+    int cut = 0, rc = alloc_run(argv, 1, out, sizeof out, &cut, 30);
+    if (rc != 0 || cut) {
         alloc_first_line(out, line, sizeof line);
-        snprintf(err, errlen, "squeue %s: %s", rc == 124 ? "took over 30 s" : "failed",
-                 line[0] ? line : "no message");
+        snprintf(err, errlen, "squeue %s: %s", rc == 124 ? "took over 30 s"
+                 : cut ? "printed more than it may" : "failed", line[0] ? line : "no message");
         return -1;
     }
     size_t n = 0;
@@ -144,9 +170,9 @@ int alloc_squeue(const char *name, alloc_qjob_t *jobs, size_t max, char *err,
         if (*end || id <= 0 || n == max)
             continue;      /* an array element (ID_N) is not one of ours */
         jobs[n].id = id;
+        /* (SUSPENDED started once: it counts as running) */
         jobs[n].pending = strcmp(state, "PENDING") == 0 ||
-                          strcmp(state, "REQUEUE_HOLD") == 0 ||
-                          strcmp(state, "SUSPENDED") == 0;
+                          strcmp(state, "REQUEUE_HOLD") == 0;
         n++;
     }
     return (int)n;
@@ -158,7 +184,8 @@ static int alloc_transient(const char *msg)
     static const char *const words[] = {
         "unable to contact", "socket timed out", "temporarily", "try again",
         "communication", "connection refused", "timed out", "slurm_load",
-        "not responding", "controller"};
+        "not responding", "controller", "qos", "policy", "maxsubmit",
+        "job limit"};
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (strcasestr(msg, words[i]))
             return 1;
@@ -180,14 +207,14 @@ long alloc_sbatch(const char *name, char *const args[], int nargs, int time_min,
     snprintf(targ, sizeof targ, "--time=%d", time_min);
     argv[k++] = "sbatch";
     argv[k++] = "--parsable";
-    argv[k++] = jname;
     for (int i = 0; i < nargs; i++)
         argv[k++] = args[i];
-    argv[k++] = targ;       /* last: ours, whatever the options said */
+    argv[k++] = jname;      /* last: ours, whatever the options said */
+    argv[k++] = targ;
     argv[k++] = (char *)script;
     argv[k++] = (char *)jobdir;
     argv[k] = NULL;
-    int rc = alloc_run(argv, out, sizeof out, 60);
+    int rc = alloc_run(argv, 1, out, sizeof out, NULL, 60);
     free(argv);
 
     /* --parsable: "ID" or "ID;CLUSTER" on a line of its own, perhaps
@@ -205,23 +232,25 @@ long alloc_sbatch(const char *name, char *const args[], int nargs, int time_min,
     alloc_first_line(rc == 0 ? "no job id in its output" : out, line, sizeof line);
     snprintf(err, errlen, "%s", rc == 124 ? "sbatch took over 60 s" : line[0] ? line
                                                                              : "sbatch failed");
-    return rc == 124 || rc < 0 || rc == 0 || alloc_transient(out) ? 0 : -1;
+    /* A signal (Ctrl-C reaches the child too) is no refusal. */
+    return rc == 124 || rc < 0 || rc == 0 || rc >= 128 || alloc_transient(out) ? 0 : -1;
 }
 
 int alloc_scancel(const long *ids, size_t n, char *err, size_t errlen)
 {
     char out[4096], line[256];
-    char **argv = calloc(n + 2, sizeof *argv);
+    char **argv = calloc(n + 3, sizeof *argv);
     char *nums = malloc(n * 24 + 1);
     int rc = -1;
 
     if (argv && nums) {
         argv[0] = "scancel";
+        argv[1] = "--state=PENDING";
         for (size_t i = 0; i < n; i++) {
-            argv[i + 1] = nums + i * 24;
-            snprintf(argv[i + 1], 24, "%ld", ids[i]);
+            argv[i + 2] = nums + i * 24;
+            snprintf(argv[i + 2], 24, "%ld", ids[i]);
         }
-        rc = alloc_run(argv, out, sizeof out, 30);
+        rc = alloc_run(argv, 1, out, sizeof out, NULL, 30);
         alloc_first_line(out, line, sizeof line);
         if (rc != 0)
             snprintf(err, errlen, "scancel failed: %s", line[0] ? line : "no message");

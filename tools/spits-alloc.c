@@ -71,6 +71,7 @@ typedef struct {
     int dry_run;
     /* the state kept in DIR/alloc.json */
     char name[64];            /* its jobs' name in the queue */
+    char real_dir[PATH_MAX];  /* the job dir, absolute (for sbatch) */
     char state_path[PATH_MAX];
     double created;
     char job_id[64];          /* the spits job seen running */
@@ -169,6 +170,11 @@ static int alloc_load(alloc_t *a, char *err, size_t errlen)
                  je.text, je.line);
         return -1;
     }
+    if (json_is_true(json_object_get(doc, "done"))) {
+        /* an earlier run's, finished: this run starts its own record */
+        json_decref(doc);
+        return 0;
+    }
     const char *job = json_string_value(json_object_get(doc, "job_id"));
     const char *last = json_string_value(json_object_get(doc, "last_decision"));
     a->created = json_number_value(json_object_get(doc, "created"));
@@ -224,6 +230,7 @@ static int alloc_refresh(alloc_t *a, int *queued, int *running)
         spits_warn("%s; trying again in %lld s", err, (long long)(a->backoff_ms / 1000));
         return -1;
     }
+    a->backoff_ms = 0;
     for (int k = 0; k < n; k++) {
         size_t before = a->njobs;
         if (alloc_add_job(a, q[k].id, JOB_QUEUED, spits_wall_time(), 0) != 0)
@@ -290,7 +297,7 @@ static int alloc_submit(alloc_t *a, int n, int time_min)
             continue;
         }
         long id = alloc_sbatch(a->name, a->sbatch_args, a->nsbatch, time_min,
-                               a->script, a->dir, err, sizeof err);
+                               a->script, a->real_dir, err, sizeof err);
         if (id < 0) {
             spits_error("sbatch refused the Task Manager job: %s; fix the sbatch "
                         "options after -- (or --script)", err);
@@ -315,15 +322,17 @@ static int alloc_submit(alloc_t *a, int n, int time_min)
 
 /* --- the job ----------------------------------------------------------- */
 
-enum { JOB_UNKNOWN, JOB_LIVE, JOB_OVER };
+enum { JOB_UNKNOWN, JOB_LIVE, JOB_HOLD, JOB_OVER };
 
-/* The job now (spits-status --json), as the policy's input: JOB_LIVE,
- * JOB_OVER, or JOB_UNKNOWN while no JM answers. */
+/* The job now (spits-status --json), as the policy's input: JOB_LIVE;
+ * JOB_OVER; JOB_HOLD between phases or while a stopped job waits for
+ * spits-jm --resume (its queue is kept as it is); JOB_UNKNOWN while no JM
+ * answers. */
 static int alloc_job_state(alloc_t *a, alloc_in_t *in)
 {
     char *argv[] = {a->status_exe, "--jobdir", (char *)a->dir, "--json", "--timeout",
                     "5", NULL};
-    int rc = alloc_run(argv, a->status_buf, ALLOC_STATUS_MAX, 30);
+    int rc = alloc_run(argv, 0, a->status_buf, ALLOC_STATUS_MAX, NULL, 30);
     json_t *doc = rc == 0 ? json_loads(a->status_buf, 0, NULL) : NULL;
     const char *job = json_string_value(json_object_get(doc, "job_id"));
     struct stat st;
@@ -331,12 +340,16 @@ static int alloc_job_state(alloc_t *a, alloc_in_t *in)
 
     if (json_object_get(doc, "finished")) {
         /* A report: of the job we served, or of one that ended after we
-         * started; an older one is of an earlier job in this dir. */
+         * started; an older one is of an earlier job in this dir. One that
+         * can be resumed is not over: spits-jm --resume may come. */
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/report.json", a->dir);
         if ((job && a->job_id[0] && strcmp(job, a->job_id) == 0) ||
             (stat(path, &st) == 0 && (double)st.st_mtime >= a->created - 1))
-            state = JOB_OVER;
+            state = json_is_true(json_object_get(doc, "resumable")) ? JOB_HOLD : JOB_OVER;
+    } else if (job && json_is_string(json_object_get(doc, "state")) &&
+               strcmp(json_string_value(json_object_get(doc, "state")), "running") != 0) {
+        state = JOB_HOLD;           /* between phases */
     } else if (json_object_get(doc, "state") && job) {
         const json_t *k = json_object_get(doc, "tasks"), *m = json_object_get(doc, "model");
         const json_t *tms = json_object_get(doc, "tms"), *t;
@@ -398,9 +411,12 @@ static int alloc_round(alloc_t *a)
 
     if (state == JOB_OVER)
         return 1;
-    if (state == JOB_UNKNOWN) {
+    if (state == JOB_UNKNOWN || state == JOB_HOLD) {
         if (!a->jm_silent_logged++)
-            spits_info("no job manager answers for %s yet; waiting for one", a->dir);
+            spits_info(state == JOB_HOLD
+                       ? "the job is between phases, or stopped and resumable: "
+                         "holding its queue jobs as they are"
+                       : "no job manager answers for %s yet; waiting for one", a->dir);
         return 0;
     }
     a->jm_silent_logged = 0;
@@ -535,6 +551,19 @@ static int alloc_options(alloc_t *a, int argc, char **argv)
     }
     a->sbatch_args = argv + optind;
     a->nsbatch = argc - optind;
+    /* Its jobs are found by name, one job id each, on this cluster. */
+    static const char *const refused[] = {"-J", "--job-name", "-a", "--array", "-M",
+                                          "--clusters", "--parsable", "--time", "-t"};
+    for (int i = 0; i < a->nsbatch; i++)
+        for (size_t r = 0; r < sizeof refused / sizeof *refused; r++) {
+            size_t len = strlen(refused[r]);
+            const char *o = a->sbatch_args[i];
+            if (strncmp(o, refused[r], len) == 0 &&
+                (o[len] == '\0' || o[len] == '=' || (refused[r][1] != '-' && o[1] && o[2])))
+                return spits_bad_option("spits-alloc sets the job name, time and cluster "
+                                        "itself, and submits no arrays: drop '%s' after "
+                                        "-- (use --time for the time)", o);
+        }
     if (!a->script) {
         const char *env = getenv("SPITS_TM_SCRIPT");
         if (env && *env) {
@@ -560,7 +589,7 @@ static int alloc_options(alloc_t *a, int argc, char **argv)
  * the BLAKE2b of its real path. */
 static int alloc_name(alloc_t *a, char *err, size_t errlen)
 {
-    char real[PATH_MAX];
+    char *real = a->real_dir;
     unsigned char h[8];
     if (!realpath(a->dir, real)) {
         snprintf(err, errlen, "%s: %s", a->dir, strerror(errno));
