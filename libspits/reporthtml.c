@@ -185,11 +185,13 @@ static void html_tms(const json_t *top, size_t total, FILE *f)
     html_more(f, total, json_array_size(top), "TMs");
 }
 
-void spits_html_failed(const json_t *rep, FILE *f)
+void spits_html_failed(const json_t *rep, size_t total, FILE *f)
 {
     const json_t *failed = json_object_get(rep, "failed_tasks"), *t;
     size_t i, n = json_array_size(failed);
-    fprintf(f, "<h2>Failed tasks (%zu)</h2>\n", n);
+    if (total < n)
+        total = n;
+    fprintf(f, "<h2>Failed tasks (%zu)</h2>\n", total);
     if (n == 0) {
         fputs("<p id=\"failed-none\">none</p>\n", f);
         return;
@@ -203,7 +205,7 @@ void spits_html_failed(const json_t *rep, FILE *f)
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);
-    html_more(f, n, i, "failed tasks");
+    html_more(f, total, i, "failed tasks");
 }
 
 void spits_html_timeline(const json_t *rep, json_t *top, FILE *f)
@@ -234,7 +236,7 @@ int spits_report_html(const json_t *rep, FILE *f)
     html_counts(rep, f);
     spits_html_timeline(rep, top, f);
     html_tms(top, json_array_size(tms), f);
-    spits_html_failed(rep, f);
+    spits_html_failed(rep, 0, f);
     html_phases(rep, f);
     fprintf(f, "<p class=\"more\">written by spits %s; every number is in "
                "report.json next to this file</p>\n</body></html>\n", PACKAGE_VERSION);

@@ -39,8 +39,8 @@ extern const char *const spits_html_css;
 void spits_html_timeline(const json_t *rep, json_t *top, FILE *f);
 
 /* The "Failed tasks" section of rep's failed_tasks, cut to
- * SPITS_HTML_ROWS. */
-void spits_html_failed(const json_t *rep, FILE *f);
+ * SPITS_HTML_ROWS, of total in all (0: as many as the list holds). */
+void spits_html_failed(const json_t *rep, size_t total, FILE *f);
 
 /* The performance model's line ("model: max(N*T/W, N*S/BW) = ..."), from
  * report.json's "model" object; empty when a term is unknown. */

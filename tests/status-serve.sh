@@ -60,10 +60,13 @@ from html.parser import HTMLParser
 class P(HTMLParser):
     def __init__(self):
         super().__init__(); self.stack = []; self.text = {}; self.rows = {}; self.points = 0
+        self.sorted = False; self.sorted_by = ''
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == 'tr' and a.get('class') in ('tm', 'failed-task'):
             self.rows.setdefault(a['class'], []).append([])
+        if tag == 'th' and a.get('class') == 'sorted':
+            self.sorted = True
         if tag == 'polyline' and a.get('class') == 'timeline':
             self.points = len(a.get('points', '').split())
         if tag not in ('br', 'line', 'rect', 'polyline', 'meta'):
@@ -72,6 +75,8 @@ class P(HTMLParser):
         if tag not in ('br', 'line', 'rect', 'polyline', 'meta') and self.stack:
             self.stack.pop()
     def handle_data(self, d):
+        if self.sorted and any(t == 'th' and c == 'sorted' for t, i, c in self.stack):
+            self.sorted_by += d
         for tag, i, c in self.stack:
             if i: self.text[i] = self.text.get(i, '') + d
         if self.stack and self.stack[-1][0] == 'td':
@@ -79,7 +84,7 @@ class P(HTMLParser):
                 if tag == 'tr' and c in self.rows:
                     self.rows[c][-1].append(d); break
 p = P(); p.feed(open(sys.argv[1]).read())
-print(json.dumps({'text': p.text, 'tms': p.rows.get('tm', []),
+print(json.dumps({'text': p.text, 'tms': p.rows.get('tm', []), 'sorted_by': p.sorted_by,
                   'failed': p.rows.get('failed-task', []), 'points': p.points}))
 PY
 }
@@ -96,11 +101,14 @@ p1=$(q "d['points']")
 [ "$p1" -ge 2 ] || fail "the timeline has $p1 point(s)"
 # Sorted by pid, the smaller pid comes first; by done, the larger count.
 lo=$(( tm1 < tm2 ? tm1 : tm2 ))
+[ "$(q "d['sorted_by']")" = done ] || fail "the default order is by '$(q "d['sorted_by']")', not done"
 dom "$url&sort=pid"
+[ "$(q "d['sorted_by']")" = pid ] || fail "sort=pid sorted by '$(q "d['sorted_by']")'"
 [ "$(q "d['tms'][0][1]")" = "$lo" ] || fail "sorted by pid, the first row is $(q "d['tms'][0]")"
-dom "$url&sort=done"
-[ "$(q "int(d['tms'][0][4]) >= int(d['tms'][1][4])")" = True ] ||
-    fail "sorted by done, the rows are $(q "d['tms']")"
+dom "$url&sort=host"
+[ "$(q "d['sorted_by']")" = host ] || fail "sort=host sorted by '$(q "d['sorted_by']")'"
+# (one host: the tie goes by pid)
+[ "$(q "d['tms'][0][1]")" = "$lo" ] || fail "sorted by host, then pid, the first row is $(q "d['tms'][0]")"
 grown() {
     [ "$(live live "len(d['timeline']['points']) > $p1 and d['tasks']['committed'] > $c1")" = True ]
 }

@@ -94,8 +94,9 @@ static double serve_num(const json_t *o, const char *k)
 static int serve_cmp(const void *a, const void *b, void *arg)
 {
     int sort = *(const int *)arg;
-    const json_t *x = json_object_get(*(json_t *const *)a, serve_sorts[sort].key);
-    const json_t *y = json_object_get(*(json_t *const *)b, serve_sorts[sort].key);
+    const json_t *ta = *(json_t *const *)a, *tb = *(json_t *const *)b;
+    const json_t *x = json_object_get(ta, serve_sorts[sort].key);
+    const json_t *y = json_object_get(tb, serve_sorts[sort].key);
     int c;
     if (json_is_string(x) || json_is_string(y)) {
         const char *sx = json_string_value(x), *sy = json_string_value(y);
@@ -104,7 +105,18 @@ static int serve_cmp(const void *a, const void *b, void *arg)
         double dx = json_number_value(x), dy = json_number_value(y);
         c = dx < dy ? -1 : dx > dy;
     }
-    return serve_sorts[sort].desc ? -c : c;
+    if (serve_sorts[sort].desc)
+        c = -c;
+    if (c == 0) {
+        /* ties in one order, host then pid, so a TM is on one page */
+        const char *ha = json_string_value(json_object_get(ta, "host"));
+        const char *hb = json_string_value(json_object_get(tb, "host"));
+        long long pa = serve_int(ta, "pid"), pb = serve_int(tb, "pid");
+        c = strcmp(ha ? ha : "", hb ? hb : "");
+        if (c == 0)
+            c = pa < pb ? -1 : pa > pb;
+    }
+    return c;
 }
 
 /* A link to this page in view v with sort and page changed. */
@@ -243,7 +255,7 @@ static void serve_live_part(const json_t *d, const serve_view_t *v, FILE *f)
     }
     serve_timeline(d, f);
     serve_tms(json_object_get(d, "tms"), v, f);
-    spits_html_failed(d, f);
+    spits_html_failed(d, (size_t)serve_int(k, "failed"), f);
 }
 
 /* The live page of a STATUS document: drawn on the server, so it shows
