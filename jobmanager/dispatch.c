@@ -478,6 +478,54 @@ static void disp_control_only(jm_disp_t *d)
     }
 }
 
+/* The job is over: END to every TM, then, for DISP_END_WAIT_MS at most,
+ * until each has said BYE. A JM that closed at once could take its END
+ * with it: the TM's socket (ZMQ_IMMEDIATE) drops what it has not read
+ * when the connection ends, and END and the close arrive together over a
+ * long link. Anything else meanwhile, from a TM or a straggler, gets END
+ * again. Nothing is counted any more: the report is the job's as it
+ * ended. */
+static void disp_end(jm_disp_t *d)
+{
+    size_t waiting = jm_tmtab_live_count(d->tms);
+    int64_t deadline = spits_now_ms() + DISP_END_WAIT_MS;
+
+    for (size_t i = 0; i < waiting; i++) {
+        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
+        disp_send_empty(d, t->rid, t->ridlen, SPITS_MSG_END);
+    }
+    while (waiting > 0) {
+        int64_t left = deadline - spits_now_ms();
+        zmq_pollitem_t it = {d->router, 0, ZMQ_POLLIN, 0};
+        if (left <= 0 || zmq_poll(&it, 1, (long)left) <= 0)
+            break;
+        zmq_msg_t rid, body;
+        spits_hdr_t h;
+        const char *why;
+        int got_body = 0;
+        zmq_msg_init(&rid);
+        zmq_msg_init(&body);
+        if (zmq_msg_recv(&rid, d->router, ZMQ_DONTWAIT) >= 0 && zmq_msg_more(&rid) &&
+            (got_body = zmq_msg_recv(&body, d->router, ZMQ_DONTWAIT) >= 0)) {
+            jm_tm_t *t = jm_tmtab_find(d->tms, zmq_msg_data(&rid), zmq_msg_size(&rid));
+            int bye = spits_wire_parse(zmq_msg_data(&body), zmq_msg_size(&body), &h,
+                                       &why) == 0 && h.type == SPITS_MSG_BYE;
+            if (bye && t && t->alive && !t->ended) {
+                t->ended = 1;
+                waiting--;
+            } else if (!bye) {
+                disp_send_empty(d, zmq_msg_data(&rid), zmq_msg_size(&rid),
+                                SPITS_MSG_END);
+            }
+        }
+        /* (the rest of a message longer than ours; never the next one) */
+        if (got_body ? zmq_msg_more(&body) : zmq_msg_more(&rid))
+            spits_zmq_drop_frames(d->router);
+        zmq_msg_close(&rid);
+        zmq_msg_close(&body);
+    }
+}
+
 static void *disp_main(void *arg)
 {
     jm_disp_t *d = arg;
@@ -533,11 +581,7 @@ static void *disp_main(void *arg)
         disp_publish_window(d);
     }
     disp_log_flush(d, 1);
-    /* The job is over: tell every TM, then answer stragglers with END. */
-    for (size_t i = 0; i < jm_tmtab_live_count(d->tms); i++) {
-        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
-        disp_send_empty(d, t->rid, t->ridlen, SPITS_MSG_END);
-    }
+    disp_end(d);
     return NULL;
 }
 

@@ -38,6 +38,7 @@
 #define DISP_RECV_BURST 256          /* messages per poll wake-up */
 #define DISP_TICK_MS 100
 #define DISP_LIVE_FAILED 100         /* poison tasks STATUS names */
+#define DISP_END_WAIT_MS 2000        /* the most it waits for BYEs after END */
 #define DISP_LIVE_EVENTS 256         /* TM joins/leaves STATUS carries */
 #define DISP_PROBE_MS 1500           /* probe window after a disconnect */
 #define DISP_BUSY_LOG_MS 60000       /* "busy, not lost" said at most this often */

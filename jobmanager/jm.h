@@ -91,6 +91,8 @@ typedef struct jm_task {
     uint8_t in_retry;        /* 1 while listed in the retry list */
     uint8_t sent;            /* copies sent so far (stops at 255) */
     uint8_t last_status;     /* how its last failed run ended */
+    uint8_t quick;           /* its newest copy went to a TM holding fewer
+                                tasks than workers: it ran on arrival */
     int32_t failed_on;       /* TM slot of the last failed run, or -1 */
     int32_t holders[JM_MAX_COPIES]; /* TM slots running a copy, -1 = none */
     uint32_t held_ix[JM_MAX_COPIES];  /* each copy's place in its TM's list

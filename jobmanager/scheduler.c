@@ -447,6 +447,7 @@ void jm_sched_sent(jm_sched_t *s, jm_tm_t *t, size_t n)
             s->st->resent++;
         task->sent += task->sent < UINT8_MAX;
         task->copy_ms = s->now;
+        task->quick = t->outstanding + (int)i < t->workers;
         add_holder(s, task, t->slot);
         s->task_bytes_sent += task->len;
     }
@@ -497,6 +498,22 @@ static jm_rec_outcome_t on_failed_run(jm_sched_t *s, jm_tm_t *t, jm_task_t *task
     return JM_REC_POISON;
 }
 
+/* A copy that ran on arrival came back after one round trip and one run:
+ * the least such time over a window of them is the TM's RTT + T, which
+ * sizes its slots (serve.c). A window, not all time: a route that got
+ * longer is seen within JM_TURN_WINDOW copies. */
+static void note_turnaround(jm_tm_t *t, int64_t ms)
+{
+    if (t->turn_n == 0 || ms < t->turn_win)
+        t->turn_win = ms;
+    if (++t->turn_n >= JM_TURN_WINDOW) {
+        t->turn_ms = t->turn_win;
+        t->turn_n = 0;
+    } else if (t->turn_ms == 0 || t->turn_win < t->turn_ms) {
+        t->turn_ms = t->turn_win;
+    }
+}
+
 jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
                                  uint32_t status, uint64_t *hash)
 {
@@ -516,8 +533,11 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
     if (status == SPITS_ST_OK) {
         *hash = task->hash;
         s->finished++;
-        if (t && task->sent == 1)       /* one copy ever: its time is clean */
+        if (t && task->sent == 1) {     /* one copy ever: its time is clean */
             jm_late_sample(&s->late, s->now - task->copy_ms);
+            if (task->quick)
+                note_turnaround(t, s->now - task->copy_ms);
+        }
         if (t)
             t->done++;
         else

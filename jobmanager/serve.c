@@ -165,16 +165,10 @@ void disp_serve(jm_disp_t *d)
     d->rr++;
 }
 
-/* Adaptive prefetch. A TM that hands back everything it held ran dry
- * before new tasks reached it: its tasks are short against the round
- * trip. While there is work to give, it may hold twice as many, up to
- * SLOTS_MAX tasks or SLOTS_BYTES of tasks. Long tasks never empty a TM
- * whose slots exceed its workers, so they never grow its share. No TM
- * grows past its share of the --window, so none hoards the others' work. */
-static void grow_slots(jm_disp_t *d, jm_tm_t *t)
+/* The most slots a TM may have: SLOTS_MAX tasks, SLOTS_BYTES of tasks,
+ * and its share of the --window, so none hoards the others' work. */
+static int slots_cap(jm_disp_t *d)
 {
-    if (!d->phase || jm_sched_exhausted(d->sched) || t->slots >= SLOTS_MAX)
-        return;
     uint64_t mean = jm_sched_mean_task_bytes(d->sched);
     uint64_t cap = SLOTS_BYTES / (mean ? mean : 1);
     uint64_t share = (uint64_t)d->jm->opt.window / (d->alive ? d->alive : 1);
@@ -182,8 +176,32 @@ static void grow_slots(jm_disp_t *d, jm_tm_t *t)
         cap = SLOTS_MAX;
     if (cap > share)
         cap = share;
-    if ((uint64_t)t->slots * 2 <= cap)
-        t->slots *= 2;
+    return (int)cap;
+}
+
+/* Adaptive prefetch, two ways, while there is work to give; slots never
+ * shrink. A TM that hands back everything it held ran dry before new
+ * tasks reached it: its tasks are short against the round trip, so it may
+ * hold twice as many. And a TM far away needs a task in flight for every
+ * task time of the round trip to keep each worker busy: workers * (RTT +
+ * T) / T slots (turn_ms is RTT + T, measured; T from its STATS), a
+ * quarter more for jitter. Long tasks never empty a TM whose slots exceed
+ * its workers, and their T dwarfs the RTT, so they never grow its share. */
+static void grow_slots(jm_disp_t *d, jm_tm_t *t)
+{
+    if (!d->phase || jm_sched_exhausted(d->sched))
+        return;
+    int cap = slots_cap(d), want = t->slots;
+    if (t->outstanding == 0 && t->slots <= cap / 2)
+        want = t->slots * 2;
+    if (t->turn_ms > 0 && t->runs > 0 && t->busy_s > 0) {
+        double task_ms = t->busy_s * 1000.0 / (double)t->runs;
+        double need = 1.25 * t->workers * (double)t->turn_ms / (task_ms > 0.01 ? task_ms : 0.01);
+        if (need > want)
+            want = need < cap ? (int)need + 1 : cap;
+    }
+    if (want > t->slots && want <= cap)
+        t->slots = want;
 }
 
 /* A result of a task this JM has not sent: after --resume, work a TM did
@@ -277,7 +295,7 @@ void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
 
     jm_sched_clock(d->sched, d->now);
     jm_sched_credit(d->sched, t, h->count);
-    if (t && t->alive && t->outstanding == 0)
+    if (t && t->alive)
         grow_slots(d, t);
     if (!d->phase || h->phase != d->phase->st.id) {
         d->st.stale += h->count;

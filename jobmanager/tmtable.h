@@ -22,6 +22,8 @@
 #define JM_TMTAB_KEEP_DEAD 10000     /* the dispatcher's keep_dead */
 #define JM_TMTAB_LOST_MAX (1u << 18) /* fingerprints of evicted lost TMs */
 
+#define JM_TURN_WINDOW 32    /* copies per round-trip estimate (turn_ms) */
+
 typedef struct jm_tm jm_tm_t;
 struct jm_tm {
     unsigned char rid[JM_RID_MAX];
@@ -30,6 +32,7 @@ struct jm_tm {
     int alive;               /* set by jm_tmtab_set_alive only */
     int stalled;             /* its pipe was full: wait until it speaks */
     int draining;            /* said DRAIN: it gets no more tasks */
+    int ended;               /* said BYE after the job's END (dispatch.c) */
     int lost;                /* declared lost and not back (members.c) */
     uint32_t reattaches;     /* its HELLOs after its first */
     long attach;             /* the highest "attach" (outage number) of
@@ -50,6 +53,11 @@ struct jm_tm {
     uint64_t sent_at_hello;  /* sent as of its last HELLO */
     double busy_s;           /* its workers' time on tasks, from STATS */
     uint64_t runs;           /* task runs, from STATS */
+    int64_t turn_ms;         /* round trip + one run: the least time a copy
+                                that ran on arrival took to come back, over
+                                the last JM_TURN_WINDOW such copies */
+    int64_t turn_win;        /* ...the least of the window so far */
+    int turn_n;              /* ...and how many it has seen */
     uint64_t scan_version;   /* ring version of its last fruitless resend scan */
     int64_t scan_until;      /* ...which holds until then (scheduler's ms) */
     int64_t settle_until;    /* re-attached with results: serve it only
