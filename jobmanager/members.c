@@ -11,6 +11,7 @@
  */
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "dispatch_int.h"
 #include "log.h"
@@ -160,6 +161,13 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         json_decref(j);
         return;
     }
+    /* What a TM of another job (a JM killed and replaced in the same job
+     * dir) holds and has pending is that job's: it drops all of it on our
+     * WELCOME, and none of it ever comes back here. Counted as ours, its
+     * slots would stay full for good. (An older TM sends no job_id.) */
+    const char *its_job = json_string_value(json_object_get(j, "job_id"));
+    if (its_job && strcmp(its_job, d->jm->job_id) != 0)
+        held = pending = 0;
     int first = 0;
     if (!t) {
         t = hello_entry(d, rid, ridlen, &first);

@@ -3,7 +3,7 @@
  *
  *   bench [-n TASKS] [-t TASKBYTES] [-r RESULTBYTES] [-R FINALBYTES]
  *         [-b BUSY_US] [-s SLEEP_US] [-f ID]... [-F ID:DIR]... [-G FILE]
- *         [-M DIR] [-q]
+ *         [-M DIR] [-P FILE] [-q]
  *
  * Task i is its number (u64 LE) then filler bytes (i + k) & 0xff; the
  * worker checks them, spins or sleeps, and answers i, splitmix64(i) and
@@ -15,6 +15,8 @@
  * a test decides when the job may end, however slow the machine is.
  * -M DIR: a run of task ID creates DIR/started-ID as it starts, so a test
  * can see which tasks are running.
+ * -P FILE: while FILE exists, every run waits (at most 120 s) after it
+ * creates FILE.waiting-ID, so a test can hold a TM's workers busy.
  * -R FINALBYTES: commit_job pushes that many bytes (the checksum, then
  * zeros) instead of the 8-byte checksum, so a test can size the final
  * result.
@@ -39,7 +41,7 @@ typedef struct {
     uint64_t flaky[MAX_FAIL];
     const char *flaky_dir[MAX_FAIL];
     int nflaky;
-    const char *gate, *mark_dir;
+    const char *gate, *mark_dir, *pause;
     unsigned char *pat;      /* pat[i] = i & 0xff: filler by memcpy/memcmp */
     int quiet;
 } bench_cfg_t;
@@ -100,6 +102,7 @@ static int bench_args(int argc, const char **argv, bench_cfg_t *c)
         if (!v) goto bad;
         if (strcmp(a, "-G") == 0) { c->gate = v; i++; continue; }
         if (strcmp(a, "-M") == 0) { c->mark_dir = v; i++; continue; }
+        if (strcmp(a, "-P") == 0) { c->pause = v; i++; continue; }
         if (strcmp(a, "-n") == 0) dst = &c->n;
         else if (strcmp(a, "-t") == 0) dst = &c->tbytes;
         else if (strcmp(a, "-r") == 0) dst = &c->rbytes;
@@ -187,6 +190,16 @@ void *spits_worker_new(int argc, const char *argv[])
     return w;
 }
 
+/* Creates the marker file PREFIX SEP ID for a test to see. */
+static void touch_mark(const char *prefix, const char *sep, uint64_t id)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s%s%llu", prefix, sep, (unsigned long long)id);
+    int fd = open(path, O_CREAT | O_WRONLY, 0644);
+    if (fd >= 0)
+        close(fd);
+}
+
 int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
                      spitspush_t push, spitsctx_t ctx)
 {
@@ -197,13 +210,13 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     uint64_t id = get64(t);
     if (!filled(t, &w->cfg, id, 8, w->cfg.tbytes))
         return 2;
-    if (w->cfg.mark_dir) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/started-%llu", w->cfg.mark_dir,
-                 (unsigned long long)id);
-        int fd = open(path, O_CREAT | O_WRONLY, 0644);
-        if (fd >= 0)
-            close(fd);
+    if (w->cfg.mark_dir)
+        touch_mark(w->cfg.mark_dir, "/started-", id);
+    if (w->cfg.pause && access(w->cfg.pause, F_OK) == 0) {
+        touch_mark(w->cfg.pause, ".waiting-", id);
+        struct timespec ts = {0, 10 * 1000000};
+        for (int i = 0; i < 12000 && access(w->cfg.pause, F_OK) == 0; i++)
+            nanosleep(&ts, NULL);
     }
     if (id + 1 == w->cfg.n && w->cfg.gate) {
         struct timespec ts = {0, 10 * 1000000};

@@ -183,8 +183,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
     jm.opt.max_task = 1 << 16;
     strcpy(jm.job_id, "fuzz");
     jm_disp_t *d = jm_disp_new(&jm, err, sizeof err);
-    if (!d)
+    if (!d) {
+        fprintf(stderr, "fuzz_jm: run %d: cannot set up the dispatcher: %s\n",
+                runs, err);
         abort();
+    }
     for (int k = 0; k < F_TMS; k++) {
         snprintf(tms[k].rid, sizeof tms[k].rid, "tm%d", k);
         tms[k].sock = zmq_socket(d->zctx, ZMQ_DEALER);
