@@ -35,10 +35,13 @@ SPITS_JOBS=${SPITS_JOBS:-2}
 
 # Debian 12 packages the build and the tests need (g++ comes with
 # build-essential; check is the unit-test library; tmux is the terminal
-# tests/progress-tty.sh runs spits-run in).
+# tests/progress-tty.sh runs spits-run in; elfutils' eu-stack gives
+# tests/bounded the stacks of a hung test's processes, in seconds even
+# under ThreadSanitizer, where gdb takes minutes).
 SPITS_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
     libzmq3-dev libsodium-dev libjansson-dev libmicrohttpd-dev check tmux python3
+    elfutils
 )
 
 spits_say() {
