@@ -33,21 +33,26 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 
 /* --- sending ----------------------------------------------------------- */
 
-int disp_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
-                   const void *buf, size_t len)
+static int send_frames(jm_disp_t *d, const void *rid, size_t ridlen,
+                       const void *buf, size_t len, int more)
 {
     if (zmq_send(d->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
         return -1;
-    if (zmq_send(d->router, buf, len, ZMQ_DONTWAIT) < 0)
+    if (zmq_send(d->router, buf, len, ZMQ_DONTWAIT | more) < 0)
         return -1;
     d->st.bytes_out += len;
     return 0;
 }
 
-/* Sends to a known TM; a TM that is gone is declared lost. */
-int disp_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
+int disp_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
+                   const void *buf, size_t len)
 {
-    if (disp_send_to(d, t->rid, t->ridlen, buf, len) == 0) {
+    return send_frames(d, rid, ridlen, buf, len, 0);
+}
+
+static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len, int more)
+{
+    if (send_frames(d, t->rid, t->ridlen, buf, len, more) == 0) {
         t->last_sent = d->now;
         return 0;
     }
@@ -56,6 +61,17 @@ int disp_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
     else if (errno == EAGAIN)
         t->stalled = 1;
     return -1;
+}
+
+/* Sends to a known TM; a TM that is gone is declared lost. */
+int disp_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
+{
+    return send_tm(d, t, buf, len, 0);
+}
+
+int disp_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
+{
+    return send_tm(d, t, buf, len, ZMQ_SNDMORE);
 }
 
 void disp_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type)
@@ -123,6 +139,11 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     jm_tm_t *t = jm_tmtab_find(d->tms, rid, ridlen);
     if (spits_wire_parse(zmq_msg_data(&rx->msg), len, &h, &why) != 0) {
         disp_bad_message(d, why);
+        goto out;
+    }
+    if (h.parts) {
+        /* (TMs send results inline; disp_recv took one frame only) */
+        disp_bad_message(d, "records of parts in a one-frame message");
         goto out;
     }
     if (t) {
@@ -701,6 +722,18 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                      opts[i].name, zmq_strerror(errno));
             goto fail;
         }
+    /* Measured, 1 JM + 1 TM on loopback: with CURVE, parts are 8% faster
+     * at 64 KB and 15% at 1 MB (libzmq encrypts every frame into a new
+     * buffer anyway, so the batch's copy was pure cost); without it, a
+     * batch goes out in fewer and larger writes, and parts were 10 to 30%
+     * slower. */
+    d->part_min = jm->opt.insecure ? UINT64_MAX : SPITS_PART_MIN;
+#ifdef __SANITIZE_THREAD__
+    /* ThreadSanitizer cannot see libzmq hand a part to its I/O thread: it
+     * reports each byte libzmq reads as a (suppressed) race, so slowly
+     * that the I/O thread stalls. The TSan build sends tasks inline. */
+    d->part_min = UINT64_MAX;
+#endif
     if (!jm->opt.insecure) {
         /* The ZAP handler must be bound before any handshake can start. */
         int server = 1;

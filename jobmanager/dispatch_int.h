@@ -71,6 +71,7 @@ struct jm_disp {
     size_t alive;
     size_t rr;                       /* round-robin start */
     spits_batch_t out;
+    uint64_t part_min;       /* tasks this large go as parts (serve.c) */
     jm_commit_t *cbuf;               /* resolutions for the committer: */
     size_t ncommit, ncommit_rx;      /* DISP_COMMIT_CHUNK at most, of which */
                                      /* ncommit_rx point into one message */
@@ -102,6 +103,9 @@ struct jm_disp {
 int disp_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len);
 int disp_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
+/* The same, for the first frame of a message whose parts the caller sends
+ * next (ZMQ_SNDMORE); once it is taken, the parts are too (ROUTER). */
+int disp_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 void disp_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type);
 /* WELCOME or PHASE: the job and its current phase */
 void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type);

@@ -58,7 +58,7 @@ void jm_genq_destroy(jm_genq_t *q)
     jm_task_t *t = q->head;
     while (t) {
         jm_task_t *next = t->next;
-        free(t);
+        jm_task_free(t);
         t = next;
     }
     q->head = q->tail = NULL;

@@ -33,7 +33,9 @@
 #ifndef SPITS_JM_H
 #define SPITS_JM_H
 
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "image.h"
 #include "journal.h"
@@ -80,7 +82,10 @@ typedef struct {
 
 /* A task as the JM holds it. Made by the generator (one allocation with the
  * bytes inline), owned by the dispatcher from the genq on, freed by the
- * dispatcher when it is resolved. */
+ * dispatcher when it is resolved (jm_task_free). A task of SPITS_PART_MIN
+ * bytes or more is sent without a copy (serve.c): each ZeroMQ part that
+ * carries its bytes holds a reference, dropped by libzmq's I/O thread when
+ * the part is gone, and the memory goes with the last reference. */
 typedef struct jm_task {
     struct jm_task *next;    /* genq link */
     uint64_t id;
@@ -99,8 +104,19 @@ typedef struct jm_task {
                                          of copies (scheduler.c) */
     int64_t out_ms;          /* when it entered the scheduler's ring */
     int64_t copy_ms;         /* when its newest copy was sent */
+    atomic_uint refs;        /* the dispatcher's 1 + parts in flight; only
+                                for tasks of SPITS_PART_MIN bytes or more */
     unsigned char data[];
 } jm_task_t;
+
+/* Drops a reference to a task (the dispatcher's, or a part's): the last
+ * one frees it. Small tasks never go as parts: no atomic operation. */
+static inline void jm_task_free(jm_task_t *t)
+{
+    if (t && (t->len < SPITS_PART_MIN ||
+              atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1))
+        free(t);
+}
 
 typedef struct jm_disp jm_disp_t;    /* dispatch.h */
 typedef struct jm_phase jm_phase_t;  /* phase.h */

@@ -75,10 +75,10 @@ static void free_tasks(jm_sched_t *s)
         s->held[i].n = 0;
     if (s->ring)
         for (uint64_t id = spits_ring_low(s->ring); id < spits_ring_next(s->ring); id++)
-            free(spits_ring_take(s->ring, id));
+            jm_task_free(spits_ring_take(s->ring, id));
     while (s->fresh) {
         jm_task_t *next = s->fresh->next;
-        free(s->fresh);
+        jm_task_free(s->fresh);
         s->fresh = next;
     }
     s->fresh_tail = NULL;
@@ -238,7 +238,7 @@ static void resolve(jm_sched_t *s, jm_task_t *task)
             held_unlink(s, task, i);
     spits_ring_take(s->ring, task->id);
     s->freed_bytes += task->len;
-    free(task);
+    jm_task_free(task);
 }
 
 /* --- tasks in ---------------------------------------------------------- */
@@ -248,6 +248,7 @@ void jm_sched_task_init(jm_task_t *t)
     t->copies = t->attempts = t->in_retry = t->sent = t->last_status = 0;
     t->failed_on = -1;
     t->out_ms = t->copy_ms = 0;
+    atomic_init(&t->refs, 1);
     for (int i = 0; i < JM_MAX_COPIES; i++)
         t->holders[i] = -1;
 }
@@ -339,7 +340,7 @@ static size_t pick_fresh(jm_sched_t *s, size_t n, size_t room, size_t *bytes,
         task->next = NULL;
         if (early) {
             s->freed_bytes += task->len;
-            free(task);
+            jm_task_free(task);
             continue;
         }
         task->out_ms = s->now;

@@ -3,7 +3,11 @@
  * results back to the committer.
  *
  * A TM with room (credit: its slots minus the copies it holds) gets the
- * copies the scheduler picks (scheduler.c), in one TASKS batch. A RESULTS
+ * copies the scheduler picks (scheduler.c), in one TASKS batch; with
+ * CURVE, a task of SPITS_PART_MIN bytes or more goes as a part of that
+ * message (wire.h), straight from the task's memory: no copy into the
+ * batch, and none into ZeroMQ (zmq_msg_init_data; the part holds a
+ * reference, jm.h). Why only with CURVE: d->part_min. A RESULTS
  * message gives back one credit per record; each record's outcome comes
  * from the scheduler, and results go to the committer straight from the
  * received message, in chunks of a fixed size, so no count a peer claims
@@ -116,7 +120,67 @@ int disp_take_early_result(void *arg, const jm_task_t *task)
     return 1;
 }
 
-/* Sends TM t the copies the scheduler picks for it, as one TASKS batch. */
+/* libzmq is done with a part (sent, or dropped with its connection): the
+ * part's reference to its task goes. Runs on libzmq's I/O thread. */
+static void part_done(void *data, void *task)
+{
+    (void)data;
+    jm_task_free(task);
+}
+
+/* Builds the TASKS batch of the n picked copies in d->out: small tasks
+ * inline, large ones as records of parts. How many parts, or -1 when out
+ * of memory. */
+static long build_batch(jm_disp_t *d, jm_task_t *const *picked, size_t n)
+{
+    long parts = 0;
+    spits_batch_begin(&d->out, SPITS_MSG_TASKS, d->phase->st.id);
+    for (size_t i = 0; i < n; i++) {
+        const jm_task_t *task = picked[i];
+        if (task->len >= d->part_min) {
+            if (spits_batch_add_part(&d->out, task->id, 0, task->len) != 0)
+                return -1;
+            parts++;
+            continue;
+        }
+        unsigned char *dst = spits_batch_add(&d->out, task->id, 0, task->len);
+        if (!dst)
+            return -1;
+        if (task->len)
+            memcpy(dst, task->data, task->len);
+    }
+    spits_batch_seal(&d->out);
+    return parts;
+}
+
+/* After the batch's frame, each large task's bytes as a part of their own.
+ * ROUTER takes every frame after the first it took (a part that cannot be
+ * queued, to a connection being torn down, drops the whole message, as a
+ * disconnect would). */
+static void send_parts(jm_disp_t *d, jm_task_t *const *picked, size_t n, long parts)
+{
+    for (size_t i = 0; i < n && parts > 0; i++) {
+        jm_task_t *task = picked[i];
+        if (task->len < d->part_min)
+            continue;
+        zmq_msg_t m;
+        atomic_fetch_add_explicit(&task->refs, 1, memory_order_relaxed);
+        if (zmq_msg_init_data(&m, task->data, task->len, part_done, task) != 0) {
+            jm_task_free(task);   /* (the reference libzmq did not take) */
+            /* An empty part keeps the message whole (the TM drops it as
+             * malformed); the socket must not be left inside a message. */
+            zmq_msg_init(&m);
+            jm_fatal("out of memory sending task %llu; stopping the job",
+                     (unsigned long long)task->id);
+        }
+        if (zmq_msg_send(&m, d->router, ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0)) < 0)
+            zmq_msg_close(&m);
+        d->st.bytes_out += task->len;
+        d->st.sent_as_parts++;
+    }
+}
+
+/* Sends TM t the copies the scheduler picks for it, as one TASKS message. */
 static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 {
     if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
@@ -127,22 +191,18 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
         return;
 
     jm_task_t *const *picked = jm_sched_picked(d->sched);
-    int built = 1;
-    spits_batch_begin(&d->out, SPITS_MSG_TASKS, d->phase->st.id);
-    for (size_t i = 0; i < n && built; i++) {
-        unsigned char *dst = spits_batch_add(&d->out, picked[i]->id, 0, picked[i]->len);
-        if (dst && picked[i]->len)
-            memcpy(dst, picked[i]->data, picked[i]->len);
-        built = dst != NULL;
-    }
-    spits_batch_seal(&d->out);
-    if (!built)
+    long parts = build_batch(d, picked, n);
+    if (parts < 0) {
         jm_fatal("out of memory building a batch of %zu task(s); "
                  "stopping the job", n);
-    if (built && disp_send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
+        jm_sched_unsent(d->sched, n);
+    } else if ((parts ? disp_send_tm_more : disp_send_tm)(d, t, d->out.buf.data,
+                                                          d->out.buf.len) == 0) {
+        send_parts(d, picked, n, parts);
         jm_sched_sent(d->sched, t, n);
-    else
+    } else {
         jm_sched_unsent(d->sched, n);   /* every picked task without a copy goes back */
+    }
     disp_check_sched(d);
 }
 

@@ -71,6 +71,20 @@ unsigned char *spits_batch_add(spits_batch_t *b, uint64_t id,
     return p + SPITS_REC_SIZE;
 }
 
+int spits_batch_add_part(spits_batch_t *b, uint64_t id, uint32_t status,
+                         uint32_t len)
+{
+    if (b->buf.len < SPITS_HDR_SIZE || spits_buf_reserve(&b->buf, SPITS_REC_SIZE) != 0)
+        return -1;
+    unsigned char *p = b->buf.data + b->buf.len;
+    put_u64(p, id);
+    put_u32(p + 8, status | SPITS_REC_PART);
+    put_u32(p + 12, len);
+    b->buf.len += SPITS_REC_SIZE;
+    b->count++;
+    return 0;
+}
+
 void spits_batch_seal(spits_batch_t *b)
 {
     if (b->buf.len >= SPITS_HDR_SIZE)
@@ -104,6 +118,7 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
     h->type = p[3];
     h->phase = get_u32(p + 4);
     h->count = get_u64(p + 8);
+    h->parts = 0;
     if (h->type < 1 || h->type > SPITS_MSG_LAST) {
         *why = "unknown message type";
         return -1;
@@ -117,22 +132,29 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
     }
     /* Walk every record header once: after this, the reader needs no checks. */
     const unsigned char *q = p + SPITS_HDR_SIZE, *end = p + len;
+    int may_part = h->type != SPITS_MSG_CANCEL;
     uint64_t n = 0;
     while (q < end) {
         if ((size_t)(end - q) < SPITS_REC_SIZE) {
             *why = "truncated record header";
             return -1;
         }
-        uint32_t rlen = get_u32(q + 12);
-        if ((size_t)(end - q) - SPITS_REC_SIZE < rlen) {
+        uint32_t rlen = get_u32(q + 12), status = get_u32(q + 8);
+        int part = (status & SPITS_REC_PART) != 0;
+        if (part && !may_part) {
+            *why = "a part in a CANCEL";
+            return -1;
+        }
+        if (!part && (size_t)(end - q) - SPITS_REC_SIZE < rlen) {
             *why = "record longer than the frame";
             return -1;
         }
-        if (get_u32(q + 8) > SPITS_ST_LAST) {
+        if ((status & ~SPITS_REC_PART) > SPITS_ST_LAST) {
             *why = "unknown record status";
             return -1;
         }
-        q += SPITS_REC_SIZE + rlen;
+        q += SPITS_REC_SIZE + (part ? 0 : rlen);
+        h->parts += part;
         n++;
     }
     if (n != h->count) {
@@ -142,10 +164,45 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
     return 0;
 }
 
+int spits_wire_check_parts(const void *frame, size_t len,
+                           const spits_part_t *parts, size_t nparts,
+                           const char **why)
+{
+    spits_reader_t r;
+    size_t k = 0;
+
+    spits_reader_init(&r, frame, len);
+    while ((size_t)(r.end - r.p) >= SPITS_REC_SIZE) {
+        uint32_t status = get_u32(r.p + 8), rlen = get_u32(r.p + 12);
+        if (status & SPITS_REC_PART) {
+            if (k == nparts) {
+                *why = "fewer parts than records that have one";
+                return -1;
+            }
+            if (parts[k++].len != rlen) {
+                *why = "a part whose size is not its record's";
+                return -1;
+            }
+        }
+        r.p += SPITS_REC_SIZE + (status & SPITS_REC_PART ? 0 : rlen);
+    }
+    if (k != nparts) {
+        *why = "more parts than records that have one";
+        return -1;
+    }
+    return 0;
+}
+
 void spits_reader_init(spits_reader_t *r, const void *frame, size_t len)
 {
     r->p = (const unsigned char *)frame + SPITS_HDR_SIZE;
     r->end = (const unsigned char *)frame + len;
+    r->parts = NULL;
+}
+
+void spits_reader_parts(spits_reader_t *r, const spits_part_t *parts)
+{
+    r->parts = parts;
 }
 
 int spits_reader_next(spits_reader_t *r, spits_rec_t *rec)
@@ -155,8 +212,19 @@ int spits_reader_next(spits_reader_t *r, spits_rec_t *rec)
     rec->id = get_u64(r->p);
     rec->status = get_u32(r->p + 8);
     rec->len = get_u32(r->p + 12);
-    rec->data = r->p + SPITS_REC_SIZE;
-    r->p += SPITS_REC_SIZE + rec->len;
+    r->p += SPITS_REC_SIZE;
+    if (rec->status & SPITS_REC_PART) {
+        rec->status &= ~SPITS_REC_PART;
+        if (r->parts) {
+            rec->data = r->parts->data;   /* (checked: one per such record) */
+            r->parts++;
+        } else {
+            rec->data = NULL;             /* (ids only: no parts given) */
+        }
+    } else {
+        rec->data = r->p;
+        r->p += rec->len;
+    }
     return 1;
 }
 
@@ -290,6 +358,51 @@ int spits_wire_selftest(void)
           strstr(why, "status"));
     b.buf.data[SPITS_HDR_SIZE + 8] = 0;
     CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == 0);
+
+    /* Parts: a record between inline ones, read from its part. */
+    spits_batch_t pb = {0};
+    spits_batch_begin(&pb, SPITS_MSG_TASKS, 2);
+    memcpy(spits_batch_add(&pb, 1, 0, 2), "hi", 2);
+    CHECK(spits_batch_add_part(&pb, 2, 0, 5) == 0);
+    memcpy(spits_batch_add(&pb, 3, 0, 1), "x", 1);
+    CHECK(spits_batch_add_part(&pb, 4, 0, 0) == 0);
+    spits_batch_seal(&pb);
+    CHECK(pb.buf.len == SPITS_HDR_SIZE + 4 * SPITS_REC_SIZE + 3);
+    CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == 0);
+    CHECK(h.count == 4 && h.parts == 2);
+    spits_part_t parts[3] = {{(const unsigned char *)"hello", 5},
+                             {(const unsigned char *)"", 0},
+                             {(const unsigned char *)"z", 1}};
+    CHECK(spits_wire_check_parts(pb.buf.data, pb.buf.len, parts, 2, &why) == 0);
+    CHECK(spits_wire_check_parts(pb.buf.data, pb.buf.len, parts, 1, &why) == -1 &&
+          strstr(why, "fewer"));
+    CHECK(spits_wire_check_parts(pb.buf.data, pb.buf.len, parts, 3, &why) == -1 &&
+          strstr(why, "more"));
+    parts[1].len = 1;
+    CHECK(spits_wire_check_parts(pb.buf.data, pb.buf.len, parts, 2, &why) == -1 &&
+          strstr(why, "size"));
+    parts[1].len = 0;
+    spits_reader_init(&r, pb.buf.data, pb.buf.len);
+    spits_reader_parts(&r, parts);
+    CHECK(spits_reader_next(&r, &rec) == 1 && rec.id == 1 && rec.len == 2 &&
+          memcmp(rec.data, "hi", 2) == 0);
+    CHECK(spits_reader_next(&r, &rec) == 1 && rec.id == 2 && rec.status == 0 &&
+          rec.len == 5 && rec.data == parts[0].data);
+    CHECK(spits_reader_next(&r, &rec) == 1 && rec.id == 3 && rec.data[0] == 'x');
+    CHECK(spits_reader_next(&r, &rec) == 1 && rec.id == 4 && rec.len == 0);
+    CHECK(spits_reader_next(&r, &rec) == 0);
+    /* Without its parts a reader gives every record, parts' without data. */
+    spits_reader_init(&r, pb.buf.data, pb.buf.len);
+    CHECK(spits_reader_next(&r, &rec) == 1 && spits_reader_next(&r, &rec) == 1 &&
+          rec.id == 2 && rec.len == 5 && rec.data == NULL);
+    CHECK(spits_reader_next(&r, &rec) == 1 && rec.id == 3 &&
+          spits_reader_next(&r, &rec) == 1 && rec.id == 4 &&
+          spits_reader_next(&r, &rec) == 0);
+    /* No part in a CANCEL. */
+    pb.buf.data[3] = SPITS_MSG_CANCEL;
+    CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
+          strstr(why, "CANCEL"));
+    spits_batch_free(&pb);
 
     /* Versions and types. */
     b.buf.data[2] = SPITS_PROTO_VERSION + 1;

@@ -19,6 +19,15 @@
  *   12  4   payload length, little endian
  *   16  len payload bytes
  *
+ * Large payloads travel as frames of their own ("parts"), so that they
+ * are sent without being copied into the batch: a TASKS or RESULTS record
+ * whose status word has SPITS_REC_PART (bit 31) set has no payload bytes
+ * inline; its payload is the next part, and its len is that part's size.
+ * Parts follow the first frame in record order, one per such record, and
+ * a message has exactly as many parts as it has such records. The JM sends
+ * task payloads of SPITS_PART_MIN bytes or more as parts (protocol 2 on;
+ * protocol 1 had none).
+ *
  * CANCEL carries records too: the ids of task copies the JM no longer
  * needs (another copy was committed), with no payload.
  *
@@ -40,7 +49,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#define SPITS_PROTO_VERSION 1
+#define SPITS_PROTO_VERSION 2
 #define SPITS_HDR_SIZE 16
 #define SPITS_REC_SIZE 16
 
@@ -71,6 +80,12 @@ enum {
     SPITS_ST_LAST = 4
 };
 
+/* A record's status flag: its payload is the next part (see above). */
+#define SPITS_REC_PART 0x80000000u
+/* Payloads this large or larger go as parts: below it, a copy into the
+ * batch costs less than a frame of its own. */
+#define SPITS_PART_MIN (64u << 10)
+
 /* Whether a record type carries records (TASKS, RESULTS, CANCEL). */
 int spits_wire_has_records(int type);
 
@@ -78,7 +93,14 @@ typedef struct {
     int type;
     uint32_t phase;
     uint64_t count;
+    uint64_t parts;          /* records whose payload is a part */
 } spits_hdr_t;
+
+/* One part of a message, as received. */
+typedef struct {
+    const unsigned char *data;
+    size_t len;
+} spits_part_t;
 
 typedef struct {
     uint64_t id;
@@ -108,22 +130,40 @@ void spits_batch_begin(spits_batch_t *b, int type, uint32_t phase);
  * of memory). The caller fills them in. */
 unsigned char *spits_batch_add(spits_batch_t *b, uint64_t id,
                                uint32_t status, uint32_t len);
+/* Appends a record whose payload goes as a part, after the batch's frame
+ * (the caller sends it). 0, or -1 when out of memory. */
+int spits_batch_add_part(spits_batch_t *b, uint64_t id, uint32_t status,
+                         uint32_t len);
 /* Patches the record count into the header; the batch is then sendable. */
 void spits_batch_seal(spits_batch_t *b);
 void spits_batch_free(spits_batch_t *b);
 
-/* Parses and validates a frame's header and, for TASKS and RESULTS, the
- * layout of every record. Returns 0, or -1 with *why naming the problem. */
+/* Parses and validates a message's first frame: its header and, for
+ * records, the layout of every record; h->parts says how many parts must
+ * follow (only TASKS and RESULTS may have any). Returns 0, or -1 with
+ * *why naming the problem. */
 int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
                      const char **why);
+/* Checks the parts that came after a frame spits_wire_parse accepted:
+ * exactly h->parts of them, each the size its record says. 0, or -1 with
+ * *why. */
+int spits_wire_check_parts(const void *frame, size_t len,
+                           const spits_part_t *parts, size_t nparts,
+                           const char **why);
 
-/* Iterates the records of a frame that spits_wire_parse accepted. */
+/* Iterates the records of a frame that spits_wire_parse accepted (and,
+ * if it has parts, whose parts spits_wire_check_parts accepted). A part's
+ * record comes out without the flag, its payload in the part; or, with
+ * no parts given to the reader, with data NULL (enough to name it). */
 typedef struct {
     const unsigned char *p;
     const unsigned char *end;
+    const spits_part_t *parts;
 } spits_reader_t;
 
 void spits_reader_init(spits_reader_t *r, const void *frame, size_t len);
+/* The parts of the frame (checked), before the first spits_reader_next. */
+void spits_reader_parts(spits_reader_t *r, const spits_part_t *parts);
 int spits_reader_next(spits_reader_t *r, spits_rec_t *rec);
 
 /* Control messages: a header plus a JSON object. */

@@ -1,7 +1,7 @@
 /*
  * bench.c - test and benchmark module with knobs.
  *
- *   bench [-n TASKS] [-t TASKBYTES] [-r RESULTBYTES] [-R FINALBYTES]
+ *   bench [-n TASKS] [-t TASKBYTES] [-T ODDBYTES] [-r RESULTBYTES] [-R FINALBYTES]
  *         [-b BUSY_US] [-s SLEEP_US] [-f ID]... [-F ID:DIR]... [-G FILE]
  *         [-M DIR] [-P FILE] [-q]
  *
@@ -15,6 +15,8 @@
  * a test decides when the job may end, however slow the machine is.
  * -M DIR: a run of task ID creates DIR/started-ID as it starts, so a test
  * can see which tasks are running.
+ * -T ODDBYTES: odd-numbered tasks have ODDBYTES bytes (8 to TASKBYTES), so
+ * one job mixes two sizes.
  * -P FILE: while FILE exists, every run waits (at most 120 s) after it
  * creates FILE.waiting-ID, so a test can hold a TM's workers busy.
  * -R FINALBYTES: commit_job pushes that many bytes (the checksum, then
@@ -35,7 +37,7 @@
 #define MAX_FAIL 16
 
 typedef struct {
-    uint64_t n, tbytes, rbytes, fbytes, busy_us, sleep_us;
+    uint64_t n, tbytes, tbytes_odd, rbytes, fbytes, busy_us, sleep_us;
     uint64_t fail[MAX_FAIL];
     int nfail;
     uint64_t flaky[MAX_FAIL];
@@ -88,6 +90,12 @@ static int filled(const unsigned char *b, const bench_cfg_t *c, uint64_t id,
     return to <= from || memcmp(b + from, c->pat + ((id + from) & 0xff), to - from) == 0;
 }
 
+/* Task id's size: -t, or -T for odd ids. */
+static uint64_t task_bytes(const bench_cfg_t *c, uint64_t id)
+{
+    return c->tbytes_odd && (id & 1) ? c->tbytes_odd : c->tbytes;
+}
+
 static int bench_args(int argc, const char **argv, bench_cfg_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -105,6 +113,7 @@ static int bench_args(int argc, const char **argv, bench_cfg_t *c)
         if (strcmp(a, "-P") == 0) { c->pause = v; i++; continue; }
         if (strcmp(a, "-n") == 0) dst = &c->n;
         else if (strcmp(a, "-t") == 0) dst = &c->tbytes;
+        else if (strcmp(a, "-T") == 0) dst = &c->tbytes_odd;
         else if (strcmp(a, "-r") == 0) dst = &c->rbytes;
         else if (strcmp(a, "-R") == 0) dst = &c->fbytes;
         else if (strcmp(a, "-b") == 0) dst = &c->busy_us;
@@ -129,7 +138,8 @@ static int bench_args(int argc, const char **argv, bench_cfg_t *c)
     }
     if (c->tbytes < 8 || c->rbytes < 16 || c->fbytes < 8 || c->fbytes > (1ULL << 32) ||
         c->n > (1ULL << 40) ||
-        c->tbytes > (1ULL << 32) || c->rbytes > (1ULL << 32))
+        c->tbytes > (1ULL << 32) || c->rbytes > (1ULL << 32) ||
+        (c->tbytes_odd && (c->tbytes_odd < 8 || c->tbytes_odd > c->tbytes)))
         goto bad;
     uint64_t plen = (c->tbytes > c->rbytes ? c->tbytes : c->rbytes) + 256;
     if (!(c->pat = malloc(plen)))
@@ -163,9 +173,10 @@ int spits_job_manager_next_task(void *jm, spitspush_t push, spitsctx_t ctx)
     if (j->next >= j->cfg.n)
         return 0;
     uint64_t id = j->next++;
+    uint64_t size = task_bytes(&j->cfg, id);
     put64(j->buf, id);
-    fill(j->buf, &j->cfg, id, 8, j->cfg.tbytes);
-    push(j->buf, (spitssize_t)j->cfg.tbytes, ctx);
+    fill(j->buf, &j->cfg, id, 8, size);
+    push(j->buf, (spitssize_t)size, ctx);
     return 1;
 }
 
@@ -205,10 +216,11 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
 {
     bench_worker_t *w = wp;
     const unsigned char *t = task;
-    if ((uint64_t)tasksz != w->cfg.tbytes)
+    if (tasksz < 8)
         return 2;
     uint64_t id = get64(t);
-    if (!filled(t, &w->cfg, id, 8, w->cfg.tbytes))
+    if ((uint64_t)tasksz != task_bytes(&w->cfg, id) ||
+        !filled(t, &w->cfg, id, 8, (uint64_t)tasksz))
         return 2;
     if (w->cfg.mark_dir)
         touch_mark(w->cfg.mark_dir, "/started-", id);

@@ -175,36 +175,114 @@ static size_t take_tasks(tm_t *tm, uint32_t wire, spits_reader_t *reader, tm_rx_
     return queued;
 }
 
+void tm_parts_free(tm_parts_t *parts)
+{
+    for (size_t i = 0; i < parts->n; i++)
+        zmq_msg_close(&parts->msgs[i]);
+    free(parts->msgs);
+    free(parts->view);
+    memset(parts, 0, sizeof *parts);
+}
+
+/* The parts after a message's first frame (wire.h): all of them are here
+ * already, as ZeroMQ delivers a message whole. Only TASKS has parts, as
+ * many as its records say, each its record's size. 0 with *out filled
+ * (empty when there are none), or -1: a bad message (said), or no memory
+ * (*no_memory), with its other frames dropped and *out empty. */
+static int recv_parts(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *first,
+                      tm_parts_t *out, int *no_memory)
+{
+    const char *why = NULL;
+    size_t want = (size_t)hdr->parts;
+    int more = zmq_msg_more(first);
+
+    memset(out, 0, sizeof *out);
+    *no_memory = 0;
+    if (!want && !more)
+        return 0;
+    if (hdr->type != SPITS_MSG_TASKS || !want || !more) {
+        why = "frames that do not match its records";
+    } else {
+        /* (want is no more than the first frame's bytes / 16: parsed) */
+        out->msgs = malloc(want * sizeof *out->msgs);
+        out->view = malloc(want * sizeof *out->view);
+        *no_memory = !out->msgs || !out->view;
+    }
+    while (!why && !*no_memory && more && out->n < want) {
+        zmq_msg_t *m = &out->msgs[out->n];
+        zmq_msg_init(m);
+        if (zmq_msg_recv(m, tm->link.socket, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(m);
+            why = "a message cut short";
+            break;
+        }
+        more = zmq_msg_more(m);
+        out->view[out->n++] = (spits_part_t){zmq_msg_data(m), zmq_msg_size(m)};
+    }
+    if (!why && !*no_memory && (more || out->n < want))
+        why = more ? "more frames than its records have parts"
+                   : "fewer frames than its records have parts";
+    if (!why && !*no_memory &&
+        spits_wire_check_parts(zmq_msg_data(first), zmq_msg_size(first),
+                               out->view, out->n, &why) == 0)
+        return 0;
+    if (more)
+        spits_zmq_drop_frames(tm->link.socket);
+    if (why)
+        bad_message(tm, why);
+    tm_parts_free(out);
+    return -1;
+}
+
+/* Hands back every task of a TASKS message unrun (its parts, if any, are
+ * not needed: the records name the tasks). */
+static void hand_back(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
+{
+    spits_reader_t reader;
+    spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
+    take_tasks(tm, hdr->phase, &reader, NULL);
+}
+
 /* Queues a TASKS message; the message lives until its last task is done. */
 static void on_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
 {
     spits_reader_t reader;
+    tm_parts_t parts;
+    int no_memory;
 
-    if (hdr->count == 0)
-        return;
-    spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
-    if (tm->drain.active) {
-        take_tasks(tm, hdr->phase, &reader, NULL);   /* sent before the JM saw our DRAIN */
+    if (recv_parts(tm, hdr, msg, &parts, &no_memory) != 0) {
+        if (no_memory) {
+            warn_no_room(tm, hdr->count);
+            hand_back(tm, hdr, msg);
+        }
         return;
     }
-    if (!tm->job.current || hdr->phase != tm->job.current->wire || !tm->pool_started) {
+    tm_rx_t *rx = NULL;
+    if (hdr->count == 0) {
+        /* (nothing to run) */
+    } else if (tm->drain.active) {
+        hand_back(tm, hdr, msg);   /* sent before the JM saw our DRAIN */
+    } else if (!tm->job.current || hdr->phase != tm->job.current->wire ||
+               !tm->pool_started) {
         spits_warn("handing back %llu task(s) of phase %u: not in that phase",
                    (unsigned long long)hdr->count, hdr->phase);
-        take_tasks(tm, hdr->phase, &reader, NULL);
-        return;
-    }
-    tm_rx_t *rx = malloc(sizeof *rx);
-    if (!rx) {
+        hand_back(tm, hdr, msg);
+    } else if (!(rx = malloc(sizeof *rx))) {
         warn_no_room(tm, hdr->count);
-        take_tasks(tm, hdr->phase, &reader, NULL);
+        hand_back(tm, hdr, msg);
+    }
+    if (!rx) {
+        tm_parts_free(&parts);
         return;
     }
     zmq_msg_init(&rx->msg);
     zmq_msg_move(&rx->msg, msg);
+    rx->parts = parts;
     /* (the parser checked count against the records: it fits the frame)
      * One reference per task, and ours while we read it. */
     atomic_init(&rx->refs, (size_t)hdr->count + 1);
     spits_reader_init(&reader, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
+    spits_reader_parts(&reader, rx->parts.view);
     size_t queued = take_tasks(tm, hdr->phase, &reader, rx);
     if (queued < hdr->count && !tm->done)
         warn_no_room(tm, hdr->count - queued);
@@ -242,10 +320,13 @@ static void on_cancel(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
 void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)
 {
     spits_hdr_t hdr;
-    const char *why;
+    const char *why = NULL;
 
-    if (spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &hdr, &why) != 0) {
-        bad_message(tm, why);
+    if (spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &hdr, &why) != 0 ||
+        (hdr.type != SPITS_MSG_TASKS && (hdr.parts || zmq_msg_more(msg)))) {
+        if (zmq_msg_more(msg))
+            spits_zmq_drop_frames(tm->link.socket);
+        bad_message(tm, why ? why : "frames that do not match its records");
         return;
     }
     tm->link.last_heard = tm->now;

@@ -50,9 +50,17 @@ typedef struct tm_phase {
     char **argv;              /* the phase's argv, for spits_worker_new */
 } tm_phase_t;
 
-/* A received TASKS message, alive while any of its tasks is. */
+/* A received TASKS message, alive while any of its tasks is: its first
+ * frame and its parts (wire.h), which the workers read in place. */
+typedef struct {
+    zmq_msg_t *msgs;          /* n received parts, or NULL */
+    spits_part_t *view;       /* ...their bytes, for the reader */
+    size_t n;
+} tm_parts_t;
+
 typedef struct {
     zmq_msg_t msg;
+    tm_parts_t parts;
     atomic_size_t refs;
 } tm_rx_t;
 
@@ -146,6 +154,8 @@ const char *tm_pool_failed(tm_pool_t *p);
 
 /* Drops n of rx's references (n of its tasks are done with). */
 void tm_rx_release(tm_rx_t *rx, size_t n);
+/* Closes and frees received parts (protocol.c). */
+void tm_parts_free(tm_parts_t *parts);
 
 /* outbox.c: every record going back to the JM is queued there (see its
  * header). Each returns 0, or -1 when out of memory. */

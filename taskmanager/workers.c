@@ -46,6 +46,7 @@ void tm_rx_release(tm_rx_t *rx, size_t n)
 {
     if (n && atomic_fetch_sub(&rx->refs, n) == n) {
         zmq_msg_close(&rx->msg);
+        tm_parts_free(&rx->parts);
         free(rx);
     }
 }

@@ -20,6 +20,11 @@ sanitized() {
     ldd "$JM" 2>/dev/null | grep -Eq 'lib(a|t)san'
 }
 
+# tsanitized: true in the ThreadSanitizer build.
+tsanitized() {
+    ldd "$JM" 2>/dev/null | grep -q libtsan
+}
+
 cleanup() {
     # Children first: a JM runs under timeout, which cannot pass on a KILL.
     for p in $PIDS; do pkill -9 -P "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done

@@ -88,7 +88,9 @@ static void copies_sent(const void *frame, size_t len)
     spits_rec_t rec;
     spits_reader_t r;
     const char *why;
-    if (spits_wire_parse(frame, len, &h, &why) != 0 || h.type != SPITS_MSG_TASKS)
+    /* (records of parts with no parts after them: a bad message, dropped) */
+    if (spits_wire_parse(frame, len, &h, &why) != 0 || h.type != SPITS_MSG_TASKS ||
+        h.parts)
         return;
     spits_reader_init(&r, frame, len);
     while (spits_reader_next(&r, &rec))
@@ -178,7 +180,7 @@ static void deliver(tm_t *tm, const void *frame, size_t len)
 /* bench's options that sleep, wait for or write files, or size buffers. */
 static int argv_risky(json_t *argv)
 {
-    static const char *const risky[] = {"-G", "-M", "-s", "-b", "-F", "-t", "-r"};
+    static const char *const risky[] = {"-G", "-M", "-P", "-s", "-b", "-F", "-t", "-r"};
     for (size_t i = 0; i < json_array_size(argv); i++) {
         const char *s = json_string_value(json_array_get(argv, i));
         for (size_t k = 0; s && k < sizeof risky / sizeof *risky; k++)

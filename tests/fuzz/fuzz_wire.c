@@ -22,15 +22,31 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
     if (spits_wire_has_records(h.type)) {
         spits_reader_t r;
         spits_rec_t rec;
-        uint64_t n = 0;
+        uint64_t n = 0, nparts = 0;
         spits_reader_init(&r, data, len);
         while (spits_reader_next(&r, &rec)) {
-            if (rec.data < data || rec.data + rec.len > data + len)
+            if (!rec.data)
+                nparts++;                /* a part's record, read without parts */
+            else if (rec.data < data || rec.data + rec.len > data + len)
                 abort();                 /* a record outside the frame */
+            if (rec.status > SPITS_ST_LAST)
+                abort();
             n++;
         }
-        if (n != h.count)
+        if (n != h.count || nparts != h.parts)
             abort();
+        /* Parts of the sizes the records say pass; one fewer fails. */
+        if (h.parts && h.parts <= 4096) {
+            static spits_part_t parts[4096];
+            size_t k = 0;
+            spits_reader_init(&r, data, len);
+            while (spits_reader_next(&r, &rec))
+                if (!rec.data)
+                    parts[k++] = (spits_part_t){NULL, rec.len};
+            if (spits_wire_check_parts(data, len, parts, k, &why) != 0 ||
+                spits_wire_check_parts(data, len, parts, k - 1, &why) == 0)
+                abort();
+        }
     } else {
         json_t *j = spits_wire_decode_json(data, len, &why);
         json_decref(j);

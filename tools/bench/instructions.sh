@@ -6,16 +6,25 @@
 # libsodium's) with every process under callgrind, and prints the total
 # instructions of each divided by N. A regression check compares these
 # figures with the ones in README (Performance).
+#
+#   instructions.sh [N [TASKBYTES [curve]]]
+#
+# With TASKBYTES, the tasks have that many bytes, and each process's
+# instructions per byte moved are printed too (with curve, libsodium's
+# encryption is counted as well, as the data path then takes it).
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 n=${1:-100000}
+bytes=${2:-8}
+sec=--insecure
+[ "${3:-}" = curve ] && sec=
 w=$(mktemp -d "${TMPDIR:-/tmp}/spits-ir.XXXXXX")
 trap 'rm -rf "$w"' EXIT
 cg=(valgrind --tool=callgrind --callgrind-out-file="$w/cg.%p")
-"${cg[@]}" "$root/jobmanager/spits-jm" -q --insecure --journal off --jobdir "$w/job" \
-    --bind tcp://127.0.0.1:0 "$root/modules/.libs/bench.so" -n "$n" >"$w/out" 2>"$w/jm.log" &
+"${cg[@]}" "$root/jobmanager/spits-jm" -q $sec --journal off --jobdir "$w/job" \
+    --bind tcp://127.0.0.1:0 "$root/modules/.libs/bench.so" -n "$n" -t "$bytes" >"$w/out" 2>"$w/jm.log" &
 jm=$!
-"${cg[@]}" "$root/taskmanager/spits-tm" -q --insecure --jobdir "$w/job" -n 2 --wait 120 \
+"${cg[@]}" "$root/taskmanager/spits-tm" -q $sec --jobdir "$w/job" -n 2 --wait 120 \
     >"$w/tm.log" 2>&1 &
 tm=$!
 wait $jm
@@ -23,6 +32,8 @@ wait $tm
 for f in "$w"/cg.*; do
     cmd=$(sed -n 's/^cmd: //p' "$f" | awk '{print $1}')
     ir=$(sed -n 's/^summary: //p' "$f")
-    awk -v c="$(basename "$cmd")" -v ir="$ir" -v n="$n" \
-        'BEGIN { printf "%-12s %12d instructions, %8.1f per task\n", c, ir, ir / n }'
+    awk -v c="$(basename "$cmd")" -v ir="$ir" -v n="$n" -v b="$bytes" \
+        'BEGIN { printf "%-12s %12d instructions, %8.1f per task", c, ir, ir / n
+                 if (b > 8) printf ", %.3f per byte", ir / n / b
+                 printf "\n" }'
 done
