@@ -15,6 +15,7 @@
  * cancelled. The generator learns how far the window moved
  * (disp_publish_window). All of it runs on the dispatcher thread.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +155,8 @@ static long build_batch(jm_disp_t *d, jm_task_t *const *picked, size_t n)
 }
 
 /* After the batch's frame, each large task's bytes as a part of their own.
+ * (d->part_min is SPITS_PART_MIN or more, so every task sent as a part
+ * is one jm_task_free counts references for.)
  * ROUTER takes every frame after the first it took (a part that cannot be
  * queued, to a connection being torn down, drops the whole message, as a
  * disconnect would). */
@@ -173,8 +176,14 @@ static void send_parts(jm_disp_t *d, jm_task_t *const *picked, size_t n, long pa
             jm_fatal("out of memory sending task %llu; stopping the job",
                      (unsigned long long)task->id);
         }
-        if (zmq_msg_send(&m, d->router, ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0)) < 0)
+        int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0), rc;
+        /* (EINTR: a signal; retried, as in dispatch.c send_frames) */
+        while ((rc = zmq_msg_send(&m, d->router, flags)) < 0 && errno == EINTR)
+            ;
+        if (rc < 0) {
             zmq_msg_close(&m);
+            continue;
+        }
         d->st.bytes_out += task->len;
         d->st.sent_as_parts++;
     }

@@ -116,9 +116,11 @@ int tm_job_join(tm_t *tm, const char *job_id, const char *module,
     if (tm->job.job_id[0] && strcmp(tm->job.job_id, job_id) != 0) {
         spits_info("the job manager now runs job %s (was %s)", job_id,
                    tm->job.job_id);
-        if (tm->pool_started)
-            tm_pool_drop_others(&tm->pool, NULL, 0);
         tm->job.joined++;    /* results of the old job are dropped, never sent */
+        if (tm->pool_started) {
+            tm_pool_drop_others(&tm->pool, NULL, 0);
+            tm_pool_set_job(&tm->pool, tm->job.joined);
+        }
         tm->job.current = NULL;
     }
     snprintf(tm->job.job_id, sizeof tm->job.job_id, "%s", job_id);

@@ -251,10 +251,11 @@ static void on_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     int no_memory;
 
     if (recv_parts(tm, hdr, msg, &parts, &no_memory) != 0) {
-        if (no_memory) {
+        /* Its records were read: each copy still goes back, as the rule
+         * wants, however its parts went wrong. */
+        if (no_memory)
             warn_no_room(tm, hdr->count);
-            hand_back(tm, hdr, msg);
-        }
+        hand_back(tm, hdr, msg);
         return;
     }
     tm_rx_t *rx = NULL;

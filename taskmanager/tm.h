@@ -85,6 +85,8 @@ typedef struct {
     tm_item_t *q;             /* circular queue of tasks */
     size_t qhead, qn, qcap;
     size_t running;           /* tasks taken by workers, not yet handed back */
+    unsigned job;             /* the job held tasks are counted for */
+    size_t running_other;     /* ...and those of running of another job */
     int quit;
     tm_seg_t *out;            /* outbox: record segments (outbox.c) */
     size_t nout, capout;
@@ -133,8 +135,13 @@ size_t tm_pool_drop_others(tm_pool_t *p, const tm_phase_t *keep, int hand_back);
 /* Starts a drain: every queued task, and each task a worker took but has
  * not started, goes back as a RETURNED record. Returns how many queued. */
 size_t tm_pool_drain(tm_pool_t *p);
-/* Tasks held: queued + running. */
+/* Tasks of the current job held: queued + running (the JM counts them
+ * against this TM's slots). */
 size_t tm_pool_held(tm_pool_t *p);
+/* The TM now runs job number job (tm_phase_t.job): the tasks of the old
+ * one still running no longer count as held (their results are dropped,
+ * and the new JM never sent them). Call after dropping the queued ones. */
+void tm_pool_set_job(tm_pool_t *p, unsigned job);
 /* Removes queued tasks of phase ph whose ids are in ids (which it sorts):
  * each goes to the outbox as a RETURNED record. Returns how many. */
 size_t tm_pool_cancel(tm_pool_t *p, const tm_phase_t *ph, uint64_t *ids,

@@ -51,8 +51,9 @@ void tm_rx_release(tm_rx_t *rx, size_t n)
     }
 }
 
-/* Hands the worker's local results to the network loop and counts done
- * tasks as no longer running; wakes the loop if the outbox was empty. */
+/* Hands the worker's local results to the network loop and counts the
+ * chunk's first done tasks as no longer running; wakes the loop if the
+ * outbox was empty. */
 static void worker_flush(worker_t *w, size_t done)
 {
     tm_pool_t *p = w->pool;
@@ -62,6 +63,9 @@ static void worker_flush(worker_t *w, size_t done)
     was_empty = p->nout == 0;
     int lost = w->local.count && tm_outbox_put(p, w->local_phase, &w->local) != 0;
     p->running -= done;
+    /* (only for a while after the TM moved to another job) */
+    for (size_t i = 0; i < done && p->running_other; i++)
+        p->running_other -= w->chunk[i].phase->job != p->job;
     pthread_mutex_unlock(&p->lock);
     if (lost)
         tm_pool_fail(p, "out of memory queueing results");
@@ -441,9 +445,17 @@ const char *tm_pool_failed(tm_pool_t *p)
 size_t tm_pool_held(tm_pool_t *p)
 {
     pthread_mutex_lock(&p->lock);
-    size_t n = p->qn + p->running;
+    size_t n = p->qn + p->running - p->running_other;
     pthread_mutex_unlock(&p->lock);
     return n;
+}
+
+void tm_pool_set_job(tm_pool_t *p, unsigned job)
+{
+    pthread_mutex_lock(&p->lock);
+    p->job = job;
+    p->running_other = p->running;   /* (none of the new job's runs yet) */
+    pthread_mutex_unlock(&p->lock);
 }
 
 int tm_pool_stop(tm_pool_t *p, int ms)

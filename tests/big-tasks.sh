@@ -44,7 +44,7 @@ exact plain 200 0
 
 # 3 MB tasks; one of two TMs is killed while it holds (and is sent) some.
 mkdir "$T/marks"
-start_jm kill --heartbeat 0.2 --tm-timeout 2 "$MODS/bench.so" -n 40 -t 3000000 -s 100000 -M "$T/marks"
+start_jm kill --heartbeat 0.2 "$MODS/bench.so" -n 40 -t 3000000 -s 100000 -M "$T/marks"
 start_tm kill tma -n 2
 tma=$TM_PID
 start_tm kill tmb -n 2
@@ -54,4 +54,23 @@ wait $JM_PID || fail "spits-jm (kill) exited $?"
 exact kill 40 ""
 [ "$(json "$T/kill/report.json" "d['counters']['tm_losses']")" = 1 ] || fail "the killed TM was not counted lost"
 [ "$(json "$T/kill/report.json" "d['counters']['requeued'] > 0")" = True ] || fail "nothing was requeued"
+# A task resolved while parts of it are still queued to a TM: one TM is
+# stopped (SIGSTOP) holding 3 MB tasks, more than its socket takes; the
+# other runs copies of them (re-sent as late, or requeued once the first
+# is lost after --tm-timeout) and the job ends. The stopped one is killed
+# only then, so libzmq drops the queued parts (and the tasks' last
+# references, the sanitizer stages watching) after the dispatcher has
+# freed its own.
+mkdir "$T/smarks"
+start_jm stop --heartbeat 0.2 --tm-timeout 3 "$MODS/bench.so" -n 30 -t 3000000 -s 50000 -M "$T/smarks"
+start_tm stop tmc -n 2
+tmc=$TM_PID
+wait_for "[ \$(ls $T/smarks | wc -l) -ge 2 ]" 60 "tasks to start on the first TM"
+kill -STOP "$tmc"
+start_tm stop tmd -n 2
+wait $JM_PID || fail "spits-jm (stop) exited $?"
+kill -9 "$tmc"
+exact stop 30 ""
+[ "$(json "$T/stop/report.json" "d['counters']['resent'] + d['counters']['requeued'] > 0")" = True ] ||
+    fail "no copy of the stopped TM's tasks ran elsewhere"
 echo ok
