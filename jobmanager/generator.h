@@ -34,8 +34,12 @@ typedef struct {
 void jm_genq_init(jm_genq_t *q, int wake_fd);
 void jm_genq_destroy(jm_genq_t *q);
 /* Dispatcher: takes the chunk the generator lent, if any (NULL if none).
- * Call it after zeroing queued, so that the generator, which checks
- * queued after lending, flushes what it lent if this call missed it. */
+ * Call it holding q->lock, in the same hold as taking the genq's tasks:
+ * the generator flushes a reclaimed chunk (under the lock) before it
+ * lends the next, so only then is the lent chunk never newer than one
+ * still in the genq (serve.c refill_fresh). And after zeroing queued, so
+ * that the generator, which checks queued after lending, flushes what it
+ * lent if this call missed it. */
 jm_task_t *jm_genq_take_lent(jm_genq_t *q, jm_task_t **tail);
 /* Starts the phase's generator thread: 0, or -1 with errno set. */
 int jm_generator_start(jm_t *jm, jm_phase_t *p);
