@@ -711,6 +711,10 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     }
     /* A peer sending more is disconnected by libzmq before we see it. */
     int64_t maxmsg = JM_MAX_MSG(jm->opt.max_task);
+    /* Thousands of TMs may connect at once (a job array starting): with
+     * libzmq's 100, the rest of their SYNs are dropped and each waits out
+     * its reconnect back-off. The kernel caps it at net.core.somaxconn. */
+    int backlog = 4096;
     /* ROUTER_MANDATORY: a send to a vanished TM fails, which is how a lost
      * TM is found (send_tm); HANDOVER: a TM re-attaching under its routing
      * id takes it over from its dead connection. */
@@ -721,6 +725,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         {ZMQ_SNDHWM, &hwm, sizeof hwm, "ZMQ_SNDHWM"},
         {ZMQ_RCVHWM, &hwm, sizeof hwm, "ZMQ_RCVHWM"},
         {ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg, "ZMQ_MAXMSGSIZE"},
+        {ZMQ_BACKLOG, &backlog, sizeof backlog, "ZMQ_BACKLOG"},
     };
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (zmq_setsockopt(d->router, opts[i].opt, opts[i].val, opts[i].len) != 0) {

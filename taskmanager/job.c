@@ -9,6 +9,9 @@
  * the old job's queued tasks and unsent results are dropped (job.joined
  * tells them apart).
  *
+ * Under --simulate the TMs of one process share one loaded module
+ * (job.shared), which the harness owns.
+ *
  * Phases are kept, newest first, until exit: a worker may still run a
  * task of an old phase (tm.h). job.current is the one tasks arrive for;
  * entering a phase hands back the queued tasks of the others.
@@ -88,6 +91,17 @@ static int load_module(tm_t *tm, const char *announced, const char *want_hash)
         spits_error("cannot load module %s: %s", path, strerror(errno));
         return -1;
     }
+    if (tm->job.shared && *tm->job.shared) {
+        /* --simulate: the process's one copy, whose hash was checked
+         * when it was loaded; it must be the one this JM runs too. */
+        if (strcmp(spits_module_hash(*tm->job.shared), want_hash) != 0) {
+            spits_error("module %s differs from the job manager's %s: "
+                        "refusing to run it", tm->job.module_path, announced);
+            return -1;
+        }
+        tm->job.mod = *tm->job.shared;
+        return 0;
+    }
     /* The copy whose hash is checked is the one loaded (and the one
      * --isolate's children load): the file may change in between. */
     if (!(img = spits_image_read(tm->job.module_path, err, sizeof err))) {
@@ -107,6 +121,8 @@ static int load_module(tm_t *tm, const char *announced, const char *want_hash)
         spits_error("%s", err);
         return -1;
     }
+    if (tm->job.shared)
+        *tm->job.shared = tm->job.mod;    /* the caller's from now on */
     return 0;
 }
 
@@ -141,5 +157,7 @@ void tm_job_free(tm_job_t *job)
         phase_free(job->phases);
         job->phases = next;
     }
-    spits_module_close(&job->mod);
+    if (!job->shared)
+        spits_module_close(&job->mod);
+    job->mod = NULL;
 }

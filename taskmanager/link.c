@@ -112,13 +112,14 @@ static int security_from_announce(tm_t *tm, const spits_announce_t *announce,
 static int monitor_start(tm_t *tm)
 {
     tm_link_t *link = &tm->link;
-    char endpoint[64];
+    char endpoint[96];
 
     if (link->monitor)
         zmq_close(link->monitor);
     link->monitor = NULL;
-    snprintf(endpoint, sizeof endpoint, "inproc://spits-tm-monitor-%u",
-             ++link->monitor_gen);
+    /* (unique in the context, which --simulate's TMs share) */
+    snprintf(endpoint, sizeof endpoint, "inproc://spits-tm-monitor-%s-%u",
+             link->routing_id, ++link->monitor_gen);
     if (zmq_socket_monitor(link->socket, endpoint,
                            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                            ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
@@ -132,6 +133,23 @@ static int monitor_start(tm_t *tm)
     }
     zmq_setsockopt(link->monitor, ZMQ_LINGER, &(int){0}, sizeof(int));
     return 0;
+}
+
+/* Why the JM refused a handshake (a monitor's event). Our own key pair
+ * was checked when the key file was read (keys.c), so it is the server's
+ * key or mode. */
+static void refusal_why(const tm_t *tm, uint16_t event, char *why, size_t len)
+{
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        snprintf(why, len, "it does not accept this task manager's key: %s is "
+                 "a key file of another job?", key_file_name(tm));
+    else if (tm->opts.insecure)
+        snprintf(why, len, "it requires CurveZMQ: drop --insecure and give "
+                 "--key-file");
+    else    /* a CURVE server just closes, as does a proxy with no way on */
+        snprintf(why, len, "the server key in %s is not this job manager's, "
+                 "it runs --insecure, or a proxy in between closed the "
+                 "connection", key_file_name(tm));
 }
 
 void tm_link_on_monitor(tm_t *tm)
@@ -153,20 +171,18 @@ void tm_link_on_monitor(tm_t *tm)
             link->fd = -1;
             continue;
         }
-        /* Our own key pair was checked when the key file was read
-         * (keys.c), so a failed handshake is the server's key or mode. */
         char why[PATH_MAX + 160];
-        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-            snprintf(why, sizeof why, "it does not accept this task manager's "
-                     "key: %s is a key file of another job?", key_file_name(tm));
-        else if (tm->opts.insecure)
-            snprintf(why, sizeof why, "it requires CurveZMQ: drop --insecure "
-                     "and give --key-file");
-        else    /* a CURVE server just closes, as does a proxy with no way on */
-            snprintf(why, sizeof why, "the server key in %s is not this job "
-                     "manager's, it runs --insecure, or a proxy in between "
-                     "closed the connection", key_file_name(tm));
-        if (!link->welcomed) {
+        refusal_why(tm, event, why, sizeof why);
+        if (!link->welcomed && tm->opts.jobdir) {
+            /* jm.json and tm.key agreed (security_from_announce): most
+             * likely the JM closed its socket mid-handshake as the job
+             * ended. The timers look for report.json before calling it
+             * an error. */
+            if (!link->refused_since) {
+                link->refused_since = tm->now;
+                link->refused_event = event;
+            }
+        } else if (!link->welcomed) {
             spits_error("the job manager at %s refused the handshake: %s",
                         link->endpoint, why);
             tm->done = -1;
@@ -374,6 +390,17 @@ void tm_link_timers(tm_t *tm)
         }
         return;
     }
+    /* A first handshake refused, and the job not over (look_for_jm reads
+     * report.json once a second) after the keys' settling time. */
+    if (!tm->link.welcomed && tm->link.refused_since &&
+        tm->now - tm->link.refused_since > KEYS_SETTLE_MS) {
+        char why[PATH_MAX + 160];
+        refusal_why(tm, tm->link.refused_event, why, sizeof why);
+        spits_error("the job manager at %s refused the handshake: %s",
+                    tm->link.endpoint, why);
+        tm->done = -1;
+        return;
+    }
     /* Looking (LOST) or reconnecting (CONNECTING) alike: a JM unheard of
      * for --reconnect-timeout is given up. */
     if (tm->link.welcomed &&
@@ -476,11 +503,21 @@ void tm_link_close(tm_t *tm, int say_bye)
     int linger = tm->drain.active ? 2000 : 200;   /* a drain's last results */
     zmq_setsockopt(tm->link.socket, ZMQ_LINGER, &linger, sizeof linger);
     zmq_close(tm->link.socket);
+    tm->link.socket = NULL;
+}
+
+void tm_link_abandon(tm_t *tm)
+{
+    if (!tm->link.socket)
+        return;
+    zmq_setsockopt(tm->link.socket, ZMQ_LINGER, &(int){0}, sizeof(int));
+    zmq_close(tm->link.socket);
+    tm->link.socket = NULL;
 }
 
 void tm_link_destroy(tm_t *tm)
 {
     if (tm->link.monitor)
         zmq_close(tm->link.monitor);
-    zmq_ctx_term(tm->link.context);
+    tm->link.monitor = NULL;
 }

@@ -126,15 +126,58 @@ static void receive_messages(tm_t *tm)
     }
 }
 
+void tm_loop_begin(tm_t *tm)
+{
+    tm->now = spits_now_ms();
+    tm->first_deadline = tm->now + (int64_t)(tm->opts.wait * 1000);
+    tm->link.last_look = tm->now;
+    tm_link_send_hello(tm);
+}
+
+void tm_loop_drain(tm_t *tm, const char *why)
+{
+    if (!tm->drain.active)
+        drain_begin(tm, why);
+}
+
+int tm_loop_turn(tm_t *tm, int monitor)
+{
+    tm->now = spits_now_ms();
+    if (monitor) {
+        tm_link_on_monitor(tm);
+        if (tm->done)
+            return 1;
+    }
+    receive_messages(tm);
+    if (tm_signal && !tm->drain.active) {
+        char why[32];
+        snprintf(why, sizeof why, "signal %d", (int)tm_signal);
+        drain_begin(tm, why);
+    }
+    walltime_check(tm);
+    tm_results_collect(tm);   /* (tasks go back before the pool starts too) */
+    tm_results_send(tm);
+    if (tm->drain.active && !tm->done && drain_done(tm)) {
+        if (!tm->done)
+            tm->done = 1;
+        return 1;
+    }
+    if (!tm->link.welcomed && tm->now > tm->first_deadline && !tm->drain.active) {
+        spits_error("no job manager answered at %s within %.0f s",
+                    tm->link.endpoint, tm->opts.wait);
+        tm->done = -1;
+        return 1;
+    }
+    tm_link_timers(tm);
+    return tm->done != 0;
+}
+
 int tm_loop_run(tm_t *tm)
 {
     enum { POLL_SOCKET, POLL_WAKE, POLL_MONITOR, POLL_COUNT };
-    int64_t first_deadline = spits_now_ms() + (int64_t)(tm->opts.wait * 1000);
 
-    tm->now = spits_now_ms();
-    tm->link.last_look = tm->now;
-    tm_link_send_hello(tm);
-    while (!tm->done) {
+    tm_loop_begin(tm);
+    for (;;) {
         zmq_pollitem_t pollset[POLL_COUNT] = {
             [POLL_SOCKET] = {tm->link.socket, 0, ZMQ_POLLIN, 0},
             [POLL_WAKE] = {NULL, tm->wake_fd, ZMQ_POLLIN, 0},
@@ -146,34 +189,10 @@ int tm_loop_run(tm_t *tm)
             spits_error("zmq_poll: %s", zmq_strerror(errno));
             return 1;
         }
-        tm->now = spits_now_ms();
         if (pollset[POLL_WAKE].revents & ZMQ_POLLIN)
             spits_wake_drain(tm->wake_fd);
-        if (pollset[POLL_MONITOR].revents & ZMQ_POLLIN) {
-            tm_link_on_monitor(tm);
-            if (tm->done)
-                break;
-        }
-        receive_messages(tm);
-        if (tm_signal && !tm->drain.active) {
-            char why[32];
-            snprintf(why, sizeof why, "signal %d", (int)tm_signal);
-            drain_begin(tm, why);
-        }
-        walltime_check(tm);
-        tm_results_collect(tm);   /* (tasks go back before the pool starts too) */
-        tm_results_send(tm);
-        if (tm->drain.active && !tm->done && drain_done(tm)) {
-            if (!tm->done)
-                tm->done = 1;
+        if (tm_loop_turn(tm, pollset[POLL_MONITOR].revents & ZMQ_POLLIN))
             break;
-        }
-        if (!tm->link.welcomed && tm->now > first_deadline && !tm->drain.active) {
-            spits_error("no job manager answered at %s within %.0f s",
-                        tm->link.endpoint, tm->opts.wait);
-            return 1;
-        }
-        tm_link_timers(tm);
     }
     return tm->done < 0 ? 1 : 0;
 }

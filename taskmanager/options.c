@@ -56,6 +56,15 @@ static void usage(FILE *f)
 "  -k, --key-file FILE        with --connect: the job's key file (spits-jm\n"
 "                             --export-key); with --jobdir, DIR/tm.key is used\n"
 "      --insecure             no CurveZMQ, for a job manager run --insecure\n"
+"      --simulate K           run K virtual task managers in this process, each\n"
+"                             with its own connection and --workers virtual\n"
+"                             workers, for scale tests (see README)\n"
+"      --sim-task-time SEC    a virtual worker holds each task SEC seconds, then\n"
+"                             runs it for its result (1)\n"
+"      --sim-churn SEC        each virtual TM leaves after 0.5 to 1.5 x SEC\n"
+"                             seconds and a new one joins in its place\n"
+"      --sim-kill PCT         percent of those that leave as if killed (no\n"
+"                             BYE, their tasks lost); the rest drain (50)\n"
 "  -v, --verbose              more logging (repeat for more)\n"
 "  -q, --quiet                errors only\n"
 "  -h, --help                 this help\n"
@@ -67,7 +76,8 @@ static void usage(FILE *f)
 }
 
 enum { OPT_RECONNECT = 256, OPT_ISOLATE, OPT_TASK_TIMEOUT, OPT_DRAIN_TIMEOUT,
-       OPT_INSECURE, OPT_END_TIME, OPT_END_MARGIN, OPT_CHECK_OPTIONS };
+       OPT_INSECURE, OPT_END_TIME, OPT_END_MARGIN, OPT_CHECK_OPTIONS,
+       OPT_SIMULATE, OPT_SIM_TASK, OPT_SIM_CHURN, OPT_SIM_KILL };
 
 /* WHEN as +SEC, epoch seconds, local YYYY-MM-DDTHH:MM:SS (as Slurm
  * prints), or none. 0, or -1 if it is none of those. */
@@ -136,6 +146,10 @@ static const struct option longopts[] = {
     {"drain-timeout", required_argument, NULL, OPT_DRAIN_TIMEOUT},
     /* spits-run's: check the options, then exit 0 (or 2, as ever) */
     {"check-options", no_argument, NULL, OPT_CHECK_OPTIONS},
+    {"simulate", required_argument, NULL, OPT_SIMULATE},
+    {"sim-task-time", required_argument, NULL, OPT_SIM_TASK},
+    {"sim-churn", required_argument, NULL, OPT_SIM_CHURN},
+    {"sim-kill", required_argument, NULL, OPT_SIM_KILL},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -198,6 +212,25 @@ static int parse_option(tm_opts_t *opts, int c, char **argv)
         if (spits_parse_seconds(optarg, 1e7, &opts->drain_timeout))
             return spits_bad_option("--drain-timeout wants seconds, not '%s'", optarg);
         break;
+    case OPT_SIMULATE:
+        if (spits_parse_long(optarg, 1, TM_SIMULATE_MAX, &v))
+            return spits_bad_option("--simulate wants a number from 1 to "
+                                    TM_SIMULATE_MAX_STR ", not '%s'", optarg);
+        opts->simulate = (int)v;
+        break;
+    case OPT_SIM_TASK:
+        if (spits_parse_seconds(optarg, 1e6, &opts->sim_task) || opts->sim_task <= 0)
+            return spits_bad_option("--sim-task-time wants seconds above 0, not '%s'", optarg);
+        break;
+    case OPT_SIM_CHURN:
+        if (spits_parse_seconds(optarg, 1e6, &opts->sim_churn) || opts->sim_churn < 0.01)
+            return spits_bad_option("--sim-churn wants seconds (at least 0.01), not '%s'", optarg);
+        break;
+    case OPT_SIM_KILL:
+        if (spits_parse_long(optarg, 0, 100, &v))
+            return spits_bad_option("--sim-kill wants a percentage from 0 to 100, not '%s'", optarg);
+        opts->sim_kill = (int)v;
+        break;
     case 'v': opts->verbosity++; break;
     case 'q': opts->verbosity = SPITS_LOG_ERROR; break;
     case 'h': usage(stdout); return 0;
@@ -221,6 +254,13 @@ static int check_options(const tm_opts_t *opts)
                                 "manager run --insecure");
     if (opts->key_file && opts->insecure)
         return spits_bad_option("%s", "give --key-file or --insecure, not both");
+    if (!opts->simulate && (opts->sim_task > 0 || opts->sim_churn > 0 ||
+                            opts->sim_kill >= 0))
+        return spits_bad_option("%s", "--sim-task-time, --sim-churn and "
+                                "--sim-kill need --simulate K");
+    if (opts->simulate && opts->isolate)
+        return spits_bad_option("%s", "--simulate runs virtual workers: it "
+                                "takes no --isolate");
     if (opts->task_timeout > 0 && !opts->isolate)
         return spits_bad_option("%s", "--task-timeout needs --isolate: a "
                                 "worker thread cannot be stopped, a process can");
@@ -239,6 +279,7 @@ int tm_opts_parse(tm_opts_t *opts, int argc, char **argv)
     opts->workers = spits_online_cores();
     opts->prefetch = -1;
     opts->verbosity = SPITS_LOG_INFO;
+    opts->sim_kill = -1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":d:c:w:n:p:m:k:vqhV", longopts, NULL)) != -1)
         if ((rc = parse_option(opts, c, argv)) >= 0)
@@ -251,6 +292,10 @@ int tm_opts_parse(tm_opts_t *opts, int argc, char **argv)
 
 void tm_opts_complete(tm_opts_t *opts)
 {
+    if (opts->simulate && opts->sim_task <= 0)
+        opts->sim_task = 1;
+    if (opts->sim_kill < 0)
+        opts->sim_kill = 50;
     if (opts->prefetch < 0)
         opts->prefetch = opts->workers;
     if (!opts->end_arg)

@@ -18,6 +18,9 @@
  * lets running ones finish within --drain-timeout, sends their results,
  * says BYE and exits 0. A second signal kills it (SA_RESETHAND).
  *
+ * --simulate K runs K virtual task managers in this one process instead
+ * (simulate.c), for scale tests.
+ *
  * This file is only the top: options, set-up, the loop, tear-down. The
  * rest is split by concern (tm_private.h lists the files); the workers
  * and their pool are in workers.c and isolate.c (tm.h).
@@ -105,6 +108,10 @@ int main(int argc, char **argv)
         return rc;
     spits_log_init("spits-tm", tm.opts.verbosity > SPITS_LOG_TRACE
                                    ? SPITS_LOG_TRACE : tm.opts.verbosity);
+    if (tm.opts.simulate) {
+        tm_opts_complete(&tm.opts);
+        return tm_sim_main(&tm.opts);
+    }
     rc = tm_setup(&tm);
     if (rc >= 0)
         return rc;

@@ -30,6 +30,14 @@
  *
  * Phases are never freed before exit: a worker may still hold a pointer
  * to an old one while it finishes a task.
+ *
+ * Virtual workers (spits-tm --simulate, simulate.c): with virtual_ns set,
+ * tm_pool_start starts no thread. The main thread itself takes tasks into
+ * nworkers virtual slots (tm_pool_virtual_turn); a task's run takes
+ * virtual_ns of the clock, after which the main thread runs it, in the
+ * pool's one module instance (a fast module: the time is the simulation's),
+ * and queues its record in the outbox as a worker would. Everything else,
+ * the queue, the outbox, the counts, is the same code.
  */
 #ifndef SPITS_TM_H
 #define SPITS_TM_H
@@ -79,6 +87,8 @@ typedef struct {
     spits_batch_t batch;
 } tm_seg_t;
 
+typedef struct tm_virtual tm_virtual_t;
+
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t work;      /* workers wait here for tasks */
@@ -105,6 +115,9 @@ typedef struct {
                                  yet), for --end-time */
     atomic_llong busy_ns;     /* workers: time spent running tasks, and */
     atomic_llong runs;        /* how many ran (added once per chunk; STATS) */
+    int64_t virtual_ns;       /* virtual workers' task time (0: threads);
+                                 set before tm_pool_start */
+    tm_virtual_t *virt;       /* ...and their slots (workers.c), main thread */
 } tm_pool_t;
 
 /* isolate.c: one worker's child process (spits-tm --isolate). */
@@ -125,6 +138,11 @@ int tm_child_main(int argc, char **argv);
 int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd);
 /* Starts the workers. Returns 0, or -1 with errno set (none then runs). */
 int tm_pool_start(tm_pool_t *p, spits_module_t *mod);
+/* Virtual workers (virtual_ns set): finishes the slots whose time is up
+ * by now_ns (their records go to the outbox) and starts queued tasks in
+ * the free ones. Main thread only. Returns when the next slot is due
+ * (INT64_MAX: none runs). */
+int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns);
 /* Queues tasks of one message (the pool then holds one reference to rx
  * per task). Returns 0, or -1 when out of memory: nothing was queued. */
 int tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n);

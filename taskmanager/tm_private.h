@@ -18,10 +18,14 @@
  *               goes back to the JM), kept until sent
  *   link.c      the socket to the JM: finding it, connecting, security,
  *               sending, heartbeats, looking for a JM that went silent
+ *   simulate.c  --simulate: many virtual TMs, each a tm_t of its own,
+ *               turned by one loop
  *
  * Who calls whom (never upwards, never into tm.c):
  *
- *   tm.c        options.c, loop.c, and the others' set-up and free
+ *   tm.c        options.c, loop.c, simulate.c, and the others' set-up
+ *               and free
+ *   simulate.c  loop.c, link.c, and the others' set-up and free
  *   loop.c      protocol.c, results.c, link.c
  *   protocol.c  job.c, link.c
  *   results.c   link.c
@@ -49,7 +53,16 @@ typedef struct {
     int workers, prefetch, isolate;
     int verbosity;               /* -v and -q */
     int check_only;              /* --check-options: exit after checking */
+    int simulate;                /* --simulate K: K virtual TMs (0: off) */
+    double sim_task;             /* --sim-task-time: a virtual run, seconds */
+    double sim_churn;            /* --sim-churn: mean life, seconds (0: none) */
+    int sim_kill;                /* --sim-kill: percent killed (-1: unset) */
 } tm_opts_t;
+
+/* --simulate's largest K: about five descriptors each (the socket, its
+ * monitor's pair, the connection), under a 20,000 descriptor limit. */
+#define TM_SIMULATE_MAX 3500
+#define TM_SIMULATE_MAX_STR "3500"
 
 /* Where the connection to the JM is. */
 enum { TM_CONNECTING, TM_READY, TM_LOST };
@@ -80,6 +93,10 @@ typedef struct {
     uint64_t refusals;           /* handshakes refused since joining */
     int64_t mismatch_since;      /* tm.key and jm.json disagree since */
     int64_t refusals_logged_at;  /* when the last was logged */
+    int64_t refused_since;       /* a first handshake was refused (with a
+                                    job dir: the error waits for the job's
+                                    end to be ruled out) */
+    uint16_t refused_event;      /* ...the monitor's event */
 } tm_link_t;
 
 /* The job this TM runs (job.c). Main thread; a phase's own fields are
@@ -90,6 +107,9 @@ typedef struct {
                                     another job (tm_phase_t.job) */
     char module_path[PATH_MAX];
     spits_module_t *mod;
+    spits_module_t **shared;     /* --simulate: the process's one module
+                                    (loaded by the first TM to join; the
+                                    harness frees it), or NULL */
     tm_phase_t *phases;          /* every phase seen, newest first */
     tm_phase_t *current;
 } tm_job_t;
@@ -131,6 +151,7 @@ typedef struct {
     tm_proto_t proto;
     tm_drain_t drain;
     int64_t now;                 /* the loop's clock, ms, read once a turn */
+    int64_t first_deadline;      /* the JM must have answered by then */
     int done;                    /* 1: leave, exit 0; -1: leave, exit 1 */
     tm_pool_t pool;              /* shared with the workers (tm.h) */
     int pool_started;            /* workers run (from the first WELCOME) */
@@ -161,7 +182,10 @@ void tm_link_on_monitor(tm_t *tm);
 void tm_link_timers(tm_t *tm);
 /* Says BYE (with the last STATS) if say_bye, and closes the socket. */
 void tm_link_close(tm_t *tm, int say_bye);
-/* Closes the monitor and ends the ZeroMQ context. */
+/* Closes the socket at once, dropping what it has not sent: the JM sees
+ * what a TM killed with SIGKILL leaves (simulate.c). */
+void tm_link_abandon(tm_t *tm);
+/* Closes the monitor (the context is the caller's). */
 void tm_link_destroy(tm_t *tm);
 
 /* job.c */
@@ -195,8 +219,23 @@ void tm_results_free(tm_results_t *results);
 /* loop.c */
 /* SIGTERM and SIGINT start a drain (woken through wake_fd). */
 void tm_loop_catch_signals(int wake_fd);
-/* Runs until the job is over or a drain ends; returns the exit status. */
+/* Runs until the job is over or a drain ends; returns the exit status.
+ * It is tm_loop_begin, then tm_loop_turn after each poll. */
 int tm_loop_run(tm_t *tm);
+/* The first HELLO; --wait's clock for the JM's first answer starts. */
+void tm_loop_begin(tm_t *tm);
+/* One turn, once the socket may have messages: the monitor's events (if
+ * monitor), the JM's messages, a signal, the walltime, results out, the
+ * end of a drain, the link's timers. Returns 1 when the TM is to leave
+ * (tm->done says how), else 0. */
+int tm_loop_turn(tm_t *tm, int monitor);
+/* Starts a drain (if none is under way), as SIGTERM does. */
+void tm_loop_drain(tm_t *tm, const char *why);
+
+/* simulate.c */
+/* spits-tm --simulate K: runs K virtual TMs (opts completed); returns the
+ * exit status. */
+int tm_sim_main(const tm_opts_t *opts);
 
 /* Frees what the set-up and the loop made, once no worker runs and the
  * socket is closed (tm_link_close): main's tear-down, and the fuzz
@@ -204,6 +243,7 @@ int tm_loop_run(tm_t *tm);
 static inline void tm_free(tm_t *tm)
 {
     tm_link_destroy(tm);
+    zmq_ctx_term(tm->link.context);
     tm_pool_destroy(&tm->pool);
     tm_results_free(&tm->results);
     tm_proto_free(&tm->proto);

@@ -10,6 +10,9 @@
  * anew, so workers always see their phase's argv. With --isolate, the
  * instance lives in the worker's child process instead (isolate.c) and
  * the thread only ships tasks to it and results back.
+ *
+ * Virtual workers (tm.h) reuse one worker_t, driven by the main thread
+ * instead of a thread of its own (tm_pool_virtual_turn, at the end).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -281,9 +284,13 @@ static void pool_tell_quit(tm_pool_t *p)
     pthread_cond_broadcast(&p->work);
 }
 
+static int virtual_start(tm_pool_t *p);
+
 int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
 {
     p->mod = mod;
+    if (p->virtual_ns)
+        return virtual_start(p);
     for (int i = 0; i < p->nworkers; i++) {
         worker_t *w = worker_new(p, i);
         int err = ENOMEM;
@@ -458,9 +465,15 @@ void tm_pool_set_job(tm_pool_t *p, unsigned job)
     pthread_mutex_unlock(&p->lock);
 }
 
+static void virtual_stop(tm_pool_t *p);
+
 int tm_pool_stop(tm_pool_t *p, int ms)
 {
     pool_tell_quit(p);
+    if (p->virt) {
+        virtual_stop(p);
+        return 0;
+    }
     for (int waited = 0; atomic_load(&p->alive_workers) > 0 && waited < ms; waited += 10) {
         struct timespec ts = {0, 10 * 1000000};
         nanosleep(&ts, NULL);
@@ -482,4 +495,104 @@ void tm_pool_destroy(tm_pool_t *p)
     free(p->threads);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->work);
+}
+
+/* ---- virtual workers (spits-tm --simulate) ------------------------------ */
+
+typedef struct {
+    tm_item_t it;             /* it.rx NULL: the slot is free */
+    int64_t due_ns;           /* when its virtual run ends */
+} vslot_t;
+
+struct tm_virtual {
+    worker_t *w;              /* runs every slot's task, in turn */
+    vslot_t *slots;           /* nworkers of them */
+};
+
+static int virtual_start(tm_pool_t *p)
+{
+    tm_virtual_t *v = calloc(1, sizeof *v);
+    if (!v || !(v->slots = calloc((size_t)p->nworkers, sizeof *v->slots)) ||
+        !(v->w = worker_new(p, 0))) {
+        if (v)
+            free(v->slots);
+        free(v);
+        errno = ENOMEM;
+        return -1;
+    }
+    spits_batch_begin(&v->w->local, SPITS_MSG_RESULTS, 0);
+    atomic_store(&p->task_ns, p->virtual_ns);
+    p->virt = v;
+    return 0;
+}
+
+/* Slots still running are abandoned, as a killed process's are: their
+ * copies never come back, and the JM counts them lost. */
+static void virtual_stop(tm_pool_t *p)
+{
+    tm_virtual_t *v = p->virt;
+    worker_t *w = v->w;
+
+    for (int i = 0; i < p->nworkers; i++)
+        if (v->slots[i].it.rx)
+            tm_rx_release(v->slots[i].it.rx, 1);
+    if (w->inst_ok)
+        spits_module_worker_free(p->mod, &w->inst);
+    spits_buf_free(&w->result);
+    spits_batch_free(&w->local);
+    free(w->chunk);
+    free(w);
+    free(v->slots);
+    free(v);
+    p->virt = NULL;
+}
+
+int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns)
+{
+    tm_virtual_t *v = p->virt;
+    worker_t *w;
+    int64_t next = INT64_MAX;
+    size_t k = 0, ran = 0;
+
+    if (!v)
+        return next;
+    w = v->w;
+    /* Runs finished by now: their records go out as a worker's chunk. */
+    for (int i = 0; i < p->nworkers; i++) {
+        vslot_t *s = &v->slots[i];
+        if (!s->it.rx || s->due_ns > now_ns)
+            continue;
+        w->chunk[k] = s->it;
+        s->it.rx = NULL;
+        worker_run_one(w, &w->chunk[k]);
+        tm_rx_release(w->chunk[k].rx, 1);
+        ran++;
+        if (++k == WORKER_CHUNK_MAX) {
+            worker_flush(w, k);
+            k = 0;
+        }
+    }
+    if (ran) {
+        atomic_fetch_add_explicit(&p->busy_ns, (long long)ran * p->virtual_ns,
+                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->runs, (long long)ran, memory_order_relaxed);
+    }
+    if (k || w->local.count)
+        worker_flush(w, k);
+    /* Free slots take queued tasks; a drain leaves none queued. */
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->nworkers; i++) {
+        vslot_t *s = &v->slots[i];
+        if (!s->it.rx && p->qn && !p->quit) {
+            s->it = p->q[p->qhead];
+            s->due_ns = now_ns + p->virtual_ns;
+            p->qhead = (p->qhead + 1) % p->qcap;
+            p->qn--;
+            p->running++;
+        }
+        if (s->it.rx && s->due_ns < next)
+            next = s->due_ns;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return next;
 }
