@@ -541,7 +541,11 @@ int main(int argc, char **argv)
     char err[1024];
     spits_relay_t *relay = NULL;
 
-    spits_malloc_tune();
+    /* Two arenas: the JM's threads (and libzmq's) each took one of the
+     * 16, and with 10,000 TMs each kept its own freed memory: a peak RSS
+     * of 1.7 GB against 0.47 GB with one arena. One or two cost nothing
+     * measurable on 4,000,000 empty tasks (wall 0.97x, noise). */
+    spits_malloc_tune(2);
     set_defaults(&jm);
     spits_log_init("spits-jm", SPITS_LOG_INFO);
     rc = parse_args(&jm, argc, argv, &verbosity);

@@ -88,7 +88,7 @@ int spits_online_cores(void)
     return n > 0 ? (int)n : 1;
 }
 
-void spits_malloc_tune(void)
+void spits_malloc_tune(int arenas)
 {
     /* Measured (perf, 1 MB tasks, insecure): without it a fifth of all
      * samples were page faults in the JM's memcpy of fresh buffers. The
@@ -96,6 +96,8 @@ void spits_malloc_tune(void)
      * the next task. */
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    if (arenas > 0)
+        mallopt(M_ARENA_MAX, arenas);
 }
 
 int spits_endpoint_check(const char *ep, int bind, char *err, size_t errlen)

@@ -34,8 +34,10 @@ int spits_endpoint_check(const char *ep, int bind, char *err, size_t errlen);
 int spits_online_cores(void);
 /* Keeps large buffers (tasks, results, batches up to 32 MiB) in the heap
  * instead of a fresh mmap each: a process that moves megabyte tasks would
- * otherwise page-fault on every byte it copies. Call first in main. */
-void spits_malloc_tune(void);
+ * otherwise page-fault on every byte it copies. arenas > 0 caps glibc's
+ * malloc arenas (each keeps up to the trim threshold of freed memory);
+ * 0 leaves glibc's 8 per core. Call first in main. */
+void spits_malloc_tune(int arenas);
 
 /* Makes room in the array *arr (of *cap elements of elsize bytes) for
  * at least need elements, doubling its capacity (at least first). -1 when

@@ -189,8 +189,10 @@ static int sim_tm_start(sim_t *sim, uint32_t ix)
 {
     sim_tm_t *s = &sim->tms[ix];
     tm_t *tm = &s->tm;
+    int ready = s->ready;    /* (the slot may be on the ready list, once) */
 
     memset(s, 0, sizeof *s);
+    s->ready = ready;
     s->due = INT64_MAX;
     tm->opts = sim->opts;
     tm->wake_fd = sim->wake_fd;

@@ -99,7 +99,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "--worker-child") == 0)
         return tm_child_main(argc, argv);
 
-    spits_malloc_tune();
+    spits_malloc_tune(0);
     memset(&tm, 0, sizeof tm);
     tm.wake_fd = -1;
     spits_log_init("spits-tm", SPITS_LOG_INFO);

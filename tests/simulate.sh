@@ -39,10 +39,12 @@ runs=$(summary 'tasks run \([0-9]*\);' "$T/a.sim.log")
 [ "$runs" -ge $n ] && [ "$runs" -le "$(json $r "d['counters']['sent']")" ] ||
     fail "harness ran $runs, JM: $(json $r "d['counters']")"
 
-# b. Churn through one job.
+# b. Churn through one job. (Killed TMs are found by their dropped
+# connections; --tm-timeout is long enough that no drained TM is lost to
+# a slow harness, as one was under TSan with 3 s.)
 n=20000 k=100
 sanitized && n=4000 k=30
-start_jm b --journal off --keep-dead-tms 50 --tm-timeout 3 "$MODS/bench.so" -n $n
+start_jm b --journal off --keep-dead-tms 50 --tm-timeout 10 "$MODS/bench.so" -n $n
 jm=$JM_PID
 timeout -s KILL 120 "$TM" --jobdir "$T/b" --simulate $k -n $w --sim-task-time 0.05 \
     --sim-churn 0.4 --sim-kill 50 >"$T/b.sim.log" 2>&1 || fail "the churn harness exited $?"
