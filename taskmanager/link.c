@@ -256,6 +256,7 @@ int tm_link_connect(tm_t *tm)
     link->state = TM_CONNECTING;
     link->last_hello = 0;
     link->fd = -1;
+    link->refused_since = 0;    /* (a new endpoint gets its own time) */
     return 0;
 }
 
@@ -393,11 +394,8 @@ void tm_link_timers(tm_t *tm)
     /* A first handshake refused, and the job not over (look_for_jm reads
      * report.json once a second) after the keys' settling time. */
     if (!tm->link.welcomed && tm->link.refused_since &&
-        tm->now - tm->link.refused_since > KEYS_SETTLE_MS) {
-        char why[PATH_MAX + 160];
-        refusal_why(tm, tm->link.refused_event, why, sizeof why);
-        spits_error("the job manager at %s refused the handshake: %s",
-                    tm->link.endpoint, why);
+        tm->now - tm->link.refused_since > KEYS_SETTLE_MS &&
+        tm_link_refusal(tm)) {
         tm->done = -1;
         return;
     }
@@ -504,6 +502,18 @@ void tm_link_close(tm_t *tm, int say_bye)
     zmq_setsockopt(tm->link.socket, ZMQ_LINGER, &linger, sizeof linger);
     zmq_close(tm->link.socket);
     tm->link.socket = NULL;
+}
+
+int tm_link_refusal(tm_t *tm)
+{
+    char why[PATH_MAX + 160];
+
+    if (tm->link.welcomed || !tm->link.refused_since)
+        return 0;
+    refusal_why(tm, tm->link.refused_event, why, sizeof why);
+    spits_error("the job manager at %s refused the handshake: %s",
+                tm->link.endpoint, why);
+    return 1;
 }
 
 void tm_link_abandon(tm_t *tm)

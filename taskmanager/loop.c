@@ -126,6 +126,11 @@ static void receive_messages(tm_t *tm)
     }
 }
 
+int tm_loop_signalled(void)
+{
+    return atomic_load(&tm_signal) != 0;
+}
+
 void tm_loop_begin(tm_t *tm)
 {
     tm->now = spits_now_ms();
@@ -163,8 +168,9 @@ int tm_loop_turn(tm_t *tm, int monitor)
         return 1;
     }
     if (!tm->link.welcomed && tm->now > tm->first_deadline && !tm->drain.active) {
-        spits_error("no job manager answered at %s within %.0f s",
-                    tm->link.endpoint, tm->opts.wait);
+        if (!tm_link_refusal(tm))
+            spits_error("no job manager answered at %s within %.0f s",
+                        tm->link.endpoint, tm->opts.wait);
         tm->done = -1;
         return 1;
     }

@@ -59,10 +59,10 @@ static void usage(FILE *f)
 "      --simulate K           run K virtual task managers in this process, each\n"
 "                             with its own connection and --workers virtual\n"
 "                             workers, for scale tests (see README)\n"
-"      --sim-task-time SEC    a virtual worker holds each task SEC seconds, then\n"
-"                             runs it for its result (1)\n"
-"      --sim-churn SEC        each virtual TM leaves after 0.5 to 1.5 x SEC\n"
-"                             seconds and a new one joins in its place\n"
+"      --sim-task-time SEC    a virtual worker holds each task SEC seconds (at\n"
+"                             least 0.001), then runs it for its result (1)\n"
+"      --sim-churn SEC        each virtual TM leaves 0.5 to 1.5 x SEC seconds\n"
+"                             after it joined, and a new one joins in its place\n"
 "      --sim-kill PCT         percent of those that leave as if killed (no\n"
 "                             BYE, their tasks lost); the rest drain (50)\n"
 "  -v, --verbose              more logging (repeat for more)\n"
@@ -219,8 +219,8 @@ static int parse_option(tm_opts_t *opts, int c, char **argv)
         opts->simulate = (int)v;
         break;
     case OPT_SIM_TASK:
-        if (spits_parse_seconds(optarg, 1e6, &opts->sim_task) || opts->sim_task <= 0)
-            return spits_bad_option("--sim-task-time wants seconds above 0, not '%s'", optarg);
+        if (spits_parse_seconds(optarg, 1e6, &opts->sim_task) || opts->sim_task < 0.001)
+            return spits_bad_option("--sim-task-time wants seconds (at least 0.001), not '%s'", optarg);
         break;
     case OPT_SIM_CHURN:
         if (spits_parse_seconds(optarg, 1e6, &opts->sim_churn) || opts->sim_churn < 0.01)

@@ -23,12 +23,13 @@
  *     connection), a signal and churn. Only the sweep reads the monitor:
  *     each ZeroMQ call costs a poll of the socket's mailbox, and the
  *     other turns are many.
- * Churn (--sim-churn SEC): a TM leaves after 0.5 to 1.5 x SEC, either as
+ * Churn (--sim-churn SEC): a TM leaves 0.5 to 1.5 x SEC after it joined
+ * (one that never joins fails by --wait, and is not replaced), either as
  * if killed (--sim-kill percent: its socket closed at once, no BYE, its
  * tasks lost) or drained (as SIGTERM drains a spits-tm: DRAIN, queued
  * tasks handed back, running ones finished, BYE), and a new TM, with a new
  * routing id, joins in its place, until the job is over. SIGTERM or SIGINT
- * drains every TM, and none is replaced.
+ * drains every TM, and none is replaced from then on.
  *
  * Logs stay readable at thousands of TMs: a virtual TM logs only its
  * warnings and errors (its info lines too with -v); the harness logs its
@@ -217,9 +218,6 @@ static int sim_tm_start(sim_t *sim, uint32_t ix)
         return 1;     /* (live: the caller retires it) */
     tm_loop_begin(tm);
     sim_watch(sim, ix);
-    if (sim->opts.sim_churn > 0)
-        s->leave_at = tm->now + (int64_t)(sim->opts.sim_churn * 1000 *
-                                          (0.5 + randombytes_uniform(1001) / 1000.0));
     if (!sim->starts++)
         sim->first_start = spits_wall_time();
     sim_ready(sim, ix);
@@ -284,11 +282,16 @@ static void sim_tm_left(sim_t *sim, uint32_t ix)
         sim_replace(sim, ix);
 }
 
+/* Its first WELCOME: counted, and churn's clock starts (one that never
+ * joins fails by --wait, and is not replaced). */
 static void sim_note_join(sim_t *sim, sim_tm_t *s)
 {
     if (s->joined || !s->tm.link.welcomed)
         return;
     s->joined = spits_wall_time();
+    if (sim->opts.sim_churn > 0)
+        s->leave_at = s->tm.now + (int64_t)(sim->opts.sim_churn * 1000 *
+                                            (0.5 + randombytes_uniform(1001) / 1000.0));
     if (!sim->joins)
         sim->first_join = s->joined;
     if (++sim->joins == (uint64_t)sim->opts.simulate)
@@ -325,9 +328,12 @@ static void sim_turn(sim_t *sim, uint32_t ix)
         sim_watch(sim, ix);
     int events = 0;
     size_t len = sizeof events;
+    /* Edge-triggered: what is still there after the turn would give no
+     * new edge. More than a turn reads, or results the socket now takes. */
     if (zmq_getsockopt(tm->link.socket, ZMQ_EVENTS, &events, &len) == 0 &&
-        (events & ZMQ_POLLIN))
-        sim_ready(sim, ix);        /* more than a turn reads */
+        ((events & ZMQ_POLLIN) ||
+         ((events & ZMQ_POLLOUT) && tm->results.n && tm->link.state == TM_READY)))
+        sim_ready(sim, ix);
 }
 
 /* The sweep's churn: a TM whose life is over leaves, killed or drained. */
@@ -476,6 +482,8 @@ static void sim_run(sim_t *sim)
                 sim_ready(sim, (uint32_t)evs[i].data.u64);
         }
         int64_t t = now_ns(), now_ms = spits_now_ms();
+        if (tm_loop_signalled())
+            sim->over = 1;     /* every TM drains; none is replaced */
         while (sim->nheap && sim->heap[0].due <= t) {
             sim_due_t d = heap_pop(sim);
             if (d.due == sim->tms[d.ix].due) {
@@ -484,8 +492,11 @@ static void sim_run(sim_t *sim)
             }
         }
         if (now_ms >= next_step) {
-            /* A tenth of the slots a step: each turns once a sweep. */
+            /* A 25th of the slots a step, each turned once a sweep; a
+             * loop that fell behind catches up (all of them at most). */
+            size_t steps = (size_t)((now_ms - next_step) / SIM_STEP_MS) + 1;
             size_t step = ((size_t)k * SIM_STEP_MS + SIM_SWEEP_MS - 1) / SIM_SWEEP_MS;
+            step = step * steps > (size_t)k ? (size_t)k : step * steps;
             for (size_t i = 0; i < step; i++) {
                 uint32_t ix = (uint32_t)(sim->sweep_at++ % (size_t)k);
                 sim_churn(sim, ix, now_ms);

@@ -180,6 +180,9 @@ void tm_link_send_stats(tm_t *tm);
 void tm_link_on_monitor(tm_t *tm);
 /* Heartbeats, a silent JM, looking for it again, HELLO retries. */
 void tm_link_timers(tm_t *tm);
+/* A first handshake was refused (and not yet called an error): says why,
+ * as an error, and returns 1; else 0. */
+int tm_link_refusal(tm_t *tm);
 /* Says BYE (with the last STATS) if say_bye, and closes the socket. */
 void tm_link_close(tm_t *tm, int say_bye);
 /* Closes the socket at once, dropping what it has not sent: the JM sees
@@ -231,6 +234,8 @@ void tm_loop_begin(tm_t *tm);
 int tm_loop_turn(tm_t *tm, int monitor);
 /* Starts a drain (if none is under way), as SIGTERM does. */
 void tm_loop_drain(tm_t *tm, const char *why);
+/* 1 once SIGTERM or SIGINT came. */
+int tm_loop_signalled(void);
 
 /* simulate.c */
 /* spits-tm --simulate K: runs K virtual TMs (opts completed); returns the

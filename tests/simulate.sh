@@ -14,8 +14,8 @@
 #   d. its options: a clear error and exit 2.
 . "$(dirname "$0")/lib.sh"
 
-k=300 w=2 n=6000
-sanitized && k=60 n=1200
+k=300 w=2 n=12000
+sanitized && k=60 n=2400
 # summary FIELD LOG: a number from the harness's last line ("simulate done: ...")
 summary() {
     sed -n "s/.*simulate done: .*$1.*/\\1/p" "$2" | tail -1
@@ -103,5 +103,6 @@ bad "--simulate wants a number from 1 to 3500, not '9999'" --simulate 9999
 bad "--sim-task-time, --sim-churn and --sim-kill need --simulate K" --sim-churn 1
 bad "--sim-kill wants a percentage from 0 to 100, not '101'" --simulate 2 --sim-kill 101
 bad "--simulate runs virtual workers: it takes no --isolate" --simulate 2 --isolate
-bad "--sim-task-time wants seconds above 0, not '0'" --simulate 2 --sim-task-time 0
+bad "--sim-task-time wants seconds (at least 0.001), not '0'" --simulate 2 --sim-task-time 0
+bad "--sim-task-time wants seconds (at least 0.001), not '1e-10'" --simulate 2 --sim-task-time 1e-10
 echo ok
