@@ -52,8 +52,8 @@
 #include "util.h"
 #include "wake.h"
 
-#define SIM_SWEEP_MS 250        /* every TM turns at least this often */
-#define SIM_STEP_MS 10          /* ...a 25th of them each step */
+#define SIM_SWEEP_MS 500        /* every TM turns at least this often */
+#define SIM_STEP_MS 10          /* ...a 50th of them each step */
 #define SIM_REPORT_MS 10000     /* the harness's counts */
 #define SIM_FDS_PER_TM 5        /* socket, monitor pair (2), connection, spare */
 #define SIM_WAKE UINT64_MAX     /* the epoll tag of the shared eventfd */
@@ -492,7 +492,7 @@ static void sim_run(sim_t *sim)
             }
         }
         if (now_ms >= next_step) {
-            /* A 25th of the slots a step, each turned once a sweep; a
+            /* A 50th of the slots a step, each turned once a sweep; a
              * loop that fell behind catches up (all of them at most). */
             size_t steps = (size_t)((now_ms - next_step) / SIM_STEP_MS) + 1;
             size_t step = ((size_t)k * SIM_STEP_MS + SIM_SWEEP_MS - 1) / SIM_SWEEP_MS;
