@@ -442,7 +442,7 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
         return;
     }
     d->gen_done = 0;
-    d->pub_low = d->pub_freed = 0;
+    d->pub_low = d->pub_freed = d->pub_window = 0;
     for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;)
         disp_send_phase(d, jm_tmtab_live_at(d->tms, i), SPITS_MSG_PHASE);
 }

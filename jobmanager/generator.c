@@ -125,7 +125,6 @@ static void gen_flush(jm_genq_t *q, jm_task_t *head, jm_task_t *tail, size_t n,
 static int gen_wait_room(jm_t *jm, jm_genq_t *q, uint64_t queued,
                          uint64_t next_id, uint64_t bytes_made)
 {
-    uint64_t span_max = (uint64_t)jm->opt.window * 4;
     int rc = 0;
 
     pthread_mutex_lock(&q->lock);
@@ -134,11 +133,14 @@ static int gen_wait_room(jm_t *jm, jm_genq_t *q, uint64_t queued,
             rc = -1;
             break;
         }
+        uint64_t window = q->window > (uint64_t)jm->opt.window
+                          ? q->window : (uint64_t)jm->opt.window;
+        uint64_t span_max = window * 4;
         uint64_t live = queued - q->resolved;    /* queued, not yet resolved */
         uint64_t live_bytes = bytes_made - q->freed_bytes;
         if (live == 0)
             break;   /* always allow one task, however large */
-        if (live < (uint64_t)jm->opt.window &&
+        if (live < window &&
             live_bytes < (uint64_t)jm->opt.window_bytes &&
             next_id - q->low < span_max)
             break;

@@ -25,6 +25,9 @@ typedef struct {
     uint64_t total;           /* tasks generated, final when done */
     uint64_t low;             /* dispatcher: oldest unresolved id */
     uint64_t freed_bytes;     /* dispatcher: bytes of resolved tasks */
+    uint64_t window;          /* dispatcher: the window in tasks, at least
+                                 --window (0: just --window; serve.c
+                                 disp_window) */
     uint64_t resolved;        /* committer: tasks committed or failed */
     uint64_t made;            /* generator: ids made so far (for status) */
     int stop;                 /* main: give up generating */

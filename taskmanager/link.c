@@ -17,6 +17,11 @@
  * socket) bumps link.attach, sent in every HELLO: the JM takes a HELLO
  * with a number it has welcomed as a queued copy, not as a new outage.
  *
+ * A first handshake that fails is an error (the key file or the mode is
+ * wrong), except with a job dir, where jm.json and tm.key were seen to
+ * agree: a JM that closes as the job ends cuts handshakes too, so the
+ * error waits KEYS_SETTLE_MS for report.json to say the job is over.
+ *
  * What the JM sends back is handled in protocol.c; link.c only keeps the
  * time it was last heard from and the connection it came over
  * (link.last_heard and link.fd, set there).
