@@ -26,6 +26,13 @@ int spits_log_level(void)
     return log_level;
 }
 
+int spits_log_set_level(int level)
+{
+    int old = log_level;
+    log_level = level;
+    return old;
+}
+
 const char *spits_log_progname(void)
 {
     return log_progname;

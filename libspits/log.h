@@ -18,6 +18,8 @@ enum {
 
 void spits_log_init(const char *progname, int level);
 int spits_log_level(void);
+/* Sets the level; returns the one it replaces. */
+int spits_log_set_level(int level);
 const char *spits_log_progname(void);
 void spits_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

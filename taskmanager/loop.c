@@ -135,6 +135,9 @@ void tm_loop_begin(tm_t *tm)
 {
     tm->now = spits_now_ms();
     tm->first_deadline = tm->now + (int64_t)(tm->opts.wait * 1000);
+    if (tm->opts.end_wall > 0)
+        tm->drain.end_ms = tm->now +
+            (int64_t)((tm->opts.end_wall - spits_wall_time()) * 1000);
     tm->link.last_look = tm->now;
     tm_link_send_hello(tm);
 }

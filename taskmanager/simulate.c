@@ -199,9 +199,6 @@ static int sim_tm_start(sim_t *sim, uint32_t ix)
     tm->wake_fd = sim->wake_fd;
     tm->job.shared = &sim->mod;
     tm->link.context = sim->context;
-    if (tm->opts.end_wall > 0)
-        tm->drain.end_ms = spits_now_ms() +
-            (int64_t)((tm->opts.end_wall - spits_wall_time()) * 1000);
     tm_link_init(tm);
     int rc = tm_link_find_jm(tm);
     if (rc != 0)
@@ -314,10 +311,9 @@ static void sim_turn(sim_t *sim, uint32_t ix)
     if (!s->live)
         return;
     tm_pool_virtual_turn(&tm->pool, t0);
-    int old_level = spits_log_level();
-    spits_log_init(spits_log_progname(), sim->tm_level);
+    int level = spits_log_set_level(sim->tm_level);
     int leave = tm_loop_turn(tm, monitor);
-    spits_log_init(spits_log_progname(), old_level);
+    spits_log_set_level(level);
     sim_note_join(sim, s);
     if (leave) {
         sim_tm_left(sim, ix);
@@ -352,10 +348,9 @@ static void sim_churn(sim_t *sim, uint32_t ix, int64_t now_ms)
     }
     s->leaving = 1;
     s->tm.now = now_ms;
-    int old_level = spits_log_level();
-    spits_log_init(spits_log_progname(), sim->tm_level);
+    int level = spits_log_set_level(sim->tm_level);
     tm_loop_drain(&s->tm, "leaving (--sim-churn)");
-    spits_log_init(spits_log_progname(), old_level);
+    spits_log_set_level(level);
 }
 
 /* ---- the harness -------------------------------------------------------- */

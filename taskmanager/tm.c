@@ -45,9 +45,6 @@ static int tm_setup(tm_t *tm)
     int rc;
 
     tm_opts_complete(&tm->opts);
-    if (tm->opts.end_wall > 0)
-        tm->drain.end_ms = spits_now_ms() +
-            (int64_t)((tm->opts.end_wall - spits_wall_time()) * 1000);
     if (sodium_init() < 0) {
         spits_error("cannot initialise libsodium");
         return 1;

@@ -225,7 +225,8 @@ void tm_loop_catch_signals(int wake_fd);
 /* Runs until the job is over or a drain ends; returns the exit status.
  * It is tm_loop_begin, then tm_loop_turn after each poll. */
 int tm_loop_run(tm_t *tm);
-/* The first HELLO; --wait's clock for the JM's first answer starts. */
+/* The first HELLO; --wait's clock for the JM's first answer starts, and
+ * the walltime end (--end-time) is set on the loop's clock. */
 void tm_loop_begin(tm_t *tm);
 /* One turn, once the socket may have messages: the monitor's events (if
  * monitor), the JM's messages, a signal, the walltime, results out, the

@@ -179,6 +179,29 @@ static void worker_hand_back(worker_t *w, const tm_item_t *it)
         tm_pool_fail(w->pool, "out of memory handing back tasks");
 }
 
+/* Frees a worker and what it holds: its module instance, its --isolate
+ * child, its buffers. */
+static void worker_free(worker_t *w)
+{
+    if (w->inst_ok)
+        spits_module_worker_free(w->pool->mod, &w->inst);
+    tm_child_destroy(&w->child);
+    spits_buf_free(&w->result);
+    spits_batch_free(&w->local);
+    free(w->chunk);
+    free(w);
+}
+
+/* The queue's oldest task, now running; caller holds the lock, qn > 0. */
+static tm_item_t pool_pop_locked(tm_pool_t *p)
+{
+    tm_item_t it = p->q[p->qhead];
+    p->qhead = (p->qhead + 1) % p->qcap;
+    p->qn--;
+    p->running++;
+    return it;
+}
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
@@ -199,12 +222,8 @@ static void *worker_main(void *arg)
         k = p->qn / (size_t)p->nworkers;
         k = k < 1 || w->task_ns > WORKER_LONG_TASK_NS ? 1
             : k > WORKER_CHUNK_MAX ? WORKER_CHUNK_MAX : k;
-        for (size_t i = 0; i < k; i++) {
-            w->chunk[i] = p->q[p->qhead];
-            p->qhead = (p->qhead + 1) % p->qcap;
-        }
-        p->qn -= k;
-        p->running += k;
+        for (size_t i = 0; i < k; i++)
+            w->chunk[i] = pool_pop_locked(p);
         pthread_mutex_unlock(&p->lock);
 
         int64_t t0 = now_ns();
@@ -227,13 +246,7 @@ static void *worker_main(void *arg)
         }
         worker_flush(w, k);
     }
-    if (w->inst_ok)
-        spits_module_worker_free(p->mod, &w->inst);
-    tm_child_destroy(&w->child);
-    spits_buf_free(&w->result);
-    spits_batch_free(&w->local);
-    free(w->chunk);
-    free(w);
+    worker_free(w);
     atomic_fetch_sub(&p->alive_workers, 1);
     return NULL;
 }
@@ -299,9 +312,7 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
             if ((err = pthread_create(&p->threads[i], NULL, worker_main, w)) == 0)
                 continue;
             atomic_fetch_sub(&p->alive_workers, 1);
-            tm_child_destroy(&w->child);
-            free(w->chunk);
-            free(w);
+            worker_free(w);
         }
         /* None may outlive a failed start: tm_pool_destroy would free the
          * lock and queue under them. */
@@ -531,17 +542,11 @@ static int virtual_start(tm_pool_t *p)
 static void virtual_stop(tm_pool_t *p)
 {
     tm_virtual_t *v = p->virt;
-    worker_t *w = v->w;
 
     for (int i = 0; i < p->nworkers; i++)
         if (v->slots[i].it.rx)
             tm_rx_release(v->slots[i].it.rx, 1);
-    if (w->inst_ok)
-        spits_module_worker_free(p->mod, &w->inst);
-    spits_buf_free(&w->result);
-    spits_batch_free(&w->local);
-    free(w->chunk);
-    free(w);
+    worker_free(v->w);
     free(v->slots);
     free(v);
     p->virt = NULL;
@@ -584,11 +589,8 @@ int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns)
     for (int i = 0; i < p->nworkers; i++) {
         vslot_t *s = &v->slots[i];
         if (!s->it.rx && p->qn && !p->quit) {
-            s->it = p->q[p->qhead];
+            s->it = pool_pop_locked(p);
             s->due_ns = now_ns + p->virtual_ns;
-            p->qhead = (p->qhead + 1) % p->qcap;
-            p->qn--;
-            p->running++;
         }
         if (s->it.rx && s->due_ns < next)
             next = s->due_ns;
