@@ -654,20 +654,6 @@ void jm_disp_stop(jm_disp_t *d)
 }
 
 /* Announced endpoint: a wildcard bind is announced under this host's name. */
-static void announce_endpoint(jm_disp_t *d, const char *bound)
-{
-    char host[256];
-    const char *port = strrchr(bound, ':');
-    if (strncmp(bound, "tcp://", 6) == 0 && port &&
-        (strncmp(bound + 6, "0.0.0.0:", 8) == 0 || strncmp(bound + 6, "[::]:", 5) == 0 ||
-         strncmp(bound + 6, "*:", 2) == 0)) {
-        spits_hostname(host, sizeof host);
-        snprintf(d->endpoint, sizeof d->endpoint, "tcp://%s%s", host, port);
-    } else {
-        snprintf(d->endpoint, sizeof d->endpoint, "%s", bound);
-    }
-}
-
 jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
 {
     jm_disp_t *d = calloc(1, sizeof *d);
@@ -767,7 +753,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         snprintf(err, errlen, "cannot read the bound endpoint: %s", zmq_strerror(errno));
         goto fail;
     }
-    announce_endpoint(d, bound);
+    spits_zmq_reachable(bound, d->endpoint, sizeof d->endpoint);
     if (zmq_socket_monitor(d->router, MONITOR_EP, ZMQ_EVENT_DISCONNECTED |
                            ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0 ||

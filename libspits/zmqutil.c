@@ -13,7 +13,22 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "util.h"
 #include "zmqutil.h"
+
+void spits_zmq_reachable(const char *bound, char *out, size_t outlen)
+{
+    char host[256];
+    const char *port = strrchr(bound, ':');
+    if (strncmp(bound, "tcp://", 6) == 0 && port &&
+        (strncmp(bound + 6, "0.0.0.0:", 8) == 0 || strncmp(bound + 6, "[::]:", 5) == 0 ||
+         strncmp(bound + 6, "*:", 2) == 0)) {
+        spits_hostname(host, sizeof host);
+        snprintf(out, outlen, "tcp://%s%s", host, port);
+    } else {
+        snprintf(out, outlen, "%s", bound);
+    }
+}
 
 void spits_zmq_drop_frames(void *sock)
 {

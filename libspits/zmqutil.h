@@ -1,11 +1,13 @@
 /*
  * zmqutil.h - small helpers over libzmq that more than one loop needs:
  * dropping the rest of a multipart message, reading socket monitor
- * events, and telling how long a peer's connection has carried no bytes.
+ * events, telling how long a peer's connection has carried no bytes, and
+ * the endpoint peers can reach a bound socket at.
  */
 #ifndef SPITS_ZMQUTIL_H
 #define SPITS_ZMQUTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <zmq.h>
 
@@ -23,6 +25,10 @@ int spits_zmq_msg_fd(zmq_msg_t *msg);
  * peer, as the kernel counts them (every byte, not whole messages), or -1
  * when fd is no established TCP connection (closed, ipc://, not Linux). */
 int64_t spits_tcp_quiet_ms(int fd);
+/* The endpoint a socket bound at bound (ZMQ_LAST_ENDPOINT) is reached at
+ * from other hosts: a wildcard address (tcp://0.0.0.0:P, tcp://[::]:P,
+ * tcp://*:P) becomes this host's name; anything else is kept. */
+void spits_zmq_reachable(const char *bound, char *out, size_t outlen);
 #ifdef SPITS_SELFTEST
 /* Self-test: 0, or -1 after printing what failed. */
 int spits_zmqutil_selftest(void);

@@ -129,6 +129,12 @@ static int load_module(tm_t *tm, const char *announced, const char *want_hash)
 int tm_job_join(tm_t *tm, const char *job_id, const char *module,
                 const char *want_hash)
 {
+    if (tm->relay && tm->job.job_id[0] && strcmp(tm->job.job_id, job_id) != 0) {
+        /* Its TMs' keys and module are the old job's. */
+        spits_error("the job manager now runs job %s (was %s): a relay serves "
+                    "one job; start a new relay for it", job_id, tm->job.job_id);
+        return -1;
+    }
     if (tm->job.job_id[0] && strcmp(tm->job.job_id, job_id) != 0) {
         spits_info("the job manager now runs job %s (was %s)", job_id,
                    tm->job.job_id);
@@ -140,6 +146,8 @@ int tm_job_join(tm_t *tm, const char *job_id, const char *module,
         tm->job.current = NULL;
     }
     snprintf(tm->job.job_id, sizeof tm->job.job_id, "%s", job_id);
+    if (tm->relay)
+        return 0;    /* it runs no task: the TMs behind it check the module */
     if (!tm->job.mod)
         return load_module(tm, module, want_hash);
     if (!tm->opts.module_override && strcmp(module, tm->job.module_path) != 0) {

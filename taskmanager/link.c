@@ -278,16 +278,20 @@ void tm_link_send_hello(tm_t *tm)
     spits_buf_t buf = {0};
     size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
     uint64_t pending = 0;
+    int workers = tm->opts.workers, slots = tm->opts.workers + tm->opts.prefetch;
+    if (tm->relay)
+        tm_relay_capacity(tm->relay, &workers, &slots);
     for (size_t i = 0; i < tm->results.n; i++)
         if (tm->results.segs[i].job == tm->job.joined)
             pending += tm->results.segs[i].batch.count;
     json_t *hello = json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:s, s:I}",
                           "host", tm->link.host, "pid", (json_int_t)getpid(),
-                          "workers", tm->opts.workers,
-                          "slots", tm->opts.workers + tm->opts.prefetch,
+                          "workers", workers, "slots", slots,
                           "held", (json_int_t)held, "pending", (json_int_t)pending,
                           "job_id", tm->job.job_id,
                           "attach", (json_int_t)tm->link.attach);
+    if (hello && tm->relay)
+        json_object_set_new(hello, "relay", tm_relay_hello_json(tm->relay));
     if (hello && spits_wire_encode_json(&buf, SPITS_MSG_HELLO, 0, hello) == 0 &&
         tm_link_send(tm, buf.data, buf.len) == 0)
         tm->link.last_hello = tm->now;
@@ -309,6 +313,8 @@ void tm_link_send_stats(tm_t *tm)
     json_t *stats = json_pack("{s:f, s:I}", "busy_s", busy / 1e9,
                               "runs", (json_int_t)runs);
     tm->link.last_stats = tm->now;
+    if (stats && tm->relay)
+        tm_relay_stats(tm->relay, stats);   /* (its TMs' runs, who is behind) */
     if (stats && spits_wire_encode_json(&buf, SPITS_MSG_STATS,
                                         tm_job_wire(&tm->job), stats) == 0)
         tm_link_send(tm, buf.data, buf.len);
@@ -331,6 +337,7 @@ static void look_for_jm(tm_t *tm)
         spits_jobdir_finished(tm->opts.jobdir, tm->job.job_id, 1)) {
         spits_info("job %s is over (report.json written)", tm->job.job_id);
         tm->done = 1;
+        tm->job_over = 1;
         return;
     }
     if (spits_announce_read(tm->opts.jobdir, &announce, err, sizeof err) == 0 &&
@@ -386,7 +393,10 @@ void tm_link_timers(tm_t *tm)
                        "for it", (tm->now - tm->link.last_heard) / 1000.0);
             tm->link.state = TM_LOST;
             tm->link.attach++;
-        } else if (tm->pool_started && tm->now - tm->link.last_stats >= 1000) {
+        } else if (tm->pool_started &&
+                   (tm->now - tm->link.last_stats >= 1000 ||
+                    (tm->relay && tm_relay_stats_due(tm->relay,
+                                                     tm->now - tm->link.last_stats)))) {
             tm_link_send_stats(tm);    /* (it serves as a heartbeat too) */
         } else if (tm->now - tm->link.last_sent >= tm->link.heartbeat_ms) {
             unsigned char heartbeat[SPITS_HDR_SIZE];

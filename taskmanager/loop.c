@@ -3,7 +3,8 @@
  *
  * One thread, one zmq_poll on three things: the socket to the JM, the
  * eventfd the workers and the signal handler write (wake.h), and the
- * socket's monitor. Each turn it reads the JM's messages (protocol.c),
+ * socket's monitor; a relay's socket to the TMs behind it too (relay.c,
+ * turned after the JM's messages). Each turn it reads the JM's messages (protocol.c),
  * acts on a signal or a near walltime, moves the outbox's records out
  * (results.c), and runs the link's timers (link.c). It ends when the JM
  * says the job is over, the JM is given up on, or a drain is done.
@@ -157,6 +158,8 @@ int tm_loop_turn(tm_t *tm, int monitor)
             return 1;
     }
     receive_messages(tm);
+    if (tm->relay && !tm->done)
+        tm_relay_turn(tm);
     if (tm_signal && !tm->drain.active) {
         char why[32];
         snprintf(why, sizeof why, "signal %d", (int)tm_signal);
@@ -183,7 +186,7 @@ int tm_loop_turn(tm_t *tm, int monitor)
 
 int tm_loop_run(tm_t *tm)
 {
-    enum { POLL_SOCKET, POLL_WAKE, POLL_MONITOR, POLL_COUNT };
+    enum { POLL_SOCKET, POLL_WAKE, POLL_MONITOR, POLL_RELAY, POLL_COUNT };
 
     tm_loop_begin(tm);
     for (;;) {
@@ -191,10 +194,14 @@ int tm_loop_run(tm_t *tm)
             [POLL_SOCKET] = {tm->link.socket, 0, ZMQ_POLLIN, 0},
             [POLL_WAKE] = {NULL, tm->wake_fd, ZMQ_POLLIN, 0},
             [POLL_MONITOR] = {tm->link.monitor, 0, ZMQ_POLLIN, 0},
+            [POLL_RELAY] = {tm->relay ? tm_relay_socket(tm->relay) : NULL, 0,
+                            ZMQ_POLLIN, 0},
         };
         if (tm->results.n && tm->link.state == TM_READY)
             pollset[POLL_SOCKET].events |= ZMQ_POLLOUT;
-        if (zmq_poll(pollset, POLL_COUNT, 100) < 0 && errno != EINTR) {
+        /* (a relay's ZAP requests are answered each turn: 100 ms at most) */
+        if (zmq_poll(pollset, tm->relay ? POLL_COUNT : POLL_RELAY, 100) < 0 &&
+            errno != EINTR) {
             spits_error("zmq_poll: %s", zmq_strerror(errno));
             return 1;
         }

@@ -56,6 +56,11 @@ static void usage(FILE *f)
 "  -k, --key-file FILE        with --connect: the job's key file (spits-jm\n"
 "                             --export-key); with --jobdir, DIR/tm.key is used\n"
 "      --insecure             no CurveZMQ, for a job manager run --insecure\n"
+"      --serve ENDPOINT       be a relay: run no task, serve task managers on\n"
+"                             ENDPOINT (tcp://HOST:PORT, port 0 or *: any) and\n"
+"                             forward their work to the job; needs the job's\n"
+"                             server key: DIR/jm.key, or --key-file with a copy\n"
+"                             of it (see README, Relays)\n"
 "      --simulate K           run K virtual task managers in this process, each\n"
 "                             with its own connection and --workers virtual\n"
 "                             workers, for scale tests (see README)\n"
@@ -77,7 +82,7 @@ static void usage(FILE *f)
 
 enum { OPT_RECONNECT = 256, OPT_ISOLATE, OPT_TASK_TIMEOUT, OPT_DRAIN_TIMEOUT,
        OPT_INSECURE, OPT_END_TIME, OPT_END_MARGIN, OPT_CHECK_OPTIONS,
-       OPT_SIMULATE, OPT_SIM_TASK, OPT_SIM_CHURN, OPT_SIM_KILL };
+       OPT_SIMULATE, OPT_SIM_TASK, OPT_SIM_CHURN, OPT_SIM_KILL, OPT_SERVE };
 
 /* WHEN as +SEC, epoch seconds, local YYYY-MM-DDTHH:MM:SS (as Slurm
  * prints), or none. 0, or -1 if it is none of those. */
@@ -150,6 +155,7 @@ static const struct option longopts[] = {
     {"sim-task-time", required_argument, NULL, OPT_SIM_TASK},
     {"sim-churn", required_argument, NULL, OPT_SIM_CHURN},
     {"sim-kill", required_argument, NULL, OPT_SIM_KILL},
+    {"serve", required_argument, NULL, OPT_SERVE},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -171,6 +177,11 @@ static int parse_option(tm_opts_t *opts, int c, char **argv)
         opts->connect = optarg;
         break;
     case 'm': opts->module_override = optarg; break;
+    case OPT_SERVE:
+        if (spits_endpoint_check(optarg, 1, endpoint_err, sizeof endpoint_err) != 0)
+            return spits_bad_option("--serve %s", endpoint_err);
+        opts->serve = optarg;
+        break;
     case 'w':
         if (spits_parse_seconds(optarg, 1e7, &opts->wait))
             return spits_bad_option("--wait wants seconds, not '%s'", optarg);
@@ -261,6 +272,9 @@ static int check_options(const tm_opts_t *opts)
     if (opts->simulate && opts->isolate)
         return spits_bad_option("%s", "--simulate runs virtual workers: it "
                                 "takes no --isolate");
+    if (opts->serve && (opts->simulate || opts->isolate || opts->module_override))
+        return spits_bad_option("%s", "a relay (--serve) runs no task: it takes "
+                                "no --simulate, --isolate or --module");
     if (opts->task_timeout > 0 && !opts->isolate)
         return spits_bad_option("%s", "--task-timeout needs --isolate: a "
                                 "worker thread cannot be stopped, a process can");

@@ -11,6 +11,7 @@
  *   TASKS      tasks to queue for the workers (or hand back at once,
  *              through the outbox: outbox.c owns every record sent back)
  *   CANCEL     another copy of these tasks was committed: unqueue ours
+ *              (a relay passes on those of copies behind it: relay.c)
  *   END        the job is over: leave
  *   WHO        the JM does not know us (it restarted): say HELLO again
  *   HEARTBEAT  nothing more than being heard from
@@ -110,7 +111,11 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         json_decref(welcome);
         return;
     }
-    if (!tm->link.welcomed || tm->link.state != TM_READY)
+    if (tm->relay)
+        tm_relay_on_job(tm, SPITS_MSG_WELCOME, hdr->phase, welcome);
+    if (tm->relay && (!tm->link.welcomed || tm->link.state != TM_READY))
+        spits_info("relay joined job %s at %s", job, tm->link.endpoint);
+    else if (!tm->link.welcomed || tm->link.state != TM_READY)
         spits_info("joined job %s at %s with %d worker(s)", job, tm->link.endpoint,
                    tm->opts.workers);
     tm->link.welcomed = 1;
@@ -129,6 +134,8 @@ static void on_phase(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         spits_debug("phase %u begins", hdr->phase);
         if (tm_job_enter_phase(tm, hdr->phase, argv) != 0)
             tm->done = -1;
+        else if (tm->relay)
+            tm_relay_on_job(tm, SPITS_MSG_PHASE, hdr->phase, body);
     }
     json_decref(body);
 }
@@ -316,6 +323,8 @@ static void on_cancel(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
                                     tm->proto.cancel_ids, n);
     spits_debug("cancel: %zu of %zu copies were still queued and go back",
                 dropped, n);
+    if (tm->relay && dropped < n)   /* the others may be behind us */
+        tm_relay_cancel(tm, tm->job.current, tm->proto.cancel_ids, n);
 }
 
 void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)
@@ -345,6 +354,7 @@ void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)
     case SPITS_MSG_END:
         spits_debug("the job manager says the job is over");
         tm->done = 1;
+        tm->job_over = 1;
         break;
     case SPITS_MSG_WHO:
         tm->link.state = TM_CONNECTING;

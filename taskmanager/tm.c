@@ -66,6 +66,8 @@ static int tm_setup(tm_t *tm)
     /* A dead --isolate child must not kill us through its pipe. */
     signal(SIGPIPE, SIG_IGN);
     tm_loop_catch_signals(tm->wake_fd);
+    if (tm->opts.serve && !(tm->relay = tm_relay_new(tm)))
+        return 1;
     return tm_link_connect(tm) != 0 ? 1 : -1;
 }
 
@@ -77,6 +79,7 @@ static int tm_teardown(tm_t *tm, int rc)
         ? tm_pool_stop(&tm->pool, tm->drain.active ? 100 : 2000) : 0;
 
     tm_link_close(tm, rc == 0 || tm->drain.active);
+    tm_relay_destroy(&tm->relay, tm->job_over);
     if (busy) {
         spits_debug("leaving %d busy worker(s) behind", busy);
         fflush(stdout);

@@ -38,6 +38,12 @@
  * pool's one module instance (a fast module: the time is the simulation's),
  * and queues its record in the outbox as a worker would. Everything else,
  * the queue, the outbox, the counts, is the same code.
+ *
+ * Remote slots (spits-tm --serve, a relay: relay.c): with remote set, no
+ * worker exists either. The main thread takes tasks out of the queue for
+ * the TMs behind the relay (tm_pool_take: they count as running) and
+ * puts their records back in the outbox (tm_pool_remote_done), so the
+ * queue, held, drains, cancels and the outbox work as for workers.
  */
 #ifndef SPITS_TM_H
 #define SPITS_TM_H
@@ -118,6 +124,10 @@ typedef struct {
     int64_t virtual_ns;       /* virtual workers' task time (0: threads);
                                  set before tm_pool_start */
     tm_virtual_t *virt;       /* ...and their slots (workers.c), main thread */
+    int remote;               /* a relay (--serve): no workers; the main
+                                 thread takes tasks out for the TMs behind
+                                 it and hands their records back; set
+                                 before tm_pool_start */
 } tm_pool_t;
 
 /* isolate.c: one worker's child process (spits-tm --isolate). */
@@ -143,6 +153,16 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod);
  * the free ones. Main thread only. Returns when the next slot is due
  * (INT64_MAX: none runs). */
 int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns);
+/* Remote slots (pool.remote, relay.c), main thread: takes up to max
+ * queued tasks, which then count as running (held) until their records
+ * come back through tm_pool_remote_done. Returns how many. */
+size_t tm_pool_take(tm_pool_t *p, tm_item_t *out, size_t max);
+/* done copies of phase ph taken with tm_pool_take are answered: their
+ * records (b, may be NULL when the caller has none to queue) go to the
+ * outbox, unless ph is of a job the TM left. 0, or -1 when out of memory
+ * (the pool then fails, and the TM stops). */
+int tm_pool_remote_done(tm_pool_t *p, const tm_phase_t *ph,
+                        const spits_batch_t *b, size_t done);
 /* Queues tasks of one message (the pool then holds one reference to rx
  * per task). Returns 0, or -1 when out of memory: nothing was queued. */
 int tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n);

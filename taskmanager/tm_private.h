@@ -20,17 +20,19 @@
  *               sending, heartbeats, looking for a JM that went silent
  *   simulate.c  --simulate: many virtual TMs, each a tm_t of its own,
  *               turned by one loop
+ *   relay.c     --serve: a relay; the TMs behind it run the pool's tasks
  *
  * Who calls whom (never upwards, never into tm.c):
  *
  *   tm.c        options.c, loop.c, simulate.c, and the others' set-up
  *               and free
  *   simulate.c  loop.c, link.c, and the others' set-up and free
- *   loop.c      protocol.c, results.c, link.c
- *   protocol.c  job.c, link.c
+ *   loop.c      protocol.c, results.c, link.c, relay.c
+ *   protocol.c  job.c, link.c, relay.c
  *   results.c   link.c
  *   job.c       only the pool (tm.h)
- *   link.c      only the pool (tm.h)
+ *   link.c      relay.c (what a relay's HELLO and STATS say), the pool
+ *   relay.c     only the pool (tm.h)
  */
 #ifndef SPITS_TM_PRIVATE_H
 #define SPITS_TM_PRIVATE_H
@@ -57,6 +59,7 @@ typedef struct {
     double sim_task;             /* --sim-task-time: a virtual run, seconds */
     double sim_churn;            /* --sim-churn: mean life, seconds (0: none) */
     int sim_kill;                /* --sim-kill: percent killed (-1: unset) */
+    const char *serve;           /* --serve ENDPOINT: be a relay (relay.c) */
 } tm_opts_t;
 
 /* --simulate's largest K: about five descriptors each (the socket, its
@@ -142,6 +145,8 @@ typedef struct {
     int64_t end_ms;              /* walltime end, monotonic ms (0: none) */
 } tm_drain_t;
 
+typedef struct tm_relay tm_relay_t;
+
 /* The main thread's state: one, in main's frame. */
 typedef struct {
     tm_opts_t opts;
@@ -153,6 +158,9 @@ typedef struct {
     int64_t now;                 /* the loop's clock, ms, read once a turn */
     int64_t first_deadline;      /* the JM must have answered by then */
     int done;                    /* 1: leave, exit 0; -1: leave, exit 1 */
+    int job_over;                /* ...because the job is over (END, or
+                                    report.json) */
+    tm_relay_t *relay;           /* --serve: the TMs behind us (relay.c) */
     tm_pool_t pool;              /* shared with the workers (tm.h) */
     int pool_started;            /* workers run (from the first WELCOME) */
     int wake_fd;                 /* the eventfd workers and signals write */
@@ -237,6 +245,33 @@ int tm_loop_turn(tm_t *tm, int monitor);
 void tm_loop_drain(tm_t *tm, const char *why);
 /* 1 once SIGTERM or SIGINT came. */
 int tm_loop_signalled(void);
+
+/* relay.c (--serve; each takes the tm_t whose relay it is) */
+/* Binds --serve's endpoint with the job's server key (after the link's
+ * keys are read) and makes the pool remote. NULL after saying why. */
+tm_relay_t *tm_relay_new(tm_t *tm);
+/* Closes the socket; with job_over, the TMs behind are told (END) first. */
+void tm_relay_destroy(tm_relay_t **r, int job_over);
+/* The socket TMs talk to, for the loop's poll. */
+void *tm_relay_socket(const tm_relay_t *r);
+/* One turn: their messages, tasks out to those with room, heartbeats and
+ * losses. Records go to the outbox (results.c sends them). */
+void tm_relay_turn(tm_t *tm);
+/* Upstream said WELCOME or PHASE (body: its JSON): kept for the TMs
+ * behind, who get PHASE too when the phase changed. */
+void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body);
+/* Upstream cancels copies of phase ph: those a TM behind holds are
+ * cancelled there (it answers each with a record). */
+void tm_relay_cancel(tm_t *tm, const tm_phase_t *ph, const uint64_t *ids,
+                     size_t n);
+/* For HELLO and STATS upstream (link.c): the workers and slots behind us;
+ * the "relay" object of HELLO (new reference); whether capacity changed
+ * (since_last: ms since the last STATS); and STATS' fields (runs, busy_s,
+ * workers, slots, behind), set into stats. */
+void tm_relay_capacity(const tm_relay_t *r, int *workers, int *slots);
+json_t *tm_relay_hello_json(const tm_relay_t *r);
+int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last);
+void tm_relay_stats(tm_relay_t *r, json_t *stats);
 
 /* simulate.c */
 /* spits-tm --simulate K: runs K virtual TMs (opts completed); returns the

@@ -302,6 +302,8 @@ static int virtual_start(tm_pool_t *p);
 int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
 {
     p->mod = mod;
+    if (p->remote)
+        return 0;    /* (a relay: its TMs run the tasks) */
     if (p->virtual_ns)
         return virtual_start(p);
     for (int i = 0; i < p->nworkers; i++) {
@@ -495,6 +497,36 @@ int tm_pool_stop(tm_pool_t *p, int ms)
             if (p->threads[i])
                 pthread_join(p->threads[i], NULL);
     return left;
+}
+
+/* ---- remote slots (spits-tm --serve: a relay) --------------------------- */
+
+size_t tm_pool_take(tm_pool_t *p, tm_item_t *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&p->lock);
+    while (n < max && p->qn && !p->quit)
+        out[n++] = pool_pop_locked(p);
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+int tm_pool_remote_done(tm_pool_t *p, const tm_phase_t *ph,
+                        const spits_batch_t *b, size_t done)
+{
+    int rc = 0;
+    pthread_mutex_lock(&p->lock);
+    /* Records of a job the TM left are dropped, as a worker's are
+     * (results.c): the JM that sent those copies is gone. */
+    if (ph->job == p->job && b && b->count)
+        rc = tm_outbox_put(p, ph, b);
+    p->running -= done;
+    if (ph->job != p->job)
+        p->running_other -= done < p->running_other ? done : p->running_other;
+    pthread_mutex_unlock(&p->lock);
+    if (rc != 0)
+        tm_pool_fail(p, "out of memory queueing results");
+    return rc;
 }
 
 void tm_pool_destroy(tm_pool_t *p)

@@ -9,6 +9,7 @@
 #include "adopt.h"
 #include "alloc-policy.h"
 #include "elfcheck.h"
+#include "idmap.h"
 #include "jobdir.h"
 #include "journal.h"
 #include "keys.h"
@@ -33,6 +34,7 @@ int main(void)
     } tests[] = {
         {"wire", spits_wire_selftest},
         {"ring", spits_ring_selftest},
+        {"idmap", spits_idmap_selftest},
         {"jobdir", spits_jobdir_selftest},
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},

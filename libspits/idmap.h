@@ -1,0 +1,44 @@
+/*
+ * idmap.h - a hash map from task ids to who holds them.
+ *
+ * A relay (spits-tm --serve) sends each task copy it took from upstream
+ * to one TM behind it, and must know, when a record comes back, whether
+ * that TM holds the copy, and, when a TM is lost, which copies it held.
+ * This map keeps, per id, an owner (a small integer: the TM's slot in
+ * the relay's table) and a pointer the caller owns (the copy's phase).
+ *
+ * Open addressing with linear probing and backward-shift deletion (no
+ * tombstones, so lookups stay short under churn); ids are mixed with
+ * splitmix64; the table doubles at half full. Nothing allocates per put
+ * except that growth. One thread: the caller's.
+ */
+#ifndef SPITS_IDMAP_H
+#define SPITS_IDMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct spits_idmap spits_idmap_t;
+
+/* An empty map; NULL when out of memory. */
+spits_idmap_t *spits_idmap_new(void);
+void spits_idmap_destroy(spits_idmap_t **m);
+/* Maps id to (owner >= 0, val), replacing what id had. 0, or -1 when out
+ * of memory (the map is then unchanged). */
+int spits_idmap_put(spits_idmap_t *m, uint64_t id, int owner, void *val);
+/* 1 with *owner and *val (either may be NULL) if id is mapped, else 0. */
+int spits_idmap_get(const spits_idmap_t *m, uint64_t id, int *owner, void **val);
+/* Removes id; 1 if it was mapped, else 0. */
+int spits_idmap_del(spits_idmap_t *m, uint64_t id);
+size_t spits_idmap_count(const spits_idmap_t *m);
+/* Removes every id of owner, calling fn(id, val, arg) for each first.
+ * Returns how many. (A walk of the whole table: for rare events.) */
+size_t spits_idmap_take_owner(spits_idmap_t *m, int owner,
+                              void (*fn)(uint64_t id, void *val, void *arg),
+                              void *arg);
+
+#ifdef SPITS_SELFTEST
+int spits_idmap_selftest(void);
+#endif
+
+#endif
