@@ -118,7 +118,7 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
     h->type = p[3];
     h->phase = get_u32(p + 4);
     h->count = get_u64(p + 8);
-    h->parts = 0;
+    h->parts = h->foreign = 0;
     if (h->type < 1 || h->type > SPITS_MSG_LAST) {
         *why = "unknown message type";
         return -1;
@@ -161,6 +161,7 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
         }
         q += SPITS_REC_SIZE + (part ? 0 : rlen);
         h->parts += part;
+        h->foreign += (status & SPITS_REC_FOREIGN) != 0;
         n++;
     }
     if (n != h->count) {
@@ -325,7 +326,8 @@ int spits_wire_selftest(void)
     spits_batch_seal(&b);
     CHECK(b.buf.len == SPITS_HDR_SIZE + 3 * SPITS_REC_SIZE + 4);
     CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == 0);
-    CHECK(h.type == SPITS_MSG_RESULTS && h.phase == 7 && h.count == 3);
+    CHECK(h.type == SPITS_MSG_RESULTS && h.phase == 7 && h.count == 3 &&
+          h.foreign == 0);
 
     spits_reader_t r;
     spits_rec_t rec;
@@ -421,7 +423,7 @@ int spits_wire_selftest(void)
     CHECK(spits_batch_add_part(&pb, 12, SPITS_ST_OK | SPITS_REC_FOREIGN, 5) == 0);
     spits_batch_seal(&pb);
     CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == 0);
-    CHECK(h.count == 3 && h.parts == 1);
+    CHECK(h.count == 3 && h.parts == 1 && h.foreign == 2);
     CHECK(spits_wire_check_parts(pb.buf.data, pb.buf.len, parts, 1, &why) == 0);
     spits_reader_init(&r, pb.buf.data, pb.buf.len);
     spits_reader_parts(&r, parts);

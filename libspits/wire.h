@@ -107,6 +107,7 @@ typedef struct {
     uint32_t phase;
     uint64_t count;
     uint64_t parts;          /* records whose payload is a part */
+    uint64_t foreign;        /* records with SPITS_REC_FOREIGN (RESULTS) */
 } spits_hdr_t;
 
 /* One part of a message, as received. */
@@ -155,8 +156,8 @@ void spits_batch_free(spits_batch_t *b);
 
 /* Parses and validates a message's first frame: its header and, for
  * records, the layout of every record; h->parts says how many parts must
- * follow (only TASKS and RESULTS may have any). Returns 0, or -1 with
- * *why naming the problem. */
+ * follow (only TASKS and RESULTS may have any), h->foreign how many
+ * records are foreign. Returns 0, or -1 with *why naming the problem. */
 int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
                      const char **why);
 /* Checks the parts that came after a frame spits_wire_parse accepted:
