@@ -271,7 +271,8 @@ static int slots_cap(jm_disp_t *d)
 }
 
 /* Adaptive prefetch, two ways, while there is work to give; slots never
- * shrink. A TM that hands back everything it held ran dry before new
+ * shrink here (a relay's may, when the TMs behind it leave: members.c
+ * set_capacity). A TM that hands back everything it held ran dry before new
  * tasks reached it: its tasks are short against the round trip, so it may
  * hold twice as many. And a TM far away needs a task in flight for every
  * task time of the round trip to keep each worker busy: workers * (RTT +
