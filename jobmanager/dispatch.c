@@ -4,12 +4,13 @@
  * It waits in zmq_poll on the ROUTER socket (the TMs and spits-status),
  * on its wake eventfd (new tasks from the generator, requests from the
  * main thread, signals and fatal errors: stop.c), on the socket monitor
- * (peer disconnects, failed handshakes) and on the ZAP handler (zap.c).
- * Each turn it receives a burst of messages and routes them (TASKS and
- * results: serve.c; HELLO, STATS, BYE: members.c), runs the timers
- * (heartbeats, lost TMs, the live view, the timeline, the progress line)
- * and serves every TM with room. Its state is in dispatch_int.h; the
- * main thread reaches it only through the control requests below.
+ * (peer disconnects, failed handshakes) and on the ZAP handler
+ * (libspits/zap.c). Each turn it receives a burst of messages and routes
+ * them (TASKS and results: serve.c; HELLO, STATS, BYE: members.c), runs
+ * the timers (heartbeats, lost TMs, the live view, the timeline, the
+ * progress line) and serves every TM with room. Its state is in
+ * dispatch_int.h; the main thread reaches it only through the control
+ * requests below.
  */
 #include <errno.h>
 #include <limits.h>
@@ -399,7 +400,7 @@ static void disp_monitor(jm_disp_t *d)
         if (event == ZMQ_EVENT_DISCONNECTED)
             d->probe_until = d->now + DISP_PROBE_MS;
         else if (d->zap)            /* no CURVE, or garbage */
-            jm_zap_handshake_failed(d->zap, d->now);
+            spits_zap_handshake_failed(d->zap, d->now);
         else
             spits_debug("a connection failed its handshake (event %u)", event);
     }
@@ -560,7 +561,7 @@ static void *disp_main(void *arg)
         {d->router, 0, ZMQ_POLLIN, 0},
         {NULL, d->wake_fd, ZMQ_POLLIN, 0},
         {d->mon, 0, ZMQ_POLLIN, 0},
-        {d->zap ? jm_zap_socket(d->zap) : NULL, 0, ZMQ_POLLIN, 0},
+        {d->zap ? spits_zap_socket(d->zap) : NULL, 0, ZMQ_POLLIN, 0},
     };
     int nitems = d->zap ? 4 : 3;
 
@@ -588,7 +589,7 @@ static void *disp_main(void *arg)
         if (items[2].revents & ZMQ_POLLIN)
             disp_monitor(d);
         if (d->zap && (items[3].revents & ZMQ_POLLIN))
-            jm_zap_handle(d->zap, d->now);
+            spits_zap_handle(d->zap, d->now);
         /* While probing after a disconnect, read whatever came first: a
          * drained TM's BYE must be seen before a heartbeat to its closed
          * connection fails and calls it lost. */
@@ -734,7 +735,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     if (!jm->opt.insecure) {
         /* The ZAP handler must be bound before any handshake can start. */
         int server = 1;
-        if (!(d->zap = jm_zap_new(d->zctx, jm->keys.client_public, err, errlen)))
+        if (!(d->zap = spits_zap_new(d->zctx, jm->keys.client_public, err, errlen)))
             goto fail;
         if (zmq_setsockopt(d->router, ZMQ_CURVE_SERVER, &server, sizeof server) != 0 ||
             zmq_setsockopt(d->router, ZMQ_CURVE_SECRETKEY, jm->keys.server_secret,
@@ -881,7 +882,7 @@ void jm_disp_destroy(jm_disp_t **dp)
         zmq_socket_monitor(d->router, NULL, 0);
     if (d->mon)
         zmq_close(d->mon);
-    jm_zap_destroy(&d->zap);
+    spits_zap_destroy(&d->zap);
     if (d->router)
         zmq_close(d->router);
     if (d->zctx)

@@ -26,6 +26,9 @@ typedef struct {
                                  this JM had not sent yet (after --resume) */
     uint64_t stale;           /* results of an earlier phase */
     uint64_t bogus;           /* results for tasks never sent */
+    uint64_t foreign_results; /* records relays forwarded for copies they
+                                 were not sent (wire.h SPITS_REC_FOREIGN);
+                                 no credit back for them */
     uint64_t done_evicted;    /* results committed from a TM whose table
                                  entry was evicted (tm_totals counts them) */
     uint64_t bad_messages;    /* malformed messages dropped */

@@ -1,13 +1,14 @@
 /*
  * members.c - the TMs of a job as the dispatcher sees them: joining and
  * re-attaching (HELLO, answered with WELCOME), reporting their workers'
- * busy time (STATS), and being lost (silence, a failed send) or leaving
- * (BYE). A lost or departed TM's copies go back to the scheduler; a TM
- * that says HELLO again after an outage re-attaches as the same TM (its
- * routing id, kept for the life of its process). Each of these is counted
- * once, as it happens (the counts of report.json). A TM numbers its
- * outages ("attach" in HELLO), so the copies of one HELLO it queued to a
- * stopped JM are told from a new outage. Runs on the dispatcher thread.
+ * busy time and, for a relay, its capacity now (STATS), and being lost
+ * (silence, a failed send) or leaving (BYE). A lost or departed TM's
+ * copies go back to the scheduler; a TM that says HELLO again after an
+ * outage re-attaches as the same TM (its routing id, kept for the life
+ * of its process). Each of these is counted once, as it happens (the
+ * counts of report.json). A TM numbers its outages ("attach" in HELLO),
+ * so the copies of one HELLO it queued to a stopped JM are told from a
+ * new outage. Runs on the dispatcher thread.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -57,6 +58,11 @@ void disp_left(jm_disp_t *d, jm_tm_t *t)
         spits_info("TM %s:%ld left; %zu task(s) requeued", t->host, t->pid, n);
     jm_tmtab_set_alive(d->tms, t, 0);
 }
+
+/* What a HELLO or a STATS may say a TM has. 0 is a relay with no TM
+ * behind it yet (the JM divides by neither). */
+#define JM_WORKERS_MAX (1L << 20)
+#define JM_SLOTS_MAX (1L << 24)
 
 static int json_int_field(json_t *j, const char *key, long min, long max,
                           long *out)
@@ -143,8 +149,8 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     const char *host = j ? json_string_value(json_object_get(j, "host")) : NULL;
 
     if (!j || !host || json_int_field(j, "pid", 1, 1L << 40, &pid) ||
-        json_int_field(j, "workers", 1, 1 << 20, &workers) ||
-        json_int_field(j, "slots", 1, 1 << 24, &slots) ||
+        json_int_field(j, "workers", 0, JM_WORKERS_MAX, &workers) ||
+        json_int_field(j, "slots", 0, JM_SLOTS_MAX, &slots) ||
         json_int_field(j, "held", 0, 1 << 24, &held)) {
         disp_bad_message(d, why ? why : "HELLO without host/pid/workers/slots/held");
         json_decref(j);
@@ -213,21 +219,59 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     disp_send_phase(d, t, SPITS_MSG_WELCOME);
 }
 
+/* A relay's new capacity, from its STATS: the workers and slots of the
+ * TMs behind it now (-1: not said). Workers count in alive_workers as a
+ * HELLO's do. Slots follow what it asks: up to a larger ask at once, and
+ * down by as much as the ask fell (its TMs left), so the prefetch grown
+ * on top of the ask (serve.c grow_slots) is kept, since a relay says
+ * STATS every few seconds; never below the ask, nor 0. Copies it holds
+ * past its slots just get no company until they come back. Only for a
+ * live TM: a dead one's capacity is set by its next HELLO. */
+static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
+{
+    if (!t || !t->alive)
+        return;
+    if (workers >= 0 && workers != t->workers) {
+        d->alive_workers += (int)workers - t->workers;
+        t->workers = (int)workers;
+        if (d->alive_workers > d->st.peak_workers)
+            d->st.peak_workers = d->alive_workers;
+    }
+    if (slots >= 0 && slots != t->slots_asked) {
+        long now = slots > t->slots_asked ? t->slots
+                                          : t->slots - (t->slots_asked - slots);
+        t->slots_asked = (int)slots;
+        t->slots = (int)(now > slots ? now : slots);
+    }
+}
+
+/* An optional integer field: 0 (absent: *out = -1, or in range), or -1. */
+static int json_opt_int_field(json_t *j, const char *key, long min, long max,
+                              long *out)
+{
+    *out = -1;
+    return json_object_get(j, key) ? json_int_field(j, key, min, max, out) : 0;
+}
+
 /* STATS: a TM's busy time and runs so far (cumulative, so a lost one
- * costs nothing). */
+ * costs nothing), and a relay's capacity now ("workers", "slots"). */
 void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
 {
     const char *why = NULL;
     json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
     json_t *busy = j ? json_object_get(j, "busy_s") : NULL;
-    long runs;
+    long runs, workers, slots;
     if (!json_is_number(busy) || json_number_value(busy) < 0 ||
         json_number_value(busy) > 1e12 ||
         json_int_field(j, "runs", 0, LONG_MAX, &runs) != 0) {
         disp_bad_message(d, why ? why : "STATS without busy_s/runs");
+    } else if (json_opt_int_field(j, "workers", 0, JM_WORKERS_MAX, &workers) ||
+               json_opt_int_field(j, "slots", 0, JM_SLOTS_MAX, &slots)) {
+        disp_bad_message(d, "STATS with bad workers or slots");
     } else if (t) {
         t->busy_s = json_number_value(busy);
         t->runs = (uint64_t)runs;
+        set_capacity(d, t, workers, slots);
     }
     json_decref(j);
 }

@@ -84,7 +84,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     json_t *doc = json_pack(
         "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
         " s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
         "status", status_word(exit_code, jm), "exit_code", exit_code,
         "started", started_s, "finished", finished_s,
@@ -113,6 +113,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "journal_bytes", (json_int_t)(jm->journal ? spits_journal_bytes(jm->journal) : 0),
         "journal_syncs", (json_int_t)(jm->journal ? spits_journal_syncs(jm->journal) : 0),
         "stale", (json_int_t)ds->stale, "bogus", (json_int_t)ds->bogus,
+        "foreign_results", (json_int_t)ds->foreign_results,
         "bad_messages", (json_int_t)ds->bad_messages,
         "bytes_in", (json_int_t)ds->bytes_in, "bytes_out", (json_int_t)ds->bytes_out,
         /* A TM joins once: tms (distinct TMs) and tm_joins are one count,

@@ -8,7 +8,9 @@
  * message (wire.h), straight from the task's memory: no copy into the
  * batch, and none into ZeroMQ (zmq_msg_init_data; the part holds a
  * reference, jm.h). Why only with CURVE: d->part_min. A RESULTS
- * message gives back one credit per record; each record's outcome comes
+ * message gives back one credit per record, but for its foreign records
+ * (wire.h: a relay forwarding a result of a copy it was never sent, so
+ * none of its credit is spent on it); each record's outcome comes
  * from the scheduler, and results go to the committer straight from the
  * received message, in chunks of a fixed size, so no count a peer claims
  * sizes an allocation. Copies of a committed task still out are
@@ -269,7 +271,8 @@ static int slots_cap(jm_disp_t *d)
 }
 
 /* Adaptive prefetch, two ways, while there is work to give; slots never
- * shrink. A TM that hands back everything it held ran dry before new
+ * shrink here (a relay's may, when the TMs behind it leave: members.c
+ * set_capacity). A TM that hands back everything it held ran dry before new
  * tasks reached it: its tasks are short against the round trip, so it may
  * hold twice as many. And a TM far away needs a task in flight for every
  * task time of the round trip to keep each worker busy: workers * (RTT +
@@ -371,10 +374,11 @@ static void commit_note(jm_disp_t *d, const spits_rec_t *rec, uint64_t hash,
                spits_wire_status_name(rec->status));
 }
 
-/* RESULTS: every record gives its TM a slot back (wire.h), and each is a
- * result, a failed run or a copy handed back unrun (scheduler.c decides).
- * rx is the message; results are committed straight from it, so it lives
- * until the last of them is (jm_rx_release). */
+/* RESULTS: every record gives its TM a slot back (wire.h) but a foreign
+ * one (a relay's, of a copy sent elsewhere), and each is a result, a
+ * failed run or a copy handed back unrun (scheduler.c decides, foreign
+ * or not). rx is the message; results are committed straight from it,
+ * so it lives until the last of them is (jm_rx_release). */
 void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
                        jm_rx_t *rx)
 {
@@ -383,7 +387,8 @@ void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     uint64_t hash;
 
     jm_sched_clock(d->sched, d->now);
-    jm_sched_credit(d->sched, t, h->count);
+    jm_sched_credit(d->sched, t, h->count - h->foreign);
+    d->st.foreign_results += h->foreign;
     if (t && t->alive)
         grow_slots(d, t);
     if (!d->phase || h->phase != d->phase->st.id) {

@@ -39,10 +39,11 @@ struct jm_tm {
                                 its HELLOs welcomed (members.c) */
     char host[128];
     long pid;
-    int workers;
+    int workers;             /* a relay's: those behind it now (STATS) */
     int slots;               /* tasks it may hold: workers + prefetch, grown
-                                while it runs dry (dispatch.c) */
-    int slots_asked;         /* what its HELLO said */
+                                while it runs dry (serve.c) */
+    int slots_asked;         /* what its HELLO said (a relay: its latest
+                                STATS, members.c set_capacity) */
     int outstanding;         /* tasks sent minus records returned */
     int64_t last_heard, last_sent;  /* monotonic ms */
     int fd;                  /* the connection its last message came over:

@@ -118,7 +118,7 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
     h->type = p[3];
     h->phase = get_u32(p + 4);
     h->count = get_u64(p + 8);
-    h->parts = 0;
+    h->parts = h->foreign = 0;
     if (h->type < 1 || h->type > SPITS_MSG_LAST) {
         *why = "unknown message type";
         return -1;
@@ -133,6 +133,7 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
     /* Walk every record header once: after this, the reader needs no checks. */
     const unsigned char *q = p + SPITS_HDR_SIZE, *end = p + len;
     int may_part = h->type != SPITS_MSG_CANCEL;
+    int may_foreign = h->type == SPITS_MSG_RESULTS;
     uint64_t n = 0;
     while (q < end) {
         if ((size_t)(end - q) < SPITS_REC_SIZE) {
@@ -145,16 +146,22 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
             *why = "a part in a CANCEL";
             return -1;
         }
+        /* Only a result can answer a copy sent elsewhere. */
+        if ((status & SPITS_REC_FOREIGN) && !may_foreign) {
+            *why = "a foreign record outside RESULTS";
+            return -1;
+        }
         if (!part && (size_t)(end - q) - SPITS_REC_SIZE < rlen) {
             *why = "record longer than the frame";
             return -1;
         }
-        if ((status & ~SPITS_REC_PART) > SPITS_ST_LAST) {
+        if ((status & ~SPITS_REC_FLAGS) > SPITS_ST_LAST) {
             *why = "unknown record status";
             return -1;
         }
         q += SPITS_REC_SIZE + (part ? 0 : rlen);
         h->parts += part;
+        h->foreign += (status & SPITS_REC_FOREIGN) != 0;
         n++;
     }
     if (n != h->count) {
@@ -213,6 +220,8 @@ int spits_reader_next(spits_reader_t *r, spits_rec_t *rec)
     rec->status = get_u32(r->p + 8);
     rec->len = get_u32(r->p + 12);
     r->p += SPITS_REC_SIZE;
+    rec->foreign = (rec->status & SPITS_REC_FOREIGN) != 0;
+    rec->status &= ~SPITS_REC_FOREIGN;
     if (rec->status & SPITS_REC_PART) {
         rec->status &= ~SPITS_REC_PART;
         if (r->parts) {
@@ -317,7 +326,8 @@ int spits_wire_selftest(void)
     spits_batch_seal(&b);
     CHECK(b.buf.len == SPITS_HDR_SIZE + 3 * SPITS_REC_SIZE + 4);
     CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == 0);
-    CHECK(h.type == SPITS_MSG_RESULTS && h.phase == 7 && h.count == 3);
+    CHECK(h.type == SPITS_MSG_RESULTS && h.phase == 7 && h.count == 3 &&
+          h.foreign == 0);
 
     spits_reader_t r;
     spits_rec_t rec;
@@ -402,6 +412,46 @@ int spits_wire_selftest(void)
     pb.buf.data[3] = SPITS_MSG_CANCEL;
     CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
           strstr(why, "CANCEL"));
+    spits_batch_free(&pb);
+
+    /* The foreign flag: in RESULTS, read back as foreign with the plain
+     * status, inline or with a part; unknown flags still rejected; in
+     * TASKS and CANCEL, rejected. */
+    spits_batch_begin(&pb, SPITS_MSG_RESULTS, 3);
+    memcpy(spits_batch_add(&pb, 10, SPITS_ST_FAILED | SPITS_REC_FOREIGN, 2), "no", 2);
+    memcpy(spits_batch_add(&pb, 11, SPITS_ST_OK, 1), "y", 1);
+    CHECK(spits_batch_add_part(&pb, 12, SPITS_ST_OK | SPITS_REC_FOREIGN, 5) == 0);
+    spits_batch_seal(&pb);
+    CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == 0);
+    CHECK(h.count == 3 && h.parts == 1 && h.foreign == 2);
+    CHECK(spits_wire_check_parts(pb.buf.data, pb.buf.len, parts, 1, &why) == 0);
+    spits_reader_init(&r, pb.buf.data, pb.buf.len);
+    spits_reader_parts(&r, parts);
+    CHECK(spits_reader_next(&r, &rec) == 1 && rec.id == 10 && rec.foreign == 1 &&
+          rec.status == SPITS_ST_FAILED && rec.len == 2 &&
+          memcmp(rec.data, "no", 2) == 0);
+    CHECK(spits_reader_next(&r, &rec) == 1 && rec.id == 11 && rec.foreign == 0 &&
+          rec.status == SPITS_ST_OK && rec.data[0] == 'y');
+    CHECK(spits_reader_next(&r, &rec) == 1 && rec.id == 12 && rec.foreign == 1 &&
+          rec.status == SPITS_ST_OK && rec.len == 5 && rec.data == parts[0].data);
+    CHECK(spits_reader_next(&r, &rec) == 0);
+    pb.buf.data[SPITS_HDR_SIZE + 11] = 0x60;   /* bit 29 too: unknown */
+    CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
+          strstr(why, "status"));
+    pb.buf.data[SPITS_HDR_SIZE + 11] = 0x40;
+    pb.buf.data[SPITS_HDR_SIZE + 8] = SPITS_ST_LAST + 1;   /* flag + bad status */
+    CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
+          strstr(why, "status"));
+    pb.buf.data[SPITS_HDR_SIZE + 8] = SPITS_ST_FAILED;
+    CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == 0);
+    pb.buf.data[3] = SPITS_MSG_TASKS;
+    CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
+          strstr(why, "foreign"));
+    spits_batch_begin(&pb, SPITS_MSG_CANCEL, 3);
+    CHECK(spits_batch_add(&pb, 13, SPITS_REC_FOREIGN, 0) != NULL);
+    spits_batch_seal(&pb);
+    CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
+          strstr(why, "foreign"));
     spits_batch_free(&pb);
 
     /* Versions and types. */

@@ -28,6 +28,15 @@
  * task payloads of SPITS_PART_MIN bytes or more as parts (protocol 2 on;
  * protocol 1 had none).
  *
+ * A RESULTS record whose status word has SPITS_REC_FOREIGN (bit 30) set
+ * answers no copy sent to this peer: a relay forwards a result that a TM
+ * behind it held when it joined the relay (its copy came from elsewhere,
+ * e.g. from the JM before an outage), so the receiver gives no credit
+ * back for it; otherwise it is a record like any other. Only RESULTS may
+ * carry it. Only relays (spits-tm --serve) of this release send it, so it
+ * came without a new protocol version: a peer of protocol 2 that predates
+ * it rejects such a message as an "unknown record status".
+ *
  * CANCEL carries records too: the ids of task copies the JM no longer
  * needs (another copy was committed), with no payload.
  *
@@ -37,7 +46,8 @@
  *
  * Every task copy a JM sends comes back as exactly one RESULTS record:
  * its result, a failure, or RETURNED unrun (phase change, drain, cancel).
- * That is how the JM counts a TM's free slots.
+ * That is how the JM counts a TM's free slots (a SPITS_REC_FOREIGN record
+ * is none of these, and gives no slot back).
  *
  * Decoders check every length against the frame before reading, and a
  * frame must be consumed exactly: trailing bytes are an error.
@@ -80,8 +90,11 @@ enum {
     SPITS_ST_LAST = 4
 };
 
-/* A record's status flag: its payload is the next part (see above). */
+/* A record's status flags (see above): its payload is the next part... */
 #define SPITS_REC_PART 0x80000000u
+/* ...and, in RESULTS only, it answers no copy sent to this peer. */
+#define SPITS_REC_FOREIGN 0x40000000u
+#define SPITS_REC_FLAGS (SPITS_REC_PART | SPITS_REC_FOREIGN)
 /* Payloads this large or larger go as parts: below it, a copy into the
  * batch costs less than a frame of its own. */
 #define SPITS_PART_MIN (64u << 10)
@@ -94,6 +107,7 @@ typedef struct {
     uint32_t phase;
     uint64_t count;
     uint64_t parts;          /* records whose payload is a part */
+    uint64_t foreign;        /* records with SPITS_REC_FOREIGN (RESULTS) */
 } spits_hdr_t;
 
 /* One part of a message, as received. */
@@ -104,9 +118,10 @@ typedef struct {
 
 typedef struct {
     uint64_t id;
-    uint32_t status;
+    uint32_t status;         /* SPITS_ST_*, without the flags */
     uint32_t len;
     const unsigned char *data;
+    int foreign;             /* it had SPITS_REC_FOREIGN */
 } spits_rec_t;
 
 /* A growable byte buffer; the batch writer builds messages in it. */
@@ -127,7 +142,8 @@ typedef struct {
 
 void spits_batch_begin(spits_batch_t *b, int type, uint32_t phase);
 /* Appends a record and returns where its len payload bytes go (NULL: out
- * of memory). The caller fills them in. */
+ * of memory). The caller fills them in. status goes as it is, so a relay
+ * ORs SPITS_REC_FOREIGN into it (here and in spits_batch_add_part). */
 unsigned char *spits_batch_add(spits_batch_t *b, uint64_t id,
                                uint32_t status, uint32_t len);
 /* Appends a record whose payload goes as a part, after the batch's frame
@@ -140,8 +156,8 @@ void spits_batch_free(spits_batch_t *b);
 
 /* Parses and validates a message's first frame: its header and, for
  * records, the layout of every record; h->parts says how many parts must
- * follow (only TASKS and RESULTS may have any). Returns 0, or -1 with
- * *why naming the problem. */
+ * follow (only TASKS and RESULTS may have any), h->foreign how many
+ * records are foreign. Returns 0, or -1 with *why naming the problem. */
 int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
                      const char **why);
 /* Checks the parts that came after a frame spits_wire_parse accepted:
@@ -152,9 +168,10 @@ int spits_wire_check_parts(const void *frame, size_t len,
                            const char **why);
 
 /* Iterates the records of a frame that spits_wire_parse accepted (and,
- * if it has parts, whose parts spits_wire_check_parts accepted). A part's
- * record comes out without the flag, its payload in the part; or, with
- * no parts given to the reader, with data NULL (enough to name it). */
+ * if it has parts, whose parts spits_wire_check_parts accepted). A record
+ * comes out with its status stripped of the flags: a part's, with its
+ * payload in the part, or, with no parts given to the reader, with data
+ * NULL (enough to name it); a foreign one with foreign set. */
 typedef struct {
     const unsigned char *p;
     const unsigned char *end;

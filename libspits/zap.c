@@ -1,5 +1,6 @@
 /*
- * zap.c - the JM's ZAP handler and its refusal log (see zap.h).
+ * zap.c - the ZAP handler of a job's ROUTER (the JM's, a relay's) and its
+ * refusal log (see zap.h).
  */
 #include <errno.h>
 #include <sodium.h>
@@ -16,7 +17,7 @@
 #define ZAP_LOGGED_MAX 256                /* addresses logged by name */
 #define ZAP_LOG_EVERY_MS 10000
 
-struct jm_zap {
+struct spits_zap {
     void *sock;                       /* REP, bound to ZAP_EP */
     unsigned char client_key[32];     /* the only key admitted */
     char (*logged)[64];               /* addresses already logged */
@@ -25,10 +26,10 @@ struct jm_zap {
     int64_t refused_logged_at, handshakes_logged_at;
 };
 
-jm_zap_t *jm_zap_new(void *zctx, const char *client_public, char *err,
-                     size_t errlen)
+spits_zap_t *spits_zap_new(void *zctx, const char *client_public, char *err,
+                           size_t errlen)
 {
-    jm_zap_t *z = calloc(1, sizeof *z);
+    spits_zap_t *z = calloc(1, sizeof *z);
     int linger = 0;
 
     if (!z || !(z->logged = calloc(ZAP_LOGGED_MAX, sizeof *z->logged)) ||
@@ -38,15 +39,15 @@ jm_zap_t *jm_zap_new(void *zctx, const char *client_public, char *err,
         zmq_bind(z->sock, ZAP_EP) != 0) {
         snprintf(err, errlen, "cannot set up the ZAP handler: %s",
                  z ? zmq_strerror(errno) : "out of memory");
-        jm_zap_destroy(&z);
+        spits_zap_destroy(&z);
         return NULL;
     }
     return z;
 }
 
-void jm_zap_destroy(jm_zap_t **zp)
+void spits_zap_destroy(spits_zap_t **zp)
 {
-    jm_zap_t *z = *zp;
+    spits_zap_t *z = *zp;
     if (!z)
         return;
     if (z->sock)
@@ -56,14 +57,14 @@ void jm_zap_destroy(jm_zap_t **zp)
     *zp = NULL;
 }
 
-void *jm_zap_socket(const jm_zap_t *z)
+void *spits_zap_socket(const spits_zap_t *z)
 {
     return z->sock;
 }
 
 /* Logs a refused peer: by address the first time (up to a bound), after
  * that as a count now and then. */
-static void log_refusal(jm_zap_t *z, const char *addr, const char *why,
+static void log_refusal(spits_zap_t *z, const char *addr, const char *why,
                         int64_t now)
 {
     z->refused++;
@@ -83,7 +84,7 @@ static void log_refusal(jm_zap_t *z, const char *addr, const char *why,
 
 /* A reply: version, request id, status code, status text, user id,
  * metadata. */
-static void reply(jm_zap_t *z, zmq_msg_t *request_id, int ok, const char *why)
+static void reply(spits_zap_t *z, zmq_msg_t *request_id, int ok, const char *why)
 {
     const char *text = ok ? "OK" : why;
     if (zmq_send(z->sock, "1.0", 3, ZMQ_SNDMORE) < 0 ||
@@ -100,7 +101,7 @@ static void reply(jm_zap_t *z, zmq_msg_t *request_id, int ok, const char *why)
  * malformed one included, or the socket would refuse to read the next. A
  * CURVE request has exactly 7 frames: version, request id, domain,
  * address, identity, mechanism, client key. Returns 0 when none waited. */
-static int handle_one(jm_zap_t *z, int64_t now)
+static int handle_one(spits_zap_t *z, int64_t now)
 {
     zmq_msg_t f[7];
     int n = 0, more = 1;
@@ -139,14 +140,14 @@ static int handle_one(jm_zap_t *z, int64_t now)
     return 1;
 }
 
-void jm_zap_handle(jm_zap_t *z, int64_t now)
+void spits_zap_handle(spits_zap_t *z, int64_t now)
 {
     /* Bounded: a burst of handshakes cannot starve the dispatcher. */
     for (int i = 0; i < 64 && handle_one(z, now); i++)
         ;
 }
 
-void jm_zap_handshake_failed(jm_zap_t *z, int64_t now)
+void spits_zap_handshake_failed(spits_zap_t *z, int64_t now)
 {
     z->handshakes_failed++;
     if (z->handshakes_logged_at == 0 ||
