@@ -1,0 +1,166 @@
+#!/bin/bash
+# Relays (spits-tm --serve): TMs that reach the job through a relay, trees
+# of relays, a relay killed mid-job, a relay started before the JM, a JM
+# killed and resumed behind a relay, and the misconfigurations a relay
+# refuses. Every job's result is exact, and the bench committer fails on
+# a task committed twice.
+. "$(dirname "$0")/lib.sh"
+
+# start_relay NAME LOG PORT ARGS...: a relay of job NAME serving on PORT;
+# RELAY_PID is the relay.
+start_relay() {
+    local name=$1 log=$2 port=$3; shift 3
+    "$TM" --jobdir "$T/$name" --serve "tcp://127.0.0.1:$port" --wait 60 \
+        --reconnect-timeout 30 "$@" >"$T/$log.log" 2>&1 &
+    RELAY_PID=$!
+    PIDS="$PIDS $RELAY_PID"
+}
+
+# free_port: a TCP port nothing listens on now
+free_port() {
+    "$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
+}
+
+# exact NAME N: job NAME's output is the bench checksum of N tasks, and
+# report.json says N committed
+exact() {
+    [ "$(cat "$T/$1.out")" = "$(bench_checksum "$2")" ] || fail "$1: bench printed '$(cat "$T/$1.out")'"
+    [ "$(json "$T/$1/report.json" "d['counters']['committed']")" = "$2" ] || fail "$1: committed"
+}
+
+# 1. JM + 2 relays + 6 TMs behind them: the JM sees 2 TMs (the relays),
+#    each with 3 TMs behind it, and the TMs ran every task.
+n=20000
+start_jm a "$MODS/bench.so" -n $n -s 2000
+pa=$(free_port); pb=$(free_port)
+start_relay a a.ra "$pa"; ra=$RELAY_PID
+start_relay a a.rb "$pb"; rb=$RELAY_PID
+tms=""
+for i in 1 2 3; do
+    start_tm a a.tma$i -n 2 --via "tcp://127.0.0.1:$pa"; tms="$tms $TM_PID"
+    start_tm a a.tmb$i -n 2 --via "tcp://127.0.0.1:$pb"; tms="$tms $TM_PID"
+done
+wait $JM_PID || fail "a: spits-jm exited $?"
+exact a $n
+for p in $tms $ra $rb; do wait "$p" || fail "a: a TM or relay exited $?"; done
+r=$T/a/report.json
+[ "$(json $r "d['counters']['tm_joins']")" = 2 ] || fail "a: the JM counted $(json $r "d['counters']['tm_joins']") joins, not the 2 relays"
+[ "$(json $r "sorted(t.get('relay', False) for t in d['tms'])")" = "[True, True]" ] \
+    || fail "a: report.json does not list 2 relays: $(json $r "d['tms']")"
+[ "$(json $r "sum(t['done'] for t in d['tms'])")" = $n ] || fail "a: the relays' done"
+for x in ra rb; do
+    [ "$(grep -c 'relay: TM .* joined with 2 worker' "$T/a.$x.log")" = 3 ] || fail "a: $x did not take 3 TMs"
+done
+grep -q "(relay)" "$T/a.tma1.log" || fail "a: a TM does not say it joined through a relay"
+for f in "$T"/a.tm*.log; do
+    grep -q "job manager now\|trying" "$f" && fail "a: a TM left its relay: $f"
+done
+
+# 2. Two levels: JM <- r1 <- r2 <- 2 TMs, and 1 TM straight on r1.
+n=10000
+start_jm b "$MODS/bench.so" -n $n -s 2000
+p1=$(free_port); p2=$(free_port)
+start_relay b b.r1 "$p1"; r1=$RELAY_PID
+start_relay b b.r2 "$p2" --via "tcp://127.0.0.1:$p1"; r2=$RELAY_PID
+start_tm b b.tm1 -n 2 --via "tcp://127.0.0.1:$p2"; t1=$TM_PID
+start_tm b b.tm2 -n 2 --via "tcp://127.0.0.1:$p2"; t2=$TM_PID
+start_tm b b.tm3 -n 2 --via "tcp://127.0.0.1:$p1"; t3=$TM_PID
+wait $JM_PID || fail "b: spits-jm exited $?"
+exact b $n
+for p in $t1 $t2 $t3 $r1 $r2; do wait "$p" || fail "b: a TM or relay exited $?"; done
+[ "$(json "$T/b/report.json" "d['counters']['tm_joins']")" = 1 ] || fail "b: the JM saw more than r1"
+grep -q "relay: relay .* joined" "$T/b.r1.log" || fail "b: r2 did not join r1 as a relay"
+[ "$(grep -c 'relay: TM .* joined' "$T/b.r2.log")" = 2 ] || fail "b: r2 did not take its 2 TMs"
+
+# 3. kill -9 of a relay mid-job: its TMs fall back to the JM (their next
+#    hop) and finish the job; the JM re-sends what the relay held.
+n=6000
+start_jm c --tm-timeout 3 "$MODS/bench.so" -n $n -s 200000
+pc=$(free_port)
+start_relay c c.r "$pc"; rc=$RELAY_PID
+tms=""
+for i in 1 2 3; do start_tm c c.tm$i -n 2 --via "tcp://127.0.0.1:$pc"; tms="$tms $TM_PID"; done
+wait_for "[ \$(grep -c 'joined with 2' $T/c.r.log) -ge 3 ]" 30 "3 TMs behind the relay"
+wait_for "[ \$(committed c) -ge 1000 ] 2>/dev/null" 60 "1000 tasks through the relay"
+kill -0 $JM_PID 2>/dev/null || fail "c: the job ended before the kill"
+kill -9 $rc
+wait $JM_PID || fail "c: spits-jm exited $?"
+exact c $n
+for p in $tms; do wait "$p" || fail "c: a TM exited $?"; done
+grep -q "lost" "$T/c.jm.log" || fail "c: the JM did not lose the relay"
+[ "$(json "$T/c/report.json" "d['counters']['tm_joins']")" = 4 ] \
+    || fail "c: the JM counted $(json "$T/c/report.json" "d['counters']['tm_joins']") joins, not the relay and its 3 TMs"
+for i in 1 2 3; do grep -q "trying the job manager" "$T/c.tm$i.log" || fail "c: TM $i did not fall back"; done
+
+# 4. A relay (and its TMs) started before the JM.
+n=4000
+pd=$(free_port)
+mkdir -p "$T/d"
+start_relay d d.r "$pd"; rd=$RELAY_PID
+start_tm d d.tm1 -n 2 --via "tcp://127.0.0.1:$pd"; t1=$TM_PID
+start_tm d d.tm2 -n 2 --via "tcp://127.0.0.1:$pd"; t2=$TM_PID
+sleep 1
+start_jm d "$MODS/bench.so" -n $n -s 2000
+wait $JM_PID || fail "d: spits-jm exited $?"
+exact d $n
+for p in $t1 $t2 $rd; do wait "$p" || fail "d: a TM or the relay exited $?"; done
+[ "$(json "$T/d/report.json" "d['counters']['tm_joins']")" = 1 ] || fail "d: TMs went around the relay"
+
+# 5. kill -9 of the JM behind a relay, then spits-jm --resume: the relay
+#    re-attaches as a TM does, its TMs never notice, and the output is an
+#    uninterrupted run's (filetasks fails commit_job on a task seen twice).
+seq 1 1000 >"$T/in.txt"
+expect=$("$PY" -c "
+s = sum(k*k for k in range(1, 1001)); c = sum(k**3 for k in range(1, 1001))
+print('filetasks: squares=%d total=%d' % (s, s + c))")
+cp "$TMODS/filetasks.so" "$T/ft.so"
+start_jm e -v --heartbeat 0.2 "$T/ft.so" "$T/in.txt" 4000
+pe=$(free_port)
+start_relay e e.r "$pe"; re=$RELAY_PID
+start_tm e e.tm1 -n 2 --via "tcp://127.0.0.1:$pe"; t1=$TM_PID
+start_tm e e.tm2 -n 2 --via "tcp://127.0.0.1:$pe"; t2=$TM_PID
+wait_for "grep -q 'phase 2 starts' $T/e.jm.log" 30 "phase 2 of e"
+base=$(stat -c %s "$T/e/journal")
+wait_for "[ \$(stat -c %s $T/e/journal) -gt $((base + 8000)) ]" 30 "results in e's journal"
+kill -9 "$(json "$T/e/jm.json" "d['pid']")"
+wait $JM_PID 2>/dev/null
+timeout -s KILL 120 "$JM" --resume --jobdir "$T/e" --bind tcp://127.0.0.1:0 \
+    --heartbeat 0.2 >"$T/e.out2" 2>"$T/e.jm2.log" || fail "e: the resumed job exited $?"
+[ "$(cat "$T/e.out2")" = "$expect" ] || fail "e: resumed output '$(cat "$T/e.out2")'"
+for p in $t1 $t2 $re; do wait "$p" || fail "e: a TM or the relay exited $?"; done
+grep -q "job manager now at" "$T/e.r.log" || fail "e: the relay did not find the resumed JM"
+grep -q "trying" "$T"/e.tm*.log && fail "e: a TM left the relay"
+
+# 6. Misconfigurations, each one line and exit 1: a relay that is its own
+#    upstream, two relays that point at each other, a relay without the
+#    job's server key.
+start_jm f "$MODS/bench.so" -n 100000 -s 2000000
+wait_for "[ -f $T/f/jm.json ]" 30 "f's jm.json"
+ps=$(free_port)
+"$TM" --connect "tcp://127.0.0.1:$ps" --key-file "$T/f/jm.key" --serve "tcp://127.0.0.1:$ps" \
+    --wait 10 >"$T/f.self.log" 2>&1 && fail "f: a relay serving itself exited 0"
+grep -q "relay loop: this relay's upstream (tcp://127.0.0.1:$ps) is itself" "$T/f.self.log" \
+    || fail "f: no loop error: $(cat "$T/f.self.log")"
+px=$(free_port); py=$(free_port)
+"$TM" --connect "tcp://127.0.0.1:$py" --key-file "$T/f/jm.key" --serve "tcp://127.0.0.1:$px" \
+    --wait 15 >"$T/f.x.log" 2>&1 &
+x=$!
+"$TM" --connect "tcp://127.0.0.1:$px" --key-file "$T/f/jm.key" --serve "tcp://127.0.0.1:$py" \
+    --wait 15 >"$T/f.y.log" 2>&1 &
+y=$!
+PIDS="$PIDS $x $y"
+wait_for "grep -q 'relay loop' $T/f.x.log $T/f.y.log" 20 "a relay to see the loop"
+grep -h "relay loop" "$T/f.x.log" "$T/f.y.log" | head -1 | grep -q "is also upstream of it" \
+    || fail "f: loop message: $(cat "$T/f.x.log" "$T/f.y.log")"
+kill $x $y 2>/dev/null
+"$TM" --connect "$(json "$T/f/jm.json" "d['endpoint']")" --key-file "$T/f/tm.key" \
+    --serve "tcp://127.0.0.1:$(free_port)" --wait 10 >"$T/f.key.log" 2>&1 && fail "f: a relay without jm.key exited 0"
+grep -q "server_secret.*a relay serves with the job's server key" "$T/f.key.log" \
+    || fail "f: key error: $(cat "$T/f.key.log")"
+[ "$(wc -l <"$T/f.key.log")" = 1 ] || fail "f: more than one line: $(cat "$T/f.key.log")"
+"$TM" --jobdir "$T/f" --serve "udp://x" >"$T/f.opt.log" 2>&1; rcv=$?
+[ $rcv = 2 ] || fail "f: a bad --serve exited $rcv"
+"$TM" --jobdir "$T/f" --serve "tcp://127.0.0.1:0" --isolate >"$T/f.opt2.log" 2>&1; rcv=$?
+[ $rcv = 2 ] && grep -q "a relay (--serve) runs no task" "$T/f.opt2.log" || fail "f: --serve --isolate: $rcv"
+kill $JM_PID
+echo ok
