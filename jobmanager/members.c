@@ -153,6 +153,10 @@ static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
     return t;
 }
 
+/* HELLO: {host, pid (1..2^40), workers (0..2^20), slots (0..2^24), held
+ * (0..2^24), and optional pending, attach, job_id, relay: {endpoint}
+ * (a relay, spits-tm --serve; its workers and slots may start at 0 and
+ * change with its STATS)}. */
 void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                      size_t ridlen, zmq_msg_t *body)
 {
@@ -337,7 +341,12 @@ static int json_opt_int_field(json_t *j, const char *key, long min, long max,
 
 /* STATS: a TM's busy time and runs so far (cumulative, so a lost one
  * costs nothing), and a relay's capacity now ("workers", "slots") and the
- * TMs behind it ("behind"; ignored from a TM that joined as no relay). */
+ * TMs behind it ("behind"; ignored from a TM that joined as no relay):
+ * {busy_s (0..1e12), runs (>= 0), and optional workers (0..2^20), slots
+ * (0..2^24), behind: {alive (0..2^40), joins, leaves, losses (>= 0),
+ * tms: [{host, pid (0..2^40), workers (0..2^20), runs (>= 0), relay
+ * (optional bool)}...]}}. Anything out of range: the whole message is
+ * dropped. */
 void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
 {
     const char *why = NULL;
