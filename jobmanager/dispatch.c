@@ -832,12 +832,14 @@ json_t *jm_disp_tms_json(const jm_disp_t *d)
     for (size_t i = 0; i < n; i++) {
         jm_tm_t *t = v[i];
         spits_iso_time(t->joined, when, sizeof when);
-        json_array_append_new(a, json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:I, s:f, s:I}",
+        json_t *row = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:I, s:f, s:I}",
             "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
             "joined", when, "reattaches", (json_int_t)t->reattaches,
             "sent", (json_int_t)t->sent,
             "done", (json_int_t)t->done, "failed", (json_int_t)t->failed,
-            "busy_s", t->busy_s, "runs", (json_int_t)t->runs));
+            "busy_s", t->busy_s, "runs", (json_int_t)t->runs);
+        jm_status_relay_fields(row, t);
+        json_array_append_new(a, row);
     }
     free(v);
     return a;
@@ -859,14 +861,15 @@ json_t *jm_disp_tm_totals_json(const jm_disp_t *d, size_t listed)
         sum.busy_s += t->busy_s;
     }
     uint64_t distinct = d->st.tm_joins;
-    return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:f, s:I, s:I}",
+    return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I}",
         "tms", (json_int_t)distinct, "listed", (json_int_t)listed,
         "left_out", (json_int_t)(distinct > listed ? distinct - listed : 0),
         "truncated", distinct > listed,
         "reattaches", (json_int_t)sum.reattaches, "sent", (json_int_t)sum.sent,
         "done", (json_int_t)sum.done, "failed", (json_int_t)sum.failed,
         "busy_s", sum.busy_s, "runs", (json_int_t)sum.runs,
-        "lost_forgotten", (json_int_t)sum.lost_forgotten);
+        "lost_forgotten", (json_int_t)sum.lost_forgotten,
+        "behind_relays", (json_int_t)jm_status_behind_relays(d->tms));
 }
 
 void jm_disp_destroy(jm_disp_t **dp)

@@ -59,7 +59,10 @@ const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d);
 json_t *jm_disp_tms_json(const jm_disp_t *d);
 /* ...and the sums over every TM, listed or not (listed: the array's
  * length): {tms, listed, left_out, truncated, reattaches, sent, done,
- * failed, busy_s, runs, lost_forgotten}. */
+ * failed, busy_s, runs, lost_forgotten, behind_relays (the TMs behind
+ * the relays alive, by their last STATS; a relay counts in tms as one)}.
+ * A relay's entry of the array has its relay fields
+ * (jm_status_relay_fields). */
 json_t *jm_disp_tm_totals_json(const jm_disp_t *d, size_t listed);
 /* After jm_disp_stop: tasks resolved over time (points [seconds since
  * the job started, resolved]) and the TMs' joins and leaves. */

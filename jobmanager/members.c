@@ -84,6 +84,19 @@ static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
     t->settle_records = pending;
 }
 
+/* HELLO said whether t is a relay (endpoint: where its TMs connect, or
+ * NULL). A TM that is no relay (now) has no TMs behind it. */
+static void set_relay(jm_tm_t *t, const char *endpoint)
+{
+    t->relay = endpoint != NULL;
+    snprintf(t->relay_ep, sizeof t->relay_ep, "%s", endpoint ? endpoint : "");
+    if (!t->relay) {
+        json_decref(t->behind);
+        t->behind = NULL;
+        t->behind_alive = 0;
+    }
+}
+
 /* A HELLO from a live TM that starts no new outage: a copy it queued
  * before our WELCOME reached it (it says HELLO every second until then,
  * and a stopped JM gets them all at once), or a new outage in which
@@ -140,6 +153,10 @@ static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
     return t;
 }
 
+/* HELLO: {host, pid (1..2^40), workers (0..2^20), slots (0..2^24), held
+ * (0..2^24), and optional pending, attach, job_id, relay: {endpoint}
+ * (a relay, spits-tm --serve; its workers and slots may start at 0 and
+ * change with its STATS)}. */
 void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                      size_t ridlen, zmq_msg_t *body)
 {
@@ -164,6 +181,15 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         (json_object_get(j, "attach") &&
          json_int_field(j, "attach", 0, LONG_MAX, &attach) != 0)) {
         disp_bad_message(d, "HELLO with a bad pending or attach count");
+        json_decref(j);
+        return;
+    }
+    /* A relay (spits-tm --serve) says so, and where its TMs connect. */
+    json_t *relay = json_object_get(j, "relay");
+    const char *relay_ep = relay ? json_string_value(json_object_get(relay, "endpoint"))
+                                 : NULL;
+    if (relay && (!json_is_object(relay) || !relay_ep)) {
+        disp_bad_message(d, "HELLO with a relay without an endpoint");
         json_decref(j);
         return;
     }
@@ -198,6 +224,7 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     }
     snprintf(t->host, sizeof t->host, "%s", host);
     t->pid = pid;
+    set_relay(t, relay_ep);
     if (attach > t->attach)
         t->attach = attach;
     t->workers = (int)workers;
@@ -217,6 +244,65 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     json_decref(j);
     count_hello(d, t, first);
     disp_send_phase(d, t, SPITS_MSG_WELCOME);
+}
+
+/* One TM of a relay's "behind" list, checked, as report.json and STATUS
+ * show it (a new reference), or NULL: a bad one. */
+static json_t *behind_tm(json_t *v)
+{
+    const char *host = json_string_value(json_object_get(v, "host"));
+    json_t *relay = json_object_get(v, "relay");
+    long pid, workers, runs;
+    if (!host || json_int_field(v, "pid", 0, 1L << 40, &pid) ||
+        json_int_field(v, "workers", 0, JM_WORKERS_MAX, &workers) ||
+        json_int_field(v, "runs", 0, LONG_MAX, &runs) ||
+        (relay && !json_is_boolean(relay)))
+        return NULL;
+    char h[128];    /* bounded as the JM's own TMs' (tmtable.h host) */
+    snprintf(h, sizeof h, "%s", host);
+    json_t *o = json_pack("{s:s, s:I, s:i, s:I}", "host", h, "pid", (json_int_t)pid,
+                          "workers", (int)workers, "runs", (json_int_t)runs);
+    if (o && json_is_true(relay))
+        json_object_set_new(o, "relay", json_true());
+    return o;
+}
+
+/* A relay's STATS "behind": the TMs behind it, checked and rebuilt from
+ * the fields known only (so a peer sizes none of the JM's memory past
+ * JM_BEHIND_MAX TMs; more are cut). 0 with *out (a new reference, NULL
+ * when v is absent), or -1: bad. */
+static int behind_parse(json_t *v, json_t **out)
+{
+    long alive, joins, leaves, losses;
+    json_t *list = json_object_get(v, "tms"), *tm;
+    size_t i;
+
+    *out = NULL;
+    if (!v)
+        return 0;
+    if (!json_is_object(v) || json_int_field(v, "alive", 0, 1L << 40, &alive) ||
+        json_int_field(v, "joins", 0, LONG_MAX, &joins) ||
+        json_int_field(v, "leaves", 0, LONG_MAX, &leaves) ||
+        json_int_field(v, "losses", 0, LONG_MAX, &losses) ||
+        !json_is_array(list))
+        return -1;
+    json_t *tms = json_array();
+    json_array_foreach(list, i, tm) {
+        json_t *o = behind_tm(tm);
+        if (!o) {
+            json_decref(tms);
+            return -1;
+        }
+        if (i < JM_BEHIND_MAX)
+            json_array_append_new(tms, o);
+        else
+            json_decref(o);
+    }
+    *out = json_pack("{s:I, s:I, s:I, s:I, s:o, s:b}", "alive", (json_int_t)alive,
+                     "joins", (json_int_t)joins, "leaves", (json_int_t)leaves,
+                     "losses", (json_int_t)losses, "tms", tms,
+                     "truncated", json_array_size(list) > JM_BEHIND_MAX);
+    return *out ? 0 : -1;
 }
 
 /* A relay's new capacity, from its STATS: the workers and slots of the
@@ -254,12 +340,18 @@ static int json_opt_int_field(json_t *j, const char *key, long min, long max,
 }
 
 /* STATS: a TM's busy time and runs so far (cumulative, so a lost one
- * costs nothing), and a relay's capacity now ("workers", "slots"). */
+ * costs nothing), and a relay's capacity now ("workers", "slots") and the
+ * TMs behind it ("behind"; ignored from a TM that joined as no relay):
+ * {busy_s (0..1e12), runs (>= 0), and optional workers (0..2^20), slots
+ * (0..2^24), behind: {alive (0..2^40), joins, leaves, losses (>= 0),
+ * tms: [{host, pid (0..2^40), workers (0..2^20), runs (>= 0), relay
+ * (optional bool)}...]}}. Anything out of range: the whole message is
+ * dropped. */
 void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
 {
     const char *why = NULL;
     json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
-    json_t *busy = j ? json_object_get(j, "busy_s") : NULL;
+    json_t *busy = j ? json_object_get(j, "busy_s") : NULL, *behind = NULL;
     long runs, workers, slots;
     if (!json_is_number(busy) || json_number_value(busy) < 0 ||
         json_number_value(busy) > 1e12 ||
@@ -268,11 +360,19 @@ void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
     } else if (json_opt_int_field(j, "workers", 0, JM_WORKERS_MAX, &workers) ||
                json_opt_int_field(j, "slots", 0, JM_SLOTS_MAX, &slots)) {
         disp_bad_message(d, "STATS with bad workers or slots");
+    } else if (behind_parse(json_object_get(j, "behind"), &behind) != 0) {
+        disp_bad_message(d, "STATS with a bad behind list");
     } else if (t) {
         t->busy_s = json_number_value(busy);
         t->runs = (uint64_t)runs;
         set_capacity(d, t, workers, slots);
+        if (behind && t->relay) {
+            json_decref(t->behind);
+            t->behind = json_incref(behind);
+            t->behind_alive = (long)json_integer_value(json_object_get(behind, "alive"));
+        }
     }
+    json_decref(behind);
     json_decref(j);
 }
 

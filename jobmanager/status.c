@@ -58,6 +58,28 @@ json_t *jm_usage_json(void)
                      "cpu_system_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6);
 }
 
+void jm_status_relay_fields(json_t *row, const jm_tm_t *t)
+{
+    if (!row || !t->relay)
+        return;
+    json_t *behind = t->behind ? json_incref(t->behind)
+        : json_pack("{s:i, s:i, s:i, s:i, s:[], s:b}", "alive", 0, "joins", 0,
+                    "leaves", 0, "losses", 0, "tms", "truncated", 0);
+    json_object_set_new(row, "relay", json_true());
+    json_object_set_new(row, "endpoint", json_string(t->relay_ep));
+    json_object_set_new(row, "behind", behind);
+}
+
+uint64_t jm_status_behind_relays(const jm_tmtab_t *tms)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < jm_tmtab_live_count(tms); i++) {
+        const jm_tm_t *t = jm_tmtab_live_at(tms, i);
+        n += t->relay ? (uint64_t)t->behind_alive : 0;
+    }
+    return n;
+}
+
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
                        const jm_tmtab_t *tms, int64_t now_ms)
 {
@@ -68,19 +90,21 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
     for (size_t i = 0; i < jm_tmtab_live_count(tms); i++) {
         const jm_tm_t *t = jm_tmtab_live_at(tms, i);
         int busy = t->outstanding < t->workers ? t->outstanding : t->workers;
-        json_array_append_new(rows, json_pack(
+        json_t *row = json_pack(
             "{s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:f, s:b, s:f}",
             "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
             "busy", busy, "held", t->outstanding, "done", (json_int_t)t->done,
             "failed", (json_int_t)t->failed,
             "last_heard_s", (now_ms - t->last_heard) / 1000.0,
-            "draining", t->draining, "busy_s", t->busy_s));
+            "draining", t->draining, "busy_s", t->busy_s);
+        jm_status_relay_fields(row, t);
+        json_array_append_new(rows, row);
     }
     spits_iso_time(jm->started, started, sizeof started);
     return json_pack(
         "{s:i, s:s, s:s, s:s, s:s, s:f, s:i,"
         " s:{s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
-        " s:f, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o}",
+        " s:f, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:I, s:o}",
         "version", 1, "state", "running", "job_id", jm->job_id,
         "module", jm->module_path, "started", started,
         "elapsed_s", spits_wall_time() - jm->started, "phase", (int)l->phase,
@@ -98,7 +122,9 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         "reattaches", (json_int_t)l->tm_reattaches,
         "losses", (json_int_t)l->tm_losses, "leaves", (json_int_t)l->tm_leaves,
         "lost_now", (json_int_t)l->tms_lost_now,
-        "tms", rows, "jm", jm_usage_json());
+        "tms", rows,
+        "behind_relays", (json_int_t)jm_status_behind_relays(tms),
+        "jm", jm_usage_json());
 }
 
 /* The progress line's text for l, after the program's name. */

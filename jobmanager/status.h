@@ -29,6 +29,14 @@ typedef struct {
 struct jm_tmtab;
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
                        const struct jm_tmtab *tms, int64_t now_ms);
+struct jm_tm;
+/* A relay's row (STATUS's and report.json's TM lists) gets "relay": true,
+ * its "endpoint" and "behind": {alive, joins, leaves, losses, truncated,
+ * tms: [{host, pid, workers, runs, relay (only if true)}...]} (all 0 and
+ * [] before its first STATS says); another TM's row is left as it is. */
+void jm_status_relay_fields(json_t *row, const struct jm_tm *t);
+/* The TMs behind the live relays, by their last STATS. */
+uint64_t jm_status_behind_relays(const struct jm_tmtab *tms);
 /* The progress line for l: on a terminal (tty) the bar redrawn in place
  * (term.h), elsewhere one plain "progress:" line. */
 void jm_progress_print(const jm_live_t *l, int tty);

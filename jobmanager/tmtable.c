@@ -60,13 +60,21 @@ jm_tmtab_t *jm_tmtab_new(size_t keep_dead)
     return t;
 }
 
+/* An entry and what it owns. */
+static void entry_free(jm_tm_t *tm)
+{
+    if (tm)
+        json_decref(tm->behind);
+    free(tm);
+}
+
 void jm_tmtab_destroy(jm_tmtab_t **tp)
 {
     jm_tmtab_t *t = *tp;
     if (!t)
         return;
     for (size_t i = 0; i < t->nslots; i++)
-        free(t->tms[i]);
+        entry_free(t->tms[i]);
     free(t->tms);
     free(t->free_slots);
     free(t->hash);
@@ -266,7 +274,7 @@ static void evict_oldest(jm_tmtab_t *t)
     t->tms[tm->slot] = NULL;
     t->free_slots[t->nfree++] = tm->slot;
     t->n--;
-    free(tm);
+    entry_free(tm);
 }
 
 static int live_add(jm_tmtab_t *t, jm_tm_t *tm)
@@ -351,6 +359,9 @@ int jm_tmtab_selftest(void)
     uint64_t sent = 0, back = 0;
     unsigned seed = 12345;
     int rc = t ? 0 : -1;
+    /* Every TM that dies holds a reference to this as its relay's list:
+     * the table frees it with the entry (evicted or destroyed). */
+    json_t *behind = json_object();
 
     for (int step = 0; step < 20000 && rc == 0; step++) {
         seed = seed * 1103515245u + 12345u;
@@ -362,6 +373,8 @@ int jm_tmtab_selftest(void)
             tm->lost = lost[k];
             tm->sent++;
             sent++;
+            if (!tm->behind)
+                tm->behind = json_incref(behind);
             jm_tmtab_set_alive(t, tm, 0);
             alive[k] = 0;
         } else {
@@ -385,14 +398,21 @@ int jm_tmtab_selftest(void)
             rc = -1;
     }
     uint64_t held = 0;
-    for (size_t s = 0; rc == 0 && s < t->nslots; s++)
+    size_t holding = 0;
+    for (size_t s = 0; rc == 0 && s < t->nslots; s++) {
         held += t->tms[s] ? t->tms[s]->sent : 0;
+        holding += t->tms[s] && t->tms[s]->behind;
+    }
     if (rc == 0 && (held + t->evicted.sent != sent || back == 0 ||
-                    t->evicted.tms == 0 || t->nslots > T_TMS + T_KEEP))
+                    t->evicted.tms == 0 || t->nslots > T_TMS + T_KEEP ||
+                    !behind || behind->refcount != 1 + holding))
         rc = -1;
+    jm_tmtab_destroy(&t);
+    if (rc == 0 && behind->refcount != 1)
+        rc = -1;
+    json_decref(behind);
     if (rc)
         fprintf(stderr, "tmtable selftest failed\n");
-    jm_tmtab_destroy(&t);
     return rc;
 }
 #endif

@@ -15,10 +15,12 @@
 #ifndef SPITS_TMTABLE_H
 #define SPITS_TMTABLE_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define JM_RID_MAX 64
+#define JM_BEHIND_MAX 64     /* a relay's TMs listed (members.c) */
 #define JM_TMTAB_KEEP_DEAD 10000     /* the dispatcher's keep_dead */
 #define JM_TMTAB_LOST_MAX (1u << 18) /* fingerprints of evicted lost TMs */
 
@@ -64,6 +66,16 @@ struct jm_tm {
     int64_t settle_until;    /* re-attached with results: serve it only
                                 once they are in (or by this time) */
     int64_t settle_records;  /* results it said it holds, not yet in */
+    int relay;               /* joined as a relay (HELLO "relay") */
+    char relay_ep[256];      /* ...its endpoint for TMs, as it said (cut) */
+    json_t *behind;          /* ...its TMs as of its last STATS: {alive,
+                                joins, leaves, losses, tms: [at most
+                                JM_BEHIND_MAX {host, pid, workers, runs,
+                                relay}]}, built by members.c from the
+                                checked fields only; NULL: none said. The
+                                entry's own: replaced by members.c, freed
+                                with the entry (tmtable.c) */
+    long behind_alive;       /* ...its "alive" (0 without behind) */
     /* the table's own */
     size_t live_ix;          /* index in the live set, while alive */
     jm_tm_t *dead_prev, *dead_next;  /* the dead, oldest first */

@@ -68,6 +68,32 @@ static json_int_t num(json_t *o, const char *k)
     return json_integer_value(json_object_get(o, k));
 }
 
+/* A relay's TMs, indented under its row: what its last STATS said (the
+ * JM knows them only through it, so neither busy nor done). Nothing for
+ * a row that is no relay. */
+static void print_behind(json_t *r)
+{
+    json_t *b = json_object_get(r, "behind"), *list = json_object_get(b, "tms"), *x;
+    size_t i;
+
+    if (!json_is_true(json_object_get(r, "relay")))
+        return;
+    printf("    relay at %s: %lld TM(s) behind it, %lld joined, %lld left, "
+           "%lld loss(es)\n", json_string_value(json_object_get(r, "endpoint"))
+               ? json_string_value(json_object_get(r, "endpoint")) : "?",
+           (long long)num(b, "alive"), (long long)num(b, "joins"),
+           (long long)num(b, "leaves"), (long long)num(b, "losses"));
+    json_array_foreach(list, i, x)
+        printf("    %-18.18s %8lld %7lld %15lld runs%s\n",
+               json_string_value(json_object_get(x, "host"))
+                   ? json_string_value(json_object_get(x, "host")) : "?",
+               (long long)num(x, "pid"), (long long)num(x, "workers"),
+               (long long)num(x, "runs"),
+               json_is_true(json_object_get(x, "relay")) ? " (a relay)" : "");
+    if (json_is_true(json_object_get(b, "truncated")))
+        printf("    (the first %zu listed)\n", json_array_size(list));
+}
+
 static void print_table(json_t *doc)
 {
     json_t *t = json_object_get(doc, "tasks"), *jm = json_object_get(doc, "jm");
@@ -98,9 +124,12 @@ static void print_table(json_t *doc)
            json_number_value(json_object_get(jm, "cpu_system_s")));
     json_t *tms = json_object_get(doc, "tms"), *tc = json_object_get(doc, "tm_counts");
     printf("  task managers: %lld alive, %lld joined, %lld re-attach(es), %lld loss(es), "
-           "%lld lost now\n", (long long)json_array_size(tms), (long long)num(tc, "joins"),
+           "%lld lost now", (long long)json_array_size(tms), (long long)num(tc, "joins"),
            (long long)num(tc, "reattaches"), (long long)num(tc, "losses"),
            (long long)num(tc, "lost_now"));
+    if (num(doc, "behind_relays") > 0)
+        printf(", %lld behind relays", (long long)num(doc, "behind_relays"));
+    printf("\n");
     printf("  %-20s %8s %7s %5s %9s %7s %11s\n", "TASK MANAGER", "PID", "WORKERS",
            "BUSY", "DONE", "FAILED", "LAST HEARD");
     for (size_t i = 0; i < json_array_size(tms); i++) {
@@ -111,6 +140,7 @@ static void print_table(json_t *doc)
                (long long)num(r, "done"), (long long)num(r, "failed"),
                json_number_value(json_object_get(r, "last_heard_s")),
                json_is_true(json_object_get(r, "draining")) ? " draining" : "");
+        print_behind(r);
     }
     if (!json_array_size(tms))
         printf("  (no task manager connected)\n");
