@@ -26,8 +26,8 @@ int spits_zmq_msg_fd(zmq_msg_t *msg);
  * when fd is no established TCP connection (closed, ipc://, not Linux). */
 int64_t spits_tcp_quiet_ms(int fd);
 /* The endpoint a socket bound at bound (ZMQ_LAST_ENDPOINT) is reached at
- * from other hosts: a wildcard address (tcp://0.0.0.0:P, tcp://[::]:P,
- * tcp://*:P) becomes this host's name; anything else is kept. */
+ * from other hosts: a wildcard address (0.0.0.0, [::], or * as the host
+ * of a tcp:// endpoint) becomes this host's name; anything else is kept. */
 void spits_zmq_reachable(const char *bound, char *out, size_t outlen);
 #ifdef SPITS_SELFTEST
 /* Self-test: 0, or -1 after printing what failed. */

@@ -172,7 +172,7 @@ static int relay_send(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
     while ((rc = zmq_send(r->router, buf, len, ZMQ_DONTWAIT | more)) < 0 &&
            errno == EINTR)
         ;
-    if (rc == 0 || rc > 0)
+    if (rc >= 0)
         t->last_sent = r->tm->now;
     return rc < 0 ? -1 : 0;
 }
@@ -523,6 +523,15 @@ static void on_stats(tm_relay_t *r, rl_tm_t *t, zmq_msg_t *msg)
     json_decref(j);
 }
 
+/* A peer we do not know (we lost it, or restarted): say HELLO. */
+static void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen)
+{
+    unsigned char who[SPITS_HDR_SIZE];
+    spits_wire_encode_empty(who, SPITS_MSG_WHO, r->up_phase);
+    if (zmq_send(r->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) == 0)
+        zmq_send(r->router, who, sizeof who, 0);
+}
+
 static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
 {
     const void *rid = zmq_msg_data(ridmsg);
@@ -551,14 +560,12 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         break;
     case SPITS_MSG_RESULTS:
         on_results(r, t && t->alive ? t : NULL, &h, msg);
-        /* fall through: one we do not know is told to say HELLO */
+        if (!t || !t->alive)
+            relay_send_who(r, rid, ridlen);
+        break;
     case SPITS_MSG_HEARTBEAT:
-        if (!t || !t->alive) {
-            unsigned char who[SPITS_HDR_SIZE];
-            spits_wire_encode_empty(who, SPITS_MSG_WHO, r->up_phase);
-            if (zmq_send(r->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) == 0)
-                zmq_send(r->router, who, sizeof who, 0);
-        }
+        if (!t || !t->alive)
+            relay_send_who(r, rid, ridlen);
         break;
     case SPITS_MSG_STATS:
         on_stats(r, t, msg);
@@ -633,26 +640,24 @@ static void relay_send_tasks(tm_relay_t *r, rl_tm_t *t, const tm_item_t *items,
 {
     const tm_phase_t *ph = items[0].phase;
     int idx = (int)(t - r->tms);
-    size_t parts = 0, i;
+    size_t parts = 0;
 
-    for (i = 0; i < n; i++)
-        if (spits_idmap_put(r->copies, items[i].id, idx, (void *)ph) != 0)
-            break;
+    int oom = 0;
+    for (size_t k = 0; k < n && !oom; k++)
+        oom = spits_idmap_put(r->copies, items[k].id, idx, (void *)ph) != 0;
     spits_batch_begin(&r->out, SPITS_MSG_TASKS, ph->wire);
-    for (size_t k = 0; k < n && i == n; k++) {
-        unsigned char *dst = NULL;
+    for (size_t k = 0; k < n && !oom; k++) {
         if (items[k].len >= SPITS_PART_MIN) {
-            if (spits_batch_add_part(&r->out, items[k].id, 0, items[k].len) == 0)
-                parts++;
-            else
-                i = 0;
-        } else if ((dst = spits_batch_add(&r->out, items[k].id, 0, items[k].len))) {
-            memcpy(dst, items[k].data, items[k].len);
-        } else {
-            i = 0;
+            oom = spits_batch_add_part(&r->out, items[k].id, 0, items[k].len) != 0;
+            parts += !oom;
+            continue;
         }
+        unsigned char *dst = spits_batch_add(&r->out, items[k].id, 0, items[k].len);
+        if (dst && items[k].len)
+            memcpy(dst, items[k].data, items[k].len);
+        oom = !dst;
     }
-    if (i < n) {
+    if (oom) {
         spits_error("relay: out of memory sending %zu task(s); handing them "
                     "back upstream", n);
         relay_unsent(r, items, n);
