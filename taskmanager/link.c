@@ -17,6 +17,17 @@
  * socket) bumps link.attach, sent in every HELLO: the JM takes a HELLO
  * with a number it has welcomed as a queued copy, not as a new outage.
  *
+ * With --via, the TM reaches the JM through relays: its hops are the
+ * relays in the order given, then the JM itself (jm_endpoint). It starts
+ * on the first. A hop that has not said WELCOME within TM_HOP_TIMEOUT_MS
+ * of being connected to, or of being lost, is left for the next, round
+ * and round, until --reconnect-timeout (or, before the first WELCOME,
+ * --wait) gives up; a relay that refuses the handshake is left at once.
+ * Each move is a new socket, so the new hop counts a re-attach and our
+ * HELLO says what we hold; unsent results wait for its WELCOME. jm.json
+ * only ever moves the JM's hop: a relay that works is kept. All hops
+ * take the same keys (the job's key file).
+ *
  * A first handshake that fails is an error (the key file or the mode is
  * wrong), except with a job dir, where jm.json and tm.key were seen to
  * agree: a JM that closes as the job ends cuts handshakes too, so the
@@ -157,6 +168,30 @@ static void refusal_why(const tm_t *tm, uint16_t event, char *why, size_t len)
                  "connection", key_file_name(tm));
 }
 
+/* What the current hop is, for the log. */
+static const char *hop_what(const tm_t *tm)
+{
+    return tm_link_relayed(tm) ? "relay" : "job manager";
+}
+
+/* Leaves the current hop for the next (after the JM, the first relay
+ * again), saying why at level: "relay at X <why>; trying the job manager
+ * at Y". A new socket, so the hop counts a re-attach. */
+static void hop_next(tm_t *tm, int level, const char *why)
+{
+    tm_link_t *link = &tm->link;
+    char from[sizeof link->endpoint + 16];
+
+    snprintf(from, sizeof from, "%s at %s", hop_what(tm), link->endpoint);
+    link->hop = (link->hop + 1) % (tm->opts.n_via + 1);
+    snprintf(link->endpoint, sizeof link->endpoint, "%s",
+             tm_link_relayed(tm) ? tm->opts.via[link->hop] : link->jm_endpoint);
+    spits_log(level, "%s %s; trying the %s at %s", from, why, hop_what(tm),
+              link->endpoint);
+    if (tm_link_connect(tm) != 0)
+        tm->done = -1;
+}
+
 void tm_link_on_monitor(tm_t *tm)
 {
     tm_link_t *link = &tm->link;
@@ -168,15 +203,27 @@ void tm_link_on_monitor(tm_t *tm)
         if (event == ZMQ_EVENT_DISCONNECTED) {
             link->attach++;    /* what the JM sent may be lost */
             if (link->state == TM_READY && !tm->done) {
-                spits_warn("lost the connection to the job manager at %s; "
-                           "looking for it", link->endpoint);
+                spits_warn("lost the connection to the %s at %s; "
+                           "looking for it", hop_what(tm), link->endpoint);
                 link->state = TM_LOST;
+                link->hop_since = tm->now;
                 link->last_look = 0;
             }
             link->fd = -1;
             continue;
         }
         char why[PATH_MAX + 160];
+        if (tm_link_relayed(tm)) {
+            /* Another hop may take us: a relay of another job, say. */
+            snprintf(why, sizeof why, "refused the handshake (%s)",
+                     event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+                         ? "it does not accept this task manager's key"
+                         : "it does not serve this job's key, or CurveZMQ");
+            hop_next(tm, SPITS_LOG_WARN, why);
+            if (tm->done)
+                return;
+            continue;
+        }
         refusal_why(tm, event, why, sizeof why);
         if (!link->welcomed && tm->opts.jobdir) {
             /* jm.json and tm.key agreed (security_from_announce): most
@@ -262,6 +309,7 @@ int tm_link_connect(tm_t *tm)
     link->last_hello = 0;
     link->fd = -1;
     link->refused_since = 0;    /* (a new endpoint gets its own time) */
+    link->hop_since = spits_now_ms();   /* (tm->now: not before the loop) */
     return 0;
 }
 
@@ -341,7 +389,7 @@ static void look_for_jm(tm_t *tm)
         return;
     }
     if (spits_announce_read(tm->opts.jobdir, &announce, err, sizeof err) == 0 &&
-        (strcmp(announce.endpoint, tm->link.endpoint) != 0 ||
+        (strcmp(announce.endpoint, tm->link.jm_endpoint) != 0 ||
          strcmp(announce.server_key, tm->link.keys.server_public) != 0)) {
         /* Caught mid-update: looked at again next second, and named as an
          * error if it lasts. */
@@ -353,10 +401,19 @@ static void look_for_jm(tm_t *tm)
             return;
         tm->link.mismatch_since = 0;
         spits_info("job manager now at %s", announce.endpoint);
-        snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
+        snprintf(tm->link.jm_endpoint, sizeof tm->link.jm_endpoint, "%s",
                  announce.endpoint);
-        if (rc < 0 || tm_link_connect(tm) != 0)
+        if (rc < 0) {
             tm->done = -1;
+        } else if (!tm_link_relayed(tm)) {
+            snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
+                     announce.endpoint);
+            if (tm_link_connect(tm) != 0)
+                tm->done = -1;
+        }
+        /* (On a relay, the JM's hop waits its turn: a relay still forwards
+         * to the JM wherever it went. The new keys, as the key file has
+         * them, serve every hop from the next connection on.) */
     }
 }
 
@@ -389,9 +446,10 @@ void tm_link_timers(tm_t *tm)
 {
     if (tm->link.state == TM_READY) {
         if (tm->now - tm->link.last_heard > tm->link.lost_ms && !jm_busy(tm)) {
-            spits_warn("the job manager has been silent for %.1f s; looking "
-                       "for it", (tm->now - tm->link.last_heard) / 1000.0);
+            spits_warn("the %s has been silent for %.1f s; looking for it",
+                       hop_what(tm), (tm->now - tm->link.last_heard) / 1000.0);
             tm->link.state = TM_LOST;
+            tm->link.hop_since = tm->now;
             tm->link.attach++;
         } else if (tm->pool_started &&
                    (tm->now - tm->link.last_stats >= 1000 ||
@@ -418,9 +476,22 @@ void tm_link_timers(tm_t *tm)
      * for --reconnect-timeout is given up. */
     if (tm->link.welcomed &&
         tm->now - tm->link.last_heard > (int64_t)(tm->opts.reconnect * 1000)) {
-        spits_error("lost the job manager at %s: silent for %.0f s",
-                    tm->link.endpoint, tm->opts.reconnect);
+        if (tm->opts.n_via)
+            spits_error("lost the job manager at %s and its %d relay(s): silent "
+                        "for %.0f s", tm->link.jm_endpoint, tm->opts.n_via,
+                        tm->opts.reconnect);
+        else
+            spits_error("lost the job manager at %s: silent for %.0f s",
+                        tm->link.endpoint, tm->opts.reconnect);
         tm->done = -1;
+        return;
+    }
+    /* With relays, a hop silent too long is left for the next; but the
+     * JM's first refusal keeps its own rule (the job's end is ruled out
+     * first, above). */
+    if (tm->opts.n_via && tm->now - tm->link.hop_since > TM_HOP_TIMEOUT_MS &&
+        !(tm->link.refused_since && !tm_link_relayed(tm))) {
+        hop_next(tm, SPITS_LOG_INFO, "not answering");
         return;
     }
     if (tm->now - tm->link.last_look >= 1000) {
@@ -429,7 +500,7 @@ void tm_link_timers(tm_t *tm)
             return;
         if (tm->link.state == TM_LOST) {
             /* Once per outage: the JM will count this as a re-attach. */
-            spits_info("saying HELLO again to the job manager at %s",
+            spits_info("saying HELLO again to the %s at %s", hop_what(tm),
                        tm->link.endpoint);
             tm->link.state = TM_CONNECTING;
             tm->link.last_hello = 0;
@@ -464,19 +535,28 @@ static int wait_for_announce(tm_t *tm, spits_announce_t *announce)
     }
 }
 
+/* The TM starts on its first hop: the first relay, or the JM. */
+static void first_hop(tm_t *tm)
+{
+    tm->link.hop = 0;
+    snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
+             tm->opts.n_via ? tm->opts.via[0] : tm->link.jm_endpoint);
+}
+
 int tm_link_find_jm(tm_t *tm)
 {
     spits_announce_t announce;
     char err[1024];
 
     if (tm->opts.connect) {
-        snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
+        snprintf(tm->link.jm_endpoint, sizeof tm->link.jm_endpoint, "%s",
                  tm->opts.connect);
         if (tm->opts.key_file && spits_keys_read(tm->opts.key_file, &tm->link.keys,
                                                  0, err, sizeof err) != 0) {
             spits_error("%s", err);
             return 1;
         }
+        first_hop(tm);
         return 0;
     }
     int64_t deadline = spits_now_ms() + (int64_t)(tm->opts.wait * 1000);
@@ -496,9 +576,10 @@ int tm_link_find_jm(tm_t *tm)
         struct timespec ts = {0, 100 * 1000000};   /* a JM mid-start */
         nanosleep(&ts, NULL);
     }
-    snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
+    snprintf(tm->link.jm_endpoint, sizeof tm->link.jm_endpoint, "%s",
              announce.endpoint);
     snprintf(tm->job.job_id, sizeof tm->job.job_id, "%s", announce.job_id);
+    first_hop(tm);
     return 0;
 }
 

@@ -174,7 +174,13 @@ int tm_loop_turn(tm_t *tm, int monitor)
         return 1;
     }
     if (!tm->link.welcomed && tm->now > tm->first_deadline && !tm->drain.active) {
-        if (!tm_link_refusal(tm))
+        if (tm_link_refusal(tm)) {
+            /* (said why) */
+        } else if (tm->opts.n_via)
+            spits_error("no job manager answered at %s, nor through its %d "
+                        "relay(s), within %.0f s", tm->link.jm_endpoint,
+                        tm->opts.n_via, tm->opts.wait);
+        else
             spits_error("no job manager answered at %s within %.0f s",
                         tm->link.endpoint, tm->opts.wait);
         tm->done = -1;

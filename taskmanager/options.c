@@ -34,6 +34,12 @@ static void usage(FILE *f)
 "\n"
 "  -d, --jobdir DIR           find the job manager through DIR/jm.json\n"
 "  -c, --connect ENDPOINT     connect to this endpoint instead\n"
+"      --via ENDPOINT         reach the job manager through the relay at\n"
+"                             ENDPOINT (tcp://HOST:PORT or ipc://PATH; repeat,\n"
+"                             up to " TM_VIA_MAX_STR ", to try several in order): the TM starts\n"
+"                             on the first relay and moves on to the next, then\n"
+"                             to the job manager itself, then round again, when\n"
+"                             one does not answer for 3 s\n"
 "  -w, --wait SEC             how long to wait for jm.json and for the job\n"
 "                             manager's first answer (60)\n"
 "      --reconnect-timeout SEC  how long to look for a job manager that\n"
@@ -55,6 +61,7 @@ static void usage(FILE *f)
 "                             (its BLAKE2b hash must match the job manager's)\n"
 "  -k, --key-file FILE        with --connect: the job's key file (spits-jm\n"
 "                             --export-key); with --jobdir, DIR/tm.key is used\n"
+"                             (for the relays of --via too)\n"
 "      --insecure             no CurveZMQ, for a job manager run --insecure\n"
 "      --serve ENDPOINT       be a relay: run no task, serve task managers on\n"
 "                             ENDPOINT (tcp://HOST:PORT, port 0 or *: any) and\n"
@@ -82,7 +89,7 @@ static void usage(FILE *f)
 
 enum { OPT_RECONNECT = 256, OPT_ISOLATE, OPT_TASK_TIMEOUT, OPT_DRAIN_TIMEOUT,
        OPT_INSECURE, OPT_END_TIME, OPT_END_MARGIN, OPT_CHECK_OPTIONS,
-       OPT_SIMULATE, OPT_SIM_TASK, OPT_SIM_CHURN, OPT_SIM_KILL, OPT_SERVE };
+       OPT_SIMULATE, OPT_SIM_TASK, OPT_SIM_CHURN, OPT_SIM_KILL, OPT_SERVE, OPT_VIA };
 
 /* WHEN as +SEC, epoch seconds, local YYYY-MM-DDTHH:MM:SS (as Slurm
  * prints), or none. 0, or -1 if it is none of those. */
@@ -137,6 +144,7 @@ static void slurm_end_time(tm_opts_t *opts)
 static const struct option longopts[] = {
     {"jobdir", required_argument, NULL, 'd'},
     {"connect", required_argument, NULL, 'c'},
+    {"via", required_argument, NULL, OPT_VIA},
     {"wait", required_argument, NULL, 'w'},
     {"reconnect-timeout", required_argument, NULL, OPT_RECONNECT},
     {"workers", required_argument, NULL, 'n'},
@@ -175,6 +183,18 @@ static int parse_option(tm_opts_t *opts, int c, char **argv)
         if (spits_endpoint_check(optarg, 0, endpoint_err, sizeof endpoint_err) != 0)
             return spits_bad_option("--connect %s", endpoint_err);
         opts->connect = optarg;
+        break;
+    case OPT_VIA:
+        if (spits_endpoint_check(optarg, 0, endpoint_err, sizeof endpoint_err) != 0)
+            return spits_bad_option("--via %s", endpoint_err);
+        /* (link.endpoint's room, less its NUL) */
+        if (strlen(optarg) > 511)
+            return spits_bad_option("--via %.40s...: an endpoint of at most 511 "
+                                    "characters", optarg);
+        if (opts->n_via == TM_VIA_MAX)
+            return spits_bad_option("%s", "--via given more than " TM_VIA_MAX_STR
+                                    " times: at most " TM_VIA_MAX_STR " relays");
+        opts->via[opts->n_via++] = optarg;
         break;
     case 'm': opts->module_override = optarg; break;
     case OPT_SERVE:

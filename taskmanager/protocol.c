@@ -114,9 +114,11 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     if (tm->relay)
         tm_relay_on_job(tm, SPITS_MSG_WELCOME, hdr->phase, welcome);
     if (tm->relay && (!tm->link.welcomed || tm->link.state != TM_READY))
-        spits_info("relay joined job %s at %s", job, tm->link.endpoint);
+        spits_info("relay joined job %s at %s%s", job, tm->link.endpoint,
+                   tm_link_relayed(tm) ? " (relay)" : "");
     else if (!tm->link.welcomed || tm->link.state != TM_READY)
-        spits_info("joined job %s at %s with %d worker(s)", job, tm->link.endpoint,
+        spits_info("joined job %s at %s%s with %d worker(s)", job,
+                   tm->link.endpoint, tm_link_relayed(tm) ? " (relay)" : "",
                    tm->opts.workers);
     tm->link.welcomed = 1;
     tm->link.state = TM_READY;
@@ -357,6 +359,8 @@ void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)
         tm->job_over = 1;
         break;
     case SPITS_MSG_WHO:
+        if (tm->link.state == TM_READY)
+            tm->link.hop_since = tm->now;   /* its WELCOME is due, as after a loss */
         tm->link.state = TM_CONNECTING;
         tm_link_send_hello(tm);
         break;

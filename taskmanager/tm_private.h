@@ -44,10 +44,18 @@
 #include "tm.h"
 #include "wake.h"
 
+/* --via's most relays: a TM tries each in turn, 3 s apiece
+ * (TM_HOP_TIMEOUT_MS), so more would only lengthen a search. */
+#define TM_VIA_MAX 8
+#define TM_VIA_MAX_STR "8"
+
 /* The command line (options.c). Main thread; set before the loop,
  * read-only after. */
 typedef struct {
     const char *jobdir, *connect, *module_override, *key_file;
+    const char *via[TM_VIA_MAX]; /* --via: relays, tried in this order
+                                    before the JM itself */
+    int n_via;
     int insecure;
     double wait, reconnect, task_timeout, drain_timeout, end_margin;
     const char *end_arg;         /* --end-time as given (NULL: ask Slurm) */
@@ -67,6 +75,10 @@ typedef struct {
 #define TM_SIMULATE_MAX 3500
 #define TM_SIMULATE_MAX_STR "3500"
 
+/* How long a hop (a --via relay, or the JM) has to say WELCOME, from
+ * connecting to it or losing it, before the TM moves on to the next. */
+#define TM_HOP_TIMEOUT_MS 3000
+
 /* Where the connection to the JM is. */
 enum { TM_CONNECTING, TM_READY, TM_LOST };
 
@@ -78,7 +90,14 @@ typedef struct {
     unsigned monitor_gen;        /* makes each monitor's endpoint unique */
     spits_keys_t keys;           /* CURVE: the job's server key, client pair */
     long long max_task;          /* the JM's largest task or result */
-    char endpoint[512];
+    char endpoint[512];          /* the current hop's: a relay's or jm_endpoint */
+    char jm_endpoint[512];       /* the JM's own (jm.json's, or --connect) */
+    /* The hops are opts.via's relays in order, then the JM: hop is the
+     * current one's index (opts.n_via: the JM). With relays, a hop that
+     * has not said WELCOME within TM_HOP_TIMEOUT_MS of hop_since (when it
+     * was connected to, or lost) is left for the next, round and round. */
+    int hop;
+    int64_t hop_since;
     char routing_id[32];         /* how the JM knows us after a reconnect */
     char host[256];
     int state;                   /* TM_CONNECTING, TM_READY or TM_LOST */
@@ -191,6 +210,13 @@ void tm_link_timers(tm_t *tm);
 /* A first handshake was refused (and not yet called an error): says why,
  * as an error, and returns 1; else 0. */
 int tm_link_refusal(tm_t *tm);
+/* 1 when the link is on a --via relay, 0 when on the JM itself; which
+ * one is link.hop, at link.endpoint. (A relay's own upstream, made of
+ * this same code, moves between its hops alike.) */
+static inline int tm_link_relayed(const tm_t *tm)
+{
+    return tm->link.hop < tm->opts.n_via;
+}
 /* Says BYE (with the last STATS) if say_bye, and closes the socket. */
 void tm_link_close(tm_t *tm, int say_bye);
 /* Closes the socket at once, dropping what it has not sent: the JM sees
