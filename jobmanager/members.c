@@ -123,7 +123,12 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 {
     if (first) {
         d->st.tm_joins++;
-        if (jm_loglimit_allow(&d->log_joined, d->now))
+        if (!jm_loglimit_allow(&d->log_joined, d->now))
+            return;
+        if (t->relay)
+            spits_info("relay %s:%ld joined, serving TMs at %s", t->host,
+                       t->pid, t->relay_ep);
+        else
             spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
                        t->workers);
         return;

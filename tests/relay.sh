@@ -74,8 +74,8 @@ grep -q "relay: relay .* joined" "$T/b.r1.log" || fail "b: r2 did not join r1 as
 
 # 3. kill -9 of a relay mid-job: its TMs fall back to the JM (their next
 #    hop) and finish the job; the JM re-sends what the relay held.
-n=6000
-start_jm c --tm-timeout 3 "$MODS/bench.so" -n $n -s 200000
+n=3000
+start_jm c --tm-timeout 3 "$MODS/bench.so" -n $n -s 20000
 pc=$(free_port)
 start_relay c c.r "$pc"; rc=$RELAY_PID
 tms=""
