@@ -218,7 +218,8 @@ void tm_link_on_monitor(tm_t *tm)
             snprintf(why, sizeof why, "refused the handshake (%s)",
                      event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
                          ? "it does not accept this task manager's key"
-                         : "it does not serve this job's key, or CurveZMQ");
+                     : tm->opts.insecure ? "it requires CurveZMQ"
+                     : "not this job's server key, or no CurveZMQ");
             hop_next(tm, SPITS_LOG_WARN, why);
             if (tm->done)
                 return;

@@ -17,7 +17,8 @@
  *   results.c   records from the outbox (outbox.c, the one owner of what
  *               goes back to the JM), kept until sent
  *   link.c      the socket to the JM: finding it, connecting, security,
- *               sending, heartbeats, looking for a JM that went silent
+ *               sending, heartbeats, looking for a JM that went silent,
+ *               moving between the relays of --via and the JM
  *   simulate.c  --simulate: many virtual TMs, each a tm_t of its own,
  *               turned by one loop
  *   relay.c     --serve: a relay; the TMs behind it run the pool's tasks

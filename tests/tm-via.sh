@@ -10,7 +10,11 @@
 #   d. so is a ninth --via: exit 2 and one line;
 #   e. two TMs join through working relays; one relay is killed (a dropped
 #      connection), the other stalls (a silent one): each TM moves on to
-#      the JM, keeping what it holds, and the result is exact.
+#      the JM, keeping what it holds, and the result is exact;
+#   f. a relay that refuses the handshake (another job's JM stands in: not
+#      this job's key) is left at once with a warning, not an error;
+#   g. jm.json names the JM anew while the TM, its relay stalled, looks for
+#      it: only the JM's hop moves, and the relay, back in time, is kept.
 . "$(dirname "$0")/lib.sh"
 
 # free_ports N: N loopback ports nothing listens on (bound, then closed)
@@ -127,6 +131,58 @@ wait $jm || fail "e: spits-jm exited $?"
 wait $tm1 || fail "e: tm1 exited $?"
 wait $tm2 || fail "e: tm2 exited $?"
 exact e $n
+{ kill -9 $r2; wait $r2; } 2>/dev/null
 [ "$(json "$T/e/report.json" "all(t['done'] > 0 for t in d['tms'])")" = True ] ||
     fail "e: a TM did no work"
+
+# --- f. a relay that refuses the handshake
+start_jm g "$MODS/bench.so" -n 10
+other=$JM_PID
+start_jm f "$MODS/bench.so" -n 200 -s 2000
+wait_for "[ -s $T/g/jm.json ] && [ -s $T/f/jm.json ]" 30 "f: both JMs to announce themselves"
+jm_g=$(json "$T/g/jm.json" "d['endpoint']")
+jm_f=$(json "$T/f/jm.json" "d['endpoint']")
+start_tm f f.tm -n 2 --via "$jm_g"
+wait $JM_PID || fail "f: spits-jm exited $?"
+wait $TM_PID || fail "f: the TM exited $?"
+exact f 200
+grep -q "warning: relay at $jm_g refused the handshake (.*); trying the job manager at $jm_f\$" \
+    "$T/f.tm.log" || fail "f: the TM did not leave the refusing relay for the JM"
+grep -q "error" "$T/f.tm.log" && fail "f: the refusal was an error"
+kill $other 2>/dev/null; wait $other 2>/dev/null
+
+# --- g. jm.json moves; a relay that comes back is kept
+start_jm g2 --heartbeat 0.5 "$MODS/bench.so" -n 200 -s 20000 -G "$T/g2.gate"
+jm=$JM_PID
+wait_for "[ -s $T/g2/jm.json ]" 30 "g: the JM to announce itself"
+port=$(json "$T/g2/jm.json" "d['endpoint'].rsplit(':', 1)[1]")
+"$PY" "$top_srcdir/tests/slowlink.py" "$T/r3.port" "$port" 100000000 2>"$T/r3.proxy.log" &
+r3=$!
+PIDS="$PIDS $r3"
+wait_for "[ -s $T/r3.port ]" 30 "g: the relay to listen"
+r3_ep="tcp://127.0.0.1:$(cat "$T/r3.port")"
+start_tm g2 g2.tm -n 2 --via "$r3_ep"
+tm=$TM_PID
+wait_for "grep -q 'joined job .* at $r3_ep (relay)' $T/g2.tm.log" 30 "g: the TM to join through the relay"
+# The same JM under another name, as a restarted JM would announce itself.
+"$PY" - "$T/g2/jm.json" <<'PY'
+import json, os, shutil, sys
+d = json.load(open(sys.argv[1]))
+d["endpoint"] = d["endpoint"].replace("127.0.0.1", "localhost")
+with open(sys.argv[1] + ".new", "w") as f:
+    json.dump(d, f)
+shutil.copymode(sys.argv[1], sys.argv[1] + ".new")
+os.replace(sys.argv[1] + ".new", sys.argv[1])
+PY
+kill -USR1 $r3
+wait_for "grep -q 'job manager now at tcp://localhost:$port\$' $T/g2.tm.log" 30 \
+    "g: the TM, its relay silent, to read the JM's new endpoint"
+kill -USR2 $r3       # back within the hop's 3 s
+wait_for "[ \$(grep -c 'joined job .* at $r3_ep (relay)' $T/g2.tm.log) = 2 ]" 30 \
+    "g: the TM to say HELLO again through its relay"
+touch "$T/g2.gate"
+wait $jm || fail "g: spits-jm exited $?"
+wait $tm || fail "g: the TM exited $?"
+exact g2 200
+grep -q "not answering" "$T/g2.tm.log" && fail "g: the TM left a relay that came back"
 echo ok
