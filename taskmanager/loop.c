@@ -62,6 +62,8 @@ static void drain_begin(tm_t *tm, const char *why)
         tm_link_send(tm, drain, sizeof drain);
     if (tm->pool_started) {
         handed = tm_pool_drain(&tm->pool);
+        if (tm->relay)
+            tm_relay_drain(tm);
         running = tm_pool_running(&tm->pool);
     }
     spits_info("%s: draining: %zu queued task(s) handed back, waiting "

@@ -796,6 +796,25 @@ static int by_owner(const void *a, const void *b)
     return x->owner < y->owner ? -1 : x->owner > y->owner;
 }
 
+/* Sends each TM one CANCEL for its copies among c[0..m-1] (of phase ph),
+ * which it sorts. */
+static void relay_send_cancels(tm_relay_t *r, const tm_phase_t *ph,
+                               rl_cancel_t *c, size_t m)
+{
+    qsort(c, m, sizeof *c, by_owner);
+    for (size_t i = 0; i < m;) {
+        size_t j = i;
+        spits_batch_begin(&r->out, SPITS_MSG_CANCEL, ph->wire);
+        for (; j < m && c[j].owner == c[i].owner; j++)
+            spits_batch_add(&r->out, c[j].id, 0, 0);
+        spits_batch_seal(&r->out);
+        rl_tm_t *t = &r->tms[c[i].owner];
+        if (t->alive && r->out.count)
+            relay_send(r, t, r->out.buf.data, r->out.buf.len, 0);
+        i = j;
+    }
+}
+
 void tm_relay_cancel(tm_t *tm, const tm_phase_t *ph, const uint64_t *ids, size_t n)
 {
     tm_relay_t *r = tm->relay;
@@ -810,19 +829,37 @@ void tm_relay_cancel(tm_t *tm, const tm_phase_t *ph, const uint64_t *ids, size_t
         if (spits_idmap_get(r->copies, ids[i], &owner, &val) && val == ph)
             c[m++] = (rl_cancel_t){owner, ids[i]};
     }
-    qsort(c, m, sizeof *c, by_owner);
-    for (size_t i = 0; i < m;) {
-        size_t j = i;
-        spits_batch_begin(&r->out, SPITS_MSG_CANCEL, ph->wire);
-        for (; j < m && c[j].owner == c[i].owner; j++)
-            spits_batch_add(&r->out, c[j].id, 0, 0);
-        spits_batch_seal(&r->out);
-        rl_tm_t *t = &r->tms[c[i].owner];
-        if (t->alive && r->out.count)
-            relay_send(r, t, r->out.buf.data, r->out.buf.len, 0);
-        i = j;
-    }
+    relay_send_cancels(r, ph, c, m);
     free(c);
+}
+
+typedef struct {
+    const tm_phase_t *ph;
+    rl_cancel_t *c;
+    size_t m;
+} rl_gather_t;
+
+static void gather_phase(uint64_t id, int owner, void *val, void *arg)
+{
+    rl_gather_t *g = arg;
+    if (val == g->ph)
+        g->c[g->m++] = (rl_cancel_t){owner, id};
+}
+
+void tm_relay_drain(tm_t *tm)
+{
+    tm_relay_t *r = tm->relay;
+    const tm_phase_t *ph = tm->job.current;
+    rl_gather_t g = {ph, malloc((spits_idmap_count(r->copies) + 1) * sizeof *g.c), 0};
+
+    /* What the TMs behind have queued comes back at once (RETURNED), and
+     * what they run finishes: the drain then waits for no prefetch.
+     * (Copies of an older phase finish, or were handed back already.) */
+    if (g.c && ph) {
+        spits_idmap_foreach(r->copies, gather_phase, &g);
+        relay_send_cancels(r, ph, g.c, g.m);
+    }
+    free(g.c);
 }
 
 void tm_relay_capacity(const tm_relay_t *r, int *workers, int *slots)

@@ -291,6 +291,8 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body);
  * cancelled there (it answers each with a record). */
 void tm_relay_cancel(tm_t *tm, const tm_phase_t *ph, const uint64_t *ids,
                      size_t n);
+/* The relay drains: the TMs behind hand back what they have queued. */
+void tm_relay_drain(tm_t *tm);
 /* For HELLO and STATS upstream (link.c): the workers and slots behind us;
  * the "relay" object of HELLO (new reference); whether capacity changed
  * (since_last: ms since the last STATS); and STATS' fields (runs, busy_s,

@@ -92,6 +92,26 @@ grep -q "lost" "$T/c.jm.log" || fail "c: the JM did not lose the relay"
     || fail "c: the JM counted $(json "$T/c/report.json" "d['counters']['tm_joins']") joins, not the relay and its 3 TMs"
 for i in 1 2 3; do grep -q "trying the job manager" "$T/c.tm$i.log" || fail "c: TM $i did not fall back"; done
 
+# 3b. SIGTERM to a relay mid-job: it drains (its TMs hand back what they
+#     queued, finish what runs), says BYE and exits 0; its TMs move on to
+#     the JM and finish the job.
+n=3000
+start_jm c2 --tm-timeout 3 "$MODS/bench.so" -n $n -s 20000
+pc=$(free_port)
+start_relay c2 c2.r "$pc"; rc=$RELAY_PID
+tms=""
+for i in 1 2 3; do start_tm c2 c2.tm$i -n 2 --via "tcp://127.0.0.1:$pc"; tms="$tms $TM_PID"; done
+wait_for "[ \$(grep -c 'joined with 2' $T/c2.r.log) -ge 3 ]" 30 "3 TMs behind the relay"
+wait_for "[ \$(committed c2) -ge 500 ] 2>/dev/null" 60 "500 tasks through the relay"
+kill -TERM $rc
+wait $rc || fail "c2: the drained relay exited $?"
+grep -q "drained: every started task finished" "$T/c2.r.log" || fail "c2: the relay did not drain"
+wait $JM_PID || fail "c2: spits-jm exited $?"
+exact c2 $n
+for p in $tms; do wait "$p" || fail "c2: a TM exited $?"; done
+grep -q "relay .* left" "$T/c2.jm.log" || grep -q "TM .* left" "$T/c2.jm.log" || fail "c2: the JM did not see the relay leave"
+[ "$(json "$T/c2/report.json" "d['counters']['tm_losses']")" = 0 ] || fail "c2: a drained relay counted as lost"
+
 # 4. A relay (and its TMs) started before the JM.
 n=4000
 pd=$(free_port)
