@@ -42,8 +42,8 @@ void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     t->lost = 1;
     d->st.tms_lost_now++;
     if (jm_loglimit_allow(&d->log_lost, d->now))
-        spits_info("TM %s:%ld lost (%s); %zu task(s) requeued", t->host,
-                   t->pid, why, n);
+        spits_info("%s %s:%ld lost (%s); %zu task(s) requeued",
+                   t->relay ? "relay" : "TM", t->host, t->pid, why, n);
     jm_tmtab_set_alive(d->tms, t, 0);
 }
 
@@ -55,7 +55,8 @@ void disp_left(jm_disp_t *d, jm_tm_t *t)
     size_t n = drop(d, t);
     d->st.tm_leaves++;
     if (jm_loglimit_allow(&d->log_left, d->now))
-        spits_info("TM %s:%ld left; %zu task(s) requeued", t->host, t->pid, n);
+        spits_info("%s %s:%ld left; %zu task(s) requeued",
+                   t->relay ? "relay" : "TM", t->host, t->pid, n);
     jm_tmtab_set_alive(d->tms, t, 0);
 }
 

@@ -72,22 +72,27 @@ for p in $t1 $t2 $t3 $r1 $r2; do wait "$p" || fail "b: a TM or relay exited $?";
 grep -q "relay: relay .* joined" "$T/b.r1.log" || fail "b: r2 did not join r1 as a relay"
 [ "$(grep -c 'relay: TM .* joined' "$T/b.r2.log")" = 2 ] || fail "b: r2 did not take its 2 TMs"
 
+# relayed NAME: a job of 3000 tasks of 20 ms with 3 TMs behind one relay,
+# waited for until 500 tasks are committed; RELAY_PID and TMS
+relayed() {
+    start_jm "$1" --tm-timeout 3 "$MODS/bench.so" -n 3000 -s 20000
+    local port; port=$(free_port)
+    start_relay "$1" "$1.r" "$port"
+    TMS=""
+    for i in 1 2 3; do start_tm "$1" "$1.tm$i" -n 2 --via "tcp://127.0.0.1:$port"; TMS="$TMS $TM_PID"; done
+    wait_for "[ \$(grep -c 'joined with 2' $T/$1.r.log) -ge 3 ]" 30 "3 TMs behind $1's relay"
+    wait_for "[ \$(committed $1) -ge 500 ] 2>/dev/null" 60 "500 tasks through $1's relay"
+    kill -0 $JM_PID 2>/dev/null || fail "$1: the job ended before the relay was stopped"
+}
+
 # 3. kill -9 of a relay mid-job: its TMs fall back to the JM (their next
 #    hop) and finish the job; the JM re-sends what the relay held.
-n=3000
-start_jm c --tm-timeout 3 "$MODS/bench.so" -n $n -s 20000
-pc=$(free_port)
-start_relay c c.r "$pc"; rc=$RELAY_PID
-tms=""
-for i in 1 2 3; do start_tm c c.tm$i -n 2 --via "tcp://127.0.0.1:$pc"; tms="$tms $TM_PID"; done
-wait_for "[ \$(grep -c 'joined with 2' $T/c.r.log) -ge 3 ]" 30 "3 TMs behind the relay"
-wait_for "[ \$(committed c) -ge 1000 ] 2>/dev/null" 60 "1000 tasks through the relay"
-kill -0 $JM_PID 2>/dev/null || fail "c: the job ended before the kill"
-kill -9 $rc
+relayed c
+kill -9 $RELAY_PID
 wait $JM_PID || fail "c: spits-jm exited $?"
-exact c $n
-for p in $tms; do wait "$p" || fail "c: a TM exited $?"; done
-grep -q "lost" "$T/c.jm.log" || fail "c: the JM did not lose the relay"
+exact c 3000
+for p in $TMS; do wait "$p" || fail "c: a TM exited $?"; done
+grep -q "relay [^ ]*:$RELAY_PID lost" "$T/c.jm.log" || fail "c: the JM did not lose the relay"
 [ "$(json "$T/c/report.json" "d['counters']['tm_joins']")" = 4 ] \
     || fail "c: the JM counted $(json "$T/c/report.json" "d['counters']['tm_joins']") joins, not the relay and its 3 TMs"
 for i in 1 2 3; do grep -q "trying the job manager" "$T/c.tm$i.log" || fail "c: TM $i did not fall back"; done
@@ -95,21 +100,14 @@ for i in 1 2 3; do grep -q "trying the job manager" "$T/c.tm$i.log" || fail "c: 
 # 3b. SIGTERM to a relay mid-job: it drains (its TMs hand back what they
 #     queued, finish what runs), says BYE and exits 0; its TMs move on to
 #     the JM and finish the job.
-n=3000
-start_jm c2 --tm-timeout 3 "$MODS/bench.so" -n $n -s 20000
-pc=$(free_port)
-start_relay c2 c2.r "$pc"; rc=$RELAY_PID
-tms=""
-for i in 1 2 3; do start_tm c2 c2.tm$i -n 2 --via "tcp://127.0.0.1:$pc"; tms="$tms $TM_PID"; done
-wait_for "[ \$(grep -c 'joined with 2' $T/c2.r.log) -ge 3 ]" 30 "3 TMs behind the relay"
-wait_for "[ \$(committed c2) -ge 500 ] 2>/dev/null" 60 "500 tasks through the relay"
-kill -TERM $rc
-wait $rc || fail "c2: the drained relay exited $?"
+relayed c2
+kill -TERM $RELAY_PID
+wait $RELAY_PID || fail "c2: the drained relay exited $?"
 grep -q "drained: every started task finished" "$T/c2.r.log" || fail "c2: the relay did not drain"
 wait $JM_PID || fail "c2: spits-jm exited $?"
-exact c2 $n
-for p in $tms; do wait "$p" || fail "c2: a TM exited $?"; done
-grep -q "relay .* left" "$T/c2.jm.log" || grep -q "TM .* left" "$T/c2.jm.log" || fail "c2: the JM did not see the relay leave"
+exact c2 3000
+for p in $TMS; do wait "$p" || fail "c2: a TM exited $?"; done
+grep -q "relay [^ ]*:$RELAY_PID left" "$T/c2.jm.log" || fail "c2: the JM did not see the relay leave"
 [ "$(json "$T/c2/report.json" "d['counters']['tm_losses']")" = 0 ] || fail "c2: a drained relay counted as lost"
 
 # 4. A relay (and its TMs) started before the JM.
