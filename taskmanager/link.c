@@ -20,7 +20,9 @@
  * With --via, the TM reaches the JM through relays: its hops are the
  * relays in the order given, then the JM itself (jm_endpoint). It starts
  * on the first. A hop that has not said WELCOME within TM_HOP_TIMEOUT_MS
- * of being connected to, or of being lost, is left for the next, round
+ * of being connected to, or of being lost (TM_HOP_PATIENCE_MS when the
+ * handshake on a new connection went through: it is up, but busy, or
+ * waits for its own upstream), is left for the next, round
  * and round, until --reconnect-timeout (or, before the first WELCOME,
  * --wait) gives up; a relay that refuses the handshake is left at once.
  * Each move is a new socket, so the new hop counts a re-attach and our
@@ -140,6 +142,7 @@ static int monitor_start(tm_t *tm)
                            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                            ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                            ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
                            ZMQ_EVENT_DISCONNECTED) != 0 ||
         !(link->monitor = zmq_socket(link->context, ZMQ_PAIR)) ||
         zmq_setsockopt(link->monitor, ZMQ_RCVHWM, &(int){0}, sizeof(int)) != 0 ||
@@ -200,7 +203,12 @@ void tm_link_on_monitor(tm_t *tm)
     while (spits_zmq_monitor_next(link->monitor, &event)) {
         if (!event)
             continue;
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            link->hop_up = 1;
+            continue;
+        }
         if (event == ZMQ_EVENT_DISCONNECTED) {
+            link->hop_up = 0;
             link->attach++;    /* what the JM sent may be lost */
             if (link->state == TM_READY && !tm->done) {
                 spits_warn("lost the connection to the %s at %s; "
@@ -310,6 +318,7 @@ int tm_link_connect(tm_t *tm)
     link->last_hello = 0;
     link->fd = -1;
     link->refused_since = 0;    /* (a new endpoint gets its own time) */
+    link->hop_up = link->hop_welcomed = 0;
     link->hop_since = spits_now_ms();   /* (tm->now: not before the loop) */
     return 0;
 }
@@ -490,7 +499,9 @@ void tm_link_timers(tm_t *tm)
     /* With relays, a hop silent too long is left for the next; but the
      * JM's first refusal keeps its own rule (the job's end is ruled out
      * first, above). */
-    if (tm->opts.n_via && tm->now - tm->link.hop_since > TM_HOP_TIMEOUT_MS &&
+    int64_t patience = tm->link.hop_up && !tm->link.hop_welcomed
+                           ? TM_HOP_PATIENCE_MS : TM_HOP_TIMEOUT_MS;
+    if (tm->opts.n_via && tm->now - tm->link.hop_since > patience &&
         !(tm->link.refused_since && !tm_link_relayed(tm))) {
         hop_next(tm, SPITS_LOG_INFO, "not answering");
         return;

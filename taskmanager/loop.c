@@ -194,7 +194,7 @@ int tm_loop_turn(tm_t *tm, int monitor)
 
 int tm_loop_run(tm_t *tm)
 {
-    enum { POLL_SOCKET, POLL_WAKE, POLL_MONITOR, POLL_RELAY, POLL_COUNT };
+    enum { POLL_SOCKET, POLL_WAKE, POLL_MONITOR, POLL_RELAY, POLL_ZAP, POLL_COUNT };
 
     tm_loop_begin(tm);
     for (;;) {
@@ -204,12 +204,15 @@ int tm_loop_run(tm_t *tm)
             [POLL_MONITOR] = {tm->link.monitor, 0, ZMQ_POLLIN, 0},
             [POLL_RELAY] = {tm->relay ? tm_relay_socket(tm->relay) : NULL, 0,
                             ZMQ_POLLIN, 0},
+            /* (a handshake waits on its ZAP answer: answered at once) */
+            [POLL_ZAP] = {tm->relay ? tm_relay_zap_socket(tm->relay) : NULL, 0,
+                          ZMQ_POLLIN, 0},
         };
+        int npoll = !tm->relay ? POLL_RELAY
+                    : pollset[POLL_ZAP].socket ? POLL_COUNT : POLL_ZAP;
         if (tm->results.n && tm->link.state == TM_READY)
             pollset[POLL_SOCKET].events |= ZMQ_POLLOUT;
-        /* (a relay's ZAP requests are answered each turn: 100 ms at most) */
-        if (zmq_poll(pollset, tm->relay ? POLL_COUNT : POLL_RELAY, 100) < 0 &&
-            errno != EINTR) {
+        if (zmq_poll(pollset, npoll, 100) < 0 && errno != EINTR) {
             spits_error("zmq_poll: %s", zmq_strerror(errno));
             return 1;
         }

@@ -121,6 +121,7 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
                    tm->link.endpoint, tm_link_relayed(tm) ? " (relay)" : "",
                    tm->opts.workers);
     tm->link.welcomed = 1;
+    tm->link.hop_welcomed = 1;
     tm->link.state = TM_READY;
     json_decref(welcome);
 }

@@ -1028,6 +1028,11 @@ void *tm_relay_socket(const tm_relay_t *r)
     return r->router;
 }
 
+void *tm_relay_zap_socket(const tm_relay_t *r)
+{
+    return r->zap ? spits_zap_socket(r->zap) : NULL;
+}
+
 void tm_relay_destroy(tm_relay_t **rp, int job_over)
 {
     tm_relay_t *r = *rp;

@@ -77,8 +77,12 @@ typedef struct {
 #define TM_SIMULATE_MAX_STR "3500"
 
 /* How long a hop (a --via relay, or the JM) has to say WELCOME, from
- * connecting to it or losing it, before the TM moves on to the next. */
+ * connecting to it or losing it, before the TM moves on to the next; and
+ * how long one that completed the handshake on this connection but has
+ * not answered yet (a relay of a busy machine, or one still waiting for
+ * its own upstream) has, before its first WELCOME on it. */
 #define TM_HOP_TIMEOUT_MS 3000
+#define TM_HOP_PATIENCE_MS 15000
 
 /* Where the connection to the JM is. */
 enum { TM_CONNECTING, TM_READY, TM_LOST };
@@ -99,6 +103,8 @@ typedef struct {
      * was connected to, or lost) is left for the next, round and round. */
     int hop;
     int64_t hop_since;
+    int hop_up;                  /* this socket's handshake succeeded... */
+    int hop_welcomed;            /* ...and a WELCOME came over it */
     char routing_id[32];         /* how the JM knows us after a reconnect */
     char host[256];
     int state;                   /* TM_CONNECTING, TM_READY or TM_LOST */
@@ -279,8 +285,10 @@ int tm_loop_signalled(void);
 tm_relay_t *tm_relay_new(tm_t *tm);
 /* Closes the socket; with job_over, the TMs behind are told (END) first. */
 void tm_relay_destroy(tm_relay_t **r, int job_over);
-/* The socket TMs talk to, for the loop's poll. */
+/* The socket TMs talk to, and its ZAP handler's (NULL: --insecure), for
+ * the loop's poll. */
 void *tm_relay_socket(const tm_relay_t *r);
+void *tm_relay_zap_socket(const tm_relay_t *r);
 /* One turn: their messages, tasks out to those with room, heartbeats and
  * losses. Records go to the outbox (results.c sends them). */
 void tm_relay_turn(tm_t *tm);
