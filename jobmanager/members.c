@@ -159,9 +159,9 @@ static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
     return t;
 }
 
-/* HELLO: {host, pid (1..2^40), workers (0..2^20), slots (0..2^24), held
+/* HELLO: {host, pid (1..2^40), workers (1..2^20), slots (1..2^24), held
  * (0..2^24), and optional pending, attach, job_id, relay: {endpoint}
- * (a relay, spits-tm --serve; its workers and slots may start at 0 and
+ * (a relay, spits-tm --serve, whose workers and slots may start at 0 and
  * change with its STATS)}. */
 void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                      size_t ridlen, zmq_msg_t *body)
@@ -196,6 +196,12 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                                  : NULL;
     if (relay && (!json_is_object(relay) || !relay_ep)) {
         disp_bad_message(d, "HELLO with a relay without an endpoint");
+        json_decref(j);
+        return;
+    }
+    /* Only a relay may have no worker (yet): a TM has one at least. */
+    if (!relay && (workers < 1 || slots < 1)) {
+        disp_bad_message(d, "HELLO of a TM with no worker or slot");
         json_decref(j);
         return;
     }
@@ -316,9 +322,10 @@ static int behind_parse(json_t *v, json_t **out)
  * HELLO's do. Slots follow what it asks: up to a larger ask at once, and
  * down by as much as the ask fell (its TMs left), so the prefetch grown
  * on top of the ask (serve.c grow_slots) is kept, since a relay says
- * STATS every few seconds; never below the ask, nor 0. Copies it holds
- * past its slots just get no company until they come back. Only for a
- * live TM: a dead one's capacity is set by its next HELLO. */
+ * STATS every few seconds; never below the ask (0 when it asks for
+ * none). Copies it holds past its slots just get no company until they
+ * come back. Only for a live TM: a dead one's capacity is set by its next
+ * HELLO. */
 static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 {
     if (!t || !t->alive)
@@ -371,7 +378,8 @@ void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
     } else if (t) {
         t->busy_s = json_number_value(busy);
         t->runs = (uint64_t)runs;
-        set_capacity(d, t, workers, slots);
+        if (t->relay)   /* (a TM's capacity is its HELLO's) */
+            set_capacity(d, t, workers, slots);
         if (behind && t->relay) {
             json_decref(t->behind);
             t->behind = json_incref(behind);

@@ -15,34 +15,33 @@
  *   TASKS      out of the pool to each TM with room (its slots minus the
  *              copies it holds), large payloads as parts without a copy
  *   RESULTS    each record of a copy the TM holds goes to the outbox, and
- *              so upstream; other records (a TM that joined holding work
- *              from elsewhere) go up flagged SPITS_REC_FOREIGN, which
- *              gives the JM no credit back
+ *              so upstream; other results (a TM that joined holding work
+ *              from elsewhere, or one we counted lost) go up flagged
+ *              SPITS_REC_FOREIGN, which gives the JM no credit back
  *   CANCEL     upstream's cancels of copies a TM holds are passed on
  *   DRAIN, BYE, STATS, HEARTBEAT as a JM takes them
+ * Who is behind the relay, and loops of relays: relay_peers.c.
  *
- * Nothing here cannot be lost: the relay keeps, per copy, only which TM
- * holds it (copies, an idmap). A TM that goes silent for the job's
+ * The rule upstream is the JM's own: every copy the relay took (from the
+ * pool: tm_pool_take, which counts it running) goes back as exactly one
+ * record, through rec_add with held set. The relay keeps, per copy, only
+ * which TM holds it (copies, an idmap); a copy upstream sends again while
+ * one is out behind us (it lost track of us across an outage) is not sent
+ * down twice but noted in extra, and answered RETURNED with the first.
+ * A TM gets back one slot per record of a copy it held, and per record of
+ * what it said it held when it joined (unknown_credit); other records free
+ * nothing, so no TM can talk itself into more tasks than its slots.
+ *
+ * Nothing here cannot be lost. A TM that goes silent for the job's
  * --tm-timeout, or whose connection is gone, is lost: its copies go back
- * upstream as RETURNED records at once, so the JM sends them again without
- * waiting for its own timeout; a result that TM sends later goes up as a
- * foreign record. A relay that dies costs its copies, which the JM re-sends
- * after --tm-timeout; its TMs fall back to their next hop (spits-tm --via)
- * with their results.
- *
- * The relay's capacity upstream is the sum of its TMs' workers and slots;
- * it changes as they come and go, and goes up in STATS (link.c asks
- * tm_relay_stats_due). STATS also carry who is behind the relay (a bounded
- * list and totals) for report.json and spits-status.
- *
- * Loops are refused: a relay's HELLO names it and the relays behind it
- * ("relay": {"id", "below"}); a relay that hears its own id from a TM
- * behind it is pointing at itself or at a relay behind it, and stops with
- * an error.
+ * upstream as RETURNED records at once, so the JM sends them again
+ * without waiting for its own timeout. A relay that dies costs its
+ * copies, which the JM re-sends after --tm-timeout; its TMs fall back to
+ * their next hop (spits-tm --via) with their results.
  *
  * Threads: all of it runs on spits-tm's main thread (tm_private.h); the
  * pool is reached through its own functions (tm.h). libzmq's I/O thread
- * only calls part_done, which drops a reference with an atomic.
+ * only calls relay_part_done, which drops a reference with an atomic.
  */
 #define _DEFAULT_SOURCE
 #include <errno.h>
@@ -51,91 +50,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "idmap.h"
 #include "jobdir.h"
 #include "keys.h"
 #include "log.h"
-#include "tm_private.h"
+#include "relay_int.h"
 #include "util.h"
-#include "zap.h"
 #include "zmqutil.h"
 
-#define RELAY_RID_MAX 64           /* routing ids longer than this are refused */
 #define RELAY_RECV_BURST 1024      /* messages a turn, so tasks still go out */
-#define RELAY_BATCH_MAX 1024       /* tasks in one TASKS message */
 #define RELAY_TICK_MS 100          /* heartbeats and silence, checked this often */
-#define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
-#define RELAY_BELOW_MAX 32         /* relay ids in a HELLO's "below" */
-#define RELAY_HEARD_MS 10000       /* a relay's HELLO counts this long for loops */
 #define RELAY_LOG_BURST 20         /* TM events logged per RELAY_LOG_MS, */
 #define RELAY_LOG_MS 10000         /* ...then counted */
 
-/* A TM behind this relay (or a relay behind it). */
-typedef struct {
-    unsigned char rid[RELAY_RID_MAX];
-    size_t ridlen;
-    char host[64];
-    long pid;
-    int workers, slots;
-    int outstanding;             /* copies sent to it, not yet answered */
-    long attach;                 /* the outage number it last said */
-    int64_t last_heard, last_sent;
-    int alive, draining;
-    uint64_t runs;               /* from its STATS */
-    double busy_s;
-    char relay_id[40];           /* a relay: its id ("" for a TM) */
-    char below[RELAY_BELOW_MAX][40];   /* ...and the relays behind it */
-    int nbelow;
-} rl_tm_t;
-
-/* A relay's id heard in a HELLO, for loops (see note_heard). */
-typedef struct {
-    char id[40];
-    int64_t at;
-} rl_heard_t;
-
-struct tm_relay {
-    tm_t *tm;
-    void *router;                /* the TMs behind us */
-    spits_zap_t *zap;            /* NULL with --insecure */
-    char endpoint[512];          /* where they reach us */
-    rl_tm_t *tms;                /* a dead TM's entry is reused */
-    size_t ntms, cap;
-    spits_idmap_t *copies;       /* task id -> (TM index, tm_phase_t *) */
-    json_t *up;                  /* the job's WELCOME/PHASE body, as upstream
-                                    sent it (no attach); NULL before any */
-    uint32_t up_phase;
-    char up_job[64];
-    int64_t hb_ms, timeout_ms;
-    size_t rr;                   /* round-robin start of the next serve */
-    int workers, slots;          /* sums over live TMs not draining */
-    int cap_dirty;               /* ...changed since the last STATS */
-    int64_t next_tick;
-    uint64_t joins, reattaches, leaves, losses, foreign, bad;
-    uint64_t runs_gone;          /* runs and busy time of TMs gone, so */
-    double busy_gone;            /* ...the totals upstream never shrink */
-    rl_heard_t heard[RELAY_BELOW_MAX];
-    spits_batch_t out;           /* TASKS, CANCEL being built */
-    spits_batch_t recb;          /* records for the outbox, of phase rec_ph */
-    const tm_phase_t *rec_ph;
-    size_t rec_done;             /* ...of which copies this relay held */
-    tm_item_t items[RELAY_BATCH_MAX];
-    int64_t log_window, bad_logged_at;
-    unsigned log_n, log_dropped;
-};
-
 /* --- logging ------------------------------------------------------------ */
 
-/* TM events: RELAY_LOG_BURST lines per window, then a count. */
-static int relay_log_ok(tm_relay_t *r)
+int relay_log_ok(tm_relay_t *r)
 {
     int64_t now = r->tm->now;
     if (now - r->log_window >= RELAY_LOG_MS) {
         if (r->log_dropped)
             spits_info("relay: %u more TM event(s) not logged (joins %llu, "
                        "leaves %llu, losses %llu so far)", r->log_dropped,
-                       (unsigned long long)r->joins, (unsigned long long)r->leaves,
-                       (unsigned long long)r->losses);
+                       (unsigned long long)r->peers.joins,
+                       (unsigned long long)r->peers.leaves,
+                       (unsigned long long)r->peers.losses);
         r->log_window = now;
         r->log_n = r->log_dropped = 0;
     }
@@ -147,6 +85,8 @@ static int relay_log_ok(tm_relay_t *r)
     return 0;
 }
 
+/* A malformed message (bad), or records of copies a TM was never sent
+ * (bogus): counted, and said at most every 10 s. */
 static void relay_bad(tm_relay_t *r, const char *why)
 {
     r->bad++;
@@ -157,14 +97,25 @@ static void relay_bad(tm_relay_t *r, const char *why)
     }
 }
 
+static void relay_bogus(tm_relay_t *r, const rl_tm_t *t)
+{
+    r->bogus++;
+    if (!r->bogus_logged_at || r->tm->now - r->bogus_logged_at >= 10000) {
+        spits_warn("relay: TM %s:%ld sent records of task copies this relay did "
+                   "not send it; they free no slot (%llu so far)", t->host,
+                   t->pid, (unsigned long long)r->bogus);
+        r->bogus_logged_at = r->tm->now;
+    }
+}
+
 /* --- sending ------------------------------------------------------------ */
 
-/* Sends one message (its first frame; more: parts follow) to t. 0, or -1
- * with errno (EHOSTUNREACH: its connection is gone). */
-static int relay_send(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
-                      int more)
+/* Sends one message (its first frame; more: parts follow) to routing id
+ * rid. 0, or -1 with errno (EHOSTUNREACH: its connection is gone). */
+static int relay_send_to(tm_relay_t *r, const void *rid, size_t ridlen,
+                         const void *buf, size_t len, int more)
 {
-    if (zmq_send(r->router, t->rid, t->ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+    if (zmq_send(r->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
         return -1;
     /* ROUTER takes every frame after the first it took; only a signal can
      * fail one, and it must then go, or the next message is glued to it. */
@@ -172,9 +123,16 @@ static int relay_send(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
     while ((rc = zmq_send(r->router, buf, len, ZMQ_DONTWAIT | more)) < 0 &&
            errno == EINTR)
         ;
-    if (rc >= 0)
-        t->last_sent = r->tm->now;
     return rc < 0 ? -1 : 0;
+}
+
+static int relay_send(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
+                      int more)
+{
+    if (relay_send_to(r, t->rid, t->ridlen, buf, len, more) != 0)
+        return -1;
+    t->last_sent = r->tm->now;
+    return 0;
 }
 
 static void relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type)
@@ -182,6 +140,14 @@ static void relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type)
     unsigned char hdr[SPITS_HDR_SIZE];
     spits_wire_encode_empty(hdr, type, r->up_phase);
     relay_send(r, t, hdr, sizeof hdr, 0);
+}
+
+/* A peer we do not know (we lost it, or restarted): say HELLO. */
+static void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen)
+{
+    unsigned char who[SPITS_HDR_SIZE];
+    spits_wire_encode_empty(who, SPITS_MSG_WHO, r->up_phase);
+    relay_send_to(r, rid, ridlen, who, sizeof who, 0);
 }
 
 /* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
@@ -204,31 +170,30 @@ static void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
 
 /* Hands the records gathered so far to the outbox (results.c sends
  * them). */
-static void rec_flush(tm_relay_t *r)
+static void relay_rec_flush(tm_relay_t *r)
 {
     if (!r->rec_ph)
         return;
     tm_pool_remote_done(&r->tm->pool, r->rec_ph, r->recb.count ? &r->recb : NULL,
                         r->rec_done);
-    spits_batch_free(&r->recb);
     r->rec_ph = NULL;
     r->rec_done = 0;
 }
 
 /* Adds a record of phase ph for upstream; held: it answers a copy this
  * relay took from the pool (counted running there). */
-static void rec_add(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
-                    uint32_t status, const void *data, uint32_t len, int held)
+static void relay_rec_add(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
+                          uint32_t status, const void *data, uint32_t len, int held)
 {
     if (ph != r->rec_ph) {
-        rec_flush(r);
+        relay_rec_flush(r);
         r->rec_ph = ph;
         spits_batch_begin(&r->recb, SPITS_MSG_RESULTS, ph->wire);
     }
     unsigned char *dst = spits_batch_add(&r->recb, id, status, len);
     if (!dst) {
         /* Its copy then stays held upstream, and the pool must say so:
-         * the TM stops and the JM sends its copies elsewhere. */
+         * the relay stops and the JM sends its copies elsewhere. */
         tm_pool_fail(&r->tm->pool, "out of memory queueing results");
     } else if (len) {
         memcpy(dst, data, len);
@@ -236,145 +201,52 @@ static void rec_add(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
     r->rec_done += held != 0;
 }
 
+/* The copy of id behind us is answered (its record went up): the copies
+ * upstream sent again meanwhile go back unrun. */
+static void relay_settle_extra(tm_relay_t *r, uint64_t id)
+{
+    int more;
+    void *ph;
+    if (!spits_idmap_get(r->extra, id, &more, &ph))
+        return;
+    spits_idmap_del(r->extra, id);
+    for (int k = 0; k < more; k++)
+        relay_rec_add(r, ph, id, SPITS_ST_RETURNED, NULL, 0, 1);
+}
+
 /* A copy t held goes back upstream unrun (idmap_take_owner's callback). */
-static void return_copy(uint64_t id, void *val, void *arg)
+static void relay_return_copy(uint64_t id, void *ph, void *arg)
 {
-    rec_add(arg, val, id, SPITS_ST_RETURNED, NULL, 0, 1);
-}
-
-/* --- the TM table ------------------------------------------------------- */
-
-static rl_tm_t *relay_find(tm_relay_t *r, const void *rid, size_t ridlen)
-{
-    for (size_t i = 0; i < r->ntms; i++)
-        if (r->tms[i].ridlen == ridlen && memcmp(r->tms[i].rid, rid, ridlen) == 0)
-            return &r->tms[i];
-    return NULL;
-}
-
-/* A new entry for rid: a dead one reused, or one more. NULL when out of
- * memory. */
-static rl_tm_t *relay_add(tm_relay_t *r, const void *rid, size_t ridlen)
-{
-    rl_tm_t *t = NULL;
-    for (size_t i = 0; i < r->ntms && !t; i++)
-        if (!r->tms[i].alive)
-            t = &r->tms[i];
-    if (!t) {
-        if (r->ntms == r->cap) {
-            size_t cap = r->cap ? 2 * r->cap : 16;
-            rl_tm_t *grown = realloc(r->tms, cap * sizeof *grown);
-            if (!grown)
-                return NULL;
-            r->tms = grown;
-            r->cap = cap;
-        }
-        t = &r->tms[r->ntms++];
-    }
-    memset(t, 0, sizeof *t);
-    memcpy(t->rid, rid, ridlen);
-    t->ridlen = ridlen;
-    t->attach = -1;
-    return t;
-}
-
-/* The live TMs' workers and slots (a draining one takes nothing more). */
-static void relay_capacity_update(tm_relay_t *r)
-{
-    int workers = 0, slots = 0;
-    for (size_t i = 0; i < r->ntms; i++)
-        if (r->tms[i].alive && !r->tms[i].draining) {
-            workers += r->tms[i].workers;
-            slots += r->tms[i].slots;
-        }
-    if (workers != r->workers || slots != r->slots)
-        r->cap_dirty = 1;
-    r->workers = workers;
-    r->slots = slots;
+    relay_rec_add(arg, ph, id, SPITS_ST_RETURNED, NULL, 0, 1);
+    relay_settle_extra(arg, id);
 }
 
 /* t is gone (lost, or it left): what it held goes back upstream now. */
 static void relay_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
 {
+    rl_peers_t *p = &r->peers;
     if (!t->alive)
         return;
-    size_t n = spits_idmap_take_owner(r->copies, (int)(t - r->tms), return_copy, r);
-    rec_flush(r);
+    size_t n = spits_idmap_take_owner(r->copies, (int)(t - p->tms),
+                                      relay_return_copy, r);
+    relay_rec_flush(r);
     t->alive = 0;
     t->outstanding = 0;
-    r->runs_gone += t->runs;
-    r->busy_gone += t->busy_s;
+    p->runs_gone += t->runs;
+    p->busy_gone += t->busy_s;
     if (lost)
-        r->losses++;
+        p->losses++;
     else
-        r->leaves++;
-    relay_capacity_update(r);
+        p->leaves++;
+    rl_peers_capacity(p);
     if (relay_log_ok(r))
-        spits_info("relay: TM %s:%ld %s; %zu task(s) handed back upstream",
-                   t->host, t->pid, why, n);
-}
-
-/* --- loops -------------------------------------------------------------- */
-
-static int relay_id_known(const tm_relay_t *r, const char *id)
-{
-    return strcmp(id, r->tm->link.routing_id) == 0;
-}
-
-/* A relay's HELLO: its id and the ids of the relays behind it. Ours among
- * them is a loop: the relay stops (tm->done -1), with the reason. */
-static int relay_check_loop(tm_relay_t *r, json_t *relay, char below[][40],
-                            int *nbelow)
-{
-    const char *id = json_string_value(json_object_get(relay, "id"));
-    json_t *list = json_object_get(relay, "below");
-    const char *ep = json_string_value(json_object_get(relay, "endpoint"));
-    size_t i;
-    json_t *v;
-
-    *nbelow = 0;
-    if (!id || strlen(id) >= 40)
-        return -1;
-    int loop = relay_id_known(r, id);
-    json_array_foreach(list, i, v) {
-        const char *b = json_string_value(v);
-        if (!b || strlen(b) >= 40)
-            continue;
-        loop |= relay_id_known(r, b);
-        if (*nbelow < RELAY_BELOW_MAX)
-            snprintf(below[(*nbelow)++], 40, "%s", b);
-    }
-    if (loop) {
-        if (strcmp(id, r->tm->link.routing_id) == 0)
-            spits_error("relay loop: this relay's upstream (%s) is itself; "
-                        "point it at the job manager or at another relay",
-                        r->tm->link.endpoint);
-        else
-            spits_error("relay loop: the relay at %s (%s), behind this one, is "
-                        "also upstream of it; a relay must not point at a "
-                        "relay behind it", ep ? ep : "?", id);
-        r->tm->done = -1;
-        return 1;
-    }
-    /* Heard, for our own HELLOs (a loop of relays not yet welcomed is
-     * found through these: nothing above them ever answers). */
-    rl_heard_t *slot = &r->heard[0];
-    for (int k = 0; k < RELAY_BELOW_MAX; k++) {
-        if (strcmp(r->heard[k].id, id) == 0) {
-            slot = &r->heard[k];
-            break;
-        }
-        if (r->heard[k].at < slot->at)
-            slot = &r->heard[k];
-    }
-    snprintf(slot->id, sizeof slot->id, "%s", id);
-    slot->at = r->tm->now;
-    return 0;
+        spits_info("relay: %s %s:%ld %s; %zu task(s) handed back upstream",
+                   t->relay_id[0] ? "relay" : "TM", t->host, t->pid, why, n);
 }
 
 /* --- messages from TMs -------------------------------------------------- */
 
-static int json_long(json_t *j, const char *key, long min, long max, long *out)
+static int relay_json_long(json_t *j, const char *key, long min, long max, long *out)
 {
     json_t *v = json_object_get(j, key);
     if (!json_is_integer(v) || json_integer_value(v) < min ||
@@ -384,36 +256,36 @@ static int json_long(json_t *j, const char *key, long min, long max, long *out)
     return 0;
 }
 
-static void on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid, size_t ridlen,
-                     zmq_msg_t *msg)
+/* HELLO: a TM (or a relay) joins, re-attaches, or repeats itself. */
+static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
+                           size_t ridlen, zmq_msg_t *msg)
 {
     const char *why = NULL;
     long pid, workers, slots, held, pending = 0, attach = -1;
-    char below[RELAY_BELOW_MAX][40];
-    int nbelow = 0;
+    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];
+    int nbelow = 0, loop = 0;
     json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
     const char *host = json_string_value(json_object_get(j, "host"));
     json_t *relay = json_object_get(j, "relay");
 
-    if (!j || !host || json_long(j, "pid", 1, 1L << 40, &pid) ||
-        json_long(j, "workers", 0, 1 << 20, &workers) ||
-        json_long(j, "slots", 0, 1 << 24, &slots) ||
-        json_long(j, "held", 0, 1 << 24, &held) ||
-        (json_object_get(j, "pending") && json_long(j, "pending", 0, 1L << 40, &pending)) ||
-        (json_object_get(j, "attach") && json_long(j, "attach", 0, LONG_MAX, &attach)) ||
-        (relay && !json_is_object(relay))) {
+    if (!j || !host || relay_json_long(j, "pid", 1, 1L << 40, &pid) ||
+        relay_json_long(j, "workers", relay ? 0 : 1, 1 << 20, &workers) ||
+        relay_json_long(j, "slots", relay ? 0 : 1, 1 << 24, &slots) ||
+        relay_json_long(j, "held", 0, 1 << 24, &held) ||
+        (json_object_get(j, "pending") &&
+         relay_json_long(j, "pending", 0, 1L << 40, &pending)) ||
+        (json_object_get(j, "attach") &&
+         relay_json_long(j, "attach", 0, LONG_MAX, &attach)) ||
+        (relay && (!json_is_object(relay) ||
+                   (loop = rl_peers_check_loop(r, relay, below, &nbelow)) < 0))) {
         relay_bad(r, why ? why : "HELLO without host/pid/workers/slots/held");
         json_decref(j);
         return;
     }
-    if (relay && relay_check_loop(r, relay, below, &nbelow) != 0) {
-        if (!r->tm->done)
-            relay_bad(r, "HELLO with a bad relay id");
+    if (loop || !r->up) {
+        /* A loop is refused (relay_peers.c); with no job yet, it says
+         * HELLO again each second. */
         json_decref(j);
-        return;
-    }
-    if (!r->up) {
-        json_decref(j);   /* no job yet: it says HELLO again each second */
         return;
     }
     if (t && t->alive && t->pid == pid && attach >= 0 && attach <= t->attach) {
@@ -424,8 +296,8 @@ static void on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid, size_t ridlen,
     int first = !t;
     if (t && t->alive)
         relay_drop(r, t, "reconnected", 1);
-    if (!t && !(t = relay_add(r, rid, ridlen))) {
-        relay_bad(r, "out of memory adding a task manager");
+    if (!t && !(t = rl_peers_add(&r->peers, rid, ridlen))) {
+        relay_bad(r, "no room to add a task manager");
         json_decref(j);
         return;
     }
@@ -438,6 +310,7 @@ static void on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid, size_t ridlen,
     t->workers = (int)workers;
     t->slots = (int)slots;
     t->outstanding = (int)(held < slots ? held : slots);
+    t->unknown_credit = (int)held;
     t->attach = attach;
     t->alive = 1;
     t->draining = 0;
@@ -451,10 +324,10 @@ static void on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid, size_t ridlen,
         snprintf(t->relay_id, sizeof t->relay_id, "%s",
                  json_string_value(json_object_get(relay, "id")));
     if (first)
-        r->joins++;
+        r->peers.joins++;
     else
-        r->reattaches++;
-    relay_capacity_update(r);
+        r->peers.reattaches++;
+    rl_peers_capacity(&r->peers);
     if (relay_log_ok(r))
         spits_info("relay: %s %s:%ld %s with %ld worker(s)",
                    relay ? "relay" : "TM", host, pid,
@@ -463,43 +336,61 @@ static void on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid, size_t ridlen,
     json_decref(j);
 }
 
-/* The records of a RESULTS message: each of a copy t holds goes upstream
- * and frees its slot; any other goes up as foreign (see the header). */
-static void on_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
-                       zmq_msg_t *msg)
+/* The records of a RESULTS message from t (NULL: a TM we do not know):
+ * each of a copy t holds goes upstream and frees its slot; any other
+ * result goes up as foreign (see the header). With no_payload (a message
+ * whose frames did not fit its records), the copies t holds go back
+ * unrun instead, and nothing else goes up. */
+static void relay_on_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
+                             zmq_msg_t *msg, int no_payload)
 {
     spits_reader_t reader;
     spits_rec_t rec;
-    uint64_t credit = 0;
-    int idx = t ? (int)(t - r->tms) : -1;
+    uint64_t credit = 0, bogus = 0;
+    int idx = t ? (int)(t - r->peers.tms) : -1;
     const tm_phase_t *cur = r->tm->job.current;
 
     spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
     while (spits_reader_next(&reader, &rec)) {
         int owner;
         void *ph;
-        credit += !rec.foreign;
-        if (!rec.foreign && t && spits_idmap_get(r->copies, rec.id, &owner, &ph) &&
-            owner == idx) {
+        if (rec.foreign) {
+            /* (a relay behind us passing one on: no slot of its own) */
+        } else if (t && spits_idmap_get(r->copies, rec.id, &owner, &ph) &&
+                   owner == idx) {
             spits_idmap_del(r->copies, rec.id);
-            rec_add(r, ph, rec.id, rec.status, rec.data, rec.len, 1);
+            if (no_payload)
+                relay_rec_add(r, ph, rec.id, SPITS_ST_RETURNED, NULL, 0, 1);
+            else
+                relay_rec_add(r, ph, rec.id, rec.status, rec.data, rec.len, 1);
+            relay_settle_extra(r, rec.id);
+            credit++;
             continue;
+        } else if (t && t->unknown_credit > 0) {
+            t->unknown_credit--;
+            credit++;
+        } else if (t) {
+            bogus++;
         }
-        /* Not a copy it holds from us: work it did for another hop (or
-         * for us before we counted it lost). A result may still be the
+        /* Not a copy it holds from us: work it did for another hop, or
+         * for us before we counted it lost. A result may still be the
          * first; a copy handed back is nothing to anyone. */
-        if (rec.status == SPITS_ST_RETURNED || !cur || h->phase != cur->wire)
+        if (no_payload || rec.status == SPITS_ST_RETURNED || !cur ||
+            h->phase != cur->wire)
             continue;
-        rec_add(r, cur, rec.id, rec.status | SPITS_REC_FOREIGN, rec.data, rec.len, 0);
+        relay_rec_add(r, cur, rec.id, rec.status | SPITS_REC_FOREIGN, rec.data,
+                      rec.len, 0);
         r->foreign++;
     }
-    rec_flush(r);
+    relay_rec_flush(r);
+    if (bogus)
+        relay_bogus(r, t);
     if (t && t->alive)
         t->outstanding -= (int)(credit < (uint64_t)t->outstanding
                                     ? credit : (uint64_t)t->outstanding);
 }
 
-static void on_stats(tm_relay_t *r, rl_tm_t *t, zmq_msg_t *msg)
+static void relay_on_stats(tm_relay_t *r, rl_tm_t *t, zmq_msg_t *msg)
 {
     const char *why = NULL;
     json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
@@ -507,32 +398,27 @@ static void on_stats(tm_relay_t *r, rl_tm_t *t, zmq_msg_t *msg)
     long runs, workers, slots;
 
     if (!json_is_number(busy) || json_number_value(busy) < 0 ||
-        json_number_value(busy) > 1e12 || json_long(j, "runs", 0, LONG_MAX, &runs)) {
+        json_number_value(busy) > 1e12 ||
+        relay_json_long(j, "runs", 0, LONG_MAX, &runs)) {
         relay_bad(r, why ? why : "STATS without busy_s/runs");
     } else if (t && t->alive) {
         t->busy_s = json_number_value(busy);
         t->runs = (uint64_t)runs;
         /* A relay behind us: its capacity follows its TMs. */
-        if (json_long(j, "workers", 0, 1 << 20, &workers) == 0 &&
-            json_long(j, "slots", 0, 1 << 24, &slots) == 0) {
+        if (t->relay_id[0] &&
+            relay_json_long(j, "workers", 0, 1 << 20, &workers) == 0 &&
+            relay_json_long(j, "slots", 0, 1 << 24, &slots) == 0) {
             t->workers = (int)workers;
             t->slots = (int)slots;
-            relay_capacity_update(r);
+            rl_peers_capacity(&r->peers);
         }
     }
     json_decref(j);
 }
 
-/* A peer we do not know (we lost it, or restarted): say HELLO. */
-static void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen)
-{
-    unsigned char who[SPITS_HDR_SIZE];
-    spits_wire_encode_empty(who, SPITS_MSG_WHO, r->up_phase);
-    if (zmq_send(r->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) == 0)
-        zmq_send(r->router, who, sizeof who, 0);
-}
-
-static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
+/* One message from rid; cut: it had more frames than TMs send (dropped). */
+static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg,
+                             int cut)
 {
     const void *rid = zmq_msg_data(ridmsg);
     size_t ridlen = zmq_msg_size(ridmsg);
@@ -547,33 +433,38 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_bad(r, why);
         return;
     }
-    if (h.parts) {
-        relay_bad(r, "records of parts in a one-frame message");
+    rl_tm_t *t = rl_peers_find(&r->peers, rid, ridlen);
+    if (t && !t->alive)
+        t = NULL;
+    if (t)
+        t->last_heard = r->tm->now;
+    if (cut || h.parts) {
+        /* TMs send one frame. Its records still answer copies, unrun. */
+        relay_bad(r, "a message whose frames do not fit its records");
+        if (h.type == SPITS_MSG_RESULTS)
+            relay_on_results(r, t, &h, msg, 1);
         return;
     }
-    rl_tm_t *t = relay_find(r, rid, ridlen);
-    if (t && t->alive)
-        t->last_heard = r->tm->now;
     switch (h.type) {
     case SPITS_MSG_HELLO:
-        on_hello(r, t, rid, ridlen, msg);
+        relay_on_hello(r, rl_peers_find(&r->peers, rid, ridlen), rid, ridlen, msg);
         break;
     case SPITS_MSG_RESULTS:
-        on_results(r, t && t->alive ? t : NULL, &h, msg);
-        if (!t || !t->alive)
+        relay_on_results(r, t, &h, msg, 0);
+        if (!t)
             relay_send_who(r, rid, ridlen);
         break;
     case SPITS_MSG_HEARTBEAT:
-        if (!t || !t->alive)
+        if (!t)
             relay_send_who(r, rid, ridlen);
         break;
     case SPITS_MSG_STATS:
-        on_stats(r, t, msg);
+        relay_on_stats(r, t, msg);
         break;
     case SPITS_MSG_DRAIN:
-        if (t && t->alive && !t->draining) {
+        if (t && !t->draining) {
             t->draining = 1;
-            relay_capacity_update(r);
+            rl_peers_capacity(&r->peers);
             if (relay_log_ok(r))
                 spits_info("relay: TM %s:%ld is draining", t->host, t->pid);
         }
@@ -601,11 +492,11 @@ static void relay_recv(tm_relay_t *r)
         zmq_msg_init(&body);
         if (!zmq_msg_more(&rid) || zmq_msg_recv(&body, r->router, ZMQ_DONTWAIT) < 0) {
             relay_bad(r, "no body");
-        } else if (zmq_msg_more(&body)) {
-            spits_zmq_drop_frames(r->router);   /* TMs send one frame */
-            relay_bad(r, "a multipart message");
         } else {
-            relay_on_message(r, &rid, &body);
+            int cut = zmq_msg_more(&body);
+            if (cut)
+                spits_zmq_drop_frames(r->router);
+            relay_on_message(r, &rid, &body, cut);
         }
         zmq_msg_close(&body);
         zmq_msg_close(&rid);
@@ -616,71 +507,128 @@ static void relay_recv(tm_relay_t *r)
 
 /* libzmq is done with a part: the copy's reference to its message goes.
  * Runs on libzmq's I/O thread (the count is atomic). */
-static void part_done(void *data, void *rx)
+static void relay_part_done(void *data, void *rx)
 {
     (void)data;
     tm_rx_release(rx, 1);
 }
 
-/* Copies that did not go out go back upstream unrun. */
+/* Copies that did not go out go back upstream unrun (unmapped first by
+ * the caller, if they were mapped). */
 static void relay_unsent(tm_relay_t *r, const tm_item_t *items, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        spits_idmap_del(r->copies, items[i].id);
-        rec_add(r, items[i].phase, items[i].id, SPITS_ST_RETURNED, NULL, 0, 1);
+        relay_rec_add(r, items[i].phase, items[i].id, SPITS_ST_RETURNED, NULL, 0, 1);
+        relay_settle_extra(r, items[i].id);
         tm_rx_release(items[i].rx, 1);
     }
-    rec_flush(r);
+    relay_rec_flush(r);
 }
 
-/* Sends t n copies of one phase, as one TASKS message; their references
- * go with them (an inline copy's now, a part's when libzmq is done). */
-static void relay_send_tasks(tm_relay_t *r, rl_tm_t *t, const tm_item_t *items,
-                             size_t n)
+static void relay_unmap(tm_relay_t *r, const tm_item_t *items, size_t n)
 {
-    const tm_phase_t *ph = items[0].phase;
-    int idx = (int)(t - r->tms);
-    size_t parts = 0;
+    for (size_t i = 0; i < n; i++)
+        spits_idmap_del(r->copies, items[i].id);
+}
 
-    int oom = 0;
-    for (size_t k = 0; k < n && !oom; k++)
-        oom = spits_idmap_put(r->copies, items[k].id, idx, (void *)ph) != 0;
+/* Of the n copies taken for t, those whose task is already out behind us
+ * go to extra instead (see the header); the rest are mapped to t and
+ * moved to the front. Returns how many are to be sent, or -1 when out of
+ * memory (nothing is mapped then). */
+static long relay_map_copies(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t n)
+{
+    int idx = (int)(t - r->peers.tms);
+    size_t keep = 0, i;
+
+    for (i = 0; i < n; i++) {
+        int more;
+        void *ph;
+        if (spits_idmap_get(r->copies, items[i].id, NULL, NULL)) {
+            if (!spits_idmap_get(r->extra, items[i].id, &more, &ph))
+                more = 0;
+            if (spits_idmap_put(r->extra, items[i].id, more + 1,
+                                (void *)items[i].phase) != 0)
+                break;
+            tm_rx_release(items[i].rx, 1);
+            continue;
+        }
+        if (spits_idmap_put(r->copies, items[i].id, idx, (void *)items[i].phase) != 0)
+            break;
+        items[keep++] = items[i];
+    }
+    if (i == n)
+        return (long)keep;
+    /* Out of memory: the mapped ones are unmapped; every copy not yet in
+     * extra goes back upstream. */
+    relay_unmap(r, items, keep);
+    memmove(items + keep, items + i, (n - i) * sizeof *items);
+    relay_unsent(r, items, keep + n - i);
+    return -1;
+}
+
+/* Builds the TASKS message of n copies of phase ph in r->out: small ones
+ * inline, large ones as records of parts. The number of parts, or -1
+ * when out of memory. */
+static long relay_build_tasks(tm_relay_t *r, const tm_phase_t *ph,
+                              const tm_item_t *items, size_t n)
+{
+    long parts = 0;
     spits_batch_begin(&r->out, SPITS_MSG_TASKS, ph->wire);
-    for (size_t k = 0; k < n && !oom; k++) {
-        if (items[k].len >= SPITS_PART_MIN) {
-            oom = spits_batch_add_part(&r->out, items[k].id, 0, items[k].len) != 0;
-            parts += !oom;
+    for (size_t k = 0; k < n; k++) {
+        if (items[k].len >= r->part_min) {
+            if (spits_batch_add_part(&r->out, items[k].id, 0, items[k].len) != 0)
+                return -1;
+            parts++;
             continue;
         }
         unsigned char *dst = spits_batch_add(&r->out, items[k].id, 0, items[k].len);
-        if (dst && items[k].len)
+        if (!dst)
+            return -1;
+        if (items[k].len)
             memcpy(dst, items[k].data, items[k].len);
-        oom = !dst;
     }
-    if (oom) {
+    spits_batch_seal(&r->out);
+    return parts;
+}
+
+/* Sends t the copies of one phase it was given, as one TASKS message;
+ * their references go with them (an inline copy's now, a part's when
+ * libzmq is done with it). */
+static void relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t n)
+{
+    const tm_phase_t *ph = items[0].phase;
+    long sent = relay_map_copies(r, t, items, n), parts;
+
+    if (sent <= 0) {
+        relay_rec_flush(r);   /* (records of copies answered at once) */
+        return;
+    }
+    n = (size_t)sent;
+    if ((parts = relay_build_tasks(r, ph, items, n)) < 0) {
         spits_error("relay: out of memory sending %zu task(s); handing them "
                     "back upstream", n);
+        relay_unmap(r, items, n);
         relay_unsent(r, items, n);
         return;
     }
-    spits_batch_seal(&r->out);
     if (relay_send(r, t, r->out.buf.data, r->out.buf.len, parts ? ZMQ_SNDMORE : 0) != 0) {
         int gone = errno == EHOSTUNREACH;
+        relay_unmap(r, items, n);
         relay_unsent(r, items, n);
         if (gone)
             relay_drop(r, t, "disconnected", 1);
         return;
     }
     for (size_t k = 0; k < n; k++) {
-        if (items[k].len < SPITS_PART_MIN) {
+        if (items[k].len < r->part_min) {
             tm_rx_release(items[k].rx, 1);
             continue;
         }
         zmq_msg_t m;
         int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0), rc;
         /* (the part takes the item's reference with it) */
-        if (zmq_msg_init_data(&m, (void *)items[k].data, items[k].len, part_done,
-                              items[k].rx) != 0) {
+        if (zmq_msg_init_data(&m, (void *)items[k].data, items[k].len,
+                              relay_part_done, items[k].rx) != 0) {
             tm_rx_release(items[k].rx, 1);
             zmq_msg_init(&m);   /* an empty part: the TM drops the message */
         }
@@ -696,10 +644,11 @@ static void relay_send_tasks(tm_relay_t *r, rl_tm_t *t, const tm_item_t *items,
 static void relay_serve(tm_relay_t *r)
 {
     tm_t *tm = r->tm;
-    if (!r->up || !tm->pool_started || tm->drain.active || !r->ntms)
+    rl_peers_t *p = &r->peers;
+    if (!r->up || !tm->pool_started || tm->drain.active || !p->ntms)
         return;
-    for (size_t k = 0; k < r->ntms && !tm->done; k++) {
-        rl_tm_t *t = &r->tms[(r->rr + k) % r->ntms];
+    for (size_t k = 0; k < p->ntms && !tm->done; k++) {
+        rl_tm_t *t = &p->tms[(r->rr + k) % p->ntms];
         if (!t->alive || t->draining || t->outstanding >= t->slots)
             continue;
         size_t want = (size_t)(t->slots - t->outstanding);
@@ -729,8 +678,8 @@ static void relay_tick(tm_relay_t *r)
     if (tm->now < r->next_tick)
         return;
     r->next_tick = tm->now + RELAY_TICK_MS;
-    for (size_t i = 0; i < r->ntms; i++) {
-        rl_tm_t *t = &r->tms[i];
+    for (size_t i = 0; i < r->peers.ntms; i++) {
+        rl_tm_t *t = &r->peers.tms[i];
         if (!t->alive)
             continue;
         if (tm->now - t->last_heard > r->timeout_ms) {
@@ -756,6 +705,17 @@ void tm_relay_turn(tm_t *tm)
 
 /* --- upstream ----------------------------------------------------------- */
 
+/* The largest message a TM may send us follows the job's largest task or
+ * result (for connections made from now on, as libzmq applies it). */
+static void relay_max_msg(tm_relay_t *r)
+{
+    int64_t maxmsg = 2 * r->tm->link.max_task + (16LL << 20);
+    if (r->max_task == r->tm->link.max_task)
+        return;
+    r->max_task = r->tm->link.max_task;
+    zmq_setsockopt(r->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+}
+
 void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
 {
     tm_relay_t *r = tm->relay;
@@ -772,17 +732,19 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     json_decref(r->up);
     r->up = copy;
     r->up_phase = phase;
+    r->peers.loop_since = 0;
     snprintf(r->up_job, sizeof r->up_job, "%s",
              json_string_value(json_object_get(copy, "job_id")));
     json_int_t hb = json_integer_value(json_object_get(copy, "heartbeat_ms"));
     json_int_t timeout = json_integer_value(json_object_get(copy, "timeout_ms"));
     r->hb_ms = hb > 0 ? hb : 1000;
     r->timeout_ms = timeout > 0 ? timeout : 10 * r->hb_ms;
+    relay_max_msg(r);
     if (!phase_changed)
         return;
-    for (size_t i = 0; i < r->ntms; i++)
-        if (r->tms[i].alive)
-            relay_send_job(r, &r->tms[i], SPITS_MSG_PHASE);
+    for (size_t i = 0; i < r->peers.ntms; i++)
+        if (r->peers.tms[i].alive)
+            relay_send_job(r, &r->peers.tms[i], SPITS_MSG_PHASE);
 }
 
 typedef struct {
@@ -790,26 +752,27 @@ typedef struct {
     uint64_t id;
 } rl_cancel_t;
 
-static int by_owner(const void *a, const void *b)
+static int relay_by_owner(const void *a, const void *b)
 {
     const rl_cancel_t *x = a, *y = b;
     return x->owner < y->owner ? -1 : x->owner > y->owner;
 }
 
 /* Sends each TM one CANCEL for its copies among c[0..m-1] (of phase ph),
- * which it sorts. */
+ * which it sorts. A copy left out (no memory) runs on: its result is a
+ * duplicate. */
 static void relay_send_cancels(tm_relay_t *r, const tm_phase_t *ph,
                                rl_cancel_t *c, size_t m)
 {
-    qsort(c, m, sizeof *c, by_owner);
+    qsort(c, m, sizeof *c, relay_by_owner);
     for (size_t i = 0; i < m;) {
-        size_t j = i;
+        size_t j = i, n = 0;
         spits_batch_begin(&r->out, SPITS_MSG_CANCEL, ph->wire);
         for (; j < m && c[j].owner == c[i].owner; j++)
-            spits_batch_add(&r->out, c[j].id, 0, 0);
+            n += spits_batch_add(&r->out, c[j].id, 0, 0) != NULL;
         spits_batch_seal(&r->out);
-        rl_tm_t *t = &r->tms[c[i].owner];
-        if (t->alive && r->out.count)
+        rl_tm_t *t = &r->peers.tms[c[i].owner];
+        if (t->alive && n)
             relay_send(r, t, r->out.buf.data, r->out.buf.len, 0);
         i = j;
     }
@@ -839,7 +802,7 @@ typedef struct {
     size_t m;
 } rl_gather_t;
 
-static void gather_phase(uint64_t id, int owner, void *val, void *arg)
+static void relay_gather_phase(uint64_t id, int owner, void *val, void *arg)
 {
     rl_gather_t *g = arg;
     if (val == g->ph)
@@ -856,79 +819,10 @@ void tm_relay_drain(tm_t *tm)
      * what they run finishes: the drain then waits for no prefetch.
      * (Copies of an older phase finish, or were handed back already.) */
     if (g.c && ph) {
-        spits_idmap_foreach(r->copies, gather_phase, &g);
+        spits_idmap_foreach(r->copies, relay_gather_phase, &g);
         relay_send_cancels(r, ph, g.c, g.m);
     }
     free(g.c);
-}
-
-void tm_relay_capacity(const tm_relay_t *r, int *workers, int *slots)
-{
-    *workers = r->workers;
-    *slots = r->slots;
-}
-
-json_t *tm_relay_hello_json(const tm_relay_t *r)
-{
-    json_t *below = json_array();
-    size_t listed = 0;
-    for (size_t i = 0; i < r->ntms && listed < RELAY_BELOW_MAX; i++) {
-        const rl_tm_t *t = &r->tms[i];
-        if (!t->alive || !t->relay_id[0])
-            continue;
-        json_array_append_new(below, json_string(t->relay_id));
-        listed++;
-        for (int k = 0; k < t->nbelow && listed < RELAY_BELOW_MAX; k++, listed++)
-            json_array_append_new(below, json_string(t->below[k]));
-    }
-    for (int k = 0; k < RELAY_BELOW_MAX && listed < RELAY_BELOW_MAX; k++)
-        if (r->heard[k].id[0] && r->tm->now - r->heard[k].at < RELAY_HEARD_MS) {
-            json_array_append_new(below, json_string(r->heard[k].id));
-            listed++;
-        }
-    return json_pack("{s:s, s:s, s:o}", "id", r->tm->link.routing_id,
-                     "endpoint", r->endpoint, "below", below);
-}
-
-int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)
-{
-    return r->cap_dirty && since_last >= 50;
-}
-
-void tm_relay_stats(tm_relay_t *r, json_t *stats)
-{
-    uint64_t runs = r->runs_gone;
-    double busy = r->busy_gone;
-    size_t alive = 0;
-    json_t *list = json_array();
-
-    for (size_t i = 0; i < r->ntms; i++) {
-        const rl_tm_t *t = &r->tms[i];
-        if (!t->alive)
-            continue;
-        alive++;
-        runs += t->runs;
-        busy += t->busy_s;
-        if (json_array_size(list) < RELAY_BEHIND_LISTED) {
-            json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->host,
-                                  "pid", (json_int_t)t->pid, "workers", t->workers,
-                                  "runs", (json_int_t)t->runs);
-            if (e && t->relay_id[0])
-                json_object_set_new(e, "relay", json_true());
-            json_array_append_new(list, e);
-        }
-    }
-    json_object_set_new(stats, "runs", json_integer((json_int_t)runs));
-    json_object_set_new(stats, "busy_s", json_real(busy));
-    json_object_set_new(stats, "workers", json_integer(r->workers));
-    json_object_set_new(stats, "slots", json_integer(r->slots));
-    json_object_set_new(stats, "behind",
-                        json_pack("{s:I, s:I, s:I, s:I, s:o}",
-                                  "alive", (json_int_t)alive,
-                                  "joins", (json_int_t)r->joins,
-                                  "leaves", (json_int_t)r->leaves,
-                                  "losses", (json_int_t)r->losses, "tms", list));
-    r->cap_dirty = 0;
 }
 
 /* --- set-up and tear-down ----------------------------------------------- */
@@ -980,33 +874,39 @@ tm_relay_t *tm_relay_new(tm_t *tm)
 {
     tm_relay_t *r = calloc(1, sizeof *r);
     int one = 1, linger = 1000, hwm = 100000, backlog = 4096;
-    int64_t maxmsg = 2 * tm->link.max_task + (16LL << 20);
     char bound[512];
     size_t blen = sizeof bound;
 
-    if (!r || !(r->copies = spits_idmap_new())) {
+    if (!r || rl_peers_init(&r->peers) != 0 || !(r->copies = spits_idmap_new()) ||
+        !(r->extra = spits_idmap_new())) {
         spits_error("relay: out of memory");
-        free(r);
+        tm_relay_destroy(&r, 0);
         return NULL;
     }
     r->tm = tm;
     r->hb_ms = 1000;
     r->timeout_ms = 10000;
+    /* As the JM's (jobmanager/dispatch.c): parts only with CURVE, where
+     * they were measured faster, and never under ThreadSanitizer. */
+    r->part_min = tm->opts.insecure ? UINT64_MAX : SPITS_PART_MIN;
+#ifdef __SANITIZE_THREAD__
+    r->part_min = UINT64_MAX;
+#endif
     r->router = zmq_socket(tm->link.context, ZMQ_ROUTER);
     if (!r->router) {
         spits_error("cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    /* As the JM's (dispatch.c): a send to a TM that is gone fails, and a
-     * TM re-attaching under its routing id takes it over. */
+    /* As the JM's: a send to a TM that is gone fails, and a TM
+     * re-attaching under its routing id takes it over. */
     zmq_setsockopt(r->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(r->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     zmq_setsockopt(r->router, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(r->router, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(r->router, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(r->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
     zmq_setsockopt(r->router, ZMQ_BACKLOG, &backlog, sizeof backlog);
+    relay_max_msg(r);
     if (relay_security(r) != 0) {
         tm_relay_destroy(&r, 0);
         return NULL;
@@ -1039,17 +939,18 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     if (!r)
         return;
     /* The job is over: the TMs behind us are told so, as the JM would. */
-    for (size_t i = 0; job_over && r->router && i < r->ntms; i++)
-        if (r->tms[i].alive)
-            relay_send_empty(r, &r->tms[i], SPITS_MSG_END);
+    for (size_t i = 0; job_over && r->router && i < r->peers.ntms; i++)
+        if (r->peers.tms[i].alive)
+            relay_send_empty(r, &r->peers.tms[i], SPITS_MSG_END);
     if (r->router)
         zmq_close(r->router);
     spits_zap_destroy(&r->zap);
     spits_idmap_destroy(&r->copies);
+    spits_idmap_destroy(&r->extra);
+    rl_peers_free(&r->peers);
     json_decref(r->up);
     spits_batch_free(&r->out);
     spits_batch_free(&r->recb);
-    free(r->tms);
     free(r);
     *rp = NULL;
 }

@@ -110,6 +110,39 @@ for p in $TMS; do wait "$p" || fail "c2: a TM exited $?"; done
 grep -q "relay [^ ]*:$RELAY_PID left" "$T/c2.jm.log" || fail "c2: the JM did not see the relay leave"
 [ "$(json "$T/c2/report.json" "d['counters']['tm_losses']")" = 0 ] || fail "c2: a drained relay counted as lost"
 
+# 3c. The relay's own link to the JM is cut (a proxy resets it) while its
+#     TMs hold copies: the relay re-attaches, the JM (which took its copies
+#     back) sends some of those tasks again, and the relay must answer
+#     each copy exactly once: no foreign result, and a drain that ends.
+start_jm c3 --heartbeat 0.5 "$MODS/bench.so" -n 400 -s 300000
+wait_for "[ -s $T/c3/jm.json ]" 30 "c3: the JM to announce itself"
+jm_c3=$(json "$T/c3/jm.json" "d['endpoint']")
+"$PY" "$top_srcdir/tests/slowlink.py" "$T/c3.port" "${jm_c3##*:}" 100000000 2>"$T/c3.proxy.log" &
+proxy=$!
+PIDS="$PIDS $proxy"
+wait_for "[ -s $T/c3.port ]" 30 "c3: the proxy to listen"
+pc=$(free_port)
+"$TM" --connect "tcp://127.0.0.1:$(cat "$T/c3.port")" --key-file "$T/c3/jm.key" \
+    --serve "tcp://127.0.0.1:$pc" --wait 60 --reconnect-timeout 30 >"$T/c3.r.log" 2>&1 &
+rc=$!
+PIDS="$PIDS $rc"
+tms=""
+for i in 1 2; do start_tm c3 c3.tm$i -n 2 -p 2 --via "tcp://127.0.0.1:$pc"; tms="$tms $TM_PID"; done
+wait_for "[ \$(committed c3) -ge 20 ] 2>/dev/null" 60 "c3: 20 tasks through the relay"
+kill -HUP $proxy
+wait_for "grep -q 're-attached' $T/c3.jm.log" 30 "c3: the relay to re-attach"
+wait_for "[ \$(committed c3) -ge 60 ] 2>/dev/null" 60 "c3: 60 tasks after the cut"
+kill -TERM $rc
+wait $rc || fail "c3: the relay's drain did not end: exit $?"
+grep -q "drained: every started task finished" "$T/c3.r.log" || fail "c3: the relay did not drain"
+wait $JM_PID || fail "c3: spits-jm exited $?"
+exact c3 400
+for p in $tms; do wait "$p" || fail "c3: a TM exited $?"; done
+[ "$(json "$T/c3/report.json" "d['counters']['requeued'] > 0")" = True ] \
+    || fail "c3: the JM took none of the relay's copies back at the cut"
+[ "$(json "$T/c3/report.json" "d['counters']['foreign_results']")" = 0 ] \
+    || fail "c3: $(json "$T/c3/report.json" "d['counters']['foreign_results']") foreign result(s): a copy answered twice"
+
 # 4. A relay (and its TMs) started before the JM.
 n=4000
 pd=$(free_port)
@@ -150,8 +183,8 @@ grep -q "job manager now at" "$T/e.r.log" || fail "e: the relay did not find the
 grep -q "trying" "$T"/e.tm*.log && fail "e: a TM left the relay"
 
 # 6. Misconfigurations, each one line and exit 1: a relay that is its own
-#    upstream, two relays that point at each other, a relay without the
-#    job's server key.
+#    upstream, rings of two and three relays, a relay without the job's
+#    server key; and bad options (exit 2).
 start_jm f "$MODS/bench.so" -n 100000 -s 2000000
 wait_for "[ -f $T/f/jm.json ]" 30 "f's jm.json"
 ps=$(free_port)
@@ -159,18 +192,26 @@ ps=$(free_port)
     --wait 10 >"$T/f.self.log" 2>&1 && fail "f: a relay serving itself exited 0"
 grep -q "relay loop: this relay's upstream (tcp://127.0.0.1:$ps) is itself" "$T/f.self.log" \
     || fail "f: no loop error: $(cat "$T/f.self.log")"
-px=$(free_port); py=$(free_port)
-"$TM" --connect "tcp://127.0.0.1:$py" --key-file "$T/f/jm.key" --serve "tcp://127.0.0.1:$px" \
-    --wait 15 >"$T/f.x.log" 2>&1 &
-x=$!
-"$TM" --connect "tcp://127.0.0.1:$px" --key-file "$T/f/jm.key" --serve "tcp://127.0.0.1:$py" \
-    --wait 15 >"$T/f.y.log" 2>&1 &
-y=$!
-PIDS="$PIDS $x $y"
-wait_for "grep -q 'relay loop' $T/f.x.log $T/f.y.log" 20 "a relay to see the loop"
-grep -h "relay loop" "$T/f.x.log" "$T/f.y.log" | head -1 | grep -q "is also upstream of it" \
-    || fail "f: loop message: $(cat "$T/f.x.log" "$T/f.y.log")"
-kill $x $y 2>/dev/null
+# ring NAME K: K relays, each the upstream of the next and the last of the
+# first; RING holds their pids
+ring() {
+    local ports=() k
+    for ((k = 0; k < $2; k++)); do ports+=("$(free_port)"); done
+    RING=""
+    for ((k = 0; k < $2; k++)); do
+        "$TM" --connect "tcp://127.0.0.1:${ports[$(((k + 1) % $2))]}" --key-file "$T/f/jm.key" \
+            --serve "tcp://127.0.0.1:${ports[$k]}" --wait 45 >"$T/f.$1$k.log" 2>&1 &
+        RING="$RING $!"
+        PIDS="$PIDS $!"
+    done
+}
+# (both rings at once: each takes the loop's 10 s to be called an error)
+ring two 2; two=$RING
+ring three 3; three=$RING
+for name in two three; do
+    wait_for "grep -q 'relay loop: .*is also upstream of it' $T/f.$name*.log" 40 "the $name-relay ring to be seen"
+done
+for p in $two $three; do kill "$p" 2>/dev/null; done
 "$TM" --connect "$(json "$T/f/jm.json" "d['endpoint']")" --key-file "$T/f/tm.key" \
     --serve "tcp://127.0.0.1:$(free_port)" --wait 10 >"$T/f.key.log" 2>&1 && fail "f: a relay without jm.key exited 0"
 grep -q "server_secret.*a relay serves with the job's server key" "$T/f.key.log" \

@@ -1,0 +1,125 @@
+/*
+ * relay_int.h - a relay's state (spits-tm --serve), shared by its two
+ * files:
+ *
+ *   relay.c        the work: the socket, the protocol's JM side towards
+ *                  the TMs behind, tasks down and records up, upstream's
+ *                  WELCOME, PHASE, CANCEL and drain
+ *   relay_peers.c  who is behind: the table of TMs (and relays) by
+ *                  routing id, their capacity, loops of relays, and what
+ *                  the relay tells upstream about them (HELLO's "relay",
+ *                  STATS' capacity and "behind")
+ *
+ * All of it is spits-tm's main thread's (tm_private.h). relay.c calls
+ * relay_peers.c, never the other way.
+ */
+#ifndef SPITS_TM_RELAY_INT_H
+#define SPITS_TM_RELAY_INT_H
+
+#include "idmap.h"
+#include "tm_private.h"
+#include "zap.h"
+
+#define RELAY_RID_MAX 64           /* routing ids longer than this are refused */
+#define RELAY_ID_MAX 40            /* a relay's id: its routing id, as text */
+#define RELAY_BELOW_MAX 32         /* relay ids in a HELLO's "below" */
+#define RELAY_BATCH_MAX 1024       /* tasks in one TASKS message */
+
+/* A TM behind this relay (or a relay behind it). An entry is kept once
+ * it is gone (its return is then a re-attach) until a new TM takes it. */
+typedef struct {
+    unsigned char rid[RELAY_RID_MAX];
+    size_t ridlen;
+    uint64_t ridhash;            /* the key of rl_peers_t.byrid */
+    char host[64];
+    long pid;
+    int workers, slots;
+    int outstanding;             /* copies sent to it, not yet answered */
+    int unknown_credit;          /* records of copies we did not send it
+                                    that still free a slot: what it said
+                                    it held when it joined */
+    long attach;                 /* the outage number it last said */
+    int64_t last_heard, last_sent;
+    int alive, draining;
+    uint64_t runs;               /* from its STATS */
+    double busy_s;
+    char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
+    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];   /* ...and the relays behind it */
+    int nbelow;
+} rl_tm_t;
+
+/* A relay id heard in a HELLO, directly or in its "below" (loops). */
+typedef struct {
+    char id[RELAY_ID_MAX];
+    int64_t at;
+} rl_heard_t;
+
+/* Who is behind the relay (relay_peers.c). */
+typedef struct {
+    rl_tm_t *tms;
+    size_t ntms, cap;
+    spits_idmap_t *byrid;        /* siphash of a routing id -> index */
+    unsigned char hash_key[16];
+    int workers, slots;          /* sums over live TMs not draining */
+    int cap_dirty;               /* ...changed since the last STATS */
+    uint64_t joins, reattaches, leaves, losses;
+    uint64_t runs_gone;          /* runs and busy time of TMs gone, so */
+    double busy_gone;            /* ...the totals upstream never shrink */
+    rl_heard_t heard[RELAY_BELOW_MAX];
+    int64_t loop_since;          /* HELLOs of a loop refused since (0: none) */
+} rl_peers_t;
+
+struct tm_relay {
+    tm_t *tm;
+    void *router;                /* the TMs behind us */
+    spits_zap_t *zap;            /* NULL with --insecure */
+    char endpoint[512];          /* where they reach us */
+    rl_peers_t peers;
+    spits_idmap_t *copies;       /* task id -> (TM index, tm_phase_t *) */
+    spits_idmap_t *extra;        /* task id -> (more copies, tm_phase_t *):
+                                    copies upstream sent again while one
+                                    was out behind us (it forgot we held
+                                    it); answered with the first */
+    json_t *up;                  /* the job's WELCOME/PHASE body, as upstream
+                                    sent it (no attach); NULL before any */
+    uint32_t up_phase;
+    char up_job[64];
+    int64_t hb_ms, timeout_ms;
+    long long max_task;          /* the ROUTER's message bound follows it */
+    uint64_t part_min;           /* tasks this large go down as parts */
+    size_t rr;                   /* round-robin start of the next serve */
+    int64_t next_tick;
+    uint64_t foreign, bogus, bad;
+    spits_batch_t out;           /* TASKS, CANCEL being built */
+    spits_batch_t recb;          /* records for the outbox, of phase rec_ph */
+    const tm_phase_t *rec_ph;
+    size_t rec_done;             /* ...of which copies this relay held */
+    tm_item_t items[RELAY_BATCH_MAX];
+    int64_t log_window, bad_logged_at, bogus_logged_at;
+    unsigned log_n, log_dropped;
+};
+
+/* relay.c: TM events (joins, losses) are logged RELAY_LOG_BURST a window,
+ * then counted: 1 to log this one. */
+int relay_log_ok(tm_relay_t *r);
+
+/* relay_peers.c */
+int rl_peers_init(rl_peers_t *p);
+void rl_peers_free(rl_peers_t *p);
+/* The entry of routing id rid (alive or not), or NULL. */
+rl_tm_t *rl_peers_find(rl_peers_t *p, const void *rid, size_t ridlen);
+/* A new entry for rid: the entry of a TM gone reused, or one more. NULL
+ * when out of memory. */
+rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
+/* The live TMs' workers and slots changed (a join, a drain, a loss, a
+ * relay's STATS): summed again, clamped to what a HELLO may say. */
+void rl_peers_capacity(rl_peers_t *p);
+/* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and
+ * those behind it noted in t's below, and heard), 1 when it is a loop: our
+ * own id among them (logged; the HELLO is refused; tm->done -1 when the
+ * relay is its own upstream, or the loop lasts while we have no job), or
+ * -1 when malformed. */
+int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
+                        int *nbelow);
+
+#endif

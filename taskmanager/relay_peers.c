@@ -1,0 +1,271 @@
+/*
+ * relay_peers.c - who is behind a relay (see relay_int.h): the table of
+ * TMs, found by routing id; their capacity, summed for upstream; loops
+ * of relays; and the "relay" object of HELLO and the STATS fields that
+ * tell upstream about them.
+ *
+ * Table: an array whose entries are reused once their TM is gone (so it
+ * is bounded by the most TMs ever alive at once), found through a hash
+ * map keyed by SipHash (libsodium's crypto_shorthash, with a key of this
+ * process's) of the routing id, so no TM can choose ids that collide.
+ *
+ * Loops: each relay's HELLO names it ("id", its routing id) and the
+ * relays it knows to be behind it ("below": the live relays in its table
+ * and those heard from in the last RELAY_HEARD_MS, with what they said
+ * was behind them). A relay that finds its own id there is upstream of
+ * itself. Its own HELLO coming back (its upstream is its own endpoint) is
+ * an error at once. Otherwise the HELLO is refused, so that the relay
+ * sending it moves on to its next hop (spits-tm --via); only a loop that
+ * lasts RELAY_LOOP_FATAL_MS while this relay has no job (nothing above
+ * it: a ring of relays) stops it, with the loop named.
+ */
+#define _DEFAULT_SOURCE
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "relay_int.h"
+
+#define RELAY_HEARD_MS 10000       /* a relay's HELLO counts this long for loops */
+#define RELAY_LOOP_FATAL_MS 10000  /* a loop with no job above it, this long */
+#define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
+#define RELAY_STATS_MIN_MS 250     /* capacity changes go up this often at most */
+/* What a HELLO or STATS may say (jobmanager/members.c takes no more). */
+#define RELAY_WORKERS_MAX (1L << 20)
+#define RELAY_SLOTS_MAX (1L << 24)
+
+int rl_peers_init(rl_peers_t *p)
+{
+    memset(p, 0, sizeof *p);
+    randombytes_buf(p->hash_key, sizeof p->hash_key);
+    p->byrid = spits_idmap_new();
+    return p->byrid ? 0 : -1;
+}
+
+void rl_peers_free(rl_peers_t *p)
+{
+    spits_idmap_destroy(&p->byrid);
+    free(p->tms);
+    p->tms = NULL;
+    p->ntms = p->cap = 0;
+}
+
+static uint64_t rl_peers_hash(const rl_peers_t *p, const void *rid, size_t ridlen)
+{
+    unsigned char h[crypto_shorthash_BYTES];
+    uint64_t v;
+    crypto_shorthash(h, rid, ridlen, p->hash_key);
+    memcpy(&v, h, sizeof v);
+    return v;
+}
+
+rl_tm_t *rl_peers_find(rl_peers_t *p, const void *rid, size_t ridlen)
+{
+    int idx;
+    if (!spits_idmap_get(p->byrid, rl_peers_hash(p, rid, ridlen), &idx, NULL))
+        return NULL;
+    rl_tm_t *t = &p->tms[idx];
+    return t->ridlen == ridlen && memcmp(t->rid, rid, ridlen) == 0 ? t : NULL;
+}
+
+rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
+{
+    uint64_t hash = rl_peers_hash(p, rid, ridlen);
+    rl_tm_t *t = NULL;
+
+    if (spits_idmap_get(p->byrid, hash, NULL, NULL))
+        return NULL;    /* another id of that hash: 2^-64, or an attack */
+    for (size_t i = 0; i < p->ntms && !t; i++)
+        if (!p->tms[i].alive)
+            t = &p->tms[i];
+    if (!t) {
+        if (p->ntms == p->cap) {
+            size_t cap = p->cap ? 2 * p->cap : 16;
+            rl_tm_t *grown = realloc(p->tms, cap * sizeof *grown);
+            if (!grown)
+                return NULL;
+            p->tms = grown;
+            p->cap = cap;
+        }
+        t = &p->tms[p->ntms++];
+    } else {
+        spits_idmap_del(p->byrid, t->ridhash);   /* the old TM's, forgotten */
+    }
+    if (spits_idmap_put(p->byrid, hash, (int)(t - p->tms), NULL) != 0) {
+        memset(t, 0, sizeof *t);   /* (a dead, unfindable entry) */
+        return NULL;
+    }
+    memset(t, 0, sizeof *t);
+    memcpy(t->rid, rid, ridlen);
+    t->ridlen = ridlen;
+    t->ridhash = hash;
+    t->attach = -1;
+    return t;
+}
+
+void rl_peers_capacity(rl_peers_t *p)
+{
+    long long workers = 0, slots = 0;
+    for (size_t i = 0; i < p->ntms; i++)
+        if (p->tms[i].alive && !p->tms[i].draining) {
+            workers += p->tms[i].workers;
+            slots += p->tms[i].slots;
+        }
+    if (workers > RELAY_WORKERS_MAX)
+        workers = RELAY_WORKERS_MAX;
+    if (slots > RELAY_SLOTS_MAX)
+        slots = RELAY_SLOTS_MAX;
+    if (workers != p->workers || slots != p->slots)
+        p->cap_dirty = 1;
+    p->workers = (int)workers;
+    p->slots = (int)slots;
+}
+
+/* Notes id as heard now (the oldest note makes room). */
+static void rl_peers_heard(rl_peers_t *p, const char *id, int64_t now)
+{
+    rl_heard_t *slot = &p->heard[0];
+    for (int k = 0; k < RELAY_BELOW_MAX; k++) {
+        if (strcmp(p->heard[k].id, id) == 0) {
+            slot = &p->heard[k];
+            break;
+        }
+        if (p->heard[k].at < slot->at)
+            slot = &p->heard[k];
+    }
+    snprintf(slot->id, sizeof slot->id, "%s", id);
+    slot->at = now;
+}
+
+int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
+                        int *nbelow)
+{
+    rl_peers_t *p = &r->peers;
+    const char *me = r->tm->link.routing_id;
+    const char *id = json_string_value(json_object_get(relay, "id"));
+    const char *ep = json_string_value(json_object_get(relay, "endpoint"));
+    json_t *list = json_object_get(relay, "below");
+    int64_t now = r->tm->now;
+    size_t i;
+    json_t *v;
+
+    *nbelow = 0;
+    if (!id || strlen(id) >= RELAY_ID_MAX || (list && !json_is_array(list)))
+        return -1;
+    if (strcmp(id, me) == 0) {
+        spits_error("relay loop: this relay's upstream (%s) is itself; point "
+                    "it at the job manager or at another relay",
+                    r->tm->link.endpoint);
+        r->tm->done = -1;
+        return 1;
+    }
+    int loop = 0;
+    json_array_foreach(list, i, v) {
+        const char *b = json_string_value(v);
+        if (!b || strlen(b) >= RELAY_ID_MAX)
+            continue;
+        loop |= strcmp(b, me) == 0;
+        if (*nbelow < RELAY_BELOW_MAX)
+            snprintf(below[(*nbelow)++], RELAY_ID_MAX, "%s", b);
+    }
+    if (!loop) {
+        /* Heard, with what is behind it: a ring of relays not yet welcomed
+         * is found through these (nothing above them ever answers). */
+        rl_peers_heard(p, id, now);
+        for (int k = 0; k < *nbelow; k++)
+            rl_peers_heard(p, below[k], now);
+        return 0;
+    }
+    if (!p->loop_since)
+        p->loop_since = now;
+    if (!r->up && now - p->loop_since >= RELAY_LOOP_FATAL_MS) {
+        spits_error("relay loop: the relay at %s (%s), behind this one, is "
+                    "also upstream of it; a relay must not point at a relay "
+                    "behind it", ep ? ep : "?", id);
+        r->tm->done = -1;
+    } else if (relay_log_ok(r)) {
+        spits_warn("relay: refused the relay at %s (%s): this relay is behind "
+                   "it (a loop); it should move on to another hop",
+                   ep ? ep : "?", id);
+    }
+    return 1;
+}
+
+/* --- what upstream is told ---------------------------------------------- */
+
+void tm_relay_capacity(const tm_relay_t *r, int *workers, int *slots)
+{
+    *workers = r->peers.workers;
+    *slots = r->peers.slots;
+}
+
+json_t *tm_relay_hello_json(const tm_relay_t *r)
+{
+    const rl_peers_t *p = &r->peers;
+    json_t *below = json_array();
+    size_t listed = 0;
+    int64_t now = r->tm->now;
+
+    /* Relays behind us still talking (a lost one may be elsewhere now),
+     * and those heard from lately. */
+    for (size_t i = 0; i < p->ntms && listed < RELAY_BELOW_MAX; i++) {
+        const rl_tm_t *t = &p->tms[i];
+        if (!t->alive || !t->relay_id[0] || now - t->last_heard > 3 * r->hb_ms)
+            continue;
+        json_array_append_new(below, json_string(t->relay_id));
+        listed++;
+        for (int k = 0; k < t->nbelow && listed < RELAY_BELOW_MAX; k++, listed++)
+            json_array_append_new(below, json_string(t->below[k]));
+    }
+    for (int k = 0; k < RELAY_BELOW_MAX && listed < RELAY_BELOW_MAX; k++)
+        if (p->heard[k].id[0] && now - p->heard[k].at < RELAY_HEARD_MS) {
+            json_array_append_new(below, json_string(p->heard[k].id));
+            listed++;
+        }
+    return json_pack("{s:s, s:s, s:o}", "id", r->tm->link.routing_id,
+                     "endpoint", r->endpoint, "below", below);
+}
+
+int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)
+{
+    return r->peers.cap_dirty && since_last >= RELAY_STATS_MIN_MS;
+}
+
+void tm_relay_stats(tm_relay_t *r, json_t *stats)
+{
+    rl_peers_t *p = &r->peers;
+    uint64_t runs = p->runs_gone;
+    double busy = p->busy_gone;
+    size_t alive = 0;
+    json_t *list = json_array();
+
+    for (size_t i = 0; i < p->ntms; i++) {
+        const rl_tm_t *t = &p->tms[i];
+        if (!t->alive)
+            continue;
+        alive++;
+        runs += t->runs;
+        busy += t->busy_s;
+        if (json_array_size(list) < RELAY_BEHIND_LISTED) {
+            json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->host,
+                                  "pid", (json_int_t)t->pid, "workers", t->workers,
+                                  "runs", (json_int_t)t->runs);
+            if (e && t->relay_id[0])
+                json_object_set_new(e, "relay", json_true());
+            json_array_append_new(list, e);
+        }
+    }
+    json_object_set_new(stats, "runs", json_integer((json_int_t)runs));
+    json_object_set_new(stats, "busy_s", json_real(busy));
+    json_object_set_new(stats, "workers", json_integer(p->workers));
+    json_object_set_new(stats, "slots", json_integer(p->slots));
+    json_object_set_new(stats, "behind",
+                        json_pack("{s:I, s:I, s:I, s:I, s:o}",
+                                  "alive", (json_int_t)alive,
+                                  "joins", (json_int_t)p->joins,
+                                  "leaves", (json_int_t)p->leaves,
+                                  "losses", (json_int_t)p->losses, "tms", list));
+    p->cap_dirty = 0;
+}
