@@ -13,29 +13,52 @@
  * Slurm sends at a time limit), or a walltime end (--end-time) too near
  * for another task, starts it. The TM tells the JM to send nothing more
  * (DRAIN), hands back its queued tasks, lets running ones finish within
- * --drain-timeout, and sends their results. A second signal kills it
- * (SA_RESETHAND).
+ * --drain-timeout, and sends their results. A second signal kills it,
+ * but for a SIGTERM within 2 s of the first (Slurm and srun both send
+ * one at a time limit).
  */
 #define _DEFAULT_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "tm_private.h"
 #include "util.h"
 #include "wake.h"
 
-/* The last SIGTERM/SIGINT (0: none): set by the handler, read by the loop.
- * Lock-free atomic: safe in a handler and across threads. */
+/* The first SIGTERM/SIGINT (0: none) and when it came (monotonic ms):
+ * set by the handler, read by the loop. Lock-free atomics: safe in a
+ * handler and across threads. */
 static atomic_int tm_signal;
+static atomic_llong tm_signal_ms;
 static atomic_int tm_wake_fd = -1;
+
+/* A SIGTERM this soon after the first is the same request: at a time
+ * limit Slurm signals a step's processes and srun passes its own SIGTERM
+ * on, two signals within a second, and the second must not end the
+ * drain the first began. */
+#define TM_SIGNAL_REPEAT_MS 2000
 
 static void on_signal(int sig)
 {
-    atomic_store(&tm_signal, sig);
-    spits_wake_signal(atomic_load(&tm_wake_fd));
+    struct timespec ts;
+    int none = 0;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);   /* (async-signal-safe) */
+    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    if (atomic_compare_exchange_strong(&tm_signal, &none, sig)) {
+        atomic_store(&tm_signal_ms, now);
+        spits_wake_signal(atomic_load(&tm_wake_fd));
+        return;
+    }
+    if (sig == SIGTERM && now - atomic_load(&tm_signal_ms) < TM_SIGNAL_REPEAT_MS)
+        return;
+    /* Any later one ends the TM at once, as the signal does by default. */
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 void tm_loop_catch_signals(int wake_fd)
@@ -45,7 +68,7 @@ void tm_loop_catch_signals(int wake_fd)
     tm_wake_fd = wake_fd;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sa.sa_flags = SA_RESTART;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 }

@@ -16,7 +16,8 @@
  * SIGTERM or SIGINT drains the TM (what Slurm sends at a time limit): it
  * tells the JM to send nothing more (DRAIN), hands back its queued tasks,
  * lets running ones finish within --drain-timeout, sends their results,
- * says BYE and exits 0. A second signal kills it (SA_RESETHAND).
+ * says BYE and exits 0. A second signal kills it (but a SIGTERM within
+ * 2 s of the first, as Slurm and srun send at a time limit: loop.c).
  *
  * --simulate K runs K virtual task managers in this one process instead
  * (simulate.c), for scale tests.

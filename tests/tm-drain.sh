@@ -1,7 +1,9 @@
 #!/bin/bash
 # Graceful drain: SIGTERM (or SIGINT) to a TM hands its queued tasks back,
 # lets the running ones finish and exits 0; past --drain-timeout it leaves
-# anyway and exits 1. Either way the job's result is exact.
+# anyway and exits 1. Either way the job's result is exact. Two SIGTERMs
+# at once (Slurm and srun at a time limit) are one drain; a signal 2 s
+# later ends it at once.
 . "$(dirname "$0")/lib.sh"
 
 # 1. SIGTERM mid-job, short tasks: a clean drain.
@@ -13,7 +15,8 @@ start_tm a a.victim -n 2; victim=$TM_PID
 wait_for "grep -q joined $T/a.jm.log" 30 "the victim to join"
 start_tm a a.other -n 2; other=$TM_PID
 wait_for "[ \"\$(tm_done a $victim)\" -ge 4 ]" 30 "the victim to finish some tasks"
-kill -TERM $victim
+# Two at once, as Slurm and srun send at a time limit: one drain.
+kill -TERM $victim; kill -TERM $victim
 wait $victim; rc=$?
 [ $rc = 0 ] || fail "the drained TM exited $rc, not 0"
 # It left on its own: the job cannot end before the gate opens.
@@ -26,6 +29,24 @@ wait $jm || fail "the job exited $?"
 [ "$(cat "$T/a.out")" = "$(bench_checksum $n)" ] || fail "bench printed '$(cat "$T/a.out")'"
 [ "$(json "$T/a/report.json" "[t['done'] > 0 for t in d['tms'] if t['pid'] == $victim]")" = "[True]" ] \
     || fail "the drained TM did no work"
+wait $other || fail "the other TM exited $?"
+
+# 1b. A second signal 2 s or more after the first ends a drain at once:
+# the victim's 3 s tasks are still running, its --drain-timeout is 60 s.
+mkdir "$T/e.started"
+start_jm e "$MODS/bench.so" -n 8 -s 3000000 -M "$T/e.started"
+jm=$JM_PID
+start_tm e e.victim -n 2 --drain-timeout 60; victim=$TM_PID
+wait_for "[ \$(ls $T/e.started | wc -l) -ge 2 ]" 30 "the victim's two tasks to start"
+start_tm e e.other -n 8; other=$TM_PID
+kill -TERM $victim
+sleep 2.5
+kill -TERM $victim
+wait $victim; rc=$?
+[ $rc = 143 ] || fail "a second SIGTERM 2.5 s into a drain: exit $rc, not 143"
+grep -q "signal 15: draining" "$T/e.victim.log" || fail "no drain before the second signal"
+wait $jm || fail "the job exited $?"
+[ "$(cat "$T/e.out")" = "$(bench_checksum 8)" ] || fail "bench printed '$(cat "$T/e.out")'"
 wait $other || fail "the other TM exited $?"
 
 # 2. SIGINT while tasks run longer than --drain-timeout: it leaves anyway.
