@@ -15,6 +15,12 @@
 #      (killed with kill -9 and restarted: nothing submitted twice); a
 #      bandwidth-bound job gets fewer jobs than a compute-bound one; a bad
 #      partition is one error; SIGTERM cancels its queued jobs.
+#   h. spits-jm.sbatch + spits-relay.sbatch (a relay and a TM behind it in
+#      one allocation, the TM reaching it by the node's name): exact, the
+#      JM saw one TM, the relay, and its TM joined behind it, every job
+#      COMPLETED with exit 0. Then the relay's port taken: the relay exits
+#      1, the TM goes to the JM and the job is exact, the Slurm job FAILED
+#      with exit code 1.
 #
 # Run as root: installs slurm-wlm and munge with apt-get when missing.
 # Prints "SKIP: <reason>" and exits 77 when it cannot run (not root, no
@@ -50,7 +56,7 @@ for p in "$top_builddir/jobmanager/spits-jm" "$top_builddir/taskmanager/spits-tm
 done
 
 # ---- the scripts' own argument checks (no Slurm needed) -------------------
-for s in spits-jm spits-tm spits-shared; do
+for s in spits-jm spits-tm spits-shared spits-relay; do
     out=$(env -u SPITS_JOBDIR -u SPITS_MODULE bash "$SCRIPTS/$s.sbatch" 2>&1 </dev/null)
     rc=$?
     [ "$rc" = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] &&
@@ -481,4 +487,65 @@ for i in $(seq 60); do [ -z "$(ours "$D" -t PENDING)" ] && break; sleep 0.5; don
 kill -TERM $jm $jm2 2>/dev/null
 wait $jm $jm2 2>/dev/null
 echo "g: queued jobs cancelled on SIGTERM, the running one left, a second spits-alloc refused ($((SECONDS - t0))s)"
+
+# ---- h. spits-relay.sbatch: one relay per allocation -------------------------
+t0=$SECONDS
+D=$T/run/h
+n=200
+want=$(top_builddir=$top_builddir top_srcdir=$top_srcdir bash -c ". '$here/lib.sh'; bench_checksum $n")
+# The relay binds loopback only; the TM reaches it by the node's name ($H).
+export SPITS_RELAY_BIND=127.0.0.1 SPITS_RELAY_OPTS="--wait 60 --reconnect-timeout 60"
+jm=$(SPITS_BIN=$T/bin submit spits-jm "$SCRIPTS/spits-jm.sbatch" "$D" "$MODS/bench.so" -n $n -s 20000)
+for i in $(seq 100); do [ -e "$D/jm.json" ] && break; sleep 0.2; done
+[ -e "$D/jm.json" ] || fail "h: the JM job wrote no jm.json"
+relay=$(SPITS_BIN=$T/bin submit spits-relay --nodes=1 "$SCRIPTS/spits-relay.sbatch" "$D")
+wait_gone 60 "$jm" "$relay"
+job_ok "$jm"
+job_ok "$relay"
+grep -qx "$want" "$(out_of "$jm" spits-jm)" || fail "h: no exact checksum ('$want') in the JM job's output"
+r=$D/report.json
+[ "$(json "$r" "d['status'], d['counters']['committed']")" = "ok $n" ] || fail "h: report.json: $(json "$r" "d['status'], d['counters']")"
+[ "$(json "$r" "[(t.get('relay', False), t['done'], t['behind']['joins']) for t in d['tms']]")" = "[(True, $n, 1)]" ] ||
+    fail "h: report.json's TMs are not one relay that did $n tasks with one TM behind it: $(json "$r" "d['tms']")"
+port=$((20000 + relay % 12000))
+f=$(out_of "$relay" spits-relay)
+grep -q "relay: serving task managers at tcp://127.0.0.1:$port\$" "$f" ||
+    fail "h: the relay does not serve on port $port: $(grep -m1 "relay:" "$f")"
+grep -q "relay: TM $H:[0-9]* joined with 1 worker" "$f" || fail "h: no TM joined behind the relay"
+grep -q "spits-tm: joined job .* at tcp://$H:$port (relay)" "$f" || fail "h: the TM did not join through tcp://$H:$port"
+echo "h: spits-jm.sbatch + spits-relay.sbatch: exact, the JM saw one relay with its TM behind it ($((SECONDS - t0))s)"
+
+# The relay's port taken (by a listener that never answers): the relay
+# exits 1 at once; the TM leaves the silent port for the JM after 3 s.
+t0=$SECONDS
+D=$T/run/hb
+n=100
+"$PY" -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True); time.sleep(120)' >"$T/hb.port" &
+taker=$!
+BG_PIDS="$BG_PIDS $taker"
+for i in $(seq 50); do [ -s "$T/hb.port" ] && break; sleep 0.1; done
+port=$(cat "$T/hb.port")
+[ -n "$port" ] || fail "hb: no port taken"
+start_jm hb -n $n -s 20000
+jm=$JM_PID
+relay=$(SPITS_BIN=$T/bin SPITS_RELAY_PORT=$port submit spits-relay --nodes=1 "$SCRIPTS/spits-relay.sbatch" "$D")
+wait_exit $jm 60 || fail "hb: the JM exited $?: $(tail -n 3 "$T/hb.jm.log")"
+want=$(top_builddir=$top_builddir top_srcdir=$top_srcdir bash -c ". '$here/lib.sh'; bench_checksum $n")
+grep -qx "$want" "$D.out" || fail "hb: no exact checksum in the JM's output"
+wait_gone 30 "$relay"
+info=$(timeout 5 scontrol show job "$relay" 2>&1)
+case $info in *JobState=FAILED*ExitCode=1:0*) ;;
+    *) fail "hb: the relay's job: $(printf '%s\n' "$info" | grep -oE '(JobState|ExitCode)=[^ ]*' | tr '\n' ' ')" ;; esac
+f=$(out_of "$relay" spits-relay)
+[ "$(grep -c "spits-tm: error: relay: cannot bind" "$f")" = 1 ] || fail "hb: not one bind error: $(cat "$f")"
+grep -q "trying the job manager" "$f" || fail "hb: the TM did not go to the JM"
+[ "$(json "$D/report.json" "[t.get('relay', False) for t in d['tms']]")" = "[False]" ] ||
+    fail "hb: report.json's TMs: $(json "$D/report.json" "d['tms']")"
+kill $taker
+wait $taker 2>/dev/null
+unset SPITS_RELAY_BIND SPITS_RELAY_OPTS
+echo "h: the relay's port taken: the relay exited 1, its TM finished the job on the JM, exact; job FAILED 1 ($((SECONDS - t0))s)"
 echo ok
