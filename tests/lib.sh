@@ -57,6 +57,21 @@ start_tm() {
     PIDS="$PIDS $TM_PID"
 }
 
+# start_proxy NAME JOB BYTES_PER_SECOND [DELAY_MS]: tests/slowlink.py in
+# front of job JOB's JM (once its jm.json is there), its log NAME.proxy.log;
+# PROXY_PID is the proxy, PROXY_EP the tcp:// endpoint to give TMs
+start_proxy() {
+    local name=$1 job=$2 port
+    shift 2
+    wait_for "[ -s $T/$job/jm.json ]" 30 "$job's JM to announce itself"
+    port=$(json "$T/$job/jm.json" "d['endpoint'].rsplit(':', 1)[1]")
+    "$PY" "$top_srcdir/tests/slowlink.py" "$T/$name.port" "$port" "$@" 2>"$T/$name.proxy.log" &
+    PROXY_PID=$!
+    PIDS="$PIDS $PROXY_PID"
+    wait_for "[ -s $T/$name.port ]" 30 "proxy $name to listen"
+    PROXY_EP="tcp://127.0.0.1:$(cat "$T/$name.port")"
+}
+
 # wait_for COND_COMMAND SECONDS WHAT
 wait_for() {
     local i

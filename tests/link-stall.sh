@@ -14,15 +14,11 @@
 n=400
 start_jm st --heartbeat 0.5 --tm-timeout 3 "$MODS/bench.so" -n $n -s 50000 -G "$T/st.gate"
 jm=$JM_PID
-wait_for "[ -s $T/st/jm.json ]" 30 "the JM to announce itself"
-port=$(json "$T/st/jm.json" "d['endpoint'].rsplit(':', 1)[1]")
-"$PY" "$top_srcdir/tests/slowlink.py" "$T/st.port" "$port" 10000000 20 2>"$T/st.proxy.log" &
-proxy=$!
-PIDS="$PIDS $proxy"
-wait_for "[ -s $T/st.port ]" 30 "the proxy to listen"
+start_proxy st st 10000000 20
+proxy=$PROXY_PID
 tms=
 for i in 1 2; do
-    "$TM" --connect "tcp://127.0.0.1:$(cat "$T/st.port")" --key-file "$T/st/tm.key" \
+    "$TM" --connect "$PROXY_EP" --key-file "$T/st/tm.key" \
         --reconnect-timeout 120 -n 2 >"$T/st.tm$i.log" 2>&1 &
     tms="$tms $!"
     PIDS="$PIDS $!"

@@ -97,13 +97,19 @@ grep -q "relay [^ ]*:$RELAY_PID lost" "$T/c.jm.log" || fail "c: the JM did not l
     || fail "c: the JM counted $(json "$T/c/report.json" "d['counters']['tm_joins']") joins, not the relay and its 3 TMs"
 for i in 1 2 3; do grep -q "trying the job manager" "$T/c.tm$i.log" || fail "c: TM $i did not fall back"; done
 
+# drain_relay NAME PID: SIGTERM to job NAME's relay PID, which drains and
+# exits 0
+drain_relay() {
+    kill -TERM "$2"
+    wait "$2" || fail "$1: the relay's drain did not end well: exit $?"
+    grep -q "drained: every started task finished" "$T/$1.r.log" || fail "$1: the relay did not drain"
+}
+
 # 3b. SIGTERM to a relay mid-job: it drains (its TMs hand back what they
 #     queued, finish what runs), says BYE and exits 0; its TMs move on to
 #     the JM and finish the job.
 relayed c2
-kill -TERM $RELAY_PID
-wait $RELAY_PID || fail "c2: the drained relay exited $?"
-grep -q "drained: every started task finished" "$T/c2.r.log" || fail "c2: the relay did not drain"
+drain_relay c2 $RELAY_PID
 wait $JM_PID || fail "c2: spits-jm exited $?"
 exact c2 3000
 for p in $TMS; do wait "$p" || fail "c2: a TM exited $?"; done
@@ -115,14 +121,10 @@ grep -q "relay [^ ]*:$RELAY_PID left" "$T/c2.jm.log" || fail "c2: the JM did not
 #     back) sends some of those tasks again, and the relay must answer
 #     each copy exactly once: no foreign result, and a drain that ends.
 start_jm c3 --heartbeat 0.5 "$MODS/bench.so" -n 400 -s 300000
-wait_for "[ -s $T/c3/jm.json ]" 30 "c3: the JM to announce itself"
-jm_c3=$(json "$T/c3/jm.json" "d['endpoint']")
-"$PY" "$top_srcdir/tests/slowlink.py" "$T/c3.port" "${jm_c3##*:}" 100000000 2>"$T/c3.proxy.log" &
-proxy=$!
-PIDS="$PIDS $proxy"
-wait_for "[ -s $T/c3.port ]" 30 "c3: the proxy to listen"
+start_proxy c3 c3 100000000
+proxy=$PROXY_PID
 pc=$(free_port)
-"$TM" --connect "tcp://127.0.0.1:$(cat "$T/c3.port")" --key-file "$T/c3/jm.key" \
+"$TM" --connect "$PROXY_EP" --key-file "$T/c3/jm.key" \
     --serve "tcp://127.0.0.1:$pc" --wait 60 --reconnect-timeout 30 >"$T/c3.r.log" 2>&1 &
 rc=$!
 PIDS="$PIDS $rc"
@@ -132,9 +134,7 @@ wait_for "[ \$(committed c3) -ge 20 ] 2>/dev/null" 60 "c3: 20 tasks through the 
 kill -HUP $proxy
 wait_for "grep -q 're-attached' $T/c3.jm.log" 30 "c3: the relay to re-attach"
 wait_for "[ \$(committed c3) -ge 60 ] 2>/dev/null" 60 "c3: 60 tasks after the cut"
-kill -TERM $rc
-wait $rc || fail "c3: the relay's drain did not end: exit $?"
-grep -q "drained: every started task finished" "$T/c3.r.log" || fail "c3: the relay did not drain"
+drain_relay c3 $rc
 wait $JM_PID || fail "c3: spits-jm exited $?"
 exact c3 400
 for p in $tms; do wait "$p" || fail "c3: a TM exited $?"; done

@@ -28,13 +28,9 @@ size=$((16 << 20))
 slow_job() {
     start_jm $1 --heartbeat 0.2 --tm-timeout 2 "$MODS/bench.so" -n $n -t $size -r $size
     jm=$JM_PID
-    wait_for "[ -s $T/$1/jm.json ]" 30 "the JM to announce itself"
-    local port=$(json "$T/$1/jm.json" "d['endpoint'].rsplit(':', 1)[1]")
-    "$PY" "$top_srcdir/tests/slowlink.py" "$T/$1.port" "$port" $((2 << 20)) 2>"$T/$1.proxy.log" &
-    proxy=$!
-    PIDS="$PIDS $proxy"
-    wait_for "[ -s $T/$1.port ]" 30 "the proxy to listen"
-    "$TM" --connect "tcp://127.0.0.1:$(cat "$T/$1.port")" --key-file "$T/$1/tm.key" \
+    start_proxy "$1" "$1" $((2 << 20))
+    proxy=$PROXY_PID
+    "$TM" --connect "$PROXY_EP" --key-file "$T/$1/tm.key" \
         --reconnect-timeout 60 -n 1 >"$T/$1.tm.log" 2>&1 &
     tm=$!
     PIDS="$PIDS $tm"

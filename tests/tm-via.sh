@@ -90,17 +90,9 @@ usage "error: --via given more than 8 times: at most 8 relays" $eight --via "tcp
 n=400
 start_jm e --heartbeat 0.5 "$MODS/bench.so" -n $n -s 20000 -G "$T/e.gate"
 jm=$JM_PID
-wait_for "[ -s $T/e/jm.json ]" 30 "e: the JM to announce itself"
+start_proxy r1 e 100000000; r1=$PROXY_PID r1_ep=$PROXY_EP
+start_proxy r2 e 100000000; r2=$PROXY_PID r2_ep=$PROXY_EP
 jm_e=$(json "$T/e/jm.json" "d['endpoint']")
-for r in r1 r2; do
-    "$PY" "$top_srcdir/tests/slowlink.py" "$T/$r.port" "${jm_e##*:}" 100000000 \
-        2>"$T/$r.proxy.log" &
-    eval "$r=\$!"
-    PIDS="$PIDS $!"
-    wait_for "[ -s $T/$r.port ]" 30 "e: relay $r to listen"
-done
-r1_ep="tcp://127.0.0.1:$(cat "$T/r1.port")"
-r2_ep="tcp://127.0.0.1:$(cat "$T/r2.port")"
 # Each TM's first hop is its own relay; the dead one comes after it.
 start_tm e e.tm1 -n 2 --via "$r1_ep" --via "tcp://127.0.0.1:$dead1"
 tm1=$TM_PID
@@ -154,13 +146,8 @@ kill $other 2>/dev/null; wait $other 2>/dev/null
 # --- g. jm.json moves; a relay that comes back is kept
 start_jm g2 --heartbeat 0.5 "$MODS/bench.so" -n 200 -s 20000 -G "$T/g2.gate"
 jm=$JM_PID
-wait_for "[ -s $T/g2/jm.json ]" 30 "g: the JM to announce itself"
+start_proxy r3 g2 100000000; r3=$PROXY_PID r3_ep=$PROXY_EP
 port=$(json "$T/g2/jm.json" "d['endpoint'].rsplit(':', 1)[1]")
-"$PY" "$top_srcdir/tests/slowlink.py" "$T/r3.port" "$port" 100000000 2>"$T/r3.proxy.log" &
-r3=$!
-PIDS="$PIDS $r3"
-wait_for "[ -s $T/r3.port ]" 30 "g: the relay to listen"
-r3_ep="tcp://127.0.0.1:$(cat "$T/r3.port")"
 start_tm g2 g2.tm -n 2 --via "$r3_ep"
 tm=$TM_PID
 wait_for "grep -q 'joined job .* at $r3_ep (relay)' $T/g2.tm.log" 30 "g: the TM to join through the relay"
