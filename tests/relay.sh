@@ -31,7 +31,7 @@ exact() {
 # 1. JM + 2 relays + 6 TMs behind them: the JM sees 2 TMs (the relays),
 #    each with 3 TMs behind it, and the TMs ran every task.
 n=20000
-start_jm a "$MODS/bench.so" -n $n -s 2000
+start_jm a "$MODS/bench.so" -n $n -s 2000 -G "$T/a.gate"
 pa=$(free_port); pb=$(free_port)
 start_relay a a.ra "$pa"; ra=$RELAY_PID
 start_relay a a.rb "$pb"; rb=$RELAY_PID
@@ -40,6 +40,16 @@ for i in 1 2 3; do
     start_tm a a.tma$i -n 2 --via "tcp://127.0.0.1:$pa"; tms="$tms $TM_PID"
     start_tm a a.tmb$i -n 2 --via "tcp://127.0.0.1:$pb"; tms="$tms $TM_PID"
 done
+# The live view shows the tree: each relay with its 3 TMs behind it.
+wait_for "[ \"\$(live a \"sorted(len(t['behind']['tms']) for t in d['tms'] if t.get('relay'))\")\" = '[3, 3]' ]" \
+    30 "spits-status to show 3 TMs behind each relay"
+[ "$(live a "d['behind_relays']")" = 6 ] || fail "a: behind_relays is not 6"
+"$top_builddir/tools/spits-status" --jobdir "$T/a" >"$T/a.status.txt" || fail "a: spits-status failed"
+for p in "$pa" "$pb"; do
+    grep -q "relay at tcp://127.0.0.1:$p: 3 TM(s) behind it" "$T/a.status.txt" \
+        || fail "a: spits-status does not show relay $p's TMs: $(cat "$T/a.status.txt")"
+done
+touch "$T/a.gate"
 wait $JM_PID || fail "a: spits-jm exited $?"
 exact a $n
 for p in $tms $ra $rb; do wait "$p" || fail "a: a TM or relay exited $?"; done
