@@ -114,8 +114,12 @@ int main(int argc, char **argv)
         return tm_sim_main(&tm.opts);
     }
     rc = tm_setup(&tm);
-    if (rc >= 0)
+    if (rc >= 0) {
+        /* (what the set-up made before it stopped: nothing runs yet) */
+        if (tm.link.context)
+            tm_free(&tm);
         return rc;
+    }
     rc = tm_loop_run(&tm);
     return tm_teardown(&tm, rc);
 }
