@@ -107,12 +107,27 @@ int spits_idmap_get(const spits_idmap_t *m, uint64_t id, int *owner, void **val)
     return 1;
 }
 
-int spits_idmap_del(spits_idmap_t *m, uint64_t id)
+int spits_idmap_add(spits_idmap_t *m, uint64_t id, int owner, void *val)
+{
+    if (owner < 0)
+        return -1;
+    slot_t *s = idmap_find(m, id);
+    if (s->owner >= 0)
+        return 1;
+    if (2 * (m->n + 1) > m->cap) {
+        if (idmap_grow(m) != 0)
+            return -1;
+        s = idmap_find(m, id);
+    }
+    *s = (slot_t){id, val, owner};
+    m->n++;
+    return 0;
+}
+
+/* Empties slot s (occupied). */
+static void idmap_remove(spits_idmap_t *m, slot_t *s)
 {
     size_t mask = m->cap - 1;
-    slot_t *s = idmap_find(m, id);
-    if (s->owner < 0)
-        return 0;
     /* Backward shift: each later entry of the run that may sit in the
      * hole (its home is not between the hole and itself) moves into it. */
     size_t hole = (size_t)(s - m->slots), i = hole;
@@ -128,6 +143,25 @@ int spits_idmap_del(spits_idmap_t *m, uint64_t id)
     }
     m->slots[hole].owner = -1;
     m->n--;
+}
+
+int spits_idmap_del(spits_idmap_t *m, uint64_t id)
+{
+    slot_t *s = idmap_find(m, id);
+    if (s->owner < 0)
+        return 0;
+    idmap_remove(m, s);
+    return 1;
+}
+
+int spits_idmap_take(spits_idmap_t *m, uint64_t id, int owner, void **val)
+{
+    slot_t *s = idmap_find(m, id);
+    if (s->owner < 0 || s->owner != owner)
+        return 0;
+    if (val)
+        *val = s->val;
+    idmap_remove(m, s);
     return 1;
 }
 
@@ -240,6 +274,14 @@ int spits_idmap_selftest(void)
     }
     CHECK(spits_idmap_count(m) == n - of3);
     CHECK(spits_idmap_put(m, 7, -1, NULL) == -1);
+    /* add: only when absent; take: only from its owner. */
+    CHECK(spits_idmap_add(m, 1u << 30, 2, &n) == 0);
+    CHECK(spits_idmap_add(m, 1u << 30, 5, NULL) == 1);
+    CHECK(spits_idmap_get(m, 1u << 30, &owner, &val) && owner == 2 && val == &n);
+    CHECK(spits_idmap_take(m, 1u << 30, 5, &val) == 0);
+    CHECK(spits_idmap_take(m, 1u << 30, 2, &val) == 1 && val == &n);
+    CHECK(!spits_idmap_get(m, 1u << 30, NULL, NULL));
+    CHECK(spits_idmap_take(m, 1u << 30, 2, NULL) == 0);
     spits_idmap_destroy(&m);
     CHECK(m == NULL);
     return 0;

@@ -26,6 +26,13 @@ void spits_idmap_destroy(spits_idmap_t **m);
 /* Maps id to (owner >= 0, val), replacing what id had. 0, or -1 when out
  * of memory (the map is then unchanged). */
 int spits_idmap_put(spits_idmap_t *m, uint64_t id, int owner, void *val);
+/* Maps id to (owner, val) unless it is mapped already: 0 when it was
+ * added, 1 when it was there (unchanged), -1 when out of memory. One probe
+ * for what a get and a put would take two. */
+int spits_idmap_add(spits_idmap_t *m, uint64_t id, int owner, void *val);
+/* Removes id if owner holds it: 1 with *val (may be NULL), else 0 (not
+ * mapped, or mapped to another owner, which keeps it). One probe. */
+int spits_idmap_take(spits_idmap_t *m, uint64_t id, int owner, void **val);
 /* 1 with *owner and *val (either may be NULL) if id is mapped, else 0. */
 int spits_idmap_get(const spits_idmap_t *m, uint64_t id, int *owner, void **val);
 /* Removes id; 1 if it was mapped, else 0. */

@@ -352,13 +352,10 @@ static void relay_on_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
 
     spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
     while (spits_reader_next(&reader, &rec)) {
-        int owner;
         void *ph;
         if (rec.foreign) {
             /* (a relay behind us passing one on: no slot of its own) */
-        } else if (t && spits_idmap_get(r->copies, rec.id, &owner, &ph) &&
-                   owner == idx) {
-            spits_idmap_del(r->copies, rec.id);
+        } else if (t && spits_idmap_take(r->copies, rec.id, idx, &ph)) {
             if (no_payload)
                 relay_rec_add(r, ph, rec.id, SPITS_ST_RETURNED, NULL, 0, 1);
             else
@@ -541,20 +538,21 @@ static long relay_map_copies(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t
     size_t keep = 0, i;
 
     for (i = 0; i < n; i++) {
-        int more;
-        void *ph;
-        if (spits_idmap_get(r->copies, items[i].id, NULL, NULL)) {
-            if (!spits_idmap_get(r->extra, items[i].id, &more, &ph))
-                more = 0;
-            if (spits_idmap_put(r->extra, items[i].id, more + 1,
-                                (void *)items[i].phase) != 0)
-                break;
-            tm_rx_release(items[i].rx, 1);
+        int more, rc = spits_idmap_add(r->copies, items[i].id, idx,
+                                       (void *)items[i].phase);
+        if (rc < 0)
+            break;
+        if (rc == 0) {
+            items[keep++] = items[i];
             continue;
         }
-        if (spits_idmap_put(r->copies, items[i].id, idx, (void *)items[i].phase) != 0)
+        void *ph;
+        if (!spits_idmap_get(r->extra, items[i].id, &more, &ph))
+            more = 0;
+        if (spits_idmap_put(r->extra, items[i].id, more + 1,
+                            (void *)items[i].phase) != 0)
             break;
-        items[keep++] = items[i];
+        tm_rx_release(items[i].rx, 1);
     }
     if (i == n)
         return (long)keep;

@@ -102,7 +102,8 @@ wait_for "grep -q 'joined job .* at $r1_ep (relay) with 2 worker(s)' $T/e.tm1.lo
           grep -q 'joined job .* at $r2_ep (relay) with 2 worker(s)' $T/e.tm2.log" 30 \
     "e: both TMs to join through their relays"
 wait_for "[ \"\$(committed e)\" -ge 40 ] 2>/dev/null" 60 "e: 40 commits"
-back0=$(live e "d['tm_counts']['reattaches']")
+wait_for "[ -n \"\$(live e \"d['tm_counts']['reattaches']\")\" ]" 30 "e: the JM's live view"
+back0=$(json "$T/e.status" "d['tm_counts']['reattaches']")
 { kill -9 $r1; wait $r1; } 2>/dev/null   # tm1's connection drops
 kill -USR1 $r2       # tm2's goes silent
 wait_for "grep -q 'joined job .* at $jm_e with' $T/e.tm1.log &&
@@ -116,8 +117,8 @@ grep -q "relay at tcp://127.0.0.1:$dead1 not answering; trying the job manager a
 grep -q "the relay has been silent for" "$T/e.tm2.log" || fail "e: tm2 did not find its relay silent"
 grep -q "relay at $r2_ep not answering; trying the job manager at $jm_e\$" "$T/e.tm2.log" ||
     fail "e: tm2 did not move on to the JM"
-[ "$(live e "d['tm_counts']['reattaches'] >= $back0 + 2")" = True ] ||
-    fail "e: the JM did not count both TMs' re-attaches"
+wait_for "[ \"\$(live e \"d['tm_counts']['reattaches'] >= $back0 + 2\")\" = True ]" 30 \
+    "e: the JM to count both TMs' re-attaches"
 touch "$T/e.gate"
 wait $jm || fail "e: spits-jm exited $?"
 wait $tm1 || fail "e: tm1 exited $?"
