@@ -22,6 +22,7 @@
  *   simulate.c  --simulate: many virtual TMs, each a tm_t of its own,
  *               turned by one loop
  *   relay.c     --serve: a relay; the TMs behind it run the pool's tasks
+ *   relay_peers.c  ...who is behind a relay (relay_int.h)
  *
  * Who calls whom (never upwards, never into tm.c):
  *
@@ -33,7 +34,9 @@
  *   results.c   link.c
  *   job.c       only the pool (tm.h)
  *   link.c      relay.c (what a relay's HELLO and STATS say), the pool
- *   relay.c     only the pool (tm.h)
+ *   relay.c     relay_peers.c and the pool (tm.h); it reads the job's
+ *               phases, the link's keys and the options, and calls no
+ *               other file
  */
 #ifndef SPITS_TM_PRIVATE_H
 #define SPITS_TM_PRIVATE_H
