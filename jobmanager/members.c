@@ -60,22 +60,6 @@ void disp_left(jm_disp_t *d, jm_tm_t *t)
     jm_tmtab_set_alive(d->tms, t, 0);
 }
 
-/* What a HELLO or a STATS may say a TM has. 0 is a relay with no TM
- * behind it yet (the JM divides by neither). */
-#define JM_WORKERS_MAX (1L << 20)
-#define JM_SLOTS_MAX (1L << 24)
-
-static int json_int_field(json_t *j, const char *key, long min, long max,
-                          long *out)
-{
-    json_t *v = json_object_get(j, key);
-    if (!json_is_integer(v) || json_integer_value(v) < min ||
-        json_integer_value(v) > max)
-        return -1;
-    *out = (long)json_integer_value(v);
-    return 0;
-}
-
 /* A TM back from an outage sends its results right after WELCOME. Wait
  * for them before sending it tasks, or it would be sent (and run again)
  * the very tasks it holds results for. */
@@ -159,58 +143,37 @@ static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
     return t;
 }
 
-/* HELLO: {host, pid (1..2^40), workers (1..2^20), slots (1..2^24), held
- * (0..2^24), and optional pending, attach, job_id, relay: {endpoint}
- * (a relay, spits-tm --serve, whose workers and slots may start at 0 and
- * change with its STATS)}. */
+/* HELLO (wire.h spits_hello_t; a relay, spits-tm --serve, says "relay":
+ * {endpoint}, and its workers and slots may start at 0 and change with
+ * its STATS). An older TM sends no attach, and each of its HELLOs to a
+ * live entry is taken as a new outage, as it was. */
 void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                      size_t ridlen, zmq_msg_t *body)
 {
     const char *why = NULL;
-    long pid, workers, slots, held, pending = 0, attach = -1;
+    spits_hello_t h;
     json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
-    const char *host = j ? json_string_value(json_object_get(j, "host")) : NULL;
 
-    if (!j || !host || json_int_field(j, "pid", 1, 1L << 40, &pid) ||
-        json_int_field(j, "workers", 0, JM_WORKERS_MAX, &workers) ||
-        json_int_field(j, "slots", 0, JM_SLOTS_MAX, &slots) ||
-        json_int_field(j, "held", 0, 1 << 24, &held)) {
-        disp_bad_message(d, why ? why : "HELLO without host/pid/workers/slots/held");
+    if (!j || spits_hello_parse(j, &h, &why) != 0) {
+        disp_bad_message(d, why);
         json_decref(j);
         return;
     }
-    /* Results it computed while it had no JM, and its outage number
-     * (optional fields; an older TM sends no attach, and each of its
-     * HELLOs to a live entry is taken as a new outage, as it was). */
-    if ((json_object_get(j, "pending") &&
-         json_int_field(j, "pending", 0, 1L << 40, &pending) != 0) ||
-        (json_object_get(j, "attach") &&
-         json_int_field(j, "attach", 0, LONG_MAX, &attach) != 0)) {
-        disp_bad_message(d, "HELLO with a bad pending or attach count");
-        json_decref(j);
-        return;
-    }
-    /* A relay (spits-tm --serve) says so, and where its TMs connect. */
-    json_t *relay = json_object_get(j, "relay");
-    const char *relay_ep = relay ? json_string_value(json_object_get(relay, "endpoint"))
-                                 : NULL;
-    if (relay && (!json_is_object(relay) || !relay_ep)) {
+    /* A relay says where its TMs connect. */
+    const char *relay_ep = json_string_value(json_object_get(h.relay, "endpoint"));
+    if (h.relay && !relay_ep) {
         disp_bad_message(d, "HELLO with a relay without an endpoint");
         json_decref(j);
         return;
     }
-    /* Only a relay may have no worker (yet): a TM has one at least. */
-    if (!relay && (workers < 1 || slots < 1)) {
-        disp_bad_message(d, "HELLO of a TM with no worker or slot");
-        json_decref(j);
-        return;
-    }
+    const char *host = h.host;
+    long pid = h.pid, workers = h.workers, slots = h.slots, held = h.held;
+    long pending = h.pending, attach = h.attach;
     /* What a TM of another job (a JM killed and replaced in the same job
      * dir) holds and has pending is that job's: it drops all of it on our
      * WELCOME, and none of it ever comes back here. Counted as ours, its
      * slots would stay full for good. (An older TM sends no job_id.) */
-    const char *its_job = json_string_value(json_object_get(j, "job_id"));
-    if (its_job && strcmp(its_job, d->jm->job_id) != 0)
+    if (h.job_id && strcmp(h.job_id, d->jm->job_id) != 0)
         held = pending = 0;
     int first = 0;
     if (!t) {
@@ -265,9 +228,9 @@ static json_t *behind_tm(json_t *v)
     const char *host = json_string_value(json_object_get(v, "host"));
     json_t *relay = json_object_get(v, "relay");
     long pid, workers, runs;
-    if (!host || json_int_field(v, "pid", 0, 1L << 40, &pid) ||
-        json_int_field(v, "workers", 0, JM_WORKERS_MAX, &workers) ||
-        json_int_field(v, "runs", 0, LONG_MAX, &runs) ||
+    if (!host || spits_json_long(v, "pid", 0, 1L << 40, &pid) ||
+        spits_json_long(v, "workers", 0, SPITS_WORKERS_MAX, &workers) ||
+        spits_json_long(v, "runs", 0, LONG_MAX, &runs) ||
         (relay && !json_is_boolean(relay)))
         return NULL;
     char h[128];    /* bounded as the JM's own TMs' (tmtable.h host) */
@@ -292,10 +255,10 @@ static int behind_parse(json_t *v, json_t **out)
     *out = NULL;
     if (!v)
         return 0;
-    if (!json_is_object(v) || json_int_field(v, "alive", 0, 1L << 40, &alive) ||
-        json_int_field(v, "joins", 0, LONG_MAX, &joins) ||
-        json_int_field(v, "leaves", 0, LONG_MAX, &leaves) ||
-        json_int_field(v, "losses", 0, LONG_MAX, &losses) ||
+    if (!json_is_object(v) || spits_json_long(v, "alive", 0, 1L << 40, &alive) ||
+        spits_json_long(v, "joins", 0, LONG_MAX, &joins) ||
+        spits_json_long(v, "leaves", 0, LONG_MAX, &leaves) ||
+        spits_json_long(v, "losses", 0, LONG_MAX, &losses) ||
         !json_is_array(list))
         return -1;
     json_t *tms = json_array();
@@ -344,42 +307,28 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
     }
 }
 
-/* An optional integer field: 0 (absent: *out = -1, or in range), or -1. */
-static int json_opt_int_field(json_t *j, const char *key, long min, long max,
-                              long *out)
-{
-    *out = -1;
-    return json_object_get(j, key) ? json_int_field(j, key, min, max, out) : 0;
-}
-
 /* STATS: a TM's busy time and runs so far (cumulative, so a lost one
  * costs nothing), and a relay's capacity now ("workers", "slots") and the
  * TMs behind it ("behind"; ignored from a TM that joined as no relay):
- * {busy_s (0..1e12), runs (>= 0), and optional workers (0..2^20), slots
- * (0..2^24), behind: {alive (0..2^40), joins, leaves, losses (>= 0),
- * tms: [{host, pid (0..2^40), workers (0..2^20), runs (>= 0), relay
- * (optional bool)}...]}}. Anything out of range: the whole message is
- * dropped. */
+ * spits_stats_t (wire.h), and behind: {alive (0..2^40), joins, leaves,
+ * losses (>= 0), tms: [{host, pid (0..2^40), workers (0..2^20), runs
+ * (>= 0), relay (optional bool)}...]}. Anything out of range: the whole
+ * message is dropped. */
 void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
 {
     const char *why = NULL;
     json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
-    json_t *busy = j ? json_object_get(j, "busy_s") : NULL, *behind = NULL;
-    long runs, workers, slots;
-    if (!json_is_number(busy) || json_number_value(busy) < 0 ||
-        json_number_value(busy) > 1e12 ||
-        json_int_field(j, "runs", 0, LONG_MAX, &runs) != 0) {
-        disp_bad_message(d, why ? why : "STATS without busy_s/runs");
-    } else if (json_opt_int_field(j, "workers", 0, JM_WORKERS_MAX, &workers) ||
-               json_opt_int_field(j, "slots", 0, JM_SLOTS_MAX, &slots)) {
-        disp_bad_message(d, "STATS with bad workers or slots");
+    json_t *behind = NULL;
+    spits_stats_t st;
+    if (!j || spits_stats_parse(j, &st, &why) != 0) {
+        disp_bad_message(d, why);
     } else if (behind_parse(json_object_get(j, "behind"), &behind) != 0) {
         disp_bad_message(d, "STATS with a bad behind list");
     } else if (t) {
-        t->busy_s = json_number_value(busy);
-        t->runs = (uint64_t)runs;
+        t->busy_s = st.busy_s;
+        t->runs = (uint64_t)st.runs;
         if (t->relay)   /* (a TM's capacity is its HELLO's) */
-            set_capacity(d, t, workers, slots);
+            set_capacity(d, t, st.workers, st.slots);
         if (behind && t->relay) {
             json_decref(t->behind);
             t->behind = json_incref(behind);

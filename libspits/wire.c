@@ -5,6 +5,7 @@
  * a message costs no allocation per task once the buffer has grown. The
  * reader hands out pointers into the received frame: no copies.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +257,73 @@ int spits_wire_encode_json(spits_buf_t *out, int type, uint32_t phase,
     return 0;
 }
 
+int spits_json_long(const json_t *j, const char *key, long min, long max,
+                    long *out)
+{
+    json_t *v = json_object_get(j, key);
+    if (!json_is_integer(v) || json_integer_value(v) < min ||
+        json_integer_value(v) > max)
+        return -1;
+    *out = (long)json_integer_value(v);
+    return 0;
+}
+
+/* An optional integer field: 0 (absent, *out = dflt; or in range), or -1. */
+static int json_opt_long(const json_t *j, const char *key, long min, long max,
+                         long dflt, long *out)
+{
+    *out = dflt;
+    return json_object_get(j, key) ? spits_json_long(j, key, min, max, out) : 0;
+}
+
+int spits_hello_parse(json_t *j, spits_hello_t *h, const char **why)
+{
+    memset(h, 0, sizeof *h);
+    h->host = json_string_value(json_object_get(j, "host"));
+    h->relay = json_object_get(j, "relay");
+    h->job_id = json_string_value(json_object_get(j, "job_id"));
+    if (!h->host || spits_json_long(j, "pid", 1, 1L << 40, &h->pid) ||
+        spits_json_long(j, "workers", 0, SPITS_WORKERS_MAX, &h->workers) ||
+        spits_json_long(j, "slots", 0, SPITS_SLOTS_MAX, &h->slots) ||
+        spits_json_long(j, "held", 0, 1L << 24, &h->held)) {
+        *why = "HELLO without host/pid/workers/slots/held";
+        return -1;
+    }
+    /* Results it computed while it had no JM, and its outage number. */
+    if (json_opt_long(j, "pending", 0, 1L << 40, 0, &h->pending) ||
+        json_opt_long(j, "attach", 0, LONG_MAX, -1, &h->attach)) {
+        *why = "HELLO with a bad pending or attach count";
+        return -1;
+    }
+    if (h->relay && !json_is_object(h->relay)) {
+        *why = "HELLO with a relay that is no object";
+        return -1;
+    }
+    if (!h->relay && (h->workers < 1 || h->slots < 1)) {
+        *why = "HELLO of a TM with no worker or slot";
+        return -1;
+    }
+    return 0;
+}
+
+int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why)
+{
+    json_t *busy = json_object_get(j, "busy_s");
+    if (!json_is_number(busy) || json_number_value(busy) < 0 ||
+        json_number_value(busy) > 1e12 ||
+        spits_json_long(j, "runs", 0, LONG_MAX, &s->runs)) {
+        *why = "STATS without busy_s/runs";
+        return -1;
+    }
+    s->busy_s = json_number_value(busy);
+    if (json_opt_long(j, "workers", 0, SPITS_WORKERS_MAX, -1, &s->workers) ||
+        json_opt_long(j, "slots", 0, SPITS_SLOTS_MAX, -1, &s->slots)) {
+        *why = "STATS with bad workers or slots";
+        return -1;
+    }
+    return 0;
+}
+
 json_t *spits_wire_decode_json(const void *frame, size_t len, const char **why)
 {
     json_error_t jerr;
@@ -453,6 +521,46 @@ int spits_wire_selftest(void)
     CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
           strstr(why, "foreign"));
     spits_batch_free(&pb);
+
+    /* HELLO and STATS bodies. */
+    {
+        spits_hello_t hh;
+        spits_stats_t st;
+        json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:s}", "host", "n1",
+                              "pid", 7, "workers", 2, "slots", 4, "held", 1,
+                              "attach", 3, "job_id", "J");
+        CHECK(j && spits_hello_parse(j, &hh, &why) == 0 && strcmp(hh.host, "n1") == 0 &&
+              hh.pid == 7 && hh.workers == 2 && hh.slots == 4 && hh.held == 1 &&
+              hh.pending == 0 && hh.attach == 3 && strcmp(hh.job_id, "J") == 0 &&
+              !hh.relay);
+        json_object_set_new(j, "workers", json_integer(0));    /* a TM: 1 at least */
+        CHECK(spits_hello_parse(j, &hh, &why) == -1 && strstr(why, "no worker"));
+        json_object_set_new(j, "relay", json_object());       /* a relay: 0 is fine */
+        CHECK(spits_hello_parse(j, &hh, &why) == 0 && hh.workers == 0 && hh.relay);
+        json_object_set_new(j, "relay", json_string("x"));
+        CHECK(spits_hello_parse(j, &hh, &why) == -1 && strstr(why, "relay"));
+        json_object_del(j, "relay");
+        json_object_set_new(j, "workers", json_integer(1));
+        json_object_del(j, "attach");
+        json_object_set_new(j, "pending", json_integer(-1));
+        CHECK(spits_hello_parse(j, &hh, &why) == -1 && strstr(why, "pending"));
+        json_object_set_new(j, "pending", json_integer(5));
+        CHECK(spits_hello_parse(j, &hh, &why) == 0 && hh.attach == -1 && hh.pending == 5);
+        json_object_set_new(j, "slots", json_integer(SPITS_SLOTS_MAX + 1));
+        CHECK(spits_hello_parse(j, &hh, &why) == -1 && strstr(why, "slots"));
+        json_decref(j);
+        j = json_pack("{s:f, s:i}", "busy_s", 1.5, "runs", 9);
+        CHECK(j && spits_stats_parse(j, &st, &why) == 0 && st.busy_s == 1.5 &&
+              st.runs == 9 && st.workers == -1 && st.slots == -1);
+        json_object_set_new(j, "workers", json_integer(3));
+        json_object_set_new(j, "slots", json_integer(6));
+        CHECK(spits_stats_parse(j, &st, &why) == 0 && st.workers == 3 && st.slots == 6);
+        json_object_set_new(j, "workers", json_integer(SPITS_WORKERS_MAX + 1));
+        CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "workers"));
+        json_object_del(j, "runs");
+        CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "runs"));
+        json_decref(j);
+    }
 
     /* Versions and types. */
     b.buf.data[2] = SPITS_PROTO_VERSION + 1;

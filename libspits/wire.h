@@ -188,6 +188,40 @@ int spits_wire_encode_json(spits_buf_t *out, int type, uint32_t phase,
                            const json_t *body);
 json_t *spits_wire_decode_json(const void *frame, size_t len,
                                const char **why);
+/* An integer field of a JSON object within [min, max]: 0 with *out, or
+ * -1 (absent, no integer, or out of range). */
+int spits_json_long(const json_t *j, const char *key, long min, long max,
+                    long *out);
+
+/* What a HELLO or a STATS may say a TM (or a relay) has. A relay may
+ * have 0 workers and slots (no TM behind it yet); a TM has 1 at least. */
+#define SPITS_WORKERS_MAX (1L << 20)
+#define SPITS_SLOTS_MAX (1L << 24)
+
+/* A HELLO's body, as the JM and a relay take it: {host, pid (1..2^40),
+ * workers (0..SPITS_WORKERS_MAX), slots (0..SPITS_SLOTS_MAX), held
+ * (0..2^24), and optional pending (0..2^40), attach (>= 0), job_id, and
+ * relay (an object: the sender is a relay)}; without relay, workers and
+ * slots are 1 at least. Strings and relay point into the document. */
+typedef struct {
+    const char *host;
+    long pid, workers, slots, held;
+    long pending;            /* 0 when absent */
+    long attach;             /* -1 when absent (an older TM) */
+    const char *job_id;      /* NULL when absent (an older TM) */
+    json_t *relay;           /* NULL: no relay */
+} spits_hello_t;
+/* 0 with *h filled, or -1 with *why naming what is wrong. */
+int spits_hello_parse(json_t *j, spits_hello_t *h, const char **why);
+
+/* A STATS body: {busy_s (0..1e12), runs (>= 0), and optional workers
+ * and slots (a relay's capacity, in HELLO's ranges; -1 when absent)}. */
+typedef struct {
+    double busy_s;
+    long runs, workers, slots;
+} spits_stats_t;
+int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why);
+
 /* Header-only messages (HEARTBEAT, END, WHO). */
 void spits_wire_encode_empty(unsigned char out[SPITS_HDR_SIZE], int type,
                              uint32_t phase);

@@ -246,39 +246,19 @@ static void relay_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
 
 /* --- messages from TMs -------------------------------------------------- */
 
-static int relay_json_long(json_t *j, const char *key, long min, long max, long *out)
-{
-    json_t *v = json_object_get(j, key);
-    if (!json_is_integer(v) || json_integer_value(v) < min ||
-        json_integer_value(v) > max)
-        return -1;
-    *out = (long)json_integer_value(v);
-    return 0;
-}
-
 /* HELLO: a TM (or a relay) joins, re-attaches, or repeats itself. */
 static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
                            size_t ridlen, zmq_msg_t *msg)
 {
     const char *why = NULL;
-    long pid, workers, slots, held, pending = 0, attach = -1;
+    spits_hello_t h;
     char below[RELAY_BELOW_MAX][RELAY_ID_MAX];
     int nbelow = 0, loop = 0;
     json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
-    const char *host = json_string_value(json_object_get(j, "host"));
-    json_t *relay = json_object_get(j, "relay");
 
-    if (!j || !host || relay_json_long(j, "pid", 1, 1L << 40, &pid) ||
-        relay_json_long(j, "workers", relay ? 0 : 1, 1 << 20, &workers) ||
-        relay_json_long(j, "slots", relay ? 0 : 1, 1 << 24, &slots) ||
-        relay_json_long(j, "held", 0, 1 << 24, &held) ||
-        (json_object_get(j, "pending") &&
-         relay_json_long(j, "pending", 0, 1L << 40, &pending)) ||
-        (json_object_get(j, "attach") &&
-         relay_json_long(j, "attach", 0, LONG_MAX, &attach)) ||
-        (relay && (!json_is_object(relay) ||
-                   (loop = rl_peers_check_loop(r, relay, below, &nbelow)) < 0))) {
-        relay_bad(r, why ? why : "HELLO without host/pid/workers/slots/held");
+    if (!j || spits_hello_parse(j, &h, &why) != 0 ||
+        (h.relay && (loop = rl_peers_check_loop(r, h.relay, below, &nbelow)) < 0)) {
+        relay_bad(r, why ? why : "HELLO with a bad relay id");
         json_decref(j);
         return;
     }
@@ -288,7 +268,7 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         json_decref(j);
         return;
     }
-    if (t && t->alive && t->pid == pid && attach >= 0 && attach <= t->attach) {
+    if (t && t->alive && t->pid == h.pid && h.attach >= 0 && h.attach <= t->attach) {
         relay_send_job(r, t, SPITS_MSG_WELCOME);   /* a queued copy */
         json_decref(j);
         return;
@@ -302,16 +282,14 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         return;
     }
     /* What a TM of another job holds is not this job's (as in the JM). */
-    const char *its_job = json_string_value(json_object_get(j, "job_id"));
-    if (its_job && strcmp(its_job, r->up_job) != 0)
-        held = 0;
-    snprintf(t->host, sizeof t->host, "%s", host);
-    t->pid = pid;
-    t->workers = (int)workers;
-    t->slots = (int)slots;
-    t->outstanding = (int)(held < slots ? held : slots);
+    long held = h.job_id && strcmp(h.job_id, r->up_job) != 0 ? 0 : h.held;
+    snprintf(t->host, sizeof t->host, "%s", h.host);
+    t->pid = h.pid;
+    t->workers = (int)h.workers;
+    t->slots = (int)h.slots;
+    t->outstanding = (int)(held < h.slots ? held : h.slots);
     t->unknown_credit = (int)held;
-    t->attach = attach;
+    t->attach = h.attach;
     t->alive = 1;
     t->draining = 0;
     t->last_heard = r->tm->now;
@@ -320,9 +298,9 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     t->relay_id[0] = 0;
     t->nbelow = nbelow;
     memcpy(t->below, below, sizeof below);
-    if (relay)
+    if (h.relay)
         snprintf(t->relay_id, sizeof t->relay_id, "%s",
-                 json_string_value(json_object_get(relay, "id")));
+                 json_string_value(json_object_get(h.relay, "id")));
     if (first)
         r->peers.joins++;
     else
@@ -330,8 +308,8 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     rl_peers_capacity(&r->peers);
     if (relay_log_ok(r))
         spits_info("relay: %s %s:%ld %s with %ld worker(s)",
-                   relay ? "relay" : "TM", host, pid,
-                   first ? "joined" : "re-attached", workers);
+                   h.relay ? "relay" : "TM", h.host, h.pid,
+                   first ? "joined" : "re-attached", h.workers);
     relay_send_job(r, t, SPITS_MSG_WELCOME);
     json_decref(j);
 }
@@ -391,22 +369,17 @@ static void relay_on_stats(tm_relay_t *r, rl_tm_t *t, zmq_msg_t *msg)
 {
     const char *why = NULL;
     json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
-    json_t *busy = json_object_get(j, "busy_s");
-    long runs, workers, slots;
+    spits_stats_t st;
 
-    if (!json_is_number(busy) || json_number_value(busy) < 0 ||
-        json_number_value(busy) > 1e12 ||
-        relay_json_long(j, "runs", 0, LONG_MAX, &runs)) {
-        relay_bad(r, why ? why : "STATS without busy_s/runs");
+    if (!j || spits_stats_parse(j, &st, &why) != 0) {
+        relay_bad(r, why);
     } else if (t && t->alive) {
-        t->busy_s = json_number_value(busy);
-        t->runs = (uint64_t)runs;
+        t->busy_s = st.busy_s;
+        t->runs = (uint64_t)st.runs;
         /* A relay behind us: its capacity follows its TMs. */
-        if (t->relay_id[0] &&
-            relay_json_long(j, "workers", 0, 1 << 20, &workers) == 0 &&
-            relay_json_long(j, "slots", 0, 1 << 24, &slots) == 0) {
-            t->workers = (int)workers;
-            t->slots = (int)slots;
+        if (t->relay_id[0] && st.workers >= 0 && st.slots >= 0) {
+            t->workers = (int)st.workers;
+            t->slots = (int)st.slots;
             rl_peers_capacity(&r->peers);
         }
     }
@@ -430,9 +403,9 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg,
         relay_bad(r, why);
         return;
     }
-    rl_tm_t *t = rl_peers_find(&r->peers, rid, ridlen);
-    if (t && !t->alive)
-        t = NULL;
+    /* (a HELLO takes the entry of a TM gone too: it re-attaches) */
+    rl_tm_t *entry = rl_peers_find(&r->peers, rid, ridlen);
+    rl_tm_t *t = entry && entry->alive ? entry : NULL;
     if (t)
         t->last_heard = r->tm->now;
     if (cut || h.parts) {
@@ -444,7 +417,7 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg,
     }
     switch (h.type) {
     case SPITS_MSG_HELLO:
-        relay_on_hello(r, rl_peers_find(&r->peers, rid, ridlen), rid, ridlen, msg);
+        relay_on_hello(r, entry, rid, ridlen, msg);
         break;
     case SPITS_MSG_RESULTS:
         relay_on_results(r, t, &h, msg, 0);

@@ -32,9 +32,6 @@
 #define RELAY_LOOP_FATAL_MS 10000  /* a loop with no job above it, this long */
 #define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
 #define RELAY_STATS_MIN_MS 250     /* capacity changes go up this often at most */
-/* What a HELLO or STATS may say (jobmanager/members.c takes no more). */
-#define RELAY_WORKERS_MAX (1L << 20)
-#define RELAY_SLOTS_MAX (1L << 24)
 
 int rl_peers_init(rl_peers_t *p)
 {
@@ -105,6 +102,7 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
     return t;
 }
 
+/* (Clamped to what a HELLO or STATS may say: wire.h.) */
 void rl_peers_capacity(rl_peers_t *p)
 {
     long long workers = 0, slots = 0;
@@ -113,10 +111,10 @@ void rl_peers_capacity(rl_peers_t *p)
             workers += p->tms[i].workers;
             slots += p->tms[i].slots;
         }
-    if (workers > RELAY_WORKERS_MAX)
-        workers = RELAY_WORKERS_MAX;
-    if (slots > RELAY_SLOTS_MAX)
-        slots = RELAY_SLOTS_MAX;
+    if (workers > SPITS_WORKERS_MAX)
+        workers = SPITS_WORKERS_MAX;
+    if (slots > SPITS_SLOTS_MAX)
+        slots = SPITS_SLOTS_MAX;
     if (workers != p->workers || slots != p->slots)
         p->cap_dirty = 1;
     p->workers = (int)workers;
