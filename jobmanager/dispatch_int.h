@@ -50,7 +50,7 @@
 struct jm_disp {
     jm_t *jm;
     void *zctx, *router, *mon;
-    spits_zap_t *zap;                   /* NULL with --insecure */
+    spits_zap_t *zap;                /* NULL with --insecure */
     char endpoint[512];
     int wake_fd;
     pthread_t thread;

@@ -68,6 +68,13 @@ static json_int_t num(json_t *o, const char *k)
     return json_integer_value(json_object_get(o, k));
 }
 
+/* A string field, or "?" when it has none. */
+static const char *str(json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "?";
+}
+
 /* A relay's TMs, indented under its row: what its last STATS said (the
  * JM knows them only through it, so neither busy nor done). Nothing for
  * a row that is no relay. */
@@ -79,14 +86,12 @@ static void print_behind(json_t *r)
     if (!json_is_true(json_object_get(r, "relay")))
         return;
     printf("    relay at %s: %lld TM(s) behind it, %lld joined, %lld left, "
-           "%lld loss(es)\n", json_string_value(json_object_get(r, "endpoint"))
-               ? json_string_value(json_object_get(r, "endpoint")) : "?",
+           "%lld loss(es)\n", str(r, "endpoint"),
            (long long)num(b, "alive"), (long long)num(b, "joins"),
            (long long)num(b, "leaves"), (long long)num(b, "losses"));
     json_array_foreach(list, i, x)
         printf("    %-18.18s %8lld %7lld %15lld runs%s\n",
-               json_string_value(json_object_get(x, "host"))
-                   ? json_string_value(json_object_get(x, "host")) : "?",
+               str(x, "host"),
                (long long)num(x, "pid"), (long long)num(x, "workers"),
                (long long)num(x, "runs"),
                json_is_true(json_object_get(x, "relay")) ? " (a relay)" : "");
