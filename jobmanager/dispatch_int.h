@@ -37,6 +37,7 @@
 #define DISP_BATCH_BYTES (4u << 20)  /* a TASKS message's soft size cap */
 #define DISP_RECV_BURST 256          /* messages per poll wake-up */
 #define DISP_TICK_MS 100
+#define DISP_TRIM_MS 5000   /* free memory goes back at most this often */
 #define DISP_LIVE_FAILED 100         /* poison tasks STATUS names */
 #define DISP_END_WAIT_MS 2000        /* the most it waits for BYEs after END */
 #define DISP_LIVE_EVENTS 256         /* TM joins/leaves STATUS carries */
@@ -70,6 +71,10 @@ struct jm_disp {
     jm_tmtab_t *tms;
     size_t alive;
     size_t rr;                       /* round-robin start */
+    int *due;                        /* slots of TMs heard from since the */
+    size_t ndue, capdue;             /* ...last serve (serve.c) */
+    int serve_all;                   /* the next serve walks every TM */
+    int starved;                     /* a TM was left with room unfilled */
     spits_batch_t out;
     uint64_t part_min;       /* tasks this large go as parts (serve.c) */
     jm_commit_t *cbuf;               /* resolutions for the committer: */
@@ -79,6 +84,8 @@ struct jm_disp {
     int64_t now, next_tick, probe_until;
     int64_t hb_ms, timeout_ms;
     int64_t heard_floor;             /* end of the loop's last stall */
+    int64_t trim_at;                 /* disp_trim: not before, */
+    uint64_t gone_at_trim;           /* ...nor before TMs left since */
     int64_t bad_logged_at;
     int64_t busy_logged_at;      /* "silent, but its connection is busy" */
     int stopping;                    /* a signal stopped the job */
@@ -122,6 +129,7 @@ void disp_phase_end(jm_disp_t *d);
 
 /* serve.c */
 void disp_serve(jm_disp_t *d);
+void disp_serve_due(jm_disp_t *d, jm_tm_t *t);
 void disp_publish_window(jm_disp_t *d);
 void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx);
 /* The scheduler's early-result hook (jm_sched_set_early); arg is d */

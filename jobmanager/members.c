@@ -25,6 +25,7 @@
  * older dead TM). The number of copies taken back. */
 static size_t drop(jm_disp_t *d, jm_tm_t *t)
 {
+    d->serve_all = 1;   /* (its copies are requeued for the others) */
     d->alive_workers -= t->workers;
     d->alive--;
     jm_timeline_event(&d->timeline, 0, t);

@@ -66,6 +66,7 @@ struct jm_tm {
     int64_t settle_until;    /* re-attached with results: serve it only
                                 once they are in (or by this time) */
     int64_t settle_records;  /* results it said it holds, not yet in */
+    int serve_due;           /* in the dispatcher's due list (serve.c) */
     int relay;               /* joined as a relay (HELLO "relay") */
     char relay_ep[256];      /* ...its endpoint for TMs, as it said (cut) */
     json_t *behind;          /* ...its TMs as of its last STATS: {alive,

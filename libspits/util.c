@@ -100,6 +100,11 @@ void spits_malloc_tune(int arenas)
         mallopt(M_ARENA_MAX, arenas);
 }
 
+void spits_malloc_release(void)
+{
+    malloc_trim(0);
+}
+
 int spits_endpoint_check(const char *ep, int bind, char *err, size_t errlen)
 {
     if (strncmp(ep, "ipc://", 6) == 0 && ep[6])

@@ -38,6 +38,9 @@ int spits_online_cores(void);
  * malloc arenas (each keeps up to the trim threshold of freed memory);
  * 0 leaves glibc's 8 per core. Call first in main. */
 void spits_malloc_tune(int arenas);
+/* Gives the free memory inside the heaps back to the system
+ * (malloc_trim); it holds the heaps' locks meanwhile, milliseconds. */
+void spits_malloc_release(void);
 
 /* Makes room in the array *arr (of *cap elements of elsize bytes) for
  * at least need elements, doubling its capacity (at least first). -1 when

@@ -564,15 +564,16 @@ static long relay_build_tasks(tm_relay_t *r, const tm_phase_t *ph,
 
 /* Sends t the copies of one phase it was given, as one TASKS message;
  * their references go with them (an inline copy's now, a part's when
- * libzmq is done with it). */
-static void relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t n)
+ * libzmq is done with it). -1: they went back upstream instead (no
+ * memory, or t is gone). */
+static int relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t n)
 {
     const tm_phase_t *ph = items[0].phase;
     long sent = relay_map_copies(r, t, items, n), parts;
 
     if (sent <= 0) {
         relay_rec_flush(r);   /* (records of copies answered at once) */
-        return;
+        return sent < 0 ? -1 : 0;
     }
     n = (size_t)sent;
     if ((parts = relay_build_tasks(r, ph, items, n)) < 0) {
@@ -580,7 +581,7 @@ static void relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t
                     "back upstream", n);
         relay_unmap(r, items, n);
         relay_unsent(r, items, n);
-        return;
+        return -1;
     }
     if (relay_send(r, t, r->out.buf.data, r->out.buf.len, parts ? ZMQ_SNDMORE : 0) != 0) {
         int gone = errno == EHOSTUNREACH;
@@ -588,7 +589,7 @@ static void relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t
         relay_unsent(r, items, n);
         if (gone)
             relay_drop(r, t, "disconnected", 1);
-        return;
+        return -1;
     }
     for (size_t k = 0; k < n; k++) {
         if (items[k].len < r->part_min) {
@@ -609,6 +610,35 @@ static void relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t
             zmq_msg_close(&m);
     }
     t->outstanding += (int)n;
+    return 0;
+}
+
+/* t gets what the pool has, up to its room, in messages of at most
+ * RELAY_BATCH_MAX copies (one a turn held the relay to RELAY_BATCH_MAX
+ * tasks a turn a TM). -1: the pool ran out. */
+static int relay_serve_tm(tm_relay_t *r, rl_tm_t *t)
+{
+    while (t->alive && !t->draining && t->outstanding < t->slots && !r->tm->done) {
+        size_t want = (size_t)(t->slots - t->outstanding);
+        size_t n = tm_pool_take(&r->tm->pool, r->items,
+                                want < RELAY_BATCH_MAX ? want : RELAY_BATCH_MAX);
+        if (!n)
+            return -1;
+        /* One message per phase (a phase change leaves a few of the old). */
+        size_t start = 0;
+        int failed = 0;
+        for (size_t i = 1; i <= n; i++)
+            if (i == n || r->items[i].phase != r->items[start].phase) {
+                if (failed)
+                    relay_unsent(r, r->items + start, i - start);
+                else if (relay_send_tasks(r, t, r->items + start, i - start) != 0)
+                    failed = 1;   /* (they went back upstream; so do the rest) */
+                start = i;
+            }
+        if (failed)
+            return 0;
+    }
+    return 0;
 }
 
 /* Each TM with room gets what the pool has, round robin. */
@@ -620,23 +650,8 @@ static void relay_serve(tm_relay_t *r)
         return;
     for (size_t k = 0; k < p->ntms && !tm->done; k++) {
         rl_tm_t *t = &p->tms[(r->rr + k) % p->ntms];
-        if (!t->alive || t->draining || t->outstanding >= t->slots)
-            continue;
-        size_t want = (size_t)(t->slots - t->outstanding);
-        size_t n = tm_pool_take(&tm->pool, r->items,
-                                want < RELAY_BATCH_MAX ? want : RELAY_BATCH_MAX);
-        if (!n)
-            break;
-        /* One message per phase (a phase change leaves a few of the old). */
-        size_t start = 0;
-        for (size_t i = 1; i <= n; i++)
-            if (i == n || r->items[i].phase != r->items[start].phase) {
-                if (t->alive)
-                    relay_send_tasks(r, t, r->items + start, i - start);
-                else
-                    relay_unsent(r, r->items + start, i - start);
-                start = i;
-            }
+        if (relay_serve_tm(r, t) < 0)
+            break;   /* (the pool is empty) */
     }
     r->rr++;
 }
