@@ -167,6 +167,9 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         if (t && t->settle_until && (t->settle_records -= (int64_t)h.count) <= 0)
             t->settle_until = 0;
         disp_on_results(d, t, &h, rx);
+        /* (its cancels may have lost another TM, and the table may have
+         * evicted t's dead entry for it: look again) */
+        t = jm_tmtab_find(d->tms, rid, ridlen);
         if (!t || !t->alive)
             disp_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
@@ -196,7 +199,9 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     default:
         disp_bad_message(d, "a JM-to-TM message sent to the JM");
     }
-    if (t || (t = jm_tmtab_find(d->tms, rid, ridlen))) {   /* (HELLO adds it) */
+    /* (looked up again: HELLO adds it, and a handler that lost another
+     * TM may have evicted its entry) */
+    if ((t = jm_tmtab_find(d->tms, rid, ridlen))) {
         t->fd = fd;
         if (t->alive)
             disp_serve_due(d, t);
@@ -593,6 +598,8 @@ static void *disp_main(void *arg)
         long timeout = (long)(d->next_tick - d->now);
         if (d->now < d->probe_until && timeout > 50)
             timeout = 50;
+        if (d->serve_all)
+            timeout = 0;   /* (a TM went during the last serve) */
         if (zmq_poll(items, nitems, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR) {
             jm_fatal("the dispatcher cannot poll its sockets: %s; stopping "
                      "the job", zmq_strerror(errno));

@@ -269,6 +269,11 @@ int jm_sched_has_fresh(const jm_sched_t *s)
     return s->fresh != NULL;
 }
 
+int jm_sched_has_retries(const jm_sched_t *s)
+{
+    return s->retry.count > 0;
+}
+
 void jm_sched_gen_state(jm_sched_t *s, int done, int waiting)
 {
     s->gen_done = done;

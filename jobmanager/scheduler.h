@@ -85,6 +85,8 @@ void jm_sched_task_init(jm_task_t *t);
 /* Tasks from the generator, linked by next, ids increasing. */
 void jm_sched_add_fresh(jm_sched_t *s, jm_task_t *head, jm_task_t *tail);
 int jm_sched_has_fresh(const jm_sched_t *s);
+/* Copies to send again are queued (failed, handed back, or not sent). */
+int jm_sched_has_retries(const jm_sched_t *s);
 /* The generator's state: done (no more fresh tasks will come) or waiting
  * for window room. Either allows copies of unfinished tasks. */
 void jm_sched_gen_state(jm_sched_t *s, int done, int waiting);

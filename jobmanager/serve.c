@@ -3,7 +3,9 @@
  * results back to the committer.
  *
  * A TM with room (credit: its slots minus the copies it holds) gets the
- * copies the scheduler picks (scheduler.c), in one TASKS batch; with
+ * copies the scheduler picks (scheduler.c), in one TASKS batch, when it
+ * is looked at: the TMs heard from since the last serve, or all of them
+ * when anything else may have given one room (disp_serve); with
  * CURVE, a task of SPITS_PART_MIN bytes or more goes as a part of that
  * message (wire.h), straight from the task's memory: no copy into the
  * batch, and none into ZeroMQ (zmq_msg_init_data; the part holds a
@@ -283,8 +285,11 @@ static void serve_all(jm_disp_t *d)
  * tasks, copies requeued from a TM gone). So a serve looks at the TMs
  * heard from since the last (the due list), and walks every live TM
  * only when the rest may have changed: each tick (dispatch.c), when TMs
- * go (members.c drop), or when fresh work comes while a TM was left with
- * room. Walking all 10,000 TMs on every turn was 8% of the JM's CPU at
+ * go (members.c drop), or when work is there (fresh tasks, or copies to
+ * send again: failed, handed back, unsent) while a TM was left with
+ * room. (A TM whose pick was cut by DISP_BATCH_BYTES, not by the work,
+ * counts as left with room: with large tasks every turn walks them all,
+ * as before.) Walking all 10,000 TMs on every turn was 8% of the JM's CPU at
  * 10,000 virtual TMs. A slot in the list whose TM left is skipped; one
  * reused by a new TM serves that one, which is harmless. */
 void disp_serve(jm_disp_t *d)
@@ -292,7 +297,7 @@ void disp_serve(jm_disp_t *d)
     if (d->phase && d->starved && !d->serve_all) {
         if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
             refill_fresh(d);
-        if (jm_sched_has_fresh(d->sched))
+        if (jm_sched_has_fresh(d->sched) || jm_sched_has_retries(d->sched))
             d->serve_all = 1;
     }
     int all = d->serve_all;
