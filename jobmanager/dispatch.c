@@ -398,11 +398,15 @@ static void disp_tick(jm_disp_t *d)
  * used stayed flat (spits-bench churn, 18,000 joins: 1.67x). Trimming
  * takes the heaps' locks for milliseconds (4 ms typical, 12 at most at
  * 450 live TMs), so it runs at most every DISP_TRIM_MS, and only after
- * TMs left: a job whose TMs stay never pays it. */
+ * TMs left: a job whose TMs stay never pays it. Nor does a job of large
+ * tasks (SPITS_PART_MIN or more on average): the freed buffers it keeps
+ * are what spits_malloc_tune keeps them for, and a trim would make it
+ * fault their pages in again. */
 static void disp_trim(jm_disp_t *d)
 {
     uint64_t gone = d->st.tm_losses + d->st.tm_leaves;
-    if (gone == d->gone_at_trim || d->now < d->trim_at)
+    if (gone == d->gone_at_trim || d->now < d->trim_at ||
+        jm_sched_mean_task_bytes(d->sched) >= SPITS_PART_MIN)
         return;
     d->gone_at_trim = gone;
     d->trim_at = d->now + DISP_TRIM_MS;
@@ -720,6 +724,12 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->zctx = zmq_ctx_new();
     if (!d->tms || !d->cbuf || !d->sched || d->wake_fd < 0 || !d->zctx) {
         snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
+        goto fail;
+    }
+    /* (before the first socket, which starts them) */
+    if (zmq_ctx_set(d->zctx, ZMQ_IO_THREADS, jm->opt.io_threads) != 0) {
+        snprintf(err, errlen, "cannot use %d ZeroMQ I/O threads: %s",
+                 jm->opt.io_threads, zmq_strerror(errno));
         goto fail;
     }
     d->router = zmq_socket(d->zctx, ZMQ_ROUTER);

@@ -44,6 +44,7 @@
 #include "wire.h"
 
 #define JM_MAX_COPIES 8
+#define JM_IO_THREADS_MAX 64   /* (--io-threads's error message says 64) */
 #define JM_MAX_TASK_DEFAULT (1LL << 30)
 /* ZMQ_MAXMSGSIZE for a largest task or result of max_task bytes: a batch
  * is cut at a few MiB, plus at most one record that may be that large. */
@@ -70,6 +71,7 @@ typedef struct {
     long long window_bytes; /* bytes of tasks generated but not resolved */
     int journal;            /* keep DIR/journal (--journal=off: 0) */
     int insecure;           /* --insecure: no CURVE */
+    int io_threads;         /* --io-threads: libzmq's I/O threads */
     long long max_task;     /* --max-task-bytes: largest task or result */
     const char *export_key; /* --export-key FILE: copy DIR/tm.key, exit */
     double progress;        /* --progress-interval: seconds between lines
@@ -84,7 +86,7 @@ typedef struct {
  * bytes inline), owned by the dispatcher from the genq on, freed by the
  * dispatcher when it is resolved (jm_task_free). A task of SPITS_PART_MIN
  * bytes or more is sent without a copy (serve.c): each ZeroMQ part that
- * carries its bytes holds a reference, dropped by libzmq's I/O thread when
+ * carries its bytes holds a reference, dropped by a libzmq I/O thread when
  * the part is gone, and the memory goes with the last reference. */
 typedef struct jm_task {
     struct jm_task *next;    /* genq link */

@@ -147,7 +147,8 @@ int disp_take_early_result(void *arg, const jm_task_t *task)
 }
 
 /* libzmq is done with a part (sent, or dropped with its connection): the
- * part's reference to its task goes. Runs on libzmq's I/O thread. */
+ * part's reference to its task goes. Runs on one of libzmq's I/O threads
+ * (--io-threads: several may drop references to one task at once). */
 static void part_done(void *data, void *task)
 {
     (void)data;

@@ -135,11 +135,11 @@ static int relay_send(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
     return 0;
 }
 
-static void relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type)
+static int relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type)
 {
     unsigned char hdr[SPITS_HDR_SIZE];
     spits_wire_encode_empty(hdr, type, r->up_phase);
-    relay_send(r, t, hdr, sizeof hdr, 0);
+    return relay_send(r, t, hdr, sizeof hdr, 0);
 }
 
 /* A peer we do not know (we lost it, or restarted): say HELLO. */
@@ -673,8 +673,13 @@ static void relay_tick(tm_relay_t *r)
             snprintf(why, sizeof why, "lost (silent for %.0f s)",
                      (tm->now - t->last_heard) / 1000.0);
             relay_drop(r, t, why, 1);
-        } else if (tm->now - t->last_sent >= r->hb_ms) {
-            relay_send_empty(r, t, SPITS_MSG_HEARTBEAT);
+        } else if (tm->now - t->last_sent >= r->hb_ms &&
+                   relay_send_empty(r, t, SPITS_MSG_HEARTBEAT) != 0 &&
+                   errno == EHOSTUNREACH) {
+            /* Its connection is gone (ROUTER_MANDATORY): a TM killed
+             * with its copies gives them back within a heartbeat, not
+             * after the job's --tm-timeout. */
+            relay_drop(r, t, "disconnected", 1);
         }
     }
 }

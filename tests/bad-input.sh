@@ -66,6 +66,8 @@ expect 2 "error: --connect tcp://127.0.0.1:0: '0' is not a port (1-65535)" \
 expect 2 "unknown option" "$JM" --frobnicate "$MODS/pi.so"
 expect 2 "no MODULE" "$JM" $J
 expect 2 "max-copies" "$JM" $J --max-copies 0 "$MODS/pi.so"
+expect 2 "^spits-jm: error: --io-threads wants a number from 1 to 64, not '0'" "$JM" $J --io-threads 0 "$MODS/pi.so"
+expect 2 "^spits-jm: error: --io-threads wants a number from 1 to 64, not '65'" "$JM" $J --io-threads 65 "$MODS/pi.so"
 expect 2 "--journal wants on or off, not 'maybe'" "$JM" $J --journal maybe "$MODS/pi.so"
 expect 2 "give no ARGS" "$JM" $J --resume "$MODS/pi.so" 100
 mkdir "$T/fresh"

@@ -42,6 +42,15 @@ start_tm plain tm3 --insecure -n 1
 wait $JM_PID || fail "spits-jm (plain) exited $?"
 exact plain 200 0
 
+# --io-threads 3, CURVE: 1 MB tasks between 8-byte ones to three TMs,
+# whose connections libzmq spreads over the JM's three I/O threads.
+start_jm io --io-threads 3 "$MODS/bench.so" -n 300 -t 1048576 -T 8
+wait_for "[ \"\$(cat /proc/\$(pgrep -P $JM_PID)/task/*/comm 2>/dev/null | grep -c '^ZMQbg/IO/')\" = 3 ]" 20 \
+    "three ZeroMQ I/O threads in spits-jm --io-threads 3"
+for i in 4 5 6; do start_tm io tm$i -n 1; done
+wait $JM_PID || fail "spits-jm (io) exited $?"
+exact io 300 150
+
 # 3 MB tasks; one of two TMs is killed while it holds (and is sent) some.
 mkdir "$T/marks"
 start_jm kill --heartbeat 0.2 "$MODS/bench.so" -n 40 -t 3000000 -s 100000 -M "$T/marks"

@@ -82,10 +82,11 @@ for p in $t1 $t2 $t3 $r1 $r2; do wait "$p" || fail "b: a TM or relay exited $?";
 grep -q "relay: relay .* joined" "$T/b.r1.log" || fail "b: r2 did not join r1 as a relay"
 [ "$(grep -c 'relay: TM .* joined' "$T/b.r2.log")" = 2 ] || fail "b: r2 did not take its 2 TMs"
 
-# relayed NAME: a job of 3000 tasks of 20 ms with 3 TMs behind one relay,
-# waited for until 500 tasks are committed; RELAY_PID and TMS
+# relayed NAME [TIMEOUT]: a job of 3000 tasks of 20 ms (--tm-timeout
+# TIMEOUT, 3 s) with 3 TMs behind one relay, waited for until 500 tasks
+# are committed; RELAY_PID and TMS
 relayed() {
-    start_jm "$1" --tm-timeout 3 "$MODS/bench.so" -n 3000 -s 20000
+    start_jm "$1" --tm-timeout "${2:-3}" "$MODS/bench.so" -n 3000 -s 20000
     local port; port=$(free_port)
     start_relay "$1" "$1.r" "$port"
     TMS=""
@@ -106,6 +107,21 @@ grep -q "relay [^ ]*:$RELAY_PID lost" "$T/c.jm.log" || fail "c: the JM did not l
 [ "$(json "$T/c/report.json" "d['counters']['tm_joins']")" = 4 ] \
     || fail "c: the JM counted $(json "$T/c/report.json" "d['counters']['tm_joins']") joins, not the relay and its 3 TMs"
 for i in 1 2 3; do grep -q "trying the job manager" "$T/c.tm$i.log" || fail "c: TM $i did not fall back"; done
+
+# 3a. kill -9 of a TM behind a relay, with a --tm-timeout of 60 s: the
+#     relay finds its connection gone at its next heartbeat and hands its
+#     copies back upstream at once, so the job does not wait the 60 s.
+relayed c1 60
+c1=($TMS)
+kill -9 "${c1[0]}"
+wait_for "grep -q 'TM [^ ]*:${c1[0]} disconnected; [1-9][0-9]* task(s) handed back upstream' $T/c1.r.log" 10 \
+    "c1: the relay handing back the killed TM's copies"
+wait $JM_PID || fail "c1: spits-jm exited $?"
+exact c1 3000
+wait "${c1[1]}" || fail "c1: a TM exited $?"
+wait "${c1[2]}" || fail "c1: a TM exited $?"
+wait $RELAY_PID || fail "c1: the relay exited $?"
+[ "$(json "$T/c1/report.json" "d['counters']['tm_losses']")" = 0 ] || fail "c1: the JM lost a TM"
 
 # drain_relay NAME PID: SIGTERM to job NAME's relay PID, which drains and
 # exits 0

@@ -2,7 +2,7 @@
  * zmq-ceiling.c - the bandwidth ceiling for spits-bench: a plain ZeroMQ
  * ROUTER-to-DEALER transfer over loopback, with nothing of spits between.
  *
- *   zmq-ceiling SIZE COUNT [curve] [CONNS]
+ *   zmq-ceiling SIZE COUNT [curve] [CONNS [IO_THREADS]]
  *
  * The shape is spits' own, so that the figure is a ceiling for it: the
  * sender and each receiver are processes of their own (fork), each with
@@ -14,7 +14,8 @@
  * (spits_malloc_tune), and the sender hands ZeroMQ the bytes without a
  * copy (zmq_msg_init_data, as spits-jm does for large tasks), so neither
  * pays page faults or copies spits does not. Prints MB/s of the whole
- * transfer, CURVE on or off.
+ * transfer, CURVE on or off. IO_THREADS (1) is the sender's ZeroMQ I/O
+ * threads, as spits-jm --io-threads.
  *
  * With 2 connections, libzmq 4.3.4 (Debian 12) here now and then holds
  * a receiver's last acknowledgement back for good (it reaches the
@@ -89,18 +90,21 @@ static void no_free(void *data, void *hint)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: zmq-ceiling SIZE COUNT [curve] [CONNS]\n");
+        fprintf(stderr, "usage: zmq-ceiling SIZE COUNT [curve] [CONNS [IO_THREADS]]\n");
         return 2;
     }
     size = atol(argv[1]);
     count = atol(argv[2]);
-    int argi = 3, conns = 1;
+    int argi = 3, conns = 1, io_threads = 1;
     curve = argc > argi && strcmp(argv[argi], "curve") == 0;
     argi += curve;
     if (argc > argi)
         conns = atoi(argv[argi]);
-    if (size < 1 || count < conns || conns < 1 || conns > CONNS_MAX) {
-        fprintf(stderr, "zmq-ceiling: bad SIZE, COUNT or CONNS\n");
+    if (argc > argi + 1)
+        io_threads = atoi(argv[argi + 1]);
+    if (size < 1 || count < conns || conns < 1 || conns > CONNS_MAX ||
+        io_threads < 1 || io_threads > 64) {
+        fprintf(stderr, "zmq-ceiling: bad SIZE, COUNT, CONNS or IO_THREADS\n");
         return 2;
     }
     malloc_tune();
@@ -127,6 +131,7 @@ int main(int argc, char **argv)
         close(pipes[k][0]);
     }
     void *ctx = zmq_ctx_new();
+    zmq_ctx_set(ctx, ZMQ_IO_THREADS, io_threads);
     void *r = zmq_socket(ctx, ZMQ_ROUTER);
     int one = 1;
     /* (as spits-jm: a message ROUTER cannot queue blocks, never drops) */
