@@ -727,7 +727,8 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         goto fail;
     }
     /* (before the first socket, which starts them) */
-    if (zmq_ctx_set(d->zctx, ZMQ_IO_THREADS, jm->opt.io_threads) != 0) {
+    if (zmq_ctx_set(d->zctx, ZMQ_IO_THREADS,
+                    jm->opt.io_threads > 0 ? jm->opt.io_threads : 1) != 0) {
         snprintf(err, errlen, "cannot use %d ZeroMQ I/O threads: %s",
                  jm->opt.io_threads, zmq_strerror(errno));
         goto fail;

@@ -174,6 +174,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
     snprintf(bind, sizeof bind, "inproc://fuzz-jm-%d", runs++);
     jm.opt.bind = bind;
     jm.opt.insecure = 1;
+    jm.opt.io_threads = 1;
     jm.opt.max_copies = 2;
     jm.opt.max_attempts = 2;
     jm.opt.tm_timeout = 30;
