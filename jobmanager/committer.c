@@ -38,7 +38,7 @@ void jm_commitq_init(jm_commitq_t *q)
 
 jm_rx_t *jm_rx_new(void)
 {
-    jm_rx_t *rx = malloc(sizeof *rx);
+    jm_rx_t *rx = calloc(1, sizeof *rx);
     if (rx) {
         zmq_msg_init(&rx->msg);
         atomic_init(&rx->refs, 1);
@@ -56,6 +56,7 @@ void jm_rx_release(jm_rx_t *rx, size_t n)
     /* acq_rel: the last owner sees every other owner's reads finished. */
     if (rx && n && atomic_fetch_sub_explicit(&rx->refs, n, memory_order_acq_rel) == n) {
         zmq_msg_close(&rx->msg);
+        spits_parts_free(&rx->parts);
         free(rx);
     }
 }

@@ -11,14 +11,17 @@
 #include <zmq.h>
 
 #include "jm.h"
+#include "parts.h"
 
 
-/* One received message. RESULTS records are committed in place, so it
- * lives while any of them waits: the dispatcher holds one reference while
- * it reads the message, and each queued result holds one more. The last
+/* One received message, its first frame and its parts (wire.h: large
+ * results). RESULTS records are committed in place, so it lives while
+ * any of them waits: the dispatcher holds one reference while it reads
+ * the message, and each queued result holds one more. The last
  * jm_rx_release frees it, on whichever thread that is. */
 typedef struct {
     zmq_msg_t msg;
+    spits_parts_t parts;
     atomic_size_t refs;
 } jm_rx_t;
 

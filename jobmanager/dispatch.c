@@ -103,6 +103,9 @@ void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
     /* The outage it answers: the TM waits for the answer to its latest. */
     if (body && type == SPITS_MSG_WELCOME)
         json_object_set_new(body, "attach", json_integer(t->attach));
+    /* Its large results may come as parts (wire.h), as large tasks go. */
+    if (body && type == SPITS_MSG_WELCOME && d->part_min != UINT64_MAX)
+        json_object_set_new(body, "result_parts", json_true());
     if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
         disp_send_tm(d, t, buf.data, buf.len);
     else
@@ -145,14 +148,25 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     d->st.bytes_in += len;
     jm_tm_t *t = jm_tmtab_find(d->tms, rid, ridlen);
     if (spits_wire_parse(zmq_msg_data(&rx->msg), len, &h, &why) != 0) {
+        if (zmq_msg_more(&rx->msg))
+            spits_zmq_drop_frames(d->router);
         disp_bad_message(d, why);
         goto out;
     }
-    if (h.parts) {
-        /* (TMs send results inline; disp_recv took one frame only) */
-        disp_bad_message(d, "records of parts in a one-frame message");
+    /* Only RESULTS may have parts (a message's frames are all here:
+     * disp_recv took the first). */
+    int rc = spits_parts_recv(&rx->parts, d->router, &h, &rx->msg,
+                              SPITS_MSG_RESULTS, &why);
+    if (rc == -1) {
+        disp_bad_message(d, why);
         goto out;
     }
+    if (rc == -2) {
+        jm_fatal("out of memory receiving a message; stopping the job");
+        goto out;
+    }
+    d->st.bytes_in += spits_parts_bytes(&rx->parts);
+    d->st.results_as_parts += rx->parts.n;
     if (t) {
         t->last_heard = d->now;
         t->stalled = 0;
@@ -210,8 +224,9 @@ out:
     jm_rx_release(rx, 1);       /* the dispatcher's own reference */
 }
 
-/* Receives up to a burst of messages: a routing id frame, then one body
- * frame, which becomes a jm_rx_t (results are committed from it). */
+/* Receives up to a burst of messages: a routing id frame, then a body
+ * frame, which becomes a jm_rx_t (results are committed from it), with
+ * its parts if it has any (disp_on_message takes them). */
 static void disp_recv(jm_disp_t *d)
 {
     for (int i = 0; i < DISP_RECV_BURST; i++) {
@@ -234,11 +249,8 @@ static void disp_recv(jm_disp_t *d)
                  "stopping the job");
             return;
         }
-        if (zmq_msg_recv(&rx->msg, d->router, ZMQ_DONTWAIT) < 0 ||
-            zmq_msg_more(&rx->msg)) {
-            /* Our peers send one frame. */
-            spits_zmq_drop_frames(d->router);
-            disp_bad_message(d, "multipart message");
+        if (zmq_msg_recv(&rx->msg, d->router, ZMQ_DONTWAIT) < 0) {
+            disp_bad_message(d, "no body");
         } else {
             disp_on_message(d, &rid, rx);
             rx = NULL;
@@ -289,7 +301,7 @@ static void live_update(jm_disp_t *d)
  * and the performance model of the tasks run so far. */
 static json_t *status_doc(jm_disp_t *d)
 {
-    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now);
+    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now, 2 * d->hb_ms);
     if (!doc)
         return NULL;
     if (!d->phase)
@@ -762,18 +774,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                      opts[i].name, zmq_strerror(errno));
             goto fail;
         }
-    /* Measured, 1 JM + 1 TM on loopback: with CURVE, parts are 8% faster
-     * at 64 KB and 15% at 1 MB (libzmq encrypts every frame into a new
-     * buffer anyway, so the batch's copy was pure cost); without it, a
-     * batch goes out in fewer and larger writes, and parts were 10 to 30%
-     * slower. */
-    d->part_min = jm->opt.insecure ? UINT64_MAX : SPITS_PART_MIN;
-#ifdef __SANITIZE_THREAD__
-    /* ThreadSanitizer cannot see libzmq hand a part to its I/O thread: it
-     * reports each byte libzmq reads as a (suppressed) race, so slowly
-     * that the I/O thread stalls. The TSan build sends tasks inline. */
-    d->part_min = UINT64_MAX;
-#endif
+    d->part_min = spits_parts_min(jm->opt.insecure);
     if (!jm->opt.insecure) {
         /* The ZAP handler must be bound before any handshake can start. */
         int server = 1;
@@ -840,18 +841,6 @@ json_t *jm_disp_timeline_json(const jm_disp_t *d)
  * done, in the order they joined. */
 #define DISP_REPORT_TMS 1000
 
-static int by_done_desc(const void *a, const void *b)
-{
-    const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
-    return x->done < y->done ? 1 : x->done > y->done ? -1 : x->slot - y->slot;
-}
-
-static int by_joined(const void *a, const void *b)
-{
-    const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
-    return x->joined < y->joined ? -1 : x->joined > y->joined ? 1 : x->slot - y->slot;
-}
-
 json_t *jm_disp_tms_json(const jm_disp_t *d)
 {
     json_t *a = json_array();
@@ -867,10 +856,10 @@ json_t *jm_disp_tms_json(const jm_disp_t *d)
         if ((v[n] = jm_tmtab_at(d->tms, s)))
             n++;
     if (n > DISP_REPORT_TMS) {
-        qsort(v, n, sizeof *v, by_done_desc);
+        qsort(v, n, sizeof *v, jm_tm_cmp_done_desc);
         n = DISP_REPORT_TMS;
     }
-    qsort(v, n, sizeof *v, by_joined);
+    qsort(v, n, sizeof *v, jm_tm_cmp_joined);
     for (size_t i = 0; i < n; i++) {
         jm_tm_t *t = v[i];
         spits_iso_time(t->joined, when, sizeof when);

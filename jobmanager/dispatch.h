@@ -14,6 +14,7 @@
 typedef struct {
     uint64_t sent;            /* task copies sent */
     uint64_t sent_as_parts;   /* ...of them, with the bytes as a part */
+    uint64_t results_as_parts;  /* results received with their bytes as a part */
     uint64_t resent;          /* copies sent beyond a task's first */
     uint64_t duplicates;      /* results of already resolved tasks */
     uint64_t requeued;        /* copies taken back from lost TMs */

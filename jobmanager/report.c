@@ -84,7 +84,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     json_t *doc = json_pack(
         "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
         " s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
         "status", status_word(exit_code, jm), "exit_code", exit_code,
         "started", started_s, "finished", finished_s,
@@ -104,6 +104,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "generated", (json_int_t)generated, "committed", (json_int_t)committed,
         "failed", (json_int_t)nfailed, "commit_errors", (json_int_t)commit_errors,
         "sent", (json_int_t)ds->sent, "sent_as_parts", (json_int_t)ds->sent_as_parts,
+        "results_as_parts", (json_int_t)ds->results_as_parts,
         "resent", (json_int_t)ds->resent,
         "duplicates", (json_int_t)ds->duplicates,
         "requeued", (json_int_t)ds->requeued, "retried", (json_int_t)ds->retried,

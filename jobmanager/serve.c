@@ -9,8 +9,10 @@
  * CURVE, a task of SPITS_PART_MIN bytes or more goes as a part of that
  * message (wire.h), straight from the task's memory: no copy into the
  * batch, and none into ZeroMQ (zmq_msg_init_data; the part holds a
- * reference, jm.h). Why only with CURVE: d->part_min. A RESULTS
- * message gives back one credit per record, but for its foreign records
+ * reference, jm.h). Why only with CURVE: spits_parts_min (parts.h).
+ * Large results come the same way, as parts of a RESULTS message that
+ * the dispatcher received whole (disp_on_message), and are committed
+ * from them as from its frame. A RESULTS message gives back one credit per record, but for its foreign records
  * (wire.h: a relay forwarding a result of a copy it was never sent, so
  * none of its credit is spent on it); each record's outcome comes
  * from the scheduler, and results go to the committer straight from the
@@ -459,6 +461,7 @@ void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
         return;
     }
     spits_reader_init(&r, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
+    spits_reader_parts(&r, rx->parts.view);
     while (spits_reader_next(&r, &rec)) {
         switch (jm_sched_record(d->sched, t, rec.id, rec.status, &hash)) {
         case JM_REC_COMMIT:

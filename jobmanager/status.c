@@ -5,6 +5,7 @@
  * takes on its own thread (dispatch.c), so nothing here locks anything.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -80,15 +81,60 @@ uint64_t jm_status_behind_relays(const jm_tmtab_t *tms)
     return n;
 }
 
+typedef struct {
+    jm_tm_t *t;
+    int notable;
+} status_pick_t;
+
+/* Notable TMs first (see status.h), then the most done. */
+static int status_cmp_notable(const void *a, const void *b)
+{
+    const status_pick_t *x = a, *y = b;
+    if (x->notable != y->notable)
+        return y->notable - x->notable;
+    return jm_tm_cmp_done_desc(&x->t, &y->t);
+}
+
+/* The live TMs a STATUS document lists (status.h), in *v (to free), in
+ * the order they joined; how many. With no memory, none. */
+static size_t status_pick(const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_ms,
+                          jm_tm_t ***v)
+{
+    size_t n = jm_tmtab_live_count(tms), listed = n;
+    status_pick_t *all = NULL;
+
+    if (!(*v = malloc((n ? n : 1) * sizeof **v)))
+        return 0;
+    if (n > JM_STATUS_TMS && (all = malloc(n * sizeof *all))) {
+        for (size_t i = 0; i < n; i++) {
+            jm_tm_t *t = jm_tmtab_live_at(tms, i);
+            all[i] = (status_pick_t){t, t->relay || t->draining ||
+                                        now_ms - t->last_heard >= quiet_ms};
+        }
+        qsort(all, n, sizeof *all, status_cmp_notable);
+        listed = JM_STATUS_TMS;
+    }
+    for (size_t i = 0; i < listed; i++)
+        (*v)[i] = all ? all[i].t : jm_tmtab_live_at(tms, i);
+    if (all)
+        qsort(*v, listed, sizeof **v, jm_tm_cmp_joined);
+    else
+        listed = n > JM_STATUS_TMS ? JM_STATUS_TMS : n;   /* (no memory to pick) */
+    free(all);
+    return listed;
+}
+
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
-                       const jm_tmtab_t *tms, int64_t now_ms)
+                       const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_ms)
 {
     char started[32];
     double eta = eta_seconds(l);
     json_t *rows = json_array();
+    jm_tm_t **v;
+    size_t listed = status_pick(tms, now_ms, quiet_ms, &v);
 
-    for (size_t i = 0; i < jm_tmtab_live_count(tms); i++) {
-        const jm_tm_t *t = jm_tmtab_live_at(tms, i);
+    for (size_t i = 0; i < listed; i++) {
+        const jm_tm_t *t = v[i];
         int busy = t->outstanding < t->workers ? t->outstanding : t->workers;
         json_t *row = json_pack(
             "{s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:f, s:b, s:f}",
@@ -100,11 +146,12 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         jm_status_relay_fields(row, t);
         json_array_append_new(rows, row);
     }
+    free(v);
     spits_iso_time(jm->started, started, sizeof started);
     return json_pack(
         "{s:i, s:s, s:s, s:s, s:s, s:f, s:i,"
         " s:{s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
-        " s:f, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:I, s:o}",
+        " s:f, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:I, s:I, s:I, s:o}",
         "version", 1, "state", "running", "job_id", jm->job_id,
         "module", jm->module_path, "started", started,
         "elapsed_s", spits_wall_time() - jm->started, "phase", (int)l->phase,
@@ -123,6 +170,8 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         "losses", (json_int_t)l->tm_losses, "leaves", (json_int_t)l->tm_leaves,
         "lost_now", (json_int_t)l->tms_lost_now,
         "tms", rows,
+        "tms_alive", (json_int_t)jm_tmtab_live_count(tms),
+        "tms_listed", (json_int_t)listed,
         "behind_relays", (json_int_t)jm_status_behind_relays(tms),
         "jm", jm_usage_json());
 }

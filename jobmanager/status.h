@@ -27,8 +27,15 @@ typedef struct {
     uint64_t tm_joins, tm_reattaches, tm_losses, tm_leaves, tms_lost_now;
 } jm_live_t;
 struct jm_tmtab;
+/* The STATUS document. Its "tms" lists the live TMs, at most
+ * JM_STATUS_TMS of them: past that, the notable ones first (relays,
+ * draining ones, and those silent for quiet_ms or more), then the most
+ * done, in the order they joined; "tms_alive" counts them all and
+ * "tms_listed" those listed. So a document stays small, and quick to
+ * build on the dispatcher, with 10,000 TMs. */
+#define JM_STATUS_TMS 1000
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
-                       const struct jm_tmtab *tms, int64_t now_ms);
+                       const struct jm_tmtab *tms, int64_t now_ms, int64_t quiet_ms);
 struct jm_tm;
 /* A relay's row (STATUS's and report.json's TM lists) gets "relay": true,
  * its "endpoint" and "behind": {alive, joins, leaves, losses, truncated,

@@ -326,6 +326,18 @@ jm_tm_t *jm_tmtab_at(const jm_tmtab_t *t, size_t slot)
 }
 
 /* --- self-test --------------------------------------------------------- */
+int jm_tm_cmp_done_desc(const void *a, const void *b)
+{
+    const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
+    return x->done < y->done ? 1 : x->done > y->done ? -1 : x->slot - y->slot;
+}
+
+int jm_tm_cmp_joined(const void *a, const void *b)
+{
+    const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
+    return x->joined < y->joined ? -1 : x->joined > y->joined ? 1 : x->slot - y->slot;
+}
+
 #ifdef SPITS_SELFTEST
 #include <stdio.h>
 

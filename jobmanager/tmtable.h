@@ -114,6 +114,10 @@ jm_tm_t *jm_tmtab_at(const jm_tmtab_t *tab, size_t slot);
 /* 1 if rid is an evicted TM that was lost (and is forgotten now). */
 int jm_tmtab_take_lost(jm_tmtab_t *tab, const void *rid, size_t len);
 const jm_tm_totals_t *jm_tmtab_evicted(const jm_tmtab_t *tab);
+/* qsort orders of an array of jm_tm_t pointers: the most done first; the
+ * first joined first (ties by slot). */
+int jm_tm_cmp_done_desc(const void *a, const void *b);
+int jm_tm_cmp_joined(const void *a, const void *b);
 
 #ifdef SPITS_SELFTEST
 int jm_tmtab_selftest(void);

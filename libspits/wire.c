@@ -223,7 +223,8 @@ int spits_reader_next(spits_reader_t *r, spits_rec_t *rec)
     r->p += SPITS_REC_SIZE;
     rec->foreign = (rec->status & SPITS_REC_FOREIGN) != 0;
     rec->status &= ~SPITS_REC_FOREIGN;
-    if (rec->status & SPITS_REC_PART) {
+    rec->part = (rec->status & SPITS_REC_PART) != 0;
+    if (rec->part) {
         rec->status &= ~SPITS_REC_PART;
         if (r->parts) {
             rec->data = r->parts->data;   /* (checked: one per such record) */

@@ -26,7 +26,12 @@
  * Parts follow the first frame in record order, one per such record, and
  * a message has exactly as many parts as it has such records. The JM sends
  * task payloads of SPITS_PART_MIN bytes or more as parts (protocol 2 on;
- * protocol 1 had none).
+ * protocol 1 had none), where parts pay (spits_parts_min). A TM sends
+ * results that large as parts only to a hop whose WELCOME says
+ * "result_parts": true (a JM of this release, where parts pay); to any
+ * other (a JM of an earlier release of protocol 2, which drops a RESULTS
+ * message of more than one frame, or a relay) they go inline. So this
+ * came without a new protocol version too.
  *
  * A RESULTS record whose status word has SPITS_REC_FOREIGN (bit 30) set
  * answers no copy sent to this peer: a relay forwards a result that a TM
@@ -122,6 +127,7 @@ typedef struct {
     uint32_t len;
     const unsigned char *data;
     int foreign;             /* it had SPITS_REC_FOREIGN */
+    int part;                /* it had SPITS_REC_PART: data is in a part */
 } spits_rec_t;
 
 /* A growable byte buffer; the batch writer builds messages in it. */

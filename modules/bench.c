@@ -1,7 +1,8 @@
 /*
  * bench.c - test and benchmark module with knobs.
  *
- *   bench [-n TASKS] [-t TASKBYTES] [-T ODDBYTES] [-r RESULTBYTES] [-R FINALBYTES]
+ *   bench [-n TASKS] [-t TASKBYTES] [-T ODDBYTES] [-r RESULTBYTES] [-U ODDRESULTBYTES]
+ *         [-R FINALBYTES]
  *         [-b BUSY_US] [-s SLEEP_US] [-f ID]... [-F ID:DIR]... [-G FILE]
  *         [-M DIR] [-P FILE] [-q]
  *
@@ -17,6 +18,8 @@
  * can see which tasks are running.
  * -T ODDBYTES: odd-numbered tasks have ODDBYTES bytes (8 to TASKBYTES), so
  * one job mixes two sizes.
+ * -U ODDRESULTBYTES: odd-numbered tasks' results have ODDRESULTBYTES bytes
+ * (16 to RESULTBYTES), the same for results.
  * -P FILE: while FILE exists, every run waits (at most 120 s) after it
  * creates FILE.waiting-ID, so a test can hold a TM's workers busy.
  * -R FINALBYTES: commit_job pushes that many bytes (the checksum, then
@@ -37,7 +40,7 @@
 #define MAX_FAIL 16
 
 typedef struct {
-    uint64_t n, tbytes, tbytes_odd, rbytes, fbytes, busy_us, sleep_us;
+    uint64_t n, tbytes, tbytes_odd, rbytes, rbytes_odd, fbytes, busy_us, sleep_us;
     uint64_t fail[MAX_FAIL];
     int nfail;
     uint64_t flaky[MAX_FAIL];
@@ -96,6 +99,12 @@ static uint64_t task_bytes(const bench_cfg_t *c, uint64_t id)
     return c->tbytes_odd && (id & 1) ? c->tbytes_odd : c->tbytes;
 }
 
+/* Task id's result size: -r, or -U for odd ids. */
+static uint64_t result_bytes(const bench_cfg_t *c, uint64_t id)
+{
+    return c->rbytes_odd && (id & 1) ? c->rbytes_odd : c->rbytes;
+}
+
 static int bench_args(int argc, const char **argv, bench_cfg_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -115,6 +124,7 @@ static int bench_args(int argc, const char **argv, bench_cfg_t *c)
         else if (strcmp(a, "-t") == 0) dst = &c->tbytes;
         else if (strcmp(a, "-T") == 0) dst = &c->tbytes_odd;
         else if (strcmp(a, "-r") == 0) dst = &c->rbytes;
+        else if (strcmp(a, "-U") == 0) dst = &c->rbytes_odd;
         else if (strcmp(a, "-R") == 0) dst = &c->fbytes;
         else if (strcmp(a, "-b") == 0) dst = &c->busy_us;
         else if (strcmp(a, "-s") == 0) dst = &c->sleep_us;
@@ -139,7 +149,8 @@ static int bench_args(int argc, const char **argv, bench_cfg_t *c)
     if (c->tbytes < 8 || c->rbytes < 16 || c->fbytes < 8 || c->fbytes > (1ULL << 32) ||
         c->n > (1ULL << 40) ||
         c->tbytes > (1ULL << 32) || c->rbytes > (1ULL << 32) ||
-        (c->tbytes_odd && (c->tbytes_odd < 8 || c->tbytes_odd > c->tbytes)))
+        (c->tbytes_odd && (c->tbytes_odd < 8 || c->tbytes_odd > c->tbytes)) ||
+        (c->rbytes_odd && (c->rbytes_odd < 16 || c->rbytes_odd > c->rbytes)))
         goto bad;
     uint64_t plen = (c->tbytes > c->rbytes ? c->tbytes : c->rbytes) + 256;
     if (!(c->pat = malloc(plen)))
@@ -265,8 +276,8 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     }
     put64(w->buf, id);
     put64(w->buf + 8, splitmix64(id));
-    fill(w->buf, &w->cfg, id, 16, w->cfg.rbytes);
-    push(w->buf, (spitssize_t)w->cfg.rbytes, ctx);
+    fill(w->buf, &w->cfg, id, 16, result_bytes(&w->cfg, id));
+    push(w->buf, (spitssize_t)result_bytes(&w->cfg, id), ctx);
     return 0;
 }
 
@@ -297,12 +308,13 @@ int spits_committer_commit_pit(void *co, const void *result, spitssize_t sz)
 {
     bench_co_t *c = co;
     const unsigned char *r = result;
-    if ((uint64_t)sz != c->cfg.rbytes)
+    if (sz < 16)
         return 1;
     uint64_t id = get64(r);
-    if (id >= c->cfg.n || get64(r + 8) != splitmix64(id))
+    if (id >= c->cfg.n || get64(r + 8) != splitmix64(id) ||
+        (uint64_t)sz != result_bytes(&c->cfg, id))
         return 1;
-    if (!filled(r, &c->cfg, id, 16, c->cfg.rbytes))
+    if (!filled(r, &c->cfg, id, 16, (uint64_t)sz))
         return 1;
     if (c->seen[id / 8] & (1u << (id % 8))) {
         fprintf(stderr, "bench: task %llu committed twice\n", (unsigned long long)id);

@@ -319,6 +319,7 @@ int tm_link_connect(tm_t *tm)
     link->fd = -1;
     link->refused_since = 0;    /* (a new endpoint gets its own time) */
     link->hop_up = link->hop_welcomed = 0;
+    link->result_parts = 0;     /* (until this hop's WELCOME says so) */
     link->hop_since = spits_now_ms();   /* (tm->now: not before the loop) */
     return 0;
 }
@@ -329,6 +330,14 @@ int tm_link_send(tm_t *tm, const void *buf, size_t len)
         return -1;
     tm->link.last_sent = tm->now;
     return 0;
+}
+
+int tm_link_send_parts(tm_t *tm, const void *buf, size_t len, spits_parts_t *parts)
+{
+    int rc = spits_parts_send(tm->link.socket, buf, len, parts, ZMQ_DONTWAIT);
+    if (rc != -1)
+        tm->link.last_sent = tm->now;
+    return rc;
 }
 
 void tm_link_send_hello(tm_t *tm)

@@ -27,8 +27,9 @@
 #include "tm.h"
 #include "wake.h"
 
-/* A result message is cut near this size (plus one record at most), so
- * it stays under the JM's ZMQ_MAXMSGSIZE. */
+/* A result message is cut near this size, parts included (plus one
+ * worker's chunk at most), so that its frame stays under the JM's
+ * ZMQ_MAXMSGSIZE and a message holds the JM's commits of only so much. */
 #define OUTBOX_SEG_BYTES (4u << 20)
 
 /* The segment that takes len more bytes of records of (job, wire): the
@@ -38,7 +39,7 @@ static tm_seg_t *outbox_seg(tm_pool_t *p, unsigned job, uint32_t wire, size_t le
     tm_seg_t *seg = p->nout ? &p->out[p->nout - 1] : NULL;
 
     if (seg && seg->job == job && seg->wire == wire &&
-        (!seg->batch.count || seg->batch.buf.len + len <= OUTBOX_SEG_BYTES))
+        (!seg->batch.count || seg->bytes + len <= OUTBOX_SEG_BYTES))
         return seg;
     if (p->nout == p->capout) {
         size_t cap = p->capout ? p->capout * 2 : 8;
@@ -59,25 +60,32 @@ static tm_seg_t *outbox_seg(tm_pool_t *p, unsigned job, uint32_t wire, size_t le
     return seg;
 }
 
-int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, const spits_batch_t *b)
+int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, const spits_batch_t *b,
+                  spits_parts_t *parts)
 {
     if (b->buf.len < SPITS_HDR_SIZE)
         return -1;   /* (its begin ran out of memory) */
     size_t body = b->buf.len - SPITS_HDR_SIZE;
-    tm_seg_t *seg = outbox_seg(p, ph->job, ph->wire, body);
+    size_t part_bytes = parts ? spits_parts_bytes(parts) : 0;
+    tm_seg_t *seg = outbox_seg(p, ph->job, ph->wire, body + part_bytes);
 
-    if (!seg || spits_buf_reserve(&seg->batch.buf, body) != 0)
+    if (!seg || spits_buf_reserve(&seg->batch.buf, body) != 0 ||
+        (parts && spits_parts_move(&seg->parts, parts) != 0))
         return -1;
     memcpy(seg->batch.buf.data + seg->batch.buf.len, b->buf.data + SPITS_HDR_SIZE, body);
     seg->batch.buf.len += body;
     seg->batch.count += b->count;
+    seg->bytes += body + part_bytes;
     return 0;
 }
 
 int tm_outbox_return_locked(tm_pool_t *p, unsigned job, uint32_t wire, uint64_t id)
 {
     tm_seg_t *seg = outbox_seg(p, job, wire, SPITS_REC_SIZE);
-    return seg && spits_batch_add(&seg->batch, id, SPITS_ST_RETURNED, 0) ? 0 : -1;
+    if (!seg || !spits_batch_add(&seg->batch, id, SPITS_ST_RETURNED, 0))
+        return -1;
+    seg->bytes += SPITS_REC_SIZE;
+    return 0;
 }
 
 int tm_outbox_return(tm_pool_t *p, unsigned job, uint32_t wire,
@@ -106,10 +114,16 @@ tm_seg_t *tm_outbox_take(tm_pool_t *p, size_t *n)
     return out;
 }
 
+void tm_seg_free(tm_seg_t *seg)
+{
+    spits_batch_free(&seg->batch);
+    spits_parts_free(&seg->parts);
+}
+
 void tm_outbox_free(tm_pool_t *p)
 {
     for (size_t i = 0; i < p->nout; i++)
-        spits_batch_free(&p->out[i].batch);
+        tm_seg_free(&p->out[i]);
     free(p->out);
     p->out = NULL;
     p->nout = p->capout = 0;

@@ -44,6 +44,7 @@ static int start_workers(tm_t *tm)
     if (tm->pool_started)
         return 0;
     tm->pool.max_result = (uint64_t)tm->link.max_task;
+    tm->pool.part_min = spits_parts_min(tm->opts.insecure);
     if (tm_pool_start(&tm->pool, tm->job.mod) != 0) {
         spits_error("cannot start %d worker threads: %s", tm->opts.workers,
                     strerror(errno));
@@ -120,6 +121,7 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         spits_info("joined job %s at %s%s with %d worker(s)", job,
                    tm->link.endpoint, tm_link_relayed(tm) ? " (relay)" : "",
                    tm->opts.workers);
+    tm->link.result_parts = json_is_true(json_object_get(welcome, "result_parts"));
     tm->link.welcomed = 1;
     tm->link.hop_welcomed = 1;
     tm->link.state = TM_READY;
@@ -185,63 +187,18 @@ static size_t take_tasks(tm_t *tm, uint32_t wire, spits_reader_t *reader, tm_rx_
     return queued;
 }
 
-void tm_parts_free(tm_parts_t *parts)
-{
-    for (size_t i = 0; i < parts->n; i++)
-        zmq_msg_close(&parts->msgs[i]);
-    free(parts->msgs);
-    free(parts->view);
-    memset(parts, 0, sizeof *parts);
-}
-
-/* The parts after a message's first frame (wire.h): all of them are here
- * already, as ZeroMQ delivers a message whole. Only TASKS has parts, as
- * many as its records say, each its record's size. 0 with *out filled
- * (empty when there are none), or -1: a bad message (said), or no memory
- * (*no_memory), with its other frames dropped and *out empty. */
+/* The parts after a message's first frame (wire.h; only TASKS has any):
+ * 0 with *out filled (empty when there are none), or -1: a bad message
+ * (said), or no memory (*no_memory), with its other frames dropped. */
 static int recv_parts(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *first,
-                      tm_parts_t *out, int *no_memory)
+                      spits_parts_t *out, int *no_memory)
 {
-    const char *why = NULL;
-    size_t want = (size_t)hdr->parts;
-    int more = zmq_msg_more(first);
-
-    memset(out, 0, sizeof *out);
-    *no_memory = 0;
-    if (!want && !more)
-        return 0;
-    if (hdr->type != SPITS_MSG_TASKS || !want || !more) {
-        why = "frames that do not match its records";
-    } else {
-        /* (want is no more than the first frame's bytes / 16: parsed) */
-        out->msgs = malloc(want * sizeof *out->msgs);
-        out->view = malloc(want * sizeof *out->view);
-        *no_memory = !out->msgs || !out->view;
-    }
-    while (!why && !*no_memory && more && out->n < want) {
-        zmq_msg_t *m = &out->msgs[out->n];
-        zmq_msg_init(m);
-        if (zmq_msg_recv(m, tm->link.socket, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(m);
-            why = "a message cut short";
-            break;
-        }
-        more = zmq_msg_more(m);
-        out->view[out->n++] = (spits_part_t){zmq_msg_data(m), zmq_msg_size(m)};
-    }
-    if (!why && !*no_memory && (more || out->n < want))
-        why = more ? "more frames than its records have parts"
-                   : "fewer frames than its records have parts";
-    if (!why && !*no_memory &&
-        spits_wire_check_parts(zmq_msg_data(first), zmq_msg_size(first),
-                               out->view, out->n, &why) == 0)
-        return 0;
-    if (more)
-        spits_zmq_drop_frames(tm->link.socket);
-    if (why)
+    const char *why;
+    int rc = spits_parts_recv(out, tm->link.socket, hdr, first, SPITS_MSG_TASKS, &why);
+    *no_memory = rc == -2;
+    if (rc == -1)
         bad_message(tm, why);
-    tm_parts_free(out);
-    return -1;
+    return rc ? -1 : 0;
 }
 
 /* Hands back every task of a TASKS message unrun (its parts, if any, are
@@ -257,7 +214,7 @@ static void hand_back(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
 static void on_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
 {
     spits_reader_t reader;
-    tm_parts_t parts;
+    spits_parts_t parts;
     int no_memory;
 
     if (recv_parts(tm, hdr, msg, &parts, &no_memory) != 0) {
@@ -283,7 +240,7 @@ static void on_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         hand_back(tm, hdr, msg);
     }
     if (!rx) {
-        tm_parts_free(&parts);
+        spits_parts_free(&parts);
         return;
     }
     zmq_msg_init(&rx->msg);

@@ -17,7 +17,9 @@
  *   RESULTS    each record of a copy the TM holds goes to the outbox, and
  *              so upstream; other results (a TM that joined holding work
  *              from elsewhere, or one we counted lost) go up flagged
- *              SPITS_REC_FOREIGN, which gives the JM no credit back
+ *              SPITS_REC_FOREIGN, which gives the JM no credit back; a
+ *              result that came as a part goes up as one, the same frame
+ *              shared (zmq_msg_copy), not copied
  *   CANCEL     upstream's cancels of copies a TM holds are passed on
  *   DRAIN, BYE, STATS, HEARTBEAT as a JM takes them
  * Who is behind the relay, and loops of relays: relay_peers.c.
@@ -175,27 +177,48 @@ static void relay_rec_flush(tm_relay_t *r)
     if (!r->rec_ph)
         return;
     tm_pool_remote_done(&r->tm->pool, r->rec_ph, r->recb.count ? &r->recb : NULL,
-                        r->rec_done);
+                        &r->recparts, r->rec_done);
     r->rec_ph = NULL;
     r->rec_done = 0;
 }
 
-/* Adds a record of phase ph for upstream; held: it answers a copy this
+/* A record's payload as a part upstream: the frame it came in, shared
+ * (zmq_msg_copy counts a reference, no bytes are copied). 0, or -1 when
+ * out of memory (nothing added). */
+static int relay_rec_add_part(tm_relay_t *r, uint64_t id, uint32_t status,
+                              zmq_msg_t *part)
+{
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    int rc = zmq_msg_copy(&m, part) == 0 && spits_parts_add(&r->recparts, &m) == 0 ? 0 : -1;
+    zmq_msg_close(&m);
+    if (rc == 0 && spits_batch_add_part(&r->recb, id, status,
+                                        (uint32_t)zmq_msg_size(part)) != 0) {
+        spits_parts_drop_last(&r->recparts);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* Adds a record of phase ph for upstream, its payload inline, or, given
+ * part (the frame it came in), as a part; held: it answers a copy this
  * relay took from the pool (counted running there). */
 static void relay_rec_add(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
-                          uint32_t status, const void *data, uint32_t len, int held)
+                          uint32_t status, const void *data, uint32_t len,
+                          zmq_msg_t *part, int held)
 {
     if (ph != r->rec_ph) {
         relay_rec_flush(r);
         r->rec_ph = ph;
         spits_batch_begin(&r->recb, SPITS_MSG_RESULTS, ph->wire);
     }
-    unsigned char *dst = spits_batch_add(&r->recb, id, status, len);
-    if (!dst) {
+    unsigned char *dst = NULL;
+    if (part ? relay_rec_add_part(r, id, status, part) != 0
+             : !(dst = spits_batch_add(&r->recb, id, status, len))) {
         /* Its copy then stays held upstream, and the pool must say so:
          * the relay stops and the JM sends its copies elsewhere. */
         tm_pool_fail(&r->tm->pool, "out of memory queueing results");
-    } else if (len) {
+    } else if (dst && len) {
         memcpy(dst, data, len);
     }
     r->rec_done += held != 0;
@@ -211,13 +234,13 @@ static void relay_settle_extra(tm_relay_t *r, uint64_t id)
         return;
     spits_idmap_del(r->extra, id);
     for (int k = 0; k < more; k++)
-        relay_rec_add(r, ph, id, SPITS_ST_RETURNED, NULL, 0, 1);
+        relay_rec_add(r, ph, id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
 }
 
 /* A copy t held goes back upstream unrun (idmap_take_owner's callback). */
 static void relay_return_copy(uint64_t id, void *ph, void *arg)
 {
-    relay_rec_add(arg, ph, id, SPITS_ST_RETURNED, NULL, 0, 1);
+    relay_rec_add(arg, ph, id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
     relay_settle_extra(arg, id);
 }
 
@@ -320,24 +343,27 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
  * whose frames did not fit its records), the copies t holds go back
  * unrun instead, and nothing else goes up. */
 static void relay_on_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
-                             zmq_msg_t *msg, int no_payload)
+                             zmq_msg_t *msg, spits_parts_t *parts, int no_payload)
 {
     spits_reader_t reader;
     spits_rec_t rec;
     uint64_t credit = 0, bogus = 0;
     int idx = t ? (int)(t - r->peers.tms) : -1;
     const tm_phase_t *cur = r->tm->job.current;
+    size_t k = 0;   /* the next part */
 
     spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
+    spits_reader_parts(&reader, parts->view);
     while (spits_reader_next(&reader, &rec)) {
+        zmq_msg_t *part = rec.part && !no_payload ? &parts->msgs[k++] : NULL;
         void *ph;
         if (rec.foreign) {
             /* (a relay behind us passing one on: no slot of its own) */
         } else if (t && spits_idmap_take(r->copies, rec.id, idx, &ph)) {
             if (no_payload)
-                relay_rec_add(r, ph, rec.id, SPITS_ST_RETURNED, NULL, 0, 1);
+                relay_rec_add(r, ph, rec.id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
             else
-                relay_rec_add(r, ph, rec.id, rec.status, rec.data, rec.len, 1);
+                relay_rec_add(r, ph, rec.id, rec.status, rec.data, rec.len, part, 1);
             relay_settle_extra(r, rec.id);
             credit++;
             continue;
@@ -354,7 +380,7 @@ static void relay_on_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
             h->phase != cur->wire)
             continue;
         relay_rec_add(r, cur, rec.id, rec.status | SPITS_REC_FOREIGN, rec.data,
-                      rec.len, 0);
+                      rec.len, part, 0);
         r->foreign++;
     }
     relay_rec_flush(r);
@@ -386,21 +412,21 @@ static void relay_on_stats(tm_relay_t *r, rl_tm_t *t, zmq_msg_t *msg)
     json_decref(j);
 }
 
-/* One message from rid; cut: it had more frames than TMs send (dropped). */
-static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg,
-                             int cut)
+/* One message from rid: its first frame, msg, with its other frames
+ * still to be read (parts of RESULTS; the rest is dropped). */
+static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
 {
     const void *rid = zmq_msg_data(ridmsg);
     size_t ridlen = zmq_msg_size(ridmsg);
     spits_hdr_t h;
+    spits_parts_t parts;
     const char *why = NULL;
 
-    if (ridlen == 0 || ridlen > RELAY_RID_MAX) {
-        relay_bad(r, "a routing id of a bad size");
-        return;
-    }
-    if (spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &h, &why) != 0) {
-        relay_bad(r, why);
+    if (ridlen == 0 || ridlen > RELAY_RID_MAX ||
+        spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &h, &why) != 0) {
+        if (zmq_msg_more(msg))
+            spits_zmq_drop_frames(r->router);
+        relay_bad(r, why ? why : "a routing id of a bad size");
         return;
     }
     /* (a HELLO takes the entry of a TM gone too: it re-attaches) */
@@ -408,11 +434,12 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg,
     rl_tm_t *t = entry && entry->alive ? entry : NULL;
     if (t)
         t->last_heard = r->tm->now;
-    if (cut || h.parts) {
-        /* TMs send one frame. Its records still answer copies, unrun. */
-        relay_bad(r, "a message whose frames do not fit its records");
+    int rc = spits_parts_recv(&parts, r->router, &h, msg, SPITS_MSG_RESULTS, &why);
+    if (rc != 0) {
+        /* Its records still answer copies, unrun. */
+        relay_bad(r, rc == -2 ? "out of memory receiving its parts" : why);
         if (h.type == SPITS_MSG_RESULTS)
-            relay_on_results(r, t, &h, msg, 1);
+            relay_on_results(r, t, &h, msg, &parts, 1);
         return;
     }
     switch (h.type) {
@@ -420,7 +447,7 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg,
         relay_on_hello(r, entry, rid, ridlen, msg);
         break;
     case SPITS_MSG_RESULTS:
-        relay_on_results(r, t, &h, msg, 0);
+        relay_on_results(r, t, &h, msg, &parts, 0);
         if (!t)
             relay_send_who(r, rid, ridlen);
         break;
@@ -448,6 +475,7 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg,
     default:
         relay_bad(r, "a JM-to-TM message sent to a relay");
     }
+    spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
 }
 
 static void relay_recv(tm_relay_t *r)
@@ -463,10 +491,7 @@ static void relay_recv(tm_relay_t *r)
         if (!zmq_msg_more(&rid) || zmq_msg_recv(&body, r->router, ZMQ_DONTWAIT) < 0) {
             relay_bad(r, "no body");
         } else {
-            int cut = zmq_msg_more(&body);
-            if (cut)
-                spits_zmq_drop_frames(r->router);
-            relay_on_message(r, &rid, &body, cut);
+            relay_on_message(r, &rid, &body);
         }
         zmq_msg_close(&body);
         zmq_msg_close(&rid);
@@ -488,7 +513,7 @@ static void relay_part_done(void *data, void *rx)
 static void relay_unsent(tm_relay_t *r, const tm_item_t *items, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        relay_rec_add(r, items[i].phase, items[i].id, SPITS_ST_RETURNED, NULL, 0, 1);
+        relay_rec_add(r, items[i].phase, items[i].id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
         relay_settle_extra(r, items[i].id);
         tm_rx_release(items[i].rx, 1);
     }
@@ -720,6 +745,13 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
         return;
     }
     json_object_del(copy, "attach");
+    /* The relay takes its TMs' large results as parts where parts pay
+     * (with CURVE), whatever upstream takes: results.c sends them inline
+     * to an upstream that takes none. */
+    if (r->part_min != UINT64_MAX)
+        json_object_set_new(copy, "result_parts", json_true());
+    else
+        json_object_del(copy, "result_parts");
     json_decref(r->up);
     r->up = copy;
     r->up_phase = phase;
@@ -877,12 +909,7 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     r->tm = tm;
     r->hb_ms = 1000;
     r->timeout_ms = 10000;
-    /* As the JM's (jobmanager/dispatch.c): parts only with CURVE, where
-     * they were measured faster, and never under ThreadSanitizer. */
-    r->part_min = tm->opts.insecure ? UINT64_MAX : SPITS_PART_MIN;
-#ifdef __SANITIZE_THREAD__
-    r->part_min = UINT64_MAX;
-#endif
+    r->part_min = spits_parts_min(tm->opts.insecure);
     r->router = zmq_socket(tm->link.context, ZMQ_ROUTER);
     if (!r->router) {
         spits_error("cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
@@ -942,6 +969,7 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     json_decref(r->up);
     spits_batch_free(&r->out);
     spits_batch_free(&r->recb);
+    spits_parts_free(&r->recparts);
     free(r);
     *rp = NULL;
 }

@@ -92,6 +92,8 @@ struct tm_relay {
     uint64_t foreign, bogus, bad;
     spits_batch_t out;           /* TASKS, CANCEL being built */
     spits_batch_t recb;          /* records for the outbox, of phase rec_ph */
+    spits_parts_t recparts;      /* ...and the parts they name, shared with
+                                    the TMs' messages (zmq_msg_copy) */
     const tm_phase_t *rec_ph;
     size_t rec_done;             /* ...of which copies this relay held */
     tm_item_t items[RELAY_BATCH_MAX];

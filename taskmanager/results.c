@@ -8,29 +8,16 @@
  * ready. What it does not take (the JM is away, or the socket is full)
  * stays in the list, in order, for the next turn of the loop or the next
  * connection: results are never lost to a reconnect. Results of a job the
- * JM no longer runs are dropped unsent.
+ * JM no longer runs are dropped unsent. Large results travel as parts
+ * (the workers' buffers, wire.h), to a hop whose WELCOME said it takes
+ * them; to another, a segment's parts are put inline just before it goes.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "tm_private.h"
-
-/* Room for n more segments in the list. */
-static int results_reserve(tm_results_t *results, size_t n)
-{
-    if (results->cap - results->n >= n)
-        return 0;
-    size_t cap = results->cap ? results->cap : 8;
-    while (cap - results->n < n)
-        cap *= 2;
-    tm_seg_t *grown = realloc(results->segs, cap * sizeof *grown);
-    if (!grown)
-        return -1;
-    results->segs = grown;
-    results->cap = cap;
-    return 0;
-}
+#include "util.h"
 
 /* The TM cannot keep the rule: it stops (exit 1, no BYE), and the JM
  * counts the copies it holds lost and sends them elsewhere. */
@@ -54,9 +41,10 @@ void tm_results_collect(tm_t *tm)
         free(segs);
         return;
     }
-    if (results_reserve(&tm->results, n) != 0) {
+    if (spits_grow((void **)&tm->results.segs, &tm->results.cap, tm->results.n + n,
+                   sizeof *tm->results.segs, 8) != 0) {
         for (size_t i = 0; i < n; i++)
-            spits_batch_free(&segs[i].batch);
+            tm_seg_free(&segs[i]);
         free(segs);
         results_fail(tm, "out of memory keeping results");
         return;
@@ -80,13 +68,27 @@ void tm_results_send(tm_t *tm)
     for (; sent < results->n; sent++) {
         tm_seg_t *seg = &results->segs[sent];
         if (seg->job != tm->job.joined) {
-            spits_batch_free(&seg->batch);   /* a job that is gone */
+            tm_seg_free(seg);   /* a job that is gone */
             continue;
         }
         spits_batch_seal(&seg->batch);
-        if (tm_link_send(tm, seg->batch.buf.data, seg->batch.buf.len) != 0)
+        /* (a hop that takes no parts: a JM of an earlier release) */
+        if (seg->parts.n && !tm->link.result_parts &&
+            spits_parts_inline(&seg->batch, &seg->parts) != 0) {
+            results_fail(tm, "out of memory building results");
             break;
-        spits_batch_free(&seg->batch);
+        }
+        int rc = tm_link_send_parts(tm, seg->batch.buf.data, seg->batch.buf.len,
+                                    &seg->parts);
+        if (rc == -1)
+            break;   /* (the socket is full or the JM away: next turn) */
+        tm_seg_free(seg);
+        if (rc == -2) {
+            /* (a socket being closed: never while the link is ready) */
+            results_fail(tm, "a results message was cut short");
+            sent++;
+            break;
+        }
     }
     if (sent) {
         memmove(results->segs, results->segs + sent,
@@ -98,6 +100,6 @@ void tm_results_send(tm_t *tm)
 void tm_results_free(tm_results_t *results)
 {
     for (size_t i = 0; i < results->n; i++)
-        spits_batch_free(&results->segs[i].batch);
+        tm_seg_free(&results->segs[i]);
     free(results->segs);
 }

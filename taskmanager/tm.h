@@ -20,7 +20,11 @@
  * which owns every record going back to the JM), then writes the main
  * thread's eventfd if the outbox was empty. Task bytes are never copied:
  * a task points into the ZeroMQ message it came in, which is freed when
- * its last task is done (an atomic count per message).
+ * its last task is done (an atomic count per message). A large result is
+ * copied once, from the module's push into the worker's buffer, which
+ * becomes a ZeroMQ frame (a part, wire.h): the worker makes it, it moves
+ * to the outbox under the lock, the main thread hands it to libzmq, and
+ * libzmq's I/O thread frees it once sent (workers.c free_result).
  *
  * The main thread also sets pool.draining (an atomic) when a drain starts;
  * workers read it before each task and hand back what they have not
@@ -54,6 +58,7 @@
 #include <zmq.h>
 
 #include "module.h"
+#include "parts.h"
 #include "wire.h"
 
 typedef struct tm_phase {
@@ -67,14 +72,8 @@ typedef struct tm_phase {
 /* A received TASKS message, alive while any of its tasks is: its first
  * frame and its parts (wire.h), which the workers read in place. */
 typedef struct {
-    zmq_msg_t *msgs;          /* n received parts, or NULL */
-    spits_part_t *view;       /* ...their bytes, for the reader */
-    size_t n;
-} tm_parts_t;
-
-typedef struct {
     zmq_msg_t msg;
-    tm_parts_t parts;
+    spits_parts_t parts;
     atomic_size_t refs;
 } tm_rx_t;
 
@@ -86,11 +85,14 @@ typedef struct {
     tm_rx_t *rx;
 } tm_item_t;
 
-/* Records of one job's phase, waiting to be sent (outbox.c). */
+/* Records of one job's phase, waiting to be sent (outbox.c): one RESULTS
+ * message, its frame and the parts its records of parts name, in order. */
 typedef struct {
     unsigned job;             /* tm_phase_t.job: the TM's count of jobs */
     uint32_t wire;            /* the phase id on the wire */
     spits_batch_t batch;
+    spits_parts_t parts;
+    size_t bytes;             /* the records' bytes, parts included */
 } tm_seg_t;
 
 typedef struct tm_virtual tm_virtual_t;
@@ -113,6 +115,8 @@ typedef struct {
     int isolate;              /* --isolate: run tasks in child processes */
     int64_t task_timeout_ms;  /* --task-timeout (0: none); isolate only */
     uint64_t max_result;      /* the JM's --max-task-bytes; set before start */
+    uint64_t part_min;        /* results this large go as parts; set
+                                 before start */
     int nworkers;
     pthread_t *threads;
     atomic_int alive_workers;
@@ -158,11 +162,12 @@ int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns);
  * come back through tm_pool_remote_done. Returns how many. */
 size_t tm_pool_take(tm_pool_t *p, tm_item_t *out, size_t max);
 /* done copies of phase ph taken with tm_pool_take are answered: their
- * records (b, may be NULL when the caller has none to queue) go to the
- * outbox, unless ph is of a job the TM left. 0, or -1 when out of memory
- * (the pool then fails, and the TM stops). */
+ * records (b, may be NULL when the caller has none to queue) and the
+ * parts they name go to the outbox, unless ph is of a job the TM left
+ * (parts is empty after, either way). 0, or -1 when out of memory (the
+ * pool then fails, and the TM stops). */
 int tm_pool_remote_done(tm_pool_t *p, const tm_phase_t *ph,
-                        const spits_batch_t *b, size_t done);
+                        const spits_batch_t *b, spits_parts_t *parts, size_t done);
 /* Queues tasks of one message (the pool then holds one reference to rx
  * per task). Returns 0, or -1 when out of memory: nothing was queued. */
 int tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n);
@@ -199,13 +204,13 @@ const char *tm_pool_failed(tm_pool_t *p);
 
 /* Drops n of rx's references (n of its tasks are done with). */
 void tm_rx_release(tm_rx_t *rx, size_t n);
-/* Closes and frees received parts (protocol.c). */
-void tm_parts_free(tm_parts_t *parts);
 
 /* outbox.c: every record going back to the JM is queued there (see its
  * header). Each returns 0, or -1 when out of memory. */
-/* A worker's results (its batch's records). Caller holds p->lock. */
-int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, const spits_batch_t *b);
+/* A worker's results: its batch's records, and the parts they name
+ * (moved in, *parts is then empty; NULL: none). Caller holds p->lock. */
+int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, const spits_batch_t *b,
+                  spits_parts_t *parts);
 /* A RETURNED record for task id of (job, wire). Caller holds p->lock. */
 int tm_outbox_return_locked(tm_pool_t *p, unsigned job, uint32_t wire, uint64_t id);
 /* RETURNED records for n tasks of (job, wire); takes the lock. On -1 some
@@ -214,6 +219,8 @@ int tm_outbox_return(tm_pool_t *p, unsigned job, uint32_t wire,
                      const tm_item_t *items, size_t n);
 /* Takes the outbox's segments (the caller sends and frees them). */
 tm_seg_t *tm_outbox_take(tm_pool_t *p, size_t *n);
+/* Frees a segment's records and parts. */
+void tm_seg_free(tm_seg_t *seg);
 void tm_outbox_free(tm_pool_t *p);
 
 #endif

@@ -112,6 +112,8 @@ typedef struct {
     char host[256];
     int state;                   /* TM_CONNECTING, TM_READY or TM_LOST */
     int welcomed;                /* a JM has ever said WELCOME */
+    int result_parts;            /* this hop's WELCOME said it takes
+                                    results as parts (wire.h) */
     long attach;                 /* outages so far, said in each HELLO: the
                                     JM tells a new one from a queued copy */
     /* When (tm->now) the JM was last heard from; we last sent anything,
@@ -211,6 +213,9 @@ int tm_link_find_jm(tm_t *tm);
 /* (Re)makes the socket and connects it to link.endpoint. */
 int tm_link_connect(tm_t *tm);
 int tm_link_send(tm_t *tm, const void *buf, size_t len);
+/* A first frame then its parts (spits_parts_send: 0, -1 not taken, -2
+ * cut). */
+int tm_link_send_parts(tm_t *tm, const void *buf, size_t len, spits_parts_t *parts);
 void tm_link_send_hello(tm_t *tm);
 void tm_link_send_stats(tm_t *tm);
 /* Acts on the monitor's events: a dropped connection or a bad handshake. */

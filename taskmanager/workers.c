@@ -39,6 +39,7 @@ typedef struct {
     spits_buf_t result;       /* bytes of the current task's push */
     int pushed;
     spits_batch_t local;      /* this chunk's results */
+    spits_parts_t local_parts;  /* ...and the large ones' bytes */
     const tm_phase_t *local_phase;  /* the phase of those results */
     tm_item_t *chunk;
     tm_child_t *child;        /* --isolate: this worker's process */
@@ -49,7 +50,7 @@ void tm_rx_release(tm_rx_t *rx, size_t n)
 {
     if (n && atomic_fetch_sub(&rx->refs, n) == n) {
         zmq_msg_close(&rx->msg);
-        tm_parts_free(&rx->parts);
+        spits_parts_free(&rx->parts);
         free(rx);
     }
 }
@@ -64,7 +65,8 @@ static void worker_flush(worker_t *w, size_t done)
 
     pthread_mutex_lock(&p->lock);
     was_empty = p->nout == 0;
-    int lost = w->local.count && tm_outbox_put(p, w->local_phase, &w->local) != 0;
+    int lost = w->local.count &&
+               tm_outbox_put(p, w->local_phase, &w->local, &w->local_parts) != 0;
     p->running -= done;
     /* (only for a while after the TM moved to another job) */
     for (size_t i = 0; i < done && p->running_other; i++)
@@ -146,6 +148,35 @@ static uint32_t worker_run_here(worker_t *w, const tm_item_t *it)
     return SPITS_ST_OK;
 }
 
+static void free_result(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+/* A large result goes as a part (wire.h): its buffer becomes the frame
+ * libzmq sends and frees, with no copy (the worker takes a new one for
+ * its next result). 0, or -1 when out of memory. */
+static int worker_add_part(worker_t *w, uint64_t id, uint32_t status)
+{
+    zmq_msg_t m;
+    uint32_t len = (uint32_t)w->result.len;
+    if (zmq_msg_init_data(&m, w->result.data, len, free_result, NULL) != 0)
+        return -1;
+    memset(&w->result, 0, sizeof w->result);   /* (m owns the bytes now) */
+    int rc = spits_parts_add(&w->local_parts, &m);
+    zmq_msg_close(&m);   /* (empty once added; else it frees the bytes) */
+    if (rc != 0)
+        return -1;
+    /* The record and its part go in together, or neither: results
+     * already in the batch are still sent (the TM stops after them). */
+    if (spits_batch_add_part(&w->local, id, status, len) != 0) {
+        spits_parts_drop_last(&w->local_parts);
+        return -1;
+    }
+    return 0;
+}
+
 static void worker_run_one(worker_t *w, const tm_item_t *it)
 {
     if (it->phase != w->local_phase) {
@@ -158,6 +189,11 @@ static void worker_run_one(worker_t *w, const tm_item_t *it)
     uint32_t status = w->pool->isolate ? worker_run_isolated(w, it)
                                        : worker_run_here(w, it);
     uint32_t len = status == SPITS_ST_OK ? (uint32_t)w->result.len : 0;
+    if (len >= w->pool->part_min) {
+        if (worker_add_part(w, it->id, status) != 0)
+            tm_pool_fail(w->pool, "out of memory building results");
+        return;
+    }
     unsigned char *dst = spits_batch_add(&w->local, it->id, status, len);
     if (!dst)
         tm_pool_fail(w->pool, "out of memory building results");
@@ -188,6 +224,7 @@ static void worker_free(worker_t *w)
     tm_child_destroy(&w->child);
     spits_buf_free(&w->result);
     spits_batch_free(&w->local);
+    spits_parts_free(&w->local_parts);
     free(w->chunk);
     free(w);
 }
@@ -512,18 +549,19 @@ size_t tm_pool_take(tm_pool_t *p, tm_item_t *out, size_t max)
 }
 
 int tm_pool_remote_done(tm_pool_t *p, const tm_phase_t *ph,
-                        const spits_batch_t *b, size_t done)
+                        const spits_batch_t *b, spits_parts_t *parts, size_t done)
 {
     int rc = 0;
     pthread_mutex_lock(&p->lock);
     /* Records of a job the TM left are dropped, as a worker's are
      * (results.c): the JM that sent those copies is gone. */
     if (ph->job == p->job && b && b->count)
-        rc = tm_outbox_put(p, ph, b);
+        rc = tm_outbox_put(p, ph, b, parts);
     p->running -= done;
     if (ph->job != p->job)
         p->running_other -= done < p->running_other ? done : p->running_other;
     pthread_mutex_unlock(&p->lock);
+    spits_parts_free(parts);   /* (what was not queued: none, or dropped) */
     if (rc != 0)
         tm_pool_fail(p, "out of memory queueing results");
     return rc;

@@ -2,7 +2,9 @@
 # With CURVE, tasks of 64 KB (SPITS_PART_MIN) or more go to the TMs as
 # parts: frames of their own, sent from the JM's memory without a copy,
 # and read by the workers in place; smaller ones go inline in the batch
-# (wire.h), as every task does without CURVE. bench checks every task it
+# (wire.h), as every task does without CURVE. Results of 64 KB or more
+# come back the same way, from the worker's buffer without a copy, and
+# are committed from the received frames; a relay passes them on so. bench checks every task it
 # runs and its committer every result (a task's bytes swapped for
 # another's fail the job), so an exact checksum with no failed run says
 # every byte arrived. Parts and inline records mix in one batch (-T: odd
@@ -35,12 +37,42 @@ start_tm mixed tm1 -n 2
 wait $JM_PID || fail "spits-jm (mixed) exited $?"
 exact mixed 400 200
 
+# Results the same way (the JM's WELCOME says it takes them as parts):
+# even tasks' results 65536 bytes (parts), odd 65535 (inline). Every
+# committed even result came as a part; a late task's second copy may
+# add one more each (counted as a duplicate).
+start_jm res "$MODS/bench.so" -n 400 -r 65536 -U 65535
+start_tm res tm1r -n 2
+wait $JM_PID || fail "spits-jm (res) exited $?"
+exact res 400 ""
+[ "$(json "$T/res/report.json" "200 <= d['counters']['results_as_parts'] <= 200 + d['counters']['duplicates']")" = True ] ||
+    fail "res: $(json "$T/res/report.json" "d['counters']['results_as_parts']") results came as parts, not the 200 even ones"
+
+# Through a relay: it takes its TMs' large results as parts and passes
+# the same frames upstream, as parts again (no copy on the way).
+start_jm resr "$MODS/bench.so" -n 200 -r 1048576 -U 16
+port=$(free_port)
+start_relay resr resr.relay "$port"
+relay=$RELAY_PID
+start_tm resr tm2r -n 2 --via "tcp://127.0.0.1:$port"
+wait $JM_PID || fail "spits-jm (resr) exited $?"
+wait $relay || fail "the relay exited $?"
+exact resr 200 ""
+[ "$(json "$T/resr/report.json" "[100 <= d['counters']['results_as_parts'] <= 100 + d['counters']['duplicates'], d['counters']['foreign_results'], d['tm_totals']['behind_relays']]")" = "[True, 0, 1]" ] ||
+    fail "resr: results as parts, or TMs behind the relay: $(json "$T/resr/report.json" "[d['counters'], d['tm_totals']]")"
+
 # Without CURVE: 1 MB tasks between 8-byte ones, two TMs.
 start_jm plain --insecure "$MODS/bench.so" -n 200 -t 1048576 -T 8
 start_tm plain tm2 --insecure -n 2
 start_tm plain tm3 --insecure -n 1
 wait $JM_PID || fail "spits-jm (plain) exited $?"
 exact plain 200 0
+# (and results inline: 1 MB results of 8-byte tasks)
+start_jm plainr --insecure "$MODS/bench.so" -n 100 -r 1048576 -U 16
+start_tm plainr tm3r --insecure -n 2
+wait $JM_PID || fail "spits-jm (plainr) exited $?"
+exact plainr 100 0
+[ "$(json "$T/plainr/report.json" "d['counters']['results_as_parts']")" = 0 ] || fail "plainr: results came as parts"
 
 # --io-threads, CURVE: 1 MB tasks between 8-byte ones to three TMs, whose
 # connections libzmq spreads over the JM's I/O threads: 3 of them, or 2

@@ -57,6 +57,21 @@ start_tm() {
     PIDS="$PIDS $TM_PID"
 }
 
+# start_relay NAME LOG PORT ARGS...: a relay (spits-tm --serve) of job
+# NAME serving on PORT; RELAY_PID is the relay.
+start_relay() {
+    local name=$1 log=$2 port=$3; shift 3
+    "$TM" --jobdir "$T/$name" --serve "tcp://127.0.0.1:$port" --wait 60 \
+        --reconnect-timeout 30 "$@" >"$T/$log.log" 2>&1 &
+    RELAY_PID=$!
+    PIDS="$PIDS $RELAY_PID"
+}
+
+# free_port: a TCP port nothing listens on now
+free_port() {
+    "$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
+}
+
 # start_proxy NAME JOB BYTES_PER_SECOND [DELAY_MS]: tests/slowlink.py in
 # front of job JOB's JM (once its jm.json is there), its log NAME.proxy.log;
 # PROXY_PID is the proxy, PROXY_EP the tcp:// endpoint to give TMs

@@ -6,21 +6,6 @@
 # a task committed twice.
 . "$(dirname "$0")/lib.sh"
 
-# start_relay NAME LOG PORT ARGS...: a relay of job NAME serving on PORT;
-# RELAY_PID is the relay.
-start_relay() {
-    local name=$1 log=$2 port=$3; shift 3
-    "$TM" --jobdir "$T/$name" --serve "tcp://127.0.0.1:$port" --wait 60 \
-        --reconnect-timeout 30 "$@" >"$T/$log.log" 2>&1 &
-    RELAY_PID=$!
-    PIDS="$PIDS $RELAY_PID"
-}
-
-# free_port: a TCP port nothing listens on now
-free_port() {
-    "$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
-}
-
 # exact NAME N: job NAME's output is the bench checksum of N tasks, and
 # report.json says N committed
 exact() {

@@ -13,6 +13,9 @@
 #   c. SIGTERM drains every virtual TM: each says BYE (no loss); a second
 #      harness finishes the job, exact.
 #   d. its options: a clear error and exit 2.
+#   e. 1,050 virtual TMs and a relay: the live view lists 1,000 of them
+#      (JM_STATUS_TMS), the relay among them though it did nothing, and
+#      counts them all; spits-status says how many it left out.
 . "$(dirname "$0")/lib.sh"
 
 k=300 w=2 n=12000
@@ -95,6 +98,31 @@ wait $jm || fail "job c exited $?"
 [ "$(cat "$T/c.out")" = "$(bench_checksum $n)" ] || fail "c printed '$(cat "$T/c.out")'"
 [ "$(json "$T/c/report.json" "[d['counters'][c] for c in ('tm_joins', 'tm_losses', 'tm_leaves')]")" = \
   "[$((k + 10)), 0, $k]" ] || fail "c's counts: $(json "$T/c/report.json" "d['counters']")"
+
+# e. More TMs than a STATUS document lists (not under a sanitizer: 1,050
+# CURVE handshakes take it minutes).
+if ! sanitized; then
+    k=1050 n=20000
+    start_jm e --journal off --tm-timeout 60 "$MODS/bench.so" -n $n
+    jm=$JM_PID
+    "$TM" --jobdir "$T/e" --simulate $k -n 1 --sim-task-time 1 >"$T/e.sim.log" 2>&1 &
+    sim=$!
+    PIDS="$PIDS $sim"
+    wait_for "[ \"\$(live e \"d['tms_alive']\")\" = $k ] 2>/dev/null" 90 "$k virtual TMs to join"
+    start_relay e e.relay "$(free_port)"
+    relay=$RELAY_PID
+    wait_for "[ \"\$(live e \"d['tms_alive']\")\" = $((k + 1)) ] 2>/dev/null" 30 "the relay to join"
+    [ "$(live e "[d['tms_listed'], len(d['tms']), [t['pid'] for t in d['tms'] if t.get('relay')]]")" = \
+      "[1000, 1000, [$relay]]" ] || fail "e: the live view: $(json "$T/e.status" "[d['tms_alive'], d['tms_listed'], len(d['tms'])]")"
+    "$top_builddir/tools/spits-status" --jobdir "$T/e" >"$T/e.status.txt" || fail "e: spits-status failed"
+    grep -q "task managers: $((k + 1)) alive" "$T/e.status.txt" &&
+        grep -q "($((k + 1 - 1000)) more not listed" "$T/e.status.txt" ||
+        fail "e: spits-status: $(head -12 "$T/e.status.txt")"
+    wait $sim || fail "e: the harness exited $?"
+    wait $jm || fail "job e exited $?"
+    wait $relay || fail "e: the relay exited $?"
+    [ "$(cat "$T/e.out")" = "$(bench_checksum $n)" ] || fail "e printed '$(cat "$T/e.out")'"
+fi
 
 # d. Options.
 bad() {

@@ -16,6 +16,7 @@
 #include "lateness.h"
 #include "metrics.h"
 #include "origin.h"
+#include "parts.h"
 #include "reporthtml.h"
 #include "ring.h"
 #include "scheduler.h"
@@ -47,6 +48,7 @@ int main(void)
         {"term", spits_term_selftest},
         {"elf", spits_elf_selftest},
         {"zmqutil", spits_zmqutil_selftest},
+        {"parts", spits_parts_selftest},
         {"origin", spits_origin_selftest},
         {"svgplot", spits_svgplot_selftest},
         {"reporthtml", spits_reporthtml_selftest},

@@ -128,8 +128,11 @@ static void print_table(json_t *doc)
            json_number_value(json_object_get(jm, "cpu_user_s")),
            json_number_value(json_object_get(jm, "cpu_system_s")));
     json_t *tms = json_object_get(doc, "tms"), *tc = json_object_get(doc, "tm_counts");
+    /* (a JM of an earlier release lists every TM, and has no tms_alive) */
+    long long alive = json_object_get(doc, "tms_alive") ? (long long)num(doc, "tms_alive")
+                                                        : (long long)json_array_size(tms);
     printf("  task managers: %lld alive, %lld joined, %lld re-attach(es), %lld loss(es), "
-           "%lld lost now", (long long)json_array_size(tms), (long long)num(tc, "joins"),
+           "%lld lost now", alive, (long long)num(tc, "joins"),
            (long long)num(tc, "reattaches"), (long long)num(tc, "losses"),
            (long long)num(tc, "lost_now"));
     if (num(doc, "behind_relays") > 0)
@@ -149,6 +152,10 @@ static void print_table(json_t *doc)
     }
     if (!json_array_size(tms))
         printf("  (no task manager connected)\n");
+    else if ((long long)json_array_size(tms) < alive)
+        printf("  (%lld more not listed: the job manager lists %zu, relays, draining and "
+               "silent ones first, then those that did the most)\n",
+               alive - (long long)json_array_size(tms), json_array_size(tms));
     json_t *al = json_object_get(doc, "alloc");
     if (al && !json_is_true(json_object_get(al, "done")))
         printf("  spits-alloc: %lld queued, %lld running, %lld submitted, %lld "

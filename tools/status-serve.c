@@ -132,7 +132,7 @@ static void serve_link(FILE *f, const serve_view_t *v, int sort, long page,
 /* One page of the TMs, in the view's order: at thousands of TMs the
  * table stays SERVE_TMS rows, with links to sort by any column and to
  * page through the rest. */
-static void serve_tms(const json_t *tms, const serve_view_t *v, FILE *f)
+static void serve_tms(const json_t *tms, long long alive, const serve_view_t *v, FILE *f)
 {
     size_t n = json_array_size(tms), pages = (n + SERVE_TMS - 1) / SERVE_TMS;
     size_t page = (size_t)v->page < pages ? (size_t)v->page : pages ? pages - 1 : 0;
@@ -144,8 +144,12 @@ static void serve_tms(const json_t *tms, const serve_view_t *v, FILE *f)
     for (size_t i = 0; i < n; i++)
         row[i] = json_array_get(tms, i);
     qsort_r(row, n, sizeof *row, serve_cmp, (void *)&v->sort);
-    fprintf(f, "<h2>Task Managers (<span id=\"ntms\">%zu</span>)</h2>\n<table id=\"tms\">"
-               "<thead><tr>", n);
+    fprintf(f, "<h2>Task Managers (<span id=\"ntms\">%lld</span>)</h2>\n",
+            alive > (long long)n ? alive : (long long)n);
+    if (alive > (long long)n)
+        fprintf(f, "<p>%zu of %lld listed: relays, draining and silent ones first, "
+                   "then those that did the most.</p>\n", n, alive);
+    fputs("<table id=\"tms\"><thead><tr>", f);
     for (int c = 0; c < (int)SERVE_NSORTS; c++) {
         fputs(c == v->sort ? "<th class=\"sorted\">" : "<th>", f);
         serve_link(f, v, c, 0, serve_sorts[c].label);
@@ -254,7 +258,7 @@ static void serve_live_part(const json_t *d, const serve_view_t *v, FILE *f)
         fputs("</p>\n", f);
     }
     serve_timeline(d, f);
-    serve_tms(json_object_get(d, "tms"), v, f);
+    serve_tms(json_object_get(d, "tms"), serve_int(d, "tms_alive"), v, f);
     spits_html_failed(d, (size_t)serve_int(k, "failed"), f);
 }
 

@@ -7,22 +7,25 @@
 # instructions of each divided by N. A regression check compares these
 # figures with the ones in README (Performance).
 #
-#   instructions.sh [N [TASKBYTES [curve]]]
+#   instructions.sh [N [BYTES [curve|insecure [tasks|results]]]]
 #
-# With TASKBYTES, the tasks have that many bytes, and each process's
-# instructions per byte moved are printed too (with curve, libsodium's
-# encryption is counted as well, as the data path then takes it).
+# With BYTES, the tasks (or, with results, their results; tasks are then
+# 8 bytes) have that many bytes, and each process's instructions per byte
+# moved are printed too (with curve, libsodium's encryption is counted as
+# well, as the data path then takes it).
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 n=${1:-100000}
 bytes=${2:-8}
 sec=--insecure
 [ "${3:-}" = curve ] && sec=
+size=(-t "$bytes")
+[ "${4:-tasks}" = results ] && size=(-r "$bytes")
 w=$(mktemp -d "${TMPDIR:-/tmp}/spits-ir.XXXXXX")
 trap 'rm -rf "$w"' EXIT
 cg=(valgrind --tool=callgrind --callgrind-out-file="$w/cg.%p")
 "${cg[@]}" "$root/jobmanager/spits-jm" -q $sec --journal off --jobdir "$w/job" \
-    --bind tcp://127.0.0.1:0 "$root/modules/.libs/bench.so" -n "$n" -t "$bytes" >"$w/out" 2>"$w/jm.log" &
+    --bind tcp://127.0.0.1:0 "$root/modules/.libs/bench.so" -n "$n" "${size[@]}" >"$w/out" 2>"$w/jm.log" &
 jm=$!
 "${cg[@]}" "$root/taskmanager/spits-tm" -q $sec --jobdir "$w/job" -n 2 --wait 120 \
     >"$w/tm.log" 2>&1 &
