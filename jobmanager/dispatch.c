@@ -103,9 +103,12 @@ void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
     /* The outage it answers: the TM waits for the answer to its latest. */
     if (body && type == SPITS_MSG_WELCOME)
         json_object_set_new(body, "attach", json_integer(t->attach));
-    /* Its large results may come as parts (wire.h), as large tasks go. */
+    /* Its large results may come as parts (wire.h), as large tasks go:
+     * said with its own routing id, which a relay of an earlier release
+     * passing this WELCOME on does not give its TMs. */
     if (body && type == SPITS_MSG_WELCOME && d->part_min != UINT64_MAX)
-        json_object_set_new(body, "result_parts", json_true());
+        json_object_set_new(body, "result_parts",
+                            json_stringn((const char *)t->rid, t->ridlen));
     if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
         disp_send_tm(d, t, buf.data, buf.len);
     else
@@ -156,14 +159,16 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     /* Only RESULTS may have parts (a message's frames are all here:
      * disp_recv took the first). */
     int rc = spits_parts_recv(&rx->parts, d->router, &h, &rx->msg,
-                              SPITS_MSG_RESULTS, &why);
-    if (rc == -1) {
-        disp_bad_message(d, why);
-        goto out;
-    }
+                              SPITS_MSG_RESULTS, &why), unrun = 0;
     if (rc == -2) {
         jm_fatal("out of memory receiving a message; stopping the job");
         goto out;
+    }
+    if (rc == -1) {
+        disp_bad_message(d, why);
+        if (h.type != SPITS_MSG_RESULTS)
+            goto out;
+        unrun = 1;   /* its records still answer their copies, unrun */
     }
     d->st.bytes_in += spits_parts_bytes(&rx->parts);
     d->st.results_as_parts += rx->parts.n;
@@ -180,7 +185,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
          * away while its task is unfinished. */
         if (t && t->settle_until && (t->settle_records -= (int64_t)h.count) <= 0)
             t->settle_until = 0;
-        disp_on_results(d, t, &h, rx);
+        disp_on_results(d, t, &h, rx, unrun);
         /* (its cancels may have lost another TM, and the table may have
          * evicted t's dead entry for it: look again) */
         t = jm_tmtab_find(d->tms, rid, ridlen);

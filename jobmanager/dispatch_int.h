@@ -131,7 +131,8 @@ void disp_phase_end(jm_disp_t *d);
 void disp_serve(jm_disp_t *d);
 void disp_serve_due(jm_disp_t *d, jm_tm_t *t);
 void disp_publish_window(jm_disp_t *d);
-void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx);
+void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx,
+                     int unrun);
 /* The scheduler's early-result hook (jm_sched_set_early); arg is d */
 int disp_take_early_result(void *arg, const jm_task_t *task);
 

@@ -443,9 +443,11 @@ static void commit_note(jm_disp_t *d, const spits_rec_t *rec, uint64_t hash,
  * one (a relay's, of a copy sent elsewhere), and each is a result, a
  * failed run or a copy handed back unrun (scheduler.c decides, foreign
  * or not). rx is the message; results are committed straight from it,
- * so it lives until the last of them is (jm_rx_release). */
+ * so it lives until the last of them is (jm_rx_release). With unrun (its
+ * parts did not match its records), every record is taken as a copy
+ * handed back unrun: it then runs again, and nothing is lost. */
 void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
-                       jm_rx_t *rx)
+                       jm_rx_t *rx, int unrun)
 {
     spits_reader_t r;
     spits_rec_t rec;
@@ -463,6 +465,8 @@ void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     spits_reader_init(&r, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
     spits_reader_parts(&r, rx->parts.view);
     while (spits_reader_next(&r, &rec)) {
+        if (unrun)
+            rec.status = SPITS_ST_RETURNED;
         switch (jm_sched_record(d->sched, t, rec.id, rec.status, &hash)) {
         case JM_REC_COMMIT:
         case JM_REC_POISON:

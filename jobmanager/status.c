@@ -114,12 +114,11 @@ static size_t status_pick(const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_m
         qsort(all, n, sizeof *all, status_cmp_notable);
         listed = JM_STATUS_TMS;
     }
+    if (!all)
+        listed = n > JM_STATUS_TMS ? JM_STATUS_TMS : n;   /* (none picked) */
     for (size_t i = 0; i < listed; i++)
         (*v)[i] = all ? all[i].t : jm_tmtab_live_at(tms, i);
-    if (all)
-        qsort(*v, listed, sizeof **v, jm_tm_cmp_joined);
-    else
-        listed = n > JM_STATUS_TMS ? JM_STATUS_TMS : n;   /* (no memory to pick) */
+    qsort(*v, listed, sizeof **v, jm_tm_cmp_joined);
     free(all);
     return listed;
 }

@@ -158,8 +158,10 @@ int spits_parts_inline(spits_batch_t *b, spits_parts_t *p)
 
     for (size_t i = 0; ok && i < p->n; i++)
         view[i] = (spits_part_t){zmq_msg_data(&p->msgs[i]), zmq_msg_size(&p->msgs[i])};
-    /* (our own batch: parsed for its type and phase, it passes) */
-    ok = ok && spits_wire_parse(b->buf.data, b->buf.len, &h, &why) == 0;
+    /* (our own batch and its parts: checked all the same, as any that
+     * do not match would be read past their ends) */
+    ok = ok && spits_wire_parse(b->buf.data, b->buf.len, &h, &why) == 0 &&
+         spits_wire_check_parts(b->buf.data, b->buf.len, view, p->n, &why) == 0;
     spits_batch_begin(&flat, ok ? h.type : SPITS_MSG_RESULTS, ok ? h.phase : 0);
     ok = ok && flat.buf.data &&
          spits_buf_reserve(&flat.buf, b->buf.len + spits_parts_bytes(p)) == 0;
@@ -298,6 +300,17 @@ int spits_parts_selftest(void)
         CHECK(spits_reader_next(&r, &rec) && rec.id == 20 + i && rec.status == SPITS_ST_RETURNED);
     }
     CHECK(!spits_reader_next(&r, &rec));
+    /* Parts that do not match their records: refused, both untouched. */
+    spits_batch_begin(&batch, SPITS_MSG_RESULTS, 9);
+    CHECK(spits_batch_add_part(&batch, 1, 0, 70000) == 0);
+    CHECK(spits_batch_add_part(&batch, 2, 0, 70000) == 0);
+    spits_batch_seal(&batch);
+    CHECK(zmq_msg_init_size(&m, 70000) == 0);
+    CHECK(spits_parts_add(&out, &m) == 0);
+    zmq_msg_close(&m);
+    size_t before = batch.buf.len;
+    CHECK(spits_parts_inline(&batch, &out) == -1 && out.n == 1 && batch.buf.len == before);
+    spits_parts_free(&out);
     /* (the frames below reuse the first batch's layout) */
     spits_batch_begin(&batch, SPITS_MSG_RESULTS, 7);
     for (unsigned i = 0; i < 10; i++) {

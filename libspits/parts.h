@@ -64,7 +64,7 @@ int spits_parts_send(void *sock, const void *first, size_t len,
 /* Makes b, a sealed batch whose records of parts name p's frames in
  * order, one with every payload inline (the flags but SPITS_REC_PART
  * kept), for a peer that takes no parts; p is then empty. 0, or -1 when
- * out of memory (both untouched). */
+ * out of memory or when b and p do not match (both untouched). */
 int spits_parts_inline(spits_batch_t *b, spits_parts_t *p);
 /* The bytes of every part. */
 size_t spits_parts_bytes(const spits_parts_t *p);

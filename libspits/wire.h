@@ -28,10 +28,12 @@
  * task payloads of SPITS_PART_MIN bytes or more as parts (protocol 2 on;
  * protocol 1 had none), where parts pay (spits_parts_min). A TM sends
  * results that large as parts only to a hop whose WELCOME says
- * "result_parts": true (a JM of this release, where parts pay); to any
- * other (a JM of an earlier release of protocol 2, which drops a RESULTS
- * message of more than one frame, or a relay) they go inline. So this
- * came without a new protocol version too.
+ * "result_parts": with the TM's own routing id (a JM or a relay of this
+ * release, where parts pay); to any other they go inline: a JM of an
+ * earlier release of protocol 2, which drops a RESULTS message of more
+ * than one frame, or a relay of one, which passes on the WELCOME its
+ * upstream sent it, with its own routing id there. So this came without
+ * a new protocol version too.
  *
  * A RESULTS record whose status word has SPITS_REC_FOREIGN (bit 30) set
  * answers no copy sent to this peer: a relay forwards a result that a TM

@@ -121,7 +121,9 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         spits_info("joined job %s at %s%s with %d worker(s)", job,
                    tm->link.endpoint, tm_link_relayed(tm) ? " (relay)" : "",
                    tm->opts.workers);
-    tm->link.result_parts = json_is_true(json_object_get(welcome, "result_parts"));
+    /* (addressed to this TM: see wire.h) */
+    const char *parts_to = json_string_value(json_object_get(welcome, "result_parts"));
+    tm->link.result_parts = parts_to && strcmp(parts_to, tm->link.routing_id) == 0;
     tm->link.welcomed = 1;
     tm->link.hop_welcomed = 1;
     tm->link.state = TM_READY;

@@ -159,6 +159,13 @@ static void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
     json_t *body = json_copy(r->up);
     if (body && type == SPITS_MSG_WELCOME)
         json_object_set_new(body, "attach", json_integer(t->attach));
+    /* The relay takes its TMs' large results as parts where parts pay
+     * (with CURVE), whatever upstream takes (results.c sends them inline
+     * to an upstream that takes none); said to each with its routing id
+     * (wire.h). */
+    if (body && type == SPITS_MSG_WELCOME && r->part_min != UINT64_MAX)
+        json_object_set_new(body, "result_parts",
+                            json_stringn((const char *)t->rid, t->ridlen));
     if (body && spits_wire_encode_json(&buf, type, r->up_phase, body) == 0)
         relay_send(r, t, buf.data, buf.len, 0);
     else
@@ -253,7 +260,7 @@ static void relay_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
     size_t n = spits_idmap_take_owner(r->copies, (int)(t - p->tms),
                                       relay_return_copy, r);
     relay_rec_flush(r);
-    t->alive = 0;
+    rl_peers_gone(p, t);
     t->outstanding = 0;
     p->runs_gone += t->runs;
     p->busy_gone += t->busy_s;
@@ -261,7 +268,6 @@ static void relay_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
         p->losses++;
     else
         p->leaves++;
-    rl_peers_capacity(p);
     if (relay_log_ok(r))
         spits_info("relay: %s %s:%ld %s; %zu task(s) handed back upstream",
                    t->relay_id[0] ? "relay" : "TM", t->host, t->pid, why, n);
@@ -328,7 +334,7 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         r->peers.joins++;
     else
         r->peers.reattaches++;
-    rl_peers_capacity(&r->peers);
+    rl_peers_capacity(&r->peers, t);
     if (relay_log_ok(r))
         spits_info("relay: %s %s:%ld %s with %ld worker(s)",
                    h.relay ? "relay" : "TM", h.host, h.pid,
@@ -406,7 +412,7 @@ static void relay_on_stats(tm_relay_t *r, rl_tm_t *t, zmq_msg_t *msg)
         if (t->relay_id[0] && st.workers >= 0 && st.slots >= 0) {
             t->workers = (int)st.workers;
             t->slots = (int)st.slots;
-            rl_peers_capacity(&r->peers);
+            rl_peers_capacity(&r->peers, t);
         }
     }
     json_decref(j);
@@ -461,7 +467,7 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     case SPITS_MSG_DRAIN:
         if (t && !t->draining) {
             t->draining = 1;
-            rl_peers_capacity(&r->peers);
+            rl_peers_capacity(&r->peers, t);
             if (relay_log_ok(r))
                 spits_info("relay: TM %s:%ld is draining", t->host, t->pid);
         }
@@ -745,13 +751,7 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
         return;
     }
     json_object_del(copy, "attach");
-    /* The relay takes its TMs' large results as parts where parts pay
-     * (with CURVE), whatever upstream takes: results.c sends them inline
-     * to an upstream that takes none. */
-    if (r->part_min != UINT64_MAX)
-        json_object_set_new(copy, "result_parts", json_true());
-    else
-        json_object_del(copy, "result_parts");
+    json_object_del(copy, "result_parts");   /* (upstream's, to this relay) */
     json_decref(r->up);
     r->up = copy;
     r->up_phase = phase;

@@ -41,6 +41,8 @@ typedef struct {
     long attach;                 /* the outage number it last said */
     int64_t last_heard, last_sent;
     int alive, draining;
+    int share_workers, share_slots;  /* what it adds to the sums now */
+    int in_free;                 /* its index is in rl_peers_t.free */
     uint64_t runs;               /* from its STATS */
     double busy_s;
     char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
@@ -60,8 +62,12 @@ typedef struct {
     size_t ntms, cap;
     spits_idmap_t *byrid;        /* siphash of a routing id -> index */
     unsigned char hash_key[16];
-    int workers, slots;          /* sums over live TMs not draining */
+    long long sum_workers, sum_slots;  /* over live TMs not draining */
+    int workers, slots;          /* ...clamped to what a HELLO may say */
     int cap_dirty;               /* ...changed since the last STATS */
+    size_t *free;                /* entries of TMs gone, to reuse (some
+                                    may have re-attached since: skipped) */
+    size_t nfree;                /* (room for cap: a push never fails) */
     uint64_t joins, reattaches, leaves, losses;
     uint64_t runs_gone;          /* runs and busy time of TMs gone, so */
     double busy_gone;            /* ...the totals upstream never shrink */
@@ -113,9 +119,12 @@ rl_tm_t *rl_peers_find(rl_peers_t *p, const void *rid, size_t ridlen);
 /* A new entry for rid: the entry of a TM gone reused, or one more. NULL
  * when out of memory. */
 rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
-/* The live TMs' workers and slots changed (a join, a drain, a loss, a
- * relay's STATS): summed again, clamped to what a HELLO may say. */
-void rl_peers_capacity(rl_peers_t *p);
+/* t's alive, draining, workers or slots changed (a join, a drain, a
+ * relay's STATS): its share of the relay's workers and slots follows, in
+ * O(1), whatever the number of TMs. */
+void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t);
+/* t is gone: it counts no more, and its entry may be reused. */
+void rl_peers_gone(rl_peers_t *p, rl_tm_t *t);
 /* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and
  * those behind it noted in t's below, and heard), 1 when it is a loop: our
  * own id among them (logged; the HELLO is refused; tm->done -1 when the

@@ -45,8 +45,10 @@ void rl_peers_free(rl_peers_t *p)
 {
     spits_idmap_destroy(&p->byrid);
     free(p->tms);
+    free(p->free);
     p->tms = NULL;
-    p->ntms = p->cap = 0;
+    p->free = NULL;
+    p->ntms = p->cap = p->nfree = 0;
 }
 
 static uint64_t rl_peers_hash(const rl_peers_t *p, const void *rid, size_t ridlen)
@@ -74,9 +76,12 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 
     if (spits_idmap_get(p->byrid, hash, NULL, NULL))
         return NULL;    /* another id of that hash: 2^-64, or an attack */
-    for (size_t i = 0; i < p->ntms && !t; i++)
-        if (!p->tms[i].alive)
-            t = &p->tms[i];
+    while (p->nfree && !t) {
+        rl_tm_t *gone = &p->tms[p->free[--p->nfree]];
+        gone->in_free = 0;
+        if (!gone->alive)    /* (else it re-attached since it went) */
+            t = gone;
+    }
     if (!t) {
         if (p->ntms == p->cap) {
             size_t cap = p->cap ? 2 * p->cap : 16;
@@ -84,6 +89,10 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
             if (!grown)
                 return NULL;
             p->tms = grown;
+            size_t *fgrown = realloc(p->free, cap * sizeof *fgrown);
+            if (!fgrown)
+                return NULL;
+            p->free = fgrown;
             p->cap = cap;
         }
         t = &p->tms[p->ntms++];
@@ -92,6 +101,7 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
     }
     if (spits_idmap_put(p->byrid, hash, (int)(t - p->tms), NULL) != 0) {
         memset(t, 0, sizeof *t);   /* (a dead, unfindable entry) */
+        rl_peers_gone(p, t);
         return NULL;
     }
     memset(t, 0, sizeof *t);
@@ -103,14 +113,14 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 }
 
 /* (Clamped to what a HELLO or STATS may say: wire.h.) */
-void rl_peers_capacity(rl_peers_t *p)
+void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t)
 {
-    long long workers = 0, slots = 0;
-    for (size_t i = 0; i < p->ntms; i++)
-        if (p->tms[i].alive && !p->tms[i].draining) {
-            workers += p->tms[i].workers;
-            slots += p->tms[i].slots;
-        }
+    int counts = t->alive && !t->draining;
+    p->sum_workers += (counts ? t->workers : 0) - t->share_workers;
+    p->sum_slots += (counts ? t->slots : 0) - t->share_slots;
+    t->share_workers = counts ? t->workers : 0;
+    t->share_slots = counts ? t->slots : 0;
+    long long workers = p->sum_workers, slots = p->sum_slots;
     if (workers > SPITS_WORKERS_MAX)
         workers = SPITS_WORKERS_MAX;
     if (slots > SPITS_SLOTS_MAX)
@@ -119,6 +129,16 @@ void rl_peers_capacity(rl_peers_t *p)
         p->cap_dirty = 1;
     p->workers = (int)workers;
     p->slots = (int)slots;
+}
+
+void rl_peers_gone(rl_peers_t *p, rl_tm_t *t)
+{
+    t->alive = 0;
+    rl_peers_capacity(p, t);
+    if (!t->in_free) {
+        t->in_free = 1;
+        p->free[p->nfree++] = (size_t)(t - p->tms);
+    }
 }
 
 /* Notes id as heard now (the oldest note makes room). */

@@ -75,7 +75,8 @@ void tm_results_send(tm_t *tm)
         /* (a hop that takes no parts: a JM of an earlier release) */
         if (seg->parts.n && !tm->link.result_parts &&
             spits_parts_inline(&seg->batch, &seg->parts) != 0) {
-            results_fail(tm, "out of memory building results");
+            results_fail(tm, "cannot put large results inline for this job "
+                             "manager (out of memory)");
             break;
         }
         int rc = tm_link_send_parts(tm, seg->batch.buf.data, seg->batch.buf.len,

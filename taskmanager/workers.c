@@ -77,6 +77,7 @@ static void worker_flush(worker_t *w, size_t done)
     else if (was_empty && w->local.count)
         spits_wake_signal(p->wake_fd);
     spits_batch_begin(&w->local, SPITS_MSG_RESULTS, 0);
+    spits_parts_free(&w->local_parts);   /* (moved out, or lost with them) */
 }
 
 static void push_result(const void *data, spitssize_t size, spitsctx_t ctx)

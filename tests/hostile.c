@@ -12,7 +12,8 @@
  *   hostile abuse ENDPOINT [KEYFILE] as a (possibly authenticated) peer:
  *                                    an old and a future protocol version,
  *                                    results for tasks never sent, a
- *                                    truncated record, a multipart message;
+ *                                    truncated record, a multipart message,
+ *                                    results whose parts do not match;
  *                                    exit 0 only if the JM then answers a
  *                                    STATUS request (it handled them all);
  *                                    then a 40 MB frame, for which the JM
@@ -161,6 +162,15 @@ static int abuse(void *s)
     /* Multipart. */
     bad |= send_ok(s, hdr, sizeof hdr, ZMQ_SNDMORE);
     bad |= send_ok(s, hdr, sizeof hdr, 0);
+    /* Results of phase 1 whose records of parts do not match the frames
+     * after them (one 70,000 bytes, one missing): malformed, and their 2
+     * records (of tasks never sent) taken as copies handed back. */
+    spits_batch_begin(&b, SPITS_MSG_RESULTS, 1);
+    spits_batch_add_part(&b, 2000000001, SPITS_ST_OK, 70000);
+    spits_batch_add_part(&b, 2000000002, SPITS_ST_OK, 70000);
+    spits_batch_seal(&b);
+    bad |= send_ok(s, b.buf.data, b.buf.len, ZMQ_SNDMORE);
+    bad |= send_ok(s, "short part", 10, 0);
     /* All of it handled? */
     spits_wire_encode_empty(hdr, SPITS_MSG_STATUS, 0);
     bad |= send_ok(s, hdr, sizeof hdr, 0);

@@ -58,10 +58,12 @@ grep -q "refused a connection from 127.0.0.1: not this job's client key (logged 
 grep -q "refused a connection that failed the CurveZMQ handshake" "$T/a.jm.log" \
     || fail "the plain peer's failed handshake was not logged"
 r=$T/a/report.json
-# The abuser's 2 wrong versions, truncated record, END, unknown type and
-# multipart message are malformed; its 50 forged results of phase 1 are
-# bogus and the 100 of phases 0 and 2 stale.
-[ "$(json $r "[d['counters'][k] for k in ('bad_messages', 'bogus', 'stale')]")" = "[6, 50, 100]" ] \
+# The abuser's 2 wrong versions, truncated record, END, unknown type,
+# multipart message and results whose parts do not match are malformed;
+# its 50 forged results of phase 1 are bogus, and so are the 2 records of
+# the mismatched message (taken as handed back unrun, of tasks never
+# sent); the 100 of phases 0 and 2 are stale.
+[ "$(json $r "[d['counters'][k] for k in ('bad_messages', 'bogus', 'stale')]")" = "[7, 52, 100]" ] \
     || fail "the abuse was not counted: $(json $r "d['counters']")"
 [ "$(json $r "d['counters']['committed']")" = $n ] || fail "committed"
 [ "$(json $r "d['counters']['bytes_in'] < 40 << 20")" = True ] || fail "the 40 MB frame got through"
