@@ -12,7 +12,8 @@
  * reference, jm.h). Why only with CURVE: spits_parts_min (parts.h).
  * Large results come the same way, as parts of a RESULTS message that
  * the dispatcher received whole (disp_on_message), and are committed
- * from them as from its frame. A RESULTS message gives back one credit per record, but for its foreign records
+ * from them as from its frame. A RESULTS message gives back one credit
+ * per record, but for its foreign records
  * (wire.h: a relay forwarding a result of a copy it was never sent, so
  * none of its credit is spent on it); each record's outcome comes
  * from the scheduler, and results go to the committer straight from the

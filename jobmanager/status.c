@@ -100,22 +100,20 @@ static int status_cmp_notable(const void *a, const void *b)
 static size_t status_pick(const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_ms,
                           jm_tm_t ***v)
 {
-    size_t n = jm_tmtab_live_count(tms), listed = n;
+    size_t n = jm_tmtab_live_count(tms), listed = n < JM_STATUS_TMS ? n : JM_STATUS_TMS;
     status_pick_t *all = NULL;
 
     if (!(*v = malloc((n ? n : 1) * sizeof **v)))
         return 0;
-    if (n > JM_STATUS_TMS && (all = malloc(n * sizeof *all))) {
+    /* (with no memory to pick, the first ones) */
+    if (n > listed && (all = malloc(n * sizeof *all))) {
         for (size_t i = 0; i < n; i++) {
             jm_tm_t *t = jm_tmtab_live_at(tms, i);
             all[i] = (status_pick_t){t, t->relay || t->draining ||
                                         now_ms - t->last_heard >= quiet_ms};
         }
         qsort(all, n, sizeof *all, status_cmp_notable);
-        listed = JM_STATUS_TMS;
     }
-    if (!all)
-        listed = n > JM_STATUS_TMS ? JM_STATUS_TMS : n;   /* (none picked) */
     for (size_t i = 0; i < listed; i++)
         (*v)[i] = all ? all[i].t : jm_tmtab_live_at(tms, i);
     qsort(*v, listed, sizeof **v, jm_tm_cmp_joined);

@@ -72,7 +72,8 @@ void tm_results_send(tm_t *tm)
             continue;
         }
         spits_batch_seal(&seg->batch);
-        /* (a hop that takes no parts: a JM of an earlier release) */
+        /* (a hop that takes no parts: a JM or relay of an earlier
+         * release) */
         if (seg->parts.n && !tm->link.result_parts &&
             spits_parts_inline(&seg->batch, &seg->parts) != 0) {
             results_fail(tm, "cannot put large results inline for this job "
