@@ -55,7 +55,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         for (int a = 0; a < p->argc && p->argv; a++)
             json_array_append_new(argv, json_string(p->argv[a]));
         json_array_append_new(phases, json_pack(
-            "{s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:o, s:O}",
+            "{s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:o, s:O}",
             "phase", (int)p->id, "argv", argv,
             "tasks", (json_int_t)p->generated,
             "committed", (json_int_t)p->committed,
@@ -63,6 +63,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
             "replayed", (json_int_t)p->replayed,
             "commit_errors", (json_int_t)p->commit_errors,
             "seconds", p->finished - p->started,
+            "start_s", p->started - jm->started, "end_s", p->finished - jm->started,
             "commit_job", p->commit_job_called ? json_integer(p->commit_job_rc)
                                                : json_null(),
             "metrics", p->metrics ? p->metrics : json_null()));

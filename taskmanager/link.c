@@ -205,6 +205,10 @@ void tm_link_on_monitor(tm_t *tm)
             continue;
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             link->hop_up = 1;
+            /* (the socket attaches the connection before this event: a
+             * join no longer waits for the 100 ms retry) */
+            if (link->state == TM_CONNECTING && link->hello_waits)
+                tm_link_send_hello(tm);
             continue;
         }
         if (event == ZMQ_EVENT_DISCONNECTED) {
@@ -316,6 +320,7 @@ int tm_link_connect(tm_t *tm)
     }
     link->state = TM_CONNECTING;
     link->last_hello = 0;
+    link->hello_waits = 0;
     link->fd = -1;
     link->refused_since = 0;    /* (a new endpoint gets its own time) */
     link->hop_up = link->hop_welcomed = 0;
@@ -360,10 +365,15 @@ void tm_link_send_hello(tm_t *tm)
     if (hello && tm->relay)
         json_object_set_new(hello, "relay", tm_relay_hello_json(tm->relay));
     if (hello && spits_wire_encode_json(&buf, SPITS_MSG_HELLO, 0, hello) == 0 &&
-        tm_link_send(tm, buf.data, buf.len) == 0)
+        tm_link_send(tm, buf.data, buf.len) == 0) {
         tm->link.last_hello = tm->now;
-    else
-        tm->link.last_hello = tm->now - 900;   /* not connected yet: retry soon */
+        tm->link.hello_waits = 0;
+    } else {
+        /* Not connected yet: again when the handshake succeeds
+         * (tm_link_on_monitor), or in 100 ms. */
+        tm->link.last_hello = tm->now - 900;
+        tm->link.hello_waits = 1;
+    }
     json_decref(hello);
     spits_buf_free(&buf);
 }

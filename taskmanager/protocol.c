@@ -5,8 +5,9 @@
  * tm_proto_on_message, which checks its header (wire.h), notes that the
  * JM was heard from, and hands it to the handler of its type:
  *
- *   WELCOME    the JM took our HELLO: join its job (job.c), start the
- *              workers the first time, take its heartbeat period
+ *   WELCOME    the JM took our HELLO: join its job (job.c), hand the
+ *              workers its module the first time, take its heartbeat
+ *              period
  *   PHASE      a new phase begins: later tasks run with its argv
  *   TASKS      tasks to queue for the workers (or hand back at once,
  *              through the outbox: outbox.c owns every record sent back)
@@ -38,7 +39,8 @@ static void bad_message(tm_t *tm, const char *why)
     }
 }
 
-/* Starts the workers, the first time the TM joins a job. */
+/* The workers run the job's module from now on (their threads started
+ * before HELLO), the first time the TM joins a job. */
 static int start_workers(tm_t *tm)
 {
     if (tm->pool_started)

@@ -3,9 +3,10 @@
  *
  *   spits-tm [OPTIONS]  (--jobdir DIR or --connect ENDPOINT)
  *
- * Finds the JM (waiting for DIR/jm.json if need be), says HELLO with the
- * number of tasks it can hold (workers + prefetch), loads the module the
- * JM announces and starts the workers. Then it queues the tasks the JM
+ * Finds the JM (waiting for DIR/jm.json if need be), starts its worker
+ * threads, says HELLO with the number of tasks it can hold (workers +
+ * prefetch), and loads the module the JM announces, which the workers
+ * then run. Then it queues the tasks the JM
  * sends, ships results back in batches, and exits 0 when the JM says the
  * job is over.
  *
@@ -69,17 +70,25 @@ static int tm_setup(tm_t *tm)
     tm_loop_catch_signals(tm->wake_fd);
     if (tm->opts.serve && !(tm->relay = tm_relay_new(tm)))
         return 1;
+    /* The workers exist before we say HELLO (tm.h tm_pool_spawn). */
+    if (tm_pool_spawn(&tm->pool) != 0) {
+        spits_error("cannot start %d worker threads: %s", tm->opts.workers,
+                    strerror(errno));
+        return 1;
+    }
     return tm_link_connect(tm) != 0 ? 1 : -1;
 }
 
 /* Says goodbye and frees everything; returns rc. */
 static int tm_teardown(tm_t *tm, int rc)
 {
-    /* Busy workers run tasks nobody needs any more: don't wait long. */
-    int busy = tm->pool_started
-        ? tm_pool_stop(&tm->pool, tm->drain.active ? 100 : 2000) : 0;
-
+    /* BYE before the workers stop: the JM's end waits for it (no result
+     * goes after the loop anyway), and 500 threads take 0.1-0.3 s to
+     * leave on a busy machine. Busy workers run tasks nobody needs any
+     * more: don't wait long. */
     tm_link_close(tm, rc == 0 || tm->drain.active);
+    int busy = tm->pool_started || tm->pool.spawned
+        ? tm_pool_stop(&tm->pool, tm->drain.active ? 100 : 2000) : 0;
     tm_relay_destroy(&tm->relay, tm->job_over);
     if (busy) {
         spits_debug("leaving %d busy worker(s) behind", busy);
@@ -115,7 +124,8 @@ int main(int argc, char **argv)
     }
     rc = tm_setup(&tm);
     if (rc >= 0) {
-        /* (what the set-up made before it stopped: nothing runs yet) */
+        /* (what the set-up made before it stopped: idle workers, at most,
+         * which tm_pool_destroy stops) */
         if (tm.link.context)
             tm_free(&tm);
         return rc;

@@ -111,7 +111,8 @@ typedef struct {
     _Atomic(const char *) failed;  /* why the pool cannot go on (tm_pool_fail) */
     int wake_fd;              /* the main thread's eventfd */
 
-    spits_module_t *mod;      /* read-only once workers start */
+    spits_module_t *mod;      /* set once, under the lock, before the
+                                 first task is queued */
     int isolate;              /* --isolate: run tasks in child processes */
     int64_t task_timeout_ms;  /* --task-timeout (0: none); isolate only */
     uint64_t max_result;      /* the JM's --max-task-bytes; set before start */
@@ -120,6 +121,7 @@ typedef struct {
     int nworkers;
     pthread_t *threads;
     atomic_int alive_workers;
+    int spawned;              /* the threads were started (main thread) */
     atomic_int draining;      /* main: workers hand back unstarted tasks */
     atomic_llong task_ns;     /* workers: a recent task's run time (0: none
                                  yet), for --end-time */
@@ -150,7 +152,15 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
 int tm_child_main(int argc, char **argv);
 
 int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd);
-/* Starts the workers. Returns 0, or -1 with errno set (none then runs). */
+/* Starts the worker threads, which wait for tasks (none for virtual or
+ * remote slots). The TM calls it before its first HELLO, so a TM that
+ * joins can run what it is sent at once: 500 threads take 15-30 ms, far
+ * more when many TMs start on one machine. Returns 0, or -1 with errno
+ * set (none then runs). */
+int tm_pool_spawn(tm_pool_t *p);
+/* The TM joined a job: its workers run mod's tasks (virtual slots are
+ * made; threads are spawned if they were not). Once only. Returns 0, or
+ * -1 with errno set (none then runs). */
 int tm_pool_start(tm_pool_t *p, spits_module_t *mod);
 /* Virtual workers (virtual_ns set): finishes the slots whose time is up
  * by now_ns (their records go to the outbox) and starts queued tasks in

@@ -119,6 +119,9 @@ typedef struct {
     /* When (tm->now) the JM was last heard from; we last sent anything,
      * HELLO, STATS; we last read jm.json. */
     int64_t last_heard, last_sent, last_hello, last_stats, last_look;
+    int hello_waits;             /* the last HELLO found no connection
+                                    (ZMQ_IMMEDIATE): it goes as soon as
+                                    the handshake succeeds */
     int64_t heartbeat_ms;        /* send something at least this often */
     int64_t lost_ms;             /* a JM silent this long is looked for */
     int fd;                      /* the connection its last message came

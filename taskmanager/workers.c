@@ -15,6 +15,7 @@
  * instead of a thread of its own (tm_pool_virtual_turn, at the end).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -337,13 +338,10 @@ static void pool_tell_quit(tm_pool_t *p)
 
 static int virtual_start(tm_pool_t *p);
 
-int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
+int tm_pool_spawn(tm_pool_t *p)
 {
-    p->mod = mod;
-    if (p->remote)
-        return 0;    /* (a relay: its TMs run the tasks) */
-    if (p->virtual_ns)
-        return virtual_start(p);
+    if (p->remote || p->virtual_ns || p->spawned)
+        return 0;    /* (no threads: tm_pool_start sets up what runs) */
     for (int i = 0; i < p->nworkers; i++) {
         worker_t *w = worker_new(p, i);
         int err = ENOMEM;
@@ -357,12 +355,27 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
         /* None may outlive a failed start: tm_pool_destroy would free the
          * lock and queue under them. */
         pool_tell_quit(p);
-        for (int k = 0; k < i; k++)   /* they hold nothing: prompt */
+        for (int k = 0; k < i; k++) {   /* they hold nothing: prompt */
             pthread_join(p->threads[k], NULL);
+            p->threads[k] = 0;
+        }
         errno = err;
         return -1;
     }
+    p->spawned = 1;
     return 0;
+}
+
+int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
+{
+    /* (under the lock: a worker reads mod after taking a task, which
+     * only comes later, under the lock too) */
+    pthread_mutex_lock(&p->lock);
+    p->mod = mod;
+    pthread_mutex_unlock(&p->lock);
+    if (p->virtual_ns)
+        return virtual_start(p);
+    return tm_pool_spawn(p);
 }
 
 /* Room for n more tasks in the queue; caller holds the lock. */
@@ -532,8 +545,10 @@ int tm_pool_stop(tm_pool_t *p, int ms)
     int left = atomic_load(&p->alive_workers);
     if (left == 0)
         for (int i = 0; i < p->nworkers; i++)
-            if (p->threads[i])
+            if (p->threads[i]) {
                 pthread_join(p->threads[i], NULL);
+                p->threads[i] = 0;
+            }
     return left;
 }
 
@@ -570,6 +585,10 @@ int tm_pool_remote_done(tm_pool_t *p, const tm_phase_t *ph,
 
 void tm_pool_destroy(tm_pool_t *p)
 {
+    /* Workers not stopped yet (a set-up that failed after tm_pool_spawn)
+     * never had a task: they leave at once. */
+    if (p->spawned)
+        tm_pool_stop(p, INT_MAX);
     for (size_t i = 0; i < p->qn; i++)
         tm_rx_release(p->q[(p->qhead + i) % p->qcap].rx, 1);
     tm_outbox_free(p);

@@ -2,8 +2,9 @@
 # Failures inside a TM, made on demand by a preload:
 # 1. Its worker pool fails to start part-way (fault.so: the second of its
 #    three worker threads cannot be created). The TM exits 1 with one
-#    error line, having joined the worker it started, without hanging; a
-#    healthy TM then runs the whole job exactly.
+#    error line, having joined the worker it started, without hanging, and
+#    without joining the job (its workers start before its HELLO); a
+#    healthy TM then runs the whole job exactly, the JM's one join.
 # 2. Memory runs out as it queues the tasks of a TASKS message (faultmem.so
 #    fails the 81920-byte growth of its queue past 1024 tasks): it never
 #    aborts; the tasks it cannot queue go back to the JM (RETURNED), and
@@ -30,6 +31,8 @@ start_tm a a.tm2 -n 2
 wait $jm; rc=$?
 [ $rc = 0 ] || fail "the job exited $rc after the failed TM: $(tail -3 "$T/a.jm.log")"
 [ "$(cat "$T/a.out")" = "$(bench_checksum $N)" ] || fail "bench printed '$(cat "$T/a.out")'"
+joins=$(json "$T/a/report.json" "d['counters']['tm_joins']")
+[ "$joins" = 1 ] || fail "the JM counted $joins TM joins, not 1 (the healthy TM's)"
 
 # 2. (Not under a sanitizer: its runtime owns malloc.)
 if sanitized; then
