@@ -21,18 +21,36 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "generator.h"
 #include "committer.h"
 #include "jm.h"
 #include "journal.h"
 #include "log.h"
+#include "mem.h"
+#include "parts.h"
 #include "phase.h"
 #include "scheduler.h"
 #include "wake.h"
 
 #define GEN_CHUNK_TASKS 256
 #define GEN_CHUNK_BYTES (1u << 20)
+#define GEN_MEM_READ_EVERY 1024   /* tasks between reads of the RSS */
+
+/* --memory-limit's view of the JM (gen_mem_room). Generator thread. */
+typedef struct {
+    uint64_t limit;          /* bytes (0: none) */
+    int curve;               /* CURVE is on */
+    uint64_t encoders;       /* libzmq's I/O threads, with CURVE; else 0 */
+    uint64_t max_copies;     /* --max-copies: copies of a task out at once */
+    uint64_t part_min;       /* tasks this large go as parts (parts.h) */
+    uint64_t max_len;        /* the largest task generated so far */
+    uint64_t rss;            /* the resident size last read... */
+    uint64_t rss_made;       /* ...the task bytes made by then... */
+    unsigned rss_calls;      /* ...and the calls since */
+    int logged;              /* the phase's first wait was logged */
+} gen_mem_t;
 
 typedef struct {
     jm_t *jm;
@@ -41,6 +59,7 @@ typedef struct {
     int too_big;             /* a push over --max-task-bytes */
     int no_memory;           /* a push that could not be copied */
     spitssize_t bad_size;    /* the size of either push */
+    gen_mem_t mem;
 } gen_t;
 
 void jm_genq_init(jm_genq_t *q, int wake_fd)
@@ -121,10 +140,64 @@ static void gen_flush(jm_genq_t *q, jm_task_t *head, jm_task_t *tail, size_t n,
         spits_wake_signal(q->wake_fd);
 }
 
-/* Waits until the window has room for more tasks. 0, or -1 if told to stop. */
-static int gen_wait_room(jm_t *jm, jm_genq_t *q, uint64_t queued,
+/* Room in --memory-limit for one more task: the JM's resident size, plus
+ * what the tasks in flight may still add as they are sent, plus the next
+ * task at the largest size seen (the module's buffer, the JM's copy, and
+ * those sending adds). Sending adds one copy of a task: a task that goes
+ * as a part (CURVE, large tasks: serve.c) is not copied, but libzmq
+ * encrypts it into a new buffer, freed once written; one that goes
+ * inline is copied into its message, and with CURVE encrypted again.
+ * While it encrypts a message, libzmq 4.3 holds two more copies of it
+ * (a plaintext and a box, freed once it is encrypted): one message at a
+ * time per I/O thread, counted at the largest task's size. Without that
+ * term, 8 MiB tasks to 200 TMs went 15 MiB over a limit of 128 MiB.
+ * A task may be out as --max-copies copies at once (copies of a late
+ * one), each sent, so each copy of each task in flight is counted: with
+ * one, a run of 8 MiB tasks whose copies went out went 9 MiB over.
+ * Tasks made since the size was read count as if none was sent yet. The
+ * size is read every GEN_MEM_READ_EVERY calls while there is room (about
+ * 5 us: /proc/self/statm), and again before saying there is none. */
+static int gen_mem_room(gen_t *g, uint64_t live_bytes, uint64_t bytes_made)
+{
+    gen_mem_t *m = &g->mem;
+    if (!m->limit)
+        return 1;
+    uint64_t copies = (m->curve && m->max_len < m->part_min ? 2 : 1) * m->max_copies;
+    int fresh = 0;
+    if (m->rss_calls++ % GEN_MEM_READ_EVERY == 0) {
+        m->rss = spits_mem_rss();
+        m->rss_made = bytes_made;
+        fresh = 1;
+    }
+    for (;;) {
+        uint64_t ahead = m->rss + (bytes_made - m->rss_made) * (1 + copies) +
+                         live_bytes * copies +
+                         m->max_len * (2 + copies + 2 * m->encoders);
+        if (ahead <= m->limit)
+            return 1;
+        if (fresh)
+            break;
+        m->rss = spits_mem_rss();
+        m->rss_made = bytes_made;
+        fresh = 1;
+    }
+    if (!m->logged) {
+        m->logged = 1;
+        spits_info("phase %u: the job manager's memory (%.0f MiB, and %.0f MiB "
+                   "of tasks in flight) is near --memory-limit (%.0f MiB): "
+                   "new tasks wait for earlier ones to be committed",
+                   g->p->st.id, m->rss / 1048576.0, live_bytes / 1048576.0,
+                   m->limit / 1048576.0);
+    }
+    return 0;
+}
+
+/* Waits until the window, and --memory-limit, have room for more tasks.
+ * 0, or -1 if told to stop. */
+static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
                          uint64_t next_id, uint64_t bytes_made)
 {
+    jm_t *jm = g->jm;
     int rc = 0;
 
     pthread_mutex_lock(&q->lock);
@@ -142,8 +215,27 @@ static int gen_wait_room(jm_t *jm, jm_genq_t *q, uint64_t queued,
             break;   /* always allow one task, however large */
         if (live < window &&
             live_bytes < (uint64_t)jm->opt.window_bytes &&
-            next_id - q->low < span_max)
-            break;
+            next_id - q->low < span_max) {
+            /* (the size is read without the lock) */
+            pthread_mutex_unlock(&q->lock);
+            int room = gen_mem_room(g, live_bytes, bytes_made);
+            pthread_mutex_lock(&q->lock);
+            if (room)
+                break;
+            /* Memory comes back as tasks are resolved (a signal) and as
+             * libzmq writes out encrypted copies (none): look again soon. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 5 * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            q->waiting = 1;
+            pthread_cond_timedwait(&q->room, &q->lock, &ts);
+            q->waiting = 0;
+            continue;
+        }
         q->waiting = 1;
         pthread_cond_wait(&q->room, &q->lock);
         q->waiting = 0;
@@ -184,7 +276,7 @@ static void *gen_main(void *arg)
         }
         /* Skipped tasks take no room: wait only after queueing one. */
         int stop = queued_last &&
-                   gen_wait_room(jm, q, id - skipped, id, bytes_made) != 0;
+                   gen_wait_room(g, q, id - skipped, id, bytes_made) != 0;
         int more = !stop && spits_module_next_task(jm->mod, &p->manager,
                                                    gen_push, g);
         if (!gen_reclaim(q, &head)) {
@@ -244,6 +336,8 @@ static void *gen_main(void *arg)
         n++;
         chunk_bytes += t->len;
         bytes_made += t->len;
+        if (t->len > g->mem.max_len)
+            g->mem.max_len = t->len;
         if (n >= GEN_CHUNK_TASKS || chunk_bytes >= GEN_CHUNK_BYTES) {
             gen_flush(q, head, tail, n, id);
             head = tail = NULL;
@@ -279,6 +373,11 @@ int jm_generator_start(jm_t *jm, jm_phase_t *p)
         return -1;
     g->jm = jm;
     g->p = p;
+    g->mem.limit = (uint64_t)jm->opt.memory_limit;
+    g->mem.curve = !jm->opt.insecure;
+    g->mem.encoders = jm->opt.insecure ? 0 : (uint64_t)jm->opt.io_threads;
+    g->mem.max_copies = (uint64_t)jm->opt.max_copies;
+    g->mem.part_min = spits_parts_min(jm->opt.insecure);
     int err = pthread_create(&p->gen_thread, NULL, gen_main, g);
     if (err) {
         free(g);

@@ -24,6 +24,7 @@
 #include "jm.h"
 #include "jobdir.h"
 #include "log.h"
+#include "mem.h"
 #include "phase.h"
 #include "recovery.h"
 #include "relay.h"
@@ -53,6 +54,9 @@ static void usage(FILE *f)
 "      --heartbeat SEC     heartbeat interval (1)\n"
 "      --window N          tasks generated ahead of the commits (65536)\n"
 "      --window-bytes N    task bytes held ahead of the commits (1073741824)\n"
+"      --memory-limit N    resident bytes the JM keeps under, counting\n"
+"                          libzmq's encrypted copies; 0: none (three quarters\n"
+"                          of the RAM, or of the job's cgroup memory.max)\n"
 "      --journal on|off    keep DIR/journal, which makes the job resumable (on)\n"
 "      --resume            continue the job in DIR/journal after a crash or a\n"
 "                          signal: module and arguments come from the journal\n"
@@ -85,7 +89,7 @@ static void usage(FILE *f)
 }
 
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
-       OPT_WINDOW, OPT_WINDOW_BYTES, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
+       OPT_WINDOW, OPT_WINDOW_BYTES, OPT_MEMORY_LIMIT, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
        OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS, OPT_COMMIT_ERRORS,
        OPT_CHECK_OPTIONS, OPT_RELAY_FD, OPT_KEEP_DEAD, OPT_IO_THREADS };
 
@@ -103,6 +107,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"window", required_argument, NULL, OPT_WINDOW},
         {"io-threads", required_argument, NULL, OPT_IO_THREADS},
         {"window-bytes", required_argument, NULL, OPT_WINDOW_BYTES},
+        {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
         {"journal", required_argument, NULL, OPT_JOURNAL},
         {"resume", no_argument, NULL, OPT_RESUME},
         {"insecure", no_argument, NULL, OPT_INSECURE},
@@ -172,6 +177,13 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
             if (spits_parse_long(optarg, 1, LONG_MAX, &v))
                 return spits_bad_option("--window-bytes wants a positive number, not '%s'", optarg);
             jm->opt.window_bytes = v;
+            break;
+        case OPT_MEMORY_LIMIT:
+            /* (a number of MiB or GiB given as bytes is caught here) */
+            if (spits_parse_long(optarg, 0, LONG_MAX, &v) || (v > 0 && v < JM_MEMORY_LIMIT_MIN))
+                return spits_bad_option("--memory-limit wants 0 (none) or a number of "
+                                        "bytes from 67108864 (64 MiB), not '%s'", optarg);
+            jm->opt.memory_limit = v;
             break;
         case OPT_JOURNAL:
             if (strcmp(optarg, "on") == 0)
@@ -337,6 +349,7 @@ static void set_defaults(jm_t *jm)
     jm->opt.heartbeat = 1;
     jm->opt.window = 65536;
     jm->opt.window_bytes = 1L << 30;
+    jm->opt.memory_limit = -1;
     /* A quarter of the cores, 1 to 4: libzmq's I/O threads do CurveZMQ
      * for the TMs' connections (each connection on one), and the JM's own
      * threads need cores too. On 2 cores, 2 measured 5% faster with 2 TMs
@@ -567,6 +580,12 @@ int main(int argc, char **argv)
     rc = parse_args(&jm, argc, argv, &verbosity);
     if (rc >= 0)
         return rc;
+    if (jm.opt.memory_limit < 0) {
+        /* (a batch job's limit is its cgroup's; the JM leaves the rest
+         * to the module, libraries and page cache) */
+        uint64_t avail = spits_mem_available();
+        jm.opt.memory_limit = (long long)(avail / 4 * 3);
+    }
     spits_log_init("spits-jm", verbosity > SPITS_LOG_TRACE ? SPITS_LOG_TRACE : verbosity);
     spits_term_init();
     if (jm.opt.relay_fd >= 0 && !(relay = spits_relay_start(jm.opt.relay_fd, err, sizeof err))) {

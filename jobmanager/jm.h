@@ -46,6 +46,7 @@
 #define JM_MAX_COPIES 8
 #define JM_IO_THREADS_MAX 64   /* (--io-threads's error message says 64) */
 #define JM_MAX_TASK_DEFAULT (1LL << 30)
+#define JM_MEMORY_LIMIT_MIN (64LL << 20)   /* --memory-limit, unless 0 */
 /* ZMQ_MAXMSGSIZE for a largest task or result of max_task bytes: a batch
  * is cut at a few MiB, plus at most one record that may be that large. */
 #define JM_MAX_MSG(max_task) (2 * (max_task) + (16LL << 20))
@@ -69,6 +70,9 @@ typedef struct {
     double heartbeat;       /* seconds */
     long window;            /* tasks generated but not yet committed */
     long long window_bytes; /* bytes of tasks generated but not resolved */
+    long long memory_limit; /* --memory-limit: resident bytes the generator
+                               keeps under (0: none; -1: not given, three
+                               quarters of spits_mem_available) */
     int journal;            /* keep DIR/journal (--journal=off: 0) */
     int insecure;           /* --insecure: no CURVE */
     int io_threads;         /* --io-threads: libzmq's I/O threads */

@@ -79,6 +79,9 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         makespan += p->finished - p->started;
     }
     json_t *tms = jm_disp_tms_json(jm->disp), *usage = jm_usage_json();
+    if (usage)
+        json_object_set_new(usage, "memory_limit_bytes",
+                            json_integer((json_int_t)jm->opt.memory_limit));
     json_t *totals = jm_disp_tm_totals_json(jm->disp, json_array_size(tms));
     spits_iso_time(jm->started, started_s, sizeof started_s);
     spits_iso_time(finished, finished_s, sizeof finished_s);

@@ -12,32 +12,10 @@
 #include "status.h"
 #include "jm.h"
 #include "log.h"
+#include "mem.h"
 #include "term.h"
 #include "tmtable.h"
 #include "util.h"
-
-/* Resident set size now and its peak, in bytes (0 if unknown), from one
- * read of /proc/self/status: the kernel computes VmHWM there as at least
- * VmRSS, while getrusage's ru_maxrss lags behind the current size. */
-static void rss_read(uint64_t *now, uint64_t *peak)
-{
-    char line[256];
-    unsigned long kb;
-    FILE *f = fopen("/proc/self/status", "r");
-
-    *now = *peak = 0;
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "VmRSS: %lu kB", &kb) == 1)
-            *now = (uint64_t)kb * 1024;
-        else if (sscanf(line, "VmHWM: %lu kB", &kb) == 1)
-            *peak = (uint64_t)kb * 1024;
-    }
-    fclose(f);
-    if (*peak < *now)
-        *peak = *now;
-}
 
 static double eta_seconds(const jm_live_t *l)
 {
@@ -52,7 +30,7 @@ json_t *jm_usage_json(void)
     struct rusage ru;
     uint64_t rss, peak;
     getrusage(RUSAGE_SELF, &ru);
-    rss_read(&rss, &peak);
+    spits_mem_usage(&rss, &peak);
     return json_pack("{s:I, s:I, s:f, s:f}", "rss_bytes", (json_int_t)rss,
                      "max_rss_bytes", (json_int_t)peak,
                      "cpu_user_s", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,

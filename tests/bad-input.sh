@@ -68,6 +68,11 @@ expect 2 "no MODULE" "$JM" $J
 expect 2 "max-copies" "$JM" $J --max-copies 0 "$MODS/pi.so"
 expect 2 "^spits-jm: error: --io-threads wants a number from 1 to 64, not '0'" "$JM" $J --io-threads 0 "$MODS/pi.so"
 expect 2 "^spits-jm: error: --io-threads wants a number from 1 to 64, not '65'" "$JM" $J --io-threads 65 "$MODS/pi.so"
+# (megabytes meant as bytes: under 64 MiB, only 0 is taken)
+for v in 4000 -1 67108863 1G; do
+    expect 2 "^spits-jm: error: --memory-limit wants 0 (none) or a number of bytes from 67108864 (64 MiB), not '$v'" \
+        "$JM" $J --memory-limit "$v" "$MODS/pi.so"
+done
 expect 2 "--journal wants on or off, not 'maybe'" "$JM" $J --journal maybe "$MODS/pi.so"
 expect 2 "give no ARGS" "$JM" $J --resume "$MODS/pi.so" 100
 mkdir "$T/fresh"

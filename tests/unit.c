@@ -14,6 +14,7 @@
 #include "journal.h"
 #include "keys.h"
 #include "lateness.h"
+#include "mem.h"
 #include "metrics.h"
 #include "origin.h"
 #include "parts.h"
@@ -49,6 +50,7 @@ int main(void)
         {"elf", spits_elf_selftest},
         {"zmqutil", spits_zmqutil_selftest},
         {"parts", spits_parts_selftest},
+        {"mem", spits_mem_selftest},
         {"origin", spits_origin_selftest},
         {"svgplot", spits_svgplot_selftest},
         {"reporthtml", spits_reporthtml_selftest},
