@@ -32,11 +32,11 @@
 #include "parts.h"
 #include "phase.h"
 #include "scheduler.h"
+#include "util.h"
 #include "wake.h"
 
 #define GEN_CHUNK_TASKS 256
 #define GEN_CHUNK_BYTES (1u << 20)
-#define GEN_MEM_READ_EVERY 1024   /* tasks between reads of the RSS */
 
 /* --memory-limit's view of the JM (gen_mem_room). Generator thread. */
 typedef struct {
@@ -46,9 +46,12 @@ typedef struct {
     uint64_t max_copies;     /* --max-copies: copies of a task out at once */
     uint64_t part_min;       /* tasks this large go as parts (parts.h) */
     uint64_t max_len;        /* the largest task generated so far */
-    uint64_t rss;            /* the resident size last read... */
+    uint64_t min_len;        /* ...and the smallest (UINT64_MAX: none yet) */
+    uint64_t rss;            /* the anonymous resident size last read... */
     uint64_t rss_made;       /* ...the task bytes made by then... */
-    unsigned rss_calls;      /* ...and the calls since */
+    int64_t rss_ms;          /* ...and when */
+    unsigned calls;
+    int64_t trim_ms;         /* when free heap memory was last given back */
     int logged;              /* the phase's first wait was logged */
 } gen_mem_t;
 
@@ -66,7 +69,13 @@ void jm_genq_init(jm_genq_t *q, int wake_fd)
 {
     memset(q, 0, sizeof *q);
     pthread_mutex_init(&q->lock, NULL);
-    pthread_cond_init(&q->room, NULL);
+    /* (monotonic: gen_wait_room's timed waits must not follow the wall
+     * clock's steps) */
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->room, &attr);
+    pthread_condattr_destroy(&attr);
     atomic_init(&q->queued, 0);
     atomic_init(&q->lent, NULL);
     q->wake_fd = wake_fd;
@@ -140,34 +149,50 @@ static void gen_flush(jm_genq_t *q, jm_task_t *head, jm_task_t *tail, size_t n,
         spits_wake_signal(q->wake_fd);
 }
 
-/* Room in --memory-limit for one more task: the JM's resident size, plus
- * what the tasks in flight may still add as they are sent, plus the next
- * task at the largest size seen (the module's buffer, the JM's copy, and
- * those sending adds). Sending adds one copy of a task: a task that goes
- * as a part (CURVE, large tasks: serve.c) is not copied, but libzmq
+/* Reads the anonymous resident size (about 5 us: /proc/self/statm). */
+static void gen_mem_read(gen_mem_t *m, uint64_t bytes_made, int64_t now)
+{
+    m->rss = spits_mem_rss_anon();
+    m->rss_made = bytes_made;
+    m->rss_ms = now;
+}
+
+/* Room in --memory-limit for one more task: the JM's anonymous resident
+ * size (mem.h), plus what the tasks in flight may still add as they are
+ * sent, plus the next task at the largest size seen (the module's
+ * buffer, the JM's copy, and those sending adds).
+ *
+ * Sending adds one copy of each copy of a task out, and a task may be
+ * out as --max-copies copies at once (copies of a late one): a task that
+ * goes as a part (CURVE, large tasks: serve.c) is not copied, but libzmq
  * encrypts it into a new buffer, freed once written; one that goes
- * inline is copied into its message, and with CURVE encrypted again.
- * While it encrypts a message, libzmq 4.3 holds two more copies of it
- * (a plaintext and a box, freed once it is encrypted): one message at a
- * time per I/O thread, counted at the largest task's size. Without that
- * term, 8 MiB tasks to 200 TMs went 15 MiB over a limit of 128 MiB.
- * A task may be out as --max-copies copies at once (copies of a late
- * one), each sent, so each copy of each task in flight is counted: with
- * one, a run of 8 MiB tasks whose copies went out went 9 MiB over.
+ * inline is copied into its message, and with CURVE encrypted again (so
+ * two, once any task small enough to go inline was seen). While it
+ * encrypts a message, libzmq 4.3 holds two more copies of it (a
+ * plaintext and a box): one message at a time per I/O thread. Each term
+ * was found by going over: 15 MiB over 128 MiB without the encoder's, 9
+ * MiB over 256 MiB with one copy a task when 183 copies of late ones
+ * went out (8 MiB tasks, 200 TMs).
+ *
  * Tasks made since the size was read count as if none was sent yet. The
- * size is read every GEN_MEM_READ_EVERY calls while there is room (about
- * 5 us: /proc/self/statm), and again before saying there is none. */
+ * size is read again after 5 ms (the clock is looked at every 16 calls,
+ * or each call once tasks are 64 KiB: results and the rest count through
+ * it), and before saying there is no room; then, at most once a second,
+ * the heaps' free memory is given back first, which the size counts. */
 static int gen_mem_room(gen_t *g, uint64_t live_bytes, uint64_t bytes_made)
 {
     gen_mem_t *m = &g->mem;
     if (!m->limit)
         return 1;
-    uint64_t copies = (m->curve && m->max_len < m->part_min ? 2 : 1) * m->max_copies;
+    uint64_t copies = (m->curve && m->min_len < m->part_min ? 2 : 1) * m->max_copies;
+    int64_t now = 0;
     int fresh = 0;
-    if (m->rss_calls++ % GEN_MEM_READ_EVERY == 0) {
-        m->rss = spits_mem_rss();
-        m->rss_made = bytes_made;
-        fresh = 1;
+    if (m->max_len >= 65536 || m->calls++ % 16 == 0) {
+        now = spits_now_ms();
+        if (now - m->rss_ms >= 5) {
+            gen_mem_read(m, bytes_made, now);
+            fresh = 1;
+        }
     }
     for (;;) {
         uint64_t ahead = m->rss + (bytes_made - m->rss_made) * (1 + copies) +
@@ -177,17 +202,22 @@ static int gen_mem_room(gen_t *g, uint64_t live_bytes, uint64_t bytes_made)
             return 1;
         if (fresh)
             break;
-        m->rss = spits_mem_rss();
-        m->rss_made = bytes_made;
+        now = spits_now_ms();
+        if (now - m->trim_ms >= 1000) {
+            spits_malloc_release();
+            m->trim_ms = now;
+        }
+        gen_mem_read(m, bytes_made, now);
         fresh = 1;
     }
     if (!m->logged) {
         m->logged = 1;
         spits_info("phase %u: the job manager's memory (%.0f MiB, and %.0f MiB "
                    "of tasks in flight) is near --memory-limit (%.0f MiB): "
-                   "new tasks wait for earlier ones to be committed",
+                   "new tasks wait for earlier ones to be committed%s",
                    g->p->st.id, m->rss / 1048576.0, live_bytes / 1048576.0,
-                   m->limit / 1048576.0);
+                   m->limit / 1048576.0, m->rss > m->limit
+                   ? ", one at a time while it stays over" : "");
     }
     return 0;
 }
@@ -225,7 +255,7 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
             /* Memory comes back as tasks are resolved (a signal) and as
              * libzmq writes out encrypted copies (none): look again soon. */
             struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
+            clock_gettime(CLOCK_MONOTONIC, &ts);   /* (q->room's clock) */
             ts.tv_nsec += 5 * 1000000;
             if (ts.tv_nsec >= 1000000000) {
                 ts.tv_sec++;
@@ -338,6 +368,8 @@ static void *gen_main(void *arg)
         bytes_made += t->len;
         if (t->len > g->mem.max_len)
             g->mem.max_len = t->len;
+        if (t->len < g->mem.min_len)
+            g->mem.min_len = t->len;
         if (n >= GEN_CHUNK_TASKS || chunk_bytes >= GEN_CHUNK_BYTES) {
             gen_flush(q, head, tail, n, id);
             head = tail = NULL;
@@ -377,6 +409,8 @@ int jm_generator_start(jm_t *jm, jm_phase_t *p)
     g->mem.curve = !jm->opt.insecure;
     g->mem.encoders = jm->opt.insecure ? 0 : (uint64_t)jm->opt.io_threads;
     g->mem.max_copies = (uint64_t)jm->opt.max_copies;
+    g->mem.min_len = UINT64_MAX;
+    g->mem.rss_ms = g->mem.trim_ms = INT64_MIN / 2;
     g->mem.part_min = spits_parts_min(jm->opt.insecure);
     int err = pthread_create(&p->gen_thread, NULL, gen_main, g);
     if (err) {

@@ -124,10 +124,13 @@ int main(int argc, char **argv)
     }
     rc = tm_setup(&tm);
     if (rc >= 0) {
-        /* (what the set-up made before it stopped: idle workers, at most,
-         * which tm_pool_destroy stops) */
-        if (tm.link.context)
+        /* (what the set-up made before it stopped: a socket whose connect
+         * failed, closed at once so that the context can end; idle
+         * workers, which tm_pool_destroy stops) */
+        if (tm.link.context) {
+            tm_link_abandon(&tm);
             tm_free(&tm);
+        }
         return rc;
     }
     rc = tm_loop_run(&tm);

@@ -128,12 +128,12 @@ typedef struct {
     atomic_llong busy_ns;     /* workers: time spent running tasks, and */
     atomic_llong runs;        /* how many ran (added once per chunk; STATS) */
     int64_t virtual_ns;       /* virtual workers' task time (0: threads);
-                                 set before tm_pool_start */
+                                 set before tm_pool_spawn */
     tm_virtual_t *virt;       /* ...and their slots (workers.c), main thread */
     int remote;               /* a relay (--serve): no workers; the main
                                  thread takes tasks out for the TMs behind
                                  it and hands their records back; set
-                                 before tm_pool_start */
+                                 before tm_pool_spawn */
 } tm_pool_t;
 
 /* isolate.c: one worker's child process (spits-tm --isolate). */
