@@ -14,6 +14,11 @@
  * runs dry. Lending costs two atomic operations per task, no lock and no
  * system call.
  *
+ * Before each task the generator waits for room: in the window (tasks,
+ * and bytes, generated but not resolved) and in --memory-limit
+ * (gen_mem_room: the JM's memory and what the tasks in flight may still
+ * add to it).
+ *
  * In a resumed phase, the ids already committed (p->skip) are generated
  * again but not queued: their hash must match the journal's, or the module
  * does not generate deterministically and the resume stops.
