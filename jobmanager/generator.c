@@ -162,6 +162,15 @@ static void gen_mem_read(gen_mem_t *m, uint64_t bytes_made, int64_t now)
     m->rss_ms = now;
 }
 
+/* What the JM's memory may come to with one more task (gen_mem_room says how). */
+static uint64_t gen_mem_ahead(const gen_mem_t *m, uint64_t live_bytes,
+                              uint64_t bytes_made)
+{
+    uint64_t copies = (m->curve && m->min_len < m->part_min ? 2 : 1) * m->max_copies;
+    return m->rss + (bytes_made - m->rss_made) * (1 + copies) +
+           live_bytes * copies + m->max_len * (2 + copies + 2 * m->encoders);
+}
+
 /* Room in --memory-limit for one more task: the JM's anonymous resident
  * size (mem.h), plus what the tasks in flight may still add as they are
  * sent, plus the next task at the largest size seen (the module's
@@ -189,31 +198,26 @@ static int gen_mem_room(gen_t *g, uint64_t live_bytes, uint64_t bytes_made)
     gen_mem_t *m = &g->mem;
     if (!m->limit)
         return 1;
-    uint64_t copies = (m->curve && m->min_len < m->part_min ? 2 : 1) * m->max_copies;
-    int64_t now = 0;
     int fresh = 0;
     if (m->max_len >= 65536 || m->calls++ % 16 == 0) {
-        now = spits_now_ms();
+        int64_t now = spits_now_ms();
         if (now - m->rss_ms >= 5) {
             gen_mem_read(m, bytes_made, now);
             fresh = 1;
         }
     }
-    for (;;) {
-        uint64_t ahead = m->rss + (bytes_made - m->rss_made) * (1 + copies) +
-                         live_bytes * copies +
-                         m->max_len * (2 + copies + 2 * m->encoders);
-        if (ahead <= m->limit)
-            return 1;
-        if (fresh)
-            break;
-        now = spits_now_ms();
+    if (gen_mem_ahead(m, live_bytes, bytes_made) <= m->limit)
+        return 1;
+    if (!fresh) {
+        /* (no room by an older reading: a new one decides) */
+        int64_t now = spits_now_ms();
         if (now - m->trim_ms >= 1000) {
             spits_malloc_release();
             m->trim_ms = now;
         }
         gen_mem_read(m, bytes_made, now);
-        fresh = 1;
+        if (gen_mem_ahead(m, live_bytes, bytes_made) <= m->limit)
+            return 1;
     }
     if (!m->logged) {
         m->logged = 1;

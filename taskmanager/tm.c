@@ -87,8 +87,7 @@ static int tm_teardown(tm_t *tm, int rc)
      * leave on a busy machine. Busy workers run tasks nobody needs any
      * more: don't wait long. */
     tm_link_close(tm, rc == 0 || tm->drain.active);
-    int busy = tm->pool_started || tm->pool.spawned
-        ? tm_pool_stop(&tm->pool, tm->drain.active ? 100 : 2000) : 0;
+    int busy = tm_pool_stop(&tm->pool, tm->drain.active ? 100 : 2000);
     tm_relay_destroy(&tm->relay, tm->job_over);
     if (busy) {
         spits_debug("leaving %d busy worker(s) behind", busy);

@@ -202,7 +202,7 @@ size_t tm_pool_cancel(tm_pool_t *p, const tm_phase_t *ph, uint64_t *ids,
 /* Tasks running now (taken by workers, not yet handed back). */
 size_t tm_pool_running(tm_pool_t *p);
 /* Asks workers to stop after their current task; waits up to ms for them.
- * Returns the number still running. */
+ * Returns the number still running (0 at once when none was started). */
 int tm_pool_stop(tm_pool_t *p, int ms);
 void tm_pool_destroy(tm_pool_t *p);
 
