@@ -491,7 +491,7 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
         return;
     }
     d->gen_done = 0;
-    d->pub_low = d->pub_freed = d->pub_window = 0;
+    d->pub_low = d->pub_freed = d->pub_taken = d->pub_window = 0;
     for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;)
         disp_send_phase(d, jm_tmtab_live_at(d->tms, i), SPITS_MSG_PHASE);
 }
@@ -779,7 +779,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                      opts[i].name, zmq_strerror(errno));
             goto fail;
         }
-    d->part_min = spits_parts_min(jm->opt.insecure);
+    d->part_min = spits_parts_min();
     if (!jm->opt.insecure) {
         /* The ZAP handler must be bound before any handshake can start. */
         int server = 1;

@@ -80,7 +80,8 @@ struct jm_disp {
     jm_commit_t *cbuf;               /* resolutions for the committer: */
     size_t ncommit, ncommit_rx;      /* DISP_COMMIT_CHUNK at most, of which */
                                      /* ncommit_rx point into one message */
-    uint64_t pub_low, pub_freed, pub_window;  /* the window as last published */
+    uint64_t pub_low, pub_freed, pub_taken, pub_window;  /* the window as
+                                                      last published */
     int64_t now, next_tick, probe_until;
     int64_t hb_ms, timeout_ms;
     int64_t heard_floor;             /* end of the loop's last stall */

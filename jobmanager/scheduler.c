@@ -46,6 +46,8 @@ struct jm_sched {
     jm_sched_cancel_t *cancels;      /* copies to cancel, not taken yet */
     size_t ncancel, capcancel;
     uint64_t freed_bytes;            /* of tasks resolved this phase */
+    uint64_t taken_bytes;            /* of fresh tasks picked (or resolved
+                                        early) this phase */
     uint64_t task_bytes_sent;        /* of every copy sent */
     int64_t now;                     /* the dispatcher's clock, ms */
     jm_late_t late;                  /* when a copy is late */
@@ -108,7 +110,7 @@ int jm_sched_reset(jm_sched_t *s)
     jm_retryq_clear(&s->retry);
     s->gen_done = s->gen_waiting = 0;
     s->npicked = s->ncancel = 0;
-    s->freed_bytes = 0;
+    s->freed_bytes = s->taken_bytes = 0;
     s->finished = 0;
     jm_late_reset(&s->late);
     s->version++;
@@ -343,6 +345,7 @@ static size_t pick_fresh(jm_sched_t *s, size_t n, size_t room, size_t *bytes,
         if (!s->fresh)
             s->fresh_tail = NULL;
         task->next = NULL;
+        s->taken_bytes += task->len;
         if (early) {
             s->freed_bytes += task->len;
             jm_task_free(task);
@@ -612,6 +615,11 @@ uint64_t jm_sched_low(const jm_sched_t *s)
 uint64_t jm_sched_freed_bytes(const jm_sched_t *s)
 {
     return s->freed_bytes;
+}
+
+uint64_t jm_sched_taken_bytes(const jm_sched_t *s)
+{
+    return s->taken_bytes;
 }
 
 uint64_t jm_sched_mean_task_bytes(const jm_sched_t *s)

@@ -144,6 +144,10 @@ size_t jm_sched_lost(jm_sched_t *s, jm_tm_t *t);
 uint64_t jm_sched_low(const jm_sched_t *s);
 /* Bytes of tasks resolved since the last reset. */
 uint64_t jm_sched_freed_bytes(const jm_sched_t *s);
+/* Bytes of fresh tasks picked to be sent (or resolved before being sent)
+ * since the last reset: the generator's bytes made, less this, are the
+ * bytes made and not yet sent. */
+uint64_t jm_sched_taken_bytes(const jm_sched_t *s);
 /* Mean size of the task copies sent so far (0 before any). */
 uint64_t jm_sched_mean_task_bytes(const jm_sched_t *s);
 /* Tasks in flight (sent, not resolved). */

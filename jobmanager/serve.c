@@ -5,11 +5,11 @@
  * A TM with room (credit: its slots minus the copies it holds) gets the
  * copies the scheduler picks (scheduler.c), in one TASKS batch, when it
  * is looked at: the TMs heard from since the last serve, or all of them
- * when anything else may have given one room (disp_serve); with
- * CURVE, a task of SPITS_PART_MIN bytes or more goes as a part of that
- * message (wire.h), straight from the task's memory: no copy into the
- * batch, and none into ZeroMQ (zmq_msg_init_data; the part holds a
- * reference, jm.h). Why only with CURVE: spits_parts_min (parts.h).
+ * when anything else may have given one room (disp_serve); a task of
+ * SPITS_PART_MIN bytes or more goes as a part of that message (wire.h),
+ * straight from the task's memory: no copy into the batch, and none
+ * into ZeroMQ (zmq_msg_init_data; the part holds a reference, jm.h).
+ * What it gains: spits_parts_min (parts.h).
  * Large results come the same way, as parts of a RESULTS message that
  * the dispatcher received whole (disp_on_message), and are committed
  * from them as from its frame. A RESULTS message gives back one credit
@@ -82,18 +82,21 @@ void disp_publish_window(jm_disp_t *d)
     if (!d->phase)
         return;
     uint64_t low = jm_sched_low(d->sched), freed = jm_sched_freed_bytes(d->sched);
-    uint64_t window = disp_window(d);
-    if (low == d->pub_low && freed == d->pub_freed && window == d->pub_window)
+    uint64_t taken = jm_sched_taken_bytes(d->sched), window = disp_window(d);
+    if (low == d->pub_low && freed == d->pub_freed && taken == d->pub_taken &&
+        window == d->pub_window)
         return;
     jm_genq_t *q = &d->phase->genq;
     pthread_mutex_lock(&q->lock);
     q->low = low;
     q->freed_bytes = freed;
+    q->taken_bytes = taken;
     q->window = window;
     pthread_mutex_unlock(&q->lock);
     pthread_cond_signal(&q->room);
     d->pub_low = low;
     d->pub_freed = freed;
+    d->pub_taken = taken;
     d->pub_window = window;
 }
 

@@ -8,13 +8,12 @@
 #include "parts.h"
 #include "zmqutil.h"
 
-uint64_t spits_parts_min(int insecure)
+uint64_t spits_parts_min(void)
 {
 #ifdef __SANITIZE_THREAD__
-    (void)insecure;
     return UINT64_MAX;
 #else
-    return insecure ? UINT64_MAX : SPITS_PART_MIN;
+    return SPITS_PART_MIN;
 #endif
 }
 

@@ -542,11 +542,23 @@ void tm_link_timers(tm_t *tm)
         tm_link_send_hello(tm);
 }
 
+/* Sleeps *ms, then doubles it up to 100 ms: a TM started with its JM
+ * (spits-run, a batch script) finds jm.json within milliseconds of its
+ * writing, and one that waits long reads a shared file system's
+ * directory ten times a second, not more. */
+static void announce_nap(int *ms)
+{
+    struct timespec ts = {0, (long)*ms * 1000000};
+    nanosleep(&ts, NULL);
+    *ms = *ms * 2 > 100 ? 100 : *ms * 2;
+}
+
 /* Reads DIR/jm.json, waiting up to --wait for it. 0, or -1 (logged). */
 static int wait_for_announce(tm_t *tm, spits_announce_t *announce)
 {
     char err[1024];
     int64_t deadline = spits_now_ms() + (int64_t)(tm->opts.wait * 1000);
+    int nap = 5;
 
     for (;;) {
         int rc = spits_announce_read(tm->opts.jobdir, announce, err, sizeof err);
@@ -561,8 +573,7 @@ static int wait_for_announce(tm_t *tm, spits_announce_t *announce)
                         tm->opts.jobdir, tm->opts.wait);
             return -1;
         }
-        struct timespec ts = {0, 100 * 1000000};
-        nanosleep(&ts, NULL);
+        announce_nap(&nap);
     }
 }
 
@@ -591,6 +602,7 @@ int tm_link_find_jm(tm_t *tm)
         return 0;
     }
     int64_t deadline = spits_now_ms() + (int64_t)(tm->opts.wait * 1000);
+    int nap = 5;
     for (;;) {
         if (wait_for_announce(tm, &announce) != 0)
             return 1;
@@ -604,8 +616,7 @@ int tm_link_find_jm(tm_t *tm)
             return 1;
         if (rc == 0)
             break;
-        struct timespec ts = {0, 100 * 1000000};   /* a JM mid-start */
-        nanosleep(&ts, NULL);
+        announce_nap(&nap);   /* a JM mid-start */
     }
     snprintf(tm->link.jm_endpoint, sizeof tm->link.jm_endpoint, "%s",
              announce.endpoint);

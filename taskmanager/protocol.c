@@ -46,7 +46,7 @@ static int start_workers(tm_t *tm)
     if (tm->pool_started)
         return 0;
     tm->pool.max_result = (uint64_t)tm->link.max_task;
-    tm->pool.part_min = spits_parts_min(tm->opts.insecure);
+    tm->pool.part_min = spits_parts_min();
     if (tm_pool_start(&tm->pool, tm->job.mod) != 0) {
         spits_error("cannot start %d worker threads: %s", tm->opts.workers,
                     strerror(errno));

@@ -909,7 +909,7 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     r->tm = tm;
     r->hb_ms = 1000;
     r->timeout_ms = 10000;
-    r->part_min = spits_parts_min(tm->opts.insecure);
+    r->part_min = spits_parts_min();
     r->router = zmq_socket(tm->link.context, ZMQ_ROUTER);
     if (!r->router) {
         spits_error("cannot make a ZeroMQ socket: %s", zmq_strerror(errno));

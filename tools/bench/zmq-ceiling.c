@@ -2,7 +2,7 @@
  * zmq-ceiling.c - the bandwidth ceiling for spits-bench: a plain ZeroMQ
  * ROUTER-to-DEALER transfer over loopback, with nothing of spits between.
  *
- *   zmq-ceiling SIZE COUNT [curve] [CONNS [IO_THREADS]]
+ *   zmq-ceiling SIZE COUNT [curve] [CONNS [IO_THREADS]] [work]
  *
  * The shape is spits' own, so that the figure is a ceiling for it: the
  * sender and each receiver are processes of their own (fork), each with
@@ -16,6 +16,16 @@
  * pays page faults or copies spits does not. Prints MB/s of the whole
  * transfer, CURVE on or off. IO_THREADS (1) is the sender's ZeroMQ I/O
  * threads, as spits-jm --io-threads.
+ *
+ * With "work", each side also does what spits' bench module and the
+ * SPITS ABI make a job do with every byte, so that the gap between this
+ * and a spits row is what the runtime itself costs: the sender writes
+ * each message's bytes (next_task making a task: a 256-periodic pattern
+ * shifted by the message's number, by memcpy), then copies them into a
+ * new buffer (the JM's copy of a push: the ABI lends the bytes only
+ * during the call), which ZeroMQ frees once sent; the receiver compares
+ * every byte with what it should be (the bench worker's check), and a
+ * wrong byte fails the run.
  *
  * With 2 connections, libzmq 4.3.4 (Debian 12) here now and then holds
  * a receiver's last acknowledgement back for good (it reaches the
@@ -40,7 +50,8 @@
 
 static char spub[41], ssec[41], cpub[41], csec[41];
 static long size, count;
-static int curve;
+static int curve, work;
+static unsigned char *pat;   /* with work: pat[i] = i & 0xff, size + 256 */
 
 /* spits_malloc_tune's settings (libspits/util.c). */
 static void malloc_tune(void)
@@ -75,6 +86,11 @@ static int receiver(const char *ep, long share)
             return 1;
         }
         int ping = zmq_msg_size(&m) == 1 && size != 1;
+        if (!ping && work && (zmq_msg_size(&m) != (size_t)size ||
+                              memcmp(zmq_msg_data(&m), pat + (got & 0xff), (size_t)size) != 0)) {
+            fprintf(stderr, "zmq-ceiling: message %ld is not the one sent\n", got);
+            return 1;
+        }
         got += !ping;
         if (ping || got % ACK_EVERY == 0 || got == share)
             zmq_send(s, &got, sizeof got, 0);
@@ -87,10 +103,31 @@ static void no_free(void *data, void *hint)
     (void)hint;
 }
 
+static void msg_free(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+/* Message seq's bytes: buf, or with work a new buffer made as spits-jm
+ * makes a task (mod: the module's own buffer). NULL when out of memory. */
+static void *message(char *buf, unsigned char *mod, long seq)
+{
+    if (!work)
+        return buf;
+    memcpy(mod, pat + (seq & 0xff), (size_t)size);
+    void *copy = malloc((size_t)size);
+    if (copy)
+        memcpy(copy, mod, (size_t)size);
+    return copy;
+}
+
 int main(int argc, char **argv)
 {
+    work = argc > 3 && strcmp(argv[argc - 1], "work") == 0;
+    argc -= work;
     if (argc < 3) {
-        fprintf(stderr, "usage: zmq-ceiling SIZE COUNT [curve] [CONNS [IO_THREADS]]\n");
+        fprintf(stderr, "usage: zmq-ceiling SIZE COUNT [curve] [CONNS [IO_THREADS]] [work]\n");
         return 2;
     }
     size = atol(argv[1]);
@@ -108,6 +145,12 @@ int main(int argc, char **argv)
         return 2;
     }
     malloc_tune();
+    if (work) {
+        if (!(pat = malloc((size_t)size + 256)))
+            return 1;
+        for (long i = 0; i < size + 256; i++)
+            pat[i] = (unsigned char)i;
+    }
     if (curve) {
         zmq_curve_keypair(spub, ssec);
         zmq_curve_keypair(cpub, csec);
@@ -160,7 +203,8 @@ int main(int argc, char **argv)
             return 1;
     }
     char *buf = malloc((size_t)size);
-    if (!buf)
+    unsigned char *mod = malloc((size_t)size);
+    if (!buf || !mod)
         return 1;
     memset(buf, 1, (size_t)size);
     struct timespec a, b;
@@ -170,7 +214,12 @@ int main(int argc, char **argv)
         for (int k = 0; k < conns; k++)
             while (sent[k] < share[k] && sent[k] - acked[k] < WINDOW) {
                 zmq_msg_t m;
-                zmq_msg_init_data(&m, buf, (size_t)size, no_free, NULL);
+                void *data = message(buf, mod, sent[k]);
+                if (!data) {
+                    fprintf(stderr, "zmq-ceiling: out of memory\n");
+                    return 1;
+                }
+                zmq_msg_init_data(&m, data, (size_t)size, work ? msg_free : no_free, NULL);
                 if (zmq_send(r, rid[k], (size_t)ridlen[k], ZMQ_SNDMORE) < 0 ||
                     zmq_msg_send(&m, r, 0) < 0) {
                     fprintf(stderr, "zmq-ceiling: send: %s\n", zmq_strerror(zmq_errno()));
@@ -215,6 +264,8 @@ int main(int argc, char **argv)
         bad |= waitpid(kids[k], &st, 0) < 0 || !WIFSIGNALED(st);
     }
     free(buf);
+    free(mod);
+    free(pat);
     zmq_close(r);
     zmq_ctx_term(ctx);
     return bad;
