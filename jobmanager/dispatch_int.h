@@ -23,6 +23,7 @@
 #include <zmq.h>
 
 #include "adopt.h"
+#include "backlog.h"
 #include "committer.h"
 #include "dispatch.h"
 #include "jm.h"
@@ -67,6 +68,7 @@ struct jm_disp {
     /* everything below: the dispatcher thread's own */
     jm_phase_t *phase;
     jm_sched_t *sched;               /* the tasks from genq to resolution */
+    jm_backlog_t backlog;            /* parts handed to libzmq (backlog.h) */
     int gen_done;                    /* the genq said done */
     jm_tmtab_t *tms;
     size_t alive;
@@ -132,6 +134,8 @@ void disp_phase_end(jm_disp_t *d);
 void disp_serve(jm_disp_t *d);
 void disp_serve_due(jm_disp_t *d, jm_tm_t *t);
 void disp_publish_window(jm_disp_t *d);
+/* Bytes of task parts libzmq has let go of, in this process (backlog.h) */
+uint64_t disp_parts_released(void);
 void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx,
                      int unrun);
 /* The scheduler's early-result hook (jm_sched_set_early); arg is d */

@@ -110,6 +110,11 @@ typedef struct jm_task {
                                          of copies (scheduler.c) */
     int64_t out_ms;          /* when it entered the scheduler's ring */
     int64_t copy_ms;         /* when its newest copy was sent */
+    _Atomic int64_t left_ms; /* when libzmq last let go of a part of it
+                                (0: never; serve.c part_done) */
+    uint64_t stuck_at;       /* its newest part, if it has not left the JM
+                                once this many bytes of parts did, is
+                                stuck (backlog.h) */
     atomic_uint refs;        /* the dispatcher's 1 + parts in flight; only
                                 for tasks of SPITS_PART_MIN bytes or more */
     unsigned char data[];

@@ -4,11 +4,13 @@
  * Spark's speculation is the model: a task is late once it has run longer
  * than a multiple of the median time of the finished tasks, and only once
  * a quantile of the tasks has finished (before that the median says
- * little). Here a task's time is what the JM sees, from sending a copy to
- * its result. That includes the wait in the TM's prefetch queue, and so
- * does the age of a copy still out, so the two are measured alike: a copy
- * is late when it has been out much longer than copies take to come back
- * on this job, whatever the TMs' prefetch depth.
+ * little). Here a task's time is what the JM sees, from a copy leaving
+ * the JM (a large task's part may wait in the JM's own send backlog
+ * first: backlog.h) to its result. That includes the wait in the TM's
+ * prefetch queue, and so does the age of a copy still out, so the two
+ * are measured alike: a copy is late when it has been out much longer
+ * than copies take to come back on this job, whatever the TMs' prefetch
+ * depth.
  *
  * The median is that of the last JM_LATE_WINDOW samples, kept as counts
  * in logarithmic buckets (8 a doubling, so within 1/8 of the true value,

@@ -50,6 +50,9 @@ struct jm_sched {
                                         early) this phase */
     uint64_t task_bytes_sent;        /* of every copy sent */
     int64_t now;                     /* the dispatcher's clock, ms */
+    uint64_t released;               /* bytes of parts libzmq let go of */
+    int send_idle;                   /* ...none over the last tick while
+                                        parts waited (backlog.h) */
     jm_late_t late;                  /* when a copy is late */
     uint64_t finished;               /* results committed this phase */
     int64_t late_after;              /* the bound last seen by a scan */
@@ -250,6 +253,8 @@ void jm_sched_task_init(jm_task_t *t)
     t->copies = t->attempts = t->in_retry = t->sent = t->last_status = 0;
     t->failed_on = -1;
     t->out_ms = t->copy_ms = 0;
+    t->stuck_at = 0;
+    atomic_init(&t->left_ms, 0);
     atomic_init(&t->refs, 1);
     for (int i = 0; i < JM_MAX_COPIES; i++)
         t->holders[i] = -1;
@@ -358,6 +363,15 @@ static size_t pick_fresh(jm_sched_t *s, size_t n, size_t room, size_t *bytes,
     return n;
 }
 
+/* When the newest copy of a task (with none of its parts still in the
+ * JM) left: when libzmq let go of its part (part_done sets left_ms, then
+ * drops its reference: seen here once refs is 1), or when it was sent. */
+static int64_t copy_start(jm_task_t *task)
+{
+    int64_t left = atomic_load_explicit(&task->left_ms, memory_order_relaxed);
+    return left > task->copy_ms ? left : task->copy_ms;
+}
+
 /* The lateness bound now; a new one may make tasks late for any TM. */
 static int64_t late_bound(jm_sched_t *s)
 {
@@ -375,8 +389,23 @@ static int copy_candidate(const jm_sched_t *s, const jm_task_t *task, const jm_t
     return task->copies > 0 && task->copies < s->max_copies && !held_by(task, t->slot);
 }
 
+/* When the newest copy of a task is late: the bound after its clock
+ * started. The clock starts when the copy left the JM: when libzmq let
+ * go of its part (a large task, which may wait seconds in the JM's send
+ * backlog: backlog.h), or when it was sent (a task sent inline). A part
+ * still in the JM is not late while it waits its turn, only once it is
+ * stuck (backlog.h; then from when it was sent); INT64_MAX until then.
+ * (Any part of the task still in the JM counts: refs, jm.h.) */
+static int64_t copy_due(const jm_sched_t *s, jm_task_t *task, int64_t after)
+{
+    if (atomic_load_explicit(&task->refs, memory_order_acquire) > 1)
+        return s->released >= task->stuck_at || s->send_idle ? task->copy_ms + after
+                                                             : INT64_MAX;
+    return copy_start(task) + after;
+}
+
 /* 3. No fresh task: copies of late tasks (lateness.h), oldest first: out
- * longer than the bound since their newest copy was sent. Tasks enter the
+ * longer than the bound since their newest copy left the JM. Tasks enter the
  * ring in id order, so the scan stops at the first one too young to be
  * late. A fruitless scan notes when the next task may become late. */
 static size_t pick_copies(jm_sched_t *s, jm_tm_t *t, size_t n, size_t room,
@@ -402,8 +431,9 @@ static size_t pick_copies(jm_sched_t *s, jm_tm_t *t, size_t n, size_t room,
         }
         if (!copy_candidate(s, task, t))
             continue;
-        if (s->now - task->copy_ms < after) {
-            until = task->copy_ms + after < until ? task->copy_ms + after : until;
+        int64_t due = copy_due(s, task, after);
+        if (s->now < due) {
+            until = due < until ? due : until;
             continue;
         }
         if (picked_add(s, n, task) != 0)
@@ -435,6 +465,12 @@ size_t jm_sched_pick(jm_sched_t *s, jm_tm_t *t, size_t max_bytes, int others)
 void jm_sched_clock(jm_sched_t *s, int64_t now_ms)
 {
     s->now = now_ms;
+}
+
+void jm_sched_set_backlog(jm_sched_t *s, uint64_t released, int idle)
+{
+    s->released = released;
+    s->send_idle = idle;
 }
 
 int64_t jm_sched_late_after(const jm_sched_t *s)
@@ -543,7 +579,8 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
         *hash = task->hash;
         s->finished++;
         if (t && task->sent == 1) {     /* one copy ever: its time is clean */
-            jm_late_sample(&s->late, s->now - task->copy_ms);
+            int64_t took = s->now - copy_start(task);
+            jm_late_sample(&s->late, took > 0 ? took : 0);
             if (task->quick)
                 note_turnaround(t, s->now - task->copy_ms);
         }

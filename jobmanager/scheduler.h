@@ -27,8 +27,11 @@
  *      room), a copy of the oldest late task (lateness.h: out longer than
  *      1.5 times the median time of the finished tasks, once half of the
  *      phase's tasks finished) that it does not run already and that has
- *      fewer than max_copies copies out. A TM that stops talking is
- *      declared lost (dispatch.c), and its tasks go to step 1.
+ *      fewer than max_copies copies out. A copy's time starts when it
+ *      left the JM: a large task's part may wait in the JM's own send
+ *      backlog first, and is not late while it waits its turn
+ *      (backlog.h). A TM that stops talking is declared lost
+ *      (dispatch.c), and its tasks go to step 1.
  * The first result of a task resolves it; its other copies are noted for
  * cancelling. A failed run counts toward max_attempts; past that the task
  * is a poison task, resolved as failed.
@@ -103,6 +106,11 @@ void jm_sched_set_early(jm_sched_t *s, jm_sched_early_fn fn, void *arg);
 /* The time now, in ms of the caller's monotonic clock (the scheduler has
  * none): set it before picking and before records, which it times. */
 void jm_sched_clock(jm_sched_t *s, int64_t now_ms);
+/* The bytes of parts libzmq has let go of so far, and whether the JM is
+ * idle with parts waiting (backlog.h): a task whose part waits in the JM
+ * is a candidate for another copy only once released passes its
+ * stuck_at (jm.h), or while idle. Set it before picking. */
+void jm_sched_set_backlog(jm_sched_t *s, uint64_t released, int idle);
 /* How long a copy must be out to be late now, in ms (JM_LATE_NEVER: no
  * copy is, too few tasks finished). */
 int64_t jm_sched_late_after(const jm_sched_t *s);

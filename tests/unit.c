@@ -13,6 +13,7 @@
 #include "jobdir.h"
 #include "journal.h"
 #include "keys.h"
+#include "backlog.h"
 #include "lateness.h"
 #include "mem.h"
 #include "metrics.h"
@@ -41,6 +42,7 @@ int main(void)
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},
         {"lateness", jm_late_selftest},
+        {"backlog", jm_backlog_selftest},
         {"scheduler", jm_sched_selftest},
         {"tmtable", jm_tmtab_selftest},
         {"keys", spits_keys_selftest},

@@ -1,0 +1,70 @@
+/*
+ * backlog.h - the JM's send backlog: task bytes handed to libzmq as parts
+ * and not yet let go of, and when a part that waits there is stuck.
+ *
+ * Why: when the JM's own sending is the bound (large tasks to many TMs:
+ * libzmq encrypts and writes one connection's message after another), a
+ * copy handed to libzmq may wait in the JM for seconds before it leaves.
+ * So the scheduler starts a copy's lateness clock when libzmq lets go of
+ * its part (scheduler.c copy_due), not when it was handed over: timed
+ * from the hand-over, such copies looked late, and the copies of them
+ * sent elsewhere waited in the same backlog and only added bytes (8 MiB
+ * tasks to 200 TMs with CURVE: 26 to 505 of 800 tasks re-sent, up to
+ * 40% of the bytes).
+ *
+ * A part can also wait because its own connection does not move (a TM
+ * stopped, a link stalled): then the copy is late like any other. The
+ * rule: a part is stuck once the JM has let go of JM_BACKLOG_SLACK times
+ * the bytes that were ahead of it since it was handed over. libzmq
+ * serves its connections in turn, not in the order the parts came, so
+ * once is not enough: 8 MiB tasks to 10 and 20 TMs (1 worker each, CURVE)
+ * re-sent 1-2% of them with 4, 4% with 2, 40-45% before the rule (and
+ * moved 25-40% fewer bytes a second). With nothing ahead, a part
+ * that does not leave is stuck at once, and its copy is late after the
+ * usual bound. And when the JM let go of no part for a whole tick (about
+ * 100 ms) while parts wait, it is not busy sending: every part that
+ * waits is stuck (a TM stopped near the end of a job, with little left
+ * to go ahead of its part).
+ *
+ * The bytes let go of are counted by libzmq's free callback of each part
+ * (serve.c part_done), on its I/O threads, whether the part was written
+ * or dropped. Inline tasks (under SPITS_PART_MIN) are not counted: their
+ * batches are copied by zmq_send, out of sight, and leave the JM as any
+ * small message does.
+ *
+ * Threads: a jm_backlog_t belongs to the dispatcher thread; the count of
+ * bytes let go of reaches it as a number (disp_parts_released).
+ */
+#ifndef SPITS_JM_BACKLOG_H
+#define SPITS_JM_BACKLOG_H
+
+#include <stdint.h>
+
+#define JM_BACKLOG_SLACK 4      /* times the bytes ahead that must go */
+#define JM_BACKLOG_TICK_MS 100  /* the shortest tick that says idle */
+
+typedef struct {
+    uint64_t queued;          /* bytes of parts handed to libzmq */
+    uint64_t released;        /* ...and let go of, at the last tick */
+    int64_t tick_ms;          /* the last tick */
+    int idle;                 /* none let go of over the last tick, while
+                                 parts waited */
+} jm_backlog_t;
+
+/* Empty; released is the total of bytes let go of so far (the count is
+ * the process's: serve.c). */
+void jm_backlog_reset(jm_backlog_t *b, uint64_t released);
+/* A part of len bytes is about to be handed to libzmq, with released
+ * bytes let go of so far: the total of bytes let go of past which the
+ * part is stuck, if it has not left by then. */
+uint64_t jm_backlog_queue(jm_backlog_t *b, uint64_t len, uint64_t released);
+/* Once a tick, with the bytes let go of so far: 1 when none were over the
+ * tick while parts waited (every part that waits is stuck), else 0. A
+ * call within JM_BACKLOG_TICK_MS of the last one changes nothing. */
+int jm_backlog_tick(jm_backlog_t *b, int64_t now_ms, uint64_t released);
+
+#ifdef SPITS_SELFTEST
+int jm_backlog_selftest(void);
+#endif
+
+#endif
