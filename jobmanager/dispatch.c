@@ -37,15 +37,8 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 static int send_frames(jm_disp_t *d, const void *rid, size_t ridlen,
                        const void *buf, size_t len, int more)
 {
-    if (zmq_send(d->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
-        return -1;
-    /* ROUTER takes every frame after the first it took; only a signal
-     * (EINTR) can fail one, and it must then be sent, or the socket stays
-     * inside this message and the next one is glued to it. */
-    int rc;
-    while ((rc = zmq_send(d->router, buf, len, ZMQ_DONTWAIT | more)) < 0 && errno == EINTR)
-        ;
-    if (rc < 0)
+    if (zmq_send(d->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        spits_zmq_send_more(d->router, buf, len, ZMQ_DONTWAIT | more) < 0)
         return -1;
     d->st.bytes_out += len;
     return 0;

@@ -34,6 +34,7 @@
 #include "stop.h"
 #include "util.h"
 #include "wire.h"
+#include "zmqutil.h"
 
 /* Sends one CANCEL per TM for the copies the scheduler noted. The TM
  * answers each with a RETURNED record (queued copy) or a result that
@@ -225,11 +226,8 @@ static void send_parts(jm_disp_t *d, jm_task_t *const *picked, size_t n, long pa
             task->stuck_at = jm_backlog_queue(&d->backlog, task->len,
                                               disp_parts_released());
         }
-        int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0), rc;
-        /* (EINTR: a signal; retried, as in dispatch.c send_frames) */
-        while ((rc = zmq_msg_send(&m, d->router, flags)) < 0 && errno == EINTR)
-            ;
-        if (rc < 0) {
+        int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0);
+        if (spits_zmq_msg_send_more(&m, d->router, flags) < 0) {
             zmq_msg_close(&m);
             continue;
         }

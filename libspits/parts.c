@@ -127,16 +127,10 @@ int spits_parts_send(void *sock, const void *first, size_t len,
 {
     if (zmq_send(sock, first, len, flags | (p->n ? ZMQ_SNDMORE : 0)) < 0)
         return -1;
-    /* A socket takes every frame of a message after it took the first
-     * (its high-water mark counts messages); a signal may interrupt one,
-     * which then goes again. */
     int rc = 0;
     for (size_t i = 0; i < p->n; i++) {
-        int more = i + 1 < p->n ? ZMQ_SNDMORE : 0, sent;
-        while ((sent = zmq_msg_send(&p->msgs[i], sock, flags | more)) < 0 &&
-               errno == EINTR)
-            ;
-        if (sent < 0) {
+        int more = i + 1 < p->n ? ZMQ_SNDMORE : 0;
+        if (spits_zmq_msg_send_more(&p->msgs[i], sock, flags | more) < 0) {
             rc = -2;
             break;
         }

@@ -30,6 +30,22 @@ void spits_zmq_reachable(const char *bound, char *out, size_t outlen)
     }
 }
 
+int spits_zmq_send_more(void *sock, const void *buf, size_t len, int flags)
+{
+    int rc;
+    while ((rc = zmq_send(sock, buf, len, flags)) < 0 && errno == EINTR)
+        ;
+    return rc;
+}
+
+int spits_zmq_msg_send_more(zmq_msg_t *m, void *sock, int flags)
+{
+    int rc;
+    while ((rc = zmq_msg_send(m, sock, flags)) < 0 && errno == EINTR)
+        ;
+    return rc;
+}
+
 void spits_zmq_drop_frames(void *sock)
 {
     zmq_msg_t f;

@@ -1,8 +1,9 @@
 /*
  * zmqutil.h - small helpers over libzmq that more than one loop needs:
- * dropping the rest of a multipart message, reading socket monitor
- * events, telling how long a peer's connection has carried no bytes, and
- * the endpoint peers can reach a bound socket at.
+ * sending a message's later frames, dropping the rest of a multipart
+ * message, reading socket monitor events, telling how long a peer's
+ * connection has carried no bytes, and the endpoint peers can reach a
+ * bound socket at.
  */
 #ifndef SPITS_ZMQUTIL_H
 #define SPITS_ZMQUTIL_H
@@ -11,6 +12,13 @@
 #include <stdint.h>
 #include <zmq.h>
 
+/* Sends a later frame of a message whose first frame sock took: a socket
+ * takes them all (its high-water mark counts messages), but a signal can
+ * interrupt the call, which then goes again: the socket must not stay
+ * inside the message, or the next one is glued to it. zmq_send's and
+ * zmq_msg_send's results (m is empty once sent). */
+int spits_zmq_send_more(void *sock, const void *buf, size_t len, int flags);
+int spits_zmq_msg_send_more(zmq_msg_t *m, void *sock, int flags);
 /* Reads and drops the rest of a multipart message. libzmq delivers a
  * message's frames all at once, so this never waits. */
 void spits_zmq_drop_frames(void *sock);

@@ -117,15 +117,10 @@ static void relay_bogus(tm_relay_t *r, const rl_tm_t *t)
 static int relay_send_to(tm_relay_t *r, const void *rid, size_t ridlen,
                          const void *buf, size_t len, int more)
 {
-    if (zmq_send(r->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+    if (zmq_send(r->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        spits_zmq_send_more(r->router, buf, len, ZMQ_DONTWAIT | more) < 0)
         return -1;
-    /* ROUTER takes every frame after the first it took; only a signal can
-     * fail one, and it must then go, or the next message is glued to it. */
-    int rc;
-    while ((rc = zmq_send(r->router, buf, len, ZMQ_DONTWAIT | more)) < 0 &&
-           errno == EINTR)
-        ;
-    return rc < 0 ? -1 : 0;
+    return 0;
 }
 
 static int relay_send(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
@@ -628,16 +623,14 @@ static int relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
             continue;
         }
         zmq_msg_t m;
-        int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0), rc;
+        int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0);
         /* (the part takes the item's reference with it) */
         if (zmq_msg_init_data(&m, (void *)items[k].data, items[k].len,
                               relay_part_done, items[k].rx) != 0) {
             tm_rx_release(items[k].rx, 1);
             zmq_msg_init(&m);   /* an empty part: the TM drops the message */
         }
-        while ((rc = zmq_msg_send(&m, r->router, flags)) < 0 && errno == EINTR)
-            ;
-        if (rc < 0)
+        if (spits_zmq_msg_send_more(&m, r->router, flags) < 0)
             zmq_msg_close(&m);
     }
     t->outstanding += (int)n;
