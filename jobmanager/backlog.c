@@ -1,7 +1,21 @@
 /*
  * backlog.c - the JM's send backlog (see backlog.h).
  */
+#include <stdatomic.h>
+
 #include "backlog.h"
+
+static _Atomic uint64_t backlog_released;   /* (backlog.h: one count) */
+
+void jm_backlog_left(uint64_t len)
+{
+    atomic_fetch_add_explicit(&backlog_released, len, memory_order_relaxed);
+}
+
+uint64_t jm_backlog_released(void)
+{
+    return atomic_load_explicit(&backlog_released, memory_order_relaxed);
+}
 
 void jm_backlog_reset(jm_backlog_t *b, uint64_t released)
 {

@@ -24,16 +24,24 @@
  * usual bound. And when the JM let go of no part for a whole tick (about
  * 100 ms) while parts wait, it is not busy sending: every part that
  * waits is stuck (a TM stopped near the end of a job, with little left
- * to go ahead of its part).
+ * to go ahead of its part). Both rules only hold copies back; where they
+ * are wrong, they err towards a copy: a single part that takes longer
+ * than a tick to leave (a huge one, a slow link) makes the others that
+ * wait count as stuck, as every waiting copy did before; parts held for
+ * stopped TMs count as ahead of later ones, which then wait longer to be
+ * stuck, never for good (idle comes once the rest has left).
  *
  * The bytes let go of are counted by libzmq's free callback of each part
- * (serve.c part_done), on its I/O threads, whether the part was written
- * or dropped. Inline tasks (under SPITS_PART_MIN) are not counted: their
+ * (serve.c part_done calls jm_backlog_left), on its I/O threads, whether
+ * the part was written or dropped: one count for the process, as the
+ * callback carries one pointer (the task's) and a process has one
+ * dispatcher. Inline tasks (under SPITS_PART_MIN) are not counted: their
  * batches are copied by zmq_send, out of sight, and leave the JM as any
  * small message does.
  *
  * Threads: a jm_backlog_t belongs to the dispatcher thread; the count of
- * bytes let go of reaches it as a number (disp_parts_released).
+ * bytes let go of is an atomic, added to by libzmq's I/O threads
+ * (jm_backlog_left) and read by the dispatcher (jm_backlog_released).
  */
 #ifndef SPITS_JM_BACKLOG_H
 #define SPITS_JM_BACKLOG_H
@@ -51,8 +59,11 @@ typedef struct {
                                  parts waited */
 } jm_backlog_t;
 
-/* Empty; released is the total of bytes let go of so far (the count is
- * the process's: serve.c). */
+/* libzmq let go of a part of len bytes (any thread). */
+void jm_backlog_left(uint64_t len);
+/* The bytes of parts libzmq has let go of in this process so far. */
+uint64_t jm_backlog_released(void);
+/* Empty; released is jm_backlog_released() now. */
 void jm_backlog_reset(jm_backlog_t *b, uint64_t released);
 /* A part of len bytes is about to be handed to libzmq, with released
  * bytes let go of so far: the total of bytes let go of past which the

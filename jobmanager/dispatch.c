@@ -640,7 +640,7 @@ static void *disp_main(void *arg)
             disp_recv(d);
         if (d->now >= d->next_tick || d->now < d->probe_until) {
             disp_tick(d);
-            jm_backlog_tick(&d->backlog, d->now, disp_parts_released());
+            jm_backlog_tick(&d->backlog, d->now, jm_backlog_released());
             disp_log_flush(d, 0);
             disp_trim(d);
             d->serve_all = 1;   /* (time passed: settling, late tasks) */
@@ -729,7 +729,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->log_draining.what = "TMs draining";
     d->cbuf = malloc(DISP_COMMIT_CHUNK * sizeof *d->cbuf);
     d->sched = jm_sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st);
-    jm_backlog_reset(&d->backlog, disp_parts_released());
+    jm_backlog_reset(&d->backlog, jm_backlog_released());
     if (d->sched)
         jm_sched_set_early(d->sched, disp_take_early_result, d);
     d->wake_fd = spits_wake_open();

@@ -134,8 +134,6 @@ void disp_phase_end(jm_disp_t *d);
 void disp_serve(jm_disp_t *d);
 void disp_serve_due(jm_disp_t *d, jm_tm_t *t);
 void disp_publish_window(jm_disp_t *d);
-/* Bytes of task parts libzmq has let go of, in this process (backlog.h) */
-uint64_t disp_parts_released(void);
 void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx,
                      int unrun);
 /* The scheduler's early-result hook (jm_sched_set_early); arg is d */

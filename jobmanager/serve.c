@@ -153,16 +153,6 @@ int disp_take_early_result(void *arg, const jm_task_t *task)
     return 1;
 }
 
-/* Bytes of parts libzmq has let go of (part_done). Process-wide: the
- * free callback carries one pointer, the task's, and a process has one
- * dispatcher (backlog.h). */
-static _Atomic uint64_t parts_released;
-
-uint64_t disp_parts_released(void)
-{
-    return atomic_load_explicit(&parts_released, memory_order_relaxed);
-}
-
 /* libzmq is done with a part (sent, or dropped with its connection): the
  * part's reference to its task goes. Runs on one of libzmq's I/O threads
  * (--io-threads: several may drop references to one task at once). */
@@ -170,7 +160,7 @@ static void part_done(void *data, void *arg)
 {
     jm_task_t *task = arg;
     (void)data;
-    atomic_fetch_add_explicit(&parts_released, task->len, memory_order_relaxed);
+    jm_backlog_left(task->len);
     /* (before the reference goes: the scheduler reads it once refs is 1) */
     atomic_store_explicit(&task->left_ms, spits_now_ms(), memory_order_relaxed);
     jm_task_free(task);
@@ -224,7 +214,7 @@ static void send_parts(jm_disp_t *d, jm_task_t *const *picked, size_t n, long pa
                      (unsigned long long)task->id);
         } else {
             task->stuck_at = jm_backlog_queue(&d->backlog, task->len,
-                                              disp_parts_released());
+                                              jm_backlog_released());
         }
         int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0);
         if (spits_zmq_msg_send_more(&m, d->router, flags) < 0) {
@@ -242,7 +232,7 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
     if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
         refill_fresh(d);
     jm_sched_clock(d->sched, d->now);
-    jm_sched_set_backlog(d->sched, disp_parts_released(), d->backlog.idle);
+    jm_sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
     size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->alive > 1);
     if (t->outstanding + (int)n < t->slots)
         d->starved = 1;   /* (room left: more work may come for it) */

@@ -154,8 +154,8 @@ static void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
     json_t *body = json_copy(r->up);
     if (body && type == SPITS_MSG_WELCOME)
         json_object_set_new(body, "attach", json_integer(t->attach));
-    /* The relay takes its TMs' large results as parts where parts pay
-     * (with CURVE), whatever upstream takes (results.c sends them inline
+    /* The relay takes its TMs' large results as parts (but under
+     * ThreadSanitizer: spits_parts_min), whatever upstream takes (results.c sends them inline
      * to an upstream that takes none); said to each with its routing id
      * (wire.h). */
     if (body && type == SPITS_MSG_WELCOME && r->part_min != UINT64_MAX)

@@ -16,7 +16,7 @@
 # ThreadSanitizer cannot see libzmq hand received bytes to our threads, so
 # each worker's check of a 64 KB task is a (suppressed) race report that
 # takes it seconds: the jobs here would take an hour. The TSan build sends
-# no parts either (dispatch.c); the ASan, UBSan and valgrind runs cover them.
+# no parts either (parts.c); the ASan, UBSan and valgrind runs cover them.
 if tsanitized; then
     echo "SKIP: 64 KB tasks under ThreadSanitizer (see the comment)"
     exit 77
@@ -130,10 +130,11 @@ stopped stop 3
 [ "$(json "$T/stop/report.json" "d['counters']['resent'] + d['counters']['requeued'] > 0")" = True ] ||
     fail "no copy of the stopped TM's tasks ran elsewhere"
 # With a --tm-timeout of 10 s, copies of late tasks alone finish the job,
-# in about 3 s. The stopped TM's parts still in the JM (its socket full)
-# are late once the JM sends nothing else (backlog.h). So copies were
-# re-sent and nothing was requeued: the TM was declared lost (the JM's
-# END waits for it) only once every task was committed.
+# in about 3 s, whether the stopped TM's parts reached its socket or
+# still wait in the JM (late once the JM sends nothing else: backlog.h;
+# scheduler.c's self-test has the rule exactly). So copies were re-sent
+# and nothing was requeued: the TM was declared lost (the JM's END waits
+# for it) only once every task was committed.
 stopped stop2 10
 [ "$(json "$T/stop2/report.json" "[d['counters']['resent'] > 0, d['counters']['requeued']]")" = "[True, 0]" ] ||
     fail "stop2: not finished by copies alone: $(json "$T/stop2/report.json" "d['counters']")"

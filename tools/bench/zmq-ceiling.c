@@ -140,8 +140,9 @@ int main(int argc, char **argv)
     if (argc > argi + 1)
         io_threads = atoi(argv[argi + 1]);
     if (size < 1 || count < conns || conns < 1 || conns > CONNS_MAX ||
-        io_threads < 1 || io_threads > 64) {
-        fprintf(stderr, "zmq-ceiling: bad SIZE, COUNT, CONNS or IO_THREADS\n");
+        io_threads < 1 || io_threads > 64 || (work && size == 1)) {
+        fprintf(stderr, "zmq-ceiling: bad SIZE, COUNT, CONNS or IO_THREADS "
+                "(work needs SIZE 2 or more: 1 byte is a ping)\n");
         return 2;
     }
     malloc_tune();
@@ -231,6 +232,12 @@ int main(int argc, char **argv)
          * (libzmq 4.3.4 may hold its last acknowledgement back; see above). */
         zmq_pollitem_t it = {r, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&it, 1, 200) == 0) {
+            /* (a receiver that ended, e.g. on a wrong byte, answers none) */
+            for (int k = 0; k < conns; k++)
+                if (waitpid(kids[k], NULL, WNOHANG) == kids[k]) {
+                    fprintf(stderr, "zmq-ceiling: receiver %d ended\n", k);
+                    return 1;
+                }
             for (int k = 0; k < conns; k++)
                 if (acked[k] < share[k]) {
                     zmq_send(r, rid[k], (size_t)ridlen[k], ZMQ_SNDMORE);
