@@ -405,14 +405,16 @@ grep -q "bound by the target\|held back by" "$T/d.alloc2.log" "$T/d.alloc1.log" 
     fail "d: no decision from the task time: $(cat "$T/d.alloc2.log")"
 echo "d: no TM, spits-alloc (kill -9, restarted) submitted $dsub job(s): exact, none left ($((SECONDS - t0))s)"
 
-# e. A bandwidth-bound job of the same size (4 MB each way, no work): the
+# e. A bandwidth-bound job (4 MB each way, 10 ms of work a task): the
 #    model caps the workers at what the JM's bandwidth feeds, so it gets
-#    fewer jobs than d.
+#    fewer jobs than d. The work makes the target alone want several
+#    workers (R*T/target); with none, T was 1 ms, the job ended before
+#    that passed one worker, and the target, not the bandwidth, bound it.
 t0=$SECONDS
 D=$T/run/e
 n=300
 mkdir -p "$D"
-start_jm e -n $n -t 4000000 -r 4000000
+start_jm e -n $n -t 4000000 -r 4000000 -s 10000
 jm=$JM_PID
 alloc "$D" --target 0.1 -- --cpus-per-task=1 -o "$T/out/%x-%j.out" >"$T/e.alloc.log" 2>&1 &
 a=$!
