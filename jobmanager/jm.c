@@ -501,6 +501,7 @@ static int end_job(jm_t *jm, int rc)
  * removed. */
 static void free_job(jm_t *jm, char **rargv, int ran)
 {
+    jm_stop_release();
     jm_disp_destroy(&jm->disp);
     for (uint32_t i = 0; i < jm->nphases; i++) {
         for (int k = 0; k < jm->phases[i].argc && jm->phases[i].argv; k++)

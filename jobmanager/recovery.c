@@ -76,7 +76,8 @@ static int check_old_journal(jm_t *jm, char *err, size_t errlen)
 int jm_recovery_start(jm_t *jm, int margc, const char **margv, char *err,
                       size_t errlen)
 {
-    if (check_old_journal(jm, err, errlen) != 0)
+    if (check_old_journal(jm, err, errlen) != 0 ||
+        spits_jobdir_clear_old(jm->opt.jobdir, err, errlen) != 0)
         return -1;
     if (!jm->opt.journal)
         return 0;
@@ -178,9 +179,9 @@ int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
         if (!jm->journal)
             return -1;
     }
-    /* The interrupted run's report (from a signal) is no longer true. */
-    snprintf(path, sizeof path, "%s/%s", jm->opt.jobdir, SPITS_REPORT_FILE);
-    unlink(path);
+    /* The interrupted run's jm.json and report are no longer true. */
+    if (spits_jobdir_clear_old(jm->opt.jobdir, err, errlen) != 0)
+        return -1;
     jm->resuming = 1;
     size_t results = 0;
     for (uint32_t i = 0; i < jr->nphases; i++)

@@ -16,15 +16,22 @@
 
 #include <stdatomic.h>
 
-/* The last SIGINT/SIGTERM received, 0 if none. Set by the handler. */
+/* The first SIGINT, SIGTERM or SIGHUP received, 0 if none. Set by the
+ * handler. SIGHUP (a closed terminal, a lost ssh session) stops the job
+ * as SIGTERM does: drained, reported, resumable. */
 extern atomic_int jm_signal;
 /* 1 once any thread called jm_fatal. */
 extern atomic_int jm_abort;
 
-/* Routes wakes to the dispatcher's wake fd and installs the SIGINT and
- * SIGTERM handler. A second signal kills as by default, so a job stuck
- * anywhere still dies. */
+/* Routes wakes to the dispatcher's wake fd and installs the SIGINT,
+ * SIGTERM and SIGHUP handler. A second signal only says that the job is
+ * stopping already (a terminal's Ctrl-C reaches spits-run and the JM
+ * alike, so two come at once); a third kills as by default, so a job
+ * stuck anywhere still dies. */
 void jm_stop_init(int wake_fd);
+/* Before the wake fd is closed: later signals and wakes write nowhere
+ * (a reused fd number must not get the eventfd's 8 bytes). */
+void jm_stop_release(void);
 /* Wakes the dispatcher. */
 void jm_wake(void);
 /* A fatal error: logs the message, which says that the job stops and

@@ -80,6 +80,14 @@ int spits_announce_parse(const json_t *doc, spits_announce_t *a, char *err,
  * its journal) counts as over only with resumable_too: a new TM waits for
  * spits-jm --resume, while a running one, told to stop, stops. */
 int spits_jobdir_finished(const char *dir, const char *job_id, int resumable_too);
+/* 1 if a JM took DIR's lock after jm.json was written: jm.json (and any
+ * report.json) are a previous run's, and the new JM's jm.json is coming.
+ * (report.json older than the lock is never "over", above.) */
+int spits_jobdir_starting(const char *dir);
+/* A new run of a job dir (a new job, or --resume) removes what describes
+ * the run before it: jm.json, report.json and report.html. 0, or -1 with
+ * err set. */
+int spits_jobdir_clear_old(const char *dir, char *err, size_t errlen);
 
 #ifdef SPITS_SELFTEST
 int spits_jobdir_selftest(void);

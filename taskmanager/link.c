@@ -409,9 +409,11 @@ static void look_for_jm(tm_t *tm)
     if (!tm->opts.jobdir)
         return;
     /* A JM stopped by a signal told its TMs to stop; one that missed it
-     * stops too (a resumed JM gets new TMs, or the ones that kept going). */
+     * stops too (a resumed JM gets new TMs, or the ones that kept going).
+     * A TM that never joined is such a new TM: it waits, for its --wait,
+     * for spits-jm --resume. */
     if (tm->job.job_id[0] &&
-        spits_jobdir_finished(tm->opts.jobdir, tm->job.job_id, 1)) {
+        spits_jobdir_finished(tm->opts.jobdir, tm->job.job_id, tm->link.welcomed)) {
         spits_info("job %s is over (report.json written)", tm->job.job_id);
         tm->done = 1;
         tm->job_over = 1;
@@ -606,6 +608,17 @@ int tm_link_find_jm(tm_t *tm)
     for (;;) {
         if (wait_for_announce(tm, &announce) != 0)
             return 1;
+        if (spits_jobdir_starting(tm->opts.jobdir)) {
+            /* jm.json is the run before's; the new JM's comes soon. */
+            if (spits_now_ms() > deadline) {
+                spits_error("a job manager took %s but wrote no new %s within "
+                            "%.0f s", tm->opts.jobdir, SPITS_ANNOUNCE_FILE,
+                            tm->opts.wait);
+                return 1;
+            }
+            announce_nap(&nap);
+            continue;
+        }
         if (spits_jobdir_finished(tm->opts.jobdir, announce.job_id, 0)) {
             spits_info("job %s in %s is already over", announce.job_id,
                        tm->opts.jobdir);

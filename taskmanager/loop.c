@@ -61,11 +61,16 @@ static void on_signal(int sig)
     raise(sig);
 }
 
+void tm_loop_release_signals(void)
+{
+    atomic_store(&tm_wake_fd, -1);
+}
+
 void tm_loop_catch_signals(int wake_fd)
 {
     struct sigaction sa;
 
-    tm_wake_fd = wake_fd;
+    atomic_store(&tm_wake_fd, wake_fd);
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART;

@@ -434,6 +434,7 @@ static void sim_free(sim_t *sim)
     spits_module_close(&sim->mod);
     if (sim->context)
         zmq_ctx_term(sim->context);
+    tm_loop_release_signals();   /* (before its fd number can be reused) */
     spits_wake_close(&sim->wake_fd);
     if (sim->ep >= 0)
         close(sim->ep);

@@ -274,6 +274,8 @@ void tm_results_free(tm_results_t *results);
 /* loop.c */
 /* SIGTERM and SIGINT start a drain (woken through wake_fd). */
 void tm_loop_catch_signals(int wake_fd);
+/* Before wake_fd is closed: signals wake nothing from now on. */
+void tm_loop_release_signals(void);
 /* Runs until the job is over or a drain ends; returns the exit status.
  * It is tm_loop_begin, then tm_loop_turn after each poll. */
 int tm_loop_run(tm_t *tm);

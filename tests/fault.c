@@ -15,6 +15,10 @@
  * runs the program's own code fails with EAGAIN, as at a process limit.
  * libzmq's threads are not counted (their start routine is in libzmq), so
  * N names the same thread of spits-jm or spits-tm however libzmq works.
+ *
+ * SPITS_FAULT_FORK: the Nth fork (from 1) of each process fails with
+ * EAGAIN, as at a process limit (spits-run's children inherit the
+ * variable, and count their own).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -24,6 +28,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -78,4 +83,21 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     if (!real)
         real = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
     return real(thread, attr, start, arg);
+}
+
+typedef pid_t (*fork_fn)(void);
+
+pid_t fork(void)
+{
+    static fork_fn real;
+    static atomic_long seen;
+    const char *n = getenv("SPITS_FAULT_FORK");
+
+    if (n && atomic_fetch_add(&seen, 1) + 1 == atol(n)) {
+        errno = EAGAIN;
+        return -1;
+    }
+    if (!real)
+        real = (fork_fn)dlsym(RTLD_NEXT, "fork");
+    return real();
 }

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Ctrl-C (SIGINT) and SIGTERM to spits-run: it stops the job, leaves no JM
-# or TM process behind, removes its temporary job dir, and exits 128+sig.
+# Ctrl-C (SIGINT), SIGTERM and every other signal spits-run can catch whose
+# default would end it: it stops the job, leaves no JM or TM process
+# behind, removes its temporary job dir, and exits 128+sig.
 . "$(dirname "$0")/lib.sh"
 
 # procs DIR: pids of live processes whose command line mentions DIR
@@ -10,7 +11,7 @@ procs() {
     grep -l -a -s -- "$pat" /proc/[0-9]*/cmdline | grep -v "^/proc/$$/" | cut -d/ -f3
 }
 
-for sig in INT TERM; do
+for sig in INT TERM HUP USR1 USR2 PIPE ALRM QUIT; do
     mkdir -p "$T/$sig"
     TMPDIR=$T/$sig "$RUN" -q -n 2 --tms 3 "$MODS/bench.so" -n 100000 -s 20000 \
         >"$T/$sig.out" 2>"$T/$sig.log" &
@@ -25,4 +26,22 @@ for sig in INT TERM; do
     [ -z "$left" ] || fail "processes left after SIG$sig: $left"
     [ -z "$(ls "$T/$sig")" ] || fail "the temporary job dir was not removed after SIG$sig"
 done
+
+# A terminal's Ctrl-C reaches the JM and spits-run: the JM's SIGINT, then
+# spits-run's 50 ms later, still leave the report written.
+"$RUN" -q -n 2 --jobdir "$T/twice" "$MODS/bench.so" -n 100000 -s 20000 \
+    >"$T/twice.out" 2>"$T/twice.log" &
+run=$!
+PIDS="$PIDS $run"
+wait_for "[ -s $T/twice/jm.json ] && grep -q '\"committed\": [1-9]' $T/twice/jm.json 2>/dev/null || \
+    [ \"\$(live twice \"d['tasks']['committed']\" 2>/dev/null)\" -ge 2 ] 2>/dev/null" 30 "the job to commit"
+# (its TM stopped: the JM's drain then waits up to 2 s for the TM's BYE)
+tm=$(procs "$T/twice" | while read -r p; do grep -qa spits-tm /proc/$p/cmdline && echo $p; done)
+[ -n "$tm" ] || fail "no TM found for the twice job"
+kill -STOP $tm
+kill -INT "$(json "$T/twice/jm.json" "d['pid']")"; sleep 0.05; kill -INT $run
+wait $run; rc=$?
+[ $rc = 130 ] || fail "spits-run exited $rc after two SIGINTs"
+[ "$(json "$T/twice/report.json" "d['status']")" = interrupted ] || fail "no report after two SIGINTs"
+kill -CONT $tm 2>/dev/null
 echo ok

@@ -111,10 +111,14 @@ static int find_program(const char *name, const char *env, const char *subdir,
 }
 
 /* Runs argv with the signal mask; keep_fd (if >= 0) stays open across
- * exec, err_fd (if >= 0) becomes its stderr. */
+ * exec, err_fd (if >= 0) becomes its stderr. The child's pid, or -1 after
+ * saying why: a pid <= 0 must never reach kill(), where -1 means every
+ * process of the user. */
 static pid_t spawn(char **argv, const sigset_t *mask, int keep_fd, int err_fd)
 {
     pid_t pid = fork();
+    if (pid < 0)
+        spits_error("cannot start %s: fork: %s", argv[0], strerror(errno));
     if (pid != 0)
         return pid;
     /* Die with spits-run, whatever kills it. */
@@ -221,6 +225,50 @@ static void relay_end(run_t *r, int saved_err)
     if (r->relay[0] >= 0)
         fcntl(r->relay[0], F_SETFL, O_NONBLOCK);
     relay_drain(r, 0);
+}
+
+/* The signals that stop the job: every one whose default action would
+ * end this program and that can be caught. */
+static const int run_stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+                                       SIGUSR2, SIGPIPE, SIGALRM, SIGVTALRM,
+                                       SIGPROF, SIGXCPU, SIGXFSZ};
+
+/* The temporary job dir goes, unless --keep. */
+static void run_cleanup(run_t *r)
+{
+    if (!r->tmpdir[0])
+        return;
+    if (r->keep)
+        spits_info("job dir kept: %s", r->tmpdir);
+    else
+        nftw(r->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int run_has_report(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    return access(path, F_OK) == 0;
+}
+
+/* Waits until the JM has removed the run before's report.json (a new run
+ * of the dir does that first), has exited, or a stop signal is pending;
+ * at most a minute. The JM is not reaped here. */
+static void run_wait_replaced(run_t *r, const sigset_t *stops)
+{
+    for (int waited = 0; waited < 60000 && run_has_report(r->jobdir); waited += 10) {
+        siginfo_t si = {0};
+        sigset_t pending;
+        if (waitid(P_PID, (id_t)r->jm, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            si.si_pid == r->jm)
+            return;
+        sigpending(&pending);
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sig != SIGCHLD && sigismember(stops, sig) == 1 &&
+                sigismember(&pending, sig) == 1)
+                return;
+        usleep(10000);
+    }
 }
 
 #define JM_ARGS_MAX (36 + 256)
@@ -394,14 +442,15 @@ int main(int argc, char **argv)
 
     /* Signals are taken synchronously below; children get the old mask.
      * A shell without job control starts background jobs with SIGINT
-     * ignored; undo that, or Ctrl-C could never reach us or the JM. */
+     * ignored; undo that, or Ctrl-C could never reach us or the JM. Every
+     * signal whose default would kill this program stops the job instead,
+     * so the job dir is never left behind by one it can catch. */
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     sigemptyset(&block);
     sigaddset(&block, SIGCHLD);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
+    for (size_t i = 0; i < sizeof run_stop_signals / sizeof run_stop_signals[0]; i++)
+        sigaddset(&block, run_stop_signals[i]);
     sigprocmask(SIG_BLOCK, &block, &orig);
 
     /* Without the pipe, every process writes to stderr on its own. */
@@ -410,25 +459,41 @@ int main(int argc, char **argv)
 
     /* The JM: spits-jm --jobdir DIR --bind EP [knobs] MODULE ARGS... */
     char *jargv[JM_ARGS_MAX];
+    int stale = r.jobdir != r.tmpdir && run_has_report(r.jobdir);
     jm_args(&r, jargv, 0, argc, argv);
     r.jm = spawn(jargv, &orig, r.relay[0], -1);
+    if (r.jm < 0) {
+        run_cleanup(&r);
+        return 1;
+    }
+    /* A job dir that holds a finished run: TMs started now could read its
+     * report before the JM replaces it, and leave. */
+    if (stale)
+        run_wait_replaced(&r, &block);
 
     char *targv[TM_ARGS_MAX];
+    int signalled = 0, tms_failed = 0, gave_up = 0;
     tm_args(&r, targv, 0);
     for (long i = 0; i < r.tms; i++)
-        r.tm[i] = spawn(targv, &orig, -1, r.relay[1]);
+        if ((r.tm[i] = spawn(targv, &orig, -1, r.relay[1])) < 0) {
+            r.tm[i] = 0;
+            tms_failed++;
+        }
     int own_err = relay_own_stderr(&r);
 
     /* Wait for the JM, reaping TMs on the way. */
-    int signalled = 0, tms_failed = 0;
     for (;;) {
         struct timespec ts = {0, 200 * 1000000};
-        int sig = sigtimedwait(&block, NULL, &ts);
-        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        siginfo_t si;
+        int sig = sigtimedwait(&block, &si, &ts);
+        if (sig > 0 && sig != SIGCHLD) {
             if (!signalled)
-                spits_info("stopping the job (signal %d)", sig);
+                spits_info("stopping the job (%s)", strsignal(sig));
             signalled = sig;
-            kill(r.jm, sig == SIGINT ? SIGINT : SIGTERM);
+            /* Ctrl-C in a terminal reached the whole process group, the
+             * JM too: a second SIGINT from here would be one too many. */
+            if (!(sig == SIGINT && si.si_code == SI_KERNEL))
+                kill(r.jm, sig == SIGINT ? SIGINT : SIGTERM);
             stop_tms(&r, SIGTERM, 0);
         }
         int ws;
@@ -448,10 +513,10 @@ int main(int argc, char **argv)
         }
         if (!r.jm)
             break;
-        if (tms_failed == r.tms && !signalled) {
+        if (tms_failed == r.tms && !signalled && !gave_up) {
             spits_error("every task manager failed; stopping the job");
             kill(r.jm, SIGTERM);
-            signalled = SIGTERM;
+            gave_up = 1;
         }
     }
     relay_end(&r, own_err);
@@ -459,15 +524,13 @@ int main(int argc, char **argv)
     stop_tms(&r, SIGTERM, 3000);
     stop_tms(&r, SIGKILL, 1000);
     relay_drain(&r, 1);
-    if (r.tmpdir[0]) {
-        if (r.keep)
-            spits_info("job dir kept: %s", r.tmpdir);
-        else
-            nftw(r.tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    }
-    if (signalled && status == 0)
+    run_cleanup(&r);
+    /* Stopped as asked: the status says by which signal (the JM was sent
+     * SIGINT or SIGTERM for it). */
+    int stopped = status == 0 || status == 128 + SIGINT || status == 128 + SIGTERM;
+    if (signalled && stopped)
         status = 128 + signalled;
-    if (tms_failed == r.tms && status == 0)
-        status = 1;
+    else if (tms_failed == r.tms && stopped)
+        status = 1;   /* stopped by us, for want of TMs: a failure */
     return status;
 }
