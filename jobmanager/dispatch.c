@@ -206,7 +206,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         break;
     case SPITS_MSG_BYE:
         if (t)
-            disp_left(d, t);
+            disp_on_bye(d, t, &rx->msg);
         break;
     default:
         disp_bad_message(d, "a JM-to-TM message sent to the JM");

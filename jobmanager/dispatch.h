@@ -41,6 +41,8 @@ typedef struct {
     uint64_t tm_losses;       /* TMs declared lost (silent, disconnected,
                                  or replaced by their own new HELLO) */
     uint64_t tm_leaves;       /* TMs that said BYE */
+    uint64_t tm_refusals;     /* of which, refusing the job (a changed
+                                 module), with the reason */
     uint64_t tms_lost_now;    /* TMs lost and not back (yet) */
     int peak_workers;         /* most workers alive at once */
 } jm_disp_stats_t;

@@ -144,6 +144,6 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                    size_t ridlen, zmq_msg_t *body);
 void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body);
 void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
-void disp_left(jm_disp_t *d, jm_tm_t *t);
+void disp_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg);
 
 #endif

@@ -48,16 +48,30 @@ void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     jm_tmtab_set_alive(d->tms, t, 0);
 }
 
-/* BYE: it left on purpose (drained, or done), so it is not lost. */
-void disp_left(jm_disp_t *d, jm_tm_t *t)
+/* BYE: it left on purpose (drained, done, or refusing the job, which its
+ * BYE then says), so it is not lost. */
+void disp_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
 {
+    const char *why = NULL, *refused = NULL;
+    json_t *body = NULL;
+
     if (!t->alive)
         return;
+    if (zmq_msg_size(msg) > SPITS_HDR_SIZE &&
+        (body = spits_wire_decode_json(zmq_msg_data((zmq_msg_t *)msg),
+                                       zmq_msg_size(msg), &why)))
+        refused = json_string_value(json_object_get(body, "refused"));
     size_t n = drop(d, t);
     d->st.tm_leaves++;
-    if (jm_loglimit_allow(&d->log_left, d->now))
+    if (refused) {
+        d->st.tm_refusals++;
+        spits_warn("%s %s:%ld refused the job: %s; %zu task(s) requeued",
+                   t->relay ? "relay" : "TM", t->host, t->pid, refused, n);
+    } else if (jm_loglimit_allow(&d->log_left, d->now)) {
         spits_info("%s %s:%ld left; %zu task(s) requeued",
                    t->relay ? "relay" : "TM", t->host, t->pid, n);
+    }
+    json_decref(body);
     jm_tmtab_set_alive(d->tms, t, 0);
 }
 

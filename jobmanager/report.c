@@ -88,7 +88,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     json_t *doc = json_pack(
         "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
         " s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
         "status", status_word(exit_code, jm), "exit_code", exit_code,
         "started", started_s, "finished", finished_s,
@@ -126,6 +126,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "tms", (json_int_t)ds->tm_joins, "tm_joins", (json_int_t)ds->tm_joins,
         "tm_reattaches", (json_int_t)ds->tm_reattaches,
         "tm_losses", (json_int_t)ds->tm_losses, "tm_leaves", (json_int_t)ds->tm_leaves,
+        "tm_refusals", (json_int_t)ds->tm_refusals,
         "tms_lost_for_good", (json_int_t)ds->tms_lost_now);
     if (!doc) {
         spits_error("cannot encode the report");

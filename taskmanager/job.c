@@ -4,10 +4,11 @@
  * WELCOME names the job, its module and, with PHASE, each phase's argv
  * (protocol.c hands them here). The module is loaded once, from the path
  * the JM announces (or --module's copy), and only if its BLAKE2b hash is
- * the JM's. A TM stays with its module: a JM that now runs another module
- * needs new TMs. It may run another job of the same module, though: then
- * the old job's queued tasks and unsent results are dropped (job.joined
- * tells them apart).
+ * the JM's. A TM stays with its module: a JM that now runs another module,
+ * or a module rebuilt at the same path, needs new TMs (the refusal's
+ * reason goes to the JM in BYE). It may run another job of the same
+ * module, though: then the old job's queued tasks and unsent results are
+ * dropped (job.joined tells them apart).
  *
  * Under --simulate the TMs of one process share one loaded module
  * (job.shared), which the harness owns.
@@ -19,6 +20,7 @@
 #define _DEFAULT_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +79,19 @@ int tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv)
     return 0;
 }
 
+/* Refuses the JM's job: says why, and keeps it for BYE. Returns -1. */
+static int refuse(tm_t *tm, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int refuse(tm_t *tm, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tm->job.refused, sizeof tm->job.refused, fmt, ap);
+    va_end(ap);
+    spits_error("%s", tm->job.refused);
+    return -1;
+}
+
 /* Loads the module the JM names (or --module's copy), refusing a file
  * whose hash differs from the JM's: a stale copy on a node-local disk must
  * not run the job. */
@@ -109,10 +124,9 @@ static int load_module(tm_t *tm, const char *announced, const char *want_hash)
         return -1;
     }
     if (strcmp(spits_image_hash(img), want_hash) != 0) {
-        spits_error("module %s differs from the job manager's %s (BLAKE2b "
-                    "%.16s... here, %.16s... there): refusing to run it",
-                    tm->job.module_path, announced, spits_image_hash(img),
-                    want_hash);
+        refuse(tm, "module %s differs from the job manager's %s (BLAKE2b "
+               "%.16s... here, %.16s... there): refusing to run it",
+               tm->job.module_path, announced, spits_image_hash(img), want_hash);
         spits_image_free(&img);
         return -1;
     }
@@ -150,11 +164,16 @@ int tm_job_join(tm_t *tm, const char *job_id, const char *module,
         return 0;    /* it runs no task: the TMs behind it check the module */
     if (!tm->job.mod)
         return load_module(tm, module, want_hash);
-    if (!tm->opts.module_override && strcmp(module, tm->job.module_path) != 0) {
-        spits_error("the job manager now runs module %s, not %s; start a new "
-                    "task manager for it", module, tm->job.module_path);
-        return -1;
-    }
+    if (!tm->opts.module_override && strcmp(module, tm->job.module_path) != 0)
+        return refuse(tm, "the job manager now runs module %s, not %s; start "
+                      "a new task manager for it", module, tm->job.module_path);
+    /* The same path may hold a rebuilt module: the old code must not run
+     * with the new job's arguments. */
+    if (strcmp(spits_module_hash(tm->job.mod), want_hash) != 0)
+        return refuse(tm, "the job manager's module %s changed (BLAKE2b "
+                      "%.16s... now, %.16s... loaded here); start a new task "
+                      "manager for job %s", module, want_hash,
+                      spits_module_hash(tm->job.mod), job_id);
     return 0;
 }
 

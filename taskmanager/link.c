@@ -644,10 +644,20 @@ void tm_link_close(tm_t *tm, int say_bye)
         return;
     if (say_bye) {
         unsigned char bye[SPITS_HDR_SIZE];
+        spits_buf_t buf = {0};
+        json_t *why = tm->job.refused[0]
+                          ? json_pack("{s:s}", "refused", tm->job.refused) : NULL;
         if (tm->pool_started && tm->link.state == TM_READY)
             tm_link_send_stats(tm);
-        spits_wire_encode_empty(bye, SPITS_MSG_BYE, 0);
-        zmq_send(tm->link.socket, bye, sizeof bye, ZMQ_DONTWAIT);
+        /* A refusal's BYE says why, so the JM does not count a loss. */
+        if (why && spits_wire_encode_json(&buf, SPITS_MSG_BYE, 0, why) == 0) {
+            zmq_send(tm->link.socket, buf.data, buf.len, ZMQ_DONTWAIT);
+        } else {
+            spits_wire_encode_empty(bye, SPITS_MSG_BYE, 0);
+            zmq_send(tm->link.socket, bye, sizeof bye, ZMQ_DONTWAIT);
+        }
+        json_decref(why);
+        spits_buf_free(&buf);
     }
     int linger = tm->drain.active ? 2000 : 200;   /* a drain's last results */
     zmq_setsockopt(tm->link.socket, ZMQ_LINGER, &linger, sizeof linger);

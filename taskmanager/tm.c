@@ -86,7 +86,7 @@ static int tm_teardown(tm_t *tm, int rc)
      * goes after the loop anyway), and 500 threads take 0.1-0.3 s to
      * leave on a busy machine. Busy workers run tasks nobody needs any
      * more: don't wait long. */
-    tm_link_close(tm, rc == 0 || tm->drain.active);
+    tm_link_close(tm, rc == 0 || tm->drain.active || tm->job.refused[0]);
     int busy = tm_pool_stop(&tm->pool, tm->drain.active ? 100 : 2000);
     tm_relay_destroy(&tm->relay, tm->job_over);
     if (busy) {

@@ -149,6 +149,8 @@ typedef struct {
                                     harness frees it), or NULL */
     tm_phase_t *phases;          /* every phase seen, newest first */
     tm_phase_t *current;
+    char refused[512];           /* why this TM refused the JM's job (its
+                                    BYE says so), or "" */
 } tm_job_t;
 
 /* Result segments taken from the pool, not sent yet (results.c). Main
