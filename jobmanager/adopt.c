@@ -17,6 +17,11 @@ typedef struct {
     uint8_t used;
 } slot_t;
 
+/* What one kept result costs beyond its bytes: its slot, with the table
+ * at most 3/4 full and doubling (so up to 8/3 slots an entry). Counted in
+ * the byte bound, so that empty results are bounded in number too. */
+#define ADOPT_ENTRY_BYTES (3 * sizeof(slot_t))
+
 struct jm_adopt {
     slot_t *slots;
     size_t cap, count;         /* cap: a power of two */
@@ -91,7 +96,7 @@ static int grow(jm_adopt_t *a)
 
 int jm_adopt_put(jm_adopt_t *a, uint64_t id, const void *data, uint32_t len)
 {
-    if (a->bytes + len > a->max_bytes || find(a, id))
+    if (a->bytes + len + ADOPT_ENTRY_BYTES > a->max_bytes || find(a, id))
         return 1;
     if ((a->count + 1) * 4 > a->cap * 3 && grow(a) != 0)
         return -1;
@@ -105,7 +110,7 @@ int jm_adopt_put(jm_adopt_t *a, uint64_t id, const void *data, uint32_t len)
         k = (k + 1) & (a->cap - 1);
     a->slots[k] = (slot_t){id, copy, len, 1};
     a->count++;
-    a->bytes += len;
+    a->bytes += len + ADOPT_ENTRY_BYTES;
     return 0;
 }
 
@@ -117,7 +122,7 @@ int jm_adopt_take(jm_adopt_t *a, uint64_t id, unsigned char **data,
         return 0;
     *data = s->data;
     *len = s->len;
-    a->bytes -= s->len;
+    a->bytes -= s->len + ADOPT_ENTRY_BYTES;
     a->count--;
     /* Backward shift: pull later members of the probe run into the hole. */
     size_t hole = (size_t)(s - a->slots);
@@ -173,13 +178,25 @@ int jm_adopt_selftest(void)
         free(d);
     }
     CHECK(jm_adopt_count(a) == 0);
-    /* The byte bound. */
+    /* The byte bound, each entry's slot counted. */
     jm_adopt_destroy(&a);
-    CHECK((a = jm_adopt_new(10)) != NULL);
+    CHECK((a = jm_adopt_new(10 + 2 * ADOPT_ENTRY_BYTES)) != NULL);
     CHECK(jm_adopt_put(a, 1, "0123456789", 10) == 0);
     CHECK(jm_adopt_put(a, 2, "z", 1) == 1);
     CHECK(jm_adopt_put(a, 3, NULL, 0) == 0);
+    CHECK(jm_adopt_put(a, 4, NULL, 0) == 1);              /* full */
     CHECK(jm_adopt_take(a, 3, &d, &len) == 1 && d == NULL && len == 0);
+    CHECK(jm_adopt_put(a, 4, NULL, 0) == 0);              /* room again */
+    /* Empty results are bounded in number: 1 MiB holds at most
+     * 1 MiB / ADOPT_ENTRY_BYTES of them. */
+    jm_adopt_destroy(&a);
+    CHECK((a = jm_adopt_new(1 << 20)) != NULL);
+    size_t kept = 0;
+    for (uint64_t id = 0; id < (1 << 20); id++)
+        if (jm_adopt_put(a, id, NULL, 0) == 0)
+            kept++;
+    CHECK(kept == (1 << 20) / ADOPT_ENTRY_BYTES);
+    CHECK(jm_adopt_count(a) == kept);
     ok = 1;
 out:
     jm_adopt_destroy(&a);

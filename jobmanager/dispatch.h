@@ -44,7 +44,8 @@ typedef struct {
     uint64_t tm_refusals;     /* of which, refusing the job (a changed
                                  module), with the reason */
     uint64_t tms_lost_now;    /* TMs lost and not back (yet) */
-    int peak_workers;         /* most workers alive at once */
+    int64_t peak_workers;     /* most workers alive at once (each TM may
+                                 claim up to SPITS_WORKERS_MAX) */
 } jm_disp_stats_t;
 
 jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen);

@@ -97,7 +97,8 @@ struct jm_disp {
     jm_progress_t progress;          /* the progress line, the rate */
     jm_timeline_t timeline;          /* for report.json */
     uint64_t resolved_before;        /* resolutions of finished phases */
-    int alive_workers;               /* workers of the TMs alive now */
+    int64_t alive_workers;           /* workers of the TMs alive now (64
+                                        bits: 2,048 TMs may claim 2^31) */
     struct {                         /* the first poison tasks, for STATUS */
         uint32_t phase, status;      /* (the committer's list, phase.h, */
         uint64_t id;                 /* is the committer thread's) */

@@ -196,7 +196,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         case OPT_RESUME: jm->opt.resume = 1; break;
         case OPT_INSECURE: jm->opt.insecure = 1; break;
         case OPT_MAX_TASK:
-            if (spits_parse_long(optarg, 1, UINT32_MAX, &v))
+            if (spits_parse_long(optarg, 1, SPITS_TASK_BYTES_MAX, &v))
                 return spits_bad_option("--max-task-bytes wants a number from 1 to 4294967295, not '%s'",
                                         optarg);
             jm->opt.max_task = v;

@@ -309,7 +309,7 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
     if (!t || !t->alive)
         return;
     if (workers >= 0 && workers != t->workers) {
-        d->alive_workers += (int)workers - t->workers;
+        d->alive_workers += workers - t->workers;
         t->workers = (int)workers;
         if (d->alive_workers > d->st.peak_workers)
             d->st.peak_workers = d->alive_workers;

@@ -27,9 +27,9 @@ json_t *jm_model_json(const jm_disp_stats_t *ds, const json_t *totals,
     double bb = n && bw > 0 ? (double)n * s / bw : -1;
     double pred = wb < 0 || bb < 0 ? -1 : wb > bb ? wb : bb;
 #define OR_NULL(x) ((x) >= 0 ? json_real(x) : json_null())
-    json_t *m = json_pack("{s:I, s:o, s:i, s:f, s:o, s:o, s:o, s:o, s:f, s:o}",
+    json_t *m = json_pack("{s:I, s:o, s:I, s:f, s:o, s:o, s:o, s:o, s:f, s:o}",
         "tasks", (json_int_t)n, "task_s", OR_NULL(task_s),
-        "workers", ds->peak_workers, "bytes_per_task", s,
+        "workers", (json_int_t)ds->peak_workers, "bytes_per_task", s,
         "bandwidth_mb_s", bw > 0 ? json_real(bw / 1e6) : json_null(),
         "worker_bound_s", OR_NULL(wb), "bandwidth_bound_s", OR_NULL(bb),
         "predicted_s", OR_NULL(pred), "measured_s", measured_s,

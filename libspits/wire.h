@@ -201,6 +201,10 @@ json_t *spits_wire_decode_json(const void *frame, size_t len,
 int spits_json_long(const json_t *j, const char *key, long min, long max,
                     long *out);
 
+/* The largest task or result: a record's length is 32 bits. WELCOME's
+ * max_task_bytes (--max-task-bytes) is at most this. */
+#define SPITS_TASK_BYTES_MAX 4294967295LL
+
 /* What a HELLO or a STATS may say a TM (or a relay) has. A relay may
  * have 0 workers and slots (no TM behind it yet); a TM has 1 at least. */
 #define SPITS_WORKERS_MAX (1L << 20)

@@ -73,10 +73,12 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     json_int_t max_task =
         json_integer_value(json_object_get(welcome, "max_task_bytes"));
 
+    /* (max_task_bytes sizes our socket's ZMQ_MAXMSGSIZE, twice over) */
     if (!job || !module || heartbeat_ms <= 0 ||
-        (hdr->phase && !json_is_array(argv)) || !module_hash || max_task <= 0) {
+        (hdr->phase && !json_is_array(argv)) || !module_hash || max_task <= 0 ||
+        max_task > SPITS_TASK_BYTES_MAX) {
         bad_message(tm, why ? why : "WELCOME without job_id/module/module_hash/"
-                                    "heartbeat/max_task_bytes/argv");
+                                    "heartbeat/max_task_bytes (1 to 4294967295)/argv");
         json_decref(welcome);
         return;
     }

@@ -18,11 +18,16 @@
  *                                    STATUS request (it handled them all);
  *                                    then a 40 MB frame, for which the JM
  *                                    drops it (the test checks)
+ *   hostile welcome ENDPOINT BYTES SEC  a JM of its own (plain ZeroMQ,
+ *                                    ROUTER bound to ENDPOINT) that answers
+ *                                    each HELLO for SEC seconds with a
+ *                                    WELCOME claiming max_task_bytes BYTES
  *
- * It never takes part in a job: it exists to show that the JM ignores it
- * and the job's result stays exact.
+ * It never takes part in a job: it exists to show that the JM (or, as a
+ * JM, the TM) ignores it and the job's result stays exact.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +195,48 @@ static int abuse(void *s)
     return rc;
 }
 
+/* As a JM: every HELLO gets a WELCOME with the given max_task_bytes. */
+static int welcome(void *ctx, const char *endpoint, long long bytes, int sec)
+{
+    void *s = zmq_socket(ctx, ZMQ_ROUTER);
+    int ms = sec * 1000, n = 0;
+    if (!s || zmq_bind(s, endpoint) != 0) {
+        fprintf(stderr, "hostile: cannot bind %s: %s\n", endpoint, zmq_strerror(errno));
+        return 1;
+    }
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &(int){100}, sizeof(int));
+    for (int waited = 0; waited < ms; waited += 100) {
+        zmq_msg_t rid, body;
+        zmq_msg_init(&rid);
+        zmq_msg_init(&body);
+        if (zmq_msg_recv(&rid, s, 0) >= 0 && zmq_msg_more(&rid) &&
+            zmq_msg_recv(&body, s, 0) >= 0) {
+            spits_hdr_t h;
+            const char *why;
+            if (spits_wire_parse(zmq_msg_data(&body), zmq_msg_size(&body), &h, &why) == 0 &&
+                h.type == SPITS_MSG_HELLO) {
+                spits_buf_t buf = {0};
+                json_t *w = json_pack("{s:s, s:s, s:s, s:i, s:I, s:[s]}", "job_id",
+                                      "0123456789abcdef", "module", "/nonexistent.so",
+                                      "module_hash", "00", "heartbeat_ms", 1000,
+                                      "max_task_bytes", (json_int_t)bytes, "argv", "x");
+                if (w && spits_wire_encode_json(&buf, SPITS_MSG_WELCOME, 1, w) == 0) {
+                    zmq_send(s, zmq_msg_data(&rid), zmq_msg_size(&rid), ZMQ_SNDMORE);
+                    zmq_send(s, buf.data, buf.len, 0);
+                    n++;
+                }
+                json_decref(w);
+                spits_buf_free(&buf);
+            }
+        }
+        zmq_msg_close(&rid);
+        zmq_msg_close(&body);
+    }
+    zmq_setsockopt(s, ZMQ_LINGER, &(int){0}, sizeof(int));
+    zmq_close(s);
+    return n > 0 ? 0 : 3;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 4 && strcmp(argv[1], "garbage") == 0) {
@@ -227,6 +274,8 @@ int main(int argc, char **argv)
             rc = abuse(s);
         }
         zmq_close(s);
+    } else if (argc >= 5 && strcmp(argv[1], "welcome") == 0) {
+        rc = welcome(ctx, argv[2], atoll(argv[3]), atoi(argv[4]));
     } else if (argc >= 4 && strcmp(argv[1], "wrongkey") == 0) {
         void *s = dealer(ctx, argv[2], NULL, argv[3]);
         send_hello(s);
