@@ -6,30 +6,32 @@
 . "$(dirname "$0")/lib.sh"
 
 H=$top_builddir/tests/hostile
-port=$(free_port)
-"$H" welcome "tcp://127.0.0.1:$port" 4611686018427387904 6 >"$T/h.log" 2>&1 &
-h=$!
-PIDS="$PIDS $h"
-sleep 0.3
-timeout 30 "$TM" --connect "tcp://127.0.0.1:$port" --insecure --wait 3 -n 1 >"$T/tm.log" 2>&1
-rc=$?
-[ $rc = 1 ] || fail "a TM welcomed with max_task_bytes 2^62 exited $rc: $(cat "$T/tm.log")"
+
+# welcomed BYTES LOG: a TM (--wait 3) against a fake JM whose WELCOME
+# claims max_task_bytes BYTES; RC is the TM's exit status, LOG its output
+welcomed() {
+    local port h
+    port=$(free_port)
+    "$H" welcome "tcp://127.0.0.1:$port" "$1" 6 >"$T/$2.h.log" 2>&1 &
+    h=$!
+    PIDS="$PIDS $h"
+    sleep 0.3
+    timeout 30 "$TM" --connect "tcp://127.0.0.1:$port" --insecure --wait 3 -n 1 >"$T/$2" 2>&1
+    RC=$?
+    PORT=$port
+}
+
+welcomed 4611686018427387904 tm.log
+[ $RC = 1 ] || fail "a TM welcomed with max_task_bytes 2^62 exited $RC: $(cat "$T/tm.log")"
 grep -q "warning: dropped a malformed message from the job manager (WELCOME without .*max_task_bytes (1 to 4294967295)" "$T/tm.log" \
     || fail "the TM said: $(cat "$T/tm.log")"
-grep -q "no job manager answered at tcp://127.0.0.1:$port within 3 s" "$T/tm.log" \
+grep -q "no job manager answered at tcp://127.0.0.1:$PORT within 3 s" "$T/tm.log" \
     || fail "the TM said: $(cat "$T/tm.log")"
-wait $h || fail "the fake JM saw no HELLO"
 
 # The largest legal value is taken (the TM goes on to load the module the
 # fake JM names, which does not exist: one line, exit 1).
-port=$(free_port)
-"$H" welcome "tcp://127.0.0.1:$port" 4294967295 6 >"$T/h2.log" 2>&1 &
-h=$!
-PIDS="$PIDS $h"
-sleep 0.3
-timeout 30 "$TM" --connect "tcp://127.0.0.1:$port" --insecure --wait 3 -n 1 >"$T/tm2.log" 2>&1
-rc=$?
-[ $rc = 1 ] || fail "a TM welcomed with max_task_bytes 2^32-1 exited $rc: $(cat "$T/tm2.log")"
+welcomed 4294967295 tm2.log
+[ $RC = 1 ] || fail "a TM welcomed with max_task_bytes 2^32-1 exited $RC: $(cat "$T/tm2.log")"
 grep -q "cannot load module /nonexistent.so" "$T/tm2.log" || fail "the TM said: $(cat "$T/tm2.log")"
 grep -q "malformed" "$T/tm2.log" && fail "a legal WELCOME was dropped: $(cat "$T/tm2.log")"
 echo ok
