@@ -372,6 +372,18 @@ static int read_module(jm_t *jm, const char *modarg)
         spits_error("cannot load module %s: %s", modarg, strerror(errno));
         return -1;
     }
+    /* jm.json, the journal and report.json are JSON and name the module
+     * by this path (the TMs load it by the name in jm.json), and JSON
+     * strings are UTF-8: no other encoding of the path could reach them. */
+    json_t *utf8 = json_string(jm->module_path);
+    if (!utf8) {
+        spits_error("the module path %s is not valid UTF-8: the job's files "
+                    "(jm.json, journal, report.json) are JSON and must name "
+                    "it; rename the module or the directory holding it",
+                    jm->module_path);
+        return -1;
+    }
+    json_decref(utf8);
     if (!(jm->image = spits_image_read(jm->module_path, err, sizeof err))) {
         spits_error("%s", err);
         return -1;

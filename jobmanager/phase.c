@@ -31,6 +31,7 @@
 #include "generator.h"
 #include "jm.h"
 #include "log.h"
+#include "push.h"
 #include "recovery.h"
 #include "stop.h"
 #include "util.h"
@@ -42,23 +43,54 @@ void jm_phase_set_job(jm_t *jm)
     phase_job = jm;
 }
 
-/* commit_job's push: the job's final result, kept in jm->final. Out of
- * memory loses the result, so the job must not report success. */
+#define FINAL_FN "spits_committer_commit_job"
+
+/* What commit_job's push is handed as its ctx: where the bytes go and
+ * what the call pushed. Main thread. */
+typedef struct {
+    jm_t *jm;
+    unsigned pushes;
+    spits_push_fault_t fault;   /* the first push that could not be kept */
+    spitssize_t bad_size;
+} final_push_t;
+
+/* Once a process (a JM runs one job); phases run one after another. */
+static atomic_int final_warned;
+
+/* commit_job's push: the job's final result, kept in jm->final; a
+ * second push replaces the first (final_check warns). */
 static void push_final(const void *data, spitssize_t size, spitsctx_t ctx)
 {
-    jm_t *jm = (jm_t *)ctx;
-    spits_buf_t *b = &jm->final;
-    b->len = 0;
-    if (size <= 0)
-        return;
-    if (spits_buf_reserve(b, (size_t)size) != 0) {
-        spits_error("out of memory keeping a %lld-byte final result",
-                    (long long)size);
-        jm->runtime_error = 1;
-        return;
+    final_push_t *fp = (final_push_t *)ctx;
+    fp->pushes++;
+    spits_push_keep(&fp->jm->final, data, size, INT64_MAX, &fp->fault,
+                    &fp->bad_size);
+}
+
+/* After commit_job: a push that could not be kept loses the result, so
+ * the job must not report success (rc becomes a failure for spits_main
+ * too); more than one push is counted and warned about once. */
+static int final_check(jm_t *jm, jm_phase_t *p, const final_push_t *fp, int rc)
+{
+    char why[200], what[32];
+    if (fp->pushes > 1) {
+        p->st.final_extra_pushes += fp->pushes - 1;
+        snprintf(what, sizeof what, "phase %u", p->st.id);
+        spits_push_warn_extra(&final_warned, FINAL_FN, fp->pushes, what);
     }
-    memcpy(b->data, data, (size_t)size);
-    b->len = (size_t)size;
+    if (fp->fault == SPITS_PUSH_OK)
+        return rc;
+    if (fp->fault == SPITS_PUSH_NO_MEMORY)
+        spits_error("out of memory keeping a %lld-byte final result",
+                    (long long)fp->bad_size);
+    else {
+        spits_push_describe(why, sizeof why, fp->fault, FINAL_FN,
+                            fp->bad_size, INT64_MAX, "");
+        spits_error("phase %u: %s; the final result is lost", p->st.id, why);
+    }
+    jm->final.len = 0;
+    jm->runtime_error = 1;
+    return JM_RUN_FAILED_TASKS;
 }
 
 json_t *jm_phase_argv_json(const jm_phase_t *p)
@@ -230,7 +262,9 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
     }
     if (rp && rp->ended) {
         /* Done before the crash: its commit_job ran then, not again. */
-        push_final(rp->final, rp->finalsz, jm);
+        final_push_t fp = {jm, 0, SPITS_PUSH_OK, 0};
+        push_final(rp->final, rp->finalsz, &fp);
+        final_check(jm, p, &fp, 0);
         if (final)
             *final = jm->final.len ? jm->final.data : NULL;
         if (finalsz)
@@ -322,12 +356,15 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         rc = JM_RUN_FAILED_TASKS;
     } else {
         jm->final.len = 0;   /* this phase's, not an earlier one's */
-        rc = spits_module_commit_job(jm->mod, &p->committer, push_final, jm);
+        final_push_t fp = {jm, 0, SPITS_PUSH_OK, 0};
+        rc = spits_module_commit_job(jm->mod, &p->committer, push_final, &fp);
         p->st.commit_job_called = 1;
         p->st.commit_job_rc = rc;
+        rc = final_check(jm, p, &fp, rc);
         if (jm->journal &&
-            journal_now(jm, SPITS_JR_PHASE_END, p->st.id, (uint64_t)(int64_t)rc,
-                        NULL, jm->final.data, (uint32_t)jm->final.len) != 0)
+            journal_now(jm, SPITS_JR_PHASE_END, p->st.id,
+                        (uint64_t)(int64_t)p->st.commit_job_rc, NULL,
+                        jm->final.data, (uint32_t)jm->final.len) != 0)
             rc = JM_RUN_FAILED_TASKS;
         if (final)
             *final = jm->final.len ? jm->final.data : NULL;

@@ -34,6 +34,9 @@ typedef struct jm_phase_stats {
     size_t nfailed, capfailed;
     int commit_job_rc;
     int commit_job_called;
+    uint64_t extra_pushes;    /* generator: next_task's pushes replaced by
+                                 a later one in the same call */
+    uint64_t final_extra_pushes;  /* main: the same of commit_job */
     json_t *metrics;          /* main: a 2.0 module's metrics of the job
                                  manager and committer instances, or NULL */
 } jm_phase_stats_t;

@@ -45,7 +45,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     const jm_disp_stats_t *ds = jm_disp_stats(jm->disp);
     json_t *phases = json_array(), *failed = json_array();
     uint64_t generated = 0, committed = 0, nfailed = 0, commit_errors = 0;
-    uint64_t replayed = 0;
+    uint64_t replayed = 0, extra_pushes = 0;
     double makespan = 0;
     char started_s[32], finished_s[32], path[PATH_MAX], err[512], model[256];
 
@@ -54,8 +54,13 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         json_t *argv = json_array();
         for (int a = 0; a < p->argc && p->argv; a++)
             json_array_append_new(argv, json_string(p->argv[a]));
+        /* (pushes a later one replaced in the same call: README, "Writing
+         * a module") */
+        json_t *extra = json_pack("{s:I, s:I}",
+            "spits_job_manager_next_task", (json_int_t)p->extra_pushes,
+            "spits_committer_commit_job", (json_int_t)p->final_extra_pushes);
         json_array_append_new(phases, json_pack(
-            "{s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:o, s:O}",
+            "{s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:o, s:O, s:o}",
             "phase", (int)p->id, "argv", argv,
             "tasks", (json_int_t)p->generated,
             "committed", (json_int_t)p->committed,
@@ -66,7 +71,8 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
             "start_s", p->started - jm->started, "end_s", p->finished - jm->started,
             "commit_job", p->commit_job_called ? json_integer(p->commit_job_rc)
                                                : json_null(),
-            "metrics", p->metrics ? p->metrics : json_null()));
+            "metrics", p->metrics ? p->metrics : json_null(),
+            "extra_pushes", extra));
         for (size_t f = 0; f < p->nfailed && f < p->capfailed; f++)
             json_array_append_new(failed, json_pack("{s:i, s:I, s:s}",
                 "phase", (int)p->id, "task", (json_int_t)p->failed[f].id,
@@ -76,6 +82,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         nfailed += p->nfailed;
         replayed += p->replayed;
         commit_errors += p->commit_errors;
+        extra_pushes += p->extra_pushes + p->final_extra_pushes;
         makespan += p->finished - p->started;
     }
     json_t *tms = jm_disp_tms_json(jm->disp), *usage = jm_usage_json();
@@ -132,6 +139,8 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         spits_error("cannot encode the report");
         return -1;
     }
+    json_object_set_new(json_object_get(doc, "counters"), "extra_pushes",
+                        json_integer((json_int_t)extra_pushes));
     /* What stopped the job, when a thread found it could not go on. */
     if (jm_fatal_message())
         json_object_set_new(doc, "error", json_string(jm_fatal_message()));

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <gnu/libc-version.h>
 #include <link.h>
 #include <stdarg.h>
@@ -46,7 +47,7 @@ static spits_elf_fault_t fault(spits_elf_fault_t f, char *why, size_t whylen,
 }
 
 /* Whether [off, off + len) lies within n bytes (no overflow). */
-static int in_file(uint64_t off, uint64_t len, size_t n)
+static int in_file(uint64_t off, uint64_t len, uint64_t n)
 {
     return off <= n && len <= n - off;
 }
@@ -93,29 +94,44 @@ static spits_elf_fault_t check_header(const unsigned char *p, size_t n,
     return SPITS_ELF_OK;
 }
 
-/* Every segment the loader maps must lie within the file. */
-static spits_elf_fault_t check_segments(const unsigned char *p, size_t n,
-                                        const ehdr_t *eh, char *why,
-                                        size_t whylen)
+/* The program and section header tables must lie within the file of n
+ * bytes (a file stripped of sections has no section table). */
+static spits_elf_fault_t check_tables(const ehdr_t *eh, uint64_t n, char *why,
+                                      size_t whylen)
 {
-    unsigned loads = 0;
     if (eh->e_phentsize != sizeof(phdr_t) || eh->e_phnum == 0)
         return fault(SPITS_ELF_DAMAGED, why, whylen, "no valid program "
                      "header table");
     if (!in_file(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(phdr_t), n))
         return fault(SPITS_ELF_DAMAGED, why, whylen, "the program headers "
-                     "end past the file's %zu bytes", n);
+                     "end past the file's %llu bytes", (unsigned long long)n);
+    if (eh->e_shoff == 0 || eh->e_shnum == 0)
+        return SPITS_ELF_OK;
+    if (eh->e_shentsize != sizeof(shdr_t) ||
+        !in_file(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(shdr_t), n))
+        return fault(SPITS_ELF_DAMAGED, why, whylen, "the section headers "
+                     "end past the file's %llu bytes", (unsigned long long)n);
+    return SPITS_ELF_OK;
+}
+
+/* Every segment the loader maps must lie within the file of n bytes; ph
+ * is the program header table, which check_tables found in it. */
+static spits_elf_fault_t check_segments(const unsigned char *ph, uint64_t n,
+                                        const ehdr_t *eh, char *why,
+                                        size_t whylen)
+{
+    unsigned loads = 0;
     for (unsigned i = 0; i < eh->e_phnum; i++) {
-        phdr_t ph;
-        memcpy(&ph, p + eh->e_phoff + (size_t)i * sizeof ph, sizeof ph);
-        if (ph.p_type != PT_LOAD && ph.p_type != PT_DYNAMIC)
+        phdr_t h;
+        memcpy(&h, ph + (size_t)i * sizeof h, sizeof h);
+        if (h.p_type != PT_LOAD && h.p_type != PT_DYNAMIC)
             continue;
-        loads += ph.p_type == PT_LOAD;
-        if (!in_file(ph.p_offset, ph.p_filesz, n))
+        loads += h.p_type == PT_LOAD;
+        if (!in_file(h.p_offset, h.p_filesz, n))
             return fault(SPITS_ELF_DAMAGED, why, whylen, "segment %u ends at "
-                         "byte %llu, past the file's %zu bytes", i,
-                         (unsigned long long)ph.p_offset +
-                         (unsigned long long)ph.p_filesz, n);
+                         "byte %llu, past the file's %llu bytes", i,
+                         (unsigned long long)h.p_offset +
+                         (unsigned long long)h.p_filesz, (unsigned long long)n);
     }
     if (loads == 0)
         return fault(SPITS_ELF_DAMAGED, why, whylen, "no loadable segment");
@@ -168,10 +184,6 @@ static spits_elf_fault_t read_abi(const unsigned char *p, size_t n,
     shdr_t ds, ss;
     if (eh->e_shoff == 0 || eh->e_shnum == 0)
         return SPITS_ELF_OK;      /* stripped of sections: ask dlopen */
-    if (eh->e_shentsize != sizeof(shdr_t) ||
-        !in_file(eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(shdr_t), n))
-        return fault(SPITS_ELF_DAMAGED, why, whylen, "the section headers "
-                     "end past the file's %zu bytes", n);
     for (unsigned i = 0; section(p, eh, i, &ds) == 0; i++) {
         if (ds.sh_type != SHT_DYNSYM)
             continue;
@@ -192,9 +204,36 @@ spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
 
     *abi = SPITS_ABI_UNKNOWN;
     if ((f = check_header(p, n, &eh, why, whylen)) != SPITS_ELF_OK ||
-        (f = check_segments(p, n, &eh, why, whylen)) != SPITS_ELF_OK)
+        (f = check_tables(&eh, n, why, whylen)) != SPITS_ELF_OK ||
+        (f = check_segments(p + eh.e_phoff, n, &eh, why, whylen)) != SPITS_ELF_OK)
         return f;
     return read_abi(p, n, &eh, abi, why, whylen);
+}
+
+spits_elf_fault_t spits_elf_check_headers(spits_elf_read_fn rd, void *arg,
+                                          uint64_t size, char *why,
+                                          size_t whylen)
+{
+    unsigned char head[sizeof(ehdr_t)], *ph;
+    size_t hn = size < sizeof head ? (size_t)size : sizeof head;
+    ehdr_t eh;
+    spits_elf_fault_t f;
+
+    if (hn && rd(arg, head, hn, 0) != 0)
+        return fault(SPITS_ELF_UNREADABLE, why, whylen, "%s", strerror(errno));
+    if ((f = check_header(head, hn, &eh, why, whylen)) != SPITS_ELF_OK ||
+        (f = check_tables(&eh, size, why, whylen)) != SPITS_ELF_OK)
+        return f;
+    /* (at most 65535 entries: a few megabytes, read once per load) */
+    size_t phlen = (size_t)eh.e_phnum * sizeof(phdr_t);
+    if (!(ph = malloc(phlen)))
+        return fault(SPITS_ELF_UNREADABLE, why, whylen, "out of memory");
+    if (rd(arg, ph, phlen, eh.e_phoff) != 0)
+        f = fault(SPITS_ELF_UNREADABLE, why, whylen, "%s", strerror(errno));
+    else
+        f = check_segments(ph, size, &eh, why, whylen);
+    free(ph);
+    return f;
 }
 
 /* --- the dynamic section ------------------------------------------------ */

@@ -14,6 +14,7 @@
 #define SPITS_ELFCHECK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* What the dynamic symbol table says the module is. */
 typedef enum {
@@ -28,7 +29,8 @@ typedef enum {
     SPITS_ELF_OK,
     SPITS_ELF_NOT_SO,     /* not an ELF shared object at all */
     SPITS_ELF_FOREIGN,    /* a shared object for another machine */
-    SPITS_ELF_DAMAGED     /* cut short, or an offset past the end */
+    SPITS_ELF_DAMAGED,    /* cut short, or an offset past the end */
+    SPITS_ELF_UNREADABLE  /* spits_elf_check_headers could not read it */
 } spits_elf_fault_t;
 
 /* Checks the n bytes at p as a shared object for this machine whose
@@ -36,6 +38,20 @@ typedef enum {
  * fault writes the detail (a short phrase) into why. */
 spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
                                   spits_abi_t *abi, char *why, size_t whylen);
+
+/* Reads len bytes at offset off of a file into buf: 0, or -1 with errno
+ * set (a short read is an error: the caller knows the file's size). */
+typedef int (*spits_elf_read_fn)(void *arg, void *buf, size_t len,
+                                 uint64_t off);
+
+/* The checks of spits_elf_check that need only the headers, made on a
+ * file of size bytes that rd reads: the ELF header, where the program and
+ * section header tables lie, and the segments. They read a few kilobytes,
+ * so a file that is no shared object, or whose headers point past its
+ * end, is refused before anyone reads (or copies) the rest of it. */
+spits_elf_fault_t spits_elf_check_headers(spits_elf_read_fn rd, void *arg,
+                                          uint64_t size, char *why,
+                                          size_t whylen);
 
 /* What the dynamic section (PT_DYNAMIC, as the loader reads it) says the
  * loader will look for: the DT_NEEDED names in order, and the run path. */

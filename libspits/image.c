@@ -2,9 +2,11 @@
  * image.c - a module's bytes, read once into a private, sealed copy (see
  * image.h).
  *
- * The bytes go straight from the file into a memfd while they are hashed;
- * the memfd is then sealed (no write, grow or shrink ever again) and
- * mapped read-only for the ELF checks. Sealing is what makes the mapping
+ * The headers are checked on the file first (elfcheck.c's
+ * spits_elf_check_headers, a few kilobytes read), so a file that cannot
+ * be a module is never copied. Then the bytes go straight from the file
+ * into a memfd while they are hashed; the memfd is then sealed (no write,
+ * grow or shrink ever again) and mapped read-only for the ELF checks. Sealing is what makes the mapping
  * safe: nobody can cut the copy short under the checks or the loader.
  */
 #define _GNU_SOURCE
@@ -72,6 +74,24 @@ static off_t copy_hashed(int src, spits_image_t *img)
     return off;
 }
 
+/* The message for fault f (why: its detail); 0 when there is none. */
+static int image_fault(const spits_image_t *img, spits_elf_fault_t f,
+                       const char *why, char *err, size_t errlen)
+{
+    if (f == SPITS_ELF_NOT_SO)
+        snprintf(err, errlen, "%s: not a shared object (%s); give the "
+                 "module's .so file", img->name, why);
+    else if (f == SPITS_ELF_FOREIGN)
+        snprintf(err, errlen, "%s: a shared object for another machine "
+                 "(%s); rebuild the module on this one", img->name, why);
+    else if (f == SPITS_ELF_DAMAGED)
+        snprintf(err, errlen, "%s: truncated or damaged module (%s); copy "
+                 "it again or rebuild it", img->name, why);
+    else if (f == SPITS_ELF_UNREADABLE)
+        snprintf(err, errlen, "cannot load module %s: %s", img->name, why);
+    return f == SPITS_ELF_OK ? 0 : -1;
+}
+
 /* The ELF checks over the sealed copy; a message into err on a fault. */
 static int image_check(spits_image_t *img, size_t n, char *err, size_t errlen)
 {
@@ -93,16 +113,38 @@ static int image_check(spits_image_t *img, size_t n, char *err, size_t errlen)
         f = spits_elf_deps(p, n, &img->deps, why, sizeof why);
     if (n > 0)
         munmap((void *)p, n);
-    if (f == SPITS_ELF_NOT_SO)
-        snprintf(err, errlen, "%s: not a shared object (%s); give the "
-                 "module's .so file", img->name, why);
-    else if (f == SPITS_ELF_FOREIGN)
-        snprintf(err, errlen, "%s: a shared object for another machine "
-                 "(%s); rebuild the module on this one", img->name, why);
-    else if (f == SPITS_ELF_DAMAGED)
-        snprintf(err, errlen, "%s: truncated or damaged module (%s); copy "
-                 "it again or rebuild it", img->name, why);
-    return f == SPITS_ELF_OK ? 0 : -1;
+    return image_fault(img, f, why, err, errlen);
+}
+
+static int image_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+    int fd = *(const int *)arg;
+    unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t r = pread(fd, p, len, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            errno = r == 0 ? EIO : errno;   /* (cut short since fstat) */
+            return -1;
+        }
+        p += r;
+        off += (uint64_t)r;
+        len -= (size_t)r;
+    }
+    return 0;
+}
+
+/* The header checks on the user's file itself, before any copy: a big
+ * file that is no module, or whose headers claim sizes past its end,
+ * is refused having read a few kilobytes of it, not all. */
+static int image_precheck(spits_image_t *img, int fd, uint64_t size,
+                          char *err, size_t errlen)
+{
+    char why[200];
+    spits_elf_fault_t f = spits_elf_check_headers(image_pread, &fd, size,
+                                                  why, sizeof why);
+    return image_fault(img, f, why, err, errlen);
 }
 
 spits_image_t *spits_image_read_fd(int fd, const char *name,
@@ -119,11 +161,17 @@ spits_image_t *spits_image_read_fd(int fd, const char *name,
         return NULL;
     }
     img->fd = -1;
-    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "cannot load module %s: %s", name, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
         snprintf(err, errlen, "%s: not a shared object (not a regular file)",
                  name);
         goto fail;
     }
+    if (image_precheck(img, fd, (uint64_t)st.st_size, err, errlen) != 0)
+        goto fail;
     off_t n;
     img->fd = memfd_create("spits-module", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (img->fd < 0 || (n = copy_hashed(fd, img)) < 0 ||

@@ -18,7 +18,10 @@
  *                task, commit_job once after the last commit of a phase.
  *
  * Every push callback copies the bytes before it returns; a second push in
- * the same call replaces the first.
+ * the same call replaces the first (the runtime warns once a job). A push
+ * of NULL with a size over 0, or of a negative size, is an error: the
+ * task (worker) or the phase (job manager, commit_job) fails, naming the
+ * function.
  */
 #ifndef SPITS_H
 #define SPITS_H
@@ -69,7 +72,10 @@ void *spits_metrics_new(unsigned buffer_size);
 void spits_metrics_delete(void *metrics);
 #endif
 
-/* Pushes one task and returns 1, or returns 0 when there are no more. */
+/* Pushes one task and returns 1, or returns 0 when there are no more.
+ * A negative value is an error; the runtime warns about other values
+ * (taken as 1), about 1 without a push (an empty task) and about a push
+ * followed by 0 (dropped). */
 int spits_job_manager_next_task(void *jm, spitspush_t push_task, spitsctx_t ctx);
 void spits_job_manager_finalize(void *jm);                  /* optional */
 

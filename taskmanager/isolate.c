@@ -37,6 +37,7 @@
 
 #include "bytes.h"
 #include "log.h"
+#include "push.h"
 #include "tm.h"
 #include "util.h"
 
@@ -290,24 +291,39 @@ static int child_read(void *buf, size_t n)
     return read_all(CHILD_FD, buf, n, 0);
 }
 
+/* The child's one task at a time (it has one thread). */
 typedef struct {
-    spits_buf_t buf;
-    int bad;                   /* the push was too large or out of memory */
+    spits_buf_t buf;           /* the last push's bytes */
+    unsigned pushes;
+    spits_push_fault_t fault;  /* the first push that could not be kept */
+    spitssize_t bad_size;
 } child_result_t;
 
+/* Once a worker process: the TM's other workers have processes of their
+ * own, so each may warn once. */
+static atomic_int child_extra_warned;
+
+/* Keeps the last push; the TM checks the size against --max-task-bytes. */
 static void child_push(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     child_result_t *r = (child_result_t *)ctx;
-    r->buf.len = 0;
-    r->bad = 0;
-    if (size <= 0)
-        return;
-    if (size > (spitssize_t)UINT32_MAX || spits_buf_reserve(&r->buf, (size_t)size) != 0) {
-        r->bad = 1;
-        return;
-    }
-    memcpy(r->buf.data, data, (size_t)size);
-    r->buf.len = (size_t)size;
+    r->pushes++;
+    spits_push_keep(&r->buf, data, size, UINT32_MAX, &r->fault, &r->bad_size);
+}
+
+/* Whether the task's pushes let it succeed; says why not (rare). */
+static int child_pushes_ok(const child_result_t *r)
+{
+    char why[200];
+    if (r->pushes > 1)
+        spits_push_warn_extra(&child_extra_warned, "spits_worker_run",
+                              r->pushes, "a task of this worker process");
+    if (r->fault == SPITS_PUSH_OK)
+        return 1;
+    spits_push_describe(why, sizeof why, r->fault, "spits_worker_run",
+                        r->bad_size, UINT32_MAX, "the largest result");
+    spits_error("%s; the task fails", why);
+    return 0;
 }
 
 int tm_child_main(int argc, char **argv)
@@ -317,7 +333,7 @@ int tm_child_main(int argc, char **argv)
     spits_inst_t inst;
     int have_inst = 0;
     spits_buf_t task = {0};
-    child_result_t result = {{0}, 0};
+    child_result_t result = {{0}, 0, SPITS_PUSH_OK, 0};
     char **pargv = NULL;
     int pargc = 0;
 
@@ -374,13 +390,14 @@ int tm_child_main(int argc, char **argv)
             return 1;
         uint32_t status = 1;
         result.buf.len = 0;
-        result.bad = 0;
-        if (have_inst &&
-            spits_module_worker_run(mod, &inst, task.data, (spitssize_t)n,
-                                    child_push, &result) == 0 && !result.bad)
-            status = 0;
-        if (result.bad)
-            spits_error("a result was too large or out of memory; the task fails");
+        result.pushes = 0;
+        result.fault = SPITS_PUSH_OK;
+        int rc = have_inst ? spits_module_worker_run(mod, &inst, task.data,
+                                                     (spitssize_t)n, child_push,
+                                                     &result) : 1;
+        if ((result.pushes <= 1 && result.fault == SPITS_PUSH_OK) ||
+            child_pushes_ok(&result))
+            status = rc != 0;
         unsigned char rh[8];
         put_u32(rh, status);
         put_u32(rh + 4, status == 0 ? (uint32_t)result.buf.len : 0);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "push.h"
 #include "tm.h"
 #include "wake.h"
 
@@ -37,8 +38,10 @@ typedef struct {
     spits_inst_t inst;
     const tm_phase_t *phase;  /* the phase inst was made for */
     int inst_ok;
-    spits_buf_t result;       /* bytes of the current task's push */
-    int pushed;
+    spits_buf_t result;       /* bytes of the current task's last push */
+    unsigned pushes;          /* the current task's pushes */
+    spits_push_fault_t fault; /* its first push that could not be kept */
+    spitssize_t bad_size;     /* ...and that push's size */
     spits_batch_t local;      /* this chunk's results */
     spits_parts_t local_parts;  /* ...and the large ones' bytes */
     const tm_phase_t *local_phase;  /* the phase of those results */
@@ -81,20 +84,33 @@ static void worker_flush(worker_t *w, size_t done)
     spits_parts_free(&w->local_parts);   /* (moved out, or lost with them) */
 }
 
+/* Shared by every worker thread of this process: spits_worker_run's
+ * extra pushes are warned about once. */
+static atomic_int worker_extra_warned;
+
+/* The push callback handed to spits_worker_run: keeps the last push; one
+ * that cannot be kept fails the run (worker_run_here). */
 static void push_result(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     worker_t *w = (worker_t *)ctx;
-    w->result.len = 0;
-    w->pushed = 1;
-    if (size <= 0)
-        return;
-    if ((uint64_t)size > w->pool->max_result ||
-        spits_buf_reserve(&w->result, (size_t)size) != 0) {
-        w->pushed = -1;
+    w->pushes++;
+    spits_push_keep(&w->result, data, size, w->pool->max_result, &w->fault,
+                    &w->bad_size);
+}
+
+/* Says what the task's pushes did wrong (rare: off the per-task path). */
+static void worker_push_misuse(worker_t *w, const tm_item_t *it)
+{
+    char what[48], why[200];
+    snprintf(what, sizeof what, "task %llu", (unsigned long long)it->id);
+    if (w->fault == SPITS_PUSH_OK) {
+        spits_push_warn_extra(&worker_extra_warned, "spits_worker_run",
+                              w->pushes, what);
         return;
     }
-    memcpy(w->result.data, data, (size_t)size);
-    w->result.len = (size_t)size;
+    spits_push_describe(why, sizeof why, w->fault, "spits_worker_run",
+                        w->bad_size, w->pool->max_result, "--max-task-bytes");
+    spits_error("%s: %s; the run fails", what, why);
 }
 
 static void worker_set_phase(worker_t *w, const tm_phase_t *ph)
@@ -137,12 +153,10 @@ static uint32_t worker_run_here(worker_t *w, const tm_item_t *it)
         return SPITS_ST_FAILED;
     int rc = spits_module_worker_run(w->pool->mod, &w->inst, it->data,
                                      (spitssize_t)it->len, push_result, w);
-    if (w->pushed < 0) {
-        spits_error("task %llu: its result is over --max-task-bytes (%llu) "
-                    "or out of memory; the run fails", (unsigned long long)it->id,
-                    (unsigned long long)w->pool->max_result);
+    if (w->fault != SPITS_PUSH_OK || w->pushes > 1)
+        worker_push_misuse(w, it);
+    if (w->fault != SPITS_PUSH_OK)
         return SPITS_ST_FAILED;
-    }
     if (rc != 0) {
         spits_debug("task %llu: worker returned %d", (unsigned long long)it->id, rc);
         return SPITS_ST_FAILED;
@@ -187,7 +201,8 @@ static void worker_run_one(worker_t *w, const tm_item_t *it)
         w->local_phase = it->phase;
     }
     w->result.len = 0;
-    w->pushed = 0;
+    w->pushes = 0;
+    w->fault = SPITS_PUSH_OK;
     uint32_t status = w->pool->isolate ? worker_run_isolated(w, it)
                                        : worker_run_here(w, it);
     uint32_t len = status == SPITS_ST_OK ? (uint32_t)w->result.len : 0;
