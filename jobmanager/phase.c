@@ -35,6 +35,7 @@
 #include "recovery.h"
 #include "stop.h"
 #include "util.h"
+#include "wire.h"
 
 static jm_t *phase_job;
 
@@ -59,11 +60,15 @@ static atomic_int final_warned;
 
 /* commit_job's push: the job's final result, kept in jm->final; a
  * second push replaces the first (final_check warns). */
+/* The journal keeps a final result's length in 32 bits (a record's), so
+ * a larger one could not be resumed: it is refused like any bad push. */
+#define FINAL_MAX SPITS_TASK_BYTES_MAX
+
 static void push_final(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     final_push_t *fp = (final_push_t *)ctx;
     fp->pushes++;
-    spits_push_keep(&fp->jm->final, data, size, INT64_MAX, &fp->fault,
+    spits_push_keep(&fp->jm->final, data, size, FINAL_MAX, &fp->fault,
                     &fp->bad_size);
 }
 
@@ -85,7 +90,7 @@ static int final_check(jm_t *jm, jm_phase_t *p, const final_push_t *fp, int rc)
                     (long long)fp->bad_size);
     else {
         spits_push_describe(why, sizeof why, fp->fault, FINAL_FN,
-                            fp->bad_size, INT64_MAX, "");
+                            fp->bad_size, FINAL_MAX, "the journal's record size");
         spits_error("phase %u: %s; the final result is lost", p->st.id, why);
     }
     jm->final.len = 0;

@@ -84,7 +84,8 @@ for c in "jm-null:spits_job_manager_next_task pushed NULL with size 100 (task 3)
          "jm-neg:spits_job_manager_next_task pushed a negative size (-5) (task 3)" \
          "jm-ret=-3:spits_job_manager_next_task returned -3 (task 3): only 1 (a task pushed) and 0 (no more tasks) mean anything" \
          "final-null:spits_committer_commit_job pushed NULL with size 100; the final result is lost" \
-         "final-neg:spits_committer_commit_job pushed a negative size (-5); the final result is lost"; do
+         "final-neg:spits_committer_commit_job pushed a negative size (-5); the final result is lost" \
+         "final-huge:spits_committer_commit_job pushed 4294967296 bytes, over the journal's record size (4294967295); the final result is lost"; do
     mode=${c%%:*} line="spits-jm: error: phase 1: ${c#*:}"
     run "$mode"
     [ $RC = 1 ] || fail "$mode: spits-run exited $RC, not 1: $(cat "$T/$mode.err")"

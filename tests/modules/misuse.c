@@ -143,6 +143,8 @@ int spits_committer_commit_job(void *c, spitspush_t push, spitsctx_t ctx)
         push(NULL, 100, ctx);
     else if (!strcmp(m->mode, "final-neg"))
         push(line, -5, ctx);
+    else if (!strcmp(m->mode, "final-huge"))   /* (refused before a byte is read) */
+        push(line, 4294967296LL, ctx);
     else {
         if (!strcmp(m->mode, "final-twice"))
             push(other, sizeof other, ctx);
