@@ -21,7 +21,8 @@
 /* The job (spits-status --json) and its queue jobs (squeue), now. */
 typedef struct {
     int gen_done;             /* every task is generated */
-    double remaining;         /* tasks generated and not yet resolved */
+    double remaining;         /* tasks generated and not yet resolved (a floor
+                                 of those left while !gen_done) */
     double task_s;            /* T: mean task time; < 0 while unknown */
     double bw_bytes_s;        /* BW: bytes the JM moves per CPU second; < 0 unknown */
     double bytes_per_task;    /* S: bytes moved per task (in + out) */

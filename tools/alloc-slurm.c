@@ -1,5 +1,6 @@
 /*
- * alloc-slurm.c - the commands spits-alloc runs (see alloc-slurm.h).
+ * alloc-slurm.c - the commands spits-alloc runs, and the check of the
+ * options it passes on to sbatch (see alloc-slurm.h).
  *
  * Each runs as a child with a pipe for its output and a deadline: a
  * scheduler that hangs must not hang spits-alloc, which has jobs to
@@ -132,8 +133,8 @@ int alloc_run(char *const argv[], int with_stderr, char *out, size_t outlen,
     if (late)
         return 124;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && !out[0]) {
-        snprintf(out, outlen, "%s: not found, or it cannot run", argv[0]);
-        return -1;
+        snprintf(out, outlen, "%s: not found on PATH, or it cannot run", argv[0]);
+        return ALLOC_NOT_FOUND;
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -153,6 +154,10 @@ int alloc_squeue(const char *name, alloc_qjob_t *jobs, size_t max, char *err,
     char line[256];
     char *argv[] = {"squeue", "-h", "-n", (char *)name, "-o", "%i %T", NULL};
     int cut = 0, rc = alloc_run(argv, 1, out, sizeof out, &cut, 30);
+    if (rc == ALLOC_NOT_FOUND) {
+        snprintf(err, errlen, "%s", out);
+        return ALLOC_NOT_FOUND;
+    }
     if (rc != 0 || cut) {
         alloc_first_line(out, line, sizeof line);
         snprintf(err, errlen, "squeue %s: %s", rc == 124 ? "took over 30 s"
@@ -189,6 +194,115 @@ static int alloc_transient(const char *msg)
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (strcasestr(msg, words[i]))
             return 1;
+    return 0;
+}
+
+/* sbatch's options that spits-alloc cannot pass on, and why. */
+static const struct {
+    const char *name;         /* the long name, without "--" */
+    char letter;              /* the short one, or 0 */
+    const char *why;
+} alloc_refused[] = {
+    {"job-name", 'J', "spits-alloc names its jobs itself: it finds them in the queue "
+                      "by that name"},
+    {"array", 'a', "spits-alloc submits single jobs: it counts and cancels them one "
+                   "job id at a time"},
+    {"clusters", 'M', "spits-alloc's squeue and scancel see this cluster only: jobs "
+                      "elsewhere would go unseen and be submitted again"},
+    {"time", 't', "spits-alloc sets each job's time itself: give spits-alloc --time "
+                  "MIN (before --)"},
+    {"parsable", 0, "spits-alloc gives sbatch --parsable itself, to read the job id"},
+    {"wait", 'W', "sbatch would not return until the job ends"},
+    {"test-only", 0, "sbatch would submit nothing"},
+    {"help", 'h', "sbatch would print its help and submit nothing"},
+    {"usage", 'u', "sbatch would print its usage and submit nothing"},
+    {"version", 'V', "sbatch would print its version and submit nothing"},
+};
+
+/* sbatch's short options that take a value (its getopt string): what
+ * follows one in the same word is its value, not more options. A letter
+ * not here is read as a flag, so that nothing bundled after it escapes. */
+static const char alloc_valued[] = "AaBbCcDdeFGiJLMmNnopqStwx";
+
+/* The refused option that a long option word ("--NAME[=VALUE]") may be
+ * to sbatch, or -1. getopt_long takes any prefix of a name that is
+ * unambiguous, so every prefix of a refused name is refused: none of them
+ * is an sbatch option of its own (--time-min is no prefix of --time). */
+static int alloc_refused_long(const char *word)
+{
+    size_t len = strcspn(word + 2, "=");
+    for (size_t r = 0; len && r < sizeof alloc_refused / sizeof *alloc_refused; r++)
+        if (strncmp(word + 2, alloc_refused[r].name, len) == 0)
+            return (int)r;
+    return -1;
+}
+
+/* The refused option among the letters of a short option word ("-HJx":
+ * -H, then -J with value "x"), or -1; *valued is set when the word ends
+ * with a letter whose value is the next word. */
+static int alloc_refused_short(const char *word, int *valued)
+{
+    *valued = 0;
+    for (const char *c = word + 1; *c; c++) {
+        for (size_t r = 0; r < sizeof alloc_refused / sizeof *alloc_refused; r++)
+            if (*c == alloc_refused[r].letter)
+                return (int)r;
+        if (strchr(alloc_valued, *c)) {
+            *valued = c[1] == '\0';
+            break;
+        }
+    }
+    return -1;
+}
+
+int alloc_sbatch_check(char *const args[], int nargs, char *err, size_t errlen)
+{
+    /* after "--NAME" (no '='), the next word may be its value */
+    int maybe_value = 0, valued = 0;
+    for (int i = 0; i < nargs; i++) {
+        const char *w = args[i];
+        int r = -1;
+        if (valued) {               /* "-p cpu": the value, whatever it looks like */
+            valued = 0;
+            continue;
+        }
+        if (strcmp(w, "--") == 0) {
+            snprintf(err, errlen, "drop the second '--': sbatch would take what follows "
+                     "it (spits-alloc's own options) for the job script");
+            return -1;
+        }
+        if (w[0] != '-' || w[1] == '\0') {
+            if (maybe_value) {
+                maybe_value = 0;
+                continue;
+            }
+            snprintf(err, errlen, "'%s' is no sbatch option: sbatch would take it for "
+                     "the job script (spits-alloc gives its own, see --script)", w);
+            return -1;
+        }
+        if (w[1] == '-') {
+            r = alloc_refused_long(w);
+            maybe_value = !strchr(w, '=');
+        } else {
+            r = alloc_refused_short(w, &valued);
+            maybe_value = 0;
+        }
+        if (r < 0)
+            continue;
+        size_t len = strcspn(w + 2, "=");
+        if (w[1] == '-' && (len != strlen(alloc_refused[r].name) ||
+                            strncmp(w + 2, alloc_refused[r].name, len) != 0))
+            snprintf(err, errlen, "drop '%s' after --: sbatch may read it as --%s (it "
+                     "takes abbreviations), and %s", w, alloc_refused[r].name,
+                     alloc_refused[r].why);
+        else if (w[1] == '-' || w[2] == '\0')
+            snprintf(err, errlen, "drop '%s' after --: %s", w, alloc_refused[r].why);
+        else
+            snprintf(err, errlen, "drop '%s' after --: sbatch reads -%c (--%s) in it, "
+                     "and %s", w, alloc_refused[r].letter, alloc_refused[r].name,
+                     alloc_refused[r].why);
+        return -1;
+    }
     return 0;
 }
 
@@ -229,6 +343,10 @@ long alloc_sbatch(const char *name, char *const args[], int nargs, int time_min,
     }
     if (rc == 0 && id > 0)
         return id;
+    if (rc == ALLOC_NOT_FOUND) {
+        snprintf(err, errlen, "%s", out);
+        return ALLOC_NOT_FOUND;
+    }
     alloc_first_line(rc == 0 ? "no job id in its output" : out, line, sizeof line);
     snprintf(err, errlen, "%s", rc == 124 ? "sbatch took over 60 s" : line[0] ? line
                                                                              : "sbatch failed");

@@ -1,8 +1,8 @@
 /*
  * alloc-slurm.h - the commands spits-alloc runs (alloc-slurm.c): sbatch,
  * squeue, scancel and spits-status, each a child process bounded in time,
- * its output captured. Nothing here retries or decides: spits-alloc.c
- * does.
+ * its output captured; and the check of the options given for sbatch.
+ * Nothing here retries or decides: spits-alloc.c does.
  */
 #ifndef SPITS_ALLOC_SLURM_H
 #define SPITS_ALLOC_SLURM_H
@@ -13,8 +13,10 @@
  * (and stderr, with_stderr, else /dev/null) into out (NUL-terminated, cut
  * to outlen; *cut set when it was), killed after timeout_s seconds. Its
  * exit status; 128 + N when a signal N ended it; 124 when it was killed
- * for time; -1 when it could not run (out says why). The caller's blocked
- * signals are unblocked in the child. */
+ * for time; ALLOC_NOT_FOUND when the program is not on PATH or cannot be
+ * executed, -1 when it could not be started (out says why). The caller's
+ * blocked signals are unblocked in the child. */
+#define ALLOC_NOT_FOUND (-2)
 int alloc_run(char *const argv[], int with_stderr, char *out, size_t outlen,
               int *cut, int timeout_s);
 
@@ -25,16 +27,24 @@ typedef struct {
 } alloc_qjob_t;
 
 /* The jobs named name in the queue (squeue -h -n NAME -o "%i %T"), at
- * most max into jobs. Their count, or -1 with err set. */
+ * most max into jobs. Their count, or -1 with err set (ALLOC_NOT_FOUND
+ * when there is no squeue to run). */
 int alloc_squeue(const char *name, alloc_qjob_t *jobs, size_t max, char *err,
                  size_t errlen);
+
+/* Checks the options given for sbatch (args, as passed after --): 0, or
+ * -1 with err naming the first that spits-alloc cannot let through, in
+ * any form sbatch would read it (an unambiguous abbreviation, =VALUE or a
+ * separate value, a short option bundled after flags or with its value
+ * attached), and why; or a word sbatch would take for the job script. */
+int alloc_sbatch_check(char *const args[], int nargs, char *err, size_t errlen);
 
 /* Submits one job: sbatch --parsable [args...] --job-name=NAME
  * --time=MIN SCRIPT JOBDIR (ours last: they win). The job id; 0 when
  * sbatch failed for a reason that may pass (the controller busy or
  * unreachable, a QOS submit limit, a signal: err says it); -1 when sbatch
  * refused the request itself (a bad partition, account or option: err has
- * sbatch's words). */
+ * sbatch's words); ALLOC_NOT_FOUND when there is no sbatch to run. */
 long alloc_sbatch(const char *name, char *const args[], int nargs, int time_min,
                   const char *script, const char *jobdir, char *err, size_t errlen);
 

@@ -17,8 +17,9 @@
  * submitted just before a kill -9, and never submits twice. One
  * spits-alloc per job dir (a flock on DIR/alloc.lock). sbatch and squeue
  * failures that may pass are retried with a doubling backoff; a request
- * sbatch refuses (a bad partition, account or option) is one error line
- * and exit 1, never a loop of submissions.
+ * sbatch refuses (a bad partition, account or option), no sbatch or
+ * squeue, and a squeue that never answered in ALLOC_QUEUE_TRIES tries are
+ * one error line and exit 1, never a loop of submissions or retries.
  */
 #define _GNU_SOURCE             /* getopt_long's permutation stops at "--" */
 #include <errno.h>
@@ -49,6 +50,7 @@
 #define ALLOC_QUEUE_MAX 100000           /* jobs of ours squeue lists */
 #define ALLOC_BACKOFF_MAX_MS 300000
 #define ALLOC_HOLD_LOG_MS 60000          /* an unchanged "hold" is logged this often */
+#define ALLOC_QUEUE_TRIES 3              /* squeue failures before it first answers */
 
 enum { JOB_QUEUED, JOB_RUNNING, JOB_ENDED, JOB_CANCELLED };
 static const char *const job_states[] = {"queued", "running", "ended", "cancelled"};
@@ -83,6 +85,9 @@ typedef struct {
     int64_t retry_at, backoff_ms; /* after a failed sbatch or squeue */
     int64_t logged_at;
     int jm_silent_logged;
+    int queue_answered, queue_fails;  /* squeue answered once; failures before */
+    int dry_noted;
+    const char *stop_why;     /* why alloc_round gave up */
     char *status_buf;
 } alloc_t;
 
@@ -104,7 +109,8 @@ static const char *usage_text =
 "      --max-total N        its jobs submitted in all (100)\n"
 "      --workers-per-job N  workers one job brings (learned from the TMs)\n"
 "  -i, --interval SEC       how often it looks, at least 2 (10)\n"
-"  -n, --dry-run            decide and log, submit and cancel nothing\n"
+"  -n, --dry-run            decide and log, submit and cancel nothing (with\n"
+"                           no squeue, as if none of its jobs were queued)\n"
 "  -q, --quiet              errors only\n"
 "  -v, --verbose            also every command it runs, with its time\n"
 "  -h, --help               this help\n"
@@ -112,9 +118,14 @@ static const char *usage_text =
 "\n"
 "Everything after -- goes to sbatch (partition, account, nodes, CPUs):\n"
 "  spits-alloc --jobdir DIR -- --partition=cpu --cpus-per-task=16\n"
+"It sets the job name and time and submits single jobs, so --job-name,\n"
+"--array, --clusters, --time, --parsable, --wait, --test-only (-J -a -M -t -W)\n"
+"and their abbreviations are refused there.\n"
 "Its state is DIR/alloc.json; spits-status shows it.\n"
-"Exit status: 0 when the job is over or it was stopped, 1 on an error\n"
-"(sbatch refused the job), 2 on a usage error.\n";
+"Exit status: 0 when the job is over (also at once, for a job dir whose\n"
+"report.json says so) or it was stopped, 1 on an error (sbatch refused the\n"
+"job; no sbatch or squeue; no Slurm controller answered in 3 tries), 2 on a\n"
+"usage error.\n";
 
 /* --- state ------------------------------------------------------------- */
 
@@ -219,22 +230,22 @@ static void alloc_backoff(alloc_t *a)
 
 /* Brings the jobs' states up to date from squeue: a job of our name not in
  * the record (submitted just before a crash) is adopted; a recorded job no
- * longer in the queue has ended. 0, or -1 (logged; try again later). */
-static int alloc_refresh(alloc_t *a, int *queued, int *running)
+ * longer in the queue has ended. 0, or alloc_squeue's failure with err
+ * set. */
+static int alloc_refresh(alloc_t *a, int *queued, int *running, char *err, size_t errlen)
 {
     static alloc_qjob_t q[ALLOC_QUEUE_MAX];
-    char err[512];
-    int n = alloc_squeue(a->name, q, ALLOC_QUEUE_MAX, err, sizeof err);
-    if (n < 0) {
-        alloc_backoff(a);
-        spits_warn("%s; trying again in %lld s", err, (long long)(a->backoff_ms / 1000));
-        return -1;
-    }
+    int n = alloc_squeue(a->name, q, ALLOC_QUEUE_MAX, err, errlen);
+    if (n < 0)
+        return n;
     a->backoff_ms = 0;
+    a->queue_answered = 1;
     for (int k = 0; k < n; k++) {
         size_t before = a->njobs;
-        if (alloc_add_job(a, q[k].id, JOB_QUEUED, spits_wall_time(), 0) != 0)
+        if (alloc_add_job(a, q[k].id, JOB_QUEUED, spits_wall_time(), 0) != 0) {
+            snprintf(err, errlen, "out of memory adopting job %ld", q[k].id);
             return -1;
+        }
         if (a->njobs > before) {
             a->submitted++;
             spits_info("found job %ld of ours in the queue, not in %s: adopted it",
@@ -298,9 +309,15 @@ static int alloc_submit(alloc_t *a, int n, int time_min)
         }
         long id = alloc_sbatch(a->name, a->sbatch_args, a->nsbatch, time_min,
                                a->script, a->real_dir, err, sizeof err);
+        if (id == ALLOC_NOT_FOUND) {
+            spits_error("%s: spits-alloc submits with Slurm's sbatch", err);
+            a->stop_why = "no sbatch";
+            return -1;
+        }
         if (id < 0) {
             spits_error("sbatch refused the Task Manager job: %s; fix the sbatch "
                         "options after -- (or --script)", err);
+            a->stop_why = "sbatch refused the job";
             return -1;
         }
         if (id == 0) {
@@ -401,12 +418,35 @@ static void alloc_note(alloc_t *a, const alloc_in_t *in, const alloc_plan_t *p)
     snprintf(a->last, sizeof a->last, "%s", line);
 }
 
+/* squeue failed (rc, err). No squeue, or one that never answered in
+ * ALLOC_QUEUE_TRIES tries (no controller to be found from here), is an
+ * error: -1. Once it has answered, an outage may pass: 0, and it is
+ * asked again after a backoff. */
+static int alloc_queue_failed(alloc_t *a, int rc, const char *err)
+{
+    if (rc == ALLOC_NOT_FOUND) {
+        spits_error("%s: spits-alloc watches the queue with Slurm's squeue", err);
+        a->stop_why = "no squeue";
+        return -1;
+    }
+    if (!a->queue_answered && ++a->queue_fails >= ALLOC_QUEUE_TRIES) {
+        spits_error("%s (%d tries, no answer yet): no Slurm controller can be reached "
+                    "from here", err, a->queue_fails);
+        a->stop_why = "no Slurm controller";
+        return -1;
+    }
+    alloc_backoff(a);
+    spits_warn("%s; trying again in %lld s", err, (long long)(a->backoff_ms / 1000));
+    return 0;
+}
+
 /* One look at the job and the queue, and what follows. 1 when the job is
- * over, -1 on a refusal by sbatch, 0 otherwise. */
+ * over, -1 on an error (logged; a->stop_why says it), 0 otherwise. */
 static int alloc_round(alloc_t *a)
 {
     alloc_in_t in;
     alloc_plan_t p;
+    char err[512];
     int state = alloc_job_state(a, &in);
 
     if (state == JOB_OVER)
@@ -422,14 +462,21 @@ static int alloc_round(alloc_t *a)
     a->jm_silent_logged = 0;
     if (spits_now_ms() < a->retry_at)
         return 0;
-    if (alloc_refresh(a, &in.queued, &in.running) != 0)
-        return 0;
+    int rc = alloc_refresh(a, &in.queued, &in.running, err, sizeof err);
+    if (rc != 0 && !a->dry_run)
+        return alloc_queue_failed(a, rc, err);
+    if (rc != 0) {
+        /* A dry run shows its decision without a queue too. */
+        if (!a->dry_noted++)
+            spits_info("(dry run) %s: deciding as if no job of ours were queued", err);
+        in.queued = in.running = 0;
+    }
     in.submitted = a->submitted;
     alloc_decide(&in, &a->lim, &p);
     alloc_note(a, &in, &p);
     if (p.cancel)
         alloc_cancel(a, p.cancel, "more than the job needs now");
-    int rc = p.submit ? alloc_submit(a, p.submit, p.time_min) : 0;
+    rc = p.submit ? alloc_submit(a, p.submit, p.time_min) : 0;
     alloc_save(a, 0);
     return rc;
 }
@@ -438,11 +485,26 @@ static int alloc_round(alloc_t *a)
 static void alloc_finish(alloc_t *a, const char *why)
 {
     int queued = 0, running = 0;
-    if (alloc_refresh(a, &queued, &running) == 0 || a->njobs)
+    char err[512];
+    if (alloc_refresh(a, &queued, &running, err, sizeof err) == 0 || a->njobs)
         alloc_cancel(a, -1, why);
     alloc_save(a, 1);
     spits_info("%s: %ld job(s) submitted in all, %ld cancelled while queued; running "
                "ones drain on their own", why, a->submitted, a->cancelled);
+}
+
+/* 1 when the job in the dir is over by its report.json, and not one that
+ * spits-jm --resume may go on with (job gets its id). It must be the job
+ * of jm.json: a JM started anew in the dir announces another. */
+static int alloc_job_over(const alloc_t *a, char *job, size_t len)
+{
+    spits_announce_t an;
+    char err[512];
+    if (spits_announce_read(a->dir, &an, err, sizeof err) != 0 ||
+        !spits_jobdir_finished(a->dir, an.job_id, 0))
+        return 0;
+    snprintf(job, len, "%s", an.job_id);
+    return 1;
 }
 
 /* Waits the interval; the signal that came (SIGINT, SIGTERM) or 0. */
@@ -551,19 +613,9 @@ static int alloc_options(alloc_t *a, int argc, char **argv)
     }
     a->sbatch_args = argv + optind;
     a->nsbatch = argc - optind;
-    /* Its jobs are found by name, one job id each, on this cluster. */
-    static const char *const refused[] = {"-J", "--job-name", "-a", "--array", "-M",
-                                          "--clusters", "--parsable", "--time", "-t"};
-    for (int i = 0; i < a->nsbatch; i++)
-        for (size_t r = 0; r < sizeof refused / sizeof *refused; r++) {
-            size_t len = strlen(refused[r]);
-            const char *o = a->sbatch_args[i];
-            if (strncmp(o, refused[r], len) == 0 &&
-                (o[len] == '\0' || o[len] == '=' || (refused[r][1] != '-' && o[1] && o[2])))
-                return spits_bad_option("spits-alloc sets the job name, time and cluster "
-                                        "itself, and submits no arrays: drop '%s' after "
-                                        "-- (use --time for the time)", o);
-        }
+    char why[400];
+    if (alloc_sbatch_check(a->sbatch_args, a->nsbatch, why, sizeof why) != 0)
+        return spits_bad_option("%s", why);
     if (!a->script) {
         const char *env = getenv("SPITS_TM_SCRIPT");
         if (env && *env) {
@@ -648,6 +700,15 @@ int main(int argc, char **argv)
         spits_error("%s", err);
         return 1;
     }
+    char job[64];
+    if (alloc_job_over(&a, job, sizeof job)) {
+        spits_info("job %s in %s is over (report.json): nothing to submit; for a new "
+                   "job in this directory, start spits-alloc after its spits-jm", job,
+                   a.dir);
+        if (a.created > 0)         /* an earlier run's record: its queued jobs go */
+            alloc_finish(&a, "the job is over");
+        return 0;
+    }
     if (a.created <= 0)
         a.created = spits_wall_time();
     if (!(a.status_buf = malloc(ALLOC_STATUS_MAX))) {
@@ -670,7 +731,7 @@ int main(int argc, char **argv)
             break;
         }
         if (r < 0) {
-            alloc_finish(&a, "sbatch refused the job");
+            alloc_finish(&a, a.stop_why);
             free(a.status_buf);
             return 1;
         }
