@@ -305,6 +305,11 @@ static json_t *ask(void *ctx, const spits_announce_t *a, const spits_keys_t *k,
     json_t *doc = NULL;
     void *s = zmq_socket(ctx, ZMQ_DEALER);
 
+    if (!s) {
+        /* (out of file descriptors, say: ulimit -n) */
+        snprintf(err, errlen, "cannot open a ZeroMQ socket: %s", zmq_strerror(errno));
+        return NULL;
+    }
     spits_random_hex(rid + 7, 8);
     zmq_setsockopt(s, ZMQ_ROUTING_ID, rid, strlen(rid));
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
@@ -430,6 +435,10 @@ int main(int argc, char **argv)
 
     void *ctx = zmq_ctx_new();
     int rc;
+    if (!ctx) {
+        spits_error("cannot start ZeroMQ: %s", zmq_strerror(errno));
+        return 1;
+    }
     if (serve) {
         serve_job_t job = {ctx, dir, timeout};
         rc = status_serve(serve, serve_fetch, &job);
