@@ -215,6 +215,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
      * TM may have evicted its entry) */
     if ((t = jm_tmtab_find(d->tms, rid, ridlen))) {
         t->fd = fd;
+        t->fd_gen = jm_conngen_of(d->conngen, fd);
         if (t->alive)
             disp_serve_due(d, t);
     }
@@ -348,7 +349,9 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
  * a whole message has arrived. */
 static int disp_tm_busy(jm_disp_t *d, jm_tm_t *t)
 {
-    int64_t quiet = spits_tcp_quiet_ms(t->fd);
+    /* (only while t->fd is still the connection t's message came over) */
+    int64_t quiet = jm_conngen_same(d->conngen, t->fd, t->fd_gen)
+                        ? spits_tcp_quiet_ms(t->fd) : -1;
     if (quiet < 0 || quiet > d->timeout_ms)
         return 0;
     if (!d->busy_logged_at || d->now - d->busy_logged_at >= DISP_BUSY_LOG_MS) {
@@ -436,9 +439,13 @@ static void disp_log_flush(jm_disp_t *d, int force)
 static void disp_monitor(jm_disp_t *d)
 {
     uint16_t event;
-    while (spits_zmq_monitor_next(d->mon, &event)) {
-        if (event == ZMQ_EVENT_DISCONNECTED)
+    uint32_t fd;
+    while (spits_zmq_monitor_next(d->mon, &event, &fd)) {
+        if (event == ZMQ_EVENT_DISCONNECTED) {
             d->probe_until = d->now + DISP_PROBE_MS;
+            /* (out of memory: no TM's fd is trusted from now on) */
+            jm_conngen_closed(d->conngen, fd <= INT32_MAX ? (int)fd : -1);
+        }
         else if (d->zap)            /* no CURVE, or garbage */
             spits_zap_handshake_failed(d->zap, d->now);
         else
@@ -734,7 +741,9 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         jm_sched_set_early(d->sched, disp_take_early_result, d);
     d->wake_fd = spits_wake_open();
     d->zctx = zmq_ctx_new();
-    if (!d->tms || !d->cbuf || !d->sched || d->wake_fd < 0 || !d->zctx) {
+    d->conngen = jm_conngen_new();
+    if (!d->tms || !d->cbuf || !d->sched || d->wake_fd < 0 || !d->zctx ||
+        !d->conngen) {
         snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
         goto fail;
     }
@@ -923,6 +932,7 @@ void jm_disp_destroy(jm_disp_t **dp)
         zmq_ctx_term(d->zctx);
     spits_wake_close(&d->wake_fd);
     jm_tmtab_destroy(&d->tms);
+    jm_conngen_destroy(&d->conngen);
     spits_batch_free(&d->out);
     spits_buf_free(&d->status);
     jm_sched_destroy(&d->sched);

@@ -23,6 +23,7 @@
 #include <zmq.h>
 
 #include "adopt.h"
+#include "conngen.h"
 #include "backlog.h"
 #include "committer.h"
 #include "dispatch.h"
@@ -93,6 +94,7 @@ struct jm_disp {
     int64_t busy_logged_at;      /* "silent, but its connection is busy" */
     int stopping;                    /* a signal stopped the job */
     jm_adopt_t *adopt;               /* a resumed phase's early results */
+    jm_conngen_t *conngen;           /* which connection each fd is now */
     jm_live_t live;                  /* the phase as of the last tick */
     jm_progress_t progress;          /* the progress line, the rate */
     jm_timeline_t timeline;          /* for report.json */

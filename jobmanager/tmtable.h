@@ -51,6 +51,8 @@ struct jm_tm {
     int fd;                  /* the connection its last message came over:
                                 how long it has brought no bytes tells a
                                 slow transfer from a dead TM (dispatch.c) */
+    uint32_t fd_gen;         /* fd's generation then (conngen.h): a closed
+                                and reused number is not probed */
     double joined;           /* wall clock */
     uint64_t sent, done, failed;
     uint64_t sent_at_hello;  /* sent as of its last HELLO */

@@ -56,17 +56,21 @@ void spits_zmq_drop_frames(void *sock)
     zmq_msg_close(&f);
 }
 
-int spits_zmq_monitor_next(void *mon, uint16_t *event)
+int spits_zmq_monitor_next(void *mon, uint16_t *event, uint32_t *value)
 {
     zmq_msg_t ev;
     int got = 0;
     zmq_msg_init(&ev);
-    /* An event is a frame starting with the 16-bit event number, then a
-     * frame with the endpoint. */
+    /* An event is a frame of the 16-bit event number and a 32-bit value
+     * (host order), then a frame with the endpoint. */
     while (!got && zmq_msg_recv(&ev, mon, ZMQ_DONTWAIT) >= 0) {
         got = zmq_msg_size(&ev) >= 2;
         if (got)
             memcpy(event, zmq_msg_data(&ev), 2);
+        if (got && value)
+            *value = UINT32_MAX;
+        if (got && value && zmq_msg_size(&ev) >= 6)
+            memcpy(value, (const char *)zmq_msg_data(&ev) + 2, 4);
         if (zmq_msg_more(&ev))
             spits_zmq_drop_frames(mon);
     }

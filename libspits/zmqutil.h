@@ -23,9 +23,11 @@ int spits_zmq_msg_send_more(zmq_msg_t *m, void *sock, int flags);
  * message's frames all at once, so this never waits. */
 void spits_zmq_drop_frames(void *sock);
 /* The next event on a socket monitor (a PAIR connected to what
- * zmq_socket_monitor bound), without waiting: 1 and *event, or 0 when
- * there is none. The event's other frames are consumed. */
-int spits_zmq_monitor_next(void *mon, uint16_t *event);
+ * zmq_socket_monitor bound), without waiting: 1 and *event (and, if value
+ * is not NULL, the event's value: the connection's descriptor for
+ * connection events), or 0 when there is none. The event's other frames
+ * are consumed. */
+int spits_zmq_monitor_next(void *mon, uint16_t *event, uint32_t *value);
 /* The file descriptor of the connection a received message came over
  * (libzmq's ZMQ_SRCFD), or -1 when it has none. */
 int spits_zmq_msg_fd(zmq_msg_t *msg);

@@ -200,7 +200,7 @@ void tm_link_on_monitor(tm_t *tm)
     tm_link_t *link = &tm->link;
     uint16_t event;
 
-    while (spits_zmq_monitor_next(link->monitor, &event)) {
+    while (spits_zmq_monitor_next(link->monitor, &event, NULL)) {
         if (!event)
             continue;
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "adopt.h"
+#include "conngen.h"
 #include "alloc-policy.h"
 #include "elfcheck.h"
 #include "idmap.h"
@@ -41,6 +42,7 @@ int main(void)
         {"jobdir", spits_jobdir_selftest},
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},
+        {"conngen", jm_conngen_selftest},
         {"lateness", jm_late_selftest},
         {"backlog", jm_backlog_selftest},
         {"scheduler", jm_sched_selftest},
