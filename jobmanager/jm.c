@@ -601,7 +601,7 @@ int main(int argc, char **argv)
     }
     spits_log_init("spits-jm", verbosity > SPITS_LOG_TRACE ? SPITS_LOG_TRACE : verbosity);
     spits_term_init();
-    if (jm.opt.relay_fd >= 0 && !(relay = spits_relay_start(jm.opt.relay_fd, err, sizeof err))) {
+    if (jm.opt.relay_fd >= 0 && !(relay = spits_relay_start(jm.opt.relay_fd, NULL, err, sizeof err))) {
         spits_error("%s", err);
         return JM_EXIT_ERROR;
     }

@@ -22,7 +22,20 @@ struct spits_relay {
     pthread_t thread;
     char buf[RELAY_LINE_MAX];
     size_t have;
+    size_t plen;                      /* the prefix: out[0, plen) */
+    char out[SPITS_RELAY_PREFIX_MAX + RELAY_LINE_MAX];
 };
+
+/* One line (or piece), after the prefix. */
+static void relay_line(spits_relay_t *r, const char *line, size_t len)
+{
+    if (!r->plen) {
+        spits_term_line(line, len);
+        return;
+    }
+    memcpy(r->out + r->plen, line, len);
+    spits_term_line(r->out, r->plen + len);
+}
 
 /* Writes every complete line in the buffer and keeps the rest; a full
  * buffer without a newline is written as it is. */
@@ -30,12 +43,12 @@ static void relay_emit(spits_relay_t *r)
 {
     char *start = r->buf, *end = r->buf + r->have, *nl;
     while ((nl = memchr(start, '\n', (size_t)(end - start)))) {
-        spits_term_line(start, (size_t)(nl - start));
+        relay_line(r, start, (size_t)(nl - start));
         start = nl + 1;
     }
     r->have = (size_t)(end - start);
     if (r->have == sizeof r->buf) {
-        spits_term_line(r->buf, r->have);
+        relay_line(r, r->buf, r->have);
         r->have = 0;
     }
     memmove(r->buf, start, r->have);
@@ -77,12 +90,13 @@ static void *relay_main(void *arg)
     if (open_pipe)
         relay_read(r);
     if (r->have)                      /* an unfinished line, finished here */
-        spits_term_line(r->buf, r->have);
+        relay_line(r, r->buf, r->have);
     r->have = 0;
     return NULL;
 }
 
-spits_relay_t *spits_relay_start(int fd, char *err, size_t errlen)
+spits_relay_t *spits_relay_start(int fd, const char *prefix, char *err,
+                                 size_t errlen)
 {
     spits_relay_t *r = calloc(1, sizeof *r);
     if (!r) {
@@ -90,6 +104,8 @@ spits_relay_t *spits_relay_start(int fd, char *err, size_t errlen)
         return NULL;
     }
     r->fd = fd;
+    r->plen = prefix ? strnlen(prefix, SPITS_RELAY_PREFIX_MAX) : 0;
+    memcpy(r->out, prefix ? prefix : "", r->plen);
     r->wake_fd = spits_wake_open();
     if (r->wake_fd < 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0 ||
         fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {

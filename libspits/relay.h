@@ -8,7 +8,11 @@
  * thread of its own reads the pipe; a line is written once it is
  * complete (a very long one in pieces).
  *
- *   spits_relay_t *r = spits_relay_start(fd, err, sizeof err);
+ * spits-tm relays its own stdout the same way, each line prefixed: what a
+ * module's worker prints is the TM's log, never the job's result (which is
+ * what the committer prints on the JM's stdout).
+ *
+ *   spits_relay_t *r = spits_relay_start(fd, prefix, err, sizeof err);
  *   ...
  *   spits_relay_stop(&r);     what was read is written; fd is closed
  */
@@ -19,9 +23,12 @@
 
 typedef struct spits_relay spits_relay_t;
 
-/* Starts the thread that relays fd's lines; NULL after writing why into
- * err. The relay owns fd from then on. */
-spits_relay_t *spits_relay_start(int fd, char *err, size_t errlen);
+/* Starts the thread that relays fd's lines, each after prefix (NULL or ""
+ * for none; at most SPITS_RELAY_PREFIX_MAX bytes are used); NULL after
+ * writing why into err. The relay owns fd from then on. */
+#define SPITS_RELAY_PREFIX_MAX 64
+spits_relay_t *spits_relay_start(int fd, const char *prefix, char *err,
+                                 size_t errlen);
 /* Writes what is readable now and any unfinished line, stops the thread,
  * closes fd, frees *r and sets it to NULL. What is written into the pipe
  * later stays there for whoever else holds its read end. */

@@ -338,6 +338,9 @@ int tm_child_main(int argc, char **argv)
     int pargc = 0;
 
     spits_log_init("spits-tm worker", SPITS_LOG_INFO);
+    /* stdout is the TM's pipe (tm.c): each line goes at once, so a worker
+     * that is killed (a timeout) loses no finished line. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     /* Slurm (or Ctrl-C) signals the whole process group; the TM drains
      * and decides when a worker process ends (SIGKILL, or closing the
      * pipe), so a running task is not cut short and blamed for it. The

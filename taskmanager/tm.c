@@ -27,8 +27,9 @@
  * rest is split by concern (tm_private.h lists the files); the workers
  * and their pool are in workers.c and isolate.c (tm.h).
  */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,9 +37,48 @@
 #include <sodium.h>
 
 #include "log.h"
+#include "relay.h"
 #include "tm_private.h"
 #include "util.h"
 #include "wake.h"
+
+/* What the module's workers print on stdout is the TM's log, not the
+ * job's result: spits-run's TMs share its stdout with the committer, and
+ * "spits-run ... > result.txt" must hold the committer's output only. So
+ * stdout becomes a pipe whose lines go to stderr, prefixed (relay.h);
+ * --isolate's worker processes inherit it. Main thread only. */
+#define TM_STDOUT_PREFIX "spits-tm: module stdout: "
+static spits_relay_t *tm_stdout;
+
+static void tm_stdout_start(void)
+{
+    int p[2] = {-1, -1};
+    char err[256] = "";
+
+    fflush(stdout);
+    if (pipe2(p, O_CLOEXEC) != 0)
+        snprintf(err, sizeof err, "%s", strerror(errno));
+    else if (!(tm_stdout = spits_relay_start(p[0], TM_STDOUT_PREFIX, err, sizeof err)))
+        close(p[0]);
+    /* (dup2 leaves fd 1 open across exec, for --isolate's workers) */
+    if (!tm_stdout || dup2(p[1], STDOUT_FILENO) < 0) {
+        /* Unprefixed, but still not on the result's stdout. */
+        spits_warn("cannot relay the module's stdout (%s); it goes to stderr "
+                   "as it is", err[0] ? err : strerror(errno));
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+    }
+    if (p[1] >= 0)
+        close(p[1]);
+    setvbuf(stdout, NULL, _IOLBF, 0);   /* a crash loses no finished line */
+}
+
+/* The last lines, then the pipe is gone. */
+static void tm_stdout_stop(void)
+{
+    fflush(stdout);
+    dup2(STDERR_FILENO, STDOUT_FILENO);   /* (the pipe's last writer here) */
+    spits_relay_stop(&tm_stdout);
+}
 
 /* Everything between the options and the loop. Returns -1 to run the
  * loop, or the exit status. */
@@ -91,11 +131,12 @@ static int tm_teardown(tm_t *tm, int rc)
     tm_relay_destroy(&tm->relay, tm->job_over);
     if (busy) {
         spits_debug("leaving %d busy worker(s) behind", busy);
-        fflush(stdout);
+        tm_stdout_stop();
         fflush(stderr);
         _exit(rc);
     }
     tm_free(tm);
+    tm_stdout_stop();
     return rc;
 }
 
@@ -121,6 +162,7 @@ int main(int argc, char **argv)
         tm_opts_complete(&tm.opts);
         return tm_sim_main(&tm.opts);
     }
+    tm_stdout_start();
     rc = tm_setup(&tm);
     if (rc >= 0) {
         /* (what the set-up made before it stopped: a socket whose connect
@@ -130,6 +172,7 @@ int main(int argc, char **argv)
             tm_link_abandon(&tm);
             tm_free(&tm);
         }
+        tm_stdout_stop();
         return rc;
     }
     rc = tm_loop_run(&tm);

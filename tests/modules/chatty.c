@@ -1,0 +1,28 @@
+/*
+ * chatty.c - a module whose workers print: "worker: chunk I" on stdout
+ * for each task I (and an unfinished line for task 1), as a first module's
+ * debugging output does. The job's result is commit_job's one line, which
+ * spits_main prints: "chatty: sum=S".
+ */
+#include <stdio.h>
+#include <stdint.h>
+
+static int64_t chatty_f(int64_t i)
+{
+    if (i == 1)
+        printf("worker: no newline here");   /* finished by the next line */
+    printf("worker: chunk %lld\n", (long long)i);
+    return i;
+}
+
+#define SUM_F(op, i) ((void)(op), chatty_f(i))
+#include "common.h"
+
+int spits_main(int argc, const char *argv[], spitsrun_t run)
+{
+    int64_t sum;
+    if (sum_run(argc, argv, run, &sum) != 0)
+        return 1;
+    printf("chatty: sum=%lld\n", (long long)sum);
+    return 0;
+}
