@@ -23,12 +23,12 @@
 /* t is gone, for now at least: its copies go back to the scheduler, and
  * it leaves the live set (the last step: the table may then evict an
  * older dead TM). The number of copies taken back. */
-static size_t drop(jm_disp_t *d, jm_tm_t *t)
+static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 {
     d->serve_all = 1;   /* (its copies are requeued for the others) */
     d->alive_workers -= t->workers;
     d->alive--;
-    jm_timeline_event(&d->timeline, 0, t);
+    jm_timeline_event(&d->timeline, why, t);
     size_t n = jm_sched_lost(d->sched, t);
     disp_check_sched(d);
     return n;
@@ -38,7 +38,7 @@ void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 {
     if (!t->alive)
         return;
-    size_t n = drop(d, t);
+    size_t n = drop(d, t, JM_TL_LOST);
     d->st.tm_losses++;
     t->lost = 1;
     d->st.tms_lost_now++;
@@ -61,7 +61,7 @@ void disp_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
         (body = spits_wire_decode_json(zmq_msg_data((zmq_msg_t *)msg),
                                        zmq_msg_size(msg), &why)))
         refused = json_string_value(json_object_get(body, "refused"));
-    size_t n = drop(d, t);
+    size_t n = drop(d, t, JM_TL_LEAVE);
     d->st.tm_leaves++;
     if (refused) {
         d->st.tm_refusals++;
@@ -230,7 +230,7 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     d->alive_workers += t->workers;
     if (d->alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->alive_workers;
-    jm_timeline_event(&d->timeline, 1, t);
+    jm_timeline_event(&d->timeline, JM_TL_JOIN, t);
     json_decref(j);
     count_hello(d, t, first);
     disp_send_phase(d, t, SPITS_MSG_WELCOME);

@@ -29,14 +29,14 @@ void jm_timeline_sample(jm_timeline_t *tl, int64_t now_ms, uint64_t resolved)
     tl->next_ms = now_ms + tl->every_ms;
 }
 
-void jm_timeline_event(jm_timeline_t *tl, int join, const jm_tm_t *tm)
+void jm_timeline_event(jm_timeline_t *tl, jm_tl_kind_t kind, const jm_tm_t *tm)
 {
     if (tl->nevents == JM_TIMELINE_EVENTS) {
         tl->dropped++;
         return;
     }
     tl->events[tl->nevents].t = (float)(spits_wall_time() - tl->started);
-    tl->events[tl->nevents].join = join;
+    tl->events[tl->nevents].kind = kind;
     tl->events[tl->nevents].pid = tm->pid;
     snprintf(tl->events[tl->nevents++].host, sizeof tl->events[0].host, "%.63s",
              tm->host);
@@ -45,6 +45,7 @@ void jm_timeline_event(jm_timeline_t *tl, int join, const jm_tm_t *tm)
 json_t *jm_timeline_json(const jm_timeline_t *tl, uint64_t resolved,
                          size_t max_events)
 {
+    static const char *const kinds[] = {"join", "leave", "lost"};
     json_t *pts = json_array(), *evs = json_array();
     size_t first = tl->nevents > max_events ? tl->nevents - max_events : 0;
     for (size_t i = 0; i < tl->npoints; i++)
@@ -55,7 +56,7 @@ json_t *jm_timeline_json(const jm_timeline_t *tl, uint64_t resolved,
     for (size_t i = first; i < tl->nevents; i++) {
         json_array_append_new(evs, json_pack("{s:f, s:s, s:s, s:I}",
             "t", (double)tl->events[i].t,
-            "event", tl->events[i].join ? "join" : "leave",
+            "event", kinds[tl->events[i].kind],
             "host", tl->events[i].host, "pid", (json_int_t)tl->events[i].pid));
     }
     return json_pack("{s:f, s:o, s:o, s:I}", "interval_s", tl->every_ms / 1000.0,

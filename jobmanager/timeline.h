@@ -21,6 +21,10 @@
 #define JM_TIMELINE_POINTS 512
 #define JM_TIMELINE_EVENTS 4096
 
+/* What happened to a TM: report.json's "join", "leave" (it said BYE) and
+ * "lost" (silent, disconnected, or replaced by its own new HELLO). */
+typedef enum { JM_TL_JOIN, JM_TL_LEAVE, JM_TL_LOST } jm_tl_kind_t;
+
 typedef struct {
     double started;                  /* the job's start, wall clock */
     struct { float t; uint64_t resolved; } points[JM_TIMELINE_POINTS];
@@ -28,7 +32,7 @@ typedef struct {
     int64_t every_ms, next_ms;       /* interval, and the next point's time */
     struct {                         /* the TM's name, copied: its table */
         float t;                     /* entry may be gone by the report */
-        int join;
+        jm_tl_kind_t kind;
         long pid;
         char host[64];
     } events[JM_TIMELINE_EVENTS];
@@ -39,8 +43,8 @@ typedef struct {
 void jm_timeline_init(jm_timeline_t *tl, double started);
 /* A point, if one is due at monotonic time now_ms: resolved so far. */
 void jm_timeline_sample(jm_timeline_t *tl, int64_t now_ms, uint64_t resolved);
-/* TM tm joined (join 1) or left (0), now. */
-void jm_timeline_event(jm_timeline_t *tl, int join, const jm_tm_t *tm);
+/* TM tm joined, left or was lost, now. */
+void jm_timeline_event(jm_timeline_t *tl, jm_tl_kind_t kind, const jm_tm_t *tm);
 /* {interval_s, points: [[t, resolved]...], tm_events, tm_events_dropped},
  * with a last point of resolved at the end, and the newest max_events
  * events (the older ones count as dropped). A new reference. */
