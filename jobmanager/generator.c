@@ -30,6 +30,7 @@
 
 #include "generator.h"
 #include "committer.h"
+#include "crash.h"
 #include "jm.h"
 #include "journal.h"
 #include "log.h"
@@ -331,6 +332,7 @@ static void *gen_main(void *arg)
         /* Skipped tasks take no room: wait only after queueing one. */
         int stop = queued_last &&
                    gen_wait_room(g, q, id - skipped, id, bytes_made) != 0;
+        spits_crash_task(id);   /* (the task this call makes, for crash.h) */
         int more = !stop && spits_module_next_task(jm->mod, &p->manager,
                                                    gen_push, g);
         if (!gen_reclaim(q, &head)) {
