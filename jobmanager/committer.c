@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "committer.h"
+#include "crash.h"
 #include "jm.h"
 #include "log.h"
 #include "phase.h"
@@ -185,6 +186,7 @@ int jm_committer_replay(jm_t *jm, jm_phase_t *p, const spits_jr_phase_t *rp)
 {
     for (size_t i = 0; i < rp->nresults; i++) {
         const spits_jr_result_t *r = &rp->results[i];
+        spits_crash_task(r->id);
         int rc = spits_module_commit_pit(jm->mod, &p->committer, r->data,
                                         (spitssize_t)r->len);
         p->st.committed++;
@@ -233,6 +235,7 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
         for (size_t i = 0; i < n; i++) {
             jm_commit_t *c = &batch[i];
             if (c->status == SPITS_ST_OK) {
+                spits_crash_task(c->id);
                 int rc = spits_module_commit_pit(jm->mod, &p->committer, c->data,
                                                 (spitssize_t)c->len);
                 p->st.committed++;

@@ -30,6 +30,7 @@
 
 #include "generator.h"
 #include "committer.h"
+#include "crash.h"
 #include "jm.h"
 #include "journal.h"
 #include "log.h"
@@ -403,6 +404,7 @@ static void *gen_main(void *arg)
         /* Skipped tasks take no room: wait only after queueing one. */
         int stop = queued_last &&
                    gen_wait_room(g, q, id - skipped, id, bytes_made) != 0;
+        spits_crash_task(id);   /* (the task this call makes, for crash.h) */
         /* (not "!stop && next_task()", which makes any value 0 or 1) */
         int more = stop ? 0 : spits_module_next_task(jm->mod, &p->manager,
                                                      gen_push, g);

@@ -20,11 +20,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crash.h"
+#include "crashes.h"
 #include "dispatch.h"
 #include "jm.h"
 #include "jobdir.h"
 #include "log.h"
 #include "mem.h"
+#include "modexit.h"
 #include "phase.h"
 #include "recovery.h"
 #include "relay.h"
@@ -440,6 +443,8 @@ static int open_to_tms(jm_t *jm)
     char err[1024];
     spits_announce_t a;
 
+    if (jm_crashes_setup(jm) != 0)
+        return -1;
     jm->started = spits_wall_time();
     if (security_setup(jm, err, sizeof err) != 0 ||
         !(jm->disp = jm_disp_new(jm, err, sizeof err))) {
@@ -473,6 +478,27 @@ static int open_to_tms(jm_t *jm)
     return 0;
 }
 
+/* The end once the exit status is known: report.json written, the
+ * journal closed (left resumable unless the job finished). */
+static int end_with(jm_t *jm, int status)
+{
+    int finished = !jm->interrupted && !jm_signal && !jm->runtime_error &&
+                   !atomic_load(&jm_abort) && !jm->failed_tasks;
+    jm->resumable = jm->journal && !finished;
+    jm_report_write(jm, status, spits_wall_time());
+    jm_recovery_end(jm, status, finished);
+    return status;
+}
+
+/* The module called exit(code) in spits_main (modexit.c): the job ends
+ * there, code being the process's exit status. */
+static void end_at_exit(jm_t *jm, int code)
+{
+    jm->module_exit = 1;
+    jm_disp_stop(jm->disp);
+    end_with(jm, code);
+}
+
 /* Runs spits_main, or one job with the command line's arguments (argv[0]
  * of the module is its path; its own arguments follow). */
 static int run_job(jm_t *jm, int margc, const char **margv)
@@ -480,7 +506,9 @@ static int run_job(jm_t *jm, int margc, const char **margv)
     int rc;
     jm_phase_set_job(jm);
     if (spits_module_has_main(jm->mod)) {
+        jm_modexit_arm(jm, end_at_exit);
         rc = spits_module_main(jm->mod, margc, margv, jm_run_phase);
+        jm_modexit_disarm();
     } else {
         const void *final;
         spitssize_t finalsz;
@@ -490,8 +518,7 @@ static int run_job(jm_t *jm, int margc, const char **margv)
     return rc;
 }
 
-/* The end: the TMs told, report.json written, the journal closed (left
- * resumable unless the job finished). Returns the exit status. */
+/* The end: the TMs told, then end_with. Returns the exit status. */
 static int end_job(jm_t *jm, int rc)
 {
     jm_disp_stop(jm->disp);
@@ -500,13 +527,7 @@ static int end_job(jm_t *jm, int rc)
                     "does not run deterministically", jm->nphases, jm->replay.nphases);
         jm->runtime_error = 1;
     }
-    int status = exit_status(jm, rc);
-    int finished = !jm->interrupted && !jm_signal && !jm->runtime_error &&
-                   !atomic_load(&jm_abort) && !jm->failed_tasks;
-    jm->resumable = jm->journal && !finished;
-    jm_report_write(jm, status, spits_wall_time());
-    jm_recovery_end(jm, status, finished);
-    return status;
+    return end_with(jm, exit_status(jm, rc));
 }
 
 /* Frees what the job holds; a job that never ran has its new journal
@@ -601,6 +622,10 @@ int main(int argc, char **argv)
     }
     spits_log_init("spits-jm", verbosity > SPITS_LOG_TRACE ? SPITS_LOG_TRACE : verbosity);
     spits_term_init();
+    /* From here a fatal signal is named (crash.h); DIR/crash.json too once
+     * the job dir is known (crashes.c). */
+    if (spits_crash_init("spits-jm", err, sizeof err) != 0)
+        spits_warn("%s: a crash will not be named", err);
     if (jm.opt.relay_fd >= 0 && !(relay = spits_relay_start(jm.opt.relay_fd, NULL, err, sizeof err))) {
         spits_error("%s", err);
         return JM_EXIT_ERROR;

@@ -50,8 +50,9 @@
 /* ZMQ_MAXMSGSIZE for a largest task or result of max_task bytes: a batch
  * is cut at a few MiB, plus at most one record that may be that large. */
 #define JM_MAX_MSG(max_task) (2 * (max_task) + (16LL << 20))
-/* run()'s value for a phase whose tasks failed: commit_job was not called. */
-#define JM_RUN_FAILED_TASKS (-1000)
+/* run()'s value for a phase that failed or was stopped: commit_job was
+ * not called (spits.h). */
+#define JM_RUN_FAILED_TASKS SPITS_RUN_FAILED
 
 /* Exit statuses of spits-jm. */
 #define JM_EXIT_OK 0
@@ -150,6 +151,7 @@ typedef struct {
     int failed_tasks;         /* some phase had failed tasks */
     int runtime_error;        /* some phase could not run (module, limits) */
     int interrupted;          /* the signal that stopped the job, or 0 */
+    int module_exit;          /* the module called exit() (modexit.c) */
     int resumable;            /* at the end: --resume can continue it */
     spits_journal_t *journal; /* NULL with --journal=off; main thread's */
     spits_jr_t replay;        /* --resume: the journal as loaded */

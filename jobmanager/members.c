@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "crashes.h"
 #include "dispatch_int.h"
 #include "log.h"
 #include "phase.h"
@@ -36,8 +37,12 @@ static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 
 void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 {
+    char crashed[320];
     if (!t->alive)
         return;
+    /* A TM that died of a signal says so in its crash file. */
+    if (jm_crashes_tm_lost(d->jm, t->host, t->pid, crashed, sizeof crashed))
+        why = crashed;
     size_t n = drop(d, t, JM_TL_LOST);
     d->st.tm_losses++;
     t->lost = 1;

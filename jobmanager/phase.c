@@ -27,6 +27,7 @@
 
 #include "phase.h"
 #include "committer.h"
+#include "crash.h"
 #include "dispatch.h"
 #include "generator.h"
 #include "jm.h"
@@ -222,6 +223,8 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
     jm_t *jm = phase_job;
     jm_phase_t *p = calloc(1, sizeof *p);
     int rc;
+    /* From spits_main into the runtime: a crash here is not the module's. */
+    const char *caller = spits_crash_enter(NULL);
 
     if (final)
         *final = NULL;
@@ -229,6 +232,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         *finalsz = 0;
     if (!p || argc < 1 || !argv || jm_signal || atomic_load(&jm_abort)) {
         free(p);
+        spits_crash_leave(caller);
         return JM_RUN_FAILED_TASKS;
     }
     p->st.id = jm->nphases + 1;
@@ -387,5 +391,6 @@ out:
     jm_genq_destroy(&p->genq);
     jm_commitq_destroy(&p->cq);
     free(p);
+    spits_crash_leave(caller);
     return rc;
 }

@@ -144,6 +144,10 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     /* What stopped the job, when a thread found it could not go on. */
     if (jm_fatal_message())
         json_object_set_new(doc, "error", json_string(jm_fatal_message()));
+    /* The job ended in the module's exit() (modexit.c), exit_code its
+     * argument. */
+    if (jm->module_exit)
+        json_object_set_new(doc, "module_exit", json_true());
     snprintf(path, sizeof path, "%s/%s", jm->opt.jobdir, SPITS_REPORT_FILE);
     int rc = spits_json_write_atomic(path, doc, 0644, err, sizeof err);
     if (rc != 0)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crash.h"
 #include "metrics.h"
 #include "module.h"
 #include "origin.h"
@@ -239,10 +240,15 @@ int spits_module_fd(const spits_module_t *m) { return spits_image_fd(m->img); }
 int spits_module_is_v20(const spits_module_t *m) { return m->v20; }
 int spits_module_has_main(const spits_module_t *m) { return m->main != NULL; }
 
+/* Every call into the module is marked with the function's name, so that
+ * a crash in it is named (crash.h): two thread-local stores a call. */
 int spits_module_main(spits_module_t *m, int argc, const char **argv,
                       spitsrun_t run)
 {
-    return m->main(argc, argv, run);
+    const char *was = spits_crash_enter("spits_main");
+    int rc = m->main(argc, argv, run);
+    spits_crash_leave(was);
+    return rc;
 }
 
 static void inst_metrics(spits_module_t *m, spits_inst_t *in)
@@ -251,11 +257,16 @@ static void inst_metrics(spits_module_t *m, spits_inst_t *in)
     in->metrics = m->v20 ? m->metrics_new(SPITS_METRICS_BUFFER) : NULL;
 }
 
-/* Finalizes the instance, then releases its metrics object. */
-static void inst_free(spits_module_t *m, spits_inst_t *in, free_fn fin)
+/* Finalizes the instance (fin, named fname), then releases its metrics
+ * object. */
+static void inst_free(spits_module_t *m, spits_inst_t *in, free_fn fin,
+                      const char *fname)
 {
-    if (in->obj && fin)
+    if (in->obj && fin) {
+        const char *was = spits_crash_enter(fname);
         fin(in->obj);
+        spits_crash_leave(was);
+    }
     if (in->metrics)
         m->metrics_free(in->metrics);
     in->obj = in->metrics = NULL;
@@ -266,7 +277,7 @@ static int inst_check(spits_module_t *m, spits_inst_t *in)
 {
     if (in->obj)
         return 0;
-    inst_free(m, in, NULL);
+    inst_free(m, in, NULL, NULL);
     return -1;
 }
 
@@ -275,29 +286,36 @@ int spits_module_manager_new(spits_module_t *m, spits_inst_t *in, int argc,
                         spitssize_t jobinfosz)
 {
     inst_metrics(m, in);
+    const char *was = spits_crash_enter("spits_job_manager_new");
     in->obj = m->v20 ? ((manager_new20_fn)m->manager_new)(argc, argv, jobinfo, jobinfosz,
                                                 in->metrics)
                      : ((manager_new_fn)m->manager_new)(argc, argv, jobinfo, jobinfosz);
+    spits_crash_leave(was);
     return inst_check(m, in);
 }
 
 int spits_module_next_task(spits_module_t *m, spits_inst_t *in,
                          spitspush_t push, spitsctx_t ctx)
 {
-    return m->next_task(in->obj, push, ctx);
+    const char *was = spits_crash_enter("spits_job_manager_next_task");
+    int rc = m->next_task(in->obj, push, ctx);
+    spits_crash_leave(was);
+    return rc;
 }
 
 void spits_module_manager_free(spits_module_t *m, spits_inst_t *in)
 {
-    inst_free(m, in, m->manager_free);
+    inst_free(m, in, m->manager_free, "spits_job_manager_finalize");
 }
 
 int spits_module_worker_new(spits_module_t *m, spits_inst_t *in, int argc,
                             const char **argv)
 {
     inst_metrics(m, in);
+    const char *was = spits_crash_enter("spits_worker_new");
     in->obj = m->v20 ? ((worker_new20_fn)m->worker_new)(argc, argv, in->metrics)
                      : ((worker_new_fn)m->worker_new)(argc, argv);
+    spits_crash_leave(was);
     return inst_check(m, in);
 }
 
@@ -305,12 +323,15 @@ int spits_module_worker_run(spits_module_t *m, spits_inst_t *in,
                             const void *task, spitssize_t tasksz,
                             spitspush_t push, spitsctx_t ctx)
 {
-    return m->worker_run(in->obj, task, tasksz, push, ctx);
+    const char *was = spits_crash_enter("spits_worker_run");
+    int rc = m->worker_run(in->obj, task, tasksz, push, ctx);
+    spits_crash_leave(was);
+    return rc;
 }
 
 void spits_module_worker_free(spits_module_t *m, spits_inst_t *in)
 {
-    inst_free(m, in, m->worker_free);
+    inst_free(m, in, m->worker_free, "spits_worker_finalize");
 }
 
 int spits_module_committer_new(spits_module_t *m, spits_inst_t *in, int argc,
@@ -318,22 +339,30 @@ int spits_module_committer_new(spits_module_t *m, spits_inst_t *in, int argc,
                         spitssize_t jobinfosz)
 {
     inst_metrics(m, in);
+    const char *was = spits_crash_enter("spits_committer_new");
     in->obj = m->v20 ? ((manager_new20_fn)m->committer_new)(argc, argv, jobinfo, jobinfosz,
                                                 in->metrics)
                      : ((manager_new_fn)m->committer_new)(argc, argv, jobinfo, jobinfosz);
+    spits_crash_leave(was);
     return inst_check(m, in);
 }
 
 int spits_module_commit_pit(spits_module_t *m, spits_inst_t *in,
                            const void *result, spitssize_t resultsz)
 {
-    return m->commit_pit(in->obj, result, resultsz);
+    const char *was = spits_crash_enter("spits_committer_commit_pit");
+    int rc = m->commit_pit(in->obj, result, resultsz);
+    spits_crash_leave(was);
+    return rc;
 }
 
 int spits_module_commit_job(spits_module_t *m, spits_inst_t *in,
                         spitspush_t push, spitsctx_t ctx)
 {
-    return m->commit_job(in->obj, push, ctx);
+    const char *was = spits_crash_enter("spits_committer_commit_job");
+    int rc = m->commit_job(in->obj, push, ctx);
+    spits_crash_leave(was);
+    return rc;
 }
 
 json_t *spits_module_metrics_json(spits_module_t *m, const spits_inst_t *in)
@@ -345,5 +374,5 @@ json_t *spits_module_metrics_json(spits_module_t *m, const spits_inst_t *in)
 
 void spits_module_committer_free(spits_module_t *m, spits_inst_t *in)
 {
-    inst_free(m, in, m->committer_free);
+    inst_free(m, in, m->committer_free, "spits_committer_finalize");
 }

@@ -43,7 +43,30 @@ typedef spitsrun_t spitzrun_t;
  * Optional entry point. When a module exports it, the runtime calls it
  * instead of running one job; every run() call is one phase (a complete
  * parallel job). Its return value is the process exit status.
+ *
+ * run() returns one of:
+ *   commit_job's value  the phase ran to its end: every task committed,
+ *                       then commit_job called (*final and *finalsz are
+ *                       what it pushed, NULL and 0 if nothing; valid
+ *                       until the next run()). On --resume, a phase the
+ *                       journal saw end is not run again: its journaled
+ *                       commit_job value and final result are returned.
+ *   SPITS_RUN_FAILED    the phase did not end: a task failed every
+ *                       attempt, the job is being stopped (a signal, a
+ *                       fatal error), a constructor returned NULL, argv
+ *                       is empty or not UTF-8, a task was too large, the
+ *                       journal could not be written, or a resumed
+ *                       phase's arguments differ from the journal's.
+ *                       commit_job was not called (or, for a journal
+ *                       failure, its end was not recorded); *final is
+ *                       NULL. spits-jm has said why on stderr and its
+ *                       exit status and report.json say it too, whatever
+ *                       spits_main returns; spits_main should return
+ *                       (or exit()) at once: a later run() of a stopped
+ *                       job returns SPITS_RUN_FAILED without running.
+ * So commit_job should not return SPITS_RUN_FAILED itself.
  */
+#define SPITS_RUN_FAILED (-1000)
 int spits_main(int argc, const char *argv[], spitsrun_t run);
 
 #ifndef SPITS_METRICS_VARIANT

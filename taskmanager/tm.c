@@ -107,6 +107,7 @@ static int tm_setup(tm_t *tm)
 
     /* A dead --isolate child must not kill us through its pipe. */
     signal(SIGPIPE, SIG_IGN);
+    tm_crash_setup(tm);
     tm_loop_catch_signals(tm->wake_fd);
     if (tm->opts.serve && !(tm->relay = tm_relay_new(tm)))
         return 1;

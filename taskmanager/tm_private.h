@@ -23,6 +23,7 @@
  *               turned by one loop
  *   relay.c     --serve: a relay; the TMs behind it run the pool's tasks
  *   relay_peers.c  ...who is behind a relay (relay_int.h)
+ *   crash.c     a fatal signal named, and a crash file for the JM
  *
  * Who calls whom (never upwards, never into tm.c):
  *
@@ -272,6 +273,11 @@ void tm_results_collect(tm_t *tm);
 /* Sends what the link takes now; the rest waits. */
 void tm_results_send(tm_t *tm);
 void tm_results_free(tm_results_t *results);
+
+/* crash.c */
+/* Installs the fatal-signal handler (libspits/crash.h); with --jobdir, it
+ * writes DIR/crashes/HOST-PID too, for the JM. */
+void tm_crash_setup(tm_t *tm);
 
 /* loop.c */
 /* SIGTERM and SIGINT start a drain (woken through wake_fd). */

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "log.h"
 #include "push.h"
 #include "tm.h"
@@ -151,6 +152,7 @@ static uint32_t worker_run_here(worker_t *w, const tm_item_t *it)
     worker_set_phase(w, it->phase);
     if (!w->inst_ok)
         return SPITS_ST_FAILED;
+    spits_crash_task(it->id);
     int rc = spits_module_worker_run(w->pool->mod, &w->inst, it->data,
                                      (spitssize_t)it->len, push_result, w);
     if (w->fault != SPITS_PUSH_OK || w->pushes > 1)
@@ -262,6 +264,7 @@ static void *worker_main(void *arg)
     tm_pool_t *p = w->pool;
 
     spits_batch_begin(&w->local, SPITS_MSG_RESULTS, 0);
+    spits_crash_worker();   /* (a crash report lists its task) */
     for (;;) {
         size_t k;
         pthread_mutex_lock(&p->lock);

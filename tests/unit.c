@@ -15,6 +15,7 @@
 #include "journal.h"
 #include "keys.h"
 #include "backlog.h"
+#include "crash.h"
 #include "lateness.h"
 #include "mem.h"
 #include "metrics.h"
@@ -56,6 +57,7 @@ int main(void)
         {"parts", spits_parts_selftest},
         {"mem", spits_mem_selftest},
         {"origin", spits_origin_selftest},
+        {"crash", spits_crash_selftest},
         {"svgplot", spits_svgplot_selftest},
         {"reporthtml", spits_reporthtml_selftest},
         {"alloc-policy", alloc_policy_selftest},

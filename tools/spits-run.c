@@ -41,6 +41,7 @@ typedef struct {
     const char *jobdir;
     char tmpdir[PATH_MAX];
     int keep;
+    int jm_crashed;         /* the signal the JM died of, unsent (or 0) */
     long workers, tms;
     const char *max_copies, *max_attempts, *bind, *commit_errors, *progress;
     const char *prefetch, *task_timeout;   /* passed to spits-tm */
@@ -233,12 +234,25 @@ static const int run_stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
                                        SIGUSR2, SIGPIPE, SIGALRM, SIGVTALRM,
                                        SIGPROF, SIGXCPU, SIGXFSZ};
 
-/* The temporary job dir goes, unless --keep. */
+/* 1 if the JM (its wait status ws) died of a signal this program did not
+ * send it: a crash, the OOM killer. What is left of the job is in its job
+ * dir then (crash.json, the journal), so a temporary one is kept. */
+static int run_jm_crashed(int ws, int sent)
+{
+    return WIFSIGNALED(ws) &&
+           !(sent && (WTERMSIG(ws) == SIGINT || WTERMSIG(ws) == SIGTERM));
+}
+
+/* The temporary job dir goes, unless --keep or the JM crashed. */
 static void run_cleanup(run_t *r)
 {
     if (!r->tmpdir[0])
         return;
-    if (r->keep)
+    if (r->jm_crashed)
+        spits_error("the job manager died of SIG%s; job dir kept: %s "
+                    "(spits-status --jobdir %s says where it crashed)",
+                    sigabbrev_np(r->jm_crashed), r->tmpdir, r->tmpdir);
+    else if (r->keep)
         spits_info("job dir kept: %s", r->tmpdir);
     else
         nftw(r->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -501,6 +515,8 @@ int main(int argc, char **argv)
         while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
             if (pid == r.jm) {
                 status = status_of(ws);
+                if (run_jm_crashed(ws, signalled || gave_up))
+                    r.jm_crashed = WTERMSIG(ws);
                 r.jm = 0;
                 continue;
             }

@@ -6,7 +6,8 @@
  * Reads DIR/jm.json, connects to the JM the way a Task Manager does (with
  * the job's CurveZMQ keys from DIR/tm.key), sends one STATUS request and
  * prints the answer: a table, or with --json the JM's document as it is.
- * A job that is over is described from DIR/report.json instead. --watch
+ * A job that is over is described from DIR/report.json instead, and one
+ * whose JM died of a signal from DIR/crash.json (libspits/crash.h). --watch
  * asks again every SEC seconds (2) until the job is over. --serve shows
  * the same as a web page (status-serve.c), asking on each request.
  *
@@ -26,6 +27,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "crash.h"
 #include "jobdir.h"
 #include "keys.h"
 #include "log.h"
@@ -266,6 +268,37 @@ static int show_report(const char *dir, int as_json, const char *why)
     return 0;
 }
 
+/* A job whose JM died of a signal: its DIR/crash.json (libspits/crash.h),
+ * instead of the report it could not write. 0 if it was shown, 1 if there
+ * is none of this job (or it is damaged: said). */
+static int show_crash(const char *dir, const spits_announce_t *a, int as_json)
+{
+    char path[PATH_MAX], err[PATH_MAX + 128], what[256];
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_CRASH_FILE);
+    json_t *doc = spits_crash_read(path, err, sizeof err);
+    if (!doc) {
+        if (err[0])
+            spits_warn("%s", err);
+        return 1;
+    }
+    const char *id = json_string_value(json_object_get(doc, "job_id"));
+    if (!id || strcmp(id, a->job_id) != 0) {
+        json_decref(doc);   /* (an earlier run's) */
+        return 1;
+    }
+    if (as_json) {
+        json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+        printf("\n");
+    } else {
+        spits_crash_describe(doc, what, sizeof what);
+        printf("job %s crashed: its job manager (spits-jm pid %lld on %s) was "
+               "killed by %s; no report.json (details in %s)\n", id,
+               (long long)num(doc, "pid"), str(doc, "host"), what, path);
+    }
+    json_decref(doc);
+    return 0;
+}
+
 /* 1 if the JM that wrote jm.json ran on this host and has exited. */
 static int jm_exited(const spits_announce_t *a)
 {
@@ -459,6 +492,10 @@ int main(int argc, char **argv)
         }
         if (spits_jobdir_finished(dir, a.job_id, 1)) {
             rc = show_report(dir, as_json, NULL) == 0 ? 0 : 1;
+            break;
+        }
+        if (show_crash(dir, &a, as_json) == 0) {
+            rc = 0;
             break;
         }
         if (report_damaged(dir, &a, NULL))

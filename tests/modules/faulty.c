@@ -3,7 +3,8 @@
  * --isolate and poison-task tests.
  *
  *   faulty N [segv=ID] [abort=ID] [exit=ID] [hang=ID] [once=ID:DIR] [sleep=US]
- *            [jm-exit] [commitfail=K]
+ *            [jm-exit] [commitfail=K] [fail=ID] [jmsegv=FN:ID]
+ *            [exit-on-fail=CODE]
  *
  * Tasks are 0..N-1. The worker segfaults, aborts, calls exit(3) or hangs
  * forever on the named task; "once" crashes only the first run of its task
@@ -13,7 +14,16 @@
  * 1 for every Kth task (ids K-1, 2K-1, ...), which it then does not count.
  * The committer sums id+1 of every committed task, fails
  * commit_job on a task seen twice, and commit_job prints
- * "faulty: C tasks, sum S".
+ * "faulty: C tasks, sum S". fail=ID makes the worker return 1 on task ID.
+ *
+ * Built as crashy.so (-DFAULTY_MAIN, for tests/crash-names.sh), it is a
+ * two-phase job (spits_main, the same arguments in each phase) that may
+ * crash in the JM: jmsegv=next_task:ID segfaults (a real invalid write)
+ * in next_task while it makes task ID, jmsegv=commit_pit:ID in commit_pit
+ * of task ID, jmsegv=commit_job:0 in commit_job. When run() returns
+ * SPITS_RUN_FAILED and exit-on-fail is given, spits_main prints "faulty:
+ * phase P failed" and calls exit(CODE), as the published PY-PITS and
+ * SPITS 2.0 two-phase examples do.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,9 +38,9 @@
 #include "spits.h"
 
 typedef struct {
-    long long n, segv, abrt, ex, hang, once, sleep_us, commitfail;
-    int jm_exit;
-    char dir[512];
+    long long n, segv, abrt, ex, hang, once, sleep_us, commitfail, fail, jmsegv;
+    int jm_exit, exit_code;
+    char dir[512], jmsegv_fn[32];
 } faulty_cfg_t;
 
 typedef struct { faulty_cfg_t c; long long next; } faulty_job_t;
@@ -39,7 +49,8 @@ typedef struct { faulty_cfg_t c; long long count, sum; unsigned char *seen; int 
 static int faulty_args(int argc, const char **argv, faulty_cfg_t *c)
 {
     memset(c, 0, sizeof *c);
-    c->segv = c->abrt = c->ex = c->hang = c->once = -1;
+    c->segv = c->abrt = c->ex = c->hang = c->once = c->fail = c->jmsegv = -1;
+    c->exit_code = -1;
     if (argc < 2 || (c->n = atoll(argv[1])) <= 0)
         return -1;
     for (int i = 2; i < argc; i++) {
@@ -51,6 +62,13 @@ static int faulty_args(int argc, const char **argv, faulty_cfg_t *c)
         else if (!strncmp(a, "sleep=", 6)) c->sleep_us = atoll(a + 6);
         else if (!strcmp(a, "jm-exit")) c->jm_exit = 1;
         else if (!strncmp(a, "commitfail=", 11)) c->commitfail = atoll(a + 11);
+        else if (!strncmp(a, "fail=", 5)) c->fail = atoll(a + 5);
+        else if (!strncmp(a, "exit-on-fail=", 13)) c->exit_code = atoi(a + 13);
+        else if (!strncmp(a, "jmsegv=", 7) && strchr(a, ':')) {
+            const char *colon = strchr(a, ':');
+            snprintf(c->jmsegv_fn, sizeof c->jmsegv_fn, "%.*s", (int)(colon - a - 7), a + 7);
+            c->jmsegv = atoll(colon + 1);
+        }
         else if (!strncmp(a, "once=", 5)) {
             const char *colon = strchr(a, ':');
             if (!colon)
@@ -62,6 +80,40 @@ static int faulty_args(int argc, const char **argv, faulty_cfg_t *c)
     }
     return 0;
 }
+
+/* A real fault, not raise(): the kernel's SIGSEGV, as a module bug gives
+ * (volatile: the compiler cannot see that it is NULL). */
+static int *volatile faulty_nowhere;
+
+static void faulty_jm_segv(const faulty_cfg_t *c, const char *fn, long long id)
+{
+    if (!strcmp(c->jmsegv_fn, fn) && c->jmsegv == id)
+        *faulty_nowhere = 1;
+}
+
+#ifdef FAULTY_MAIN
+int spits_main(int argc, const char *argv[], spitsrun_t run)
+{
+    faulty_cfg_t c;
+    if (faulty_args(argc, argv, &c) != 0) {
+        fprintf(stderr, "faulty: bad arguments\n");
+        return 2;
+    }
+    for (int phase = 1; phase <= 2; phase++) {
+        const void *final;
+        spitssize_t finalsz;
+        int rc = run(argc, argv, NULL, 0, &final, &finalsz);
+        if (rc == SPITS_RUN_FAILED && c.exit_code >= 0) {
+            printf("faulty: phase %d failed\n", phase);
+            fflush(stdout);
+            exit(c.exit_code);
+        }
+        if (rc != 0)
+            return rc == SPITS_RUN_FAILED ? 1 : rc;
+    }
+    return 0;
+}
+#endif
 
 void *spits_job_manager_new(int argc, const char *argv[], const void *ji,
                             spitssize_t jisz)
@@ -86,6 +138,7 @@ int spits_job_manager_next_task(void *jm, spitspush_t push, spitsctx_t ctx)
     if (j->next >= j->c.n)
         return 0;
     long long id = j->next++;
+    faulty_jm_segv(&j->c, "next_task", id);
     push(&id, sizeof id, ctx);
     return 1;
 }
@@ -116,6 +169,8 @@ int spits_worker_run(void *wp, const void *task, spitssize_t sz,
     }
     if (id == c->segv)
         raise(SIGSEGV);
+    if (id == c->fail)
+        return 1;
     if (id == c->abrt)
         abort();
     if (id == c->ex)
@@ -160,6 +215,7 @@ int spits_committer_commit_pit(void *co, const void *r, spitssize_t sz)
     if (sz != sizeof id)
         return 1;
     memcpy(&id, r, sizeof id);
+    faulty_jm_segv(&c->c, "commit_pit", id);
     if (id < 0 || id >= c->c.n)
         return 1;
     if (c->c.commitfail > 0 && id % c->c.commitfail == c->c.commitfail - 1)
@@ -175,11 +231,13 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
 {
     faulty_co_t *c = co;
     (void)push; (void)ctx;
+    faulty_jm_segv(&c->c, "commit_job", 0);
     if (c->dup) {
         fprintf(stderr, "faulty: a task was committed twice\n");
         return 1;
     }
     printf("faulty: %lld tasks, sum %lld\n", c->count, c->sum);
+    fflush(stdout);
     return 0;
 }
 

@@ -1,0 +1,550 @@
+/*
+ * crash.c - naming a fatal signal (see crash.h).
+ *
+ * The handler runs where malloc, stdio and locks may be broken (a module
+ * that overran its heap, a thread that died holding a lock), so it uses
+ * only what POSIX calls async-signal-safe: atomics, write(2), open(2),
+ * close(2), sigaction(2), raise(3), getpid(2), clock_gettime(2). Every
+ * string it writes is either fixed, set up beforehand (the file's path
+ * and its fixed fields), or a number formatted here by hand. It runs on
+ * an alternate stack, so a stack overflow is named too.
+ *
+ * Per thread, the state is two thread-local words, stored on every module
+ * call (plain stores, no syscall, no lock); a worker's words live instead
+ * in a process-wide table, so that the handler, on whichever thread it
+ * runs, can list what every worker was running.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crash.h"
+
+typedef struct {
+    _Atomic(const char *) fn;   /* module function the thread is in */
+    _Atomic uint64_t task;      /* the task that call is about */
+} crash_slot_t;
+
+/* The signals whose default action is a core dump because the process
+ * (or a module in it) is broken, with what a person calls them. */
+static const struct {
+    int sig;
+    const char *name, *what;
+} crash_signals[] = {
+    {SIGSEGV, "SIGSEGV", "segmentation fault"},
+    {SIGBUS, "SIGBUS", "bus error"},
+    {SIGFPE, "SIGFPE", "arithmetic exception"},
+    {SIGILL, "SIGILL", "illegal instruction"},
+    {SIGABRT, "SIGABRT", "aborted"},
+};
+#define CRASH_NSIGNALS (sizeof crash_signals / sizeof crash_signals[0])
+
+/* The module functions whose call is about one task. */
+static const char *const crash_task_fns[] = {
+    "spits_job_manager_next_task", "spits_worker_run",
+    "spits_committer_commit_pit"};
+
+/* An alternate stack: a stack overflow needs room to report itself. */
+#define CRASH_STACK (64 * 1024)
+
+static char crash_program[32];
+static atomic_int crash_installed;
+static int crash_tty;                /* stderr is a terminal: clear the line */
+/* The file and its fixed fields; crash_file_ready is 0 while they change. */
+static char crash_path[PATH_MAX];
+static char crash_fields[4096];
+static size_t crash_fields_len;
+static atomic_int crash_file_ready;
+
+static crash_slot_t crash_workers[SPITS_CRASH_WORKERS];
+static atomic_uint crash_nworkers;
+static atomic_int crash_busy;        /* a handler is reporting */
+
+static __thread crash_slot_t crash_own;
+static __thread crash_slot_t *crash_mine;  /* a worker's table entry */
+static __thread int crash_stack_done;
+static pthread_key_t crash_stack_key;
+static pthread_once_t crash_key_once = PTHREAD_ONCE_INIT;
+
+/* The handler's output, built in place (one handler at a time). */
+static char crash_line[2048];
+static char crash_doc[sizeof crash_fields + 1024];
+
+static crash_slot_t *crash_slot(void)
+{
+    return crash_mine ? crash_mine : &crash_own;
+}
+
+/* ---- the per-thread state and the alternate stacks ---- */
+
+/* A thread's alternate stack goes with the thread. */
+static void crash_stack_free(void *stack)
+{
+    stack_t none = {.ss_flags = SS_DISABLE};
+    sigaltstack(&none, NULL);
+    free(stack);
+}
+
+static void crash_key_make(void)
+{
+    pthread_key_create(&crash_stack_key, crash_stack_free);
+}
+
+/* Gives the calling thread an alternate stack, once, unless it has one
+ * (a sanitizer's, or the program's own). */
+static void crash_thread_stack(void)
+{
+    stack_t ss, old;
+    size_t size = CRASH_STACK;
+
+    crash_stack_done = 1;
+    if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE))
+        return;
+#ifdef _SC_SIGSTKSZ
+    long min = sysconf(_SC_SIGSTKSZ);
+    if (min > 0 && (size_t)min * 4 > size)
+        size = (size_t)min * 4;
+#endif
+    if (!(ss.ss_sp = malloc(size)))
+        return;
+    ss.ss_size = size;
+    ss.ss_flags = 0;
+    if (sigaltstack(&ss, NULL) != 0) {
+        free(ss.ss_sp);
+        return;
+    }
+    pthread_once(&crash_key_once, crash_key_make);
+    pthread_setspecific(crash_stack_key, ss.ss_sp);
+}
+
+const char *spits_crash_enter(const char *fn)
+{
+    crash_slot_t *s = crash_slot();
+    const char *prev = atomic_load_explicit(&s->fn, memory_order_relaxed);
+    /* (once per thread: its first module call) */
+    if (!crash_stack_done && atomic_load_explicit(&crash_installed,
+                                                  memory_order_relaxed))
+        crash_thread_stack();
+    atomic_store_explicit(&s->fn, fn, memory_order_relaxed);
+    return prev;
+}
+
+void spits_crash_leave(const char *prev)
+{
+    atomic_store_explicit(&crash_slot()->fn, prev, memory_order_relaxed);
+}
+
+const char *spits_crash_current(void)
+{
+    return atomic_load_explicit(&crash_slot()->fn, memory_order_relaxed);
+}
+
+void spits_crash_task(uint64_t id)
+{
+    atomic_store_explicit(&crash_slot()->task, id, memory_order_relaxed);
+}
+
+void spits_crash_worker(void)
+{
+    unsigned i = atomic_fetch_add(&crash_nworkers, 1);
+    if (i < SPITS_CRASH_WORKERS)
+        crash_mine = &crash_workers[i];
+    else
+        atomic_store(&crash_nworkers, SPITS_CRASH_WORKERS);
+}
+
+/* ---- the handler: async-signal-safe from here to the next rule ---- */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} crash_out_t;
+
+static void crash_put(crash_out_t *o, const char *s)
+{
+    while (*s && o->len + 1 < o->cap)
+        o->p[o->len++] = *s++;
+    o->p[o->len] = '\0';
+}
+
+static void crash_put_u64(crash_out_t *o, uint64_t v)
+{
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    char s[24];
+    for (int i = 0; i < n; i++)
+        s[i] = digits[n - 1 - i];
+    s[n] = '\0';
+    crash_put(o, s);
+}
+
+static int crash_same(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+static int crash_has_task(const char *fn)
+{
+    for (size_t i = 0; fn && i < sizeof crash_task_fns / sizeof crash_task_fns[0]; i++)
+        if (crash_same(fn, crash_task_fns[i]))
+            return 1;
+    return 0;
+}
+
+static void crash_write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+/* The tasks the workers are running, as "A, B" (line) or "A,B" (doc). */
+static void crash_put_running(crash_out_t *o, const char *sep)
+{
+    unsigned n = atomic_load(&crash_nworkers);
+    int first = 1;
+    for (unsigned i = 0; i < n && i < SPITS_CRASH_WORKERS; i++) {
+        const char *fn = atomic_load_explicit(&crash_workers[i].fn,
+                                              memory_order_relaxed);
+        if (!crash_has_task(fn))
+            continue;
+        if (!first)
+            crash_put(o, sep);
+        crash_put_u64(o, atomic_load_explicit(&crash_workers[i].task,
+                                              memory_order_relaxed));
+        first = 0;
+    }
+}
+
+static int crash_any_running(void)
+{
+    crash_out_t o = {crash_doc, 0, 2};   /* (only asks whether it is empty) */
+    crash_put_running(&o, "");
+    return o.len > 0;
+}
+
+/* The one line on stderr. */
+static void crash_say(int sig, size_t k, pid_t sender, const char *fn,
+                      uint64_t task, int file)
+{
+    crash_out_t o = {crash_line, 0, sizeof crash_line};
+    if (crash_tty)
+        crash_put(&o, "\r\033[K");   /* (over a progress line) */
+    crash_put(&o, crash_program);
+    crash_put(&o, ": error: killed by ");
+    if (k < CRASH_NSIGNALS) {
+        crash_put(&o, crash_signals[k].name);
+        crash_put(&o, " (");
+        crash_put(&o, crash_signals[k].what);
+        crash_put(&o, ")");
+    } else {
+        crash_put(&o, "signal ");
+        crash_put_u64(&o, (uint64_t)sig);
+    }
+    if (sender > 0) {
+        crash_put(&o, " sent by pid ");
+        crash_put_u64(&o, (uint64_t)sender);
+    }
+    if (fn) {
+        crash_put(&o, " in the module's ");
+        crash_put(&o, fn);
+        if (crash_has_task(fn)) {
+            crash_put(&o, ", task ");
+            crash_put_u64(&o, task);
+        }
+    } else {
+        crash_put(&o, " outside the module");
+    }
+    if (crash_any_running()) {
+        crash_put(&o, "; its workers were running task(s) ");
+        crash_put_running(&o, ", ");
+    }
+    if (file) {
+        crash_put(&o, "; details in ");
+        crash_put(&o, crash_path);
+    }
+    crash_put(&o, "\n");
+    crash_write_all(STDERR_FILENO, o.p, o.len);
+}
+
+/* The crash file: the fixed fields, then what this crash adds. 1 if it
+ * was written. */
+static int crash_write_file(int sig, size_t k, pid_t sender, const char *fn,
+                            uint64_t task)
+{
+    crash_out_t o = {crash_doc, 0, sizeof crash_doc};
+    struct timespec now;
+
+    if (!atomic_load(&crash_file_ready))
+        return 0;
+    for (size_t i = 0; i < crash_fields_len; i++)
+        o.p[o.len++] = crash_fields[i];
+    o.p[o.len] = '\0';
+    crash_put(&o, "\"signal\":\"");
+    crash_put(&o, k < CRASH_NSIGNALS ? crash_signals[k].name : "");
+    crash_put(&o, "\",\"signo\":");
+    crash_put_u64(&o, (uint64_t)sig);
+    crash_put(&o, ",\"sender_pid\":");
+    if (sender > 0)
+        crash_put_u64(&o, (uint64_t)sender);
+    else
+        crash_put(&o, "null");
+    crash_put(&o, ",\"function\":");
+    if (fn) {
+        crash_put(&o, "\"");
+        crash_put(&o, fn);   /* (module.c's names: nothing to escape) */
+        crash_put(&o, "\"");
+    } else {
+        crash_put(&o, "null");
+    }
+    crash_put(&o, ",\"task\":");
+    if (crash_has_task(fn))
+        crash_put_u64(&o, task);
+    else
+        crash_put(&o, "null");
+    crash_put(&o, ",\"running\":[");
+    crash_put_running(&o, ",");
+    crash_put(&o, "],\"unix_time\":");
+    clock_gettime(CLOCK_REALTIME, &now);
+    crash_put_u64(&o, (uint64_t)now.tv_sec);
+    crash_put(&o, "}\n");
+
+    int fd = open(crash_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                  0644);
+    if (fd < 0)
+        return 0;
+    crash_write_all(fd, o.p, o.len);
+    close(fd);
+    return 1;
+}
+
+static void crash_on_signal(int sig, siginfo_t *si, void *uctx)
+{
+    int saved = errno;
+    (void)uctx;
+
+    /* Two threads crashing at once: the first reports, then kills the
+     * process; the second waits for that. */
+    if (atomic_exchange(&crash_busy, 1)) {
+        for (;;)
+            pause();
+    }
+    size_t k = 0;
+    while (k < CRASH_NSIGNALS && crash_signals[k].sig != sig)
+        k++;
+    /* Sent with kill(2) by another process: not a fault of this one. */
+    pid_t sender = si && si->si_code <= 0 && si->si_pid != getpid() ? si->si_pid : 0;
+    crash_slot_t *s = crash_slot();
+    const char *fn = atomic_load_explicit(&s->fn, memory_order_relaxed);
+    uint64_t task = atomic_load_explicit(&s->task, memory_order_relaxed);
+
+    int file = crash_write_file(sig, k, sender, fn, task);
+    crash_say(sig, k, sender, fn, task, file);
+
+    /* Die of it by the default action (core dump, the shell's status):
+     * the raised signal is pending until this handler returns, and a
+     * fault's instruction faults again under the default anyway. */
+    struct sigaction dfl;
+    dfl.sa_handler = SIG_DFL;
+    dfl.sa_flags = 0;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    raise(sig);
+    errno = saved;
+}
+
+/* ---- set-up and reading back: ordinary code ---- */
+
+int spits_crash_init(const char *program, char *err, size_t errlen)
+{
+    struct sigaction sa;
+
+    snprintf(crash_program, sizeof crash_program, "%s", program);
+    crash_tty = isatty(STDERR_FILENO);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = crash_on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < CRASH_NSIGNALS; i++)
+        sigaddset(&sa.sa_mask, crash_signals[i].sig);
+    for (size_t i = 0; i < CRASH_NSIGNALS; i++)
+        if (sigaction(crash_signals[i].sig, &sa, NULL) != 0) {
+            snprintf(err, errlen, "cannot catch %s: %s", crash_signals[i].name,
+                     strerror(errno));
+            return -1;
+        }
+    atomic_store(&crash_installed, 1);
+    crash_thread_stack();
+    return 0;
+}
+
+int spits_crash_file(const char *path, json_t *fields, char *err, size_t errlen)
+{
+    atomic_store(&crash_file_ready, 0);
+    if (!path)
+        return 0;
+    char *s = json_dumps(fields, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    size_t len = s ? strlen(s) : 0;
+    /* "{...}" becomes "{...," for the handler to go on from. */
+    if (!s || len < 2 || s[len - 1] != '}' || len + 1 >= sizeof crash_fields ||
+        strlen(path) >= sizeof crash_path) {
+        snprintf(err, errlen, "cannot set up the crash file %s: %s", path,
+                 s ? "too long" : "out of memory");
+        free(s);
+        return -1;
+    }
+    memcpy(crash_fields, s, len);
+    crash_fields[len - 1] = len > 2 ? ',' : ' ';
+    crash_fields_len = len;
+    free(s);
+    snprintf(crash_path, sizeof crash_path, "%s", path);
+    atomic_store(&crash_file_ready, 1);
+    return 0;
+}
+
+int spits_crash_tm_path(const char *jobdir, const char *host, long pid,
+                        char *out, size_t outlen)
+{
+    int n = snprintf(out, outlen, "%s/%s/", jobdir, SPITS_CRASH_DIR);
+    if (n < 0 || (size_t)n >= outlen)
+        return -1;
+    for (const char *h = host; *h; h++) {
+        if ((size_t)n + 1 >= outlen)
+            return -1;
+        out[n++] = *h == '/' ? '_' : *h;
+    }
+    int m = snprintf(out + n, outlen - (size_t)n, "-%ld", pid);
+    return m < 0 || (size_t)m >= outlen - (size_t)n ? -1 : 0;
+}
+
+json_t *spits_crash_read(const char *path, char *err, size_t errlen)
+{
+    json_error_t jerr;
+    err[0] = '\0';
+    if (access(path, F_OK) != 0 && errno == ENOENT)
+        return NULL;
+    json_t *doc = json_load_file(path, 0, &jerr);
+    if (!doc) {
+        snprintf(err, errlen, "%s is damaged: %s (line %d)", path, jerr.text,
+                 jerr.line);
+        return NULL;
+    }
+    if (!json_is_integer(json_object_get(doc, "signo"))) {
+        snprintf(err, errlen, "%s is damaged: it names no signal", path);
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+void spits_crash_describe(const json_t *doc, char *out, size_t outlen)
+{
+    const char *sig = json_string_value(json_object_get(doc, "signal"));
+    const char *fn = json_string_value(json_object_get(doc, "function"));
+    json_t *task = json_object_get(doc, "task");
+    json_t *sender = json_object_get(doc, "sender_pid");
+    char signame[32], by[48] = "", where[160];
+
+    if (sig && *sig)
+        snprintf(signame, sizeof signame, "%s", sig);
+    else
+        snprintf(signame, sizeof signame, "signal %lld",
+                 (long long)json_integer_value(json_object_get(doc, "signo")));
+    if (json_is_integer(sender))
+        snprintf(by, sizeof by, " sent by pid %lld",
+                 (long long)json_integer_value(sender));
+    if (fn && json_is_integer(task))
+        snprintf(where, sizeof where, " in the module's %s, task %lld", fn,
+                 (long long)json_integer_value(task));
+    else if (fn)
+        snprintf(where, sizeof where, " in the module's %s", fn);
+    else
+        snprintf(where, sizeof where, " outside the module");
+    snprintf(out, outlen, "%s%s%s", signame, by, where);
+}
+
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
+#include <sys/wait.h>
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "crash selftest: %s:%d: %s\n", \
+                      __FILE__, __LINE__, #c); goto fail; } } while (0)
+
+/* A child whose worker thread's module call segfaults on task 41: it
+ * dies of SIGSEGV, and its crash file says where. */
+static int crash_selftest_child(const char *path)
+{
+    char err[256];
+    json_t *f = json_pack("{s:s}", "program", "selftest");
+    if (spits_crash_init("selftest", err, sizeof err) != 0 ||
+        spits_crash_file(path, f, err, sizeof err) != 0)
+        _exit(2);
+    json_decref(f);
+    spits_crash_worker();
+    spits_crash_task(41);
+    spits_crash_enter("spits_worker_run");
+    raise(SIGSEGV);
+    _exit(3);
+}
+
+int spits_crash_selftest(void)
+{
+    char path[PATH_MAX], err[256], line[256];
+    json_t *doc = NULL;
+    int ws;
+
+    CHECK(spits_crash_tm_path("/j", "a/b", 12, path, sizeof path) == 0);
+    CHECK(strcmp(path, "/j/crashes/a_b-12") == 0);
+    CHECK(spits_crash_tm_path("/j", "host", 12, path, 14) == -1);
+
+    snprintf(path, sizeof path, "%s/spits-crash-selftest.%ld",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+    CHECK(!spits_crash_read(path, err, sizeof err) && !err[0]);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);   /* (its line is not ours) */
+        dup2(null, STDERR_FILENO);
+        crash_selftest_child(path);
+    }
+    CHECK(waitpid(pid, &ws, 0) == pid);
+    CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGSEGV);
+    CHECK((doc = spits_crash_read(path, err, sizeof err)) != NULL);
+    CHECK(strcmp(json_string_value(json_object_get(doc, "program")), "selftest") == 0);
+    CHECK(json_integer_value(json_object_get(doc, "signo")) == SIGSEGV);
+    CHECK(json_is_null(json_object_get(doc, "sender_pid")));
+    CHECK(json_array_size(json_object_get(doc, "running")) == 1);
+    CHECK(json_integer_value(json_array_get(json_object_get(doc, "running"), 0)) == 41);
+    spits_crash_describe(doc, line, sizeof line);
+    CHECK(strcmp(line, "SIGSEGV in the module's spits_worker_run, task 41") == 0);
+    json_decref(doc);
+    unlink(path);
+    return 0;
+fail:
+    json_decref(doc);
+    unlink(path);
+    return -1;
+}
+#endif /* SPITS_SELFTEST */

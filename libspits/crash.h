@@ -1,0 +1,69 @@
+/*
+ * crash.h - naming a fatal signal: which module function, and which task,
+ * a process of spits died in.
+ *
+ * Each thread keeps the module function it is in (module.c sets it around
+ * every call) and the task that call is about (the committer, the
+ * generator, a worker). A handler for SIGSEGV, SIGBUS, SIGFPE, SIGILL and
+ * SIGABRT, on an alternate stack, then says in one line on stderr which
+ * signal, function and task it was, writes the same as a small JSON
+ * document into a file whose path and fixed fields were set beforehand
+ * (the handler may not allocate, so nothing is formatted there but numbers,
+ * by hand), and dies of the signal by its default action, so that exit
+ * statuses and core dumps stay what they were. Worker threads also
+ * publish their tasks in a table the handler walks: a Task Manager's
+ * report names every task its workers were running.
+ *
+ * A crash file is read back with spits_crash_read (jobmanager/crashes.c
+ * for a TM's, spits-status for the JM's).
+ */
+#ifndef SPITS_CRASH_H
+#define SPITS_CRASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+/* The JM's crash file in its job dir, and the directory TMs write theirs
+ * into (spits_crash_tm_path). */
+#define SPITS_CRASH_FILE "crash.json"
+#define SPITS_CRASH_DIR "crashes"
+/* Worker threads whose tasks a crash report lists; more run unlisted. */
+#define SPITS_CRASH_WORKERS 1024
+
+/* Installs the handlers, for the whole process; program names it in the
+ * line ("spits-jm"). The calling thread gets its alternate stack; the
+ * others get theirs at their first module call. 0, or -1 with err set. */
+int spits_crash_init(const char *program, char *err, size_t errlen);
+/* The file the handler writes, with fields (an object of strings and
+ * numbers: job id, host, pid...) put first in it; path NULL writes none.
+ * fields is not kept. 0, or -1 with err set (then no file is written). */
+int spits_crash_file(const char *path, json_t *fields, char *err,
+                     size_t errlen);
+
+/* The calling thread enters a module function (a name that lives as long
+ * as the process, NULL: the runtime's own code); the previous one is
+ * returned, for spits_crash_leave. */
+const char *spits_crash_enter(const char *fn);
+void spits_crash_leave(const char *prev);
+/* The module function the calling thread is in, or NULL. */
+const char *spits_crash_current(void);
+/* The task the calling thread's next module call is about. */
+void spits_crash_task(uint64_t id);
+/* The calling thread is a worker: its tasks are listed in a crash report. */
+void spits_crash_worker(void);
+
+/* DIR/crashes/HOST-PID: where the TM with that host and pid writes its
+ * crash file (a '/' in host becomes '_'). 0, or -1 if it does not fit. */
+int spits_crash_tm_path(const char *jobdir, const char *host, long pid,
+                        char *out, size_t outlen);
+/* A crash file (new reference), or NULL: err empty when there is none,
+ * else saying what is wrong with it. */
+json_t *spits_crash_read(const char *path, char *err, size_t errlen);
+/* What a crash document says, as one phrase: "SIGSEGV in the module's
+ * spits_worker_run, task 42". */
+void spits_crash_describe(const json_t *doc, char *out, size_t outlen);
+
+int spits_crash_selftest(void);
+
+#endif
