@@ -304,6 +304,10 @@ int spits_hello_parse(json_t *j, spits_hello_t *h, const char **why)
         *why = "HELLO of a TM with no worker or slot";
         return -1;
     }
+    if (!h->relay && h->workers > SPITS_TM_WORKERS_MAX) {
+        *why = "HELLO of a TM with over 4096 workers";
+        return -1;
+    }
     return 0;
 }
 
@@ -536,6 +540,11 @@ int spits_wire_selftest(void)
               !hh.relay);
         json_object_set_new(j, "workers", json_integer(0));    /* a TM: 1 at least */
         CHECK(spits_hello_parse(j, &hh, &why) == -1 && strstr(why, "no worker"));
+        json_object_set_new(j, "workers", json_integer(4097)); /* ...and 4096 at most */
+        CHECK(spits_hello_parse(j, &hh, &why) == -1 && strstr(why, "over 4096"));
+        json_object_set_new(j, "workers", json_integer(4096));
+        CHECK(spits_hello_parse(j, &hh, &why) == 0 && hh.workers == 4096);
+        json_object_set_new(j, "workers", json_integer(0));
         json_object_set_new(j, "relay", json_object());       /* a relay: 0 is fine */
         CHECK(spits_hello_parse(j, &hh, &why) == 0 && hh.workers == 0 && hh.relay);
         json_object_set_new(j, "relay", json_string("x"));

@@ -208,6 +208,10 @@ int spits_json_long(const json_t *j, const char *key, long min, long max,
 /* What a HELLO or a STATS may say a TM (or a relay) has. A relay may
  * have 0 workers and slots (no TM behind it yet); a TM has 1 at least. */
 #define SPITS_WORKERS_MAX (1L << 20)
+/* A TM's own (its --workers): one HELLO cannot claim more, so it widens
+ * the JM's window (twice the workers alive) by 8,192 tasks at most. A
+ * relay's is the sum of its TMs'. */
+#define SPITS_TM_WORKERS_MAX 4096L
 #define SPITS_SLOTS_MAX (1L << 24)
 
 /* A HELLO's body, as the JM and a relay take it: {host, pid (1..2^40),

@@ -213,8 +213,9 @@ static int parse_option(tm_opts_t *opts, int c, char **argv)
             return spits_bad_option("--reconnect-timeout wants seconds, not '%s'", optarg);
         break;
     case 'n':
-        if (spits_parse_long(optarg, 1, 4096, &v))
-            return spits_bad_option("--workers wants a number from 1 to 4096, not '%s'", optarg);
+        if (spits_parse_long(optarg, 1, SPITS_TM_WORKERS_MAX, &v))
+            return spits_bad_option("--workers wants a number from 1 to 4096, "
+                                    "not '%s'", optarg);
         opts->workers = (int)v;
         break;
     case 'p':

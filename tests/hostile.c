@@ -7,6 +7,8 @@
  *                                    a tm.key) CURVE: say HELLO, exit 0 if
  *                                    nothing comes back within 2 s, 3 if
  *                                    the JM answered
+ *   hostile bighello ENDPOINT KEYFILE N  as probe, but its HELLO claims N
+ *                                    workers
  *   hostile wrongkey ENDPOINT SERVERKEY  CURVE with the right server key but
  *                                    a client key of its own: as probe
  *   hostile abuse ENDPOINT [KEYFILE] as a (possibly authenticated) peer:
@@ -78,16 +80,21 @@ static void *dealer(void *ctx, const char *ep, const spits_keys_t *k,
     return s;
 }
 
-static void send_hello(void *s)
+static void send_hello_workers(void *s, long workers)
 {
     spits_buf_t b = {0};
-    json_t *j = json_pack("{s:s, s:i, s:i, s:i, s:i, s:s}", "host", "hostile",
-                          "pid", 1, "workers", 1, "slots", 4, "held", 0,
-                          "job_id", "x");
+    json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:i, s:s}", "host", "hostile",
+                          "pid", 1, "workers", (json_int_t)workers, "slots", 4,
+                          "held", 0, "job_id", "x");
     spits_wire_encode_json(&b, SPITS_MSG_HELLO, 0, j);
     zmq_send(s, b.data, b.len, ZMQ_DONTWAIT);
     json_decref(j);
     spits_buf_free(&b);
+}
+
+static void send_hello(void *s)
+{
+    send_hello_workers(s, 1);
 }
 
 /* 0 if nothing arrives within ms, else 3. */
@@ -273,6 +280,15 @@ int main(int argc, char **argv)
         } else {
             rc = abuse(s);
         }
+        zmq_close(s);
+    } else if (argc >= 5 && strcmp(argv[1], "bighello") == 0) {
+        if (spits_keys_read(argv[3], &k, 0, err, sizeof err) != 0) {
+            fprintf(stderr, "hostile: %s\n", err);
+            return 1;
+        }
+        void *s = dealer(ctx, argv[2], &k, NULL);
+        send_hello_workers(s, atol(argv[4]));
+        rc = expect_silence(s, 2000);
         zmq_close(s);
     } else if (argc >= 5 && strcmp(argv[1], "welcome") == 0) {
         rc = welcome(ctx, argv[2], atoll(argv[3]), atoi(argv[4]));

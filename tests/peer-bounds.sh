@@ -2,7 +2,8 @@
 # Sizes a peer claims are bounded before they size anything: a WELCOME
 # whose max_task_bytes is over 4294967295 (a record's length is 32 bits;
 # twice it sized the TM's ZMQ_MAXMSGSIZE and overflowed) is a malformed
-# message, never taken.
+# message, never taken; so is a HELLO of a TM (not a relay) claiming more
+# than 4096 workers (the JM's window is twice the workers alive).
 . "$(dirname "$0")/lib.sh"
 
 H=$top_builddir/tests/hostile
@@ -34,4 +35,14 @@ welcomed 4294967295 tm2.log
 [ $RC = 1 ] || fail "a TM welcomed with max_task_bytes 2^32-1 exited $RC: $(cat "$T/tm2.log")"
 grep -q "cannot load module /nonexistent.so" "$T/tm2.log" || fail "the TM said: $(cat "$T/tm2.log")"
 grep -q "malformed" "$T/tm2.log" && fail "a legal WELCOME was dropped: $(cat "$T/tm2.log")"
+# A HELLO claiming a million workers is dropped (no WELCOME), named in
+# the JM's log; the job goes on and its result is exact.
+start_jm big "$MODS/bench.so" -n 2000
+wait_for "[ -s $T/big/tm.key ] && [ -s $T/big/jm.json ]" 30 "the JM to announce itself"
+"$H" bighello "$(json "$T/big/jm.json" "d['endpoint']")" "$T/big/tm.key" 1000000 \
+    >"$T/bighello.log" 2>&1 || fail "the JM welcomed a TM of a million workers: $(cat "$T/bighello.log")"
+wait_for "grep -q 'HELLO of a TM with over 4096 workers' $T/big.jm.log" 30 "the JM to name the HELLO"
+start_tm big big.tm -n 2
+wait $JM_PID || fail "the job exited $?"
+[ "$(cat "$T/big.out")" = "$(bench_checksum 2000)" ] || fail "the job printed $(cat "$T/big.out")"
 echo ok
