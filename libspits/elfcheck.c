@@ -148,18 +148,18 @@ static int section(const unsigned char *p, const ehdr_t *eh, unsigned i,
     return 0;
 }
 
-/* The ABI from the names of the defined, exported symbols in dynsym. */
+/* Calls fn with the name and type of each defined, exported symbol in
+ * dynsym, until it returns non-zero. */
 static spits_elf_fault_t scan_symbols(const unsigned char *p, size_t n,
                                       const shdr_t *ds, const shdr_t *ss,
-                                      spits_abi_t *abi, char *why,
-                                      size_t whylen)
+                                      spits_elf_sym_fn fn, void *arg,
+                                      char *why, size_t whylen)
 {
     if (ds->sh_entsize != sizeof(sym_t) || !in_file(ds->sh_offset, ds->sh_size, n) ||
         !in_file(ss->sh_offset, ss->sh_size, n))
         return fault(SPITS_ELF_DAMAGED, why, whylen, "the dynamic symbol "
                      "table lies past the file's %zu bytes", n);
     const char *names = (const char *)p + ss->sh_offset;
-    int spits = 0, legacy = 0;
     for (uint64_t i = 0; i < ds->sh_size / sizeof(sym_t); i++) {
         sym_t s;
         memcpy(&s, p + ds->sh_offset + i * sizeof s, sizeof s);
@@ -170,30 +170,59 @@ static spits_elf_fault_t scan_symbols(const unsigned char *p, size_t n,
             return fault(SPITS_ELF_DAMAGED, why, whylen, "symbol %llu's "
                          "name lies outside the string table",
                          (unsigned long long)i);
-        spits |= strncmp(names + s.st_name, "spits_", 6) == 0;
-        legacy |= strcmp(names + s.st_name, "spits_setup_commit") == 0;
+        if (fn(arg, names + s.st_name, ELF32_ST_TYPE(s.st_info)) != 0)
+            break;
     }
-    *abi = legacy ? SPITS_ABI_LEGACY : spits ? SPITS_ABI_V2 : SPITS_ABI_NONE;
     return SPITS_ELF_OK;
 }
 
-static spits_elf_fault_t read_abi(const unsigned char *p, size_t n,
-                                  const ehdr_t *eh, spits_abi_t *abi,
-                                  char *why, size_t whylen)
+/* The dynamic symbols, through fn; *found is 0 when there is no section
+ * table to find them in (a file stripped of sections). */
+static spits_elf_fault_t read_symbols(const unsigned char *p, size_t n,
+                                      const ehdr_t *eh, spits_elf_sym_fn fn,
+                                      void *arg, int *found, char *why,
+                                      size_t whylen)
 {
     shdr_t ds, ss;
+    *found = 0;
     if (eh->e_shoff == 0 || eh->e_shnum == 0)
-        return SPITS_ELF_OK;      /* stripped of sections: ask dlopen */
+        return SPITS_ELF_OK;
+    *found = 1;
     for (unsigned i = 0; section(p, eh, i, &ds) == 0; i++) {
         if (ds.sh_type != SHT_DYNSYM)
             continue;
         if (section(p, eh, ds.sh_link, &ss) != 0 || ss.sh_type != SHT_STRTAB)
             return fault(SPITS_ELF_DAMAGED, why, whylen, "the dynamic "
                          "symbols have no string table");
-        return scan_symbols(p, n, &ds, &ss, abi, why, whylen);
+        return scan_symbols(p, n, &ds, &ss, fn, arg, why, whylen);
     }
-    *abi = SPITS_ABI_NONE;        /* a section table without dynsym */
-    return SPITS_ELF_OK;
+    return SPITS_ELF_OK;          /* a section table without dynsym */
+}
+
+/* What the names say: any spits_* symbol, and spits_setup_commit. */
+typedef struct { int spits, legacy; } abi_scan_t;
+
+static int abi_symbol(void *arg, const char *name, unsigned type)
+{
+    abi_scan_t *a = arg;
+    (void)type;
+    a->spits |= strncmp(name, "spits_", 6) == 0;
+    a->legacy |= strcmp(name, "spits_setup_commit") == 0;
+    return 0;
+}
+
+static spits_elf_fault_t read_abi(const unsigned char *p, size_t n,
+                                  const ehdr_t *eh, spits_abi_t *abi,
+                                  char *why, size_t whylen)
+{
+    abi_scan_t a = {0, 0};
+    int found;
+    spits_elf_fault_t f = read_symbols(p, n, eh, abi_symbol, &a, &found,
+                                       why, whylen);
+    if (f == SPITS_ELF_OK && found)   /* else unknown: ask dlopen */
+        *abi = a.legacy ? SPITS_ABI_LEGACY : a.spits ? SPITS_ABI_V2
+                                                     : SPITS_ABI_NONE;
+    return f;
 }
 
 spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
@@ -208,6 +237,20 @@ spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
         (f = check_segments(p + eh.e_phoff, n, &eh, why, whylen)) != SPITS_ELF_OK)
         return f;
     return read_abi(p, n, &eh, abi, why, whylen);
+}
+
+spits_elf_fault_t spits_elf_symbols(const unsigned char *p, size_t n,
+                                    spits_elf_sym_fn fn, void *arg,
+                                    char *why, size_t whylen)
+{
+    ehdr_t eh;
+    spits_elf_fault_t f;
+    int found;
+
+    if ((f = check_header(p, n, &eh, why, whylen)) != SPITS_ELF_OK ||
+        (f = check_tables(&eh, n, why, whylen)) != SPITS_ELF_OK)
+        return f;
+    return read_symbols(p, n, &eh, fn, arg, &found, why, whylen);
 }
 
 spits_elf_fault_t spits_elf_check_headers(spits_elf_read_fn rd, void *arg,
@@ -558,6 +601,17 @@ out:
     return rc;
 }
 
+/* Records the types of two of libc's symbols: malloc and environ. */
+static int st_symbol(void *arg, const char *name, unsigned type)
+{
+    unsigned *t = arg;
+    if (strcmp(name, "malloc") == 0)
+        t[0] = type;
+    else if (strcmp(name, "environ") == 0)
+        t[1] = type;
+    return 0;
+}
+
 int spits_elf_selftest(void)
 {
     size_t n;
@@ -609,6 +663,11 @@ int spits_elf_selftest(void)
     CHECK(strstr(why, "outside the string table"));
     /* Without a section table the ABI is left to dlopen. */
     CHECK(check_edited(so, n, -1, -1, ed_noshdr, why) == SPITS_ELF_OK);
+    /* The symbols with their types: a function, a variable. */
+    unsigned types[2] = {STT_NUM, STT_NUM};
+    CHECK(spits_elf_symbols(so, n, st_symbol, types, why, sizeof why) == SPITS_ELF_OK);
+    CHECK(types[0] == STT_FUNC && types[1] == STT_OBJECT);
+    CHECK(spits_elf_symbols(so, n - 1, st_symbol, types, why, sizeof why) == SPITS_ELF_DAMAGED);
     CHECK(deps_selftest(so, n) == 0);
     rc = 0;
 out:

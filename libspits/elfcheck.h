@@ -39,6 +39,16 @@ typedef enum {
 spits_elf_fault_t spits_elf_check(const unsigned char *p, size_t n,
                                   spits_abi_t *abi, char *why, size_t whylen);
 
+/* Calls fn(arg, name, type) for each defined, exported symbol in the
+ * dynamic symbol table of n bytes that spits_elf_check accepted (type:
+ * the symbol's STT_* type), until fn returns non-zero. A file without a
+ * section table calls it for none. Every name is bounds-checked; on a
+ * fault writes the detail into why. */
+typedef int (*spits_elf_sym_fn)(void *arg, const char *name, unsigned type);
+spits_elf_fault_t spits_elf_symbols(const unsigned char *p, size_t n,
+                                    spits_elf_sym_fn fn, void *arg,
+                                    char *why, size_t whylen);
+
 /* Reads len bytes at offset off of a file into buf: 0, or -1 with errno
  * set (a short read is an error: the caller knows the file's size). */
 typedef int (*spits_elf_read_fn)(void *arg, void *buf, size_t len,

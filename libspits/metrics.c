@@ -31,6 +31,16 @@
  * names cannot be trusted, and asking the module for garbage names is
  * worse than asking for none. A record that does not parse inside its
  * bound gives null for that one metric.
+ *
+ * The current (2021) interface returns C structures instead (the layouts
+ * are the ABI doc's, declared here as met21_*): the list, then one call
+ * of spits_get_metrics_history for every name with a size of 1, which is
+ * each metric's last value. They come from the module's new[], so no
+ * bound can be asked of them: counts, names and sizes are held to
+ * MET_MAX, MET_NAME_MAX and MET_BYTES_MAX instead, and a history entry
+ * must echo the name and type asked for and hold exactly one value, else
+ * that metric is null. Its types are int, float, string (NUL included
+ * in the size) and bytes; the older reader's double does not exist.
  */
 #include <malloc.h>
 #include <stdint.h>
@@ -42,8 +52,26 @@
 #define MET_MAX 4096          /* metrics read from one object, at most */
 #define MET_BYTES_MAX (1 << 20)
 #define MET_ENTRY_MIN 18      /* a list entry's size, at least: "x\0" cap type */
+#define MET_NAME_MAX 4096     /* a 2021 metric's name, in bytes, at most */
 
 enum { MET_INT = 0, MET_FLOAT = 1, MET_DOUBLE = 2, MET_BYTES = 3 };
+enum { MET21_INT = 0, MET21_FLOAT = 1, MET21_STRING = 2, MET21_BYTES = 3 };
+
+/* The 2021 structures (DataType is an enum, int-sized: unsigned here). */
+typedef struct { char *name; unsigned type; unsigned capacity; } met21_info_t;
+typedef struct { unsigned quantity; met21_info_t *infos; } met21_infos_t;
+typedef struct {
+    union { unsigned char *c_data; int i_data; float f_data; } u;
+    unsigned data_size;
+    unsigned long seconds, nano_seconds;
+    unsigned sequence_no;
+} met21_value_t;
+typedef struct {
+    char *name;
+    unsigned type;
+    unsigned num_metrics;
+    met21_value_t *metrics;
+} met21_buffer_t;
 
 /* A bounded reader: every read checks the bound; one that would pass it
  * sets bad, and every later read gives nothing. */
@@ -111,6 +139,18 @@ static const char *met_name(met_cur_t *c)
     return s;
 }
 
+/* n bytes (n > 0) as a string when they are one (NUL-terminated there
+ * and not before, UTF-8), else as their size: {"bytes": n}. */
+static json_t *met_text(const char *s, size_t n)
+{
+    if (s[n - 1] == '\0' && memchr(s, '\0', n) == s + n - 1) {
+        json_t *j = json_string(s);
+        if (j)
+            return j;
+    }
+    return json_pack("{s:I}", "bytes", (json_int_t)n);
+}
+
 /* The value at the reader, a JSON value; NULL (and bad) if it does not
  * fit. */
 static json_t *met_value(met_cur_t *c, int64_t type)
@@ -137,13 +177,7 @@ static json_t *met_value(met_cur_t *c, int64_t type)
             c->bad = 1;
         if (!(s = (const char *)met_take(c, (size_t)n)))
             return NULL;
-        /* A string (NUL-terminated, UTF-8) as itself, else its size. */
-        if (s[n - 1] == '\0' && memchr(s, '\0', (size_t)n) == s + n - 1) {
-            json_t *j = json_string(s);
-            if (j)
-                return j;
-        }
-        return json_pack("{s:I}", "bytes", (json_int_t)n);
+        return met_text(s, (size_t)n);
     }
     }
 }
@@ -251,6 +285,88 @@ json_t *spits_metrics_read(void *metrics, spits_met_list_fn list,
     free(e);
     freep(l);
     return out;
+}
+
+/* One 2021 history entry's last value, if it is the one asked for
+ * (name, type) and holds exactly one value; else NULL. */
+static json_t *met21_value(const met21_buffer_t *b, const char *name,
+                           unsigned type)
+{
+    const met21_value_t *v = b->metrics;
+    if (!b->name || strcmp(b->name, name) != 0 || b->type != type ||
+        b->num_metrics != 1 || !v)
+        return NULL;
+    switch (type) {
+    case MET21_INT:
+        return json_integer(v->u.i_data);
+    case MET21_FLOAT:
+        return json_real(v->u.f_data);
+    case MET21_STRING:
+        if (!v->u.c_data || v->data_size == 0 || v->data_size > MET_BYTES_MAX)
+            return NULL;
+        return met_text((const char *)v->u.c_data, v->data_size);
+    default:
+        return json_pack("{s:I}", "bytes", (json_int_t)v->data_size);
+    }
+}
+
+/* The list's names, for asking: NULL if one is missing or too long or
+ * has a type that does not exist (then none can be trusted). */
+static const char **met21_names(const met21_infos_t *l)
+{
+    const char **names = malloc((l->quantity ? l->quantity : 1) * sizeof *names);
+    for (unsigned i = 0; names && i < l->quantity; i++) {
+        const met21_info_t *e = &l->infos[i];
+        if (!e->name || strnlen(e->name, MET_NAME_MAX) == MET_NAME_MAX ||
+            e->type > MET21_BYTES) {
+            free(names);
+            return NULL;
+        }
+        names[i] = e->name;
+    }
+    return names;
+}
+
+json_t *spits_metrics_read21(void *metrics, const spits_met_api_t *api)
+{
+    met21_infos_t *l = api->list(metrics);
+    const char **names;
+    unsigned *sizes = NULL;
+    met21_buffer_t *h = NULL;
+    json_t *out = NULL;
+
+    if (!l)
+        return json_object();
+    if (l->quantity > MET_MAX || (l->quantity && !l->infos) ||
+        !(names = met21_names(l))) {
+        api->free_list(l);
+        return json_null();
+    }
+    if (l->quantity && (sizes = malloc(l->quantity * sizeof *sizes))) {
+        for (unsigned i = 0; i < l->quantity; i++)
+            sizes[i] = 1;      /* a history of one: the last value */
+        h = api->history(metrics, l->quantity, names, sizes);
+    }
+    out = json_object();
+    for (unsigned i = 0; out && i < l->quantity; i++) {
+        json_t *v = h ? met21_value(&h[i], names[i], l->infos[i].type) : NULL;
+        json_object_set_new(out, names[i], v ? v : json_null());
+    }
+    if (h)
+        api->free_history(h, l->quantity);
+    free(sizes);
+    free(names);
+    api->free_list(l);
+    return out;
+}
+
+json_t *spits_metrics_json(const spits_met_api_t *api, void *metrics)
+{
+    if (api->list && api->last && api->free_ptr)
+        return spits_metrics_read(metrics, api->list, api->last, api->free_ptr);
+    if (api->list && api->history && api->free_list && api->free_history)
+        return spits_metrics_read21(metrics, api);
+    return NULL;
 }
 
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
@@ -438,6 +554,71 @@ static int st_read(void)
     return 0;
 }
 
+/* A 2021 module's list and history, static; the frees count calls. */
+static met21_info_t st21_info[4] = {
+    {"count", MET21_INT, 10}, {"speed", MET21_FLOAT, 10},
+    {"label", MET21_STRING, 10}, {"blob", MET21_BYTES, 10}};
+static met21_infos_t st21_list = {4, st21_info};
+static met21_value_t st21_val[4];
+static met21_buffer_t st21_hist[4];
+static int st21_frees, st21_asked;
+
+static void *st21_get_list(void *m) { (void)m; return &st21_list; }
+static void st21_free_list(void *l) { st21_frees += l == &st21_list; }
+static void st21_free_hist(void *h, unsigned n) { st21_frees += h == st21_hist && n == 4; }
+
+static void *st21_history(void *m, unsigned n, const char **names,
+                          unsigned *sizes)
+{
+    (void)m;
+    st21_asked = n == 4;
+    for (unsigned i = 0; i < n; i++)
+        st21_asked &= sizes[i] == 1 && names[i] == st21_info[i].name;
+    return st21_hist;
+}
+
+/* The 2021 reader: exact values; a wrong echo or count, or a string
+ * without its NUL, read as such; a list with a type that does not exist
+ * gives null without asking for history. */
+static int st_read21(void)
+{
+    static const spits_met_api_t api = {st21_get_list, NULL, NULL,
+        st21_history, st21_free_list, st21_free_hist};
+    static unsigned char label[] = "ok", blob[5];
+    json_t *want, *j;
+    for (int i = 0; i < 4; i++)
+        st21_hist[i] = (met21_buffer_t){st21_info[i].name, st21_info[i].type,
+                                        1, &st21_val[i]};
+    st21_val[0].u.i_data = -7;
+    st21_val[1].u.f_data = 1.5f;
+    st21_val[2].u.c_data = label;
+    st21_val[2].data_size = sizeof label;
+    st21_val[3].u.c_data = blob;
+    st21_val[3].data_size = sizeof blob;
+    want = json_pack("{s:I,s:f,s:s,s:{s:I}}", "count", (json_int_t)-7,
+                     "speed", 1.5, "label", "ok", "blob", "bytes", (json_int_t)5);
+    j = spits_metrics_json(&api, NULL);
+    CHECK(want && json_equal(j, want) && st21_asked && st21_frees == 2);
+    json_decref(j);
+    json_decref(want);
+    st21_hist[0].type = MET21_FLOAT;       /* not the type listed */
+    st21_hist[1].num_metrics = 0;          /* no value yet */
+    st21_val[2].data_size = 2;             /* "ok" without its NUL */
+    want = json_pack("{s:n,s:n,s:{s:I},s:{s:I}}", "count", "speed", "label",
+                     "bytes", (json_int_t)2, "blob", "bytes", (json_int_t)5);
+    j = spits_metrics_json(&api, NULL);
+    CHECK(want && json_equal(j, want));
+    json_decref(j);
+    json_decref(want);
+    st21_info[3].type = 4;
+    st21_asked = 0;
+    st21_frees = 0;
+    j = spits_metrics_json(&api, NULL);
+    CHECK(json_is_null(j) && !st21_asked && st21_frees == 1);
+    json_decref(j);
+    return 0;
+}
+
 int spits_metrics_selftest(void)
 {
     unsigned char b[64] = {0};
@@ -448,7 +629,7 @@ int spits_metrics_selftest(void)
     /* Neither layout: no time where one must be. */
     CHECK(spits_metrics_value(b, sizeof b, MET_INT, 0) == NULL);
     CHECK(spits_metrics_value(b, sizeof b, 9, 0) == NULL);
-    return st_lists() == 0 && st_read() == 0 ? 0 : -1;
+    return st_lists() == 0 && st_read() == 0 && st_read21() == 0 ? 0 : -1;
 }
 
 #endif /* SPITS_SELFTEST */

@@ -3,13 +3,23 @@
  *
  * The module is loaded from its image (image.c), a private sealed copy,
  * so the file on disk may change or vanish while a job runs. Symbols are
- * resolved once at open time into a table of function pointers; the v2 and 2.0 constructors have different types, so each is
- * kept with its own type and the right one is called.
+ * resolved once at open time into a table of function pointers; the v2
+ * and 2.0 constructors have different types, so each is kept with its own
+ * type and the right one is called.
+ *
+ * Before dlopen the module's dynamic symbol table is read (elfcheck.c)
+ * for mistakes that dlsym cannot tell apart from a missing function: the
+ * spits_* functions compiled as C++ without extern "C" (their names are
+ * mangled, e.g. _Z16spits_worker_runPvPKvxPFvS1_xS_ES_), and a spits_*
+ * name given to a variable, which would be called as code.
  */
 #include <dlfcn.h>
+#include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "crash.h"
 #include "metrics.h"
@@ -49,9 +59,7 @@ struct spits_module {
     free_fn committer_free;
     metrics_new_fn metrics_new;
     metrics_free_fn metrics_free;
-    spits_met_list_fn met_list;    /* optional: reading metrics back */
-    spits_met_last_fn met_last;
-    spits_met_free_fn met_free;
+    spits_met_api_t met;   /* optional: reading metrics back */
 };
 
 #define LEGACY_MSG "%s: legacy byte-array SPITS module (exports " \
@@ -61,9 +69,106 @@ struct spits_module {
 /* The metrics buffer size the SPITS 2.0 runtime used. */
 #define SPITS_METRICS_BUFFER 10
 
+/* Every function a module may export, the required ones first (in the
+ * order that messages name them). */
+static const char *mod_fn[] = {
+    "spits_job_manager_new", "spits_job_manager_next_task",
+    "spits_worker_new", "spits_worker_run", "spits_committer_new",
+    "spits_committer_commit_pit", "spits_committer_commit_job",
+    "spits_main", "spits_job_manager_finalize", "spits_worker_finalize",
+    "spits_committer_finalize", "spits_metrics_new", "spits_metrics_delete",
+    "spits_get_metrics_list", "spits_get_metrics_last_values",
+    "spits_free_ptr", "spits_get_metrics_history", "spits_free_metric_list",
+    "spits_free_metrics_history"};
+#define MOD_NREQ 7
+#define MOD_NFN (sizeof mod_fn / sizeof *mod_fn)
+
+/* What the dynamic symbol table says of each of mod_fn. */
+typedef struct {
+    unsigned char exported[MOD_NFN];   /* under its C name */
+    unsigned char data[MOD_NFN];       /* ... as a variable, not code */
+    unsigned char mangled[MOD_NFN];    /* inside a C++ name (_Z...) */
+} mod_syms_t;
+
 static void *sym(void *dl, const char *name)
 {
     return dlsym(dl, name);
+}
+
+/* Whether the C++ name z holds the identifier name: as a mangled
+ * <source-name>, its length in decimal right before it. */
+static int mangled_has(const char *z, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *at = strstr(z, name); at; at = strstr(at + 1, name)) {
+        const char *d = at;
+        size_t n = 0, scale = 1;
+        while (d > z && d[-1] >= '0' && d[-1] <= '9' && scale <= 1000) {
+            n += (size_t)(*--d - '0') * scale;
+            scale *= 10;
+        }
+        if (d < at && n == len)
+            return 1;
+    }
+    return 0;
+}
+
+static int mod_symbol(void *arg, const char *name, unsigned type)
+{
+    mod_syms_t *ms = arg;
+    int cxx = strncmp(name, "_Z", 2) == 0;
+    if (!cxx && strncmp(name, "spits_", 6) != 0)
+        return 0;
+    for (size_t i = 0; i < MOD_NFN; i++) {
+        if (cxx) {
+            ms->mangled[i] |= mangled_has(name, mod_fn[i]);
+        } else if (strcmp(name, mod_fn[i]) == 0) {
+            ms->exported[i] = 1;
+            ms->data[i] = type == STT_OBJECT || type == STT_TLS ||
+                          type == STT_COMMON;
+        }
+    }
+    return 0;
+}
+
+/* Reads the sealed copy's dynamic symbols into ms (all zero when it has
+ * none to read: then dlopen and dlsym tell what they can). */
+static void mod_symbols(const spits_image_t *img, mod_syms_t *ms)
+{
+    int fd = spits_image_fd(img);
+    struct stat st;
+    char why[200];
+    void *p;
+
+    memset(ms, 0, sizeof *ms);
+    if (fstat(fd, &st) != 0 || st.st_size <= 0 ||
+        (p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0))
+            == MAP_FAILED)
+        return;
+    if (spits_elf_symbols(p, (size_t)st.st_size, mod_symbol, ms, why,
+                          sizeof why) != SPITS_ELF_OK)
+        memset(ms, 0, sizeof *ms);   /* (image.c checked it already) */
+    munmap(p, (size_t)st.st_size);
+}
+
+/* The functions of mod_fn under C++ names alone, the first two named in
+ * out ("A", "A, B" or "A, B, ..."); 0 if there is none. */
+static int mod_cxx_names(const mod_syms_t *ms, char *out, size_t outlen)
+{
+    int k = 0;
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < MOD_NFN; i++) {
+        if (!ms->mangled[i] || ms->exported[i])
+            continue;
+        if (k < 2 && o < outlen)
+            o += (size_t)snprintf(out + o, outlen - o, "%s%s", k ? ", " : "",
+                                  mod_fn[i]);
+        else if (k == 2 && o < outlen)
+            o += (size_t)snprintf(out + o, outlen - o, ", ...");
+        k++;
+    }
+    return k;
 }
 
 /* dlerror's text with the memfd's path put back to the user's: a message
@@ -89,16 +194,66 @@ static void dl_message(const char *fdpath, const char *path, char *out,
 
 /* Refusals the symbol table allows before dlopen: a legacy module or a
  * file with no spits_* symbol fails to load for other reasons too (a
- * library of its own, unresolved symbols), and what matters is this. */
+ * library of its own, unresolved symbols), and what matters is this.
+ * C++ names are looked for where a required C name is missing; a
+ * variable under a function's name is refused, as calling it would
+ * crash. */
 static int abi_check(const spits_image_t *img, char *err, size_t errlen)
 {
     const char *path = spits_image_name(img);
-    if (spits_image_abi(img) == SPITS_ABI_LEGACY)
+    spits_abi_t abi = spits_image_abi(img);
+    mod_syms_t ms;
+    char names[160];
+    int missing = 0;
+
+    if (abi == SPITS_ABI_LEGACY) {
         snprintf(err, errlen, LEGACY_MSG, path);
-    else if (spits_image_abi(img) == SPITS_ABI_NONE)
+        return -1;
+    }
+    mod_symbols(img, &ms);
+    for (size_t i = 0; i < MOD_NREQ; i++)
+        missing |= !ms.exported[i];
+    if ((abi == SPITS_ABI_NONE || missing) &&
+        mod_cxx_names(&ms, names, sizeof names) > 0) {
+        snprintf(err, errlen, "%s: its spits_* functions have C++ (mangled) "
+                 "names (%s): declare them extern \"C\"", path, names);
+        return -1;
+    }
+    if (abi == SPITS_ABI_NONE) {
         snprintf(err, errlen, NOTSPITS_MSG, path);
-    else
+        return -1;
+    }
+    for (size_t i = 0; i < MOD_NFN; i++)
+        if (ms.data[i]) {
+            snprintf(err, errlen, "%s: %s is a variable (an ELF data "
+                     "symbol), not a function: define it as the function "
+                     "spits.h declares", path, mod_fn[i]);
+            return -1;
+        }
+    return 0;
+}
+
+/* Names every required function that dlsym cannot find in err
+ * ("missing required symbol A", "... symbols A, B and C"): -1 if there
+ * is one, else 0. *found: how many were found. */
+static int missing_check(void *dl, const char *path, size_t *found,
+                         char *err, size_t errlen)
+{
+    const char *miss[MOD_NREQ];
+    size_t nmiss = 0, o;
+
+    for (size_t i = 0; i < MOD_NREQ; i++)
+        if (!sym(dl, mod_fn[i]))
+            miss[nmiss++] = mod_fn[i];
+    *found = MOD_NREQ - nmiss;
+    if (nmiss == 0)
         return 0;
+    o = (size_t)snprintf(err, errlen, "%s: missing required symbol%s", path,
+                         nmiss > 1 ? "s" : "");
+    for (size_t i = 0; i < nmiss && o < errlen; i++)
+        o += (size_t)snprintf(err + o, errlen - o, "%s%s",
+                              i == 0 ? " " : i + 1 < nmiss ? ", " : " and ",
+                              miss[i]);
     return -1;
 }
 
@@ -135,10 +290,6 @@ spits_module_t *spits_module_open(const char *path, char *err, size_t errlen)
 spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
                                   size_t errlen)
 {
-    static const char *required[] = {
-        "spits_job_manager_new", "spits_job_manager_next_task",
-        "spits_worker_new", "spits_worker_run", "spits_committer_new",
-        "spits_committer_commit_pit", "spits_committer_commit_job"};
     spits_image_t *img = *imgp;
     const char *path = spits_image_name(img);
     spits_origin_t *helpers = NULL;
@@ -153,20 +304,10 @@ spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
         snprintf(err, errlen, LEGACY_MSG, path);
         goto fail;
     }
-    size_t found = 0, nreq = sizeof required / sizeof *required;
-    const char *missing = NULL;
-    for (size_t i = 0; i < nreq; i++) {
-        if (sym(dl, required[i]))
-            found++;
-        else if (!missing)
-            missing = required[i];
-    }
-    if (found == 0 && !sym(dl, "spits_main")) {
-        snprintf(err, errlen, NOTSPITS_MSG, path);
-        goto fail;
-    }
-    if (missing) {
-        snprintf(err, errlen, "%s: missing required symbol %s", path, missing);
+    size_t found;
+    if (missing_check(dl, path, &found, err, errlen) != 0) {
+        if (found == 0 && !sym(dl, "spits_main"))
+            snprintf(err, errlen, NOTSPITS_MSG, path);
         goto fail;
     }
     void *mn = sym(dl, "spits_metrics_new"), *md = sym(dl, "spits_metrics_delete");
@@ -187,9 +328,13 @@ spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
     m->v20 = mn != NULL;
     m->metrics_new = (metrics_new_fn)mn;
     m->metrics_free = (metrics_free_fn)md;
-    m->met_list = (spits_met_list_fn)sym(dl, "spits_get_metrics_list");
-    m->met_last = (spits_met_last_fn)sym(dl, "spits_get_metrics_last_values");
-    m->met_free = (spits_met_free_fn)sym(dl, "spits_free_ptr");
+    m->met.list = (spits_met_list_fn)sym(dl, "spits_get_metrics_list");
+    m->met.last = (spits_met_last_fn)sym(dl, "spits_get_metrics_last_values");
+    m->met.free_ptr = (spits_met_free_fn)sym(dl, "spits_free_ptr");
+    m->met.history = (spits_met_history_fn)sym(dl, "spits_get_metrics_history");
+    m->met.free_list = (spits_met_free_fn)sym(dl, "spits_free_metric_list");
+    m->met.free_history = (spits_met_free_history_fn)sym(dl,
+                                                "spits_free_metrics_history");
     m->main = (main_fn)sym(dl, "spits_main");
     m->manager_new = sym(dl, "spits_job_manager_new");
     m->next_task = (next_task_fn)sym(dl, "spits_job_manager_next_task");
@@ -367,9 +512,7 @@ int spits_module_commit_job(spits_module_t *m, spits_inst_t *in,
 
 json_t *spits_module_metrics_json(spits_module_t *m, const spits_inst_t *in)
 {
-    if (!in->metrics || !m->met_list || !m->met_last || !m->met_free)
-        return NULL;
-    return spits_metrics_read(in->metrics, m->met_list, m->met_last, m->met_free);
+    return in->metrics ? spits_metrics_json(&m->met, in->metrics) : NULL;
 }
 
 void spits_module_committer_free(spits_module_t *m, spits_inst_t *in)

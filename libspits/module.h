@@ -4,7 +4,9 @@
  * A module is a shared object with the v2 interface (spits.h), or the SPITS
  * 2.0 variant whose constructors take a trailing metrics object. This file
  * finds out which, refuses what cannot be run (legacy byte-array modules,
- * missing symbols; damaged files are image.c's), and hides the variant behind one set of calls: each role
+ * missing functions, functions under C++ names, variables under function
+ * names; damaged files are image.c's), and hides the variant behind one
+ * set of calls: each role
  * instance is a spits_inst_t that carries the module's object and, for 2.0
  * modules, the metrics object made for it.
  */
@@ -70,7 +72,8 @@ int spits_module_commit_job(spits_module_t *m, spits_inst_t *in,
 void spits_module_committer_free(spits_module_t *m, spits_inst_t *in);
 
 /* A 2.0 instance's metrics and their last values (metrics.c), when the
- * module exports the functions that read them; else NULL. */
+ * module exports the functions that read them (either published
+ * interface); else NULL. */
 json_t *spits_module_metrics_json(spits_module_t *m, const spits_inst_t *in);
 
 #endif

@@ -109,3 +109,16 @@ static inline int sum_run(int argc, const char *argv[], spitsrun_t run,
     memcpy(sum, final, sizeof *sum);
     return 0;
 }
+
+/* With SUM_MAIN defined as a name: a spits_main that runs that one phase
+ * and prints "NAME: sum=S". */
+#ifdef SUM_MAIN
+int spits_main(int argc, const char *argv[], spitsrun_t run)
+{
+    int64_t sum;
+    if (sum_run(argc, argv, run, &sum) != 0)
+        return 1;
+    printf(SUM_MAIN ": sum=%lld\n", (long long)sum);
+    return 0;
+}
+#endif
