@@ -48,7 +48,9 @@ static void usage(FILE *f)
 "  -t, --timeout SEC     how long to wait for the job manager's answer (5)\n"
 "  -s, --serve [ADDR:PORT]  serve the job's page, live, on ADDR:PORT\n"
 "                        (127.0.0.1:8765); the URL printed holds the token\n"
-"                        every request needs; Ctrl-C stops it\n"
+"                        every request needs; Ctrl-C stops it; beyond\n"
+"                        loopback a warning says the token travels in\n"
+"                        plain HTTP\n"
 "  -h, --help            this help\n"
 "  -V, --version         print the version\n"
 "\n"
@@ -391,29 +393,33 @@ typedef struct {
     double timeout;
 } serve_job_t;
 
-/* For --serve: the live JM's answer, or the report of a job that is over. */
+/* For --serve: the live JM's answer, or the report of a job that is over.
+ * Without either, why: the JM's silence (stopped, or gone without a
+ * report) or a damaged jm.json is not "no job yet". */
 static json_t *serve_fetch(void *arg, int *live, char *err, size_t errlen)
 {
     serve_job_t *j = arg;
     spits_announce_t a;
     spits_keys_t k;
-    char path[PATH_MAX];
+    char path[PATH_MAX], why[1024] = "";
     json_t *doc = NULL;
 
     *live = 0;
-    if (spits_announce_read(j->dir, &a, err, errlen) == 0 &&
+    if (spits_announce_read(j->dir, &a, why, sizeof why) == 0 &&
         !spits_jobdir_finished(j->dir, a.job_id, 1)) {
         snprintf(path, sizeof path, "%s/%s", j->dir, SPITS_TM_KEY_FILE);
         if (a.curve && spits_keys_read(path, &k, 0, err, errlen) != 0)
             return NULL;
-        doc = ask(j->ctx, &a, &k, j->timeout, err, errlen);
+        doc = ask(j->ctx, &a, &k, j->timeout, why, sizeof why);
         *live = doc != NULL;
         if (doc)
             alloc_attach(j->dir, doc);
     }
     if (!doc) {
         doc = report_load(j->dir, path, err, errlen);
-        if (!doc && !err[0])
+        if (!doc && !err[0] && why[0])
+            snprintf(err, errlen, "%s", why);
+        else if (!doc && !err[0])
             snprintf(err, errlen, "no job in %s yet", j->dir);
     }
     return doc;

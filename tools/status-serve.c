@@ -14,22 +14,32 @@
  * anything but STATUS.
  *
  * Safe by default: libmicrohttpd parses HTTP (no parser of ours), the
- * address is 127.0.0.1 unless given, every request without the random
- * token printed in the URL gets 403 (compared in constant time), and only
- * GET and HEAD are served.
+ * address is 127.0.0.1 unless given (a warning says when it is not, as
+ * the token travels in plain HTTP), every request without the random
+ * token printed in the URL gets 403 (compared in constant time) and its
+ * connection closed, only GET and HEAD are served, and clients without
+ * the token cannot hold the connections the token holder needs
+ * (status-guard.c).
+ *
+ * Threads: the daemon has no thread of its own; status_serve's loop runs
+ * it (MHD_run_wait), so every callback here and in status-guard.c, the
+ * fetch included, runs in the thread that called status_serve, one at a
+ * time, and the serve_t is that thread's alone.
  */
 #define _GNU_SOURCE             /* qsort_r */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "reporthtml.h"
+#include "status-guard.h"
 #include "status-serve.h"
 #include "svgplot.h"
 #include "util.h"
@@ -37,11 +47,18 @@
 #define SERVE_TOKEN_BYTES 16
 #define SERVE_TMS 50            /* TM rows a page shows */
 #define SERVE_LANES 20          /* TM lanes under the live timeline */
+#define SERVE_TICK_MS 250       /* the loop's longest wait: signals, header deadlines */
+#define SERVE_BACKLOG 64        /* listen(2)'s queue */
+#define SERVE_LOG_QUIET_S 10    /* a libmicrohttpd message repeated within is counted */
 
 typedef struct {
     status_fetch_fn fetch;
     void *arg;
     char token[2 * SERVE_TOKEN_BYTES + 1];
+    status_guard_t *guard;
+    char log_last[512];         /* libmicrohttpd's last message, */
+    int64_t log_at;             /* when it was printed, */
+    long log_repeats;           /* and how often since */
 } serve_t;
 
 /* What one request asked to see: the TM table's order and page. */
@@ -279,8 +296,11 @@ static void serve_live(const json_t *d, const serve_view_t *v, FILE *f)
                "<script>%s</script>\n</body></html>\n", serve_script);
 }
 
+/* Sends body (freed here) with code; hdr and val, when hdr is not NULL,
+ * one more response header. */
 static enum MHD_Result serve_reply(struct MHD_Connection *c, unsigned code,
-                                   char *body, size_t len, const char *type)
+                                   char *body, size_t len, const char *type,
+                                   const char *hdr, const char *val)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, body,
                                                              MHD_RESPMEM_MUST_FREE);
@@ -293,22 +313,24 @@ static enum MHD_Result serve_reply(struct MHD_Connection *c, unsigned code,
     MHD_add_response_header(r, "Content-Security-Policy",
                             "default-src 'self'; script-src 'unsafe-inline'; "
                             "style-src 'unsafe-inline'");
+    if (hdr)
+        MHD_add_response_header(r, hdr, val);
     enum MHD_Result ok = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return ok;
 }
 
-static enum MHD_Result serve_text(struct MHD_Connection *c, unsigned code, const char *msg)
+static enum MHD_Result serve_text(struct MHD_Connection *c, unsigned code, const char *msg,
+                                  const char *hdr, const char *val)
 {
     char *body = strdup(msg);
-    return body ? serve_reply(c, code, body, strlen(body), "text/plain") : MHD_NO;
+    return body ? serve_reply(c, code, body, strlen(body), "text/plain", hdr, val) : MHD_NO;
 }
 
 static int serve_token_ok(const serve_t *s, struct MHD_Connection *c)
 {
     const char *t = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
-    return t && strlen(t) == strlen(s->token) &&
-           sodium_memcmp(t, s->token, strlen(t)) == 0;
+    return t && status_guard_token(s->guard, t, strlen(t));
 }
 
 enum { SERVE_PAGE, SERVE_PART, SERVE_JSON };
@@ -342,10 +364,10 @@ static enum MHD_Result serve_job(serve_t *s, struct MHD_Connection *c, int what)
     serve_view_t v;
     json_t *doc = s->fetch(s->arg, &live, err, sizeof err);
     if (!doc)
-        return serve_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, err);
+        return serve_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, err, NULL, NULL);
     if (what == SERVE_PART && !live) {
         json_decref(doc);
-        return serve_text(c, MHD_HTTP_CONFLICT, "the job is over: load the page\n");
+        return serve_text(c, MHD_HTTP_CONFLICT, "the job is over: load the page\n", NULL, NULL);
     }
     serve_view(s, c, &v);
     FILE *f = open_memstream(&body, &len);
@@ -362,9 +384,10 @@ static enum MHD_Result serve_job(serve_t *s, struct MHD_Connection *c, int what)
     }
     json_decref(doc);
     if (!f || !body)
-        return serve_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return serve_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory", NULL, NULL);
     return serve_reply(c, MHD_HTTP_OK, body, len,
-                       what == SERVE_JSON ? "application/json" : "text/html; charset=utf-8");
+                       what == SERVE_JSON ? "application/json" : "text/html; charset=utf-8",
+                       NULL, NULL);
 }
 
 static enum MHD_Result serve_request(void *cls, struct MHD_Connection *c,
@@ -373,77 +396,159 @@ static enum MHD_Result serve_request(void *cls, struct MHD_Connection *c,
                                      size_t *upload_size, void **state)
 {
     serve_t *s = cls;
-    (void)version; (void)upload; (void)upload_size; (void)state;
-    /* Answered at the first call, on the headers: a body is never read. */
+    (void)version; (void)upload; (void)upload_size;
+    /* Answered at the first call, on the headers: a body is never read.
+     * The header is in: the guard's deadline no longer applies. */
+    status_guard_arrived(*state);
+    /* Closed after the 403: a client without the token keeps no slot. */
     if (!serve_token_ok(s, c))
         return serve_text(c, MHD_HTTP_FORBIDDEN, "forbidden: the URL needs the "
-                          "token spits-status --serve printed\n");
+                          "token spits-status --serve printed\n", "Connection", "close");
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        return serve_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only\n");
+        return serve_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only: GET or HEAD\n",
+                          "Allow", "GET, HEAD");
     if (strcmp(url, "/") == 0)
         return serve_job(s, c, SERVE_PAGE);
     if (strcmp(url, "/live") == 0)
         return serve_job(s, c, SERVE_PART);
     if (strcmp(url, "/status.json") == 0)
         return serve_job(s, c, SERVE_JSON);
-    return serve_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+    return serve_text(c, MHD_HTTP_NOT_FOUND, "not found\n", NULL, NULL);
 }
 
-/* "ADDR:PORT" as an IPv4 address. 0, or -1. */
-static int serve_parse(const char *addr, struct sockaddr_in *sin)
+/* "ADDR:PORT" as an IPv4 address: NULL, or what is wrong with it. The
+ * port is digits only: strtoul would take " 80" and "+80" for 80. */
+static const char *serve_parse(const char *addr, struct sockaddr_in *sin)
 {
     char host[64];
-    const char *colon = strrchr(addr, ':');
-    unsigned long port;
-    char *end;
-    if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof host)
-        return -1;
+    const char *colon = strrchr(addr, ':'), *port = colon ? colon + 1 : NULL;
+    size_t ndigits = port ? strspn(port, "0123456789") : 0;
+    if (addr[strcspn(addr, " \t\r\n\v\f")])
+        return "it has a space";
+    if (!colon)
+        return "it has no :PORT";
+    if (colon == addr)
+        return "it has no ADDR before the :PORT";
+    if (!*port || port[ndigits] || ndigits > 5 || atol(port) > 65535)
+        return "the port is not a number from 0 to 65535";
+    if ((size_t)(colon - addr) >= sizeof host)
+        return "ADDR is not an IPv4 address";
     memcpy(host, addr, (size_t)(colon - addr));
     host[colon - addr] = '\0';
-    port = strtoul(colon + 1, &end, 10);
-    if (!colon[1] || *end || port > 65535)
-        return -1;
     memset(sin, 0, sizeof *sin);
     sin->sin_family = AF_INET;
-    sin->sin_port = htons((uint16_t)port);
-    return inet_pton(AF_INET, host, &sin->sin_addr) == 1 ? 0 : -1;
+    sin->sin_port = htons((uint16_t)atol(port));
+    if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+        return "ADDR is not an IPv4 address";
+    return NULL;
+}
+
+/* A listening socket on sin, or -1 after one line naming addr and why:
+ * made here, not by libmicrohttpd, which would only say it could not
+ * bind "port 0" when given an address. */
+static int serve_listen(const struct sockaddr_in *sin, const char *addr)
+{
+    int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
+        bind(fd, (const struct sockaddr *)sin, sizeof *sin) == 0 &&
+        listen(fd, SERVE_BACKLOG) == 0)
+        return fd;
+    spits_error("cannot listen on %s: %s (give another with --serve ADDR:PORT)",
+                addr, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+static void serve_log_repeats(serve_t *s)
+{
+    if (s->log_repeats)
+        spits_warn("libmicrohttpd: (%ld more like its last message)", s->log_repeats);
+    s->log_repeats = 0;
+}
+
+/* libmicrohttpd's messages, with the program's prefix, one line each. A
+ * client can make it say the same thing at will (a too big header), so a
+ * message repeated within SERVE_LOG_QUIET_S is counted, not printed. */
+static void serve_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    serve_t *s = cls;
+    char line[sizeof s->log_last];
+    int64_t now = spits_now_ms();
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = '\0';
+    if (strcmp(line, s->log_last) == 0 && now - s->log_at < SERVE_LOG_QUIET_S * 1000) {
+        s->log_repeats++;
+        return;
+    }
+    serve_log_repeats(s);
+    spits_warn("libmicrohttpd: %s", line);
+    memcpy(s->log_last, line, sizeof line);
+    s->log_at = now;
 }
 
 int status_serve(const char *addr, status_fetch_fn fetch, void *arg)
 {
     static serve_t s;
     struct sockaddr_in sin;
+    struct MHD_OptionItem guard[STATUS_GUARD_NOPTIONS];
+    const struct timespec now = {0, 0};
+    const char *bad = serve_parse(addr, &sin);
     sigset_t stop;
-    int sig;
+    int fd;
 
-    if (serve_parse(addr, &sin) != 0)
-        return spits_bad_option("--serve wants ADDR:PORT with an IPv4 address "
-                                "(127.0.0.1:8765), not '%s'", addr);
-    s.fetch = fetch;
-    s.arg = arg;
-    spits_random_hex(s.token, SERVE_TOKEN_BYTES);
-    /* Blocked before the server's thread starts, so only sigwait sees them. */
+    if (bad) {
+        char fmt[256];
+        snprintf(fmt, sizeof fmt, "--serve wants ADDR:PORT with an IPv4 address "
+                 "(127.0.0.1:8765), not '%%s': %s", bad);
+        return spits_bad_option(fmt, addr);
+    }
+    /* Blocked and polled, not handled: the loop stops between two runs. */
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        serve_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)30, MHD_OPTION_END);
-    if (!d) {
-        spits_error("cannot listen on %s (in use, or not an address of this "
-                    "host?): give another with --serve ADDR:PORT", addr);
+    s.fetch = fetch;
+    s.arg = arg;
+    spits_random_hex(s.token, SERVE_TOKEN_BYTES);
+    s.guard = status_guard_new(s.token);
+    if (!s.guard) {
+        spits_error("out of memory starting the page");
         return 1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    if ((fd = serve_listen(&sin, addr)) < 0) {
+        status_guard_free(s.guard);
+        return 1;
+    }
+    if ((ntohl(sin.sin_addr.s_addr) >> 24) != 127)
+        spits_warn("serving on %s, beyond this host's loopback: the page and its "
+                   "token travel in plain HTTP (tunnel to 127.0.0.1 with ssh -L instead)",
+                   addr);
+    status_guard_options(s.guard, guard);
+    /* The logger first, or libmicrohttpd may print before it is set. */
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL, serve_request, &s,
+        MHD_OPTION_EXTERNAL_LOGGER, serve_mhd_log, &s, MHD_OPTION_LISTEN_SOCKET, fd,
+        MHD_OPTION_ARRAY, guard, MHD_OPTION_END);
+    if (!d) {
+        /* (fd was given to libmicrohttpd: it is not ours to close) */
+        spits_error("cannot serve on %s: libmicrohttpd would not start", addr);
+        status_guard_free(s.guard);
+        return 1;
+    }
+    socklen_t slen = sizeof sin;
+    getsockname(fd, (struct sockaddr *)&sin, &slen);
     char ip[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof ip);
     printf("spits-status: serving on http://%s:%u/?token=%s\n", ip,
-           info ? (unsigned)info->port : (unsigned)ntohs(sin.sin_port), s.token);
+           (unsigned)ntohs(sin.sin_port), s.token);
     fflush(stdout);
-    sigwait(&stop, &sig);
+    while (sigtimedwait(&stop, NULL, &now) < 0) {
+        MHD_run_wait(d, SERVE_TICK_MS);
+        status_guard_reap(s.guard);
+    }
     MHD_stop_daemon(d);
+    serve_log_repeats(&s);
+    status_guard_free(s.guard);
     return 0;
 }
