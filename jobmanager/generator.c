@@ -193,6 +193,30 @@ static uint64_t gen_mem_ahead(const gen_mem_t *m, uint64_t live_bytes,
            live_bytes * copies + m->max_len * (2 + copies + 2 * m->encoders);
 }
 
+/* Says once that --memory-limit holds new tasks back, by how far the
+ * JM's memory (resident and in flight) is from it: "near" only within
+ * 10%; well under it, it is the next task (and its copies) that would
+ * not fit. */
+static void gen_mem_log(const gen_t *g, const gen_mem_t *m, uint64_t live_bytes)
+{
+    double used = (double)(m->rss + live_bytes), limit = (double)m->limit;
+    char how[96];
+
+    if (used > 1.1 * limit)
+        snprintf(how, sizeof how, "is %.1f times", used / limit);
+    else if (used >= 0.9 * limit)
+        snprintf(how, sizeof how, "is near");
+    else
+        snprintf(how, sizeof how, "and the next task (up to %.0f MiB, with "
+                 "the copies sending makes) would pass", m->max_len / 1048576.0);
+    spits_info("phase %u: the job manager's memory (%.0f MiB, and %.0f MiB "
+               "of tasks in flight) %s --memory-limit (%.0f MiB): new tasks "
+               "wait for earlier ones to be committed%s",
+               g->p->st.id, m->rss / 1048576.0, live_bytes / 1048576.0, how,
+               limit / 1048576.0, m->rss > m->limit
+               ? ", one at a time while it stays over" : "");
+}
+
 /* Room in --memory-limit for one more task: the JM's anonymous resident
  * size (mem.h), plus what the tasks in flight may still add as they are
  * sent, plus the next task at the largest size seen (the module's
@@ -243,12 +267,7 @@ static int gen_mem_room(gen_t *g, uint64_t live_bytes, uint64_t bytes_made)
     }
     if (!m->logged) {
         m->logged = 1;
-        spits_info("phase %u: the job manager's memory (%.0f MiB, and %.0f MiB "
-                   "of tasks in flight) is near --memory-limit (%.0f MiB): "
-                   "new tasks wait for earlier ones to be committed%s",
-                   g->p->st.id, m->rss / 1048576.0, live_bytes / 1048576.0,
-                   m->limit / 1048576.0, m->rss > m->limit
-                   ? ", one at a time while it stays over" : "");
+        gen_mem_log(g, m, live_bytes);
     }
     return 0;
 }

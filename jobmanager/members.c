@@ -16,6 +16,7 @@
 
 #include "crashes.h"
 #include "dispatch_int.h"
+#include "escape.h"
 #include "log.h"
 #include "phase.h"
 #include "util.h"
@@ -94,7 +95,7 @@ static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
 static void set_relay(jm_tm_t *t, const char *endpoint)
 {
     t->relay = endpoint != NULL;
-    snprintf(t->relay_ep, sizeof t->relay_ep, "%s", endpoint ? endpoint : "");
+    spits_escape(t->relay_ep, sizeof t->relay_ep, endpoint ? endpoint : "");
     if (!t->relay) {
         json_decref(t->behind);
         t->behind = NULL;
@@ -217,7 +218,8 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         json_decref(j);
         return;
     }
-    snprintf(t->host, sizeof t->host, "%s", host);
+    /* (stored escaped: it goes to our log, report.json and spits-status) */
+    spits_escape(t->host, sizeof t->host, host);
     t->pid = pid;
     set_relay(t, relay_ep);
     if (attach > t->attach)
@@ -254,7 +256,7 @@ static json_t *behind_tm(json_t *v)
         (relay && !json_is_boolean(relay)))
         return NULL;
     char h[128];    /* bounded as the JM's own TMs' (tmtable.h host) */
-    snprintf(h, sizeof h, "%s", host);
+    spits_escape(h, sizeof h, host);
     json_t *o = json_pack("{s:s, s:I, s:i, s:I}", "host", h, "pid", (json_int_t)pid,
                           "workers", (int)workers, "runs", (json_int_t)runs);
     if (o && json_is_true(relay))

@@ -39,7 +39,7 @@ struct jm_tm {
     uint32_t reattaches;     /* its HELLOs after its first */
     long attach;             /* the highest "attach" (outage number) of
                                 its HELLOs welcomed (members.c) */
-    char host[128];
+    char host[128];          /* as its HELLO said, escaped (escape.h) */
     long pid;
     int workers;             /* a relay's: those behind it now (STATS) */
     int slots;               /* tasks it may hold: workers + prefetch, grown
@@ -70,7 +70,7 @@ struct jm_tm {
     int64_t settle_records;  /* results it said it holds, not yet in */
     int serve_due;           /* in the dispatcher's due list (serve.c) */
     int relay;               /* joined as a relay (HELLO "relay") */
-    char relay_ep[256];      /* ...its endpoint for TMs, as it said (cut) */
+    char relay_ep[256];      /* ...its endpoint for TMs, escaped, cut */
     json_t *behind;          /* ...its TMs as of its last STATS: {alive,
                                 joins, leaves, losses, tms: [at most
                                 JM_BEHIND_MAX {host, pid, workers, runs,

@@ -1,6 +1,7 @@
 /*
  * util.c - clocks, strict option parsing, host name, random ids.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -41,7 +42,9 @@ int spits_parse_long(const char *s, long min, long max, long *out)
     char *end;
     long v;
 
-    if (!s || !*s)
+    /* (strtol would take leading blanks and a sign: an option's value
+     * is refused unless it is all digits) */
+    if (!s || !isdigit((unsigned char)*s))
         return -1;
     errno = 0;
     v = strtol(s, &end, 10);
@@ -56,7 +59,8 @@ int spits_parse_seconds(const char *s, double max, double *out)
     char *end;
     double v;
 
-    if (!s || !*s)
+    /* (nor blanks, a sign, hexadecimal, inf or nan, which strtod takes) */
+    if (!s || !(isdigit((unsigned char)*s) || *s == '.') || strpbrk(s, "xX"))
         return -1;
     errno = 0;
     v = strtod(s, &end);
@@ -143,3 +147,31 @@ int spits_grow(void **arr, size_t *cap, size_t need, size_t elsize, size_t first
     *cap = n;
     return 0;
 }
+
+#ifdef SPITS_SELFTEST
+#define UCHECK(c) do { if (!(c)) { fprintf(stderr, "util selftest: %s:%d: %s\n", \
+    __FILE__, __LINE__, #c); return -1; } } while (0)
+
+int spits_util_selftest(void)
+{
+    static const char *bad_long[] = {"", " 4", "+4", "-4", "4 ", "\t4", "4x",
+                                     "0x10", "99999999999999999999", "5"};
+    static const char *bad_seconds[] = {"", " 1", "+1", "-0", "1 ", "0x10",
+                                        "inf", "nan", "1e400", ".", "2"};
+    long l;
+    double d;
+
+    UCHECK(spits_parse_long("4", 1, 4096, &l) == 0 && l == 4);
+    UCHECK(spits_parse_long("0", 0, 1, &l) == 0 && l == 0);
+    UCHECK(spits_parse_long("4096", 1, 4096, &l) == 0 && l == 4096);
+    for (size_t i = 0; i < sizeof bad_long / sizeof *bad_long; i++)
+        UCHECK(spits_parse_long(bad_long[i], 0, 4, &l) == -1);
+    UCHECK(spits_parse_seconds("2.5", 10, &d) == 0 && d == 2.5);
+    UCHECK(spits_parse_seconds(".5", 10, &d) == 0 && d == 0.5);
+    UCHECK(spits_parse_seconds("1e1", 10, &d) == 0 && d == 10);
+    UCHECK(spits_parse_seconds("0", 10, &d) == 0 && d == 0);
+    for (size_t i = 0; i < sizeof bad_seconds / sizeof *bad_seconds; i++)
+        UCHECK(spits_parse_seconds(bad_seconds[i], 1, &d) == -1);
+    return 0;
+}
+#endif

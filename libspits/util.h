@@ -15,9 +15,12 @@ double spits_wall_time(void);
 /* ISO 8601 UTC time ("2026-11-22T10:00:00Z") of a wall-clock time. */
 void spits_iso_time(double t, char *out, size_t outlen);
 
-/* Parses all of s as an integer in [min, max]. 0 on success, else -1. */
+/* Parses all of s, digits only (no blank, no sign), as an integer in
+ * [min, max] (min >= 0). 0 on success, else -1. */
 int spits_parse_long(const char *s, long min, long max, long *out);
-/* Parses all of s as a non-negative number of seconds (decimals allowed). */
+/* Parses all of s as a non-negative number of seconds, at most max:
+ * digits with decimals or an exponent ("2", "0.5", ".5", "1e3"), no
+ * blank or sign. 0 on success, else -1. */
 int spits_parse_seconds(const char *s, double max, double *out);
 
 /* This host's name (never fails: falls back to "localhost"). */
@@ -46,5 +49,9 @@ void spits_malloc_release(void);
  * at least need elements, doubling its capacity (at least first). -1 when
  * out of memory (the array is left as it was). */
 int spits_grow(void **arr, size_t *cap, size_t need, size_t elsize, size_t first);
+
+#ifdef SPITS_SELFTEST
+int spits_util_selftest(void);
+#endif
 
 #endif

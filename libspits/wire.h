@@ -49,7 +49,8 @@
  *
  * Control messages (HELLO, WELCOME, PHASE, BYE, STATS, and STATUS from the
  * JM) carry one JSON object as their body. HEARTBEAT, END, WHO, DRAIN and a
- * STATUS request have no body.
+ * STATUS request have no body. A relay's WELCOME is its upstream's with
+ * "relay": true added (a JM's has none), so a TM names what it joined.
  *
  * Every task copy a JM sends comes back as exactly one RESULTS record:
  * its result, a failure, or RETURNED unrun (phase change, drain, cancel).

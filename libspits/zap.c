@@ -152,8 +152,12 @@ void spits_zap_handshake_failed(spits_zap_t *z, int64_t now)
     z->handshakes_failed++;
     if (z->handshakes_logged_at == 0 ||
         now - z->handshakes_logged_at >= ZAP_LOG_EVERY_MS) {
-        spits_warn("refused a connection that failed the CurveZMQ handshake "
-                   "(%llu so far)", (unsigned long long)z->handshakes_failed);
+        /* (a client that timed out, say against a JM that was stopped,
+         * fails it too, as it closes mid-handshake) */
+        spits_warn("refused a connection that failed the CurveZMQ handshake: "
+                   "no or a wrong server key, or a client that gave up "
+                   "waiting (%llu so far)",
+                   (unsigned long long)z->handshakes_failed);
         z->handshakes_logged_at = now;
     }
 }

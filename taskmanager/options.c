@@ -231,6 +231,16 @@ static int parse_option(tm_opts_t *opts, int c, char **argv)
         if (parse_end_time(opts, optarg) != 0)
             return spits_bad_option("--end-time wants +SEC, epoch seconds, "
                                     "YYYY-MM-DDTHH:MM:SS or none, not '%s'", optarg);
+        /* (a TM told to be gone already would start tasks, then drain at
+         * once; and an end_wall of 0 would mean none) */
+        if (strcmp(optarg, "none") != 0 && opts->end_wall <= spits_wall_time()) {
+            char what[512], iso[32];
+            spits_iso_time(opts->end_wall, iso, sizeof iso);
+            snprintf(what, sizeof what, "'%.400s' is %s", optarg, iso);
+            return spits_bad_option("--end-time %s, not in the future: give a "
+                                    "time to come, +SEC with SEC above 0, or none",
+                                    what);
+        }
         break;
     case OPT_END_MARGIN:
         if (spits_parse_seconds(optarg, 1e6, &opts->end_margin))

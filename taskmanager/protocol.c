@@ -118,13 +118,14 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     }
     if (tm->relay)
         tm_relay_on_job(tm, SPITS_MSG_WELCOME, hdr->phase, welcome);
+    /* (a relay says so in its WELCOME: --via may name the JM itself, and
+     * --connect or jm.json a relay) */
+    const char *hop = json_is_true(json_object_get(welcome, "relay")) ? " (relay)" : "";
     if (tm->relay && (!tm->link.welcomed || tm->link.state != TM_READY))
-        spits_info("relay joined job %s at %s%s", job, tm->link.endpoint,
-                   tm_link_relayed(tm) ? " (relay)" : "");
+        spits_info("relay joined job %s at %s%s", job, tm->link.endpoint, hop);
     else if (!tm->link.welcomed || tm->link.state != TM_READY)
         spits_info("joined job %s at %s%s with %d worker(s)", job,
-                   tm->link.endpoint, tm_link_relayed(tm) ? " (relay)" : "",
-                   tm->opts.workers);
+                   tm->link.endpoint, hop, tm->opts.workers);
     /* (addressed to this TM: see wire.h) */
     const char *parts_to = json_string_value(json_object_get(welcome, "result_parts"));
     tm->link.result_parts = parts_to && strcmp(parts_to, tm->link.routing_id) == 0;

@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "jobdir.h"
 #include "keys.h"
 #include "log.h"
@@ -154,6 +155,10 @@ static void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
     json_t *body = json_copy(r->up);
     if (body && type == SPITS_MSG_WELCOME)
         json_object_set_new(body, "attach", json_integer(t->attach));
+    /* Who answers: a TM says "(relay)" by this, whatever option led it
+     * here. */
+    if (body && type == SPITS_MSG_WELCOME)
+        json_object_set_new(body, "relay", json_true());
     /* The relay takes its TMs' large results as parts (but under
      * ThreadSanitizer: spits_parts_min), whatever upstream takes (results.c sends them inline
      * to an upstream that takes none); said to each with its routing id
@@ -307,7 +312,7 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     }
     /* What a TM of another job holds is not this job's (as in the JM). */
     long held = h.job_id && strcmp(h.job_id, r->up_job) != 0 ? 0 : h.held;
-    snprintf(t->host, sizeof t->host, "%s", h.host);
+    spits_escape(t->host, sizeof t->host, h.host);   /* (for our log) */
     t->pid = h.pid;
     t->workers = (int)h.workers;
     t->slots = (int)h.slots;
@@ -332,7 +337,7 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     rl_peers_capacity(&r->peers, t);
     if (relay_log_ok(r))
         spits_info("relay: %s %s:%ld %s with %ld worker(s)",
-                   h.relay ? "relay" : "TM", h.host, h.pid,
+                   h.relay ? "relay" : "TM", t->host, h.pid,
                    first ? "joined" : "re-attached", h.workers);
     relay_send_job(r, t, SPITS_MSG_WELCOME);
     json_decref(j);

@@ -24,6 +24,11 @@
  *                                    ROUTER bound to ENDPOINT) that answers
  *                                    each HELLO for SEC seconds with a
  *                                    WELCOME claiming max_task_bytes BYTES
+ *   hostile named ENDPOINT KEYFILE HOST SEC  an authenticated peer that says
+ *                                    HELLO as host HOST (escape sequences,
+ *                                    say; JSON takes valid UTF-8 only),
+ *                                    then heartbeats for SEC seconds; exit
+ *                                    0 if it was welcomed, else 3
  *
  * It never takes part in a job: it exists to show that the JM (or, as a
  * JM, the TM) ignores it and the job's result stays exact.
@@ -80,11 +85,11 @@ static void *dealer(void *ctx, const char *ep, const spits_keys_t *k,
     return s;
 }
 
-static void send_hello_workers(void *s, long workers)
+static void send_hello_as(void *s, const char *host, int pid, long workers)
 {
     spits_buf_t b = {0};
-    json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:i, s:s}", "host", "hostile",
-                          "pid", 1, "workers", (json_int_t)workers, "slots", 4,
+    json_t *j = json_pack("{s:s, s:i, s:I, s:i, s:i, s:s}", "host", host,
+                          "pid", pid, "workers", (json_int_t)workers, "slots", 4,
                           "held", 0, "job_id", "x");
     spits_wire_encode_json(&b, SPITS_MSG_HELLO, 0, j);
     zmq_send(s, b.data, b.len, ZMQ_DONTWAIT);
@@ -94,7 +99,33 @@ static void send_hello_workers(void *s, long workers)
 
 static void send_hello(void *s)
 {
-    send_hello_workers(s, 1);
+    send_hello_as(s, "hostile", 1, 1);
+}
+
+/* Says HELLO as host (each second until welcomed: a send before the
+ * connection is up is dropped), else heartbeats, for sec seconds. 0 if a
+ * WELCOME came, else 3. */
+static int named(void *s, const char *host, int sec)
+{
+    unsigned char hdr[SPITS_HDR_SIZE], buf[SPITS_HDR_SIZE];
+    int welcomed = 0;
+
+    for (int i = 0; i < sec * 10; i++) {
+        zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+        if (i % 10 == 0 && !welcomed) {
+            send_hello_as(s, host, (int)getpid(), 1);
+        } else if (i % 10 == 0) {
+            spits_wire_encode_empty(hdr, SPITS_MSG_HEARTBEAT, 1);
+            zmq_send(s, hdr, sizeof hdr, ZMQ_DONTWAIT);
+        }
+        if (zmq_poll(&it, 1, 100) > 0 &&
+            zmq_recv(s, buf, sizeof buf, 0) >= SPITS_HDR_SIZE &&
+            buf[3] == SPITS_MSG_WELCOME)
+            welcomed = 1;
+    }
+    if (!welcomed)
+        fprintf(stderr, "hostile: no WELCOME\n");
+    return welcomed ? 0 : 3;
 }
 
 /* 0 if nothing arrives within ms, else 3. */
@@ -281,14 +312,19 @@ int main(int argc, char **argv)
             rc = abuse(s);
         }
         zmq_close(s);
-    } else if (argc >= 5 && strcmp(argv[1], "bighello") == 0) {
+    } else if (argc >= 5 && (strcmp(argv[1], "bighello") == 0 ||
+                             (argc >= 6 && strcmp(argv[1], "named") == 0))) {
         if (spits_keys_read(argv[3], &k, 0, err, sizeof err) != 0) {
             fprintf(stderr, "hostile: %s\n", err);
             return 1;
         }
         void *s = dealer(ctx, argv[2], &k, NULL);
-        send_hello_workers(s, atol(argv[4]));
-        rc = expect_silence(s, 2000);
+        if (argv[1][0] == 'b') {
+            send_hello_as(s, "hostile", 1, atol(argv[4]));
+            rc = expect_silence(s, 2000);
+        } else {
+            rc = named(s, argv[4], atoi(argv[5]));
+        }
         zmq_close(s);
     } else if (argc >= 5 && strcmp(argv[1], "welcome") == 0) {
         rc = welcome(ctx, argv[2], atoll(argv[3]), atoi(argv[4]));

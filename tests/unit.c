@@ -10,6 +10,7 @@
 #include "conngen.h"
 #include "alloc-policy.h"
 #include "elfcheck.h"
+#include "escape.h"
 #include "idmap.h"
 #include "jobdir.h"
 #include "journal.h"
@@ -27,6 +28,7 @@
 #include "svgplot.h"
 #include "term.h"
 #include "tmtable.h"
+#include "util.h"
 #include "wake.h"
 #include "wire.h"
 #include "zmqutil.h"
@@ -52,6 +54,8 @@ int main(void)
         {"metrics", spits_metrics_selftest},
         {"wake", spits_wake_selftest},
         {"term", spits_term_selftest},
+        {"escape", spits_escape_selftest},
+        {"util", spits_util_selftest},
         {"elf", spits_elf_selftest},
         {"zmqutil", spits_zmqutil_selftest},
         {"parts", spits_parts_selftest},

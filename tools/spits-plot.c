@@ -11,14 +11,17 @@
  * (busy_s / (workers x time in the job)). The drawing is libspits'
  * svgplot.c (which the JM's report.html inlines too); FILE.png is that SVG
  * rendered by rsvg-convert (Debian's librsvg2-bin), run directly, without
- * a shell.
+ * a shell, through a pipe. Either is drawn in memory first and replaces
+ * FILE whole (plot_write).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,34 +45,122 @@ static void usage(FILE *f)
 "  -V, --version         print the version\n");
 }
 
-/* Renders the SVG file svg as the PNG file png with rsvg-convert.
- * 0, or -1 after saying why. */
-static int render_png(const char *svg, const char *png)
+/* What goes to -o: the drawing (svg, len bytes) as it is, or as the PNG
+ * rsvg-convert makes of it. why: a failure of our own, said in full
+ * (else errno says it). */
+typedef struct {
+    const char *svg;
+    size_t len;
+    int png;
+    char why[160];
+} plot_out_t;
+
+/* Pipes the drawing through rsvg-convert into f. 0, or -1. */
+static int plot_render_png(plot_out_t *o, FILE *f)
 {
-    int status;
-    pid_t pid = fork();
-    if (pid < 0) {
-        spits_error("cannot start rsvg-convert: %s", strerror(errno));
+    int p[2], status;
+    pid_t pid;
+
+    if (fflush(f) != 0 || pipe(p) != 0)
+        return -1;
+    if ((pid = fork()) < 0) {
+        close(p[0]);
+        close(p[1]);
         return -1;
     }
     if (pid == 0) {
-        execlp("rsvg-convert", "rsvg-convert", "-f", "png", "-o", png, svg,
-               (char *)NULL);
+        signal(SIGPIPE, SIG_DFL);
+        if (dup2(p[0], STDIN_FILENO) < 0 || dup2(fileno(f), STDOUT_FILENO) < 0)
+            _exit(126);
+        close(p[0]);
+        close(p[1]);
+        execlp("rsvg-convert", "rsvg-convert", "-f", "png", (char *)NULL);
         _exit(127);
     }
+    close(p[0]);
+    /* (a write fails with EPIPE, SIGPIPE being ignored, if it exits early:
+     * its exit status says why) */
+    for (size_t off = 0; off < o->len;) {
+        ssize_t n = write(p[1], o->svg + off, o->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    close(p[1]);
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return -1;
+    errno = 0;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-        spits_error("a PNG needs rsvg-convert (Debian package librsvg2-bin); "
-                    "-o FILE.svg needs nothing");
+        snprintf(o->why, sizeof o->why, "a PNG needs rsvg-convert (Debian package "
+                 "librsvg2-bin); -o FILE.svg needs nothing");
         return -1;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        spits_error("rsvg-convert could not render %s", png);
+        snprintf(o->why, sizeof o->why, "rsvg-convert could not render the PNG");
         return -1;
     }
     return 0;
+}
+
+static int plot_fill(FILE *f, void *arg)
+{
+    plot_out_t *o = arg;
+    if (o->png)
+        return plot_render_png(o, f);
+    return fwrite(o->svg, 1, o->len, f) == o->len ? 0 : -1;
+}
+
+/* Writes o to out. A file is replaced as a whole (a temporary file beside
+ * it, renamed over it; through a symlink, beside its target), so that a
+ * failure, a full disk say, leaves what was there as it was, and nothing
+ * of the user's is removed. Something else that exists (a pipe,
+ * /dev/stdout) is written in place. 0, or -1 with err set. */
+static int plot_write(const char *out, plot_out_t *o, char *err, size_t errlen)
+{
+    struct stat st;
+    char real[PATH_MAX];
+    int exists = stat(out, &st) == 0;
+
+    if (exists && !S_ISREG(st.st_mode)) {
+        FILE *f = fopen(out, "w");
+        int rc = -1;
+        if (f) {
+            errno = 0;
+            rc = plot_fill(f, o);
+            if (fclose(f) != 0)
+                rc = -1;
+        }
+        if (rc != 0)
+            snprintf(err, errlen, "cannot write %s: %s", out,
+                     errno ? strerror(errno) : "the content could not be made");
+        return rc;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    return spits_file_write_atomic(realpath(out, real) ? real : out,
+                                   exists ? (int)(st.st_mode & 07777)
+                                          : (int)(0666 & ~mask),
+                                   plot_fill, o, err, errlen);
+}
+
+/* Draws rep as SVG into memory, so that nothing is written when there
+ * is nothing to draw. 0, -1 (no timeline) or -2 (out of memory). */
+static int plot_draw(const json_t *rep, char **svg, size_t *len)
+{
+    FILE *m = open_memstream(svg, len);
+    if (!m)
+        return -2;
+    int rc = spits_svgplot_write(rep, m);
+    if (fclose(m) != 0)
+        rc = -2;
+    if (rc != 0) {
+        free(*svg);
+        *svg = NULL;
+    }
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -108,10 +199,6 @@ int main(int argc, char **argv)
     if (!png && (olen <= 4 || strcmp(out + olen - 4, ".svg") != 0))
         return spits_bad_option("spits-plot writes SVG or PNG: give -o FILE.svg "
                                 "or -o FILE.png, not '%s'", out);
-    /* A PNG is drawn as SVG first, next to it. */
-    char svg[PATH_MAX];
-    if (png && snprintf(svg, sizeof svg, "%s.tmp.svg", out) >= (int)sizeof svg)
-        return spits_bad_option("-o '%s' is too long", out);
     if (!report) {
         snprintf(path, sizeof path, "%s/%s", dir, SPITS_REPORT_FILE);
         report = path;
@@ -127,29 +214,24 @@ int main(int argc, char **argv)
         json_decref(rep);
         return 1;
     }
-    const char *draw = png ? svg : out;
-    FILE *f = fopen(draw, "w");
-    if (!f) {
-        spits_error("cannot write %s: %s", draw, strerror(errno));
-        json_decref(rep);
-        return 1;
-    }
-    int rc = spits_svgplot_write(rep, f);
-    if (fclose(f) != 0 || rc != 0) {
-        spits_error("%s has no timeline to draw (a report of spits 0.1 or later "
-                    "is needed)", report);
-        remove(draw);
+    plot_out_t o = {.png = png};
+    char *svg = NULL, err[PATH_MAX + 256];
+    int rc;
+    if ((rc = plot_draw(rep, &svg, &o.len)) != 0) {
+        if (rc == -2)
+            spits_error("out of memory drawing %s", report);
+        else
+            spits_error("%s has no timeline to draw (a report of spits 0.1 or "
+                        "later is needed)", report);
         json_decref(rep);
         return 1;
     }
     json_decref(rep);
-    if (png) {
-        rc = render_png(svg, out);
-        remove(svg);
-        if (rc != 0) {
-            remove(out);
-            return 1;
-        }
-    }
-    return 0;
+    o.svg = svg;
+    signal(SIGPIPE, SIG_IGN);
+    rc = plot_write(out, &o, err, sizeof err);
+    if (rc != 0)
+        spits_error("%s", o.why[0] ? o.why : err);
+    free(svg);
+    return rc != 0;
 }

@@ -28,6 +28,7 @@
 #include <zmq.h>
 
 #include "crash.h"
+#include "escape.h"
 #include "jobdir.h"
 #include "keys.h"
 #include "log.h"
@@ -72,11 +73,15 @@ static json_int_t num(json_t *o, const char *k)
     return json_integer_value(json_object_get(o, k));
 }
 
-/* A string field, or "?" when it has none. */
+/* A string field, escaped for the terminal (escape.h: the JM's document
+ * carries what its peers said), or "?" when it has none. Valid until the
+ * fourth call after. */
 static const char *str(json_t *o, const char *k)
 {
+    static char buf[4][512];
+    static unsigned next;
     const char *v = json_string_value(json_object_get(o, k));
-    return v ? v : "?";
+    return v ? spits_escape(buf[next++ % 4], sizeof buf[0], v) : "?";
 }
 
 /* A relay's TMs, indented under its row: what its last STATS said (the
@@ -109,10 +114,10 @@ static void print_table(json_t *doc)
     json_int_t total = num(t, "total"), committed = num(t, "committed");
     json_t *eta = json_object_get(doc, "eta_s");
 
-    printf("job %s, phase %d, %s for ", json_string_value(json_object_get(doc, "job_id")),
-           (int)num(doc, "phase"), json_string_value(json_object_get(doc, "state")));
+    printf("job %s, phase %d, %s for ", str(doc, "job_id"), (int)num(doc, "phase"),
+           str(doc, "state"));
     print_duration(json_number_value(json_object_get(doc, "elapsed_s")));
-    printf("\n  module %s\n", json_string_value(json_object_get(doc, "module")));
+    printf("\n  module %s\n", str(doc, "module"));
     if (json_is_true(json_object_get(t, "generation_done")) && total > 0)
         printf("  tasks: %lld of %lld committed (%.1f%%)", (long long)committed,
                (long long)total, 100.0 * (double)committed / (double)total);
@@ -147,7 +152,7 @@ static void print_table(json_t *doc)
     for (size_t i = 0; i < json_array_size(tms); i++) {
         json_t *r = json_array_get(tms, i);
         printf("  %-20.20s %8lld %7lld %5lld %9lld %7lld %9.1f s%s\n",
-               json_string_value(json_object_get(r, "host")), (long long)num(r, "pid"),
+               str(r, "host"), (long long)num(r, "pid"),
                (long long)num(r, "workers"), (long long)num(r, "busy"),
                (long long)num(r, "done"), (long long)num(r, "failed"),
                json_number_value(json_object_get(r, "last_heard_s")),
@@ -166,8 +171,8 @@ static void print_table(json_t *doc)
                "cancelled; last: %s\n", (long long)num(al, "queued"),
                (long long)num(al, "running"), (long long)num(al, "submitted"),
                (long long)num(al, "cancelled"),
-               json_string_value(json_object_get(al, "last_decision"))
-                   ? json_string_value(json_object_get(al, "last_decision")) : "none");
+               json_is_string(json_object_get(al, "last_decision"))
+                   ? str(al, "last_decision") : "none");
 }
 
 /* spits-alloc's record of its queue jobs (DIR/alloc.json), if it has one,
@@ -231,9 +236,8 @@ static void print_report(json_t *doc, const char *path, int as_json)
         return;
     }
     json_t *c = json_object_get(doc, "counters");
-    printf("job %s is over: %s (exit %lld) after ",
-           json_string_value(json_object_get(doc, "job_id")),
-           json_string_value(json_object_get(doc, "status")),
+    printf("job %s is over: %s (exit %lld) after ", str(doc, "job_id"),
+           str(doc, "status"),
            (long long)num(doc, "exit_code"));
     print_duration(json_number_value(json_object_get(doc, "seconds")));
     printf("\n  %lld committed, %lld commit error(s), %lld failed, %lld re-sent, "
@@ -264,7 +268,7 @@ static int show_report(const char *dir, int as_json, const char *why)
     }
     if (why)
         spits_warn("%s; showing %s instead (job %s is over)", why, path,
-                   json_string_value(json_object_get(doc, "job_id")));
+                   str(doc, "job_id"));
     print_report(doc, path, as_json);
     json_decref(doc);
     return 0;
