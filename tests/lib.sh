@@ -67,6 +67,23 @@ start_relay() {
     PIDS="$PIDS $RELAY_PID"
 }
 
+# start_serve NAME ARGS...: spits-status --serve 127.0.0.1:0 for job NAME
+# (ARGS before --serve); SERVE_PID, and the URL it prints with its BASE and
+# TOKEN (output in NAME.serve.out, its log in NAME.serve.log)
+start_serve() {
+    local name=$1
+    shift
+    "$top_builddir/tools/spits-status" --jobdir "$T/$name" "$@" --serve 127.0.0.1:0 \
+        >"$T/$name.serve.out" 2>"$T/$name.serve.log" &
+    SERVE_PID=$!
+    PIDS="$PIDS $SERVE_PID"
+    wait_for "grep -q token= '$T/$name.serve.out'" 30 "spits-status --serve to print its URL"
+    URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*/?token=[0-9a-f]*' "$T/$name.serve.out") ||
+        fail "no URL on 127.0.0.1 with a token in: $(cat "$T/$name.serve.out")"
+    BASE=${URL%%\?*}
+    TOKEN=${URL##*token=}
+}
+
 # free_port: a TCP port nothing listens on now
 free_port() {
     "$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"

@@ -65,14 +65,8 @@ done
 # A job that stays up (no TM: nothing runs) and its page.
 start_jm live "$MODS/bench.so" -n 100
 wait_for "live live 'd[\"job_id\"]' >/dev/null" 30 "the job manager to answer STATUS"
-"$ST" --jobdir "$T/live" --timeout 1 --serve 127.0.0.1:0 >"$T/serve.out" 2>"$T/serve.err" &
-SERVE_PID=$!
-PIDS="$PIDS $SERVE_PID"
-wait_for "grep -q token= '$T/serve.out'" 30 "spits-status --serve to print its URL"
-url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/?token=[0-9a-f]*' "$T/serve.out") ||
-    fail "no URL in: $(cat "$T/serve.out")"
-base=${url%%\?*}
-token=${url##*token=}
+start_serve live --timeout 1
+base=$BASE token=$TOKEN url=$URL
 sport=${base##*:}
 sport=${sport%/}
 code() { curl -s -o /dev/null --max-time 5 -w '%{http_code}' "$@"; }
@@ -96,11 +90,11 @@ PY
 done
 [ "$(sort -u "$T/431.out")" = "HTTP/1.1 431 Request Header Fields Too Large" ] ||
     fail "a too big header was answered: $(cat "$T/431.out")"
-wait_for "grep -q 431 '$T/serve.err'" 5 "libmicrohttpd's message about the big header"
-[ "$(grep -c 431 "$T/serve.err")" = 1 ] &&
-    grep -q "^spits-status: warning: libmicrohttpd: Error processing request (HTTP response code is 431" "$T/serve.err" ||
-    fail "libmicrohttpd's message was not one prefixed line: $(cat "$T/serve.err")"
-grep -v '^spits-status: ' "$T/serve.err" && fail "a line on stderr without the prefix"
+wait_for "grep -q 431 '$T/live.serve.log'" 5 "libmicrohttpd's message about the big header"
+[ "$(grep -c 431 "$T/live.serve.log")" = 1 ] &&
+    grep -q "^spits-status: warning: libmicrohttpd: Error processing request (HTTP response code is 431" "$T/live.serve.log" ||
+    fail "libmicrohttpd's message was not one prefixed line: $(cat "$T/live.serve.log")"
+grep -v '^spits-status: ' "$T/live.serve.log" && fail "a line on stderr without the prefix"
 
 # f. A slow header without the token is dropped at the deadline (3 s),
 # however steadily it comes (a line a second).
@@ -206,6 +200,6 @@ kill -CONT "$jm"
 [ "$(code "${base}status.json?token=$token")" = 200 ] || fail "the job manager answers again, the page does not"
 # All the while, libmicrohttpd's messages (a line per dropped connection)
 # were counted, not printed: a few lines, all prefixed.
-[ "$(wc -l <"$T/serve.err")" -le 10 ] && ! grep -v '^spits-status: ' "$T/serve.err" ||
-    fail "the log of all this is $(wc -l <"$T/serve.err") lines: $(head -20 "$T/serve.err")"
+[ "$(wc -l <"$T/live.serve.log")" -le 10 ] && ! grep -v '^spits-status: ' "$T/live.serve.log" ||
+    fail "the log of all this is $(wc -l <"$T/live.serve.log") lines: $(head -20 "$T/live.serve.log")"
 echo ok

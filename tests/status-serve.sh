@@ -28,14 +28,8 @@ ready() {
 }
 wait_for ready 90 "the failed task, both TMs and a model figure in the live status"
 job=$(json "$T/live.status" "d['job_id']")
-"$top_builddir/tools/spits-status" --jobdir "$T/live" --serve 127.0.0.1:0 \
-    >"$T/serve.out" 2>"$T/serve.log" &
-PIDS="$PIDS $!"
-wait_for "grep -q token= '$T/serve.out'" 30 "spits-status --serve to print its URL"
-url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/?token=[0-9a-f]*' "$T/serve.out") ||
-    fail "no URL on 127.0.0.1 with a token in: $(cat "$T/serve.out")"
-base=${url%%\?*}
-token=${url##*token=}
+start_serve live
+base=$BASE token=$TOKEN url=$URL
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 [ "$(code "$base")" = 403 ] || fail "the page without a token was not refused"
 [ "$(code "${base}status.json")" = 403 ] || fail "status.json without a token was not refused"

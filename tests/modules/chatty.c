@@ -16,13 +16,5 @@ static int64_t chatty_f(int64_t i)
 }
 
 #define SUM_F(op, i) ((void)(op), chatty_f(i))
+#define SUM_MAIN "chatty"
 #include "common.h"
-
-int spits_main(int argc, const char *argv[], spitsrun_t run)
-{
-    int64_t sum;
-    if (sum_run(argc, argv, run, &sum) != 0)
-        return 1;
-    printf("chatty: sum=%lld\n", (long long)sum);
-    return 0;
-}
