@@ -35,6 +35,7 @@ void jm_commitq_init(jm_commitq_t *q)
     memset(q, 0, sizeof *q);
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->ready, NULL);
+    atomic_init(&q->syncing, 0);
 }
 
 jm_rx_t *jm_rx_new(void)
@@ -97,6 +98,7 @@ int jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n)
     int was_empty = q->n == 0;
     memcpy(q->items + q->n, items, n * sizeof *items);
     q->n += n;
+    q->pushed += n;
     pthread_mutex_unlock(&q->lock);
     if (was_empty)
         pthread_cond_signal(&q->ready);
@@ -112,8 +114,11 @@ void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total)
     pthread_cond_signal(&q->ready);
 }
 
-static void record_failure(jm_phase_t *p, uint64_t id, uint32_t status)
+/* A poison task: f holds what the dispatcher knew of it (NULL when it had
+ * no memory for that: the id and status then). */
+static void record_failure(jm_phase_t *p, const jm_commit_t *c)
 {
+    const jm_failure_t *f = (const jm_failure_t *)c->owned;
     jm_phase_stats_t *st = &p->st;
     if (st->nfailed == st->capfailed) {
         size_t cap = st->capfailed ? st->capfailed * 2 : 16;
@@ -125,8 +130,14 @@ static void record_failure(jm_phase_t *p, uint64_t id, uint32_t status)
         st->failed = f;
         st->capfailed = cap;
     }
-    st->failed[st->nfailed].id = id;
-    st->failed[st->nfailed++].status = status;
+    jm_failure_t *to = &st->failed[st->nfailed++];
+    if (f) {
+        *to = *f;
+    } else {
+        memset(to, 0, sizeof *to);
+        to->id = c->id;
+        to->status = c->status;
+    }
 }
 
 /* The first COMMIT_NAMED failures of a phase are named one by one, later
@@ -226,7 +237,11 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
         batch = items;
         bcap = cap;
 
-        if (jm->journal && journal_batch(jm, p, batch, n) != 0) {
+        /* (a slow disk shows in the live view: waiting for the disk) */
+        atomic_store_explicit(&q->syncing, 1, memory_order_relaxed);
+        int jrc = jm->journal ? journal_batch(jm, p, batch, n) : 0;
+        atomic_store_explicit(&q->syncing, 0, memory_order_relaxed);
+        if (jrc != 0) {
             for (size_t i = 0; i < n; i++)
                 jm_commit_release(&batch[i]);
             break;
@@ -242,7 +257,7 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
                 if (rc != 0)
                     commit_failed(p, rc, c->id, "");
             } else {
-                record_failure(p, c->id, c->status);
+                record_failure(p, c);
             }
             free(c->owned);
             if (c->rx && (++run, i + 1 == n || batch[i + 1].rx != c->rx)) {

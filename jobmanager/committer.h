@@ -38,7 +38,9 @@ typedef struct {
     uint32_t len;
     uint32_t status;          /* SPITS_ST_OK, or how a poison task failed */
     jm_rx_t *rx;              /* the message data points into, or NULL */
-    unsigned char *owned;     /* or data's own allocation (adopted result) */
+    unsigned char *owned;     /* or data's own allocation (adopted result);
+                                 a poison task's: the failure's details
+                                 (jm_failure_t, phase.h), or NULL */
 } jm_commit_t;
 
 /* dispatcher -> committer. */
@@ -50,6 +52,10 @@ typedef struct {
     int abort;                /* dispatcher: the job is being stopped */
     int gen_done;             /* generator: set with gen_total at its end */
     uint64_t gen_total;
+    uint64_t pushed;          /* dispatcher: resolutions queued this phase;
+                                 less genq.resolved, those not committed yet */
+    atomic_int syncing;       /* committer: 1 while it writes and syncs the
+                                 journal (the dispatcher reads it per tick) */
 } jm_commitq_t;
 
 void jm_commitq_init(jm_commitq_t *q);

@@ -276,6 +276,11 @@ static void live_update(jm_disp_t *d)
     l->total = q->total + p->st.replayed;
     l->resolved = q->resolved;
     pthread_mutex_unlock(&q->lock);
+    /* (read after resolved, so never below it: both only grow) */
+    pthread_mutex_lock(&p->cq.lock);
+    l->uncommitted = p->cq.pushed - l->resolved;
+    pthread_mutex_unlock(&p->cq.lock);
+    l->syncing = atomic_load_explicit(&p->cq.syncing, memory_order_relaxed);
     l->phase = p->st.id;
     l->replayed = p->st.replayed;
     l->failed = d->st.poison;
@@ -283,15 +288,19 @@ static void live_update(jm_disp_t *d)
     l->resent = d->st.resent;
     l->duplicates = d->st.duplicates;
     l->requeued = d->st.requeued;
-    l->running = 0;
+    l->running = l->queued = 0;
     l->tms_alive = d->alive;
     l->tm_joins = d->st.tm_joins;
     l->tm_reattaches = d->st.tm_reattaches;
     l->tm_losses = d->st.tm_losses;
     l->tm_leaves = d->st.tm_leaves;
     l->tms_lost_now = d->st.tms_lost_now;
-    for (size_t i = 0; i < jm_tmtab_live_count(d->tms); i++)
-        l->running += (uint64_t)jm_tmtab_live_at(d->tms, i)->outstanding;
+    for (size_t i = 0; i < jm_tmtab_live_count(d->tms); i++) {
+        uint64_t running, queued;
+        jm_tm_split(jm_tmtab_live_at(d->tms, i), &running, &queued);
+        l->running += running;
+        l->queued += queued;
+    }
     l->rate = jm_progress_rate(&d->progress, d->now, l->resolved);
 }
 
@@ -308,9 +317,8 @@ static json_t *status_doc(jm_disp_t *d)
     uint64_t resolved = d->resolved_before + (d->phase ? d->live.resolved : 0);
     json_t *failed = json_array(), *totals = jm_disp_tm_totals_json(d, 0);
     for (size_t i = 0; failed && i < d->nfailed; i++)
-        json_array_append_new(failed, json_pack("{s:i, s:I, s:s}",
-            "phase", (int)d->failed[i].phase, "task", (json_int_t)d->failed[i].id,
-            "reason", spits_wire_status_name(d->failed[i].status)));
+        json_array_append_new(failed, jm_failure_json(d->failed[i].phase,
+                                                      &d->failed[i].f));
     json_object_set_new(doc, "timeline", jm_timeline_json(&d->timeline, resolved,
                                                           DISP_LIVE_EVENTS));
     json_object_set_new(doc, "failed_tasks", failed);
@@ -402,6 +410,21 @@ static void disp_tick(jm_disp_t *d)
             disp_send_tm(d, t, hb, sizeof hb);
         }
     }
+}
+
+/* A job no TM has joined for DISP_NO_TM_MS: most often none was started
+ * (or they wait on another dir), so the command that starts one is said,
+ * once, with the job dir as a TM elsewhere must name it. */
+static void disp_hint_no_tm(jm_disp_t *d)
+{
+    char abs[PATH_MAX];
+    if (d->no_tm_said || !d->phase || d->st.tm_joins ||
+        d->now - d->started_ms < DISP_NO_TM_MS)
+        return;
+    d->no_tm_said = 1;
+    spits_info("no task manager has joined in %d s; start one with: spits-tm "
+               "--jobdir %s", DISP_NO_TM_MS / 1000,
+               realpath(d->jm->opt.jobdir, abs) ? abs : d->jm->opt.jobdir);
 }
 
 /* Memory that TMs held goes back to the system once they left. glibc
@@ -613,7 +636,7 @@ static void *disp_main(void *arg)
     };
     int nitems = d->zap ? 4 : 3;
 
-    d->now = spits_now_ms();
+    d->now = d->started_ms = spits_now_ms();
     d->next_tick = d->now + DISP_TICK_MS;
     for (;;) {
         long timeout = (long)(d->next_tick - d->now);
@@ -656,6 +679,7 @@ static void *disp_main(void *arg)
                                (d->phase ? d->live.resolved : 0));
             if (d->phase)
                 jm_progress_tick(&d->progress, &d->live, d->now);
+            disp_hint_no_tm(d);
             d->next_tick = d->now + DISP_TICK_MS;
         }
         disp_serve(d);

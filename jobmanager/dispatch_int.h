@@ -45,6 +45,7 @@
 #define DISP_LIVE_EVENTS 256         /* TM joins/leaves STATUS carries */
 #define DISP_PROBE_MS 1500           /* probe window after a disconnect */
 #define DISP_BUSY_LOG_MS 60000       /* "busy, not lost" said at most this often */
+#define DISP_NO_TM_MS 10000          /* no TM yet: how to start one, said once */
 #define MONITOR_EP "inproc://spits-jm-monitor"
 #define SLOTS_MAX 65536                      /* adaptive prefetch's cap... */
 #define SLOTS_BYTES (64u << 20)              /* ...and its cap in task bytes */
@@ -93,6 +94,8 @@ struct jm_disp {
     int64_t bad_logged_at;
     int64_t busy_logged_at;      /* "silent, but its connection is busy" */
     int stopping;                    /* a signal stopped the job */
+    int64_t started_ms;              /* when the loop started */
+    int no_tm_said;                  /* "start a TM with ..." was said */
     jm_adopt_t *adopt;               /* a resumed phase's early results */
     jm_conngen_t *conngen;           /* which connection each fd is now */
     jm_live_t live;                  /* the phase as of the last tick */
@@ -102,8 +105,8 @@ struct jm_disp {
     int64_t alive_workers;           /* workers of the TMs alive now (64
                                         bits: 2,048 TMs may claim 2^31) */
     struct {                         /* the first poison tasks, for STATUS */
-        uint32_t phase, status;      /* (the committer's list, phase.h, */
-        uint64_t id;                 /* is the committer thread's) */
+        uint32_t phase;              /* (the committer's list, phase.h, */
+        jm_failure_t f;              /* is the committer thread's) */
     } failed[DISP_LIVE_FAILED];
     size_t nfailed;
     spits_buf_t status;              /* the last STATUS answer, encoded */

@@ -70,7 +70,7 @@ static void usage(FILE *f)
 "      --max-task-bytes N  largest task or result (1073741824); larger ones\n"
 "                          fail with an error naming the task\n"
 "      --progress-interval SEC  when stderr is not a terminal, a progress\n"
-"                          line every SEC seconds (60; 0: none). On a\n"
+"                          line every SEC seconds (30; 0: none). On a\n"
 "                          terminal the line redraws itself; -q: none\n"
 "      --commit-errors fail|ignore  whether results whose commit_pit returned\n"
 "                          non-zero make the exit status 4 (fail)\n"
@@ -246,11 +246,14 @@ static int exit_status(const jm_t *jm, int rc)
         return JM_EXIT_ERROR;
     if (jm->failed_tasks) {
         for (uint32_t i = 0; i < jm->nphases; i++)
-            for (size_t f = 0; f < jm->phases[i].nfailed && f < jm->phases[i].capfailed; f++)
-                spits_error("task %llu of phase %u failed (last run: %s)",
+            for (size_t f = 0; f < jm->phases[i].nfailed && f < jm->phases[i].capfailed; f++) {
+                char how[256];
+                jm_failure_describe(&jm->phases[i].failed[f], how, sizeof how);
+                spits_error("task %llu of phase %u failed (last run: %s) %s",
                             (unsigned long long)jm->phases[i].failed[f].id,
                             jm->phases[i].id,
-                            spits_wire_status_name(jm->phases[i].failed[f].status));
+                            spits_wire_status_name(jm->phases[i].failed[f].status), how);
+            }
         return JM_EXIT_FAILED_TASKS;
     }
     if (rc == 0)
@@ -361,7 +364,7 @@ static void set_defaults(jm_t *jm)
     jm->opt.io_threads = cores / 4 < 1 ? 1 : cores / 4 > 4 ? 4 : cores / 4;
     jm->opt.journal = 1;
     jm->opt.max_task = JM_MAX_TASK_DEFAULT;
-    jm->opt.progress = 60;
+    jm->opt.progress = 30;
     jm->lock_fd = -1;
     jm->opt.relay_fd = -1;
 }

@@ -226,6 +226,7 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         t->attach = attach;
     t->workers = (int)workers;
     t->slots = t->slots_asked = (int)slots;
+    t->stats_running = t->stats_queued = -1;   /* (until its next STATS) */
     jm_sched_joined(d->sched, t, held);
     t->sent_at_hello = t->sent;
     t->stalled = 0;
@@ -349,6 +350,8 @@ void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
     } else if (t) {
         t->busy_s = st.busy_s;
         t->runs = (uint64_t)st.runs;
+        t->stats_running = st.running;
+        t->stats_queued = st.queued;
         if (t->relay)   /* (a TM's capacity is its HELLO's) */
             set_capacity(d, t, st.workers, st.slots);
         if (behind && t->relay) {

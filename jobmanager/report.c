@@ -74,9 +74,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
             "metrics", p->metrics ? p->metrics : json_null(),
             "extra_pushes", extra));
         for (size_t f = 0; f < p->nfailed && f < p->capfailed; f++)
-            json_array_append_new(failed, json_pack("{s:i, s:I, s:s}",
-                "phase", (int)p->id, "task", (json_int_t)p->failed[f].id,
-                "reason", spits_wire_status_name(p->failed[f].status)));
+            json_array_append_new(failed, jm_failure_json(p->id, &p->failed[f]));
         generated += p->generated;
         committed += p->committed;
         nfailed += p->nfailed;

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "committer.h"
 #include "dispatch_int.h"
 #include "generator.h"
@@ -423,9 +424,25 @@ static void on_unknown_record(jm_disp_t *d, const spits_rec_t *rec)
         d->st.bogus++;
 }
 
-/* A resolution for the committer: a result in rx, or a poison task. */
-static void commit_note(jm_disp_t *d, const spits_rec_t *rec, uint64_t hash,
-                        jm_rx_t *rx)
+/* A poison task's last run, as the report names it: how it ended, the
+ * code the worker returned if its TM said (wire.h), and where. */
+static void failure_note(jm_failure_t *f, const jm_tm_t *t, const spits_rec_t *rec)
+{
+    memset(f, 0, sizeof *f);
+    f->id = rec->id;
+    f->status = rec->status;
+    if (rec->status == SPITS_ST_FAILED && rec->len == 4 && rec->data) {
+        f->has_rc = 1;
+        f->rc = (int32_t)get_u32(rec->data);
+    }
+    if (t)
+        snprintf(f->host, sizeof f->host, "%s", t->host);
+}
+
+/* A resolution for the committer: a result in rx, or a poison task (its
+ * details go along, in an allocation of their own: poison tasks are rare). */
+static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
+                        uint64_t hash, jm_rx_t *rx)
 {
     jm_commit_t *c = commit_slot(d, rx);
     c->id = rec->id;
@@ -438,15 +455,21 @@ static void commit_note(jm_disp_t *d, const spits_rec_t *rec, uint64_t hash,
         d->ncommit_rx++;
         return;
     }
+    jm_failure_t note, *f = malloc(sizeof *f);
+    char how[256];
+    failure_note(&note, t, rec);
+    if (f)
+        *f = note;
+    c->owned = (unsigned char *)f;
     if (d->nfailed < DISP_LIVE_FAILED) {
         d->failed[d->nfailed].phase = d->phase->st.id;
-        d->failed[d->nfailed].status = rec->status;
-        d->failed[d->nfailed++].id = rec->id;
+        d->failed[d->nfailed++].f = note;
     }
+    jm_failure_describe(&note, how, sizeof how);
     spits_warn("task %llu of phase %u: %d run(s), the last %s; giving up on "
-               "it (poison task)", (unsigned long long)rec->id,
+               "it (poison task); the last run was %s", (unsigned long long)rec->id,
                d->phase->st.id, d->jm->opt.max_attempts,
-               spits_wire_status_name(rec->status));
+               spits_wire_status_name(rec->status), how);
 }
 
 /* RESULTS: every record gives its TM a slot back (wire.h) but a foreign
@@ -480,7 +503,7 @@ void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
         switch (jm_sched_record(d->sched, t, rec.id, rec.status, &hash)) {
         case JM_REC_COMMIT:
         case JM_REC_POISON:
-            commit_note(d, &rec, hash, rx);
+            commit_note(d, t, &rec, hash, rx);
             break;
         case JM_REC_RETRY:
             spits_debug("task %llu failed; retrying", (unsigned long long)rec.id);

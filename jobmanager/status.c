@@ -59,6 +59,17 @@ uint64_t jm_status_behind_relays(const jm_tmtab_t *tms)
     return n;
 }
 
+void jm_tm_split(const jm_tm_t *t, uint64_t *running, uint64_t *queued)
+{
+    long held = t->outstanding > 0 ? t->outstanding : 0;
+    long run = t->stats_running >= 0 ? t->stats_running : t->workers;
+    /* (a STATS is up to a second old: what it says may have come back) */
+    if (run > held)
+        run = held;
+    *running = (uint64_t)run;
+    *queued = (uint64_t)(held - run);
+}
+
 typedef struct {
     jm_tm_t *t;
     int notable;
@@ -110,11 +121,13 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
 
     for (size_t i = 0; i < listed; i++) {
         const jm_tm_t *t = v[i];
-        int busy = t->outstanding < t->workers ? t->outstanding : t->workers;
+        uint64_t busy, queued;
+        jm_tm_split(t, &busy, &queued);
         json_t *row = json_pack(
-            "{s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:f, s:b, s:f}",
+            "{s:s, s:I, s:i, s:I, s:I, s:i, s:I, s:I, s:f, s:b, s:f}",
             "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
-            "busy", busy, "held", t->outstanding, "done", (json_int_t)t->done,
+            "busy", (json_int_t)busy, "queued", (json_int_t)queued,
+            "held", t->outstanding, "done", (json_int_t)t->done,
             "failed", (json_int_t)t->failed,
             "last_heard_s", (now_ms - t->last_heard) / 1000.0,
             "draining", t->draining, "busy_s", t->busy_s);
@@ -125,7 +138,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
     spits_iso_time(jm->started, started, sizeof started);
     return json_pack(
         "{s:i, s:s, s:s, s:s, s:s, s:f, s:i,"
-        " s:{s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+        " s:{s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I},"
         " s:f, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:I, s:I, s:I, s:o}",
         "version", 1, "state", "running", "job_id", jm->job_id,
         "module", jm->module_path, "started", started,
@@ -134,6 +147,8 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         "generated", (json_int_t)l->generated, "generation_done", l->gen_done,
         "total", (json_int_t)(l->gen_done ? l->total : 0),
         "sent", (json_int_t)l->sent, "running", (json_int_t)l->running,
+        "queued", (json_int_t)l->queued, "uncommitted", (json_int_t)l->uncommitted,
+        "waiting_for_disk", l->uncommitted > 0 && l->syncing,
         "committed", (json_int_t)(l->resolved + l->replayed - l->failed),
         "failed", (json_int_t)l->failed, "resent", (json_int_t)l->resent,
         "duplicates", (json_int_t)l->duplicates,
@@ -151,34 +166,48 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         "jm", jm_usage_json());
 }
 
+/* The progress line's tail: where the tasks not done are. Results not
+ * committed yet are named, and why when the committer is syncing the
+ * journal: a rate of 0 then means a slow disk, not idle TMs. */
+static void progress_where(const jm_live_t *l, char *out, size_t size)
+{
+    int n = snprintf(out, size, ", %llu running, %llu queued",
+                     (unsigned long long)l->running, (unsigned long long)l->queued);
+    if (l->uncommitted > 0 && n >= 0 && (size_t)n < size)
+        snprintf(out + n, size - (size_t)n, ", %llu to commit%s",
+                 (unsigned long long)l->uncommitted,
+                 l->syncing ? " (waiting for the disk)" : "");
+}
+
 /* The progress line's text for l, after the program's name. */
 static void progress_text(const jm_live_t *l, char *line, size_t size)
 {
-    char bar[24], eta_s[32] = "?";
+    char bar[24], eta_s[32] = "?", where[128];
     uint64_t done = l->resolved + l->replayed;
     double eta = eta_seconds(l);
     double frac = l->gen_done && l->total ? (double)done / (double)l->total : -1;
 
     if (eta >= 0)
         snprintf(eta_s, sizeof eta_s, "%d:%02d", (int)(eta / 60), (int)eta % 60);
+    progress_where(l, where, sizeof where);
     if (frac >= 0) {
         int filled = (int)(frac * 20 + 0.5);
         for (int i = 0; i < 20; i++)
             bar[i] = i < filled ? '#' : '.';
         bar[20] = '\0';
-        snprintf(line, size, "phase %u [%s] %llu/%llu %.1f%% %.0f tasks/s ETA %s, %zu TM(s)",
+        snprintf(line, size, "phase %u [%s] %llu/%llu %.1f%% %.0f tasks/s ETA %s, %zu TM(s)%s",
                  l->phase, bar, (unsigned long long)done, (unsigned long long)l->total,
-                 frac * 100, l->rate, eta_s, l->tms_alive);
+                 frac * 100, l->rate, eta_s, l->tms_alive, where);
     } else {
         snprintf(line, size, "phase %u: %llu committed, %llu generated so far, "
-                 "%.0f tasks/s, %zu TM(s)", l->phase, (unsigned long long)done,
-                 (unsigned long long)l->generated, l->rate, l->tms_alive);
+                 "%.0f tasks/s, %zu TM(s)%s", l->phase, (unsigned long long)done,
+                 (unsigned long long)l->generated, l->rate, l->tms_alive, where);
     }
 }
 
 void jm_progress_print(const jm_live_t *l, int tty)
 {
-    char text[256], line[320];
+    char text[384], line[448];
     progress_text(l, text, sizeof text);
     /* On a terminal the writer redraws it in place, cut to the width;
      * elsewhere it is one plain line among the log lines. */
@@ -216,6 +245,12 @@ void jm_progress_tick(jm_progress_t *p, const jm_live_t *l, int64_t now)
     if (spits_log_level() < SPITS_LOG_INFO || now < p->next ||
         (!p->tty && p->every_ms <= 0))
         return;
+    if (!p->tty && !p->next) {
+        /* Off a terminal the first line comes one interval into the
+         * phase: at its start it could only say 0 tasks/s, ETA unknown. */
+        p->next = now + p->every_ms;
+        return;
+    }
     jm_progress_print(l, p->tty);
     p->next = now + (p->tty ? 500 : p->every_ms);
 }
@@ -227,7 +262,7 @@ void jm_progress_end(jm_progress_t *p, const jm_live_t *l)
     } else if (p->tty && p->next) {
         /* The redrawn line stays as the phase's last state (100% when
          * every task was resolved). */
-        char text[256], line[320];
+        char text[384], line[448];
         progress_text(l, text, sizeof text);
         snprintf(line, sizeof line, "%s: %s", spits_log_progname(), text);
         spits_term_bar_end(line);

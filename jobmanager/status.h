@@ -21,7 +21,11 @@ typedef struct {
     uint64_t resolved;        /* committed or failed since the JM started */
     uint64_t replayed;        /* committed from the journal (--resume) */
     uint64_t failed;          /* poison tasks */
-    uint64_t sent, resent, duplicates, requeued, running;
+    uint64_t sent, resent, duplicates, requeued;
+    uint64_t running;         /* the TMs' tasks in their workers' hands... */
+    uint64_t queued;          /* ...and the rest they hold (jm_tm_split) */
+    uint64_t uncommitted;     /* resolutions received, not committed yet */
+    int syncing;              /* ...the committer was syncing the journal */
     double rate;              /* resolutions per second, recent */
     size_t tms_alive;
     uint64_t tm_joins, tm_reattaches, tm_losses, tm_leaves, tms_lost_now;
@@ -37,6 +41,11 @@ struct jm_tmtab;
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
                        const struct jm_tmtab *tms, int64_t now_ms, int64_t quiet_ms);
 struct jm_tm;
+/* A TM's held tasks (sent, no record back yet) split into those running
+ * now and the rest (queued on it, in transit, results on their way): by
+ * its last STATS, capped by what it holds; for a TM that does not say
+ * (older, a relay, none yet), as many as it has workers run. */
+void jm_tm_split(const struct jm_tm *t, uint64_t *running, uint64_t *queued);
 /* A relay's row (STATUS's and report.json's TM lists) gets "relay": true,
  * its "endpoint" and "behind": {alive, joins, leaves, losses, truncated,
  * tms: [{host, pid, workers, runs, relay (only if true)}...]} (all 0 and

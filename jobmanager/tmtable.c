@@ -170,6 +170,7 @@ jm_tm_t *jm_tmtab_add(jm_tmtab_t *t, const void *rid, size_t len)
     memcpy(tm->rid, rid, len);
     tm->ridlen = len;
     tm->slot = slot;
+    tm->stats_running = tm->stats_queued = -1;
     t->tms[slot] = tm;
     t->n++;
     hash_insert(t->hash, t->hcap, tm);

@@ -58,6 +58,9 @@ struct jm_tm {
     uint64_t sent_at_hello;  /* sent as of its last HELLO */
     double busy_s;           /* its workers' time on tasks, from STATS */
     uint64_t runs;           /* task runs, from STATS */
+    long stats_running;      /* its tasks running and queued as its last */
+    long stats_queued;       /* ...STATS said; -1: unknown (not said yet,
+                                an older TM, a relay) */
     int64_t turn_ms;         /* round trip + one run: the least time a copy
                                 that ran on arrival took to come back, over
                                 the last JM_TURN_WINDOW such copies */

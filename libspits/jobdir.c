@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "jobdir.h"
+#include "journal.h"
 #include "util.h"
 
 static int mkdir_parents(const char *dir, char *err, size_t errlen)
@@ -395,6 +397,35 @@ int spits_jobdir_finished(const char *dir, const char *job_id, int resumable_too
 }
 
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+int spits_announce_jm_gone(const spits_announce_t *a)
+{
+    char host[256];
+    spits_hostname(host, sizeof host);
+    return strcmp(host, a->host) == 0 && a->pid > 0 &&
+           kill((pid_t)a->pid, 0) != 0 && errno == ESRCH;
+}
+
+char *spits_jobdir_gone_hint(const char *dir, const spits_announce_t *a, char *buf,
+                             size_t len)
+{
+    char path[PATH_MAX], host[256];
+    int gone = spits_announce_jm_gone(a), n = 0;
+
+    spits_hostname(host, sizeof host);
+    buf[0] = '\0';
+    if (gone)
+        n = snprintf(buf, len, "; its process (spits-jm pid %ld on %s) is gone",
+                     a->pid, a->host);
+    /* Resumable: the journal is there (a finished job's report.json would
+     * have been read before asking the JM). */
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_JOURNAL_FILE);
+    if (n >= 0 && (size_t)n < len && access(path, F_OK) == 0 &&
+        (gone || strcmp(host, a->host) != 0))
+        snprintf(buf + n, len - (size_t)n, "; %sspits-jm --resume --jobdir %s "
+                 "continues the job", gone ? "" : "if it is gone, ", dir);
+    return buf;
+}
 
 #ifdef SPITS_SELFTEST
 

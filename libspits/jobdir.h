@@ -89,6 +89,17 @@ int spits_jobdir_starting(const char *dir);
  * err set. */
 int spits_jobdir_clear_old(const char *dir, char *err, size_t errlen);
 
+/* 1 if the JM that wrote a ran on this host and its process is gone (no
+ * such pid); 0 if it is alive or on another host (not known here). */
+int spits_announce_jm_gone(const spits_announce_t *a);
+/* What to add to "no job manager answered": "; its process (spits-jm pid
+ * P on H) is gone" when it is (above), and how to go on when DIR keeps
+ * the job's journal: "; spits-jm --resume --jobdir DIR continues the job"
+ * (prefixed "if it is gone, " when its host is another). "" when neither
+ * applies. Returns buf. */
+char *spits_jobdir_gone_hint(const char *dir, const spits_announce_t *a, char *buf,
+                             size_t len);
+
 #ifdef SPITS_SELFTEST
 int spits_jobdir_selftest(void);
 #endif

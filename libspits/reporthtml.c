@@ -196,12 +196,20 @@ void spits_html_failed(const json_t *rep, size_t total, FILE *f)
         fputs("<p id=\"failed-none\">none</p>\n", f);
         return;
     }
-    fputs("<table id=\"failed\"><tr><th>phase</th><th>task</th><th>reason</th></tr>\n", f);
+    fputs("<table id=\"failed\"><tr><th>phase</th><th>task</th><th>reason</th>"
+          "<th>return code</th><th>host</th></tr>\n", f);
     for (i = 0; i < n && i < SPITS_HTML_ROWS; i++) {
         t = json_array_get(failed, i);
+        const json_t *rc = json_object_get(t, "return_code");
         fprintf(f, "<tr class=\"failed-task\"><td class=\"n\">%lld</td>"
                    "<td class=\"n\">%lld</td><td>", html_int(t, "phase"), html_int(t, "task"));
         spits_xml_escape(f, html_str(t, "reason"));
+        /* (an older JM's report, or a code not said: empty cells) */
+        if (json_is_integer(rc))
+            fprintf(f, "</td><td class=\"n\">%lld</td><td>", (long long)json_integer_value(rc));
+        else
+            fputs("</td><td class=\"n\"></td><td>", f);
+        spits_xml_escape(f, html_str(t, "host"));
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);

@@ -326,6 +326,11 @@ int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why)
         *why = "STATS with bad workers or slots";
         return -1;
     }
+    if (json_opt_long(j, "running", 0, SPITS_SLOTS_MAX, -1, &s->running) ||
+        json_opt_long(j, "queued", 0, SPITS_SLOTS_MAX, -1, &s->queued)) {
+        *why = "STATS with bad running or queued";
+        return -1;
+    }
     return 0;
 }
 
@@ -564,7 +569,14 @@ int spits_wire_selftest(void)
               st.runs == 9 && st.workers == -1 && st.slots == -1);
         json_object_set_new(j, "workers", json_integer(3));
         json_object_set_new(j, "slots", json_integer(6));
-        CHECK(spits_stats_parse(j, &st, &why) == 0 && st.workers == 3 && st.slots == 6);
+        CHECK(spits_stats_parse(j, &st, &why) == 0 && st.workers == 3 && st.slots == 6 &&
+              st.running == -1 && st.queued == -1);
+        json_object_set_new(j, "running", json_integer(2));
+        json_object_set_new(j, "queued", json_integer(110));
+        CHECK(spits_stats_parse(j, &st, &why) == 0 && st.running == 2 && st.queued == 110);
+        json_object_set_new(j, "queued", json_integer(-1));
+        CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "queued"));
+        json_object_del(j, "queued");
         json_object_set_new(j, "workers", json_integer(SPITS_WORKERS_MAX + 1));
         CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "workers"));
         json_object_del(j, "runs");

@@ -91,7 +91,10 @@ enum {
 /* Record status in RESULTS. */
 enum {
     SPITS_ST_OK = 0,        /* payload is the result */
-    SPITS_ST_FAILED = 1,    /* the worker returned non-zero */
+    SPITS_ST_FAILED = 1,    /* the worker returned non-zero; its payload
+                               is that code (int32, little endian), or
+                               empty when the code is unknown (an older
+                               TM; a push the TM could not keep) */
     SPITS_ST_RETURNED = 2,  /* not run: handed back (phase change, drain) */
     SPITS_ST_CRASHED = 3,   /* the worker process died running it */
     SPITS_ST_TIMEOUT = 4,   /* the worker ran past --task-timeout */
@@ -231,11 +234,14 @@ typedef struct {
 /* 0 with *h filled, or -1 with *why naming what is wrong. */
 int spits_hello_parse(json_t *j, spits_hello_t *h, const char **why);
 
-/* A STATS body: {busy_s (0..1e12), runs (>= 0), and optional workers
- * and slots (a relay's capacity, in HELLO's ranges; -1 when absent)}. */
+/* A STATS body: {busy_s (0..1e12), runs (>= 0), optional workers and
+ * slots (a relay's capacity, in HELLO's ranges), and optional running and
+ * queued (a TM's tasks of the job in its workers' hands and waiting for
+ * them, 0..SPITS_SLOTS_MAX): each -1 when absent (an older TM, a relay). */
 typedef struct {
     double busy_s;
     long runs, workers, slots;
+    long running, queued;
 } spits_stats_t;
 int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why);
 

@@ -398,13 +398,17 @@ int tm_child_main(int argc, char **argv)
         int rc = have_inst ? spits_module_worker_run(mod, &inst, task.data,
                                                      (spitssize_t)n, child_push,
                                                      &result) : 1;
+        int returned = 0;     /* the failure is the code the worker returned */
         if ((result.pushes <= 1 && result.fault == SPITS_PUSH_OK) ||
             child_pushes_ok(&result))
-            status = rc != 0;
-        unsigned char rh[8];
+            status = rc != 0, returned = rc != 0;
+        unsigned char rh[8], code[4];
+        put_u32(code, (uint32_t)rc);
         put_u32(rh, status);
-        put_u32(rh + 4, status == 0 ? (uint32_t)result.buf.len : 0);
-        struct iovec iov[2] = {{rh, 8}, {result.buf.data, status == 0 ? result.buf.len : 0}};
+        /* (a failure sends that code as its 4 bytes: workers.c reports it) */
+        size_t len = status == 0 ? result.buf.len : returned ? 4 : 0;
+        put_u32(rh + 4, (uint32_t)len);
+        struct iovec iov[2] = {{rh, 8}, {status == 0 ? result.buf.data : code, len}};
         if (write_all(CHILD_FD, iov, iov[1].iov_len ? 2 : 1) != 0)
             return 1;
     }

@@ -43,7 +43,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -379,9 +381,11 @@ void tm_link_send_hello(tm_t *tm)
 }
 
 /* STATS: the workers' busy time and runs so far (this process's life),
- * once a second when idle, ahead of results (at most 10 a second) and
- * before BYE: the JM's per-TM busy time and its performance model's task
- * time come from these. */
+ * and the tasks running and queued now, once a second when idle, ahead of
+ * results (at most 10 a second) and before BYE: the JM's per-TM busy time,
+ * its performance model's task time and its running/queued split come
+ * from these. A relay has no workers of its own: it says neither count
+ * (the JM then estimates them). */
 void tm_link_send_stats(tm_t *tm)
 {
     spits_buf_t buf = {0};
@@ -390,6 +394,12 @@ void tm_link_send_stats(tm_t *tm)
     json_t *stats = json_pack("{s:f, s:I}", "busy_s", busy / 1e9,
                               "runs", (json_int_t)runs);
     tm->link.last_stats = tm->now;
+    if (stats && !tm->relay) {
+        size_t running, queued;
+        tm_pool_counts(&tm->pool, &running, &queued);
+        json_object_set_new(stats, "running", json_integer((json_int_t)running));
+        json_object_set_new(stats, "queued", json_integer((json_int_t)queued));
+    }
     if (stats && tm->relay)
         tm_relay_stats(tm->relay, stats);   /* (its TMs' runs, who is behind) */
     if (stats && spits_wire_encode_json(&buf, SPITS_MSG_STATS,
@@ -397,6 +407,17 @@ void tm_link_send_stats(tm_t *tm)
         tm_link_send(tm, buf.data, buf.len);
     json_decref(stats);
     spits_buf_free(&buf);
+}
+
+const char *tm_link_gone_hint(tm_t *tm, char *buf, size_t len)
+{
+    spits_announce_t announce;
+    char err[512];
+    buf[0] = '\0';
+    if (tm->opts.jobdir &&
+        spits_announce_read(tm->opts.jobdir, &announce, err, sizeof err) == 0)
+        spits_jobdir_gone_hint(tm->opts.jobdir, &announce, buf, len);
+    return buf;
 }
 
 /* Looks at the job dir again: the job may be over, or the JM elsewhere. */
@@ -507,13 +528,15 @@ void tm_link_timers(tm_t *tm)
      * for --reconnect-timeout is given up. */
     if (tm->link.welcomed &&
         tm->now - tm->link.last_heard > (int64_t)(tm->opts.reconnect * 1000)) {
+        char hint[PATH_MAX + 256];
+        tm_link_gone_hint(tm, hint, sizeof hint);
         if (tm->opts.n_via)
             spits_error("lost the job manager at %s and its %d relay(s): silent "
-                        "for %.0f s", tm->link.jm_endpoint, tm->opts.n_via,
-                        tm->opts.reconnect);
+                        "for %.0f s%s", tm->link.jm_endpoint, tm->opts.n_via,
+                        tm->opts.reconnect, hint);
         else
-            spits_error("lost the job manager at %s: silent for %.0f s",
-                        tm->link.endpoint, tm->opts.reconnect);
+            spits_error("lost the job manager at %s: silent for %.0f s%s",
+                        tm->link.endpoint, tm->opts.reconnect, hint);
         tm->done = -1;
         return;
     }
@@ -555,11 +578,49 @@ static void announce_nap(int *ms)
     *ms = *ms * 2 > 100 ? 100 : *ms * 2;
 }
 
+/* How often a TM waiting for jm.json says so again: a minute, or
+ * $SPITS_WAIT_REPEAT_S seconds (for the tests). */
+static int64_t wait_repeat_ms(void)
+{
+    const char *e = getenv("SPITS_WAIT_REPEAT_S");
+    double s;
+    return e && spits_parse_seconds(e, 86400, &s) == 0 && s > 0
+               ? (int64_t)(s * 1000) : 60000;
+}
+
+/* Says what a TM waits for, a second into the wait (a TM started with
+ * its JM finds jm.json sooner, and says nothing) and then every
+ * repeat_ms (*next: when next), so a mistyped job dir is seen at once,
+ * not after --wait. */
+#define WAIT_QUIET_MS 1000
+static void wait_say(const tm_t *tm, int64_t start, int64_t now, int64_t *next,
+                     int64_t repeat_ms)
+{
+    char what[PATH_MAX + 128];
+    struct stat st;
+    const char *dir = tm->opts.jobdir;
+
+    if (now < *next)
+        return;
+    if (stat(dir, &st) != 0)
+        snprintf(what, sizeof what, "the job dir %s does not exist (yet)", dir);
+    else
+        snprintf(what, sizeof what, "no %s in %s yet (spits-jm --jobdir %s "
+                 "writes it)", SPITS_ANNOUNCE_FILE, dir, dir);
+    if (*next == start + WAIT_QUIET_MS)
+        spits_info("waiting up to %.0f s for the job manager: %s", tm->opts.wait, what);
+    else
+        spits_info("still waiting for the job manager (%.0f s of %.0f s): %s",
+                   (now - start) / 1000.0, tm->opts.wait, what);
+    *next = now + repeat_ms;
+}
+
 /* Reads DIR/jm.json, waiting up to --wait for it. 0, or -1 (logged). */
 static int wait_for_announce(tm_t *tm, spits_announce_t *announce)
 {
     char err[1024];
-    int64_t deadline = spits_now_ms() + (int64_t)(tm->opts.wait * 1000);
+    int64_t start = spits_now_ms(), say = start + WAIT_QUIET_MS;
+    int64_t repeat = wait_repeat_ms(), deadline = start + (int64_t)(tm->opts.wait * 1000);
     int nap = 5;
 
     for (;;) {
@@ -570,6 +631,7 @@ static int wait_for_announce(tm_t *tm, spits_announce_t *announce)
             spits_error("%s", err);
             return -1;
         }
+        wait_say(tm, start, spits_now_ms(), &say, repeat);
         if (spits_now_ms() > deadline) {
             spits_error("no %s appeared in %s within %.0f s", SPITS_ANNOUNCE_FILE,
                         tm->opts.jobdir, tm->opts.wait);

@@ -19,6 +19,7 @@
  */
 #define _DEFAULT_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -204,15 +205,18 @@ int tm_loop_turn(tm_t *tm, int monitor)
         return 1;
     }
     if (!tm->link.welcomed && tm->now > tm->first_deadline && !tm->drain.active) {
+        char hint[PATH_MAX + 256];
         if (tm_link_refusal(tm)) {
             /* (said why) */
         } else if (tm->opts.n_via)
             spits_error("no job manager answered at %s, nor through its %d "
-                        "relay(s), within %.0f s", tm->link.jm_endpoint,
-                        tm->opts.n_via, tm->opts.wait);
+                        "relay(s), within %.0f s%s", tm->link.jm_endpoint,
+                        tm->opts.n_via, tm->opts.wait,
+                        tm_link_gone_hint(tm, hint, sizeof hint));
         else
-            spits_error("no job manager answered at %s within %.0f s",
-                        tm->link.endpoint, tm->opts.wait);
+            spits_error("no job manager answered at %s within %.0f s%s",
+                        tm->link.endpoint, tm->opts.wait,
+                        tm_link_gone_hint(tm, hint, sizeof hint));
         tm->done = -1;
         return 1;
     }

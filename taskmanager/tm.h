@@ -201,6 +201,10 @@ size_t tm_pool_cancel(tm_pool_t *p, const tm_phase_t *ph, uint64_t *ids,
                       size_t n);
 /* Tasks running now (taken by workers, not yet handed back). */
 size_t tm_pool_running(tm_pool_t *p);
+/* The held tasks (tm_pool_held) split: *running in the workers' hands
+ * now, *queued waiting for one (a worker's chunk beyond the task it runs
+ * counts as queued). Main thread, once a second (STATS). */
+void tm_pool_counts(tm_pool_t *p, size_t *running, size_t *queued);
 /* Asks workers to stop after their current task; waits up to ms for them.
  * Returns the number still running (0 at once when none was started). */
 int tm_pool_stop(tm_pool_t *p, int ms);

@@ -228,6 +228,9 @@ void tm_link_send_stats(tm_t *tm);
 void tm_link_on_monitor(tm_t *tm);
 /* Heartbeats, a silent JM, looking for it again, HELLO retries. */
 void tm_link_timers(tm_t *tm);
+/* What to add to "no job manager answered" (jobdir.h
+ * spits_jobdir_gone_hint, by DIR/jm.json as it is now); "" with --connect. */
+const char *tm_link_gone_hint(tm_t *tm, char *buf, size_t len);
 /* A first handshake was refused (and not yet called an error): says why,
  * as an error, and returns 1; else 0. */
 int tm_link_refusal(tm_t *tm);

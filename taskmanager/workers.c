@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "crash.h"
 #include "log.h"
 #include "push.h"
@@ -48,6 +49,8 @@ typedef struct {
     const tm_phase_t *local_phase;  /* the phase of those results */
     tm_item_t *chunk;
     tm_child_t *child;        /* --isolate: this worker's process */
+    int has_rc;               /* the current task failed by returning... */
+    int32_t rc;               /* ...this non-zero code (its record says it) */
     int64_t task_ns;          /* mean task time of its last chunk */
 } worker_t;
 
@@ -143,6 +146,11 @@ static uint32_t worker_run_isolated(worker_t *w, const tm_item_t *it)
                    (unsigned long long)it->id, why);
     else if (why[0])
         spits_error("task %llu: %s", (unsigned long long)it->id, why);
+    /* (the child sends a returned code as a failure's 4 bytes) */
+    if (status == SPITS_ST_FAILED && !why[0] && w->result.len == 4) {
+        w->has_rc = 1;
+        w->rc = (int32_t)get_u32(w->result.data);
+    }
     return status;
 }
 
@@ -161,6 +169,8 @@ static uint32_t worker_run_here(worker_t *w, const tm_item_t *it)
         return SPITS_ST_FAILED;
     if (rc != 0) {
         spits_debug("task %llu: worker returned %d", (unsigned long long)it->id, rc);
+        w->has_rc = 1;
+        w->rc = rc;
         return SPITS_ST_FAILED;
     }
     return SPITS_ST_OK;
@@ -205,9 +215,20 @@ static void worker_run_one(worker_t *w, const tm_item_t *it)
     w->result.len = 0;
     w->pushes = 0;
     w->fault = SPITS_PUSH_OK;
+    w->has_rc = 0;
     uint32_t status = w->pool->isolate ? worker_run_isolated(w, it)
                                        : worker_run_here(w, it);
     uint32_t len = status == SPITS_ST_OK ? (uint32_t)w->result.len : 0;
+    if (status == SPITS_ST_FAILED && w->has_rc) {
+        /* A failure's record carries the code the worker returned
+         * (wire.h), for the report. */
+        unsigned char *dst = spits_batch_add(&w->local, it->id, status, 4);
+        if (!dst)
+            tm_pool_fail(w->pool, "out of memory building results");
+        else
+            put_u32(dst, (uint32_t)w->rc);
+        return;
+    }
     if (len >= w->pool->part_min) {
         if (worker_add_part(w, it->id, status) != 0)
             tm_pool_fail(w->pool, "out of memory building results");
@@ -537,6 +558,17 @@ size_t tm_pool_held(tm_pool_t *p)
     size_t n = p->qn + p->running - p->running_other;
     pthread_mutex_unlock(&p->lock);
     return n;
+}
+
+void tm_pool_counts(tm_pool_t *p, size_t *running, size_t *queued)
+{
+    pthread_mutex_lock(&p->lock);
+    size_t taken = p->running - p->running_other;
+    size_t held = p->qn + taken;
+    pthread_mutex_unlock(&p->lock);
+    /* A worker runs one task at a time, whatever its chunk holds. */
+    *running = taken < (size_t)p->nworkers ? taken : (size_t)p->nworkers;
+    *queued = held - *running;
 }
 
 void tm_pool_set_job(tm_pool_t *p, unsigned job)

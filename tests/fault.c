@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -100,4 +101,23 @@ pid_t fork(void)
     if (!real)
         real = (fork_fn)dlsym(RTLD_NEXT, "fork");
     return real();
+}
+
+/* SPITS_FAULT_FSYNC_MS=MS: every fdatasync takes MS milliseconds longer,
+ * as on a slow or overloaded disk (the JM's journal syncs once per batch
+ * of results). The sync itself still happens. */
+typedef int (*fdatasync_fn)(int);
+
+int fdatasync(int fd)
+{
+    static fdatasync_fn real;
+    const char *ms = getenv("SPITS_FAULT_FSYNC_MS");
+
+    if (ms && atol(ms) > 0) {
+        struct timespec ts = {atol(ms) / 1000, (atol(ms) % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (!real)
+        real = (fdatasync_fn)dlsym(RTLD_NEXT, "fdatasync");
+    return real(fd);
 }

@@ -16,16 +16,16 @@ N=2000
 # mid-run, through the JM's writer.
 JOB="$RUN --tms 2 --workers 2 --isolate $TMODS/faulty.so $N sleep=10000 once=900:$T"
 # The whole bar line, and its two forms (before and after the total is known).
-BAR='^spits-jm: phase [0-9]+ \[[#.]{20}\] [0-9]+/[0-9]+ [0-9.]+% [0-9]+ tasks/s ETA [0-9?:]+, [0-9]+ TM\(s\)$'
-EARLY='^spits-jm: phase [0-9]+: [0-9]+ committed, [0-9]+ generated so far, [0-9]+ tasks/s, [0-9]+ TM\(s\)$'
+BAR='^spits-jm: phase [0-9]+ \[[#.]{20}\] [0-9]+/[0-9]+ [0-9.]+% [0-9]+ tasks/s ETA [0-9?:]+, [0-9]+ TM\(s\), [0-9]+ running, [0-9]+ queued(, [0-9]+ to commit( \(waiting for the disk\))?)?$'
+EARLY='^spits-jm: phase [0-9]+: [0-9]+ committed, [0-9]+ generated so far, [0-9]+ tasks/s, [0-9]+ TM\(s\), [0-9]+ running, [0-9]+ queued(, [0-9]+ to commit( \(waiting for the disk\))?)?$'
 
 tmux -L "$SOCK" -f /dev/null new-session -d -x 60 -y 40 \
     "TERM=xterm timeout --foreground -s KILL 120 $JOB; echo \$? >$T/rc; exec sleep 300" ||
     fail "tmux cannot start a session"
 
 # check_capture FILE WIDTH: every rule that holds at any moment. The bar is
-# whole, or cut to 59 columns (the 60-column window's) and then holds one
-# program's text only.
+# whole, or cut to the width less one (59 columns at first, also just after a
+# resize; the new width's after) and then holds one program's text only.
 check_capture() {
     local f=$1 w=$2 bars
     bars=$(grep -c 'spits-jm: phase ' "$f")
@@ -34,14 +34,14 @@ check_capture() {
         [ ${#line} -lt "$w" ] ||
             fail "$f: the progress line is ${#line} columns wide (terminal: $w): '$line'"
         printf '%s\n' "$line" | grep -Eq "$BAR|$EARLY" && continue
-        [ ${#line} = 59 ] && [ "$(printf '%s' "$line" | grep -o 'spits-' | wc -l)" = 1 ] &&
+        { [ ${#line} = 59 ] || [ ${#line} = $((w - 1)) ]; } && [ "$(printf '%s' "$line" | grep -o 'spits-' | wc -l)" = 1 ] &&
             printf '%s\n' "$line" | grep -Eq '^spits-jm: phase [0-9]+( \[[#.]{20}\] [0-9]|: [0-9])' ||
             fail "$f: the progress line is mixed with other text: '$line'"
     done || exit 1
 }
 
 # Captures while the job runs. The window starts 60 columns wide (the bar
-# is cut); after a few captures with the bar it grows to 100 (SIGWINCH),
+# is cut); after a few captures with the bar it grows to 120 (SIGWINCH),
 # and the whole bar must come back.
 i=0 width=60 cut_bars=0 whole_after=0
 while [ ! -s "$T/rc" ] && [ $i -lt 600 ]; do
@@ -51,10 +51,10 @@ while [ ! -s "$T/rc" ] && [ $i -lt 600 ]; do
     if [ $width = 60 ] && grep -q 'spits-jm: phase 1 \[' "$T/cap.$i"; then
         cut_bars=$((cut_bars + 1))
         if [ $cut_bars -ge 3 ]; then
-            tmux -L "$SOCK" resize-window -x 100 || fail "resize-window failed"
-            width=100
+            tmux -L "$SOCK" resize-window -x 120 || fail "resize-window failed"
+            width=120
         fi
-    elif [ $width = 100 ] && grep -Eq "$BAR" "$T/cap.$i"; then
+    elif [ $width = 120 ] && grep -Eq "$BAR" "$T/cap.$i"; then
         whole_after=$((whole_after + 1))
     fi
     sleep 0.2
@@ -68,7 +68,7 @@ grep -q "^faulty: $N tasks, sum $((N * (N + 1) / 2))\$" "$T/cap.end" ||
     fail "the module's output is not on screen: $(cat "$T/cap.end")"
 grep 'spits-jm: phase ' "$T/cap.end" | grep -q "\[#\{20\}\] $N/$N 100.0%" ||
     fail "the last progress line is not at 100%: $(grep 'spits-jm: phase ' "$T/cap.end")"
-if [ $width = 100 ]; then
+if [ $width = 120 ]; then
     grep -Eq "$BAR" "$T/cap.end" ||
         fail "the bar did not grow with the window: $(grep 'spits-jm: phase ' "$T/cap.end")"
 fi

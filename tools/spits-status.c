@@ -108,6 +108,8 @@ static void print_behind(json_t *r)
         printf("    (the first %zu listed)\n", json_array_size(list));
 }
 
+static void print_failed(json_t *doc);
+
 static void print_table(json_t *doc)
 {
     json_t *t = json_object_get(doc, "tasks"), *jm = json_object_get(doc, "jm");
@@ -124,9 +126,15 @@ static void print_table(json_t *doc)
     else
         printf("  tasks: %lld committed of %lld generated so far", (long long)committed,
                (long long)num(t, "generated"));
-    printf(", %lld failed, %lld running, %lld re-sent, %lld duplicates\n",
+    printf(", %lld failed, %lld running, %lld queued, %lld re-sent, %lld duplicates\n",
            (long long)num(t, "failed"), (long long)num(t, "running"),
-           (long long)num(t, "resent"), (long long)num(t, "duplicates"));
+           (long long)num(t, "queued"), (long long)num(t, "resent"),
+           (long long)num(t, "duplicates"));
+    if (num(t, "uncommitted") > 0)
+        printf("  %lld result(s) received, not committed yet%s\n",
+               (long long)num(t, "uncommitted"),
+               json_is_true(json_object_get(t, "waiting_for_disk"))
+                   ? ": waiting for the disk (the journal's sync)" : "");
     printf("  rate: %.0f tasks/s, ETA ", json_number_value(json_object_get(doc, "rate_per_s")));
     if (json_is_number(eta))
         print_duration(json_number_value(eta));
@@ -147,13 +155,14 @@ static void print_table(json_t *doc)
     if (num(doc, "behind_relays") > 0)
         printf(", %lld behind relays", (long long)num(doc, "behind_relays"));
     printf("\n");
-    printf("  %-20s %8s %7s %5s %9s %7s %11s\n", "TASK MANAGER", "PID", "WORKERS",
-           "BUSY", "DONE", "FAILED", "LAST HEARD");
+    printf("  %-20s %8s %7s %5s %6s %9s %7s %11s\n", "TASK MANAGER", "PID", "WORKERS",
+           "BUSY", "QUEUED", "DONE", "FAILED", "LAST HEARD");
     for (size_t i = 0; i < json_array_size(tms); i++) {
         json_t *r = json_array_get(tms, i);
-        printf("  %-20.20s %8lld %7lld %5lld %9lld %7lld %9.1f s%s\n",
+        printf("  %-20.20s %8lld %7lld %5lld %6lld %9lld %7lld %9.1f s%s\n",
                str(r, "host"), (long long)num(r, "pid"),
                (long long)num(r, "workers"), (long long)num(r, "busy"),
+               (long long)num(r, "queued"),
                (long long)num(r, "done"), (long long)num(r, "failed"),
                json_number_value(json_object_get(r, "last_heard_s")),
                json_is_true(json_object_get(r, "draining")) ? " draining" : "");
@@ -165,6 +174,7 @@ static void print_table(json_t *doc)
         printf("  (%lld more not listed: the job manager lists %zu, relays, draining and "
                "silent ones first, then those that did the most)\n",
                alive - (long long)json_array_size(tms), json_array_size(tms));
+    print_failed(doc);
     json_t *al = json_object_get(doc, "alloc");
     if (al && !json_is_true(json_object_get(al, "done")))
         printf("  spits-alloc: %lld queued, %lld running, %lld submitted, %lld "
@@ -173,6 +183,27 @@ static void print_table(json_t *doc)
                (long long)num(al, "cancelled"),
                json_is_string(json_object_get(al, "last_decision"))
                    ? str(al, "last_decision") : "none");
+}
+
+/* The first poison tasks of a STATUS or report document, one line each:
+ * how the last run ended, where, and the code the worker returned. */
+static void print_failed(json_t *doc)
+{
+    json_t *failed = json_object_get(doc, "failed_tasks"), *f;
+    size_t i;
+    json_array_foreach(failed, i, f) {
+        if (i == 10) {
+            printf("  (%zu more failed tasks: --json lists them)\n",
+                   json_array_size(failed) - 10);
+            break;
+        }
+        json_t *rc = json_object_get(f, "return_code");
+        printf("  failed: task %lld of phase %lld, %s on %s", (long long)num(f, "task"),
+               (long long)num(f, "phase"), str(f, "reason"), str(f, "host"));
+        if (json_is_integer(rc))
+            printf(", the worker returned %lld", (long long)json_integer_value(rc));
+        printf("\n");
+    }
 }
 
 /* spits-alloc's record of its queue jobs (DIR/alloc.json), if it has one,
@@ -248,6 +279,7 @@ static void print_report(json_t *doc, const char *path, int as_json)
            (long long)num(c, "duplicates"), (long long)num(c, "tms"),
            (long long)num(c, "tm_reattaches"), (long long)num(c, "tm_losses"),
            (long long)num(c, "tms_lost_for_good"), path);
+    print_failed(doc);
 }
 
 /* A job that is over: its report. When why (jm.json's problem) is given,
@@ -305,15 +337,6 @@ static int show_crash(const char *dir, const spits_announce_t *a, int as_json)
     return 0;
 }
 
-/* 1 if the JM that wrote jm.json ran on this host and has exited. */
-static int jm_exited(const spits_announce_t *a)
-{
-    char host[256];
-    spits_hostname(host, sizeof host);
-    return strcmp(host, a->host) == 0 && a->pid > 0 &&
-           kill((pid_t)a->pid, 0) != 0 && errno == ESRCH;
-}
-
 /* The job is not over by its report.json, so the JM is asked; but when
  * report.json is damaged, its end may be lost in it: one line says so
  * and 1 is returned, at once if the JM has exited (why NULL), else after
@@ -323,7 +346,7 @@ static int report_damaged(const char *dir, const spits_announce_t *a, const char
     char path[PATH_MAX], err[PATH_MAX + 256], gone[1024];
     json_t *doc = report_load(dir, path, err, sizeof err);
     json_decref(doc);   /* (of an earlier job: this one's is not there) */
-    if (doc || !err[0] || (!why && !jm_exited(a)))
+    if (doc || !err[0] || (!why && !spits_announce_jm_gone(a)))
         return 0;
     if (!why) {
         snprintf(gone, sizeof gone, "job %s: its job manager (spits-jm pid %ld "
@@ -443,7 +466,7 @@ int main(int argc, char **argv)
     const char *dir = "spits-job", *serve = NULL;
     int as_json = 0, c;
     double watch = 0, timeout = 5;
-    char err[1024], path[PATH_MAX];
+    char err[1024], path[PATH_MAX], hint[PATH_MAX + 256];
 
     spits_log_init("spits-status", SPITS_LOG_INFO);
     opterr = 0;
@@ -510,6 +533,12 @@ int main(int argc, char **argv)
         }
         if (report_damaged(dir, &a, NULL))
             break;
+        if (spits_announce_jm_gone(&a)) {
+            /* (asking would only wait out --timeout) */
+            spits_error("job %s: no job manager answers%s", a.job_id,
+                        spits_jobdir_gone_hint(dir, &a, hint, sizeof hint));
+            break;
+        }
         snprintf(path, sizeof path, "%s/%s", dir, SPITS_TM_KEY_FILE);
         if (a.curve && spits_keys_read(path, &k, 0, err, sizeof err) != 0) {
             spits_error("%s", err);
@@ -521,7 +550,7 @@ int main(int argc, char **argv)
             if (spits_jobdir_finished(dir, a.job_id, 1))
                 rc = show_report(dir, as_json, NULL) == 0 ? 0 : 1;
             else if (!report_damaged(dir, &a, err))
-                spits_error("%s", err);
+                spits_error("%s%s", err, spits_jobdir_gone_hint(dir, &a, hint, sizeof hint));
             break;
         }
         alloc_attach(dir, doc);

@@ -250,6 +250,8 @@ static void serve_live_part(const json_t *d, const serve_view_t *v, FILE *f)
     fputs("</span></p>\n<table id=\"counts\">\n", f);
     serve_count(f, k, "generated", "generated", "tasks generated");
     serve_count(f, k, "running", "running", "tasks running");
+    serve_count(f, k, "queued", "queued", "tasks queued on the TMs");
+    serve_count(f, k, "uncommitted", "uncommitted", "results not committed yet");
     serve_count(f, k, "resent", "resent", "tasks re-sent");
     serve_count(f, k, "duplicates", "duplicates", "duplicate results");
     serve_count(f, tc, "joins", "tm_joins", "Task Managers (joins)");
