@@ -93,8 +93,8 @@ static int crashes_seen(uint64_t id)
     return 0;
 }
 
-int jm_crashes_tm_lost(const jm_t *jm, const char *host, long pid, char *why,
-                       size_t whylen)
+int jm_crashes_tm_lost(const jm_t *jm, const char *host, long pid,
+                       double joined, char *why, size_t whylen)
 {
     char path[PATH_MAX], err[PATH_MAX + 128], what[256];
 
@@ -104,6 +104,13 @@ int jm_crashes_tm_lost(const jm_t *jm, const char *host, long pid, char *why,
     if (!doc) {
         if (err[0])
             spits_warn("%s", err);
+        return 0;
+    }
+    /* A file from before this TM joined is an earlier process's that had
+     * the same pid (reported then; kept for the user). */
+    json_t *when = json_object_get(doc, "unix_time");
+    if (json_is_integer(when) && (double)json_integer_value(when) + 1 < joined) {
+        json_decref(doc);
         return 0;
     }
     spits_crash_describe(doc, what, sizeof what);

@@ -13,12 +13,13 @@
  * are removed, DIR/crashes is made for the TMs, and a crash of this
  * process from now on writes DIR/crash.json. 0, or -1 after saying why. */
 int jm_crashes_setup(jm_t *jm);
-/* A TM (host, pid) was lost: if it left a crash file, why gets what it
- * says ("killed by SIGSEGV in the module's spits_worker_run, task 42")
- * and 1 is returned; else 0. A task named by the crash files of two TMs
- * is a task that kills its TM: said once, with --isolate as the cure.
- * Dispatcher thread only. */
-int jm_crashes_tm_lost(const jm_t *jm, const char *host, long pid, char *why,
-                       size_t whylen);
+/* A TM (host, pid, joined at wall time joined) was lost: if it left a
+ * crash file since it joined (an older one is an earlier process's with
+ * the same pid), why gets what it says ("killed by SIGSEGV in the
+ * module's spits_worker_run, task 42") and 1 is returned; else 0. A task
+ * named by the crash files of two TMs is a task that kills its TM: said
+ * once, with --isolate as the cure. Dispatcher thread only. */
+int jm_crashes_tm_lost(const jm_t *jm, const char *host, long pid,
+                       double joined, char *why, size_t whylen);
 
 #endif

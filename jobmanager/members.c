@@ -42,7 +42,7 @@ void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     if (!t->alive)
         return;
     /* A TM that died of a signal says so in its crash file. */
-    if (jm_crashes_tm_lost(d->jm, t->host, t->pid, crashed, sizeof crashed))
+    if (jm_crashes_tm_lost(d->jm, t->host, t->pid, t->joined, crashed, sizeof crashed))
         why = crashed;
     size_t n = drop(d, t, JM_TL_LOST);
     d->st.tm_losses++;
@@ -59,6 +59,7 @@ void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 void disp_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
 {
     const char *why = NULL, *refused = NULL;
+    char safe[512];
     json_t *body = NULL;
 
     if (!t->alive)
@@ -72,7 +73,8 @@ void disp_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
     if (refused) {
         d->st.tm_refusals++;
         spits_warn("%s %s:%ld refused the job: %s; %zu task(s) requeued",
-                   t->relay ? "relay" : "TM", t->host, t->pid, refused, n);
+                   t->relay ? "relay" : "TM", t->host, t->pid,
+                   spits_escape(safe, sizeof safe, refused), n);
     } else if (jm_loglimit_allow(&d->log_left, d->now)) {
         spits_info("%s %s:%ld left; %zu task(s) requeued",
                    t->relay ? "relay" : "TM", t->host, t->pid, n);

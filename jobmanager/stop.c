@@ -2,6 +2,7 @@
  * stop.c - signals and fatal errors stop the job (see stop.h).
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,13 +16,18 @@
 atomic_int jm_signal;
 atomic_int jm_abort;
 static atomic_int stop_wake_fd = -1;
+/* Wakes under way (any thread, a signal handler too): release waits for
+ * them, so none writes to the fd once it may be closed and reused. */
+static atomic_int stop_waking;
 /* Written once, by the thread that set jm_abort first; read after. */
 static char stop_message[512];
 static atomic_int stop_message_ready;
 
 void jm_wake(void)
 {
+    atomic_fetch_add(&stop_waking, 1);
     spits_wake_signal(atomic_load(&stop_wake_fd));
+    atomic_fetch_sub(&stop_waking, 1);
 }
 
 static atomic_int stop_signals;   /* how many the handler took */
@@ -80,6 +86,10 @@ void jm_stop_init(int wake_fd)
 void jm_stop_release(void)
 {
     atomic_store(&stop_wake_fd, -1);
+    /* (a wake never blocks: this ends; a handler that interrupts it here
+     * reads -1) */
+    while (atomic_load(&stop_waking))
+        sched_yield();
 }
 
 void jm_fatal(const char *fmt, ...)

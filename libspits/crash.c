@@ -29,10 +29,16 @@
 
 #include "crash.h"
 
+/* One a cache line: each worker stores into its own at every task. */
 typedef struct {
-    _Atomic(const char *) fn;   /* module function the thread is in */
+    _Alignas(64) _Atomic(const char *) fn;  /* module function the thread is in */
     _Atomic uint64_t task;      /* the task that call is about */
 } crash_slot_t;
+
+/* How many running tasks a report lists (the rest are counted): a TM of
+ * thousands of workers must not cut its line or its file short. */
+#define CRASH_LINE_TASKS 32
+#define CRASH_FILE_TASKS 64
 
 /* The signals whose default action is a core dump because the process
  * (or a module in it) is broken, with what a person calls them. */
@@ -76,8 +82,9 @@ static pthread_key_t crash_stack_key;
 static pthread_once_t crash_key_once = PTHREAD_ONCE_INIT;
 
 /* The handler's output, built in place (one handler at a time). */
-static char crash_line[2048];
-static char crash_doc[sizeof crash_fields + 1024];
+/* (room for the path, and 32 or 64 task ids of 20 digits each) */
+static char crash_line[sizeof crash_path + 1536];
+static char crash_doc[sizeof crash_fields + 2048];
 
 static crash_slot_t *crash_slot(void)
 {
@@ -219,29 +226,33 @@ static void crash_write_all(int fd, const char *p, size_t len)
     }
 }
 
-/* The tasks the workers are running, as "A, B" (line) or "A,B" (doc). */
-static void crash_put_running(crash_out_t *o, const char *sep)
+/* The first max tasks the workers are running, as "A, B" (line) or "A,B"
+ * (doc); returns how many more there are. */
+static unsigned crash_put_running(crash_out_t *o, const char *sep, unsigned max)
 {
-    unsigned n = atomic_load(&crash_nworkers);
-    int first = 1;
+    unsigned n = atomic_load(&crash_nworkers), listed = 0, more = 0;
     for (unsigned i = 0; i < n && i < SPITS_CRASH_WORKERS; i++) {
         const char *fn = atomic_load_explicit(&crash_workers[i].fn,
                                               memory_order_relaxed);
         if (!crash_has_task(fn))
             continue;
-        if (!first)
+        if (listed == max) {
+            more++;
+            continue;
+        }
+        if (listed)
             crash_put(o, sep);
         crash_put_u64(o, atomic_load_explicit(&crash_workers[i].task,
                                               memory_order_relaxed));
-        first = 0;
+        listed++;
     }
+    return more;
 }
 
 static int crash_any_running(void)
 {
     crash_out_t o = {crash_doc, 0, 2};   /* (only asks whether it is empty) */
-    crash_put_running(&o, "");
-    return o.len > 0;
+    return crash_put_running(&o, "", 1) > 0 || o.len > 0;
 }
 
 /* The one line on stderr. */
@@ -274,11 +285,16 @@ static void crash_say(int sig, size_t k, pid_t sender, const char *fn,
             crash_put_u64(&o, task);
         }
     } else {
-        crash_put(&o, " outside the module");
+        crash_put(&o, " in a thread not running a module call");
     }
     if (crash_any_running()) {
         crash_put(&o, "; its workers were running task(s) ");
-        crash_put_running(&o, ", ");
+        unsigned more = crash_put_running(&o, ", ", CRASH_LINE_TASKS);
+        if (more) {
+            crash_put(&o, " and ");
+            crash_put_u64(&o, more);
+            crash_put(&o, " more");
+        }
     }
     if (file) {
         crash_put(&o, "; details in ");
@@ -324,8 +340,10 @@ static int crash_write_file(int sig, size_t k, pid_t sender, const char *fn,
     else
         crash_put(&o, "null");
     crash_put(&o, ",\"running\":[");
-    crash_put_running(&o, ",");
-    crash_put(&o, "],\"unix_time\":");
+    unsigned more = crash_put_running(&o, ",", CRASH_FILE_TASKS);
+    crash_put(&o, "],\"running_more\":");
+    crash_put_u64(&o, more);
+    crash_put(&o, ",\"unix_time\":");
     clock_gettime(CLOCK_REALTIME, &now);
     crash_put_u64(&o, (uint64_t)now.tv_sec);
     crash_put(&o, "}\n");
@@ -480,7 +498,7 @@ void spits_crash_describe(const json_t *doc, char *out, size_t outlen)
     else if (fn)
         snprintf(where, sizeof where, " in the module's %s", fn);
     else
-        snprintf(where, sizeof where, " outside the module");
+        snprintf(where, sizeof where, " in a thread not running a module call");
     snprintf(out, outlen, "%s%s%s", signame, by, where);
 }
 

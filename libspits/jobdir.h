@@ -80,13 +80,11 @@ int spits_announce_parse(const json_t *doc, spits_announce_t *a, char *err,
  * its journal) counts as over only with resumable_too: a new TM waits for
  * spits-jm --resume, while a running one, told to stop, stops. */
 int spits_jobdir_finished(const char *dir, const char *job_id, int resumable_too);
-/* 1 if a JM took DIR's lock after jm.json was written: jm.json (and any
- * report.json) are a previous run's, and the new JM's jm.json is coming.
- * (report.json older than the lock is never "over", above.) */
-int spits_jobdir_starting(const char *dir);
-/* A new run of a job dir (a new job, or --resume) removes what describes
- * the run before it: jm.json, report.json and report.html. 0, or -1 with
- * err set. */
+/* A new run of a job dir (a new job, or --resume), once it is sure to
+ * run, removes what describes the run before it: report.json, jm.json and
+ * report.html, so that no TM takes them for this run's. (A TM that read
+ * them a moment before still can: spits-run starts its TMs only once they
+ * are gone.) 0, or -1 with err set. */
 int spits_jobdir_clear_old(const char *dir, char *err, size_t errlen);
 
 /* 1 if the JM that wrote a ran on this host and its process is gone (no

@@ -399,7 +399,12 @@ int spits_module_main(spits_module_t *m, int argc, const char **argv,
 static void inst_metrics(spits_module_t *m, spits_inst_t *in)
 {
     in->obj = NULL;
-    in->metrics = m->v20 ? m->metrics_new(SPITS_METRICS_BUFFER) : NULL;
+    in->metrics = NULL;
+    if (m->v20) {
+        const char *was = spits_crash_enter("spits_metrics_new");
+        in->metrics = m->metrics_new(SPITS_METRICS_BUFFER);
+        spits_crash_leave(was);
+    }
 }
 
 /* Finalizes the instance (fin, named fname), then releases its metrics
@@ -412,8 +417,11 @@ static void inst_free(spits_module_t *m, spits_inst_t *in, free_fn fin,
         fin(in->obj);
         spits_crash_leave(was);
     }
-    if (in->metrics)
+    if (in->metrics) {
+        const char *was = spits_crash_enter("spits_metrics_delete");
         m->metrics_free(in->metrics);
+        spits_crash_leave(was);
+    }
     in->obj = in->metrics = NULL;
 }
 
@@ -512,7 +520,13 @@ int spits_module_commit_job(spits_module_t *m, spits_inst_t *in,
 
 json_t *spits_module_metrics_json(spits_module_t *m, const spits_inst_t *in)
 {
-    return in->metrics ? spits_metrics_json(&m->met, in->metrics) : NULL;
+    if (!in->metrics)
+        return NULL;
+    /* (the module's own functions read its metrics) */
+    const char *was = spits_crash_enter("spits_get_metrics_list");
+    json_t *j = spits_metrics_json(&m->met, in->metrics);
+    spits_crash_leave(was);
+    return j;
 }
 
 void spits_module_committer_free(spits_module_t *m, spits_inst_t *in)

@@ -670,17 +670,6 @@ int tm_link_find_jm(tm_t *tm)
     for (;;) {
         if (wait_for_announce(tm, &announce) != 0)
             return 1;
-        if (spits_jobdir_starting(tm->opts.jobdir)) {
-            /* jm.json is the run before's; the new JM's comes soon. */
-            if (spits_now_ms() > deadline) {
-                spits_error("a job manager took %s but wrote no new %s within "
-                            "%.0f s", tm->opts.jobdir, SPITS_ANNOUNCE_FILE,
-                            tm->opts.wait);
-                return 1;
-            }
-            announce_nap(&nap);
-            continue;
-        }
         if (spits_jobdir_finished(tm->opts.jobdir, announce.job_id, 0)) {
             spits_info("job %s in %s is already over", announce.job_id,
                        tm->opts.jobdir);
