@@ -86,6 +86,9 @@ q() { json "$T/dom.json" "$1"; }
 dom "$url"
 [ "$(q "d['text']['job-id']")" = "$job" ] || fail "the page shows job '$(q "d['text'].get('job-id')")', not $job"
 [ "$(q "len(d['tms'])")" = 2 ] || fail "the page shows $(q "len(d['tms'])") TM row(s), not 2"
+# host, pid, workers, busy now, queued (prefetched), done, failed, busy s, last heard
+[ "$(q "[len(r) for r in d['tms']]")" = "[9, 9]" ] && [ "$(q "all(r[4].isdigit() for r in d['tms'])")" = True ] ||
+    fail "the TM rows are not host..queued..last heard: $(q "d['tms']")"
 [ "$(q "d['failed']")" = "[['1', '3', 'failed', '1', '$(hostname)']]" ] ||
     fail "the failed tasks read $(q "d['failed']"), not task 3 of phase 1"
 q "d['text']['model']" | grep -Eq '^so far, model: max\(N\*T/W, N\*S/BW\) = max\(' ||

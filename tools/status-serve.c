@@ -78,13 +78,14 @@ static const struct {
     {"pid", "pid", 0},
     {"workers", "workers", 1},
     {"busy", "busy now", 1},
+    {"queued", "queued", 1},
     {"done", "done", 1},
     {"failed", "failed", 1},
     {"busy_s", "busy s", 1},
     {"last_heard_s", "last heard (s)", 1},
 };
 #define SERVE_NSORTS (sizeof serve_sorts / sizeof *serve_sorts)
-#define SERVE_SORT_DEFAULT 4    /* done: the busiest TMs first */
+#define SERVE_SORT_DEFAULT 5    /* done: the busiest TMs first */
 
 /* Every 2 s the script asks for the live part again (the same view) and
  * swaps it in; once the job is over (409) it loads the page, which is
@@ -178,9 +179,11 @@ static void serve_tms(const json_t *tms, long long alive, const serve_view_t *v,
         spits_xml_escape(f, json_string_value(json_object_get(row[i], "host")));
         fprintf(f, "</td><td class=\"n\">%lld</td><td class=\"n\">%lld</td>"
                    "<td class=\"n\">%lld</td><td class=\"n\">%lld</td><td class=\"n\">%lld"
-                   "</td><td class=\"n\">%.1f</td><td class=\"n\">%.1f</td></tr>\n",
+                   "</td><td class=\"n\">%lld</td><td class=\"n\">%.1f</td>"
+                   "<td class=\"n\">%.1f</td></tr>\n",
                 serve_int(row[i], "pid"), serve_int(row[i], "workers"),
-                serve_int(row[i], "busy"), serve_int(row[i], "done"),
+                serve_int(row[i], "busy"), serve_int(row[i], "queued"),
+                serve_int(row[i], "done"),
                 serve_int(row[i], "failed"), serve_num(row[i], "busy_s"),
                 serve_num(row[i], "last_heard_s"));
     }
