@@ -110,6 +110,38 @@ static size_t status_pick(const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_m
     return listed;
 }
 
+/* 1 if a went after b (a later last_heard first). */
+static int status_cmp_gone(const void *a, const void *b)
+{
+    const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
+    return x->last_heard < y->last_heard ? 1 : x->last_heard > y->last_heard ? -1 : 0;
+}
+
+/* The JM_STATUS_GONE TMs that left or were lost last, so the dashboard
+ * keeps their lanes (a lost one ends with its mark, from tm_events). */
+static json_t *status_gone(const jm_tmtab_t *tms)
+{
+    size_t slots = jm_tmtab_slots(tms), n = 0;
+    jm_tm_t **v = malloc((slots ? slots : 1) * sizeof *v);
+    json_t *rows = json_array();
+    if (!v)
+        return rows;
+    for (size_t s = 0; s < slots; s++) {
+        jm_tm_t *t = jm_tmtab_at(tms, s);
+        if (t && !t->alive)
+            v[n++] = t;
+    }
+    qsort(v, n, sizeof *v, status_cmp_gone);
+    for (size_t i = 0; i < n && i < JM_STATUS_GONE; i++)
+        json_array_append_new(rows, json_pack(
+            "{s:s, s:I, s:i, s:I, s:I, s:f, s:s}", "host", v[i]->host,
+            "pid", (json_int_t)v[i]->pid, "workers", v[i]->workers,
+            "done", (json_int_t)v[i]->done, "failed", (json_int_t)v[i]->failed,
+            "busy_s", v[i]->busy_s, "gone", v[i]->lost ? "lost" : "left"));
+    free(v);
+    return rows;
+}
+
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
                        const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_ms)
 {
@@ -139,7 +171,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
     return json_pack(
         "{s:i, s:s, s:s, s:s, s:s, s:f, s:i,"
         " s:{s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I},"
-        " s:f, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:I, s:I, s:I, s:o}",
+        " s:f, s:o, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:I, s:I, s:I, s:o}",
         "version", 1, "state", "running", "job_id", jm->job_id,
         "module", jm->module_path, "started", started,
         "elapsed_s", spits_wall_time() - jm->started, "phase", (int)l->phase,
@@ -159,7 +191,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         "reattaches", (json_int_t)l->tm_reattaches,
         "losses", (json_int_t)l->tm_losses, "leaves", (json_int_t)l->tm_leaves,
         "lost_now", (json_int_t)l->tms_lost_now,
-        "tms", rows,
+        "tms", rows, "tms_gone", status_gone(tms),
         "tms_alive", (json_int_t)jm_tmtab_live_count(tms),
         "tms_listed", (json_int_t)listed,
         "behind_relays", (json_int_t)jm_status_behind_relays(tms),

@@ -38,6 +38,9 @@ struct jm_tmtab;
  * "tms_listed" those listed. So a document stays small, and quick to
  * build on the dispatcher, with 10,000 TMs. */
 #define JM_STATUS_TMS 1000
+/* And, in "tms_gone", the last TMs that left or were lost (each with
+ * "gone": "left" or "lost"), for the dashboard's lanes. */
+#define JM_STATUS_GONE 20
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
                        const struct jm_tmtab *tms, int64_t now_ms, int64_t quiet_ms);
 struct jm_tm;

@@ -216,7 +216,11 @@ static void serve_timeline(const json_t *d, FILE *f)
                              json_object_get(d, "job_id"), "status", "running",
                              "seconds", serve_num(d, "elapsed_s"),
                              "timeline", json_object_get(d, "timeline"));
-    json_t *top = spits_html_top_tms(json_object_get(d, "tms"), SERVE_LANES);
+    /* (the TMs gone keep their lanes, as report.html's do) */
+    json_t *all = json_deep_copy(json_object_get(d, "tms"));
+    json_array_extend(all, json_object_get(d, "tms_gone"));
+    json_t *top = spits_html_top_tms(all, SERVE_LANES);
+    json_decref(all);
     if (view && top)
         spits_html_timeline(view, top, f);
     json_decref(view);
