@@ -1,7 +1,8 @@
 #!/bin/bash
 # A job dir used again: after a finished job, a new run replaces it (its
 # TMs never leave on the old report), and after a stopped one, a new TM
-# waits for spits-jm --resume instead of calling the job over.
+# waits for spits-jm --resume instead of calling the job over, and
+# spits-run --resume continues it.
 . "$(dirname "$0")/lib.sh"
 
 seq 1 1000 >"$T/in.txt"
@@ -68,4 +69,25 @@ timeout 30 "$TM" --jobdir "$T/c" --wait 3 -n 2 >"$T/c.tm2.log" 2>&1
 rc=$?
 [ $rc = 1 ] || fail "a TM waiting for a resume that never came exited $rc: $(cat "$T/c.tm2.log")"
 grep -q "no job manager answered at .* within 3 s" "$T/c.tm2.log" || fail "it said: $(cat "$T/c.tm2.log")"
+# 5. spits-run --resume: a job spits-run ran in --jobdir, stopped by
+# SIGTERM, is continued by spits-run --resume with its own TMs, exactly.
+"$RUN" -q -n 2 --jobdir "$T/d" "$MOD" "$T/in.txt" 4000 >"$T/d.out" 2>"$T/d.err" &
+run=$!
+PIDS="$PIDS $run"
+wait_for "[ -s $T/d/journal ] && [ \$(stat -c %s $T/d/journal) -gt 4000 ]" 30 "results in d's journal"
+kill -TERM $run
+wait $run; rc=$?
+[ $rc = 143 ] || fail "spits-run exited $rc after SIGTERM"
+[ "$(json "$T/d/report.json" "d['resumable']")" = True ] || fail "d is not resumable"
+timeout 120 "$RUN" -q -n 2 --resume --jobdir "$T/d" >"$T/d.out2" 2>"$T/d.err2"
+rc=$?
+[ $rc = 0 ] || fail "spits-run --resume exited $rc: $(tail -3 "$T/d.err2")"
+[ "$(cat "$T/d.out2")" = "$expect" ] || fail "spits-run --resume printed '$(cat "$T/d.out2")'"
+[ "$(json "$T/d/report.json" "(d['resumed'], d['status'])")" = "(True, 'ok')" ] || fail "d: not resumed ok"
+# Its options: --resume wants the job dir, and no module arguments.
+timeout 10 "$RUN" --resume "$MOD" >"$T/o" 2>"$T/e"; rc=$?
+[ $rc = 2 ] && [ "$(cat "$T/e")" = "spits-run: error: --resume needs the job's --jobdir DIR (see spits-run --help)" ] ||
+    fail "--resume without --jobdir: exit $rc, '$(cat "$T/e")'"
+timeout 10 "$RUN" --resume --jobdir "$T/d" "$MOD" x y >"$T/o" 2>"$T/e"; rc=$?
+[ $rc = 2 ] && grep -q "give at most MODULE" "$T/e" || fail "--resume with arguments: exit $rc, '$(cat "$T/e")'"
 echo "ok"

@@ -2,6 +2,7 @@
  * spits-run.c - one command for one machine: a JM plus local TMs.
  *
  *   spits-run [OPTIONS] MODULE [ARGS...]
+ *   spits-run [OPTIONS] --resume --jobdir DIR [MODULE]
  *
  * Starts spits-jm in a job dir (a temporary one unless --jobdir is given)
  * bound to 127.0.0.1, and K spits-tm processes that join it through the
@@ -46,6 +47,7 @@ typedef struct {
     const char *max_copies, *max_attempts, *bind, *commit_errors, *progress;
     const char *prefetch, *task_timeout;   /* passed to spits-tm */
     int isolate;
+    int resume;             /* --resume: spits-jm --resume on --jobdir */
     int verbosity;          /* -1 quiet, 0 default, >0 verbose */
     char jm_path[PATH_MAX], tm_path[PATH_MAX];
     pid_t jm;
@@ -61,6 +63,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "Usage: spits-run [OPTIONS] MODULE [ARGS...]\n"
+"       spits-run [OPTIONS] --resume --jobdir DIR [MODULE]\n"
 "Runs a SPITS job on this machine: a job manager and local task managers.\n"
 "\n"
 "  -n, --workers N        worker threads per task manager (online cores: %d)\n"
@@ -68,6 +71,9 @@ static void usage(FILE *f)
 "  -d, --jobdir DIR       job directory, kept afterwards (a temporary one,\n"
 "                         removed at exit)\n"
 "      --keep             keep the temporary job directory\n"
+"      --resume           continue the job in --jobdir DIR that was stopped\n"
+"                         (a signal, a crash, an error): spits-jm --resume;\n"
+"                         module and arguments come from its journal\n"
 "      --bind ENDPOINT    the job manager's endpoint (tcp://127.0.0.1:0)\n"
 "      --max-copies N     passed to spits-jm\n"
 "      --max-attempts N   passed to spits-jm\n"
@@ -296,6 +302,8 @@ static void jm_args(run_t *r, char **jargv, int check, int argc, char **argv)
     jargv[ja++] = r->jm_path;
     if (check)
         jargv[ja++] = "--check-options";
+    if (r->resume)
+        jargv[ja++] = "--resume";
     jargv[ja++] = "--jobdir";
     jargv[ja++] = (char *)(r->jobdir ? r->jobdir : ".");
     jargv[ja++] = "--bind";
@@ -311,9 +319,11 @@ static void jm_args(run_t *r, char **jargv, int check, int argc, char **argv)
         jargv[ja++] = "--relay-fd";
         jargv[ja++] = r->relay_fd;
     }
-    jargv[ja++] = "--";
-    for (int i = optind; i < argc; i++)
-        jargv[ja++] = argv[i];
+    if (optind < argc) {   /* (--resume: the module, if given, is checked) */
+        jargv[ja++] = "--";
+        for (int i = optind; i < argc; i++)
+            jargv[ja++] = argv[i];
+    }
     jargv[ja] = NULL;
 }
 
@@ -358,6 +368,7 @@ int main(int argc, char **argv)
         {"tms", required_argument, NULL, 'k'},
         {"jobdir", required_argument, NULL, 'd'},
         {"keep", no_argument, NULL, 'K'},
+        {"resume", no_argument, NULL, 'R'},
         {"bind", required_argument, NULL, 'b'},
         {"max-copies", required_argument, NULL, 'C'},
         {"max-attempts", required_argument, NULL, 'A'},
@@ -395,6 +406,7 @@ int main(int argc, char **argv)
             break;
         case 'd': r.jobdir = optarg; break;
         case 'K': r.keep = 1; break;
+        case 'R': r.resume = 1; break;
         case 'b':
             if (spits_endpoint_check(optarg, 1, endpoint_err, sizeof endpoint_err) != 0)
                 return spits_bad_option("--bind %s", endpoint_err);
@@ -415,7 +427,12 @@ int main(int argc, char **argv)
         default: return spits_bad_option("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc)
+    if (r.resume && !r.jobdir)
+        return spits_bad_option("%s", "--resume needs the job's --jobdir DIR");
+    if (r.resume && argc - optind > 1)
+        return spits_bad_option("%s", "--resume takes its module's arguments from "
+                                "the journal: give at most MODULE");
+    if (optind >= argc && !r.resume)
         return spits_bad_option("%s", "no MODULE given");
     if (r.task_timeout && !r.isolate)
         return spits_bad_option("%s", "--task-timeout needs --isolate");
