@@ -357,6 +357,55 @@ static int crash_write_file(int sig, size_t k, pid_t sender, const char *fn,
     return 1;
 }
 
+static atomic_int crash_drain_fd = -1;
+static const char *_Atomic crash_drain_prefix;
+
+void spits_crash_drain(int fd, const char *prefix)
+{
+    atomic_store(&crash_drain_prefix, prefix);
+    atomic_store(&crash_drain_fd, fd);
+}
+
+/* What the drain fd still holds, line by line after the prefix (a line
+ * cut by the buffer's end is finished by the next read). */
+static void crash_drain_now(void)
+{
+    int fd = atomic_load(&crash_drain_fd);
+    const char *prefix = atomic_load(&crash_drain_prefix);
+    size_t plen = 0, have = 0;
+    ssize_t n;
+    int at_start = 1;
+
+    while (prefix && prefix[plen])
+        plen++;
+    while (fd >= 0 && (n = read(fd, crash_line + have, sizeof crash_line - have)) > 0) {
+        have += (size_t)n;
+        char *p = crash_line, *end = crash_line + have, *nl;
+        while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
+            if (at_start)
+                crash_write_all(STDERR_FILENO, prefix, plen);
+            crash_write_all(STDERR_FILENO, p, (size_t)(nl - p) + 1);
+            p = nl + 1;
+            at_start = 1;
+        }
+        if (p == crash_line && have == sizeof crash_line) {   /* a long line */
+            if (at_start)
+                crash_write_all(STDERR_FILENO, prefix, plen);
+            crash_write_all(STDERR_FILENO, p, have);
+            at_start = 0;
+            p = end;
+        }
+        have = (size_t)(end - p);
+        memmove(crash_line, p, have);
+    }
+    if (have) {
+        if (at_start)
+            crash_write_all(STDERR_FILENO, prefix, plen);
+        crash_write_all(STDERR_FILENO, crash_line, have);
+        crash_write_all(STDERR_FILENO, "\n", 1);
+    }
+}
+
 static void crash_on_signal(int sig, siginfo_t *si, void *uctx)
 {
     int saved = errno;
@@ -378,6 +427,7 @@ static void crash_on_signal(int sig, siginfo_t *si, void *uctx)
     uint64_t task = atomic_load_explicit(&s->task, memory_order_relaxed);
 
     int file = crash_write_file(sig, k, sender, fn, task);
+    crash_drain_now();   /* (crash_line is free until crash_say) */
     crash_say(sig, k, sender, fn, task, file);
 
     /* Die of it by the default action (core dump, the shell's status):

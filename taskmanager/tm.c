@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "crash.h"
 #include "log.h"
 #include "relay.h"
 #include "tm_private.h"
@@ -70,6 +71,8 @@ static void tm_stdout_start(void)
     if (p[1] >= 0)
         close(p[1]);
     setvbuf(stdout, NULL, _IOLBF, 0);   /* a crash loses no finished line */
+    if (tm_stdout)
+        spits_crash_drain(p[0], TM_STDOUT_PREFIX);   /* (nor what is in the pipe) */
 }
 
 /* The last lines, then the pipe is gone. */
@@ -77,6 +80,7 @@ static void tm_stdout_stop(void)
 {
     fflush(stdout);
     dup2(STDERR_FILENO, STDOUT_FILENO);   /* (the pipe's last writer here) */
+    spits_crash_drain(-1, NULL);
     spits_relay_stop(&tm_stdout);
 }
 
