@@ -23,7 +23,10 @@ chmod +x "$T"/quiet/* "$T"/lost/* "$T"/fake/*
 # after SECONDS; its stdout and stderr in $T/out, its status in rc
 alloc() {
     local secs=$1 bin=$2; shift 2
-    timeout -s TERM "$secs" env PATH="$bin" "$ALLOC" "$@" >"$T/out" 2>&1
+    # (the source tree's script: an uninstalled build, as in make distcheck,
+    # has none in its prefix)
+    timeout -s TERM "$secs" env PATH="$bin" "$ALLOC" --script "$top_srcdir/tools/slurm/spits-tm.sbatch" \
+        "$@" >"$T/out" 2>&1
     rc=$?
 }
 

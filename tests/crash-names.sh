@@ -12,9 +12,9 @@
 # status it had and exit() code.
 . "$(dirname "$0")/lib.sh"
 
-# crashy.so is this test's own module: from the tree the test comes from
-# (so that it runs against an older build's programs too), or $CRASHY.
-CRASHY=${CRASHY:-$top_srcdir/tests/modules/.libs/crashy.so}
+# crashy.so is this test's own module: the build's, or $CRASHY (to run
+# the test against an older build's programs).
+CRASHY=${CRASHY:-$TMODS/crashy.so}
 [ -f "$CRASHY" ] || fail "no $CRASHY (make -C tests check TESTS= builds it)"
 F=$TMODS/faulty.so
 ulimit -c 0   # (the crashes are the point: no core files)
