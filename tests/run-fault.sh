@@ -7,6 +7,8 @@
 
 FAULT=$top_builddir/tests/.libs/fault.so
 [ -f "$FAULT" ] || fail "no $FAULT"
+# ASan's runtime wants to be the first library; the preload comes first.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 
 # spits-run forks twice to check options, then the JM (3), then each TM.
 # A sentinel in our own process group must survive whatever happens.

@@ -82,8 +82,10 @@ static int faulty_args(int argc, const char **argv, faulty_cfg_t *c)
 }
 
 /* A real fault, not raise(): the kernel's SIGSEGV, as a module bug gives
- * (volatile: the compiler cannot see that it is NULL). */
-static int *volatile faulty_nowhere;
+ * (volatile: the compiler cannot see where it points). Not NULL itself:
+ * UBSan would report a null store and exit before the fault; the first
+ * page is mapped by no process. */
+static int *volatile faulty_nowhere = (int *)64;
 
 static void faulty_jm_segv(const faulty_cfg_t *c, const char *fn, long long id)
 {
