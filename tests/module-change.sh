@@ -13,7 +13,8 @@ start_jm a --journal off --heartbeat 0.2 "$T/m.so" "$T/in.txt" 20000
 jm1=$JM_PID
 start_tm a tm1 -n 2
 tm1=$TM_PID
-wait_for "grep -q joined $T/a.jm.log" 30 "the TM to join job 1"
+# (the TM's own line: it has loaded job 1's module once WELCOME is in)
+wait_for "grep -q 'joined job' $T/tm1.log" 60 "the TM to join job 1"
 kill -9 "$(json "$T/a/jm.json" "d['pid']")"
 wait $jm1 2>/dev/null
 

@@ -249,19 +249,30 @@ static int run_jm_crashed(int ws, int sent)
            !(sent && (WTERMSIG(ws) == SIGINT || WTERMSIG(ws) == SIGTERM));
 }
 
-/* The temporary job dir goes, unless --keep or the JM crashed. */
+/* The temporary job dir goes, unless --keep or the JM crashed. (A few
+ * tries: a child's last file may still be on its way at the first.) */
 static void run_cleanup(run_t *r)
 {
     if (!r->tmpdir[0])
         return;
-    if (r->jm_crashed)
+    if (r->jm_crashed) {
         spits_error("the job manager died of SIG%s; job dir kept: %s "
                     "(spits-status --jobdir %s says where it crashed)",
                     sigabbrev_np(r->jm_crashed), r->tmpdir, r->tmpdir);
-    else if (r->keep)
+        return;
+    }
+    if (r->keep) {
         spits_info("job dir kept: %s", r->tmpdir);
-    else
-        nftw(r->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return;
+    }
+    for (int i = 0; i < 5; i++) {
+        if (nftw(r->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ||
+            access(r->tmpdir, F_OK) != 0)
+            return;
+        usleep(100000);
+    }
+    spits_warn("cannot remove the temporary job dir %s: %s", r->tmpdir,
+               strerror(errno));
 }
 
 static int run_has_report(const char *dir)
