@@ -29,11 +29,7 @@
 
 #include "crash.h"
 
-/* One a cache line: each worker stores into its own at every task. */
-typedef struct {
-    _Alignas(64) _Atomic(const char *) fn;  /* module function the thread is in */
-    _Atomic uint64_t task;      /* the task that call is about */
-} crash_slot_t;
+typedef spits_crash_slot_t crash_slot_t;   /* (crash.h) */
 
 /* How many running tasks a report lists (the rest are counted): a TM of
  * thousands of workers must not cut its line or its file short. */
@@ -75,9 +71,9 @@ static crash_slot_t crash_workers[SPITS_CRASH_WORKERS];
 static atomic_uint crash_nworkers;
 static atomic_int crash_busy;        /* a handler is reporting */
 
-static __thread crash_slot_t crash_own;
-static __thread crash_slot_t *crash_mine;  /* a worker's table entry */
-static __thread int crash_stack_done;
+static __thread crash_slot_t crash_own __attribute__((tls_model("initial-exec")));
+/* crash_own, or a worker's entry */
+__thread crash_slot_t *spits_crash_self __attribute__((tls_model("initial-exec")));
 static pthread_key_t crash_stack_key;
 static pthread_once_t crash_key_once = PTHREAD_ONCE_INIT;
 
@@ -86,9 +82,10 @@ static pthread_once_t crash_key_once = PTHREAD_ONCE_INIT;
 static char crash_line[sizeof crash_path + 1536];
 static char crash_doc[sizeof crash_fields + 2048];
 
+/* The handler's view of the faulting thread (it may have made no call). */
 static crash_slot_t *crash_slot(void)
 {
-    return crash_mine ? crash_mine : &crash_own;
+    return spits_crash_self ? spits_crash_self : &crash_own;
 }
 
 /* ---- the per-thread state and the alternate stacks ---- */
@@ -113,7 +110,6 @@ static void crash_thread_stack(void)
     stack_t ss, old;
     size_t size = CRASH_STACK;
 
-    crash_stack_done = 1;
     if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE))
         return;
 #ifdef _SC_SIGSTKSZ
@@ -133,38 +129,25 @@ static void crash_thread_stack(void)
     pthread_setspecific(crash_stack_key, ss.ss_sp);
 }
 
-const char *spits_crash_enter(const char *fn)
+crash_slot_t *spits_crash_self_init(void)
 {
-    crash_slot_t *s = crash_slot();
-    const char *prev = atomic_load_explicit(&s->fn, memory_order_relaxed);
-    /* (once per thread: its first module call) */
-    if (!crash_stack_done && atomic_load_explicit(&crash_installed,
-                                                  memory_order_relaxed))
-        crash_thread_stack();
-    atomic_store_explicit(&s->fn, fn, memory_order_relaxed);
-    return prev;
-}
-
-void spits_crash_leave(const char *prev)
-{
-    atomic_store_explicit(&crash_slot()->fn, prev, memory_order_relaxed);
-}
-
-const char *spits_crash_current(void)
-{
-    return atomic_load_explicit(&crash_slot()->fn, memory_order_relaxed);
-}
-
-void spits_crash_task(uint64_t id)
-{
-    atomic_store_explicit(&crash_slot()->task, id, memory_order_relaxed);
+    /* Until the handlers are in, the slow path is taken again, so the
+     * thread's stack is made at its first call after them. */
+    if (!atomic_load_explicit(&crash_installed, memory_order_relaxed))
+        return &crash_own;
+    crash_thread_stack();
+    spits_crash_self = &crash_own;
+    return spits_crash_self;
 }
 
 void spits_crash_worker(void)
 {
     unsigned i = atomic_fetch_add(&crash_nworkers, 1);
+    /* (its stack, once the handlers are in: workers start after
+     * spits_crash_init) */
+    (void)spits_crash_slot_now();
     if (i < SPITS_CRASH_WORKERS)
-        crash_mine = &crash_workers[i];
+        spits_crash_self = &crash_workers[i];
     else
         atomic_store(&crash_nworkers, SPITS_CRASH_WORKERS);
 }

@@ -20,6 +20,7 @@
 #ifndef SPITS_CRASH_H
 #define SPITS_CRASH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -41,15 +42,56 @@ int spits_crash_init(const char *program, char *err, size_t errlen);
 int spits_crash_file(const char *path, json_t *fields, char *err,
                      size_t errlen);
 
+/* A thread's module function and task, as the handler reads them; one a
+ * cache line (each worker stores into its own at every task). */
+typedef struct {
+    _Alignas(64) _Atomic(const char *) fn;
+    _Atomic uint64_t task;
+} spits_crash_slot_t;
+
+/* The calling thread's slot once it has made its first call below
+ * (NULL before, and before spits_crash_init). The calls are inline: the
+ * generator, the committer and every worker make them at every task. */
+/* (initial-exec: libspits is linked into the programs, never dlopen()ed,
+ * so no __tls_get_addr call at each access from its -fPIC objects) */
+extern __thread spits_crash_slot_t *spits_crash_self
+    __attribute__((tls_model("initial-exec")));
+/* The first call of a thread: its slot, and its alternate stack. */
+spits_crash_slot_t *spits_crash_self_init(void);
+
+static inline spits_crash_slot_t *spits_crash_slot_now(void)
+{
+    spits_crash_slot_t *s = spits_crash_self;
+    return s ? s : spits_crash_self_init();
+}
+
 /* The calling thread enters a module function (a name that lives as long
  * as the process, NULL: the runtime's own code); the previous one is
  * returned, for spits_crash_leave. */
-const char *spits_crash_enter(const char *fn);
-void spits_crash_leave(const char *prev);
+static inline const char *spits_crash_enter(const char *fn)
+{
+    spits_crash_slot_t *s = spits_crash_slot_now();
+    const char *prev = atomic_load_explicit(&s->fn, memory_order_relaxed);
+    atomic_store_explicit(&s->fn, fn, memory_order_relaxed);
+    return prev;
+}
+
+static inline void spits_crash_leave(const char *prev)
+{
+    atomic_store_explicit(&spits_crash_slot_now()->fn, prev, memory_order_relaxed);
+}
+
 /* The module function the calling thread is in, or NULL. */
-const char *spits_crash_current(void);
+static inline const char *spits_crash_current(void)
+{
+    return atomic_load_explicit(&spits_crash_slot_now()->fn, memory_order_relaxed);
+}
+
 /* The task the calling thread's next module call is about. */
-void spits_crash_task(uint64_t id);
+static inline void spits_crash_task(uint64_t id)
+{
+    atomic_store_explicit(&spits_crash_slot_now()->task, id, memory_order_relaxed);
+}
 /* The calling thread is a worker: its tasks are listed in a crash report. */
 void spits_crash_worker(void);
 /* Before its line, the handler copies to stderr what is left to read in

@@ -22,7 +22,7 @@ sec=--insecure
 size=(-t "$bytes")
 [ "${4:-tasks}" = results ] && size=(-r "$bytes")
 w=$(mktemp -d "${TMPDIR:-/tmp}/spits-ir.XXXXXX")
-trap 'rm -rf "$w"' EXIT
+trap '[ -n "${SPITS_IR_KEEP:-}" ] || rm -rf "$w"' EXIT
 cg=(valgrind --tool=callgrind --callgrind-out-file="$w/cg.%p")
 "${cg[@]}" "$root/jobmanager/spits-jm" -q $sec --journal off --jobdir "$w/job" \
     --bind tcp://127.0.0.1:0 "$root/modules/.libs/bench.so" -n "$n" "${size[@]}" >"$w/out" 2>"$w/jm.log" &
