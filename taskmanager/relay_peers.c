@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "log.h"
 #include "relay_int.h"
 
@@ -198,15 +199,18 @@ int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX]
     }
     if (!p->loop_since)
         p->loop_since = now;
+    /* (a peer's strings, escaped for the log: escape.h) */
+    char sep[256], sid[RELAY_ID_MAX * 4];
+    spits_escape(sep, sizeof sep, ep ? ep : "?");
+    spits_escape(sid, sizeof sid, id);
     if (!r->up && now - p->loop_since >= RELAY_LOOP_FATAL_MS) {
         spits_error("relay loop: the relay at %s (%s), behind this one, is "
                     "also upstream of it; a relay must not point at a relay "
-                    "behind it", ep ? ep : "?", id);
+                    "behind it", sep, sid);
         r->tm->done = -1;
     } else if (relay_log_ok(r)) {
         spits_warn("relay: refused the relay at %s (%s): this relay is behind "
-                   "it (a loop); it should move on to another hop",
-                   ep ? ep : "?", id);
+                   "it (a loop); it should move on to another hop", sep, sid);
     }
     return 1;
 }
