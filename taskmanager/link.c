@@ -631,12 +631,13 @@ static int wait_for_announce(tm_t *tm, spits_announce_t *announce)
             spits_error("%s", err);
             return -1;
         }
-        wait_say(tm, start, spits_now_ms(), &say, repeat);
+        /* (the end first: a wait that ends now needs no notice of it) */
         if (spits_now_ms() > deadline) {
             spits_error("no %s appeared in %s within %.0f s", SPITS_ANNOUNCE_FILE,
                         tm->opts.jobdir, tm->opts.wait);
             return -1;
         }
+        wait_say(tm, start, spits_now_ms(), &say, repeat);
         announce_nap(&nap);
     }
 }
