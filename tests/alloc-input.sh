@@ -120,7 +120,8 @@ echo "4: a dry run with no squeue decides"
 
 # --- 5. tasks left while the module generates: a floor --------------------
 start_tm live live.tm -n 1
-timeout -s TERM 60 env PATH="$T/fake" "$ALLOC" --jobdir "$T/live" -i 2 --target 1 \
+timeout -s TERM 60 env PATH="$T/fake" "$ALLOC" --script "$top_srcdir/tools/slurm/spits-tm.sbatch" \
+    --jobdir "$T/live" -i 2 --target 1 \
     --max-total 1 -- --time-min=5 -p cpu >"$T/out" 2>&1 &
 apid=$!
 PIDS="$PIDS $apid"
