@@ -8,6 +8,8 @@
 . "$(dirname "$0")/lib.sh"
 ST=$top_builddir/tools/spits-status
 FAULT=$top_builddir/tests/.libs/fault.so
+# ASan's runtime wants to be the first library; the preload comes first.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 host=$(hostname)
 
 # 1. 2 workers, 40 prefetched: 2 running, the rest queued.
