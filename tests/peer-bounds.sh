@@ -8,16 +8,16 @@
 
 H=$top_builddir/tests/hostile
 
-# welcomed BYTES LOG: a TM (--wait 3) against a fake JM whose WELCOME
+# welcomed BYTES LOG: a TM (--wait 10) against a fake JM whose WELCOME
 # claims max_task_bytes BYTES; RC is the TM's exit status, LOG its output
 welcomed() {
     local port h
     port=$(free_port)
-    "$H" welcome "tcp://127.0.0.1:$port" "$1" 6 >"$T/$2.h.log" 2>&1 &
+    "$H" welcome "tcp://127.0.0.1:$port" "$1" 15 >"$T/$2.h.log" 2>&1 &
     h=$!
     PIDS="$PIDS $h"
     sleep 0.3
-    timeout 30 "$TM" --connect "tcp://127.0.0.1:$port" --insecure --wait 3 -n 1 >"$T/$2" 2>&1
+    timeout 30 "$TM" --connect "tcp://127.0.0.1:$port" --insecure --wait 10 -n 1 >"$T/$2" 2>&1
     RC=$?
     PORT=$port
 }
@@ -26,7 +26,7 @@ welcomed 4611686018427387904 tm.log
 [ $RC = 1 ] || fail "a TM welcomed with max_task_bytes 2^62 exited $RC: $(cat "$T/tm.log")"
 grep -q "warning: dropped a malformed message from the job manager (WELCOME without .*max_task_bytes (1 to 4294967295)" "$T/tm.log" \
     || fail "the TM said: $(cat "$T/tm.log")"
-grep -q "no job manager answered at tcp://127.0.0.1:$PORT within 3 s" "$T/tm.log" \
+grep -q "no job manager answered at tcp://127.0.0.1:$PORT within 10 s" "$T/tm.log" \
     || fail "the TM said: $(cat "$T/tm.log")"
 
 # The largest legal value is taken (the TM goes on to load the module the
