@@ -243,6 +243,10 @@ static int welcome(void *ctx, const char *endpoint, long long bytes, int sec)
         return 1;
     }
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &(int){100}, sizeof(int));
+    /* As the JM's: a TM that reconnects (to raise its message size limit,
+     * after this very WELCOME) comes back under the same routing id, and
+     * must not be refused while its old connection is still known. */
+    zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &(int){1}, sizeof(int));
     for (int waited = 0; waited < ms; waited += 100) {
         zmq_msg_t rid, body;
         zmq_msg_init(&rid);
