@@ -2,7 +2,6 @@
  * stop.c - signals and fatal errors stop the job (see stop.h).
  */
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,19 +14,15 @@
 
 atomic_int jm_signal;
 atomic_int jm_abort;
-static atomic_int stop_wake_fd = -1;
-/* Wakes under way (any thread, a signal handler too): release waits for
- * them, so none writes to the fd once it may be closed and reused. */
-static atomic_int stop_waking;
+/* The dispatcher's wake fd, for any thread and the handler (wake.h). */
+static spits_wake_ref_t stop_wake = SPITS_WAKE_REF_INIT;
 /* Written once, by the thread that set jm_abort first; read after. */
 static char stop_message[512];
 static atomic_int stop_message_ready;
 
 void jm_wake(void)
 {
-    atomic_fetch_add(&stop_waking, 1);
-    spits_wake_signal(atomic_load(&stop_wake_fd));
-    atomic_fetch_sub(&stop_waking, 1);
+    spits_wake_ref_signal(&stop_wake);
 }
 
 static atomic_int stop_signals;   /* how many the handler took */
@@ -69,7 +64,7 @@ void jm_stop_init(int wake_fd)
     static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa;
 
-    atomic_store(&stop_wake_fd, wake_fd);
+    spits_wake_ref_set(&stop_wake, wake_fd);
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART;
@@ -85,11 +80,7 @@ void jm_stop_init(int wake_fd)
 
 void jm_stop_release(void)
 {
-    atomic_store(&stop_wake_fd, -1);
-    /* (a wake never blocks: this ends; a handler that interrupts it here
-     * reads -1) */
-    while (atomic_load(&stop_waking))
-        sched_yield();
+    spits_wake_ref_release(&stop_wake);
 }
 
 void jm_fatal(const char *fmt, ...)

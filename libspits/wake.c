@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -39,6 +40,25 @@ void spits_wake_close(int *fd)
     *fd = -1;
 }
 
+void spits_wake_ref_set(spits_wake_ref_t *r, int fd)
+{
+    atomic_store(&r->fd, fd);
+}
+
+void spits_wake_ref_signal(spits_wake_ref_t *r)
+{
+    atomic_fetch_add(&r->busy, 1);
+    spits_wake_signal(atomic_load(&r->fd));
+    atomic_fetch_sub(&r->busy, 1);
+}
+
+void spits_wake_ref_release(spits_wake_ref_t *r)
+{
+    atomic_store(&r->fd, -1);
+    while (atomic_load(&r->busy))
+        sched_yield();
+}
+
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
 
 #ifdef SPITS_SELFTEST
@@ -67,6 +87,18 @@ int spits_wake_selftest(void)
     spits_wake_close(&fd);
     ok &= fd == -1;
     spits_wake_close(&fd);           /* closing twice is harmless */
+    /* Through a ref: wakes reach the fd set, none once it is released. */
+    spits_wake_ref_t ref = SPITS_WAKE_REF_INIT;
+    spits_wake_ref_signal(&ref);     /* none set yet: ignored */
+    ok &= (fd = spits_wake_open()) >= 0;
+    spits_wake_ref_set(&ref, fd);
+    spits_wake_ref_signal(&ref);
+    ok &= readable(fd);
+    spits_wake_drain(fd);
+    spits_wake_ref_release(&ref);
+    spits_wake_ref_signal(&ref);
+    ok &= !readable(fd) && atomic_load(&ref.fd) == -1 && atomic_load(&ref.busy) == 0;
+    spits_wake_close(&fd);
     return ok ? 0 : -1;
 }
 

@@ -15,6 +15,8 @@
 #ifndef SPITS_WAKE_H
 #define SPITS_WAKE_H
 
+#include <stdatomic.h>
+
 /* A non-blocking, close-on-exec eventfd; -1 with errno set on failure. */
 int spits_wake_open(void);
 /* Wakes the reader of fd. Async-signal-safe; never blocks; a negative fd
@@ -24,6 +26,23 @@ void spits_wake_signal(int fd);
 void spits_wake_drain(int fd);
 /* Closes *fd if open and sets it to -1. */
 void spits_wake_close(int *fd);
+
+/* A wake fd that signal handlers (and any thread) reach through a
+ * static: it is released before the fd is closed, and release waits for
+ * the wakes under way, so none writes 8 bytes into a closed fd's number
+ * once another file may have it. */
+typedef struct {
+    atomic_int fd;      /* -1: none */
+    atomic_int busy;    /* wakes under way */
+} spits_wake_ref_t;
+#define SPITS_WAKE_REF_INIT {-1, 0}
+/* From now on, wakes go to fd. */
+void spits_wake_ref_set(spits_wake_ref_t *r, int fd);
+/* Wakes the fd set, if any. Async-signal-safe; never blocks. */
+void spits_wake_ref_signal(spits_wake_ref_t *r);
+/* No fd from now on; returns once no wake is under way. (A wake never
+ * blocks, so this ends; a handler that interrupts it reads -1.) */
+void spits_wake_ref_release(spits_wake_ref_t *r);
 
 #ifdef SPITS_SELFTEST
 int spits_wake_selftest(void);

@@ -20,7 +20,6 @@
 #define _DEFAULT_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,8 +35,7 @@
  * handler and across threads. */
 static atomic_int tm_signal;
 static atomic_llong tm_signal_ms;
-static atomic_int tm_wake_fd = -1;
-static atomic_int tm_waking;      /* handlers using tm_wake_fd now */
+static spits_wake_ref_t tm_wake = SPITS_WAKE_REF_INIT;   /* (wake.h) */
 
 /* A SIGTERM this soon after the first is the same request: at a time
  * limit Slurm signals a step's processes and srun passes its own SIGTERM
@@ -54,9 +52,7 @@ static void on_signal(int sig)
     long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     if (atomic_compare_exchange_strong(&tm_signal, &none, sig)) {
         atomic_store(&tm_signal_ms, now);
-        atomic_fetch_add(&tm_waking, 1);
-        spits_wake_signal(atomic_load(&tm_wake_fd));
-        atomic_fetch_sub(&tm_waking, 1);
+        spits_wake_ref_signal(&tm_wake);
         return;
     }
     if (sig == SIGTERM && now - atomic_load(&tm_signal_ms) < TM_SIGNAL_REPEAT_MS)
@@ -68,16 +64,14 @@ static void on_signal(int sig)
 
 void tm_loop_release_signals(void)
 {
-    atomic_store(&tm_wake_fd, -1);
-    while (atomic_load(&tm_waking))   /* (a handler never blocks) */
-        sched_yield();
+    spits_wake_ref_release(&tm_wake);
 }
 
 void tm_loop_catch_signals(int wake_fd)
 {
     struct sigaction sa;
 
-    atomic_store(&tm_wake_fd, wake_fd);
+    spits_wake_ref_set(&tm_wake, wake_fd);
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART;

@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "jobdir.h"
 #include "log.h"
 #include "util.h"
 
@@ -278,7 +279,7 @@ static void run_cleanup(run_t *r)
 static int run_has_report(const char *dir)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/report.json", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_REPORT_FILE);
     return access(path, F_OK) == 0;
 }
 
