@@ -17,15 +17,25 @@
 #      it: only the JM's hop moves, and the relay, back in time, is kept.
 . "$(dirname "$0")/lib.sh"
 
-# free_ports N: N loopback ports nothing listens on (bound, then closed)
-free_ports() {
-    "$PY" - "$1" <<'PY'
-import socket, sys
+# dead_ports N: DEAD_PORTS, N loopback ports that refuse connections for the whole
+# test: a holder process binds them without listening (and without
+# SO_REUSEADDR), so no other test's bind(0) or connect() can take one
+# meanwhile (a port only closed again was once taken by a parallel test,
+# and tm1 met another job there instead of a dead relay).
+dead_ports() {
+    "$PY" - "$1" "$T/dead.ports" >/dev/null <<'PY' &
+import os, signal, socket, sys
 ss = [socket.socket() for _ in range(int(sys.argv[1]))]
 for s in ss:
     s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in ss))
+with open(sys.argv[2] + ".tmp", "w") as f:
+    f.write(" ".join(str(s.getsockname()[1]) for s in ss) + "\n")
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+signal.pause()
 PY
+    PIDS="$PIDS $!"
+    wait_for "[ -s $T/dead.ports ]" 30 "the dead ports' holder"
+    DEAD_PORTS=$(cat "$T/dead.ports")
 }
 
 # exact NAME N: job NAME printed bench's checksum of N tasks, committed
@@ -37,7 +47,8 @@ exact() {
 }
 
 # --- a. one dead relay, then the JM (keys and endpoint from the job dir)
-read -r dead1 dead2 <<<"$(free_ports 2)"
+dead_ports 2
+read -r dead1 dead2 <<<"$DEAD_PORTS"
 start_jm a "$MODS/bench.so" -n 200 -s 2000
 start_tm a a.tm -n 2 --via "tcp://127.0.0.1:$dead1"
 wait $JM_PID || fail "a: spits-jm exited $?"
@@ -114,7 +125,7 @@ grep -q "lost the connection to the relay at $r1_ep; looking for it" "$T/e.tm1.l
     fail "e: tm1 did not see its relay's connection drop"
 grep -q "relay at $r1_ep not answering; trying the relay at tcp://127.0.0.1:$dead1\$" "$T/e.tm1.log" &&
 grep -q "relay at tcp://127.0.0.1:$dead1 not answering; trying the job manager at $jm_e\$" "$T/e.tm1.log" ||
-    fail "e: tm1 did not try its second relay, then the JM"
+    fail "e: tm1 did not try its second relay, then the JM: $(grep -v 'so far' "$T/e.tm1.log" | tail -8)"
 grep -q "the relay has been silent for" "$T/e.tm2.log" || fail "e: tm2 did not find its relay silent"
 grep -q "relay at $r2_ep not answering; trying the job manager at $jm_e\$" "$T/e.tm2.log" ||
     fail "e: tm2 did not move on to the JM"
