@@ -139,17 +139,20 @@ grep -q "torn tail" "$T/g.jm2.log" && fail "SIGTERM left a torn journal"
 # tasks while there is no JM, re-attaches to the resumed one with those
 # results, and they are committed (adopted) instead of run again.
 seq 1 6 >"$T/six.txt"
-# (Tasks of 1.5 s: the kill lands well inside the first two even when
-# the machine is loaded, and the 2 s wait outlasts them.)
-start_jm i --heartbeat 0.2 "$MOD" "$T/six.txt" 1500000
+# (Tasks of 3 s: the kill lands well inside the first two even when the
+# machine is loaded.)
+start_jm i --heartbeat 0.2 "$MOD" "$T/six.txt" 3000000
 jmi=$JM_PID
-start_tm i i.tm -n 2 --prefetch 0; tmi=$TM_PID
-# The JM says it has sent the TM its two tasks (held: copies out); the
-# kill lands long before they end.
-wait_for "[ \"\$(live i \"sum(t['held'] for t in d.get('tms', []))\")\" = 2 ] 2>/dev/null" 30 "the JM to send job i's TM its two tasks"
+mkdir "$T/i.marks"
+FILETASKS_MARKS=$T/i.marks start_tm i i.tm -n 2 --prefetch 0; tmi=$TM_PID
+# The TM has started its two tasks (what the JM counts as sent may still
+# sit in its own queue), and the kill lands long before they end; then
+# both end with no JM to take their results.
+wait_for "[ \$(ls $T/i.marks | grep -c '^start\.1\.') = 2 ]" 30 "job i's TM to start its two tasks"
 kill -9 "$(json "$T/i/jm.json" "d['pid']")"
 wait $jmi 2>/dev/null
-sleep 2       # the two tasks finish with no JM to take their results
+[ "$(ls "$T/i.marks" | grep -c '^end\.1\.')" = 0 ] || fail "job i: a task ended before the JM's kill"
+wait_for "[ \$(ls $T/i.marks | grep -c '^end\.1\.') = 2 ]" 30 "job i's two tasks to end with no JM"
 resume i
 [ $RC = 0 ] || fail "job i resumed exited $RC"
 [ "$(cat "$T/i.out2")" = "filetasks: squares=91 total=532" ] || fail "job i printed '$(cat "$T/i.out2")'"

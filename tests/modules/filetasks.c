@@ -10,6 +10,11 @@
  * FILE between a crash and a resume changes the generated tasks: the
  * resume must notice. The committer also fails commit_job if it saw one
  * task twice, so a result replayed twice cannot hide.
+ *
+ * With FILETASKS_MARKS=DIR in its environment, a worker creates
+ * DIR/start.P.LINE as it starts a task of phase P and DIR/end.P.LINE as
+ * it ends it: a test can see what a TM really runs, whatever the JM
+ * believes it sent.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +29,20 @@ typedef struct { int cube; long sleep_us; } ft_worker_t;
 typedef struct { int64_t sum; unsigned char *seen; size_t nseen; int dup; } ft_co_t;
 typedef struct { int64_t line, k; } ft_task_t;
 typedef struct { int64_t line, v; } ft_result_t;
+
+/* DIR/WHAT.P.LINE, when FILETASKS_MARKS=DIR */
+static void ft_mark(const char *what, const ft_worker_t *w, int64_t line)
+{
+    const char *dir = getenv("FILETASKS_MARKS");
+    char path[4096];
+    if (!dir)
+        return;
+    snprintf(path, sizeof path, "%s/%s.%d.%lld", dir, what, w->cube ? 2 : 1,
+             (long long)line);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+}
 
 int spits_main(int argc, const char *argv[], spitsrun_t run)
 {
@@ -97,10 +116,12 @@ int spits_worker_run(void *wp, const void *task, spitssize_t sz,
     if (sz != sizeof t)
         return 1;
     memcpy(&t, task, sizeof t);
+    ft_mark("start", w, t.line);
     if (w->sleep_us > 0) {
         struct timespec ts = {w->sleep_us / 1000000, (w->sleep_us % 1000000) * 1000};
         nanosleep(&ts, NULL);
     }
+    ft_mark("end", w, t.line);
     ft_result_t r = {t.line, t.k * t.k * (w->cube ? t.k : 1)};
     push(&r, sizeof r, ctx);
     return 0;
