@@ -64,10 +64,12 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "Usage: spits-run [OPTIONS] MODULE [ARGS...]\n"
-"       spits-run [OPTIONS] --resume --jobdir DIR [MODULE]\n"
+"  or:  spits-run [OPTIONS] --resume --jobdir DIR [MODULE]\n"
 "Runs a SPITS job on this machine: a job manager and local task managers.\n"
 "\n"
-"  -n, --workers N        worker threads per task manager (online cores: %d)\n"
+"Options:\n"
+"  -n, --workers N        worker threads per task manager (one per online\n"
+"                         core)\n"
 "  -k, --tms K            task managers (1)\n"
 "  -d, --jobdir DIR       job directory, kept afterwards (a temporary one,\n"
 "                         removed at exit)\n"
@@ -82,14 +84,18 @@ static void usage(FILE *f)
 "      --progress-interval SEC  passed to spits-jm\n"
 "      --prefetch N       passed to spits-tm (raise it for tiny tasks)\n"
 "      --isolate          passed to spits-tm: workers in their own processes\n"
-"      --task-timeout SEC passed to spits-tm (with --isolate)\n"
+"      --task-timeout SEC  passed to spits-tm (with --isolate)\n"
 "  -v, --verbose          more logging\n"
 "  -q, --quiet            errors only\n"
 "  -h, --help             this help\n"
 "  -V, --version          print the version\n"
 "\n"
-"Exit status: the job manager's (see spits-jm --help).\n",
-            spits_online_cores());
+"Exit status:\n"
+"  N   the job manager's (see spits-jm --help); 128+S when it was stopped\n"
+"      by signal S\n"
+"  1   an error of its own: spits-jm or spits-tm not found or not\n"
+"      started, no temporary job dir, every task manager failed\n"
+"  2   a usage error\n");
 }
 
 /* spits-jm and spits-tm: $SPITS_JM/$SPITS_TM, next to this program
