@@ -1,0 +1,95 @@
+#!/bin/bash
+# run-serial.sh - spits-run --serial runs a module in one process and one
+# thread, and prints what a distributed run of the same module and
+# arguments prints (the example modules' commits do not depend on the
+# order results arrive in: pi keeps partial sums by task number, primes
+# and bench add integers); a failed task, a missing or incomplete module
+# and options it has no use for each get one line and their exit status;
+# and under valgrind it is clean.
+. "$top_srcdir/tests/lib.sh"
+
+# serial NAME ARGS...: spits-run --serial, its stdout in $T/NAME.s, stderr
+# in $T/NAME.serr, exit status in $rc
+serial() {
+    local name=$1; shift
+    rc=0
+    timeout -s KILL 60 "$RUN" --serial "$@" >"$T/$name.s" 2>"$T/$name.serr" || rc=$?
+}
+
+# same NAME EXPECTED MODULE ARGS...: --serial and a distributed run (two
+# task managers of two workers) print the same bytes, EXPECTED.
+same() {
+    local name=$1 want=$2; shift 2
+    serial "$name" "$@"
+    [ $rc = 0 ] || fail "$name --serial exited $rc: $(cat "$T/$name.serr")"
+    timeout -s KILL 120 "$RUN" -q --tms 2 -n 2 "$@" >"$T/$name.d" 2>"$T/$name.derr" ||
+        fail "$name distributed exited $?: $(cat "$T/$name.derr")"
+    cmp -s "$T/$name.s" "$T/$name.d" ||
+        fail "$name: --serial printed '$(cat "$T/$name.s")', the distributed run '$(cat "$T/$name.d")'"
+    [ "$(cat "$T/$name.s")" = "$want" ] ||
+        fail "$name printed '$(cat "$T/$name.s")', not '$want'"
+    [ ! -s "$T/$name.serr" ] || fail "$name --serial wrote to stderr: $(cat "$T/$name.serr")"
+    echo "$name: '$want' from both"
+}
+
+# pi's digits depend on how the compiler rounds; both runs use the same
+# code, so they must agree to the last digit, and be near pi.
+serial pi0 "$MODS/pi.so" 100000 10
+pi=$(sed -n 's/^pi = //p' "$T/pi0.s")
+"$PY" -c "import math, sys; sys.exit(abs(float('$pi') - math.pi) > 1e-10)" ||
+    fail "pi --serial printed '$(cat "$T/pi0.s")'"
+same pi "pi = $pi" "$MODS/pi.so" 100000 10
+# No job dir, temporary or not, and nothing left behind.
+mkdir "$T/here"
+(cd "$T/here" && TMPDIR=$T/here timeout -s KILL 60 "$RUN" --serial "$MODS/pi.so" 1000 3) \
+    >"$T/here.out" 2>&1 || fail "pi --serial in an empty dir: $(cat "$T/here.out")"
+[ -z "$(ls -A "$T/here")" ] || fail "--serial left $(ls -A "$T/here") behind"
+same primes "primes below 100000: 9592" "$MODS/primes.so" 100000 10
+same bench "$(bench_checksum 300)" "$MODS/bench.so" -n 300 -t 64 -r 32
+# Two phases through spits_main: the second's workers get its own argv.
+same twophase "twophase: squares=42925 cubes=1625625 total=1668550" \
+    "$TMODS/twophase.so" 50
+
+# expect NAME STATUS LINE: the run exited STATUS, printed nothing on
+# stdout, and LINE is all of its stderr.
+expect() {
+    [ $rc = "$2" ] || fail "$1: exit status $rc, not $2 ($(cat "$T/$1.serr"))"
+    [ ! -s "$T/$1.s" ] || fail "$1 printed '$(cat "$T/$1.s")'"
+    [ "$(cat "$T/$1.serr")" = "$3" ] || fail "$1 said '$(cat "$T/$1.serr")', not '$3'"
+}
+serial taskfail "$MODS/bench.so" -n 10 -f 3
+expect taskfail 3 "spits-run: error: phase 1: task 3 failed: spits_worker_run returned 1; commit_job not called"
+serial nomodule
+expect nomodule 2 "spits-run: error: no MODULE given (see spits-run --help)"
+serial missing "$T/none.so"
+expect missing 1 "spits-run: error: cannot load module $T/none.so: No such file or directory"
+serial partial "$TMODS/workeronly.so"
+expect partial 1 "spits-run: error: $TMODS/workeronly.so: missing required symbols spits_job_manager_new, spits_job_manager_next_task, spits_committer_new, spits_committer_commit_pit and spits_committer_commit_job"
+serial tms --tms 2 "$MODS/pi.so"
+expect tms 2 "spits-run: error: --serial runs no job manager or task manager, so --tms does not apply (see spits-run --help)"
+echo "bad input: one line each, exit statuses 3, 2, 1, 1, 2"
+
+# valgrind: no invalid access, no definite leak, the exact answers (not
+# in a sanitizer build, whose runtime valgrind cannot run).
+if ! command -v valgrind >/dev/null; then
+    echo "NOTE: valgrind is not installed: the memcheck runs are skipped"
+elif sanitized; then
+    echo "NOTE: a sanitizer build: the memcheck runs are skipped"
+else
+    for m in "twophase $TMODS/twophase.so 50" "bench $MODS/bench.so -n 40 -f 7"; do
+        set -- $m
+        name=vg-$1; shift
+        rc=0
+        timeout -s KILL 120 valgrind -q --error-exitcode=99 --leak-check=full \
+            --errors-for-leak-kinds=definite "$RUN" --serial "$@" \
+            >"$T/$name.s" 2>"$T/$name.serr" || rc=$?
+        case $name in
+            vg-twophase) [ $rc = 0 ] && [ "$(cat "$T/$name.s")" = "$(cat "$T/twophase.s")" ] ;;
+            vg-bench) [ $rc = 3 ] && [ ! -s "$T/$name.s" ] ;;
+        esac || fail "$name under valgrind: exit $rc, printed '$(cat "$T/$name.s")': $(cat "$T/$name.serr")"
+        echo "$name: clean under valgrind (exit $rc)"
+    done
+    grep -q "task 7 failed" "$T/vg-bench.serr" || fail "vg-bench: $(cat "$T/vg-bench.serr")"
+    [ "$(grep -c . "$T/vg-bench.serr")" = 1 ] || fail "valgrind reported: $(cat "$T/vg-bench.serr")"
+fi
+echo ok
