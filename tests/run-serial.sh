@@ -50,6 +50,25 @@ same bench "$(bench_checksum 300)" "$MODS/bench.so" -n 300 -t 64 -r 32
 same twophase "twophase: squares=42925 cubes=1625625 total=1668550" \
     "$TMODS/twophase.so" 50
 
+# One process, one thread, no socket: looked at while the last task's
+# run waits for its gate (bench -G).
+mkdir "$T/marks"
+"$RUN" --serial "$MODS/bench.so" -n 5 -M "$T/marks" -G "$T/gate" >"$T/gated.s" 2>"$T/gated.serr" &
+pid=$!
+PIDS="$PIDS $pid"
+wait_for '[ -e "$T/marks/started-4" ]' 30 "the gated run's last task"
+threads=$(ls /proc/$pid/task | wc -l)
+sockets=$(ls -l /proc/$pid/fd | grep -c 'socket:') || true
+children=$(pgrep -P $pid | wc -l) || true
+touch "$T/gate"
+wait $pid || fail "the gated run exited $?: $(cat "$T/gated.serr")"
+[ "$threads $sockets $children" = "1 0 0" ] ||
+    fail "--serial ran $threads thread(s), with $sockets socket(s) and $children child process(es)"
+[ "$(cat "$T/gated.s")" = "$(bench_checksum 5)" ] || fail "the gated run printed '$(cat "$T/gated.s")'"
+[ "$(ls "$T/marks" | tr '\n' ' ')" = "started-0 started-1 started-2 started-3 started-4 " ] ||
+    fail "the gated run started $(ls "$T/marks")"
+echo "one thread, no socket, no child process"
+
 # expect NAME STATUS LINE: the run exited STATUS, printed nothing on
 # stdout, and LINE is all of its stderr.
 expect() {
