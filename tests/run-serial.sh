@@ -81,6 +81,10 @@ expect() {
 }
 serial taskfail "$MODS/bench.so" -n 10 -f 3
 expect taskfail 3 "spits-run: error: phase 1: task 3 failed: spits_worker_run returned 1; commit_job not called"
+# A crash kills the process (so gdb stops right there) and is named.
+# (ASan leaves the signal to spits's handler, as in crash-names.sh)
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0" serial crash "$TMODS/faulty.so" 10 segv=4
+expect crash 139 "spits-run: error: killed by SIGSEGV (segmentation fault) in the module's spits_worker_run, task 4"
 serial nomodule
 expect nomodule 2 "spits-run: error: no MODULE given (see spits-run --help)"
 serial missing "$T/none.so"
@@ -89,7 +93,7 @@ serial partial "$TMODS/workeronly.so"
 expect partial 1 "spits-run: error: $TMODS/workeronly.so: missing required symbols spits_job_manager_new, spits_job_manager_next_task, spits_committer_new, spits_committer_commit_pit and spits_committer_commit_job"
 serial tms --tms 2 "$MODS/pi.so"
 expect tms 2 "spits-run: error: --serial runs no job manager or task manager, so --tms does not apply (see spits-run --help)"
-echo "bad input: one line each, exit statuses 3, 2, 1, 1, 2"
+echo "failures and bad input: one line each, exit statuses 3, 139, 2, 1, 1, 2"
 
 # valgrind: no invalid access, no definite leak, the exact answers (not
 # in a sanitizer build, whose runtime valgrind cannot run).
