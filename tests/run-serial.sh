@@ -13,7 +13,9 @@
 serial() {
     local name=$1; shift
     rc=0
-    timeout -s KILL 60 "$RUN" --serial "$@" >"$T/$name.s" 2>"$T/$name.serr" || rc=$?
+    # (the subshell keeps bash's own "Segmentation fault" line out of the log)
+    (timeout -s KILL 60 "$RUN" --serial "$@" >"$T/$name.s" 2>"$T/$name.serr") 2>/dev/null ||
+        rc=$?
 }
 
 # same NAME EXPECTED MODULE ARGS...: --serial and a distributed run (two
@@ -49,6 +51,21 @@ same bench "$(bench_checksum 300)" "$MODS/bench.so" -n 300 -t 64 -r 32
 # Two phases through spits_main: the second's workers get its own argv.
 same twophase "twophase: squares=42925 cubes=1625625 total=1668550" \
     "$TMODS/twophase.so" 50
+
+# commit_pit failing for every third result: exit status 4, as spits-jm's,
+# unless --commit-errors=ignore; what commit_job prints is the same.
+serial commitfail "$TMODS/faulty.so" 10 commitfail=3
+[ $rc = 4 ] || fail "commit errors: --serial exited $rc, not 4"
+[ "$(grep -c "warning: commit_pit returned 1 for task [258] of phase 1" "$T/commitfail.serr")" = 3 ] ||
+    fail "commit errors: --serial said '$(cat "$T/commitfail.serr")'"
+rc=0
+timeout -s KILL 120 "$RUN" -q "$TMODS/faulty.so" 10 commitfail=3 >"$T/commitfail.d" 2>/dev/null || rc=$?
+[ $rc = 4 ] && cmp -s "$T/commitfail.s" "$T/commitfail.d" ||
+    fail "commit errors: distributed exit $rc, '$(cat "$T/commitfail.d")'; --serial '$(cat "$T/commitfail.s")'"
+serial ignored --commit-errors=ignore "$TMODS/faulty.so" 10 commitfail=3
+[ $rc = 0 ] && cmp -s "$T/ignored.s" "$T/commitfail.s" ||
+    fail "--commit-errors=ignore: --serial exited $rc, printed '$(cat "$T/ignored.s")'"
+echo "commit errors: exit status 4 (0 with --commit-errors=ignore), '$(cat "$T/commitfail.s")'"
 
 # One process, one thread, no socket: looked at while the last task's
 # run waits for its gate (bench -G).

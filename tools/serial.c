@@ -54,7 +54,8 @@ typedef struct {
     spits_module_t *mod;
     uint32_t phases;
     serial_sink_t task, result, final;
-    uint64_t commit_errors;
+    uint64_t commit_errors;         /* commit_pit failures, all phases */
+    uint64_t phase_commit_errors;   /* ...and the current phase's */
     int runtime_error;      /* exit status 1 */
     int failed_tasks;       /* exit status 3 */
 } serial_t;
@@ -106,7 +107,9 @@ static int serial_task(serial_t *s, uint32_t phase, uint64_t id, int argc,
     }
     rc = spits_module_commit_pit(s->mod, committer, s->result.buf.data,
                                  (spitssize_t)s->result.buf.len);
-    if (rc != 0 && ++s->commit_errors <= SERIAL_COMMIT_NAMED)
+    if (rc != 0)
+        s->commit_errors++;
+    if (rc != 0 && ++s->phase_commit_errors <= SERIAL_COMMIT_NAMED)
         spits_warn("commit_pit returned %d for task %llu of phase %u", rc,
                    (unsigned long long)id, phase);
     return 0;
@@ -154,7 +157,7 @@ static int serial_phase(int argc, const char **argv, const void *jobinfo,
         s->runtime_error = 1;
         return SPITS_RUN_FAILED;
     }
-    uint64_t first_errors = s->commit_errors;
+    s->phase_commit_errors = 0;
     for (uint64_t id = 0;; id++) {
         s->task.buf.len = 0;   /* (1 without a push: an empty task) */
         spits_crash_task(id);
@@ -178,10 +181,10 @@ static int serial_phase(int argc, const char **argv, const void *jobinfo,
     spits_module_manager_free(s->mod, &manager);
     if (have_worker)
         spits_module_worker_free(s->mod, &worker);
-    if (s->commit_errors - first_errors > SERIAL_COMMIT_NAMED)
+    if (s->phase_commit_errors > SERIAL_COMMIT_NAMED)
         spits_warn("commit_pit failed for %llu result(s) of phase %u in all "
                    "(only the first %d are named)",
-                   (unsigned long long)(s->commit_errors - first_errors), phase,
+                   (unsigned long long)s->phase_commit_errors, phase,
                    SERIAL_COMMIT_NAMED);
     if (!s->runtime_error && !s->failed_tasks) {
         s->final.buf.len = 0;   /* this phase's, not an earlier one's */
