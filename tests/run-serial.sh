@@ -13,8 +13,8 @@
 serial() {
     local name=$1; shift
     rc=0
-    # (the subshell keeps bash's own "Segmentation fault" line out of the log)
-    (timeout -s KILL 60 "$RUN" --serial "$@" >"$T/$name.s" 2>"$T/$name.serr") 2>/dev/null ||
+    # (the braces' 2>/dev/null keeps bash's "Segmentation fault" out of the log)
+    { timeout -s KILL 60 "$RUN" --serial "$@" >"$T/$name.s" 2>"$T/$name.serr"; } 2>/dev/null ||
         rc=$?
 }
 
