@@ -37,6 +37,7 @@
 #include "mem.h"
 #include "parts.h"
 #include "phase.h"
+#include "modcall.h"
 #include "push.h"
 #include "scheduler.h"
 #include "util.h"
@@ -76,20 +77,9 @@ typedef struct {
     jm_t *jm;
     jm_phase_t *p;
     jm_task_t *pending;      /* the bytes of the current call's last push */
-    unsigned pushes;         /* the pushes of the current call */
-    spits_push_fault_t fault;  /* a push that cannot be kept, if any */
-    spitssize_t bad_size;    /* ...and its size */
-    uint64_t extra_pushes;   /* pushes replaced by a later one in a call */
+    spits_modcall_t call;    /* the current call's pushes (modcall.h) */
     gen_mem_t mem;
 } gen_t;
-
-/* Module misuse worth a warning, warned once a process (a JM runs one
- * job). Each phase's generator thread reads and sets them. */
-enum { GEN_WARN_EXTRA, GEN_WARN_EMPTY, GEN_WARN_RETURN, GEN_WARN_LAST,
-       GEN_WARNS };
-static atomic_int gen_warned[GEN_WARNS];
-
-#define GEN_FN "spits_job_manager_next_task"
 
 void jm_genq_init(jm_genq_t *q, int wake_fd)
 {
@@ -128,7 +118,6 @@ static void gen_push(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     gen_t *g = (gen_t *)ctx;
 
-    g->pushes++;
     free(g->pending);
     g->pending = NULL;
     spits_push_fault_t f = spits_push_check(data, size,
@@ -136,11 +125,9 @@ static void gen_push(const void *data, spitssize_t size, spitsctx_t ctx)
     if (f == SPITS_PUSH_OK && !(g->pending = malloc(sizeof(jm_task_t) +
                                                     (size_t)size)))
         f = SPITS_PUSH_NO_MEMORY;
-    if (f != SPITS_PUSH_OK) {
-        g->fault = f;
-        g->bad_size = size;
+    spits_modcall_pushed(&g->call, f, size);
+    if (f != SPITS_PUSH_OK)
         return;
-    }
     g->pending->len = (uint32_t)size;
     if (size)
         memcpy(g->pending->data, data, (size_t)size);
@@ -330,66 +317,6 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
     return rc;
 }
 
-/* What next_task's call for task id did, beyond pushing one task and
- * returning 0 or 1: an error (into p->gen_error) for what cannot be
- * right, a warning once a job for what existing modules may do on
- * purpose. 1: a task was made; 0: no more tasks; -1: stop (an error). */
-static int gen_call(gen_t *g, int more, uint64_t id)
-{
-    jm_phase_t *p = g->p;
-    unsigned pushes = g->pushes;
-    char what[48], why[200];
-
-    g->pushes = 0;
-    if (more == 1 && pushes == 1 && g->fault == SPITS_PUSH_OK)
-        return 1;                /* (every task but a misused one) */
-    if (more == 0 && pushes == 0)
-        return 0;
-    snprintf(what, sizeof what, "task %llu", (unsigned long long)id);
-    if (more < 0) {
-        /* (a C module's error code: taken as "more", a generator that
-         * keeps failing would be called again and again) */
-        snprintf(p->gen_error, sizeof p->gen_error, GEN_FN " returned %d "
-                 "(%s): only 1 (a task pushed) and 0 (no more tasks) mean "
-                 "anything", more, what);
-        return -1;
-    }
-    if (g->fault == SPITS_PUSH_TOO_BIG || g->fault == SPITS_PUSH_NO_MEMORY) {
-        snprintf(p->gen_error, sizeof p->gen_error, g->fault == SPITS_PUSH_TOO_BIG
-                 ? GEN_FN ": task %llu is %lld bytes, over --max-task-bytes (%lld)"
-                 : "out of memory copying task %llu (%lld bytes; "
-                   "--max-task-bytes %lld)",
-                 (unsigned long long)id, (long long)g->bad_size,
-                 g->jm->opt.max_task);
-        return -1;
-    }
-    if (g->fault != SPITS_PUSH_OK) {
-        spits_push_describe(why, sizeof why, g->fault, GEN_FN, g->bad_size,
-                            (uint64_t)g->jm->opt.max_task, "--max-task-bytes");
-        snprintf(p->gen_error, sizeof p->gen_error, "%s (%s)", why, what);
-        return -1;
-    }
-    if (pushes > 1) {
-        g->extra_pushes += pushes - 1;
-        spits_push_warn_extra(&gen_warned[GEN_WARN_EXTRA], GEN_FN, pushes, what);
-    }
-    if (more == 0) {
-        if (!atomic_exchange(&gen_warned[GEN_WARN_LAST], 1))
-            spits_warn(GEN_FN " pushed a task and returned 0 (no more tasks): "
-                       "that last push is dropped; return 1 for it and 0 from "
-                       "the next call");
-        return 0;
-    }
-    if (more > 1 && !atomic_exchange(&gen_warned[GEN_WARN_RETURN], 1))
-        spits_warn(GEN_FN " returned %d (%s): taken as 1 (a task pushed); "
-                   "only 1 and 0 mean anything; warned once", more, what);
-    if (pushes == 0 && !atomic_exchange(&gen_warned[GEN_WARN_EMPTY], 1))
-        spits_warn(GEN_FN " returned 1 without pushing (%s): an empty task "
-                   "is made; push(data, 0, ctx) makes one on purpose; warned "
-                   "once", what);
-    return 1;
-}
-
 /* Takes back the lent chunk: 1, or 0 if the dispatcher took it (or none
  * was lent). */
 static int gen_reclaim(jm_genq_t *q, jm_task_t **head)
@@ -432,7 +359,10 @@ static void *gen_main(void *arg)
             n = chunk_bytes = 0;
         }
         stopped = stop;
-        if (stop || gen_call(g, more, id) <= 0)
+        if (stop || spits_modcall_next_task(&g->call, more, id,
+                                            (uint64_t)jm->opt.max_task,
+                                            "--max-task-bytes", p->gen_error,
+                                            sizeof p->gen_error) <= 0)
             break;
         jm_task_t *t = g->pending;
         g->pending = NULL;
@@ -488,7 +418,7 @@ static void *gen_main(void *arg)
     gen_flush(q, head, tail, n, id);
     free(g->pending);
     p->st.generated = id;
-    p->st.extra_pushes = g->extra_pushes;
+    p->st.extra_pushes = g->call.extra_pushes;
     if (sk < p->nskip && !p->gen_error[0] && !stopped)
         snprintf(p->gen_error, sizeof p->gen_error,
                  "the journal holds results of %zu task(s) past the last one "

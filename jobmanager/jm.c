@@ -41,10 +41,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "Usage: spits-jm [OPTIONS] MODULE [ARGS...]\n"
-"       spits-jm --resume --jobdir DIR [OPTIONS]\n"
+"  or:  spits-jm --resume --jobdir DIR [OPTIONS]\n"
 "Runs the job manager and committer of a SPITS job. Task managers\n"
 "(spits-tm) join it through the job dir or the announced endpoint.\n"
 "\n"
+"Options:\n"
 "  -d, --jobdir DIR        job directory, created if missing (./spits-job)\n"
 "  -b, --bind ENDPOINT     ZeroMQ endpoint to listen on (tcp://*:0: all\n"
 "                          interfaces, any free port)\n"
@@ -84,10 +85,15 @@ static void usage(FILE *f)
 "  -h, --help              this help\n"
 "  -V, --version           print the version\n"
 "\n"
-"Exit status: the module's (spits_main's or commit_job's value), 1 on a\n"
-"runtime error, 2 on a usage error, 3 when tasks failed every attempt, 4\n"
-"when commit_pit failed for some results (unless --commit-errors=ignore)\n"
-"and the job otherwise succeeded.\n",
+"Exit status:\n"
+"  N       the module's: what spits_main returned, or commit_job's value\n"
+"          (1 when it is not from 0 to 255)\n"
+"  1       a runtime error\n"
+"  2       a usage error\n"
+"  3       tasks failed every attempt\n"
+"  4       commit_pit failed for some results (unless --commit-errors=ignore)\n"
+"          and the job otherwise succeeded\n"
+"  128+S   stopped by signal S\n",
             JM_MAX_COPIES, JM_IO_THREADS_MAX);
 }
 

@@ -32,6 +32,7 @@
 #include "generator.h"
 #include "jm.h"
 #include "log.h"
+#include "modcall.h"
 #include "push.h"
 #include "recovery.h"
 #include "stop.h"
@@ -45,19 +46,12 @@ void jm_phase_set_job(jm_t *jm)
     phase_job = jm;
 }
 
-#define FINAL_FN "spits_committer_commit_job"
-
 /* What commit_job's push is handed as its ctx: where the bytes go and
  * what the call pushed. Main thread. */
 typedef struct {
     jm_t *jm;
-    unsigned pushes;
-    spits_push_fault_t fault;   /* the first push that could not be kept */
-    spitssize_t bad_size;
+    spits_modcall_t call;
 } final_push_t;
-
-/* Once a process (a JM runs one job); phases run one after another. */
-static atomic_int final_warned;
 
 /* commit_job's push: the job's final result, kept in jm->final; a
  * second push replaces the first (final_check warns). */
@@ -68,32 +62,21 @@ static atomic_int final_warned;
 static void push_final(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     final_push_t *fp = (final_push_t *)ctx;
-    fp->pushes++;
-    spits_push_keep(&fp->jm->final, data, size, FINAL_MAX, &fp->fault,
-                    &fp->bad_size);
+    fp->call.pushes++;
+    spits_push_keep(&fp->jm->final, data, size, FINAL_MAX, &fp->call.fault,
+                    &fp->call.bad_size);
 }
 
 /* After commit_job: a push that could not be kept loses the result, so
  * the job must not report success (rc becomes a failure for spits_main
  * too); more than one push is counted and warned about once. */
-static int final_check(jm_t *jm, jm_phase_t *p, const final_push_t *fp, int rc)
+static int final_check(jm_t *jm, jm_phase_t *p, final_push_t *fp, int rc)
 {
-    char why[200], what[32];
-    if (fp->pushes > 1) {
-        p->st.final_extra_pushes += fp->pushes - 1;
-        snprintf(what, sizeof what, "phase %u", p->st.id);
-        spits_push_warn_extra(&final_warned, FINAL_FN, fp->pushes, what);
-    }
-    if (fp->fault == SPITS_PUSH_OK)
+    int kept = spits_modcall_commit_job(&fp->call, p->st.id, FINAL_MAX,
+                                        "the journal's record size");
+    p->st.final_extra_pushes += fp->call.extra_pushes;
+    if (kept == 0)
         return rc;
-    if (fp->fault == SPITS_PUSH_NO_MEMORY)
-        spits_error("out of memory keeping a %lld-byte final result",
-                    (long long)fp->bad_size);
-    else {
-        spits_push_describe(why, sizeof why, fp->fault, FINAL_FN,
-                            fp->bad_size, FINAL_MAX, "the journal's record size");
-        spits_error("phase %u: %s; the final result is lost", p->st.id, why);
-    }
     jm->final.len = 0;
     jm->runtime_error = 1;
     return JM_RUN_FAILED_TASKS;
@@ -288,7 +271,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
     }
     if (rp && rp->ended) {
         /* Done before the crash: its commit_job ran then, not again. */
-        final_push_t fp = {jm, 0, SPITS_PUSH_OK, 0};
+        final_push_t fp = {jm, {0, SPITS_PUSH_OK, 0, 0}};
         push_final(rp->final, rp->finalsz, &fp);
         final_check(jm, p, &fp, 0);
         if (final)
@@ -382,7 +365,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         rc = JM_RUN_FAILED_TASKS;
     } else {
         jm->final.len = 0;   /* this phase's, not an earlier one's */
-        final_push_t fp = {jm, 0, SPITS_PUSH_OK, 0};
+        final_push_t fp = {jm, {0, SPITS_PUSH_OK, 0, 0}};
         rc = spits_module_commit_job(jm->mod, &p->committer, push_final, &fp);
         p->st.commit_job_called = 1;
         p->st.commit_job_rc = rc;

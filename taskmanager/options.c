@@ -32,6 +32,7 @@ static void usage(FILE *f)
 "Usage: spits-tm [OPTIONS]\n"
 "Runs a task manager: pulls tasks of a SPITS job into worker threads.\n"
 "\n"
+"Options:\n"
 "  -d, --jobdir DIR           find the job manager through DIR/jm.json\n"
 "  -c, --connect ENDPOINT     connect to this endpoint instead\n"
 "      --via ENDPOINT         reach the job manager through the relay at\n"
@@ -44,7 +45,7 @@ static void usage(FILE *f)
 "                             manager's first answer (60)\n"
 "      --reconnect-timeout SEC  how long to look for a job manager that\n"
 "                             went silent before giving up (300)\n"
-"  -n, --workers N            worker threads (online cores: %d)\n"
+"  -n, --workers N            worker threads (one per online core)\n"
 "  -p, --prefetch N           tasks queued beyond the workers (= workers)\n"
 "      --isolate              run each worker in its own process: a task that\n"
 "                             crashes or hangs costs only that process\n"
@@ -84,9 +85,10 @@ static void usage(FILE *f)
 "  -h, --help                 this help\n"
 "  -V, --version              print the version\n"
 "\n"
-"Exit status: 0 when the job is over or a drain finished, 1 on an error or\n"
-"a drain that timed out, 2 on a usage error.\n",
-            spits_online_cores());
+"Exit status:\n"
+"  0   the job is over, or a drain finished\n"
+"  1   an error, or a drain that timed out\n"
+"  2   a usage error\n");
 }
 
 enum { OPT_RECONNECT = 256, OPT_ISOLATE, OPT_TASK_TIMEOUT, OPT_DRAIN_TIMEOUT,

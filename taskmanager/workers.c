@@ -24,6 +24,7 @@
 #include "bytes.h"
 #include "crash.h"
 #include "log.h"
+#include "modcall.h"
 #include "push.h"
 #include "tm.h"
 #include "wake.h"
@@ -41,9 +42,7 @@ typedef struct {
     const tm_phase_t *phase;  /* the phase inst was made for */
     int inst_ok;
     spits_buf_t result;       /* bytes of the current task's last push */
-    unsigned pushes;          /* the current task's pushes */
-    spits_push_fault_t fault; /* its first push that could not be kept */
-    spitssize_t bad_size;     /* ...and that push's size */
+    spits_modcall_t call;     /* the current task's pushes (modcall.h) */
     spits_batch_t local;      /* this chunk's results */
     spits_parts_t local_parts;  /* ...and the large ones' bytes */
     const tm_phase_t *local_phase;  /* the phase of those results */
@@ -88,33 +87,14 @@ static void worker_flush(worker_t *w, size_t done)
     spits_parts_free(&w->local_parts);   /* (moved out, or lost with them) */
 }
 
-/* Shared by every worker thread of this process: spits_worker_run's
- * extra pushes are warned about once. */
-static atomic_int worker_extra_warned;
-
 /* The push callback handed to spits_worker_run: keeps the last push; one
  * that cannot be kept fails the run (worker_run_here). */
 static void push_result(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     worker_t *w = (worker_t *)ctx;
-    w->pushes++;
-    spits_push_keep(&w->result, data, size, w->pool->max_result, &w->fault,
-                    &w->bad_size);
-}
-
-/* Says what the task's pushes did wrong (rare: off the per-task path). */
-static void worker_push_misuse(worker_t *w, const tm_item_t *it)
-{
-    char what[48], why[200];
-    snprintf(what, sizeof what, "task %llu", (unsigned long long)it->id);
-    if (w->fault == SPITS_PUSH_OK) {
-        spits_push_warn_extra(&worker_extra_warned, "spits_worker_run",
-                              w->pushes, what);
-        return;
-    }
-    spits_push_describe(why, sizeof why, w->fault, "spits_worker_run",
-                        w->bad_size, w->pool->max_result, "--max-task-bytes");
-    spits_error("%s: %s; the run fails", what, why);
+    w->call.pushes++;
+    spits_push_keep(&w->result, data, size, w->pool->max_result, &w->call.fault,
+                    &w->call.bad_size);
 }
 
 static void worker_set_phase(worker_t *w, const tm_phase_t *ph)
@@ -163,9 +143,8 @@ static uint32_t worker_run_here(worker_t *w, const tm_item_t *it)
     spits_crash_task(it->id);
     int rc = spits_module_worker_run(w->pool->mod, &w->inst, it->data,
                                      (spitssize_t)it->len, push_result, w);
-    if (w->fault != SPITS_PUSH_OK || w->pushes > 1)
-        worker_push_misuse(w, it);
-    if (w->fault != SPITS_PUSH_OK)
+    if (spits_modcall_worker_run(&w->call, it->id, w->pool->max_result,
+                                 "--max-task-bytes") != 0)
         return SPITS_ST_FAILED;
     if (rc != 0) {
         spits_debug("task %llu: worker returned %d", (unsigned long long)it->id, rc);
@@ -213,8 +192,7 @@ static void worker_run_one(worker_t *w, const tm_item_t *it)
         w->local_phase = it->phase;
     }
     w->result.len = 0;
-    w->pushes = 0;
-    w->fault = SPITS_PUSH_OK;
+    spits_modcall_begin(&w->call);
     w->has_rc = 0;
     uint32_t status = w->pool->isolate ? worker_run_isolated(w, it)
                                        : worker_run_here(w, it);

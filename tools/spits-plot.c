@@ -38,11 +38,18 @@ static void usage(FILE *f)
 "Draws a finished job's commit timeline and its task managers as SVG (or\n"
 "PNG, through rsvg-convert from Debian's librsvg2-bin).\n"
 "\n"
+"Options:\n"
 "  -d, --jobdir DIR      the job's directory: reads DIR/report.json (./spits-job)\n"
 "  -r, --report FILE     read this report.json instead\n"
 "  -o, --output FILE     the .svg or .png to write (required)\n"
 "  -h, --help            this help\n"
-"  -V, --version         print the version\n");
+"  -V, --version         print the version\n"
+"\n"
+"Exit status:\n"
+"  0   the drawing was written\n"
+"  1   an error (no report, a report that does not parse, a file that\n"
+"      cannot be written, rsvg-convert missing or failing)\n"
+"  2   a usage error\n");
 }
 
 /* What goes to -o: the drawing (svg, len bytes) as it is, or as the PNG

@@ -35,6 +35,7 @@
 
 #include "jobdir.h"
 #include "log.h"
+#include "serial.h"
 #include "util.h"
 
 #define MAX_TMS 1024
@@ -49,6 +50,8 @@ typedef struct {
     const char *prefetch, *task_timeout;   /* passed to spits-tm */
     int isolate;
     int resume;             /* --resume: spits-jm --resume on --jobdir */
+    int serial;             /* --serial: serial.c, in this process */
+    const char *not_serial; /* an option given that --serial has no use for */
     int verbosity;          /* -1 quiet, 0 default, >0 verbose */
     char jm_path[PATH_MAX], tm_path[PATH_MAX];
     pid_t jm;
@@ -64,10 +67,13 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "Usage: spits-run [OPTIONS] MODULE [ARGS...]\n"
-"       spits-run [OPTIONS] --resume --jobdir DIR [MODULE]\n"
+"  or:  spits-run [OPTIONS] --resume --jobdir DIR [MODULE]\n"
+"  or:  spits-run --serial [--commit-errors fail|ignore] MODULE [ARGS...]\n"
 "Runs a SPITS job on this machine: a job manager and local task managers.\n"
 "\n"
-"  -n, --workers N        worker threads per task manager (online cores: %d)\n"
+"Options:\n"
+"  -n, --workers N        worker threads per task manager (one per online\n"
+"                         core)\n"
 "  -k, --tms K            task managers (1)\n"
 "  -d, --jobdir DIR       job directory, kept afterwards (a temporary one,\n"
 "                         removed at exit)\n"
@@ -82,14 +88,24 @@ static void usage(FILE *f)
 "      --progress-interval SEC  passed to spits-jm\n"
 "      --prefetch N       passed to spits-tm (raise it for tiny tasks)\n"
 "      --isolate          passed to spits-tm: workers in their own processes\n"
-"      --task-timeout SEC passed to spits-tm (with --isolate)\n"
+"      --task-timeout SEC  passed to spits-tm (with --isolate)\n"
+"      --serial           no job manager, task managers or job dir: run the\n"
+"                         module in this process on one thread, each task\n"
+"                         generated, run and committed in turn, then\n"
+"                         commit_job (each phase so); for gdb and valgrind,\n"
+"                         and to compare with a distributed run. No retries:\n"
+"                         a failed task ends the job (exit status 3)\n"
 "  -v, --verbose          more logging\n"
 "  -q, --quiet            errors only\n"
 "  -h, --help             this help\n"
 "  -V, --version          print the version\n"
 "\n"
-"Exit status: the job manager's (see spits-jm --help).\n",
-            spits_online_cores());
+"Exit status:\n"
+"  N   the job manager's (see spits-jm --help); 128+S when it was stopped\n"
+"      by signal S\n"
+"  1   an error of its own: spits-jm or spits-tm not found or not\n"
+"      started, no temporary job dir, every task manager failed\n"
+"  2   a usage error\n");
 }
 
 /* spits-jm and spits-tm: $SPITS_JM/$SPITS_TM, next to this program
@@ -373,6 +389,33 @@ static int options_check(char **argv)
     return WEXITSTATUS(wstatus) == 0 ? 0 : WEXITSTATUS(wstatus) == 2 ? 2 : 1;
 }
 
+/* The long name of the option whose getopt value is c. */
+static const char *run_option_name(const struct option *lo, int c)
+{
+    for (; lo->name; lo++)
+        if (lo->val == c)
+            return lo->name;
+    return "?";
+}
+
+/* --serial: the options it takes checked, then serial.c. */
+static int run_serial(const run_t *r, int argc, char **argv)
+{
+    if (r->not_serial)
+        return spits_bad_option("--serial runs no job manager or task "
+                                "manager, so --%s does not apply", r->not_serial);
+    if (optind >= argc)
+        return spits_bad_option("%s", "no MODULE given");
+    if (r->commit_errors && strcmp(r->commit_errors, "fail") != 0 &&
+        strcmp(r->commit_errors, "ignore") != 0)
+        return spits_bad_option("--commit-errors wants fail or ignore, not '%s'",
+                                r->commit_errors);
+    spits_log_set_level(r->verbosity < 0 ? SPITS_LOG_ERROR
+                        : r->verbosity > 0 ? SPITS_LOG_DEBUG : SPITS_LOG_INFO);
+    return serial_run(argc - optind, (const char **)argv + optind,
+                      r->commit_errors && strcmp(r->commit_errors, "ignore") == 0);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -389,6 +432,7 @@ int main(int argc, char **argv)
         {"prefetch", required_argument, NULL, 'P'},
         {"isolate", no_argument, NULL, 'I'},
         {"task-timeout", required_argument, NULL, 'T'},
+        {"serial", no_argument, NULL, 'S'},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
@@ -407,6 +451,8 @@ int main(int argc, char **argv)
     spits_log_init("spits-run", SPITS_LOG_INFO);
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:n:k:d:vqhV", longopts, NULL)) != -1) {
+        if (strchr("nkdKRbCAGPIT", c))
+            r.not_serial = run_option_name(longopts, c);
         switch (c) {
         case 'n':
             if (spits_parse_long(optarg, 1, 4096, &r.workers))
@@ -431,6 +477,7 @@ int main(int argc, char **argv)
         case 'P': r.prefetch = optarg; break;
         case 'I': r.isolate = 1; break;
         case 'T': r.task_timeout = optarg; break;
+        case 'S': r.serial = 1; break;
         case 'v': r.verbosity++; break;
         case 'q': r.verbosity = -1; break;
         case 'h': usage(stdout); return 0;
@@ -439,6 +486,8 @@ int main(int argc, char **argv)
         default: return spits_bad_option("unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (r.serial)
+        return run_serial(&r, argc, argv);
     if (r.resume && !r.jobdir)
         return spits_bad_option("%s", "--resume needs the job's --jobdir DIR");
     if (r.resume && argc - optind > 1)

@@ -37,11 +37,12 @@ SPITS_JOBS=${SPITS_JOBS:-2}
 # build-essential; check is the unit-test library; tmux is the terminal
 # tests/progress-tty.sh runs spits-run in; elfutils' eu-stack gives
 # tests/bounded the stacks of a hung test's processes, in seconds even
-# under ThreadSanitizer, where gdb takes minutes).
+# under ThreadSanitizer, where gdb takes minutes; tests/man-pages.sh
+# remakes the man pages with help2man and renders them with groff).
 SPITS_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
     libzmq3-dev libsodium-dev libjansson-dev libmicrohttpd-dev check tmux python3
-    elfutils
+    elfutils help2man groff-base
 )
 
 spits_say() {

@@ -42,6 +42,7 @@ static void usage(FILE *f)
 "Usage: spits-status [OPTIONS]\n"
 "Shows what a SPITS job is doing, asking its running job manager.\n"
 "\n"
+"Options:\n"
 "  -d, --jobdir DIR      the job's directory (./spits-job)\n"
 "  -j, --json            print the job manager's JSON document (or, for a\n"
 "                        job that is over, report.json)\n"
@@ -55,8 +56,10 @@ static void usage(FILE *f)
 "  -h, --help            this help\n"
 "  -V, --version         print the version\n"
 "\n"
-"Exit status: 0 when the job answered or is over, 1 when it cannot be\n"
-"reached, 2 on a usage error.\n");
+"Exit status:\n"
+"  0   the job answered, or is over\n"
+"  1   the job cannot be reached\n"
+"  2   a usage error\n");
 }
 
 static void print_duration(double s)

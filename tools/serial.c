@@ -1,0 +1,245 @@
+/*
+ * serial.c - spits-run --serial: a module run in this process, on one
+ * thread, in a fixed order, so that it can be run under gdb or valgrind
+ * and its output compared with a distributed run's.
+ *
+ * The module is loaded as spits-jm loads it (module.c: the same checks and
+ * refusals), and spits_main, when it exports one, is given a runner as
+ * spits-jm's. Each phase (the one job of a module without spits_main, or
+ * each run() call) makes its job manager, committer and worker with the
+ * phase's argv and jobinfo, then task by task calls next_task, worker_run
+ * on the task and commit_pit on its result, in the order the tasks were
+ * generated, and at the end commit_job. Each call is judged by modcall.c,
+ * as spits-jm and spits-tm judge it, and the exit status is what spits-jm's
+ * would be. No job manager, task manager, socket or job dir is involved.
+ *
+ * There are no retries: a failed run ends the phase as a task that failed
+ * every attempt does in spits-jm (commit_job is not called, exit status
+ * 3), since a task that fails here is the one to debug.
+ *
+ * spitsrun_t carries no context pointer, so the run is reached through one
+ * file-scope pointer, set while serial_run runs.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "crash.h"
+#include "log.h"
+#include "modcall.h"
+#include "module.h"
+#include "push.h"
+#include "serial.h"
+#include "wire.h"
+
+/* spits-jm's --max-task-bytes default: tasks and results over it fail
+ * there, so they fail here too. */
+#define SERIAL_MAX_BYTES (1ULL << 30)
+#define SERIAL_LIMIT "spits-jm's --max-task-bytes default"
+/* The journal keeps a final result's length in 32 bits. */
+#define SERIAL_MAX_FINAL ((uint64_t)SPITS_TASK_BYTES_MAX)
+#define SERIAL_FINAL_LIMIT "the journal's record size"
+
+/* commit_pit failures named one by one; later ones only counted. */
+#define SERIAL_COMMIT_NAMED 10
+
+/* Where one kind of push goes: its last bytes, and the call's record. */
+typedef struct {
+    spits_buf_t buf;
+    spits_modcall_t call;
+    uint64_t max;
+} serial_sink_t;
+
+typedef struct {
+    spits_module_t *mod;
+    uint32_t phases;
+    serial_sink_t task, result, final;
+    uint64_t commit_errors;         /* commit_pit failures, all phases */
+    uint64_t phase_commit_errors;   /* ...and the current phase's */
+    int runtime_error;      /* exit status 1 */
+    int failed_tasks;       /* exit status 3 */
+} serial_t;
+
+static serial_t *serial_job;
+
+/* The push callback of all three: ctx is the sink. */
+static void serial_push(const void *data, spitssize_t size, spitsctx_t ctx)
+{
+    serial_sink_t *k = (serial_sink_t *)ctx;
+    k->call.pushes++;
+    spits_push_keep(&k->buf, data, size, k->max, &k->call.fault,
+                    &k->call.bad_size);
+}
+
+/* Runs task id of the phase through the worker (made at the first task,
+ * as a task manager makes it) and commits its result. 0, or -1 when the
+ * task failed (said why). */
+static int serial_task(serial_t *s, uint32_t phase, uint64_t id, int argc,
+                       const char **argv, spits_inst_t *worker, int *have_worker,
+                       spits_inst_t *committer)
+{
+    if (!*have_worker) {
+        if (spits_module_worker_new(s->mod, worker, argc, argv) != 0) {
+            spits_error("phase %u: spits_worker_new returned NULL, so task "
+                        "%llu fails; commit_job not called", phase,
+                        (unsigned long long)id);
+            return -1;
+        }
+        *have_worker = 1;
+    }
+    s->result.buf.len = 0;
+    spits_modcall_begin(&s->result.call);
+    spits_crash_task(id);
+    int rc = spits_module_worker_run(s->mod, worker, s->task.buf.data,
+                                     (spitssize_t)s->task.buf.len,
+                                     serial_push, &s->result);
+    if (spits_modcall_worker_run(&s->result.call, id, SERIAL_MAX_BYTES,
+                                 SERIAL_LIMIT) != 0) {
+        spits_error("phase %u: task %llu failed; commit_job not called",
+                    phase, (unsigned long long)id);
+        return -1;
+    }
+    if (rc != 0) {
+        spits_error("phase %u: task %llu failed: spits_worker_run returned "
+                    "%d; commit_job not called", phase,
+                    (unsigned long long)id, rc);
+        return -1;
+    }
+    rc = spits_module_commit_pit(s->mod, committer, s->result.buf.data,
+                                 (spitssize_t)s->result.buf.len);
+    if (rc != 0)
+        s->commit_errors++;
+    if (rc != 0 && ++s->phase_commit_errors <= SERIAL_COMMIT_NAMED)
+        spits_warn("commit_pit returned %d for task %llu of phase %u", rc,
+                   (unsigned long long)id, phase);
+    return 0;
+}
+
+/* The runner: one phase, start to end, on this thread (spits.h run()). */
+static int serial_phase(int argc, const char **argv, const void *jobinfo,
+                        spitssize_t jobinfosz, const void **final,
+                        spitssize_t *finalsz)
+{
+    serial_t *s = serial_job;
+    spits_inst_t manager, committer, worker;
+    int have_worker = 0, rc = SPITS_RUN_FAILED;
+    uint32_t phase = s->phases + 1;
+    char err[256];
+
+    if (final)
+        *final = NULL;
+    if (finalsz)
+        *finalsz = 0;
+    /* After a failure spits_main should return: nothing more runs. */
+    if (s->runtime_error || s->failed_tasks)
+        return SPITS_RUN_FAILED;
+    s->phases = phase;
+    if (argc < 1 || !argv) {
+        spits_error("phase %u: run() was given no arguments (argv[0] is "
+                    "the module's path)", phase);
+        s->runtime_error = 1;
+        return SPITS_RUN_FAILED;
+    }
+    if (!jobinfo)
+        jobinfosz = 0;
+    memset(&s->task.call, 0, sizeof s->task.call);
+    memset(&s->final.call, 0, sizeof s->final.call);
+    if (spits_module_manager_new(s->mod, &manager, argc, argv, jobinfo,
+                                 jobinfosz) != 0) {
+        spits_error("phase %u: spits_job_manager_new returned NULL", phase);
+        s->runtime_error = 1;
+        return SPITS_RUN_FAILED;
+    }
+    if (spits_module_committer_new(s->mod, &committer, argc, argv, jobinfo,
+                                   jobinfosz) != 0) {
+        spits_error("phase %u: spits_committer_new returned NULL", phase);
+        spits_module_manager_free(s->mod, &manager);
+        s->runtime_error = 1;
+        return SPITS_RUN_FAILED;
+    }
+    s->phase_commit_errors = 0;
+    for (uint64_t id = 0;; id++) {
+        s->task.buf.len = 0;   /* (1 without a push: an empty task) */
+        spits_crash_task(id);
+        int more = spits_module_next_task(s->mod, &manager, serial_push,
+                                          &s->task);
+        more = spits_modcall_next_task(&s->task.call, more, id, SERIAL_MAX_BYTES,
+                                       SERIAL_LIMIT, err, sizeof err);
+        if (more < 0) {
+            spits_error("phase %u: %s", phase, err);
+            s->runtime_error = 1;
+            break;
+        }
+        if (more == 0)
+            break;
+        if (serial_task(s, phase, id, argc, argv, &worker, &have_worker,
+                        &committer) != 0) {
+            s->failed_tasks = 1;
+            break;
+        }
+    }
+    spits_module_manager_free(s->mod, &manager);
+    if (have_worker)
+        spits_module_worker_free(s->mod, &worker);
+    if (s->phase_commit_errors > SERIAL_COMMIT_NAMED)
+        spits_warn("commit_pit failed for %llu result(s) of phase %u in all "
+                   "(only the first %d are named)",
+                   (unsigned long long)s->phase_commit_errors, phase,
+                   SERIAL_COMMIT_NAMED);
+    if (!s->runtime_error && !s->failed_tasks) {
+        s->final.buf.len = 0;   /* this phase's, not an earlier one's */
+        rc = spits_module_commit_job(s->mod, &committer, serial_push, &s->final);
+        if (spits_modcall_commit_job(&s->final.call, phase, SERIAL_MAX_FINAL,
+                                     SERIAL_FINAL_LIMIT) != 0) {
+            s->final.buf.len = 0;
+            s->runtime_error = 1;
+            rc = SPITS_RUN_FAILED;
+        }
+        if (final)
+            *final = s->final.buf.len ? s->final.buf.data : NULL;
+        if (finalsz)
+            *finalsz = (spitssize_t)s->final.buf.len;
+    }
+    spits_module_committer_free(s->mod, &committer);
+    return rc;
+}
+
+int serial_run(int argc, const char **argv, int commit_errors_ignore)
+{
+    serial_t s;
+    char err[1024];
+    int rc;
+
+    memset(&s, 0, sizeof s);
+    s.task.max = s.result.max = SERIAL_MAX_BYTES;
+    s.final.max = SERIAL_MAX_FINAL;
+    /* A crash names the module function and task it was in. */
+    if (spits_crash_init("spits-run", err, sizeof err) != 0)
+        spits_warn("%s", err);
+    if (!(s.mod = spits_module_open(argv[0], err, sizeof err))) {
+        spits_error("%s", err);
+        return 1;
+    }
+    serial_job = &s;
+    if (spits_module_has_main(s.mod)) {
+        rc = spits_module_main(s.mod, argc, argv, serial_phase);
+    } else {
+        const void *final;
+        spitssize_t finalsz;
+        rc = serial_phase(argc, argv, NULL, 0, &final, &finalsz);
+    }
+    fflush(stdout);
+    serial_job = NULL;
+    spits_buf_free(&s.task.buf);
+    spits_buf_free(&s.result.buf);
+    spits_buf_free(&s.final.buf);
+    spits_module_close(&s.mod);
+    /* spits-jm's exit status (jobmanager/jm.c exit_status). */
+    if (s.runtime_error)
+        return 1;
+    if (s.failed_tasks)
+        return 3;
+    if (rc == 0)
+        return s.commit_errors && !commit_errors_ignore ? 4 : 0;
+    return rc > 0 && rc < 256 ? rc : 1;
+}
