@@ -100,7 +100,7 @@ int main(void) { return jm_sched_selftest() == 0 ? 0 : 1; }
 EOF
 for f in jobmanager/lateness.c jobmanager/retryq.c libspits/ring.c libspits/util.c; do
     "$CC" "${FLAGS[@]}" -c -o "$T/deps/$(basename "$f" .c).o" "$top_srcdir/$f" \
-        >"$T/deps.log" 2>&1 || { cat "$T/deps.log"; fail "cannot build $f"; }
+        >"$T/deps/build.log" 2>&1 || { cat "$T/deps/build.log"; fail "cannot build $f"; }
 done
 
 # Sanity: the unmutated scheduler builds, and passes its self-test.
