@@ -715,6 +715,9 @@ const jm_task_t *jm_sched_task(const jm_sched_t *s, uint64_t id)
  * inherits none of its copies or credit. A failed task goes back to the
  * TM it failed on only when no other TM is alive. Some picks have a small
  * byte cap: no task is picked once the bytes picked reach it.
+ * Directed tests (after the model) pin one rule each on cases small
+ * enough to reckon by hand. tests/mutants.sh checks that the whole
+ * self-test fails for each bug in tests/mutants.list.
  *
  * The clock moves at random, and the model keeps its own task times: a
  * copy of a task already out is picked only when the task is late by the
@@ -1376,7 +1379,6 @@ static int sched_directed_parts(void)
     jm_sched_destroy(&s);
     return rc;
 }
-
 
 /* --- directed tests of one rule each ----------------------------------- */
 
