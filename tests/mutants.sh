@@ -15,7 +15,7 @@
 
 LIST=$top_srcdir/tests/mutants.list
 SRC=$top_srcdir/jobmanager/scheduler.c
-CC=${MUT_CC:-cc}
+read -r -a CC <<<"${MUT_CC:-cc}"      # (may be a command and flags)
 read -r -a XFLAGS <<<"${MUT_CFLAGS:-}"
 read -r -a LIBS <<<"${MUT_LIBS:--lsodium -lm}"
 TIMEOUT=${MUT_TIMEOUT:-20}
@@ -73,7 +73,7 @@ mutate() {
 
 # build DIR: DIR/scheduler.c with the driver into DIR/selftest.
 build() {
-    "$CC" "${FLAGS[@]}" -DSPITS_SELFTEST -o "$1/selftest" "$T/driver.c" "$1/scheduler.c" \
+    "${CC[@]}" "${FLAGS[@]}" -DSPITS_SELFTEST -o "$1/selftest" "$T/driver.c" "$1/scheduler.c" \
         "$T"/deps/*.o "${LIBS[@]}" >"$1/build.log" 2>&1
 }
 
@@ -99,7 +99,7 @@ cat >"$T/driver.c" <<'EOF'
 int main(void) { return jm_sched_selftest() == 0 ? 0 : 1; }
 EOF
 for f in jobmanager/lateness.c jobmanager/retryq.c libspits/ring.c libspits/util.c; do
-    "$CC" "${FLAGS[@]}" -c -o "$T/deps/$(basename "$f" .c).o" "$top_srcdir/$f" \
+    "${CC[@]}" "${FLAGS[@]}" -c -o "$T/deps/$(basename "$f" .c).o" "$top_srcdir/$f" \
         >"$T/deps/build.log" 2>&1 || { cat "$T/deps/build.log"; fail "cannot build $f"; }
 done
 
