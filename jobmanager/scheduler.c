@@ -586,8 +586,10 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
         s->st->duplicates++;
         return JM_REC_DUPLICATE;
     }
-    if (t)
-        drop_holder(s, task, t->slot);
+    /* (a TM holding no copy: a relay's foreign record, or a TM back with
+     * a copy the JM took back when it lost it; no other TM's copy is
+     * taken for it) */
+    int held = t && drop_holder(s, task, t->slot);
     if (status == SPITS_ST_OK) {
         *hash = task->hash;
         s->finished++;
@@ -597,7 +599,7 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
             int64_t took = s->now - copy_start(s, task);
             took = took > 0 ? took : 0;
             jm_late_sample(&s->late, took);
-            if (task->quick)
+            if (task->quick && held)    /* its own copy's round trip */
                 note_turnaround(t, took);
         }
         if (t)
@@ -704,6 +706,19 @@ const jm_task_t *jm_sched_task(const jm_sched_t *s, uint64_t id)
  * holds (every copy sent comes back as exactly one record). At the end
  * every task is committed or given up, exactly once.
  *
+ * Every record's outcome is the model's, and so are the counters
+ * (jm_disp_stats_t, and each TM's done and failed) and the cancels:
+ * exactly the other known copies of each task committed. Records also
+ * come from TMs that hold no copy of their task, or from no TM known
+ * (foreign: they resolve, fail or hand back the task like any other, and
+ * take no other TM's copy). A dead TM's slot is reused by a new TM, which
+ * inherits none of its copies or credit. A failed task goes back to the
+ * TM it failed on only when no other TM is alive. Some picks have a small
+ * byte cap: no task is picked once the bytes picked reach it.
+ * Directed tests (after the model) pin one rule each on cases small
+ * enough to reckon by hand. tests/mutants.sh checks that the whole
+ * self-test fails for each bug in tests/mutants.list.
+ *
  * The clock moves at random, and the model keeps its own task times: a
  * copy of a task already out is picked only when the task is late by the
  * model's reckoning (its newest copy out at least the bound, the bound
@@ -725,6 +740,7 @@ typedef struct {
     mcopy_t held[2 * M_HOLD];
     int nheld;
     int zombie;           /* lost to the JM, may come back with its copies */
+    uint64_t sent, done, failed;  /* this incarnation's, as jm_tm_t counts */
 } mtm_t;
 
 typedef struct {
@@ -733,11 +749,17 @@ typedef struct {
     mtm_t tms[M_TMS];
     int ntms;
     int committed[M_TASKS], poisoned[M_TASKS], fails[M_TASKS];
-    int nsent[M_TASKS], in_ring[M_TASKS];
+    int nsent[M_TASKS], in_ring[M_TASKS], failed_on[M_TASKS];
     int64_t last_send[M_TASKS];
     int64_t now, times[M_TASKS];  /* the clean task times, in order */
     int ntimes, gen_done, gen_waiting;
+    int med_n;                    /* ntimes when med, their median, was taken */
+    int64_t med;
     uint64_t generated, sent, finished;
+    uint64_t ring_open;           /* tasks picked and not resolved */
+    uint64_t resent, retried, poison, crashed, timed_out, duplicates, requeued, done_evicted;
+    jm_sched_cancel_t want[2 * M_HOLD * JM_MAX_COPIES]; /* cancels due, not taken */
+    size_t nwant;
     int max_copies, max_attempts;
     uint32_t rng;
     unsigned seed;
@@ -803,16 +825,18 @@ static int m_cmp(const void *a, const void *b)
 static void m_bound(model_t *m, int64_t *lo, int64_t *hi)
 {
     int64_t v[JM_LATE_WINDOW];
-    uint64_t ring = 0;
+    uint64_t ring = m->ring_open;
     int n = m->ntimes < JM_LATE_WINDOW ? m->ntimes : JM_LATE_WINDOW;
-    for (uint64_t id = 0; id < m->generated; id++)
-        ring += m->in_ring[id] && !m_resolved(m, id);
     *lo = *hi = JM_LATE_NEVER;
     if (!n || (double)m->finished < JM_LATE_QUANTILE * (double)(m->finished + ring))
         return;
-    memcpy(v, m->times + m->ntimes - n, (size_t)n * sizeof *v);
-    qsort(v, (size_t)n, sizeof *v, m_cmp);
-    int64_t med = v[(n - 1) / 2];
+    if (m->med_n != m->ntimes) {       /* (sorted again only when it grew) */
+        memcpy(v, m->times + m->ntimes - n, (size_t)n * sizeof *v);
+        qsort(v, (size_t)n, sizeof *v, m_cmp);
+        m->med = v[(n - 1) / 2];
+        m->med_n = m->ntimes;
+    }
+    int64_t med = m->med;
     *lo = (int64_t)(JM_LATE_MULTIPLIER * (double)med);
     *hi = (int64_t)(JM_LATE_MULTIPLIER * (double)(med + med / 8 + 1));
     *lo = *lo > JM_LATE_FLOOR_MS ? *lo : JM_LATE_FLOOR_MS;
@@ -832,7 +856,7 @@ static int m_holds(const mtm_t *x, uint64_t id)
  * copies picked are of late tasks, and if room is left, no late task x
  * could take was left out. */
 static int m_check_copies(model_t *m, mtm_t *x, jm_task_t *const *p, size_t n,
-                          int room)
+                          int room, int capped)
 {
     int64_t lo, hi, after = jm_sched_late_after(m->s);
     int steps = !jm_sched_has_fresh(m->s) && (m->gen_done || m->gen_waiting) &&
@@ -842,7 +866,7 @@ static int m_check_copies(model_t *m, mtm_t *x, jm_task_t *const *p, size_t n,
     for (size_t i = 0; i < n; i++)
         if (p[i]->copies > 0)          /* a copy of a task already out */
             MCHECK(m, steps && m->now - m->last_send[p[i]->id] >= after);
-    if ((int)n >= room || !steps || after == JM_LATE_NEVER)
+    if ((int)n >= room || capped || !steps || after == JM_LATE_NEVER)
         return 0;
     for (uint64_t id = 0; id < m->generated; id++) {
         const jm_task_t *t = jm_sched_task(m->s, id);
@@ -857,12 +881,29 @@ static int m_check_copies(model_t *m, mtm_t *x, jm_task_t *const *p, size_t n,
     return 0;
 }
 
+static mtm_t *m_any(model_t *m, int alive)
+{
+    if (!m->ntms)
+        return NULL;
+    mtm_t *x = &m->tms[m_rand(m, (uint32_t)m->ntms)];
+    return x->tm.alive == alive ? x : NULL;
+}
+
 static int m_alive(const model_t *m)
 {
     int n = 0;
     for (int i = 0; i < m->ntms; i++)
         n += m->tms[i].tm.alive;
     return n;
+}
+
+/* A new TM in slot (a dead one's, reused). */
+static void m_new_tm(model_t *m, mtm_t *x, int slot)
+{
+    memset(x, 0, sizeof *x);
+    x->tm.slot = slot;
+    x->tm.slots = 1 + (int)m_rand(m, 8);
+    x->tm.workers = (int)m_rand(m, 4);
 }
 
 static void m_join(model_t *m, mtm_t *x)
@@ -874,20 +915,27 @@ static void m_join(model_t *m, mtm_t *x)
 
 static int m_serve(model_t *m, mtm_t *x)
 {
-    int room = x->tm.slots - x->tm.outstanding;
+    int room = x->tm.slots - x->tm.outstanding, others = m_alive(m) > 1;
+    size_t max_bytes = m_rand(m, 4) ? 1 << 20 : 1 + m_rand(m, 12), bytes = 0;
     jm_sched_clock(m->s, m->now);
-    size_t n = jm_sched_pick(m->s, &x->tm, 1 << 20, m_alive(m) > 1);
+    size_t n = jm_sched_pick(m->s, &x->tm, max_bytes, others);
     jm_task_t *const *p = jm_sched_picked(m->s);
     MCHECK(m, (int)n <= room);
     for (size_t i = 0; i < n; i++) {
+        MCHECK(m, bytes < max_bytes);  /* no pick once the cap is reached */
+        bytes += p[i]->len;
         MCHECK(m, !m_resolved(m, p[i]->id));
         MCHECK(m, p[i]->copies < m->max_copies);
+        /* not where it failed, unless no other TM is alive */
+        MCHECK(m, p[i]->copies > 0 || !others || m->failed_on[p[i]->id] != x->tm.slot);
         for (size_t j = 0; j < i; j++)
             MCHECK(m, p[j] != p[i]);
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        m->ring_open += !m->in_ring[p[i]->id];
         m->in_ring[p[i]->id] = 1;
-    if (m_check_copies(m, x, p, n, room) != 0)
+    }
+    if (m_check_copies(m, x, p, n, room, bytes >= max_bytes) != 0)
         return -1;
     if (m_rand(m, 8) == 0) {           /* the send failed */
         jm_sched_unsent(m->s, n);
@@ -897,48 +945,94 @@ static int m_serve(model_t *m, mtm_t *x)
         MCHECK(m, x->nheld < 2 * M_HOLD);
         x->held[x->nheld].id = p[i]->id;
         x->held[x->nheld++].known = 1;
+        m->resent += m->nsent[p[i]->id] > 0;
         m->nsent[p[i]->id]++;
         m->last_send[p[i]->id] = m->now;
     }
     m->sent += n;
+    x->sent += n;
     jm_sched_sent(m->s, &x->tm, n);
     return 0;
 }
 
-/* One record from TM x about one of its copies, checked against the
- * model. */
+/* What a record of id with status does, by the model's reckoning. */
+static jm_rec_outcome_t m_expect(const model_t *m, uint64_t id, uint32_t status)
+{
+    if (id >= m->generated || !m->in_ring[id])
+        return JM_REC_UNKNOWN;          /* never picked: not sent yet */
+    if (m_resolved(m, id))
+        return status == SPITS_ST_OK ? JM_REC_DUPLICATE : JM_REC_LATE;
+    if (status == SPITS_ST_OK)
+        return JM_REC_COMMIT;
+    if (status == SPITS_ST_RETURNED)
+        return JM_REC_RETURNED;
+    return m->fails[id] + 1 == m->max_attempts ? JM_REC_POISON : JM_REC_RETRY;
+}
+
+/* One record from TM x (NULL: one the JM does not know) about task id,
+ * checked against the model. x's copy (if it had one) is gone from its
+ * list already: the copies left to cancel are the other TMs' known ones. */
 static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status)
 {
-    uint64_t hash;
-    int was = m_resolved(m, id);
+    uint64_t hash = 1;
+    jm_rec_outcome_t want = m_expect(m, id, status);
     jm_sched_clock(m->s, m->now);
-    jm_rec_outcome_t o = jm_sched_record(m->s, &x->tm, id, status, &hash);
+    jm_rec_outcome_t o = jm_sched_record(m->s, x ? &x->tm : NULL, id, status, &hash);
+    MCHECK(m, o == want);
+    MCHECK(m, hash == (o == JM_REC_COMMIT ? m_hash(id) : 0));
     switch (o) {
     case JM_REC_COMMIT:
-        MCHECK(m, !was && status == SPITS_ST_OK && hash == m_hash(id));
         m->committed[id]++;
         m->finished++;
-        if (m->nsent[id] == 1)        /* one copy ever: a clean time */
+        m->ring_open--;
+        if (x && m->nsent[id] == 1)   /* one copy ever: a clean time */
             m->times[m->ntimes++] = m->now - m->last_send[id];
+        if (x)
+            x->done++;
+        else
+            m->done_evicted++;
+        for (int i = 0; i < m->ntms; i++)
+            if (m_holds(&m->tms[i], id)) {
+                MCHECK(m, m->nwant < sizeof m->want / sizeof *m->want);
+                m->want[m->nwant].slot = i;
+                m->want[m->nwant++].id = id;
+            }
         break;
     case JM_REC_DUPLICATE:
-        MCHECK(m, was && status == SPITS_ST_OK);
-        break;
-    case JM_REC_LATE:
-        MCHECK(m, was && status != SPITS_ST_OK);
-        break;
-    case JM_REC_RETURNED:
-        MCHECK(m, !was && status == SPITS_ST_RETURNED);
+        m->duplicates++;
         break;
     case JM_REC_RETRY:
     case JM_REC_POISON:
-        MCHECK(m, !was && status != SPITS_ST_OK && status != SPITS_ST_RETURNED);
         m->fails[id]++;
-        MCHECK(m, (o == JM_REC_POISON) == (m->fails[id] == m->max_attempts));
+        m->retried += o == JM_REC_RETRY;
+        m->poison += o == JM_REC_POISON;
         m->poisoned[id] = o == JM_REC_POISON;
+        m->ring_open -= o == JM_REC_POISON;
+        m->crashed += status == SPITS_ST_CRASHED;
+        m->timed_out += status == SPITS_ST_TIMEOUT;
+        if (x) {
+            x->failed++;
+            m->failed_on[id] = x->tm.slot;
+        }
         break;
     default:
-        MCHECK(m, !"a record of a copy that was sent is never unknown");
+        break;
+    }
+    return 0;
+}
+
+/* The cancels noted since the last call: exactly the ones due. */
+static int m_cancels(model_t *m)
+{
+    size_t nc;
+    jm_sched_cancel_t *c = jm_sched_take_cancels(m->s, &nc);
+    MCHECK(m, nc == m->nwant);
+    for (size_t i = 0; i < nc; i++) {
+        size_t j = 0;
+        while (j < m->nwant && (m->want[j].slot != c[i].slot || m->want[j].id != c[i].id))
+            j++;
+        MCHECK(m, j < m->nwant);       /* due, and not named twice */
+        m->want[j] = m->want[--m->nwant];
     }
     return 0;
 }
@@ -959,25 +1053,31 @@ static int m_reply(model_t *m, mtm_t *x, int k, int ok_percent)
         x->held[at] = x->held[--x->nheld];
         uint32_t r = m_rand(m, 100), status =
             (int)r < ok_percent ? SPITS_ST_OK
-            : r % 3 == 0 ? SPITS_ST_RETURNED
-            : r % 3 == 1 ? SPITS_ST_FAILED : SPITS_ST_CRASHED;
+            : r % 4 == 0 ? SPITS_ST_RETURNED
+            : r % 4 == 1 ? SPITS_ST_FAILED
+            : r % 4 == 2 ? SPITS_ST_CRASHED : SPITS_ST_TIMEOUT;
         if (m_record(m, x, id, status) != 0)
             return -1;
     }
-    /* The cancels: each names a copy that TM holds, of a committed task
-     * (the TM answers it later like any copy: one record). */
-    size_t nc;
-    jm_sched_cancel_t *c = jm_sched_take_cancels(m->s, &nc);
-    for (size_t i = 0; i < nc; i++) {
-        MCHECK(m, c[i].slot >= 0 && c[i].slot < m->ntms);
-        MCHECK(m, m->committed[c[i].id] == 1);
-        mtm_t *h = &m->tms[c[i].slot];
-        int found = 0;
-        for (int j = 0; j < h->nheld; j++)
-            found |= h->held[j].id == c[i].id && h->held[j].known;
-        MCHECK(m, found);
-    }
-    return 0;
+    return m_cancels(m);
+}
+
+/* A foreign record: from a live TM that holds no copy of the task (a
+ * relay forwarding another's), or from no TM the JM knows, of any task,
+ * sent or not. */
+static int m_foreign(model_t *m)
+{
+    static const uint32_t statuses[] = {SPITS_ST_OK, SPITS_ST_OK, SPITS_ST_FAILED,
+                                        SPITS_ST_CRASHED, SPITS_ST_TIMEOUT,
+                                        SPITS_ST_RETURNED};
+    uint64_t id = m_rand(m, (uint32_t)m->generated + 3);
+    mtm_t *x = m_rand(m, 3) ? m_any(m, 1) : NULL;
+    for (int j = 0; x && j < x->nheld; j++)
+        if (x->held[j].id == id)
+            x = NULL;
+    if (m_record(m, x, id, statuses[m_rand(m, 6)]) != 0)
+        return -1;
+    return m_cancels(m);
 }
 
 /* The JM loses TM x: what it requeues is exactly the known copies of
@@ -991,6 +1091,7 @@ static int m_lose(model_t *m, mtm_t *x)
     x->tm.alive = 0;
     size_t n = jm_sched_lost(m->s, &x->tm);
     MCHECK(m, n == want && x->tm.outstanding == 0);
+    m->requeued += n;
     for (int j = 0; j < x->nheld; j++)
         x->held[j].known = 0;
     if (m_rand(m, 2))
@@ -1002,35 +1103,33 @@ static int m_lose(model_t *m, mtm_t *x)
 
 static int m_invariants(model_t *m)
 {
+    int known[M_TASKS] = {0};           /* copies the JM knows of, by task */
     MCHECK(m, !jm_sched_broken(m->s));
-    MCHECK(m, m->st.sent == m->sent);
+    MCHECK(m, m->st.sent == m->sent && m->st.resent == m->resent);
+    MCHECK(m, m->st.retried == m->retried && m->st.poison == m->poison);
+    MCHECK(m, m->st.crashed == m->crashed && m->st.timed_out == m->timed_out);
+    MCHECK(m, m->st.duplicates == m->duplicates && m->st.requeued == m->requeued);
+    MCHECK(m, m->st.done_evicted == m->done_evicted);
     for (int i = 0; i < m->ntms; i++) {
         const mtm_t *x = &m->tms[i];
+        MCHECK(m, x->tm.sent == x->sent && x->tm.done == x->done &&
+                  x->tm.failed == x->failed);
         if (x->tm.alive)
             MCHECK(m, x->tm.outstanding == x->nheld && x->nheld <= x->tm.slots);
+        for (int j = 0; j < x->nheld; j++)
+            known[x->held[j].id] += x->held[j].known;
     }
-    for (uint64_t id = 0; id < m->generated; id++) {
+    /* (below the ring's low, no task is in flight) */
+    for (uint64_t id = jm_sched_low(m->s); id < m->generated; id++) {
         const jm_task_t *t = jm_sched_task(m->s, id);
         MCHECK(m, !t || !m_resolved(m, id));
         MCHECK(m, m->committed[id] <= 1);
         if (!t)
             continue;
-        int known = 0;
-        for (int i = 0; i < m->ntms; i++)
-            for (int j = 0; j < m->tms[i].nheld; j++)
-                known += m->tms[i].held[j].id == id && m->tms[i].held[j].known;
-        MCHECK(m, t->copies == known && t->copies <= m->max_copies);
+        MCHECK(m, t->copies == known[id] && t->copies <= m->max_copies);
         MCHECK(m, t->copies > 0 || t->in_retry);    /* never lost */
     }
     return 0;
-}
-
-static mtm_t *m_any(model_t *m, int alive)
-{
-    if (!m->ntms)
-        return NULL;
-    mtm_t *x = &m->tms[m_rand(m, (uint32_t)m->ntms)];
-    return x->tm.alive == alive ? x : NULL;
 }
 
 /* One random step. */
@@ -1040,24 +1139,26 @@ static int m_step(model_t *m)
     m->now += m_rand(m, 40);
     /* Serves outnumber answers, and answers are small, so copies pile up
      * on tasks and max_copies binds. */
-    switch (m_rand(m, 16)) {
+    switch (m_rand(m, 17)) {
     case 0:
         return m->generated < M_TASKS ? m_generate(m) : 0;
     case 1:
         if (m->ntms < M_TMS) {
             x = &m->tms[m->ntms];
-            memset(x, 0, sizeof *x);
-            x->tm.slot = m->ntms++;
-            x->tm.slots = 1 + (int)m_rand(m, 8);
+            m_new_tm(m, x, m->ntms++);
             m_join(m, x);
-        } else if ((x = m_any(m, 0)) && x->zombie) {
-            m_join(m, x);             /* back, with what it held */
+        } else if ((x = m_any(m, 0))) {
+            if (!x->zombie)           /* a new TM in a dead one's slot */
+                m_new_tm(m, x, x->tm.slot);
+            m_join(m, x);             /* (a zombie: back, with what it held) */
         }
         return 0;
     case 2:
         return (x = m_any(m, 1)) && m_rand(m, 3) == 0 ? m_lose(m, x) : 0;
     case 3: case 4: case 5: case 6: case 7: case 8: case 9:
         return (x = m_any(m, 1)) ? m_serve(m, x) : 0;
+    case 16:
+        return m_foreign(m);
     default:
         x = &m->tms[m->ntms ? m_rand(m, (uint32_t)m->ntms) : 0];
         if (!m->ntms || !x->nheld || (!x->tm.alive && !x->zombie) ||
@@ -1104,6 +1205,8 @@ static int m_run(unsigned seed, int max_copies, int max_attempts)
     m->rng = seed * 2654435761u + 1;
     m->max_copies = max_copies;
     m->max_attempts = max_attempts;
+    for (uint64_t id = 0; id < M_TASKS; id++)
+        m->failed_on[id] = -1;
     m->s = jm_sched_new(max_copies, max_attempts, &m->st);
     if (!m->s)
         goto out;
@@ -1135,23 +1238,40 @@ out:
     return rc;
 }
 
-/* d picks at time now: exactly the tasks in want[0..nwant-1], which then
- * go out. */
-static int d_pick(jm_sched_t *s, jm_tm_t *t, int64_t now, const uint64_t *want,
-                  size_t nwant)
+/* t picks at time now, up to max_bytes, others alive or not: exactly the
+ * tasks in want[0..nwant-1], in that order, which then go out (or not:
+ * unsent). */
+static int d_take(jm_sched_t *s, jm_tm_t *t, int64_t now, size_t max_bytes, int others,
+                  const uint64_t *want, size_t nwant, int unsent)
 {
     jm_sched_clock(s, now);
-    size_t n = jm_sched_pick(s, t, 1 << 20, 1);
+    size_t n = jm_sched_pick(s, t, max_bytes, others);
     jm_task_t *const *p = jm_sched_picked(s);
     int ok = n == nwant;
     for (size_t i = 0; ok && i < n; i++)
         ok = p[i]->id == want[i];
-    jm_sched_sent(s, t, n);
-    if (!ok)
-        fprintf(stderr, "scheduler selftest: at %lld ms, TM %d was sent %zu "
-                "task(s), not %zu as the speculation rule says\n",
-                (long long)now, t->slot, n, nwant);
+    if (!ok) {
+        fprintf(stderr, "scheduler selftest: at %lld ms, TM %d was sent", (long long)now,
+                t->slot);
+        for (size_t i = 0; i < n; i++)
+            fprintf(stderr, " %llu", (unsigned long long)p[i]->id);
+        fprintf(stderr, " (%zu task(s)), not", n);
+        for (size_t i = 0; i < nwant; i++)
+            fprintf(stderr, " %llu", (unsigned long long)want[i]);
+        fprintf(stderr, " (%zu)\n", nwant);
+    }
+    if (unsent)
+        jm_sched_unsent(s, n);
+    else
+        jm_sched_sent(s, t, n);
     return ok ? 0 : -1;
+}
+
+/* The speculation rule's picks: no byte cap, other TMs alive. */
+static int d_pick(jm_sched_t *s, jm_tm_t *t, int64_t now, const uint64_t *want,
+                  size_t nwant)
+{
+    return d_take(s, t, now, 1 << 20, 1, want, nwant, 0);
 }
 
 /* The case both directed tests start from: 20 tasks of about a second;
@@ -1176,6 +1296,7 @@ static jm_sched_t *directed_start(jm_disp_stats_t *st, jm_tm_t *a, jm_tm_t *b,
             return NULL;
         }
         t->id = id;
+        t->hash = m_hash(id);
         jm_sched_task_init(t);
         *(tail ? &tail->next : &head) = t;
         tail = t;
@@ -1259,9 +1380,375 @@ static int sched_directed_parts(void)
     return rc;
 }
 
+/* --- directed tests of one rule each ----------------------------------- */
+
+#define D_CHECK(c) do { if (!(c)) { fprintf(stderr, "scheduler selftest: " \
+    "%s: %s:%d: %s\n", __func__, __FILE__, __LINE__, #c); goto out; } } while (0)
+#define D_IDS(...) (const uint64_t[]){__VA_ARGS__}, \
+    sizeof (const uint64_t[]){__VA_ARGS__} / sizeof (uint64_t)
+#define D_NONE NULL, 0
+
+/* n fresh tasks first.. of len bytes each (memory counted, not used). */
+static int d_tasks(jm_sched_t *s, uint64_t first, uint64_t n, uint32_t len)
+{
+    jm_task_t *head = NULL, *tail = NULL;
+    for (uint64_t id = first; id < first + n; id++) {
+        jm_task_t *t = calloc(1, sizeof *t + len);
+        if (!t) {
+            jm_sched_add_fresh(s, head, tail);
+            return -1;
+        }
+        t->id = id;
+        t->len = len;
+        t->hash = m_hash(id);
+        jm_sched_task_init(t);
+        *(tail ? &tail->next : &head) = t;
+        tail = t;
+    }
+    jm_sched_add_fresh(s, head, tail);
+    return 0;
+}
+
+/* One record of t's (NULL: from no TM known), with one credit back if t
+ * held the copy: outcome want, and the hash the outcome says. */
+static int d_rec(jm_sched_t *s, jm_tm_t *t, int credit, uint64_t id, uint32_t status,
+                 jm_rec_outcome_t want)
+{
+    uint64_t hash = 1;
+    if (credit)
+        jm_sched_credit(s, t, 1);
+    jm_rec_outcome_t o = jm_sched_record(s, t, id, status, &hash);
+    if (o == want && hash == (o == JM_REC_COMMIT ? m_hash(id) : 0))
+        return 0;
+    fprintf(stderr, "scheduler selftest: a record of task %llu (status %u) from TM %d "
+            "was outcome %d, not %d\n", (unsigned long long)id, status, t ? t->slot : -1,
+            (int)o, (int)want);
+    return -1;
+}
+
+static int d_cancel_cmp(const void *a, const void *b)
+{
+    const jm_sched_cancel_t *x = a, *y = b;
+    return x->slot != y->slot ? (x->slot > y->slot) - (x->slot < y->slot)
+                              : (x->id > y->id) - (x->id < y->id);
+}
+
+/* The cancels noted are exactly want[0..nwant-1] (slot, id), in any order. */
+static int d_cancels(jm_sched_t *s, const jm_sched_cancel_t *want, size_t nwant)
+{
+    jm_sched_cancel_t got[8];
+    size_t n;
+    jm_sched_cancel_t *c = jm_sched_take_cancels(s, &n);
+    int ok = n == nwant && n <= 8;
+    if (ok && n) {
+        memcpy(got, c, n * sizeof *c);
+        qsort(got, n, sizeof *got, d_cancel_cmp);
+        for (size_t i = 0; ok && i < n; i++)
+            ok = got[i].slot == want[i].slot && got[i].id == want[i].id;
+    }
+    if (!ok)
+        fprintf(stderr, "scheduler selftest: %zu cancel(s) noted, not the %zu due\n",
+                n, nwant);
+    return ok ? 0 : -1;
+}
+#define D_CANCELS(...) (const jm_sched_cancel_t[]){__VA_ARGS__}, \
+    sizeof (const jm_sched_cancel_t[]){__VA_ARGS__} / sizeof (jm_sched_cancel_t)
+
+/* A new scheduler (2 copies, 3 attempts) with fresh tasks 0..n-1 of len
+ * bytes, the generator still busy (no copies of late tasks), and TMs
+ * tm[0..ntm-1] in slots 0.., alive, with slots room each. */
+static jm_sched_t *d_start(jm_disp_stats_t *st, jm_tm_t *tm, int ntm, int slots,
+                           uint64_t n, uint32_t len)
+{
+    jm_sched_t *s = jm_sched_new(2, 3, st);
+    memset(st, 0, sizeof *st);
+    memset(tm, 0, (size_t)ntm * sizeof *tm);
+    if (!s || d_tasks(s, 0, n, len) != 0) {
+        fprintf(stderr, "scheduler selftest: out of memory\n");
+        jm_sched_destroy(&s);
+        return NULL;
+    }
+    for (int i = 0; i < ntm; i++) {
+        tm[i].slot = i;
+        tm[i].slots = slots;
+        tm[i].alive = 1;
+        jm_sched_joined(s, &tm[i], 0);
+    }
+    return s;
+}
+
+/* Retries: first in, first out, before fresh tasks; not on the TM where
+ * the task failed while another TM is alive, on it when none is; a
+ * copy handed back or not sent runs again; max_attempts failed runs make
+ * a poison task. And the counters of all that. */
+static int sched_directed_retries(void)
+{
+    jm_disp_stats_t st;
+    jm_tm_t tm[2], *a = &tm[0], *b = &tm[1];
+    int rc = -1;
+    jm_sched_t *s = d_start(&st, tm, 2, 4, 6, 10);
+
+    D_CHECK(s);
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
+    D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(4, 5), 0) == 0);
+    D_CHECK(d_rec(s, b, 1, 4, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
+    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_CRASHED, JM_REC_RETRY) == 0);
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_TIMEOUT, JM_REC_RETRY) == 0);
+    D_CHECK(st.retried == 3 && st.crashed == 1 && st.timed_out == 1);
+    D_CHECK(a->failed == 2 && b->failed == 1 && jm_sched_has_retries(s));
+    D_CHECK(d_tasks(s, 6, 2, 10) == 0);
+    /* b: 4 failed there, so 0 and 1 (and no fresh task: room for 3) */
+    D_CHECK(d_take(s, b, 10, 1 << 20, 1, D_IDS(0, 1, 6), 0) == 0);
+    /* a: 4, then fresh 7 */
+    D_CHECK(d_take(s, a, 20, 1 << 20, 1, D_IDS(4, 7), 0) == 0);
+    D_CHECK(st.resent == 3 && st.sent == 11 && a->sent == 6 && b->sent == 5);
+    D_CHECK(a->outstanding == 4 && b->outstanding == 4);
+    /* 4 fails on a again; a alone may take it; its third failure is its last */
+    D_CHECK(d_rec(s, a, 1, 4, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
+    D_CHECK(d_take(s, a, 30, 1 << 20, 1, D_NONE, 0) == 0);
+    D_CHECK(d_take(s, a, 30, 1 << 20, 0, D_IDS(4), 0) == 0);
+    D_CHECK(d_rec(s, a, 1, 4, SPITS_ST_FAILED, JM_REC_POISON) == 0);
+    D_CHECK(st.poison == 1 && st.retried == 4 && !jm_sched_task(s, 4));
+    D_CHECK(d_rec(s, b, 0, 4, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 1);
+    /* handed back, then picked and not sent: it runs again */
+    D_CHECK(d_rec(s, a, 1, 2, SPITS_ST_RETURNED, JM_REC_RETURNED) == 0);
+    D_CHECK(d_take(s, b, 40, 1 << 20, 1, D_NONE, 0) == 0);     /* (b is full) */
+    D_CHECK(d_take(s, a, 40, 1 << 20, 1, D_IDS(2), 1) == 0);
+    D_CHECK(d_take(s, a, 50, 1 << 20, 1, D_IDS(2), 0) == 0);
+    D_CHECK(st.resent == 5 && st.retried == 4 && st.requeued == 0);
+    rc = 0;
+out:
+    jm_sched_destroy(&s);
+    return rc;
+}
+
+/* The byte cap: picks stop once the bytes picked reach max_bytes, and one
+ * task always fits; retries, fresh tasks and copies of late tasks alike. */
+static int sched_directed_bytes(void)
+{
+    static const uint64_t late[] = {16, 17}, more[] = {18};
+    jm_disp_stats_t st;
+    jm_tm_t tm[1], *a = &tm[0], b, c, d;
+    jm_task_t *task[20];
+    int rc = -1;
+    jm_sched_t *s = d_start(&st, tm, 1, 10, 10, 10);
+
+    D_CHECK(s);
+    D_CHECK(d_take(s, a, 0, 25, 1, D_IDS(0, 1, 2), 1) == 0);   /* not sent */
+    D_CHECK(jm_sched_taken_bytes(s) == 30);
+    D_CHECK(d_take(s, a, 0, 20, 1, D_IDS(0, 1), 0) == 0);
+    D_CHECK(d_take(s, a, 0, 5, 1, D_IDS(2), 0) == 0);
+    D_CHECK(d_take(s, a, 0, 20, 1, D_IDS(3, 4), 0) == 0);
+    D_CHECK(d_take(s, a, 0, 1, 1, D_IDS(5), 0) == 0);
+    D_CHECK(jm_sched_taken_bytes(s) == 60 && jm_sched_mean_task_bytes(s) == 10);
+    jm_sched_destroy(&s);
+
+    /* Copies of late tasks (sched_directed's case), 10 bytes each. */
+    s = directed_start(&st, a, &b, &c, task);
+    D_CHECK(s);
+    task[16]->len = task[17]->len = task[18]->len = 10;
+    D_CHECK(d_take(s, &b, 1600, 20, 1, late, 2, 0) == 0);
+    d = c;
+    d.slot = 3;
+    D_CHECK(d_take(s, &c, 1600, 5, 1, more, 1, 0) == 0);
+    D_CHECK(d_take(s, &d, 1600, 5, 1, D_NONE, 0) == 0);        /* two copies each */
+    rc = 0;
+out:
+    jm_sched_destroy(&s);
+    return rc;
+}
+
+/* The early-result hook: the fresh tasks it resolves are freed, never
+ * sent, and their bytes count as taken and freed. */
+static int d_early(void *arg, const jm_task_t *task)
+{
+    unsigned *asked = arg;
+    asked[task->id]++;
+    return task->id == 0 || task->id == 2 || task->id == 3;
+}
+
+static int sched_directed_early(void)
+{
+    jm_disp_stats_t st;
+    jm_tm_t tm[2], *a = &tm[0], *b = &tm[1];
+    unsigned asked[6] = {0};
+    int rc = -1;
+    jm_sched_t *s = d_start(&st, tm, 2, 2, 6, 10);
+
+    D_CHECK(s);
+    jm_sched_set_early(s, d_early, asked);
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(1, 4), 0) == 0);
+    D_CHECK(jm_sched_taken_bytes(s) == 50 && jm_sched_freed_bytes(s) == 30);
+    D_CHECK(asked[0] == 1 && asked[2] == 1 && asked[3] == 1 && asked[5] == 0);
+    D_CHECK(jm_sched_low(s) == 1 && jm_sched_in_flight(s) == 2 && !jm_sched_task(s, 2));
+    D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(5), 0) == 0);
+    D_CHECK(st.sent == 3 && jm_sched_taken_bytes(s) == 60 && asked[5] == 1);
+    D_CHECK(jm_sched_exhausted(s) == 0 && !jm_sched_has_fresh(s));
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(jm_sched_low(s) == 4 && jm_sched_freed_bytes(s) == 40);
+    D_CHECK(d_rec(s, a, 0, 3, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 1);
+    rc = 0;
+out:
+    jm_sched_destroy(&s);
+    return rc;
+}
+
+/* Foreign records: from a TM that holds no copy of the task (c), or from
+ * no TM known (NULL). They resolve, fail or hand back the task, and are
+ * counted for their sender, but take no other TM's copy or credit, and
+ * are not their sender's turnaround. */
+static int sched_directed_foreign(void)
+{
+    jm_disp_stats_t st;
+    jm_tm_t tm[3], *a = &tm[0], *c = &tm[2];
+    int rc = -1;
+    jm_sched_t *s = d_start(&st, tm, 3, 4, 4, 10);
+
+    D_CHECK(s);
+    a->workers = 4;
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
+    jm_sched_clock(s, 100);
+    D_CHECK(d_rec(s, c, 0, 0, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
+    D_CHECK(jm_sched_task(s, 0)->copies == 1 && !jm_sched_has_retries(s));
+    D_CHECK(c->failed == 1 && a->failed == 0 && a->outstanding == 4);
+    D_CHECK(d_rec(s, NULL, 0, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(st.done_evicted == 1 && a->done == 0);
+    D_CHECK(d_cancels(s, D_CANCELS({0, 1})) == 0);
+    D_CHECK(d_rec(s, c, 0, 2, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(c->done == 1 && c->turn_ms == 0 && st.done_evicted == 1);
+    D_CHECK(d_cancels(s, D_CANCELS({0, 2})) == 0);
+    D_CHECK(d_rec(s, NULL, 0, 0, SPITS_ST_RETURNED, JM_REC_RETURNED) == 0);
+    D_CHECK(jm_sched_task(s, 0)->copies == 1 && !jm_sched_has_retries(s));
+    /* never sent (4 is one past the last), or resolved */
+    D_CHECK(d_rec(s, c, 0, 4, SPITS_ST_OK, JM_REC_UNKNOWN) == 0);
+    D_CHECK(d_rec(s, NULL, 0, 4, SPITS_ST_FAILED, JM_REC_UNKNOWN) == 0);
+    D_CHECK(d_rec(s, c, 0, 9, SPITS_ST_OK, JM_REC_UNKNOWN) == 0);
+    D_CHECK(d_rec(s, c, 0, 1, SPITS_ST_OK, JM_REC_DUPLICATE) == 0);
+    D_CHECK(d_rec(s, NULL, 0, 1, SPITS_ST_FAILED, JM_REC_LATE) == 0);
+    D_CHECK(st.duplicates == 1 && st.retried == 1 && c->failed == 1);
+    /* a's own records: its copies of 1 and 2 were answered by others */
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 2);
+    D_CHECK(d_rec(s, a, 1, 3, SPITS_ST_OK, JM_REC_COMMIT) == 0 && a->done == 1);
+    D_CHECK(a->turn_ms == 100 && a->outstanding == 2);
+    D_CHECK(d_cancels(s, D_NONE) == 0);
+    rc = 0;
+out:
+    jm_sched_destroy(&s);
+    return rc;
+}
+
+/* Cancels: every other copy of a task committed, whichever TM holds the
+ * committing copy or none; and the gap a copy handed back leaves in the
+ * task's holders is no end of them. */
+static int sched_directed_cancels(void)
+{
+    static const uint64_t three[] = {16, 17, 18};
+    jm_disp_stats_t st;
+    jm_tm_t a, b, c;
+    jm_task_t *task[20];
+    int rc = -1;
+    jm_sched_t *s = directed_start(&st, &a, &b, &c, task);
+
+    D_CHECK(s && d_pick(s, &b, 1600, three, 3) == 0);
+    jm_sched_clock(s, 1700);
+    D_CHECK(d_rec(s, &a, 1, 16, SPITS_ST_RETURNED, JM_REC_RETURNED) == 0);
+    D_CHECK(d_rec(s, &c, 0, 16, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(d_cancels(s, D_CANCELS({1, 16})) == 0);
+    D_CHECK(d_rec(s, NULL, 0, 17, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, &b, 1, 18, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(d_cancels(s, D_CANCELS({0, 17}, {0, 18}, {1, 17})) == 0);
+    D_CHECK(d_cancels(s, D_NONE) == 0);
+    D_CHECK(b.done == 1 && c.done == 1 && st.done_evicted == 1);
+    rc = 0;
+out:
+    jm_sched_destroy(&s);
+    return rc;
+}
+
+/* A TM in a lost TM's slot: the lost one's copies were taken back and run
+ * again, and the new one starts with no copy and no credit spent. */
+static int sched_directed_slot_reuse(void)
+{
+    jm_disp_stats_t st;
+    jm_tm_t tm[2], *a = &tm[0], *b = &tm[1], a2;
+    int rc = -1;
+    jm_sched_t *s = d_start(&st, tm, 2, 3, 4, 10);
+
+    D_CHECK(s);
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2), 0) == 0);
+    D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(3), 0) == 0);
+    a->alive = 0;
+    D_CHECK(jm_sched_lost(s, a) == 3 && st.requeued == 3 && a->outstanding == 0);
+    memset(&a2, 0, sizeof a2);
+    a2.slot = 0;
+    a2.slots = 2;
+    a2.alive = 1;
+    jm_sched_joined(s, &a2, 0);
+    D_CHECK(a2.outstanding == 0);
+    /* two of the lost TM's three copies, run again (in no set order) */
+    jm_sched_clock(s, 10);
+    size_t n = jm_sched_pick(s, &a2, 1 << 20, 1);
+    jm_task_t *const *p = jm_sched_picked(s);
+    D_CHECK(n == 2 && p[0]->copies == 0 && p[1]->copies == 0);
+    D_CHECK(p[0]->id < 3 && p[1]->id < 3 && p[0]->id != p[1]->id);
+    uint64_t left = 3 - p[0]->id - p[1]->id, x = p[0]->id;
+    jm_sched_sent(s, &a2, n);
+    D_CHECK(d_take(s, b, 20, 1 << 20, 1, &left, 1, 0) == 0);
+    /* a2's record of the copy b holds is foreign: b's copy stays */
+    D_CHECK(d_rec(s, &a2, 0, left, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
+    D_CHECK(jm_sched_task(s, left)->copies == 1 && b->outstanding == 2);
+    D_CHECK(d_rec(s, &a2, 1, x, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(d_cancels(s, D_NONE) == 0 && a2.done == 1 && a2.outstanding == 1);
+    D_CHECK(st.requeued == 3 && st.resent == 3);
+    rc = 0;
+out:
+    jm_sched_destroy(&s);
+    return rc;
+}
+
+/* Turnaround (note_turnaround): the least time of the copies a TM ran on
+ * arrival (sent while it held fewer copies than workers), over windows of
+ * JM_TURN_WINDOW: lower at once, higher only at a window's end. */
+static int sched_directed_turnaround(void)
+{
+    jm_disp_stats_t st;
+    jm_tm_t tm[1], *a = &tm[0];
+    int rc = -1;
+    uint64_t id = 0;
+    jm_sched_t *s = d_start(&st, tm, 1, 1, 2 * JM_TURN_WINDOW + 3, 10);
+
+    D_CHECK(s);
+    a->workers = 2;
+    for (int k = 0; k < 2 * JM_TURN_WINDOW; k++, id++) {
+        int64_t t0 = 1000 * k, ms = k == 0 ? 150 : k == 1 ? 120
+                                   : k < JM_TURN_WINDOW ? 180 : 300;
+        D_CHECK(d_take(s, a, t0, 1 << 20, 1, &id, 1, 0) == 0);
+        jm_sched_clock(s, t0 + ms);
+        D_CHECK(d_rec(s, a, 1, id, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+        D_CHECK(a->turn_ms == (k == 0 ? 150 : k < 2 * JM_TURN_WINDOW - 1 ? 120 : 300));
+    }
+    /* three at once: the third waits for a worker, and is no sample */
+    a->slots = 3;
+    D_CHECK(d_take(s, a, 100000, 1 << 20, 1, D_IDS(id, id + 1, id + 2), 0) == 0);
+    jm_sched_clock(s, 100050);
+    D_CHECK(d_rec(s, a, 1, id + 2, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(a->turn_ms == 300);
+    jm_sched_clock(s, 100250);
+    D_CHECK(d_rec(s, a, 1, id, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(a->turn_ms == 250);
+    rc = 0;
+out:
+    jm_sched_destroy(&s);
+    return rc;
+}
+
 int jm_sched_selftest(void)
 {
-    if (sched_directed() != 0 || sched_directed_parts() != 0)
+    if (sched_directed() != 0 || sched_directed_parts() != 0 ||
+        sched_directed_retries() != 0 || sched_directed_bytes() != 0 ||
+        sched_directed_early() != 0 || sched_directed_foreign() != 0 ||
+        sched_directed_cancels() != 0 || sched_directed_slot_reuse() != 0 ||
+        sched_directed_turnaround() != 0)
         return -1;
 
     static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {JM_MAX_COPIES, 3}};
