@@ -22,7 +22,6 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -90,32 +89,6 @@ static void usage(FILE *f)
 "\n"
 "Exit status: the job manager's (see spits-jm --help).\n",
             spits_online_cores());
-}
-
-/* spits-jm and spits-tm: $SPITS_JM/$SPITS_TM, next to this program
- * (installed), or in the build tree's sibling directories. */
-static int find_program(const char *name, const char *env, const char *subdir,
-                        char *out)
-{
-    char self[PATH_MAX], dir[PATH_MAX];
-    const char *e = getenv(env);
-    ssize_t n;
-
-    if (e && *e) {
-        snprintf(out, PATH_MAX, "%s", e);
-        return access(out, X_OK);
-    }
-    n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -1;
-    self[n] = '\0';
-    snprintf(dir, sizeof dir, "%s", dirname(self));
-    if (snprintf(out, PATH_MAX, "%s/%s", dir, name) < PATH_MAX &&
-        access(out, X_OK) == 0)
-        return 0;
-    if (snprintf(out, PATH_MAX, "%s/../%s/%s", dir, subdir, name) >= PATH_MAX)
-        return -1;
-    return access(out, X_OK);
 }
 
 /* Runs argv with the signal mask; keep_fd (if >= 0) stays open across
@@ -448,8 +421,9 @@ int main(int argc, char **argv)
         return spits_bad_option("%s", "no MODULE given");
     if (r.task_timeout && !r.isolate)
         return spits_bad_option("%s", "--task-timeout needs --isolate");
-    if (find_program("spits-jm", "SPITS_JM", "jobmanager", r.jm_path) != 0 ||
-        find_program("spits-tm", "SPITS_TM", "taskmanager", r.tm_path) != 0) {
+    /* $SPITS_JM/$SPITS_TM, next to this program, or in the build tree. */
+    if (spits_find_beside("spits-jm", "SPITS_JM", "jobmanager", X_OK, r.jm_path) != 0 ||
+        spits_find_beside("spits-tm", "SPITS_TM", "taskmanager", X_OK, r.tm_path) != 0) {
         spits_error("cannot find spits-jm and spits-tm next to spits-run "
                     "(set SPITS_JM and SPITS_TM)");
         return 1;

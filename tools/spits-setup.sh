@@ -42,6 +42,7 @@ SPITS_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
     libzmq3-dev libsodium-dev libjansson-dev libmicrohttpd-dev check tmux python3
     elfutils
+    parallel
 )
 
 spits_say() {
