@@ -5,7 +5,8 @@
  *     --keep-order        write outputs in task order (else as they commit)
  *     --tag               prefix each output line with the task's tag
  *     --results DIR       also write DIR/<results path>/{stdout,stderr,seq}
- *     --joblog FILE       append one GNU parallel joblog line per task
+ *     --joblog FILE       append one GNU parallel joblog line per task (-:
+ *                         to stdout)
  *     --halt now|soon,fail=N  stop after N failed commands
  *     --timeout SEC       kill a command's process group after SEC seconds
  *     --output-cap BYTES  stdout plus stderr kept per task (64 MiB); a
@@ -231,7 +232,7 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     if (cmdrun_halt_state(w->o.haltfile)) {
         r.flags = CMDRES_SKIPPED;
     } else {
-        cmdrun_opts_t ro = {w->o.timeout, w->o.cap, rec.seq, w->o.haltfile};
+        cmdrun_opts_t ro = {w->o.timeout, w->o.cap, rec.seq, w->o.haltfile, rec.display};
         rc = cmdrun_exec(argv, &ro, &r);
     }
     free(argv);
@@ -429,7 +430,9 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         (!(c->held = calloc(c->n, sizeof *c->held)) ||
          !(c->heldlen = calloc(c->n, sizeof *c->heldlen))))
         rc = -2;
-    if (rc == 0 && c->o.joblog &&
+    if (rc == 0 && c->o.joblog && !strcmp(c->o.joblog, "-"))
+        c->joblog = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);   /* GNU parallel's - */
+    else if (rc == 0 && c->o.joblog &&
         (c->joblog = open(c->o.joblog, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666)) < 0) {
         fprintf(stderr, "cmd: cannot open the joblog %s: %s\n", c->o.joblog, strerror(errno));
         rc = -3;

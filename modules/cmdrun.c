@@ -334,7 +334,7 @@ int cmdrun_exec(char *const *argv, const cmdrun_opts_t *o, cmdrun_t *r)
         cmdrun_say(r, rc ? "spits-parallel: %s: out of memory capturing its output%s\n"
                          : "spits-parallel: %s: killed: its output passed the cap "
                            "of %s bytes (--output-cap)\n",
-                   argv[0], rc ? "" : capstr);
+                   o->name ? o->name : argv[0], rc ? "" : capstr);
     } else if (r->flags & CMDRES_TIMEOUT && !r->signal) {
         r->signal = SIGTERM;
     }

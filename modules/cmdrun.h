@@ -15,6 +15,7 @@ typedef struct {
     uint64_t cap;            /* stdout plus stderr bytes kept */
     uint64_t seq;            /* PARALLEL_SEQ in the command's environment */
     const char *haltfile;    /* while this file says "now", kill and stop */
+    const char *name;        /* the command, as messages name it */
 } cmdrun_opts_t;
 
 typedef struct {

@@ -81,7 +81,8 @@ static void usage(FILE *f)
 "  -k, --keep-order       outputs in argument order (else as commands end)\n"
 "  -j, --jobs N           commands at once per task manager (online cores: %d)\n"
 "      --tag              prefix each output line with the arguments and a tab\n"
-"      --joblog FILE      one line per command, GNU parallel's format\n"
+"      --joblog FILE      one line per command, GNU parallel's format (-:\n"
+"                         stdout)\n"
 "      --resume           with --joblog: skip the commands it has\n"
 "      --resume-failed    with --joblog: skip the commands it has as\n"
 "                         succeeded; run the failed and unrun ones again\n"
@@ -437,7 +438,7 @@ static int par_options(par_t *p, int argc, char **argv)
         default: return par_bad("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if ((p->resume || p->resume_failed) && !p->joblog)
+    if ((p->resume || p->resume_failed) && (!p->joblog || !strcmp(p->joblog, "-")))
         return par_bad("%s", "--resume and --resume-failed need --joblog FILE");
     if (p->bind && !p->jobdir)
         return par_bad("%s", "--bind needs --jobdir (spits-run binds to 127.0.0.1)");
@@ -510,6 +511,10 @@ static int par_workdir(par_t *p)
 static int par_joblog(par_t *p)
 {
     struct stat st;
+    if (!strcmp(p->joblog, "-")) {
+        strcpy(p->joblog_abs, "-");
+        return fputs(PAR_JOBLOG_HEADER, stdout) < 0 ? -1 : 0;
+    }
     int fresh = !(p->resume || p->resume_failed) ||
                 stat(p->joblog, &st) != 0 || st.st_size == 0;
     if (fresh) {
