@@ -298,21 +298,36 @@ static int par_rm(const char *path, const struct stat *st, int flag, struct FTW 
 }
 
 static volatile sig_atomic_t par_child;
+static char par_halt_file[PATH_MAX];
 
-static void par_forward(int sig)
+/* A signal that stops the job also halts its commands now: the workers
+ * read the halt file (modules/cmd.c) and kill the commands they run,
+ * which are in process groups of their own that a terminal's Ctrl-C
+ * does not reach. Then the signal goes on to spits-run (a Ctrl-C from
+ * the terminal reached it already). Async-signal-safe calls only. */
+static void par_on_signal(int sig, siginfo_t *si, void *ctx)
 {
-    if (par_child > 0)
+    (void)ctx;
+    int fd = par_halt_file[0] ? open(par_halt_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                                     0666) : -1;
+    if (fd >= 0) {
+        ssize_t w = write(fd, "now\n", 4);
+        (void)w;
+        close(fd);
+    }
+    if (par_child > 0 && !(sig == SIGINT && si->si_code == SI_KERNEL))
         kill(par_child, sig);
 }
 
 /* Runs argv and waits for it, passing on the signals that stop a job. */
-static int par_run(char **argv)
+static int par_run(char **argv, const char *halt_file)
 {
     int ws;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = par_forward;
-    sa.sa_flags = SA_RESTART;
+    sa.sa_sigaction = par_on_signal;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    snprintf(par_halt_file, sizeof par_halt_file, "%s", halt_file);
     pid_t pid = fork();
     if (pid < 0) {
         spits_error("cannot start %s: %s", argv[0], strerror(errno));
@@ -326,8 +341,7 @@ static int par_run(char **argv)
     par_child = pid;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    /* Ctrl-C reaches the whole foreground group, spits-run too. */
-    signal(SIGINT, SIG_IGN);
+    sigaction(SIGINT, &sa, NULL);
     while (waitpid(pid, &ws, 0) < 0)
         if (errno != EINTR)
             return -1;
@@ -617,7 +631,9 @@ static int par_status(par_t *p, int rc)
     }
     if (v >= 0 && v == rc)
         return v;
-    if (rc != 0)
+    if (rc == 128 + SIGINT || rc == 128 + SIGTERM || rc == 128 + SIGHUP)
+        spits_error("the job was stopped by SIG%s", sigabbrev_np(rc - 128));
+    else if (rc != 0)
         spits_error("the job did not end normally (status %d)%s", rc,
                     p->verbosity ? "" : "; -v says more");
     return PAR_ERROR;
@@ -673,7 +689,7 @@ int main(int argc, char **argv)
                    "with spits-tm --jobdir %s (or spits-alloc --jobdir %s)",
                    (unsigned long long)ntasks, p.dir, p.dir, p.dir);
     fflush(stdout);
-    int jrc = par_run(a);
+    int jrc = par_run(a, p.halt_path);
     rc = jrc < 0 ? PAR_ERROR : par_status(&p, jrc);
 out:
     if (p.tmpdir)
