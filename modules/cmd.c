@@ -281,6 +281,8 @@ typedef struct {
     unsigned char **held;         /* --keep-order: results waiting */
     size_t *heldlen;
     size_t next;                  /* --keep-order: the next to write */
+    unsigned char *emitted;       /* written out, in this or a past life */
+    int done;                     /* TASKFILE.done, appended to, or -1 */
     int joblog;                   /* fd, or -1 */
     uint64_t failed;
     int halt_rc;                  /* set once halted: the exit status */
@@ -344,7 +346,35 @@ static ssize_t cmd_find(const cmd_co_t *c, uint64_t seq)
     return lo < c->n && c->seq[lo] == seq ? (ssize_t)lo : -1;
 }
 
-/* Writes one command's outputs (and --results files). */
+static void cmd_joblog(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
+{
+    char line[8192];
+    if (c->joblog < 0)
+        return;
+    int n = snprintf(line, sizeof line, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
+                     "\t%d\t%d\t%s\n", r->seq, r->host[0] ? r->host : ":", r->start,
+                     r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
+                     rec->display);
+    if (n >= (int)sizeof line) {     /* a long command: its own buffer */
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            snprintf(big, (size_t)n + 1, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
+                     "\t%d\t%d\t%s\n", r->seq, r->host[0] ? r->host : ":", r->start,
+                     r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
+                     rec->display);
+            cmd_write_all(c->joblog, big, (size_t)n);
+            free(big);
+        }
+        return;
+    }
+    if (n > 0 && cmd_write_all(c->joblog, line, (size_t)n) != 0)
+        fprintf(stderr, "cmd: cannot write the joblog %s: %s\n", c->o.joblog, strerror(errno));
+}
+
+/* Writes one command's outputs, --results files and joblog line, and
+ * notes it in TASKFILE.done: after spits-jm --resume, whose journal has
+ * the committer commit every result again, what was written is not
+ * written twice (and its failure still counts). */
 static void cmd_emit(cmd_co_t *c, size_t i, const unsigned char *buf, size_t len)
 {
     cmdres_t r;
@@ -368,13 +398,21 @@ static void cmd_emit(cmd_co_t *c, size_t i, const unsigned char *buf, size_t len
     }
     cmd_write_tagged(STDOUT_FILENO, tag, out, r.outlen);
     cmd_write_tagged(STDERR_FILENO, tag, err, r.errlen);
+    cmd_joblog(c, &r, &rec);
+    uint64_t done[2] = {r.seq, r.exitval != 0 || r.signal != 0};
+    c->emitted[i] = 1;
+    if (c->done >= 0 && cmd_write_all(c->done, (const char *)done, sizeof done) != 0) {
+        fprintf(stderr, "cmd: cannot write %s.done: %s\n", c->o.taskfile, strerror(errno));
+        close(c->done);
+        c->done = -1;
+    }
 }
 
 /* --keep-order: writes the held results that are next in order; with
  * gaps set, steps over tasks that have none (the end of a halted job). */
 static void cmd_flush(cmd_co_t *c, int gaps)
 {
-    while (c->next < c->n && (c->held[c->next] || gaps)) {
+    while (c->next < c->n && (c->held[c->next] || c->emitted[c->next] || gaps)) {
         if (c->held[c->next]) {
             cmd_emit(c, c->next, c->held[c->next], c->heldlen[c->next]);
             free(c->held[c->next]);
@@ -382,6 +420,28 @@ static void cmd_flush(cmd_co_t *c, int gaps)
         }
         c->next++;
     }
+}
+
+/* TASKFILE.done: what a past life of the job manager wrote out (pairs
+ * of task number and failed flag), then kept open to add to. */
+static int cmd_done_load(cmd_co_t *c)
+{
+    char path[PATH_MAX];
+    uint64_t rec[2];
+    snprintf(path, sizeof path, "%s.done", c->o.taskfile);
+    c->done = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (c->done < 0) {
+        fprintf(stderr, "cmd: cannot open %s: %s\n", path, strerror(errno));
+        return -3;
+    }
+    while (read(c->done, rec, sizeof rec) == (ssize_t)sizeof rec) {
+        ssize_t i = cmd_find(c, rec[0]);
+        if (i >= 0 && !c->emitted[i]) {
+            c->emitted[i] = 1;
+            c->failed += rec[1] != 0;
+        }
+    }
+    return 0;
 }
 
 void *spits_committer_new(int argc, const char *argv[], const void *ji,
@@ -397,7 +457,7 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         free(c);
         return NULL;
     }
-    c->joblog = -1;
+    c->joblog = c->done = -1;
     if (cmdfile_open(&c->f, c->o.taskfile, err, sizeof err) != 0) {
         fprintf(stderr, "cmd: %s\n", err);
         free(c);
@@ -426,6 +486,10 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         c->body[c->n] = body;
         c->len[c->n++] = len;
     }
+    if (rc == 0 && !(c->emitted = calloc(c->n ? c->n : 1, 1)))
+        rc = -2;
+    if (rc == 0)
+        rc = cmd_done_load(c);
     if (rc == 0 && c->o.keep && c->n &&
         (!(c->held = calloc(c->n, sizeof *c->held)) ||
          !(c->heldlen = calloc(c->n, sizeof *c->heldlen))))
@@ -446,31 +510,6 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         return NULL;
     }
     return c;
-}
-
-static void cmd_joblog(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
-{
-    char line[8192];
-    if (c->joblog < 0)
-        return;
-    int n = snprintf(line, sizeof line, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
-                     "\t%d\t%d\t%s\n", r->seq, r->host[0] ? r->host : ":", r->start,
-                     r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
-                     rec->display);
-    if (n >= (int)sizeof line) {     /* a long command: its own buffer */
-        char *big = malloc((size_t)n + 1);
-        if (big) {
-            snprintf(big, (size_t)n + 1, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
-                     "\t%d\t%d\t%s\n", r->seq, r->host[0] ? r->host : ":", r->start,
-                     r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
-                     rec->display);
-            cmd_write_all(c->joblog, big, (size_t)n);
-            free(big);
-        }
-        return;
-    }
-    if (n > 0 && cmd_write_all(c->joblog, line, (size_t)n) != 0)
-        fprintf(stderr, "cmd: cannot write the joblog %s: %s\n", c->o.joblog, strerror(errno));
 }
 
 /* Counts a failure; halts the job when --halt says so. */
@@ -506,7 +545,8 @@ int spits_committer_commit_pit(void *co, const void *result, spitssize_t sz)
      * nothing more is written. */
     if (r.flags & (CMDRES_SKIPPED | CMDRES_HALTED) || (c->halted && c->o.halt_now))
         return 0;
-    cmd_joblog(c, &r, &rec);
+    if (c->emitted[i])
+        return 0;          /* written by the job manager's past life (--resume) */
     if (r.flags & CMDRES_TIMEOUT)
         fprintf(stderr, "spits-parallel: warning: this job was killed because it "
                 "timed out (--timeout %g): %s\n", c->o.timeout, rec.display);
@@ -552,6 +592,9 @@ void spits_committer_finalize(void *co)
             free(c->held[i]);
     free(c->held);
     free(c->heldlen);
+    free(c->emitted);
+    if (c->done >= 0)
+        close(c->done);
     free(c->seq);
     free(c->body);
     free(c->len);

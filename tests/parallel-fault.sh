@@ -38,6 +38,33 @@ cmp -s out want || fail "the sweep's output is not every line once in order: $(d
 lost=$(json "$T/sweep/report.json" "[t['sent'] - t['done'] for t in d['tms'] if t['pid'] == $TM1][0]")
 [ "$lost" -gt 0 ] || fail "the killed TM held no command (sent - done = $lost)"
 
+# The job manager killed with SIGKILL mid-sweep, then spits-jm --resume:
+# the two lives' outputs together are every line once, in order (the
+# module notes what it wrote, so the journal's replay writes nothing
+# twice), and so is the joblog.
+timeout -s KILL 120 "$SP" -k --jobdir "$T/rj" --bind tcp://127.0.0.1:0 --joblog rj.jl \
+    'sleep 0.01; echo "line {}"' ::: $(seq 300) >rj.out 2>rj.log &
+SP_PID=$!
+PIDS="$PIDS $SP_PID"
+start_tm rj rtm1 -n 2
+wait_for "[ -s rj.out ] && [ \$(wc -l <rj.out) -gt 60 ]" 60 "60 lines of output"
+kill -9 "$(json "$T/rj/jm.json" "d['pid']")"
+kill -9 "$TM_PID"
+wait "$SP_PID"
+rc=$?
+[ "$rc" = 255 ] || fail "spits-parallel whose JM was killed exited $rc, not 255"
+[ "$(wc -l <rj.out)" -lt 300 ] || fail "the sweep ended before its JM was killed"
+timeout -s KILL 120 "$JM" -q --resume --jobdir "$T/rj" >>rj.out 2>rj2.log &
+JM_PID=$!
+PIDS="$PIDS $JM_PID"
+start_tm rj rtm2 -n 2
+wait "$JM_PID"
+rc=$?
+[ "$rc" = 0 ] || fail "the resumed JM exited $rc: $(tail -3 rj2.log)"
+seq 300 | sed 's/^/line /' | cmp -s - rj.out || fail "output across the JM's lives: $(seq 300 | sed 's/^/line /' | diff - rj.out | head -5)"
+[ "$(awk -F '\t' 'NR > 1 { print $1 }' rj.jl | sort -n | uniq | wc -l)" = 300 ] &&
+    [ "$(wc -l <rj.jl)" = 301 ] || fail "the joblog across the JM's lives has $(wc -l <rj.jl) lines"
+
 # --resume-failed (the marks gone): exactly those three run again.
 rm marks/*
 timeout -s KILL 60 "$SP" -k --joblog jl --resume-failed -j 2 \

@@ -79,7 +79,8 @@ static void usage(FILE *f)
 "arguments quoted, as with GNU parallel (plain command lines run without).\n"
 "\n"
 "  -k, --keep-order       outputs in argument order (else as commands end)\n"
-"  -j, --jobs N           commands at once per task manager (online cores: %d)\n"
+"  -j, --jobs N           commands at once per local task manager (online\n"
+"                         cores: %d); with --jobdir, the TMs' own --workers\n"
 "      --tag              prefix each output line with the arguments and a tab\n"
 "      --joblog FILE      one line per command, GNU parallel's format (-:\n"
 "                         stdout)\n"
@@ -516,8 +517,11 @@ static int par_workdir(par_t *p)
     strcat(strcpy(p->tasks, p->dir), "/parallel.tasks");
     strcat(strcpy(p->status, p->dir), "/parallel.status");
     strcat(strcpy(p->halt_path, p->tasks), ".halt");
+    char done[PATH_MAX + 8];
+    snprintf(done, sizeof done, "%s.done", p->tasks);
     unlink(p->status);
     unlink(p->halt_path);
+    unlink(done);                   /* (the module's notes of a past job) */
     return 0;
 }
 
