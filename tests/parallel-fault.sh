@@ -116,4 +116,9 @@ rc=$?
     fail "a bad option said: $(cat bad.log)"
 "$SP" --halt sometimes echo ::: a >bad.out 2>bad.log
 [ $? = 255 ] && [ "$(wc -l <bad.log)" = 1 ] || fail "a bad --halt: $(cat bad.log)"
+# GNU parallel's features not here are refused, not run wrong.
+"$SP" echo {%} ::: a >bad.out 2>bad.log
+[ $? = 255 ] && [ "$(wc -l <bad.log)" = 1 ] && [ ! -s bad.out ] || fail "{%}: $(cat bad.log)"
+"$SP" --pipe cat <bad.log >bad.out 2>bad.log2
+[ $? = 255 ] && [ "$(wc -l <bad.log2)" = 1 ] || fail "--pipe: $(cat bad.log2)"
 echo ok

@@ -77,6 +77,8 @@ static void usage(FILE *f)
 "number, {N} {N.} {N/} {N//} {N/.} of the N-th input source. Without any,\n"
 "the arguments are appended. The command line runs in a shell, its\n"
 "arguments quoted, as with GNU parallel (plain command lines run without).\n"
+"Not here (refused): {%%}, {= =}, {+...}, linked sources (:::+), --pipe,\n"
+"-n/-N/-X, --colsep and GNU parallel's other options.\n"
 "\n"
 "  -k, --keep-order       outputs in argument order (else as commands end)\n"
 "  -j, --jobs N           commands at once per local task manager (online\n"
@@ -89,7 +91,8 @@ static void usage(FILE *f)
 "                         succeeded; run the failed and unrun ones again\n"
 "      --results DIR      also write DIR/1/ARG.../{stdout,stderr,seq}\n"
 "      --halt now|soon,fail=N  stop after N failed commands: now kills the\n"
-"                         running ones, soon lets them end (never)\n"
+"                         running ones, soon lets them end (never); a\n"
+"                         command a worker had already taken may still start\n"
 "      --timeout SEC      kill a command (its process group) after SEC seconds\n"
 "      --output-cap BYTES stdout plus stderr kept per command (67108864); a\n"
 "                         command writing more is killed and fails\n"
@@ -350,6 +353,12 @@ static int par_run(char **argv, const char *halt_file)
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 
+static int par_ends(const char *s, const char *end)
+{
+    size_t n = strlen(s), e = strlen(end);
+    return n >= e && !strcmp(s + n - e, end);
+}
+
 static int par_options(par_t *p, int argc, char **argv)
 {
     enum { O_JOBLOG = 256, O_RESULTS, O_RESUME, O_RESUME_FAILED, O_HALT, O_TIMEOUT,
@@ -467,6 +476,18 @@ static int par_options(par_t *p, int argc, char **argv)
         i++;
     }
     p->nwords = (size_t)(i - optind);
+    /* GNU parallel's other replacement strings would be left as they are
+     * here: a wrong command, run without a word. Refused instead. */
+    for (size_t k = 0; k < p->nwords; k++) {
+        const char *w = p->words[k];
+        if (strstr(w, "{%}") || strstr(w, "{=") || strstr(w, "{+"))
+            return par_bad("a replacement string of '%s' is not supported ({%%}, {= =} "
+                           "and {+...} are not)", w);
+    }
+    if (p->results && (strchr(p->results, '{') || par_ends(p->results, ".csv") ||
+                       par_ends(p->results, ".tsv") || par_ends(p->results, ".json")))
+        return par_bad("--results takes a directory name here, without replacement "
+                       "strings or a .csv, .tsv or .json ending, not '%s'", p->results);
     for (size_t k = 0; k < p->nargfiles; k++)
         if (par_read_file(p, p->argfiles[k]) != 0)
             return PAR_ERROR;
