@@ -601,6 +601,9 @@ static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs,
         a[n++] = jobs;
         a[n++] = "--tms";
         a[n++] = tms;
+        /* (its temporary job dir goes at the end: nothing could resume) */
+        a[n++] = "--journal";
+        a[n++] = "off";
     }
     if (p->max_copies) {
         a[n++] = "--max-copies";

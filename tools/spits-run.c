@@ -45,7 +45,7 @@ typedef struct {
     int jm_crashed;         /* the signal the JM died of, unsent (or 0) */
     long workers, tms;
     const char *max_copies, *max_attempts, *bind, *commit_errors, *progress;
-    const char *joblog;     /* passed to spits-jm */
+    const char *joblog, *journal;   /* passed to spits-jm */
     const char *prefetch, *task_timeout;   /* passed to spits-tm */
     int isolate;
     int resume;             /* --resume: spits-jm --resume on --jobdir */
@@ -81,6 +81,7 @@ static void usage(FILE *f)
 "      --commit-errors fail|ignore  passed to spits-jm\n"
 "      --progress-interval SEC  passed to spits-jm\n"
 "      --joblog FILE      passed to spits-jm\n"
+"      --journal on|off   passed to spits-jm\n"
 "      --prefetch N       passed to spits-tm (raise it for tiny tasks)\n"
 "      --isolate          passed to spits-tm: workers in their own processes\n"
 "      --task-timeout SEC passed to spits-tm (with --isolate)\n"
@@ -278,7 +279,7 @@ static void run_wait_replaced(run_t *r, const sigset_t *stops)
     }
 }
 
-#define JM_ARGS_MAX (38 + 256)
+#define JM_ARGS_MAX (40 + 256)
 #define TM_ARGS_MAX 24
 
 /* spits-jm's command line; check: only check the options (the program
@@ -300,6 +301,7 @@ static void jm_args(run_t *r, char **jargv, int check, int argc, char **argv)
     if (r->commit_errors) { jargv[ja++] = "--commit-errors"; jargv[ja++] = (char *)r->commit_errors; }
     if (r->progress) { jargv[ja++] = "--progress-interval"; jargv[ja++] = (char *)r->progress; }
     if (r->joblog) { jargv[ja++] = "--joblog"; jargv[ja++] = (char *)r->joblog; }
+    if (r->journal) { jargv[ja++] = "--journal"; jargv[ja++] = (char *)r->journal; }
     if (r->verbosity < 0) jargv[ja++] = "-q";
     for (int v = 0; v < r->verbosity && v < 3; v++) jargv[ja++] = "-v";
     if (!check && r->relay[0] >= 0) {
@@ -363,6 +365,7 @@ int main(int argc, char **argv)
         {"commit-errors", required_argument, NULL, 'E'},
         {"progress-interval", required_argument, NULL, 'G'},
         {"joblog", required_argument, NULL, 'L'},
+        {"journal", required_argument, NULL, 'J'},
         {"prefetch", required_argument, NULL, 'P'},
         {"isolate", no_argument, NULL, 'I'},
         {"task-timeout", required_argument, NULL, 'T'},
@@ -406,6 +409,7 @@ int main(int argc, char **argv)
         case 'E': r.commit_errors = optarg; break;
         case 'G': r.progress = optarg; break;
         case 'L': r.joblog = optarg; break;
+        case 'J': r.journal = optarg; break;
         case 'P': r.prefetch = optarg; break;
         case 'I': r.isolate = 1; break;
         case 'T': r.task_timeout = optarg; break;
