@@ -103,8 +103,10 @@ static void usage(FILE *f)
 "      --jobdir DIR       run the job manager only, in DIR; task managers join\n"
 "                         with spits-tm --jobdir DIR (or Slurm: spits-alloc)\n"
 "      --bind ENDPOINT    with --jobdir: the job manager's endpoint (tcp://*:0)\n"
-"      --max-copies N     concurrent copies of one command (passed to spits-jm):\n"
-"                         1 for commands that must not run twice at once\n"
+"      --max-copies N     concurrent copies of one command (1; passed to\n"
+"                         spits-jm): 2 or more lets idle workers run another\n"
+"                         copy of a late command (the first result counts),\n"
+"                         only for commands that may run twice at once\n"
 "      --will-cite        accepted (GNU parallel's), does nothing\n"
 "  -v, --verbose          the job manager's progress and messages\n"
 "  -h, --help             this help\n"
@@ -608,10 +610,10 @@ static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs,
         a[n++] = "--journal";
         a[n++] = "off";
     }
-    if (p->max_copies) {
-        a[n++] = "--max-copies";
-        a[n++] = (char *)p->max_copies;
-    }
+    /* One copy at a time unless asked: a command may have effects (its
+     * files) that a second copy running at once would spoil. */
+    a[n++] = "--max-copies";
+    a[n++] = (char *)(p->max_copies ? p->max_copies : "1");
     if (p->verbosity == 0)
         a[n++] = "-q";
     for (int v = 1; v < p->verbosity && v < 4; v++)
