@@ -30,6 +30,11 @@
  * Commands not run are neither written nor logged, so --resume-failed
  * runs them later. The file must be where the workers see it: the job
  * dir, shared by Slurm TMs anyway.
+ *
+ * TASKFILE.done lists the commands written out, so that a job manager
+ * resumed from its journal (which commits every result again) writes
+ * nothing twice. A command may still run twice (a copy re-sent after
+ * its TM was lost, or --max-copies above 1): only one result is written.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -577,9 +582,13 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
         cmd_flush(c, 1);
     int rc = c->halted ? c->halt_rc : c->failed > 101 ? 101 : (int)c->failed;
     if (c->o.status) {
-        FILE *f = fopen(c->o.status, "w");
-        if (!f || fprintf(f, "%d\n", rc) < 0 || fclose(f) != 0)
+        char line[16];
+        int n = snprintf(line, sizeof line, "%d\n", rc);
+        int fd = open(c->o.status, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd < 0 || cmd_write_all(fd, line, (size_t)n) != 0)
             fprintf(stderr, "cmd: cannot write %s: %s\n", c->o.status, strerror(errno));
+        if (fd >= 0)
+            close(fd);
     }
     return rc;
 }
