@@ -25,6 +25,7 @@
 #include "committer.h"
 #include "crash.h"
 #include "jm.h"
+#include "joblog.h"
 #include "log.h"
 #include "phase.h"
 #include "recovery.h"
@@ -208,6 +209,19 @@ int jm_committer_replay(jm_t *jm, jm_phase_t *p, const spits_jr_phase_t *rp)
     return 0;
 }
 
+/* A resolved task's joblog line: Exitval is commit_pit's rc (0 when
+ * committed), or for a poison task the worker's return code, -1 when
+ * it crashed or timed out. */
+static void joblog_add(jm_t *jm, const jm_phase_t *p, const jm_commit_t *c, int rc)
+{
+    if (c->status != SPITS_ST_OK) {
+        const jm_failure_t *f = (const jm_failure_t *)c->owned;
+        rc = f && f->has_rc ? f->rc : -1;
+    }
+    jm_joblog_add(jm->joblog, p->st.id, c->id, c->log_host, c->log_start, c->log_run,
+                  c->log_in, c->status == SPITS_ST_OK ? c->len : 0, rc);
+}
+
 void jm_committer_run(jm_t *jm, jm_phase_t *p)
 {
     jm_commitq_t *q = &p->cq;
@@ -256,7 +270,11 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
                 p->st.committed++;
                 if (rc != 0)
                     commit_failed(p, rc, c->id, "");
+                if (jm->joblog)
+                    joblog_add(jm, p, c, rc);
             } else {
+                if (jm->joblog)
+                    joblog_add(jm, p, c, 0);
                 record_failure(p, c);
             }
             free(c->owned);
@@ -266,6 +284,8 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
             }
         }
         resolved += n;
+        if (jm->joblog)
+            jm_joblog_flush(jm->joblog);
 
         /* Window room for the generator. */
         pthread_mutex_lock(&p->genq.lock);

@@ -41,6 +41,9 @@ typedef struct {
     unsigned char *owned;     /* or data's own allocation (adopted result);
                                  a poison task's: the failure's details
                                  (jm_failure_t, phase.h), or NULL */
+    /* --joblog only (joblog.h): ms from its epoch to the copy's sending,
+     * then to the result; the TM's host number; the task's bytes */
+    uint32_t log_start, log_run, log_host, log_in;
 } jm_commit_t;
 
 /* dispatcher -> committer. */

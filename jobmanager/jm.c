@@ -25,6 +25,7 @@
 #include "dispatch.h"
 #include "jm.h"
 #include "jobdir.h"
+#include "joblog.h"
 #include "log.h"
 #include "mem.h"
 #include "modexit.h"
@@ -75,6 +76,10 @@ static void usage(FILE *f)
 "                          terminal the line redraws itself; -q: none\n"
 "      --commit-errors fail|ignore  whether results whose commit_pit returned\n"
 "                          non-zero make the exit status 4 (fail)\n"
+"      --joblog FILE       append a line per resolved task to FILE in GNU\n"
+"                          parallel's joblog format (Seq is the task id,\n"
+"                          Starttime when its copy was sent, JobRuntime until\n"
+"                          its result came, Send/Receive their bytes)\n"
 "      --relay-fd FD       write the lines read from FD to stderr, clearing\n"
 "                          and redrawing the progress line around them\n"
 "                          (spits-run passes its TMs' stderr this way)\n"
@@ -100,7 +105,7 @@ static void usage(FILE *f)
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
        OPT_WINDOW, OPT_WINDOW_BYTES, OPT_MEMORY_LIMIT, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
        OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS, OPT_COMMIT_ERRORS,
-       OPT_CHECK_OPTIONS, OPT_RELAY_FD, OPT_KEEP_DEAD, OPT_IO_THREADS };
+       OPT_CHECK_OPTIONS, OPT_RELAY_FD, OPT_KEEP_DEAD, OPT_IO_THREADS, OPT_JOBLOG };
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
@@ -124,6 +129,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"export-key", required_argument, NULL, OPT_EXPORT_KEY},
         {"progress-interval", required_argument, NULL, OPT_PROGRESS},
         {"commit-errors", required_argument, NULL, OPT_COMMIT_ERRORS},
+        {"joblog", required_argument, NULL, OPT_JOBLOG},
         {"relay-fd", required_argument, NULL, OPT_RELAY_FD},
         /* spits-run's: check the options, then exit 0 (or 2, as ever) */
         {"check-options", no_argument, NULL, OPT_CHECK_OPTIONS},
@@ -216,6 +222,11 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
                 return spits_bad_option("--progress-interval wants seconds, not '%s'", optarg);
             break;
         case OPT_CHECK_OPTIONS: check_only = 1; break;
+        case OPT_JOBLOG:
+            if (!*optarg)
+                return spits_bad_option("--joblog wants a file name, not '%s'", optarg);
+            jm->opt.joblog = optarg;
+            break;
         case OPT_RELAY_FD:
             if (spits_parse_long(optarg, 0, INT_MAX, &v) || fcntl((int)v, F_GETFD) < 0)
                 return spits_bad_option("--relay-fd wants an open file descriptor, not '%s'",
@@ -454,6 +465,10 @@ static int open_to_tms(jm_t *jm)
 
     if (jm_crashes_setup(jm) != 0)
         return -1;
+    if (jm->opt.joblog && !(jm->joblog = jm_joblog_new(jm->opt.joblog, err, sizeof err))) {
+        spits_error("%s", err);
+        return -1;
+    }
     jm->started = spits_wall_time();
     if (security_setup(jm, err, sizeof err) != 0 ||
         !(jm->disp = jm_disp_new(jm, err, sizeof err))) {
@@ -545,6 +560,7 @@ static void free_job(jm_t *jm, char **rargv, int ran)
 {
     jm_stop_release();
     jm_disp_destroy(&jm->disp);
+    jm_joblog_destroy(&jm->joblog);
     for (uint32_t i = 0; i < jm->nphases; i++) {
         for (int k = 0; k < jm->phases[i].argc && jm->phases[i].argv; k++)
             free(jm->phases[i].argv[k]);

@@ -85,6 +85,7 @@ typedef struct {
     int commit_errors_ignore; /* --commit-errors=ignore: they do not make
                                the exit status non-zero */
     int relay_fd;           /* --relay-fd: other processes' stderr (-1) */
+    const char *joblog;     /* --joblog FILE (joblog.h), or NULL */
 } jm_opts_t;
 
 /* A task as the JM holds it. Made by the generator (one allocation with the
@@ -157,6 +158,7 @@ typedef struct {
     spits_jr_t replay;        /* --resume: the journal as loaded */
     int resuming;
     int lock_fd;              /* DIR/jm.pid, locked while the JM lives */
+    struct jm_joblog *joblog; /* --joblog (joblog.h), or NULL */
 } jm_t;
 
 #endif

@@ -17,6 +17,7 @@
 #include "crashes.h"
 #include "dispatch_int.h"
 #include "escape.h"
+#include "joblog.h"
 #include "log.h"
 #include "phase.h"
 #include "util.h"
@@ -222,6 +223,8 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     }
     /* (stored escaped: it goes to our log, report.json and spits-status) */
     spits_escape(t->host, sizeof t->host, host);
+    if (d->jm->joblog)
+        t->log_host = jm_joblog_host(d->jm->joblog, t->host);
     t->pid = pid;
     set_relay(t, relay_ep);
     if (attach > t->attach)

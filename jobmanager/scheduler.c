@@ -34,6 +34,8 @@ typedef struct {
 
 struct jm_sched {
     int max_copies, max_attempts;
+    int64_t rec_start_ms;            /* the last record's task: its newest */
+    uint32_t rec_len;                /* ...copy's start and its size */
     held_t *held;                    /* by TM slot */
     size_t nheld;
     jm_disp_stats_t *st;
@@ -590,6 +592,8 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
      * a copy the JM took back when it lost it; no other TM's copy is
      * taken for it) */
     int held = t && drop_holder(s, task, t->slot);
+    s->rec_start_ms = task->copy_ms;
+    s->rec_len = task->len;
     if (status == SPITS_ST_OK) {
         *hash = task->hash;
         s->finished++;
@@ -617,6 +621,12 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
     if (task->copies == 0)
         retry_push(s, task);
     return JM_REC_RETURNED;
+}
+
+void jm_sched_recorded(const jm_sched_t *s, int64_t *start_ms, uint32_t *len)
+{
+    *start_ms = s->rec_start_ms;
+    *len = s->rec_len;
 }
 
 jm_sched_cancel_t *jm_sched_take_cancels(jm_sched_t *s, size_t *n)

@@ -134,6 +134,9 @@ void jm_sched_credit(jm_sched_t *s, jm_tm_t *t, uint64_t count);
  * JM_REC_POISON, *hash is 0. The task is freed by then. */
 jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
                                  uint32_t status, uint64_t *hash);
+/* The task of the last record that was not UNKNOWN, DUPLICATE or LATE:
+ * when its newest copy was sent (the caller's clock) and its bytes. */
+void jm_sched_recorded(const jm_sched_t *s, int64_t *start_ms, uint32_t *len);
 /* The copies to cancel, noted since the last call: *n of them, valid
  * until the next call into the scheduler. */
 jm_sched_cancel_t *jm_sched_take_cancels(jm_sched_t *s, size_t *n);

@@ -30,6 +30,7 @@
 #include "committer.h"
 #include "dispatch_int.h"
 #include "generator.h"
+#include "joblog.h"
 #include "log.h"
 #include "phase.h"
 #include "stop.h"
@@ -441,12 +442,24 @@ static void failure_note(jm_failure_t *f, const jm_tm_t *t, const spits_rec_t *r
 
 /* A resolution for the committer: a result in rx, or a poison task (its
  * details go along, in an allocation of their own: poison tasks are rare). */
+/* What --joblog says of the task just recorded (joblog.h). */
+static void joblog_note(jm_disp_t *d, const jm_tm_t *t, jm_commit_t *c)
+{
+    int64_t start, epoch = jm_joblog_epoch_ms(d->jm->joblog);
+    jm_sched_recorded(d->sched, &start, &c->log_in);
+    c->log_start = start > epoch ? (uint32_t)(start - epoch) : 0;
+    c->log_run = d->now > start ? (uint32_t)(d->now - start) : 0;
+    c->log_host = t ? t->log_host : 0;
+}
+
 static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
                         uint64_t hash, jm_rx_t *rx)
 {
     jm_commit_t *c = commit_slot(d, rx);
     c->id = rec->id;
     c->status = rec->status;
+    if (d->jm->joblog)
+        joblog_note(d, t, c);
     if (rec->status == SPITS_ST_OK) {
         c->hash = hash;
         c->data = rec->data;

@@ -40,6 +40,7 @@ struct jm_tm {
     long attach;             /* the highest "attach" (outage number) of
                                 its HELLOs welcomed (members.c) */
     char host[128];          /* as its HELLO said, escaped (escape.h) */
+    uint32_t log_host;       /* host's number in --joblog (joblog.h) */
     long pid;
     int workers;             /* a relay's: those behind it now (STATS) */
     int slots;               /* tasks it may hold: workers + prefetch, grown

@@ -4,6 +4,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -84,6 +86,29 @@ void spits_random_hex(char *out, size_t nbytes)
         nbytes = sizeof raw;
     randombytes_buf(raw, nbytes);
     sodium_bin2hex(out, 2 * nbytes + 1, raw, nbytes);
+}
+
+int spits_find_beside(const char *name, const char *env, const char *subdir, int mode,
+                      char *out)
+{
+    char self[PATH_MAX], dir[PATH_MAX];
+    const char *e = env ? getenv(env) : NULL;
+    ssize_t n;
+
+    if (e && *e) {
+        snprintf(out, PATH_MAX, "%s", e);
+        return access(out, mode);
+    }
+    n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    snprintf(dir, sizeof dir, "%s", dirname(self));
+    if (snprintf(out, PATH_MAX, "%s/%s", dir, name) < PATH_MAX && access(out, mode) == 0)
+        return 0;
+    if (snprintf(out, PATH_MAX, "%s/../%s/%s", dir, subdir, name) >= PATH_MAX)
+        return -1;
+    return access(out, mode);
 }
 
 int spits_online_cores(void)

@@ -22,7 +22,6 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +46,7 @@ typedef struct {
     int jm_crashed;         /* the signal the JM died of, unsent (or 0) */
     long workers, tms;
     const char *max_copies, *max_attempts, *bind, *commit_errors, *progress;
+    const char *joblog, *journal;   /* passed to spits-jm */
     const char *prefetch, *task_timeout;   /* passed to spits-tm */
     int isolate;
     int resume;             /* --resume: spits-jm --resume on --jobdir */
@@ -86,6 +86,8 @@ static void usage(FILE *f)
 "      --max-attempts N   passed to spits-jm\n"
 "      --commit-errors fail|ignore  passed to spits-jm\n"
 "      --progress-interval SEC  passed to spits-jm\n"
+"      --joblog FILE      passed to spits-jm\n"
+"      --journal on|off   passed to spits-jm\n"
 "      --prefetch N       passed to spits-tm (raise it for tiny tasks)\n"
 "      --isolate          passed to spits-tm: workers in their own processes\n"
 "      --task-timeout SEC  passed to spits-tm (with --isolate)\n"
@@ -106,32 +108,6 @@ static void usage(FILE *f)
 "  1   an error of its own: spits-jm or spits-tm not found or not\n"
 "      started, no temporary job dir, every task manager failed\n"
 "  2   a usage error\n");
-}
-
-/* spits-jm and spits-tm: $SPITS_JM/$SPITS_TM, next to this program
- * (installed), or in the build tree's sibling directories. */
-static int find_program(const char *name, const char *env, const char *subdir,
-                        char *out)
-{
-    char self[PATH_MAX], dir[PATH_MAX];
-    const char *e = getenv(env);
-    ssize_t n;
-
-    if (e && *e) {
-        snprintf(out, PATH_MAX, "%s", e);
-        return access(out, X_OK);
-    }
-    n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -1;
-    self[n] = '\0';
-    snprintf(dir, sizeof dir, "%s", dirname(self));
-    if (snprintf(out, PATH_MAX, "%s/%s", dir, name) < PATH_MAX &&
-        access(out, X_OK) == 0)
-        return 0;
-    if (snprintf(out, PATH_MAX, "%s/../%s/%s", dir, subdir, name) >= PATH_MAX)
-        return -1;
-    return access(out, X_OK);
 }
 
 /* Runs argv with the signal mask; keep_fd (if >= 0) stays open across
@@ -319,7 +295,7 @@ static void run_wait_replaced(run_t *r, const sigset_t *stops)
     }
 }
 
-#define JM_ARGS_MAX (36 + 256)
+#define JM_ARGS_MAX (40 + 256)
 #define TM_ARGS_MAX 24
 
 /* spits-jm's command line; check: only check the options (the program
@@ -340,6 +316,8 @@ static void jm_args(run_t *r, char **jargv, int check, int argc, char **argv)
     if (r->max_attempts) { jargv[ja++] = "--max-attempts"; jargv[ja++] = (char *)r->max_attempts; }
     if (r->commit_errors) { jargv[ja++] = "--commit-errors"; jargv[ja++] = (char *)r->commit_errors; }
     if (r->progress) { jargv[ja++] = "--progress-interval"; jargv[ja++] = (char *)r->progress; }
+    if (r->joblog) { jargv[ja++] = "--joblog"; jargv[ja++] = (char *)r->joblog; }
+    if (r->journal) { jargv[ja++] = "--journal"; jargv[ja++] = (char *)r->journal; }
     if (r->verbosity < 0) jargv[ja++] = "-q";
     for (int v = 0; v < r->verbosity && v < 3; v++) jargv[ja++] = "-v";
     if (!check && r->relay[0] >= 0) {
@@ -429,6 +407,8 @@ int main(int argc, char **argv)
         {"max-attempts", required_argument, NULL, 'A'},
         {"commit-errors", required_argument, NULL, 'E'},
         {"progress-interval", required_argument, NULL, 'G'},
+        {"joblog", required_argument, NULL, 'L'},
+        {"journal", required_argument, NULL, 'J'},
         {"prefetch", required_argument, NULL, 'P'},
         {"isolate", no_argument, NULL, 'I'},
         {"task-timeout", required_argument, NULL, 'T'},
@@ -474,6 +454,8 @@ int main(int argc, char **argv)
         case 'A': r.max_attempts = optarg; break;
         case 'E': r.commit_errors = optarg; break;
         case 'G': r.progress = optarg; break;
+        case 'L': r.joblog = optarg; break;
+        case 'J': r.journal = optarg; break;
         case 'P': r.prefetch = optarg; break;
         case 'I': r.isolate = 1; break;
         case 'T': r.task_timeout = optarg; break;
@@ -497,8 +479,9 @@ int main(int argc, char **argv)
         return spits_bad_option("%s", "no MODULE given");
     if (r.task_timeout && !r.isolate)
         return spits_bad_option("%s", "--task-timeout needs --isolate");
-    if (find_program("spits-jm", "SPITS_JM", "jobmanager", r.jm_path) != 0 ||
-        find_program("spits-tm", "SPITS_TM", "taskmanager", r.tm_path) != 0) {
+    /* $SPITS_JM/$SPITS_TM, next to this program, or in the build tree. */
+    if (spits_find_beside("spits-jm", "SPITS_JM", "jobmanager", X_OK, r.jm_path) != 0 ||
+        spits_find_beside("spits-tm", "SPITS_TM", "taskmanager", X_OK, r.tm_path) != 0) {
         spits_error("cannot find spits-jm and spits-tm next to spits-run "
                     "(set SPITS_JM and SPITS_TM)");
         return 1;

@@ -43,6 +43,7 @@ SPITS_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
     libzmq3-dev libsodium-dev libjansson-dev libmicrohttpd-dev check tmux python3
     elfutils help2man groff-base
+    parallel
 )
 
 spits_say() {

@@ -1,0 +1,614 @@
+/*
+ * cmd.c - the command module: each task is one command line to run.
+ *
+ *   cmd [OPTIONS] TASKFILE
+ *     --keep-order        write outputs in task order (else as they commit)
+ *     --tag               prefix each output line with the task's tag
+ *     --results DIR       also write DIR/<results path>/{stdout,stderr,seq}
+ *     --joblog FILE       append one GNU parallel joblog line per task (-:
+ *                         to stdout)
+ *     --halt now|soon,fail=N  stop after N failed commands
+ *     --timeout SEC       kill a command's process group after SEC seconds
+ *     --output-cap BYTES  stdout plus stderr kept per task (64 MiB); a
+ *                         command writing more is killed and fails
+ *     --status FILE       where commit_job writes the exit status
+ *
+ * spits-parallel writes TASKFILE (cmdfile.h) and runs this module; any
+ * spits runtime feature (re-sends, the journal, Slurm TMs, the dashboard)
+ * applies as to any module. The job manager reads the tasks from the
+ * file, a worker runs one (cmdrun.c) and sends back its exit value,
+ * signal, times and output, and the committer writes them: stdout to the
+ * job manager's stdout, stderr to its stderr, the joblog and --results.
+ * commit_job's value (the job manager's exit status) is GNU parallel's:
+ * the number of failed commands, at most 101 (with --halt ...,fail=1:
+ * the failed command's exit value).
+ *
+ * --halt: the committer, which counts failures, writes TASKFILE.halt
+ * ("soon" or "now"); the job manager then generates no more tasks, the
+ * workers run no more commands (they check the file before each one) and
+ * with "now" kill the ones running (they check it while they wait).
+ * Commands not run are neither written nor logged, so --resume-failed
+ * runs them later. The file must be where the workers see it: the job
+ * dir, shared by Slurm TMs anyway.
+ *
+ * TASKFILE.done lists the commands written out, so that a job manager
+ * resumed from its journal (which commits every result again) writes
+ * nothing twice. A command may still run twice (a copy re-sent after
+ * its TM was lost, or --max-copies above 1): only one result is written.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmdfile.h"
+#include "cmdrun.h"
+#include "spits.h"
+
+#define CMD_DEFAULT_CAP (64ull << 20)
+
+typedef struct {
+    const char *taskfile, *joblog, *results, *status;
+    char haltfile[PATH_MAX];
+    int keep, tag, halt_now;
+    long halt_fail;               /* 0: never halt */
+    double timeout;
+    uint64_t cap;
+} cmd_opts_t;
+
+/* 1 once the committer halted the job: the generator stops. (The job
+ * manager and committer share this process.) */
+static atomic_int cmd_halted;
+
+static int cmd_opts(int argc, const char **argv, cmd_opts_t *o)
+{
+    char *end;
+    memset(o, 0, sizeof *o);
+    o->cap = CMD_DEFAULT_CAP;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--keep-order")) {
+            o->keep = 1;
+            continue;
+        }
+        if (!strcmp(a, "--tag")) {
+            o->tag = 1;
+            continue;
+        }
+        if (a[0] != '-' && i + 1 == argc) {
+            o->taskfile = a;
+            continue;
+        }
+        if (!v || a[0] != '-') {
+            fprintf(stderr, "cmd: unknown or incomplete argument '%s' (usage: cmd "
+                    "[OPTIONS] TASKFILE)\n", a);
+            return -1;
+        }
+        i++;
+        if (!strcmp(a, "--results")) {
+            o->results = v;
+        } else if (!strcmp(a, "--joblog")) {
+            o->joblog = v;
+        } else if (!strcmp(a, "--status")) {
+            o->status = v;
+        } else if (!strcmp(a, "--timeout")) {
+            errno = 0;
+            o->timeout = strtod(v, &end);
+            if (errno || end == v || *end || !(o->timeout > 0) || o->timeout > 1e9) {
+                fprintf(stderr, "cmd: bad --timeout '%s'\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--output-cap")) {
+            errno = 0;
+            o->cap = strtoull(v, &end, 10);
+            if (errno || end == v || *end || o->cap == 0 || v[0] == '-') {
+                fprintf(stderr, "cmd: bad --output-cap '%s'\n", v);
+                return -1;
+            }
+        } else if (!strcmp(a, "--halt")) {
+            long n;
+            if (!strncmp(v, "now,fail=", 9))
+                o->halt_now = 1;
+            else if (strncmp(v, "soon,fail=", 10)) {
+                fprintf(stderr, "cmd: bad --halt '%s'\n", v);
+                return -1;
+            }
+            errno = 0;
+            n = strtol(strchr(v, '=') + 1, &end, 10);
+            if (errno || *end || end == strchr(v, '=') + 1 || n < 1) {
+                fprintf(stderr, "cmd: bad --halt '%s'\n", v);
+                return -1;
+            }
+            o->halt_fail = n;
+        } else {
+            fprintf(stderr, "cmd: unknown option '%s'\n", a);
+            return -1;
+        }
+    }
+    if (!o->taskfile) {
+        fprintf(stderr, "cmd: no TASKFILE given\n");
+        return -1;
+    }
+    snprintf(o->haltfile, sizeof o->haltfile, "%s.halt", o->taskfile);
+    return 0;
+}
+
+/* ---- job manager: the tasks, from the file ---- */
+
+typedef struct {
+    cmd_opts_t o;
+    cmdfile_t f;
+} cmd_gen_t;
+
+void *spits_job_manager_new(int argc, const char *argv[], const void *ji,
+                            spitssize_t jisz)
+{
+    (void)ji; (void)jisz;
+    char err[PATH_MAX + 128];
+    cmd_gen_t *g = calloc(1, sizeof *g);
+    if (!g || cmd_opts(argc, argv, &g->o) != 0) {
+        free(g);
+        return NULL;
+    }
+    if (cmdfile_open(&g->f, g->o.taskfile, err, sizeof err) != 0) {
+        fprintf(stderr, "cmd: %s\n", err);
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+int spits_job_manager_next_task(void *jm, spitspush_t push, spitsctx_t ctx)
+{
+    cmd_gen_t *g = jm;
+    const char *body;
+    size_t len;
+    if (atomic_load(&cmd_halted))
+        return 0;
+    int rc = cmdfile_next(&g->f, &body, &len);
+    if (rc < 0) {
+        fprintf(stderr, "cmd: the task file %s is cut short or damaged\n", g->o.taskfile);
+        return -1;
+    }
+    if (rc == 0)
+        return 0;
+    push(body, (spitssize_t)len, ctx);
+    return 1;
+}
+
+void spits_job_manager_finalize(void *jm)
+{
+    cmd_gen_t *g = jm;
+    cmdfile_close(&g->f);
+    free(g);
+}
+
+/* ---- worker: runs one command ---- */
+
+typedef struct {
+    cmd_opts_t o;
+    char host[CMDRES_HOST];
+} cmd_worker_t;
+
+/* A TM that exits (or unloads the module) takes its commands with it. */
+__attribute__((destructor)) static void cmd_unload(void)
+{
+    cmdrun_kill_all();
+}
+
+void *spits_worker_new(int argc, const char *argv[])
+{
+    cmd_worker_t *w = calloc(1, sizeof *w);
+    if (!w || cmd_opts(argc, argv, &w->o) != 0) {
+        free(w);
+        return NULL;
+    }
+    gethostname(w->host, sizeof w->host - 1);
+    return w;
+}
+
+int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
+                     spitspush_t push, spitsctx_t ctx)
+{
+    cmd_worker_t *w = wp;
+    cmdfile_rec_t rec;
+    cmdrun_t r;
+    cmdres_t res;
+
+    if (tasksz <= 0 || cmdfile_parse(task, (size_t)tasksz, &rec) != 0)
+        return 1;
+    char **argv = malloc((rec.nwords + 1) * sizeof *argv);
+    if (!argv)
+        return 1;
+    const char *p = rec.words;
+    for (size_t i = 0; i < rec.nwords; i++, p += strlen(p) + 1)
+        argv[i] = (char *)p;
+    argv[rec.nwords] = NULL;
+
+    memset(&r, 0, sizeof r);
+    int rc = 0;
+    if (cmdrun_halt_state(w->o.haltfile)) {
+        r.flags = CMDRES_SKIPPED;
+    } else {
+        cmdrun_opts_t ro = {w->o.timeout, w->o.cap, rec.seq, w->o.haltfile, rec.display};
+        rc = cmdrun_exec(argv, &ro, &r);
+    }
+    free(argv);
+    if (rc != 0) {
+        cmdrun_clear(&r);
+        return 1;            /* out of memory or pipes here: try elsewhere */
+    }
+    memset(&res, 0, sizeof res);
+    res.seq = rec.seq;
+    res.exitval = r.exitval;
+    res.signal = r.signal;
+    res.start = r.start;
+    res.runtime_ms = r.runtime_ms;
+    res.flags = r.flags;
+    res.outlen = r.outlen;
+    res.errlen = r.errlen;
+    memcpy(res.host, w->host, sizeof res.host);
+    size_t len = CMDRES_HEADER + r.outlen + r.errlen;
+    unsigned char *buf = malloc(len);
+    if (!buf) {
+        cmdrun_clear(&r);
+        return 1;
+    }
+    cmdres_pack(&res, buf);
+    if (r.outlen)
+        memcpy(buf + CMDRES_HEADER, r.out, r.outlen);
+    if (r.errlen)
+        memcpy(buf + CMDRES_HEADER + r.outlen, r.err, r.errlen);
+    cmdrun_clear(&r);
+    push(buf, (spitssize_t)len, ctx);
+    free(buf);
+    return 0;
+}
+
+void spits_worker_finalize(void *w) { free(w); }
+
+/* ---- committer: outputs, joblog, results ---- */
+
+typedef struct {
+    cmd_opts_t o;
+    cmdfile_t f;
+    size_t n;                     /* tasks in the file */
+    uint64_t *seq;                /* their numbers, increasing */
+    const char **body;            /* their records */
+    size_t *len;
+    unsigned char **held;         /* --keep-order: results waiting */
+    size_t *heldlen;
+    size_t next;                  /* --keep-order: the next to write */
+    unsigned char *emitted;       /* written out, in this or a past life */
+    int done;                     /* TASKFILE.done, appended to, or -1 */
+    int joblog;                   /* fd, or -1 */
+    uint64_t failed;
+    int halt_rc;                  /* set once halted: the exit status */
+    int halted;
+} cmd_co_t;
+
+static int cmd_write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Writes p to fd, each line after "TAG\t" when tag is set. */
+static void cmd_write_tagged(int fd, const char *tag, const char *p, size_t n)
+{
+    if (!tag) {
+        cmd_write_all(fd, p, n);
+        return;
+    }
+    size_t tl = strlen(tag);
+    while (n) {
+        const char *nl = memchr(p, '\n', n);
+        size_t line = nl ? (size_t)(nl - p) + 1 : n;
+        cmd_write_all(fd, tag, tl);
+        cmd_write_all(fd, "\t", 1);
+        cmd_write_all(fd, p, line);
+        p += line;
+        n -= line;
+    }
+}
+
+static void cmd_result_file(const char *dir, const char *name, const char *p, size_t n)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0 || cmd_write_all(fd, p, n) != 0)
+        fprintf(stderr, "cmd: cannot write %s: %s\n", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+}
+
+static ssize_t cmd_find(const cmd_co_t *c, uint64_t seq)
+{
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->seq[mid] < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->n && c->seq[lo] == seq ? (ssize_t)lo : -1;
+}
+
+static void cmd_joblog(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
+{
+    char line[8192];
+    if (c->joblog < 0)
+        return;
+    int n = snprintf(line, sizeof line, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
+                     "\t%d\t%d\t%s\n", r->seq, r->host[0] ? r->host : ":", r->start,
+                     r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
+                     rec->display);
+    if (n >= (int)sizeof line) {     /* a long command: its own buffer */
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            snprintf(big, (size_t)n + 1, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
+                     "\t%d\t%d\t%s\n", r->seq, r->host[0] ? r->host : ":", r->start,
+                     r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
+                     rec->display);
+            cmd_write_all(c->joblog, big, (size_t)n);
+            free(big);
+        }
+        return;
+    }
+    if (n > 0 && cmd_write_all(c->joblog, line, (size_t)n) != 0)
+        fprintf(stderr, "cmd: cannot write the joblog %s: %s\n", c->o.joblog, strerror(errno));
+}
+
+/* Writes one command's outputs, --results files and joblog line, and
+ * notes it in TASKFILE.done: after spits-jm --resume, whose journal has
+ * the committer commit every result again, what was written is not
+ * written twice (and its failure still counts). */
+static void cmd_emit(cmd_co_t *c, size_t i, const unsigned char *buf, size_t len)
+{
+    cmdres_t r;
+    cmdfile_rec_t rec;
+    if (cmdres_unpack(&r, buf, len) != 0 || cmdfile_parse(c->body[i], c->len[i], &rec) != 0)
+        return;
+    const char *out = (const char *)buf + CMDRES_HEADER, *err = out + r.outlen;
+    const char *tag = c->o.tag ? rec.tag : NULL;
+    if (c->o.results) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/%s", c->o.results, rec.respath);
+        if (cmdfile_mkdirs(dir) != 0) {
+            fprintf(stderr, "cmd: cannot make %s: %s\n", dir, strerror(errno));
+        } else {
+            char seq[24];
+            int sl = snprintf(seq, sizeof seq, "%" PRIu64, r.seq);
+            cmd_result_file(dir, "stdout", out, r.outlen);
+            cmd_result_file(dir, "stderr", err, r.errlen);
+            cmd_result_file(dir, "seq", seq, (size_t)sl);
+        }
+    }
+    cmd_write_tagged(STDOUT_FILENO, tag, out, r.outlen);
+    cmd_write_tagged(STDERR_FILENO, tag, err, r.errlen);
+    cmd_joblog(c, &r, &rec);
+    uint64_t done[2] = {r.seq, r.exitval != 0 || r.signal != 0};
+    c->emitted[i] = 1;
+    if (c->done >= 0 && cmd_write_all(c->done, (const char *)done, sizeof done) != 0) {
+        fprintf(stderr, "cmd: cannot write %s.done: %s\n", c->o.taskfile, strerror(errno));
+        close(c->done);
+        c->done = -1;
+    }
+}
+
+/* --keep-order: writes the held results that are next in order; with
+ * gaps set, steps over tasks that have none (the end of a halted job). */
+static void cmd_flush(cmd_co_t *c, int gaps)
+{
+    while (c->next < c->n && (c->held[c->next] || c->emitted[c->next] || gaps)) {
+        if (c->held[c->next]) {
+            cmd_emit(c, c->next, c->held[c->next], c->heldlen[c->next]);
+            free(c->held[c->next]);
+            c->held[c->next] = NULL;
+        }
+        c->next++;
+    }
+}
+
+/* TASKFILE.done: what a past life of the job manager wrote out (pairs
+ * of task number and failed flag), then kept open to add to. */
+static int cmd_done_load(cmd_co_t *c)
+{
+    char path[PATH_MAX];
+    uint64_t rec[2];
+    snprintf(path, sizeof path, "%s.done", c->o.taskfile);
+    c->done = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (c->done < 0) {
+        fprintf(stderr, "cmd: cannot open %s: %s\n", path, strerror(errno));
+        return -3;
+    }
+    while (read(c->done, rec, sizeof rec) == (ssize_t)sizeof rec) {
+        ssize_t i = cmd_find(c, rec[0]);
+        if (i >= 0 && !c->emitted[i]) {
+            c->emitted[i] = 1;
+            c->failed += rec[1] != 0;
+        }
+    }
+    return 0;
+}
+
+void *spits_committer_new(int argc, const char *argv[], const void *ji,
+                          spitssize_t jisz)
+{
+    (void)ji; (void)jisz;
+    char err[PATH_MAX + 128];
+    const char *body;
+    size_t len, cap = 0;
+    int rc;
+    cmd_co_t *c = calloc(1, sizeof *c);
+    if (!c || cmd_opts(argc, argv, &c->o) != 0) {
+        free(c);
+        return NULL;
+    }
+    c->joblog = c->done = -1;
+    if (cmdfile_open(&c->f, c->o.taskfile, err, sizeof err) != 0) {
+        fprintf(stderr, "cmd: %s\n", err);
+        free(c);
+        return NULL;
+    }
+    while ((rc = cmdfile_next(&c->f, &body, &len)) == 1) {
+        cmdfile_rec_t rec;
+        if (cmdfile_parse(body, len, &rec) != 0 || (c->n && rec.seq <= c->seq[c->n - 1])) {
+            rc = -1;
+            break;
+        }
+        if (c->n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            uint64_t *s = realloc(c->seq, cap * sizeof *s);
+            if (s) c->seq = s;
+            const char **b = realloc(c->body, cap * sizeof *b);
+            if (b) c->body = b;
+            size_t *l = realloc(c->len, cap * sizeof *l);
+            if (l) c->len = l;
+            if (!s || !b || !l) {
+                rc = -2;
+                break;
+            }
+        }
+        c->seq[c->n] = rec.seq;
+        c->body[c->n] = body;
+        c->len[c->n++] = len;
+    }
+    if (rc == 0 && !(c->emitted = calloc(c->n ? c->n : 1, 1)))
+        rc = -2;
+    if (rc == 0)
+        rc = cmd_done_load(c);
+    if (rc == 0 && c->o.keep && c->n &&
+        (!(c->held = calloc(c->n, sizeof *c->held)) ||
+         !(c->heldlen = calloc(c->n, sizeof *c->heldlen))))
+        rc = -2;
+    if (rc == 0 && c->o.joblog && !strcmp(c->o.joblog, "-"))
+        c->joblog = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);   /* GNU parallel's - */
+    else if (rc == 0 && c->o.joblog &&
+        (c->joblog = open(c->o.joblog, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666)) < 0) {
+        fprintf(stderr, "cmd: cannot open the joblog %s: %s\n", c->o.joblog, strerror(errno));
+        rc = -3;
+    }
+    if (rc != 0) {
+        if (rc == -1)
+            fprintf(stderr, "cmd: the task file %s is damaged\n", c->o.taskfile);
+        else if (rc == -2)
+            fprintf(stderr, "cmd: out of memory reading %s\n", c->o.taskfile);
+        spits_committer_finalize(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Counts a failure; halts the job when --halt says so. */
+static void cmd_failed(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
+{
+    c->failed++;
+    if (!c->o.halt_fail || c->halted || c->failed < (uint64_t)c->o.halt_fail)
+        return;
+    fprintf(stderr, "spits-parallel: this job failed: %s\n", rec->display);
+    c->halted = 1;
+    c->halt_rc = c->o.halt_fail == 1 ? (r->exitval > 0 && r->exitval < 256 ? r->exitval : 1)
+                                     : (c->failed > 101 ? 101 : (int)c->failed);
+    int fd = open(c->o.haltfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0 || cmd_write_all(fd, c->o.halt_now ? "now\n" : "soon\n",
+                                c->o.halt_now ? 4 : 5) != 0)
+        fprintf(stderr, "cmd: cannot write %s: %s: running commands go on\n",
+                c->o.haltfile, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    atomic_store(&cmd_halted, 1);
+}
+
+int spits_committer_commit_pit(void *co, const void *result, spitssize_t sz)
+{
+    cmd_co_t *c = co;
+    cmdres_t r;
+    cmdfile_rec_t rec;
+    ssize_t i;
+    if (sz < 0 || cmdres_unpack(&r, result, (size_t)sz) != 0 ||
+        (i = cmd_find(c, r.seq)) < 0 || cmdfile_parse(c->body[i], c->len[i], &rec) != 0)
+        return 1;
+    /* Not run, or killed by the halt: as if never run. After "now",
+     * nothing more is written. */
+    if (r.flags & (CMDRES_SKIPPED | CMDRES_HALTED) || (c->halted && c->o.halt_now))
+        return 0;
+    if (c->emitted[i])
+        return 0;          /* written by the job manager's past life (--resume) */
+    if (r.flags & CMDRES_TIMEOUT)
+        fprintf(stderr, "spits-parallel: warning: this job was killed because it "
+                "timed out (--timeout %g): %s\n", c->o.timeout, rec.display);
+    int bad = r.exitval != 0 || r.signal != 0;
+    if (!c->o.keep) {
+        cmd_emit(c, (size_t)i, result, (size_t)sz);
+    } else {
+        unsigned char *copy = malloc((size_t)sz);
+        if (!copy)
+            return 1;
+        memcpy(copy, result, (size_t)sz);
+        free(c->held[i]);
+        c->held[i] = copy;
+        c->heldlen[i] = (size_t)sz;
+    }
+    if (bad)
+        cmd_failed(c, &r, &rec);
+    if (c->o.keep)
+        cmd_flush(c, 0);
+    return 0;
+}
+
+int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
+{
+    (void)push; (void)ctx;
+    cmd_co_t *c = co;
+    if (c->o.keep && !(c->halted && c->o.halt_now))
+        cmd_flush(c, 1);
+    int rc = c->halted ? c->halt_rc : c->failed > 101 ? 101 : (int)c->failed;
+    if (c->o.status) {
+        char line[16];
+        int n = snprintf(line, sizeof line, "%d\n", rc);
+        int fd = open(c->o.status, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd < 0 || cmd_write_all(fd, line, (size_t)n) != 0)
+            fprintf(stderr, "cmd: cannot write %s: %s\n", c->o.status, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+    return rc;
+}
+
+void spits_committer_finalize(void *co)
+{
+    cmd_co_t *c = co;
+    if (c->held)
+        for (size_t i = 0; i < c->n; i++)
+            free(c->held[i]);
+    free(c->held);
+    free(c->heldlen);
+    free(c->emitted);
+    if (c->done >= 0)
+        close(c->done);
+    free(c->seq);
+    free(c->body);
+    free(c->len);
+    if (c->joblog >= 0)
+        close(c->joblog);
+    cmdfile_close(&c->f);
+    free(c);
+}

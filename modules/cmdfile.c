@@ -1,0 +1,177 @@
+/*
+ * cmdfile.c - the task file and result formats of the command module
+ * (see cmdfile.h). Built into cmd.so and into spits-parallel.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmdfile.h"
+
+int cmdfile_write(FILE *f, uint64_t seq, const char *tag, const char *display,
+                  const char *respath, const char *const *argv, size_t argc)
+{
+    char num[24];
+    int nlen = snprintf(num, sizeof num, "%" PRIu64, seq);
+    size_t len = (size_t)nlen + 1 + strlen(tag) + 1 + strlen(display) + 1 +
+                 strlen(respath) + 1;
+    for (size_t i = 0; i < argc; i++)
+        len += strlen(argv[i]) + 1;
+    if (len > UINT32_MAX || argc == 0)
+        return -1;
+    unsigned char hdr[4] = {len & 0xff, (len >> 8) & 0xff, (len >> 16) & 0xff,
+                            (len >> 24) & 0xff};
+    if (fwrite(hdr, 1, 4, f) != 4 || fwrite(num, 1, (size_t)nlen + 1, f) != (size_t)nlen + 1 ||
+        fwrite(tag, 1, strlen(tag) + 1, f) != strlen(tag) + 1 ||
+        fwrite(display, 1, strlen(display) + 1, f) != strlen(display) + 1 ||
+        fwrite(respath, 1, strlen(respath) + 1, f) != strlen(respath) + 1)
+        return -1;
+    for (size_t i = 0; i < argc; i++)
+        if (fwrite(argv[i], 1, strlen(argv[i]) + 1, f) != strlen(argv[i]) + 1)
+            return -1;
+    return 0;
+}
+
+int cmdfile_parse(const char *body, size_t len, cmdfile_rec_t *r)
+{
+    const char *s[CMDFILE_FIELDS];
+    size_t off = 0, n = 0;
+    if (len == 0 || body[len - 1] != '\0')
+        return -1;
+    memset(r, 0, sizeof *r);
+    while (off < len) {
+        const char *w = body + off;
+        off += strlen(w) + 1;
+        if (n < CMDFILE_FIELDS)
+            s[n] = w;
+        else if (n == CMDFILE_FIELDS)
+            r->words = w;
+        n++;
+    }
+    if (n <= CMDFILE_FIELDS)
+        return -1;
+    char *end;
+    errno = 0;
+    r->seq = strtoull(s[0], &end, 10);
+    if (errno || end == s[0] || *end)
+        return -1;
+    r->tag = s[1];
+    r->display = s[2];
+    r->respath = s[3];
+    r->nwords = n - CMDFILE_FIELDS;
+    return 0;
+}
+
+int cmdfile_open(cmdfile_t *f, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    size_t mlen = strlen(CMDFILE_MAGIC);
+    memset(f, 0, sizeof *f);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "cannot read the task file %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    if ((size_t)st.st_size < mlen) {
+        close(fd);
+        snprintf(err, errlen, "%s is not a task file of spits-parallel", path);
+        return -1;
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        snprintf(err, errlen, "cannot map the task file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    f->map = m;
+    f->size = (size_t)st.st_size;
+    if (memcmp(f->map, CMDFILE_MAGIC, mlen) != 0) {
+        cmdfile_close(f);
+        snprintf(err, errlen, "%s is not a task file of spits-parallel", path);
+        return -1;
+    }
+    f->off = mlen;
+    return 0;
+}
+
+void cmdfile_close(cmdfile_t *f)
+{
+    if (f->map)
+        munmap((void *)f->map, f->size);
+    f->map = NULL;
+}
+
+int cmdfile_next(cmdfile_t *f, const char **body, size_t *len)
+{
+    if (f->off == f->size)
+        return 0;
+    if (f->size - f->off < 4)
+        return -1;
+    const unsigned char *p = (const unsigned char *)f->map + f->off;
+    size_t n = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24;
+    if (n == 0 || f->size - f->off - 4 < n)
+        return -1;
+    *body = f->map + f->off + 4;
+    *len = n;
+    f->off += 4 + n;
+    return 1;
+}
+
+int cmdfile_mkdirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *s = buf + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return -1;
+            *s = '/';
+        }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+void cmdres_pack(const cmdres_t *r, unsigned char *out)
+{
+    memset(out, 0, CMDRES_HEADER);
+    memcpy(out, &r->seq, 8);
+    memcpy(out + 8, &r->exitval, 4);
+    memcpy(out + 12, &r->signal, 4);
+    memcpy(out + 16, &r->start, 8);
+    memcpy(out + 24, &r->runtime_ms, 4);
+    memcpy(out + 28, &r->flags, 4);
+    memcpy(out + 32, &r->outlen, 8);
+    memcpy(out + 40, &r->errlen, 8);
+    memcpy(out + 48, r->host, strnlen(r->host, CMDRES_HOST - 1));
+}
+
+int cmdres_unpack(cmdres_t *r, const unsigned char *buf, size_t len)
+{
+    if (len < CMDRES_HEADER)
+        return -1;
+    memcpy(&r->seq, buf, 8);
+    memcpy(&r->exitval, buf + 8, 4);
+    memcpy(&r->signal, buf + 12, 4);
+    memcpy(&r->start, buf + 16, 8);
+    memcpy(&r->runtime_ms, buf + 24, 4);
+    memcpy(&r->flags, buf + 28, 4);
+    memcpy(&r->outlen, buf + 32, 8);
+    memcpy(&r->errlen, buf + 40, 8);
+    memcpy(r->host, buf + 48, CMDRES_HOST);
+    r->host[CMDRES_HOST - 1] = '\0';
+    if (r->outlen > len - CMDRES_HEADER || r->errlen > len - CMDRES_HEADER - r->outlen)
+        return -1;
+    return 0;
+}

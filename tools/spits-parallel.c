@@ -1,0 +1,731 @@
+/*
+ * spits-parallel.c - GNU parallel's core syntax on top of spits.
+ *
+ *   spits-parallel [OPTIONS] COMMAND ::: ARG... [::: ARG...] [:::: FILE...]
+ *
+ * Builds the tasks (one command line each: parallel-compose.c) from the
+ * input sources, in GNU parallel's order (the last source varies
+ * fastest), writes them to a task file (modules/cmdfile.h), and runs the
+ * command module (cmd.so) on it: with spits-run (a job manager and local
+ * task managers), or, with --jobdir, spits-jm alone, for task managers
+ * that join from Slurm or by hand. The module's committer writes the
+ * outputs, the joblog and --results; the exit status is GNU parallel's.
+ *
+ * --resume and --resume-failed read the joblog here: the tasks they skip
+ * are left out of the task file, the others keep their numbers.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmdfile.h"
+#include "log.h"
+#include "parallel-compose.h"
+#include "util.h"
+
+#define PAR_ERROR 255              /* GNU parallel's "other error" */
+#define PAR_JOBLOG_HEADER "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n"
+
+typedef struct {
+    char **vals;
+    size_t n, cap;
+} par_source_t;
+
+typedef struct {
+    int keep, tag, quote, resume, resume_failed, dry_run, verbosity;
+    const char *joblog, *results, *halt, *timeout, *jobdir, *bind, *max_copies, *cap;
+    long jobs, tms;
+    const char *argfiles[64];
+    size_t nargfiles;
+    char **words;                 /* the command */
+    size_t nwords;
+    par_source_t *src;
+    size_t nsrc;
+    unsigned char *skip;          /* --resume*: by task number */
+    size_t nskip;
+    char dir[PATH_MAX];           /* where the task file goes */
+    int tmpdir;                   /* dir is ours, removed at the end */
+    char tasks[PATH_MAX], status[PATH_MAX], halt_path[PATH_MAX];
+    char joblog_abs[PATH_MAX], results_abs[PATH_MAX];
+    pid_t child;
+} par_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: spits-parallel [OPTIONS] COMMAND [::: ARG...]... [:::: FILE...]...\n"
+"Runs COMMAND once for each argument, or each combination of arguments of\n"
+"several input sources (the last varies fastest), as a SPITS job: GNU\n"
+"parallel's syntax, run by spits-run here, or by task managers that join\n"
+"from elsewhere (--jobdir).\n"
+"\n"
+"Input sources: ::: ARG... (arguments), :::: FILE... (one argument a line,\n"
+"each file a source; - is stdin), -a FILE; with none, lines from stdin.\n"
+"Replacement strings in COMMAND: {} the argument(s), {.} without extension,\n"
+"{/} basename, {//} dirname, {/.} basename without extension, {#} the task\n"
+"number, {N} {N.} {N/} {N//} {N/.} of the N-th input source. Without any,\n"
+"the arguments are appended. The command line runs in a shell, its\n"
+"arguments quoted, as with GNU parallel (plain command lines run without).\n"
+"Not here (refused): {%%}, {= =}, {+...}, linked sources (:::+), --pipe,\n"
+"-n/-N/-X, --colsep and GNU parallel's other options.\n"
+"\n"
+"  -k, --keep-order       outputs in argument order (else as commands end)\n"
+"  -j, --jobs N           commands at once per local task manager (online\n"
+"                         cores: %d); with --jobdir, the TMs' own --workers\n"
+"      --tag              prefix each output line with the arguments and a tab\n"
+"      --joblog FILE      one line per command, GNU parallel's format (-:\n"
+"                         stdout)\n"
+"      --resume           with --joblog: skip the commands it has\n"
+"      --resume-failed    with --joblog: skip the commands it has as\n"
+"                         succeeded; run the failed and unrun ones again\n"
+"      --results DIR      also write DIR/1/ARG.../{stdout,stderr,seq}\n"
+"      --halt now|soon,fail=N  stop after N failed commands: now kills the\n"
+"                         running ones, soon lets them end (never); a\n"
+"                         command a worker had already taken may still start\n"
+"      --timeout SEC      kill a command (its process group) after SEC seconds\n"
+"      --output-cap BYTES stdout plus stderr kept per command (67108864); a\n"
+"                         command writing more is killed and fails\n"
+"  -q, --quote            COMMAND's words are literal, not shell code\n"
+"      --dry-run          print the command lines, run nothing\n"
+"  -a, --arg-file FILE    an input source: FILE's lines\n"
+"      --tms K            local task managers (1)\n"
+"      --jobdir DIR       run the job manager only, in DIR; task managers join\n"
+"                         with spits-tm --jobdir DIR (or Slurm: spits-alloc)\n"
+"      --bind ENDPOINT    with --jobdir: the job manager's endpoint (tcp://*:0)\n"
+"      --max-copies N     concurrent copies of one command (1; passed to\n"
+"                         spits-jm): 2 or more lets idle workers run another\n"
+"                         copy of a late command (the first result counts),\n"
+"                         only for commands that may run twice at once\n"
+"      --will-cite        accepted (GNU parallel's), does nothing\n"
+"  -v, --verbose          the job manager's progress and messages\n"
+"  -h, --help             this help\n"
+"  -V, --version          print the version\n"
+"\n"
+"Exit status: 0 when every command succeeded, else the number of failed\n"
+"commands (101: more than 100); with --halt ...,fail=1 the failed command's\n"
+"exit value; 255 on any other error (a bad option: one line saying why).\n",
+            spits_online_cores());
+}
+
+/* A usage error: one line, status 255 (GNU parallel's). */
+static int par_bad(const char *fmt, const char *arg)
+{
+    spits_bad_option(fmt, arg);
+    return PAR_ERROR;
+}
+
+static int par_add(par_source_t *s, char *v)
+{
+    if (!v || spits_grow((void **)&s->vals, &s->cap, s->n + 1, sizeof *s->vals, 16) != 0) {
+        free(v);
+        return -1;
+    }
+    s->vals[s->n++] = v;
+    return 0;
+}
+
+static par_source_t *par_new_source(par_t *p)
+{
+    par_source_t *s = realloc(p->src, (p->nsrc + 1) * sizeof *s);
+    if (!s)
+        return NULL;
+    p->src = s;
+    memset(&s[p->nsrc], 0, sizeof *s);
+    return &s[p->nsrc++];
+}
+
+/* Reads one argument a line from path ("-": stdin) as a new source. */
+static int par_read_file(par_t *p, const char *path)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    par_source_t *s;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    if (!f) {
+        spits_error("cannot read the input source %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!(s = par_new_source(p)))
+        goto oom;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        if (n > 0 && line[n - 1] == '\n')
+            line[--n] = '\0';
+        if (memchr(line, '\0', (size_t)n)) {
+            spits_error("the input source %s has a NUL byte in an argument", path);
+            goto fail;
+        }
+        if (par_add(s, strdup(line)) != 0)
+            goto oom;
+    }
+    if (ferror(f)) {
+        spits_error("cannot read the input source %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    free(line);
+    if (f != stdin)
+        fclose(f);
+    return 0;
+oom:
+    spits_error("out of memory reading %s", path);
+fail:
+    free(line);
+    if (f != stdin)
+        fclose(f);
+    return -1;
+}
+
+/* The joblog's verdicts for --resume (any line) or --resume-failed (a
+ * line with exit value and signal 0): which task numbers to skip. */
+static int par_read_joblog(par_t *p)
+{
+    FILE *f = fopen(p->joblog, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    if (!f)
+        return errno == ENOENT ? 0 : -1;
+    while (getline(&line, &cap, f) >= 0) {
+        char *fld[9], *save = NULL, *t = line;
+        int nf = 0;
+        for (char *tok; nf < 9 && (tok = strsep(&t, "\t")); save = tok)
+            fld[nf++] = tok;
+        (void)save;
+        long seq;
+        if (nf < 9 || spits_parse_long(fld[0], 1, LONG_MAX, &seq) != 0)
+            continue;                   /* the header, or a damaged line */
+        if (p->resume_failed && !(strcmp(fld[6], "0") == 0 && strcmp(fld[7], "0") == 0))
+            continue;
+        if ((size_t)seq >= p->nskip) {
+            size_t n = p->nskip ? p->nskip : 1024;
+            while (n <= (size_t)seq)
+                n *= 2;
+            unsigned char *s = realloc(p->skip, n);
+            if (!s)
+                break;
+            memset(s + p->nskip, 0, n - p->nskip);
+            p->skip = s;
+            p->nskip = n;
+        }
+        p->skip[seq] = 1;
+    }
+    free(line);
+    fclose(f);
+    return 0;
+}
+
+/* The shell GNU parallel would use: $PARALLEL_SHELL, the shell this was
+ * started from, $SHELL, /bin/sh. */
+static const char *par_shell(void)
+{
+    static char parent[PATH_MAX];
+    const char *s = getenv("PARALLEL_SHELL");
+    char link[64];
+    if (s && *s)
+        return s;
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)getppid());
+    ssize_t n = readlink(link, parent, sizeof parent - 1);
+    if (n > 0) {
+        parent[n] = '\0';
+        const char *base = strrchr(parent, '/');
+        base = base ? base + 1 : parent;
+        if (strlen(base) >= 2 && !strcmp(base + strlen(base) - 2, "sh"))
+            return parent;
+    }
+    s = getenv("SHELL");
+    return s && *s ? s : "/bin/sh";
+}
+
+/* The task file: every combination of the sources, less the skipped. */
+static int par_write_tasks(par_t *p, FILE *out, uint64_t *ntasks)
+{
+    pcompose_t t;
+    size_t idx[256] = {0};
+    const char *args[256];
+    uint64_t total = 1;
+    pcompose_init(&t, p->words, p->nwords, p->nsrc, par_shell(), p->quote);
+    for (size_t i = 0; i < p->nsrc; i++)
+        total *= p->src[i].n;
+    *ntasks = 0;
+    for (uint64_t seq = 1; seq <= total; seq++) {
+        for (size_t i = 0; i < p->nsrc; i++)
+            args[i] = p->src[i].vals[idx[i]];
+        /* the next combination: the last source fastest */
+        for (size_t i = p->nsrc; i-- > 0;) {
+            if (++idx[i] < p->src[i].n)
+                break;
+            idx[i] = 0;
+        }
+        if (seq < p->nskip && p->skip[seq])
+            continue;
+        pcompose_task_t c;
+        if (pcompose_task(&t, args, seq, &c) != 0) {
+            spits_error("out of memory composing command %llu", (unsigned long long)seq);
+            return -1;
+        }
+        int rc = out ? cmdfile_write(out, seq, c.tag, c.display, c.respath,
+                                     (const char *const *)c.argv, c.argc)
+                     : printf("%s\n", c.display) < 0;
+        pcompose_task_clear(&c);
+        if (rc != 0) {
+            spits_error("cannot write the task file %s: %s", p->tasks, strerror(errno));
+            return -1;
+        }
+        ++*ntasks;
+    }
+    return 0;
+}
+
+/* path made absolute (the job manager may run elsewhere); the file or
+ * directory must exist. */
+static int par_absolute(const char *path, char *out)
+{
+    if (!realpath(path, out)) {
+        spits_error("cannot resolve %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int par_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+
+static volatile sig_atomic_t par_child;
+static char par_halt_file[PATH_MAX];
+
+/* A signal that stops the job also halts its commands now: the workers
+ * read the halt file (modules/cmd.c) and kill the commands they run,
+ * which are in process groups of their own that a terminal's Ctrl-C
+ * does not reach. Then the signal goes on to spits-run (a Ctrl-C from
+ * the terminal reached it already). Async-signal-safe calls only. */
+static void par_on_signal(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    int fd = par_halt_file[0] ? open(par_halt_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                                     0666) : -1;
+    if (fd >= 0) {
+        ssize_t w = write(fd, "now\n", 4);
+        (void)w;
+        close(fd);
+    }
+    if (par_child > 0 && !(sig == SIGINT && si->si_code == SI_KERNEL))
+        kill(par_child, sig);
+}
+
+/* Runs argv and waits for it, passing on the signals that stop a job. */
+static int par_run(char **argv, const char *halt_file)
+{
+    int ws;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = par_on_signal;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    snprintf(par_halt_file, sizeof par_halt_file, "%s", halt_file);
+    pid_t pid = fork();
+    if (pid < 0) {
+        spits_error("cannot start %s: %s", argv[0], strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        execv(argv[0], argv);
+        fprintf(stderr, "spits-parallel: error: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    par_child = pid;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    while (waitpid(pid, &ws, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    par_child = 0;
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+static int par_ends(const char *s, const char *end)
+{
+    size_t n = strlen(s), e = strlen(end);
+    return n >= e && !strcmp(s + n - e, end);
+}
+
+static int par_options(par_t *p, int argc, char **argv)
+{
+    enum { O_JOBLOG = 256, O_RESULTS, O_RESUME, O_RESUME_FAILED, O_HALT, O_TIMEOUT,
+           O_TAG, O_TMS, O_JOBDIR, O_BIND, O_MAX_COPIES, O_CAP, O_DRY, O_CITE };
+    static const struct option longopts[] = {
+        {"keep-order", no_argument, NULL, 'k'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"joblog", required_argument, NULL, O_JOBLOG},
+        {"results", required_argument, NULL, O_RESULTS},
+        {"res", required_argument, NULL, O_RESULTS},
+        {"resume", no_argument, NULL, O_RESUME},
+        {"resume-failed", no_argument, NULL, O_RESUME_FAILED},
+        {"halt", required_argument, NULL, O_HALT},
+        {"halt-on-error", required_argument, NULL, O_HALT},
+        {"timeout", required_argument, NULL, O_TIMEOUT},
+        {"tag", no_argument, NULL, O_TAG},
+        {"arg-file", required_argument, NULL, 'a'},
+        {"quote", no_argument, NULL, 'q'},
+        {"dry-run", no_argument, NULL, O_DRY},
+        {"tms", required_argument, NULL, O_TMS},
+        {"jobdir", required_argument, NULL, O_JOBDIR},
+        {"bind", required_argument, NULL, O_BIND},
+        {"max-copies", required_argument, NULL, O_MAX_COPIES},
+        {"output-cap", required_argument, NULL, O_CAP},
+        {"will-cite", no_argument, NULL, O_CITE},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0}};
+    static char halt[64];
+    int c;
+    long v;
+    double d;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:kj:a:qvhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'k': p->keep = 1; break;
+        case 'j':
+            if (spits_parse_long(optarg, 1, 4096, &p->jobs))
+                return par_bad("--jobs wants a number from 1 to 4096, not '%s'", optarg);
+            break;
+        case O_JOBLOG: p->joblog = optarg; break;
+        case O_RESULTS: p->results = optarg; break;
+        case O_RESUME: p->resume = 1; break;
+        case O_RESUME_FAILED: p->resume_failed = 1; break;
+        case O_HALT: {
+            /* never, 0, 1 (soon,fail=1), 2 (now,fail=1), now|soon,fail=N */
+            const char *h = optarg;
+            if (!strcmp(h, "never") || !strcmp(h, "0")) {
+                p->halt = NULL;
+                break;
+            }
+            if (!strcmp(h, "1") || !strcmp(h, "2")) {
+                snprintf(halt, sizeof halt, "%s,fail=1", h[0] == '1' ? "soon" : "now");
+            } else {
+                const char *n = !strncmp(h, "now,fail=", 9) ? h + 9
+                              : !strncmp(h, "soon,fail=", 10) ? h + 10 : NULL;
+                if (!n || spits_parse_long(n, 1, 1000000000, &v))
+                    return par_bad("--halt wants never, now,fail=N or soon,fail=N "
+                                   "(N a number of commands), not '%s'", h);
+                snprintf(halt, sizeof halt, "%s", h);
+            }
+            p->halt = halt;
+            break;
+        }
+        case O_TIMEOUT:
+            if (spits_parse_seconds(optarg, 1e9, &d) || !(d > 0))
+                return par_bad("--timeout wants a number of seconds over 0, not '%s'", optarg);
+            p->timeout = optarg;
+            break;
+        case O_TAG: p->tag = 1; break;
+        case 'a':
+            if (p->nargfiles == sizeof p->argfiles / sizeof p->argfiles[0])
+                return par_bad("too many -a files (at most 64), at '%s'", optarg);
+            p->argfiles[p->nargfiles++] = optarg;
+            break;
+        case 'q': p->quote = 1; break;
+        case O_DRY: p->dry_run = 1; break;
+        case O_CITE: break;             /* GNU parallel's; nothing to do */
+        case O_TMS:
+            if (spits_parse_long(optarg, 1, 1024, &p->tms))
+                return par_bad("--tms wants a number from 1 to 1024, not '%s'", optarg);
+            break;
+        case O_JOBDIR: p->jobdir = optarg; break;
+        case O_BIND: p->bind = optarg; break;
+        case O_MAX_COPIES:
+            if (spits_parse_long(optarg, 1, 8, &v))
+                return par_bad("--max-copies wants a number from 1 to 8, not '%s'", optarg);
+            p->max_copies = optarg;
+            break;
+        case O_CAP:
+            if (spits_parse_long(optarg, 1, LONG_MAX, &v))
+                return par_bad("--output-cap wants a number of bytes over 0, not '%s'",
+                               optarg);
+            p->cap = optarg;
+            break;
+        case 'v': p->verbosity++; break;
+        case 'h': usage(stdout); exit(0);
+        case 'V': printf("spits-parallel %s\n", PACKAGE_VERSION); exit(0);
+        case ':': return par_bad("option '%s' needs a value", argv[optind - 1]);
+        default: return par_bad("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if ((p->resume || p->resume_failed) && (!p->joblog || !strcmp(p->joblog, "-")))
+        return par_bad("%s", "--resume and --resume-failed need --joblog FILE");
+    if (p->bind && !p->jobdir)
+        return par_bad("%s", "--bind needs --jobdir (spits-run binds to 127.0.0.1)");
+
+    /* The command, then the input sources. */
+    int i = optind;
+    p->words = argv + i;
+    while (i < argc && strcmp(argv[i], ":::") && strcmp(argv[i], "::::")) {
+        if (!strcmp(argv[i], ":::+") || !strcmp(argv[i], "::::+"))
+            return par_bad("linked input sources (%s) are not supported", argv[i]);
+        i++;
+    }
+    p->nwords = (size_t)(i - optind);
+    /* GNU parallel's other replacement strings would be left as they are
+     * here: a wrong command, run without a word. Refused instead. */
+    for (size_t k = 0; k < p->nwords; k++) {
+        const char *w = p->words[k];
+        if (strstr(w, "{%}") || strstr(w, "{=") || strstr(w, "{+"))
+            return par_bad("a replacement string of '%s' is not supported ({%%}, {= =} "
+                           "and {+...} are not)", w);
+    }
+    if (p->results && (strchr(p->results, '{') || par_ends(p->results, ".csv") ||
+                       par_ends(p->results, ".tsv") || par_ends(p->results, ".json")))
+        return par_bad("--results takes a directory name here, without replacement "
+                       "strings or a .csv, .tsv or .json ending, not '%s'", p->results);
+    for (size_t k = 0; k < p->nargfiles; k++)
+        if (par_read_file(p, p->argfiles[k]) != 0)
+            return PAR_ERROR;
+    while (i < argc) {
+        int files = !strcmp(argv[i++], "::::");
+        par_source_t *s = files ? NULL : par_new_source(p);
+        if (!files && !s)
+            return PAR_ERROR;
+        if (i == argc || !strcmp(argv[i], ":::") || !strcmp(argv[i], "::::"))
+            return par_bad("'%s' has no arguments after it", argv[i - 1]);
+        for (; i < argc && strcmp(argv[i], ":::") && strcmp(argv[i], "::::"); i++) {
+            if (!strcmp(argv[i], ":::+") || !strcmp(argv[i], "::::+"))
+                return par_bad("linked input sources (%s) are not supported", argv[i]);
+            if (files ? par_read_file(p, argv[i]) != 0 : par_add(s, strdup(argv[i])) != 0)
+                return PAR_ERROR;
+        }
+    }
+    if (!p->nsrc && par_read_file(p, "-") != 0)
+        return PAR_ERROR;
+    if (p->nsrc > 256)
+        return par_bad("too many input sources (at most 256), the last '%s'", argv[argc - 1]);
+    return 0;
+}
+
+/* Where the task file and the status go: DIR of --jobdir, else a
+ * temporary directory of ours. */
+static int par_workdir(par_t *p)
+{
+    if (p->jobdir) {
+        if (cmdfile_mkdirs(p->jobdir) != 0 || par_absolute(p->jobdir, p->dir) != 0) {
+            spits_error("cannot make the job dir %s: %s", p->jobdir, strerror(errno));
+            return -1;
+        }
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(p->dir, sizeof p->dir, "%s/spits-parallel-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(p->dir)) {
+            spits_error("cannot make a temporary directory in %s: %s",
+                        tmp && *tmp ? tmp : "/tmp", strerror(errno));
+            return -1;
+        }
+        p->tmpdir = 1;
+    }
+    if (strlen(p->dir) + 32 > sizeof p->tasks) {
+        spits_error("the directory name %s is too long", p->dir);
+        return -1;
+    }
+    strcat(strcpy(p->tasks, p->dir), "/parallel.tasks");
+    strcat(strcpy(p->status, p->dir), "/parallel.status");
+    strcat(strcpy(p->halt_path, p->tasks), ".halt");
+    char done[PATH_MAX + 8];
+    snprintf(done, sizeof done, "%s.done", p->tasks);
+    unlink(p->status);
+    unlink(p->halt_path);
+    unlink(done);                   /* (the module's notes of a past job) */
+    return 0;
+}
+
+/* The joblog: a new one (the header), or with --resume* appended to. */
+static int par_joblog(par_t *p)
+{
+    struct stat st;
+    if (!strcmp(p->joblog, "-")) {
+        strcpy(p->joblog_abs, "-");
+        return fputs(PAR_JOBLOG_HEADER, stdout) < 0 ? -1 : 0;
+    }
+    int fresh = !(p->resume || p->resume_failed) ||
+                stat(p->joblog, &st) != 0 || st.st_size == 0;
+    if (fresh) {
+        FILE *f = fopen(p->joblog, "w");
+        if (!f || fputs(PAR_JOBLOG_HEADER, f) < 0 || fclose(f) != 0) {
+            spits_error("cannot write the joblog %s: %s", p->joblog, strerror(errno));
+            return -1;
+        }
+    }
+    return par_absolute(p->joblog, p->joblog_abs);
+}
+
+/* The command line of spits-run, or of spits-jm with --jobdir. */
+static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs, char *tms)
+{
+    int n = 0;
+    if (p->jobdir) {
+        if (spits_find_beside("spits-jm", "SPITS_JM", "jobmanager", X_OK, prog) != 0) {
+            spits_error("cannot find spits-jm next to spits-parallel (set SPITS_JM)");
+            return -1;
+        }
+    } else if (spits_find_beside("spits-run", "SPITS_RUN", "tools", X_OK, prog) != 0) {
+        spits_error("cannot find spits-run next to spits-parallel (set SPITS_RUN)");
+        return -1;
+    }
+    /* cmd.so: $SPITS_CMD_MODULE, the build tree's, the one installed
+     * with this program (BINDIR/../lib/spits, a DESTDIR too), or the one
+     * in the configured PKGLIBDIR. */
+    if (spits_find_beside(".libs/cmd.so", "SPITS_CMD_MODULE", "modules", R_OK, module) != 0 &&
+        spits_find_beside("cmd.so", NULL, "lib/spits", R_OK, module) != 0 &&
+        (snprintf(module, PATH_MAX, "%s/cmd.so", SPITS_PKGLIBDIR), access(module, R_OK) != 0)) {
+        spits_error("cannot find the command module cmd.so in %s (set SPITS_CMD_MODULE)",
+                    SPITS_PKGLIBDIR);
+        return -1;
+    }
+    a[n++] = prog;
+    if (p->jobdir) {
+        a[n++] = "--jobdir";
+        a[n++] = p->dir;
+        if (p->bind) {
+            a[n++] = "--bind";
+            a[n++] = (char *)p->bind;
+        }
+    } else {
+        snprintf(jobs, 32, "%ld", p->jobs ? p->jobs : spits_online_cores());
+        snprintf(tms, 32, "%ld", p->tms ? p->tms : 1);
+        a[n++] = "--workers";
+        a[n++] = jobs;
+        a[n++] = "--tms";
+        a[n++] = tms;
+        /* (its temporary job dir goes at the end: nothing could resume) */
+        a[n++] = "--journal";
+        a[n++] = "off";
+    }
+    /* One copy at a time unless asked: a command may have effects (its
+     * files) that a second copy running at once would spoil. */
+    a[n++] = "--max-copies";
+    a[n++] = (char *)(p->max_copies ? p->max_copies : "1");
+    if (p->verbosity == 0)
+        a[n++] = "-q";
+    for (int v = 1; v < p->verbosity && v < 4; v++)
+        a[n++] = "-v";
+    a[n++] = "--";
+    a[n++] = module;
+    if (p->keep)
+        a[n++] = "--keep-order";
+    if (p->tag)
+        a[n++] = "--tag";
+    if (p->results) {
+        a[n++] = "--results";
+        a[n++] = p->results_abs;
+    }
+    if (p->joblog) {
+        a[n++] = "--joblog";
+        a[n++] = p->joblog_abs;
+    }
+    if (p->halt) {
+        a[n++] = "--halt";
+        a[n++] = (char *)p->halt;
+    }
+    if (p->timeout) {
+        a[n++] = "--timeout";
+        a[n++] = (char *)p->timeout;
+    }
+    if (p->cap) {
+        a[n++] = "--output-cap";
+        a[n++] = (char *)p->cap;
+    }
+    a[n++] = "--status";
+    a[n++] = p->status;
+    a[n++] = p->tasks;
+    a[n] = NULL;
+    return 0;
+}
+
+/* The exit status: the module's, when the job manager ended with the
+ * value its committer wrote; anything else is an error. */
+static int par_status(par_t *p, int rc)
+{
+    FILE *f = fopen(p->status, "r");
+    int v = -1;
+    if (f) {
+        if (fscanf(f, "%d", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    if (v >= 0 && v == rc)
+        return v;
+    if (rc == 128 + SIGINT || rc == 128 + SIGTERM || rc == 128 + SIGHUP)
+        spits_error("the job was stopped by SIG%s", sigabbrev_np(rc - 128));
+    else if (rc != 0)
+        spits_error("the job did not end normally (status %d)%s", rc,
+                    p->verbosity ? "" : "; -v says more");
+    return PAR_ERROR;
+}
+
+int main(int argc, char **argv)
+{
+    par_t p;
+    int rc;
+    uint64_t ntasks = 0;
+    memset(&p, 0, sizeof p);
+    spits_log_init("spits-parallel", SPITS_LOG_INFO);
+    if ((rc = par_options(&p, argc, argv)) != 0)
+        return rc;
+    if (p.joblog && (p.resume || p.resume_failed) && par_read_joblog(&p) != 0) {
+        spits_error("cannot read the joblog %s: %s", p.joblog, strerror(errno));
+        return PAR_ERROR;
+    }
+    if (p.dry_run)
+        return par_write_tasks(&p, NULL, &ntasks) == 0 ? 0 : PAR_ERROR;
+    if (p.joblog && par_joblog(&p) != 0)
+        return PAR_ERROR;
+    if (p.results && (cmdfile_mkdirs(p.results) != 0 || par_absolute(p.results, p.results_abs) != 0)) {
+        spits_error("cannot make the results directory %s: %s", p.results, strerror(errno));
+        return PAR_ERROR;
+    }
+    if (par_workdir(&p) != 0)
+        return PAR_ERROR;
+
+    FILE *f = fopen(p.tasks, "w");
+    rc = PAR_ERROR;
+    if (!f) {
+        spits_error("cannot write the task file %s: %s", p.tasks, strerror(errno));
+        goto out;
+    }
+    if (fputs(CMDFILE_MAGIC, f) < 0 || par_write_tasks(&p, f, &ntasks) != 0) {
+        fclose(f);
+        goto out;
+    }
+    if (fclose(f) != 0) {
+        spits_error("cannot write the task file %s: %s", p.tasks, strerror(errno));
+        goto out;
+    }
+    if (ntasks == 0 && !p.jobdir) {
+        rc = 0;                         /* nothing to run */
+        goto out;
+    }
+    char *a[64], prog[PATH_MAX], module[PATH_MAX], jobs[32], tms[32];
+    if (par_command(&p, a, prog, module, jobs, tms) != 0)
+        goto out;
+    if (p.jobdir)
+        spits_info("%llu command(s); the job manager runs in %s: start task managers "
+                   "with spits-tm --jobdir %s (or spits-alloc --jobdir %s)",
+                   (unsigned long long)ntasks, p.dir, p.dir, p.dir);
+    fflush(stdout);
+    int jrc = par_run(a, p.halt_path);
+    rc = jrc < 0 ? PAR_ERROR : par_status(&p, jrc);
+out:
+    if (p.tmpdir)
+        nftw(p.dir, par_rm, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}
