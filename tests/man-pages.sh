@@ -8,7 +8,7 @@
 . "$top_srcdir/tests/lib.sh"
 
 progs="jobmanager/spits-jm taskmanager/spits-tm tools/spits-run tools/spits-status
-       tools/spits-plot tools/spits-alloc"
+       tools/spits-plot tools/spits-alloc tools/spits-parallel"
 
 # The long options of --help's entries (an entry line is indented 2 to 6
 # spaces and starts with its options; its continuation lines are

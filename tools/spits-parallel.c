@@ -81,8 +81,8 @@ static void usage(FILE *f)
 "-n/-N/-X, --colsep and GNU parallel's other options.\n"
 "\n"
 "  -k, --keep-order       outputs in argument order (else as commands end)\n"
-"  -j, --jobs N           commands at once per local task manager (online\n"
-"                         cores: %d); with --jobdir, the TMs' own --workers\n"
+"  -j, --jobs N           commands at once per local task manager (one per\n"
+"                         online core); with --jobdir, the TMs' own --workers\n"
 "      --tag              prefix each output line with the arguments and a tab\n"
 "      --joblog FILE      one line per command, GNU parallel's format (-:\n"
 "                         stdout)\n"
@@ -112,10 +112,12 @@ static void usage(FILE *f)
 "  -h, --help             this help\n"
 "  -V, --version          print the version\n"
 "\n"
-"Exit status: 0 when every command succeeded, else the number of failed\n"
-"commands (101: more than 100); with --halt ...,fail=1 the failed command's\n"
-"exit value; 255 on any other error (a bad option: one line saying why).\n",
-            spits_online_cores());
+"Exit status:\n"
+"  0        every command succeeded\n"
+"  1-100    that many commands failed\n"
+"  101      more than 100 commands failed\n"
+"  N        with --halt ...,fail=1: the failed command's exit value\n"
+"  255      any other error (a bad option: one line saying why)\n");
 }
 
 /* A usage error: one line, status 255 (GNU parallel's). */
