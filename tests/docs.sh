@@ -8,7 +8,8 @@
 #     module, "/* NAME.c ..." on its first line, that compiles against
 #     libspits/spits.h as a user builds one (cc -O2 -Wall -Werror -fPIC
 #     -shared); a block meant as a fragment says ```c fragment and is
-#     skipped;
+#     skipped; a ```cpp block, "// NAME.cc ..." on its first line, is one
+#     in C++ (c++, the same flags);
 #   - every ```sh run block is run, line by line as the text shows it, in
 #     a directory holding the extracted NAME.c files and links to the
 #     tree's libspits/ and tools/, and its stdout must equal the ```text
@@ -88,7 +89,13 @@ for doc in docs:
                 sys.exit('%s:%d: a ```c block must start with "/* NAME.c ..." (or be ```c fragment)' % (doc, line))
             open(os.path.join(d, m.group(1) + '.c'), 'w').write('\n'.join(body) + '\n')
             print('C %s %s %d' % (d, m.group(1), line))
-        elif info.startswith('c') and info != 'c fragment' and not info.startswith('cpp'):
+        elif info == 'cpp':
+            m = re.match(r'^// (\w+)\.cc ', body[0] if body else '')
+            if not m:
+                sys.exit('%s:%d: a ```cpp block must start with "// NAME.cc ..."' % (doc, line))
+            open(os.path.join(d, m.group(1) + '.cc'), 'w').write('\n'.join(body) + '\n')
+            print('CXX %s %s %d' % (d, m.group(1), line))
+        elif info.startswith('c') and info != 'c fragment':
             sys.exit('%s:%d: unknown C block "```%s"' % (doc, line, info))
         elif info == 'sh run':
             nxt = blocks[k + 1] if k + 1 < len(blocks) else None
@@ -105,18 +112,20 @@ grep -q '^C .*/README sumsq ' "$T/manifest" || fail "README's module was not fou
 grep -q '^RUN .*/README ' "$T/manifest" || fail "README's run was not found"
 grep -q '^C .*/module-guide spread ' "$T/manifest" || fail "the guide's two-phase module was not found"
 grep -q '^RUN .*/module-guide ' "$T/manifest" || fail "the guide's run was not found"
+grep -q '^CXX .*/module-guide cubes ' "$T/manifest" || fail "the guide's C++ module was not found"
 
 while read -r kind dir what line; do
     doc=${dir##*/}
     ln -sfn "$top_srcdir/libspits" "$dir/libspits"
     ln -sfn "$top_builddir/tools" "$dir/tools"
     case $kind in
-        C)
-            cc -O2 -Wall -Werror -fPIC -shared -I"$top_srcdir/libspits" \
-                -o "$dir/$what.check.so" "$dir/$what.c" >"$T/cc.log" 2>&1 ||
-                fail "$doc:$line: $what.c does not compile: $(cat "$T/cc.log")"
+        C | CXX)
+            if [ "$kind" = C ]; then src=$what.c compiler=cc; else src=$what.cc compiler=c++; fi
+            $compiler -O2 -Wall -Werror -fPIC -shared -I"$top_srcdir/libspits" \
+                -o "$dir/$what.check.so" "$dir/$src" >"$T/cc.log" 2>&1 ||
+                fail "$doc:$line: $src does not compile: $(cat "$T/cc.log")"
             nm -D --defined-only "$dir/$what.check.so" | grep -q ' T spits_worker_run$' ||
-                fail "$doc:$line: $what.c exports no spits_worker_run"
+                fail "$doc:$line: $src exports no spits_worker_run (under its C name)"
             ;;
         RUN)
             (cd "$dir" && timeout -s KILL 120 bash -e -o pipefail "$what.sh") \
@@ -127,4 +136,4 @@ while read -r kind dir what line; do
             ;;
     esac
 done <"$T/manifest"
-echo "ok: README $n lines; $(grep -c '^C ' "$T/manifest") module(s) built, $(grep -c '^RUN ' "$T/manifest") run(s) as documented"
+echo "ok: README $n lines; $(grep -Ec '^(C|CXX) ' "$T/manifest") module(s) built, $(grep -c '^RUN ' "$T/manifest") run(s) as documented"
