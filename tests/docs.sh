@@ -65,6 +65,8 @@ PY
 "$PY" - "$T/ex" "$top_srcdir" README docs/module-guide.md >"$T/manifest" 2>"$T/extract.err" <<'PY' ||
 import os, re, sys
 out, top, docs = sys.argv[1], sys.argv[2], sys.argv[3:]
+# a complete module: its manifest kind, its first line, its file's ending
+SOURCES = {'c': ('C', r'^/\* (\w+)\.c ', '.c'), 'cpp': ('CXX', r'^// (\w+)\.cc ', '.cc')}
 for doc in docs:
     lines = open(os.path.join(top, doc), encoding='utf-8').read().split('\n')
     blocks, i = [], 0
@@ -83,18 +85,14 @@ for doc in docs:
     os.makedirs(d, exist_ok=True)
     runs = 0
     for k, (info, body, line) in enumerate(blocks):
-        if info == 'c':
-            m = re.match(r'^/\* (\w+)\.c ', body[0] if body else '')
+        if info in SOURCES:
+            kind, first, ext = SOURCES[info]
+            m = re.match(first, body[0] if body else '')
             if not m:
-                sys.exit('%s:%d: a ```c block must start with "/* NAME.c ..." (or be ```c fragment)' % (doc, line))
-            open(os.path.join(d, m.group(1) + '.c'), 'w').write('\n'.join(body) + '\n')
-            print('C %s %s %d' % (d, m.group(1), line))
-        elif info == 'cpp':
-            m = re.match(r'^// (\w+)\.cc ', body[0] if body else '')
-            if not m:
-                sys.exit('%s:%d: a ```cpp block must start with "// NAME.cc ..."' % (doc, line))
-            open(os.path.join(d, m.group(1) + '.cc'), 'w').write('\n'.join(body) + '\n')
-            print('CXX %s %s %d' % (d, m.group(1), line))
+                sys.exit('%s:%d: a ```%s block must start with a comment naming its NAME%s'
+                         ' (or be ```c fragment)' % (doc, line, info, ext))
+            open(os.path.join(d, m.group(1) + ext), 'w').write('\n'.join(body) + '\n')
+            print('%s %s %s %d' % (kind, d, m.group(1), line))
         elif info.startswith('c') and info != 'c fragment':
             sys.exit('%s:%d: unknown C block "```%s"' % (doc, line, info))
         elif info == 'sh run':
