@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "crash.h"
 #include "metrics.h"
@@ -172,7 +173,7 @@ static int mod_cxx_names(const mod_syms_t *ms, char *out, size_t outlen)
 }
 
 /* dlerror's text with the memfd's path put back to the user's: a message
- * about /proc/self/fd/N would name nothing the user knows. */
+ * about /proc/PID/fd/N would name nothing the user knows. */
 static void dl_message(const char *fdpath, const char *path, char *out,
                        size_t outlen)
 {
@@ -258,8 +259,11 @@ static int missing_check(void *dl, const char *path, size_t *found,
 }
 
 /* dlopens the image's private copy, never the user's file, after the
- * helpers its $ORIGIN run path finds (origin.c): from /proc/self/fd the
- * loader itself would look for them in the wrong place. */
+ * helpers its $ORIGIN run path finds (origin.c): from /proc/PID/fd the
+ * loader itself would look for them in the wrong place. The copy is named
+ * by this process's pid, not /proc/self: a debugger reads the module's
+ * symbols from the name the loader records, and /proc/self/fd/N in gdb's
+ * own process is one of gdb's files (a pipe, where it blocks for good). */
 static void *image_dlopen(const spits_image_t *img, spits_origin_t **helpers,
                           char *err, size_t errlen)
 {
@@ -269,7 +273,8 @@ static void *image_dlopen(const spits_image_t *img, spits_origin_t **helpers,
     if (abi_check(img, err, errlen) != 0 ||
         !(*helpers = spits_origin_load(img, err, errlen)))
         return NULL;
-    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", spits_image_fd(img));
+    snprintf(fdpath, sizeof fdpath, "/proc/%ld/fd/%d", (long)getpid(),
+             spits_image_fd(img));
     dlerror();
     void *dl = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {

@@ -2,8 +2,8 @@
  * origin.h - loading the helper libraries a module finds through an
  * $ORIGIN run path.
  *
- * The module is dlopened from its private copy (image.h), /proc/self/fd/N,
- * so the dynamic loader expands its $ORIGIN to /proc/self/fd and finds no
+ * The module is dlopened from its private copy (image.h), /proc/PID/fd/N,
+ * so the dynamic loader expands its $ORIGIN to /proc/PID/fd and finds no
  * helper there. These calls do the loader's search for the module's
  * DT_NEEDED names themselves, with $ORIGIN as the directory the module
  * was read from, and dlopen what an $ORIGIN entry finds, from its real

@@ -95,6 +95,9 @@ q "d['text']['model']" | grep -Eq '^so far, model: max\(N\*T/W, N\*S/BW\) = max\
     fail "no model line: '$(q "d['text'].get('model')")'"
 c1=$(q "int(d['text']['committed'])")
 p1=$(q "d['points']")
+# The timeline's caption counts the same commits as the page's count.
+cap=$(grep -o 'The job committed [0-9]* task' "$T/dom.html" | grep -o '[0-9][0-9]*')
+[ "$cap" = "$c1" ] || fail "the timeline's caption says '$cap' committed, the page $c1"
 [ "$p1" -ge 2 ] || fail "the timeline has $p1 point(s)"
 # Sorted by pid, the smaller pid comes first; by done, the larger count.
 lo=$(( tm1 < tm2 ? tm1 : tm2 ))

@@ -209,13 +209,16 @@ static void serve_count(FILE *f, const json_t *o, const char *key, const char *i
 }
 
 /* The timeline so far, with lanes for the busiest TMs: the report's
- * drawing (reporthtml.c) of a document that says "running". */
+ * drawing (reporthtml.c) of a document that says "running", with the
+ * committed count where a report keeps it (its caption says it). */
 static void serve_timeline(const json_t *d, FILE *f)
 {
-    json_t *view = json_pack("{s:O, s:s, s:f, s:O}", "job_id",
+    json_int_t done = serve_int(json_object_get(d, "tasks"), "committed");
+    json_t *view = json_pack("{s:O, s:s, s:f, s:O, s:{s:I}}", "job_id",
                              json_object_get(d, "job_id"), "status", "running",
                              "seconds", serve_num(d, "elapsed_s"),
-                             "timeline", json_object_get(d, "timeline"));
+                             "timeline", json_object_get(d, "timeline"),
+                             "counters", "committed", done);
     /* (the TMs gone keep their lanes, as report.html's do) */
     json_t *all = json_deep_copy(json_object_get(d, "tms"));
     json_array_extend(all, json_object_get(d, "tms_gone"));
