@@ -35,6 +35,7 @@
 
 #include "jobdir.h"
 #include "log.h"
+#include "selfexe.h"
 #include "util.h"
 
 #define MAX_TMS 1024
@@ -99,16 +100,13 @@ static int find_program(const char *name, const char *env, const char *subdir,
 {
     char self[PATH_MAX], dir[PATH_MAX];
     const char *e = getenv(env);
-    ssize_t n;
 
     if (e && *e) {
         snprintf(out, PATH_MAX, "%s", e);
         return access(out, X_OK);
     }
-    n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
+    if (spits_selfexe("spits-run", self, sizeof self) != 0)
         return -1;
-    self[n] = '\0';
     snprintf(dir, sizeof dir, "%s", dirname(self));
     if (snprintf(out, PATH_MAX, "%s/%s", dir, name) < PATH_MAX &&
         access(out, X_OK) == 0)
