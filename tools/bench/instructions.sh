@@ -4,8 +4,8 @@
 # not). Runs N empty bench tasks (default 100000) through spits-jm and one
 # spits-tm (2 workers, --insecure so the count is the runtime's, not
 # libsodium's) with every process under callgrind, and prints the total
-# instructions of each divided by N. A regression check compares these
-# figures with the ones in README (Performance).
+# instructions of each divided by N. tools/bench/budget-check compares
+# them with the budgets in tools/bench/budgets.
 #
 #   instructions.sh [N [BYTES [curve|insecure [tasks|results]]]]
 #
