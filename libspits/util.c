@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "selfexe.h"
 #include "util.h"
 
 int64_t spits_now_ms(void)
@@ -88,21 +89,18 @@ void spits_random_hex(char *out, size_t nbytes)
     sodium_bin2hex(out, 2 * nbytes + 1, raw, nbytes);
 }
 
-int spits_find_beside(const char *name, const char *env, const char *subdir, int mode,
-                      char *out)
+int spits_find_beside(const char *selfname, const char *name, const char *env,
+                      const char *subdir, int mode, char *out)
 {
     char self[PATH_MAX], dir[PATH_MAX];
     const char *e = env ? getenv(env) : NULL;
-    ssize_t n;
-
     if (e && *e) {
         snprintf(out, PATH_MAX, "%s", e);
         return access(out, mode);
     }
-    n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
+    /* (in the relocatable bundle, /proc/self/exe is its loader) */
+    if (spits_selfexe(selfname, self, sizeof self) != 0)
         return -1;
-    self[n] = '\0';
     snprintf(dir, sizeof dir, "%s", dirname(self));
     if (snprintf(out, PATH_MAX, "%s/%s", dir, name) < PATH_MAX && access(out, mode) == 0)
         return 0;

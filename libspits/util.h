@@ -33,11 +33,12 @@ void spits_random_hex(char *out, size_t nbytes);
  * -1 with a one-line reason naming the problem in err. */
 int spits_endpoint_check(const char *ep, int bind, char *err, size_t errlen);
 
-/* A file a program runs or loads: $env if set, else name next to this
- * program (installed), else name in ../subdir of its directory (the
- * build tree). Into out (PATH_MAX bytes); 0 if it is there with access
- * mode (X_OK, R_OK), else -1. */
-int spits_find_beside(const char *name, const char *env, const char *subdir, int mode,
+/* A file program self (its installed name: spits_selfexe) runs or loads:
+ * $env if set, else name next to this program (installed), else name in
+ * ../subdir of its directory (the build tree). Into out (PATH_MAX bytes);
+ * 0 if it is there with access mode (X_OK, R_OK), else -1. */
+int spits_find_beside(const char *self, const char *name, const char *env,
+                      const char *subdir, int mode,
                       char *out);
 
 /* Online cores (at least 1). */

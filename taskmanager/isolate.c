@@ -6,7 +6,8 @@
  * --task-timeout costs only that child. The worker thread reports the task
  * as CRASHED or TIMEOUT and starts a fresh child for its next task.
  *
- * The child is the TM binary itself (/proc/self/exe), exec'd in a hidden
+ * The child is the TM binary itself (/proc/self/exe, or in the bundle its
+ * wrapper: selfexe.h), exec'd in a hidden
  * mode (spits-tm --worker-child MODULE ORIGIN: the module's path for
  * messages and the directory its $ORIGIN run path means) with one end of a socketpair as
  * fd 3 and the TM's private copy of the module as fd 4; exec, not a bare fork, because the TM is multithreaded and a forked
@@ -24,6 +25,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,6 +40,7 @@
 #include "bytes.h"
 #include "log.h"
 #include "push.h"
+#include "selfexe.h"
 #include "tm.h"
 #include "util.h"
 
@@ -98,6 +101,11 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
     const char *module_path = spits_module_path(mod);
     const char *origin = spits_module_origin(mod);
     int modfd = spits_module_fd(mod), sv[2];
+    /* /proc/self/exe, not its target: that stays right if the file is
+     * replaced while the TM runs */
+    char self[PATH_MAX] = "/proc/self/exe";
+    if (spits_selfexe_wrapper("spits-tm", self, sizeof self) < 0)
+        return -1;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return -1;
     pid_t parent = getpid();
@@ -135,7 +143,7 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(127);
-        execl("/proc/self/exe", "spits-tm", "--worker-child", module_path,
+        execl(self, "spits-tm", "--worker-child", module_path,
               origin ? origin : "", (char *)NULL);
         _exit(127);
     }

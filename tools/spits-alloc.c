@@ -42,6 +42,7 @@
 #include "alloc-slurm.h"
 #include "jobdir.h"
 #include "log.h"
+#include "selfexe.h"
 #include "util.h"
 
 #define ALLOC_STATE_FILE "alloc.json"
@@ -534,18 +535,17 @@ static int alloc_int_opt(const char *name, const char *arg, long min, long max, 
     return 0;
 }
 
-/* The file next to this program, or name on PATH. */
-static void alloc_beside_me(const char *name, char *out, size_t len)
+/* The file next to this program (0), or name on PATH (-1). */
+static int alloc_beside_me(const char *name, char *out, size_t len)
 {
     char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
+    if (spits_selfexe("spits-alloc", self, sizeof self) == 0) {
         snprintf(out, len, "%s/%s", dirname(self), name);
         if (access(out, X_OK) == 0 || access(out, R_OK) == 0)
-            return;
+            return 0;
     }
     snprintf(out, len, "%s", name);
+    return -1;
 }
 
 static int alloc_options(alloc_t *a, int argc, char **argv)
@@ -627,9 +627,12 @@ static int alloc_options(alloc_t *a, int argc, char **argv)
         if (env && *env) {
             a->script = env;
         } else {
-            /* in the build tree, or installed */
+            /* in the build tree, in an installed tree moved elsewhere
+             * (the bundle is one), or where it was installed */
             alloc_beside_me("slurm/spits-tm.sbatch", script, sizeof script);
-            if (access(script, R_OK) != 0)
+            if (access(script, R_OK) != 0 &&
+                alloc_beside_me("../share/spits/slurm/spits-tm.sbatch", script,
+                                sizeof script) != 0)
                 snprintf(script, sizeof script, "%s/spits-tm.sbatch", SPITS_SLURMDIR);
             a->script = script;
         }

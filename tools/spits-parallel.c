@@ -575,19 +575,19 @@ static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs,
 {
     int n = 0;
     if (p->jobdir) {
-        if (spits_find_beside("spits-jm", "SPITS_JM", "jobmanager", X_OK, prog) != 0) {
+        if (spits_find_beside("spits-parallel", "spits-jm", "SPITS_JM", "jobmanager", X_OK, prog) != 0) {
             spits_error("cannot find spits-jm next to spits-parallel (set SPITS_JM)");
             return -1;
         }
-    } else if (spits_find_beside("spits-run", "SPITS_RUN", "tools", X_OK, prog) != 0) {
+    } else if (spits_find_beside("spits-parallel", "spits-run", "SPITS_RUN", "tools", X_OK, prog) != 0) {
         spits_error("cannot find spits-run next to spits-parallel (set SPITS_RUN)");
         return -1;
     }
     /* cmd.so: $SPITS_CMD_MODULE, the build tree's, the one installed
      * with this program (BINDIR/../lib/spits, a DESTDIR too), or the one
      * in the configured PKGLIBDIR. */
-    if (spits_find_beside(".libs/cmd.so", "SPITS_CMD_MODULE", "modules", R_OK, module) != 0 &&
-        spits_find_beside("cmd.so", NULL, "lib/spits", R_OK, module) != 0 &&
+    if (spits_find_beside("spits-parallel", ".libs/cmd.so", "SPITS_CMD_MODULE", "modules", R_OK, module) != 0 &&
+        spits_find_beside("spits-parallel", "cmd.so", NULL, "lib/spits", R_OK, module) != 0 &&
         (snprintf(module, PATH_MAX, "%s/cmd.so", SPITS_PKGLIBDIR), access(module, R_OK) != 0)) {
         spits_error("cannot find the command module cmd.so in %s (set SPITS_CMD_MODULE)",
                     SPITS_PKGLIBDIR);

@@ -480,8 +480,8 @@ int main(int argc, char **argv)
     if (r.task_timeout && !r.isolate)
         return spits_bad_option("%s", "--task-timeout needs --isolate");
     /* $SPITS_JM/$SPITS_TM, next to this program, or in the build tree. */
-    if (spits_find_beside("spits-jm", "SPITS_JM", "jobmanager", X_OK, r.jm_path) != 0 ||
-        spits_find_beside("spits-tm", "SPITS_TM", "taskmanager", X_OK, r.tm_path) != 0) {
+    if (spits_find_beside("spits-run", "spits-jm", "SPITS_JM", "jobmanager", X_OK, r.jm_path) != 0 ||
+        spits_find_beside("spits-run", "spits-tm", "SPITS_TM", "taskmanager", X_OK, r.tm_path) != 0) {
         spits_error("cannot find spits-jm and spits-tm next to spits-run "
                     "(set SPITS_JM and SPITS_TM)");
         return 1;

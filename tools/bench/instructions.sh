@@ -4,8 +4,8 @@
 # not). Runs N empty bench tasks (default 100000) through spits-jm and one
 # spits-tm (2 workers, --insecure so the count is the runtime's, not
 # libsodium's) with every process under callgrind, and prints the total
-# instructions of each divided by N. A regression check compares these
-# figures with the ones in README (Performance).
+# instructions of each divided by N. tools/bench/budget-check compares
+# them with the budgets in tools/bench/budgets.
 #
 #   instructions.sh [N [BYTES [curve|insecure [tasks|results]]]]
 #
@@ -13,6 +13,10 @@
 # 8 bytes) have that many bytes, and each process's instructions per byte
 # moved are printed too (with curve, libsodium's encryption is counted as
 # well, as the data path then takes it).
+#
+# SPITS_IR_JM_OPTS and SPITS_IR_TM_OPTS add options to spits-jm and
+# spits-tm (split on spaces; tools/bench/budget-check uses them to take
+# timing-dependent choices out of the counts).
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.." && pwd)
 n=${1:-100000}
@@ -24,10 +28,12 @@ size=(-t "$bytes")
 w=$(mktemp -d "${TMPDIR:-/tmp}/spits-ir.XXXXXX")
 trap '[ -n "${SPITS_IR_KEEP:-}" ] || rm -rf "$w"' EXIT
 cg=(valgrind --tool=callgrind --callgrind-out-file="$w/cg.%p")
-"${cg[@]}" "$root/jobmanager/spits-jm" -q $sec --journal off --jobdir "$w/job" \
+read -r -a jm_opts <<<"${SPITS_IR_JM_OPTS:-}"
+read -r -a tm_opts <<<"${SPITS_IR_TM_OPTS:-}"
+"${cg[@]}" "$root/jobmanager/spits-jm" -q $sec "${jm_opts[@]}" --journal off --jobdir "$w/job" \
     --bind tcp://127.0.0.1:0 "$root/modules/.libs/bench.so" -n "$n" "${size[@]}" >"$w/out" 2>"$w/jm.log" &
 jm=$!
-"${cg[@]}" "$root/taskmanager/spits-tm" -q $sec --jobdir "$w/job" -n 2 --wait 120 \
+"${cg[@]}" "$root/taskmanager/spits-tm" -q $sec --jobdir "$w/job" -n 2 --wait 120 "${tm_opts[@]}" \
     >"$w/tm.log" 2>&1 &
 tm=$!
 wait $jm
