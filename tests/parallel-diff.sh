@@ -44,11 +44,14 @@ same shell /dev/null -k 'echo {} | tr a-z A-Z; echo $((1+2))' ::: abc 'd e'
 same failing /dev/null -k 'echo {}; exit {}' ::: 0 1 0 3 2
 same signal /dev/null -k 'echo {}; kill -{} $$' ::: 9 15
 same notfound /dev/null -k nonexistent-command-x ::: a
-same big /dev/null -k 'yes {} | head -c 10000000' ::: a b
+# (not under ThreadSanitizer: libzmq hands a received 10 MB result to our
+# threads in a way it cannot see, and each such read is a suppressed race
+# report that takes it minutes; see big-tasks.sh)
+tsanitized || same big /dev/null -k 'yes {} | head -c 10000000' ::: a b
 same stderr /dev/null -k 'echo out {}; echo err {} >&2' ::: a b
 same quote /dev/null -k -q sh -c 'echo "[$1]"' _ ::: 'a b' c
 same args-as-commands /dev/null -k ::: 'echo a' 'echo b c'
-[ "$(wc -c <big.s)" = 20000000 ] || fail "big: $(wc -c <big.s) bytes, not 20000000"
+tsanitized || [ "$(wc -c <big.s)" = 20000000 ] || fail "big: $(wc -c <big.s) bytes, not 20000000"
 grep -q '^err a$' stderr.s.err || fail "stderr: the commands' stderr is not on stderr"
 
 # Joblogs: every column but Starttime, JobRuntime and Host, by Seq.
