@@ -21,6 +21,9 @@
 #      COMPLETED with exit 0. Then the relay's port taken: the relay exits
 #      1, the TM goes to the JM and the job is exact, the Slurm job FAILED
 #      with exit code 1.
+#   i. spits-parallel --jobdir (the job manager only) and two
+#      spits-tm.sbatch jobs: the sweep's output equals a local run's, byte
+#      for byte, and every TM job COMPLETED with exit 0.
 #
 # Run as root: installs slurm-wlm and munge with apt-get when missing.
 # Prints "SKIP: <reason>" and exits 77 when it cannot run (not root, no
@@ -550,4 +553,30 @@ kill $taker
 wait $taker 2>/dev/null
 unset SPITS_RELAY_BIND SPITS_RELAY_OPTS
 echo "h: the relay's port taken: the relay exited 1, its TM finished the job on the JM, exact; job FAILED 1 ($((SECONDS - t0))s)"
+
+# ---- i. spits-parallel --jobdir, TMs from spits-tm.sbatch --------------------
+t0=$SECONDS
+D=$T/run/i
+SP=$top_builddir/tools/spits-parallel
+sweep=(-k 'echo {1} x {2} = $(( {1} * {2} ))' ::: $(seq 1 40) ::: 3 7)
+timeout 120 "$SP" -j 2 "${sweep[@]}" >"$T/i.local" 2>"$T/i.local.err" ||
+    fail "i: the local sweep exited $?: $(tail -n 3 "$T/i.local.err")"
+[ "$(wc -l <"$T/i.local")" = 80 ] && [ "$(sed -n 4p "$T/i.local")" = "2 x 7 = 14" ] ||
+    fail "i: the local sweep printed: $(head -5 "$T/i.local")"
+timeout 180 "$SP" --jobdir "$D" "${sweep[@]}" >"$T/i.out" 2>"$T/i.err" &
+sp=$!
+BG_PIDS="$BG_PIDS $sp"
+for i in $(seq 300); do [ -s "$D/jm.json" ] && break; sleep 0.1; done
+[ -s "$D/jm.json" ] || fail "i: spits-parallel --jobdir wrote no jm.json: $(cat "$T/i.err")"
+tms=
+for i in 1 2; do
+    tms="$tms $(PATH=$top_builddir/taskmanager:$PATH SPITS_JOBDIR=$D \
+        submit spits-tm --cpus-per-task=1 "$SCRIPTS/spits-tm.sbatch")"
+done
+wait_exit $sp 150 || fail "i: spits-parallel --jobdir exited $?: $(tail -n 3 "$T/i.err")"
+wait_gone 120 $tms
+for j in $tms; do job_ok "$j"; done
+cmp -s "$T/i.local" "$T/i.out" ||
+    fail "i: the Slurm sweep's output differs from the local one: $(diff "$T/i.local" "$T/i.out" | head -5)"
+echo "i: spits-parallel --jobdir with 2 spits-tm.sbatch jobs: the local run's 80 lines ($((SECONDS - t0))s)"
 echo ok
