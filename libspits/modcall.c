@@ -1,8 +1,9 @@
 /*
  * modcall.c - judging one call of a module function (see modcall.h).
  *
- * The cases are in the order of how common they are: a call that pushed
- * once and returned what it should costs two compares.
+ * The common case (a call that pushed once and returned what it should)
+ * is judged inline, in modcall.h, on the per-task path; what is here runs
+ * only for a call that did something else.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,35 +21,12 @@ enum { WARN_TASK_EXTRA, WARN_TASK_EMPTY, WARN_TASK_RETURN, WARN_TASK_LAST,
        WARN_WORKER_EXTRA, WARN_FINAL_EXTRA, WARNS };
 static atomic_int modcall_warned[WARNS];
 
-void spits_modcall_begin(spits_modcall_t *c)
+int spits_modcall_next_task_misuse(spits_modcall_t *c, int more,
+                                   unsigned pushes, uint64_t id, uint64_t max,
+                                   const char *limit, char *err, size_t errlen)
 {
-    c->pushes = 0;
-    c->fault = SPITS_PUSH_OK;
-    c->bad_size = 0;
-}
-
-void spits_modcall_pushed(spits_modcall_t *c, spits_push_fault_t fault,
-                          spitssize_t size)
-{
-    c->pushes++;
-    if (fault != SPITS_PUSH_OK && c->fault == SPITS_PUSH_OK) {
-        c->fault = fault;
-        c->bad_size = size;
-    }
-}
-
-int spits_modcall_next_task(spits_modcall_t *c, int more, uint64_t id,
-                            uint64_t max, const char *limit, char *err,
-                            size_t errlen)
-{
-    unsigned pushes = c->pushes;
     char what[48], why[200];
 
-    c->pushes = 0;
-    if (more == 1 && pushes == 1 && c->fault == SPITS_PUSH_OK)
-        return 1;                /* (every task but a misused one) */
-    if (more == 0 && pushes == 0)
-        return 0;
     snprintf(what, sizeof what, "task %llu", (unsigned long long)id);
     if (more < 0) {
         /* (a C module's error code: taken as "more", a generator that
@@ -95,13 +73,11 @@ int spits_modcall_next_task(spits_modcall_t *c, int more, uint64_t id,
     return 1;
 }
 
-int spits_modcall_worker_run(spits_modcall_t *c, uint64_t id, uint64_t max,
-                             const char *limit)
+int spits_modcall_worker_misuse(spits_modcall_t *c, uint64_t id, uint64_t max,
+                                const char *limit)
 {
     char what[48], why[200];
 
-    if (c->fault == SPITS_PUSH_OK && c->pushes <= 1)
-        return 0;
     snprintf(what, sizeof what, "task %llu", (unsigned long long)id);
     if (c->fault == SPITS_PUSH_OK) {
         c->extra_pushes += c->pushes - 1;

@@ -26,25 +26,63 @@ typedef struct {
 } spits_modcall_t;
 
 /* Before a call: no pushes yet. */
-void spits_modcall_begin(spits_modcall_t *c);
+static inline void spits_modcall_begin(spits_modcall_t *c)
+{
+    c->pushes = 0;
+    c->fault = SPITS_PUSH_OK;
+    c->bad_size = 0;
+}
 
 /* A push of size bytes whose bytes were kept (fault SPITS_PUSH_OK) or
  * not, into the call's record. */
-void spits_modcall_pushed(spits_modcall_t *c, spits_push_fault_t fault,
-                          spitssize_t size);
+static inline void spits_modcall_pushed(spits_modcall_t *c,
+                                        spits_push_fault_t fault,
+                                        spitssize_t size)
+{
+    c->pushes++;
+    if (fault != SPITS_PUSH_OK && c->fault == SPITS_PUSH_OK) {
+        c->fault = fault;
+        c->bad_size = size;
+    }
+}
+
+/* The calls below judge every call inline and hand anything but the
+ * common case to these (modcall.c). */
+int spits_modcall_next_task_misuse(spits_modcall_t *c, int more,
+                                   unsigned pushes, uint64_t id, uint64_t max,
+                                   const char *limit, char *err, size_t errlen);
+int spits_modcall_worker_misuse(spits_modcall_t *c, uint64_t id, uint64_t max,
+                                const char *limit);
 
 /* next_task returned more for task id (0 the first): 1 a task was pushed
  * (or made empty: returned 1 without a push), 0 no more tasks, -1 the
  * phase must stop, with the reason in err. max is the task size limit
  * and limit names it ("--max-task-bytes"). Resets c for the next call. */
-int spits_modcall_next_task(spits_modcall_t *c, int more, uint64_t id,
-                            uint64_t max, const char *limit, char *err,
-                            size_t errlen);
+static inline int spits_modcall_next_task(spits_modcall_t *c, int more,
+                                          uint64_t id, uint64_t max,
+                                          const char *limit, char *err,
+                                          size_t errlen)
+{
+    unsigned pushes = c->pushes;
+
+    c->pushes = 0;
+    if (more == 1 && pushes == 1 && c->fault == SPITS_PUSH_OK)
+        return 1;                /* (every task but a misused one) */
+    if (more == 0 && pushes == 0)
+        return 0;
+    return spits_modcall_next_task_misuse(c, more, pushes, id, max, limit, err,
+                                          errlen);
+}
 
 /* After worker_run for task id: 0, or -1 when a push could not be kept
  * and so the run fails (said on stderr, with max and limit as above). */
-int spits_modcall_worker_run(spits_modcall_t *c, uint64_t id, uint64_t max,
-                             const char *limit);
+static inline int spits_modcall_worker_run(spits_modcall_t *c, uint64_t id,
+                                           uint64_t max, const char *limit)
+{
+    if (c->fault == SPITS_PUSH_OK && c->pushes <= 1)
+        return 0;
+    return spits_modcall_worker_misuse(c, id, max, limit);
+}
 
 /* After commit_job of phase: 0, or -1 when its push could not be kept and
  * so the final result is lost (said on stderr; limit names max). */
