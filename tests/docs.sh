@@ -10,6 +10,8 @@
 #     -shared); a block meant as a fragment says ```c fragment and is
 #     skipped; a ```cpp block, "// NAME.cc ..." on its first line, is one
 #     in C++ (c++, the same flags);
+#   - README and docs/ hold no option list (4 lines in a row starting
+#     with an option): the man pages are the one option reference;
 #   - every ```sh run block is run, line by line as the text shows it, in
 #     a directory holding the extracted NAME.c files and links to the
 #     tree's libspits/ and tools/, and its stdout must equal the ```text
@@ -21,6 +23,29 @@ readme=$top_srcdir/README
 [ -f "$readme" ] && [ -f "$top_srcdir/docs/module-guide.md" ] || fail "no README or docs/module-guide.md in $top_srcdir"
 n=$(wc -l <"$readme")
 [ "$n" -le 300 ] || fail "README has $n lines, more than 300"
+
+# The man pages are the one option reference: README and docs/ mention
+# options in prose, never as a list (4 or more lines in a row, list items
+# or table rows, that each start with an option).
+"$PY" - "$top_srcdir" >"$T/optlists.out" 2>&1 <<'PY' || fail "option lists outside the man pages: $(cat "$T/optlists.out")"
+import os, re, sys
+top = sys.argv[1]
+files = ['README'] + sorted('docs/' + f for f in os.listdir(os.path.join(top, 'docs')) if f.endswith('.md'))
+opt = re.compile(r'^\s*(?:[-*|]\s*)?(?:\*\*)?`?--?[a-zA-Z][a-zA-Z0-9-]*')
+bad = []
+for f in files:
+    run = []
+    for n, line in enumerate(open(os.path.join(top, f), encoding='utf-8').read().split('\n') + [''], 1):
+        if opt.match(line):
+            run.append(n)
+            continue
+        if len(run) >= 4:
+            bad.append('%s:%d: %d lines in a row start with an option' % (f, run[0], len(run)))
+        run = []
+if bad:
+    print('\n'.join(bad))
+    sys.exit(1)
+PY
 
 # Links, checked in Python: one line per broken link.
 "$PY" - "$top_srcdir" >"$T/links.out" 2>&1 <<'PY' || fail "broken links: $(cat "$T/links.out")"
