@@ -674,60 +674,82 @@ static int par_status(par_t *p, int rc)
     return PAR_ERROR;
 }
 
-int main(int argc, char **argv)
+/* What par_options and par_read_joblog allocated. */
+static void par_free(par_t *p)
 {
-    par_t p;
+    for (size_t i = 0; i < p->nsrc; i++) {
+        for (size_t k = 0; k < p->src[i].n; k++)
+            free(p->src[i].vals[k]);
+        free(p->src[i].vals);
+    }
+    free(p->src);
+    free(p->skip);
+    p->src = NULL;
+    p->skip = NULL;
+    p->nsrc = p->nskip = 0;
+}
+
+static int par_main(par_t *p, int argc, char **argv)
+{
     int rc;
     uint64_t ntasks = 0;
-    memset(&p, 0, sizeof p);
-    spits_log_init("spits-parallel", SPITS_LOG_INFO);
-    if ((rc = par_options(&p, argc, argv)) != 0)
+    if ((rc = par_options(p, argc, argv)) != 0)
         return rc;
-    if (p.joblog && (p.resume || p.resume_failed) && par_read_joblog(&p) != 0) {
-        spits_error("cannot read the joblog %s: %s", p.joblog, strerror(errno));
+    if (p->joblog && (p->resume || p->resume_failed) && par_read_joblog(p) != 0) {
+        spits_error("cannot read the joblog %s: %s", p->joblog, strerror(errno));
         return PAR_ERROR;
     }
-    if (p.dry_run)
-        return par_write_tasks(&p, NULL, &ntasks) == 0 ? 0 : PAR_ERROR;
-    if (p.joblog && par_joblog(&p) != 0)
+    if (p->dry_run)
+        return par_write_tasks(p, NULL, &ntasks) == 0 ? 0 : PAR_ERROR;
+    if (p->joblog && par_joblog(p) != 0)
         return PAR_ERROR;
-    if (p.results && (cmdfile_mkdirs(p.results) != 0 || par_absolute(p.results, p.results_abs) != 0)) {
-        spits_error("cannot make the results directory %s: %s", p.results, strerror(errno));
+    if (p->results && (cmdfile_mkdirs(p->results) != 0 || par_absolute(p->results, p->results_abs) != 0)) {
+        spits_error("cannot make the results directory %s: %s", p->results, strerror(errno));
         return PAR_ERROR;
     }
-    if (par_workdir(&p) != 0)
+    if (par_workdir(p) != 0)
         return PAR_ERROR;
 
-    FILE *f = fopen(p.tasks, "w");
+    FILE *f = fopen(p->tasks, "w");
     rc = PAR_ERROR;
     if (!f) {
-        spits_error("cannot write the task file %s: %s", p.tasks, strerror(errno));
+        spits_error("cannot write the task file %s: %s", p->tasks, strerror(errno));
         goto out;
     }
-    if (fputs(CMDFILE_MAGIC, f) < 0 || par_write_tasks(&p, f, &ntasks) != 0) {
+    if (fputs(CMDFILE_MAGIC, f) < 0 || par_write_tasks(p, f, &ntasks) != 0) {
         fclose(f);
         goto out;
     }
     if (fclose(f) != 0) {
-        spits_error("cannot write the task file %s: %s", p.tasks, strerror(errno));
+        spits_error("cannot write the task file %s: %s", p->tasks, strerror(errno));
         goto out;
     }
-    if (ntasks == 0 && !p.jobdir) {
+    if (ntasks == 0 && !p->jobdir) {
         rc = 0;                         /* nothing to run */
         goto out;
     }
     char *a[64], prog[PATH_MAX], module[PATH_MAX], jobs[32], tms[32];
-    if (par_command(&p, a, prog, module, jobs, tms) != 0)
+    if (par_command(p, a, prog, module, jobs, tms) != 0)
         goto out;
-    if (p.jobdir)
+    if (p->jobdir)
         spits_info("%llu command(s); the job manager runs in %s: start task managers "
                    "with spits-tm --jobdir %s (or spits-alloc --jobdir %s)",
-                   (unsigned long long)ntasks, p.dir, p.dir, p.dir);
+                   (unsigned long long)ntasks, p->dir, p->dir, p->dir);
     fflush(stdout);
-    int jrc = par_run(a, p.halt_path);
-    rc = jrc < 0 ? PAR_ERROR : par_status(&p, jrc);
+    int jrc = par_run(a, p->halt_path);
+    rc = jrc < 0 ? PAR_ERROR : par_status(p, jrc);
 out:
-    if (p.tmpdir)
-        nftw(p.dir, par_rm, 16, FTW_DEPTH | FTW_PHYS);
+    if (p->tmpdir)
+        nftw(p->dir, par_rm, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    par_t p;
+    memset(&p, 0, sizeof p);
+    spits_log_init("spits-parallel", SPITS_LOG_INFO);
+    int rc = par_main(&p, argc, argv);
+    par_free(&p);
     return rc;
 }
