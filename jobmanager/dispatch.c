@@ -761,8 +761,10 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->cbuf = malloc(DISP_COMMIT_CHUNK * sizeof *d->cbuf);
     d->sched = jm_sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st);
     jm_backlog_reset(&d->backlog, jm_backlog_released());
-    if (d->sched)
+    if (d->sched) {
         jm_sched_set_early(d->sched, disp_take_early_result, d);
+        jm_sched_set_pool(d->sched, jm->taskpool);
+    }
     d->wake_fd = spits_wake_open();
     d->zctx = zmq_ctx_new();
     d->conngen = jm_conngen_new();

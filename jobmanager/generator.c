@@ -3,7 +3,8 @@
  *
  * next_task is not idempotent, so it runs on exactly one thread per phase.
  * Each task is numbered in generation order (the wire's task id) and copied
- * into one allocation with its bytes inline. Tasks are handed to the
+ * into one allocation with its bytes inline (small ones: a cell the
+ * dispatcher handed back, taskpool.h). Tasks are handed to the
  * dispatcher in chunks: the genq lock is taken once per chunk, and the
  * dispatcher's eventfd is written only when the genq was empty. A chunk is
  * flushed early when the dispatcher has run dry, so a slow generator adds
@@ -40,6 +41,7 @@
 #include "modcall.h"
 #include "push.h"
 #include "scheduler.h"
+#include "taskpool.h"
 #include "util.h"
 #include "wake.h"
 
@@ -77,6 +79,7 @@ typedef struct {
     jm_t *jm;
     jm_phase_t *p;
     jm_task_t *pending;      /* the bytes of the current call's last push */
+    jm_task_t *spare;        /* cells to make tasks in (taskpool.h) */
     spits_modcall_t call;    /* the current call's pushes (modcall.h) */
     gen_mem_t mem;
 } gen_t;
@@ -118,17 +121,17 @@ static void gen_push(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     gen_t *g = (gen_t *)ctx;
 
-    free(g->pending);
+    jm_taskpool_unmake(&g->spare, g->pending);
     g->pending = NULL;
     spits_push_fault_t f = spits_push_check(data, size,
                                             (uint64_t)g->jm->opt.max_task);
-    if (f == SPITS_PUSH_OK && !(g->pending = malloc(sizeof(jm_task_t) +
-                                                    (size_t)size)))
+    if (f == SPITS_PUSH_OK &&
+        !(g->pending = jm_taskpool_make(g->jm->taskpool, &g->spare,
+                                        (uint32_t)size)))
         f = SPITS_PUSH_NO_MEMORY;
     spits_modcall_pushed(&g->call, f, size);
     if (f != SPITS_PUSH_OK)
         return;
-    g->pending->len = (uint32_t)size;
     if (size)
         memcpy(g->pending->data, data, (size_t)size);
 }
@@ -368,13 +371,12 @@ static void *gen_main(void *arg)
         g->pending = NULL;
         if (!t) {
             /* next_task returned 1 without pushing: an empty task. */
-            t = malloc(sizeof *t);
+            t = jm_taskpool_make(jm->taskpool, &g->spare, 0);
             if (!t) {
                 snprintf(p->gen_error, sizeof p->gen_error,
                          "out of memory making task %llu", (unsigned long long)id);
                 break;
             }
-            t->len = 0;
         }
         t->hash = jm->journal || p->nskip ? spits_task_hash(t->data, t->len) : 0;
         if (sk < p->nskip && p->skip[sk].id == id) {
@@ -383,13 +385,13 @@ static void *gen_main(void *arg)
                          "task %llu is not the task the journal recorded: "
                          "next_task does not generate deterministically, so "
                          "the job cannot be resumed", (unsigned long long)id);
-                free(t);
+                jm_taskpool_unmake(&g->spare, t);
                 break;
             }
             sk++;
             skipped++;
             id++;
-            free(t);
+            jm_taskpool_unmake(&g->spare, t);
             queued_last = 0;
             continue;
         }
@@ -416,7 +418,8 @@ static void *gen_main(void *arg)
         }
     }
     gen_flush(q, head, tail, n, id);
-    free(g->pending);
+    jm_taskpool_unmake(&g->spare, g->pending);
+    jm_taskpool_free_list(&g->spare);
     p->st.generated = id;
     p->st.extra_pushes = g->call.extra_pushes;
     if (sk < p->nskip && !p->gen_error[0] && !stopped)
