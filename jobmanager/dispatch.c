@@ -487,7 +487,7 @@ static void disp_stop_phase(jm_disp_t *d)
         return;
     jm_genq_t *q = &d->phase->genq;
     pthread_mutex_lock(&q->lock);
-    q->stop = 1;
+    atomic_store_explicit(&q->stop, 1, memory_order_relaxed);
     pthread_mutex_unlock(&q->lock);
     pthread_cond_broadcast(&q->room);
     jm_commitq_t *cq = &d->phase->cq;

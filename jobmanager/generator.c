@@ -82,6 +82,15 @@ typedef struct {
     jm_task_t *spare;        /* cells to make tasks in (taskpool.h) */
     spits_modcall_t call;    /* the current call's pushes (modcall.h) */
     gen_mem_t mem;
+    /* Room gen_wait_room can see without the genq lock: the counts it
+     * was taken from only grow within a phase, so a task below all of
+     * these has room in the window whatever they are now. */
+    struct {
+        uint64_t queued;     /* tasks queued */
+        uint64_t next_id;    /* the next id (the span) */
+        uint64_t bytes;      /* bytes made (window bytes, and ahead) */
+        uint64_t freed;      /* the freed bytes they were taken with */
+    } room;
 } gen_t;
 
 void jm_genq_init(jm_genq_t *q, int wake_fd)
@@ -97,6 +106,7 @@ void jm_genq_init(jm_genq_t *q, int wake_fd)
     pthread_condattr_destroy(&attr);
     atomic_init(&q->queued, 0);
     atomic_init(&q->lent, NULL);
+    atomic_init(&q->stop, 0);
     q->wake_fd = wake_fd;
 }
 
@@ -277,16 +287,22 @@ static int gen_mem_quick(gen_mem_t *m, uint64_t live_bytes, uint64_t bytes_made)
 }
 
 /* Waits until the window, and --memory-limit, have room for more tasks.
- * 0, or -1 if told to stop. */
+ * 0, or -1 if told to stop. While the room last seen lasts (g->room),
+ * without the genq lock. */
 static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
                          uint64_t next_id, uint64_t bytes_made)
 {
     jm_t *jm = g->jm;
     int rc = 0;
 
+    if (!atomic_load_explicit(&q->stop, memory_order_relaxed) &&
+        queued < g->room.queued && next_id < g->room.next_id &&
+        bytes_made < g->room.bytes &&
+        gen_mem_quick(&g->mem, bytes_made - g->room.freed, bytes_made))
+        return 0;
     pthread_mutex_lock(&q->lock);
     for (;;) {
-        if (q->stop) {
+        if (atomic_load_explicit(&q->stop, memory_order_relaxed)) {
             rc = -1;
             break;
         }
@@ -331,6 +347,17 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
         q->waiting = 1;
         pthread_cond_wait(&q->room, &q->lock);
         q->waiting = 0;
+    }
+    if (rc == 0) {
+        /* (by --window itself: the window the dispatcher widens it to
+         * may narrow again) */
+        uint64_t w = (uint64_t)jm->opt.window;
+        uint64_t by_window = q->freed_bytes + (uint64_t)jm->opt.window_bytes;
+        uint64_t by_ahead = q->taken_bytes + GEN_AHEAD_BYTES;
+        g->room.queued = q->resolved + w;
+        g->room.next_id = q->low + 4 * w;
+        g->room.bytes = by_window < by_ahead ? by_window : by_ahead;
+        g->room.freed = q->freed_bytes;
     }
     pthread_mutex_unlock(&q->lock);
     return rc;
