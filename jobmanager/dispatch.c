@@ -487,7 +487,7 @@ static void disp_stop_phase(jm_disp_t *d)
         return;
     jm_genq_t *q = &d->phase->genq;
     pthread_mutex_lock(&q->lock);
-    q->stop = 1;
+    atomic_store_explicit(&q->stop, 1, memory_order_relaxed);
     pthread_mutex_unlock(&q->lock);
     pthread_cond_broadcast(&q->room);
     jm_commitq_t *cq = &d->phase->cq;
@@ -761,8 +761,10 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->cbuf = malloc(DISP_COMMIT_CHUNK * sizeof *d->cbuf);
     d->sched = jm_sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st);
     jm_backlog_reset(&d->backlog, jm_backlog_released());
-    if (d->sched)
+    if (d->sched) {
         jm_sched_set_early(d->sched, disp_take_early_result, d);
+        jm_sched_set_pool(d->sched, jm->taskpool);
+    }
     d->wake_fd = spits_wake_open();
     d->zctx = zmq_ctx_new();
     d->conngen = jm_conngen_new();

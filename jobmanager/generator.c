@@ -3,7 +3,8 @@
  *
  * next_task is not idempotent, so it runs on exactly one thread per phase.
  * Each task is numbered in generation order (the wire's task id) and copied
- * into one allocation with its bytes inline. Tasks are handed to the
+ * into one allocation with its bytes inline (small ones: a cell the
+ * dispatcher handed back, taskpool.h). Tasks are handed to the
  * dispatcher in chunks: the genq lock is taken once per chunk, and the
  * dispatcher's eventfd is written only when the genq was empty. A chunk is
  * flushed early when the dispatcher has run dry, so a slow generator adds
@@ -40,6 +41,7 @@
 #include "modcall.h"
 #include "push.h"
 #include "scheduler.h"
+#include "taskpool.h"
 #include "util.h"
 #include "wake.h"
 
@@ -77,8 +79,18 @@ typedef struct {
     jm_t *jm;
     jm_phase_t *p;
     jm_task_t *pending;      /* the bytes of the current call's last push */
+    jm_task_t *spare;        /* cells to make tasks in (taskpool.h) */
     spits_modcall_t call;    /* the current call's pushes (modcall.h) */
     gen_mem_t mem;
+    /* Room gen_wait_room can see without the genq lock: the counts it
+     * was taken from only grow within a phase, so a task below all of
+     * these has room in the window whatever they are now. */
+    struct {
+        uint64_t queued;     /* tasks queued */
+        uint64_t next_id;    /* the next id (the span) */
+        uint64_t bytes;      /* bytes made (window bytes, and ahead) */
+        uint64_t freed;      /* the freed bytes they were taken with */
+    } room;
 } gen_t;
 
 void jm_genq_init(jm_genq_t *q, int wake_fd)
@@ -94,6 +106,7 @@ void jm_genq_init(jm_genq_t *q, int wake_fd)
     pthread_condattr_destroy(&attr);
     atomic_init(&q->queued, 0);
     atomic_init(&q->lent, NULL);
+    atomic_init(&q->stop, 0);
     q->wake_fd = wake_fd;
 }
 
@@ -118,17 +131,17 @@ static void gen_push(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     gen_t *g = (gen_t *)ctx;
 
-    free(g->pending);
+    jm_taskpool_unmake(&g->spare, g->pending);
     g->pending = NULL;
     spits_push_fault_t f = spits_push_check(data, size,
                                             (uint64_t)g->jm->opt.max_task);
-    if (f == SPITS_PUSH_OK && !(g->pending = malloc(sizeof(jm_task_t) +
-                                                    (size_t)size)))
+    if (f == SPITS_PUSH_OK &&
+        !(g->pending = jm_taskpool_make(g->jm->taskpool, &g->spare,
+                                        (uint32_t)size)))
         f = SPITS_PUSH_NO_MEMORY;
     spits_modcall_pushed(&g->call, f, size);
     if (f != SPITS_PUSH_OK)
         return;
-    g->pending->len = (uint32_t)size;
     if (size)
         memcpy(g->pending->data, data, (size_t)size);
 }
@@ -259,17 +272,37 @@ static int gen_mem_room(gen_t *g, uint64_t live_bytes, uint64_t bytes_made)
     return 0;
 }
 
+/* gen_mem_room's answer when it needs neither the clock nor a new
+ * reading of the size: 1 (room), or 0 when gen_mem_room must decide.
+ * Cheap enough to run holding the genq lock. */
+static int gen_mem_quick(gen_mem_t *m, uint64_t live_bytes, uint64_t bytes_made)
+{
+    if (!m->limit)
+        return 1;
+    if (m->max_len >= 65536 || m->calls % 16 == 0 ||
+        gen_mem_ahead(m, live_bytes, bytes_made) > m->limit)
+        return 0;
+    m->calls++;   /* (the call gen_mem_room would have counted) */
+    return 1;
+}
+
 /* Waits until the window, and --memory-limit, have room for more tasks.
- * 0, or -1 if told to stop. */
+ * 0, or -1 if told to stop. While the room last seen lasts (g->room),
+ * without the genq lock. */
 static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
                          uint64_t next_id, uint64_t bytes_made)
 {
     jm_t *jm = g->jm;
     int rc = 0;
 
+    if (!atomic_load_explicit(&q->stop, memory_order_relaxed) &&
+        queued < g->room.queued && next_id < g->room.next_id &&
+        bytes_made < g->room.bytes &&
+        gen_mem_quick(&g->mem, bytes_made - g->room.freed, bytes_made))
+        return 0;
     pthread_mutex_lock(&q->lock);
     for (;;) {
-        if (q->stop) {
+        if (atomic_load_explicit(&q->stop, memory_order_relaxed)) {
             rc = -1;
             break;
         }
@@ -289,6 +322,8 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
         if (live < window &&
             live_bytes < (uint64_t)jm->opt.window_bytes &&
             next_id - q->low < span_max) {
+            if (gen_mem_quick(&g->mem, live_bytes, bytes_made))
+                break;
             /* (the size is read without the lock) */
             pthread_mutex_unlock(&q->lock);
             int room = gen_mem_room(g, live_bytes, bytes_made);
@@ -312,6 +347,17 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
         q->waiting = 1;
         pthread_cond_wait(&q->room, &q->lock);
         q->waiting = 0;
+    }
+    if (rc == 0) {
+        /* (by --window itself: the window the dispatcher widens it to
+         * may narrow again) */
+        uint64_t w = (uint64_t)jm->opt.window;
+        uint64_t by_window = q->freed_bytes + (uint64_t)jm->opt.window_bytes;
+        uint64_t by_ahead = q->taken_bytes + GEN_AHEAD_BYTES;
+        g->room.queued = q->resolved + w;
+        g->room.next_id = q->low + 4 * w;
+        g->room.bytes = by_window < by_ahead ? by_window : by_ahead;
+        g->room.freed = q->freed_bytes;
     }
     pthread_mutex_unlock(&q->lock);
     return rc;
@@ -368,13 +414,12 @@ static void *gen_main(void *arg)
         g->pending = NULL;
         if (!t) {
             /* next_task returned 1 without pushing: an empty task. */
-            t = malloc(sizeof *t);
+            t = jm_taskpool_make(jm->taskpool, &g->spare, 0);
             if (!t) {
                 snprintf(p->gen_error, sizeof p->gen_error,
                          "out of memory making task %llu", (unsigned long long)id);
                 break;
             }
-            t->len = 0;
         }
         t->hash = jm->journal || p->nskip ? spits_task_hash(t->data, t->len) : 0;
         if (sk < p->nskip && p->skip[sk].id == id) {
@@ -383,13 +428,13 @@ static void *gen_main(void *arg)
                          "task %llu is not the task the journal recorded: "
                          "next_task does not generate deterministically, so "
                          "the job cannot be resumed", (unsigned long long)id);
-                free(t);
+                jm_taskpool_unmake(&g->spare, t);
                 break;
             }
             sk++;
             skipped++;
             id++;
-            free(t);
+            jm_taskpool_unmake(&g->spare, t);
             queued_last = 0;
             continue;
         }
@@ -416,7 +461,8 @@ static void *gen_main(void *arg)
         }
     }
     gen_flush(q, head, tail, n, id);
-    free(g->pending);
+    jm_taskpool_unmake(&g->spare, g->pending);
+    jm_taskpool_free_list(&g->spare);
     p->st.generated = id;
     p->st.extra_pushes = g->call.extra_pushes;
     if (sk < p->nskip && !p->gen_error[0] && !stopped)

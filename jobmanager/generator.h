@@ -32,7 +32,8 @@ typedef struct {
                                  disp_window) */
     uint64_t resolved;        /* committer: tasks committed or failed */
     uint64_t made;            /* generator: ids made so far (for status) */
-    int stop;                 /* main: give up generating */
+    atomic_int stop;          /* main: give up generating (set under the
+                                 lock, read without it too) */
     int wake_fd;              /* the dispatcher's eventfd */
 } jm_genq_t;
 

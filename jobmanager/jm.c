@@ -35,6 +35,7 @@
 #include "report.h"
 #include "stop.h"
 #include "term.h"
+#include "taskpool.h"
 #include "tmtable.h"
 #include "util.h"
 
@@ -470,6 +471,8 @@ static int open_to_tms(jm_t *jm)
         return -1;
     }
     jm->started = spits_wall_time();
+    /* (no pool, when out of memory: every task is malloc'd and freed) */
+    jm->taskpool = jm_taskpool_new();
     if (security_setup(jm, err, sizeof err) != 0 ||
         !(jm->disp = jm_disp_new(jm, err, sizeof err))) {
         spits_error("%s", err);
@@ -560,6 +563,7 @@ static void free_job(jm_t *jm, char **rargv, int ran)
 {
     jm_stop_release();
     jm_disp_destroy(&jm->disp);
+    jm_taskpool_destroy(&jm->taskpool);   /* (after the dispatcher's last cells) */
     jm_joblog_destroy(&jm->joblog);
     for (uint32_t i = 0; i < jm->nphases; i++) {
         for (int k = 0; k < jm->phases[i].argc && jm->phases[i].argv; k++)

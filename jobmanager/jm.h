@@ -106,6 +106,7 @@ typedef struct jm_task {
     uint8_t last_status;     /* how its last failed run ended */
     uint8_t quick;           /* its newest copy went to a TM holding fewer
                                 tasks than workers: it ran on arrival */
+    uint8_t cell;            /* made in a cell of the task pool (taskpool.h) */
     int32_t failed_on;       /* TM slot of the last failed run, or -1 */
     int32_t holders[JM_MAX_COPIES]; /* TM slots running a copy, -1 = none */
     uint32_t held_ix[JM_MAX_COPIES];  /* each copy's place in its TM's list
@@ -159,6 +160,7 @@ typedef struct {
     int resuming;
     int lock_fd;              /* DIR/jm.pid, locked while the JM lives */
     struct jm_joblog *joblog; /* --joblog (joblog.h), or NULL */
+    struct jm_taskpool *taskpool; /* small tasks' cells (taskpool.h), or NULL */
 } jm_t;
 
 #endif

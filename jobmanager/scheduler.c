@@ -24,6 +24,7 @@
 #include "retryq.h"
 #include "ring.h"
 #include "scheduler.h"
+#include "taskpool.h"
 #include "util.h"
 
 /* The tasks TM slot holds a copy of, in no order. */
@@ -61,6 +62,8 @@ struct jm_sched {
     int64_t late_after;              /* the bound last seen by a scan */
     jm_sched_early_fn early;
     void *early_arg;
+    jm_taskpool_t *pool;             /* where resolved tasks' cells go */
+    jm_taskpool_batch_t pool_batch;  /* ...once a batch is full */
     int broken;
 };
 
@@ -90,6 +93,7 @@ static void free_tasks(jm_sched_t *s)
         s->fresh = next;
     }
     s->fresh_tail = NULL;
+    jm_taskpool_flush(s->pool, &s->pool_batch);
 }
 
 void jm_sched_destroy(jm_sched_t **sp)
@@ -246,7 +250,7 @@ static void resolve(jm_sched_t *s, jm_task_t *task)
             held_unlink(s, task, i);
     spits_ring_take(s->ring, task->id);
     s->freed_bytes += task->len;
-    jm_task_free(task);
+    jm_taskpool_put(s->pool, &s->pool_batch, task);
 }
 
 /* --- tasks in ---------------------------------------------------------- */
@@ -299,6 +303,11 @@ void jm_sched_set_early(jm_sched_t *s, jm_sched_early_fn fn, void *arg)
 {
     s->early = fn;
     s->early_arg = arg;
+}
+
+void jm_sched_set_pool(jm_sched_t *s, struct jm_taskpool *pool)
+{
+    s->pool = pool;
 }
 
 /* --- tasks out --------------------------------------------------------- */
@@ -356,7 +365,7 @@ static size_t pick_fresh(jm_sched_t *s, size_t n, size_t room, size_t *bytes,
         s->taken_bytes += task->len;
         if (early) {
             s->freed_bytes += task->len;
-            jm_task_free(task);
+            jm_taskpool_put(s->pool, &s->pool_batch, task);
             continue;
         }
         task->out_ms = s->now;

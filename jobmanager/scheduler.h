@@ -101,6 +101,10 @@ int jm_sched_exhausted(const jm_sched_t *s);
 typedef int (*jm_sched_early_fn)(void *arg, const jm_task_t *task);
 void jm_sched_set_early(jm_sched_t *s, jm_sched_early_fn fn, void *arg);
 
+/* Where the cells of resolved tasks go back (taskpool.h; NULL: none,
+ * the default, and every task is freed). The pool must outlive s. */
+void jm_sched_set_pool(jm_sched_t *s, struct jm_taskpool *pool);
+
 /* --- tasks out --------------------------------------------------------- */
 
 /* The time now, in ms of the caller's monotonic clock (the scheduler has

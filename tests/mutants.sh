@@ -105,7 +105,7 @@ cat >"$T/driver.c" <<'EOF'
 #include "scheduler.h"
 int main(void) { return jm_sched_selftest() == 0 ? 0 : 1; }
 EOF
-for f in jobmanager/lateness.c jobmanager/retryq.c libspits/ring.c libspits/util.c libspits/selfexe.c; do
+for f in jobmanager/lateness.c jobmanager/retryq.c jobmanager/taskpool.c libspits/ring.c libspits/util.c libspits/selfexe.c; do
     "${CC[@]}" "${FLAGS[@]}" -c -o "$T/deps/$(basename "$f" .c).o" "$top_srcdir/$f" \
         >"$T/deps/build.log" 2>&1 || { cat "$T/deps/build.log"; fail "cannot build $f"; }
 done

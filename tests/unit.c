@@ -25,6 +25,7 @@
 #include "reporthtml.h"
 #include "ring.h"
 #include "scheduler.h"
+#include "taskpool.h"
 #include "svgplot.h"
 #include "term.h"
 #include "tmtable.h"
@@ -49,6 +50,7 @@ int main(void)
         {"lateness", jm_late_selftest},
         {"backlog", jm_backlog_selftest},
         {"scheduler", jm_sched_selftest},
+        {"taskpool", jm_taskpool_selftest},
         {"tmtable", jm_tmtab_selftest},
         {"keys", spits_keys_selftest},
         {"metrics", spits_metrics_selftest},
