@@ -489,12 +489,15 @@ static int open_to_tms(jm_t *jm)
     a.pid = (long)getpid();
     a.started_unix = jm->started;
     spits_iso_time(jm->started, a.started, sizeof a.started);
+    /* (before jm.json: whoever reads it may signal us at once, as
+     * spits-run does when its TMs fail, and a signal must then stop the
+     * job with its report) */
+    jm_stop_init(jm_disp_wake_fd(jm->disp));
     if ((a.curve && write_tm_key(jm, a.endpoint, err, sizeof err) != 0) ||
         spits_announce_write(jm->opt.jobdir, &a, err, sizeof err) != 0) {
         spits_error("%s", err);
         return -1;
     }
-    jm_stop_init(jm_disp_wake_fd(jm->disp));
     if (jm_disp_start(jm->disp) != 0) {
         spits_error("cannot start the dispatcher thread: %s", strerror(errno));
         return -1;

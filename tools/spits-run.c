@@ -295,6 +295,17 @@ static void run_wait_replaced(run_t *r, const sigset_t *stops)
     }
 }
 
+/* The JM has written jm.json, which it does once its signal handlers are
+ * set (a stale one of an earlier run says so too early, as before). */
+static int run_jm_announced(const run_t *r)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/jm.json", r->jobdir ? r->jobdir : ".") >=
+        (int)sizeof path)
+        return 1;
+    return access(path, F_OK) == 0;
+}
+
 #define JM_ARGS_MAX (40 + 256)
 #define TM_ARGS_MAX 24
 
@@ -547,7 +558,7 @@ int main(int argc, char **argv)
         run_wait_replaced(&r, &block);
 
     char *targv[TM_ARGS_MAX];
-    int signalled = 0, tms_failed = 0, gave_up = 0;
+    int signalled = 0, tms_failed = 0, gave_up = 0, waits_for_jm = 0;
     tm_args(&r, targv, 0);
     for (long i = 0; i < r.tms; i++)
         if ((r.tm[i] = spawn(targv, &orig, -1, r.relay[1])) < 0) {
@@ -590,7 +601,10 @@ int main(int argc, char **argv)
         }
         if (!r.jm)
             break;
-        if (tms_failed == r.tms && !signalled && !gave_up) {
+        /* (once the JM has announced itself: a SIGTERM before it set its
+         * handlers would end it with no report; 30 s at most) */
+        if (tms_failed == r.tms && !signalled && !gave_up &&
+            (run_jm_announced(&r) || ++waits_for_jm > 150)) {
             spits_error("every task manager failed; stopping the job");
             kill(r.jm, SIGTERM);
             gave_up = 1;
