@@ -101,8 +101,8 @@ jm_joblog_t *jm_joblog_new(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "cannot open the joblog %s: %s", path, strerror(errno));
         goto fail;
     }
-    if (st.st_size == 0 && write(jl->fd, JOBLOG_HEADER, strlen(JOBLOG_HEADER)) !=
-                               (ssize_t)strlen(JOBLOG_HEADER)) {
+    if (st.st_size == 0 &&
+        spits_write_all(jl->fd, JOBLOG_HEADER, strlen(JOBLOG_HEADER)) != 0) {
         snprintf(err, errlen, "cannot write the joblog %s: %s", path, strerror(errno));
         goto fail;
     }
@@ -252,18 +252,10 @@ void jm_joblog_add(jm_joblog_t *jl, uint32_t phase, uint64_t id, uint32_t host,
 
 int jm_joblog_flush(jm_joblog_t *jl)
 {
-    size_t off = 0;
-    while (off < jl->len && !jl->failed) {
-        ssize_t w = write(jl->fd, jl->buf + off, jl->len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            spits_error("cannot write the joblog %s: %s; no more lines go to it",
-                        jl->path, w < 0 ? strerror(errno) : "nothing written");
-            jl->failed = 1;
-        } else {
-            off += (size_t)w;
-        }
+    if (jl->len && !jl->failed && spits_write_all(jl->fd, jl->buf, jl->len) != 0) {
+        spits_error("cannot write the joblog %s: %s; no more lines go to it",
+                    jl->path, errno ? strerror(errno) : "nothing written");
+        jl->failed = 1;
     }
     jl->len = 0;
     return jl->failed ? -1 : 0;

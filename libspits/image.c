@@ -21,6 +21,7 @@
 #include <sodium.h>
 
 #include "image.h"
+#include "util.h"
 
 struct spits_image {
     int fd;             /* the sealed memfd */
@@ -32,20 +33,6 @@ struct spits_image {
 };
 
 #define IMAGE_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
-
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
 
 /* Copies src from offset 0 into img->fd, hashing what was copied; returns
  * the number of bytes, or -1 with errno set. */
@@ -65,7 +52,7 @@ static off_t copy_hashed(int src, spits_image_t *img)
         if (r == 0)
             break;
         crypto_generichash_update(&st, buf, (unsigned long long)r);
-        if (write_all(img->fd, buf, (size_t)r) != 0)
+        if (spits_write_all(img->fd, buf, (size_t)r) != 0)
             return -1;
         off += r;
     }

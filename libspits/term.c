@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "term.h"
+#include "util.h"
 
 #define TERM_ERASE "\r\033[K"      /* to column 0, erase to the line's end */
 #define TERM_ERASE_LEN 4
@@ -35,17 +36,10 @@ static void term_on_winch(int sig)
     atomic_store(&term_resized, 1);
 }
 
+/* (stderr gone: nowhere to say so) */
 static void term_write_all(const char *p, size_t n)
 {
-    while (n > 0) {
-        ssize_t w = write(term_fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;                   /* stderr is gone: nowhere to say so */
-        p += w;
-        n -= (size_t)w;
-    }
+    (void)spits_write_all(term_fd, p, n);
 }
 
 /* The terminal's columns, re-read after a SIGWINCH (lock held). */

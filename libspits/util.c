@@ -109,6 +109,24 @@ int spits_find_beside(const char *selfname, const char *name, const char *env,
     return access(out, mode);
 }
 
+int spits_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = 0;
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 int spits_online_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -42,6 +42,11 @@ int spits_find_beside(const char *self, const char *name, const char *env,
                       char *out);
 
 /* Online cores (at least 1). */
+/* Writes all n bytes of p to fd, again after EINTR and short writes: 0,
+ * or -1 with errno set (0 when write wrote nothing). Only write(2) is
+ * called, so a signal handler may use it. */
+int spits_write_all(int fd, const void *p, size_t n);
+
 int spits_online_cores(void);
 /* Keeps large buffers (tasks, results, batches up to 32 MiB) in the heap
  * instead of a fresh mmap each: a process that moves megabyte tasks would
