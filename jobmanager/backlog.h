@@ -8,18 +8,16 @@
  * So the scheduler starts a copy's lateness clock when libzmq lets go of
  * its part (scheduler.c copy_due), not when it was handed over: timed
  * from the hand-over, such copies looked late, and the copies of them
- * sent elsewhere waited in the same backlog and only added bytes (8 MiB
- * tasks to 200 TMs with CURVE: 26 to 505 of 800 tasks re-sent, up to
- * 40% of the bytes).
+ * sent elsewhere waited in the same backlog and only added bytes
+ * (docs/performance.md has the figures).
  *
  * A part can also wait because its own connection does not move (a TM
  * stopped, a link stalled): then the copy is late like any other. The
  * rule: a part is stuck once the JM has let go of JM_BACKLOG_SLACK times
  * the bytes that were ahead of it since it was handed over. libzmq
  * serves its connections in turn, not in the order the parts came, so
- * once is not enough: 8 MiB tasks to 10 and 20 TMs (1 worker each, CURVE)
- * re-sent 1-2% of them with 4, 4% with 2, 40-45% before the rule (and
- * moved 25-40% fewer bytes a second). With nothing ahead, a part
+ * once is not enough (the slack of 4 is measured: docs/performance.md).
+ * With nothing ahead, a part
  * that does not leave is stuck at once, and its copy is late after the
  * usual bound. And when the JM let go of no part for a whole tick (about
  * 100 ms) while parts wait, it is not busy sending: every part that

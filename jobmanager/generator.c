@@ -230,9 +230,7 @@ static void gen_mem_log(const gen_t *g, const gen_mem_t *m, uint64_t live_bytes)
  * enough to go inline was seen), and with CURVE encrypted again. While it
  * encrypts a message, libzmq 4.3 holds two more copies of it (a
  * plaintext and a box): one message at a time per I/O thread. Each term
- * was found by going over: 15 MiB over 128 MiB without the encoder's, 9
- * MiB over 256 MiB with one copy a task when 183 copies of late ones
- * went out (8 MiB tasks, 200 TMs).
+ * was found by going over the limit without it (docs/performance.md).
  *
  * Tasks made since the size was read count as if none was sent yet. The
  * size is read again after 5 ms (the clock is looked at every 16 calls,

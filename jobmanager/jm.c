@@ -376,8 +376,7 @@ static void set_defaults(jm_t *jm)
     jm->opt.memory_limit = -1;
     /* A quarter of the cores, 1 to 4: libzmq's I/O threads do CurveZMQ
      * for the TMs' connections (each connection on one), and the JM's own
-     * threads need cores too. On 2 cores, 2 measured 5% faster with 2 TMs
-     * of 1 MB tasks, within noise with 1. */
+     * threads need cores too (docs/performance.md). */
     int cores = spits_online_cores();
     jm->opt.io_threads = cores / 4 < 1 ? 1 : cores / 4 > 4 ? 4 : cores / 4;
     jm->opt.journal = 1;

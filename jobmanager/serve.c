@@ -304,8 +304,8 @@ static void serve_all(jm_disp_t *d)
  * send again: failed, handed back, unsent) while a TM was left with
  * room. (A TM whose pick was cut by DISP_BATCH_BYTES, not by the work,
  * counts as left with room: with large tasks every turn walks them all,
- * as before.) Walking all 10,000 TMs on every turn was 8% of the JM's CPU at
- * 10,000 virtual TMs. A slot in the list whose TM left is skipped; one
+ * as before.) Walking every TM on every turn costs the JM a share of its
+ * CPU that grows with the TMs (docs/performance.md). A slot in the list whose TM left is skipped; one
  * reused by a new TM serves that one, which is harmless. */
 void disp_serve(jm_disp_t *d)
 {

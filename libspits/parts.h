@@ -23,13 +23,10 @@
 #include "wire.h"
 
 /* From what size a payload goes as a part: SPITS_PART_MIN, with CURVE
- * or without. Measured, 1 JM + 1 TM on loopback: with CURVE, parts are
- * 8% faster at 64 KB and 15% at 1 MB (libzmq encrypts every frame into a
- * new buffer anyway, so a copy into the batch is pure cost); without it,
- * 1 MB tasks went at 3.0-3.8 GB/s instead of 1.7-2.0, and 1 MB results
- * at 3.6-3.8 instead of 2.5, with 64 KB the same either way (libzmq
+ * or without. With CURVE libzmq encrypts every frame into a new buffer
+ * anyway, so a copy into the batch is pure cost; without it, libzmq
  * writes a large frame from the sender's memory, so a part is never
- * copied in user space). Never under ThreadSanitizer (UINT64_MAX): it
+ * copied in user space (docs/performance.md has the runs). Never under ThreadSanitizer (UINT64_MAX): it
  * cannot see libzmq hand a part to its I/O thread, and reports each byte
  * libzmq reads (or the free of the part) as a race, so slowly that the
  * I/O thread stalls. */
