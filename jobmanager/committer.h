@@ -40,7 +40,7 @@ typedef struct {
     jm_rx_t *rx;              /* the message data points into, or NULL */
     unsigned char *owned;     /* or data's own allocation (adopted result);
                                  a poison task's: the failure's details
-                                 (jm_failure_t, phase.h), or NULL */
+                                 (jm_failure_t, failure.h), or NULL */
     /* --joblog only (joblog.h): ms from its epoch to the copy's sending,
      * then to the result; the TM's host number; the task's bytes */
     uint32_t log_start, log_run, log_host, log_in;

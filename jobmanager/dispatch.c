@@ -92,7 +92,7 @@ void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
                              "heartbeat_ms", (json_int_t)d->hb_ms,
                              "timeout_ms", (json_int_t)d->timeout_ms,
                              "max_task_bytes", (json_int_t)d->jm->opt.max_task,
-                             "argv", p ? jm_phase_argv_json(p) : json_null());
+                             "argv", p ? json_incref(p->argv_json) : json_null());
     /* The outage it answers: the TM waits for the answer to its latest. */
     if (body && type == SPITS_MSG_WELCOME)
         json_object_set_new(body, "attach", json_integer(t->attach));

@@ -82,24 +82,9 @@ static int final_check(jm_t *jm, jm_phase_t *p, final_push_t *fp, int rc)
     return JM_RUN_FAILED_TASKS;
 }
 
-json_t *jm_failure_json(uint32_t phase, const jm_failure_t *f)
-{
-    return json_pack("{s:i, s:I, s:s, s:o, s:o}", "phase", (int)phase,
-                     "task", (json_int_t)f->id,
-                     "reason", spits_wire_status_name(f->status),
-                     "return_code", f->has_rc ? json_integer(f->rc) : json_null(),
-                     "host", f->host[0] ? json_string(f->host) : json_null());
-}
-
-void jm_failure_describe(const jm_failure_t *f, char *buf, size_t size)
-{
-    char rc[48] = "";
-    if (f->has_rc)
-        snprintf(rc, sizeof rc, ", where the worker returned %d", (int)f->rc);
-    snprintf(buf, size, "on %s%s", f->host[0] ? f->host : "an unknown host", rc);
-}
-
-json_t *jm_phase_argv_json(const jm_phase_t *p)
+/* A phase's arguments as a JSON array of strings (new reference), as the
+ * journal keeps them and the TMs get them; NULL if one is not UTF-8. */
+static json_t *phase_argv_json(const jm_phase_t *p)
 {
     json_t *a = json_array();
     for (int i = 0; i < p->st.argc && a; i++)
@@ -245,7 +230,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
     jm_commitq_init(&p->cq);
 
     /* The TMs get the arguments as JSON, so each must be UTF-8. */
-    json_t *argvj = p->st.argv ? jm_phase_argv_json(p) : NULL;
+    json_t *argvj = p->st.argv ? phase_argv_json(p) : NULL;
     if (!argvj) {
         spits_error("phase %u: %s", p->st.id, p->st.argv
                     ? "an argument is not valid UTF-8, so it cannot be sent "
@@ -334,6 +319,7 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         mine->capresults = 0;
     }
     spits_debug("phase %u starts (%d arguments)", p->st.id, argc);
+    p->argv_json = argvj;
     jm_disp_phase_begin(jm->disp, p);
     if (jm_generator_start(jm, p) != 0) {
         /* (reported below: no task was made, so commit_job must not run) */

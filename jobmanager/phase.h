@@ -9,25 +9,9 @@
 #include <stdint.h>
 
 #include "committer.h"
+#include "failure.h"
 #include "generator.h"
 #include "jm.h"
-
-/* A task given up after --max-attempts runs, and how its last run ended
- * (SPITS_ST_FAILED, _CRASHED or _TIMEOUT). */
-typedef struct {
-    uint64_t id;
-    uint32_t status;
-    int has_rc;               /* FAILED, and the TM said the code: */
-    int32_t rc;               /* ...what the worker returned */
-    char host[128];           /* the TM that ran it last ("" unknown) */
-} jm_failure_t;
-
-/* A poison task as STATUS and report.json list it: {phase, task, reason,
- * return_code (null: not a return, or not said), host (null: unknown)}. */
-json_t *jm_failure_json(uint32_t phase, const jm_failure_t *f);
-/* Where its last run was, for a log line: "on HOST, where the worker
- * returned 3", "on HOST" (another ending, or the code not said). */
-void jm_failure_describe(const jm_failure_t *f, char *buf, size_t size);
 
 /* Per-phase counters kept by their owning threads, read after the phase. */
 typedef struct jm_phase_stats {
@@ -60,6 +44,9 @@ struct jm_phase {
     spits_inst_t manager;     /* job manager instance: generator's */
     spits_inst_t committer;   /* committer instance: main thread's */
     pthread_t gen_thread;
+    json_t *argv_json;        /* main: the arguments as the TMs get them
+                                 (WELCOME, PHASE); the dispatcher reads it
+                                 between jm_disp_phase_begin and _end */
     char gen_error[256];      /* generator: why it stopped early */
     /* A resumed phase: the ids (and task hashes) already committed, sorted
      * by id. Read-only once the generator starts; the generator skips
@@ -73,8 +60,5 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
                  spitssize_t jobinfosz, const void **final,
                  spitssize_t *finalsz);
 void jm_phase_set_job(jm_t *jm);
-/* A phase's arguments as a JSON array of strings (new reference), as the
- * journal keeps them and the TMs get them; NULL if one is not UTF-8. */
-json_t *jm_phase_argv_json(const jm_phase_t *p);
 
 #endif
