@@ -106,6 +106,27 @@ int jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n)
     return 0;
 }
 
+int jm_commitq_hand(jm_commitq_t *q, jm_commit_t **items, size_t n, size_t cap)
+{
+    if (!n)
+        return 0;
+    pthread_mutex_lock(&q->lock);
+    if (q->n != 0 || q->cap < cap) {
+        pthread_mutex_unlock(&q->lock);
+        return jm_commitq_push(q, *items, n);
+    }
+    /* (the committer took the last batch: this one goes over whole) */
+    jm_commit_t *old = q->items;
+    q->items = *items;
+    q->cap = cap;
+    q->n = n;
+    q->pushed += n;
+    pthread_mutex_unlock(&q->lock);
+    pthread_cond_signal(&q->ready);
+    *items = old;
+    return 0;
+}
+
 void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total)
 {
     pthread_mutex_lock(&q->lock);

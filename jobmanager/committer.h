@@ -66,6 +66,11 @@ void jm_commitq_destroy(jm_commitq_t *q);
 /* dispatcher side: publish a batch of resolutions; -1 when out of memory
  * (nothing queued: the caller still owns the items) */
 int jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n);
+/* The same for the n resolutions of *items, a malloc'd array with room
+ * for cap: when the queue is empty and its own array has room for cap,
+ * the arrays are swapped, not copied, and *items is then the queue's old
+ * array for the caller to refill. */
+int jm_commitq_hand(jm_commitq_t *q, jm_commit_t **items, size_t n, size_t cap);
 /* Frees what a resolution owns: its reference to a message, or its bytes. */
 void jm_commit_release(jm_commit_t *c);
 /* generator side: no more tasks, total generated */

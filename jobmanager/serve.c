@@ -393,7 +393,8 @@ static void commits_flush(jm_disp_t *d, jm_rx_t *rx)
         return;
     if (d->ncommit_rx)
         jm_rx_hold(rx, d->ncommit_rx);
-    if (jm_commitq_push(&d->phase->cq, d->cbuf, d->ncommit) != 0) {
+    if (jm_commitq_hand(&d->phase->cq, &d->cbuf, d->ncommit,
+                        DISP_COMMIT_CHUNK) != 0) {
         for (size_t i = 0; i < d->ncommit; i++)
             jm_commit_release(&d->cbuf[i]);
         jm_fatal("out of memory queueing %zu result(s) for the committer; "

@@ -7,9 +7,9 @@
 #include "log.h"
 #include "push.h"
 
-void spits_push_keep(spits_buf_t *buf, const void *data, spitssize_t size,
-                     uint64_t max, spits_push_fault_t *fault,
-                     spitssize_t *bad_size)
+void spits_push_keep_grow(spits_buf_t *buf, const void *data, spitssize_t size,
+                          uint64_t max, spits_push_fault_t *fault,
+                          spitssize_t *bad_size)
 {
     buf->len = 0;
     spits_push_fault_t f = spits_push_check(data, size, max);

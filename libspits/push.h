@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "spits.h"
 #include "wire.h"
 
@@ -39,10 +40,26 @@ static inline spits_push_fault_t spits_push_check(const void *data,
 
 /* A push's bytes, copied into buf as the call's last push (buf->len 0
  * if it cannot be kept); a push that cannot be kept (over max, or out of
- * memory) is recorded in *fault and *bad_size, unless one already was. */
-void spits_push_keep(spits_buf_t *buf, const void *data, spitssize_t size,
-                     uint64_t max, spits_push_fault_t *fault,
-                     spitssize_t *bad_size);
+ * memory) is recorded in *fault and *bad_size, unless one already was.
+ * Inline for a push that fits the buffer as it is (every task's result
+ * but the largest so far); the rest goes to spits_push_keep_grow. */
+void spits_push_keep_grow(spits_buf_t *buf, const void *data, spitssize_t size,
+                          uint64_t max, spits_push_fault_t *fault,
+                          spitssize_t *bad_size);
+
+static inline void spits_push_keep(spits_buf_t *buf, const void *data,
+                                   spitssize_t size, uint64_t max,
+                                   spits_push_fault_t *fault,
+                                   spitssize_t *bad_size)
+{
+    if (size > 0 && (size_t)size <= buf->cap &&
+        spits_push_check(data, size, max) == SPITS_PUSH_OK) {
+        memcpy(buf->data, data, (size_t)size);
+        buf->len = (size_t)size;
+        return;
+    }
+    spits_push_keep_grow(buf, data, size, max, fault, bad_size);
+}
 
 /* "FN pushed NULL with size 100" and the like, for fault f of a push of
  * size bytes by the module function fn; limit names what max is. */

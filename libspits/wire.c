@@ -57,21 +57,6 @@ void spits_batch_begin(spits_batch_t *b, int type, uint32_t phase)
     }
 }
 
-unsigned char *spits_batch_add(spits_batch_t *b, uint64_t id,
-                               uint32_t status, uint32_t len)
-{
-    if (b->buf.len < SPITS_HDR_SIZE ||
-        spits_buf_reserve(&b->buf, SPITS_REC_SIZE + (size_t)len) != 0)
-        return NULL;
-    unsigned char *p = b->buf.data + b->buf.len;
-    put_u64(p, id);
-    put_u32(p + 8, status);
-    put_u32(p + 12, len);
-    b->buf.len += SPITS_REC_SIZE + (size_t)len;
-    b->count++;
-    return p + SPITS_REC_SIZE;
-}
-
 int spits_batch_add_part(spits_batch_t *b, uint64_t id, uint32_t status,
                          uint32_t len)
 {
@@ -133,26 +118,25 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
     }
     /* Walk every record header once: after this, the reader needs no checks. */
     const unsigned char *q = p + SPITS_HDR_SIZE, *end = p + len;
-    int may_part = h->type != SPITS_MSG_CANCEL;
-    int may_foreign = h->type == SPITS_MSG_RESULTS;
-    uint64_t n = 0;
+    /* The flags this type may not carry: a CANCEL has no parts, and only a
+     * result can answer a copy sent elsewhere (foreign). */
+    uint32_t banned = (h->type == SPITS_MSG_CANCEL ? SPITS_REC_PART : 0) |
+                      (h->type != SPITS_MSG_RESULTS ? SPITS_REC_FOREIGN : 0);
+    uint64_t n = 0, parts = 0, foreign = 0;
     while (q < end) {
         if ((size_t)(end - q) < SPITS_REC_SIZE) {
             *why = "truncated record header";
             return -1;
         }
         uint32_t rlen = get_u32(q + 12), status = get_u32(q + 8);
-        int part = (status & SPITS_REC_PART) != 0;
-        if (part && !may_part) {
-            *why = "a part in a CANCEL";
+        uint32_t part = (status & SPITS_REC_PART) != 0;
+        if (status & banned) {
+            *why = status & banned & SPITS_REC_PART
+                       ? "a part in a CANCEL" : "a foreign record outside RESULTS";
             return -1;
         }
-        /* Only a result can answer a copy sent elsewhere. */
-        if ((status & SPITS_REC_FOREIGN) && !may_foreign) {
-            *why = "a foreign record outside RESULTS";
-            return -1;
-        }
-        if (!part && (size_t)(end - q) - SPITS_REC_SIZE < rlen) {
+        size_t body = part ? 0 : rlen;
+        if ((size_t)(end - q) - SPITS_REC_SIZE < body) {
             *why = "record longer than the frame";
             return -1;
         }
@@ -160,11 +144,13 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
             *why = "unknown record status";
             return -1;
         }
-        q += SPITS_REC_SIZE + (part ? 0 : rlen);
-        h->parts += part;
-        h->foreign += (status & SPITS_REC_FOREIGN) != 0;
+        q += SPITS_REC_SIZE + body;
+        parts += part;
+        foreign += (status & SPITS_REC_FOREIGN) != 0;
         n++;
     }
+    h->parts = parts;
+    h->foreign = foreign;
     if (n != h->count) {
         *why = "record count does not match the frame";
         return -1;
@@ -211,32 +197,6 @@ void spits_reader_init(spits_reader_t *r, const void *frame, size_t len)
 void spits_reader_parts(spits_reader_t *r, const spits_part_t *parts)
 {
     r->parts = parts;
-}
-
-int spits_reader_next(spits_reader_t *r, spits_rec_t *rec)
-{
-    if ((size_t)(r->end - r->p) < SPITS_REC_SIZE)
-        return 0;
-    rec->id = get_u64(r->p);
-    rec->status = get_u32(r->p + 8);
-    rec->len = get_u32(r->p + 12);
-    r->p += SPITS_REC_SIZE;
-    rec->foreign = (rec->status & SPITS_REC_FOREIGN) != 0;
-    rec->status &= ~SPITS_REC_FOREIGN;
-    rec->part = (rec->status & SPITS_REC_PART) != 0;
-    if (rec->part) {
-        rec->status &= ~SPITS_REC_PART;
-        if (r->parts) {
-            rec->data = r->parts->data;   /* (checked: one per such record) */
-            r->parts++;
-        } else {
-            rec->data = NULL;             /* (ids only: no parts given) */
-        }
-    } else {
-        rec->data = r->p;
-        r->p += rec->len;
-    }
-    return 1;
 }
 
 int spits_wire_encode_json(spits_buf_t *out, int type, uint32_t phase,
