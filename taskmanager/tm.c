@@ -95,7 +95,7 @@ static int tm_setup(tm_t *tm)
         spits_error("cannot initialise libsodium");
         return 1;
     }
-    tm_link_init(tm);
+    tm_link_init(tm, tm_results_pending);
     rc = tm_link_find_jm(tm);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
