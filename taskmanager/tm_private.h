@@ -93,8 +93,9 @@ void tm_opts_complete(tm_opts_t *opts);
 
 /* ==== job.c: the job this TM runs, its module and phases
  *
- * Written by job.c only. Read: the current phase (protocol.c, relay.c),
- * the job's id and join count (link.c, results.c).
+ * Written by job.c only, but for shared, which simulate.c sets when it
+ * makes a virtual TM. Read: the current phase (protocol.c, relay.c), the
+ * job's id and join count (link.c, results.c).
  */
 
 /* A phase's own fields are read by workers too, but never change after
@@ -134,10 +135,12 @@ static inline uint32_t tm_job_wire(const tm_job_t *job)
 /* ==== link.c: the connection to the JM
  *
  * Written by link.c only; protocol.c tells it what the JM said through
- * its functions. Read: the socket (loop.c, protocol.c, simulate.c), the
+ * its functions. The one exception is context, the ZeroMQ context, which
+ * the file that makes the tm_t (tm.c, simulate.c) owns and sets before
+ * tm_link_init. Read: the socket (loop.c, protocol.c, simulate.c), the
  * endpoints and names for log lines, max_task, last_stats and
- * result_parts (results.c); tm_link_ready and tm_link_relayed (below,
- * after tm_t) say what state it is in.
+ * result_parts (results.c), keys and context (relay.c); tm_link_ready
+ * and tm_link_relayed (below, after tm_t) say what state it is in.
  */
 
 /* How long a hop (a --via relay, or the JM) has to say WELCOME, from
@@ -287,7 +290,9 @@ void tm_proto_free(tm_proto_t *proto);
 /* ==== loop.c: the poll loop, signals and leaving early
  *
  * tm_drain_t is written by loop.c only (tm_loop_drain, the walltime).
- * Read: drain.active, by the files that take no more work in a drain.
+ * Read: drain.active, a flag, by the files that act on a drain: those
+ * above (tm.c, simulate.c) and, as a read only, protocol.c (no more
+ * tasks), link.c (a longer linger for the last results) and relay.c.
  */
 
 /* (The signal handler only sets loop.c's tm_signal.) */
