@@ -67,14 +67,10 @@ void tm_link_init(tm_t *tm, tm_link_pending_fn pending)
     tm->link.fd = -1;
 }
 
-void tm_link_heard(tm_t *tm, int fd)
+void tm_link_found(tm_t *tm)
 {
-    tm->link.last_heard = tm->now;
-    tm->link.fd = fd;
-    if (tm->link.state == TM_LOST) {
-        spits_info("the job manager answers again");
-        tm->link.state = TM_READY;
-    }
+    spits_info("the job manager answers again");
+    tm->link.state = TM_READY;
 }
 
 int tm_link_raise_max(tm_t *tm, long long max_task)

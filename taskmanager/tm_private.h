@@ -216,9 +216,8 @@ int tm_link_send(tm_t *tm, const void *buf, size_t len);
  * cut). */
 int tm_link_send_parts(tm_t *tm, const void *buf, size_t len, spits_parts_t *parts);
 void tm_link_send_hello(tm_t *tm);
-/* A message came (over connection fd, or -1): the JM is heard, and a
- * lost one answers again. */
-void tm_link_heard(tm_t *tm, int fd);
+/* A lost JM answers again (tm_link_heard, below). */
+void tm_link_found(tm_t *tm);
 /* WELCOME's max_task_bytes: above our socket's limit, the limit is
  * raised and the socket remade (1, or -1 when it cannot be); else 0. */
 int tm_link_raise_max(tm_t *tm, long long max_task);
@@ -395,6 +394,17 @@ struct tm_state {
     int pool_started;            /* workers run (from the first WELCOME) */
     int wake_fd;                 /* the eventfd workers and signals write */
 };
+
+/* link.c's, inline: every message the JM sends passes here. A message
+ * came (over connection fd, or -1): the JM is heard, and a lost one
+ * answers again. */
+static inline void tm_link_heard(tm_t *tm, int fd)
+{
+    tm->link.last_heard = tm->now;
+    tm->link.fd = fd;
+    if (tm->link.state == TM_LOST)
+        tm_link_found(tm);
+}
 
 /* Read by any file: the link's state (link.c's). */
 static inline int tm_link_ready(const tm_t *tm)
