@@ -31,7 +31,7 @@
 #include "modexit.h"
 #include "phase.h"
 #include "recovery.h"
-#include "relay.h"
+#include "linefwd.h"
 #include "report.h"
 #include "stop.h"
 #include "term.h"
@@ -633,7 +633,7 @@ int main(int argc, char **argv)
     jm_t jm;
     int verbosity = SPITS_LOG_INFO, rc;
     char err[1024];
-    spits_relay_t *relay = NULL;
+    spits_linefwd_t *linefwd = NULL;
 
     /* Two arenas: the JM's threads (and libzmq's) each took one of the
      * 16, and with 10,000 TMs each kept its own freed memory: a peak RSS
@@ -657,13 +657,13 @@ int main(int argc, char **argv)
      * the job dir is known (crashes.c). */
     if (spits_crash_init("spits-jm", err, sizeof err) != 0)
         spits_warn("%s: a crash will not be named", err);
-    if (jm.opt.relay_fd >= 0 && !(relay = spits_relay_start(jm.opt.relay_fd, NULL, err, sizeof err))) {
+    if (jm.opt.relay_fd >= 0 && !(linefwd = spits_linefwd_start(jm.opt.relay_fd, NULL, err, sizeof err))) {
         spits_error("%s", err);
         return JM_EXIT_ERROR;
     }
     rc = jm_main(&jm, argc, argv);
     /* The TMs' last lines, then a bar a failure left behind is erased. */
-    spits_relay_stop(&relay);
+    spits_linefwd_stop(&linefwd);
     spits_term_bar_end(NULL);
     return rc;
 }

@@ -95,7 +95,7 @@ static inline void spits_crash_task(uint64_t id)
 /* The calling thread is a worker: its tasks are listed in a crash report. */
 void spits_crash_worker(void);
 /* Before its line, the handler copies to stderr what is left to read in
- * fd (non-blocking: spits-tm's stdout pipe, relay.h), each line after
+ * fd (non-blocking: spits-tm's stdout pipe, linefwd.h), each line after
  * prefix (a string that lives as long as the process): a module's last
  * prints before a crash are the ones that matter. fd -1: none. */
 void spits_crash_drain(int fd, const char *prefix);

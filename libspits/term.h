@@ -1,8 +1,8 @@
 /*
  * term.h - the one writer of a program's stderr (term.c).
  *
- * Every log line (log.c), every line relayed from another process
- * (relay.c) and the JM's progress line go through here, so on a terminal
+ * Every log line (log.c), every line forwarded from another process
+ * (linefwd.c) and the JM's progress line go through here, so on a terminal
  * the progress line is one line at the bottom, redrawn in place and never
  * mixed with other output.
  *

@@ -177,6 +177,11 @@ int tm_job_join(tm_t *tm, const char *job_id, const char *module,
     return 0;
 }
 
+void tm_job_expect(tm_job_t *job, const char *job_id)
+{
+    snprintf(job->job_id, sizeof job->job_id, "%s", job_id);
+}
+
 void tm_job_free(tm_job_t *job)
 {
     while (job->phases) {

@@ -55,8 +55,9 @@
 #include "util.h"
 #include "zmqutil.h"
 
-void tm_link_init(tm_t *tm)
+void tm_link_init(tm_t *tm, tm_link_pending_fn pending)
 {
+    tm->link.pending = pending;
     tm->link.max_task = 1LL << 30;
     spits_hostname(tm->link.host, sizeof tm->link.host);
     snprintf(tm->link.routing_id, sizeof tm->link.routing_id, "tm-");
@@ -64,6 +65,38 @@ void tm_link_init(tm_t *tm)
     tm->link.heartbeat_ms = 1000;
     tm->link.lost_ms = 5000;
     tm->link.fd = -1;
+}
+
+void tm_link_found(tm_t *tm)
+{
+    spits_info("the job manager answers again");
+    tm->link.state = TM_READY;
+}
+
+int tm_link_raise_max(tm_t *tm, long long max_task)
+{
+    if (max_task <= tm->link.max_task)
+        return 0;
+    tm->link.max_task = max_task;
+    return tm_link_connect(tm) != 0 ? -1 : 1;
+}
+
+void tm_link_welcomed(tm_t *tm, long long heartbeat_ms, const char *parts_to)
+{
+    tm->link.heartbeat_ms = heartbeat_ms;
+    tm->link.lost_ms = 5 * heartbeat_ms < 3000 ? 3000 : 5 * heartbeat_ms;
+    tm->link.result_parts = parts_to && strcmp(parts_to, tm->link.routing_id) == 0;
+    tm->link.welcomed = 1;
+    tm->link.hop_welcomed = 1;
+    tm->link.state = TM_READY;
+}
+
+void tm_link_asked_who(tm_t *tm)
+{
+    if (tm->link.state == TM_READY)
+        tm->link.hop_since = tm->now;   /* its WELCOME is due, as after a loss */
+    tm->link.state = TM_CONNECTING;
+    tm_link_send_hello(tm);
 }
 
 #define REFUSALS_LOG_EVERY_MS 30000
@@ -351,13 +384,10 @@ void tm_link_send_hello(tm_t *tm)
 {
     spits_buf_t buf = {0};
     size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
-    uint64_t pending = 0;
+    uint64_t pending = tm->link.pending ? tm->link.pending(tm) : 0;
     int workers = tm->opts.workers, slots = tm->opts.workers + tm->opts.prefetch;
     if (tm->relay)
         tm_relay_capacity(tm->relay, &workers, &slots);
-    for (size_t i = 0; i < tm->results.n; i++)
-        if (tm->results.segs[i].job == tm->job.joined)
-            pending += tm->results.segs[i].batch.count;
     json_t *hello = json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:s, s:I}",
                           "host", tm->link.host, "pid", (json_int_t)getpid(),
                           "workers", workers, "slots", slots,
@@ -685,7 +715,7 @@ int tm_link_find_jm(tm_t *tm)
     }
     snprintf(tm->link.jm_endpoint, sizeof tm->link.jm_endpoint, "%s",
              announce.endpoint);
-    snprintf(tm->job.job_id, sizeof tm->job.job_id, "%s", announce.job_id);
+    tm_job_expect(&tm->job, announce.job_id);
     first_hop(tm);
     return 0;
 }

@@ -87,7 +87,7 @@ static void drain_begin(tm_t *tm, const char *why)
     tm->drain.active = 1;
     tm->drain.deadline = tm->now + (int64_t)(tm->opts.drain_timeout * 1000);
     spits_wire_encode_empty(drain, SPITS_MSG_DRAIN, tm_job_wire(&tm->job));
-    if (tm->link.state == TM_READY)
+    if (tm_link_ready(tm))
         tm_link_send(tm, drain, sizeof drain);
     if (tm->pool_started) {
         handed = tm_pool_drain(&tm->pool);
@@ -242,7 +242,7 @@ int tm_loop_run(tm_t *tm)
         };
         int npoll = !tm->relay ? POLL_RELAY
                     : pollset[POLL_ZAP].socket ? POLL_COUNT : POLL_ZAP;
-        if (tm->results.n && tm->link.state == TM_READY)
+        if (tm->results.n && tm_link_ready(tm))
             pollset[POLL_SOCKET].events |= ZMQ_POLLOUT;
         if (zmq_poll(pollset, npoll, 100) < 0 && errno != EINTR) {
             spits_error("zmq_poll: %s", zmq_strerror(errno));

@@ -90,11 +90,12 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         json_decref(welcome);
         return;
     }
-    if (max_task > tm->link.max_task) {
-        /* Our socket would drop its larger messages: raise our limit. */
-        tm->link.max_task = max_task;
+    /* Our socket would drop its larger messages: raise our limit (and
+     * reconnect; its next WELCOME is answered then). */
+    int raised = tm_link_raise_max(tm, max_task);
+    if (raised != 0) {
         json_decref(welcome);
-        if (tm_link_connect(tm) != 0)
+        if (raised < 0)
             tm->done = -1;
         return;
     }
@@ -109,8 +110,6 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         json_decref(welcome);
         return;
     }
-    tm->link.heartbeat_ms = heartbeat_ms;
-    tm->link.lost_ms = 5 * heartbeat_ms < 3000 ? 3000 : 5 * heartbeat_ms;
     if (start_workers(tm) != 0) {
         tm->done = -1;
         json_decref(welcome);
@@ -121,17 +120,15 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     /* (a relay says so in its WELCOME: --via may name the JM itself, and
      * --connect or jm.json a relay) */
     const char *hop = json_is_true(json_object_get(welcome, "relay")) ? " (relay)" : "";
-    if (tm->relay && (!tm->link.welcomed || tm->link.state != TM_READY))
+    int joining = !tm_link_ready(tm) || !tm->link.welcomed;
+    if (tm->relay && joining)
         spits_info("relay joined job %s at %s%s", job, tm->link.endpoint, hop);
-    else if (!tm->link.welcomed || tm->link.state != TM_READY)
+    else if (joining)
         spits_info("joined job %s at %s%s with %d worker(s)", job,
                    tm->link.endpoint, hop, tm->opts.workers);
     /* (addressed to this TM: see wire.h) */
-    const char *parts_to = json_string_value(json_object_get(welcome, "result_parts"));
-    tm->link.result_parts = parts_to && strcmp(parts_to, tm->link.routing_id) == 0;
-    tm->link.welcomed = 1;
-    tm->link.hop_welcomed = 1;
-    tm->link.state = TM_READY;
+    tm_link_welcomed(tm, heartbeat_ms,
+                     json_string_value(json_object_get(welcome, "result_parts")));
     json_decref(welcome);
 }
 
@@ -306,12 +303,7 @@ void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)
         bad_message(tm, why ? why : "frames that do not match its records");
         return;
     }
-    tm->link.last_heard = tm->now;
-    tm->link.fd = spits_zmq_msg_fd(msg);
-    if (tm->link.state == TM_LOST) {
-        spits_info("the job manager answers again");
-        tm->link.state = TM_READY;
-    }
+    tm_link_heard(tm, spits_zmq_msg_fd(msg));
     switch (hdr.type) {
     case SPITS_MSG_WELCOME: on_welcome(tm, &hdr, msg); break;
     case SPITS_MSG_PHASE: on_phase(tm, &hdr, msg); break;
@@ -324,10 +316,7 @@ void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)
         tm->job_over = 1;
         break;
     case SPITS_MSG_WHO:
-        if (tm->link.state == TM_READY)
-            tm->link.hop_since = tm->now;   /* its WELCOME is due, as after a loss */
-        tm->link.state = TM_CONNECTING;
-        tm_link_send_hello(tm);
+        tm_link_asked_who(tm);
         break;
     default:
         bad_message(tm, "a TM-to-JM message sent to a TM");

@@ -59,7 +59,7 @@ void tm_results_send(tm_t *tm)
     tm_results_t *results = &tm->results;
     size_t sent = 0;
 
-    if (tm->link.state != TM_READY)
+    if (!tm_link_ready(tm))
         return;
     /* Stats ahead of results (10 a second at most): when the last result
      * ends the job, the JM already has the time spent on it. */
@@ -97,6 +97,15 @@ void tm_results_send(tm_t *tm)
                 (results->n - sent) * sizeof *results->segs);
         results->n -= sent;
     }
+}
+
+uint64_t tm_results_pending(const tm_t *tm)
+{
+    uint64_t pending = 0;
+    for (size_t i = 0; i < tm->results.n; i++)
+        if (tm->results.segs[i].job == tm->job.joined)
+            pending += tm->results.segs[i].batch.count;
+    return pending;
 }
 
 void tm_results_free(tm_results_t *results)

@@ -199,7 +199,7 @@ static int sim_tm_start(sim_t *sim, uint32_t ix)
     tm->wake_fd = sim->wake_fd;
     tm->job.shared = &sim->mod;
     tm->link.context = sim->context;
-    tm_link_init(tm);
+    tm_link_init(tm, tm_results_pending);
     int rc = tm_link_find_jm(tm);
     if (rc != 0)
         return rc;
@@ -328,7 +328,7 @@ static void sim_turn(sim_t *sim, uint32_t ix)
      * new edge. More than a turn reads, or results the socket now takes. */
     if (zmq_getsockopt(tm->link.socket, ZMQ_EVENTS, &events, &len) == 0 &&
         ((events & ZMQ_POLLIN) ||
-         ((events & ZMQ_POLLOUT) && tm->results.n && tm->link.state == TM_READY)))
+         ((events & ZMQ_POLLOUT) && tm->results.n && tm_link_ready(tm))))
         sim_ready(sim, ix);
 }
 

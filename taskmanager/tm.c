@@ -38,7 +38,7 @@
 
 #include "crash.h"
 #include "log.h"
-#include "relay.h"
+#include "linefwd.h"
 #include "tm_private.h"
 #include "util.h"
 #include "wake.h"
@@ -46,10 +46,10 @@
 /* What the module's workers print on stdout is the TM's log, not the
  * job's result: spits-run's TMs share its stdout with the committer, and
  * "spits-run ... > result.txt" must hold the committer's output only. So
- * stdout becomes a pipe whose lines go to stderr, prefixed (relay.h);
+ * stdout becomes a pipe whose lines go to stderr, prefixed (linefwd.h);
  * --isolate's worker processes inherit it. Main thread only. */
 #define TM_STDOUT_PREFIX "spits-tm: module stdout: "
-static spits_relay_t *tm_stdout;
+static spits_linefwd_t *tm_stdout;
 
 static void tm_stdout_start(void)
 {
@@ -59,12 +59,12 @@ static void tm_stdout_start(void)
     fflush(stdout);
     if (pipe2(p, O_CLOEXEC) != 0)
         snprintf(err, sizeof err, "%s", strerror(errno));
-    else if (!(tm_stdout = spits_relay_start(p[0], TM_STDOUT_PREFIX, err, sizeof err)))
+    else if (!(tm_stdout = spits_linefwd_start(p[0], TM_STDOUT_PREFIX, err, sizeof err)))
         close(p[0]);
     /* (dup2 leaves fd 1 open across exec, for --isolate's workers) */
     if (!tm_stdout || dup2(p[1], STDOUT_FILENO) < 0) {
         /* Unprefixed, but still not on the result's stdout. */
-        spits_warn("cannot relay the module's stdout (%s); it goes to stderr "
+        spits_warn("cannot forward the module's stdout (%s); it goes to stderr "
                    "as it is", err[0] ? err : strerror(errno));
         dup2(STDERR_FILENO, STDOUT_FILENO);
     }
@@ -81,7 +81,7 @@ static void tm_stdout_stop(void)
     fflush(stdout);
     dup2(STDERR_FILENO, STDOUT_FILENO);   /* (the pipe's last writer here) */
     spits_crash_drain(-1, NULL);
-    spits_relay_stop(&tm_stdout);
+    spits_linefwd_stop(&tm_stdout);
 }
 
 /* Everything between the options and the loop. Returns -1 to run the
@@ -95,7 +95,7 @@ static int tm_setup(tm_t *tm)
         spits_error("cannot initialise libsodium");
         return 1;
     }
-    tm_link_init(tm);
+    tm_link_init(tm, tm_results_pending);
     rc = tm_link_find_jm(tm);
     if (rc != 0)
         return rc < 0 ? 0 : rc;

@@ -1,43 +1,42 @@
 /*
- * tm_private.h - the state of spits-tm's main thread, and the functions
- * its files share.
+ * tm_private.h - the state of spits-tm's main thread, each part under
+ * the file that owns it, and the functions its files share.
  *
  * Every field of tm_t, and of its parts below, is the main thread's:
  * no worker and no signal handler reads or writes it. The one exception
  * is tm_t.pool (tm.h), which the main thread shares with the workers
  * under the pool's own rules (its mutex and atomics).
  *
- * The main thread's code is split by concern:
+ * The files, top to bottom. A file calls only files below it, never one
+ * above (tools/layers derives these edges from the objects; tests/
+ * layers.sh checks that no circle comes back):
  *
  *   tm.c        main: options, set-up, the loop, tear-down
- *   options.c   the command line, --end-time and the Slurm end time
+ *   simulate.c  --simulate: many virtual TMs, each a tm_t of its own,
+ *               turned by one loop
  *   loop.c      the poll loop, signals, draining, the walltime
  *   protocol.c  the handlers of the JM's messages
- *   job.c       the job this TM runs: its module and its phases
  *   results.c   records from the outbox (outbox.c, the one owner of what
  *               goes back to the JM), kept until sent
+ *   relay.c     --serve: a relay; the TMs behind it run the pool's tasks
  *   link.c      the socket to the JM: finding it, connecting, security,
  *               sending, heartbeats, looking for a JM that went silent,
  *               moving between the relays of --via and the JM
- *   simulate.c  --simulate: many virtual TMs, each a tm_t of its own,
- *               turned by one loop
- *   relay.c     --serve: a relay; the TMs behind it run the pool's tasks
- *   relay_peers.c  ...who is behind a relay (relay_int.h)
+ *   relay_peers.c  who is behind a relay (relay_int.h), for relay.c and
+ *               for HELLO and STATS (link.c)
+ *   job.c       the job this TM runs: its module and its phases
+ *   options.c   the command line, --end-time and the Slurm end time
  *   crash.c     a fatal signal named, and a crash file for the JM
+ *   workers.c, outbox.c, isolate.c: the pool the workers share (tm.h)
  *
- * Who calls whom (never upwards, never into tm.c):
+ * (relay.c and relay_peers.c call each other, relay_log_ok: the one
+ * circle left, known to tests/layers.sh, for the relay's own rework.)
  *
- *   tm.c        options.c, loop.c, simulate.c, and the others' set-up
- *               and free
- *   simulate.c  loop.c, link.c, and the others' set-up and free
- *   loop.c      protocol.c, results.c, link.c, relay.c
- *   protocol.c  job.c, link.c, relay.c
- *   results.c   link.c
- *   job.c       only the pool (tm.h)
- *   link.c      relay.c (what a relay's HELLO and STATS say), the pool
- *   relay.c     relay_peers.c and the pool (tm.h); it reads the job's
- *               phases, the link's keys and the options, and calls no
- *               other file
+ * Who owns what: each section below is one file's. Only that file writes
+ * its part of tm_t; the others call its functions, or read the fields
+ * its section says they may. Where a lower file needs something of a
+ * higher one (HELLO's pending results, in link.c), the higher file hands
+ * it a function at set-up rather than being called by name.
  */
 #ifndef SPITS_TM_PRIVATE_H
 #define SPITS_TM_PRIVATE_H
@@ -49,13 +48,19 @@
 #include "tm.h"
 #include "wake.h"
 
+typedef struct tm_state tm_t;
+typedef struct tm_relay tm_relay_t;
+
+/* ==== options.c: the command line
+ *
+ * Set before the loop, read-only after; every file reads tm_opts_t.
+ */
+
 /* --via's most relays: a TM tries each in turn, 3 s apiece
  * (TM_HOP_TIMEOUT_MS), so more would only lengthen a search. */
 #define TM_VIA_MAX 8
 #define TM_VIA_MAX_STR "8"
 
-/* The command line (options.c). Main thread; set before the loop,
- * read-only after. */
 typedef struct {
     const char *jobdir, *connect, *module_override, *key_file;
     const char *via[TM_VIA_MAX]; /* --via: relays, tried in this order
@@ -80,6 +85,64 @@ typedef struct {
 #define TM_SIMULATE_MAX 3500
 #define TM_SIMULATE_MAX_STR "3500"
 
+/* Parses the command line into opts. Returns -1 to go on, or the exit
+ * status: 0 after --help or --version, 2 after a usage error (printed). */
+int tm_opts_parse(tm_opts_t *opts, int argc, char **argv);
+/* The defaults that depend on other options, and the Slurm job's end. */
+void tm_opts_complete(tm_opts_t *opts);
+
+/* ==== job.c: the job this TM runs, its module and phases
+ *
+ * Written by job.c only, but for shared, which simulate.c sets when it
+ * makes a virtual TM. Read: the current phase (protocol.c, relay.c), the
+ * job's id and join count (link.c, results.c).
+ */
+
+/* A phase's own fields are read by workers too, but never change after
+ * it is made. */
+typedef struct {
+    char job_id[64];
+    unsigned joined;             /* jobs joined: bumped when the JM runs
+                                    another job (tm_phase_t.job) */
+    char module_path[PATH_MAX];
+    spits_module_t *mod;
+    spits_module_t **shared;     /* --simulate: the process's one module
+                                    (loaded by the first TM to join; the
+                                    harness frees it), or NULL */
+    tm_phase_t *phases;          /* every phase seen, newest first */
+    tm_phase_t *current;
+    char refused[512];           /* why this TM refused the JM's job (its
+                                    BYE says so), or "" */
+} tm_job_t;
+
+/* Joins job_id (WELCOME): loads the module the JM names if its hash is
+ * want_hash, the first time; a new job drops the old one's tasks. Returns
+ * 0, or -1 (logged) when this TM cannot run it. */
+int tm_job_join(tm_t *tm, const char *job_id, const char *module,
+                const char *want_hash);
+/* Makes phase wire (argv a JSON array) the current one. Returns 0, or
+ * -1 (logged) when out of memory. */
+int tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv);
+/* The job jm.json announces (link.c): what HELLO says we expect. */
+void tm_job_expect(tm_job_t *job, const char *job_id);
+void tm_job_free(tm_job_t *job);
+/* The current phase's id on the wire (0: none yet). */
+static inline uint32_t tm_job_wire(const tm_job_t *job)
+{
+    return job->current ? job->current->wire : 0;
+}
+
+/* ==== link.c: the connection to the JM
+ *
+ * Written by link.c only; protocol.c tells it what the JM said through
+ * its functions. The one exception is context, the ZeroMQ context, which
+ * the file that makes the tm_t (tm.c, simulate.c) owns and sets before
+ * tm_link_init. Read: the socket (loop.c, protocol.c, simulate.c), the
+ * endpoints and names for log lines, max_task, last_stats and
+ * result_parts (results.c), keys and context (relay.c); tm_link_ready
+ * and tm_link_relayed (below, after tm_t) say what state it is in.
+ */
+
 /* How long a hop (a --via relay, or the JM) has to say WELCOME, from
  * connecting to it or losing it, before the TM moves on to the next; and
  * how long one that completed the handshake on this connection but has
@@ -91,8 +154,10 @@ typedef struct {
 /* Where the connection to the JM is. */
 enum { TM_CONNECTING, TM_READY, TM_LOST };
 
-/* The connection to the JM (link.c). Main thread. */
+typedef uint64_t (*tm_link_pending_fn)(const tm_t *tm);
+
 typedef struct {
+    tm_link_pending_fn pending;  /* results not sent yet, for HELLO */
     void *context, *socket;      /* ZeroMQ: the DEALER socket to the JM */
     void *monitor;               /* the socket's monitor: failed handshakes
                                     and dropped connections */
@@ -137,82 +202,10 @@ typedef struct {
     uint16_t refused_event;      /* ...the monitor's event */
 } tm_link_t;
 
-/* The job this TM runs (job.c). Main thread; a phase's own fields are
- * read by workers too, but never change after it is made. */
-typedef struct {
-    char job_id[64];
-    unsigned joined;             /* jobs joined: bumped when the JM runs
-                                    another job (tm_phase_t.job) */
-    char module_path[PATH_MAX];
-    spits_module_t *mod;
-    spits_module_t **shared;     /* --simulate: the process's one module
-                                    (loaded by the first TM to join; the
-                                    harness frees it), or NULL */
-    tm_phase_t *phases;          /* every phase seen, newest first */
-    tm_phase_t *current;
-    char refused[512];           /* why this TM refused the JM's job (its
-                                    BYE says so), or "" */
-} tm_job_t;
-
-/* Result segments taken from the pool, not sent yet (results.c). Main
- * thread. */
-typedef struct {
-    tm_seg_t *segs;
-    size_t n, cap;
-} tm_results_t;
-
-/* Tasks of a TASKS message are queued this many at a time. */
-#define TM_TASKS_CHUNK 256
-
-/* The message handlers' scratch and counts (protocol.c). Main thread. */
-typedef struct {
-    tm_item_t items[TM_TASKS_CHUNK];   /* scratch for a TASKS message */
-    uint64_t *cancel_ids;        /* scratch for one CANCEL message */
-    size_t cap_cancel;
-    uint64_t bad;                /* malformed messages dropped */
-    int64_t bad_logged_at;
-    int64_t oom_logged_at;       /* when tasks last went back for memory */
-} tm_proto_t;
-
-/* Leaving early: on a signal or before the walltime (loop.c). Main
- * thread (the handler only sets loop.c's tm_signal). */
-typedef struct {
-    int active;                  /* a drain began: take no more tasks */
-    int64_t deadline;            /* the drain ends by then, done or not */
-    int64_t end_ms;              /* walltime end, monotonic ms (0: none) */
-} tm_drain_t;
-
-typedef struct tm_relay tm_relay_t;
-
-/* The main thread's state: one, in main's frame. */
-typedef struct {
-    tm_opts_t opts;
-    tm_link_t link;
-    tm_job_t job;
-    tm_results_t results;
-    tm_proto_t proto;
-    tm_drain_t drain;
-    int64_t now;                 /* the loop's clock, ms, read once a turn */
-    int64_t first_deadline;      /* the JM must have answered by then */
-    int done;                    /* 1: leave, exit 0; -1: leave, exit 1 */
-    int job_over;                /* ...because the job is over (END, or
-                                    report.json) */
-    tm_relay_t *relay;           /* --serve: the TMs behind us (relay.c) */
-    tm_pool_t pool;              /* shared with the workers (tm.h) */
-    int pool_started;            /* workers run (from the first WELCOME) */
-    int wake_fd;                 /* the eventfd workers and signals write */
-} tm_t;
-
-/* options.c */
-/* Parses the command line into opts. Returns -1 to go on, or the exit
- * status: 0 after --help or --version, 2 after a usage error (printed). */
-int tm_opts_parse(tm_opts_t *opts, int argc, char **argv);
-/* The defaults that depend on other options, and the Slurm job's end. */
-void tm_opts_complete(tm_opts_t *opts);
-
-/* link.c */
-/* Our name (host, routing id) and the link's first timings. */
-void tm_link_init(tm_t *tm);
+/* Our name (host, routing id) and the link's first timings; pending is
+ * how HELLO learns the results not sent yet (results.c's, given by the
+ * file that sets the TM up: link.c is below results.c). */
+void tm_link_init(tm_t *tm, tm_link_pending_fn pending);
 /* Waits for DIR/jm.json; returns 0, -1 when the job is already over, or
  * an exit status. */
 int tm_link_find_jm(tm_t *tm);
@@ -223,6 +216,17 @@ int tm_link_send(tm_t *tm, const void *buf, size_t len);
  * cut). */
 int tm_link_send_parts(tm_t *tm, const void *buf, size_t len, spits_parts_t *parts);
 void tm_link_send_hello(tm_t *tm);
+/* A lost JM answers again (tm_link_heard, below). */
+void tm_link_found(tm_t *tm);
+/* WELCOME's max_task_bytes: above our socket's limit, the limit is
+ * raised and the socket remade (1, or -1 when it cannot be); else 0. */
+int tm_link_raise_max(tm_t *tm, long long max_task);
+/* WELCOME was taken: the JM's heartbeat, whether it takes our results as
+ * parts (parts_to names our routing id), and the link is ready. */
+void tm_link_welcomed(tm_t *tm, long long heartbeat_ms, const char *parts_to);
+/* WHO: the hop does not know us (it restarted): HELLO again, and wait
+ * for its WELCOME as after a loss. */
+void tm_link_asked_who(tm_t *tm);
 void tm_link_send_stats(tm_t *tm);
 /* Acts on the monitor's events: a dropped connection or a bad handshake. */
 void tm_link_on_monitor(tm_t *tm);
@@ -234,13 +238,6 @@ const char *tm_link_gone_hint(tm_t *tm, char *buf, size_t len);
 /* A first handshake was refused (and not yet called an error): says why,
  * as an error, and returns 1; else 0. */
 int tm_link_refusal(tm_t *tm);
-/* 1 when the link is on a --via relay, 0 when on the JM itself; which
- * one is link.hop, at link.endpoint. (A relay's own upstream, made of
- * this same code, moves between its hops alike.) */
-static inline int tm_link_relayed(const tm_t *tm)
-{
-    return tm->link.hop < tm->opts.n_via;
-}
 /* Says BYE (with the last STATS) if say_bye, and closes the socket. */
 void tm_link_close(tm_t *tm, int say_bye);
 /* Closes the socket at once, dropping what it has not sent: the JM sees
@@ -249,40 +246,61 @@ void tm_link_abandon(tm_t *tm);
 /* Closes the monitor (the context is the caller's). */
 void tm_link_destroy(tm_t *tm);
 
-/* job.c */
-/* Joins job_id (WELCOME): loads the module the JM names if its hash is
- * want_hash, the first time; a new job drops the old one's tasks. Returns
- * 0, or -1 (logged) when this TM cannot run it. */
-int tm_job_join(tm_t *tm, const char *job_id, const char *module,
-                const char *want_hash);
-/* Makes phase wire (argv a JSON array) the current one. Returns 0, or
- * -1 (logged) when out of memory. */
-int tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv);
-void tm_job_free(tm_job_t *job);
-/* The current phase's id on the wire (0: none yet). */
-static inline uint32_t tm_job_wire(const tm_job_t *job)
-{
-    return job->current ? job->current->wire : 0;
-}
+/* ==== results.c: records taken from the outbox, not sent yet
+ *
+ * Written by results.c only. Read: how many wait (loop.c, simulate.c).
+ */
 
-/* protocol.c */
-void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg);
-void tm_proto_free(tm_proto_t *proto);
+typedef struct {
+    tm_seg_t *segs;
+    size_t n, cap;
+} tm_results_t;
 
-/* results.c */
 /* Takes the outbox's records into tm->results; stops the TM (done -1,
  * logged) if the pool failed or out of memory. */
 void tm_results_collect(tm_t *tm);
 /* Sends what the link takes now; the rest waits. */
 void tm_results_send(tm_t *tm);
+/* Records of the current job taken but not sent yet (HELLO's pending;
+ * given to tm_link_init). */
+uint64_t tm_results_pending(const tm_t *tm);
 void tm_results_free(tm_results_t *results);
 
-/* crash.c */
-/* Installs the fatal-signal handler (libspits/crash.h); with --jobdir, it
- * writes DIR/crashes/HOST-PID too, for the JM. */
-void tm_crash_setup(tm_t *tm);
+/* ==== protocol.c: the JM's messages
+ *
+ * Written and read by protocol.c only.
+ */
 
-/* loop.c */
+/* Tasks of a TASKS message are queued this many at a time. */
+#define TM_TASKS_CHUNK 256
+
+typedef struct {
+    tm_item_t items[TM_TASKS_CHUNK];   /* scratch for a TASKS message */
+    uint64_t *cancel_ids;        /* scratch for one CANCEL message */
+    size_t cap_cancel;
+    uint64_t bad;                /* malformed messages dropped */
+    int64_t bad_logged_at;
+    int64_t oom_logged_at;       /* when tasks last went back for memory */
+} tm_proto_t;
+
+void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg);
+void tm_proto_free(tm_proto_t *proto);
+
+/* ==== loop.c: the poll loop, signals and leaving early
+ *
+ * tm_drain_t is written by loop.c only (tm_loop_drain, the walltime).
+ * Read: drain.active, a flag, by the files that act on a drain: those
+ * above (tm.c, simulate.c) and, as a read only, protocol.c (no more
+ * tasks), link.c (a longer linger for the last results) and relay.c.
+ */
+
+/* (The signal handler only sets loop.c's tm_signal.) */
+typedef struct {
+    int active;                  /* a drain began: take no more tasks */
+    int64_t deadline;            /* the drain ends by then, done or not */
+    int64_t end_ms;              /* walltime end, monotonic ms (0: none) */
+} tm_drain_t;
+
 /* SIGTERM and SIGINT start a drain (woken through wake_fd). */
 void tm_loop_catch_signals(int wake_fd);
 /* Before wake_fd is closed: signals wake nothing from now on. */
@@ -303,7 +321,11 @@ void tm_loop_drain(tm_t *tm, const char *why);
 /* 1 once SIGTERM or SIGINT came. */
 int tm_loop_signalled(void);
 
-/* relay.c (--serve; each takes the tm_t whose relay it is) */
+/* ==== relay.c: --serve (each function takes the tm_t whose relay it is)
+ *
+ * Its state is its own (relay_int.h); tm_t holds only the pointer.
+ */
+
 /* Binds --serve's endpoint with the job's server key (after the link's
  * keys are read) and makes the pool remote. NULL after saying why. */
 tm_relay_t *tm_relay_new(tm_t *tm);
@@ -334,10 +356,68 @@ json_t *tm_relay_hello_json(const tm_relay_t *r);
 int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last);
 void tm_relay_stats(tm_relay_t *r, json_t *stats);
 
-/* simulate.c */
+/* ==== crash.c, simulate.c
+ *
+ */
+
+/* Installs the fatal-signal handler (libspits/crash.h); with --jobdir, it
+ * writes DIR/crashes/HOST-PID too, for the JM. */
+void tm_crash_setup(tm_t *tm);
+
 /* spits-tm --simulate K: runs K virtual TMs (opts completed); returns the
  * exit status. */
 int tm_sim_main(const tm_opts_t *opts);
+
+/* ==== tm.c: the main thread's state
+ *
+ * The parts above are their files'; tm.c and simulate.c, which make a
+ * tm_t, set the rest up (the context, the pool, wake_fd).
+ */
+
+/* One, in main's frame (or one per virtual TM: simulate.c). done may
+ * be set by any file to stop the TM (1: exit 0, -1: exit 1); the loop
+ * acts on it. The parts above are their files'. */
+struct tm_state {
+    tm_opts_t opts;
+    tm_link_t link;
+    tm_job_t job;
+    tm_results_t results;
+    tm_proto_t proto;
+    tm_drain_t drain;
+    int64_t now;                 /* the loop's clock, ms, read once a turn */
+    int64_t first_deadline;      /* the JM must have answered by then */
+    int done;                    /* 1: leave, exit 0; -1: leave, exit 1 */
+    int job_over;                /* ...because the job is over (END, or
+                                    report.json) */
+    tm_relay_t *relay;           /* --serve: the TMs behind us (relay.c) */
+    tm_pool_t pool;              /* shared with the workers (tm.h) */
+    int pool_started;            /* workers run (from the first WELCOME) */
+    int wake_fd;                 /* the eventfd workers and signals write */
+};
+
+/* link.c's, inline: every message the JM sends passes here. A message
+ * came (over connection fd, or -1): the JM is heard, and a lost one
+ * answers again. */
+static inline void tm_link_heard(tm_t *tm, int fd)
+{
+    tm->link.last_heard = tm->now;
+    tm->link.fd = fd;
+    if (tm->link.state == TM_LOST)
+        tm_link_found(tm);
+}
+
+/* Read by any file: the link's state (link.c's). */
+static inline int tm_link_ready(const tm_t *tm)
+{
+    return tm->link.state == TM_READY;
+}
+/* 1 when the link is on a --via relay, 0 when on the JM itself; which
+ * one is link.hop, at link.endpoint. (A relay's own upstream, made of
+ * this same code, moves between its hops alike.) */
+static inline int tm_link_relayed(const tm_t *tm)
+{
+    return tm->link.hop < tm->opts.n_via;
+}
 
 /* Frees what the set-up and the loop made, once no worker runs and the
  * socket is closed (tm_link_close): main's tear-down, and the fuzz

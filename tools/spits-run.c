@@ -57,8 +57,8 @@ typedef struct {
     pid_t jm;
     pid_t tm[MAX_TMS];
     int tm_status[MAX_TMS];
-    int relay[2];           /* the TMs' stderr: the JM reads [0] (-1: none) */
-    char relay_fd[16];
+    int errpipe[2];         /* the TMs' stderr: the JM reads [0] (-1: none) */
+    char errpipe_arg[16];   /* [0] as --relay-fd's argument */
     char left[4096];        /* an unfinished line read after the JM ended */
     size_t nleft;
 } run_t;
@@ -149,16 +149,16 @@ static int status_of(int wstatus)
     return 1;
 }
 
-/* After the JM (relay_end, which makes the read end non-blocking): copies
+/* After the JM (errpipe_end, which makes the read end non-blocking): copies
  * the complete lines the TMs wrote since to stderr (all of it, an
  * unfinished line too, when all is set). */
-static void relay_drain(run_t *r, int all)
+static void errpipe_drain(run_t *r, int all)
 {
     ssize_t n;
-    if (r->relay[1] >= 0)
+    if (r->errpipe[1] >= 0)
         return;                       /* the JM still reads the pipe */
-    while (r->relay[0] >= 0 &&
-           (n = read(r->relay[0], r->left + r->nleft, sizeof r->left - r->nleft)) > 0) {
+    while (r->errpipe[0] >= 0 &&
+           (n = read(r->errpipe[0], r->left + r->nleft, sizeof r->left - r->nleft)) > 0) {
         r->nleft += (size_t)n;
         char *nl = memrchr(r->left, '\n', r->nleft);
         size_t upto = nl ? (size_t)(nl - r->left) + 1 : r->nleft == sizeof r->left ? r->nleft : 0;
@@ -192,7 +192,7 @@ static void stop_tms(run_t *r, int sig, int ms)
             else
                 left++;
         }
-        relay_drain(r, 0);            /* a TM blocked on a full pipe goes on */
+        errpipe_drain(r, 0);          /* a TM blocked on a full pipe goes on */
         if (!left)
             return;
         usleep(20000);
@@ -201,30 +201,30 @@ static void stop_tms(run_t *r, int sig, int ms)
 
 /* While the JM runs, this program's own lines go through its writer too:
  * stderr becomes the pipe. Returns the real stderr, kept aside (-1). */
-static int relay_own_stderr(run_t *r)
+static int errpipe_own_stderr(run_t *r)
 {
     int saved;
-    if (r->relay[1] < 0 || (saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3)) < 0)
+    if (r->errpipe[1] < 0 || (saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3)) < 0)
         return -1;
-    dup2(r->relay[1], STDERR_FILENO);
+    dup2(r->errpipe[1], STDERR_FILENO);
     return saved;
 }
 
 /* The JM has exited: stderr is the real one again, this program holds no
  * write end (so the pipe ends with the last TM), and the read end, no
  * longer read by the JM, is emptied here. */
-static void relay_end(run_t *r, int saved_err)
+static void errpipe_end(run_t *r, int saved_err)
 {
     if (saved_err >= 0) {
         dup2(saved_err, STDERR_FILENO);
         close(saved_err);
     }
-    if (r->relay[1] >= 0)
-        close(r->relay[1]);
-    r->relay[1] = -1;
-    if (r->relay[0] >= 0)
-        fcntl(r->relay[0], F_SETFL, O_NONBLOCK);
-    relay_drain(r, 0);
+    if (r->errpipe[1] >= 0)
+        close(r->errpipe[1]);
+    r->errpipe[1] = -1;
+    if (r->errpipe[0] >= 0)
+        fcntl(r->errpipe[0], F_SETFL, O_NONBLOCK);
+    errpipe_drain(r, 0);
 }
 
 /* The signals that stop the job: every one whose default action would
@@ -331,10 +331,10 @@ static void jm_args(run_t *r, char **jargv, int check, int argc, char **argv)
     if (r->journal) { jargv[ja++] = "--journal"; jargv[ja++] = (char *)r->journal; }
     if (r->verbosity < 0) jargv[ja++] = "-q";
     for (int v = 0; v < r->verbosity && v < 3; v++) jargv[ja++] = "-v";
-    if (!check && r->relay[0] >= 0) {
-        snprintf(r->relay_fd, sizeof r->relay_fd, "%d", r->relay[0]);
+    if (!check && r->errpipe[0] >= 0) {
+        snprintf(r->errpipe_arg, sizeof r->errpipe_arg, "%d", r->errpipe[0]);
         jargv[ja++] = "--relay-fd";
-        jargv[ja++] = r->relay_fd;
+        jargv[ja++] = r->errpipe_arg;
     }
     if (optind < argc) {   /* (--resume: the module, if given, is checked) */
         jargv[ja++] = "--";
@@ -438,7 +438,7 @@ int main(int argc, char **argv)
     r.workers = spits_online_cores();
     r.tms = 1;
     r.bind = "tcp://127.0.0.1:0";
-    r.relay[0] = r.relay[1] = -1;
+    r.errpipe[0] = r.errpipe[1] = -1;
     spits_log_init("spits-run", SPITS_LOG_INFO);
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:n:k:d:vqhV", longopts, NULL)) != -1) {
@@ -540,14 +540,14 @@ int main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &block, &orig);
 
     /* Without the pipe, every process writes to stderr on its own. */
-    if (pipe2(r.relay, O_CLOEXEC) != 0)
-        r.relay[0] = r.relay[1] = -1;
+    if (pipe2(r.errpipe, O_CLOEXEC) != 0)
+        r.errpipe[0] = r.errpipe[1] = -1;
 
     /* The JM: spits-jm --jobdir DIR --bind EP [knobs] MODULE ARGS... */
     char *jargv[JM_ARGS_MAX];
     int stale = r.jobdir != r.tmpdir && run_has_report(r.jobdir);
     jm_args(&r, jargv, 0, argc, argv);
-    r.jm = spawn(jargv, &orig, r.relay[0], -1);
+    r.jm = spawn(jargv, &orig, r.errpipe[0], -1);
     if (r.jm < 0) {
         run_cleanup(&r);
         return 1;
@@ -561,11 +561,11 @@ int main(int argc, char **argv)
     int signalled = 0, tms_failed = 0, gave_up = 0, waits_for_jm = 0;
     tm_args(&r, targv, 0);
     for (long i = 0; i < r.tms; i++)
-        if ((r.tm[i] = spawn(targv, &orig, -1, r.relay[1])) < 0) {
+        if ((r.tm[i] = spawn(targv, &orig, -1, r.errpipe[1])) < 0) {
             r.tm[i] = 0;
             tms_failed++;
         }
-    int own_err = relay_own_stderr(&r);
+    int own_err = errpipe_own_stderr(&r);
 
     /* Wait for the JM, reaping TMs on the way. */
     for (;;) {
@@ -610,11 +610,11 @@ int main(int argc, char **argv)
             gave_up = 1;
         }
     }
-    relay_end(&r, own_err);
+    errpipe_end(&r, own_err);
     /* The JM told the TMs to exit; make sure they did. */
     stop_tms(&r, SIGTERM, 3000);
     stop_tms(&r, SIGKILL, 1000);
-    relay_drain(&r, 1);
+    errpipe_drain(&r, 1);
     run_cleanup(&r);
     /* Stopped as asked: the status says by which signal (the JM was sent
      * SIGINT or SIGTERM for it). */

@@ -319,7 +319,7 @@ static void tm_start(tm_t *tm)
     tm->opts.prefetch = -1;
     tm->opts.end_arg = "none";
     tm_opts_complete(&tm->opts);
-    tm_link_init(tm);
+    tm_link_init(tm, tm_results_pending);
     if (tm_link_find_jm(tm) != 0 || (tm->wake_fd = spits_wake_open()) < 0 ||
         !(tm->link.context = zmq_ctx_new()) ||
         tm_pool_init(&tm->pool, tm->opts.workers, tm->wake_fd) != 0)

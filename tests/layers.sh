@@ -1,0 +1,82 @@
+#!/bin/bash
+# layers.sh - the programs' files depend downward only: tools/layers finds
+# no call circle among the built objects of each directory in ACYCLIC,
+# and it does find the one in a two-file fixture (so this check can fail).
+. "$(dirname "$0")/lib.sh"
+
+layers=$top_srcdir/tools/layers
+cc=${MUT_CC:-cc}
+
+# The fixture: a and b call each other, c calls a, and another program's
+# object (automake's "other-" prefix) calls a too, which is not its own:
+# it is checked apart and adds no edge.
+mkdir -p "$T/fix"
+cat >"$T/a.c" <<'EOF'
+int fix_b(int);
+int fix_a(int n) { return n > 0 ? fix_b(n - 1) : 0; }
+EOF
+cat >"$T/b.c" <<'EOF'
+int fix_a(int);
+int fix_b(int n) { return n > 0 ? fix_a(n - 1) : 1; }
+EOF
+cat >"$T/c.c" <<'EOF'
+int fix_a(int);
+int fix_c(void) { return fix_a(3); }
+EOF
+cat >"$T/d.c" <<'EOF'
+int fix_a(int);
+int fix_d(void) { return fix_a(4); }
+EOF
+for f in a b c; do
+    $cc -c -o "$T/fix/prog-$f.o" "$T/$f.c" || fail "cannot compile the fixture's $f.c"
+done
+$cc -c -o "$T/fix/other-d.o" "$T/d.c" || fail "cannot compile the fixture's d.c"
+
+"$layers" "$T/fix" >"$T/fix.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "tools/layers exits $rc on a circle, not 1: $(cat "$T/fix.out")"
+cat >"$T/fix.want" <<EOF
+== $T/fix (other): 1 files
+layer 0: d
+no cycle in $T/fix (other)
+== $T/fix (prog): 3 files
+a -> b
+b -> a
+c -> a
+cycle in $T/fix (prog): a b
+EOF
+diff "$T/fix.want" "$T/fix.out" >"$T/fix.diff" || fail "tools/layers on the fixture: $(cat "$T/fix.diff")"
+
+# A known circle is named and passes; one that is not exactly it fails.
+out=$("$layers" -q -k b,a "$T/fix") || fail "tools/layers -k b,a still fails: $out"
+[ "$out" = "known cycle in $T/fix (prog): a b" ] || fail "tools/layers -k b,a says: $out"
+"$layers" -q -k a,b,c "$T/fix" >/dev/null && fail "tools/layers -k a,b,c passes a circle of a and b"
+"$layers" -q "$T/nothing" 2>/dev/null; rc=$?
+[ $rc -eq 2 ] || fail "tools/layers on a missing directory exits $rc, not 2"
+
+# The directories whose files must have no circle. jobmanager/ is being
+# restructured on another branch: it joins ACYCLIC once its circle is
+# gone; until then its circles are printed, not asserted.
+ACYCLIC="taskmanager"
+REPORTED="jobmanager"
+# taskmanager/relay.c and relay_peers.c call each other (relay_peers.c
+# logs through relay.c's relay_log_ok); they belong to the serving-engine
+# work (issue 30), which removes that pair. Until then the pair, exactly,
+# is known: any other circle, or one that takes in a third file, fails.
+KNOWN="-k relay,relay_peers"
+
+for d in $ACYCLIC; do
+    # shellcheck disable=SC2086
+    out=$("$layers" -q $KNOWN "$top_builddir/$d" 2>&1)
+    rc=$?
+    [ $rc -eq 0 ] || fail "$d has a call circle (tools/layers $d): $out"
+    cycles=$(printf '%s\n' "$out" | grep -v '^known cycle in ' | grep -c .)
+    [ "$cycles" -eq 0 ] || fail "$d: tools/layers says: $out"
+    [ -z "$out" ] || echo "$out"
+done
+for d in $REPORTED; do
+    "$layers" -q "$top_builddir/$d"
+    rc=$?
+    [ $rc -le 1 ] || fail "tools/layers cannot read $d's objects"
+done
+echo "layers: ok"
