@@ -192,8 +192,10 @@ static void held_unlink(jm_sched_t *s, jm_task_t *task, int i)
     jm_task_t *last = h->tasks[--h->n];
     h->tasks[at] = last;
     for (int k = 0; k < JM_MAX_COPIES; k++)
-        if (last->holders[k] == task->holders[i])
+        if (last->holders[k] == task->holders[i]) {
             last->held_ix[k] = (uint32_t)at;
+            break;   /* (a TM holds at most one copy of a task) */
+        }
 }
 
 static int drop_holder(jm_sched_t *s, jm_task_t *task, int slot)
