@@ -42,6 +42,8 @@ struct jm_sched {
     jm_disp_stats_t *st;
     spits_ring_t *ring;              /* sent, not resolved: by id */
     jm_task_t *fresh, *fresh_tail;   /* from the generator, not sent yet */
+    uint64_t fresh_next;             /* one past the last task that left
+                                        fresh, sent or resolved early */
     int gen_done, gen_waiting;
     jm_retryq_t retry;
     uint64_t version;
@@ -121,6 +123,7 @@ int jm_sched_reset(jm_sched_t *s)
     s->gen_done = s->gen_waiting = 0;
     s->npicked = s->ncancel = 0;
     s->freed_bytes = s->taken_bytes = 0;
+    s->fresh_next = 0;
     s->finished = 0;
     jm_late_reset(&s->late);
     s->version++;
@@ -362,6 +365,7 @@ static size_t pick_fresh(jm_sched_t *s, size_t n, size_t room, size_t *bytes,
         if (!s->fresh)
             s->fresh_tail = NULL;
         task->next = NULL;
+        s->fresh_next = task->id + 1;
         s->taken_bytes += task->len;
         if (early) {
             s->freed_bytes += task->len;
@@ -685,8 +689,11 @@ uint64_t jm_sched_low(const jm_sched_t *s)
 {
     if (!s->ring)
         return 0;
+    /* (past the tasks resolved early too: a run of them 4 windows long
+     * would otherwise hold the generator to one task at a time,
+     * generator.c) */
     return spits_ring_count(s->ring) ? spits_ring_low(s->ring)
-           : s->fresh ? s->fresh->id : spits_ring_next(s->ring);
+           : s->fresh ? s->fresh->id : s->fresh_next;
 }
 
 uint64_t jm_sched_freed_bytes(const jm_sched_t *s)
@@ -738,7 +745,10 @@ const jm_task_t *jm_sched_task(const jm_sched_t *s, uint64_t id)
  * out, the sender's too; they take no copy). A dead TM's slot is reused by a new TM, which
  * inherits none of its copies or credit. A failed task goes back to the
  * TM it failed on only when no other TM is alive. Some picks have a small
- * byte cap: no task is picked once the bytes picked reach it.
+ * byte cap: no task is picked once the bytes picked reach it. The
+ * early-result hook is asked once of each fresh task as it is picked,
+ * and resolves those with a result kept; the window's bytes taken and
+ * freed, and its low, follow.
  * Directed tests (after the model) pin one rule each on cases small
  * enough to reckon by hand. tests/mutants.sh checks that the whole
  * self-test fails for each bug in tests/mutants.list.
@@ -782,6 +792,11 @@ typedef struct {
     uint64_t generated, sent, finished;
     uint64_t ring_open;           /* tasks picked and not resolved */
     uint64_t resent, retried, poison, crashed, timed_out, duplicates, requeued, done_evicted;
+    unsigned char early_ok[M_TASKS]; /* a result came early (after --resume) */
+    unsigned char asked[M_TASKS];    /* times the early hook was asked */
+    int early_bad;                   /* it was asked of a task not fresh */
+    uint64_t ring_next;              /* one past the last id picked */
+    uint64_t taken_bytes, freed_bytes;
     jm_sched_cancel_t want[2 * M_HOLD * JM_MAX_COPIES]; /* cancels due, not taken */
     size_t nwant;
     int max_copies, max_attempts;
@@ -825,6 +840,7 @@ static int m_generate(model_t *m)
         t->len = (uint32_t)(id % 7);
         t->hash = m_hash(id);
         jm_sched_task_init(t);
+        m->early_ok[id] = m_rand(m, 12) == 0;
         if (tail)
             tail->next = t;
         else
@@ -836,6 +852,25 @@ static int m_generate(model_t *m)
     m->gen_waiting = (int)m_rand(m, 2);
     jm_sched_gen_state(m->s, m->gen_done, m->gen_waiting);
     return 0;
+}
+
+/* The early-result hook: asked once of each fresh task as it is picked,
+ * never of one sent; the tasks with a result kept (early_ok) are
+ * resolved by it, as the dispatcher commits an adopted result. */
+static int m_early(void *arg, const jm_task_t *task)
+{
+    model_t *m = arg;
+    uint64_t id = task->id;
+    if (id >= M_TASKS || m->asked[id]++ || m->in_ring[id] || m->nsent[id]) {
+        m->early_bad = 1;
+        return 0;
+    }
+    if (!m->early_ok[id])
+        return 0;
+    m->committed[id] = 1;
+    m->taken_bytes += task->len;
+    m->freed_bytes += task->len;
+    return 1;
 }
 
 static int m_cmp(const void *a, const void *b)
@@ -956,8 +991,14 @@ static int m_serve(model_t *m, mtm_t *x)
             MCHECK(m, p[j] != p[i]);
     }
     for (size_t i = 0; i < n; i++) {
-        m->ring_open += !m->in_ring[p[i]->id];
-        m->in_ring[p[i]->id] = 1;
+        uint64_t id = p[i]->id;
+        if (!m->in_ring[id]) {          /* fresh: offered to the hook first */
+            MCHECK(m, m->asked[id] == 1 && !m->early_ok[id]);
+            m->taken_bytes += p[i]->len;
+            m->ring_next = id + 1 > m->ring_next ? id + 1 : m->ring_next;
+        }
+        m->ring_open += !m->in_ring[id];
+        m->in_ring[id] = 1;
     }
     if (m_check_copies(m, x, p, n, room, bytes >= max_bytes) != 0)
         return -1;
@@ -984,6 +1025,8 @@ static int m_serve(model_t *m, mtm_t *x)
 static jm_rec_outcome_t m_expect(const model_t *m, uint64_t id, uint32_t status,
                                  int foreign)
 {
+    if (id < m->generated && !m->in_ring[id] && m->committed[id] && id < m->ring_next)
+        return status == SPITS_ST_OK ? JM_REC_DUPLICATE : JM_REC_LATE;  /* early */
     if (id >= m->generated || !m->in_ring[id])
         return JM_REC_UNKNOWN;          /* never picked: not sent yet */
     if (m_resolved(m, id))
@@ -1015,6 +1058,7 @@ static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status, int fore
         m->committed[id]++;
         m->finished++;
         m->ring_open--;
+        m->freed_bytes += id % 7;
         if (x && m->nsent[id] == 1)   /* one copy ever: a clean time */
             m->times[m->ntimes++] = m->now - m->last_send[id];
         if (x)
@@ -1038,6 +1082,7 @@ static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status, int fore
         m->poison += o == JM_REC_POISON;
         m->poisoned[id] = o == JM_REC_POISON;
         m->ring_open -= o == JM_REC_POISON;
+        m->freed_bytes += o == JM_REC_POISON ? id % 7 : 0;
         m->crashed += status == SPITS_ST_CRASHED;
         m->timed_out += status == SPITS_ST_TIMEOUT;
         if (x) {
@@ -1146,7 +1191,9 @@ static int m_invariants(model_t *m)
     MCHECK(m, m->st.retried == m->retried && m->st.poison == m->poison);
     MCHECK(m, m->st.crashed == m->crashed && m->st.timed_out == m->timed_out);
     MCHECK(m, m->st.duplicates == m->duplicates && m->st.requeued == m->requeued);
-    MCHECK(m, m->st.done_evicted == m->done_evicted);
+    MCHECK(m, m->st.done_evicted == m->done_evicted && !m->early_bad);
+    MCHECK(m, jm_sched_taken_bytes(m->s) == m->taken_bytes);
+    MCHECK(m, jm_sched_freed_bytes(m->s) == m->freed_bytes);
     for (int i = 0; i < m->ntms; i++) {
         const mtm_t *x = &m->tms[i];
         MCHECK(m, x->tm.sent == x->sent && x->tm.done == x->done &&
@@ -1156,8 +1203,12 @@ static int m_invariants(model_t *m)
         for (int j = 0; j < x->nheld; j++)
             known[x->held[j].id] += x->held[j].known;
     }
-    /* (below the ring's low, no task is in flight) */
-    for (uint64_t id = jm_sched_low(m->s); id < m->generated; id++) {
+    /* low: the oldest task not resolved, or past the last generated */
+    uint64_t low = 0;
+    while (low < m->generated && m_resolved(m, low))
+        low++;
+    MCHECK(m, jm_sched_low(m->s) == low);
+    for (uint64_t id = low; id < m->generated; id++) {
         const jm_task_t *t = jm_sched_task(m->s, id);
         MCHECK(m, !t || !m_resolved(m, id));
         MCHECK(m, m->committed[id] <= 1);
@@ -1247,6 +1298,7 @@ static int m_run(unsigned seed, int max_copies, int max_attempts)
     m->s = jm_sched_new(max_copies, max_attempts, &m->st);
     if (!m->s)
         goto out;
+    jm_sched_set_early(m->s, m_early, m);
     for (m->step = 0; m->step < 3000; m->step++)
         if (m_step(m) != 0 || m_invariants(m) != 0)
             goto out;
@@ -1644,6 +1696,30 @@ out:
     return rc;
 }
 
+/* Tasks resolved early at the end of what was generated: the window's
+ * low moves past them (scheduler.h: the oldest task not resolved). */
+static int sched_directed_early_tail(void)
+{
+    jm_disp_stats_t st;
+    jm_tm_t tm[1], *a = &tm[0];
+    unsigned asked[4] = {0};
+    int rc = -1;
+    jm_sched_t *s = d_start(&st, tm, 1, 4, 4, 10);
+
+    D_CHECK(s);
+    jm_sched_set_early(s, d_early, asked);
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(1), 0) == 0);
+    D_CHECK(asked[0] == 1 && asked[1] == 1 && asked[2] == 1 && asked[3] == 1);
+    D_CHECK(jm_sched_low(s) == 1 && !jm_sched_has_fresh(s));
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(jm_sched_in_flight(s) == 0 && jm_sched_low(s) == 4);
+    D_CHECK(jm_sched_freed_bytes(s) == 40 && jm_sched_taken_bytes(s) == 40);
+    rc = 0;
+out:
+    jm_sched_destroy(&s);
+    return rc;
+}
+
 /* Records, not flagged foreign, from a TM that holds no copy of the
  * task (c: one back with a copy the JM took back), or from no TM known
  * (NULL). They resolve, fail or hand back the task, and are counted for
@@ -1856,7 +1932,8 @@ int jm_sched_selftest(void)
 {
     if (sched_directed() != 0 || sched_directed_parts() != 0 ||
         sched_directed_retries() != 0 || sched_directed_bytes() != 0 ||
-        sched_directed_early() != 0 || sched_directed_unheld() != 0 ||
+        sched_directed_early() != 0 || sched_directed_early_tail() != 0 ||
+        sched_directed_unheld() != 0 ||
         sched_directed_foreign() != 0 ||
         sched_directed_cancels() != 0 || sched_directed_slot_reuse() != 0 ||
         sched_directed_turnaround() != 0)
