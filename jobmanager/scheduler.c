@@ -605,8 +605,8 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
      * included: only a result of it counts (scheduler.h). */
     if (foreign && status != SPITS_ST_OK)
         return JM_REC_FOREIGN;
-    /* (a TM holding no copy, a TM back with a copy the JM took back when
-     * it lost it, takes no other TM's copy either) */
+    /* (nor is another TM's copy taken for a record from a TM that holds
+     * none, one back with a copy the JM took back when it lost it) */
     int held = !foreign && t && drop_holder(s, task, t->slot);
     s->rec_start_ms = task->copy_ms;
     s->rec_len = task->len;
@@ -742,8 +742,8 @@ const jm_task_t *jm_sched_task(const jm_sched_t *s, uint64_t id)
  * (they resolve, fail or hand back the task like any other, and take no
  * other TM's copy), and flagged foreign, from TMs that may hold a copy
  * themselves (only a result of them counts, which cancels every copy
- * out, the sender's too; they take no copy). A dead TM's slot is reused by a new TM, which
- * inherits none of its copies or credit. A failed task goes back to the
+ * out, the sender's too; they take no copy). A dead TM's slot is reused
+ * by a new TM, which inherits none of its copies or credit. A failed task goes back to the
  * TM it failed on only when no other TM is alive. Some picks have a small
  * byte cap: no task is picked once the bytes picked reach it. The
  * early-result hook is asked once of each fresh task as it is picked,
