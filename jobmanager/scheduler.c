@@ -42,6 +42,8 @@ struct jm_sched {
     jm_disp_stats_t *st;
     spits_ring_t *ring;              /* sent, not resolved: by id */
     jm_task_t *fresh, *fresh_tail;   /* from the generator, not sent yet */
+    uint64_t fresh_next;             /* one past the last task that left
+                                        fresh, sent or resolved early */
     int gen_done, gen_waiting;
     jm_retryq_t retry;
     uint64_t version;
@@ -121,6 +123,7 @@ int jm_sched_reset(jm_sched_t *s)
     s->gen_done = s->gen_waiting = 0;
     s->npicked = s->ncancel = 0;
     s->freed_bytes = s->taken_bytes = 0;
+    s->fresh_next = 0;
     s->finished = 0;
     jm_late_reset(&s->late);
     s->version++;
@@ -364,6 +367,7 @@ static size_t pick_fresh(jm_sched_t *s, size_t n, size_t room, size_t *bytes,
         if (!s->fresh)
             s->fresh_tail = NULL;
         task->next = NULL;
+        s->fresh_next = task->id + 1;
         s->taken_bytes += task->len;
         if (early) {
             s->freed_bytes += task->len;
@@ -586,7 +590,7 @@ static void note_turnaround(jm_tm_t *t, int64_t ms)
 }
 
 jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
-                                 uint32_t status, uint64_t *hash)
+                                 uint32_t status, int foreign, uint64_t *hash)
 {
     jm_task_t *task = s->ring ? spits_ring_get(s->ring, id) : NULL;
 
@@ -599,10 +603,13 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
         s->st->duplicates++;
         return JM_REC_DUPLICATE;
     }
-    /* (a TM holding no copy: a relay's foreign record, or a TM back with
-     * a copy the JM took back when it lost it; no other TM's copy is
-     * taken for it) */
-    int held = t && drop_holder(s, task, t->slot);
+    /* A foreign record answers none of the copies out, its sender's
+     * included: only a result of it counts (scheduler.h). */
+    if (foreign && status != SPITS_ST_OK)
+        return JM_REC_FOREIGN;
+    /* (nor is another TM's copy taken for a record from a TM that holds
+     * none, one back with a copy the JM took back when it lost it) */
+    int held = !foreign && t && drop_holder(s, task, t->slot);
     s->rec_start_ms = task->copy_ms;
     s->rec_len = task->len;
     if (status == SPITS_ST_OK) {
@@ -684,8 +691,11 @@ uint64_t jm_sched_low(const jm_sched_t *s)
 {
     if (!s->ring)
         return 0;
+    /* (past the tasks resolved early too: a run of them 4 windows long
+     * would otherwise hold the generator to one task at a time,
+     * generator.c) */
     return spits_ring_count(s->ring) ? spits_ring_low(s->ring)
-           : s->fresh ? s->fresh->id : spits_ring_next(s->ring);
+           : s->fresh ? s->fresh->id : s->fresh_next;
 }
 
 uint64_t jm_sched_freed_bytes(const jm_sched_t *s)
@@ -731,11 +741,16 @@ const jm_task_t *jm_sched_task(const jm_sched_t *s, uint64_t id)
  * (jm_disp_stats_t, and each TM's done and failed) and the cancels:
  * exactly the other known copies of each task committed. Records also
  * come from TMs that hold no copy of their task, or from no TM known
- * (foreign: they resolve, fail or hand back the task like any other, and
- * take no other TM's copy). A dead TM's slot is reused by a new TM, which
- * inherits none of its copies or credit. A failed task goes back to the
+ * (they resolve, fail or hand back the task like any other, and take no
+ * other TM's copy), and flagged foreign, from TMs that may hold a copy
+ * themselves (only a result of them counts, which cancels every copy
+ * out, the sender's too; they take no copy). A dead TM's slot is reused
+ * by a new TM, which inherits none of its copies or credit. A failed task goes back to the
  * TM it failed on only when no other TM is alive. Some picks have a small
- * byte cap: no task is picked once the bytes picked reach it.
+ * byte cap: no task is picked once the bytes picked reach it. The
+ * early-result hook is asked once of each fresh task as it is picked,
+ * and resolves those with a result kept; the window's bytes taken and
+ * freed, and its low, follow.
  * Directed tests (after the model) pin one rule each on cases small
  * enough to reckon by hand. tests/mutants.sh checks that the whole
  * self-test fails for each bug in tests/mutants.list.
@@ -779,6 +794,11 @@ typedef struct {
     uint64_t generated, sent, finished;
     uint64_t ring_open;           /* tasks picked and not resolved */
     uint64_t resent, retried, poison, crashed, timed_out, duplicates, requeued, done_evicted;
+    unsigned char early_ok[M_TASKS]; /* a result came early (after --resume) */
+    unsigned char asked[M_TASKS];    /* times the early hook was asked */
+    int early_bad;                   /* it was asked of a task not fresh */
+    uint64_t ring_next;              /* one past the last id picked */
+    uint64_t taken_bytes, freed_bytes;
     jm_sched_cancel_t want[2 * M_HOLD * JM_MAX_COPIES]; /* cancels due, not taken */
     size_t nwant;
     int max_copies, max_attempts;
@@ -822,6 +842,7 @@ static int m_generate(model_t *m)
         t->len = (uint32_t)(id % 7);
         t->hash = m_hash(id);
         jm_sched_task_init(t);
+        m->early_ok[id] = m_rand(m, 12) == 0;
         if (tail)
             tail->next = t;
         else
@@ -833,6 +854,25 @@ static int m_generate(model_t *m)
     m->gen_waiting = (int)m_rand(m, 2);
     jm_sched_gen_state(m->s, m->gen_done, m->gen_waiting);
     return 0;
+}
+
+/* The early-result hook: asked once of each fresh task as it is picked,
+ * never of one sent; the tasks with a result kept (early_ok) are
+ * resolved by it, as the dispatcher commits an adopted result. */
+static int m_early(void *arg, const jm_task_t *task)
+{
+    model_t *m = arg;
+    uint64_t id = task->id;
+    if (id >= M_TASKS || m->asked[id]++ || m->in_ring[id] || m->nsent[id]) {
+        m->early_bad = 1;
+        return 0;
+    }
+    if (!m->early_ok[id])
+        return 0;
+    m->committed[id] = 1;
+    m->taken_bytes += task->len;
+    m->freed_bytes += task->len;
+    return 1;
 }
 
 static int m_cmp(const void *a, const void *b)
@@ -953,8 +993,14 @@ static int m_serve(model_t *m, mtm_t *x)
             MCHECK(m, p[j] != p[i]);
     }
     for (size_t i = 0; i < n; i++) {
-        m->ring_open += !m->in_ring[p[i]->id];
-        m->in_ring[p[i]->id] = 1;
+        uint64_t id = p[i]->id;
+        if (!m->in_ring[id]) {          /* fresh: offered to the hook first */
+            MCHECK(m, m->asked[id] == 1 && !m->early_ok[id]);
+            m->taken_bytes += p[i]->len;
+            m->ring_next = id + 1 > m->ring_next ? id + 1 : m->ring_next;
+        }
+        m->ring_open += !m->in_ring[id];
+        m->in_ring[id] = 1;
     }
     if (m_check_copies(m, x, p, n, room, bytes >= max_bytes) != 0)
         return -1;
@@ -976,29 +1022,37 @@ static int m_serve(model_t *m, mtm_t *x)
     return 0;
 }
 
-/* What a record of id with status does, by the model's reckoning. */
-static jm_rec_outcome_t m_expect(const model_t *m, uint64_t id, uint32_t status)
+/* What a record of id with status does, by the model's reckoning
+ * (foreign: flagged SPITS_REC_FOREIGN). */
+static jm_rec_outcome_t m_expect(const model_t *m, uint64_t id, uint32_t status,
+                                 int foreign)
 {
+    if (id < m->generated && !m->in_ring[id] && m->committed[id] && id < m->ring_next)
+        return status == SPITS_ST_OK ? JM_REC_DUPLICATE : JM_REC_LATE;  /* early */
     if (id >= m->generated || !m->in_ring[id])
         return JM_REC_UNKNOWN;          /* never picked: not sent yet */
     if (m_resolved(m, id))
         return status == SPITS_ST_OK ? JM_REC_DUPLICATE : JM_REC_LATE;
     if (status == SPITS_ST_OK)
         return JM_REC_COMMIT;
+    if (foreign)
+        return JM_REC_FOREIGN;          /* only its result would count */
     if (status == SPITS_ST_RETURNED)
         return JM_REC_RETURNED;
     return m->fails[id] + 1 == m->max_attempts ? JM_REC_POISON : JM_REC_RETRY;
 }
 
 /* One record from TM x (NULL: one the JM does not know) about task id,
- * checked against the model. x's copy (if it had one) is gone from its
- * list already: the copies left to cancel are the other TMs' known ones. */
-static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status)
+ * foreign or not, checked against the model. x's copy (if the record
+ * answers one) is gone from its list already: the copies left to cancel
+ * are the known ones still listed, a foreign record's sender's too. */
+static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status, int foreign)
 {
     uint64_t hash = 1;
-    jm_rec_outcome_t want = m_expect(m, id, status);
+    jm_rec_outcome_t want = m_expect(m, id, status, foreign);
     jm_sched_clock(m->s, m->now);
-    jm_rec_outcome_t o = jm_sched_record(m->s, x ? &x->tm : NULL, id, status, &hash);
+    jm_rec_outcome_t o = jm_sched_record(m->s, x ? &x->tm : NULL, id, status, foreign,
+                                         &hash);
     MCHECK(m, o == want);
     MCHECK(m, hash == (o == JM_REC_COMMIT ? m_hash(id) : 0));
     switch (o) {
@@ -1006,6 +1060,7 @@ static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status)
         m->committed[id]++;
         m->finished++;
         m->ring_open--;
+        m->freed_bytes += id % 7;
         if (x && m->nsent[id] == 1)   /* one copy ever: a clean time */
             m->times[m->ntimes++] = m->now - m->last_send[id];
         if (x)
@@ -1029,6 +1084,7 @@ static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status)
         m->poison += o == JM_REC_POISON;
         m->poisoned[id] = o == JM_REC_POISON;
         m->ring_open -= o == JM_REC_POISON;
+        m->freed_bytes += o == JM_REC_POISON ? id % 7 : 0;
         m->crashed += status == SPITS_ST_CRASHED;
         m->timed_out += status == SPITS_ST_TIMEOUT;
         if (x) {
@@ -1077,15 +1133,19 @@ static int m_reply(model_t *m, mtm_t *x, int k, int ok_percent)
             : r % 4 == 0 ? SPITS_ST_RETURNED
             : r % 4 == 1 ? SPITS_ST_FAILED
             : r % 4 == 2 ? SPITS_ST_CRASHED : SPITS_ST_TIMEOUT;
-        if (m_record(m, x, id, status) != 0)
+        if (m_record(m, x, id, status, 0) != 0)
             return -1;
     }
     return m_cancels(m);
 }
 
-/* A foreign record: from a live TM that holds no copy of the task (a
- * relay forwarding another's), or from no TM the JM knows, of any task,
- * sent or not. */
+/* A record of a copy the JM does not know of, of any task, sent or not:
+ * flagged foreign (a relay passing on work a TM behind it got elsewhere),
+ * from a live TM that may hold a copy of the task itself (often one of
+ * those: a relay the JM re-sent it to), or from no TM known; or not
+ * flagged, from a live TM that holds no copy of it, or from none. A
+ * foreign one takes, credits and cancels nothing of its sender's copy
+ * until the task is resolved, and then cancels it as any other. */
 static int m_foreign(model_t *m)
 {
     static const uint32_t statuses[] = {SPITS_ST_OK, SPITS_ST_OK, SPITS_ST_FAILED,
@@ -1093,10 +1153,13 @@ static int m_foreign(model_t *m)
                                         SPITS_ST_RETURNED};
     uint64_t id = m_rand(m, (uint32_t)m->generated + 3);
     mtm_t *x = m_rand(m, 3) ? m_any(m, 1) : NULL;
-    for (int j = 0; x && j < x->nheld; j++)
+    int foreign = (int)m_rand(m, 2);
+    if (foreign && x && x->nheld && m_rand(m, 2))
+        id = x->held[m_rand(m, (uint32_t)x->nheld)].id;
+    for (int j = 0; !foreign && x && j < x->nheld; j++)
         if (x->held[j].id == id)
             x = NULL;
-    if (m_record(m, x, id, statuses[m_rand(m, 6)]) != 0)
+    if (m_record(m, x, id, statuses[m_rand(m, 6)], foreign) != 0)
         return -1;
     return m_cancels(m);
 }
@@ -1130,7 +1193,9 @@ static int m_invariants(model_t *m)
     MCHECK(m, m->st.retried == m->retried && m->st.poison == m->poison);
     MCHECK(m, m->st.crashed == m->crashed && m->st.timed_out == m->timed_out);
     MCHECK(m, m->st.duplicates == m->duplicates && m->st.requeued == m->requeued);
-    MCHECK(m, m->st.done_evicted == m->done_evicted);
+    MCHECK(m, m->st.done_evicted == m->done_evicted && !m->early_bad);
+    MCHECK(m, jm_sched_taken_bytes(m->s) == m->taken_bytes);
+    MCHECK(m, jm_sched_freed_bytes(m->s) == m->freed_bytes);
     for (int i = 0; i < m->ntms; i++) {
         const mtm_t *x = &m->tms[i];
         MCHECK(m, x->tm.sent == x->sent && x->tm.done == x->done &&
@@ -1140,8 +1205,12 @@ static int m_invariants(model_t *m)
         for (int j = 0; j < x->nheld; j++)
             known[x->held[j].id] += x->held[j].known;
     }
-    /* (below the ring's low, no task is in flight) */
-    for (uint64_t id = jm_sched_low(m->s); id < m->generated; id++) {
+    /* low: the oldest task not resolved, or past the last generated */
+    uint64_t low = 0;
+    while (low < m->generated && m_resolved(m, low))
+        low++;
+    MCHECK(m, jm_sched_low(m->s) == low);
+    for (uint64_t id = low; id < m->generated; id++) {
         const jm_task_t *t = jm_sched_task(m->s, id);
         MCHECK(m, !t || !m_resolved(m, id));
         MCHECK(m, m->committed[id] <= 1);
@@ -1231,6 +1300,7 @@ static int m_run(unsigned seed, int max_copies, int max_attempts)
     m->s = jm_sched_new(max_copies, max_attempts, &m->st);
     if (!m->s)
         goto out;
+    jm_sched_set_early(m->s, m_early, m);
     for (m->step = 0; m->step < 3000; m->step++)
         if (m_step(m) != 0 || m_invariants(m) != 0)
             goto out;
@@ -1335,7 +1405,7 @@ static jm_sched_t *directed_start(jm_disp_stats_t *st, jm_tm_t *a, jm_tm_t *b,
     jm_sched_clock(s, 1000);
     jm_sched_credit(s, a, 16);
     for (uint64_t id = 0; ok && id < 16; id++)
-        ok = jm_sched_record(s, a, id, SPITS_ST_OK, &hash) == JM_REC_COMMIT;
+        ok = jm_sched_record(s, a, id, SPITS_ST_OK, 0, &hash) == JM_REC_COMMIT;
     if (!ok)
         jm_sched_destroy(&s);
     return s;
@@ -1430,21 +1500,35 @@ static int d_tasks(jm_sched_t *s, uint64_t first, uint64_t n, uint32_t len)
     return 0;
 }
 
-/* One record of t's (NULL: from no TM known), with one credit back if t
- * held the copy: outcome want, and the hash the outcome says. */
-static int d_rec(jm_sched_t *s, jm_tm_t *t, int credit, uint64_t id, uint32_t status,
-                 jm_rec_outcome_t want)
+/* One record of t's (NULL: from no TM known), foreign or not, with one
+ * credit back if credit: outcome want, and the hash the outcome says. */
+static int d_record(jm_sched_t *s, jm_tm_t *t, int credit, int foreign, uint64_t id,
+                    uint32_t status, jm_rec_outcome_t want)
 {
     uint64_t hash = 1;
     if (credit)
         jm_sched_credit(s, t, 1);
-    jm_rec_outcome_t o = jm_sched_record(s, t, id, status, &hash);
+    jm_rec_outcome_t o = jm_sched_record(s, t, id, status, foreign, &hash);
     if (o == want && hash == (o == JM_REC_COMMIT ? m_hash(id) : 0))
         return 0;
-    fprintf(stderr, "scheduler selftest: a record of task %llu (status %u) from TM %d "
-            "was outcome %d, not %d\n", (unsigned long long)id, status, t ? t->slot : -1,
-            (int)o, (int)want);
+    fprintf(stderr, "scheduler selftest: a%s record of task %llu (status %u) from TM %d "
+            "was outcome %d, not %d\n", foreign ? " foreign" : "", (unsigned long long)id,
+            status, t ? t->slot : -1, (int)o, (int)want);
     return -1;
+}
+
+/* A record that is not foreign, with one credit back if t held the copy. */
+static int d_rec(jm_sched_t *s, jm_tm_t *t, int credit, uint64_t id, uint32_t status,
+                 jm_rec_outcome_t want)
+{
+    return d_record(s, t, credit, 0, id, status, want);
+}
+
+/* A foreign record (SPITS_REC_FOREIGN): no credit back, ever. */
+static int d_frec(jm_sched_t *s, jm_tm_t *t, uint64_t id, uint32_t status,
+                  jm_rec_outcome_t want)
+{
+    return d_record(s, t, 0, 1, id, status, want);
 }
 
 static int d_cancel_cmp(const void *a, const void *b)
@@ -1614,11 +1698,36 @@ out:
     return rc;
 }
 
-/* Foreign records: from a TM that holds no copy of the task (c), or from
- * no TM known (NULL). They resolve, fail or hand back the task, and are
- * counted for their sender, but take no other TM's copy or credit, and
- * are not their sender's turnaround. */
-static int sched_directed_foreign(void)
+/* Tasks resolved early at the end of what was generated: the window's
+ * low moves past them (scheduler.h: the oldest task not resolved). */
+static int sched_directed_early_tail(void)
+{
+    jm_disp_stats_t st;
+    jm_tm_t tm[1], *a = &tm[0];
+    unsigned asked[4] = {0};
+    int rc = -1;
+    jm_sched_t *s = d_start(&st, tm, 1, 4, 4, 10);
+
+    D_CHECK(s);
+    jm_sched_set_early(s, d_early, asked);
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(1), 0) == 0);
+    D_CHECK(asked[0] == 1 && asked[1] == 1 && asked[2] == 1 && asked[3] == 1);
+    D_CHECK(jm_sched_low(s) == 1 && !jm_sched_has_fresh(s));
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(jm_sched_in_flight(s) == 0 && jm_sched_low(s) == 4);
+    D_CHECK(jm_sched_freed_bytes(s) == 40 && jm_sched_taken_bytes(s) == 40);
+    rc = 0;
+out:
+    jm_sched_destroy(&s);
+    return rc;
+}
+
+/* Records, not flagged foreign, from a TM that holds no copy of the
+ * task (c: one back with a copy the JM took back), or from no TM known
+ * (NULL). They resolve, fail or hand back the task, and are counted for
+ * their sender, but take no other TM's copy or credit, and are not their
+ * sender's turnaround. */
+static int sched_directed_unheld(void)
 {
     jm_disp_stats_t st;
     jm_tm_t tm[3], *a = &tm[0], *c = &tm[2];
@@ -1652,6 +1761,64 @@ static int sched_directed_foreign(void)
     D_CHECK(d_rec(s, a, 1, 3, SPITS_ST_OK, JM_REC_COMMIT) == 0 && a->done == 1);
     D_CHECK(a->turn_ms == 100 && a->outstanding == 2);
     D_CHECK(d_cancels(s, D_NONE) == 0);
+    rc = 0;
+out:
+    jm_sched_destroy(&s);
+    return rc;
+}
+
+/* A TM falls back from relay a, lost, to relay b, which passes up its
+ * records flagged foreign, while b holds copies of the same tasks (the
+ * JM re-sent a's). A foreign result commits its task once and cancels
+ * every copy out, b's own too; it takes none of b's copies, credit or
+ * turnaround, and a foreign failure or hand-back changes nothing: no
+ * attempt, no failure counted, nothing requeued. b's own records of its
+ * copies then come back as usual. */
+static int sched_directed_foreign(void)
+{
+    jm_disp_stats_t st;
+    jm_tm_t tm[2], *a = &tm[0], *b = &tm[1];
+    int rc = -1;
+    jm_sched_t *s = d_start(&st, tm, 2, 4, 6, 10);
+
+    D_CHECK(s);
+    a->workers = b->workers = 4;
+    a->slots = 3;
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2), 0) == 0);
+    a->alive = 0;
+    D_CHECK(jm_sched_lost(s, a) == 3 && st.requeued == 3);
+    D_CHECK(d_take(s, b, 10, 1 << 20, 0, D_IDS(2, 1, 0, 3), 0) == 0);
+    D_CHECK(st.resent == 3 && b->outstanding == 4);
+    jm_sched_clock(s, 100);
+    D_CHECK(d_frec(s, b, 0, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(d_cancels(s, D_CANCELS({1, 0})) == 0);
+    D_CHECK(b->done == 1 && b->outstanding == 4 && !jm_sched_has_retries(s));
+    /* b's one copy of 3, run on arrival: a foreign result is no round trip */
+    D_CHECK(d_frec(s, b, 3, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(d_cancels(s, D_CANCELS({1, 3})) == 0 && b->turn_ms == 0);
+    D_CHECK(d_frec(s, b, 1, SPITS_ST_FAILED, JM_REC_FOREIGN) == 0);
+    D_CHECK(d_frec(s, NULL, 2, SPITS_ST_CRASHED, JM_REC_FOREIGN) == 0);
+    D_CHECK(d_frec(s, b, 2, SPITS_ST_TIMEOUT, JM_REC_FOREIGN) == 0);
+    D_CHECK(d_frec(s, b, 2, SPITS_ST_RETURNED, JM_REC_FOREIGN) == 0);
+    D_CHECK(jm_sched_task(s, 1)->copies == 1 && jm_sched_task(s, 2)->copies == 1);
+    D_CHECK(jm_sched_task(s, 1)->attempts == 0 && !jm_sched_has_retries(s));
+    D_CHECK(b->failed == 0 && st.retried == 0 && st.crashed == 0 && st.timed_out == 0);
+    D_CHECK(d_cancels(s, D_NONE) == 0);
+    /* b's own records: of the copies cancelled, then its failure of 1,
+     * whose foreign result comes after */
+    D_CHECK(d_rec(s, b, 1, 0, SPITS_ST_RETURNED, JM_REC_LATE) == 0);
+    D_CHECK(d_rec(s, b, 1, 3, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 1);
+    D_CHECK(d_rec(s, b, 1, 1, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
+    D_CHECK(b->failed == 1 && st.retried == 1 && jm_sched_has_retries(s));
+    D_CHECK(d_frec(s, NULL, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(d_cancels(s, D_NONE) == 0 && st.done_evicted == 1);
+    D_CHECK(d_rec(s, b, 1, 2, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(b->done == 3 && b->outstanding == 0 && jm_sched_in_flight(s) == 0);
+    /* not sent yet, or resolved */
+    D_CHECK(d_frec(s, b, 4, SPITS_ST_OK, JM_REC_UNKNOWN) == 0);
+    D_CHECK(d_frec(s, b, 2, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 2);
+    D_CHECK(d_frec(s, b, 2, SPITS_ST_FAILED, JM_REC_LATE) == 0);
+    D_CHECK(st.requeued == 3 && st.resent == 3 && st.sent == 7);
     rc = 0;
 out:
     jm_sched_destroy(&s);
@@ -1767,7 +1934,9 @@ int jm_sched_selftest(void)
 {
     if (sched_directed() != 0 || sched_directed_parts() != 0 ||
         sched_directed_retries() != 0 || sched_directed_bytes() != 0 ||
-        sched_directed_early() != 0 || sched_directed_foreign() != 0 ||
+        sched_directed_early() != 0 || sched_directed_early_tail() != 0 ||
+        sched_directed_unheld() != 0 ||
+        sched_directed_foreign() != 0 ||
         sched_directed_cancels() != 0 || sched_directed_slot_reuse() != 0 ||
         sched_directed_turnaround() != 0)
         return -1;

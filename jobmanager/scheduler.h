@@ -35,6 +35,15 @@
  * The first result of a task resolves it; its other copies are noted for
  * cancelling. A failed run counts toward max_attempts; past that the task
  * is a poison task, resolved as failed.
+ *
+ * A foreign record (wire.h SPITS_REC_FOREIGN: a relay passing on work a
+ * TM behind it got elsewhere) answers no copy the JM holds, so it touches
+ * none: a result still resolves its task if nothing has (and then every
+ * copy out is cancelled, the sender's own too, as for any commit), but
+ * it takes no copy from its sender, gives no credit or turnaround, and a
+ * failed or handed-back one changes nothing (no attempt counted, nothing
+ * requeued): the copy that ran was taken back already, when the hop it
+ * came from was lost, and is accounted for where it went next.
  */
 #ifndef SPITS_JM_SCHED_H
 #define SPITS_JM_SCHED_H
@@ -63,6 +72,7 @@ typedef enum {
     JM_REC_RETURNED,    /* handed back unrun */
     JM_REC_DUPLICATE,   /* a result of a task resolved already */
     JM_REC_LATE,        /* any other record of a resolved task */
+    JM_REC_FOREIGN,     /* a foreign failure or hand-back: nothing done */
     JM_REC_UNKNOWN      /* a task not generated yet, or never */
 } jm_rec_outcome_t;
 
@@ -133,11 +143,12 @@ void jm_sched_unsent(jm_sched_t *s, size_t n);
 
 /* A message with count records came from TM t: its credit back. */
 void jm_sched_credit(jm_sched_t *s, jm_tm_t *t, uint64_t count);
-/* One record, from TM t (NULL: from a TM this JM does not know). For
- * JM_REC_COMMIT, *hash is the task's hash (for the journal); for
- * JM_REC_POISON, *hash is 0. The task is freed by then. */
+/* One record, from TM t (NULL: from a TM this JM does not know);
+ * foreign: it had SPITS_REC_FOREIGN (see the top). For JM_REC_COMMIT,
+ * *hash is the task's hash (for the journal); for JM_REC_POISON, *hash
+ * is 0. The task is freed by then. */
 jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
-                                 uint32_t status, uint64_t *hash);
+                                 uint32_t status, int foreign, uint64_t *hash);
 /* The task of the last record that was not UNKNOWN, DUPLICATE or LATE:
  * when its newest copy was sent (the caller's clock) and its bytes. */
 void jm_sched_recorded(const jm_sched_t *s, int64_t *start_ms, uint32_t *len);

@@ -488,8 +488,8 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
 
 /* RESULTS: every record gives its TM a slot back (wire.h) but a foreign
  * one (a relay's, of a copy sent elsewhere), and each is a result, a
- * failed run or a copy handed back unrun (scheduler.c decides, foreign
- * or not). rx is the message; results are committed straight from it,
+ * failed run or a copy handed back unrun (scheduler.c decides; a foreign
+ * one resolves its task or does nothing, scheduler.h). rx is the message; results are committed straight from it,
  * so it lives until the last of them is (jm_rx_release). With unrun (its
  * parts did not match its records), every record is taken as a copy
  * handed back unrun: it then runs again, and nothing is lost. */
@@ -514,7 +514,7 @@ void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     while (spits_reader_next(&r, &rec)) {
         if (unrun)
             rec.status = SPITS_ST_RETURNED;
-        switch (jm_sched_record(d->sched, t, rec.id, rec.status, &hash)) {
+        switch (jm_sched_record(d->sched, t, rec.id, rec.status, rec.foreign, &hash)) {
         case JM_REC_COMMIT:
         case JM_REC_POISON:
             commit_note(d, t, &rec, hash, rx);

@@ -17,7 +17,8 @@
  *   RESULTS    each record of a copy the TM holds goes to the outbox, and
  *              so upstream; other results (a TM that joined holding work
  *              from elsewhere, or one we counted lost) go up flagged
- *              SPITS_REC_FOREIGN, which gives the JM no credit back; a
+ *              SPITS_REC_FOREIGN, which gives the JM no credit back, and
+ *              a copy of that task still queued here goes back unrun; a
  *              result that came as a part goes up as one, the same frame
  *              shared (zmq_msg_copy), not copied
  *   CANCEL     upstream's cancels of copies a TM holds are passed on
@@ -343,17 +344,37 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     json_decref(j);
 }
 
+#define RELAY_UNQUEUE_MAX 64   /* foreign results' ids unqueued at once */
+
+/* Our own queued copies of tasks whose foreign results just went up:
+ * after them (flushed first, so the JM reads the result before), each
+ * goes back unrun instead of down to a TM, which would run the task
+ * again; typically the JM re-sent it to us when the TM's old hop died.
+ * A copy already down with a TM is the JM's to cancel. */
+static void relay_unqueue(tm_relay_t *r, const tm_phase_t *ph, uint64_t *ids,
+                          size_t *n)
+{
+    if (!*n)
+        return;
+    relay_rec_flush(r);
+    tm_pool_cancel(&r->tm->pool, ph, ids, *n);
+    *n = 0;
+}
+
 /* The records of a RESULTS message from t (NULL: a TM we do not know):
  * each of a copy t holds goes upstream and frees its slot; any other
- * result goes up as foreign (see the header). With no_payload (a message
- * whose frames did not fit its records), the copies t holds go back
- * unrun instead, and nothing else goes up. */
+ * result goes up as foreign (see the header), and a copy of its task
+ * still queued here goes back unrun (relay_unqueue). With no_payload (a
+ * message whose frames did not fit its records), the copies t holds go
+ * back unrun instead, and nothing else goes up. */
 static void relay_on_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
                              zmq_msg_t *msg, spits_parts_t *parts, int no_payload)
 {
     spits_reader_t reader;
     spits_rec_t rec;
     uint64_t credit = 0, bogus = 0;
+    uint64_t done[RELAY_UNQUEUE_MAX];
+    size_t ndone = 0;
     int idx = t ? (int)(t - r->peers.tms) : -1;
     const tm_phase_t *cur = r->tm->job.current;
     size_t k = 0;   /* the next part */
@@ -388,7 +409,13 @@ static void relay_on_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
         relay_rec_add(r, cur, rec.id, rec.status | SPITS_REC_FOREIGN, rec.data,
                       rec.len, part, 0);
         r->foreign++;
+        if (rec.status != SPITS_ST_OK)
+            continue;
+        done[ndone++] = rec.id;
+        if (ndone == RELAY_UNQUEUE_MAX)
+            relay_unqueue(r, cur, done, &ndone);
     }
+    relay_unqueue(r, cur, done, &ndone);
     relay_rec_flush(r);
     if (bogus)
         relay_bogus(r, t);
