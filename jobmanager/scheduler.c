@@ -149,6 +149,8 @@ static int held_by(const jm_task_t *task, int slot)
 /* Slot's list, grown to take one more. NULL: no memory. */
 static held_t *held_room(jm_sched_t *s, int slot)
 {
+    if ((size_t)slot < s->nheld && s->held[slot].n < s->held[slot].cap)
+        return &s->held[slot];
     if ((size_t)slot >= s->nheld) {
         size_t n = (size_t)slot + 1 > 2 * s->nheld ? (size_t)slot + 1 : 2 * s->nheld;
         held_t *h = realloc(s->held, n * sizeof *h);
@@ -250,7 +252,8 @@ static void cancel_note(jm_sched_t *s, const jm_task_t *task)
 /* Out of the ring, its bytes freed. */
 static void resolve(jm_sched_t *s, jm_task_t *task)
 {
-    for (int i = 0; i < JM_MAX_COPIES; i++)
+    /* (copies counts the holders: most tasks have none left here) */
+    for (int i = 0; task->copies && i < JM_MAX_COPIES; i++)
         if (task->holders[i] >= 0)
             held_unlink(s, task, i);
     spits_ring_take(s->ring, task->id);

@@ -9,14 +9,6 @@
 
 #include "ring.h"
 
-struct spits_ring {
-    void **slots;
-    uint64_t cap;     /* power of two */
-    uint64_t low;     /* oldest id present, or next when empty */
-    uint64_t next;    /* one past the highest id put */
-    size_t count;
-};
-
 spits_ring_t *spits_ring_new(void)
 {
     spits_ring_t *r = calloc(1, sizeof *r);
@@ -71,13 +63,6 @@ int spits_ring_put(spits_ring_t *r, uint64_t id, void *item)
     r->next = id + 1;
     r->count++;
     return 0;
-}
-
-void *spits_ring_get(const spits_ring_t *r, uint64_t id)
-{
-    if (id < r->low || id >= r->next)
-        return NULL;
-    return r->slots[id & (r->cap - 1)];
 }
 
 void *spits_ring_take(spits_ring_t *r, uint64_t id)

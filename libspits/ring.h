@@ -20,13 +20,28 @@
 
 typedef struct spits_ring spits_ring_t;
 
+/* (here only for spits_ring_get, inline: it is called for every record;
+ * every other access is ring.c's) */
+struct spits_ring {
+    void **slots;
+    uint64_t cap;     /* power of two */
+    uint64_t low;     /* oldest id present, or next when empty */
+    uint64_t next;    /* one past the highest id put */
+    size_t count;
+};
+
 spits_ring_t *spits_ring_new(void);
 void spits_ring_destroy(spits_ring_t **ring);
 
 /* Adds an item; id must be >= spits_ring_next(). -1: bad id or no memory. */
 int spits_ring_put(spits_ring_t *ring, uint64_t id, void *item);
 /* The item with this id, or NULL if it was never put or was taken. */
-void *spits_ring_get(const spits_ring_t *ring, uint64_t id);
+static inline void *spits_ring_get(const spits_ring_t *r, uint64_t id)
+{
+    if (id < r->low || id >= r->next)
+        return NULL;
+    return r->slots[id & (r->cap - 1)];
+}
 /* Removes and returns the item (NULL if absent). */
 void *spits_ring_take(spits_ring_t *ring, uint64_t id);
 
