@@ -32,7 +32,8 @@ void spits_ring_destroy(spits_ring_t **ring)
     *ring = NULL;
 }
 
-static int ring_grow(spits_ring_t *r, uint64_t span)
+/* (out of line: it would cost every put its register saves) */
+__attribute__((noinline)) static int ring_grow(spits_ring_t *r, uint64_t span)
 {
     uint64_t cap = r->cap;
     while (cap < span) {
