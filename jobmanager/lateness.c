@@ -5,19 +5,6 @@
 
 #include "lateness.h"
 
-/* Values below 8 ms have a bucket each; above, a value's bucket is its
- * highest bit (the doubling) and the three bits below it. */
-static unsigned late_bucket(int64_t ms)
-{
-    if (ms <= 0)
-        return 0;
-    uint64_t v = ms > 0xffffffffLL ? 0xffffffffu : (uint64_t)ms;
-    if (v < 8)
-        return (unsigned)v;
-    unsigned e = 63u - (unsigned)__builtin_clzll(v);     /* 3 or more */
-    return (e - 2) * 8 + (unsigned)((v >> (e - 3)) & 7);
-}
-
 /* The largest value in bucket b. */
 static int64_t late_top(unsigned b)
 {
@@ -30,18 +17,6 @@ static int64_t late_top(unsigned b)
 void jm_late_reset(jm_late_t *l)
 {
     memset(l, 0, sizeof *l);
-}
-
-void jm_late_sample(jm_late_t *l, int64_t ms)
-{
-    unsigned b = late_bucket(ms);
-    if (l->n == JM_LATE_WINDOW)          /* the oldest sample leaves */
-        l->counts[l->recent[l->at]]--;
-    else
-        l->n++;
-    l->recent[l->at] = (uint8_t)b;
-    l->at = (l->at + 1) % JM_LATE_WINDOW;
-    l->counts[b]++;
 }
 
 int64_t jm_late_median(const jm_late_t *l)
@@ -92,8 +67,8 @@ int jm_late_selftest(void)
 
     jm_late_reset(&l);
     LCHECK(jm_late_median(&l) == 0 && jm_late_after(&l, 10, 0) == JM_LATE_NEVER);
-    for (unsigned b = 0; b < late_bucket(0xffffffffLL); b++)
-        LCHECK(late_bucket(late_top(b)) == b && late_bucket(late_top(b) + 1) == b + 1);
+    for (unsigned b = 0; b < jm_late_bucket(0xffffffffLL); b++)
+        LCHECK(jm_late_bucket(late_top(b)) == b && jm_late_bucket(late_top(b) + 1) == b + 1);
     /* Over a sliding window of durations that change regime half way:
      * the median is within 1/8 above the exact one, never below. */
     for (unsigned i = 0; i < 3 * JM_LATE_WINDOW; i++) {

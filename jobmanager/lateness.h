@@ -38,8 +38,32 @@ typedef struct {
 
 /* A zeroed jm_late_t has no samples. */
 void jm_late_reset(jm_late_t *l);
-/* A finished task took ms (send to result). */
-void jm_late_sample(jm_late_t *l, int64_t ms);
+/* Values below 8 ms have a bucket each; above, a value's bucket is its
+ * highest bit (the doubling) and the three bits below it. */
+static inline unsigned jm_late_bucket(int64_t ms)
+{
+    if (ms <= 0)
+        return 0;
+    uint64_t v = ms > 0xffffffffLL ? 0xffffffffu : (uint64_t)ms;
+    if (v < 8)
+        return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v);     /* 3 or more */
+    return (e - 2) * 8 + (unsigned)((v >> (e - 3)) & 7);
+}
+
+/* A finished task took ms (send to result). Inline: once per result. */
+static inline void jm_late_sample(jm_late_t *l, int64_t ms)
+{
+    unsigned b = jm_late_bucket(ms);
+    if (l->n == JM_LATE_WINDOW)          /* the oldest sample leaves */
+        l->counts[l->recent[l->at]]--;
+    else
+        l->n++;
+    l->recent[l->at] = (uint8_t)b;
+    l->at = (l->at + 1) % JM_LATE_WINDOW;
+    l->counts[b]++;
+}
+
 /* The median of the samples, rounded up to its bucket's top (0 if none). */
 int64_t jm_late_median(const jm_late_t *l);
 /* How long a copy must be out to be late, in ms: max(multiplier x median,
