@@ -131,8 +131,10 @@ static void gen_push(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     gen_t *g = (gen_t *)ctx;
 
-    jm_taskpool_unmake(&g->spare, g->pending);
-    g->pending = NULL;
+    if (g->pending) {    /* (a second push in one call replaces the first) */
+        jm_taskpool_unmake(&g->spare, g->pending);
+        g->pending = NULL;
+    }
     spits_push_fault_t f = spits_push_check(data, size,
                                             (uint64_t)g->jm->opt.max_task);
     if (f == SPITS_PUSH_OK &&
