@@ -57,79 +57,44 @@
 #include "keys.h"
 #include "log.h"
 #include "relay_int.h"
+#include "router.h"
+#include "taskbatch.h"
 #include "util.h"
 #include "zmqutil.h"
 
 #define RELAY_RECV_BURST 1024      /* messages a turn, so tasks still go out */
 #define RELAY_TICK_MS 100          /* heartbeats and silence, checked this often */
-#define RELAY_LOG_BURST 20         /* TM events logged per RELAY_LOG_MS, */
-#define RELAY_LOG_MS 10000         /* ...then counted */
+#define RELAY_MONITOR_EP "inproc://spits-relay-monitor"
 
 /* --- logging ------------------------------------------------------------ */
-
-int relay_log_ok(tm_relay_t *r)
-{
-    int64_t now = r->tm->now;
-    if (now - r->log_window >= RELAY_LOG_MS) {
-        if (r->log_dropped)
-            spits_info("relay: %u more TM event(s) not logged (joins %llu, "
-                       "leaves %llu, losses %llu so far)", r->log_dropped,
-                       (unsigned long long)r->peers.joins,
-                       (unsigned long long)r->peers.leaves,
-                       (unsigned long long)r->peers.losses);
-        r->log_window = now;
-        r->log_n = r->log_dropped = 0;
-    }
-    if (r->log_n < RELAY_LOG_BURST) {
-        r->log_n++;
-        return 1;
-    }
-    r->log_dropped++;
-    return 0;
-}
 
 /* A malformed message (bad), or records of copies a TM was never sent
  * (bogus): counted, and said at most every 10 s. */
 static void relay_bad(tm_relay_t *r, const char *why)
 {
     r->bad++;
-    if (!r->bad_logged_at || r->tm->now - r->bad_logged_at >= 10000) {
+    if (loglimit_every(&r->bad_logged_at, r->tm->now, 10000))
         spits_warn("relay: dropped a malformed message from a task manager "
                    "(%s); %llu so far", why, (unsigned long long)r->bad);
-        r->bad_logged_at = r->tm->now;
-    }
 }
 
 static void relay_bogus(tm_relay_t *r, const rl_tm_t *t)
 {
     r->bogus++;
-    if (!r->bogus_logged_at || r->tm->now - r->bogus_logged_at >= 10000) {
+    if (loglimit_every(&r->bogus_logged_at, r->tm->now, 10000))
         spits_warn("relay: TM %s:%ld sent records of task copies this relay did "
                    "not send it; they free no slot (%llu so far)", t->host,
                    t->pid, (unsigned long long)r->bogus);
-        r->bogus_logged_at = r->tm->now;
-    }
 }
 
 /* --- sending ------------------------------------------------------------ */
 
-/* Sends one message (its first frame; more: parts follow) to routing id
- * rid. 0, or -1 with errno (EHOSTUNREACH: its connection is gone). */
-static int relay_send_to(tm_relay_t *r, const void *rid, size_t ridlen,
-                         const void *buf, size_t len, int more)
-{
-    if (zmq_send(r->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-        spits_zmq_send_more(r->router, buf, len, ZMQ_DONTWAIT | more) < 0)
-        return -1;
-    return 0;
-}
-
 static int relay_send(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
                       int more)
 {
-    if (relay_send_to(r, t->rid, t->ridlen, buf, len, more) != 0)
+    if (router_send(r->router, t->rid, t->ridlen, buf, len, more) != 0)
         return -1;
-    t->last_sent = r->tm->now;
+    t->live.last_sent = r->tm->now;
     return 0;
 }
 
@@ -145,7 +110,7 @@ static void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen)
 {
     unsigned char who[SPITS_HDR_SIZE];
     spits_wire_encode_empty(who, SPITS_MSG_WHO, r->up_phase);
-    relay_send_to(r, rid, ridlen, who, sizeof who, 0);
+    router_send(r->router, rid, ridlen, who, sizeof who, 0);
 }
 
 /* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
@@ -268,7 +233,7 @@ static void relay_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
         p->losses++;
     else
         p->leaves++;
-    if (relay_log_ok(r))
+    if (loglimit_allow(&r->log_events, r->tm->now))
         spits_info("relay: %s %s:%ld %s; %zu task(s) handed back upstream",
                    t->relay_id[0] ? "relay" : "TM", t->host, t->pid, why, n);
 }
@@ -321,7 +286,7 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     t->attach = h.attach;
     t->alive = 1;
     t->draining = 0;
-    t->last_heard = r->tm->now;
+    liveness_heard(&t->live, r->tm->now);
     t->runs = 0;
     t->busy_s = 0;
     t->relay_id[0] = 0;
@@ -335,7 +300,7 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     else
         r->peers.reattaches++;
     rl_peers_capacity(&r->peers, t);
-    if (relay_log_ok(r))
+    if (loglimit_allow(&r->log_events, r->tm->now))
         spits_info("relay: %s %s:%ld %s with %ld worker(s)",
                    h.relay ? "relay" : "TM", t->host, h.pid,
                    first ? "joined" : "re-attached", h.workers);
@@ -439,7 +404,8 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     rl_tm_t *entry = rl_peers_find(&r->peers, rid, ridlen);
     rl_tm_t *t = entry && entry->alive ? entry : NULL;
     if (t)
-        t->last_heard = r->tm->now;
+        liveness_heard(&t->live, r->tm->now);
+    int fd = spits_zmq_msg_fd(msg);
     int rc = spits_parts_recv(&parts, r->router, &h, msg, SPITS_MSG_RESULTS, &why);
     if (rc != 0) {
         /* Its records still answer copies, unrun. */
@@ -468,7 +434,7 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         if (t && !t->draining) {
             t->draining = 1;
             rl_peers_capacity(&r->peers, t);
-            if (relay_log_ok(r))
+            if (loglimit_allow(&r->log_events, r->tm->now))
                 spits_info("relay: TM %s:%ld is draining", t->host, t->pid);
         }
         break;
@@ -481,6 +447,9 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     default:
         relay_bad(r, "a JM-to-TM message sent to a relay");
     }
+    /* (looked up again: a HELLO adds it) */
+    if ((entry = rl_peers_find(&r->peers, rid, ridlen)) && entry->alive)
+        liveness_conn(&entry->live, fd, conngen_of(r->conngen, fd));
     spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
 }
 
@@ -568,29 +537,17 @@ static long relay_map_copies(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t
     return -1;
 }
 
-/* Builds the TASKS message of n copies of phase ph in r->out: small ones
- * inline, large ones as records of parts. The number of parts, or -1
- * when out of memory. */
-static long relay_build_tasks(tm_relay_t *r, const tm_phase_t *ph,
-                              const tm_item_t *items, size_t n)
+/* The copies of a TASKS message, for serving/taskbatch.c: a part takes
+ * its item's reference with it (relay_part_done drops it). */
+static void relay_item(void *arg, size_t k, taskbatch_item_t *it)
 {
-    long parts = 0;
-    spits_batch_begin(&r->out, SPITS_MSG_TASKS, ph->wire);
-    for (size_t k = 0; k < n; k++) {
-        if (items[k].len >= r->part_min) {
-            if (spits_batch_add_part(&r->out, items[k].id, 0, items[k].len) != 0)
-                return -1;
-            parts++;
-            continue;
-        }
-        unsigned char *dst = spits_batch_add(&r->out, items[k].id, 0, items[k].len);
-        if (!dst)
-            return -1;
-        if (items[k].len)
-            memcpy(dst, items[k].data, items[k].len);
-    }
-    spits_batch_seal(&r->out);
-    return parts;
+    const tm_item_t *item = (const tm_item_t *)arg + k;
+    *it = (taskbatch_item_t){item->id, item->data, item->len};
+}
+
+static void *relay_item_hold(void *arg, size_t k)
+{
+    return ((tm_item_t *)arg)[k].rx;
 }
 
 /* Sends t the copies of one phase it was given, as one TASKS message;
@@ -601,13 +558,15 @@ static int relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
 {
     const tm_phase_t *ph = items[0].phase;
     long sent = relay_map_copies(r, t, items, n), parts;
+    taskbatch_src_t src = {relay_item, relay_item_hold, relay_part_done, items};
+    taskbatch_sent_t done;
 
     if (sent <= 0) {
         relay_rec_flush(r);   /* (records of copies answered at once) */
         return sent < 0 ? -1 : 0;
     }
     n = (size_t)sent;
-    if ((parts = relay_build_tasks(r, ph, items, n)) < 0) {
+    if ((parts = taskbatch_build(&r->out, ph->wire, r->part_min, n, &src)) < 0) {
         spits_error("relay: out of memory sending %zu task(s); handing them "
                     "back upstream", n);
         relay_unmap(r, items, n);
@@ -622,22 +581,13 @@ static int relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
             relay_drop(r, t, "disconnected", 1);
         return -1;
     }
-    for (size_t k = 0; k < n; k++) {
-        if (items[k].len < r->part_min) {
+    taskbatch_send_parts(r->router, r->part_min, n, parts, &src, &done);
+    if (done.failed)
+        spits_error("relay: out of memory sending %zu task(s) as parts; TM "
+                    "%s:%ld drops that message", done.failed, t->host, t->pid);
+    for (size_t k = 0; k < n; k++)   /* (an inline copy's reference goes now) */
+        if (items[k].len < r->part_min)
             tm_rx_release(items[k].rx, 1);
-            continue;
-        }
-        zmq_msg_t m;
-        int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0);
-        /* (the part takes the item's reference with it) */
-        if (zmq_msg_init_data(&m, (void *)items[k].data, items[k].len,
-                              relay_part_done, items[k].rx) != 0) {
-            tm_rx_release(items[k].rx, 1);
-            zmq_msg_init(&m);   /* an empty part: the TM drops the message */
-        }
-        if (spits_zmq_msg_send_more(&m, r->router, flags) < 0)
-            zmq_msg_close(&m);
-    }
     t->outstanding += (int)n;
     return 0;
 }
@@ -693,16 +643,19 @@ static void relay_tick(tm_relay_t *r)
     if (tm->now < r->next_tick)
         return;
     r->next_tick = tm->now + RELAY_TICK_MS;
+    loglimit_flush(&r->log_events, tm->now, 0);
     for (size_t i = 0; i < r->peers.ntms; i++) {
         rl_tm_t *t = &r->peers.tms[i];
         if (!t->alive)
             continue;
-        if (tm->now - t->last_heard > r->timeout_ms) {
+        int v = liveness_judge(&r->liveness, &t->live, tm->now, 0, router_probe,
+                               r->conngen, t->host, t->pid);
+        if (v == LIVENESS_LOST) {
             char why[64];
             snprintf(why, sizeof why, "lost (silent for %.0f s)",
-                     (tm->now - t->last_heard) / 1000.0);
+                     (tm->now - t->live.last_heard) / 1000.0);
             relay_drop(r, t, why, 1);
-        } else if (tm->now - t->last_sent >= r->hb_ms &&
+        } else if (v == LIVENESS_HEARTBEAT &&
                    relay_send_empty(r, t, SPITS_MSG_HEARTBEAT) != 0 &&
                    errno == EHOSTUNREACH) {
             /* Its connection is gone (ROUTER_MANDATORY): a TM killed
@@ -716,8 +669,13 @@ static void relay_tick(tm_relay_t *r)
 void tm_relay_turn(tm_t *tm)
 {
     tm_relay_t *r = tm->relay;
+    /* (a stall of spits-tm's loop is not its TMs' silence) */
+    if (r->last_turn)
+        liveness_stall(&r->liveness, r->last_turn, tm->now);
+    r->last_turn = tm->now;
     if (r->zap)
         spits_zap_handle(r->zap, tm->now);
+    router_monitor_read(r->mon, r->conngen, r->zap, tm->now);
     relay_recv(r);
     relay_serve(r);
     relay_tick(r);
@@ -758,8 +716,8 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
              json_string_value(json_object_get(copy, "job_id")));
     json_int_t hb = json_integer_value(json_object_get(copy, "heartbeat_ms"));
     json_int_t timeout = json_integer_value(json_object_get(copy, "timeout_ms"));
-    r->hb_ms = hb > 0 ? hb : 1000;
-    r->timeout_ms = timeout > 0 ? timeout : 10 * r->hb_ms;
+    r->liveness.hb_ms = hb > 0 ? hb : 1000;
+    r->liveness.timeout_ms = timeout > 0 ? timeout : 10 * r->liveness.hb_ms;
     relay_max_msg(r);
     if (!phase_changed)
         return;
@@ -899,14 +857,16 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     size_t blen = sizeof bound;
 
     if (!r || rl_peers_init(&r->peers) != 0 || !(r->copies = spits_idmap_new()) ||
-        !(r->extra = spits_idmap_new())) {
+        !(r->extra = spits_idmap_new()) || !(r->conngen = conngen_new())) {
         spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
         return NULL;
     }
     r->tm = tm;
-    r->hb_ms = 1000;
-    r->timeout_ms = 10000;
+    r->liveness = (liveness_hop_t){.prefix = "relay: ", .loop = "the relay",
+                                   .timeout_ms = 10000, .hb_ms = 1000,
+                                   .tick_ms = RELAY_TICK_MS};
+    r->log_events.what = "TM events";
     r->part_min = spits_parts_min();
     r->router = zmq_socket(tm->link.context, ZMQ_ROUTER);
     if (!r->router) {
@@ -923,6 +883,12 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     zmq_setsockopt(r->router, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_setsockopt(r->router, ZMQ_BACKLOG, &backlog, sizeof backlog);
     relay_max_msg(r);
+    if (router_monitor_open(tm->link.context, r->router, RELAY_MONITOR_EP,
+                            &r->mon) != 0) {
+        spits_error("relay: cannot monitor its socket: %s", zmq_strerror(errno));
+        tm_relay_destroy(&r, 0);
+        return NULL;
+    }
     if (relay_security(r) != 0) {
         tm_relay_destroy(&r, 0);
         return NULL;
@@ -958,9 +924,12 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     for (size_t i = 0; job_over && r->router && i < r->peers.ntms; i++)
         if (r->peers.tms[i].alive)
             relay_send_empty(r, &r->peers.tms[i], SPITS_MSG_END);
+    loglimit_flush(&r->log_events, spits_now_ms(), 1);
+    router_monitor_close(r->router, &r->mon);
     if (r->router)
         zmq_close(r->router);
     spits_zap_destroy(&r->zap);
+    conngen_destroy(&r->conngen);
     spits_idmap_destroy(&r->copies);
     spits_idmap_destroy(&r->extra);
     rl_peers_free(&r->peers);

@@ -208,7 +208,7 @@ int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX]
                     "also upstream of it; a relay must not point at a relay "
                     "behind it", sep, sid);
         r->tm->done = -1;
-    } else if (relay_log_ok(r)) {
+    } else if (loglimit_allow(&r->log_events, r->tm->now)) {
         spits_warn("relay: refused the relay at %s (%s): this relay is behind "
                    "it (a loop); it should move on to another hop", sep, sid);
     }
@@ -234,7 +234,7 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
      * and those heard from lately. */
     for (size_t i = 0; i < p->ntms && listed < RELAY_BELOW_MAX; i++) {
         const rl_tm_t *t = &p->tms[i];
-        if (!t->alive || !t->relay_id[0] || now - t->last_heard > 3 * r->hb_ms)
+        if (!t->alive || !t->relay_id[0] || now - t->live.last_heard > 3 * r->liveness.hb_ms)
             continue;
         json_array_append_new(below, json_string(t->relay_id));
         listed++;
