@@ -519,52 +519,29 @@ static void disp_control_only(jm_disp_t *d)
     }
 }
 
-/* The job is over: END to every TM, then, for DISP_END_WAIT_MS at most,
- * until each has said BYE. A JM that closed at once could take its END
- * with it: the TM's socket (ZMQ_IMMEDIATE) drops what it has not read
- * when the connection ends, and END and the close arrive together over a
- * long link. Anything else meanwhile, from a TM or a straggler, gets END
- * again. Nothing is counted any more: the report is the job's as it
- * ended. */
+/* The job is over: END to every TM, and a moment for their BYEs
+ * (router_end). Nothing is counted any more: the report is the job's as
+ * it ended. */
+static const void *disp_end_rid(void *arg, size_t k, size_t *ridlen)
+{
+    const jm_tm_t *t = jm_tmtab_live_at(((jm_disp_t *)arg)->tms, k);
+    *ridlen = t->ridlen;
+    return t->rid;
+}
+
+static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
+{
+    jm_tm_t *t = jm_tmtab_find(((jm_disp_t *)arg)->tms, rid, ridlen);
+    if (!t || !t->alive || t->ended)
+        return 0;
+    t->ended = 1;
+    return 1;
+}
+
 static void disp_end(jm_disp_t *d)
 {
-    size_t waiting = jm_tmtab_live_count(d->tms);
-    int64_t deadline = spits_now_ms() + DISP_END_WAIT_MS;
-
-    for (size_t i = 0; i < waiting; i++) {
-        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
-        disp_send_empty(d, t->rid, t->ridlen, SPITS_MSG_END);
-    }
-    while (waiting > 0) {
-        int64_t left = deadline - spits_now_ms();
-        zmq_pollitem_t it = {d->router, 0, ZMQ_POLLIN, 0};
-        if (left <= 0 || zmq_poll(&it, 1, (long)left) <= 0)
-            break;
-        zmq_msg_t rid, body;
-        spits_hdr_t h;
-        const char *why;
-        int got_body = 0;
-        zmq_msg_init(&rid);
-        zmq_msg_init(&body);
-        if (zmq_msg_recv(&rid, d->router, ZMQ_DONTWAIT) >= 0 && zmq_msg_more(&rid) &&
-            (got_body = zmq_msg_recv(&body, d->router, ZMQ_DONTWAIT) >= 0)) {
-            jm_tm_t *t = jm_tmtab_find(d->tms, zmq_msg_data(&rid), zmq_msg_size(&rid));
-            int bye = spits_wire_parse(zmq_msg_data(&body), zmq_msg_size(&body), &h,
-                                       &why) == 0 && h.type == SPITS_MSG_BYE;
-            if (bye && t && t->alive && !t->ended) {
-                t->ended = 1;
-                waiting--;
-            } else if (!bye) {
-                disp_send_empty(d, zmq_msg_data(&rid), zmq_msg_size(&rid),
-                                SPITS_MSG_END);
-            }
-        }
-        /* (the rest of a message longer than ours; never the next one) */
-        if (got_body ? zmq_msg_more(&body) : zmq_msg_more(&rid))
-            spits_zmq_drop_frames(d->router);
-        zmq_msg_close(&rid);
-        zmq_msg_close(&body);
-    }
+    router_peers_t peers = {jm_tmtab_live_count(d->tms), disp_end_rid, disp_end_bye, d};
+    router_end(d->router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
 }
 
 static void *disp_main(void *arg)
@@ -677,7 +654,6 @@ void jm_disp_stop(jm_disp_t *d)
 jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
 {
     jm_disp_t *d = calloc(1, sizeof *d);
-    int one = 1, linger = 1000, hwm = 100000;
     char bound[512];
     size_t blen = sizeof bound;
 
@@ -724,50 +700,13 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                  jm->opt.io_threads, zmq_strerror(errno));
         goto fail;
     }
-    d->router = zmq_socket(d->zctx, ZMQ_ROUTER);
-    if (!d->router) {
-        snprintf(err, errlen, "cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
+    if (!(d->router = router_new(d->zctx, jm->opt.max_task, err, errlen)))
         goto fail;
-    }
-    /* A peer sending more is disconnected by libzmq before we see it. */
-    int64_t maxmsg = JM_MAX_MSG(jm->opt.max_task);
-    /* Thousands of TMs may connect at once (a job array starting): with
-     * libzmq's 100, the rest of their SYNs are dropped and each waits out
-     * its reconnect back-off. The kernel caps it at net.core.somaxconn. */
-    int backlog = 4096;
-    /* ROUTER_MANDATORY: a send to a vanished TM fails, which is how a lost
-     * TM is found (send_tm); HANDOVER: a TM re-attaching under its routing
-     * id takes it over from its dead connection. */
-    const struct { int opt; const void *val; size_t len; const char *name; } opts[] = {
-        {ZMQ_ROUTER_MANDATORY, &one, sizeof one, "ZMQ_ROUTER_MANDATORY"},
-        {ZMQ_ROUTER_HANDOVER, &one, sizeof one, "ZMQ_ROUTER_HANDOVER"},
-        {ZMQ_LINGER, &linger, sizeof linger, "ZMQ_LINGER"},
-        {ZMQ_SNDHWM, &hwm, sizeof hwm, "ZMQ_SNDHWM"},
-        {ZMQ_RCVHWM, &hwm, sizeof hwm, "ZMQ_RCVHWM"},
-        {ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg, "ZMQ_MAXMSGSIZE"},
-        {ZMQ_BACKLOG, &backlog, sizeof backlog, "ZMQ_BACKLOG"},
-    };
-    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
-        if (zmq_setsockopt(d->router, opts[i].opt, opts[i].val, opts[i].len) != 0) {
-            snprintf(err, errlen, "cannot set %s on the socket: %s",
-                     opts[i].name, zmq_strerror(errno));
-            goto fail;
-        }
     d->part_min = spits_parts_min();
-    if (!jm->opt.insecure) {
-        /* The ZAP handler must be bound before any handshake can start. */
-        int server = 1;
-        if (!(d->zap = spits_zap_new(d->zctx, jm->keys.client_public, err, errlen)))
-            goto fail;
-        if (zmq_setsockopt(d->router, ZMQ_CURVE_SERVER, &server, sizeof server) != 0 ||
-            zmq_setsockopt(d->router, ZMQ_CURVE_SECRETKEY, jm->keys.server_secret,
-                           strlen(jm->keys.server_secret) + 1) != 0 ||
-            zmq_setsockopt(d->router, ZMQ_ZAP_DOMAIN, "spits", 5) != 0) {
-            snprintf(err, errlen, "cannot set up CurveZMQ: %s (use --insecure "
-                     "to run without it)", zmq_strerror(errno));
-            goto fail;
-        }
-    }
+    if (!jm->opt.insecure &&
+        router_curve(d->zctx, d->router, jm->keys.client_public,
+                     jm->keys.server_secret, &d->zap, err, errlen) != 0)
+        goto fail;
     if (zmq_bind(d->router, jm->opt.bind) != 0) {
         snprintf(err, errlen, "cannot bind %s: %s", jm->opt.bind, zmq_strerror(errno));
         goto fail;

@@ -65,6 +65,7 @@
 #define RELAY_RECV_BURST 1024      /* messages a turn, so tasks still go out */
 #define RELAY_TICK_MS 100          /* heartbeats and silence, checked this often */
 #define RELAY_MONITOR_EP "inproc://spits-relay-monitor"
+#define RELAY_END_WAIT_MS 2000     /* the most it waits for BYEs after END */
 
 /* --- logging ------------------------------------------------------------ */
 
@@ -687,11 +688,10 @@ void tm_relay_turn(tm_t *tm)
  * result (for connections made from now on, as libzmq applies it). */
 static void relay_max_msg(tm_relay_t *r)
 {
-    int64_t maxmsg = 2 * r->tm->link.max_task + (16LL << 20);
     if (r->max_task == r->tm->link.max_task)
         return;
     r->max_task = r->tm->link.max_task;
-    zmq_setsockopt(r->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    router_max_msg(r->router, r->max_task);
 }
 
 void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
@@ -814,7 +814,6 @@ static int relay_security(tm_relay_t *r)
     tm_t *tm = r->tm;
     char path[PATH_MAX], err[1024];
     spits_keys_t keys;
-    int server = 1;
 
     if (tm->opts.insecure)
         return 0;
@@ -834,16 +833,9 @@ static int relay_security(tm_relay_t *r)
                     "copy?)", path);
         return -1;
     }
-    if (!(r->zap = spits_zap_new(tm->link.context, keys.client_public, err,
-                                 sizeof err))) {
-        spits_error("%s", err);
-        return -1;
-    }
-    if (zmq_setsockopt(r->router, ZMQ_CURVE_SERVER, &server, sizeof server) != 0 ||
-        zmq_setsockopt(r->router, ZMQ_CURVE_SECRETKEY, keys.server_secret,
-                       strlen(keys.server_secret) + 1) != 0 ||
-        zmq_setsockopt(r->router, ZMQ_ZAP_DOMAIN, "spits", 5) != 0) {
-        spits_error("cannot set up CurveZMQ: %s", zmq_strerror(errno));
+    if (router_curve(tm->link.context, r->router, keys.client_public,
+                     keys.server_secret, &r->zap, err, sizeof err) != 0) {
+        spits_error("relay: %s", err);
         return -1;
     }
     return 0;
@@ -852,8 +844,7 @@ static int relay_security(tm_relay_t *r)
 tm_relay_t *tm_relay_new(tm_t *tm)
 {
     tm_relay_t *r = calloc(1, sizeof *r);
-    int one = 1, linger = 1000, hwm = 100000, backlog = 4096;
-    char bound[512];
+    char bound[512], err[256];
     size_t blen = sizeof bound;
 
     if (!r || rl_peers_init(&r->peers) != 0 || !(r->copies = spits_idmap_new()) ||
@@ -868,21 +859,14 @@ tm_relay_t *tm_relay_new(tm_t *tm)
                                    .tick_ms = RELAY_TICK_MS};
     r->log_events.what = "TM events";
     r->part_min = spits_parts_min();
-    r->router = zmq_socket(tm->link.context, ZMQ_ROUTER);
-    if (!r->router) {
-        spits_error("cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
+    /* (the job's max_task as the link knows it so far: relay_max_msg
+     * follows it) */
+    r->max_task = tm->link.max_task;
+    if (!(r->router = router_new(tm->link.context, r->max_task, err, sizeof err))) {
+        spits_error("relay: %s", err);
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    /* As the JM's: a send to a TM that is gone fails, and a TM
-     * re-attaching under its routing id takes it over. */
-    zmq_setsockopt(r->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-    zmq_setsockopt(r->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
-    zmq_setsockopt(r->router, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(r->router, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(r->router, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(r->router, ZMQ_BACKLOG, &backlog, sizeof backlog);
-    relay_max_msg(r);
     if (router_monitor_open(tm->link.context, r->router, RELAY_MONITOR_EP,
                             &r->mon) != 0) {
         spits_error("relay: cannot monitor its socket: %s", zmq_strerror(errno));
@@ -915,15 +899,32 @@ void *tm_relay_zap_socket(const tm_relay_t *r)
     return r->zap ? spits_zap_socket(r->zap) : NULL;
 }
 
+/* The TMs behind us, for router_end (relay_end). */
+static const void *relay_end_rid(void *arg, size_t k, size_t *ridlen)
+{
+    const rl_tm_t *t = &((rl_peers_t *)arg)->tms[k];
+    *ridlen = t->ridlen;
+    return t->alive ? t->rid : NULL;
+}
+
+static int relay_end_bye(void *arg, const void *rid, size_t ridlen)
+{
+    rl_tm_t *t = rl_peers_find(arg, rid, ridlen);
+    if (!t || !t->alive)
+        return 0;
+    t->alive = 0;   /* (the relay is closing: its END is answered) */
+    return 1;
+}
+
 void tm_relay_destroy(tm_relay_t **rp, int job_over)
 {
     tm_relay_t *r = *rp;
     if (!r)
         return;
-    /* The job is over: the TMs behind us are told so, as the JM would. */
-    for (size_t i = 0; job_over && r->router && i < r->peers.ntms; i++)
-        if (r->peers.tms[i].alive)
-            relay_send_empty(r, &r->peers.tms[i], SPITS_MSG_END);
+    /* The job is over: the TMs behind us are told so, as the JM does. */
+    router_peers_t peers = {r->peers.ntms, relay_end_rid, relay_end_bye, &r->peers};
+    if (job_over && r->router)
+        router_end(r->router, r->up_phase, &peers, RELAY_END_WAIT_MS);
     loglimit_flush(&r->log_events, spits_now_ms(), 1);
     router_monitor_close(r->router, &r->mon);
     if (r->router)

@@ -41,15 +41,16 @@ for c in "committed $n" "resent 0" "requeued 0" "duplicates 0" "tm_losses 0" "fo
 done
 # The relay joined the JM once, its TM joined the relay once, and neither
 # was lost or re-attached (a TM that fell back from its relay to the JM
-# would be a second join there). (Once the job is over the relay closes
-# at once, and the proxy may cut the TM's link before its END crosses:
-# the TM then looks for the job a moment, as its log says; not counted.)
+# would be a second join there). The TM never looked for another hop:
+# not mid-job, nor at the end (the relay waits for its TMs' BYEs after
+# END, as the JM does, so its close does not overtake the END).
 [ "$(json "$r" "[d['counters']['tm_joins'], d['counters']['tm_reattaches']]")" = "[1, 0]" ] ||
     fail "the JM saw the relay join or re-attach: $(json "$r" "d['counters']")"
 [ "$(grep -c 'relay: TM .* joined' "$T/big.relay.log")" = 1 ] ||
     fail "the TM did not join the relay exactly once: $(cat "$T/big.relay.log")"
 ! grep -E "relay: TM .* (lost|reconnected|re-attached)|silent for" "$T/big.relay.log" ||
     fail "the relay took its slow TM for lost"
+! grep -E "looking for|trying|lost the connection" "$T/big.tm.log" || fail "the TM left its relay"
 # The transfers outlasted the timeout, and the relay saw it.
 grep -q "no message for .*, but its connection is carrying data" "$T/big.relay.log" ||
     fail "the relay never saw its TM silent past the timeout"
