@@ -363,27 +363,6 @@ static void relay_on_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
                                     ? credit : (uint64_t)t->outstanding);
 }
 
-static void relay_on_stats(tm_relay_t *r, rl_tm_t *t, zmq_msg_t *msg)
-{
-    const char *why = NULL;
-    json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
-    spits_stats_t st;
-
-    if (!j || spits_stats_parse(j, &st, &why) != 0) {
-        relay_bad(r, why);
-    } else if (t && t->alive) {
-        t->busy_s = st.busy_s;
-        t->runs = (uint64_t)st.runs;
-        /* A relay behind us: its capacity follows its TMs. */
-        if (t->relay_id[0] && st.workers >= 0 && st.slots >= 0) {
-            t->workers = (int)st.workers;
-            t->slots = (int)st.slots;
-            rl_peers_capacity(&r->peers, t);
-        }
-    }
-    json_decref(j);
-}
-
 /* One message from rid: its first frame, msg, with its other frames
  * still to be read (parts of RESULTS; the rest is dropped). */
 static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
@@ -429,7 +408,9 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
             relay_send_who(r, rid, ridlen);
         break;
     case SPITS_MSG_STATS:
-        relay_on_stats(r, t, msg);
+        if (rl_peers_stats(&r->peers, t, zmq_msg_data(msg), zmq_msg_size(msg),
+                           &why) != 0)
+            relay_bad(r, why);
         break;
     case SPITS_MSG_DRAIN:
         if (t && !t->draining) {

@@ -6,9 +6,9 @@
  *                  the TMs behind, tasks down and records up, upstream's
  *                  WELCOME, PHASE, CANCEL and drain
  *   relay_peers.c  who is behind: the table of TMs (and relays) by
- *                  routing id, their capacity, loops of relays, and what
- *                  the relay tells upstream about them (HELLO's "relay",
- *                  STATS' capacity and "behind")
+ *                  routing id, their capacity and STATS, loops of
+ *                  relays, and what the relay tells upstream about them
+ *                  (HELLO's "relay", STATS' capacity and "behind")
  *
  * All of it is spits-tm's main thread's (tm_private.h). relay.c calls
  * relay_peers.c, never the other way. What every hop does alike (the
@@ -129,6 +129,10 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
 void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t);
 /* t is gone: it counts no more, and its entry may be reused. */
 void rl_peers_gone(rl_peers_t *p, rl_tm_t *t);
+/* A STATS body from t (NULL, or not alive: only checked): its runs and
+ * busy time, and a relay's capacity. -1 (why says what) when malformed. */
+int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
+                   const char **why);
 /* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and
  * those behind it noted in t's below, and heard), 1 when it is a loop: our
  * own id among them (logged; the HELLO is refused; tm->done -1 when the

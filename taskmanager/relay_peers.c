@@ -142,6 +142,29 @@ void rl_peers_gone(rl_peers_t *p, rl_tm_t *t)
     }
 }
 
+int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
+                   const char **why)
+{
+    json_t *j = spits_wire_decode_json(data, len, why);
+    spits_stats_t st;
+    int rc = 0;
+
+    if (!j || spits_stats_parse(j, &st, why) != 0) {
+        rc = -1;
+    } else if (t && t->alive) {
+        t->busy_s = st.busy_s;
+        t->runs = (uint64_t)st.runs;
+        /* A relay behind us: its capacity follows its TMs. */
+        if (t->relay_id[0] && st.workers >= 0 && st.slots >= 0) {
+            t->workers = (int)st.workers;
+            t->slots = (int)st.slots;
+            rl_peers_capacity(p, t);
+        }
+    }
+    json_decref(j);
+    return rc;
+}
+
 /* Notes id as heard now (the oldest note makes room). */
 static void rl_peers_heard(rl_peers_t *p, const char *id, int64_t now)
 {
