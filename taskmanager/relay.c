@@ -35,7 +35,9 @@
  * nothing, so no TM can talk itself into more tasks than its slots.
  *
  * Nothing here cannot be lost. A TM that goes silent for the job's
- * --tm-timeout, or whose connection is gone, is lost: its copies go back
+ * --tm-timeout, or whose connection is gone, is lost, by the JM's own
+ * rules and code (serving/liveness.c: a connection still bringing bytes
+ * is not silence, nor is a stall of this loop): its copies go back
  * upstream as RETURNED records at once, so the JM sends them again
  * without waiting for its own timeout. A relay that dies costs its
  * copies, which the JM re-sends after --tm-timeout; its TMs fall back to
