@@ -415,7 +415,7 @@ static void disp_log_flush(jm_disp_t *d, int force)
 static void disp_monitor(jm_disp_t *d)
 {
     if (router_monitor_read(d->mon, d->conngen, d->zap, d->now))
-        d->probe_until = d->now + DISP_PROBE_MS;
+        d->probe_until = d->now + LIVENESS_PROBE_MS;
 }
 
 /* A signal stops the job: the generator and the committer give up, and

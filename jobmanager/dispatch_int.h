@@ -44,7 +44,6 @@
 #define DISP_LIVE_FAILED 100         /* poison tasks STATUS names */
 #define DISP_END_WAIT_MS 2000        /* the most it waits for BYEs after END */
 #define DISP_LIVE_EVENTS 256         /* TM joins/leaves STATUS carries */
-#define DISP_PROBE_MS 1500           /* probe window after a disconnect */
 #define DISP_NO_TM_MS 10000          /* no TM yet: how to start one, said once */
 #define MONITOR_EP "inproc://spits-jm-monitor"
 #define SLOTS_MAX 65536                      /* adaptive prefetch's cap... */

@@ -19,8 +19,9 @@
  *   connection fails the heartbeat send (ROUTER_MANDATORY). ZMTP
  *   heartbeats would not do: libzmq 4.3 cancels a PING's timeout only
  *   when a whole message has arrived;
- * - a heartbeat is due when nothing was sent to it for hb_ms (or at once
- *   while the hop probes for connections just closed).
+ * - a heartbeat is due when nothing was sent to it for hb_ms (or each
+ *   tick while the hop probes for connections just closed:
+ *   LIVENESS_PROBE_MS).
  * Pure decisions: no sockets, no clock (now is passed in); the probe is
  * the caller's. Not thread-safe: each hop's serving thread owns its own.
  */
@@ -30,6 +31,10 @@
 #include <stdint.h>
 
 #define LIVENESS_BUSY_LOG_MS 60000   /* "busy, not lost" said at most this often */
+/* After a connection closed (router.c's monitor), the hop probes for this
+ * long: a heartbeat to every TM each tick, so that the one whose
+ * connection it was fails its send (ROUTER_MANDATORY) at once. */
+#define LIVENESS_PROBE_MS 1500
 
 /* One TM, as its hop sees it. */
 typedef struct {

@@ -632,7 +632,8 @@ static void relay_tick(tm_relay_t *r)
         rl_tm_t *t = &r->peers.tms[i];
         if (!t->alive)
             continue;
-        int v = liveness_judge(&r->liveness, &t->live, tm->now, 0, router_probe,
+        int v = liveness_judge(&r->liveness, &t->live, tm->now,
+                               tm->now < r->probe_until, router_probe,
                                r->conngen, t->host, t->pid);
         if (v == LIVENESS_LOST) {
             char why[64];
@@ -659,7 +660,8 @@ void tm_relay_turn(tm_t *tm)
     r->last_turn = tm->now;
     if (r->zap)
         spits_zap_handle(r->zap, tm->now);
-    router_monitor_read(r->mon, r->conngen, r->zap, tm->now);
+    if (router_monitor_read(r->mon, r->conngen, r->zap, tm->now))
+        r->probe_until = tm->now + LIVENESS_PROBE_MS;
     relay_recv(r);
     relay_serve(r);
     relay_tick(r);

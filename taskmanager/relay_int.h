@@ -99,6 +99,7 @@ struct tm_relay {
     void *mon;                   /* the router's monitor (serving/router.h) */
     conngen_t *conngen;          /* ...which connection each fd is now */
     int64_t last_turn;           /* when tm_relay_turn last ran */
+    int64_t probe_until;         /* a connection closed: probing (liveness.h) */
     long long max_task;          /* the ROUTER's message bound follows it */
     uint64_t part_min;           /* tasks this large go down as parts */
     size_t rr;                   /* round-robin start of the next serve */
