@@ -24,6 +24,7 @@
 #include "log.h"
 #include "model.h"
 #include "phase.h"
+#include "router.h"
 #include "status.h"
 #include "stop.h"
 #include "util.h"
@@ -34,26 +35,20 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 
 /* --- sending ----------------------------------------------------------- */
 
+/* A message to routing id rid (router.h), its bytes counted. */
 static int send_frames(jm_disp_t *d, const void *rid, size_t ridlen,
                        const void *buf, size_t len, int more)
 {
-    if (zmq_send(d->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-        spits_zmq_send_more(d->router, buf, len, ZMQ_DONTWAIT | more) < 0)
+    if (router_send(d->router, rid, ridlen, buf, len, more) != 0)
         return -1;
     d->st.bytes_out += len;
     return 0;
 }
 
-int disp_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
-                   const void *buf, size_t len)
-{
-    return send_frames(d, rid, ridlen, buf, len, 0);
-}
-
 static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len, int more)
 {
     if (send_frames(d, t->rid, t->ridlen, buf, len, more) == 0) {
-        t->last_sent = d->now;
+        t->live.last_sent = d->now;
         return 0;
     }
     if (errno == EHOSTUNREACH)
@@ -78,7 +73,7 @@ void disp_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type)
 {
     unsigned char hdr[SPITS_HDR_SIZE];
     spits_wire_encode_empty(hdr, type, d->phase ? d->phase->st.id : 0);
-    disp_send_to(d, rid, ridlen, hdr, sizeof hdr);
+    send_frames(d, rid, ridlen, hdr, sizeof hdr, 0);
 }
 
 void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
@@ -89,8 +84,8 @@ void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
                              "job_id", d->jm->job_id,
                              "module", d->jm->module_path,
                              "module_hash", d->jm->module_hash,
-                             "heartbeat_ms", (json_int_t)d->hb_ms,
-                             "timeout_ms", (json_int_t)d->timeout_ms,
+                             "heartbeat_ms", (json_int_t)d->liveness.hb_ms,
+                             "timeout_ms", (json_int_t)d->liveness.timeout_ms,
                              "max_task_bytes", (json_int_t)d->jm->opt.max_task,
                              "argv", p ? json_incref(p->argv_json) : json_null());
     /* The outage it answers: the TM waits for the answer to its latest. */
@@ -125,11 +120,9 @@ void disp_bad_message(jm_disp_t *d, const char *why)
 {
     d->st.bad_messages++;
     /* Logged at most every 10 s: a hostile peer must not flood the log. */
-    if (d->now - d->bad_logged_at >= 10000 || d->bad_logged_at == 0) {
+    if (loglimit_every(&d->bad_logged_at, d->now, 10000))
         spits_warn("dropped a malformed message (%s); %llu so far", why,
                    (unsigned long long)d->st.bad_messages);
-        d->bad_logged_at = d->now;
-    }
 }
 
 void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
@@ -166,7 +159,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     d->st.bytes_in += spits_parts_bytes(&rx->parts);
     d->st.results_as_parts += rx->parts.n;
     if (t) {
-        t->last_heard = d->now;
+        liveness_heard(&t->live, d->now);
         t->stalled = 0;
     }
     switch (h.type) {
@@ -200,7 +193,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
          * running ones; it gets nothing new. */
         if (t && t->alive && !t->draining) {
             t->draining = 1;
-            if (jm_loglimit_allow(&d->log_draining, d->now))
+            if (loglimit_allow(&d->log_draining, d->now))
                 spits_info("TM %s:%ld is draining", t->host, t->pid);
         }
         break;
@@ -214,8 +207,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     /* (looked up again: HELLO adds it, and a handler that lost another
      * TM may have evicted its entry) */
     if ((t = jm_tmtab_find(d->tms, rid, ridlen))) {
-        t->fd = fd;
-        t->fd_gen = jm_conngen_of(d->conngen, fd);
+        liveness_conn(&t->live, fd, conngen_of(d->conngen, fd));
         if (t->alive)
             disp_serve_due(d, t);
     }
@@ -309,7 +301,8 @@ static void live_update(jm_disp_t *d)
  * and the performance model of the tasks run so far. */
 static json_t *status_doc(jm_disp_t *d)
 {
-    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now, 2 * d->hb_ms);
+    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now,
+                                 2 * d->liveness.hb_ms);
     if (!doc)
         return NULL;
     if (!d->phase)
@@ -345,47 +338,7 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
         d->status_at = d->now;
     }
     if (d->status.len)
-        disp_send_to(d, rid, ridlen, d->status.data, d->status.len);
-}
-
-/* A TM silent past --tm-timeout may be sending a large message: ZeroMQ
- * delivers a connection's messages whole and in order, so its heartbeats
- * wait behind it. It is alive while its connection still brings bytes
- * (the kernel counts each one); a stopped or hung TM brings none, and a
- * closed connection fails the heartbeat send (ROUTER_MANDATORY). ZMTP
- * heartbeats would not do: libzmq 4.3 cancels a PING's timeout only when
- * a whole message has arrived. */
-static int disp_tm_busy(jm_disp_t *d, jm_tm_t *t)
-{
-    /* (only while t->fd is still the connection t's message came over) */
-    int64_t quiet = jm_conngen_same(d->conngen, t->fd, t->fd_gen)
-                        ? spits_tcp_quiet_ms(t->fd) : -1;
-    if (quiet < 0 || quiet > d->timeout_ms)
-        return 0;
-    if (!d->busy_logged_at || d->now - d->busy_logged_at >= DISP_BUSY_LOG_MS) {
-        spits_info("TM %s:%ld has sent no message for %.1f s, but its "
-                   "connection is carrying data (a large transfer?)", t->host,
-                   t->pid, (d->now - t->last_heard) / 1000.0);
-        d->busy_logged_at = d->now;
-    }
-    return 1;
-}
-
-/* The loop itself stalled (the JM was stopped, or starved of CPU) for
- * half a timeout or more: what the TMs sent meanwhile is still queued,
- * unread, so a TM's silence is counted from the end of the stall, not
- * from before it. Otherwise every TM would be declared lost, and its
- * tasks re-sent, for the JM's own pause. */
-static void disp_note_stall(jm_disp_t *d, int64_t before)
-{
-    int64_t stall = d->timeout_ms / 2 > 4 * DISP_TICK_MS ? d->timeout_ms / 2
-                                                        : 4 * DISP_TICK_MS;
-    if (d->now - before >= stall) {
-        spits_warn("the dispatcher did not run for %.1f s (was the job "
-                   "manager stopped?); the TMs get %.1f s to be heard from",
-                   (d->now - before) / 1000.0, d->timeout_ms / 1000.0);
-        d->heard_floor = d->now;
-    }
+        send_frames(d, rid, ridlen, d->status.data, d->status.len, 0);
 }
 
 static void disp_tick(jm_disp_t *d)
@@ -398,14 +351,14 @@ static void disp_tick(jm_disp_t *d)
      * one (seen already) takes its place. */
     for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;) {
         jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
-        int64_t heard = t->last_heard > d->heard_floor ? t->last_heard
-                                                       : d->heard_floor;
-        if (d->now - heard > d->timeout_ms && !disp_tm_busy(d, t)) {
+        int v = liveness_judge(&d->liveness, &t->live, d->now, probing,
+                               router_probe, d->conngen, t->host, t->pid);
+        if (v == LIVENESS_LOST) {
             char why[64];
             snprintf(why, sizeof why, "silent for %.1f s",
-                     (d->now - t->last_heard) / 1000.0);
+                     (d->now - t->live.last_heard) / 1000.0);
             disp_lost(d, t, why);
-        } else if (probing || d->now - t->last_sent >= d->hb_ms) {
+        } else if (v == LIVENESS_HEARTBEAT) {
             /* With ROUTER_MANDATORY a vanished peer fails the send. */
             disp_send_tm(d, t, hb, sizeof hb);
         }
@@ -453,27 +406,16 @@ static void disp_trim(jm_disp_t *d)
  * is over, or now (force: the job is over). */
 static void disp_log_flush(jm_disp_t *d, int force)
 {
-    jm_loglimit_t *all[] = {&d->log_joined, &d->log_reattached, &d->log_lost,
+    loglimit_t *all[] = {&d->log_joined, &d->log_reattached, &d->log_lost,
                             &d->log_left, &d->log_draining};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        jm_loglimit_flush(all[i], d->now, force);
+        loglimit_flush(all[i], d->now, force);
 }
 
 static void disp_monitor(jm_disp_t *d)
 {
-    uint16_t event;
-    uint32_t fd;
-    while (spits_zmq_monitor_next(d->mon, &event, &fd)) {
-        if (event == ZMQ_EVENT_DISCONNECTED) {
-            d->probe_until = d->now + DISP_PROBE_MS;
-            /* (out of memory: no TM's fd is trusted from now on) */
-            jm_conngen_closed(d->conngen, fd <= INT32_MAX ? (int)fd : -1);
-        }
-        else if (d->zap)            /* no CURVE, or garbage */
-            spits_zap_handshake_failed(d->zap, d->now);
-        else
-            spits_debug("a connection failed its handshake (event %u)", event);
-    }
+    if (router_monitor_read(d->mon, d->conngen, d->zap, d->now))
+        d->probe_until = d->now + LIVENESS_PROBE_MS;
 }
 
 /* A signal stops the job: the generator and the committer give up, and
@@ -577,52 +519,29 @@ static void disp_control_only(jm_disp_t *d)
     }
 }
 
-/* The job is over: END to every TM, then, for DISP_END_WAIT_MS at most,
- * until each has said BYE. A JM that closed at once could take its END
- * with it: the TM's socket (ZMQ_IMMEDIATE) drops what it has not read
- * when the connection ends, and END and the close arrive together over a
- * long link. Anything else meanwhile, from a TM or a straggler, gets END
- * again. Nothing is counted any more: the report is the job's as it
- * ended. */
+/* The job is over: END to every TM, and a moment for their BYEs
+ * (router_end). Nothing is counted any more: the report is the job's as
+ * it ended. */
+static const void *disp_end_rid(void *arg, size_t k, size_t *ridlen)
+{
+    const jm_tm_t *t = jm_tmtab_live_at(((jm_disp_t *)arg)->tms, k);
+    *ridlen = t->ridlen;
+    return t->rid;
+}
+
+static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
+{
+    jm_tm_t *t = jm_tmtab_find(((jm_disp_t *)arg)->tms, rid, ridlen);
+    if (!t || !t->alive || t->ended)
+        return 0;
+    t->ended = 1;
+    return 1;
+}
+
 static void disp_end(jm_disp_t *d)
 {
-    size_t waiting = jm_tmtab_live_count(d->tms);
-    int64_t deadline = spits_now_ms() + DISP_END_WAIT_MS;
-
-    for (size_t i = 0; i < waiting; i++) {
-        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
-        disp_send_empty(d, t->rid, t->ridlen, SPITS_MSG_END);
-    }
-    while (waiting > 0) {
-        int64_t left = deadline - spits_now_ms();
-        zmq_pollitem_t it = {d->router, 0, ZMQ_POLLIN, 0};
-        if (left <= 0 || zmq_poll(&it, 1, (long)left) <= 0)
-            break;
-        zmq_msg_t rid, body;
-        spits_hdr_t h;
-        const char *why;
-        int got_body = 0;
-        zmq_msg_init(&rid);
-        zmq_msg_init(&body);
-        if (zmq_msg_recv(&rid, d->router, ZMQ_DONTWAIT) >= 0 && zmq_msg_more(&rid) &&
-            (got_body = zmq_msg_recv(&body, d->router, ZMQ_DONTWAIT) >= 0)) {
-            jm_tm_t *t = jm_tmtab_find(d->tms, zmq_msg_data(&rid), zmq_msg_size(&rid));
-            int bye = spits_wire_parse(zmq_msg_data(&body), zmq_msg_size(&body), &h,
-                                       &why) == 0 && h.type == SPITS_MSG_BYE;
-            if (bye && t && t->alive && !t->ended) {
-                t->ended = 1;
-                waiting--;
-            } else if (!bye) {
-                disp_send_empty(d, zmq_msg_data(&rid), zmq_msg_size(&rid),
-                                SPITS_MSG_END);
-            }
-        }
-        /* (the rest of a message longer than ours; never the next one) */
-        if (got_body ? zmq_msg_more(&body) : zmq_msg_more(&rid))
-            spits_zmq_drop_frames(d->router);
-        zmq_msg_close(&rid);
-        zmq_msg_close(&body);
-    }
+    router_peers_t peers = {jm_tmtab_live_count(d->tms), disp_end_rid, disp_end_bye, d};
+    router_end(d->router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
 }
 
 static void *disp_main(void *arg)
@@ -652,7 +571,7 @@ static void *disp_main(void *arg)
         }
         int64_t before = d->now;
         d->now = spits_now_ms();
-        disp_note_stall(d, before);
+        liveness_stall(&d->liveness, before, d->now);
         if (items[1].revents & ZMQ_POLLIN)
             spits_wake_drain(d->wake_fd);
         if (atomic_load(&d->ctl_pending) && disp_control(d))
@@ -735,7 +654,6 @@ void jm_disp_stop(jm_disp_t *d)
 jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
 {
     jm_disp_t *d = calloc(1, sizeof *d);
-    int one = 1, linger = 1000, hwm = 100000;
     char bound[512];
     size_t blen = sizeof bound;
 
@@ -748,10 +666,12 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     pthread_mutex_init(&d->ctl_lock, NULL);
     pthread_cond_init(&d->ctl_cond, NULL);
     atomic_init(&d->ctl_pending, 0);
-    d->hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
+    d->liveness = (liveness_hop_t){.prefix = "", .loop = "the dispatcher",
+                                   .tick_ms = DISP_TICK_MS};
+    d->liveness.hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
     jm_timeline_init(&d->timeline, jm->started);
     jm_progress_init(&d->progress, jm->opt.progress);
-    d->timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
+    d->liveness.timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
     d->tms = jm_tmtab_new(jm->opt.keep_dead);
     d->log_joined.what = "TM joins";
     d->log_reattached.what = "TM re-attaches";
@@ -767,7 +687,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     }
     d->wake_fd = spits_wake_open();
     d->zctx = zmq_ctx_new();
-    d->conngen = jm_conngen_new();
+    d->conngen = conngen_new();
     if (!d->tms || !d->cbuf || !d->sched || d->wake_fd < 0 || !d->zctx ||
         !d->conngen) {
         snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
@@ -780,50 +700,13 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                  jm->opt.io_threads, zmq_strerror(errno));
         goto fail;
     }
-    d->router = zmq_socket(d->zctx, ZMQ_ROUTER);
-    if (!d->router) {
-        snprintf(err, errlen, "cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
+    if (!(d->router = router_new(d->zctx, jm->opt.max_task, err, errlen)))
         goto fail;
-    }
-    /* A peer sending more is disconnected by libzmq before we see it. */
-    int64_t maxmsg = JM_MAX_MSG(jm->opt.max_task);
-    /* Thousands of TMs may connect at once (a job array starting): with
-     * libzmq's 100, the rest of their SYNs are dropped and each waits out
-     * its reconnect back-off. The kernel caps it at net.core.somaxconn. */
-    int backlog = 4096;
-    /* ROUTER_MANDATORY: a send to a vanished TM fails, which is how a lost
-     * TM is found (send_tm); HANDOVER: a TM re-attaching under its routing
-     * id takes it over from its dead connection. */
-    const struct { int opt; const void *val; size_t len; const char *name; } opts[] = {
-        {ZMQ_ROUTER_MANDATORY, &one, sizeof one, "ZMQ_ROUTER_MANDATORY"},
-        {ZMQ_ROUTER_HANDOVER, &one, sizeof one, "ZMQ_ROUTER_HANDOVER"},
-        {ZMQ_LINGER, &linger, sizeof linger, "ZMQ_LINGER"},
-        {ZMQ_SNDHWM, &hwm, sizeof hwm, "ZMQ_SNDHWM"},
-        {ZMQ_RCVHWM, &hwm, sizeof hwm, "ZMQ_RCVHWM"},
-        {ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg, "ZMQ_MAXMSGSIZE"},
-        {ZMQ_BACKLOG, &backlog, sizeof backlog, "ZMQ_BACKLOG"},
-    };
-    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
-        if (zmq_setsockopt(d->router, opts[i].opt, opts[i].val, opts[i].len) != 0) {
-            snprintf(err, errlen, "cannot set %s on the socket: %s",
-                     opts[i].name, zmq_strerror(errno));
-            goto fail;
-        }
     d->part_min = spits_parts_min();
-    if (!jm->opt.insecure) {
-        /* The ZAP handler must be bound before any handshake can start. */
-        int server = 1;
-        if (!(d->zap = spits_zap_new(d->zctx, jm->keys.client_public, err, errlen)))
-            goto fail;
-        if (zmq_setsockopt(d->router, ZMQ_CURVE_SERVER, &server, sizeof server) != 0 ||
-            zmq_setsockopt(d->router, ZMQ_CURVE_SECRETKEY, jm->keys.server_secret,
-                           strlen(jm->keys.server_secret) + 1) != 0 ||
-            zmq_setsockopt(d->router, ZMQ_ZAP_DOMAIN, "spits", 5) != 0) {
-            snprintf(err, errlen, "cannot set up CurveZMQ: %s (use --insecure "
-                     "to run without it)", zmq_strerror(errno));
-            goto fail;
-        }
-    }
+    if (!jm->opt.insecure &&
+        router_curve(d->zctx, d->router, jm->keys.client_public,
+                     jm->keys.server_secret, &d->zap, err, errlen) != 0)
+        goto fail;
     if (zmq_bind(d->router, jm->opt.bind) != 0) {
         snprintf(err, errlen, "cannot bind %s: %s", jm->opt.bind, zmq_strerror(errno));
         goto fail;
@@ -833,19 +716,10 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         goto fail;
     }
     spits_zmq_reachable(bound, d->endpoint, sizeof d->endpoint);
-    if (zmq_socket_monitor(d->router, MONITOR_EP, ZMQ_EVENT_DISCONNECTED |
-                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0 ||
-        !(d->mon = zmq_socket(d->zctx, ZMQ_PAIR)) ||
-        /* No limit: libzmq's I/O thread blocks on a full monitor pipe, and
-         * once the dispatcher stops reading (at the end, when every TM
-         * disconnects at once) that would deadlock the socket's close. */
-        zmq_setsockopt(d->mon, ZMQ_RCVHWM, &(int){0}, sizeof(int)) != 0 ||
-        zmq_connect(d->mon, MONITOR_EP) != 0) {
+    if (router_monitor_open(d->zctx, d->router, MONITOR_EP, &d->mon) != 0) {
         snprintf(err, errlen, "cannot monitor the socket: %s", zmq_strerror(errno));
         goto fail;
     }
-    zmq_setsockopt(d->mon, ZMQ_LINGER, &(int){0}, sizeof(int));
     return d;
 fail:
     jm_disp_destroy(&d);
@@ -947,10 +821,7 @@ void jm_disp_destroy(jm_disp_t **dp)
     if (d->phase)
         disp_phase_end(d);
     /* The monitor goes first, while its reader still exists. */
-    if (d->router)
-        zmq_socket_monitor(d->router, NULL, 0);
-    if (d->mon)
-        zmq_close(d->mon);
+    router_monitor_close(d->router, &d->mon);
     spits_zap_destroy(&d->zap);
     if (d->router)
         zmq_close(d->router);
@@ -958,7 +829,7 @@ void jm_disp_destroy(jm_disp_t **dp)
         zmq_ctx_term(d->zctx);
     spits_wake_close(&d->wake_fd);
     jm_tmtab_destroy(&d->tms);
-    jm_conngen_destroy(&d->conngen);
+    conngen_destroy(&d->conngen);
     spits_batch_free(&d->out);
     spits_buf_free(&d->status);
     jm_sched_destroy(&d->sched);

@@ -28,6 +28,7 @@
 #include "committer.h"
 #include "dispatch.h"
 #include "jm.h"
+#include "liveness.h"
 #include "loglimit.h"
 #include "phase.h"
 #include "scheduler.h"
@@ -43,8 +44,6 @@
 #define DISP_LIVE_FAILED 100         /* poison tasks STATUS names */
 #define DISP_END_WAIT_MS 2000        /* the most it waits for BYEs after END */
 #define DISP_LIVE_EVENTS 256         /* TM joins/leaves STATUS carries */
-#define DISP_PROBE_MS 1500           /* probe window after a disconnect */
-#define DISP_BUSY_LOG_MS 60000       /* "busy, not lost" said at most this often */
 #define DISP_NO_TM_MS 10000          /* no TM yet: how to start one, said once */
 #define MONITOR_EP "inproc://spits-jm-monitor"
 #define SLOTS_MAX 65536                      /* adaptive prefetch's cap... */
@@ -87,17 +86,15 @@ struct jm_disp {
     uint64_t pub_low, pub_freed, pub_taken, pub_window;  /* the window as
                                                       last published */
     int64_t now, next_tick, probe_until;
-    int64_t hb_ms, timeout_ms;
-    int64_t heard_floor;             /* end of the loop's last stall */
+    liveness_hop_t liveness;         /* the TMs' loss rules (liveness.h) */
     int64_t trim_at;                 /* disp_trim: not before, */
     uint64_t gone_at_trim;           /* ...nor before TMs left since */
     int64_t bad_logged_at;
-    int64_t busy_logged_at;      /* "silent, but its connection is busy" */
     int stopping;                    /* a signal stopped the job */
     int64_t started_ms;              /* when the loop started */
     int no_tm_said;                  /* "start a TM with ..." was said */
     jm_adopt_t *adopt;               /* a resumed phase's early results */
-    jm_conngen_t *conngen;           /* which connection each fd is now */
+    conngen_t *conngen;           /* which connection each fd is now */
     jm_live_t live;                  /* the phase as of the last tick */
     jm_progress_t progress;          /* the progress line, the rate */
     jm_timeline_t timeline;          /* for report.json */
@@ -112,12 +109,10 @@ struct jm_disp {
     spits_buf_t status;              /* the last STATUS answer, encoded */
     int64_t status_at;               /* when it was built */
     jm_disp_stats_t st;
-    jm_loglimit_t log_joined, log_reattached, log_lost, log_left, log_draining;
+    loglimit_t log_joined, log_reattached, log_lost, log_left, log_draining;
 };
 
 /* dispatch.c: sending (a TM gone for good is declared lost) */
-int disp_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
-                 const void *buf, size_t len);
 int disp_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 /* The same, for the first frame of a message whose parts the caller sends
  * next (ZMQ_SNDMORE); once it is taken, the parts are too (ROUTER). */

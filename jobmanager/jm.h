@@ -47,9 +47,6 @@
 #define JM_IO_THREADS_MAX 64   /* (--io-threads's error message says 64) */
 #define JM_MAX_TASK_DEFAULT (1LL << 30)
 #define JM_MEMORY_LIMIT_MIN (64LL << 20)   /* --memory-limit, unless 0 */
-/* ZMQ_MAXMSGSIZE for a largest task or result of max_task bytes: a batch
- * is cut at a few MiB, plus at most one record that may be that large. */
-#define JM_MAX_MSG(max_task) (2 * (max_task) + (16LL << 20))
 /* run()'s value for a phase that failed or was stopped: commit_job was
  * not called (spits.h). */
 #define JM_RUN_FAILED_TASKS SPITS_RUN_FAILED

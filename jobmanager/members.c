@@ -49,7 +49,7 @@ void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     d->st.tm_losses++;
     t->lost = 1;
     d->st.tms_lost_now++;
-    if (jm_loglimit_allow(&d->log_lost, d->now))
+    if (loglimit_allow(&d->log_lost, d->now))
         spits_info("%s %s:%ld lost (%s); %zu task(s) requeued",
                    t->relay ? "relay" : "TM", t->host, t->pid, why, n);
     jm_tmtab_set_alive(d->tms, t, 0);
@@ -76,7 +76,7 @@ void disp_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
         spits_warn("%s %s:%ld refused the job: %s; %zu task(s) requeued",
                    t->relay ? "relay" : "TM", t->host, t->pid,
                    spits_escape(safe, sizeof safe, refused), n);
-    } else if (jm_loglimit_allow(&d->log_left, d->now)) {
+    } else if (loglimit_allow(&d->log_left, d->now)) {
         spits_info("%s %s:%ld left; %zu task(s) requeued",
                    t->relay ? "relay" : "TM", t->host, t->pid, n);
     }
@@ -132,7 +132,7 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 {
     if (first) {
         d->st.tm_joins++;
-        if (!jm_loglimit_allow(&d->log_joined, d->now))
+        if (!loglimit_allow(&d->log_joined, d->now))
             return;
         if (t->relay)
             spits_info("relay %s:%ld joined, serving TMs at %s", t->host,
@@ -148,7 +148,7 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
     }
     d->st.tm_reattaches++;
     t->reattaches++;
-    if (jm_loglimit_allow(&d->log_reattached, d->now))
+    if (loglimit_allow(&d->log_reattached, d->now))
         spits_info("TM %s:%ld re-attached with %d worker(s)", t->host, t->pid,
                    t->workers);
 }
@@ -236,7 +236,7 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->sent_at_hello = t->sent;
     t->stalled = 0;
     t->draining = 0;
-    t->last_heard = d->now;
+    t->live.last_heard = d->now;
     t->joined = spits_wall_time();
     settle(d, t, pending);
     d->alive++;

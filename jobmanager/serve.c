@@ -34,6 +34,7 @@
 #include "log.h"
 #include "phase.h"
 #include "stop.h"
+#include "taskbatch.h"
 #include "util.h"
 #include "wire.h"
 #include "zmqutil.h"
@@ -168,64 +169,31 @@ static void part_done(void *data, void *arg)
     jm_task_free(task);
 }
 
-/* Builds the TASKS batch of the n picked copies in d->out: small tasks
- * inline, large ones as records of parts. How many parts, or -1 when out
- * of memory. */
-static long build_batch(jm_disp_t *d, jm_task_t *const *picked, size_t n)
+/* The picked copies, for serving/taskbatch.c. A task sent as a part
+ * (SPITS_PART_MIN bytes or more: one jm_task_free counts references for)
+ * gets a reference for it, and its bytes join the backlog of parts
+ * handed to libzmq (part_done takes both back). */
+typedef struct {
+    jm_disp_t *d;
+    jm_task_t *const *picked;
+} serve_batch_t;
+
+static void serve_item(void *arg, size_t k, taskbatch_item_t *it)
 {
-    long parts = 0;
-    spits_batch_begin(&d->out, SPITS_MSG_TASKS, d->phase->st.id);
-    for (size_t i = 0; i < n; i++) {
-        const jm_task_t *task = picked[i];
-        if (task->len >= d->part_min) {
-            if (spits_batch_add_part(&d->out, task->id, 0, task->len) != 0)
-                return -1;
-            parts++;
-            continue;
-        }
-        unsigned char *dst = spits_batch_add(&d->out, task->id, 0, task->len);
-        if (!dst)
-            return -1;
-        if (task->len)
-            memcpy(dst, task->data, task->len);
-    }
-    spits_batch_seal(&d->out);
-    return parts;
+    const jm_task_t *task = ((serve_batch_t *)arg)->picked[k];
+    it->id = task->id;
+    it->data = task->data;
+    it->len = task->len;
 }
 
-/* After the batch's frame, each large task's bytes as a part of their own.
- * (d->part_min is SPITS_PART_MIN or more, so every task sent as a part
- * is one jm_task_free counts references for.)
- * ROUTER takes every frame after the first it took (a part that cannot be
- * queued, to a connection being torn down, drops the whole message, as a
- * disconnect would). */
-static void send_parts(jm_disp_t *d, jm_task_t *const *picked, size_t n, long parts)
+static void *serve_item_hold(void *arg, size_t k)
 {
-    for (size_t i = 0; i < n && parts > 0; i++) {
-        jm_task_t *task = picked[i];
-        if (task->len < d->part_min)
-            continue;
-        zmq_msg_t m;
-        atomic_fetch_add_explicit(&task->refs, 1, memory_order_relaxed);
-        if (zmq_msg_init_data(&m, task->data, task->len, part_done, task) != 0) {
-            jm_task_free(task);   /* (the reference libzmq did not take) */
-            /* An empty part keeps the message whole (the TM drops it as
-             * malformed); the socket must not be left inside a message. */
-            zmq_msg_init(&m);
-            jm_fatal("out of memory sending task %llu; stopping the job",
-                     (unsigned long long)task->id);
-        } else {
-            task->stuck_at = jm_backlog_queue(&d->backlog, task->len,
-                                              jm_backlog_released());
-        }
-        int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0);
-        if (spits_zmq_msg_send_more(&m, d->router, flags) < 0) {
-            zmq_msg_close(&m);
-            continue;
-        }
-        d->st.bytes_out += task->len;
-        d->st.sent_as_parts++;
-    }
+    serve_batch_t *b = arg;
+    jm_task_t *task = b->picked[k];
+    atomic_fetch_add_explicit(&task->refs, 1, memory_order_relaxed);
+    task->stuck_at = jm_backlog_queue(&b->d->backlog, task->len,
+                                      jm_backlog_released());
+    return task;
 }
 
 /* Sends TM t the copies the scheduler picks for it, as one TASKS message. */
@@ -241,15 +209,22 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
     if (!n)
         return;
 
-    jm_task_t *const *picked = jm_sched_picked(d->sched);
-    long parts = build_batch(d, picked, n);
+    serve_batch_t batch = {d, jm_sched_picked(d->sched)};
+    taskbatch_src_t src = {serve_item, serve_item_hold, part_done, &batch};
+    taskbatch_sent_t sent;
+    long parts = taskbatch_build(&d->out, d->phase->st.id, d->part_min, n, &src);
     if (parts < 0) {
         jm_fatal("out of memory building a batch of %zu task(s); "
                  "stopping the job", n);
         jm_sched_unsent(d->sched, n);
     } else if ((parts ? disp_send_tm_more : disp_send_tm)(d, t, d->out.buf.data,
                                                           d->out.buf.len) == 0) {
-        send_parts(d, picked, n, parts);
+        taskbatch_send_parts(d->router, d->part_min, n, parts, &src, &sent);
+        d->st.bytes_out += sent.bytes;
+        d->st.sent_as_parts += sent.parts;
+        if (sent.failed)
+            jm_fatal("out of memory sending %zu task(s) as parts; stopping the "
+                     "job", sent.failed);
         jm_sched_sent(d->sched, t, n);
     } else {
         jm_sched_unsent(d->sched, n);   /* every picked task without a copy goes back */

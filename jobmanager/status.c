@@ -99,7 +99,7 @@ static size_t status_pick(const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_m
         for (size_t i = 0; i < n; i++) {
             jm_tm_t *t = jm_tmtab_live_at(tms, i);
             all[i] = (status_pick_t){t, t->relay || t->draining ||
-                                        now_ms - t->last_heard >= quiet_ms};
+                                        now_ms - t->live.last_heard >= quiet_ms};
         }
         qsort(all, n, sizeof *all, status_cmp_notable);
     }
@@ -114,7 +114,7 @@ static size_t status_pick(const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_m
 static int status_cmp_gone(const void *a, const void *b)
 {
     const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
-    return x->last_heard < y->last_heard ? 1 : x->last_heard > y->last_heard ? -1 : 0;
+    return x->live.last_heard < y->live.last_heard ? 1 : x->live.last_heard > y->live.last_heard ? -1 : 0;
 }
 
 /* The JM_STATUS_GONE TMs that left or were lost last, so the dashboard
@@ -161,7 +161,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
             "busy", (json_int_t)busy, "queued", (json_int_t)queued,
             "held", t->outstanding, "done", (json_int_t)t->done,
             "failed", (json_int_t)t->failed,
-            "last_heard_s", (now_ms - t->last_heard) / 1000.0,
+            "last_heard_s", (now_ms - t->live.last_heard) / 1000.0,
             "draining", t->draining, "busy_s", t->busy_s);
         jm_status_relay_fields(row, t);
         json_array_append_new(rows, row);

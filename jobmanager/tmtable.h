@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "liveness.h"
+
 #define JM_RID_MAX 64
 #define JM_BEHIND_MAX 64     /* a relay's TMs listed (members.c) */
 #define JM_TMTAB_KEEP_DEAD 10000     /* the dispatcher's keep_dead */
@@ -48,12 +50,10 @@ struct jm_tm {
     int slots_asked;         /* what its HELLO said (a relay: its latest
                                 STATS, members.c set_capacity) */
     int outstanding;         /* tasks sent minus records returned */
-    int64_t last_heard, last_sent;  /* monotonic ms */
-    int fd;                  /* the connection its last message came over:
-                                how long it has brought no bytes tells a
-                                slow transfer from a dead TM (dispatch.c) */
-    uint32_t fd_gen;         /* fd's generation then (conngen.h): a closed
-                                and reused number is not probed */
+    liveness_t live;         /* last heard and sent, and the connection
+                                its last message came over: how long it
+                                has brought no bytes tells a slow
+                                transfer from a dead TM (liveness.h) */
     double joined;           /* wall clock */
     uint64_t sent, done, failed;
     uint64_t sent_at_hello;  /* sent as of its last HELLO */

@@ -36,7 +36,9 @@
  * nothing, so no TM can talk itself into more tasks than its slots.
  *
  * Nothing here cannot be lost. A TM that goes silent for the job's
- * --tm-timeout, or whose connection is gone, is lost: its copies go back
+ * --tm-timeout, or whose connection is gone, is lost, by the JM's own
+ * rules and code (serving/liveness.c: a connection still bringing bytes
+ * is not silence, nor is a stall of this loop): its copies go back
  * upstream as RETURNED records at once, so the JM sends them again
  * without waiting for its own timeout. A relay that dies costs its
  * copies, which the JM re-sends after --tm-timeout; its TMs fall back to
@@ -58,79 +60,45 @@
 #include "keys.h"
 #include "log.h"
 #include "relay_int.h"
+#include "router.h"
+#include "taskbatch.h"
 #include "util.h"
 #include "zmqutil.h"
 
 #define RELAY_RECV_BURST 1024      /* messages a turn, so tasks still go out */
 #define RELAY_TICK_MS 100          /* heartbeats and silence, checked this often */
-#define RELAY_LOG_BURST 20         /* TM events logged per RELAY_LOG_MS, */
-#define RELAY_LOG_MS 10000         /* ...then counted */
+#define RELAY_MONITOR_EP "inproc://spits-relay-monitor"
+#define RELAY_END_WAIT_MS 2000     /* the most it waits for BYEs after END */
 
 /* --- logging ------------------------------------------------------------ */
-
-int relay_log_ok(tm_relay_t *r)
-{
-    int64_t now = r->tm->now;
-    if (now - r->log_window >= RELAY_LOG_MS) {
-        if (r->log_dropped)
-            spits_info("relay: %u more TM event(s) not logged (joins %llu, "
-                       "leaves %llu, losses %llu so far)", r->log_dropped,
-                       (unsigned long long)r->peers.joins,
-                       (unsigned long long)r->peers.leaves,
-                       (unsigned long long)r->peers.losses);
-        r->log_window = now;
-        r->log_n = r->log_dropped = 0;
-    }
-    if (r->log_n < RELAY_LOG_BURST) {
-        r->log_n++;
-        return 1;
-    }
-    r->log_dropped++;
-    return 0;
-}
 
 /* A malformed message (bad), or records of copies a TM was never sent
  * (bogus): counted, and said at most every 10 s. */
 static void relay_bad(tm_relay_t *r, const char *why)
 {
     r->bad++;
-    if (!r->bad_logged_at || r->tm->now - r->bad_logged_at >= 10000) {
+    if (loglimit_every(&r->bad_logged_at, r->tm->now, 10000))
         spits_warn("relay: dropped a malformed message from a task manager "
                    "(%s); %llu so far", why, (unsigned long long)r->bad);
-        r->bad_logged_at = r->tm->now;
-    }
 }
 
 static void relay_bogus(tm_relay_t *r, const rl_tm_t *t)
 {
     r->bogus++;
-    if (!r->bogus_logged_at || r->tm->now - r->bogus_logged_at >= 10000) {
+    if (loglimit_every(&r->bogus_logged_at, r->tm->now, 10000))
         spits_warn("relay: TM %s:%ld sent records of task copies this relay did "
                    "not send it; they free no slot (%llu so far)", t->host,
                    t->pid, (unsigned long long)r->bogus);
-        r->bogus_logged_at = r->tm->now;
-    }
 }
 
 /* --- sending ------------------------------------------------------------ */
 
-/* Sends one message (its first frame; more: parts follow) to routing id
- * rid. 0, or -1 with errno (EHOSTUNREACH: its connection is gone). */
-static int relay_send_to(tm_relay_t *r, const void *rid, size_t ridlen,
-                         const void *buf, size_t len, int more)
-{
-    if (zmq_send(r->router, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-        spits_zmq_send_more(r->router, buf, len, ZMQ_DONTWAIT | more) < 0)
-        return -1;
-    return 0;
-}
-
 static int relay_send(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
                       int more)
 {
-    if (relay_send_to(r, t->rid, t->ridlen, buf, len, more) != 0)
+    if (router_send(r->router, t->rid, t->ridlen, buf, len, more) != 0)
         return -1;
-    t->last_sent = r->tm->now;
+    t->live.last_sent = r->tm->now;
     return 0;
 }
 
@@ -146,7 +114,7 @@ static void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen)
 {
     unsigned char who[SPITS_HDR_SIZE];
     spits_wire_encode_empty(who, SPITS_MSG_WHO, r->up_phase);
-    relay_send_to(r, rid, ridlen, who, sizeof who, 0);
+    router_send(r->router, rid, ridlen, who, sizeof who, 0);
 }
 
 /* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
@@ -269,7 +237,7 @@ static void relay_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
         p->losses++;
     else
         p->leaves++;
-    if (relay_log_ok(r))
+    if (loglimit_allow(&r->log_events, r->tm->now))
         spits_info("relay: %s %s:%ld %s; %zu task(s) handed back upstream",
                    t->relay_id[0] ? "relay" : "TM", t->host, t->pid, why, n);
 }
@@ -322,7 +290,7 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     t->attach = h.attach;
     t->alive = 1;
     t->draining = 0;
-    t->last_heard = r->tm->now;
+    liveness_heard(&t->live, r->tm->now);
     t->runs = 0;
     t->busy_s = 0;
     t->relay_id[0] = 0;
@@ -336,7 +304,7 @@ static void relay_on_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     else
         r->peers.reattaches++;
     rl_peers_capacity(&r->peers, t);
-    if (relay_log_ok(r))
+    if (loglimit_allow(&r->log_events, r->tm->now))
         spits_info("relay: %s %s:%ld %s with %ld worker(s)",
                    h.relay ? "relay" : "TM", t->host, h.pid,
                    first ? "joined" : "re-attached", h.workers);
@@ -424,27 +392,6 @@ static void relay_on_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
                                     ? credit : (uint64_t)t->outstanding);
 }
 
-static void relay_on_stats(tm_relay_t *r, rl_tm_t *t, zmq_msg_t *msg)
-{
-    const char *why = NULL;
-    json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
-    spits_stats_t st;
-
-    if (!j || spits_stats_parse(j, &st, &why) != 0) {
-        relay_bad(r, why);
-    } else if (t && t->alive) {
-        t->busy_s = st.busy_s;
-        t->runs = (uint64_t)st.runs;
-        /* A relay behind us: its capacity follows its TMs. */
-        if (t->relay_id[0] && st.workers >= 0 && st.slots >= 0) {
-            t->workers = (int)st.workers;
-            t->slots = (int)st.slots;
-            rl_peers_capacity(&r->peers, t);
-        }
-    }
-    json_decref(j);
-}
-
 /* One message from rid: its first frame, msg, with its other frames
  * still to be read (parts of RESULTS; the rest is dropped). */
 static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
@@ -466,7 +413,8 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     rl_tm_t *entry = rl_peers_find(&r->peers, rid, ridlen);
     rl_tm_t *t = entry && entry->alive ? entry : NULL;
     if (t)
-        t->last_heard = r->tm->now;
+        liveness_heard(&t->live, r->tm->now);
+    int fd = spits_zmq_msg_fd(msg);
     int rc = spits_parts_recv(&parts, r->router, &h, msg, SPITS_MSG_RESULTS, &why);
     if (rc != 0) {
         /* Its records still answer copies, unrun. */
@@ -489,13 +437,15 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
             relay_send_who(r, rid, ridlen);
         break;
     case SPITS_MSG_STATS:
-        relay_on_stats(r, t, msg);
+        if (rl_peers_stats(&r->peers, t, zmq_msg_data(msg), zmq_msg_size(msg),
+                           &why) != 0)
+            relay_bad(r, why);
         break;
     case SPITS_MSG_DRAIN:
         if (t && !t->draining) {
             t->draining = 1;
             rl_peers_capacity(&r->peers, t);
-            if (relay_log_ok(r))
+            if (loglimit_allow(&r->log_events, r->tm->now))
                 spits_info("relay: TM %s:%ld is draining", t->host, t->pid);
         }
         break;
@@ -508,6 +458,9 @@ static void relay_on_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     default:
         relay_bad(r, "a JM-to-TM message sent to a relay");
     }
+    /* (looked up again: a HELLO adds it) */
+    if ((entry = rl_peers_find(&r->peers, rid, ridlen)) && entry->alive)
+        liveness_conn(&entry->live, fd, conngen_of(r->conngen, fd));
     spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
 }
 
@@ -595,29 +548,17 @@ static long relay_map_copies(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t
     return -1;
 }
 
-/* Builds the TASKS message of n copies of phase ph in r->out: small ones
- * inline, large ones as records of parts. The number of parts, or -1
- * when out of memory. */
-static long relay_build_tasks(tm_relay_t *r, const tm_phase_t *ph,
-                              const tm_item_t *items, size_t n)
+/* The copies of a TASKS message, for serving/taskbatch.c: a part takes
+ * its item's reference with it (relay_part_done drops it). */
+static void relay_item(void *arg, size_t k, taskbatch_item_t *it)
 {
-    long parts = 0;
-    spits_batch_begin(&r->out, SPITS_MSG_TASKS, ph->wire);
-    for (size_t k = 0; k < n; k++) {
-        if (items[k].len >= r->part_min) {
-            if (spits_batch_add_part(&r->out, items[k].id, 0, items[k].len) != 0)
-                return -1;
-            parts++;
-            continue;
-        }
-        unsigned char *dst = spits_batch_add(&r->out, items[k].id, 0, items[k].len);
-        if (!dst)
-            return -1;
-        if (items[k].len)
-            memcpy(dst, items[k].data, items[k].len);
-    }
-    spits_batch_seal(&r->out);
-    return parts;
+    const tm_item_t *item = (const tm_item_t *)arg + k;
+    *it = (taskbatch_item_t){item->id, item->data, item->len};
+}
+
+static void *relay_item_hold(void *arg, size_t k)
+{
+    return ((tm_item_t *)arg)[k].rx;
 }
 
 /* Sends t the copies of one phase it was given, as one TASKS message;
@@ -628,13 +569,15 @@ static int relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
 {
     const tm_phase_t *ph = items[0].phase;
     long sent = relay_map_copies(r, t, items, n), parts;
+    taskbatch_src_t src = {relay_item, relay_item_hold, relay_part_done, items};
+    taskbatch_sent_t done;
 
     if (sent <= 0) {
         relay_rec_flush(r);   /* (records of copies answered at once) */
         return sent < 0 ? -1 : 0;
     }
     n = (size_t)sent;
-    if ((parts = relay_build_tasks(r, ph, items, n)) < 0) {
+    if ((parts = taskbatch_build(&r->out, ph->wire, r->part_min, n, &src)) < 0) {
         spits_error("relay: out of memory sending %zu task(s); handing them "
                     "back upstream", n);
         relay_unmap(r, items, n);
@@ -649,22 +592,13 @@ static int relay_send_tasks(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
             relay_drop(r, t, "disconnected", 1);
         return -1;
     }
-    for (size_t k = 0; k < n; k++) {
-        if (items[k].len < r->part_min) {
+    taskbatch_send_parts(r->router, r->part_min, n, parts, &src, &done);
+    if (done.failed)
+        spits_error("relay: out of memory sending %zu task(s) as parts; TM "
+                    "%s:%ld drops that message", done.failed, t->host, t->pid);
+    for (size_t k = 0; k < n; k++)   /* (an inline copy's reference goes now) */
+        if (items[k].len < r->part_min)
             tm_rx_release(items[k].rx, 1);
-            continue;
-        }
-        zmq_msg_t m;
-        int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0);
-        /* (the part takes the item's reference with it) */
-        if (zmq_msg_init_data(&m, (void *)items[k].data, items[k].len,
-                              relay_part_done, items[k].rx) != 0) {
-            tm_rx_release(items[k].rx, 1);
-            zmq_msg_init(&m);   /* an empty part: the TM drops the message */
-        }
-        if (spits_zmq_msg_send_more(&m, r->router, flags) < 0)
-            zmq_msg_close(&m);
-    }
     t->outstanding += (int)n;
     return 0;
 }
@@ -720,16 +654,20 @@ static void relay_tick(tm_relay_t *r)
     if (tm->now < r->next_tick)
         return;
     r->next_tick = tm->now + RELAY_TICK_MS;
+    loglimit_flush(&r->log_events, tm->now, 0);
     for (size_t i = 0; i < r->peers.ntms; i++) {
         rl_tm_t *t = &r->peers.tms[i];
         if (!t->alive)
             continue;
-        if (tm->now - t->last_heard > r->timeout_ms) {
+        int v = liveness_judge(&r->liveness, &t->live, tm->now,
+                               tm->now < r->probe_until, router_probe,
+                               r->conngen, t->host, t->pid);
+        if (v == LIVENESS_LOST) {
             char why[64];
             snprintf(why, sizeof why, "lost (silent for %.0f s)",
-                     (tm->now - t->last_heard) / 1000.0);
+                     (tm->now - t->live.last_heard) / 1000.0);
             relay_drop(r, t, why, 1);
-        } else if (tm->now - t->last_sent >= r->hb_ms &&
+        } else if (v == LIVENESS_HEARTBEAT &&
                    relay_send_empty(r, t, SPITS_MSG_HEARTBEAT) != 0 &&
                    errno == EHOSTUNREACH) {
             /* Its connection is gone (ROUTER_MANDATORY): a TM killed
@@ -743,8 +681,14 @@ static void relay_tick(tm_relay_t *r)
 void tm_relay_turn(tm_t *tm)
 {
     tm_relay_t *r = tm->relay;
+    /* (a stall of spits-tm's loop is not its TMs' silence) */
+    if (r->last_turn)
+        liveness_stall(&r->liveness, r->last_turn, tm->now);
+    r->last_turn = tm->now;
     if (r->zap)
         spits_zap_handle(r->zap, tm->now);
+    if (router_monitor_read(r->mon, r->conngen, r->zap, tm->now))
+        r->probe_until = tm->now + LIVENESS_PROBE_MS;
     relay_recv(r);
     relay_serve(r);
     relay_tick(r);
@@ -756,11 +700,10 @@ void tm_relay_turn(tm_t *tm)
  * result (for connections made from now on, as libzmq applies it). */
 static void relay_max_msg(tm_relay_t *r)
 {
-    int64_t maxmsg = 2 * r->tm->link.max_task + (16LL << 20);
     if (r->max_task == r->tm->link.max_task)
         return;
     r->max_task = r->tm->link.max_task;
-    zmq_setsockopt(r->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    router_max_msg(r->router, r->max_task);
 }
 
 void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
@@ -785,8 +728,8 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
              json_string_value(json_object_get(copy, "job_id")));
     json_int_t hb = json_integer_value(json_object_get(copy, "heartbeat_ms"));
     json_int_t timeout = json_integer_value(json_object_get(copy, "timeout_ms"));
-    r->hb_ms = hb > 0 ? hb : 1000;
-    r->timeout_ms = timeout > 0 ? timeout : 10 * r->hb_ms;
+    r->liveness.hb_ms = hb > 0 ? hb : 1000;
+    r->liveness.timeout_ms = timeout > 0 ? timeout : 10 * r->liveness.hb_ms;
     relay_max_msg(r);
     if (!phase_changed)
         return;
@@ -883,7 +826,6 @@ static int relay_security(tm_relay_t *r)
     tm_t *tm = r->tm;
     char path[PATH_MAX], err[1024];
     spits_keys_t keys;
-    int server = 1;
 
     if (tm->opts.insecure)
         return 0;
@@ -903,16 +845,9 @@ static int relay_security(tm_relay_t *r)
                     "copy?)", path);
         return -1;
     }
-    if (!(r->zap = spits_zap_new(tm->link.context, keys.client_public, err,
-                                 sizeof err))) {
-        spits_error("%s", err);
-        return -1;
-    }
-    if (zmq_setsockopt(r->router, ZMQ_CURVE_SERVER, &server, sizeof server) != 0 ||
-        zmq_setsockopt(r->router, ZMQ_CURVE_SECRETKEY, keys.server_secret,
-                       strlen(keys.server_secret) + 1) != 0 ||
-        zmq_setsockopt(r->router, ZMQ_ZAP_DOMAIN, "spits", 5) != 0) {
-        spits_error("cannot set up CurveZMQ: %s", zmq_strerror(errno));
+    if (router_curve(tm->link.context, r->router, keys.client_public,
+                     keys.server_secret, &r->zap, err, sizeof err) != 0) {
+        spits_error("relay: %s", err);
         return -1;
     }
     return 0;
@@ -921,35 +856,35 @@ static int relay_security(tm_relay_t *r)
 tm_relay_t *tm_relay_new(tm_t *tm)
 {
     tm_relay_t *r = calloc(1, sizeof *r);
-    int one = 1, linger = 1000, hwm = 100000, backlog = 4096;
-    char bound[512];
+    char bound[512], err[256];
     size_t blen = sizeof bound;
 
     if (!r || rl_peers_init(&r->peers) != 0 || !(r->copies = spits_idmap_new()) ||
-        !(r->extra = spits_idmap_new())) {
+        !(r->extra = spits_idmap_new()) || !(r->conngen = conngen_new())) {
         spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
         return NULL;
     }
     r->tm = tm;
-    r->hb_ms = 1000;
-    r->timeout_ms = 10000;
+    r->liveness = (liveness_hop_t){.prefix = "relay: ", .loop = "the relay",
+                                   .timeout_ms = 10000, .hb_ms = 1000,
+                                   .tick_ms = RELAY_TICK_MS};
+    r->log_events.what = "TM events";
     r->part_min = spits_parts_min();
-    r->router = zmq_socket(tm->link.context, ZMQ_ROUTER);
-    if (!r->router) {
-        spits_error("cannot make a ZeroMQ socket: %s", zmq_strerror(errno));
+    /* (the job's max_task as the link knows it so far: relay_max_msg
+     * follows it) */
+    r->max_task = tm->link.max_task;
+    if (!(r->router = router_new(tm->link.context, r->max_task, err, sizeof err))) {
+        spits_error("relay: %s", err);
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    /* As the JM's: a send to a TM that is gone fails, and a TM
-     * re-attaching under its routing id takes it over. */
-    zmq_setsockopt(r->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-    zmq_setsockopt(r->router, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
-    zmq_setsockopt(r->router, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(r->router, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(r->router, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(r->router, ZMQ_BACKLOG, &backlog, sizeof backlog);
-    relay_max_msg(r);
+    if (router_monitor_open(tm->link.context, r->router, RELAY_MONITOR_EP,
+                            &r->mon) != 0) {
+        spits_error("relay: cannot monitor its socket: %s", zmq_strerror(errno));
+        tm_relay_destroy(&r, 0);
+        return NULL;
+    }
     if (relay_security(r) != 0) {
         tm_relay_destroy(&r, 0);
         return NULL;
@@ -976,18 +911,38 @@ void *tm_relay_zap_socket(const tm_relay_t *r)
     return r->zap ? spits_zap_socket(r->zap) : NULL;
 }
 
+/* The TMs behind us, for router_end (relay_end). */
+static const void *relay_end_rid(void *arg, size_t k, size_t *ridlen)
+{
+    const rl_tm_t *t = &((rl_peers_t *)arg)->tms[k];
+    *ridlen = t->ridlen;
+    return t->alive ? t->rid : NULL;
+}
+
+static int relay_end_bye(void *arg, const void *rid, size_t ridlen)
+{
+    rl_tm_t *t = rl_peers_find(arg, rid, ridlen);
+    if (!t || !t->alive)
+        return 0;
+    t->alive = 0;   /* (the relay is closing: its END is answered) */
+    return 1;
+}
+
 void tm_relay_destroy(tm_relay_t **rp, int job_over)
 {
     tm_relay_t *r = *rp;
     if (!r)
         return;
-    /* The job is over: the TMs behind us are told so, as the JM would. */
-    for (size_t i = 0; job_over && r->router && i < r->peers.ntms; i++)
-        if (r->peers.tms[i].alive)
-            relay_send_empty(r, &r->peers.tms[i], SPITS_MSG_END);
+    /* The job is over: the TMs behind us are told so, as the JM does. */
+    router_peers_t peers = {r->peers.ntms, relay_end_rid, relay_end_bye, &r->peers};
+    if (job_over && r->router)
+        router_end(r->router, r->up_phase, &peers, RELAY_END_WAIT_MS);
+    loglimit_flush(&r->log_events, spits_now_ms(), 1);
+    router_monitor_close(r->router, &r->mon);
     if (r->router)
         zmq_close(r->router);
     spits_zap_destroy(&r->zap);
+    conngen_destroy(&r->conngen);
     spits_idmap_destroy(&r->copies);
     spits_idmap_destroy(&r->extra);
     rl_peers_free(&r->peers);

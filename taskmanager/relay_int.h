@@ -6,17 +6,22 @@
  *                  the TMs behind, tasks down and records up, upstream's
  *                  WELCOME, PHASE, CANCEL and drain
  *   relay_peers.c  who is behind: the table of TMs (and relays) by
- *                  routing id, their capacity, loops of relays, and what
- *                  the relay tells upstream about them (HELLO's "relay",
- *                  STATS' capacity and "behind")
+ *                  routing id, their capacity and STATS, loops of
+ *                  relays, and what the relay tells upstream about them
+ *                  (HELLO's "relay", STATS' capacity and "behind")
  *
  * All of it is spits-tm's main thread's (tm_private.h). relay.c calls
- * relay_peers.c, never the other way.
+ * relay_peers.c, never the other way. What every hop does alike (the
+ * loss rules, TASKS messages, sends, event lines) is serving/'s, which
+ * the JM uses too.
  */
 #ifndef SPITS_TM_RELAY_INT_H
 #define SPITS_TM_RELAY_INT_H
 
+#include "conngen.h"
 #include "idmap.h"
+#include "liveness.h"
+#include "loglimit.h"
 #include "tm_private.h"
 #include "zap.h"
 
@@ -39,7 +44,7 @@ typedef struct {
                                     that still free a slot: what it said
                                     it held when it joined */
     long attach;                 /* the outage number it last said */
-    int64_t last_heard, last_sent;
+    liveness_t live;             /* heard, sent, its connection (liveness.h) */
     int alive, draining;
     int share_workers, share_slots;  /* what it adds to the sums now */
     int in_free;                 /* its index is in rl_peers_t.free */
@@ -90,7 +95,11 @@ struct tm_relay {
                                     sent it (no attach); NULL before any */
     uint32_t up_phase;
     char up_job[64];
-    int64_t hb_ms, timeout_ms;
+    liveness_hop_t liveness;     /* the TMs' loss rules, the JM's (liveness.h) */
+    void *mon;                   /* the router's monitor (serving/router.h) */
+    conngen_t *conngen;          /* ...which connection each fd is now */
+    int64_t last_turn;           /* when tm_relay_turn last ran */
+    int64_t probe_until;         /* a connection closed: probing (liveness.h) */
     long long max_task;          /* the ROUTER's message bound follows it */
     uint64_t part_min;           /* tasks this large go down as parts */
     size_t rr;                   /* round-robin start of the next serve */
@@ -103,13 +112,9 @@ struct tm_relay {
     const tm_phase_t *rec_ph;
     size_t rec_done;             /* ...of which copies this relay held */
     tm_item_t items[RELAY_BATCH_MAX];
-    int64_t log_window, bad_logged_at, bogus_logged_at;
-    unsigned log_n, log_dropped;
+    loglimit_t log_events;       /* TM joins, leaves, losses, loops */
+    int64_t bad_logged_at, bogus_logged_at;
 };
-
-/* relay.c: TM events (joins, losses) are logged RELAY_LOG_BURST a window,
- * then counted: 1 to log this one. */
-int relay_log_ok(tm_relay_t *r);
 
 /* relay_peers.c */
 int rl_peers_init(rl_peers_t *p);
@@ -125,6 +130,10 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
 void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t);
 /* t is gone: it counts no more, and its entry may be reused. */
 void rl_peers_gone(rl_peers_t *p, rl_tm_t *t);
+/* A STATS body from t (NULL, or not alive: only checked): its runs and
+ * busy time, and a relay's capacity. -1 (why says what) when malformed. */
+int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
+                   const char **why);
 /* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and
  * those behind it noted in t's below, and heard), 1 when it is a loop: our
  * own id among them (logged; the HELLO is refused; tm->done -1 when the

@@ -142,6 +142,29 @@ void rl_peers_gone(rl_peers_t *p, rl_tm_t *t)
     }
 }
 
+int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
+                   const char **why)
+{
+    json_t *j = spits_wire_decode_json(data, len, why);
+    spits_stats_t st;
+    int rc = 0;
+
+    if (!j || spits_stats_parse(j, &st, why) != 0) {
+        rc = -1;
+    } else if (t && t->alive) {
+        t->busy_s = st.busy_s;
+        t->runs = (uint64_t)st.runs;
+        /* A relay behind us: its capacity follows its TMs. */
+        if (t->relay_id[0] && st.workers >= 0 && st.slots >= 0) {
+            t->workers = (int)st.workers;
+            t->slots = (int)st.slots;
+            rl_peers_capacity(p, t);
+        }
+    }
+    json_decref(j);
+    return rc;
+}
+
 /* Notes id as heard now (the oldest note makes room). */
 static void rl_peers_heard(rl_peers_t *p, const char *id, int64_t now)
 {
@@ -208,7 +231,7 @@ int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX]
                     "also upstream of it; a relay must not point at a relay "
                     "behind it", sep, sid);
         r->tm->done = -1;
-    } else if (relay_log_ok(r)) {
+    } else if (loglimit_allow(&r->log_events, r->tm->now)) {
         spits_warn("relay: refused the relay at %s (%s): this relay is behind "
                    "it (a loop); it should move on to another hop", sep, sid);
     }
@@ -234,7 +257,7 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
      * and those heard from lately. */
     for (size_t i = 0; i < p->ntms && listed < RELAY_BELOW_MAX; i++) {
         const rl_tm_t *t = &p->tms[i];
-        if (!t->alive || !t->relay_id[0] || now - t->last_heard > 3 * r->hb_ms)
+        if (!t->alive || !t->relay_id[0] || now - t->live.last_heard > 3 * r->liveness.hb_ms)
             continue;
         json_array_append_new(below, json_string(t->relay_id));
         listed++;

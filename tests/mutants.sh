@@ -26,7 +26,7 @@ read -r -a CC <<<"${MUT_CC:-cc}"      # (may be a command and flags)
 read -r -a XFLAGS <<<"${MUT_CFLAGS:-}"
 read -r -a LIBS <<<"${MUT_LIBS:--lsodium -lm}"
 TIMEOUT=${MUT_TIMEOUT:-20}
-FLAGS=(-O0 -w -pthread -I"$top_srcdir/jobmanager" -I"$top_srcdir/libspits" "${XFLAGS[@]}")
+FLAGS=(-O0 -w -pthread -I"$top_srcdir/jobmanager" -I"$top_srcdir/serving" -I"$top_srcdir/libspits" "${XFLAGS[@]}")
 
 # mutate NAME: scheduler.c with mutant NAME applied, on stdout; a line
 # naming the problem on stderr and status 1 if NAME is not in the list

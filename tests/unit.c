@@ -18,6 +18,7 @@
 #include "backlog.h"
 #include "crash.h"
 #include "lateness.h"
+#include "liveness.h"
 #include "mem.h"
 #include "metrics.h"
 #include "origin.h"
@@ -46,7 +47,8 @@ int main(void)
         {"jobdir", spits_jobdir_selftest},
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},
-        {"conngen", jm_conngen_selftest},
+        {"conngen", conngen_selftest},
+        {"liveness", liveness_selftest},
         {"lateness", jm_late_selftest},
         {"backlog", jm_backlog_selftest},
         {"scheduler", jm_sched_selftest},

@@ -1,5 +1,6 @@
 /*
- * conngen.c - generations of file descriptor numbers (see conngen.h).
+ * conngen.c - generations of file descriptor numbers (see conngen.h; the
+ * JM's dispatcher and a relay each keep one for their ROUTER socket).
  *
  * An array indexed by descriptor, grown (doubling) when a larger one is
  * closed; descriptors are small numbers below RLIMIT_NOFILE.
@@ -10,18 +11,18 @@
 
 #include "conngen.h"
 
-struct jm_conngen {
+struct conngen {
     uint32_t *gen;
     size_t cap;
     int broken;      /* a close could not be recorded: trust nothing */
 };
 
-jm_conngen_t *jm_conngen_new(void)
+conngen_t *conngen_new(void)
 {
-    return calloc(1, sizeof(jm_conngen_t));
+    return calloc(1, sizeof(conngen_t));
 }
 
-void jm_conngen_destroy(jm_conngen_t **gp)
+void conngen_destroy(conngen_t **gp)
 {
     if (!*gp)
         return;
@@ -30,12 +31,12 @@ void jm_conngen_destroy(jm_conngen_t **gp)
     *gp = NULL;
 }
 
-uint32_t jm_conngen_of(const jm_conngen_t *g, int fd)
+uint32_t conngen_of(const conngen_t *g, int fd)
 {
     return fd >= 0 && (size_t)fd < g->cap ? g->gen[fd] : 0;
 }
 
-int jm_conngen_closed(jm_conngen_t *g, int fd)
+int conngen_closed(conngen_t *g, int fd)
 {
     if (fd < 0)
         return 0;
@@ -56,9 +57,9 @@ int jm_conngen_closed(jm_conngen_t *g, int fd)
     return 0;
 }
 
-int jm_conngen_same(const jm_conngen_t *g, int fd, uint32_t gen)
+int conngen_same(const conngen_t *g, int fd, uint32_t gen)
 {
-    return fd >= 0 && !g->broken && jm_conngen_of(g, fd) == gen;
+    return fd >= 0 && !g->broken && conngen_of(g, fd) == gen;
 }
 
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
@@ -68,30 +69,30 @@ int jm_conngen_same(const jm_conngen_t *g, int fd, uint32_t gen)
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "conngen selftest: %s:%d: %s\n", \
     __FILE__, __LINE__, #c); goto out; } } while (0)
 
-int jm_conngen_selftest(void)
+int conngen_selftest(void)
 {
-    jm_conngen_t *g = jm_conngen_new();
+    conngen_t *g = conngen_new();
     int ok = 0;
 
     CHECK(g);
     /* A TM's message on fd 7: recorded with its generation. */
-    uint32_t a = jm_conngen_of(g, 7);
-    CHECK(a == 0 && jm_conngen_same(g, 7, a));
-    CHECK(!jm_conngen_same(g, -1, 0));               /* no connection */
+    uint32_t a = conngen_of(g, 7);
+    CHECK(a == 0 && conngen_same(g, 7, a));
+    CHECK(!conngen_same(g, -1, 0));               /* no connection */
     /* fd 7 closes; the number comes back for another connection. */
-    CHECK(jm_conngen_closed(g, 7) == 0);
-    CHECK(!jm_conngen_same(g, 7, a));
-    uint32_t b = jm_conngen_of(g, 7);
-    CHECK(b == a + 1 && jm_conngen_same(g, 7, b));
+    CHECK(conngen_closed(g, 7) == 0);
+    CHECK(!conngen_same(g, 7, a));
+    uint32_t b = conngen_of(g, 7);
+    CHECK(b == a + 1 && conngen_same(g, 7, b));
     /* Other numbers are not touched, however large. */
-    CHECK(jm_conngen_same(g, 8, 0));
-    CHECK(jm_conngen_closed(g, 100000) == 0);
-    CHECK(jm_conngen_same(g, 7, b) && jm_conngen_same(g, 99999, 0));
-    CHECK(!jm_conngen_same(g, 100000, 0) && jm_conngen_same(g, 100000, 1));
-    CHECK(jm_conngen_closed(g, -3) == 0);
+    CHECK(conngen_same(g, 8, 0));
+    CHECK(conngen_closed(g, 100000) == 0);
+    CHECK(conngen_same(g, 7, b) && conngen_same(g, 99999, 0));
+    CHECK(!conngen_same(g, 100000, 0) && conngen_same(g, 100000, 1));
+    CHECK(conngen_closed(g, -3) == 0);
     ok = 1;
 out:
-    jm_conngen_destroy(&g);
+    conngen_destroy(&g);
     return ok ? 0 : -1;
 }
 

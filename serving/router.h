@@ -1,0 +1,85 @@
+/*
+ * router.h - a hop's ROUTER socket towards the TMs below it: sending to
+ * one by routing id, and the socket's monitor.
+ *
+ * Part of serving/: the JM's dispatcher (dispatch.c) and a relay
+ * (taskmanager/relay.c) each serve their TMs on a ROUTER socket with
+ * ROUTER_MANDATORY (a send to a peer whose connection is gone fails with
+ * EHOSTUNREACH: how a hop finds a TM gone within a heartbeat) and watch
+ * it with a monitor: each closed connection starts a new generation of
+ * its descriptor (conngen.h), so that the busy-connection rule
+ * (liveness.h) never probes a number libzmq gave to another connection.
+ */
+#ifndef SPITS_SERVING_ROUTER_H
+#define SPITS_SERVING_ROUTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conngen.h"
+#include "liveness.h"
+#include "zap.h"
+
+/* The largest message a TM may send a hop whose largest task or result
+ * is max_task bytes (a batch is cut at a few MiB, plus at most one record
+ * that may be that large): libzmq disconnects a peer sending more before
+ * the hop sees it. */
+#define ROUTER_MAX_MSG(max_task) (2 * (int64_t)(max_task) + (16LL << 20))
+
+/* A ROUTER socket in ctx, set as every hop's: ROUTER_MANDATORY (a send
+ * to a vanished TM fails, which is how a lost TM is found), HANDOVER (a
+ * TM re-attaching under its routing id takes it over from its dead
+ * connection), a listen backlog for thousands of TMs connecting at once,
+ * high water marks for large batches, and ROUTER_MAX_MSG(max_task) (no
+ * bound while max_task is 0: not known yet). NULL
+ * (err says why) on failure. */
+void *router_new(void *ctx, long long max_task, char *err, size_t errlen);
+/* A TM's largest message follows the job's max_task (for connections
+ * made from now on, as libzmq applies it). */
+void router_max_msg(void *sock, long long max_task);
+/* CURVE server with server_secret, and the ZAP handler (*zap, in ctx)
+ * that admits only client_public: what the JM and a relay both do, so a
+ * TM's key file works for both. -1 (err says why) on failure. */
+int router_curve(void *ctx, void *sock, const char *client_public,
+                 const char *server_secret, spits_zap_t **zap, char *err,
+                 size_t errlen);
+/* Sends one message to routing id rid: its first frame (more:
+ * ZMQ_SNDMORE, its parts follow), without waiting. 0, or -1 with errno
+ * (EHOSTUNREACH: the peer's connection is gone; EAGAIN: its pipe is
+ * full). */
+int router_send(void *sock, const void *rid, size_t ridlen, const void *buf,
+                size_t len, int more);
+/* Starts sock's monitor at inproc endpoint ep (disconnects and failed
+ * handshakes) and connects *mon to it. 0, or -1 with errno. */
+int router_monitor_open(void *ctx, void *sock, const char *ep, void **mon);
+/* Stops it (before sock closes, while its reader still exists). */
+void router_monitor_close(void *sock, void **mon);
+/* Reads what the monitor said: each disconnect starts a new generation
+ * of its fd in gen; a failed handshake is zap's to count (NULL: none).
+ * Returns how many connections closed. */
+size_t router_monitor_read(void *mon, conngen_t *gen, spits_zap_t *zap,
+                           int64_t now);
+/* The hop's TMs, for router_end: rid(arg, k) gives the routing id of
+ * entry k of n (NULL: no TM alive there); bye(arg, rid, ridlen) says whether a BYE from rid is one
+ * router_end still waits for (a TM of the n not heard saying it yet; it
+ * notes it), 0 for anyone else. */
+typedef struct {
+    size_t n;
+    const void *(*rid)(void *arg, size_t k, size_t *ridlen);
+    int (*bye)(void *arg, const void *rid, size_t ridlen);
+    void *arg;
+} router_peers_t;
+
+/* The job is over: END (of wire phase phase) to each TM, then, for
+ * wait_ms at most, until each has said BYE. A hop that closed at once
+ * could take its END with it: a TM's socket (ZMQ_IMMEDIATE) drops what
+ * it has not read when the connection ends, and END and the close
+ * arrive together over a long link. Anything else meanwhile, from a TM
+ * or a straggler, gets END again. */
+void router_end(void *sock, uint32_t phase, const router_peers_t *peers,
+                int64_t wait_ms);
+/* liveness_probe_fn over a conngen_t (arg): how long l's connection has
+ * been quiet, while its fd is still that connection. */
+int64_t router_probe(const liveness_t *l, void *gen);
+
+#endif

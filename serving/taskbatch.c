@@ -1,0 +1,62 @@
+/*
+ * taskbatch.c - a TASKS message, inline and as parts (see taskbatch.h).
+ */
+#include <string.h>
+
+#include "taskbatch.h"
+#include "zmqutil.h"
+
+long taskbatch_build(spits_batch_t *out, uint32_t phase, uint64_t part_min,
+                     size_t n, const taskbatch_src_t *src)
+{
+    long parts = 0;
+    taskbatch_item_t it;
+    spits_batch_begin(out, SPITS_MSG_TASKS, phase);
+    for (size_t k = 0; k < n; k++) {
+        src->item(src->arg, k, &it);
+        if (it.len >= part_min) {
+            if (spits_batch_add_part(out, it.id, 0, (uint32_t)it.len) != 0)
+                return -1;
+            parts++;
+            continue;
+        }
+        unsigned char *dst = spits_batch_add(out, it.id, 0, (uint32_t)it.len);
+        if (!dst)
+            return -1;
+        if (it.len)
+            memcpy(dst, it.data, it.len);
+    }
+    spits_batch_seal(out);
+    return parts;
+}
+
+void taskbatch_send_parts(void *sock, uint64_t part_min, size_t n, long parts,
+                          const taskbatch_src_t *src, taskbatch_sent_t *sent)
+{
+    taskbatch_item_t it;
+    sent->parts = sent->failed = 0;
+    sent->bytes = 0;
+    for (size_t k = 0; k < n && parts > 0; k++) {
+        src->item(src->arg, k, &it);
+        if (it.len < part_min)
+            continue;
+        zmq_msg_t m;
+        void *hint = src->hold(src->arg, k);
+        int made = zmq_msg_init_data(&m, (void *)it.data, it.len, src->part_free,
+                                     hint) == 0;
+        if (!made) {
+            src->part_free((void *)it.data, hint);   /* (libzmq did not take it) */
+            /* An empty part keeps the message whole; the socket must not
+             * be left inside a message. */
+            zmq_msg_init(&m);
+            sent->failed++;
+        }
+        int flags = ZMQ_DONTWAIT | (--parts ? ZMQ_SNDMORE : 0);
+        if (spits_zmq_msg_send_more(&m, sock, flags) < 0) {
+            zmq_msg_close(&m);
+            continue;
+        }
+        sent->parts += made;
+        sent->bytes += made ? it.len : 0;
+    }
+}

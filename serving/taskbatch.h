@@ -1,0 +1,61 @@
+/*
+ * taskbatch.h - a TASKS message to one TM: small tasks inline, large
+ * ones as parts.
+ *
+ * Part of serving/: the JM's dispatcher (serve.c) sends the copies the
+ * scheduler picked, a relay (taskmanager/relay.c) the copies it took
+ * from its pool; both build the message and send its parts here. A task
+ * of part_min bytes or more (spits_parts_min) goes as a part of its own
+ * (wire.h), straight from the caller's memory: no copy into the batch
+ * and none into ZeroMQ (zmq_msg_init_data). The caller says what its
+ * items are (taskbatch_src_t), sends the batch's frame itself (its own
+ * send accounts for its TM), then the parts with taskbatch_send_parts.
+ * ROUTER takes every frame after the first it took: a part that cannot
+ * be queued, to a connection being torn down, drops the whole message,
+ * as a disconnect would.
+ */
+#ifndef SPITS_SERVING_TASKBATCH_H
+#define SPITS_SERVING_TASKBATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zmq.h>
+
+#include "wire.h"
+
+typedef struct {
+    uint64_t id;
+    const void *data;
+    size_t len;
+} taskbatch_item_t;
+
+/* The caller's items, 0..n-1. */
+typedef struct {
+    /* item k's id and bytes */
+    void (*item)(void *arg, size_t k, taskbatch_item_t *it);
+    /* item k goes as a part: a reference to its bytes for the part (the
+     * hint part_free gets once libzmq is done with them) */
+    void *(*hold)(void *arg, size_t k);
+    zmq_free_fn *part_free;
+    void *arg;
+} taskbatch_src_t;
+
+/* What taskbatch_send_parts did. */
+typedef struct {
+    size_t parts;            /* parts queued */
+    uint64_t bytes;          /* ...and their bytes */
+    size_t failed;           /* parts that could not be made (no memory:
+                                an empty part went instead, and the TM
+                                drops the message as malformed) */
+} taskbatch_sent_t;
+
+/* Builds the TASKS message of n items of wire phase phase in out. The
+ * number of parts to send after it, or -1 when out of memory. */
+long taskbatch_build(spits_batch_t *out, uint32_t phase, uint64_t part_min,
+                     size_t n, const taskbatch_src_t *src);
+/* After the batch's frame went to sock with ZMQ_SNDMORE: its parts. */
+void taskbatch_send_parts(void *sock, uint64_t part_min, size_t n, long parts,
+                          const taskbatch_src_t *src, taskbatch_sent_t *sent);
+
+#endif
