@@ -33,100 +33,27 @@
 
 static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 
-/* --- sending ----------------------------------------------------------- */
-
-/* A message to routing id rid (router.h), its bytes counted. */
-static int send_frames(jm_disp_t *d, const void *rid, size_t ridlen,
-                       const void *buf, size_t len, int more)
-{
-    if (router_send(d->router, rid, ridlen, buf, len, more) != 0)
-        return -1;
-    d->st.bytes_out += len;
-    return 0;
-}
-
-static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len, int more)
-{
-    if (send_frames(d, t->rid, t->ridlen, buf, len, more) == 0) {
-        t->live.last_sent = d->now;
-        return 0;
-    }
-    if (errno == EHOSTUNREACH)
-        disp_lost(d, t, "disconnected");
-    else if (errno == EAGAIN)
-        t->stalled = 1;
-    return -1;
-}
-
-/* Sends to a known TM; a TM that is gone is declared lost. */
-int disp_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
-{
-    return send_tm(d, t, buf, len, 0);
-}
-
-int disp_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
-{
-    return send_tm(d, t, buf, len, ZMQ_SNDMORE);
-}
-
-void disp_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type)
-{
-    unsigned char hdr[SPITS_HDR_SIZE];
-    spits_wire_encode_empty(hdr, type, d->phase ? d->phase->st.id : 0);
-    send_frames(d, rid, ridlen, hdr, sizeof hdr, 0);
-}
-
-void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
-{
-    spits_buf_t buf = {0};
-    jm_phase_t *p = d->phase;
-    json_t *body = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o}",
-                             "job_id", d->jm->job_id,
-                             "module", d->jm->module_path,
-                             "module_hash", d->jm->module_hash,
-                             "heartbeat_ms", (json_int_t)d->liveness.hb_ms,
-                             "timeout_ms", (json_int_t)d->liveness.timeout_ms,
-                             "max_task_bytes", (json_int_t)d->jm->opt.max_task,
-                             "argv", p ? json_incref(p->argv_json) : json_null());
-    /* The outage it answers: the TM waits for the answer to its latest. */
-    if (body && type == SPITS_MSG_WELCOME)
-        json_object_set_new(body, "attach", json_integer(t->attach));
-    /* Its large results may come as parts (wire.h), as large tasks go:
-     * said with its own routing id, which a relay of an earlier release
-     * passing this WELCOME on does not give its TMs. */
-    if (body && type == SPITS_MSG_WELCOME && d->part_min != UINT64_MAX)
-        json_object_set_new(body, "result_parts",
-                            json_stringn((const char *)t->rid, t->ridlen));
-    if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
-        disp_send_tm(d, t, buf.data, buf.len);
-    else
-        spits_error("out of memory encoding a %s message",
-                    spits_wire_type_name(type));
-    json_decref(body);
-    spits_buf_free(&buf);
-}
-
-/* The scheduler lost a task: the phase cannot finish. */
-void disp_check_sched(jm_disp_t *d)
-{
-    if (jm_sched_broken(d->sched) && !atomic_load(&jm_abort))
-        jm_fatal("out of memory in the scheduler (a task could not be "
-                 "requeued); stopping the job");
-}
-
 /* --- receiving --------------------------------------------------------- */
 
-void disp_bad_message(jm_disp_t *d, const char *why)
+/* The TMs a send found gone (tmio.c) are declared lost: after each stage
+ * of the loop, and before any message is read, so a TM's next message
+ * finds it lost as it would have right after the failed send. */
+static void disp_reap(jm_disp_t *d)
 {
-    d->st.bad_messages++;
-    /* Logged at most every 10 s: a hostile peer must not flood the log. */
-    if (loglimit_every(&d->bad_logged_at, d->now, 10000))
-        spits_warn("dropped a malformed message (%s); %llu so far", why,
-                   (unsigned long long)d->st.bad_messages);
+    if (!d->gone)
+        return;
+    d->gone = 0;
+    /* (from the end: a TM declared lost leaves the live set) */
+    for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;) {
+        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
+        if (t->gone)
+            members_lost(d, t, "disconnected");
+    }
 }
 
 void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
 {
+    disp_reap(d);
     const unsigned char *rid = zmq_msg_data(ridmsg);
     size_t ridlen = zmq_msg_size(ridmsg);
     size_t len = zmq_msg_size(&rx->msg);
@@ -139,7 +66,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     if (spits_wire_parse(zmq_msg_data(&rx->msg), len, &h, &why) != 0) {
         if (zmq_msg_more(&rx->msg))
             spits_zmq_drop_frames(d->router);
-        disp_bad_message(d, why);
+        tmio_bad_message(d, why);
         goto out;
     }
     /* Only RESULTS may have parts (a message's frames are all here:
@@ -151,7 +78,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         goto out;
     }
     if (rc == -1) {
-        disp_bad_message(d, why);
+        tmio_bad_message(d, why);
         if (h.type != SPITS_MSG_RESULTS)
             goto out;
         unrun = 1;   /* its records still answer their copies, unrun */
@@ -164,29 +91,29 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     }
     switch (h.type) {
     case SPITS_MSG_HELLO:
-        disp_on_hello(d, t, rid, ridlen, &rx->msg);
+        members_on_hello(d, t, rid, ridlen, &rx->msg);
         break;
     case SPITS_MSG_RESULTS:
         /* Results from a TM we lost still count: work is never thrown
          * away while its task is unfinished. */
         if (t && t->settle_until && (t->settle_records -= (int64_t)h.count) <= 0)
             t->settle_until = 0;
-        disp_on_results(d, t, &h, rx, unrun);
+        serve_on_results(d, t, &h, rx, unrun);
         /* (its cancels may have lost another TM, and the table may have
          * evicted t's dead entry for it: look again) */
         t = jm_tmtab_find(d->tms, rid, ridlen);
         if (!t || !t->alive)
-            disp_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
+            tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
     case SPITS_MSG_HEARTBEAT:
         if (!t || !t->alive)
-            disp_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
+            tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
     case SPITS_MSG_STATUS:
         on_status(d, rid, ridlen);
         break;
     case SPITS_MSG_STATS:
-        disp_on_stats(d, t, &rx->msg);
+        members_on_stats(d, t, &rx->msg);
         break;
     case SPITS_MSG_DRAIN:
         /* Leaving soon: it hands back its queued tasks and finishes the
@@ -199,17 +126,17 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         break;
     case SPITS_MSG_BYE:
         if (t)
-            disp_on_bye(d, t, &rx->msg);
+            members_on_bye(d, t, &rx->msg);
         break;
     default:
-        disp_bad_message(d, "a JM-to-TM message sent to the JM");
+        tmio_bad_message(d, "a JM-to-TM message sent to the JM");
     }
     /* (looked up again: HELLO adds it, and a handler that lost another
      * TM may have evicted its entry) */
     if ((t = jm_tmtab_find(d->tms, rid, ridlen))) {
         liveness_conn(&t->live, fd, conngen_of(d->conngen, fd));
         if (t->alive)
-            disp_serve_due(d, t);
+            serve_due(d, t);
     }
 out:
     jm_rx_release(rx, 1);       /* the dispatcher's own reference */
@@ -229,7 +156,7 @@ static void disp_recv(jm_disp_t *d)
         }
         if (!zmq_msg_more(&rid)) {
             zmq_msg_close(&rid);
-            disp_bad_message(d, "no body");
+            tmio_bad_message(d, "no body");
             continue;
         }
         jm_rx_t *rx = jm_rx_new();
@@ -241,7 +168,7 @@ static void disp_recv(jm_disp_t *d)
             return;
         }
         if (zmq_msg_recv(&rx->msg, d->router, ZMQ_DONTWAIT) < 0) {
-            disp_bad_message(d, "no body");
+            tmio_bad_message(d, "no body");
         } else {
             disp_on_message(d, &rid, rx);
             rx = NULL;
@@ -338,7 +265,7 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
         d->status_at = d->now;
     }
     if (d->status.len)
-        send_frames(d, rid, ridlen, d->status.data, d->status.len, 0);
+        tmio_send_to(d, rid, ridlen, d->status.data, d->status.len, 0);
 }
 
 static void disp_tick(jm_disp_t *d)
@@ -357,10 +284,10 @@ static void disp_tick(jm_disp_t *d)
             char why[64];
             snprintf(why, sizeof why, "silent for %.1f s",
                      (d->now - t->live.last_heard) / 1000.0);
-            disp_lost(d, t, why);
+            members_lost(d, t, why);
         } else if (v == LIVENESS_HEARTBEAT) {
             /* With ROUTER_MANDATORY a vanished peer fails the send. */
-            disp_send_tm(d, t, hb, sizeof hb);
+            tmio_send_tm(d, t, hb, sizeof hb);
         }
     }
 }
@@ -458,7 +385,7 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     d->gen_done = 0;
     d->pub_low = d->pub_freed = d->pub_taken = d->pub_window = 0;
     for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;)
-        disp_send_phase(d, jm_tmtab_live_at(d->tms, i), SPITS_MSG_PHASE);
+        tmio_send_phase(d, jm_tmtab_live_at(d->tms, i), SPITS_MSG_PHASE);
 }
 
 void disp_phase_end(jm_disp_t *d)
@@ -576,6 +503,7 @@ static void *disp_main(void *arg)
             spits_wake_drain(d->wake_fd);
         if (atomic_load(&d->ctl_pending) && disp_control(d))
             break;
+        disp_reap(d);
         if ((jm_signal || atomic_load(&jm_abort)) && !d->stopping)
             disp_stop_phase(d);
         if (items[2].revents & ZMQ_POLLIN)
@@ -600,9 +528,11 @@ static void *disp_main(void *arg)
                 jm_progress_tick(&d->progress, &d->live, d->now);
             disp_hint_no_tm(d);
             d->next_tick = d->now + DISP_TICK_MS;
+            disp_reap(d);
         }
-        disp_serve(d);
-        disp_publish_window(d);
+        serve_tms(d);
+        disp_reap(d);
+        serve_publish_window(d);
     }
     disp_log_flush(d, 1);
     disp_end(d);
@@ -682,7 +612,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->sched = jm_sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st);
     jm_backlog_reset(&d->backlog, jm_backlog_released());
     if (d->sched) {
-        jm_sched_set_early(d->sched, disp_take_early_result, d);
+        jm_sched_set_early(d->sched, serve_take_early_result, d);
         jm_sched_set_pool(d->sched, jm->taskpool);
     }
     d->wake_fd = spits_wake_open();

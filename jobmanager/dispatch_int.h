@@ -33,6 +33,7 @@
 #include "phase.h"
 #include "scheduler.h"
 #include "status.h"
+#include "stop.h"
 #include "timeline.h"
 #include "tmtable.h"
 #include "zap.h"
@@ -91,6 +92,7 @@ struct jm_disp {
     uint64_t gone_at_trim;           /* ...nor before TMs left since */
     int64_t bad_logged_at;
     int stopping;                    /* a signal stopped the job */
+    int gone;                        /* a TM was marked gone (tmio.c) */
     int64_t started_ms;              /* when the loop started */
     int no_tm_said;                  /* "start a TM with ..." was said */
     jm_adopt_t *adopt;               /* a resumed phase's early results */
@@ -112,18 +114,37 @@ struct jm_disp {
     loglimit_t log_joined, log_reattached, log_lost, log_left, log_draining;
 };
 
-/* dispatch.c: sending (a TM gone for good is declared lost) */
-int disp_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
+/* The files of the dispatcher, top to bottom (each calls only those
+ * below it; tools/layers checks):
+ *   dispatch.c  the loop
+ *   serve.c, members.c
+ *   tmio.c      sending, and the count of malformed messages */
+
+/* Stops the job if the scheduler lost a task to a failed allocation. */
+static inline void disp_check_sched(jm_disp_t *d)
+{
+    if (jm_sched_broken(d->sched) && !atomic_load(&jm_abort))
+        jm_fatal("out of memory in the scheduler (a task could not be "
+                 "requeued); stopping the job");
+}
+
+/* tmio.c: a message to routing id rid (more: ZMQ_SNDMORE), its bytes
+ * counted; 0 or -1 with errno. */
+int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
+                 const void *buf, size_t len, int more);
+/* To a known TM; one whose connection is gone is marked gone (t->gone,
+ * d->gone) for the loop to declare lost (dispatch.c disp_reap). */
+int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 /* The same, for the first frame of a message whose parts the caller sends
  * next (ZMQ_SNDMORE); once it is taken, the parts are too (ROUTER). */
-int disp_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
-void disp_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type);
+int tmio_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
+void tmio_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type);
 /* WELCOME or PHASE: the job and its current phase */
-void disp_send_phase(jm_disp_t *d, jm_tm_t *t, int type);
+void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type);
 /* A malformed message: counted, logged now and then */
-void disp_bad_message(jm_disp_t *d, const char *why);
-/* Stops the job if the scheduler lost a task to a failed allocation */
-void disp_check_sched(jm_disp_t *d);
+void tmio_bad_message(jm_disp_t *d, const char *why);
+
+/* dispatch.c */
 /* One message from a peer (rx: its body, whose reference this takes) */
 void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx);
 /* A phase starts or ends on the dispatcher thread (the main thread asks
@@ -132,19 +153,19 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p);
 void disp_phase_end(jm_disp_t *d);
 
 /* serve.c */
-void disp_serve(jm_disp_t *d);
-void disp_serve_due(jm_disp_t *d, jm_tm_t *t);
-void disp_publish_window(jm_disp_t *d);
-void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx,
-                     int unrun);
+void serve_tms(jm_disp_t *d);
+void serve_due(jm_disp_t *d, jm_tm_t *t);
+void serve_publish_window(jm_disp_t *d);
+void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx,
+                      int unrun);
 /* The scheduler's early-result hook (jm_sched_set_early); arg is d */
-int disp_take_early_result(void *arg, const jm_task_t *task);
+int serve_take_early_result(void *arg, const jm_task_t *task);
 
 /* members.c */
-void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
-                   size_t ridlen, zmq_msg_t *body);
-void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body);
-void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
-void disp_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg);
+void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
+                      size_t ridlen, zmq_msg_t *body);
+void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body);
+void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
+void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg);
 
 #endif

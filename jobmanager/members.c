@@ -29,6 +29,7 @@
 static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 {
     d->serve_all = 1;   /* (its copies are requeued for the others) */
+    t->gone = 0;
     d->alive_workers -= t->workers;
     d->alive--;
     jm_timeline_event(&d->timeline, why, t);
@@ -37,7 +38,7 @@ static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
     return n;
 }
 
-void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
+void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 {
     char crashed[320];
     if (!t->alive)
@@ -57,7 +58,7 @@ void disp_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 
 /* BYE: it left on purpose (drained, done, or refusing the job, which its
  * BYE then says), so it is not lost. */
-void disp_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
+void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
 {
     const char *why = NULL, *refused = NULL;
     char safe[512];
@@ -123,7 +124,7 @@ static void hello_again(jm_disp_t *d, jm_tm_t *t, long attach, long held,
     /* (Else the copy's held and pending predate the tasks sent since.) */
     if (attach > t->attach)
         t->attach = attach;
-    disp_send_phase(d, t, SPITS_MSG_WELCOME);
+    tmio_send_phase(d, t, SPITS_MSG_WELCOME);
 }
 
 /* A join (its first HELLO) or a re-attach (a later one, or the first
@@ -171,7 +172,7 @@ static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
  * {endpoint}, and its workers and slots may start at 0 and change with
  * its STATS). An older TM sends no attach, and each of its HELLOs to a
  * live entry is taken as a new outage, as it was. */
-void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
+void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                      size_t ridlen, zmq_msg_t *body)
 {
     const char *why = NULL;
@@ -179,14 +180,14 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
 
     if (!j || spits_hello_parse(j, &h, &why) != 0) {
-        disp_bad_message(d, why);
+        tmio_bad_message(d, why);
         json_decref(j);
         return;
     }
     /* A relay says where its TMs connect. */
     const char *relay_ep = json_string_value(json_object_get(h.relay, "endpoint"));
     if (h.relay && !relay_ep) {
-        disp_bad_message(d, "HELLO with a relay without an endpoint");
+        tmio_bad_message(d, "HELLO with a relay without an endpoint");
         json_decref(j);
         return;
     }
@@ -203,7 +204,7 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     if (!t) {
         t = hello_entry(d, rid, ridlen, &first);
         if (!t) {
-            disp_bad_message(d, "bad routing id");
+            tmio_bad_message(d, "bad routing id");
             json_decref(j);
             return;
         }
@@ -214,10 +215,10 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         hello_again(d, t, attach, held, pending);
         return;
     } else if (t->alive) {
-        disp_lost(d, t, "reconnected");
+        members_lost(d, t, "reconnected");
     }
     if (jm_tmtab_set_alive(d->tms, t, 1) != 0) {
-        disp_bad_message(d, "out of memory adding a TM");
+        tmio_bad_message(d, "out of memory adding a TM");
         json_decref(j);
         return;
     }
@@ -246,7 +247,7 @@ void disp_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     jm_timeline_event(&d->timeline, JM_TL_JOIN, t);
     json_decref(j);
     count_hello(d, t, first);
-    disp_send_phase(d, t, SPITS_MSG_WELCOME);
+    tmio_send_phase(d, t, SPITS_MSG_WELCOME);
 }
 
 /* One TM of a relay's "behind" list, checked, as report.json and STATUS
@@ -342,16 +343,16 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
  * losses (>= 0), tms: [{host, pid (0..2^40), workers (0..2^20), runs
  * (>= 0), relay (optional bool)}...]}. Anything out of range: the whole
  * message is dropped. */
-void disp_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
+void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
 {
     const char *why = NULL;
     json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
     json_t *behind = NULL;
     spits_stats_t st;
     if (!j || spits_stats_parse(j, &st, &why) != 0) {
-        disp_bad_message(d, why);
+        tmio_bad_message(d, why);
     } else if (behind_parse(json_object_get(j, "behind"), &behind) != 0) {
-        disp_bad_message(d, "STATS with a bad behind list");
+        tmio_bad_message(d, "STATS with a bad behind list");
     } else if (t) {
         t->busy_s = st.busy_s;
         t->runs = (uint64_t)st.runs;

@@ -5,7 +5,7 @@
  * A TM with room (credit: its slots minus the copies it holds) gets the
  * copies the scheduler picks (scheduler.c), in one TASKS batch, when it
  * is looked at: the TMs heard from since the last serve, or all of them
- * when anything else may have given one room (disp_serve); a task of
+ * when anything else may have given one room (serve_tms); a task of
  * SPITS_PART_MIN bytes or more goes as a part of that message (wire.h),
  * straight from the task's memory: no copy into the batch, and none
  * into ZeroMQ (zmq_msg_init_data; the part holds a reference, jm.h).
@@ -20,7 +20,7 @@
  * received message, in chunks of a fixed size, so no count a peer claims
  * sizes an allocation. Copies of a committed task still out are
  * cancelled. The generator learns how far the window moved
- * (disp_publish_window). All of it runs on the dispatcher thread.
+ * (serve_publish_window). All of it runs on the dispatcher thread.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -64,7 +64,7 @@ static void cancel_flush(jm_disp_t *d)
         ncancel = keep;
         spits_batch_seal(&d->out);
         jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)slot);
-        if (n && t && t->alive && disp_send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
+        if (n && t && t->alive && tmio_send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
             d->st.cancelled += n;
     }
 }
@@ -81,7 +81,7 @@ static uint64_t disp_window(const jm_disp_t *d)
 }
 
 /* Tells the generator how far the window has moved, and how wide it is. */
-void disp_publish_window(jm_disp_t *d)
+void serve_publish_window(jm_disp_t *d)
 {
     if (!d->phase)
         return;
@@ -131,7 +131,7 @@ static void refill_fresh(jm_disp_t *d)
 /* The scheduler's early-result hook: a fresh task whose result a
  * re-attached TM already sent (after --resume) is committed from that
  * result instead of being sent. */
-int disp_take_early_result(void *arg, const jm_task_t *task)
+int serve_take_early_result(void *arg, const jm_task_t *task)
 {
     jm_disp_t *d = arg;
     jm_commit_t c;
@@ -217,7 +217,7 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
         jm_fatal("out of memory building a batch of %zu task(s); "
                  "stopping the job", n);
         jm_sched_unsent(d->sched, n);
-    } else if ((parts ? disp_send_tm_more : disp_send_tm)(d, t, d->out.buf.data,
+    } else if ((parts ? tmio_send_tm_more : tmio_send_tm)(d, t, d->out.buf.data,
                                                           d->out.buf.len) == 0) {
         taskbatch_send_parts(d->router, d->part_min, n, parts, &src, &sent);
         d->st.bytes_out += sent.bytes;
@@ -240,7 +240,7 @@ static int serve_wants(const jm_disp_t *d, const jm_tm_t *t)
 
 /* t spoke: the next serve looks at it (its credit, stall or settling may
  * have changed). */
-void disp_serve_due(jm_disp_t *d, jm_tm_t *t)
+void serve_due(jm_disp_t *d, jm_tm_t *t)
 {
     if (t->serve_due || d->serve_all)
         return;
@@ -282,7 +282,7 @@ static void serve_all(jm_disp_t *d)
  * as before.) Walking every TM on every turn costs the JM a share of its
  * CPU that grows with the TMs (docs/performance.md). A slot in the list whose TM left is skipped; one
  * reused by a new TM serves that one, which is harmless. */
-void disp_serve(jm_disp_t *d)
+void serve_tms(jm_disp_t *d)
 {
     if (d->phase && d->starved && !d->serve_all) {
         if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
@@ -468,7 +468,7 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
  * so it lives until the last of them is (jm_rx_release). With unrun (its
  * parts did not match its records), every record is taken as a copy
  * handed back unrun: it then runs again, and nothing is lost. */
-void disp_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
+void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
                        jm_rx_t *rx, int unrun)
 {
     spits_reader_t r;

@@ -35,6 +35,8 @@ struct jm_tm {
     int slot;                /* reused once the entry is evicted */
     int alive;               /* set by jm_tmtab_set_alive only */
     int stalled;             /* its pipe was full: wait until it speaks */
+    int gone;                /* a send found its connection gone: lost at
+                                the end of the turn (tmio.c, dispatch.c) */
     int draining;            /* said DRAIN: it gets no more tasks */
     int ended;               /* said BYE after the job's END (dispatch.c) */
     int lost;                /* declared lost and not back (members.c) */

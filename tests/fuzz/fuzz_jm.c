@@ -236,14 +236,14 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
             i += 3;
             break;
         case 3:
-            disp_serve(d);
+            serve_tms(d);
             break;
         default: {
             if (len - i < 1)
                 goto done;
             jm_tm_t *m = jm_tmtab_find(d->tms, t->rid, strlen(t->rid));
             if (m)
-                disp_lost(d, m, "fuzz");
+                members_lost(d, m, "fuzz");
             i += 1;
         }
         }

@@ -1,0 +1,102 @@
+/*
+ * tmio.c - what the dispatcher's files write to the TMs, and the count of
+ * what they could not read from them.
+ *
+ * serve.c, members.c and dispatch.c send through here, so a message's
+ * bytes are counted in one place and a TM whose connection is gone
+ * (EHOSTUNREACH: ROUTER_MANDATORY) is handled one way: it is marked
+ * gone, and the loop (dispatch.c disp_reap) has members.c declare it
+ * lost once the turn's work is done. Sending never calls up into the
+ * files that send: this file is below all three.
+ *
+ * The dispatcher thread's, as all of dispatch_int.h.
+ */
+#include <errno.h>
+
+#include "dispatch_int.h"
+#include "log.h"
+#include "router.h"
+
+/* A message to routing id rid (router.h), its bytes counted. */
+int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
+                 const void *buf, size_t len, int more)
+{
+    if (router_send(d->router, rid, ridlen, buf, len, more) != 0)
+        return -1;
+    d->st.bytes_out += len;
+    return 0;
+}
+
+static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len, int more)
+{
+    if (tmio_send_to(d, t->rid, t->ridlen, buf, len, more) == 0) {
+        t->live.last_sent = d->now;
+        return 0;
+    }
+    if (errno == EHOSTUNREACH) {
+        /* (members.c declares it lost at the end of the turn: the
+         * dispatcher's loop, dispatch.c, reaps what went) */
+        t->gone = 1;
+        d->gone = 1;
+    } else if (errno == EAGAIN)
+        t->stalled = 1;
+    return -1;
+}
+
+/* Sends to a known TM; a TM that is gone is marked for the reaping. */
+int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
+{
+    return send_tm(d, t, buf, len, 0);
+}
+
+int tmio_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
+{
+    return send_tm(d, t, buf, len, ZMQ_SNDMORE);
+}
+
+void tmio_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type)
+{
+    unsigned char hdr[SPITS_HDR_SIZE];
+    spits_wire_encode_empty(hdr, type, d->phase ? d->phase->st.id : 0);
+    tmio_send_to(d, rid, ridlen, hdr, sizeof hdr, 0);
+}
+
+void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
+{
+    spits_buf_t buf = {0};
+    jm_phase_t *p = d->phase;
+    json_t *body = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o}",
+                             "job_id", d->jm->job_id,
+                             "module", d->jm->module_path,
+                             "module_hash", d->jm->module_hash,
+                             "heartbeat_ms", (json_int_t)d->liveness.hb_ms,
+                             "timeout_ms", (json_int_t)d->liveness.timeout_ms,
+                             "max_task_bytes", (json_int_t)d->jm->opt.max_task,
+                             "argv", p ? json_incref(p->argv_json) : json_null());
+    /* The outage it answers: the TM waits for the answer to its latest. */
+    if (body && type == SPITS_MSG_WELCOME)
+        json_object_set_new(body, "attach", json_integer(t->attach));
+    /* Its large results may come as parts (wire.h), as large tasks go:
+     * said with its own routing id, which a relay of an earlier release
+     * passing this WELCOME on does not give its TMs. */
+    if (body && type == SPITS_MSG_WELCOME && d->part_min != UINT64_MAX)
+        json_object_set_new(body, "result_parts",
+                            json_stringn((const char *)t->rid, t->ridlen));
+    if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
+        tmio_send_tm(d, t, buf.data, buf.len);
+    else
+        spits_error("out of memory encoding a %s message",
+                    spits_wire_type_name(type));
+    json_decref(body);
+    spits_buf_free(&buf);
+}
+
+/* A malformed message from a peer: counted, said now and then. */
+void tmio_bad_message(jm_disp_t *d, const char *why)
+{
+    d->st.bad_messages++;
+    /* Logged at most every 10 s: a hostile peer must not flood the log. */
+    if (loglimit_every(&d->bad_logged_at, d->now, 10000))
+        spits_warn("dropped a malformed message (%s); %llu so far", why,
+                   (unsigned long long)d->st.bad_messages);
+}
