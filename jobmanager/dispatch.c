@@ -382,6 +382,9 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
         d->phase = NULL;
         return;
     }
+    /* Only a resumed phase has early results to adopt: asked of every
+     * fresh task then, of none otherwise. */
+    jm_sched_set_early(d->sched, d->adopt ? serve_take_early_result : NULL, d);
     d->gen_done = 0;
     d->pub_low = d->pub_freed = d->pub_taken = d->pub_window = 0;
     for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;)
@@ -611,10 +614,8 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->cbuf = malloc(DISP_COMMIT_CHUNK * sizeof *d->cbuf);
     d->sched = jm_sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st);
     jm_backlog_reset(&d->backlog, jm_backlog_released());
-    if (d->sched) {
-        jm_sched_set_early(d->sched, serve_take_early_result, d);
+    if (d->sched)
         jm_sched_set_pool(d->sched, jm->taskpool);
-    }
     d->wake_fd = spits_wake_open();
     d->zctx = zmq_ctx_new();
     d->conngen = conngen_new();
