@@ -16,7 +16,8 @@ ticks and each of its threads'. model reads DIR/specs (one JSON object a
 line: a calibration job or a row, written by cluster-shape.sh) and each
 job's traces:
   JOB/report.json       the JM's report
-  JOB.t0, JOB.TAG.t0    the epoch time the JM (the process TAG) started
+  JOB/jm.json           the JM's start (started_unix), its clock's zero
+  JOB.TAG.t0            the epoch time process TAG was started
   JOB.jm.times, JOB.TAG.times   bash's times after the process: its CPU
   JOB.samp              samples of every process of the job (sample)
   JOB.TAG.log           a TM's, relay's or harness's log
@@ -127,7 +128,8 @@ class Job:
         self.base = os.path.join(base, name)
         self.name = name
         self.report = json.load(open(self.base + "/report.json"))
-        self.t0 = float(open(self.base + ".t0").read())
+        # the JM's clock: report.json's times are from its start
+        self.t0 = json.load(open(self.base + "/jm.json"))["started_unix"]
 
     def tags(self, prefix):
         return sorted(os.path.basename(f)[len(self.name) + 1:-6]
@@ -203,84 +205,87 @@ class Job:
         return joins, min(starts), max(lasts)
 
 
-def bound(free, costs, serial):
-    """Units a second: free cores over the CPU a unit costs in all, and
-    each process's serial part: (CPU per unit, share of its busiest
-    thread, processes sharing the units) for each; share 1 is a process
-    with one core (pinned)."""
+def bound(free, costs, procs):
+    """Units a second: the free cores over the CPU a unit costs in all,
+    and for each kind of process (CPU per unit, its busiest thread's share
+    of its CPU, how many share the units) its serial part: the busiest
+    thread has one core at most."""
     total = sum(costs)
     r = free / total if total > 0 else float("inf")
-    for c, share, procs in serial:
+    for c, share, count in procs:
         if c > 0:
-            r = min(r, procs / (c * share))
+            r = min(r, count / (c * share))
     return r
 
 
 def window_cost(j, tags, a, b):
-    """{tag: CPU seconds of process TAG from epoch a to b}"""
-    return {t: j.cpu_at(t, b) - j.cpu_at(t, a) for t in tags}
+    """{tag: CPU seconds of process TAG from epoch a to b}, and for each
+    "p_TAG": the cores it kept busy then (its CPU over the time)."""
+    c = {t: j.cpu_at(t, b) - j.cpu_at(t, a) for t in tags}
+    c.update({"p_" + t: c[t] / max(1e-9, b - a) for t in tags})
+    return c
 
 
-def calibrate(base, specs):
-    """The costs, each from a window of its job in which only that work
-    ran: tasks from the first join (the TM's, for a relay) to the last
-    commit; joins from the first harness's start to the last join."""
-    cal = {}
-    for s in specs:
-        if "cal" not in s:
-            continue
-        j = Job(base, s["job"])
-        kind = s["cal"]
-        end = j.t0 + j.end()
-        if kind == "empty":
-            a = j.t0 + min(j.joins())
-            n = s["n"] - j.committed_at(a - j.t0)
-            c = window_cost(j, ("jm", "tm"), a, end)
-            cal["empty_" + s["sec"]] = {
-                "jm": c["jm"] / n, "tm": c["tm"] / n,
-                "share_jm": j.share("jm"), "share_tm": j.share("tm"),
-                # from the TM's start to its join
-                "latency": a - float(open(j.base + ".tm.t0").read())}
-        elif kind == "relay":
-            a = float(open(j.base + ".tm.t0").read()) + cal["empty_curve"]["latency"]
-            n = s["n"] - j.committed_at(a - j.t0)
-            c = window_cost(j, ("jm", "rel", "tm"), a, end)
-            cal["relay"] = {"jm": c["jm"] / n, "tm": c["tm"] / n, "rel": c["rel"] / n,
-                            "share_rel": j.share("rel")}
-        elif kind == "joins":
-            joins, first, last = j.harness()
-            jm0, jm1, jm2 = (j.cpu_at("jm", t) for t in (first, last, end))
-            h0, h1, h2 = (j.cpu_at("sim0", t) for t in (first, last, end))
-            after = s["n"] - j.committed_at(last - j.t0)
-            cal["joins"] = {
-                "jm": (jm1 - jm0) / joins, "h": (h1 - h0) / joins,
-                "share_jm": j.share("jm"), "share_h": j.share("sim0"),
-                # a task among many connections: from the last join to
-                # the last commit
-                "task_jm": (jm2 - jm1) / max(1, after), "task_h": (h2 - h1) / max(1, after),
-                # the time to the first join is not the joins' CPU
-                "latency": j.harness_first_join() - first}
-        elif kind == "bytes":
-            e = cal["empty_" + s["sec"]]
-            a = j.t0 + min(j.joins())
-            n = s["n"] - j.committed_at(a - j.t0)
-            c = window_cost(j, ("jm", "tm"), a, end)
-            b = n * s["size"]
-            cal["bytes_" + s["sec"]] = {
-                "jm": (c["jm"] - n * e["jm"]) / b, "tm": (c["tm"] - n * e["tm"]) / b,
-                "share_jm": j.share("jm"), "share_tm": j.share("tm")}
-    return cal
+def calibrate(cal, j, s):
+    """Adds the costs of calibration job J (spec S) to CAL, each from a
+    window of the job in which only that work ran: tasks from the first
+    join (the TM's, through a relay) to the last commit; joins from the
+    first harness's start to the last join."""
+    kind = s["cal"]
+    end = j.t0 + j.end()
+    if kind == "empty":
+        a = j.t0 + min(j.joins())
+        n = s["n"] - j.committed_at(a - j.t0)
+        c = window_cost(j, ("jm", "tm"), a, end)
+        cal["empty_" + s["sec"]] = {
+            "jm": c["jm"] / n, "tm": c["tm"] / n, "p_jm": c["p_jm"], "p_tm": c["p_tm"],
+            "share_jm": j.share("jm"), "share_tm": j.share("tm"),
+            # from the TM's start to its join
+            "latency": a - float(open(j.base + ".tm.t0").read())}
+    elif kind == "relay":
+        a = float(open(j.base + ".tm.t0").read()) + cal["empty_curve"]["latency"]
+        n = s["n"] - j.committed_at(a - j.t0)
+        c = window_cost(j, ("jm", "rel", "tm"), a, end)
+        cal["relay"] = {"jm": c["jm"] / n, "tm": c["tm"] / n, "rel": c["rel"] / n,
+                        "p_jm": c["p_jm"], "p_tm": c["p_tm"], "p_rel": c["p_rel"],
+                        "share_jm": j.share("jm"), "share_tm": j.share("tm"),
+                        "share_rel": j.share("rel")}
+    elif kind == "joins":
+        joins, first, last = j.harness()
+        c = window_cost(j, ("jm", "sim0"), first, last)
+        cal["joins"] = {
+            "jm": c["jm"] / joins, "h": c["sim0"] / joins, "p_jm": c["p_jm"], "p_h": c["p_sim0"],
+            "share_jm": j.share("jm"), "share_h": j.share("sim0"),
+            # the time to the first join is not the joins' CPU
+            "latency": j.harness_first_join() - first}
+    elif kind == "tasks":
+        # a task among many connections: the job's CPU less its joins'
+        joins, first, _ = j.harness()
+        c = window_cost(j, ("jm", "sim0"), first, end)
+        jn = cal["joins"]
+        cal["joins"].update({"task_jm": (c["jm"] - joins * jn["jm"]) / s["n"],
+                             "task_h": (c["sim0"] - joins * jn["h"]) / s["n"],
+                             "task_p_jm": c["p_jm"], "task_p_h": c["p_sim0"]})
+    elif kind == "bytes":
+        a = j.t0 + min(j.joins())
+        n = s["n"] - j.committed_at(a - j.t0)
+        c = window_cost(j, ("jm", "tm"), a, end)
+        cal["bytes_%s_%d" % (s["sec"], s["size"])] = {
+            "jm": c["jm"] / n, "tm": c["tm"] / n, "size": s["size"],
+            "p_jm": c["p_jm"], "p_tm": c["p_tm"],
+            "share_jm": j.share("jm"), "share_tm": j.share("tm")}
 
 
 def rows_of(base, specs, cal, cores):
-    """[(row, case, measured, unit, predicted or None, note)]"""
+    """[(row, case, measured, unit, predicted or None, note)], each row
+    predicted from the calibration jobs run before it (into CAL)."""
     out = []
-    e = cal["empty_curve"]
-    jn = cal["joins"]
     for s in specs:
-        if "row" not in s:
-            continue
         j = Job(base, s["job"])
+        if "cal" in s:
+            calibrate(cal, j, s)
+            continue
+        e, jn = cal.get("empty_curve"), cal.get("joins")
         kind = s["row"]
         end = j.t0 + j.end()
         fr = lambda free: "%.2f of %d cores free" % (free, cores)
@@ -314,7 +319,7 @@ def rows_of(base, specs, cal, cores):
             if nrel:
                 r = cal["relay"]
                 costs = [r["jm"], r["rel"], jn["task_h"]]
-                serial = [(r["jm"], e["share_jm"], 1), (r["rel"], r["share_rel"], nrel),
+                serial = [(r["jm"], r["share_jm"], 1), (r["rel"], r["share_rel"], nrel),
                           (jn["task_h"], jn["share_h"], p)]
                 what = "%d TMs via %d relays" % (s["k"], nrel)
             else:
@@ -337,15 +342,14 @@ def rows_of(base, specs, cal, cores):
             free = j.free_cores(cores, t_tm, end)
             if s["via"] == "direct":
                 c = [e["jm"], e["tm"]]
-                shares = [e["share_jm"], e["share_tm"]]
+                ps = [e["share_jm"], e["share_tm"]]
             else:
                 r = cal["relay"]
                 c = [r["jm"], r["rel"], r["tm"]]
-                shares = [e["share_jm"], r["share_rel"], e["share_tm"]]
-            if pinned:
-                b = bound(float(len(c)), c, [(x, 1.0, 1) for x in c])
-            else:
-                b = bound(free, c, [(x, sh, 1) for x, sh in zip(c, shares)])
+                ps = [r["share_jm"], r["share_rel"], r["share_tm"]]
+            # (pinned: a core each, the whole process bound to it)
+            b = bound(float(len(c)) if pinned else free, c,
+                      [(x, 1.0 if pinned else sh, 1) for x, sh in zip(c, ps)])
             pred = s["n"] / (e["latency"] + s["n"] / b)
             out.append(("relaycost", "1 TM (2 workers), %s%s" % (s["via"], ", pinned" if pinned else ""),
                         rate, "tasks/s", pred,
@@ -354,8 +358,8 @@ def rows_of(base, specs, cal, cores):
             first = min(j.joins())
             mbs = s["n"] * s["size"] / max(1e-9, j.end() - first) / 1e6
             free = j.free_cores(cores, j.t0 + first, end)
-            ec, b = cal["empty_" + s["sec"]], cal["bytes_" + s["sec"]]
-            cj, ct = ec["jm"] + s["size"] * b["jm"], ec["tm"] + s["size"] * b["tm"]
+            b = cal["bytes_%s_%d" % (s["sec"], s["size"])]
+            cj, ct = b["jm"], b["tm"]
             pred = bound(free, [cj, ct], [(cj, b["share_jm"], 1), (ct, b["share_tm"], 1)]) * s["size"] / 1e6
             ceil = s["ceiling"]
             out.append(("bandwidth", "tasks of %s, %s" % (size_name(s["size"]), s["sec"]), mbs, "MB/s", pred,
@@ -374,22 +378,22 @@ def size_name(n):
 
 def model(base, cores, quick, check, out):
     specs = [json.loads(l) for l in open(os.path.join(base, "specs"))]
-    cal = calibrate(base, specs)
+    cal = {}
+    rows = rows_of(base, specs, cal, cores)
     e, r, jn = cal["empty_curve"], cal["relay"], cal["joins"]
     us = lambda x: "%.3f us" % (x * 1e6)
-    print("calibration (CPU per unit; the busiest thread's share of each process):")
-    print("  empty task, CURVE:  JM %s (%.2f), TM %s (%.2f); insecure: JM %s, TM %s"
-          % (us(e["jm"]), e["share_jm"], us(e["tm"]), e["share_tm"],
-             us(cal["empty_insecure"]["jm"]), us(cal["empty_insecure"]["tm"])))
-    print("  through a relay:    JM %s, relay %s (%.2f), TM %s"
+    print("calibration (CPU per unit, the last measured of each; the busiest thread's share of each process):")
+    print("  empty task, CURVE: JM %s (%.2f), TM %s (%.2f)"
+          % (us(e["jm"]), e["share_jm"], us(e["tm"]), e["share_tm"]))
+    print("  through a relay:   JM %s, relay %s (%.2f), TM %s"
           % (us(r["jm"]), us(r["rel"]), r["share_rel"], us(r["tm"])))
-    print("  join, CURVE:        JM %s (%.2f), harness %s (%.2f); a task among them: JM %s, harness %s"
+    print("  join, CURVE:       JM %s (%.2f), harness %s (%.2f); a task among many: JM %s, harness %s"
           % (us(jn["jm"]), jn["share_jm"], us(jn["h"]), jn["share_h"], us(jn["task_jm"]), us(jn["task_h"])))
-    for sec in ("curve", "insecure"):
-        b = cal["bytes_" + sec]
-        print("  byte, %-9s     JM %.3f ns (%.2f), TM %.3f ns (%.2f)"
-              % (sec + ":", b["jm"] * 1e9, b["share_jm"], b["tm"] * 1e9, b["share_tm"]))
-    rows = rows_of(base, specs, cal, cores)
+    for k, b in sorted(cal.items(), key=lambda kv: (kv[0].split("_")[1:2], kv[1].get("size", 0))):
+        if k.startswith("bytes_"):
+            print("  byte, %-8s %-7s JM %.3f ns (%.2f), TM %.3f ns (%.2f)"
+                  % (k.split("_")[1], size_name(b["size"]) + ":", b["jm"] / b["size"] * 1e9,
+                     b["share_jm"], b["tm"] / b["size"] * 1e9, b["share_tm"]))
     print("%-10s %-42s %12s %-10s %12s %6s  %s" % ("ROW", "CASE", "MEASURED", "UNIT", "PREDICTED", "RATIO", "NOTE"))
     res, off = [], []
     for row, case, m, unit, p, note in rows:

@@ -27,7 +27,8 @@
 #   joins     virtual TMs (spits-tm --simulate) joining with CurveZMQ: per
 #             join of the JM and of the harness, up to the last join; then
 #             per task of both while the TMs run short tasks
-#   bytes     1 MiB tasks, CURVE and insecure: per byte of the JM and TM
+#   bytes     tasks of each bandwidth row's size, CURVE and insecure (a
+#             quarter of the row's bytes): per task of the JM and the TM
 # and, for each process, its busiest thread's share of its CPU (sampled
 # from /proc), which bounds how many cores it can keep busy.
 #
@@ -158,16 +159,29 @@ follow() {
     done
 }
 # exact NAME JM_SUBSHELL_PID N: the job's JM exited 0 with the bench
-# module's checksum of N tasks; else the run fails.
+# module's checksum of N tasks; else the run fails. A JM left without a
+# live TM, relay or harness for 30 s is stopped (it would wait for good).
 exact() {
+    local f p alone=0 live
     [ -f "$W/sum.$3" ] || "$PY" "$MODEL" checksum "$3" >"$W/sum.$3"
+    while kill -0 "$2" 2>/dev/null && [ $alone -lt 300 ]; do
+        live=0 f=
+        for f in "$W/$1".*.pid; do
+            [ "$f" = "$W/$1.jm.pid" ] || [ ! -f "$f" ] ||
+                { read -r p <"$f" && kill -0 "$p" 2>/dev/null && live=1; }
+        done
+        [ -f "$f" ] || live=1   # (none started yet)
+        if [ $live = 1 ]; then alone=0; else alone=$((alone + 1)); fi
+        sleep 0.1
+    done
+    [ $alone -lt 300 ] || kill -KILL "$(cat "$W/$1.jm.pid")" 2>/dev/null
     if ! wait "$2" || [ "$(cat "$W/$1.out")" != "$(cat "$W/sum.$3")" ]; then
         echo "cluster-shape: job $1 was not exact: $(cat "$W/$1.out") $(tail -3 "$W/$1.err")" >&2
         bad=1
     fi
 }
 # jm NAME CORE OPTS... -- BENCH-ARGS...: starts job NAME's JM; JMSH is
-# the subshell to wait for. The JM's launch time is in NAME.t0.
+# the subshell to wait for.
 jm() {
     local name=$1 core=$2 opts=()
     shift 2
@@ -175,7 +189,6 @@ jm() {
     shift
     follow "$name"
     on "$core"
-    now >"$W/$name.t0"
     cpu_run "$W/$name.jm" "${ON[@]}" timeout -s KILL $LIMIT "$JM" -q --journal off "${opts[@]}" \
         --jobdir "$W/$name" --bind tcp://127.0.0.1:0 "$BENCH" "$@" >"$W/$name.out" 2>"$W/$name.err" &
     JMSH=$!
@@ -219,7 +232,7 @@ spec() { echo "$1" >>"$W/specs"; }
 
 # ---- sizes -----------------------------------------------------------------
 if [ $quick = 1 ]; then
-    CAL_E=600000 CAL_K=200 CAL_B=200
+    CAL_E=600000 CAL_K=200 CAL_BW=100000000
     SCALE=(2 100 2000 100000)      # TMs, workers each, tasks, task us
     JOINS=(1000 4 0.5 4)           # virtual TMs, slots each, task s, rounds
     RELAYS=(200 4 4 0.5 4)         # virtual TMs, relays, slots each, task s, rounds
@@ -227,7 +240,7 @@ if [ $quick = 1 ]; then
     BW=200000000                   # bytes a bandwidth job
     SAMPLE=0.02                    # seconds between samples of the processes
 else
-    CAL_E=2000000 CAL_K=500 CAL_B=400
+    CAL_E=2000000 CAL_K=500 CAL_BW=400000000
     SCALE=(20 500 100000 500000)
     JOINS=(10000 4 1 10)
     RELAYS=(2000 40 4 1 10)
@@ -235,6 +248,7 @@ else
     BW=1600000000
     SAMPLE=0.05
 fi
+SIZES=(65536 1048576 8388608)
 # harnesses K: processes for K virtual TMs (at most PER_PROC each, and
 # about one a core beyond the JM's so the harnesses are not the bound).
 harnesses() {
@@ -247,14 +261,12 @@ harnesses() {
 
 echo "cluster-shape on $(hostname) ($cores cores, $(uname -r)), $(date -u +%FT%TZ)$([ $quick = 1 ] && echo ', --quick'); $where"
 [ $pin = 1 ] || echo "(relaycost not pinned: $([ "$cores" -lt 3 ] && echo "$cores cores, pinning needs 3" || echo "taskset does not work here"))"
-echo "calibrating..."
-
-# ---- calibration -----------------------------------------------------------
-# empty: JM + 1 TM.
-for sec in curve insecure; do
-    o=()
+# ---- calibration: each row's costs, measured just before it --------------
+CALN=0    # calibration jobs so far (each job's name is its own)
+# cal_empty SEC: empty tasks, JM + 1 TM.
+cal_empty() {
+    local sec=$1 o=() name=cal-e$1-$((++CALN)) j t
     [ $sec = insecure ] && o=(--insecure)
-    name=cal-e$sec
     jm $name - "${o[@]}" -- -n $CAL_E
     j=$JMSH
     tm $name tm - "${o[@]}" -n 2 --prefetch 2000
@@ -262,44 +274,55 @@ for sec in curve insecure; do
     exact $name $j $CAL_E
     waitall $name $t
     spec "{\"cal\": \"empty\", \"job\": \"$name\", \"sec\": \"$sec\", \"n\": $CAL_E}"
-done
-# relay: JM, relay, TM (pinned as the relaycost row is).
-jm cal-rel 0 -- -n $CAL_E
-j=$JMSH
-relay cal-rel rel 1
-r=$TMSH
-tm cal-rel tm 2 -n 2 --prefetch 2000 --via "$RELAY_EP"
-t=$TMSH
-exact cal-rel $j $CAL_E
-waitall cal-rel $t $r
-spec "{\"cal\": \"relay\", \"job\": \"cal-rel\", \"n\": $CAL_E}"
-# joins: one harness of CAL_K virtual TMs of 4 slots, then 25 rounds of
-# 20 ms tasks (the cost of a task among many connections).
-n=$((CAL_K * 4 * 25))
-jm cal-join - -- -n $n
-j=$JMSH
-tm cal-join sim0 - --simulate $CAL_K -n 4 --sim-task-time 0.02
-t=$TMSH
-exact cal-join $j $n
-waitall cal-join $t
-spec "{\"cal\": \"joins\", \"job\": \"cal-join\", \"n\": $n, \"k\": $CAL_K}"
-# bytes: 1 MiB tasks.
-for sec in curve insecure; do
-    o=()
+}
+# cal_relay: the same through a relay (pinned as the relaycost row is).
+cal_relay() {
+    local j r t name=cal-rel-$((++CALN))
+    jm $name 0 -- -n $CAL_E
+    j=$JMSH
+    relay $name rel 1
+    r=$TMSH
+    tm $name tm 2 -n 2 --prefetch 2000 --via "$RELAY_EP"
+    t=$TMSH
+    exact $name $j $CAL_E
+    waitall $name $t $r
+    spec "{\"cal\": \"relay\", \"job\": \"$name\", \"n\": $CAL_E}"
+}
+# cal_joins: one harness of CAL_K virtual TMs of 4 slots, with one round
+# of 1 s tasks (joins with little else); then again with 25 rounds of
+# 20 ms tasks (a task among many connections).
+cal_joins() {
+    local what rounds task n j t name
+    for what in joins tasks; do
+        rounds=1 task=1 name=cal-$what-$((++CALN))
+        [ $what = tasks ] && rounds=25 task=0.02
+        n=$((CAL_K * 4 * rounds))
+        jm $name - -- -n $n
+        j=$JMSH
+        tm $name sim0 - --simulate $CAL_K -n 4 --sim-task-time $task
+        t=$TMSH
+        exact $name $j $n
+        waitall $name $t
+        spec "{\"cal\": \"$what\", \"job\": \"$name\", \"n\": $n, \"k\": $CAL_K}"
+    done
+}
+# cal_bytes SIZE SEC: tasks of SIZE bytes, CURVE or insecure.
+cal_bytes() {
+    local size=$1 sec=$2 o=() name=cal-b$2$1-$((++CALN)) n=$((CAL_BW / $1)) j t
     [ $sec = insecure ] && o=(--insecure)
-    name=cal-b$sec
-    jm $name - "${o[@]}" -- -n $CAL_B -t 1048576
+    jm $name - "${o[@]}" -- -n $n -t $size
     j=$JMSH
     tm $name tm - "${o[@]}" -n 2
     t=$TMSH
-    exact $name $j $CAL_B
+    exact $name $j $n
     waitall $name $t
-    spec "{\"cal\": \"bytes\", \"job\": \"$name\", \"sec\": \"$sec\", \"n\": $CAL_B, \"size\": 1048576}"
-done
+    spec "{\"cal\": \"bytes\", \"job\": \"$name\", \"sec\": \"$sec\", \"n\": $n, \"size\": $size}"
+}
 
 # ---- rows --------------------------------------------------------------------
 echo "measuring..."
 # scale: real TMs with real worker threads.
+cal_empty curve
 read -r k w n us <<<"${SCALE[*]}"
 jm scale - --tm-timeout 120 -- -n "$n" -s "$us"
 j=$JMSH
@@ -338,14 +361,18 @@ simjob() {
     waitall "$name" "${pids[@]}" "${rels[@]}"
     spec "{\"row\": \"joins\", \"job\": \"$name\", \"n\": $n, \"k\": $k, \"relays\": $nrel, \"procs\": $p, \"slots\": $((k * slots)), \"task\": $task}"
 }
+cal_joins
 read -r k s task rounds <<<"${JOINS[*]}"
 simjob joins "$k" 0 "$s" "$task" "$rounds"
+cal_joins
 read -r k nrel s task rounds <<<"${RELAYS[*]}"
 simjob relays-d "$k" 0 "$s" "$task" "$rounds"
+cal_relay
 simjob relays-r "$k" "$nrel" "$s" "$task" "$rounds"
 
 # relaycost: empty tasks direct and through one relay, pinned.
 for via in direct relayed; do
+    if [ $via = direct ]; then cal_empty curve; else cal_relay; fi
     name=rc-$via
     jm $name 0 -- -n $RELE -s 0
     j=$JMSH
@@ -362,10 +389,11 @@ for via in direct relayed; do
 done
 
 # bandwidth: spits next to the plain ZeroMQ ceiling (the best of 2).
-for size in 65536 1048576 8388608; do
+for size in "${SIZES[@]}"; do
     n=$((BW / size))
     [ $n -gt 100000 ] && n=100000
     for sec in curve insecure; do
+        cal_bytes $size $sec
         o=() c=()
         [ $sec = insecure ] && o=(--insecure)
         [ $sec = curve ] && c=(curve)
