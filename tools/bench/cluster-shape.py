@@ -36,6 +36,7 @@ import time
 
 TICK = os.sysconf("SC_CLK_TCK")
 TOLERANCE = 0.2
+PIPELINE_IDLE = 0.25    # cores a calibration left idle that bound a pipeline
 
 
 def checksum(n):
@@ -239,6 +240,7 @@ def calibrate(cal, j, s):
         c = window_cost(j, ("jm", "tm"), a, end)
         cal["empty_" + s["sec"]] = {
             "jm": c["jm"] / n, "tm": c["tm"] / n, "p_jm": c["p_jm"], "p_tm": c["p_tm"],
+            "free": j.free_cores(cal["cores"], a, end),
             "share_jm": j.share("jm"), "share_tm": j.share("tm"),
             # from the TM's start to its join
             "latency": a - float(open(j.base + ".tm.t0").read())}
@@ -248,6 +250,7 @@ def calibrate(cal, j, s):
         c = window_cost(j, ("jm", "rel", "tm"), a, end)
         cal["relay"] = {"jm": c["jm"] / n, "tm": c["tm"] / n, "rel": c["rel"] / n,
                         "p_jm": c["p_jm"], "p_tm": c["p_tm"], "p_rel": c["p_rel"],
+                        "free": j.free_cores(cal["cores"], a, end),
                         "share_jm": j.share("jm"), "share_tm": j.share("tm"),
                         "share_rel": j.share("rel")}
     elif kind == "joins":
@@ -340,20 +343,30 @@ def rows_of(base, specs, cal, cores):
             rate = s["n"] / max(1e-9, end - t_tm)
             pinned = s["pinned"]
             free = j.free_cores(cores, t_tm, end)
+            k = e if s["via"] == "direct" else cal["relay"]
             if s["via"] == "direct":
                 c = [e["jm"], e["tm"]]
                 ps = [e["share_jm"], e["share_tm"]]
+                busy = e["p_jm"] + e["p_tm"]
             else:
                 r = cal["relay"]
                 c = [r["jm"], r["rel"], r["tm"]]
                 ps = [r["share_jm"], r["share_rel"], r["share_tm"]]
+                busy = r["p_jm"] + r["p_rel"] + r["p_tm"]
+            # A TM's empty tasks are a pipeline of processes handing
+            # batches on: when its calibration left cores idle, it keeps
+            # at most as many busy as it did then.
+            note = "not pinned; " + fr(free)
+            if not pinned and k["free"] - busy > PIPELINE_IDLE:
+                note += " (it kept %.2f busy in its calibration, %.2f free)" % (busy, k["free"])
+                free = min(free, busy)
             # (pinned: a core each, the whole process bound to it)
             b = bound(float(len(c)) if pinned else free, c,
                       [(x, 1.0 if pinned else sh, 1) for x, sh in zip(c, ps)])
             pred = s["n"] / (e["latency"] + s["n"] / b)
             out.append(("relaycost", "1 TM (2 workers), %s%s" % (s["via"], ", pinned" if pinned else ""),
                         rate, "tasks/s", pred,
-                        "%d empty tasks from the TM's start; %s" % (s["n"], "JM, relay and TM on a core each" if pinned else "not pinned; " + fr(free))))
+                        "%d empty tasks from the TM's start; %s" % (s["n"], "JM, relay and TM on a core each" if pinned else note)))
         elif kind == "bandwidth":
             first = min(j.joins())
             mbs = s["n"] * s["size"] / max(1e-9, j.end() - first) / 1e6
@@ -378,7 +391,7 @@ def size_name(n):
 
 def model(base, cores, quick, check, out):
     specs = [json.loads(l) for l in open(os.path.join(base, "specs"))]
-    cal = {}
+    cal = {"cores": cores}
     rows = rows_of(base, specs, cal, cores)
     e, r, jn = cal["empty_curve"], cal["relay"], cal["joins"]
     us = lambda x: "%.3f us" % (x * 1e6)
@@ -389,7 +402,8 @@ def model(base, cores, quick, check, out):
           % (us(r["jm"]), us(r["rel"]), r["share_rel"], us(r["tm"])))
     print("  join, CURVE:       JM %s (%.2f), harness %s (%.2f); a task among many: JM %s, harness %s"
           % (us(jn["jm"]), jn["share_jm"], us(jn["h"]), jn["share_h"], us(jn["task_jm"]), us(jn["task_h"])))
-    for k, b in sorted(cal.items(), key=lambda kv: (kv[0].split("_")[1:2], kv[1].get("size", 0))):
+    for k, b in sorted(((k, b) for k, b in cal.items() if k.startswith("bytes_")),
+                       key=lambda kv: (kv[0].split("_")[1], kv[1]["size"])):
         if k.startswith("bytes_"):
             print("  byte, %-8s %-7s JM %.3f ns (%.2f), TM %.3f ns (%.2f)"
                   % (k.split("_")[1], size_name(b["size"]) + ":", b["jm"] / b["size"] * 1e9,

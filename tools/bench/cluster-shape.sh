@@ -18,19 +18,22 @@
 # with CurveZMQ unless a row says insecure, and every job's result is
 # checked (the bench module's checksum): an inexact job fails the run.
 #
-# First a calibration: small jobs that measure what each process costs,
-# in CPU seconds (user + system, of every thread, from getrusage through
-# bash's times), per task, per join and per byte:
-#   empty     empty tasks, JM + 1 TM (2 workers): per task of each
+# Each row is preceded by its calibration: small jobs (run just before it,
+# so under the same load) that measure what each process costs in CPU
+# seconds (user + system of every thread, sampled from /proc every 20 ms,
+# 50 ms in full mode) in a window where only that work ran:
+#   empty     empty tasks, JM + 1 TM (2 workers): per task of each, from
+#             the TM's join to the last commit (and the TM's start-up time)
 #   relay     the same through one relay (spits-tm --serve): per task of
 #             the JM, the relay and the TM
-#   joins     virtual TMs (spits-tm --simulate) joining with CurveZMQ: per
-#             join of the JM and of the harness, up to the last join; then
-#             per task of both while the TMs run short tasks
-#   bytes     tasks of each bandwidth row's size, CURVE and insecure (a
-#             quarter of the row's bytes): per task of the JM and the TM
-# and, for each process, its busiest thread's share of its CPU (sampled
-# from /proc), which bounds how many cores it can keep busy.
+#   joins     200 (500) virtual TMs (spits-tm --simulate, CURVE) joining
+#             with 1 s tasks: per join of the JM and of the harness, from
+#             the harness's start to the last join (and the time to the
+#             first join); then with 20 ms tasks: per task of both, less
+#             their joins' CPU
+#   bytes     tasks of the bandwidth row's size, CURVE or insecure (half
+#             the row's bytes in --quick, a quarter in full): per task
+# and, for each process, its busiest thread's share of its CPU.
 #
 # Then the rows (sizes: full / --quick; processes scale with the cores):
 #   scale     10,000 slots: 20 TMs x 500 workers, 100,000 tasks of 0.5 s
@@ -52,14 +55,17 @@
 # The model: a row's work is a number of units (tasks, joins, bytes); the
 # calibration's costs give the CPU seconds it takes, and the machine gives
 #   rate = min(demand, free cores / CPU per unit, min over processes of
-#              1 / (CPU per unit x busiest thread's share))
+#              N / (CPU per unit x busiest thread's share))
 # where demand is what the job asks (slots / task time), free cores are
-# the cores less what other programs used during the row (/proc/stat), and
-# the last term is each process's serial part. A pinned process has one
-# core: its bound is 1 / its CPU per unit. Efficiency rows predict
-# min(1, rate / demand). A measured/predicted ratio far from 1 shows where
-# the machine stops scaling as the costs say it should: contention, a
-# serial thread, waiting.
+# the cores less what other programs used during the row's window
+# (/proc/stat less this job's processes; the loopback's interrupt time
+# counts as ours), and the last term is each kind of process's serial
+# part (N of them sharing the units). A pinned process has a core: its
+# bound is 1 / its CPU per unit. Efficiency rows predict min(1, rate /
+# demand); joins/s and relaycost add the calibration's start-up time
+# (time = start-up + units / rate). A measured/predicted ratio far from 1
+# shows where the machine stops scaling as the costs say it should:
+# contention, a serial thread, round trips, a cost that grows with scale.
 set -uo pipefail
 
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
@@ -73,7 +79,7 @@ while [ $# -gt 0 ]; do
             shift
             ;;
         --no-check) check=0 ;;
-        -h | --help) sed -n '2,60s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h | --help) sed -n '2,70s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "cluster-shape: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
