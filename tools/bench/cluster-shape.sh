@@ -61,7 +61,9 @@
 # (/proc/stat less this job's processes; the loopback's interrupt time
 # counts as ours), and the last term is each kind of process's serial
 # part (N of them sharing the units). A pinned process has a core: its
-# bound is 1 / its CPU per unit. Efficiency rows predict min(1, rate /
+# bound is 1 / its CPU per unit. A TM's empty tasks (relaycost) are a
+# pipeline of processes: when their calibration left cores idle, they
+# keep at most as many busy as they did then. Efficiency rows predict min(1, rate /
 # demand); joins/s and relaycost add the calibration's start-up time
 # (time = start-up + units / rate). A measured/predicted ratio far from 1
 # shows where the machine stops scaling as the costs say it should:
