@@ -63,15 +63,15 @@
 # part (N of them sharing the units). A pinned process has a core: its
 # bound is 1 / its CPU per unit. A TM's empty tasks (relaycost) are a
 # pipeline of processes: when their calibration left cores idle, they
-# keep at most as many busy as they did then. Efficiency rows predict min(1, rate /
-# demand); joins/s and relaycost add the calibration's start-up time
-# (time = start-up + units / rate). A measured/predicted ratio far from 1
+# keep at most as many busy as they did then. Efficiency rows predict
+# min(1, rate / demand); joins/s and relaycost add the calibration's
+# start-up time (time = start-up + units / rate). A measured/predicted ratio far from 1
 # shows where the machine stops scaling as the costs say it should:
 # contention, a serial thread, round trips, a cost that grows with scale.
 set -uo pipefail
 
 here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
-quick=0 out= check=1
+quick=0 out='' check=1
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) quick=1 ;;
@@ -86,6 +86,10 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+
+if [ -n "$out" ]; then
+    : 2>/dev/null >>"$out" || { echo "cluster-shape: cannot write $out" >&2; exit 2; }
+fi
 
 # The programs: a bundle's (bench/ next to bin/ and lib/spits/) or a build
 # tree's (tools/bench/ under the top directory).
@@ -105,9 +109,6 @@ done
 PY=$(command -v python3) || { echo "cluster-shape: python3 is needed (the figures and the model) and not found" >&2; exit 2; }
 MODEL=$here/cluster-shape.py
 [ -f "$MODEL" ] || { echo "cluster-shape: $MODEL is missing" >&2; exit 2; }
-if [ -n "$out" ]; then
-    : 2>/dev/null >>"$out" || { echo "cluster-shape: cannot write $out" >&2; exit 2; }
-fi
 
 cores=$(nproc)
 pin=0
