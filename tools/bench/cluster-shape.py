@@ -170,6 +170,15 @@ class Job:
         """Process TAG's CPU seconds at epoch t."""
         return self.at(t, lambda x: x["p"].get(tag, [0])[0])
 
+    def first_rise(self, tag, t, ticks):
+        """The first sample's time after epoch t at which process TAG had
+        used TICKS more than at t (when its work began)."""
+        base = self.cpu_at(tag, t) * TICK
+        for x in self.samples():
+            if x["t"] >= t and x["p"].get(tag, [0])[0] >= base + ticks:
+                return x["t"]
+        return t
+
     def free_cores(self, cores, a, b):
         """The cores less what other programs used from epoch a to b."""
         ours = lambda x: sum(v[0] for v in x["p"].values()) + x["irq"]
@@ -245,14 +254,17 @@ def calibrate(cal, j, s):
             # from the TM's start to its join
             "latency": a - float(open(j.base + ".tm.t0").read())}
     elif kind == "relay":
-        a = float(open(j.base + ".tm.t0").read()) + cal["empty_curve"]["latency"]
+        # from when the relay's work began (the TM's join through it is
+        # not the JM's to see)
+        t_tm = float(open(j.base + ".tm.t0").read())
+        a = j.first_rise("rel", t_tm, 2)
         n = s["n"] - j.committed_at(a - j.t0)
         c = window_cost(j, ("jm", "rel", "tm"), a, end)
         cal["relay"] = {"jm": c["jm"] / n, "tm": c["tm"] / n, "rel": c["rel"] / n,
                         "p_jm": c["p_jm"], "p_tm": c["p_tm"], "p_rel": c["p_rel"],
                         "free": j.free_cores(cal["cores"], a, end),
                         "share_jm": j.share("jm"), "share_tm": j.share("tm"),
-                        "share_rel": j.share("rel")}
+                        "share_rel": j.share("rel"), "latency": a - t_tm}
     elif kind == "joins":
         joins, first, last = j.harness()
         c = window_cost(j, ("jm", "sim0"), first, last)
@@ -363,10 +375,10 @@ def rows_of(base, specs, cal, cores):
             # (pinned: a core each, the whole process bound to it)
             b = bound(float(len(c)) if pinned else free, c,
                       [(x, 1.0 if pinned else sh, 1) for x, sh in zip(c, ps)])
-            pred = s["n"] / (e["latency"] + s["n"] / b)
+            pred = s["n"] / (k["latency"] + s["n"] / b)
             out.append(("relaycost", "1 TM (2 workers), %s%s" % (s["via"], ", pinned" if pinned else ""),
                         rate, "tasks/s", pred,
-                        "%d empty tasks from the TM's start; %s" % (s["n"], "JM, relay and TM on a core each" if pinned else note)))
+                        "%d empty tasks from the TM's start; %s" % (s["n"], "pinned: each process on a core of its own" if pinned else note)))
         elif kind == "bandwidth":
             first = min(j.joins())
             mbs = s["n"] * s["size"] / max(1e-9, j.end() - first) / 1e6

@@ -272,13 +272,15 @@ echo "cluster-shape on $(hostname) ($cores cores, $(uname -r)), $(date -u +%FT%T
 [ $pin = 1 ] || echo "(relaycost not pinned: $([ "$cores" -lt 3 ] && echo "$cores cores, pinning needs 3" || echo "taskset does not work here"))"
 # ---- calibration: each row's costs, measured just before it --------------
 CALN=0    # calibration jobs so far (each job's name is its own)
-# cal_empty SEC: empty tasks, JM + 1 TM.
+# cal_empty SEC [pinned]: empty tasks, JM + 1 TM (pinned as the
+# relaycost row's are).
 cal_empty() {
-    local sec=$1 o=() name=cal-e$1-$((++CALN)) j t
+    local sec=$1 o=() name=cal-e$1-$((++CALN)) j t c1=- c2=-
     [ $sec = insecure ] && o=(--insecure)
-    jm $name - "${o[@]}" -- -n $CAL_E
+    [ "${2:-}" = pinned ] && c1=0 c2=2
+    jm $name $c1 "${o[@]}" -- -n $CAL_E
     j=$JMSH
-    tm $name tm - "${o[@]}" -n 2 --prefetch 2000
+    tm $name tm $c2 "${o[@]}" -n 2 --prefetch 2000
     t=$TMSH
     exact $name $j $CAL_E
     waitall $name $t
@@ -381,7 +383,7 @@ simjob relays-r "$k" "$nrel" "$s" "$task" "$rounds"
 
 # relaycost: empty tasks direct and through one relay, pinned.
 for via in direct relayed; do
-    if [ $via = direct ]; then cal_empty curve; else cal_relay; fi
+    if [ $via = direct ]; then cal_empty curve pinned; else cal_relay; fi
     name=rc-$via
     jm $name 0 -- -n $RELE -s 0
     j=$JMSH
