@@ -152,8 +152,10 @@ class Job:
 
     def share(self, tag):
         """The busiest thread's share of process TAG's CPU (last sample)."""
-        total, th = self.samples()[-1]["p"][tag]
-        return max(th.values()) / total if th and total > 0 else 1.0
+        total, th = self.samples()[-1]["p"].get(tag, (0, {}))
+        busiest = max(th.values()) if th else 0
+        # (none seen: count the process as one thread)
+        return busiest / total if busiest > 0 and total > 0 else 1.0
 
     def at(self, t, value):
         """value(sample) at epoch t, between samples (ticks -> seconds)."""
@@ -223,7 +225,7 @@ def bound(free, costs, procs):
     total = sum(costs)
     r = free / total if total > 0 else float("inf")
     for c, share, count in procs:
-        if c > 0:
+        if c > 0 and share > 0:
             r = min(r, count / (c * share))
     return r
 
@@ -245,7 +247,7 @@ def calibrate(cal, j, s):
     end = j.t0 + j.end()
     if kind == "empty":
         a = j.t0 + min(j.joins())
-        n = s["n"] - j.committed_at(a - j.t0)
+        n = max(1, s["n"] - j.committed_at(a - j.t0))
         c = window_cost(j, ("jm", "tm"), a, end)
         cal["empty_" + s["sec"]] = {
             "jm": c["jm"] / n, "tm": c["tm"] / n, "p_jm": c["p_jm"], "p_tm": c["p_tm"],
@@ -258,7 +260,7 @@ def calibrate(cal, j, s):
         # not the JM's to see)
         t_tm = float(open(j.base + ".tm.t0").read())
         a = j.first_rise("rel", t_tm, 2)
-        n = s["n"] - j.committed_at(a - j.t0)
+        n = max(1, s["n"] - j.committed_at(a - j.t0))
         c = window_cost(j, ("jm", "rel", "tm"), a, end)
         cal["relay"] = {"jm": c["jm"] / n, "tm": c["tm"] / n, "rel": c["rel"] / n,
                         "p_jm": c["p_jm"], "p_tm": c["p_tm"], "p_rel": c["p_rel"],
@@ -269,7 +271,7 @@ def calibrate(cal, j, s):
         joins, first, last = j.harness()
         c = window_cost(j, ("jm", "sim0"), first, last)
         cal["joins"] = {
-            "jm": c["jm"] / joins, "h": c["sim0"] / joins, "p_jm": c["p_jm"], "p_h": c["p_sim0"],
+            "jm": c["jm"] / max(1, joins), "h": c["sim0"] / max(1, joins), "p_jm": c["p_jm"], "p_h": c["p_sim0"],
             "share_jm": j.share("jm"), "share_h": j.share("sim0"),
             # the time to the first join is not the joins' CPU
             "latency": j.harness_first_join() - first}
@@ -283,7 +285,7 @@ def calibrate(cal, j, s):
                              "task_p_jm": c["p_jm"], "task_p_h": c["p_sim0"]})
     elif kind == "bytes":
         a = j.t0 + min(j.joins())
-        n = s["n"] - j.committed_at(a - j.t0)
+        n = max(1, s["n"] - j.committed_at(a - j.t0))
         c = window_cost(j, ("jm", "tm"), a, end)
         cal["bytes_%s_%d" % (s["sec"], s["size"])] = {
             "jm": c["jm"] / n, "tm": c["tm"] / n, "size": s["size"],
@@ -296,10 +298,27 @@ def rows_of(base, specs, cal, cores):
     predicted from the calibration jobs run before it (into CAL)."""
     out = []
     for s in specs:
+        try:
+            row_of(base, s, cal, cores, out)
+        except (OSError, KeyError, ValueError, IndexError, ZeroDivisionError) as ex:
+            # (a figure missing: say which job, and fail the run)
+            out.append((s.get("row", "calibrate"), s["job"], None, "", None,
+                        "no figures: %s %s" % (type(ex).__name__, ex)))
+    # relayed over direct, measured and predicted
+    rc = [r for r in out if r[0] == "relaycost" and r[2] and r[4]]
+    if len(rc) == 2:
+        out.append(("relaycost", "relayed / direct", rc[1][2] / rc[0][2], "ratio", rc[1][4] / rc[0][4],
+                    "the relay's cost on empty tasks: 1 - this"))
+    return out
+
+
+def row_of(base, s, cal, cores, out):
+    """Adds spec S's row to OUT, or its costs to CAL."""
+    if True:
         j = Job(base, s["job"])
         if "cal" in s:
             calibrate(cal, j, s)
-            continue
+            return
         e, jn = cal.get("empty_curve"), cal.get("joins")
         kind = s["row"]
         end = j.t0 + j.end()
@@ -389,47 +408,53 @@ def rows_of(base, specs, cal, cores):
             ceil = s["ceiling"]
             out.append(("bandwidth", "tasks of %s, %s" % (size_name(s["size"]), s["sec"]), mbs, "MB/s", pred,
                         "%s%% of plain ZeroMQ (%.0f MB/s); %s" % (round(100 * mbs / ceil) if ceil else "?", ceil, fr(free))))
-    # relayed over direct, measured and predicted
-    rc = [r for r in out if r[0] == "relaycost"]
-    if len(rc) == 2:
-        out.append(("relaycost", "relayed / direct", rc[1][2] / rc[0][2], "ratio", rc[1][4] / rc[0][4],
-                    "the relay's cost on empty tasks: 1 - this"))
-    return out
 
 
 def size_name(n):
     return "%d MiB" % (n >> 20) if n >= 1 << 20 else "%d KiB" % (n >> 10)
 
 
+def print_calibration(cal):
+    """The last costs measured of each kind."""
+    us = lambda x: "%.3f us" % (x * 1e6)
+    print("calibration (CPU per unit, the last measured of each; the busiest thread's share of each process):")
+    e, r, jn = cal.get("empty_curve"), cal.get("relay"), cal.get("joins")
+    if e:
+        print("  empty task, CURVE: JM %s (%.2f), TM %s (%.2f)"
+              % (us(e["jm"]), e["share_jm"], us(e["tm"]), e["share_tm"]))
+    if r:
+        print("  through a relay:   JM %s, relay %s (%.2f), TM %s"
+              % (us(r["jm"]), us(r["rel"]), r["share_rel"], us(r["tm"])))
+    if jn and "task_jm" in jn:
+        print("  join, CURVE:       JM %s (%.2f), harness %s (%.2f); a task among many: JM %s, harness %s"
+              % (us(jn["jm"]), jn["share_jm"], us(jn["h"]), jn["share_h"], us(jn["task_jm"]),
+                 us(jn["task_h"])))
+    for k, b in sorted(((k, b) for k, b in cal.items() if k.startswith("bytes_")),
+                       key=lambda kv: (kv[0].split("_")[1], kv[1]["size"])):
+        print("  byte, %-8s %-7s JM %.3f ns (%.2f), TM %.3f ns (%.2f)"
+              % (k.split("_")[1], size_name(b["size"]) + ":", b["jm"] / b["size"] * 1e9,
+                 b["share_jm"], b["tm"] / b["size"] * 1e9, b["share_tm"]))
+
+
 def model(base, cores, quick, check, out):
     specs = [json.loads(l) for l in open(os.path.join(base, "specs"))]
     cal = {"cores": cores}
     rows = rows_of(base, specs, cal, cores)
-    e, r, jn = cal["empty_curve"], cal["relay"], cal["joins"]
-    us = lambda x: "%.3f us" % (x * 1e6)
-    print("calibration (CPU per unit, the last measured of each; the busiest thread's share of each process):")
-    print("  empty task, CURVE: JM %s (%.2f), TM %s (%.2f)"
-          % (us(e["jm"]), e["share_jm"], us(e["tm"]), e["share_tm"]))
-    print("  through a relay:   JM %s, relay %s (%.2f), TM %s"
-          % (us(r["jm"]), us(r["rel"]), r["share_rel"], us(r["tm"])))
-    print("  join, CURVE:       JM %s (%.2f), harness %s (%.2f); a task among many: JM %s, harness %s"
-          % (us(jn["jm"]), jn["share_jm"], us(jn["h"]), jn["share_h"], us(jn["task_jm"]), us(jn["task_h"])))
-    for k, b in sorted(((k, b) for k, b in cal.items() if k.startswith("bytes_")),
-                       key=lambda kv: (kv[0].split("_")[1], kv[1]["size"])):
-        if k.startswith("bytes_"):
-            print("  byte, %-8s %-7s JM %.3f ns (%.2f), TM %.3f ns (%.2f)"
-                  % (k.split("_")[1], size_name(b["size"]) + ":", b["jm"] / b["size"] * 1e9,
-                     b["share_jm"], b["tm"] / b["size"] * 1e9, b["share_tm"]))
+    print_calibration(cal)
     print("%-10s %-42s %12s %-10s %12s %6s  %s" % ("ROW", "CASE", "MEASURED", "UNIT", "PREDICTED", "RATIO", "NOTE"))
-    res, off = [], []
+    res, off, missing = [], [], []
     for row, case, m, unit, p, note in rows:
-        ratio = m / p if p else None
-        fmt = (lambda v: "%.4f" % v) if unit in ("efficiency", "ratio") else (lambda v: "%.1f" % v if v < 1000 else "%.0f" % v)
-        print("%-10s %-42s %12s %-10s %12s %6s  %s" % (row, case, fmt(m), unit, fmt(p) if p else "n/a",
-                                                     "%.2f" % ratio if ratio else "n/a", note))
+        ratio = m / p if m is not None and p else None
+        fmt = (lambda v: "%.4f" % v) if unit in ("efficiency", "ratio") else \
+            (lambda v: "%.1f" % v if v < 1000 else "%.0f" % v)
+        print("%-10s %-42s %12s %-10s %12s %6s  %s"
+              % (row, case, fmt(m) if m is not None else "n/a", unit, fmt(p) if p else "n/a",
+                 "%.2f" % ratio if ratio else "n/a", note))
         res.append({"row": row, "case": case, "measured": m, "unit": unit, "predicted": p,
                     "ratio": ratio, "note": note})
-        if ratio is not None and abs(ratio - 1) > TOLERANCE:
+        if m is None:
+            missing.append("%s %s" % (row, case))
+        elif ratio is not None and abs(ratio - 1) > TOLERANCE:
             off.append("%s %s (%.2f)" % (row, case, ratio))
     if out:
         json.dump({"version": 1, "host": platform.node(), "cores": cores, "quick": quick,
@@ -437,9 +462,10 @@ def model(base, cores, quick, check, out):
         print("JSON: " + out)
     if off:
         print("predictions more than %d%% off: %s" % (100 * TOLERANCE, "; ".join(off)))
-        if quick and check:
-            return 1
-    return 0
+    if missing:
+        print("no figures for: %s" % "; ".join(missing))
+        return 1
+    return 1 if off and quick and check else 0
 
 
 def main(argv):
