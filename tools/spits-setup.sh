@@ -38,11 +38,12 @@ SPITS_JOBS=${SPITS_JOBS:-2}
 # tests/progress-tty.sh runs spits-run in; elfutils' eu-stack gives
 # tests/bounded the stacks of a hung test's processes, in seconds even
 # under ThreadSanitizer, where gdb takes minutes; tests/man-pages.sh
-# remakes the man pages with help2man and renders them with groff).
+# remakes the man pages with help2man and renders them with groff;
+# util-linux's taskset pins tools/bench/cluster-shape.sh's relay row).
 SPITS_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
     libzmq3-dev libsodium-dev libjansson-dev libmicrohttpd-dev check tmux python3
-    elfutils help2man groff-base
+    elfutils help2man groff-base util-linux
     parallel
 )
 
