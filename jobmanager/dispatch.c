@@ -46,7 +46,7 @@ static void disp_reap(jm_disp_t *d)
     /* (from the end: a TM declared lost leaves the live set) */
     for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;) {
         jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
-        if (t->gone)
+        if (t->life.gone)
             members_lost(d, t, "disconnected");
     }
 }
@@ -86,8 +86,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     d->st.bytes_in += spits_parts_bytes(&rx->parts);
     d->st.results_as_parts += rx->parts.n;
     if (t) {
-        liveness_heard(&t->live, d->now);
-        t->stalled = 0;
+        liveness_heard(&t->life.live, d->now);
+        t->life.stalled = 0;
     }
     switch (h.type) {
     case SPITS_MSG_HELLO:
@@ -96,17 +96,18 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_RESULTS:
         /* Results from a TM we lost still count: work is never thrown
          * away while its task is unfinished. */
-        if (t && t->settle_until && (t->settle_records -= (int64_t)h.count) <= 0)
-            t->settle_until = 0;
+        if (t && t->credit.settle_until &&
+            (t->credit.settle_records -= (int64_t)h.count) <= 0)
+            t->credit.settle_until = 0;
         serve_on_results(d, t, &h, rx, unrun);
         /* (its cancels may have lost another TM, and the table may have
          * evicted t's dead entry for it: look again) */
         t = jm_tmtab_find(d->tms, rid, ridlen);
-        if (!t || !t->alive)
+        if (!t || !t->life.alive)
             tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
     case SPITS_MSG_HEARTBEAT:
-        if (!t || !t->alive)
+        if (!t || !t->life.alive)
             tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
     case SPITS_MSG_STATUS:
@@ -118,10 +119,10 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_DRAIN:
         /* Leaving soon: it hands back its queued tasks and finishes the
          * running ones; it gets nothing new. */
-        if (t && t->alive && !t->draining) {
-            t->draining = 1;
+        if (t && t->life.alive && !t->life.draining) {
+            t->life.draining = 1;
             if (loglimit_allow(&d->log_draining, d->now))
-                spits_info("TM %s:%ld is draining", t->host, t->pid);
+                spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
         }
         break;
     case SPITS_MSG_BYE:
@@ -134,8 +135,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     /* (looked up again: HELLO adds it, and a handler that lost another
      * TM may have evicted its entry) */
     if ((t = jm_tmtab_find(d->tms, rid, ridlen))) {
-        liveness_conn(&t->live, fd, conngen_of(d->conngen, fd));
-        if (t->alive)
+        liveness_conn(&t->life.live, fd, conngen_of(d->conngen, fd));
+        if (t->life.alive)
             serve_due(d, t);
     }
 out:
@@ -278,12 +279,12 @@ static void disp_tick(jm_disp_t *d)
      * one (seen already) takes its place. */
     for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;) {
         jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
-        int v = liveness_judge(&d->liveness, &t->live, d->now, probing,
-                               router_probe, d->conngen, t->host, t->pid);
+        int v = liveness_judge(&d->liveness, &t->life.live, d->now, probing,
+                               router_probe, d->conngen, t->id.host, t->id.pid);
         if (v == LIVENESS_LOST) {
             char why[64];
             snprintf(why, sizeof why, "silent for %.1f s",
-                     (d->now - t->live.last_heard) / 1000.0);
+                     (d->now - t->life.live.last_heard) / 1000.0);
             members_lost(d, t, why);
         } else if (v == LIVENESS_HEARTBEAT) {
             /* With ROUTER_MANDATORY a vanished peer fails the send. */
@@ -452,16 +453,16 @@ static void disp_control_only(jm_disp_t *d)
 static const void *disp_end_rid(void *arg, size_t k, size_t *ridlen)
 {
     const jm_tm_t *t = jm_tmtab_live_at(((jm_disp_t *)arg)->tms, k);
-    *ridlen = t->ridlen;
-    return t->rid;
+    *ridlen = t->id.ridlen;
+    return t->id.rid;
 }
 
 static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
 {
     jm_tm_t *t = jm_tmtab_find(((jm_disp_t *)arg)->tms, rid, ridlen);
-    if (!t || !t->alive || t->ended)
+    if (!t || !t->life.alive || t->life.ended)
         return 0;
-    t->ended = 1;
+    t->life.ended = 1;
     return 1;
 }
 
@@ -701,13 +702,13 @@ json_t *jm_disp_tms_json(const jm_disp_t *d)
     qsort(v, n, sizeof *v, jm_tm_cmp_joined);
     for (size_t i = 0; i < n; i++) {
         jm_tm_t *t = v[i];
-        spits_iso_time(t->joined, when, sizeof when);
+        spits_iso_time(t->id.joined, when, sizeof when);
         json_t *row = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:I, s:f, s:I}",
-            "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
-            "joined", when, "reattaches", (json_int_t)t->reattaches,
-            "sent", (json_int_t)t->sent,
-            "done", (json_int_t)t->done, "failed", (json_int_t)t->failed,
-            "busy_s", t->busy_s, "runs", (json_int_t)t->runs);
+            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->credit.workers,
+            "joined", when, "reattaches", (json_int_t)t->id.reattaches,
+            "sent", (json_int_t)t->stats.sent,
+            "done", (json_int_t)t->stats.done, "failed", (json_int_t)t->stats.failed,
+            "busy_s", t->stats.busy_s, "runs", (json_int_t)t->stats.runs);
         jm_status_relay_fields(row, t);
         json_array_append_new(a, row);
     }
@@ -723,12 +724,12 @@ json_t *jm_disp_tm_totals_json(const jm_disp_t *d, size_t listed)
         const jm_tm_t *t = jm_tmtab_at(d->tms, s);
         if (!t)
             continue;
-        sum.reattaches += t->reattaches;
-        sum.sent += t->sent;
-        sum.done += t->done;
-        sum.failed += t->failed;
-        sum.runs += t->runs;
-        sum.busy_s += t->busy_s;
+        sum.reattaches += t->id.reattaches;
+        sum.sent += t->stats.sent;
+        sum.done += t->stats.done;
+        sum.failed += t->stats.failed;
+        sum.runs += t->stats.runs;
+        sum.busy_s += t->stats.busy_s;
     }
     uint64_t distinct = d->st.tm_joins;
     return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I}",

@@ -132,7 +132,7 @@ static inline void disp_check_sched(jm_disp_t *d)
  * counted; 0 or -1 with errno. */
 int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len, int more);
-/* To a known TM; one whose connection is gone is marked gone (t->gone,
+/* To a known TM; one whose connection is gone is marked gone (t->life.gone,
  * d->gone) for the loop to declare lost (dispatch.c disp_reap). */
 int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 /* The same, for the first frame of a message whose parts the caller sends

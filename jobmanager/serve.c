@@ -64,7 +64,8 @@ static void cancel_flush(jm_disp_t *d)
         ncancel = keep;
         spits_batch_seal(&d->out);
         jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)slot);
-        if (n && t && t->alive && tmio_send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
+        if (n && t && t->life.alive &&
+            tmio_send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
             d->st.cancelled += n;
     }
 }
@@ -204,7 +205,7 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
     jm_sched_clock(d->sched, d->now);
     jm_sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
     size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->alive > 1);
-    if (t->outstanding + (int)n < t->slots)
+    if (t->credit.outstanding + (int)n < t->credit.slots)
         d->starved = 1;   /* (room left: more work may come for it) */
     if (!n)
         return;
@@ -234,22 +235,23 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 
 static int serve_wants(const jm_disp_t *d, const jm_tm_t *t)
 {
-    return t->alive && !t->stalled && !t->draining && t->outstanding < t->slots &&
-           t->settle_until <= d->now && !atomic_load(&jm_abort);
+    return t->life.alive && !t->life.stalled && !t->life.draining &&
+           t->credit.outstanding < t->credit.slots && t->credit.settle_until <= d->now &&
+           !atomic_load(&jm_abort);
 }
 
 /* t spoke: the next serve looks at it (its credit, stall or settling may
  * have changed). */
 void serve_due(jm_disp_t *d, jm_tm_t *t)
 {
-    if (t->serve_due || d->serve_all)
+    if (t->credit.serve_due || d->serve_all)
         return;
     if (spits_grow((void **)&d->due, &d->capdue, d->ndue + 1, sizeof *d->due, 64) != 0) {
         d->serve_all = 1;   /* (no memory for the list: walk them all) */
         return;
     }
-    d->due[d->ndue++] = t->slot;
-    t->serve_due = 1;
+    d->due[d->ndue++] = t->id.slot;
+    t->credit.serve_due = 1;
 }
 
 /* Every live TM, round robin from a moving start. */
@@ -298,9 +300,9 @@ void serve_tms(jm_disp_t *d)
         d->starved = 0;   /* (serve_tm says it again if so) */
     for (size_t i = 0; i < ndue; i++) {
         jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)d->due[i]);
-        if (!t || !t->serve_due)
+        if (!t || !t->credit.serve_due)
             continue;
-        t->serve_due = 0;
+        t->credit.serve_due = 0;
         if (!all && d->phase && serve_wants(d, t))
             serve_tm(d, t);
     }
@@ -335,17 +337,18 @@ static void grow_slots(jm_disp_t *d, jm_tm_t *t)
 {
     if (!d->phase || jm_sched_exhausted(d->sched))
         return;
-    int cap = slots_cap(d), want = t->slots;
-    if (t->outstanding == 0 && t->slots <= cap / 2)
-        want = t->slots * 2;
-    if (t->turn_ms > 0 && t->runs > 0 && t->busy_s > 0) {
-        double task_ms = t->busy_s * 1000.0 / (double)t->runs;
-        double need = 1.25 * t->workers * (double)t->turn_ms / (task_ms > 0.01 ? task_ms : 0.01);
+    int cap = slots_cap(d), want = t->credit.slots;
+    if (t->credit.outstanding == 0 && t->credit.slots <= cap / 2)
+        want = t->credit.slots * 2;
+    if (t->stats.turn_ms > 0 && t->stats.runs > 0 && t->stats.busy_s > 0) {
+        double task_ms = t->stats.busy_s * 1000.0 / (double)t->stats.runs;
+        double need = 1.25 * t->credit.workers * (double)t->stats.turn_ms /
+                      (task_ms > 0.01 ? task_ms : 0.01);
         if (need > want)
             want = need < cap ? (int)need + 1 : cap;
     }
-    if (want > t->slots && want <= cap)
-        t->slots = want;
+    if (want > t->credit.slots && want <= cap)
+        t->credit.slots = want;
 }
 
 /* A result of a task this JM has not sent: after --resume, work a TM did
@@ -413,7 +416,7 @@ static void failure_note(jm_failure_t *f, const jm_tm_t *t, const spits_rec_t *r
         f->rc = (int32_t)get_u32(rec->data);
     }
     if (t)
-        snprintf(f->host, sizeof f->host, "%s", t->host);
+        snprintf(f->host, sizeof f->host, "%s", t->id.host);
 }
 
 /* A resolution for the committer: a result in rx, or a poison task (its
@@ -425,7 +428,7 @@ static void joblog_note(jm_disp_t *d, const jm_tm_t *t, jm_commit_t *c)
     jm_sched_recorded(d->sched, &start, &c->log_in);
     c->log_start = start > epoch ? (uint32_t)(start - epoch) : 0;
     c->log_run = d->now > start ? (uint32_t)(d->now - start) : 0;
-    c->log_host = t ? t->log_host : 0;
+    c->log_host = t ? t->id.log_host : 0;
 }
 
 static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
@@ -478,7 +481,7 @@ void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     jm_sched_clock(d->sched, d->now);
     jm_sched_credit(d->sched, t, h->count - h->foreign);
     d->st.foreign_results += h->foreign;
-    if (t && t->alive)
+    if (t && t->life.alive)
         grow_slots(d, t);
     if (!d->phase || h->phase != d->phase->st.id) {
         d->st.stale += h->count;
