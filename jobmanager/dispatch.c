@@ -65,13 +65,13 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     jm_tm_t *t = jm_tmtab_find(d->tms, rid, ridlen);
     if (spits_wire_parse(zmq_msg_data(&rx->msg), len, &h, &why) != 0) {
         if (zmq_msg_more(&rx->msg))
-            spits_zmq_drop_frames(d->router);
+            spits_zmq_drop_frames(d->net.router);
         tmio_bad_message(d, why);
         goto out;
     }
     /* Only RESULTS may have parts (a message's frames are all here:
      * disp_recv took the first). */
-    int rc = spits_parts_recv(&rx->parts, d->router, &h, &rx->msg,
+    int rc = spits_parts_recv(&rx->parts, d->net.router, &h, &rx->msg,
                               SPITS_MSG_RESULTS, &why), unrun = 0;
     if (rc == -2) {
         jm_fatal("out of memory receiving a message; stopping the job");
@@ -86,7 +86,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     d->st.bytes_in += spits_parts_bytes(&rx->parts);
     d->st.results_as_parts += rx->parts.n;
     if (t) {
-        liveness_heard(&t->life.live, d->now);
+        liveness_heard(&t->life.live, d->clock.now);
         t->life.stalled = 0;
     }
     switch (h.type) {
@@ -121,7 +121,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
          * running ones; it gets nothing new. */
         if (t && t->life.alive && !t->life.draining) {
             t->life.draining = 1;
-            if (loglimit_allow(&d->log_draining, d->now))
+            if (loglimit_allow(&d->logs.draining, d->clock.now))
                 spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
         }
         break;
@@ -135,7 +135,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     /* (looked up again: HELLO adds it, and a handler that lost another
      * TM may have evicted its entry) */
     if ((t = jm_tmtab_find(d->tms, rid, ridlen))) {
-        liveness_conn(&t->life.live, fd, conngen_of(d->conngen, fd));
+        liveness_conn(&t->life.live, fd, conngen_of(d->net.conngen, fd));
         if (t->life.alive)
             serve_due(d, t);
     }
@@ -151,7 +151,7 @@ static void disp_recv(jm_disp_t *d)
     for (int i = 0; i < DISP_RECV_BURST; i++) {
         zmq_msg_t rid;
         zmq_msg_init(&rid);
-        if (zmq_msg_recv(&rid, d->router, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(&rid, d->net.router, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&rid);
             return;
         }
@@ -162,13 +162,13 @@ static void disp_recv(jm_disp_t *d)
         }
         jm_rx_t *rx = jm_rx_new();
         if (!rx) {
-            spits_zmq_drop_frames(d->router);
+            spits_zmq_drop_frames(d->net.router);
             zmq_msg_close(&rid);
             jm_fatal("out of memory receiving a message; "
                  "stopping the job");
             return;
         }
-        if (zmq_msg_recv(&rx->msg, d->router, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(&rx->msg, d->net.router, ZMQ_DONTWAIT) < 0) {
             tmio_bad_message(d, "no body");
         } else {
             disp_on_message(d, &rid, rx);
@@ -221,7 +221,7 @@ static void live_update(jm_disp_t *d)
         l->running += running;
         l->queued += queued;
     }
-    l->rate = jm_progress_rate(&d->progress, d->now, l->resolved);
+    l->rate = jm_progress_rate(&d->progress, d->clock.now, l->resolved);
 }
 
 /* The STATUS document: the live snapshot (status.c), and what the
@@ -229,7 +229,7 @@ static void live_update(jm_disp_t *d)
  * and the performance model of the tasks run so far. */
 static json_t *status_doc(jm_disp_t *d)
 {
-    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now,
+    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->clock.now,
                                  2 * d->liveness.hb_ms);
     if (!doc)
         return NULL;
@@ -237,9 +237,9 @@ static json_t *status_doc(jm_disp_t *d)
         json_object_set_new(doc, "state", json_string("between phases"));
     uint64_t resolved = d->resolved_before + (d->phase ? d->live.resolved : 0);
     json_t *failed = json_array(), *totals = jm_disp_tm_totals_json(d, 0);
-    for (size_t i = 0; failed && i < d->nfailed; i++)
-        json_array_append_new(failed, jm_failure_json(d->failed[i].phase,
-                                                      &d->failed[i].f));
+    for (size_t i = 0; failed && i < d->poison.n; i++)
+        json_array_append_new(failed, jm_failure_json(d->poison.list[i].phase,
+                                                      &d->poison.list[i].f));
     json_object_set_new(doc, "timeline", jm_timeline_json(&d->timeline, resolved,
                                                           DISP_LIVE_EVENTS));
     json_object_set_new(doc, "failed_tasks", failed);
@@ -256,35 +256,35 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
     /* The answer is built at most once per tick and sent as is until the
      * next, so a status client in a loop costs the job a send per request,
      * not a JSON document and a /proc read. */
-    if (!d->status.len || d->now - d->status_at >= DISP_TICK_MS) {
+    if (!d->status.buf.len || d->clock.now - d->status.at >= DISP_TICK_MS) {
         json_t *doc = status_doc(d);
-        d->status.len = 0;
-        if (!doc || spits_wire_encode_json(&d->status, SPITS_MSG_STATUS,
+        d->status.buf.len = 0;
+        if (!doc || spits_wire_encode_json(&d->status.buf, SPITS_MSG_STATUS,
                                            d->live.phase, doc) != 0)
-            d->status.len = 0;
+            d->status.buf.len = 0;
         json_decref(doc);
-        d->status_at = d->now;
+        d->status.at = d->clock.now;
     }
-    if (d->status.len)
-        tmio_send_to(d, rid, ridlen, d->status.data, d->status.len, 0);
+    if (d->status.buf.len)
+        tmio_send_to(d, rid, ridlen, d->status.buf.data, d->status.buf.len, 0);
 }
 
 static void disp_tick(jm_disp_t *d)
 {
     unsigned char hb[SPITS_HDR_SIZE];
-    int probing = d->now < d->probe_until;
+    int probing = d->clock.now < d->clock.probe_until;
 
     spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, d->phase ? d->phase->st.id : 0);
     /* From the end: a TM declared lost leaves the live set, and the last
      * one (seen already) takes its place. */
     for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;) {
         jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
-        int v = liveness_judge(&d->liveness, &t->life.live, d->now, probing,
-                               router_probe, d->conngen, t->id.host, t->id.pid);
+        int v = liveness_judge(&d->liveness, &t->life.live, d->clock.now, probing,
+                               router_probe, d->net.conngen, t->id.host, t->id.pid);
         if (v == LIVENESS_LOST) {
             char why[64];
             snprintf(why, sizeof why, "silent for %.1f s",
-                     (d->now - t->life.live.last_heard) / 1000.0);
+                     (d->clock.now - t->life.live.last_heard) / 1000.0);
             members_lost(d, t, why);
         } else if (v == LIVENESS_HEARTBEAT) {
             /* With ROUTER_MANDATORY a vanished peer fails the send. */
@@ -300,7 +300,7 @@ static void disp_hint_no_tm(jm_disp_t *d)
 {
     char abs[PATH_MAX];
     if (d->no_tm_said || !d->phase || d->st.tm_joins ||
-        d->now - d->started_ms < DISP_NO_TM_MS)
+        d->clock.now - d->clock.started_ms < DISP_NO_TM_MS)
         return;
     d->no_tm_said = 1;
     spits_info("no task manager has joined in %d s; start one with: spits-tm "
@@ -322,11 +322,11 @@ static void disp_hint_no_tm(jm_disp_t *d)
 static void disp_trim(jm_disp_t *d)
 {
     uint64_t gone = d->st.tm_losses + d->st.tm_leaves;
-    if (gone == d->gone_at_trim || d->now < d->trim_at ||
+    if (gone == d->clock.gone_at_trim || d->clock.now < d->clock.trim_at ||
         jm_sched_mean_task_bytes(d->sched) >= SPITS_PART_MIN)
         return;
-    d->gone_at_trim = gone;
-    d->trim_at = d->now + DISP_TRIM_MS;
+    d->clock.gone_at_trim = gone;
+    d->clock.trim_at = d->clock.now + DISP_TRIM_MS;
     spits_malloc_release();
 }
 
@@ -334,16 +334,16 @@ static void disp_trim(jm_disp_t *d)
  * is over, or now (force: the job is over). */
 static void disp_log_flush(jm_disp_t *d, int force)
 {
-    loglimit_t *all[] = {&d->log_joined, &d->log_reattached, &d->log_lost,
-                            &d->log_left, &d->log_draining};
+    loglimit_t *all[] = {&d->logs.joined, &d->logs.reattached, &d->logs.lost,
+                            &d->logs.left, &d->logs.draining};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        loglimit_flush(all[i], d->now, force);
+        loglimit_flush(all[i], d->clock.now, force);
 }
 
 static void disp_monitor(jm_disp_t *d)
 {
-    if (router_monitor_read(d->mon, d->conngen, d->zap, d->now))
-        d->probe_until = d->now + LIVENESS_PROBE_MS;
+    if (router_monitor_read(d->net.mon, d->net.conngen, d->net.zap, d->clock.now))
+        d->clock.probe_until = d->clock.now + LIVENESS_PROBE_MS;
 }
 
 /* A signal stops the job: the generator and the committer give up, and
@@ -370,7 +370,7 @@ static void disp_stop_phase(jm_disp_t *d)
 void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
 {
     d->phase = p;
-    d->serve_all = 1;
+    d->serve.all = 1;
     if (d->stopping)
         disp_stop_phase(d);
     jm_adopt_destroy(&d->adopt);
@@ -384,7 +384,7 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
         return;
     }
     d->gen_done = 0;
-    d->pub_low = d->pub_freed = d->pub_taken = d->pub_window = 0;
+    d->pub.low = d->pub.freed = d->pub.taken = d->pub.window = 0;
     for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;)
         tmio_send_phase(d, jm_tmtab_live_at(d->tms, i), SPITS_MSG_PHASE);
 }
@@ -412,21 +412,21 @@ void disp_phase_end(jm_disp_t *d)
 static int disp_control(jm_disp_t *d)
 {
     int finish = 0;
-    pthread_mutex_lock(&d->ctl_lock);
-    atomic_store(&d->ctl_pending, 0);
-    if (d->ctl_begin) {
-        disp_phase_begin(d, d->ctl_begin);
-        d->ctl_begin = NULL;
-        d->ctl_ack = 1;
+    pthread_mutex_lock(&d->ctl.lock);
+    atomic_store(&d->ctl.pending, 0);
+    if (d->ctl.begin) {
+        disp_phase_begin(d, d->ctl.begin);
+        d->ctl.begin = NULL;
+        d->ctl.ack = 1;
     }
-    if (d->ctl_end) {
+    if (d->ctl.end) {
         disp_phase_end(d);
-        d->ctl_end = 0;
-        d->ctl_ack = 1;
+        d->ctl.end = 0;
+        d->ctl.ack = 1;
     }
-    finish = d->ctl_stop;
-    pthread_mutex_unlock(&d->ctl_lock);
-    pthread_cond_broadcast(&d->ctl_cond);
+    finish = d->ctl.stop;
+    pthread_mutex_unlock(&d->ctl.lock);
+    pthread_cond_broadcast(&d->ctl.cond);
     return finish;
 }
 
@@ -438,10 +438,10 @@ static void disp_control_only(jm_disp_t *d)
     if (!d->stopping)
         disp_stop_phase(d);
     for (;;) {
-        pthread_mutex_lock(&d->ctl_lock);
-        while (!atomic_load(&d->ctl_pending))
-            pthread_cond_wait(&d->ctl_cond, &d->ctl_lock);
-        pthread_mutex_unlock(&d->ctl_lock);
+        pthread_mutex_lock(&d->ctl.lock);
+        while (!atomic_load(&d->ctl.pending))
+            pthread_cond_wait(&d->ctl.cond, &d->ctl.lock);
+        pthread_mutex_unlock(&d->ctl.lock);
         if (disp_control(d))
             return;
     }
@@ -469,27 +469,27 @@ static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
 static void disp_end(jm_disp_t *d)
 {
     router_peers_t peers = {jm_tmtab_live_count(d->tms), disp_end_rid, disp_end_bye, d};
-    router_end(d->router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
+    router_end(d->net.router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
 }
 
 static void *disp_main(void *arg)
 {
     jm_disp_t *d = arg;
     zmq_pollitem_t items[4] = {
-        {d->router, 0, ZMQ_POLLIN, 0},
-        {NULL, d->wake_fd, ZMQ_POLLIN, 0},
-        {d->mon, 0, ZMQ_POLLIN, 0},
-        {d->zap ? spits_zap_socket(d->zap) : NULL, 0, ZMQ_POLLIN, 0},
+        {d->net.router, 0, ZMQ_POLLIN, 0},
+        {NULL, d->net.wake_fd, ZMQ_POLLIN, 0},
+        {d->net.mon, 0, ZMQ_POLLIN, 0},
+        {d->net.zap ? spits_zap_socket(d->net.zap) : NULL, 0, ZMQ_POLLIN, 0},
     };
-    int nitems = d->zap ? 4 : 3;
+    int nitems = d->net.zap ? 4 : 3;
 
-    d->now = d->started_ms = spits_now_ms();
-    d->next_tick = d->now + DISP_TICK_MS;
+    d->clock.now = d->clock.started_ms = spits_now_ms();
+    d->clock.next_tick = d->clock.now + DISP_TICK_MS;
     for (;;) {
-        long timeout = (long)(d->next_tick - d->now);
-        if (d->now < d->probe_until && timeout > 50)
+        long timeout = (long)(d->clock.next_tick - d->clock.now);
+        if (d->clock.now < d->clock.probe_until && timeout > 50)
             timeout = 50;
-        if (d->serve_all)
+        if (d->serve.all)
             timeout = 0;   /* (a TM went during the last serve) */
         if (zmq_poll(items, nitems, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR) {
             jm_fatal("the dispatcher cannot poll its sockets: %s; stopping "
@@ -497,38 +497,38 @@ static void *disp_main(void *arg)
             disp_control_only(d);
             break;
         }
-        int64_t before = d->now;
-        d->now = spits_now_ms();
-        liveness_stall(&d->liveness, before, d->now);
+        int64_t before = d->clock.now;
+        d->clock.now = spits_now_ms();
+        liveness_stall(&d->liveness, before, d->clock.now);
         if (items[1].revents & ZMQ_POLLIN)
-            spits_wake_drain(d->wake_fd);
-        if (atomic_load(&d->ctl_pending) && disp_control(d))
+            spits_wake_drain(d->net.wake_fd);
+        if (atomic_load(&d->ctl.pending) && disp_control(d))
             break;
         disp_reap(d);
         if ((jm_signal || atomic_load(&jm_abort)) && !d->stopping)
             disp_stop_phase(d);
         if (items[2].revents & ZMQ_POLLIN)
             disp_monitor(d);
-        if (d->zap && (items[3].revents & ZMQ_POLLIN))
-            spits_zap_handle(d->zap, d->now);
+        if (d->net.zap && (items[3].revents & ZMQ_POLLIN))
+            spits_zap_handle(d->net.zap, d->clock.now);
         /* While probing after a disconnect, read whatever came first: a
          * drained TM's BYE must be seen before a heartbeat to its closed
          * connection fails and calls it lost. */
-        if ((items[0].revents & ZMQ_POLLIN) || d->now < d->probe_until)
+        if ((items[0].revents & ZMQ_POLLIN) || d->clock.now < d->clock.probe_until)
             disp_recv(d);
-        if (d->now >= d->next_tick || d->now < d->probe_until) {
+        if (d->clock.now >= d->clock.next_tick || d->clock.now < d->clock.probe_until) {
             disp_tick(d);
-            jm_backlog_tick(&d->backlog, d->now, jm_backlog_released());
+            jm_backlog_tick(&d->backlog, d->clock.now, jm_backlog_released());
             disp_log_flush(d, 0);
             disp_trim(d);
-            d->serve_all = 1;   /* (time passed: settling, late tasks) */
+            d->serve.all = 1;   /* (time passed: settling, late tasks) */
             live_update(d);
-            jm_timeline_sample(&d->timeline, d->now, d->resolved_before +
+            jm_timeline_sample(&d->timeline, d->clock.now, d->resolved_before +
                                (d->phase ? d->live.resolved : 0));
             if (d->phase)
-                jm_progress_tick(&d->progress, &d->live, d->now);
+                jm_progress_tick(&d->progress, &d->live, d->clock.now);
             disp_hint_no_tm(d);
-            d->next_tick = d->now + DISP_TICK_MS;
+            d->clock.next_tick = d->clock.now + DISP_TICK_MS;
             disp_reap(d);
         }
         serve_tms(d);
@@ -544,22 +544,22 @@ static void *disp_main(void *arg)
 
 static void ctl_request(jm_disp_t *d, jm_phase_t *begin, int end, int finish)
 {
-    pthread_mutex_lock(&d->ctl_lock);
-    d->ctl_begin = begin;
-    d->ctl_end = end;
-    d->ctl_stop |= finish;
-    d->ctl_ack = 0;
-    atomic_store(&d->ctl_pending, 1);
-    pthread_mutex_unlock(&d->ctl_lock);
+    pthread_mutex_lock(&d->ctl.lock);
+    d->ctl.begin = begin;
+    d->ctl.end = end;
+    d->ctl.stop |= finish;
+    d->ctl.ack = 0;
+    atomic_store(&d->ctl.pending, 1);
+    pthread_mutex_unlock(&d->ctl.lock);
     /* The dispatcher wakes from its poll, or (disp_control_only) here. */
-    pthread_cond_broadcast(&d->ctl_cond);
-    spits_wake_signal(d->wake_fd);
+    pthread_cond_broadcast(&d->ctl.cond);
+    spits_wake_signal(d->net.wake_fd);
     if (finish)
         return;
-    pthread_mutex_lock(&d->ctl_lock);
-    while (!d->ctl_ack)
-        pthread_cond_wait(&d->ctl_cond, &d->ctl_lock);
-    pthread_mutex_unlock(&d->ctl_lock);
+    pthread_mutex_lock(&d->ctl.lock);
+    while (!d->ctl.ack)
+        pthread_cond_wait(&d->ctl.cond, &d->ctl.lock);
+    pthread_mutex_unlock(&d->ctl.lock);
 }
 
 void jm_disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
@@ -593,10 +593,10 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         return NULL;
     }
     d->jm = jm;
-    d->wake_fd = -1;
-    pthread_mutex_init(&d->ctl_lock, NULL);
-    pthread_cond_init(&d->ctl_cond, NULL);
-    atomic_init(&d->ctl_pending, 0);
+    d->net.wake_fd = -1;
+    pthread_mutex_init(&d->ctl.lock, NULL);
+    pthread_cond_init(&d->ctl.cond, NULL);
+    atomic_init(&d->ctl.pending, 0);
     d->liveness = (liveness_hop_t){.prefix = "", .loop = "the dispatcher",
                                    .tick_ms = DISP_TICK_MS};
     d->liveness.hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
@@ -604,50 +604,50 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     jm_progress_init(&d->progress, jm->opt.progress);
     d->liveness.timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
     d->tms = jm_tmtab_new(jm->opt.keep_dead);
-    d->log_joined.what = "TM joins";
-    d->log_reattached.what = "TM re-attaches";
-    d->log_lost.what = "TM losses";
-    d->log_left.what = "TM leaves";
-    d->log_draining.what = "TMs draining";
-    d->cbuf = malloc(DISP_COMMIT_CHUNK * sizeof *d->cbuf);
+    d->logs.joined.what = "TM joins";
+    d->logs.reattached.what = "TM re-attaches";
+    d->logs.lost.what = "TM losses";
+    d->logs.left.what = "TM leaves";
+    d->logs.draining.what = "TMs draining";
+    d->commit.buf = malloc(DISP_COMMIT_CHUNK * sizeof *d->commit.buf);
     d->sched = jm_sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st);
     jm_backlog_reset(&d->backlog, jm_backlog_released());
     if (d->sched) {
         jm_sched_set_early(d->sched, serve_take_early_result, d);
         jm_sched_set_pool(d->sched, jm->taskpool);
     }
-    d->wake_fd = spits_wake_open();
-    d->zctx = zmq_ctx_new();
-    d->conngen = conngen_new();
-    if (!d->tms || !d->cbuf || !d->sched || d->wake_fd < 0 || !d->zctx ||
-        !d->conngen) {
+    d->net.wake_fd = spits_wake_open();
+    d->net.zctx = zmq_ctx_new();
+    d->net.conngen = conngen_new();
+    if (!d->tms || !d->commit.buf || !d->sched || d->net.wake_fd < 0 || !d->net.zctx ||
+        !d->net.conngen) {
         snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
         goto fail;
     }
     /* (before the first socket, which starts them) */
-    if (zmq_ctx_set(d->zctx, ZMQ_IO_THREADS,
+    if (zmq_ctx_set(d->net.zctx, ZMQ_IO_THREADS,
                     jm->opt.io_threads > 0 ? jm->opt.io_threads : 1) != 0) {
         snprintf(err, errlen, "cannot use %d ZeroMQ I/O threads: %s",
                  jm->opt.io_threads, zmq_strerror(errno));
         goto fail;
     }
-    if (!(d->router = router_new(d->zctx, jm->opt.max_task, err, errlen)))
+    if (!(d->net.router = router_new(d->net.zctx, jm->opt.max_task, err, errlen)))
         goto fail;
-    d->part_min = spits_parts_min();
+    d->serve.part_min = spits_parts_min();
     if (!jm->opt.insecure &&
-        router_curve(d->zctx, d->router, jm->keys.client_public,
-                     jm->keys.server_secret, &d->zap, err, errlen) != 0)
+        router_curve(d->net.zctx, d->net.router, jm->keys.client_public,
+                     jm->keys.server_secret, &d->net.zap, err, errlen) != 0)
         goto fail;
-    if (zmq_bind(d->router, jm->opt.bind) != 0) {
+    if (zmq_bind(d->net.router, jm->opt.bind) != 0) {
         snprintf(err, errlen, "cannot bind %s: %s", jm->opt.bind, zmq_strerror(errno));
         goto fail;
     }
-    if (zmq_getsockopt(d->router, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
+    if (zmq_getsockopt(d->net.router, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
         snprintf(err, errlen, "cannot read the bound endpoint: %s", zmq_strerror(errno));
         goto fail;
     }
-    spits_zmq_reachable(bound, d->endpoint, sizeof d->endpoint);
-    if (router_monitor_open(d->zctx, d->router, MONITOR_EP, &d->mon) != 0) {
+    spits_zmq_reachable(bound, d->net.endpoint, sizeof d->net.endpoint);
+    if (router_monitor_open(d->net.zctx, d->net.router, MONITOR_EP, &d->net.mon) != 0) {
         snprintf(err, errlen, "cannot monitor the socket: %s", zmq_strerror(errno));
         goto fail;
     }
@@ -668,8 +668,8 @@ int jm_disp_start(jm_disp_t *d)
     return 0;
 }
 
-const char *jm_disp_endpoint(const jm_disp_t *d) { return d->endpoint; }
-int jm_disp_wake_fd(const jm_disp_t *d) { return d->wake_fd; }
+const char *jm_disp_endpoint(const jm_disp_t *d) { return d->net.endpoint; }
+int jm_disp_wake_fd(const jm_disp_t *d) { return d->net.wake_fd; }
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d) { return &d->st; }
 
 json_t *jm_disp_timeline_json(const jm_disp_t *d)
@@ -752,22 +752,22 @@ void jm_disp_destroy(jm_disp_t **dp)
     if (d->phase)
         disp_phase_end(d);
     /* The monitor goes first, while its reader still exists. */
-    router_monitor_close(d->router, &d->mon);
-    spits_zap_destroy(&d->zap);
-    if (d->router)
-        zmq_close(d->router);
-    if (d->zctx)
-        zmq_ctx_term(d->zctx);
-    spits_wake_close(&d->wake_fd);
+    router_monitor_close(d->net.router, &d->net.mon);
+    spits_zap_destroy(&d->net.zap);
+    if (d->net.router)
+        zmq_close(d->net.router);
+    if (d->net.zctx)
+        zmq_ctx_term(d->net.zctx);
+    spits_wake_close(&d->net.wake_fd);
     jm_tmtab_destroy(&d->tms);
-    conngen_destroy(&d->conngen);
-    spits_batch_free(&d->out);
-    spits_buf_free(&d->status);
+    conngen_destroy(&d->net.conngen);
+    spits_batch_free(&d->serve.out);
+    spits_buf_free(&d->status.buf);
     jm_sched_destroy(&d->sched);
-    free(d->cbuf);
-    free(d->due);
-    pthread_mutex_destroy(&d->ctl_lock);
-    pthread_cond_destroy(&d->ctl_cond);
+    free(d->commit.buf);
+    free(d->serve.due);
+    pthread_mutex_destroy(&d->ctl.lock);
+    pthread_cond_destroy(&d->ctl.cond);
     free(d);
     *dp = NULL;
 }

@@ -28,7 +28,7 @@
  * older dead TM). The number of copies taken back. */
 static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 {
-    d->serve_all = 1;   /* (its copies are requeued for the others) */
+    d->serve.all = 1;   /* (its copies are requeued for the others) */
     t->life.gone = 0;
     d->alive_workers -= t->credit.workers;
     d->alive--;
@@ -51,7 +51,7 @@ void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     d->st.tm_losses++;
     t->life.lost = 1;
     d->st.tms_lost_now++;
-    if (loglimit_allow(&d->log_lost, d->now))
+    if (loglimit_allow(&d->logs.lost, d->clock.now))
         spits_info("%s %s:%ld lost (%s); %zu task(s) requeued",
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
     jm_tmtab_set_alive(d->tms, t, 0);
@@ -78,7 +78,7 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
         spits_warn("%s %s:%ld refused the job: %s; %zu task(s) requeued",
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid,
                    spits_escape(safe, sizeof safe, refused), n);
-    } else if (loglimit_allow(&d->log_left, d->now)) {
+    } else if (loglimit_allow(&d->logs.left, d->clock.now)) {
         spits_info("%s %s:%ld left; %zu task(s) requeued",
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, n);
     }
@@ -91,7 +91,7 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
  * the very tasks it holds results for. */
 static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
 {
-    t->credit.settle_until = pending > 0 ? d->now + 2000 : 0;
+    t->credit.settle_until = pending > 0 ? d->clock.now + 2000 : 0;
     t->credit.settle_records = pending;
 }
 
@@ -134,7 +134,7 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 {
     if (first) {
         d->st.tm_joins++;
-        if (!loglimit_allow(&d->log_joined, d->now))
+        if (!loglimit_allow(&d->logs.joined, d->clock.now))
             return;
         if (t->id.relay)
             spits_info("relay %s:%ld joined, serving TMs at %s", t->id.host,
@@ -150,7 +150,7 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
     }
     d->st.tm_reattaches++;
     t->id.reattaches++;
-    if (loglimit_allow(&d->log_reattached, d->now))
+    if (loglimit_allow(&d->logs.reattached, d->clock.now))
         spits_info("TM %s:%ld re-attached with %d worker(s)", t->id.host, t->id.pid,
                    t->credit.workers);
 }
@@ -238,7 +238,7 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->stats.sent_at_hello = t->stats.sent;
     t->life.stalled = 0;
     t->life.draining = 0;
-    t->life.live.last_heard = d->now;
+    t->life.live.last_heard = d->clock.now;
     t->id.joined = spits_wall_time();
     settle(d, t, pending);
     d->alive++;

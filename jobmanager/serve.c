@@ -50,7 +50,7 @@ static void cancel_flush(jm_disp_t *d)
     while (ncancel) {
         int slot = cancels[0].slot;
         size_t keep = 0, n = 0;
-        spits_batch_begin(&d->out, SPITS_MSG_CANCEL, d->phase->st.id);
+        spits_batch_begin(&d->serve.out, SPITS_MSG_CANCEL, d->phase->st.id);
         for (size_t i = 0; i < ncancel; i++) {
             if (cancels[i].slot != slot) {
                 cancels[keep++] = cancels[i];
@@ -58,14 +58,14 @@ static void cancel_flush(jm_disp_t *d)
             }
             /* Out of memory: that copy runs on, and its result is a
              * duplicate; nothing is lost. */
-            if (spits_batch_add(&d->out, cancels[i].id, 0, 0))
+            if (spits_batch_add(&d->serve.out, cancels[i].id, 0, 0))
                 n++;
         }
         ncancel = keep;
-        spits_batch_seal(&d->out);
+        spits_batch_seal(&d->serve.out);
         jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)slot);
         if (n && t && t->life.alive &&
-            tmio_send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
+            tmio_send_tm(d, t, d->serve.out.buf.data, d->serve.out.buf.len) == 0)
             d->st.cancelled += n;
     }
 }
@@ -88,8 +88,8 @@ void serve_publish_window(jm_disp_t *d)
         return;
     uint64_t low = jm_sched_low(d->sched), freed = jm_sched_freed_bytes(d->sched);
     uint64_t taken = jm_sched_taken_bytes(d->sched), window = disp_window(d);
-    if (low == d->pub_low && freed == d->pub_freed && taken == d->pub_taken &&
-        window == d->pub_window)
+    if (low == d->pub.low && freed == d->pub.freed && taken == d->pub.taken &&
+        window == d->pub.window)
         return;
     jm_genq_t *q = &d->phase->genq;
     pthread_mutex_lock(&q->lock);
@@ -99,10 +99,10 @@ void serve_publish_window(jm_disp_t *d)
     q->window = window;
     pthread_mutex_unlock(&q->lock);
     pthread_cond_signal(&q->room);
-    d->pub_low = low;
-    d->pub_freed = freed;
-    d->pub_taken = taken;
-    d->pub_window = window;
+    d->pub.low = low;
+    d->pub.freed = freed;
+    d->pub.taken = taken;
+    d->pub.window = window;
 }
 
 /* Takes everything the generator has queued, and what it holds while
@@ -202,25 +202,25 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 {
     if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
         refill_fresh(d);
-    jm_sched_clock(d->sched, d->now);
+    jm_sched_clock(d->sched, d->clock.now);
     jm_sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
     size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->alive > 1);
     if (t->credit.outstanding + (int)n < t->credit.slots)
-        d->starved = 1;   /* (room left: more work may come for it) */
+        d->serve.starved = 1;   /* (room left: more work may come for it) */
     if (!n)
         return;
 
     serve_batch_t batch = {d, jm_sched_picked(d->sched)};
     taskbatch_src_t src = {serve_item, serve_item_hold, part_done, &batch};
     taskbatch_sent_t sent;
-    long parts = taskbatch_build(&d->out, d->phase->st.id, d->part_min, n, &src);
+    long parts = taskbatch_build(&d->serve.out, d->phase->st.id, d->serve.part_min, n, &src);
     if (parts < 0) {
         jm_fatal("out of memory building a batch of %zu task(s); "
                  "stopping the job", n);
         jm_sched_unsent(d->sched, n);
-    } else if ((parts ? tmio_send_tm_more : tmio_send_tm)(d, t, d->out.buf.data,
-                                                          d->out.buf.len) == 0) {
-        taskbatch_send_parts(d->router, d->part_min, n, parts, &src, &sent);
+    } else if ((parts ? tmio_send_tm_more : tmio_send_tm)(d, t, d->serve.out.buf.data,
+                                                          d->serve.out.buf.len) == 0) {
+        taskbatch_send_parts(d->net.router, d->serve.part_min, n, parts, &src, &sent);
         d->st.bytes_out += sent.bytes;
         d->st.sent_as_parts += sent.parts;
         if (sent.failed)
@@ -236,21 +236,22 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 static int serve_wants(const jm_disp_t *d, const jm_tm_t *t)
 {
     return t->life.alive && !t->life.stalled && !t->life.draining &&
-           t->credit.outstanding < t->credit.slots && t->credit.settle_until <= d->now &&
-           !atomic_load(&jm_abort);
+           t->credit.outstanding < t->credit.slots &&
+           t->credit.settle_until <= d->clock.now && !atomic_load(&jm_abort);
 }
 
 /* t spoke: the next serve looks at it (its credit, stall or settling may
  * have changed). */
 void serve_due(jm_disp_t *d, jm_tm_t *t)
 {
-    if (t->credit.serve_due || d->serve_all)
+    disp_serve_t *sv = &d->serve;
+    if (t->credit.serve_due || sv->all)
         return;
-    if (spits_grow((void **)&d->due, &d->capdue, d->ndue + 1, sizeof *d->due, 64) != 0) {
-        d->serve_all = 1;   /* (no memory for the list: walk them all) */
+    if (spits_grow((void **)&sv->due, &sv->capdue, sv->ndue + 1, sizeof *sv->due, 64) != 0) {
+        sv->all = 1;   /* (no memory for the list: walk them all) */
         return;
     }
-    d->due[d->ndue++] = t->id.slot;
+    sv->due[sv->ndue++] = t->id.slot;
     t->credit.serve_due = 1;
 }
 
@@ -264,11 +265,11 @@ static void serve_all(jm_disp_t *d)
         size_t now_live = jm_tmtab_live_count(d->tms);
         if (!now_live)
             break;
-        jm_tm_t *t = jm_tmtab_live_at(d->tms, (d->rr + k) % now_live);
+        jm_tm_t *t = jm_tmtab_live_at(d->tms, (d->serve.rr + k) % now_live);
         if (serve_wants(d, t))
             serve_tm(d, t);
     }
-    d->rr++;
+    d->serve.rr++;
 }
 
 /* A TM gets tasks only when it has room, and room only comes from what
@@ -286,20 +287,20 @@ static void serve_all(jm_disp_t *d)
  * reused by a new TM serves that one, which is harmless. */
 void serve_tms(jm_disp_t *d)
 {
-    if (d->phase && d->starved && !d->serve_all) {
+    if (d->phase && d->serve.starved && !d->serve.all) {
         if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
             refill_fresh(d);
         if (jm_sched_has_fresh(d->sched) || jm_sched_has_retries(d->sched))
-            d->serve_all = 1;
+            d->serve.all = 1;
     }
-    int all = d->serve_all;
-    size_t ndue = d->ndue;
-    d->ndue = 0;
-    d->serve_all = 0;
+    int all = d->serve.all;
+    size_t ndue = d->serve.ndue;
+    d->serve.ndue = 0;
+    d->serve.all = 0;
     if (all)
-        d->starved = 0;   /* (serve_tm says it again if so) */
+        d->serve.starved = 0;   /* (serve_tm says it again if so) */
     for (size_t i = 0; i < ndue; i++) {
-        jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)d->due[i]);
+        jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)d->serve.due[i]);
         if (!t || !t->credit.serve_due)
             continue;
         t->credit.serve_due = 0;
@@ -367,28 +368,28 @@ static void adopt_keep(jm_disp_t *d, const spits_rec_t *rec)
  * into rx each hold a reference to it, taken here in one step. */
 static void commits_flush(jm_disp_t *d, jm_rx_t *rx)
 {
-    if (!d->ncommit)
+    if (!d->commit.n)
         return;
-    if (d->ncommit_rx)
-        jm_rx_hold(rx, d->ncommit_rx);
-    if (jm_commitq_hand(&d->phase->cq, &d->cbuf, d->ncommit,
+    if (d->commit.n_rx)
+        jm_rx_hold(rx, d->commit.n_rx);
+    if (jm_commitq_hand(&d->phase->cq, &d->commit.buf, d->commit.n,
                         DISP_COMMIT_CHUNK) != 0) {
-        for (size_t i = 0; i < d->ncommit; i++)
-            jm_commit_release(&d->cbuf[i]);
+        for (size_t i = 0; i < d->commit.n; i++)
+            jm_commit_release(&d->commit.buf[i]);
         jm_fatal("out of memory queueing %zu result(s) for the committer; "
                  "stopping the job",
-                 d->ncommit);
+                 d->commit.n);
     }
-    d->ncommit = d->ncommit_rx = 0;
+    d->commit.n = d->commit.n_rx = 0;
 }
 
 /* The next free resolution slot; a full chunk goes to the committer
  * first, so however many records a message claims, memory stays fixed. */
 static jm_commit_t *commit_slot(jm_disp_t *d, jm_rx_t *rx)
 {
-    if (d->ncommit == DISP_COMMIT_CHUNK)
+    if (d->commit.n == DISP_COMMIT_CHUNK)
         commits_flush(d, rx);
-    jm_commit_t *c = &d->cbuf[d->ncommit++];
+    jm_commit_t *c = &d->commit.buf[d->commit.n++];
     memset(c, 0, sizeof *c);
     return c;
 }
@@ -427,7 +428,7 @@ static void joblog_note(jm_disp_t *d, const jm_tm_t *t, jm_commit_t *c)
     int64_t start, epoch = jm_joblog_epoch_ms(d->jm->joblog);
     jm_sched_recorded(d->sched, &start, &c->log_in);
     c->log_start = start > epoch ? (uint32_t)(start - epoch) : 0;
-    c->log_run = d->now > start ? (uint32_t)(d->now - start) : 0;
+    c->log_run = d->clock.now > start ? (uint32_t)(d->clock.now - start) : 0;
     c->log_host = t ? t->id.log_host : 0;
 }
 
@@ -444,7 +445,7 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
         c->data = rec->data;
         c->len = rec->len;
         c->rx = rx;
-        d->ncommit_rx++;
+        d->commit.n_rx++;
         return;
     }
     jm_failure_t note, *f = malloc(sizeof *f);
@@ -453,9 +454,9 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
     if (f)
         *f = note;
     c->owned = (unsigned char *)f;
-    if (d->nfailed < DISP_LIVE_FAILED) {
-        d->failed[d->nfailed].phase = d->phase->st.id;
-        d->failed[d->nfailed++].f = note;
+    if (d->poison.n < DISP_LIVE_FAILED) {
+        d->poison.list[d->poison.n].phase = d->phase->st.id;
+        d->poison.list[d->poison.n++].f = note;
     }
     jm_failure_describe(&note, how, sizeof how);
     spits_warn("task %llu of phase %u: %d run(s), the last %s; giving up on "
@@ -478,7 +479,7 @@ void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     spits_rec_t rec;
     uint64_t hash;
 
-    jm_sched_clock(d->sched, d->now);
+    jm_sched_clock(d->sched, d->clock.now);
     jm_sched_credit(d->sched, t, h->count - h->foreign);
     d->st.foreign_results += h->foreign;
     if (t && t->life.alive)

@@ -21,7 +21,7 @@
 int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len, int more)
 {
-    if (router_send(d->router, rid, ridlen, buf, len, more) != 0)
+    if (router_send(d->net.router, rid, ridlen, buf, len, more) != 0)
         return -1;
     d->st.bytes_out += len;
     return 0;
@@ -30,7 +30,7 @@ int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
 static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len, int more)
 {
     if (tmio_send_to(d, t->id.rid, t->id.ridlen, buf, len, more) == 0) {
-        t->life.live.last_sent = d->now;
+        t->life.live.last_sent = d->clock.now;
         return 0;
     }
     if (errno == EHOSTUNREACH) {
@@ -79,7 +79,7 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
     /* Its large results may come as parts (wire.h), as large tasks go:
      * said with its own routing id, which a relay of an earlier release
      * passing this WELCOME on does not give its TMs. */
-    if (body && type == SPITS_MSG_WELCOME && d->part_min != UINT64_MAX)
+    if (body && type == SPITS_MSG_WELCOME && d->serve.part_min != UINT64_MAX)
         json_object_set_new(body, "result_parts",
                             json_stringn((const char *)t->id.rid, t->id.ridlen));
     if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
@@ -96,7 +96,7 @@ void tmio_bad_message(jm_disp_t *d, const char *why)
 {
     d->st.bad_messages++;
     /* Logged at most every 10 s: a hostile peer must not flood the log. */
-    if (loglimit_every(&d->bad_logged_at, d->now, 10000))
+    if (loglimit_every(&d->clock.bad_logged_at, d->clock.now, 10000))
         spits_warn("dropped a malformed message (%s); %llu so far", why,
                    (unsigned long long)d->st.bad_messages);
 }
