@@ -22,7 +22,6 @@
 #include "dispatch_int.h"
 #include "generator.h"
 #include "log.h"
-#include "model.h"
 #include "phase.h"
 #include "router.h"
 #include "status.h"
@@ -181,75 +180,6 @@ static void disp_recv(jm_disp_t *d)
 
 /* --- timers, monitor, control ------------------------------------------ */
 
-/* Takes the live snapshot: counters of the other threads are read under
- * the genq lock, once per tick. */
-static void live_update(jm_disp_t *d)
-{
-    jm_live_t *l = &d->live;
-    jm_phase_t *p = d->phase;
-    if (!p)
-        return;
-    jm_genq_t *q = &p->genq;
-    pthread_mutex_lock(&q->lock);
-    l->generated = q->made;
-    l->gen_done = q->done;
-    l->total = q->total + p->st.replayed;
-    l->resolved = q->resolved;
-    pthread_mutex_unlock(&q->lock);
-    /* (read after resolved, so never below it: both only grow) */
-    pthread_mutex_lock(&p->cq.lock);
-    l->uncommitted = p->cq.pushed - l->resolved;
-    pthread_mutex_unlock(&p->cq.lock);
-    l->syncing = atomic_load_explicit(&p->cq.syncing, memory_order_relaxed);
-    l->phase = p->st.id;
-    l->replayed = p->st.replayed;
-    l->failed = d->st.poison;
-    l->sent = d->st.sent;
-    l->resent = d->st.resent;
-    l->duplicates = d->st.duplicates;
-    l->requeued = d->st.requeued;
-    l->running = l->queued = 0;
-    l->tms_alive = d->alive;
-    l->tm_joins = d->st.tm_joins;
-    l->tm_reattaches = d->st.tm_reattaches;
-    l->tm_losses = d->st.tm_losses;
-    l->tm_leaves = d->st.tm_leaves;
-    l->tms_lost_now = d->st.tms_lost_now;
-    for (size_t i = 0; i < jm_tmtab_live_count(d->tms); i++) {
-        uint64_t running, queued;
-        jm_tm_split(jm_tmtab_live_at(d->tms, i), &running, &queued);
-        l->running += running;
-        l->queued += queued;
-    }
-    l->rate = jm_progress_rate(&d->progress, d->clock.now, l->resolved);
-}
-
-/* The STATUS document: the live snapshot (status.c), and what the
- * dashboard draws besides: the timeline so far, the first poison tasks
- * and the performance model of the tasks run so far. */
-static json_t *status_doc(jm_disp_t *d)
-{
-    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->clock.now,
-                                 2 * d->liveness.hb_ms);
-    if (!doc)
-        return NULL;
-    if (!d->phase)
-        json_object_set_new(doc, "state", json_string("between phases"));
-    uint64_t resolved = d->resolved_before + (d->phase ? d->live.resolved : 0);
-    json_t *failed = json_array(), *totals = jm_disp_tm_totals_json(d, 0);
-    for (size_t i = 0; failed && i < d->poison.n; i++)
-        json_array_append_new(failed, jm_failure_json(d->poison.list[i].phase,
-                                                      &d->poison.list[i].f));
-    json_object_set_new(doc, "timeline", jm_timeline_json(&d->timeline, resolved,
-                                                          DISP_LIVE_EVENTS));
-    json_object_set_new(doc, "failed_tasks", failed);
-    json_object_set_new(doc, "model", jm_model_json(&d->st, totals,
-        json_object_get(doc, "jm"), resolved,
-        json_number_value(json_object_get(doc, "elapsed_s")), NULL, 0));
-    json_decref(totals);
-    return doc;
-}
-
 /* spits-status asks; the answer goes to its routing id. It is not a TM. */
 static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
 {
@@ -257,7 +187,7 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
      * next, so a status client in a loop costs the job a send per request,
      * not a JSON document and a /proc read. */
     if (!d->status.buf.len || d->clock.now - d->status.at >= DISP_TICK_MS) {
-        json_t *doc = status_doc(d);
+        json_t *doc = dispview_status_doc(d);
         d->status.buf.len = 0;
         if (!doc || spits_wire_encode_json(&d->status.buf, SPITS_MSG_STATUS,
                                            d->live.phase, doc) != 0)
@@ -392,7 +322,7 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
 void disp_phase_end(jm_disp_t *d)
 {
     if (d->phase) {
-        live_update(d);
+        dispview_live_update(d);
         jm_progress_end(&d->progress, &d->live);
         d->resolved_before += d->live.resolved;
         memset(&d->live, 0, sizeof d->live);
@@ -522,7 +452,7 @@ static void *disp_main(void *arg)
             disp_log_flush(d, 0);
             disp_trim(d);
             d->serve.all = 1;   /* (time passed: settling, late tasks) */
-            live_update(d);
+            dispview_live_update(d);
             jm_timeline_sample(&d->timeline, d->clock.now, d->resolved_before +
                                (d->phase ? d->live.resolved : 0));
             if (d->phase)
@@ -671,77 +601,6 @@ int jm_disp_start(jm_disp_t *d)
 const char *jm_disp_endpoint(const jm_disp_t *d) { return d->net.endpoint; }
 int jm_disp_wake_fd(const jm_disp_t *d) { return d->net.wake_fd; }
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d) { return &d->st; }
-
-json_t *jm_disp_timeline_json(const jm_disp_t *d)
-{
-    return jm_timeline_json(&d->timeline, d->resolved_before, JM_TIMELINE_EVENTS);
-}
-
-/* The most TMs report.json lists one by one: those with the most tasks
- * done, in the order they joined. */
-#define DISP_REPORT_TMS 1000
-
-json_t *jm_disp_tms_json(const jm_disp_t *d)
-{
-    json_t *a = json_array();
-    char when[32];
-    size_t n = 0, slots = jm_tmtab_slots(d->tms);
-    jm_tm_t **v = malloc((slots ? slots : 1) * sizeof *v);
-    if (!v) {
-        spits_warn("out of memory listing the TMs for the report; "
-                   "tm_totals still counts them");
-        return a;
-    }
-    for (size_t s = 0; s < slots; s++)
-        if ((v[n] = jm_tmtab_at(d->tms, s)))
-            n++;
-    if (n > DISP_REPORT_TMS) {
-        qsort(v, n, sizeof *v, jm_tm_cmp_done_desc);
-        n = DISP_REPORT_TMS;
-    }
-    qsort(v, n, sizeof *v, jm_tm_cmp_joined);
-    for (size_t i = 0; i < n; i++) {
-        jm_tm_t *t = v[i];
-        spits_iso_time(t->id.joined, when, sizeof when);
-        json_t *row = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:I, s:f, s:I}",
-            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->credit.workers,
-            "joined", when, "reattaches", (json_int_t)t->id.reattaches,
-            "sent", (json_int_t)t->stats.sent,
-            "done", (json_int_t)t->stats.done, "failed", (json_int_t)t->stats.failed,
-            "busy_s", t->stats.busy_s, "runs", (json_int_t)t->stats.runs);
-        jm_status_relay_fields(row, t);
-        json_array_append_new(a, row);
-    }
-    free(v);
-    return a;
-}
-
-json_t *jm_disp_tm_totals_json(const jm_disp_t *d, size_t listed)
-{
-    jm_tm_totals_t sum = *jm_tmtab_evicted(d->tms);
-    sum.done += d->st.done_evicted;   /* from TMs evicted before they sent them */
-    for (size_t s = 0; s < jm_tmtab_slots(d->tms); s++) {
-        const jm_tm_t *t = jm_tmtab_at(d->tms, s);
-        if (!t)
-            continue;
-        sum.reattaches += t->id.reattaches;
-        sum.sent += t->stats.sent;
-        sum.done += t->stats.done;
-        sum.failed += t->stats.failed;
-        sum.runs += t->stats.runs;
-        sum.busy_s += t->stats.busy_s;
-    }
-    uint64_t distinct = d->st.tm_joins;
-    return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I}",
-        "tms", (json_int_t)distinct, "listed", (json_int_t)listed,
-        "left_out", (json_int_t)(distinct > listed ? distinct - listed : 0),
-        "truncated", distinct > listed,
-        "reattaches", (json_int_t)sum.reattaches, "sent", (json_int_t)sum.sent,
-        "done", (json_int_t)sum.done, "failed", (json_int_t)sum.failed,
-        "busy_s", sum.busy_s, "runs", (json_int_t)sum.runs,
-        "lost_forgotten", (json_int_t)sum.lost_forgotten,
-        "behind_relays", (json_int_t)jm_status_behind_relays(d->tms));
-}
 
 void jm_disp_destroy(jm_disp_t **dp)
 {

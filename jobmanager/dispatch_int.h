@@ -169,7 +169,7 @@ struct jm_disp {
 /* The files of the dispatcher, top to bottom (each calls only those
  * below it; tools/layers checks):
  *   dispatch.c  the loop
- *   serve.c, members.c
+ *   serve.c, members.c, dispview.c (the live snapshot, STATUS)
  *   tmio.c      sending, and the count of malformed messages */
 
 /* Stops the job if the scheduler lost a task to a failed allocation. */
@@ -212,6 +212,13 @@ void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *r
                       int unrun);
 /* The scheduler's early-result hook (jm_sched_set_early); arg is d */
 int serve_take_early_result(void *arg, const jm_task_t *task);
+
+/* dispview.c */
+/* Takes the live snapshot (d->live): the other threads' counters under
+ * their locks, once per tick */
+void dispview_live_update(jm_disp_t *d);
+/* The STATUS document (new reference; NULL: no memory) */
+json_t *dispview_status_doc(jm_disp_t *d);
 
 /* members.c */
 void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
