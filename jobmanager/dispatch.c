@@ -39,12 +39,12 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
  * finds it lost as it would have right after the failed send. */
 static void disp_reap(jm_disp_t *d)
 {
-    if (!d->gone)
+    if (!d->fleet.gone)
         return;
-    d->gone = 0;
+    d->fleet.gone = 0;
     /* (from the end: a TM declared lost leaves the live set) */
-    for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;) {
-        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
+    for (size_t i = jm_tmtab_live_count(d->fleet.tab); i-- > 0;) {
+        jm_tm_t *t = jm_tmtab_live_at(d->fleet.tab, i);
         if (t->life.gone)
             members_lost(d, t, "disconnected");
     }
@@ -61,7 +61,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     const char *why;
 
     d->st.bytes_in += len;
-    jm_tm_t *t = jm_tmtab_find(d->tms, rid, ridlen);
+    jm_tm_t *t = jm_tmtab_find(d->fleet.tab, rid, ridlen);
     if (spits_wire_parse(zmq_msg_data(&rx->msg), len, &h, &why) != 0) {
         if (zmq_msg_more(&rx->msg))
             spits_zmq_drop_frames(d->net.router);
@@ -101,7 +101,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         serve_on_results(d, t, &h, rx, unrun);
         /* (its cancels may have lost another TM, and the table may have
          * evicted t's dead entry for it: look again) */
-        t = jm_tmtab_find(d->tms, rid, ridlen);
+        t = jm_tmtab_find(d->fleet.tab, rid, ridlen);
         if (!t || !t->life.alive)
             tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
@@ -133,7 +133,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     }
     /* (looked up again: HELLO adds it, and a handler that lost another
      * TM may have evicted its entry) */
-    if ((t = jm_tmtab_find(d->tms, rid, ridlen))) {
+    if ((t = jm_tmtab_find(d->fleet.tab, rid, ridlen))) {
         liveness_conn(&t->life.live, fd, conngen_of(d->net.conngen, fd));
         if (t->life.alive)
             serve_due(d, t);
@@ -207,9 +207,9 @@ static void disp_tick(jm_disp_t *d)
     spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, d->phase ? d->phase->st.id : 0);
     /* From the end: a TM declared lost leaves the live set, and the last
      * one (seen already) takes its place. */
-    for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;) {
-        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
-        int v = liveness_judge(&d->liveness, &t->life.live, d->clock.now, probing,
+    for (size_t i = jm_tmtab_live_count(d->fleet.tab); i-- > 0;) {
+        jm_tm_t *t = jm_tmtab_live_at(d->fleet.tab, i);
+        int v = liveness_judge(&d->fleet.liveness, &t->life.live, d->clock.now, probing,
                                router_probe, d->net.conngen, t->id.host, t->id.pid);
         if (v == LIVENESS_LOST) {
             char why[64];
@@ -229,10 +229,10 @@ static void disp_tick(jm_disp_t *d)
 static void disp_hint_no_tm(jm_disp_t *d)
 {
     char abs[PATH_MAX];
-    if (d->no_tm_said || !d->phase || d->st.tm_joins ||
+    if (d->fleet.no_tm_said || !d->phase || d->st.tm_joins ||
         d->clock.now - d->clock.started_ms < DISP_NO_TM_MS)
         return;
-    d->no_tm_said = 1;
+    d->fleet.no_tm_said = 1;
     spits_info("no task manager has joined in %d s; start one with: spits-tm "
                "--jobdir %s", DISP_NO_TM_MS / 1000,
                realpath(d->jm->opt.jobdir, abs) ? abs : d->jm->opt.jobdir);
@@ -315,8 +315,8 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     }
     d->gen_done = 0;
     d->pub.low = d->pub.freed = d->pub.taken = d->pub.window = 0;
-    for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;)
-        tmio_send_phase(d, jm_tmtab_live_at(d->tms, i), SPITS_MSG_PHASE);
+    for (size_t i = jm_tmtab_live_count(d->fleet.tab); i-- > 0;)
+        tmio_send_phase(d, jm_tmtab_live_at(d->fleet.tab, i), SPITS_MSG_PHASE);
 }
 
 void disp_phase_end(jm_disp_t *d)
@@ -382,14 +382,14 @@ static void disp_control_only(jm_disp_t *d)
  * it ended. */
 static const void *disp_end_rid(void *arg, size_t k, size_t *ridlen)
 {
-    const jm_tm_t *t = jm_tmtab_live_at(((jm_disp_t *)arg)->tms, k);
+    const jm_tm_t *t = jm_tmtab_live_at(((jm_disp_t *)arg)->fleet.tab, k);
     *ridlen = t->id.ridlen;
     return t->id.rid;
 }
 
 static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
 {
-    jm_tm_t *t = jm_tmtab_find(((jm_disp_t *)arg)->tms, rid, ridlen);
+    jm_tm_t *t = jm_tmtab_find(((jm_disp_t *)arg)->fleet.tab, rid, ridlen);
     if (!t || !t->life.alive || t->life.ended)
         return 0;
     t->life.ended = 1;
@@ -398,7 +398,7 @@ static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
 
 static void disp_end(jm_disp_t *d)
 {
-    router_peers_t peers = {jm_tmtab_live_count(d->tms), disp_end_rid, disp_end_bye, d};
+    router_peers_t peers = {jm_tmtab_live_count(d->fleet.tab), disp_end_rid, disp_end_bye, d};
     router_end(d->net.router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
 }
 
@@ -429,7 +429,7 @@ static void *disp_main(void *arg)
         }
         int64_t before = d->clock.now;
         d->clock.now = spits_now_ms();
-        liveness_stall(&d->liveness, before, d->clock.now);
+        liveness_stall(&d->fleet.liveness, before, d->clock.now);
         if (items[1].revents & ZMQ_POLLIN)
             spits_wake_drain(d->net.wake_fd);
         if (atomic_load(&d->ctl.pending) && disp_control(d))
@@ -527,13 +527,13 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     pthread_mutex_init(&d->ctl.lock, NULL);
     pthread_cond_init(&d->ctl.cond, NULL);
     atomic_init(&d->ctl.pending, 0);
-    d->liveness = (liveness_hop_t){.prefix = "", .loop = "the dispatcher",
+    d->fleet.liveness = (liveness_hop_t){.prefix = "", .loop = "the dispatcher",
                                    .tick_ms = DISP_TICK_MS};
-    d->liveness.hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
+    d->fleet.liveness.hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
     jm_timeline_init(&d->timeline, jm->started);
     jm_progress_init(&d->progress, jm->opt.progress);
-    d->liveness.timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
-    d->tms = jm_tmtab_new(jm->opt.keep_dead);
+    d->fleet.liveness.timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
+    d->fleet.tab = jm_tmtab_new(jm->opt.keep_dead);
     d->logs.joined.what = "TM joins";
     d->logs.reattached.what = "TM re-attaches";
     d->logs.lost.what = "TM losses";
@@ -549,7 +549,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->net.wake_fd = spits_wake_open();
     d->net.zctx = zmq_ctx_new();
     d->net.conngen = conngen_new();
-    if (!d->tms || !d->commit.buf || !d->sched || d->net.wake_fd < 0 || !d->net.zctx ||
+    if (!d->fleet.tab || !d->commit.buf || !d->sched || d->net.wake_fd < 0 || !d->net.zctx ||
         !d->net.conngen) {
         snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
         goto fail;
@@ -618,7 +618,7 @@ void jm_disp_destroy(jm_disp_t **dp)
     if (d->net.zctx)
         zmq_ctx_term(d->net.zctx);
     spits_wake_close(&d->net.wake_fd);
-    jm_tmtab_destroy(&d->tms);
+    jm_tmtab_destroy(&d->fleet.tab);
     conngen_destroy(&d->net.conngen);
     spits_batch_free(&d->serve.out);
     spits_buf_free(&d->status.buf);

@@ -72,6 +72,18 @@ typedef struct {
     int end, stop, ack;
 } disp_ctl_t;
 
+/* The TMs as a whole: the table and what is counted over it (members.c;
+ * gone: tmio.c sets it, dispatch.c clears it). */
+typedef struct {
+    jm_tmtab_t *tab;
+    size_t alive;
+    int64_t alive_workers;           /* workers of the TMs alive now (64
+                                        bits: 2,048 TMs may claim 2^31) */
+    liveness_hop_t liveness;         /* the TMs' loss rules (liveness.h) */
+    int gone;                        /* a TM was marked gone (tmio.c) */
+    int no_tm_said;                  /* "start a TM with ..." was said */
+} disp_fleet_t;
+
 /* Which TMs to serve next and the message being built: serve.c, and
  * all set by dispatch.c and members.c when every TM may have room. */
 typedef struct {
@@ -142,21 +154,13 @@ struct jm_disp {
     uint64_t resolved_before;        /* resolutions of finished phases */
     int stopping;                    /* a signal stopped the job */
 
-    /* the TMs (members.c, dispatch.c) */
-    jm_tmtab_t *tms;
-    size_t alive;
-    int64_t alive_workers;           /* workers of the TMs alive now (64
-                                        bits: 2,048 TMs may claim 2^31) */
-    liveness_hop_t liveness;         /* the TMs' loss rules (liveness.h) */
-    int gone;                        /* a TM was marked gone (tmio.c) */
-    int no_tm_said;                  /* "start a TM with ..." was said */
-
+    disp_fleet_t fleet;
     disp_serve_t serve;
     disp_commit_t commit;
     disp_pub_t pub;
     disp_clock_t clock;
 
-    /* what STATUS and report.json show (dispatch.c) */
+    /* what STATUS and report.json show (dispview.c reads them) */
     jm_live_t live;                  /* the phase as of the last tick */
     jm_progress_t progress;          /* the progress line, the rate */
     jm_timeline_t timeline;          /* for report.json */
@@ -185,7 +189,7 @@ static inline void disp_check_sched(jm_disp_t *d)
 int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len, int more);
 /* To a known TM; one whose connection is gone is marked gone (t->life.gone,
- * d->gone) for the loop to declare lost (dispatch.c disp_reap). */
+ * d->fleet.gone) for the loop to declare lost (dispatch.c disp_reap). */
 int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 /* The same, for the first frame of a message whose parts the caller sends
  * next (ZMQ_SNDMORE); once it is taken, the parts are too (ROUTER). */

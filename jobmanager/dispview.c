@@ -47,15 +47,15 @@ void dispview_live_update(jm_disp_t *d)
     l->duplicates = d->st.duplicates;
     l->requeued = d->st.requeued;
     l->running = l->queued = 0;
-    l->tms_alive = d->alive;
+    l->tms_alive = d->fleet.alive;
     l->tm_joins = d->st.tm_joins;
     l->tm_reattaches = d->st.tm_reattaches;
     l->tm_losses = d->st.tm_losses;
     l->tm_leaves = d->st.tm_leaves;
     l->tms_lost_now = d->st.tms_lost_now;
-    for (size_t i = 0; i < jm_tmtab_live_count(d->tms); i++) {
+    for (size_t i = 0; i < jm_tmtab_live_count(d->fleet.tab); i++) {
         uint64_t running, queued;
-        jm_tm_split(jm_tmtab_live_at(d->tms, i), &running, &queued);
+        jm_tm_split(jm_tmtab_live_at(d->fleet.tab, i), &running, &queued);
         l->running += running;
         l->queued += queued;
     }
@@ -67,8 +67,8 @@ void dispview_live_update(jm_disp_t *d)
  * and the performance model of the tasks run so far. */
 json_t *dispview_status_doc(jm_disp_t *d)
 {
-    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->clock.now,
-                                 2 * d->liveness.hb_ms);
+    json_t *doc = jm_status_json(d->jm, &d->live, d->fleet.tab, d->clock.now,
+                                 2 * d->fleet.liveness.hb_ms);
     if (!doc)
         return NULL;
     if (!d->phase)
@@ -103,7 +103,7 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
 {
     json_t *a = json_array();
     char when[32];
-    size_t n = 0, slots = jm_tmtab_slots(d->tms);
+    size_t n = 0, slots = jm_tmtab_slots(d->fleet.tab);
     jm_tm_t **v = malloc((slots ? slots : 1) * sizeof *v);
     if (!v) {
         spits_warn("out of memory listing the TMs for the report; "
@@ -111,7 +111,7 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
         return a;
     }
     for (size_t s = 0; s < slots; s++)
-        if ((v[n] = jm_tmtab_at(d->tms, s)))
+        if ((v[n] = jm_tmtab_at(d->fleet.tab, s)))
             n++;
     if (n > DISP_REPORT_TMS) {
         qsort(v, n, sizeof *v, jm_tm_cmp_done_desc);
@@ -136,10 +136,10 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
 
 json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
 {
-    jm_tm_totals_t sum = *jm_tmtab_evicted(d->tms);
+    jm_tm_totals_t sum = *jm_tmtab_evicted(d->fleet.tab);
     sum.done += d->st.done_evicted;   /* from TMs evicted before they sent them */
-    for (size_t s = 0; s < jm_tmtab_slots(d->tms); s++) {
-        const jm_tm_t *t = jm_tmtab_at(d->tms, s);
+    for (size_t s = 0; s < jm_tmtab_slots(d->fleet.tab); s++) {
+        const jm_tm_t *t = jm_tmtab_at(d->fleet.tab, s);
         if (!t)
             continue;
         sum.reattaches += t->id.reattaches;
@@ -158,5 +158,5 @@ json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
         "done", (json_int_t)sum.done, "failed", (json_int_t)sum.failed,
         "busy_s", sum.busy_s, "runs", (json_int_t)sum.runs,
         "lost_forgotten", (json_int_t)sum.lost_forgotten,
-        "behind_relays", (json_int_t)jm_status_behind_relays(d->tms));
+        "behind_relays", (json_int_t)jm_status_behind_relays(d->fleet.tab));
 }

@@ -30,8 +30,8 @@ static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 {
     d->serve.all = 1;   /* (its copies are requeued for the others) */
     t->life.gone = 0;
-    d->alive_workers -= t->credit.workers;
-    d->alive--;
+    d->fleet.alive_workers -= t->credit.workers;
+    d->fleet.alive--;
     jm_timeline_event(&d->timeline, why, t);
     size_t n = jm_sched_lost(d->sched, t);
     disp_check_sched(d);
@@ -54,7 +54,7 @@ void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     if (loglimit_allow(&d->logs.lost, d->clock.now))
         spits_info("%s %s:%ld lost (%s); %zu task(s) requeued",
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
-    jm_tmtab_set_alive(d->tms, t, 0);
+    jm_tmtab_set_alive(d->fleet.tab, t, 0);
 }
 
 /* BYE: it left on purpose (drained, done, or refusing the job, which its
@@ -83,7 +83,7 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, n);
     }
     json_decref(body);
-    jm_tmtab_set_alive(d->tms, t, 0);
+    jm_tmtab_set_alive(d->fleet.tab, t, 0);
 }
 
 /* A TM back from an outage sends its results right after WELCOME. Wait
@@ -161,8 +161,8 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
                             size_t ridlen, int *first)
 {
-    int was_lost = jm_tmtab_take_lost(d->tms, rid, ridlen);
-    jm_tm_t *t = jm_tmtab_add(d->tms, rid, ridlen);
+    int was_lost = jm_tmtab_take_lost(d->fleet.tab, rid, ridlen);
+    jm_tm_t *t = jm_tmtab_add(d->fleet.tab, rid, ridlen);
     if (t)
         t->life.lost = was_lost;
     *first = !was_lost;
@@ -218,7 +218,7 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     } else if (t->life.alive) {
         members_lost(d, t, "reconnected");
     }
-    if (jm_tmtab_set_alive(d->tms, t, 1) != 0) {
+    if (jm_tmtab_set_alive(d->fleet.tab, t, 1) != 0) {
         tmio_bad_message(d, "out of memory adding a TM");
         json_decref(j);
         return;
@@ -241,10 +241,10 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     t->life.live.last_heard = d->clock.now;
     t->id.joined = spits_wall_time();
     settle(d, t, pending);
-    d->alive++;
-    d->alive_workers += t->credit.workers;
-    if (d->alive_workers > d->st.peak_workers)
-        d->st.peak_workers = d->alive_workers;
+    d->fleet.alive++;
+    d->fleet.alive_workers += t->credit.workers;
+    if (d->fleet.alive_workers > d->st.peak_workers)
+        d->st.peak_workers = d->fleet.alive_workers;
     jm_timeline_event(&d->timeline, JM_TL_JOIN, t);
     json_decref(j);
     count_hello(d, t, first);
@@ -325,10 +325,10 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
         return;
     jm_tm_credit_t *c = &t->credit;
     if (workers >= 0 && workers != c->workers) {
-        d->alive_workers += workers - c->workers;
+        d->fleet.alive_workers += workers - c->workers;
         c->workers = (int)workers;
-        if (d->alive_workers > d->st.peak_workers)
-            d->st.peak_workers = d->alive_workers;
+        if (d->fleet.alive_workers > d->st.peak_workers)
+            d->st.peak_workers = d->fleet.alive_workers;
     }
     if (slots >= 0 && slots != c->slots_asked) {
         long now = slots > c->slots_asked ? c->slots : c->slots - (c->slots_asked - slots);

@@ -63,7 +63,7 @@ static void cancel_flush(jm_disp_t *d)
         }
         ncancel = keep;
         spits_batch_seal(&d->serve.out);
-        jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)slot);
+        jm_tm_t *t = jm_tmtab_at(d->fleet.tab, (size_t)slot);
         if (n && t && t->life.alive &&
             tmio_send_tm(d, t, d->serve.out.buf.data, d->serve.out.buf.len) == 0)
             d->st.cancelled += n;
@@ -77,7 +77,7 @@ static void cancel_flush(jm_disp_t *d)
  * still bounds the memory. */
 static uint64_t disp_window(const jm_disp_t *d)
 {
-    uint64_t busy = 2 * (uint64_t)(d->alive_workers > 0 ? d->alive_workers : 0);
+    uint64_t busy = 2 * (uint64_t)(d->fleet.alive_workers > 0 ? d->fleet.alive_workers : 0);
     return busy > (uint64_t)d->jm->opt.window ? busy : (uint64_t)d->jm->opt.window;
 }
 
@@ -204,7 +204,7 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
         refill_fresh(d);
     jm_sched_clock(d->sched, d->clock.now);
     jm_sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
-    size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->alive > 1);
+    size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->fleet.alive > 1);
     if (t->credit.outstanding + (int)n < t->credit.slots)
         d->serve.starved = 1;   /* (room left: more work may come for it) */
     if (!n)
@@ -258,14 +258,14 @@ void serve_due(jm_disp_t *d, jm_tm_t *t)
 /* Every live TM, round robin from a moving start. */
 static void serve_all(jm_disp_t *d)
 {
-    size_t ntm = jm_tmtab_live_count(d->tms);
+    size_t ntm = jm_tmtab_live_count(d->fleet.tab);
     for (size_t k = 0; k < ntm; k++) {
         /* A TM lost on a failed send leaves the live set, which then
          * skips or repeats one TM in this round: either is harmless. */
-        size_t now_live = jm_tmtab_live_count(d->tms);
+        size_t now_live = jm_tmtab_live_count(d->fleet.tab);
         if (!now_live)
             break;
-        jm_tm_t *t = jm_tmtab_live_at(d->tms, (d->serve.rr + k) % now_live);
+        jm_tm_t *t = jm_tmtab_live_at(d->fleet.tab, (d->serve.rr + k) % now_live);
         if (serve_wants(d, t))
             serve_tm(d, t);
     }
@@ -300,14 +300,14 @@ void serve_tms(jm_disp_t *d)
     if (all)
         d->serve.starved = 0;   /* (serve_tm says it again if so) */
     for (size_t i = 0; i < ndue; i++) {
-        jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)d->serve.due[i]);
+        jm_tm_t *t = jm_tmtab_at(d->fleet.tab, (size_t)d->serve.due[i]);
         if (!t || !t->credit.serve_due)
             continue;
         t->credit.serve_due = 0;
         if (!all && d->phase && serve_wants(d, t))
             serve_tm(d, t);
     }
-    if (all && d->phase && jm_tmtab_live_count(d->tms))
+    if (all && d->phase && jm_tmtab_live_count(d->fleet.tab))
         serve_all(d);
 }
 
@@ -317,7 +317,7 @@ static int slots_cap(jm_disp_t *d)
 {
     uint64_t mean = jm_sched_mean_task_bytes(d->sched);
     uint64_t cap = SLOTS_BYTES / (mean ? mean : 1);
-    uint64_t share = disp_window(d) / (d->alive ? d->alive : 1);
+    uint64_t share = disp_window(d) / (d->fleet.alive ? d->fleet.alive : 1);
     if (cap > SLOTS_MAX)
         cap = SLOTS_MAX;
     if (cap > share)

@@ -37,7 +37,7 @@ static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len, int mo
         /* (members.c declares it lost at the end of the turn: the
          * dispatcher's loop, dispatch.c, reaps what went) */
         t->life.gone = 1;
-        d->gone = 1;
+        d->fleet.gone = 1;
     } else if (errno == EAGAIN)
         t->life.stalled = 1;
     return -1;
@@ -69,8 +69,8 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
                              "job_id", d->jm->job_id,
                              "module", d->jm->module_path,
                              "module_hash", d->jm->module_hash,
-                             "heartbeat_ms", (json_int_t)d->liveness.hb_ms,
-                             "timeout_ms", (json_int_t)d->liveness.timeout_ms,
+                             "heartbeat_ms", (json_int_t)d->fleet.liveness.hb_ms,
+                             "timeout_ms", (json_int_t)d->fleet.liveness.timeout_ms,
                              "max_task_bytes", (json_int_t)d->jm->opt.max_task,
                              "argv", p ? json_incref(p->argv_json) : json_null());
     /* The outage it answers: the TM waits for the answer to its latest. */
