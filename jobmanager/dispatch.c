@@ -22,7 +22,6 @@
 #include "dispatch_int.h"
 #include "generator.h"
 #include "log.h"
-#include "model.h"
 #include "phase.h"
 #include "router.h"
 #include "status.h"
@@ -40,13 +39,13 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
  * finds it lost as it would have right after the failed send. */
 static void disp_reap(jm_disp_t *d)
 {
-    if (!d->gone)
+    if (!d->fleet.gone)
         return;
-    d->gone = 0;
+    d->fleet.gone = 0;
     /* (from the end: a TM declared lost leaves the live set) */
-    for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;) {
-        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
-        if (t->gone)
+    for (size_t i = jm_tmtab_live_count(d->fleet.tab); i-- > 0;) {
+        jm_tm_t *t = jm_tmtab_live_at(d->fleet.tab, i);
+        if (t->life.gone)
             members_lost(d, t, "disconnected");
     }
 }
@@ -62,16 +61,16 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     const char *why;
 
     d->st.bytes_in += len;
-    jm_tm_t *t = jm_tmtab_find(d->tms, rid, ridlen);
+    jm_tm_t *t = jm_tmtab_find(d->fleet.tab, rid, ridlen);
     if (spits_wire_parse(zmq_msg_data(&rx->msg), len, &h, &why) != 0) {
         if (zmq_msg_more(&rx->msg))
-            spits_zmq_drop_frames(d->router);
+            spits_zmq_drop_frames(d->net.router);
         tmio_bad_message(d, why);
         goto out;
     }
     /* Only RESULTS may have parts (a message's frames are all here:
      * disp_recv took the first). */
-    int rc = spits_parts_recv(&rx->parts, d->router, &h, &rx->msg,
+    int rc = spits_parts_recv(&rx->parts, d->net.router, &h, &rx->msg,
                               SPITS_MSG_RESULTS, &why), unrun = 0;
     if (rc == -2) {
         jm_fatal("out of memory receiving a message; stopping the job");
@@ -86,8 +85,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     d->st.bytes_in += spits_parts_bytes(&rx->parts);
     d->st.results_as_parts += rx->parts.n;
     if (t) {
-        liveness_heard(&t->live, d->now);
-        t->stalled = 0;
+        liveness_heard(&t->life.live, d->clock.now);
+        t->life.stalled = 0;
     }
     switch (h.type) {
     case SPITS_MSG_HELLO:
@@ -96,17 +95,18 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_RESULTS:
         /* Results from a TM we lost still count: work is never thrown
          * away while its task is unfinished. */
-        if (t && t->settle_until && (t->settle_records -= (int64_t)h.count) <= 0)
-            t->settle_until = 0;
+        if (t && t->credit.settle_until &&
+            (t->credit.settle_records -= (int64_t)h.count) <= 0)
+            t->credit.settle_until = 0;
         serve_on_results(d, t, &h, rx, unrun);
         /* (its cancels may have lost another TM, and the table may have
          * evicted t's dead entry for it: look again) */
-        t = jm_tmtab_find(d->tms, rid, ridlen);
-        if (!t || !t->alive)
+        t = jm_tmtab_find(d->fleet.tab, rid, ridlen);
+        if (!t || !t->life.alive)
             tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
     case SPITS_MSG_HEARTBEAT:
-        if (!t || !t->alive)
+        if (!t || !t->life.alive)
             tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
     case SPITS_MSG_STATUS:
@@ -118,10 +118,10 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_DRAIN:
         /* Leaving soon: it hands back its queued tasks and finishes the
          * running ones; it gets nothing new. */
-        if (t && t->alive && !t->draining) {
-            t->draining = 1;
-            if (loglimit_allow(&d->log_draining, d->now))
-                spits_info("TM %s:%ld is draining", t->host, t->pid);
+        if (t && t->life.alive && !t->life.draining) {
+            t->life.draining = 1;
+            if (loglimit_allow(&d->logs.draining, d->clock.now))
+                spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
         }
         break;
     case SPITS_MSG_BYE:
@@ -133,9 +133,9 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     }
     /* (looked up again: HELLO adds it, and a handler that lost another
      * TM may have evicted its entry) */
-    if ((t = jm_tmtab_find(d->tms, rid, ridlen))) {
-        liveness_conn(&t->live, fd, conngen_of(d->conngen, fd));
-        if (t->alive)
+    if ((t = jm_tmtab_find(d->fleet.tab, rid, ridlen))) {
+        liveness_conn(&t->life.live, fd, conngen_of(d->net.conngen, fd));
+        if (t->life.alive)
             serve_due(d, t);
     }
 out:
@@ -150,7 +150,7 @@ static void disp_recv(jm_disp_t *d)
     for (int i = 0; i < DISP_RECV_BURST; i++) {
         zmq_msg_t rid;
         zmq_msg_init(&rid);
-        if (zmq_msg_recv(&rid, d->router, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(&rid, d->net.router, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&rid);
             return;
         }
@@ -161,13 +161,13 @@ static void disp_recv(jm_disp_t *d)
         }
         jm_rx_t *rx = jm_rx_new();
         if (!rx) {
-            spits_zmq_drop_frames(d->router);
+            spits_zmq_drop_frames(d->net.router);
             zmq_msg_close(&rid);
             jm_fatal("out of memory receiving a message; "
                  "stopping the job");
             return;
         }
-        if (zmq_msg_recv(&rx->msg, d->router, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(&rx->msg, d->net.router, ZMQ_DONTWAIT) < 0) {
             tmio_bad_message(d, "no body");
         } else {
             disp_on_message(d, &rid, rx);
@@ -180,110 +180,41 @@ static void disp_recv(jm_disp_t *d)
 
 /* --- timers, monitor, control ------------------------------------------ */
 
-/* Takes the live snapshot: counters of the other threads are read under
- * the genq lock, once per tick. */
-static void live_update(jm_disp_t *d)
-{
-    jm_live_t *l = &d->live;
-    jm_phase_t *p = d->phase;
-    if (!p)
-        return;
-    jm_genq_t *q = &p->genq;
-    pthread_mutex_lock(&q->lock);
-    l->generated = q->made;
-    l->gen_done = q->done;
-    l->total = q->total + p->st.replayed;
-    l->resolved = q->resolved;
-    pthread_mutex_unlock(&q->lock);
-    /* (read after resolved, so never below it: both only grow) */
-    pthread_mutex_lock(&p->cq.lock);
-    l->uncommitted = p->cq.pushed - l->resolved;
-    pthread_mutex_unlock(&p->cq.lock);
-    l->syncing = atomic_load_explicit(&p->cq.syncing, memory_order_relaxed);
-    l->phase = p->st.id;
-    l->replayed = p->st.replayed;
-    l->failed = d->st.poison;
-    l->sent = d->st.sent;
-    l->resent = d->st.resent;
-    l->duplicates = d->st.duplicates;
-    l->requeued = d->st.requeued;
-    l->running = l->queued = 0;
-    l->tms_alive = d->alive;
-    l->tm_joins = d->st.tm_joins;
-    l->tm_reattaches = d->st.tm_reattaches;
-    l->tm_losses = d->st.tm_losses;
-    l->tm_leaves = d->st.tm_leaves;
-    l->tms_lost_now = d->st.tms_lost_now;
-    for (size_t i = 0; i < jm_tmtab_live_count(d->tms); i++) {
-        uint64_t running, queued;
-        jm_tm_split(jm_tmtab_live_at(d->tms, i), &running, &queued);
-        l->running += running;
-        l->queued += queued;
-    }
-    l->rate = jm_progress_rate(&d->progress, d->now, l->resolved);
-}
-
-/* The STATUS document: the live snapshot (status.c), and what the
- * dashboard draws besides: the timeline so far, the first poison tasks
- * and the performance model of the tasks run so far. */
-static json_t *status_doc(jm_disp_t *d)
-{
-    json_t *doc = jm_status_json(d->jm, &d->live, d->tms, d->now,
-                                 2 * d->liveness.hb_ms);
-    if (!doc)
-        return NULL;
-    if (!d->phase)
-        json_object_set_new(doc, "state", json_string("between phases"));
-    uint64_t resolved = d->resolved_before + (d->phase ? d->live.resolved : 0);
-    json_t *failed = json_array(), *totals = jm_disp_tm_totals_json(d, 0);
-    for (size_t i = 0; failed && i < d->nfailed; i++)
-        json_array_append_new(failed, jm_failure_json(d->failed[i].phase,
-                                                      &d->failed[i].f));
-    json_object_set_new(doc, "timeline", jm_timeline_json(&d->timeline, resolved,
-                                                          DISP_LIVE_EVENTS));
-    json_object_set_new(doc, "failed_tasks", failed);
-    json_object_set_new(doc, "model", jm_model_json(&d->st, totals,
-        json_object_get(doc, "jm"), resolved,
-        json_number_value(json_object_get(doc, "elapsed_s")), NULL, 0));
-    json_decref(totals);
-    return doc;
-}
-
 /* spits-status asks; the answer goes to its routing id. It is not a TM. */
 static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
 {
     /* The answer is built at most once per tick and sent as is until the
      * next, so a status client in a loop costs the job a send per request,
      * not a JSON document and a /proc read. */
-    if (!d->status.len || d->now - d->status_at >= DISP_TICK_MS) {
-        json_t *doc = status_doc(d);
-        d->status.len = 0;
-        if (!doc || spits_wire_encode_json(&d->status, SPITS_MSG_STATUS,
+    if (!d->status.buf.len || d->clock.now - d->status.at >= DISP_TICK_MS) {
+        json_t *doc = dispview_status_doc(d);
+        d->status.buf.len = 0;
+        if (!doc || spits_wire_encode_json(&d->status.buf, SPITS_MSG_STATUS,
                                            d->live.phase, doc) != 0)
-            d->status.len = 0;
+            d->status.buf.len = 0;
         json_decref(doc);
-        d->status_at = d->now;
+        d->status.at = d->clock.now;
     }
-    if (d->status.len)
-        tmio_send_to(d, rid, ridlen, d->status.data, d->status.len, 0);
+    if (d->status.buf.len)
+        tmio_send_to(d, rid, ridlen, d->status.buf.data, d->status.buf.len, 0);
 }
 
 static void disp_tick(jm_disp_t *d)
 {
     unsigned char hb[SPITS_HDR_SIZE];
-    int probing = d->now < d->probe_until;
+    int probing = d->clock.now < d->clock.probe_until;
 
     spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, d->phase ? d->phase->st.id : 0);
     /* From the end: a TM declared lost leaves the live set, and the last
      * one (seen already) takes its place. */
-    for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;) {
-        jm_tm_t *t = jm_tmtab_live_at(d->tms, i);
-        int v = liveness_judge(&d->liveness, &t->live, d->now, probing,
-                               router_probe, d->conngen, t->host, t->pid);
+    for (size_t i = jm_tmtab_live_count(d->fleet.tab); i-- > 0;) {
+        jm_tm_t *t = jm_tmtab_live_at(d->fleet.tab, i);
+        int v = liveness_judge(&d->fleet.liveness, &t->life.live, d->clock.now, probing,
+                               router_probe, d->net.conngen, t->id.host, t->id.pid);
         if (v == LIVENESS_LOST) {
             char why[64];
             snprintf(why, sizeof why, "silent for %.1f s",
-                     (d->now - t->live.last_heard) / 1000.0);
+                     (d->clock.now - t->life.live.last_heard) / 1000.0);
             members_lost(d, t, why);
         } else if (v == LIVENESS_HEARTBEAT) {
             /* With ROUTER_MANDATORY a vanished peer fails the send. */
@@ -298,10 +229,10 @@ static void disp_tick(jm_disp_t *d)
 static void disp_hint_no_tm(jm_disp_t *d)
 {
     char abs[PATH_MAX];
-    if (d->no_tm_said || !d->phase || d->st.tm_joins ||
-        d->now - d->started_ms < DISP_NO_TM_MS)
+    if (d->fleet.no_tm_said || !d->phase || d->st.tm_joins ||
+        d->clock.now - d->clock.started_ms < DISP_NO_TM_MS)
         return;
-    d->no_tm_said = 1;
+    d->fleet.no_tm_said = 1;
     spits_info("no task manager has joined in %d s; start one with: spits-tm "
                "--jobdir %s", DISP_NO_TM_MS / 1000,
                realpath(d->jm->opt.jobdir, abs) ? abs : d->jm->opt.jobdir);
@@ -321,11 +252,11 @@ static void disp_hint_no_tm(jm_disp_t *d)
 static void disp_trim(jm_disp_t *d)
 {
     uint64_t gone = d->st.tm_losses + d->st.tm_leaves;
-    if (gone == d->gone_at_trim || d->now < d->trim_at ||
+    if (gone == d->clock.gone_at_trim || d->clock.now < d->clock.trim_at ||
         jm_sched_mean_task_bytes(d->sched) >= SPITS_PART_MIN)
         return;
-    d->gone_at_trim = gone;
-    d->trim_at = d->now + DISP_TRIM_MS;
+    d->clock.gone_at_trim = gone;
+    d->clock.trim_at = d->clock.now + DISP_TRIM_MS;
     spits_malloc_release();
 }
 
@@ -333,16 +264,16 @@ static void disp_trim(jm_disp_t *d)
  * is over, or now (force: the job is over). */
 static void disp_log_flush(jm_disp_t *d, int force)
 {
-    loglimit_t *all[] = {&d->log_joined, &d->log_reattached, &d->log_lost,
-                            &d->log_left, &d->log_draining};
+    loglimit_t *all[] = {&d->logs.joined, &d->logs.reattached, &d->logs.lost,
+                            &d->logs.left, &d->logs.draining};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        loglimit_flush(all[i], d->now, force);
+        loglimit_flush(all[i], d->clock.now, force);
 }
 
 static void disp_monitor(jm_disp_t *d)
 {
-    if (router_monitor_read(d->mon, d->conngen, d->zap, d->now))
-        d->probe_until = d->now + LIVENESS_PROBE_MS;
+    if (router_monitor_read(d->net.mon, d->net.conngen, d->net.zap, d->clock.now))
+        d->clock.probe_until = d->clock.now + LIVENESS_PROBE_MS;
 }
 
 /* A signal stops the job: the generator and the committer give up, and
@@ -369,7 +300,7 @@ static void disp_stop_phase(jm_disp_t *d)
 void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
 {
     d->phase = p;
-    d->serve_all = 1;
+    d->serve.all = 1;
     if (d->stopping)
         disp_stop_phase(d);
     jm_adopt_destroy(&d->adopt);
@@ -386,15 +317,15 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
      * fresh task then, of none otherwise. */
     jm_sched_set_early(d->sched, d->adopt ? serve_take_early_result : NULL, d);
     d->gen_done = 0;
-    d->pub_low = d->pub_freed = d->pub_taken = d->pub_window = 0;
-    for (size_t i = jm_tmtab_live_count(d->tms); i-- > 0;)
-        tmio_send_phase(d, jm_tmtab_live_at(d->tms, i), SPITS_MSG_PHASE);
+    d->pub.low = d->pub.freed = d->pub.taken = d->pub.window = 0;
+    for (size_t i = jm_tmtab_live_count(d->fleet.tab); i-- > 0;)
+        tmio_send_phase(d, jm_tmtab_live_at(d->fleet.tab, i), SPITS_MSG_PHASE);
 }
 
 void disp_phase_end(jm_disp_t *d)
 {
     if (d->phase) {
-        live_update(d);
+        dispview_live_update(d);
         jm_progress_end(&d->progress, &d->live);
         d->resolved_before += d->live.resolved;
         memset(&d->live, 0, sizeof d->live);
@@ -414,21 +345,21 @@ void disp_phase_end(jm_disp_t *d)
 static int disp_control(jm_disp_t *d)
 {
     int finish = 0;
-    pthread_mutex_lock(&d->ctl_lock);
-    atomic_store(&d->ctl_pending, 0);
-    if (d->ctl_begin) {
-        disp_phase_begin(d, d->ctl_begin);
-        d->ctl_begin = NULL;
-        d->ctl_ack = 1;
+    pthread_mutex_lock(&d->ctl.lock);
+    atomic_store(&d->ctl.pending, 0);
+    if (d->ctl.begin) {
+        disp_phase_begin(d, d->ctl.begin);
+        d->ctl.begin = NULL;
+        d->ctl.ack = 1;
     }
-    if (d->ctl_end) {
+    if (d->ctl.end) {
         disp_phase_end(d);
-        d->ctl_end = 0;
-        d->ctl_ack = 1;
+        d->ctl.end = 0;
+        d->ctl.ack = 1;
     }
-    finish = d->ctl_stop;
-    pthread_mutex_unlock(&d->ctl_lock);
-    pthread_cond_broadcast(&d->ctl_cond);
+    finish = d->ctl.stop;
+    pthread_mutex_unlock(&d->ctl.lock);
+    pthread_cond_broadcast(&d->ctl.cond);
     return finish;
 }
 
@@ -440,10 +371,10 @@ static void disp_control_only(jm_disp_t *d)
     if (!d->stopping)
         disp_stop_phase(d);
     for (;;) {
-        pthread_mutex_lock(&d->ctl_lock);
-        while (!atomic_load(&d->ctl_pending))
-            pthread_cond_wait(&d->ctl_cond, &d->ctl_lock);
-        pthread_mutex_unlock(&d->ctl_lock);
+        pthread_mutex_lock(&d->ctl.lock);
+        while (!atomic_load(&d->ctl.pending))
+            pthread_cond_wait(&d->ctl.cond, &d->ctl.lock);
+        pthread_mutex_unlock(&d->ctl.lock);
         if (disp_control(d))
             return;
     }
@@ -454,44 +385,44 @@ static void disp_control_only(jm_disp_t *d)
  * it ended. */
 static const void *disp_end_rid(void *arg, size_t k, size_t *ridlen)
 {
-    const jm_tm_t *t = jm_tmtab_live_at(((jm_disp_t *)arg)->tms, k);
-    *ridlen = t->ridlen;
-    return t->rid;
+    const jm_tm_t *t = jm_tmtab_live_at(((jm_disp_t *)arg)->fleet.tab, k);
+    *ridlen = t->id.ridlen;
+    return t->id.rid;
 }
 
 static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
 {
-    jm_tm_t *t = jm_tmtab_find(((jm_disp_t *)arg)->tms, rid, ridlen);
-    if (!t || !t->alive || t->ended)
+    jm_tm_t *t = jm_tmtab_find(((jm_disp_t *)arg)->fleet.tab, rid, ridlen);
+    if (!t || !t->life.alive || t->life.ended)
         return 0;
-    t->ended = 1;
+    t->life.ended = 1;
     return 1;
 }
 
 static void disp_end(jm_disp_t *d)
 {
-    router_peers_t peers = {jm_tmtab_live_count(d->tms), disp_end_rid, disp_end_bye, d};
-    router_end(d->router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
+    router_peers_t peers = {jm_tmtab_live_count(d->fleet.tab), disp_end_rid, disp_end_bye, d};
+    router_end(d->net.router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
 }
 
 static void *disp_main(void *arg)
 {
     jm_disp_t *d = arg;
     zmq_pollitem_t items[4] = {
-        {d->router, 0, ZMQ_POLLIN, 0},
-        {NULL, d->wake_fd, ZMQ_POLLIN, 0},
-        {d->mon, 0, ZMQ_POLLIN, 0},
-        {d->zap ? spits_zap_socket(d->zap) : NULL, 0, ZMQ_POLLIN, 0},
+        {d->net.router, 0, ZMQ_POLLIN, 0},
+        {NULL, d->net.wake_fd, ZMQ_POLLIN, 0},
+        {d->net.mon, 0, ZMQ_POLLIN, 0},
+        {d->net.zap ? spits_zap_socket(d->net.zap) : NULL, 0, ZMQ_POLLIN, 0},
     };
-    int nitems = d->zap ? 4 : 3;
+    int nitems = d->net.zap ? 4 : 3;
 
-    d->now = d->started_ms = spits_now_ms();
-    d->next_tick = d->now + DISP_TICK_MS;
+    d->clock.now = d->clock.started_ms = spits_now_ms();
+    d->clock.next_tick = d->clock.now + DISP_TICK_MS;
     for (;;) {
-        long timeout = (long)(d->next_tick - d->now);
-        if (d->now < d->probe_until && timeout > 50)
+        long timeout = (long)(d->clock.next_tick - d->clock.now);
+        if (d->clock.now < d->clock.probe_until && timeout > 50)
             timeout = 50;
-        if (d->serve_all)
+        if (d->serve.all)
             timeout = 0;   /* (a TM went during the last serve) */
         if (zmq_poll(items, nitems, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR) {
             jm_fatal("the dispatcher cannot poll its sockets: %s; stopping "
@@ -499,38 +430,38 @@ static void *disp_main(void *arg)
             disp_control_only(d);
             break;
         }
-        int64_t before = d->now;
-        d->now = spits_now_ms();
-        liveness_stall(&d->liveness, before, d->now);
+        int64_t before = d->clock.now;
+        d->clock.now = spits_now_ms();
+        liveness_stall(&d->fleet.liveness, before, d->clock.now);
         if (items[1].revents & ZMQ_POLLIN)
-            spits_wake_drain(d->wake_fd);
-        if (atomic_load(&d->ctl_pending) && disp_control(d))
+            spits_wake_drain(d->net.wake_fd);
+        if (atomic_load(&d->ctl.pending) && disp_control(d))
             break;
         disp_reap(d);
         if ((jm_signal || atomic_load(&jm_abort)) && !d->stopping)
             disp_stop_phase(d);
         if (items[2].revents & ZMQ_POLLIN)
             disp_monitor(d);
-        if (d->zap && (items[3].revents & ZMQ_POLLIN))
-            spits_zap_handle(d->zap, d->now);
+        if (d->net.zap && (items[3].revents & ZMQ_POLLIN))
+            spits_zap_handle(d->net.zap, d->clock.now);
         /* While probing after a disconnect, read whatever came first: a
          * drained TM's BYE must be seen before a heartbeat to its closed
          * connection fails and calls it lost. */
-        if ((items[0].revents & ZMQ_POLLIN) || d->now < d->probe_until)
+        if ((items[0].revents & ZMQ_POLLIN) || d->clock.now < d->clock.probe_until)
             disp_recv(d);
-        if (d->now >= d->next_tick || d->now < d->probe_until) {
+        if (d->clock.now >= d->clock.next_tick || d->clock.now < d->clock.probe_until) {
             disp_tick(d);
-            jm_backlog_tick(&d->backlog, d->now, jm_backlog_released());
+            jm_backlog_tick(&d->backlog, d->clock.now, jm_backlog_released());
             disp_log_flush(d, 0);
             disp_trim(d);
-            d->serve_all = 1;   /* (time passed: settling, late tasks) */
-            live_update(d);
-            jm_timeline_sample(&d->timeline, d->now, d->resolved_before +
+            d->serve.all = 1;   /* (time passed: settling, late tasks) */
+            dispview_live_update(d);
+            jm_timeline_sample(&d->timeline, d->clock.now, d->resolved_before +
                                (d->phase ? d->live.resolved : 0));
             if (d->phase)
-                jm_progress_tick(&d->progress, &d->live, d->now);
+                jm_progress_tick(&d->progress, &d->live, d->clock.now);
             disp_hint_no_tm(d);
-            d->next_tick = d->now + DISP_TICK_MS;
+            d->clock.next_tick = d->clock.now + DISP_TICK_MS;
             disp_reap(d);
         }
         serve_tms(d);
@@ -546,22 +477,22 @@ static void *disp_main(void *arg)
 
 static void ctl_request(jm_disp_t *d, jm_phase_t *begin, int end, int finish)
 {
-    pthread_mutex_lock(&d->ctl_lock);
-    d->ctl_begin = begin;
-    d->ctl_end = end;
-    d->ctl_stop |= finish;
-    d->ctl_ack = 0;
-    atomic_store(&d->ctl_pending, 1);
-    pthread_mutex_unlock(&d->ctl_lock);
+    pthread_mutex_lock(&d->ctl.lock);
+    d->ctl.begin = begin;
+    d->ctl.end = end;
+    d->ctl.stop |= finish;
+    d->ctl.ack = 0;
+    atomic_store(&d->ctl.pending, 1);
+    pthread_mutex_unlock(&d->ctl.lock);
     /* The dispatcher wakes from its poll, or (disp_control_only) here. */
-    pthread_cond_broadcast(&d->ctl_cond);
-    spits_wake_signal(d->wake_fd);
+    pthread_cond_broadcast(&d->ctl.cond);
+    spits_wake_signal(d->net.wake_fd);
     if (finish)
         return;
-    pthread_mutex_lock(&d->ctl_lock);
-    while (!d->ctl_ack)
-        pthread_cond_wait(&d->ctl_cond, &d->ctl_lock);
-    pthread_mutex_unlock(&d->ctl_lock);
+    pthread_mutex_lock(&d->ctl.lock);
+    while (!d->ctl.ack)
+        pthread_cond_wait(&d->ctl.cond, &d->ctl.lock);
+    pthread_mutex_unlock(&d->ctl.lock);
 }
 
 void jm_disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
@@ -595,59 +526,59 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         return NULL;
     }
     d->jm = jm;
-    d->wake_fd = -1;
-    pthread_mutex_init(&d->ctl_lock, NULL);
-    pthread_cond_init(&d->ctl_cond, NULL);
-    atomic_init(&d->ctl_pending, 0);
-    d->liveness = (liveness_hop_t){.prefix = "", .loop = "the dispatcher",
+    d->net.wake_fd = -1;
+    pthread_mutex_init(&d->ctl.lock, NULL);
+    pthread_cond_init(&d->ctl.cond, NULL);
+    atomic_init(&d->ctl.pending, 0);
+    d->fleet.liveness = (liveness_hop_t){.prefix = "", .loop = "the dispatcher",
                                    .tick_ms = DISP_TICK_MS};
-    d->liveness.hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
+    d->fleet.liveness.hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
     jm_timeline_init(&d->timeline, jm->started);
     jm_progress_init(&d->progress, jm->opt.progress);
-    d->liveness.timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
-    d->tms = jm_tmtab_new(jm->opt.keep_dead);
-    d->log_joined.what = "TM joins";
-    d->log_reattached.what = "TM re-attaches";
-    d->log_lost.what = "TM losses";
-    d->log_left.what = "TM leaves";
-    d->log_draining.what = "TMs draining";
-    d->cbuf = malloc(DISP_COMMIT_CHUNK * sizeof *d->cbuf);
+    d->fleet.liveness.timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
+    d->fleet.tab = jm_tmtab_new(jm->opt.keep_dead);
+    d->logs.joined.what = "TM joins";
+    d->logs.reattached.what = "TM re-attaches";
+    d->logs.lost.what = "TM losses";
+    d->logs.left.what = "TM leaves";
+    d->logs.draining.what = "TMs draining";
+    d->commit.buf = malloc(DISP_COMMIT_CHUNK * sizeof *d->commit.buf);
     d->sched = jm_sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st);
     jm_backlog_reset(&d->backlog, jm_backlog_released());
     if (d->sched)
         jm_sched_set_pool(d->sched, jm->taskpool);
-    d->wake_fd = spits_wake_open();
-    d->zctx = zmq_ctx_new();
-    d->conngen = conngen_new();
-    if (!d->tms || !d->cbuf || !d->sched || d->wake_fd < 0 || !d->zctx ||
-        !d->conngen) {
+    d->net.wake_fd = spits_wake_open();
+    d->net.zctx = zmq_ctx_new();
+    d->net.conngen = conngen_new();
+    if (!d->fleet.tab || !d->commit.buf || !d->sched || d->net.wake_fd < 0 || !d->net.zctx ||
+        !d->net.conngen) {
         snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
         goto fail;
     }
     /* (before the first socket, which starts them) */
-    if (zmq_ctx_set(d->zctx, ZMQ_IO_THREADS,
+    if (zmq_ctx_set(d->net.zctx, ZMQ_IO_THREADS,
                     jm->opt.io_threads > 0 ? jm->opt.io_threads : 1) != 0) {
         snprintf(err, errlen, "cannot use %d ZeroMQ I/O threads: %s",
                  jm->opt.io_threads, zmq_strerror(errno));
         goto fail;
     }
-    if (!(d->router = router_new(d->zctx, jm->opt.max_task, err, errlen)))
+    if (!(d->net.router = router_new(d->net.zctx, jm->opt.max_task, err, errlen)))
         goto fail;
-    d->part_min = spits_parts_min();
+    d->serve.part_min = spits_parts_min();
     if (!jm->opt.insecure &&
-        router_curve(d->zctx, d->router, jm->keys.client_public,
-                     jm->keys.server_secret, &d->zap, err, errlen) != 0)
+        router_curve(d->net.zctx, d->net.router, jm->keys.client_public,
+                     jm->keys.server_secret, &d->net.zap, err, errlen) != 0)
         goto fail;
-    if (zmq_bind(d->router, jm->opt.bind) != 0) {
+    if (zmq_bind(d->net.router, jm->opt.bind) != 0) {
         snprintf(err, errlen, "cannot bind %s: %s", jm->opt.bind, zmq_strerror(errno));
         goto fail;
     }
-    if (zmq_getsockopt(d->router, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
+    if (zmq_getsockopt(d->net.router, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
         snprintf(err, errlen, "cannot read the bound endpoint: %s", zmq_strerror(errno));
         goto fail;
     }
-    spits_zmq_reachable(bound, d->endpoint, sizeof d->endpoint);
-    if (router_monitor_open(d->zctx, d->router, MONITOR_EP, &d->mon) != 0) {
+    spits_zmq_reachable(bound, d->net.endpoint, sizeof d->net.endpoint);
+    if (router_monitor_open(d->net.zctx, d->net.router, MONITOR_EP, &d->net.mon) != 0) {
         snprintf(err, errlen, "cannot monitor the socket: %s", zmq_strerror(errno));
         goto fail;
     }
@@ -668,80 +599,9 @@ int jm_disp_start(jm_disp_t *d)
     return 0;
 }
 
-const char *jm_disp_endpoint(const jm_disp_t *d) { return d->endpoint; }
-int jm_disp_wake_fd(const jm_disp_t *d) { return d->wake_fd; }
+const char *jm_disp_endpoint(const jm_disp_t *d) { return d->net.endpoint; }
+int jm_disp_wake_fd(const jm_disp_t *d) { return d->net.wake_fd; }
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d) { return &d->st; }
-
-json_t *jm_disp_timeline_json(const jm_disp_t *d)
-{
-    return jm_timeline_json(&d->timeline, d->resolved_before, JM_TIMELINE_EVENTS);
-}
-
-/* The most TMs report.json lists one by one: those with the most tasks
- * done, in the order they joined. */
-#define DISP_REPORT_TMS 1000
-
-json_t *jm_disp_tms_json(const jm_disp_t *d)
-{
-    json_t *a = json_array();
-    char when[32];
-    size_t n = 0, slots = jm_tmtab_slots(d->tms);
-    jm_tm_t **v = malloc((slots ? slots : 1) * sizeof *v);
-    if (!v) {
-        spits_warn("out of memory listing the TMs for the report; "
-                   "tm_totals still counts them");
-        return a;
-    }
-    for (size_t s = 0; s < slots; s++)
-        if ((v[n] = jm_tmtab_at(d->tms, s)))
-            n++;
-    if (n > DISP_REPORT_TMS) {
-        qsort(v, n, sizeof *v, jm_tm_cmp_done_desc);
-        n = DISP_REPORT_TMS;
-    }
-    qsort(v, n, sizeof *v, jm_tm_cmp_joined);
-    for (size_t i = 0; i < n; i++) {
-        jm_tm_t *t = v[i];
-        spits_iso_time(t->joined, when, sizeof when);
-        json_t *row = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:I, s:f, s:I}",
-            "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
-            "joined", when, "reattaches", (json_int_t)t->reattaches,
-            "sent", (json_int_t)t->sent,
-            "done", (json_int_t)t->done, "failed", (json_int_t)t->failed,
-            "busy_s", t->busy_s, "runs", (json_int_t)t->runs);
-        jm_status_relay_fields(row, t);
-        json_array_append_new(a, row);
-    }
-    free(v);
-    return a;
-}
-
-json_t *jm_disp_tm_totals_json(const jm_disp_t *d, size_t listed)
-{
-    jm_tm_totals_t sum = *jm_tmtab_evicted(d->tms);
-    sum.done += d->st.done_evicted;   /* from TMs evicted before they sent them */
-    for (size_t s = 0; s < jm_tmtab_slots(d->tms); s++) {
-        const jm_tm_t *t = jm_tmtab_at(d->tms, s);
-        if (!t)
-            continue;
-        sum.reattaches += t->reattaches;
-        sum.sent += t->sent;
-        sum.done += t->done;
-        sum.failed += t->failed;
-        sum.runs += t->runs;
-        sum.busy_s += t->busy_s;
-    }
-    uint64_t distinct = d->st.tm_joins;
-    return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I}",
-        "tms", (json_int_t)distinct, "listed", (json_int_t)listed,
-        "left_out", (json_int_t)(distinct > listed ? distinct - listed : 0),
-        "truncated", distinct > listed,
-        "reattaches", (json_int_t)sum.reattaches, "sent", (json_int_t)sum.sent,
-        "done", (json_int_t)sum.done, "failed", (json_int_t)sum.failed,
-        "busy_s", sum.busy_s, "runs", (json_int_t)sum.runs,
-        "lost_forgotten", (json_int_t)sum.lost_forgotten,
-        "behind_relays", (json_int_t)jm_status_behind_relays(d->tms));
-}
 
 void jm_disp_destroy(jm_disp_t **dp)
 {
@@ -752,22 +612,22 @@ void jm_disp_destroy(jm_disp_t **dp)
     if (d->phase)
         disp_phase_end(d);
     /* The monitor goes first, while its reader still exists. */
-    router_monitor_close(d->router, &d->mon);
-    spits_zap_destroy(&d->zap);
-    if (d->router)
-        zmq_close(d->router);
-    if (d->zctx)
-        zmq_ctx_term(d->zctx);
-    spits_wake_close(&d->wake_fd);
-    jm_tmtab_destroy(&d->tms);
-    conngen_destroy(&d->conngen);
-    spits_batch_free(&d->out);
-    spits_buf_free(&d->status);
+    router_monitor_close(d->net.router, &d->net.mon);
+    spits_zap_destroy(&d->net.zap);
+    if (d->net.router)
+        zmq_close(d->net.router);
+    if (d->net.zctx)
+        zmq_ctx_term(d->net.zctx);
+    spits_wake_close(&d->net.wake_fd);
+    jm_tmtab_destroy(&d->fleet.tab);
+    conngen_destroy(&d->net.conngen);
+    spits_batch_free(&d->serve.out);
+    spits_buf_free(&d->status.buf);
     jm_sched_destroy(&d->sched);
-    free(d->cbuf);
-    free(d->due);
-    pthread_mutex_destroy(&d->ctl_lock);
-    pthread_cond_destroy(&d->ctl_cond);
+    free(d->commit.buf);
+    free(d->serve.due);
+    pthread_mutex_destroy(&d->ctl.lock);
+    pthread_cond_destroy(&d->ctl.cond);
     free(d);
     *dp = NULL;
 }

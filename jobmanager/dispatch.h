@@ -58,18 +58,4 @@ void jm_disp_phase_end(jm_disp_t *d);
 void jm_disp_stop(jm_disp_t *d);
 void jm_disp_destroy(jm_disp_t **d);
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d);
-/* After jm_disp_stop: per-TM totals as a JSON array (new reference), of
- * at most 1000 TMs (the table's, with the most tasks done)... */
-json_t *jm_disp_tms_json(const jm_disp_t *d);
-/* ...and the sums over every TM, listed or not (listed: the array's
- * length): {tms, listed, left_out, truncated, reattaches, sent, done,
- * failed, busy_s, runs, lost_forgotten, behind_relays (the TMs behind
- * the relays alive, by their last STATS; a relay counts in tms as one)}.
- * A relay's entry of the array has its relay fields
- * (jm_status_relay_fields). */
-json_t *jm_disp_tm_totals_json(const jm_disp_t *d, size_t listed);
-/* After jm_disp_stop: tasks resolved over time (points [seconds since
- * the job started, resolved]) and the TMs' joins and leaves. */
-json_t *jm_disp_timeline_json(const jm_disp_t *d);
-
 #endif

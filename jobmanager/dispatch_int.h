@@ -10,7 +10,7 @@
  *
  * Every field below the control block is the dispatcher thread's; the
  * main thread reaches the dispatcher only through the control block,
- * under ctl_lock (dispatch.c ctl_request), and the other threads through
+ * under ctl.lock (dispatch.c ctl_request), and the other threads through
  * the genq and the commitq (jm.h).
  */
 #ifndef SPITS_JM_DISPATCH_INT_H
@@ -51,73 +51,129 @@
 #define SLOTS_BYTES (64u << 20)              /* ...and its cap in task bytes */
 #define DISP_COMMIT_CHUNK 4096               /* resolutions per commitq push */
 
-struct jm_disp {
-    jm_t *jm;
+/* The sockets and what tells their connections apart: set by
+ * jm_disp_new (dispatch.c), then only read (conngen's contents follow
+ * the monitor's events, dispatch.c). */
+typedef struct {
     void *zctx, *router, *mon;
     spits_zap_t *zap;                /* NULL with --insecure */
     char endpoint[512];
     int wake_fd;
-    pthread_t thread;
-    int started;
+    conngen_t *conngen;              /* which connection each fd is now */
+} disp_net_t;
 
-    /* main thread <-> dispatcher requests, under ctl_lock */
-    pthread_mutex_t ctl_lock;
-    pthread_cond_t ctl_cond;
-    atomic_int ctl_pending;
-    jm_phase_t *ctl_begin;
-    int ctl_end, ctl_stop, ctl_ack;
+/* Main thread <-> dispatcher requests, under lock (dispatch.c
+ * ctl_request); the only part the main thread touches. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    atomic_int pending;
+    jm_phase_t *begin;
+    int end, stop, ack;
+} disp_ctl_t;
+
+/* The TMs as a whole: the table and what is counted over it (members.c;
+ * gone: tmio.c sets it, dispatch.c clears it). */
+typedef struct {
+    jm_tmtab_t *tab;
+    size_t alive;
+    int64_t alive_workers;           /* workers of the TMs alive now (64
+                                        bits: 2,048 TMs may claim 2^31) */
+    liveness_hop_t liveness;         /* the TMs' loss rules (liveness.h) */
+    int gone;                        /* a TM was marked gone (tmio.c) */
+    int no_tm_said;                  /* "start a TM with ..." was said */
+} disp_fleet_t;
+
+/* Which TMs to serve next and the message being built: serve.c, and
+ * all set by dispatch.c and members.c when every TM may have room. */
+typedef struct {
+    size_t rr;                       /* round-robin start */
+    int *due;                        /* slots of TMs heard from since the */
+    size_t ndue, capdue;             /* ...last serve */
+    int all;                         /* the next serve walks every TM */
+    int starved;                     /* a TM was left with room unfilled */
+    spits_batch_t out;
+    uint64_t part_min;               /* tasks this large go as parts */
+} disp_serve_t;
+
+/* Resolutions for the committer (serve.c): DISP_COMMIT_CHUNK at most,
+ * of which n_rx point into one message. */
+typedef struct {
+    jm_commit_t *buf;
+    size_t n, n_rx;
+} disp_commit_t;
+
+/* The window as last published to the generator (serve.c). */
+typedef struct {
+    uint64_t low, freed, taken, window;
+} disp_pub_t;
+
+/* The loop's clock and when each timer is due next (dispatch.c). */
+typedef struct {
+    int64_t now, next_tick, probe_until;
+    int64_t trim_at;                 /* disp_trim: not before, */
+    uint64_t gone_at_trim;           /* ...nor before TMs left since */
+    int64_t bad_logged_at;           /* a malformed message (tmio.c) */
+    int64_t started_ms;              /* when the loop started */
+} disp_clock_t;
+
+/* The last STATUS answer, encoded, and when it was built (dispatch.c). */
+typedef struct {
+    spits_buf_t buf;
+    int64_t at;
+} disp_status_t;
+
+/* The first poison tasks, for STATUS: noted by serve.c, read by
+ * dispatch.c; the committer's list (phase.h) is the committer thread's. */
+typedef struct {
+    struct {
+        uint32_t phase;
+        jm_failure_t f;
+    } list[DISP_LIVE_FAILED];
+    size_t n;
+} disp_poison_t;
+
+/* How often each kind of TM event is logged (members.c, dispatch.c). */
+typedef struct {
+    loglimit_t joined, reattached, lost, left, draining;
+} disp_logs_t;
+
+struct jm_disp {
+    jm_t *jm;
+    pthread_t thread;                /* the dispatcher's: the main thread */
+    int started;                     /* ...starts and joins it */
+    disp_net_t net;
+    disp_ctl_t ctl;
 
     /* everything below: the dispatcher thread's own */
     jm_phase_t *phase;
     jm_sched_t *sched;               /* the tasks from genq to resolution */
     jm_backlog_t backlog;            /* parts handed to libzmq (backlog.h) */
     int gen_done;                    /* the genq said done */
-    jm_tmtab_t *tms;
-    size_t alive;
-    size_t rr;                       /* round-robin start */
-    int *due;                        /* slots of TMs heard from since the */
-    size_t ndue, capdue;             /* ...last serve (serve.c) */
-    int serve_all;                   /* the next serve walks every TM */
-    int starved;                     /* a TM was left with room unfilled */
-    spits_batch_t out;
-    uint64_t part_min;       /* tasks this large go as parts (serve.c) */
-    jm_commit_t *cbuf;               /* resolutions for the committer: */
-    size_t ncommit, ncommit_rx;      /* DISP_COMMIT_CHUNK at most, of which */
-                                     /* ncommit_rx point into one message */
-    uint64_t pub_low, pub_freed, pub_taken, pub_window;  /* the window as
-                                                      last published */
-    int64_t now, next_tick, probe_until;
-    liveness_hop_t liveness;         /* the TMs' loss rules (liveness.h) */
-    int64_t trim_at;                 /* disp_trim: not before, */
-    uint64_t gone_at_trim;           /* ...nor before TMs left since */
-    int64_t bad_logged_at;
-    int stopping;                    /* a signal stopped the job */
-    int gone;                        /* a TM was marked gone (tmio.c) */
-    int64_t started_ms;              /* when the loop started */
-    int no_tm_said;                  /* "start a TM with ..." was said */
     jm_adopt_t *adopt;               /* a resumed phase's early results */
-    conngen_t *conngen;           /* which connection each fd is now */
+    uint64_t resolved_before;        /* resolutions of finished phases */
+    int stopping;                    /* a signal stopped the job */
+
+    disp_fleet_t fleet;
+    disp_serve_t serve;
+    disp_commit_t commit;
+    disp_pub_t pub;
+    disp_clock_t clock;
+
+    /* what STATUS and report.json show (dispview.c reads them) */
     jm_live_t live;                  /* the phase as of the last tick */
     jm_progress_t progress;          /* the progress line, the rate */
     jm_timeline_t timeline;          /* for report.json */
-    uint64_t resolved_before;        /* resolutions of finished phases */
-    int64_t alive_workers;           /* workers of the TMs alive now (64
-                                        bits: 2,048 TMs may claim 2^31) */
-    struct {                         /* the first poison tasks, for STATUS */
-        uint32_t phase;              /* (the committer's list, phase.h, */
-        jm_failure_t f;              /* is the committer thread's) */
-    } failed[DISP_LIVE_FAILED];
-    size_t nfailed;
-    spits_buf_t status;              /* the last STATUS answer, encoded */
-    int64_t status_at;               /* when it was built */
+    disp_status_t status;
+    disp_poison_t poison;
     jm_disp_stats_t st;
-    loglimit_t log_joined, log_reattached, log_lost, log_left, log_draining;
+    disp_logs_t logs;
 };
 
 /* The files of the dispatcher, top to bottom (each calls only those
  * below it; tools/layers checks):
  *   dispatch.c  the loop
- *   serve.c, members.c
+ *   serve.c, members.c, dispview.c (the live snapshot, STATUS)
  *   tmio.c      sending, and the count of malformed messages */
 
 /* Stops the job if the scheduler lost a task to a failed allocation. */
@@ -132,8 +188,8 @@ static inline void disp_check_sched(jm_disp_t *d)
  * counted; 0 or -1 with errno. */
 int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len, int more);
-/* To a known TM; one whose connection is gone is marked gone (t->gone,
- * d->gone) for the loop to declare lost (dispatch.c disp_reap). */
+/* To a known TM; one whose connection is gone is marked gone (t->life.gone,
+ * d->fleet.gone) for the loop to declare lost (dispatch.c disp_reap). */
 int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 /* The same, for the first frame of a message whose parts the caller sends
  * next (ZMQ_SNDMORE); once it is taken, the parts are too (ROUTER). */
@@ -160,6 +216,13 @@ void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *r
                       int unrun);
 /* The scheduler's early-result hook (jm_sched_set_early); arg is d */
 int serve_take_early_result(void *arg, const jm_task_t *task);
+
+/* dispview.c */
+/* Takes the live snapshot (d->live): the other threads' counters under
+ * their locks, once per tick */
+void dispview_live_update(jm_disp_t *d);
+/* The STATUS document (new reference; NULL: no memory) */
+json_t *dispview_status_doc(jm_disp_t *d);
 
 /* members.c */
 void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,

@@ -28,10 +28,10 @@
  * older dead TM). The number of copies taken back. */
 static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 {
-    d->serve_all = 1;   /* (its copies are requeued for the others) */
-    t->gone = 0;
-    d->alive_workers -= t->workers;
-    d->alive--;
+    d->serve.all = 1;   /* (its copies are requeued for the others) */
+    t->life.gone = 0;
+    d->fleet.alive_workers -= t->credit.workers;
+    d->fleet.alive--;
     jm_timeline_event(&d->timeline, why, t);
     size_t n = jm_sched_lost(d->sched, t);
     disp_check_sched(d);
@@ -41,19 +41,20 @@ static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 {
     char crashed[320];
-    if (!t->alive)
+    if (!t->life.alive)
         return;
     /* A TM that died of a signal says so in its crash file. */
-    if (jm_crashes_tm_lost(d->jm, t->host, t->pid, t->joined, crashed, sizeof crashed))
+    if (jm_crashes_tm_lost(d->jm, t->id.host, t->id.pid, t->id.joined, crashed,
+                           sizeof crashed))
         why = crashed;
     size_t n = drop(d, t, JM_TL_LOST);
     d->st.tm_losses++;
-    t->lost = 1;
+    t->life.lost = 1;
     d->st.tms_lost_now++;
-    if (loglimit_allow(&d->log_lost, d->now))
+    if (loglimit_allow(&d->logs.lost, d->clock.now))
         spits_info("%s %s:%ld lost (%s); %zu task(s) requeued",
-                   t->relay ? "relay" : "TM", t->host, t->pid, why, n);
-    jm_tmtab_set_alive(d->tms, t, 0);
+                   t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
+    jm_tmtab_set_alive(d->fleet.tab, t, 0);
 }
 
 /* BYE: it left on purpose (drained, done, or refusing the job, which its
@@ -64,7 +65,7 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
     char safe[512];
     json_t *body = NULL;
 
-    if (!t->alive)
+    if (!t->life.alive)
         return;
     if (zmq_msg_size(msg) > SPITS_HDR_SIZE &&
         (body = spits_wire_decode_json(zmq_msg_data((zmq_msg_t *)msg),
@@ -75,14 +76,14 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
     if (refused) {
         d->st.tm_refusals++;
         spits_warn("%s %s:%ld refused the job: %s; %zu task(s) requeued",
-                   t->relay ? "relay" : "TM", t->host, t->pid,
+                   t->id.relay ? "relay" : "TM", t->id.host, t->id.pid,
                    spits_escape(safe, sizeof safe, refused), n);
-    } else if (loglimit_allow(&d->log_left, d->now)) {
+    } else if (loglimit_allow(&d->logs.left, d->clock.now)) {
         spits_info("%s %s:%ld left; %zu task(s) requeued",
-                   t->relay ? "relay" : "TM", t->host, t->pid, n);
+                   t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, n);
     }
     json_decref(body);
-    jm_tmtab_set_alive(d->tms, t, 0);
+    jm_tmtab_set_alive(d->fleet.tab, t, 0);
 }
 
 /* A TM back from an outage sends its results right after WELCOME. Wait
@@ -90,20 +91,20 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
  * the very tasks it holds results for. */
 static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
 {
-    t->settle_until = pending > 0 ? d->now + 2000 : 0;
-    t->settle_records = pending;
+    t->credit.settle_until = pending > 0 ? d->clock.now + 2000 : 0;
+    t->credit.settle_records = pending;
 }
 
 /* HELLO said whether t is a relay (endpoint: where its TMs connect, or
  * NULL). A TM that is no relay (now) has no TMs behind it. */
 static void set_relay(jm_tm_t *t, const char *endpoint)
 {
-    t->relay = endpoint != NULL;
-    spits_escape(t->relay_ep, sizeof t->relay_ep, endpoint ? endpoint : "");
-    if (!t->relay) {
-        json_decref(t->behind);
-        t->behind = NULL;
-        t->behind_alive = 0;
+    t->id.relay = endpoint != NULL;
+    spits_escape(t->id.relay_ep, sizeof t->id.relay_ep, endpoint ? endpoint : "");
+    if (!t->id.relay) {
+        json_decref(t->id.behind);
+        t->id.behind = NULL;
+        t->id.behind_alive = 0;
     }
 }
 
@@ -116,14 +117,14 @@ static void set_relay(jm_tm_t *t, const char *endpoint)
 static void hello_again(jm_disp_t *d, jm_tm_t *t, long attach, long held,
                         long pending)
 {
-    if (t->sent == t->sent_at_hello) {
+    if (t->stats.sent == t->stats.sent_at_hello) {
         /* Nothing sent since: what it holds now is what it has of ours. */
         jm_sched_joined(d->sched, t, held);
         settle(d, t, pending);
     }
     /* (Else the copy's held and pending predate the tasks sent since.) */
-    if (attach > t->attach)
-        t->attach = attach;
+    if (attach > t->id.attach)
+        t->id.attach = attach;
     tmio_send_phase(d, t, SPITS_MSG_WELCOME);
 }
 
@@ -133,25 +134,25 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 {
     if (first) {
         d->st.tm_joins++;
-        if (!loglimit_allow(&d->log_joined, d->now))
+        if (!loglimit_allow(&d->logs.joined, d->clock.now))
             return;
-        if (t->relay)
-            spits_info("relay %s:%ld joined, serving TMs at %s", t->host,
-                       t->pid, t->relay_ep);
+        if (t->id.relay)
+            spits_info("relay %s:%ld joined, serving TMs at %s", t->id.host,
+                       t->id.pid, t->id.relay_ep);
         else
-            spits_info("TM %s:%ld joined with %d worker(s)", t->host, t->pid,
-                       t->workers);
+            spits_info("TM %s:%ld joined with %d worker(s)", t->id.host, t->id.pid,
+                       t->credit.workers);
         return;
     }
-    if (t->lost) {
-        t->lost = 0;
+    if (t->life.lost) {
+        t->life.lost = 0;
         d->st.tms_lost_now--;
     }
     d->st.tm_reattaches++;
-    t->reattaches++;
-    if (loglimit_allow(&d->log_reattached, d->now))
-        spits_info("TM %s:%ld re-attached with %d worker(s)", t->host, t->pid,
-                   t->workers);
+    t->id.reattaches++;
+    if (loglimit_allow(&d->logs.reattached, d->clock.now))
+        spits_info("TM %s:%ld re-attached with %d worker(s)", t->id.host, t->id.pid,
+                   t->credit.workers);
 }
 
 /* The entry of a TM saying HELLO unknown to the table: new, or lost so
@@ -160,10 +161,10 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
                             size_t ridlen, int *first)
 {
-    int was_lost = jm_tmtab_take_lost(d->tms, rid, ridlen);
-    jm_tm_t *t = jm_tmtab_add(d->tms, rid, ridlen);
+    int was_lost = jm_tmtab_take_lost(d->fleet.tab, rid, ridlen);
+    jm_tm_t *t = jm_tmtab_add(d->fleet.tab, rid, ridlen);
     if (t)
-        t->lost = was_lost;
+        t->life.lost = was_lost;
     *first = !was_lost;
     return t;
 }
@@ -208,42 +209,42 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
             json_decref(j);
             return;
         }
-    } else if (t->alive && t->pid == pid &&
-               ((attach >= 0 && attach <= t->attach) ||
-                t->sent == t->sent_at_hello)) {
+    } else if (t->life.alive && t->id.pid == pid &&
+               ((attach >= 0 && attach <= t->id.attach) ||
+                t->stats.sent == t->stats.sent_at_hello)) {
         json_decref(j);
         hello_again(d, t, attach, held, pending);
         return;
-    } else if (t->alive) {
+    } else if (t->life.alive) {
         members_lost(d, t, "reconnected");
     }
-    if (jm_tmtab_set_alive(d->tms, t, 1) != 0) {
+    if (jm_tmtab_set_alive(d->fleet.tab, t, 1) != 0) {
         tmio_bad_message(d, "out of memory adding a TM");
         json_decref(j);
         return;
     }
     /* (stored escaped: it goes to our log, report.json and spits-status) */
-    spits_escape(t->host, sizeof t->host, host);
+    spits_escape(t->id.host, sizeof t->id.host, host);
     if (d->jm->joblog)
-        t->log_host = jm_joblog_host(d->jm->joblog, t->host);
-    t->pid = pid;
+        t->id.log_host = jm_joblog_host(d->jm->joblog, t->id.host);
+    t->id.pid = pid;
     set_relay(t, relay_ep);
-    if (attach > t->attach)
-        t->attach = attach;
-    t->workers = (int)workers;
-    t->slots = t->slots_asked = (int)slots;
-    t->stats_running = t->stats_queued = -1;   /* (until its next STATS) */
+    if (attach > t->id.attach)
+        t->id.attach = attach;
+    t->credit.workers = (int)workers;
+    t->credit.slots = t->credit.slots_asked = (int)slots;
+    t->stats.running = t->stats.queued = -1;   /* (until its next STATS) */
     jm_sched_joined(d->sched, t, held);
-    t->sent_at_hello = t->sent;
-    t->stalled = 0;
-    t->draining = 0;
-    t->live.last_heard = d->now;
-    t->joined = spits_wall_time();
+    t->stats.sent_at_hello = t->stats.sent;
+    t->life.stalled = 0;
+    t->life.draining = 0;
+    t->life.live.last_heard = d->clock.now;
+    t->id.joined = spits_wall_time();
     settle(d, t, pending);
-    d->alive++;
-    d->alive_workers += t->workers;
-    if (d->alive_workers > d->st.peak_workers)
-        d->st.peak_workers = d->alive_workers;
+    d->fleet.alive++;
+    d->fleet.alive_workers += t->credit.workers;
+    if (d->fleet.alive_workers > d->st.peak_workers)
+        d->st.peak_workers = d->fleet.alive_workers;
     jm_timeline_event(&d->timeline, JM_TL_JOIN, t);
     json_decref(j);
     count_hello(d, t, first);
@@ -320,19 +321,19 @@ static int behind_parse(json_t *v, json_t **out)
  * HELLO. */
 static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 {
-    if (!t || !t->alive)
+    if (!t || !t->life.alive)
         return;
-    if (workers >= 0 && workers != t->workers) {
-        d->alive_workers += workers - t->workers;
-        t->workers = (int)workers;
-        if (d->alive_workers > d->st.peak_workers)
-            d->st.peak_workers = d->alive_workers;
+    jm_tm_credit_t *c = &t->credit;
+    if (workers >= 0 && workers != c->workers) {
+        d->fleet.alive_workers += workers - c->workers;
+        c->workers = (int)workers;
+        if (d->fleet.alive_workers > d->st.peak_workers)
+            d->st.peak_workers = d->fleet.alive_workers;
     }
-    if (slots >= 0 && slots != t->slots_asked) {
-        long now = slots > t->slots_asked ? t->slots
-                                          : t->slots - (t->slots_asked - slots);
-        t->slots_asked = (int)slots;
-        t->slots = (int)(now > slots ? now : slots);
+    if (slots >= 0 && slots != c->slots_asked) {
+        long now = slots > c->slots_asked ? c->slots : c->slots - (c->slots_asked - slots);
+        c->slots_asked = (int)slots;
+        c->slots = (int)(now > slots ? now : slots);
     }
 }
 
@@ -354,16 +355,16 @@ void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
     } else if (behind_parse(json_object_get(j, "behind"), &behind) != 0) {
         tmio_bad_message(d, "STATS with a bad behind list");
     } else if (t) {
-        t->busy_s = st.busy_s;
-        t->runs = (uint64_t)st.runs;
-        t->stats_running = st.running;
-        t->stats_queued = st.queued;
-        if (t->relay)   /* (a TM's capacity is its HELLO's) */
+        t->stats.busy_s = st.busy_s;
+        t->stats.runs = (uint64_t)st.runs;
+        t->stats.running = st.running;
+        t->stats.queued = st.queued;
+        if (t->id.relay)   /* (a TM's capacity is its HELLO's) */
             set_capacity(d, t, st.workers, st.slots);
-        if (behind && t->relay) {
-            json_decref(t->behind);
-            t->behind = json_incref(behind);
-            t->behind_alive = (long)json_integer_value(json_object_get(behind, "alive"));
+        if (behind && t->id.relay) {
+            json_decref(t->id.behind);
+            t->id.behind = json_incref(behind);
+            t->id.behind_alive = (long)json_integer_value(json_object_get(behind, "alive"));
         }
     }
     json_decref(behind);

@@ -13,7 +13,7 @@
 #include "dispatch.h"
 
 /* The model of n tasks run here in measured_s seconds: T from totals'
- * busy_s / runs (jm_disp_tm_totals_json), W the most workers alive at
+ * busy_s / runs (jm_dispview_tm_totals_json), W the most workers alive at
  * once and S the bytes moved per task (ds), BW from the JM's CPU time
  * (usage, jm_usage_json). A new object {tasks, task_s, workers,
  * bytes_per_task, bandwidth_mb_s, worker_bound_s, bandwidth_bound_s,

@@ -8,6 +8,7 @@
 
 #include "report.h"
 #include "dispatch.h"
+#include "dispview.h"
 #include "jm.h"
 #include "jobdir.h"
 #include "log.h"
@@ -83,11 +84,11 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         extra_pushes += p->extra_pushes + p->final_extra_pushes;
         makespan += p->finished - p->started;
     }
-    json_t *tms = jm_disp_tms_json(jm->disp), *usage = jm_usage_json();
+    json_t *tms = jm_dispview_tms_json(jm->disp), *usage = jm_usage_json();
     if (usage)
         json_object_set_new(usage, "memory_limit_bytes",
                             json_integer((json_int_t)jm->opt.memory_limit));
-    json_t *totals = jm_disp_tm_totals_json(jm->disp, json_array_size(tms));
+    json_t *totals = jm_dispview_tm_totals_json(jm->disp, json_array_size(tms));
     spits_iso_time(jm->started, started_s, sizeof started_s);
     spits_iso_time(finished, finished_s, sizeof finished_s);
     json_t *doc = json_pack(
@@ -101,7 +102,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "resumed", json_boolean(jm->resuming),
         "resumable", json_boolean(jm->resumable),
         "jm", usage,
-        "timeline", jm_disp_timeline_json(jm->disp),
+        "timeline", jm_dispview_timeline_json(jm->disp),
         "bandwidth", json_pack("{s:f, s:f}",
             "in_mb_s", finished > jm->started ? ds->bytes_in / 1e6 / (finished - jm->started) : 0.0,
             "out_mb_s", finished > jm->started ? ds->bytes_out / 1e6 / (finished - jm->started) : 0.0),

@@ -346,7 +346,7 @@ static size_t pick_retries(jm_sched_t *s, jm_tm_t *t, size_t room, size_t *bytes
         task->in_retry = 0;
         if (task->copies > 0)
             continue;                       /* re-sent meanwhile */
-        if ((task->failed_on == t->slot && others) || picked_add(s, n, task) != 0) {
+        if ((task->failed_on == t->id.slot && others) || picked_add(s, n, task) != 0) {
             retry_push(s, task);            /* rather another TM */
             continue;
         }
@@ -415,7 +415,7 @@ static int64_t late_bound(jm_sched_t *s)
 /* A task t could be sent another copy of, but for its age. */
 static int copy_candidate(const jm_sched_t *s, const jm_task_t *task, const jm_tm_t *t)
 {
-    return task->copies > 0 && task->copies < s->max_copies && !held_by(task, t->slot);
+    return task->copies > 0 && task->copies < s->max_copies && !held_by(task, t->id.slot);
 }
 
 /* When the newest copy of a task is late: the bound after its clock
@@ -445,7 +445,7 @@ static size_t pick_copies(jm_sched_t *s, jm_tm_t *t, size_t n, size_t room,
         return n;
     int64_t after = late_bound(s);
     if (after == JM_LATE_NEVER ||
-        (t->scan_version == s->version && s->now < t->scan_until))
+        (t->credit.scan_version == s->version && s->now < t->credit.scan_until))
         return n;
     int64_t until = s->now + after;     /* no task put from now on is late sooner */
     size_t found = 0;
@@ -476,15 +476,16 @@ static size_t pick_copies(jm_sched_t *s, jm_tm_t *t, size_t n, size_t room,
         *bytes += task->len;
     }
     if (!found) {                       /* nothing until something changes */
-        t->scan_version = s->version;
-        t->scan_until = until;
+        t->credit.scan_version = s->version;
+        t->credit.scan_until = until;
     }
     return n;
 }
 
 size_t jm_sched_pick(jm_sched_t *s, jm_tm_t *t, size_t max_bytes, int others)
 {
-    size_t room = t->outstanding < t->slots ? (size_t)(t->slots - t->outstanding) : 0;
+    const jm_tm_credit_t *c = &t->credit;
+    size_t room = c->outstanding < c->slots ? (size_t)(c->slots - c->outstanding) : 0;
     size_t bytes = 0, n = 0;
 
     if (!s->ring || !room)
@@ -525,13 +526,13 @@ void jm_sched_sent(jm_sched_t *s, jm_tm_t *t, size_t n)
             s->st->resent++;
         task->sent += task->sent < UINT8_MAX;
         task->copy_ms = s->now;
-        task->quick = t->outstanding + (int)i < t->workers;
-        add_holder(s, task, t->slot);
+        task->quick = t->credit.outstanding + (int)i < t->credit.workers;
+        add_holder(s, task, t->id.slot);
         s->task_bytes_sent += task->len;
     }
     s->st->sent += n;
-    t->sent += n;
-    t->outstanding += (int)n;
+    t->stats.sent += n;
+    t->credit.outstanding += (int)n;
     s->npicked = 0;
 }
 
@@ -548,9 +549,9 @@ void jm_sched_unsent(jm_sched_t *s, size_t n)
 void jm_sched_credit(jm_sched_t *s, jm_tm_t *t, uint64_t count)
 {
     (void)s;
-    if (t && t->alive)
-        t->outstanding -= (int)(count < (uint64_t)t->outstanding
-                                    ? count : (uint64_t)t->outstanding);
+    if (t && t->life.alive)
+        t->credit.outstanding -= (int)(count < (uint64_t)t->credit.outstanding
+                                    ? count : (uint64_t)t->credit.outstanding);
 }
 
 /* A failed, crashed or timed-out run: retried, or past max_attempts given
@@ -559,8 +560,8 @@ static jm_rec_outcome_t on_failed_run(jm_sched_t *s, jm_tm_t *t, jm_task_t *task
                                       uint32_t status)
 {
     if (t) {
-        t->failed++;
-        task->failed_on = t->slot;
+        t->stats.failed++;
+        task->failed_on = t->id.slot;
     }
     s->st->crashed += status == SPITS_ST_CRASHED;
     s->st->timed_out += status == SPITS_ST_TIMEOUT;
@@ -582,13 +583,13 @@ static jm_rec_outcome_t on_failed_run(jm_sched_t *s, jm_tm_t *t, jm_task_t *task
  * longer is seen within JM_TURN_WINDOW copies. */
 static void note_turnaround(jm_tm_t *t, int64_t ms)
 {
-    if (t->turn_n == 0 || ms < t->turn_win)
-        t->turn_win = ms;
-    if (++t->turn_n >= JM_TURN_WINDOW) {
-        t->turn_ms = t->turn_win;
-        t->turn_n = 0;
-    } else if (t->turn_ms == 0 || t->turn_win < t->turn_ms) {
-        t->turn_ms = t->turn_win;
+    if (t->stats.turn_n == 0 || ms < t->stats.turn_win)
+        t->stats.turn_win = ms;
+    if (++t->stats.turn_n >= JM_TURN_WINDOW) {
+        t->stats.turn_ms = t->stats.turn_win;
+        t->stats.turn_n = 0;
+    } else if (t->stats.turn_ms == 0 || t->stats.turn_win < t->stats.turn_ms) {
+        t->stats.turn_ms = t->stats.turn_win;
     }
 }
 
@@ -612,7 +613,7 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
         return JM_REC_FOREIGN;
     /* (nor is another TM's copy taken for a record from a TM that holds
      * none, one back with a copy the JM took back when it lost it) */
-    int held = !foreign && t && drop_holder(s, task, t->slot);
+    int held = !foreign && t && drop_holder(s, task, t->id.slot);
     s->rec_start_ms = task->copy_ms;
     s->rec_len = task->len;
     if (status == SPITS_ST_OK) {
@@ -628,7 +629,7 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
                 note_turnaround(t, took);
         }
         if (t)
-            t->done++;
+            t->stats.done++;
         else
             s->st->done_evicted++;   /* its sender's entry is gone */
         if (task->copies)
@@ -661,21 +662,21 @@ jm_sched_cancel_t *jm_sched_take_cancels(jm_sched_t *s, size_t *n)
 
 void jm_sched_joined(jm_sched_t *s, jm_tm_t *t, long held)
 {
-    t->outstanding = (int)(held < t->slots ? held : t->slots);
-    t->scan_version = 0;
-    t->scan_until = 0;
+    t->credit.outstanding = (int)(held < t->credit.slots ? held : t->credit.slots);
+    t->credit.scan_version = 0;
+    t->credit.scan_until = 0;
     s->version++;
 }
 
 size_t jm_sched_lost(jm_sched_t *s, jm_tm_t *t)
 {
     size_t n = 0;
-    held_t *h = (size_t)t->slot < s->nheld ? &s->held[t->slot] : NULL;
+    held_t *h = (size_t)t->id.slot < s->nheld ? &s->held[t->id.slot] : NULL;
 
-    t->outstanding = 0;
+    t->credit.outstanding = 0;
     while (h && h->n) {
         jm_task_t *task = h->tasks[h->n - 1];
-        if (!drop_holder(s, task, t->slot)) {
+        if (!drop_holder(s, task, t->id.slot)) {
             h->n--;                     /* (cannot happen: listed, so held) */
             continue;
         }
@@ -950,14 +951,14 @@ static mtm_t *m_any(model_t *m, int alive)
     if (!m->ntms)
         return NULL;
     mtm_t *x = &m->tms[m_rand(m, (uint32_t)m->ntms)];
-    return x->tm.alive == alive ? x : NULL;
+    return x->tm.life.alive == alive ? x : NULL;
 }
 
 static int m_alive(const model_t *m)
 {
     int n = 0;
     for (int i = 0; i < m->ntms; i++)
-        n += m->tms[i].tm.alive;
+        n += m->tms[i].tm.life.alive;
     return n;
 }
 
@@ -965,21 +966,21 @@ static int m_alive(const model_t *m)
 static void m_new_tm(model_t *m, mtm_t *x, int slot)
 {
     memset(x, 0, sizeof *x);
-    x->tm.slot = slot;
-    x->tm.slots = 1 + (int)m_rand(m, 8);
-    x->tm.workers = (int)m_rand(m, 4);
+    x->tm.id.slot = slot;
+    x->tm.credit.slots = 1 + (int)m_rand(m, 8);
+    x->tm.credit.workers = (int)m_rand(m, 4);
 }
 
 static void m_join(model_t *m, mtm_t *x)
 {
-    x->tm.alive = 1;
+    x->tm.life.alive = 1;
     x->zombie = 0;
     jm_sched_joined(m->s, &x->tm, x->nheld);
 }
 
 static int m_serve(model_t *m, mtm_t *x)
 {
-    int room = x->tm.slots - x->tm.outstanding, others = m_alive(m) > 1;
+    int room = x->tm.credit.slots - x->tm.credit.outstanding, others = m_alive(m) > 1;
     size_t max_bytes = m_rand(m, 4) ? 1 << 20 : 1 + m_rand(m, 12), bytes = 0;
     jm_sched_clock(m->s, m->now);
     size_t n = jm_sched_pick(m->s, &x->tm, max_bytes, others);
@@ -991,7 +992,7 @@ static int m_serve(model_t *m, mtm_t *x)
         MCHECK(m, !m_resolved(m, p[i]->id));
         MCHECK(m, p[i]->copies < m->max_copies);
         /* not where it failed, unless no other TM is alive */
-        MCHECK(m, p[i]->copies > 0 || !others || m->failed_on[p[i]->id] != x->tm.slot);
+        MCHECK(m, p[i]->copies > 0 || !others || m->failed_on[p[i]->id] != x->tm.id.slot);
         for (size_t j = 0; j < i; j++)
             MCHECK(m, p[j] != p[i]);
     }
@@ -1092,7 +1093,7 @@ static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status, int fore
         m->timed_out += status == SPITS_ST_TIMEOUT;
         if (x) {
             x->failed++;
-            m->failed_on[id] = x->tm.slot;
+            m->failed_on[id] = x->tm.id.slot;
         }
         break;
     default:
@@ -1175,9 +1176,9 @@ static int m_lose(model_t *m, mtm_t *x)
     for (int j = 0; j < x->nheld; j++)
         if (x->held[j].known && !m_resolved(m, x->held[j].id))
             want++;
-    x->tm.alive = 0;
+    x->tm.life.alive = 0;
     size_t n = jm_sched_lost(m->s, &x->tm);
-    MCHECK(m, n == want && x->tm.outstanding == 0);
+    MCHECK(m, n == want && x->tm.credit.outstanding == 0);
     m->requeued += n;
     for (int j = 0; j < x->nheld; j++)
         x->held[j].known = 0;
@@ -1201,10 +1202,10 @@ static int m_invariants(model_t *m)
     MCHECK(m, jm_sched_freed_bytes(m->s) == m->freed_bytes);
     for (int i = 0; i < m->ntms; i++) {
         const mtm_t *x = &m->tms[i];
-        MCHECK(m, x->tm.sent == x->sent && x->tm.done == x->done &&
-                  x->tm.failed == x->failed);
-        if (x->tm.alive)
-            MCHECK(m, x->tm.outstanding == x->nheld && x->nheld <= x->tm.slots);
+        MCHECK(m, x->tm.stats.sent == x->sent && x->tm.stats.done == x->done &&
+                  x->tm.stats.failed == x->failed);
+        if (x->tm.life.alive)
+            MCHECK(m, x->tm.credit.outstanding == x->nheld && x->nheld <= x->tm.credit.slots);
         for (int j = 0; j < x->nheld; j++)
             known[x->held[j].id] += x->held[j].known;
     }
@@ -1242,7 +1243,7 @@ static int m_step(model_t *m)
             m_join(m, x);
         } else if ((x = m_any(m, 0))) {
             if (!x->zombie)           /* a new TM in a dead one's slot */
-                m_new_tm(m, x, x->tm.slot);
+                m_new_tm(m, x, x->tm.id.slot);
             m_join(m, x);             /* (a zombie: back, with what it held) */
         }
         return 0;
@@ -1254,8 +1255,8 @@ static int m_step(model_t *m)
         return m_foreign(m);
     default:
         x = &m->tms[m->ntms ? m_rand(m, (uint32_t)m->ntms) : 0];
-        if (!m->ntms || !x->nheld || (!x->tm.alive && !x->zombie) ||
-            (x->tm.slot == 0 && m_rand(m, 4)))   /* a slow TM: stragglers */
+        if (!m->ntms || !x->nheld || (!x->tm.life.alive && !x->zombie) ||
+            (x->tm.id.slot == 0 && m_rand(m, 4)))   /* a slow TM: stragglers */
             return 0;
         return m_reply(m, x, 1 + (int)m_rand(m, x->nheld < 3 ? (uint32_t)x->nheld : 3), 70);
     }
@@ -1277,7 +1278,7 @@ static int m_drain(model_t *m)
         m->now += 50;
         for (int i = 0; i < m->ntms; i++) {
             mtm_t *x = &m->tms[i];
-            if (!x->tm.alive)
+            if (!x->tm.life.alive)
                 m_join(m, x);
             if (m_serve(m, x) != 0 ||
                 (x->nheld && m_reply(m, x, (x->nheld + 1) / 2, 90) != 0) ||
@@ -1346,7 +1347,7 @@ static int d_take(jm_sched_t *s, jm_tm_t *t, int64_t now, size_t max_bytes, int 
         ok = p[i]->id == want[i];
     if (!ok) {
         fprintf(stderr, "scheduler selftest: at %lld ms, TM %d was sent", (long long)now,
-                t->slot);
+                t->id.slot);
         for (size_t i = 0; i < n; i++)
             fprintf(stderr, " %llu", (unsigned long long)p[i]->id);
         fprintf(stderr, " (%zu task(s)), not", n);
@@ -1401,10 +1402,11 @@ static jm_sched_t *directed_start(jm_disp_stats_t *st, jm_tm_t *a, jm_tm_t *b,
         return NULL;
     jm_sched_add_fresh(s, head, tail);
     jm_sched_gen_state(s, 1, 0);
-    a->slot = 0, b->slot = 1, c->slot = 2;
-    a->slots = 19, b->slots = c->slots = 8;
-    a->alive = b->alive = c->alive = 1;
-    int ok = d_pick(s, a, 0, all, 19) == 0 && (a->slots = 20, d_pick(s, a, 900, last, 1)) == 0;
+    a->id.slot = 0, b->id.slot = 1, c->id.slot = 2;
+    a->credit.slots = 19, b->credit.slots = c->credit.slots = 8;
+    a->life.alive = b->life.alive = c->life.alive = 1;
+    int ok = d_pick(s, a, 0, all, 19) == 0 &&
+             (a->credit.slots = 20, d_pick(s, a, 900, last, 1)) == 0;
     jm_sched_clock(s, 1000);
     jm_sched_credit(s, a, 16);
     for (uint64_t id = 0; ok && id < 16; id++)
@@ -1516,7 +1518,7 @@ static int d_record(jm_sched_t *s, jm_tm_t *t, int credit, int foreign, uint64_t
         return 0;
     fprintf(stderr, "scheduler selftest: a%s record of task %llu (status %u) from TM %d "
             "was outcome %d, not %d\n", foreign ? " foreign" : "", (unsigned long long)id,
-            status, t ? t->slot : -1, (int)o, (int)want);
+            status, t ? t->id.slot : -1, (int)o, (int)want);
     return -1;
 }
 
@@ -1577,9 +1579,9 @@ static jm_sched_t *d_start(jm_disp_stats_t *st, jm_tm_t *tm, int ntm, int slots,
         return NULL;
     }
     for (int i = 0; i < ntm; i++) {
-        tm[i].slot = i;
-        tm[i].slots = slots;
-        tm[i].alive = 1;
+        tm[i].id.slot = i;
+        tm[i].credit.slots = slots;
+        tm[i].life.alive = 1;
         jm_sched_joined(s, &tm[i], 0);
     }
     return s;
@@ -1603,14 +1605,14 @@ static int sched_directed_retries(void)
     D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_CRASHED, JM_REC_RETRY) == 0);
     D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_TIMEOUT, JM_REC_RETRY) == 0);
     D_CHECK(st.retried == 3 && st.crashed == 1 && st.timed_out == 1);
-    D_CHECK(a->failed == 2 && b->failed == 1 && jm_sched_has_retries(s));
+    D_CHECK(a->stats.failed == 2 && b->stats.failed == 1 && jm_sched_has_retries(s));
     D_CHECK(d_tasks(s, 6, 2, 10) == 0);
     /* b: 4 failed there, so 0 and 1 (and no fresh task: room for 3) */
     D_CHECK(d_take(s, b, 10, 1 << 20, 1, D_IDS(0, 1, 6), 0) == 0);
     /* a: 4, then fresh 7 */
     D_CHECK(d_take(s, a, 20, 1 << 20, 1, D_IDS(4, 7), 0) == 0);
-    D_CHECK(st.resent == 3 && st.sent == 11 && a->sent == 6 && b->sent == 5);
-    D_CHECK(a->outstanding == 4 && b->outstanding == 4);
+    D_CHECK(st.resent == 3 && st.sent == 11 && a->stats.sent == 6 && b->stats.sent == 5);
+    D_CHECK(a->credit.outstanding == 4 && b->credit.outstanding == 4);
     /* 4 fails on a again; a alone may take it; its third failure is its last */
     D_CHECK(d_rec(s, a, 1, 4, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
     D_CHECK(d_take(s, a, 30, 1 << 20, 1, D_NONE, 0) == 0);
@@ -1657,7 +1659,7 @@ static int sched_directed_bytes(void)
     task[16]->len = task[17]->len = task[18]->len = 10;
     D_CHECK(d_take(s, &b, 1600, 20, 1, late, 2, 0) == 0);
     d = c;
-    d.slot = 3;
+    d.id.slot = 3;
     D_CHECK(d_take(s, &c, 1600, 5, 1, more, 1, 0) == 0);
     D_CHECK(d_take(s, &d, 1600, 5, 1, D_NONE, 0) == 0);        /* two copies each */
     rc = 0;
@@ -1738,17 +1740,17 @@ static int sched_directed_unheld(void)
     jm_sched_t *s = d_start(&st, tm, 3, 4, 4, 10);
 
     D_CHECK(s);
-    a->workers = 4;
+    a->credit.workers = 4;
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
     jm_sched_clock(s, 100);
     D_CHECK(d_rec(s, c, 0, 0, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
     D_CHECK(jm_sched_task(s, 0)->copies == 1 && !jm_sched_has_retries(s));
-    D_CHECK(c->failed == 1 && a->failed == 0 && a->outstanding == 4);
+    D_CHECK(c->stats.failed == 1 && a->stats.failed == 0 && a->credit.outstanding == 4);
     D_CHECK(d_rec(s, NULL, 0, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(st.done_evicted == 1 && a->done == 0);
+    D_CHECK(st.done_evicted == 1 && a->stats.done == 0);
     D_CHECK(d_cancels(s, D_CANCELS({0, 1})) == 0);
     D_CHECK(d_rec(s, c, 0, 2, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(c->done == 1 && c->turn_ms == 0 && st.done_evicted == 1);
+    D_CHECK(c->stats.done == 1 && c->stats.turn_ms == 0 && st.done_evicted == 1);
     D_CHECK(d_cancels(s, D_CANCELS({0, 2})) == 0);
     D_CHECK(d_rec(s, NULL, 0, 0, SPITS_ST_RETURNED, JM_REC_RETURNED) == 0);
     D_CHECK(jm_sched_task(s, 0)->copies == 1 && !jm_sched_has_retries(s));
@@ -1758,11 +1760,11 @@ static int sched_directed_unheld(void)
     D_CHECK(d_rec(s, c, 0, 9, SPITS_ST_OK, JM_REC_UNKNOWN) == 0);
     D_CHECK(d_rec(s, c, 0, 1, SPITS_ST_OK, JM_REC_DUPLICATE) == 0);
     D_CHECK(d_rec(s, NULL, 0, 1, SPITS_ST_FAILED, JM_REC_LATE) == 0);
-    D_CHECK(st.duplicates == 1 && st.retried == 1 && c->failed == 1);
+    D_CHECK(st.duplicates == 1 && st.retried == 1 && c->stats.failed == 1);
     /* a's own records: its copies of 1 and 2 were answered by others */
     D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 2);
-    D_CHECK(d_rec(s, a, 1, 3, SPITS_ST_OK, JM_REC_COMMIT) == 0 && a->done == 1);
-    D_CHECK(a->turn_ms == 100 && a->outstanding == 2);
+    D_CHECK(d_rec(s, a, 1, 3, SPITS_ST_OK, JM_REC_COMMIT) == 0 && a->stats.done == 1);
+    D_CHECK(a->stats.turn_ms == 100 && a->credit.outstanding == 2);
     D_CHECK(d_cancels(s, D_NONE) == 0);
     rc = 0;
 out:
@@ -1785,38 +1787,38 @@ static int sched_directed_foreign(void)
     jm_sched_t *s = d_start(&st, tm, 2, 4, 6, 10);
 
     D_CHECK(s);
-    a->workers = b->workers = 4;
-    a->slots = 3;
+    a->credit.workers = b->credit.workers = 4;
+    a->credit.slots = 3;
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2), 0) == 0);
-    a->alive = 0;
+    a->life.alive = 0;
     D_CHECK(jm_sched_lost(s, a) == 3 && st.requeued == 3);
     D_CHECK(d_take(s, b, 10, 1 << 20, 0, D_IDS(2, 1, 0, 3), 0) == 0);
-    D_CHECK(st.resent == 3 && b->outstanding == 4);
+    D_CHECK(st.resent == 3 && b->credit.outstanding == 4);
     jm_sched_clock(s, 100);
     D_CHECK(d_frec(s, b, 0, SPITS_ST_OK, JM_REC_COMMIT) == 0);
     D_CHECK(d_cancels(s, D_CANCELS({1, 0})) == 0);
-    D_CHECK(b->done == 1 && b->outstanding == 4 && !jm_sched_has_retries(s));
+    D_CHECK(b->stats.done == 1 && b->credit.outstanding == 4 && !jm_sched_has_retries(s));
     /* b's one copy of 3, run on arrival: a foreign result is no round trip */
     D_CHECK(d_frec(s, b, 3, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(d_cancels(s, D_CANCELS({1, 3})) == 0 && b->turn_ms == 0);
+    D_CHECK(d_cancels(s, D_CANCELS({1, 3})) == 0 && b->stats.turn_ms == 0);
     D_CHECK(d_frec(s, b, 1, SPITS_ST_FAILED, JM_REC_FOREIGN) == 0);
     D_CHECK(d_frec(s, NULL, 2, SPITS_ST_CRASHED, JM_REC_FOREIGN) == 0);
     D_CHECK(d_frec(s, b, 2, SPITS_ST_TIMEOUT, JM_REC_FOREIGN) == 0);
     D_CHECK(d_frec(s, b, 2, SPITS_ST_RETURNED, JM_REC_FOREIGN) == 0);
     D_CHECK(jm_sched_task(s, 1)->copies == 1 && jm_sched_task(s, 2)->copies == 1);
     D_CHECK(jm_sched_task(s, 1)->attempts == 0 && !jm_sched_has_retries(s));
-    D_CHECK(b->failed == 0 && st.retried == 0 && st.crashed == 0 && st.timed_out == 0);
+    D_CHECK(b->stats.failed == 0 && st.retried == 0 && st.crashed == 0 && st.timed_out == 0);
     D_CHECK(d_cancels(s, D_NONE) == 0);
     /* b's own records: of the copies cancelled, then its failure of 1,
      * whose foreign result comes after */
     D_CHECK(d_rec(s, b, 1, 0, SPITS_ST_RETURNED, JM_REC_LATE) == 0);
     D_CHECK(d_rec(s, b, 1, 3, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 1);
     D_CHECK(d_rec(s, b, 1, 1, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
-    D_CHECK(b->failed == 1 && st.retried == 1 && jm_sched_has_retries(s));
+    D_CHECK(b->stats.failed == 1 && st.retried == 1 && jm_sched_has_retries(s));
     D_CHECK(d_frec(s, NULL, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
     D_CHECK(d_cancels(s, D_NONE) == 0 && st.done_evicted == 1);
     D_CHECK(d_rec(s, b, 1, 2, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(b->done == 3 && b->outstanding == 0 && jm_sched_in_flight(s) == 0);
+    D_CHECK(b->stats.done == 3 && b->credit.outstanding == 0 && jm_sched_in_flight(s) == 0);
     /* not sent yet, or resolved */
     D_CHECK(d_frec(s, b, 4, SPITS_ST_OK, JM_REC_UNKNOWN) == 0);
     D_CHECK(d_frec(s, b, 2, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 2);
@@ -1849,7 +1851,7 @@ static int sched_directed_cancels(void)
     D_CHECK(d_rec(s, &b, 1, 18, SPITS_ST_OK, JM_REC_COMMIT) == 0);
     D_CHECK(d_cancels(s, D_CANCELS({0, 17}, {0, 18}, {1, 17})) == 0);
     D_CHECK(d_cancels(s, D_NONE) == 0);
-    D_CHECK(b.done == 1 && c.done == 1 && st.done_evicted == 1);
+    D_CHECK(b.stats.done == 1 && c.stats.done == 1 && st.done_evicted == 1);
     rc = 0;
 out:
     jm_sched_destroy(&s);
@@ -1868,14 +1870,14 @@ static int sched_directed_slot_reuse(void)
     D_CHECK(s);
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2), 0) == 0);
     D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(3), 0) == 0);
-    a->alive = 0;
-    D_CHECK(jm_sched_lost(s, a) == 3 && st.requeued == 3 && a->outstanding == 0);
+    a->life.alive = 0;
+    D_CHECK(jm_sched_lost(s, a) == 3 && st.requeued == 3 && a->credit.outstanding == 0);
     memset(&a2, 0, sizeof a2);
-    a2.slot = 0;
-    a2.slots = 2;
-    a2.alive = 1;
+    a2.id.slot = 0;
+    a2.credit.slots = 2;
+    a2.life.alive = 1;
     jm_sched_joined(s, &a2, 0);
-    D_CHECK(a2.outstanding == 0);
+    D_CHECK(a2.credit.outstanding == 0);
     /* two of the lost TM's three copies, run again (in no set order) */
     jm_sched_clock(s, 10);
     size_t n = jm_sched_pick(s, &a2, 1 << 20, 1);
@@ -1887,9 +1889,9 @@ static int sched_directed_slot_reuse(void)
     D_CHECK(d_take(s, b, 20, 1 << 20, 1, &left, 1, 0) == 0);
     /* a2's record of the copy b holds is foreign: b's copy stays */
     D_CHECK(d_rec(s, &a2, 0, left, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
-    D_CHECK(jm_sched_task(s, left)->copies == 1 && b->outstanding == 2);
+    D_CHECK(jm_sched_task(s, left)->copies == 1 && b->credit.outstanding == 2);
     D_CHECK(d_rec(s, &a2, 1, x, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(d_cancels(s, D_NONE) == 0 && a2.done == 1 && a2.outstanding == 1);
+    D_CHECK(d_cancels(s, D_NONE) == 0 && a2.stats.done == 1 && a2.credit.outstanding == 1);
     D_CHECK(st.requeued == 3 && st.resent == 3);
     rc = 0;
 out:
@@ -1909,24 +1911,24 @@ static int sched_directed_turnaround(void)
     jm_sched_t *s = d_start(&st, tm, 1, 1, 2 * JM_TURN_WINDOW + 3, 10);
 
     D_CHECK(s);
-    a->workers = 2;
+    a->credit.workers = 2;
     for (int k = 0; k < 2 * JM_TURN_WINDOW; k++, id++) {
         int64_t t0 = 1000 * k, ms = k == 0 ? 150 : k == 1 ? 120
                                    : k < JM_TURN_WINDOW ? 180 : 300;
         D_CHECK(d_take(s, a, t0, 1 << 20, 1, &id, 1, 0) == 0);
         jm_sched_clock(s, t0 + ms);
         D_CHECK(d_rec(s, a, 1, id, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-        D_CHECK(a->turn_ms == (k == 0 ? 150 : k < 2 * JM_TURN_WINDOW - 1 ? 120 : 300));
+        D_CHECK(a->stats.turn_ms == (k == 0 ? 150 : k < 2 * JM_TURN_WINDOW - 1 ? 120 : 300));
     }
     /* three at once: the third waits for a worker, and is no sample */
-    a->slots = 3;
+    a->credit.slots = 3;
     D_CHECK(d_take(s, a, 100000, 1 << 20, 1, D_IDS(id, id + 1, id + 2), 0) == 0);
     jm_sched_clock(s, 100050);
     D_CHECK(d_rec(s, a, 1, id + 2, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(a->turn_ms == 300);
+    D_CHECK(a->stats.turn_ms == 300);
     jm_sched_clock(s, 100250);
     D_CHECK(d_rec(s, a, 1, id, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(a->turn_ms == 250);
+    D_CHECK(a->stats.turn_ms == 250);
     rc = 0;
 out:
     jm_sched_destroy(&s);

@@ -50,7 +50,7 @@ static void cancel_flush(jm_disp_t *d)
     while (ncancel) {
         int slot = cancels[0].slot;
         size_t keep = 0, n = 0;
-        spits_batch_begin(&d->out, SPITS_MSG_CANCEL, d->phase->st.id);
+        spits_batch_begin(&d->serve.out, SPITS_MSG_CANCEL, d->phase->st.id);
         for (size_t i = 0; i < ncancel; i++) {
             if (cancels[i].slot != slot) {
                 cancels[keep++] = cancels[i];
@@ -58,13 +58,14 @@ static void cancel_flush(jm_disp_t *d)
             }
             /* Out of memory: that copy runs on, and its result is a
              * duplicate; nothing is lost. */
-            if (spits_batch_add(&d->out, cancels[i].id, 0, 0))
+            if (spits_batch_add(&d->serve.out, cancels[i].id, 0, 0))
                 n++;
         }
         ncancel = keep;
-        spits_batch_seal(&d->out);
-        jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)slot);
-        if (n && t && t->alive && tmio_send_tm(d, t, d->out.buf.data, d->out.buf.len) == 0)
+        spits_batch_seal(&d->serve.out);
+        jm_tm_t *t = jm_tmtab_at(d->fleet.tab, (size_t)slot);
+        if (n && t && t->life.alive &&
+            tmio_send_tm(d, t, d->serve.out.buf.data, d->serve.out.buf.len) == 0)
             d->st.cancelled += n;
     }
 }
@@ -76,7 +77,7 @@ static void cancel_flush(jm_disp_t *d)
  * still bounds the memory. */
 static uint64_t disp_window(const jm_disp_t *d)
 {
-    uint64_t busy = 2 * (uint64_t)(d->alive_workers > 0 ? d->alive_workers : 0);
+    uint64_t busy = 2 * (uint64_t)(d->fleet.alive_workers > 0 ? d->fleet.alive_workers : 0);
     return busy > (uint64_t)d->jm->opt.window ? busy : (uint64_t)d->jm->opt.window;
 }
 
@@ -87,8 +88,8 @@ void serve_publish_window(jm_disp_t *d)
         return;
     uint64_t low = jm_sched_low(d->sched), freed = jm_sched_freed_bytes(d->sched);
     uint64_t taken = jm_sched_taken_bytes(d->sched), window = disp_window(d);
-    if (low == d->pub_low && freed == d->pub_freed && taken == d->pub_taken &&
-        window == d->pub_window)
+    if (low == d->pub.low && freed == d->pub.freed && taken == d->pub.taken &&
+        window == d->pub.window)
         return;
     jm_genq_t *q = &d->phase->genq;
     pthread_mutex_lock(&q->lock);
@@ -98,10 +99,10 @@ void serve_publish_window(jm_disp_t *d)
     q->window = window;
     pthread_mutex_unlock(&q->lock);
     pthread_cond_signal(&q->room);
-    d->pub_low = low;
-    d->pub_freed = freed;
-    d->pub_taken = taken;
-    d->pub_window = window;
+    d->pub.low = low;
+    d->pub.freed = freed;
+    d->pub.taken = taken;
+    d->pub.window = window;
 }
 
 /* Takes everything the generator has queued, and what it holds while
@@ -201,25 +202,25 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 {
     if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
         refill_fresh(d);
-    jm_sched_clock(d->sched, d->now);
+    jm_sched_clock(d->sched, d->clock.now);
     jm_sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
-    size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->alive > 1);
-    if (t->outstanding + (int)n < t->slots)
-        d->starved = 1;   /* (room left: more work may come for it) */
+    size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->fleet.alive > 1);
+    if (t->credit.outstanding + (int)n < t->credit.slots)
+        d->serve.starved = 1;   /* (room left: more work may come for it) */
     if (!n)
         return;
 
     serve_batch_t batch = {d, jm_sched_picked(d->sched)};
     taskbatch_src_t src = {serve_item, serve_item_hold, part_done, &batch};
     taskbatch_sent_t sent;
-    long parts = taskbatch_build(&d->out, d->phase->st.id, d->part_min, n, &src);
+    long parts = taskbatch_build(&d->serve.out, d->phase->st.id, d->serve.part_min, n, &src);
     if (parts < 0) {
         jm_fatal("out of memory building a batch of %zu task(s); "
                  "stopping the job", n);
         jm_sched_unsent(d->sched, n);
-    } else if ((parts ? tmio_send_tm_more : tmio_send_tm)(d, t, d->out.buf.data,
-                                                          d->out.buf.len) == 0) {
-        taskbatch_send_parts(d->router, d->part_min, n, parts, &src, &sent);
+    } else if ((parts ? tmio_send_tm_more : tmio_send_tm)(d, t, d->serve.out.buf.data,
+                                                          d->serve.out.buf.len) == 0) {
+        taskbatch_send_parts(d->net.router, d->serve.part_min, n, parts, &src, &sent);
         d->st.bytes_out += sent.bytes;
         d->st.sent_as_parts += sent.parts;
         if (sent.failed)
@@ -234,39 +235,41 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 
 static int serve_wants(const jm_disp_t *d, const jm_tm_t *t)
 {
-    return t->alive && !t->stalled && !t->draining && t->outstanding < t->slots &&
-           t->settle_until <= d->now && !atomic_load(&jm_abort);
+    return t->life.alive && !t->life.stalled && !t->life.draining &&
+           t->credit.outstanding < t->credit.slots &&
+           t->credit.settle_until <= d->clock.now && !atomic_load(&jm_abort);
 }
 
 /* t spoke: the next serve looks at it (its credit, stall or settling may
  * have changed). */
 void serve_due(jm_disp_t *d, jm_tm_t *t)
 {
-    if (t->serve_due || d->serve_all)
+    disp_serve_t *sv = &d->serve;
+    if (t->credit.serve_due || sv->all)
         return;
-    if (spits_grow((void **)&d->due, &d->capdue, d->ndue + 1, sizeof *d->due, 64) != 0) {
-        d->serve_all = 1;   /* (no memory for the list: walk them all) */
+    if (spits_grow((void **)&sv->due, &sv->capdue, sv->ndue + 1, sizeof *sv->due, 64) != 0) {
+        sv->all = 1;   /* (no memory for the list: walk them all) */
         return;
     }
-    d->due[d->ndue++] = t->slot;
-    t->serve_due = 1;
+    sv->due[sv->ndue++] = t->id.slot;
+    t->credit.serve_due = 1;
 }
 
 /* Every live TM, round robin from a moving start. */
 static void serve_all(jm_disp_t *d)
 {
-    size_t ntm = jm_tmtab_live_count(d->tms);
+    size_t ntm = jm_tmtab_live_count(d->fleet.tab);
     for (size_t k = 0; k < ntm; k++) {
         /* A TM lost on a failed send leaves the live set, which then
          * skips or repeats one TM in this round: either is harmless. */
-        size_t now_live = jm_tmtab_live_count(d->tms);
+        size_t now_live = jm_tmtab_live_count(d->fleet.tab);
         if (!now_live)
             break;
-        jm_tm_t *t = jm_tmtab_live_at(d->tms, (d->rr + k) % now_live);
+        jm_tm_t *t = jm_tmtab_live_at(d->fleet.tab, (d->serve.rr + k) % now_live);
         if (serve_wants(d, t))
             serve_tm(d, t);
     }
-    d->rr++;
+    d->serve.rr++;
 }
 
 /* A TM gets tasks only when it has room, and room only comes from what
@@ -284,27 +287,27 @@ static void serve_all(jm_disp_t *d)
  * reused by a new TM serves that one, which is harmless. */
 void serve_tms(jm_disp_t *d)
 {
-    if (d->phase && d->starved && !d->serve_all) {
+    if (d->phase && d->serve.starved && !d->serve.all) {
         if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
             refill_fresh(d);
         if (jm_sched_has_fresh(d->sched) || jm_sched_has_retries(d->sched))
-            d->serve_all = 1;
+            d->serve.all = 1;
     }
-    int all = d->serve_all;
-    size_t ndue = d->ndue;
-    d->ndue = 0;
-    d->serve_all = 0;
+    int all = d->serve.all;
+    size_t ndue = d->serve.ndue;
+    d->serve.ndue = 0;
+    d->serve.all = 0;
     if (all)
-        d->starved = 0;   /* (serve_tm says it again if so) */
+        d->serve.starved = 0;   /* (serve_tm says it again if so) */
     for (size_t i = 0; i < ndue; i++) {
-        jm_tm_t *t = jm_tmtab_at(d->tms, (size_t)d->due[i]);
-        if (!t || !t->serve_due)
+        jm_tm_t *t = jm_tmtab_at(d->fleet.tab, (size_t)d->serve.due[i]);
+        if (!t || !t->credit.serve_due)
             continue;
-        t->serve_due = 0;
+        t->credit.serve_due = 0;
         if (!all && d->phase && serve_wants(d, t))
             serve_tm(d, t);
     }
-    if (all && d->phase && jm_tmtab_live_count(d->tms))
+    if (all && d->phase && jm_tmtab_live_count(d->fleet.tab))
         serve_all(d);
 }
 
@@ -314,7 +317,7 @@ static int slots_cap(jm_disp_t *d)
 {
     uint64_t mean = jm_sched_mean_task_bytes(d->sched);
     uint64_t cap = SLOTS_BYTES / (mean ? mean : 1);
-    uint64_t share = disp_window(d) / (d->alive ? d->alive : 1);
+    uint64_t share = disp_window(d) / (d->fleet.alive ? d->fleet.alive : 1);
     if (cap > SLOTS_MAX)
         cap = SLOTS_MAX;
     if (cap > share)
@@ -335,17 +338,18 @@ static void grow_slots(jm_disp_t *d, jm_tm_t *t)
 {
     if (!d->phase || jm_sched_exhausted(d->sched))
         return;
-    int cap = slots_cap(d), want = t->slots;
-    if (t->outstanding == 0 && t->slots <= cap / 2)
-        want = t->slots * 2;
-    if (t->turn_ms > 0 && t->runs > 0 && t->busy_s > 0) {
-        double task_ms = t->busy_s * 1000.0 / (double)t->runs;
-        double need = 1.25 * t->workers * (double)t->turn_ms / (task_ms > 0.01 ? task_ms : 0.01);
+    int cap = slots_cap(d), want = t->credit.slots;
+    if (t->credit.outstanding == 0 && t->credit.slots <= cap / 2)
+        want = t->credit.slots * 2;
+    if (t->stats.turn_ms > 0 && t->stats.runs > 0 && t->stats.busy_s > 0) {
+        double task_ms = t->stats.busy_s * 1000.0 / (double)t->stats.runs;
+        double need = 1.25 * t->credit.workers * (double)t->stats.turn_ms /
+                      (task_ms > 0.01 ? task_ms : 0.01);
         if (need > want)
             want = need < cap ? (int)need + 1 : cap;
     }
-    if (want > t->slots && want <= cap)
-        t->slots = want;
+    if (want > t->credit.slots && want <= cap)
+        t->credit.slots = want;
 }
 
 /* A result of a task this JM has not sent: after --resume, work a TM did
@@ -364,28 +368,28 @@ static void adopt_keep(jm_disp_t *d, const spits_rec_t *rec)
  * into rx each hold a reference to it, taken here in one step. */
 static void commits_flush(jm_disp_t *d, jm_rx_t *rx)
 {
-    if (!d->ncommit)
+    if (!d->commit.n)
         return;
-    if (d->ncommit_rx)
-        jm_rx_hold(rx, d->ncommit_rx);
-    if (jm_commitq_hand(&d->phase->cq, &d->cbuf, d->ncommit,
+    if (d->commit.n_rx)
+        jm_rx_hold(rx, d->commit.n_rx);
+    if (jm_commitq_hand(&d->phase->cq, &d->commit.buf, d->commit.n,
                         DISP_COMMIT_CHUNK) != 0) {
-        for (size_t i = 0; i < d->ncommit; i++)
-            jm_commit_release(&d->cbuf[i]);
+        for (size_t i = 0; i < d->commit.n; i++)
+            jm_commit_release(&d->commit.buf[i]);
         jm_fatal("out of memory queueing %zu result(s) for the committer; "
                  "stopping the job",
-                 d->ncommit);
+                 d->commit.n);
     }
-    d->ncommit = d->ncommit_rx = 0;
+    d->commit.n = d->commit.n_rx = 0;
 }
 
 /* The next free resolution slot; a full chunk goes to the committer
  * first, so however many records a message claims, memory stays fixed. */
 static jm_commit_t *commit_slot(jm_disp_t *d, jm_rx_t *rx)
 {
-    if (d->ncommit == DISP_COMMIT_CHUNK)
+    if (d->commit.n == DISP_COMMIT_CHUNK)
         commits_flush(d, rx);
-    jm_commit_t *c = &d->cbuf[d->ncommit++];
+    jm_commit_t *c = &d->commit.buf[d->commit.n++];
     memset(c, 0, sizeof *c);
     return c;
 }
@@ -413,7 +417,7 @@ static void failure_note(jm_failure_t *f, const jm_tm_t *t, const spits_rec_t *r
         f->rc = (int32_t)get_u32(rec->data);
     }
     if (t)
-        snprintf(f->host, sizeof f->host, "%s", t->host);
+        snprintf(f->host, sizeof f->host, "%s", t->id.host);
 }
 
 /* A resolution for the committer: a result in rx, or a poison task (its
@@ -424,8 +428,8 @@ static void joblog_note(jm_disp_t *d, const jm_tm_t *t, jm_commit_t *c)
     int64_t start, epoch = jm_joblog_epoch_ms(d->jm->joblog);
     jm_sched_recorded(d->sched, &start, &c->log_in);
     c->log_start = start > epoch ? (uint32_t)(start - epoch) : 0;
-    c->log_run = d->now > start ? (uint32_t)(d->now - start) : 0;
-    c->log_host = t ? t->log_host : 0;
+    c->log_run = d->clock.now > start ? (uint32_t)(d->clock.now - start) : 0;
+    c->log_host = t ? t->id.log_host : 0;
 }
 
 static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
@@ -441,7 +445,7 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
         c->data = rec->data;
         c->len = rec->len;
         c->rx = rx;
-        d->ncommit_rx++;
+        d->commit.n_rx++;
         return;
     }
     jm_failure_t note, *f = malloc(sizeof *f);
@@ -450,9 +454,9 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
     if (f)
         *f = note;
     c->owned = (unsigned char *)f;
-    if (d->nfailed < DISP_LIVE_FAILED) {
-        d->failed[d->nfailed].phase = d->phase->st.id;
-        d->failed[d->nfailed++].f = note;
+    if (d->poison.n < DISP_LIVE_FAILED) {
+        d->poison.list[d->poison.n].phase = d->phase->st.id;
+        d->poison.list[d->poison.n++].f = note;
     }
     jm_failure_describe(&note, how, sizeof how);
     spits_warn("task %llu of phase %u: %d run(s), the last %s; giving up on "
@@ -475,10 +479,10 @@ void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     spits_rec_t rec;
     uint64_t hash;
 
-    jm_sched_clock(d->sched, d->now);
+    jm_sched_clock(d->sched, d->clock.now);
     jm_sched_credit(d->sched, t, h->count - h->foreign);
     d->st.foreign_results += h->foreign;
-    if (t && t->alive)
+    if (t && t->life.alive)
         grow_slots(d, t);
     if (!d->phase || h->phase != d->phase->st.id) {
         d->st.stale += h->count;

@@ -39,13 +39,13 @@ json_t *jm_usage_json(void)
 
 void jm_status_relay_fields(json_t *row, const jm_tm_t *t)
 {
-    if (!row || !t->relay)
+    if (!row || !t->id.relay)
         return;
-    json_t *behind = t->behind ? json_incref(t->behind)
+    json_t *behind = t->id.behind ? json_incref(t->id.behind)
         : json_pack("{s:i, s:i, s:i, s:i, s:[], s:b}", "alive", 0, "joins", 0,
                     "leaves", 0, "losses", 0, "tms", "truncated", 0);
     json_object_set_new(row, "relay", json_true());
-    json_object_set_new(row, "endpoint", json_string(t->relay_ep));
+    json_object_set_new(row, "endpoint", json_string(t->id.relay_ep));
     json_object_set_new(row, "behind", behind);
 }
 
@@ -54,15 +54,15 @@ uint64_t jm_status_behind_relays(const jm_tmtab_t *tms)
     uint64_t n = 0;
     for (size_t i = 0; i < jm_tmtab_live_count(tms); i++) {
         const jm_tm_t *t = jm_tmtab_live_at(tms, i);
-        n += t->relay ? (uint64_t)t->behind_alive : 0;
+        n += t->id.relay ? (uint64_t)t->id.behind_alive : 0;
     }
     return n;
 }
 
 void jm_tm_split(const jm_tm_t *t, uint64_t *running, uint64_t *queued)
 {
-    long held = t->outstanding > 0 ? t->outstanding : 0;
-    long run = t->stats_running >= 0 ? t->stats_running : t->workers;
+    long held = t->credit.outstanding > 0 ? t->credit.outstanding : 0;
+    long run = t->stats.running >= 0 ? t->stats.running : t->credit.workers;
     /* (a STATS is up to a second old: what it says may have come back) */
     if (run > held)
         run = held;
@@ -98,8 +98,8 @@ static size_t status_pick(const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_m
     if (n > listed && (all = malloc(n * sizeof *all))) {
         for (size_t i = 0; i < n; i++) {
             jm_tm_t *t = jm_tmtab_live_at(tms, i);
-            all[i] = (status_pick_t){t, t->relay || t->draining ||
-                                        now_ms - t->live.last_heard >= quiet_ms};
+            all[i] = (status_pick_t){t, t->id.relay || t->life.draining ||
+                                        now_ms - t->life.live.last_heard >= quiet_ms};
         }
         qsort(all, n, sizeof *all, status_cmp_notable);
     }
@@ -114,7 +114,8 @@ static size_t status_pick(const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_m
 static int status_cmp_gone(const void *a, const void *b)
 {
     const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
-    return x->live.last_heard < y->live.last_heard ? 1 : x->live.last_heard > y->live.last_heard ? -1 : 0;
+    int64_t xh = x->life.live.last_heard, yh = y->life.live.last_heard;
+    return xh < yh ? 1 : xh > yh ? -1 : 0;
 }
 
 /* The JM_STATUS_GONE TMs that left or were lost last, so the dashboard
@@ -128,16 +129,16 @@ static json_t *status_gone(const jm_tmtab_t *tms)
         return rows;
     for (size_t s = 0; s < slots; s++) {
         jm_tm_t *t = jm_tmtab_at(tms, s);
-        if (t && !t->alive)
+        if (t && !t->life.alive)
             v[n++] = t;
     }
     qsort(v, n, sizeof *v, status_cmp_gone);
     for (size_t i = 0; i < n && i < JM_STATUS_GONE; i++)
         json_array_append_new(rows, json_pack(
-            "{s:s, s:I, s:i, s:I, s:I, s:f, s:s}", "host", v[i]->host,
-            "pid", (json_int_t)v[i]->pid, "workers", v[i]->workers,
-            "done", (json_int_t)v[i]->done, "failed", (json_int_t)v[i]->failed,
-            "busy_s", v[i]->busy_s, "gone", v[i]->lost ? "lost" : "left"));
+            "{s:s, s:I, s:i, s:I, s:I, s:f, s:s}", "host", v[i]->id.host,
+            "pid", (json_int_t)v[i]->id.pid, "workers", v[i]->credit.workers,
+            "done", (json_int_t)v[i]->stats.done, "failed", (json_int_t)v[i]->stats.failed,
+            "busy_s", v[i]->stats.busy_s, "gone", v[i]->life.lost ? "lost" : "left"));
     free(v);
     return rows;
 }
@@ -157,12 +158,12 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         jm_tm_split(t, &busy, &queued);
         json_t *row = json_pack(
             "{s:s, s:I, s:i, s:I, s:I, s:i, s:I, s:I, s:f, s:b, s:f}",
-            "host", t->host, "pid", (json_int_t)t->pid, "workers", t->workers,
+            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->credit.workers,
             "busy", (json_int_t)busy, "queued", (json_int_t)queued,
-            "held", t->outstanding, "done", (json_int_t)t->done,
-            "failed", (json_int_t)t->failed,
-            "last_heard_s", (now_ms - t->live.last_heard) / 1000.0,
-            "draining", t->draining, "busy_s", t->busy_s);
+            "held", t->credit.outstanding, "done", (json_int_t)t->stats.done,
+            "failed", (json_int_t)t->stats.failed,
+            "last_heard_s", (now_ms - t->life.live.last_heard) / 1000.0,
+            "draining", t->life.draining, "busy_s", t->stats.busy_s);
         jm_status_relay_fields(row, t);
         json_array_append_new(rows, row);
     }

@@ -21,7 +21,7 @@
 int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len, int more)
 {
-    if (router_send(d->router, rid, ridlen, buf, len, more) != 0)
+    if (router_send(d->net.router, rid, ridlen, buf, len, more) != 0)
         return -1;
     d->st.bytes_out += len;
     return 0;
@@ -29,17 +29,17 @@ int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
 
 static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len, int more)
 {
-    if (tmio_send_to(d, t->rid, t->ridlen, buf, len, more) == 0) {
-        t->live.last_sent = d->now;
+    if (tmio_send_to(d, t->id.rid, t->id.ridlen, buf, len, more) == 0) {
+        t->life.live.last_sent = d->clock.now;
         return 0;
     }
     if (errno == EHOSTUNREACH) {
         /* (members.c declares it lost at the end of the turn: the
          * dispatcher's loop, dispatch.c, reaps what went) */
-        t->gone = 1;
-        d->gone = 1;
+        t->life.gone = 1;
+        d->fleet.gone = 1;
     } else if (errno == EAGAIN)
-        t->stalled = 1;
+        t->life.stalled = 1;
     return -1;
 }
 
@@ -69,19 +69,19 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
                              "job_id", d->jm->job_id,
                              "module", d->jm->module_path,
                              "module_hash", d->jm->module_hash,
-                             "heartbeat_ms", (json_int_t)d->liveness.hb_ms,
-                             "timeout_ms", (json_int_t)d->liveness.timeout_ms,
+                             "heartbeat_ms", (json_int_t)d->fleet.liveness.hb_ms,
+                             "timeout_ms", (json_int_t)d->fleet.liveness.timeout_ms,
                              "max_task_bytes", (json_int_t)d->jm->opt.max_task,
                              "argv", p ? json_incref(p->argv_json) : json_null());
     /* The outage it answers: the TM waits for the answer to its latest. */
     if (body && type == SPITS_MSG_WELCOME)
-        json_object_set_new(body, "attach", json_integer(t->attach));
+        json_object_set_new(body, "attach", json_integer(t->id.attach));
     /* Its large results may come as parts (wire.h), as large tasks go:
      * said with its own routing id, which a relay of an earlier release
      * passing this WELCOME on does not give its TMs. */
-    if (body && type == SPITS_MSG_WELCOME && d->part_min != UINT64_MAX)
+    if (body && type == SPITS_MSG_WELCOME && d->serve.part_min != UINT64_MAX)
         json_object_set_new(body, "result_parts",
-                            json_stringn((const char *)t->rid, t->ridlen));
+                            json_stringn((const char *)t->id.rid, t->id.ridlen));
     if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
         tmio_send_tm(d, t, buf.data, buf.len);
     else
@@ -96,7 +96,7 @@ void tmio_bad_message(jm_disp_t *d, const char *why)
 {
     d->st.bad_messages++;
     /* Logged at most every 10 s: a hostile peer must not flood the log. */
-    if (loglimit_every(&d->bad_logged_at, d->now, 10000))
+    if (loglimit_every(&d->clock.bad_logged_at, d->clock.now, 10000))
         spits_warn("dropped a malformed message (%s); %llu so far", why,
                    (unsigned long long)d->st.bad_messages);
 }

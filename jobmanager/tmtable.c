@@ -64,7 +64,7 @@ jm_tmtab_t *jm_tmtab_new(size_t keep_dead)
 static void entry_free(jm_tm_t *tm)
 {
     if (tm)
-        json_decref(tm->behind);
+        json_decref(tm->id.behind);
     free(tm);
 }
 
@@ -89,7 +89,7 @@ jm_tm_t *jm_tmtab_find(const jm_tmtab_t *t, const void *rid, size_t len)
     size_t mask = t->hcap - 1;
     for (size_t i = rid_hash(rid, len) & mask; t->hash[i] >= 0; i = (i + 1) & mask) {
         jm_tm_t *tm = t->tms[t->hash[i]];
-        if (tm->ridlen == len && memcmp(tm->rid, rid, len) == 0)
+        if (tm->id.ridlen == len && memcmp(tm->id.rid, rid, len) == 0)
             return tm;
     }
     return NULL;
@@ -97,10 +97,10 @@ jm_tm_t *jm_tmtab_find(const jm_tmtab_t *t, const void *rid, size_t len)
 
 static void hash_insert(int32_t *hash, size_t hcap, const jm_tm_t *tm)
 {
-    size_t mask = hcap - 1, i = rid_hash(tm->rid, tm->ridlen) & mask;
+    size_t mask = hcap - 1, i = rid_hash(tm->id.rid, tm->id.ridlen) & mask;
     while (hash[i] >= 0)
         i = (i + 1) & mask;
-    hash[i] = tm->slot;
+    hash[i] = tm->id.slot;
 }
 
 /* 1 if an entry whose home is h may move from j to the hole at i (that
@@ -112,12 +112,12 @@ static int may_fill(size_t i, size_t j, size_t h)
 
 static void hash_remove(jm_tmtab_t *t, const jm_tm_t *tm)
 {
-    size_t mask = t->hcap - 1, i = rid_hash(tm->rid, tm->ridlen) & mask;
-    while (t->hash[i] != tm->slot)
+    size_t mask = t->hcap - 1, i = rid_hash(tm->id.rid, tm->id.ridlen) & mask;
+    while (t->hash[i] != tm->id.slot)
         i = (i + 1) & mask;
     for (size_t j = (i + 1) & mask; t->hash[j] >= 0; j = (j + 1) & mask) {
         const jm_tm_t *o = t->tms[t->hash[j]];
-        if (may_fill(i, j, rid_hash(o->rid, o->ridlen) & mask)) {
+        if (may_fill(i, j, rid_hash(o->id.rid, o->id.ridlen) & mask)) {
             t->hash[i] = t->hash[j];
             i = j;
         }
@@ -167,10 +167,10 @@ jm_tm_t *jm_tmtab_add(jm_tmtab_t *t, const void *rid, size_t len)
         free(tm);
         return NULL;
     }
-    memcpy(tm->rid, rid, len);
-    tm->ridlen = len;
-    tm->slot = slot;
-    tm->stats_running = tm->stats_queued = -1;
+    memcpy(tm->id.rid, rid, len);
+    tm->id.ridlen = len;
+    tm->id.slot = slot;
+    tm->stats.running = tm->stats.queued = -1;
     t->tms[slot] = tm;
     t->n++;
     hash_insert(t->hash, t->hcap, tm);
@@ -263,17 +263,17 @@ static void evict_oldest(jm_tmtab_t *t)
     jm_tm_totals_t *e = &t->evicted;
     dead_unlink(t, tm);
     e->tms++;
-    e->reattaches += tm->reattaches;
-    e->sent += tm->sent;
-    e->done += tm->done;
-    e->failed += tm->failed;
-    e->runs += tm->runs;
-    e->busy_s += tm->busy_s;
-    if (tm->lost)
-        lost_put(t, rid_print(tm->rid, tm->ridlen));
+    e->reattaches += tm->id.reattaches;
+    e->sent += tm->stats.sent;
+    e->done += tm->stats.done;
+    e->failed += tm->stats.failed;
+    e->runs += tm->stats.runs;
+    e->busy_s += tm->stats.busy_s;
+    if (tm->life.lost)
+        lost_put(t, rid_print(tm->id.rid, tm->id.ridlen));
     hash_remove(t, tm);
-    t->tms[tm->slot] = NULL;
-    t->free_slots[t->nfree++] = tm->slot;
+    t->tms[tm->id.slot] = NULL;
+    t->free_slots[t->nfree++] = tm->id.slot;
     t->n--;
     entry_free(tm);
 }
@@ -297,18 +297,18 @@ static void live_remove(jm_tmtab_t *t, jm_tm_t *tm)
 int jm_tmtab_set_alive(jm_tmtab_t *t, jm_tm_t *tm, int alive)
 {
     alive = !!alive;
-    if (tm->alive == alive)
+    if (tm->life.alive == alive)
         return 0;
     if (alive) {
         if (live_add(t, tm) != 0)
             return -1;
         if (tm->dead_prev || t->dead_head == tm)
             dead_unlink(t, tm);
-        tm->alive = 1;
+        tm->life.alive = 1;
         return 0;
     }
     live_remove(t, tm);
-    tm->alive = 0;
+    tm->life.alive = 0;
     dead_append(t, tm);
     while (t->ndead > t->keep_dead)
         evict_oldest(t);
@@ -330,13 +330,15 @@ jm_tm_t *jm_tmtab_at(const jm_tmtab_t *t, size_t slot)
 int jm_tm_cmp_done_desc(const void *a, const void *b)
 {
     const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
-    return x->done < y->done ? 1 : x->done > y->done ? -1 : x->slot - y->slot;
+    uint64_t xd = x->stats.done, yd = y->stats.done;
+    return xd < yd ? 1 : xd > yd ? -1 : x->id.slot - y->id.slot;
 }
 
 int jm_tm_cmp_joined(const void *a, const void *b)
 {
     const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
-    return x->joined < y->joined ? -1 : x->joined > y->joined ? 1 : x->slot - y->slot;
+    double xj = x->id.joined, yj = y->id.joined;
+    return xj < yj ? -1 : xj > yj ? 1 : x->id.slot - y->id.slot;
 }
 
 #ifdef SPITS_SELFTEST
@@ -355,7 +357,7 @@ static int check_live(const jm_tmtab_t *t, const unsigned char *alive)
         return -1;
     for (size_t i = 0; i < t->nlive; i++) {
         jm_tm_t *tm = t->live[i];
-        if (!tm->alive || tm->live_ix != i || !alive[tm->rid[0] | tm->rid[1] << 8])
+        if (!tm->life.alive || tm->live_ix != i || !alive[tm->id.rid[0] | tm->id.rid[1] << 8])
             return -1;
     }
     return 0;
@@ -383,11 +385,11 @@ int jm_tmtab_selftest(void)
         jm_tm_t *tm = jm_tmtab_find(t, rid, 2);
         if (alive[k]) {
             lost[k] = (seed >> 20) & 1;
-            tm->lost = lost[k];
-            tm->sent++;
+            tm->life.lost = lost[k];
+            tm->stats.sent++;
             sent++;
-            if (!tm->behind)
-                tm->behind = json_incref(behind);
+            if (!tm->id.behind)
+                tm->id.behind = json_incref(behind);
             jm_tmtab_set_alive(t, tm, 0);
             alive[k] = 0;
         } else {
@@ -402,7 +404,7 @@ int jm_tmtab_selftest(void)
             back += was_lost;
             seen[k] = 1;
             lost[k] = 0;
-            tm->lost = 0;
+            tm->life.lost = 0;
             jm_tmtab_set_alive(t, tm, 1);
             alive[k] = 1;
         }
@@ -413,8 +415,8 @@ int jm_tmtab_selftest(void)
     uint64_t held = 0;
     size_t holding = 0;
     for (size_t s = 0; rc == 0 && s < t->nslots; s++) {
-        held += t->tms[s] ? t->tms[s]->sent : 0;
-        holding += t->tms[s] && t->tms[s]->behind;
+        held += t->tms[s] ? t->tms[s]->stats.sent : 0;
+        holding += t->tms[s] && t->tms[s]->id.behind;
     }
     if (rc == 0 && (held + t->evicted.sent != sent || back == 0 ||
                     t->evicted.tms == 0 || t->nslots > T_TMS + T_KEEP ||

@@ -28,53 +28,21 @@
 
 #define JM_TURN_WINDOW 32    /* copies per round-trip estimate (turn_ms) */
 
-typedef struct jm_tm jm_tm_t;
-struct jm_tm {
+/* A TM's entry, in parts by concern; each part says who writes it. */
+
+/* Who it is: members.c from its HELLO (a relay's STATS: behind); rid,
+ * ridlen and slot by the table (tmtable.c jm_tmtab_add). */
+typedef struct {
     unsigned char rid[JM_RID_MAX];
     size_t ridlen;
     int slot;                /* reused once the entry is evicted */
-    int alive;               /* set by jm_tmtab_set_alive only */
-    int stalled;             /* its pipe was full: wait until it speaks */
-    int gone;                /* a send found its connection gone: lost at
-                                the end of the turn (tmio.c, dispatch.c) */
-    int draining;            /* said DRAIN: it gets no more tasks */
-    int ended;               /* said BYE after the job's END (dispatch.c) */
-    int lost;                /* declared lost and not back (members.c) */
-    uint32_t reattaches;     /* its HELLOs after its first */
-    long attach;             /* the highest "attach" (outage number) of
-                                its HELLOs welcomed (members.c) */
     char host[128];          /* as its HELLO said, escaped (escape.h) */
     uint32_t log_host;       /* host's number in --joblog (joblog.h) */
     long pid;
-    int workers;             /* a relay's: those behind it now (STATS) */
-    int slots;               /* tasks it may hold: workers + prefetch, grown
-                                while it runs dry (serve.c) */
-    int slots_asked;         /* what its HELLO said (a relay: its latest
-                                STATS, members.c set_capacity) */
-    int outstanding;         /* tasks sent minus records returned */
-    liveness_t live;         /* last heard and sent, and the connection
-                                its last message came over: how long it
-                                has brought no bytes tells a slow
-                                transfer from a dead TM (liveness.h) */
     double joined;           /* wall clock */
-    uint64_t sent, done, failed;
-    uint64_t sent_at_hello;  /* sent as of its last HELLO */
-    double busy_s;           /* its workers' time on tasks, from STATS */
-    uint64_t runs;           /* task runs, from STATS */
-    long stats_running;      /* its tasks running and queued as its last */
-    long stats_queued;       /* ...STATS said; -1: unknown (not said yet,
-                                an older TM, a relay) */
-    int64_t turn_ms;         /* round trip + one run: the least time a copy
-                                that ran on arrival took to come back, over
-                                the last JM_TURN_WINDOW such copies */
-    int64_t turn_win;        /* ...the least of the window so far */
-    int turn_n;              /* ...and how many it has seen */
-    uint64_t scan_version;   /* ring version of its last fruitless resend scan */
-    int64_t scan_until;      /* ...which holds until then (scheduler's ms) */
-    int64_t settle_until;    /* re-attached with results: serve it only
-                                once they are in (or by this time) */
-    int64_t settle_records;  /* results it said it holds, not yet in */
-    int serve_due;           /* in the dispatcher's due list (serve.c) */
+    uint32_t reattaches;     /* its HELLOs after its first */
+    long attach;             /* the highest "attach" (outage number) of
+                                its HELLOs welcomed */
     int relay;               /* joined as a relay (HELLO "relay") */
     char relay_ep[256];      /* ...its endpoint for TMs, escaped, cut */
     json_t *behind;          /* ...its TMs as of its last STATS: {alive,
@@ -85,7 +53,70 @@ struct jm_tm {
                                 entry's own: replaced by members.c, freed
                                 with the entry (tmtable.c) */
     long behind_alive;       /* ...its "alive" (0 without behind) */
-    /* the table's own */
+} jm_tm_id_t;
+
+/* Whether it is there and may be served; members.c clears the flags on a
+ * HELLO, the files named set them. */
+typedef struct {
+    int alive;               /* set by jm_tmtab_set_alive only */
+    int lost;                /* declared lost and not back (members.c) */
+    int gone;                /* a send found its connection gone: lost at
+                                the end of the turn (tmio.c, dispatch.c) */
+    int stalled;             /* its pipe was full: wait until it speaks
+                                (tmio.c; cleared by dispatch.c) */
+    int draining;            /* said DRAIN: it gets no more tasks
+                                (dispatch.c) */
+    int ended;               /* said BYE after the job's END (dispatch.c) */
+    liveness_t live;         /* last heard (dispatch.c) and sent (tmio.c),
+                                and the connection its last message came
+                                over: how long it has brought no bytes
+                                tells a slow transfer from a dead TM
+                                (liveness.h) */
+} jm_tm_life_t;
+
+/* What it may be sent: members.c (HELLO, STATS: workers, slots_*,
+ * settle_*), serve.c (slots grown, serve_due), dispatch.c (settle_records
+ * counted down) and the scheduler (outstanding, scan_*). */
+typedef struct {
+    int workers;             /* a relay's: those behind it now (STATS) */
+    int slots;               /* tasks it may hold: workers + prefetch, grown
+                                while it runs dry (serve.c) */
+    int slots_asked;         /* what its HELLO said (a relay: its latest
+                                STATS, members.c set_capacity) */
+    int outstanding;         /* tasks sent minus records returned */
+    int serve_due;           /* in the dispatcher's due list (serve.c) */
+    int64_t settle_until;    /* re-attached with results: serve it only
+                                once they are in (or by this time) */
+    int64_t settle_records;  /* results it said it holds, not yet in */
+    uint64_t scan_version;   /* ring version of its last fruitless resend
+                                scan (scheduler.c) */
+    int64_t scan_until;      /* ...which holds until then (scheduler's ms) */
+} jm_tm_credit_t;
+
+/* What it did: the scheduler (sent, done, failed, turn_*), members.c
+ * (sent_at_hello at a HELLO, the rest from its STATS). */
+typedef struct {
+    uint64_t sent, done, failed;
+    uint64_t sent_at_hello;  /* sent as of its last HELLO */
+    double busy_s;           /* its workers' time on tasks, from STATS */
+    uint64_t runs;           /* task runs, from STATS */
+    long running;            /* its tasks running and queued as its last */
+    long queued;             /* ...STATS said; -1: unknown (not said yet,
+                                an older TM, a relay) */
+    int64_t turn_ms;         /* round trip + one run: the least time a copy
+                                that ran on arrival took to come back, over
+                                the last JM_TURN_WINDOW such copies */
+    int64_t turn_win;        /* ...the least of the window so far */
+    int turn_n;              /* ...and how many it has seen */
+} jm_tm_stats_t;
+
+typedef struct jm_tm jm_tm_t;
+struct jm_tm {
+    jm_tm_id_t id;
+    jm_tm_life_t life;
+    jm_tm_credit_t credit;
+    jm_tm_stats_t stats;
+    /* the table's own (tmtable.c) */
     size_t live_ix;          /* index in the live set, while alive */
     jm_tm_t *dead_prev, *dead_next;  /* the dead, oldest first */
 };

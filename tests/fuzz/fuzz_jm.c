@@ -191,7 +191,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
     }
     for (int k = 0; k < F_TMS; k++) {
         snprintf(tms[k].rid, sizeof tms[k].rid, "tm%d", k);
-        tms[k].sock = zmq_socket(d->zctx, ZMQ_DEALER);
+        tms[k].sock = zmq_socket(d->net.zctx, ZMQ_DEALER);
         zmq_setsockopt(tms[k].sock, ZMQ_ROUTING_ID, tms[k].rid, strlen(tms[k].rid));
         zmq_setsockopt(tms[k].sock, ZMQ_LINGER, &(int){0}, sizeof(int));
         if (zmq_connect(tms[k].sock, bind) != 0)
@@ -241,7 +241,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
         default: {
             if (len - i < 1)
                 goto done;
-            jm_tm_t *m = jm_tmtab_find(d->tms, t->rid, strlen(t->rid));
+            jm_tm_t *m = jm_tmtab_find(d->fleet.tab, t->rid, strlen(t->rid));
             if (m)
                 members_lost(d, m, "fuzz");
             i += 1;
