@@ -1,19 +1,29 @@
 /*
- * relay_int.h - a relay's state (spits-tm --serve), shared by its two
- * files:
+ * relay_int.h - a relay's state (spits-tm --serve), shared by its files,
+ * each of which depends only on those listed below it:
  *
- *   relay.c        the work: the socket, the protocol's JM side towards
- *                  the TMs behind, tasks down and records up, upstream's
- *                  WELCOME, PHASE, CANCEL and drain
- *   relay_peers.c  who is behind: the table of TMs (and relays) by
- *                  routing id, their capacity and STATS, loops of
- *                  relays, and what the relay tells upstream about them
- *                  (HELLO's "relay", STATS' capacity and "behind")
+ *   relay.c           set-up, tear-down, and the turn (messages in, tasks
+ *                     out, heartbeats and losses by the JM's rules)
+ *   relay_upstream.c  upstream's WELCOME, PHASE, CANCEL and drain, passed
+ *                     on to the TMs behind (up, up_phase, up_job,
+ *                     liveness's timeouts, max_task)
+ *   relay_recv.c      the TMs' messages: joins, results (foreign ones
+ *                     too), STATS, DRAIN, BYE (bad, bogus, foreign)
+ *   relay_tasks.c     tasks out of the pool down to each TM with room
+ *                     (copies and extra as tasks go down, items, rr)
+ *   relay_records.c   records upstream, and the copies a TM gone held
+ *                     (recb, recparts, rec_ph, rec_done; copies and extra
+ *                     as records go up)
+ *   relay_send.c      messages down to one TM (out is used by the
+ *                     senders of TASKS and CANCEL)
+ *   relay_peers.c     who is behind: the table of TMs (and relays) by
+ *                     routing id, their capacity and STATS, loops of
+ *                     relays, and what the relay tells upstream about them
+ *                     (HELLO's "relay", STATS' capacity and "behind")
  *
- * All of it is spits-tm's main thread's (tm_private.h). relay.c calls
- * relay_peers.c, never the other way. What every hop does alike (the
- * loss rules, TASKS messages, sends, event lines) is serving/'s, which
- * the JM uses too.
+ * All of it is spits-tm's main thread's (tm_private.h). What every hop
+ * does alike (the loss rules, TASKS messages, sends, event lines) is
+ * serving/'s, which the JM uses too.
  */
 #ifndef SPITS_TM_RELAY_INT_H
 #define SPITS_TM_RELAY_INT_H
@@ -115,6 +125,42 @@ struct tm_relay {
     loglimit_t log_events;       /* TM joins, leaves, losses, loops */
     int64_t bad_logged_at, bogus_logged_at;
 };
+
+/* relay_send.c */
+/* Sends buf to t (more: frames follow), noting when; -1 (errno) when it
+ * did not go. */
+int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
+                   int more);
+/* An empty message of type to t. */
+int relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type);
+/* A peer we do not know (we lost it, or restarted): it is told WHO. */
+void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen);
+/* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
+void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type);
+
+/* relay_records.c */
+/* Hands the records gathered so far to the outbox. */
+void relay_records_flush(tm_relay_t *r);
+/* Adds a record of phase ph for upstream, its payload inline, or, given
+ * part (the frame it came in), as a part; held: it answers a copy this
+ * relay took from the pool (counted running there). */
+void relay_records_add(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
+                       uint32_t status, const void *data, uint32_t len,
+                       zmq_msg_t *part, int held);
+/* The copy of id behind us is answered: the copies upstream sent again
+ * meanwhile go back unrun. */
+void relay_records_settle_extra(tm_relay_t *r, uint64_t id);
+/* t is gone (lost, or it left; why says how, for the log): what it held
+ * goes back upstream now. */
+void relay_records_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost);
+
+/* relay_tasks.c */
+/* Each TM with room gets what the pool has, round robin. */
+void relay_tasks_serve(tm_relay_t *r);
+
+/* relay_recv.c */
+/* The messages waiting on the socket, up to a burst. */
+void relay_recv_burst(tm_relay_t *r);
 
 /* relay_peers.c */
 int rl_peers_init(rl_peers_t *p);

@@ -19,6 +19,7 @@
  *   results.c   records from the outbox (outbox.c, the one owner of what
  *               goes back to the JM), kept until sent
  *   relay.c     --serve: a relay; the TMs behind it run the pool's tasks
+ *               (its other files: relay_int.h)
  *   link.c      the socket to the JM: finding it, connecting, security,
  *               sending, heartbeats, looking for a JM that went silent,
  *               moving between the relays of --via and the JM
@@ -28,9 +29,6 @@
  *   options.c   the command line, --end-time and the Slurm end time
  *   crash.c     a fatal signal named, and a crash file for the JM
  *   workers.c, outbox.c, isolate.c: the pool the workers share (tm.h)
- *
- * (relay.c and relay_peers.c call each other, relay_log_ok: the one
- * circle left, known to tests/layers.sh, for the relay's own rework.)
  *
  * Who owns what: each section below is one file's. Only that file writes
  * its part of tm_t; the others call its functions, or read the fields
@@ -323,7 +321,9 @@ int tm_loop_signalled(void);
 
 /* ==== relay.c: --serve (each function takes the tm_t whose relay it is)
  *
- * Its state is its own (relay_int.h); tm_t holds only the pointer.
+ * Its state is its own (relay_int.h); tm_t holds only the pointer. What
+ * upstream tells it (tm_relay_on_job, _cancel, _drain) is
+ * relay_upstream.c's; what it tells upstream, relay_peers.c's.
  */
 
 /* Binds --serve's endpoint with the job's server key (after the link's
