@@ -6,9 +6,9 @@
  * (protocol.c), pool queue and outbox (workers.c, outbox.c) and results
  * path (results.c), so it joins, re-attaches, drains and leaves as a TM
  * does. What differs is who runs the tasks: the pool is remote
- * (pool.remote) and the relay hands its tasks to the TMs behind it, on a
- * ROUTER socket of its own, speaking the JM's side of the same protocol
- * (wire.h). Its files, top down (relay_int.h says which owns what):
+ * (pool.opts.remote) and the relay hands its tasks to the TMs behind it,
+ * on a ROUTER socket of its own, speaking the JM's side of the same
+ * protocol (wire.h). Its files, top down (relay_int.h says which owns what):
  *
  *   relay.c           this file: set-up and tear-down, and the turn:
  *                     messages in, tasks out, heartbeats and losses
@@ -181,7 +181,7 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     }
     spits_zmq_reachable(bound, r->endpoint, sizeof r->endpoint);
     spits_info("relay: serving task managers at %s", r->endpoint);
-    tm->pool.remote = 1;
+    tm->pool.opts.remote = 1;
     return r;
 }
 

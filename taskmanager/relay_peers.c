@@ -199,7 +199,7 @@ int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX]
     if (strcmp(id, me) == 0) {
         spits_error("relay loop: this relay's upstream (%s) is itself; point "
                     "it at the job manager or at another relay",
-                    r->tm->link.endpoint);
+                    r->tm->link.hops.endpoint);
         r->tm->done = -1;
         return 1;
     }
