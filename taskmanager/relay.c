@@ -57,17 +57,17 @@
 static void relay_tick(tm_relay_t *r)
 {
     tm_t *tm = r->tm;
-    if (tm->now < r->next_tick)
+    if (tm->now < r->live.next_tick)
         return;
-    r->next_tick = tm->now + RELAY_TICK_MS;
-    loglimit_flush(&r->log_events, tm->now, 0);
+    r->live.next_tick = tm->now + RELAY_TICK_MS;
+    loglimit_flush(&r->log.events, tm->now, 0);
     for (size_t i = 0; i < r->peers.ntms; i++) {
         rl_tm_t *t = &r->peers.tms[i];
         if (!t->alive)
             continue;
-        int v = liveness_judge(&r->liveness, &t->live, tm->now,
-                               tm->now < r->probe_until, router_probe,
-                               r->conngen, t->host, t->pid);
+        int v = liveness_judge(&r->live.hop, &t->live, tm->now,
+                               tm->now < r->live.probe_until, router_probe,
+                               r->sock.conngen, t->host, t->pid);
         if (v == LIVENESS_LOST) {
             char why[64];
             snprintf(why, sizeof why, "lost (silent for %.0f s)",
@@ -88,13 +88,13 @@ void tm_relay_turn(tm_t *tm)
 {
     tm_relay_t *r = tm->relay;
     /* (a stall of spits-tm's loop is not its TMs' silence) */
-    if (r->last_turn)
-        liveness_stall(&r->liveness, r->last_turn, tm->now);
-    r->last_turn = tm->now;
-    if (r->zap)
-        spits_zap_handle(r->zap, tm->now);
-    if (router_monitor_read(r->mon, r->conngen, r->zap, tm->now))
-        r->probe_until = tm->now + LIVENESS_PROBE_MS;
+    if (r->live.last_turn)
+        liveness_stall(&r->live.hop, r->live.last_turn, tm->now);
+    r->live.last_turn = tm->now;
+    if (r->sock.zap)
+        spits_zap_handle(r->sock.zap, tm->now);
+    if (router_monitor_read(r->sock.mon, r->sock.conngen, r->sock.zap, tm->now))
+        r->live.probe_until = tm->now + LIVENESS_PROBE_MS;
     relay_recv_burst(r);
     relay_tasks_serve(r);
     relay_tick(r);
@@ -129,8 +129,8 @@ static int relay_security(tm_relay_t *r)
                     "copy?)", path);
         return -1;
     }
-    if (router_curve(tm->link.context, r->router, keys.client_public,
-                     keys.server_secret, &r->zap, err, sizeof err) != 0) {
+    if (router_curve(tm->link.context, r->sock.router, keys.client_public,
+                     keys.server_secret, &r->sock.zap, err, sizeof err) != 0) {
         spits_error("relay: %s", err);
         return -1;
     }
@@ -144,27 +144,29 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     size_t blen = sizeof bound;
 
     if (!r || rl_peers_init(&r->peers) != 0 || !(r->copies = spits_idmap_new()) ||
-        !(r->extra = spits_idmap_new()) || !(r->conngen = conngen_new())) {
+        !(r->extra = spits_idmap_new()) || !(r->sock.conngen = conngen_new())) {
         spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
         return NULL;
     }
     r->tm = tm;
-    r->liveness = (liveness_hop_t){.prefix = "relay: ", .loop = "the relay",
+    r->live.hop = (liveness_hop_t){.prefix = "relay: ", .loop = "the relay",
                                    .timeout_ms = 10000, .hb_ms = 1000,
                                    .tick_ms = RELAY_TICK_MS};
-    r->log_events.what = "TM events";
-    r->part_min = spits_parts_min();
+    r->log.events.what = "TM events";
+    r->down.part_min = spits_parts_min();
     /* (the job's max_task as the link knows it so far: relay_upstream_max_msg
      * follows it) */
-    r->max_task = tm->link.max_task;
-    if (!(r->router = router_new(tm->link.context, r->max_task, err, sizeof err))) {
+    r->sock.max_task = tm->link.max_task;
+    r->sock.router = router_new(tm->link.context, r->sock.max_task, err,
+                                sizeof err);
+    if (!r->sock.router) {
         spits_error("relay: %s", err);
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    if (router_monitor_open(tm->link.context, r->router, RELAY_MONITOR_EP,
-                            &r->mon) != 0) {
+    if (router_monitor_open(tm->link.context, r->sock.router, RELAY_MONITOR_EP,
+                            &r->sock.mon) != 0) {
         spits_error("relay: cannot monitor its socket: %s", zmq_strerror(errno));
         tm_relay_destroy(&r, 0);
         return NULL;
@@ -173,26 +175,26 @@ tm_relay_t *tm_relay_new(tm_t *tm)
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    if (zmq_bind(r->router, tm->opts.serve) != 0 ||
-        zmq_getsockopt(r->router, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
+    if (zmq_bind(r->sock.router, tm->opts.serve) != 0 ||
+        zmq_getsockopt(r->sock.router, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
         spits_error("relay: cannot bind %s: %s", tm->opts.serve, zmq_strerror(errno));
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    spits_zmq_reachable(bound, r->endpoint, sizeof r->endpoint);
-    spits_info("relay: serving task managers at %s", r->endpoint);
+    spits_zmq_reachable(bound, r->sock.endpoint, sizeof r->sock.endpoint);
+    spits_info("relay: serving task managers at %s", r->sock.endpoint);
     tm->pool.opts.remote = 1;
     return r;
 }
 
 void *tm_relay_socket(const tm_relay_t *r)
 {
-    return r->router;
+    return r->sock.router;
 }
 
 void *tm_relay_zap_socket(const tm_relay_t *r)
 {
-    return r->zap ? spits_zap_socket(r->zap) : NULL;
+    return r->sock.zap ? spits_zap_socket(r->sock.zap) : NULL;
 }
 
 /* The TMs behind us, for router_end (relay_end). */
@@ -219,21 +221,21 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
         return;
     /* The job is over: the TMs behind us are told so, as the JM does. */
     router_peers_t peers = {r->peers.ntms, relay_end_rid, relay_end_bye, &r->peers};
-    if (job_over && r->router)
-        router_end(r->router, r->up_phase, &peers, RELAY_END_WAIT_MS);
-    loglimit_flush(&r->log_events, spits_now_ms(), 1);
-    router_monitor_close(r->router, &r->mon);
-    if (r->router)
-        zmq_close(r->router);
-    spits_zap_destroy(&r->zap);
-    conngen_destroy(&r->conngen);
+    if (job_over && r->sock.router)
+        router_end(r->sock.router, r->job.phase, &peers, RELAY_END_WAIT_MS);
+    loglimit_flush(&r->log.events, spits_now_ms(), 1);
+    router_monitor_close(r->sock.router, &r->sock.mon);
+    if (r->sock.router)
+        zmq_close(r->sock.router);
+    spits_zap_destroy(&r->sock.zap);
+    conngen_destroy(&r->sock.conngen);
     spits_idmap_destroy(&r->copies);
     spits_idmap_destroy(&r->extra);
     rl_peers_free(&r->peers);
-    json_decref(r->up);
-    spits_batch_free(&r->out);
-    spits_batch_free(&r->recb);
-    spits_parts_free(&r->recparts);
+    json_decref(r->job.body);
+    spits_batch_free(&r->down.out);
+    spits_batch_free(&r->rec.batch);
+    spits_parts_free(&r->rec.parts);
     free(r);
     *rp = NULL;
 }

@@ -2,20 +2,19 @@
  * relay_int.h - a relay's state (spits-tm --serve), shared by its files,
  * each of which depends only on those listed below it:
  *
- *   relay.c           set-up, tear-down, and the turn (messages in, tasks
- *                     out, heartbeats and losses by the JM's rules)
+ *   relay.c           set-up, tear-down (sock), and the turn: messages
+ *                     in, tasks out, heartbeats and losses by the JM's
+ *                     rules (live)
  *   relay_upstream.c  upstream's WELCOME, PHASE, CANCEL and drain, passed
- *                     on to the TMs behind (up, up_phase, up_job,
- *                     liveness's timeouts, max_task)
+ *                     on to the TMs behind (job, live.hop's timeouts,
+ *                     sock.max_task)
  *   relay_recv.c      the TMs' messages: joins, results (foreign ones
- *                     too), STATS, DRAIN, BYE (bad, bogus, foreign)
+ *                     too), STATS, DRAIN, BYE (log's counts)
  *   relay_tasks.c     tasks out of the pool down to each TM with room
- *                     (copies and extra as tasks go down, items, rr)
+ *                     (down; copies and extra as tasks go down)
  *   relay_records.c   records upstream, and the copies a TM gone held
- *                     (recb, recparts, rec_ph, rec_done; copies and extra
- *                     as records go up)
- *   relay_send.c      messages down to one TM (out is used by the
- *                     senders of TASKS and CANCEL)
+ *                     (rec; copies and extra as records go up)
+ *   relay_send.c      messages down to one TM
  *   relay_peers.c     who is behind: the table of TMs (and relays) by
  *                     routing id, their capacity and STATS, loops of
  *                     relays, and what the relay tells upstream about them
@@ -90,40 +89,82 @@ typedef struct {
     int64_t loop_since;          /* HELLOs of a loop refused since (0: none) */
 } rl_peers_t;
 
-struct tm_relay {
-    tm_t *tm;
+/* The socket the TMs behind us talk to: made by relay.c, which also reads
+ * its monitor each turn; read from by relay_recv.c, sent on by
+ * relay_send.c, relay_tasks.c and relay_upstream.c, whose max_task
+ * follows the job's; endpoint is told upstream (relay_peers.c). */
+typedef struct {
     void *router;                /* the TMs behind us */
     spits_zap_t *zap;            /* NULL with --insecure */
     char endpoint[512];          /* where they reach us */
+    void *mon;                   /* the router's monitor (serving/router.h) */
+    conngen_t *conngen;          /* ...which connection each fd is now */
+    long long max_task;          /* the ROUTER's message bound follows it */
+} rl_sock_t;
+
+/* The job as upstream told it: written by relay_upstream.c; read by
+ * relay_send.c (WELCOME, PHASE), relay_recv.c, relay_tasks.c and
+ * relay_peers.c (is there a job yet), relay.c (END's phase). */
+typedef struct {
+    json_t *body;                /* the job's WELCOME/PHASE body, as upstream
+                                    sent it (no attach); NULL before any */
+    uint32_t phase;
+    char id[64];
+} rl_job_t;
+
+/* When a TM behind us is lost: the rules (liveness.h; their timeouts set
+ * by relay_upstream.c from the job), judged by relay.c's tick; hop.hb_ms
+ * read by relay_peers.c. */
+typedef struct {
+    liveness_hop_t hop;          /* the TMs' loss rules, the JM's */
+    int64_t last_turn;           /* when tm_relay_turn last ran */
+    int64_t probe_until;         /* a connection closed: probing (liveness.h) */
+    int64_t next_tick;
+} rl_live_t;
+
+/* Tasks down (relay_tasks.c; out is also relay_upstream.c's, for CANCEL;
+ * part_min is set by relay.c, read by relay_send.c for WELCOME). */
+typedef struct {
+    uint64_t part_min;           /* tasks this large go down as parts */
+    size_t rr;                   /* round-robin start of the next serve */
+    spits_batch_t out;           /* TASKS, CANCEL being built */
+    tm_item_t items[RELAY_BATCH_MAX];
+} rl_down_t;
+
+/* Records up, being gathered for the outbox: relay_records.c's only. */
+typedef struct {
+    spits_batch_t batch;         /* records of phase ph */
+    spits_parts_t parts;         /* ...and the parts they name, shared with
+                                    the TMs' messages (zmq_msg_copy) */
+    const tm_phase_t *ph;
+    size_t done;                 /* ...of which copies this relay held */
+} rl_rec_t;
+
+/* What went wrong or odd, counted and said at most every 10 s
+ * (relay_recv.c's), and the log lines of TM events (relay.c,
+ * relay_recv.c, relay_records.c, relay_peers.c). */
+typedef struct {
+    uint64_t foreign, bogus, bad;
+    int64_t bad_logged_at, bogus_logged_at;
+    loglimit_t events;           /* TM joins, leaves, losses, loops */
+} rl_log_t;
+
+struct tm_relay {
+    tm_t *tm;
+    rl_sock_t sock;
     rl_peers_t peers;
-    spits_idmap_t *copies;       /* task id -> (TM index, tm_phase_t *) */
+    spits_idmap_t *copies;       /* task id -> (TM index, tm_phase_t *):
+                                    added by relay_tasks.c, taken by
+                                    relay_recv.c and relay_records.c */
     spits_idmap_t *extra;        /* task id -> (more copies, tm_phase_t *):
                                     copies upstream sent again while one
                                     was out behind us (it forgot we held
                                     it); answered with the first */
-    json_t *up;                  /* the job's WELCOME/PHASE body, as upstream
-                                    sent it (no attach); NULL before any */
-    uint32_t up_phase;
-    char up_job[64];
-    liveness_hop_t liveness;     /* the TMs' loss rules, the JM's (liveness.h) */
-    void *mon;                   /* the router's monitor (serving/router.h) */
-    conngen_t *conngen;          /* ...which connection each fd is now */
-    int64_t last_turn;           /* when tm_relay_turn last ran */
-    int64_t probe_until;         /* a connection closed: probing (liveness.h) */
-    long long max_task;          /* the ROUTER's message bound follows it */
-    uint64_t part_min;           /* tasks this large go down as parts */
-    size_t rr;                   /* round-robin start of the next serve */
-    int64_t next_tick;
-    uint64_t foreign, bogus, bad;
-    spits_batch_t out;           /* TASKS, CANCEL being built */
-    spits_batch_t recb;          /* records for the outbox, of phase rec_ph */
-    spits_parts_t recparts;      /* ...and the parts they name, shared with
-                                    the TMs' messages (zmq_msg_copy) */
-    const tm_phase_t *rec_ph;
-    size_t rec_done;             /* ...of which copies this relay held */
-    tm_item_t items[RELAY_BATCH_MAX];
-    loglimit_t log_events;       /* TM joins, leaves, losses, loops */
-    int64_t bad_logged_at, bogus_logged_at;
+    rl_job_t job;
+    rl_live_t live;
+    rl_down_t down;
+    rl_rec_t rec;
+    rl_log_t log;
 };
 
 /* relay_send.c */

@@ -226,12 +226,12 @@ int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX]
     char sep[256], sid[RELAY_ID_MAX * 4];
     spits_escape(sep, sizeof sep, ep ? ep : "?");
     spits_escape(sid, sizeof sid, id);
-    if (!r->up && now - p->loop_since >= RELAY_LOOP_FATAL_MS) {
+    if (!r->job.body && now - p->loop_since >= RELAY_LOOP_FATAL_MS) {
         spits_error("relay loop: the relay at %s (%s), behind this one, is "
                     "also upstream of it; a relay must not point at a relay "
                     "behind it", sep, sid);
         r->tm->done = -1;
-    } else if (loglimit_allow(&r->log_events, r->tm->now)) {
+    } else if (loglimit_allow(&r->log.events, r->tm->now)) {
         spits_warn("relay: refused the relay at %s (%s): this relay is behind "
                    "it (a loop); it should move on to another hop", sep, sid);
     }
@@ -257,7 +257,8 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
      * and those heard from lately. */
     for (size_t i = 0; i < p->ntms && listed < RELAY_BELOW_MAX; i++) {
         const rl_tm_t *t = &p->tms[i];
-        if (!t->alive || !t->relay_id[0] || now - t->live.last_heard > 3 * r->liveness.hb_ms)
+        if (!t->alive || !t->relay_id[0] ||
+            now - t->live.last_heard > 3 * r->live.hop.hb_ms)
             continue;
         json_array_append_new(below, json_string(t->relay_id));
         listed++;
@@ -270,7 +271,7 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
             listed++;
         }
     return json_pack("{s:s, s:s, s:o}", "id", r->tm->link.routing_id,
-                     "endpoint", r->endpoint, "below", below);
+                     "endpoint", r->sock.endpoint, "below", below);
 }
 
 int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)

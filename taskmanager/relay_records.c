@@ -7,8 +7,8 @@
  * The rule upstream is the JM's own: every copy the relay took from the
  * pool (tm_pool_take, which counts it running) goes back as exactly one
  * record, through relay_records_add with held set. A copy upstream sent
- * again while one was out behind us (extra, see relay.c) is answered
- * RETURNED with the first (relay_records_settle_extra). A TM gone hands
+ * again while one was out behind us (extra, see relay_tasks.c) is
+ * answered RETURNED with the first (relay_records_settle_extra). A TM gone hands
  * back, here, every copy it held (relay_records_drop).
  *
  * Below relay_recv.c and relay_tasks.c; it uses the table of TMs
@@ -24,12 +24,13 @@
  * them). */
 void relay_records_flush(tm_relay_t *r)
 {
-    if (!r->rec_ph)
+    if (!r->rec.ph)
         return;
-    tm_pool_remote_done(&r->tm->pool, r->rec_ph, r->recb.count ? &r->recb : NULL,
-                        &r->recparts, r->rec_done);
-    r->rec_ph = NULL;
-    r->rec_done = 0;
+    tm_pool_remote_done(&r->tm->pool, r->rec.ph,
+                        r->rec.batch.count ? &r->rec.batch : NULL,
+                        &r->rec.parts, r->rec.done);
+    r->rec.ph = NULL;
+    r->rec.done = 0;
 }
 
 /* A record's payload as a part upstream: the frame it came in, shared
@@ -40,11 +41,12 @@ static int relay_records_add_part(tm_relay_t *r, uint64_t id, uint32_t status,
 {
     zmq_msg_t m;
     zmq_msg_init(&m);
-    int rc = zmq_msg_copy(&m, part) == 0 && spits_parts_add(&r->recparts, &m) == 0 ? 0 : -1;
+    int rc = zmq_msg_copy(&m, part) == 0 &&
+             spits_parts_add(&r->rec.parts, &m) == 0 ? 0 : -1;
     zmq_msg_close(&m);
-    if (rc == 0 && spits_batch_add_part(&r->recb, id, status,
+    if (rc == 0 && spits_batch_add_part(&r->rec.batch, id, status,
                                         (uint32_t)zmq_msg_size(part)) != 0) {
-        spits_parts_drop_last(&r->recparts);
+        spits_parts_drop_last(&r->rec.parts);
         rc = -1;
     }
     return rc;
@@ -57,21 +59,21 @@ void relay_records_add(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
                        uint32_t status, const void *data, uint32_t len,
                        zmq_msg_t *part, int held)
 {
-    if (ph != r->rec_ph) {
+    if (ph != r->rec.ph) {
         relay_records_flush(r);
-        r->rec_ph = ph;
-        spits_batch_begin(&r->recb, SPITS_MSG_RESULTS, ph->wire);
+        r->rec.ph = ph;
+        spits_batch_begin(&r->rec.batch, SPITS_MSG_RESULTS, ph->wire);
     }
     unsigned char *dst = NULL;
     if (part ? relay_records_add_part(r, id, status, part) != 0
-             : !(dst = spits_batch_add(&r->recb, id, status, len))) {
+             : !(dst = spits_batch_add(&r->rec.batch, id, status, len))) {
         /* Its copy then stays held upstream, and the pool must say so:
          * the relay stops and the JM sends its copies elsewhere. */
         tm_pool_fail(&r->tm->pool, "out of memory queueing results");
     } else if (dst && len) {
         memcpy(dst, data, len);
     }
-    r->rec_done += held != 0;
+    r->rec.done += held != 0;
 }
 
 /* The copy of id behind us is answered (its record went up): the copies
@@ -111,7 +113,7 @@ void relay_records_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
         p->losses++;
     else
         p->leaves++;
-    if (loglimit_allow(&r->log_events, r->tm->now))
+    if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s; %zu task(s) handed back upstream",
                    t->relay_id[0] ? "relay" : "TM", t->host, t->pid, why, n);
 }

@@ -38,19 +38,19 @@
  * (bogus): counted, and said at most every 10 s. */
 static void relay_recv_bad(tm_relay_t *r, const char *why)
 {
-    r->bad++;
-    if (loglimit_every(&r->bad_logged_at, r->tm->now, 10000))
+    r->log.bad++;
+    if (loglimit_every(&r->log.bad_logged_at, r->tm->now, 10000))
         spits_warn("relay: dropped a malformed message from a task manager "
-                   "(%s); %llu so far", why, (unsigned long long)r->bad);
+                   "(%s); %llu so far", why, (unsigned long long)r->log.bad);
 }
 
 static void relay_recv_bogus(tm_relay_t *r, const rl_tm_t *t)
 {
-    r->bogus++;
-    if (loglimit_every(&r->bogus_logged_at, r->tm->now, 10000))
+    r->log.bogus++;
+    if (loglimit_every(&r->log.bogus_logged_at, r->tm->now, 10000))
         spits_warn("relay: TM %s:%ld sent records of task copies this relay did "
                    "not send it; they free no slot (%llu so far)", t->host,
-                   t->pid, (unsigned long long)r->bogus);
+                   t->pid, (unsigned long long)r->log.bogus);
 }
 
 
@@ -70,7 +70,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         json_decref(j);
         return;
     }
-    if (loop || !r->up) {
+    if (loop || !r->job.body) {
         /* A loop is refused (relay_peers.c); with no job yet, it says
          * HELLO again each second. */
         json_decref(j);
@@ -90,7 +90,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         return;
     }
     /* What a TM of another job holds is not this job's (as in the JM). */
-    long held = h.job_id && strcmp(h.job_id, r->up_job) != 0 ? 0 : h.held;
+    long held = h.job_id && strcmp(h.job_id, r->job.id) != 0 ? 0 : h.held;
     spits_escape(t->host, sizeof t->host, h.host);   /* (for our log) */
     t->pid = h.pid;
     t->workers = (int)h.workers;
@@ -114,7 +114,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     else
         r->peers.reattaches++;
     rl_peers_capacity(&r->peers, t);
-    if (loglimit_allow(&r->log_events, r->tm->now))
+    if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s with %ld worker(s)",
                    h.relay ? "relay" : "TM", t->host, h.pid,
                    first ? "joined" : "re-attached", h.workers);
@@ -186,7 +186,7 @@ static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
             continue;
         relay_records_add(r, cur, rec.id, rec.status | SPITS_REC_FOREIGN, rec.data,
                           rec.len, part, 0);
-        r->foreign++;
+        r->log.foreign++;
         if (rec.status != SPITS_ST_OK)
             continue;
         done[ndone++] = rec.id;
@@ -215,7 +215,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     if (ridlen == 0 || ridlen > RELAY_RID_MAX ||
         spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &h, &why) != 0) {
         if (zmq_msg_more(msg))
-            spits_zmq_drop_frames(r->router);
+            spits_zmq_drop_frames(r->sock.router);
         relay_recv_bad(r, why ? why : "a routing id of a bad size");
         return;
     }
@@ -225,7 +225,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     if (t)
         liveness_heard(&t->live, r->tm->now);
     int fd = spits_zmq_msg_fd(msg);
-    int rc = spits_parts_recv(&parts, r->router, &h, msg, SPITS_MSG_RESULTS, &why);
+    int rc = spits_parts_recv(&parts, r->sock.router, &h, msg, SPITS_MSG_RESULTS, &why);
     if (rc != 0) {
         /* Its records still answer copies, unrun. */
         relay_recv_bad(r, rc == -2 ? "out of memory receiving its parts" : why);
@@ -255,7 +255,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         if (t && !t->draining) {
             t->draining = 1;
             rl_peers_capacity(&r->peers, t);
-            if (loglimit_allow(&r->log_events, r->tm->now))
+            if (loglimit_allow(&r->log.events, r->tm->now))
                 spits_info("relay: TM %s:%ld is draining", t->host, t->pid);
         }
         break;
@@ -270,7 +270,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     }
     /* (looked up again: a HELLO adds it) */
     if ((entry = rl_peers_find(&r->peers, rid, ridlen)) && entry->alive)
-        liveness_conn(&entry->live, fd, conngen_of(r->conngen, fd));
+        liveness_conn(&entry->live, fd, conngen_of(r->sock.conngen, fd));
     spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
 }
 
@@ -279,12 +279,13 @@ void relay_recv_burst(tm_relay_t *r)
     for (int i = 0; i < RELAY_RECV_BURST && !r->tm->done; i++) {
         zmq_msg_t rid, body;
         zmq_msg_init(&rid);
-        if (zmq_msg_recv(&rid, r->router, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(&rid, r->sock.router, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&rid);
             return;
         }
         zmq_msg_init(&body);
-        if (!zmq_msg_more(&rid) || zmq_msg_recv(&body, r->router, ZMQ_DONTWAIT) < 0) {
+        if (!zmq_msg_more(&rid) ||
+            zmq_msg_recv(&body, r->sock.router, ZMQ_DONTWAIT) < 0) {
             relay_recv_bad(r, "no body");
         } else {
             relay_recv_message(r, &rid, &body);

@@ -18,7 +18,7 @@
 int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
                    int more)
 {
-    if (router_send(r->router, t->rid, t->ridlen, buf, len, more) != 0)
+    if (router_send(r->sock.router, t->rid, t->ridlen, buf, len, more) != 0)
         return -1;
     t->live.last_sent = r->tm->now;
     return 0;
@@ -27,7 +27,7 @@ int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
 int relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type)
 {
     unsigned char hdr[SPITS_HDR_SIZE];
-    spits_wire_encode_empty(hdr, type, r->up_phase);
+    spits_wire_encode_empty(hdr, type, r->job.phase);
     return relay_send_buf(r, t, hdr, sizeof hdr, 0);
 }
 
@@ -35,15 +35,15 @@ int relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type)
 void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen)
 {
     unsigned char who[SPITS_HDR_SIZE];
-    spits_wire_encode_empty(who, SPITS_MSG_WHO, r->up_phase);
-    router_send(r->router, rid, ridlen, who, sizeof who, 0);
+    spits_wire_encode_empty(who, SPITS_MSG_WHO, r->job.phase);
+    router_send(r->sock.router, rid, ridlen, who, sizeof who, 0);
 }
 
 /* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
 void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
 {
     spits_buf_t buf = {0};
-    json_t *body = json_copy(r->up);
+    json_t *body = json_copy(r->job.body);
     if (body && type == SPITS_MSG_WELCOME)
         json_object_set_new(body, "attach", json_integer(t->attach));
     /* Who answers: a TM says "(relay)" by this, whatever option led it
@@ -54,10 +54,10 @@ void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
      * ThreadSanitizer: spits_parts_min), whatever upstream takes (results.c sends them inline
      * to an upstream that takes none); said to each with its routing id
      * (wire.h). */
-    if (body && type == SPITS_MSG_WELCOME && r->part_min != UINT64_MAX)
+    if (body && type == SPITS_MSG_WELCOME && r->down.part_min != UINT64_MAX)
         json_object_set_new(body, "result_parts",
                             json_stringn((const char *)t->rid, t->ridlen));
-    if (body && spits_wire_encode_json(&buf, type, r->up_phase, body) == 0)
+    if (body && spits_wire_encode_json(&buf, type, r->job.phase, body) == 0)
         relay_send_buf(r, t, buf.data, buf.len, 0);
     else
         spits_error("relay: out of memory encoding a %s message",

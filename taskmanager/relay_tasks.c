@@ -116,14 +116,15 @@ static int relay_tasks_send(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
         return sent < 0 ? -1 : 0;
     }
     n = (size_t)sent;
-    if ((parts = taskbatch_build(&r->out, ph->wire, r->part_min, n, &src)) < 0) {
+    parts = taskbatch_build(&r->down.out, ph->wire, r->down.part_min, n, &src);
+    if (parts < 0) {
         spits_error("relay: out of memory sending %zu task(s); handing them "
                     "back upstream", n);
         relay_tasks_unmap(r, items, n);
         relay_tasks_unsent(r, items, n);
         return -1;
     }
-    if (relay_send_buf(r, t, r->out.buf.data, r->out.buf.len,
+    if (relay_send_buf(r, t, r->down.out.buf.data, r->down.out.buf.len,
                        parts ? ZMQ_SNDMORE : 0) != 0) {
         int gone = errno == EHOSTUNREACH;
         relay_tasks_unmap(r, items, n);
@@ -132,12 +133,12 @@ static int relay_tasks_send(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
             relay_records_drop(r, t, "disconnected", 1);
         return -1;
     }
-    taskbatch_send_parts(r->router, r->part_min, n, parts, &src, &done);
+    taskbatch_send_parts(r->sock.router, r->down.part_min, n, parts, &src, &done);
     if (done.failed)
         spits_error("relay: out of memory sending %zu task(s) as parts; TM "
                     "%s:%ld drops that message", done.failed, t->host, t->pid);
     for (size_t k = 0; k < n; k++)   /* (an inline copy's reference goes now) */
-        if (items[k].len < r->part_min)
+        if (items[k].len < r->down.part_min)
             tm_rx_release(items[k].rx, 1);
     t->outstanding += (int)n;
     return 0;
@@ -150,7 +151,7 @@ static int relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t)
 {
     while (t->alive && !t->draining && t->outstanding < t->slots && !r->tm->done) {
         size_t want = (size_t)(t->slots - t->outstanding);
-        size_t n = tm_pool_take(&r->tm->pool, r->items,
+        size_t n = tm_pool_take(&r->tm->pool, r->down.items,
                                 want < RELAY_BATCH_MAX ? want : RELAY_BATCH_MAX);
         if (!n)
             return -1;
@@ -158,10 +159,10 @@ static int relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t)
         size_t start = 0;
         int failed = 0;
         for (size_t i = 1; i <= n; i++)
-            if (i == n || r->items[i].phase != r->items[start].phase) {
+            if (i == n || r->down.items[i].phase != r->down.items[start].phase) {
                 if (failed)
-                    relay_tasks_unsent(r, r->items + start, i - start);
-                else if (relay_tasks_send(r, t, r->items + start, i - start) != 0)
+                    relay_tasks_unsent(r, r->down.items + start, i - start);
+                else if (relay_tasks_send(r, t, r->down.items + start, i - start) != 0)
                     failed = 1;   /* (they went back upstream; so do the rest) */
                 start = i;
             }
@@ -176,13 +177,13 @@ void relay_tasks_serve(tm_relay_t *r)
 {
     tm_t *tm = r->tm;
     rl_peers_t *p = &r->peers;
-    if (!r->up || !tm->pool_started || tm->drain.active || !p->ntms)
+    if (!r->job.body || !tm->pool_started || tm->drain.active || !p->ntms)
         return;
     for (size_t k = 0; k < p->ntms && !tm->done; k++) {
-        rl_tm_t *t = &p->tms[(r->rr + k) % p->ntms];
+        rl_tm_t *t = &p->tms[(r->down.rr + k) % p->ntms];
         if (relay_tasks_serve_tm(r, t) < 0)
             break;   /* (the pool is empty) */
     }
-    r->rr++;
+    r->down.rr++;
 }
 

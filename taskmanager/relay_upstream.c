@@ -20,17 +20,17 @@
  * result (for connections made from now on, as libzmq applies it). */
 static void relay_upstream_max_msg(tm_relay_t *r)
 {
-    if (r->max_task == r->tm->link.max_task)
+    if (r->sock.max_task == r->tm->link.max_task)
         return;
-    r->max_task = r->tm->link.max_task;
-    router_max_msg(r->router, r->max_task);
+    r->sock.max_task = r->tm->link.max_task;
+    router_max_msg(r->sock.router, r->sock.max_task);
 }
 
 void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
 {
     tm_relay_t *r = tm->relay;
     json_t *copy = json_deep_copy(body);
-    int phase_changed = r->up && phase != r->up_phase;
+    int phase_changed = r->job.body && phase != r->job.phase;
 
     if (!copy) {
         spits_error("relay: out of memory keeping the job's %s",
@@ -40,16 +40,16 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     }
     json_object_del(copy, "attach");
     json_object_del(copy, "result_parts");   /* (upstream's, to this relay) */
-    json_decref(r->up);
-    r->up = copy;
-    r->up_phase = phase;
+    json_decref(r->job.body);
+    r->job.body = copy;
+    r->job.phase = phase;
     r->peers.loop_since = 0;
-    snprintf(r->up_job, sizeof r->up_job, "%s",
+    snprintf(r->job.id, sizeof r->job.id, "%s",
              json_string_value(json_object_get(copy, "job_id")));
     json_int_t hb = json_integer_value(json_object_get(copy, "heartbeat_ms"));
     json_int_t timeout = json_integer_value(json_object_get(copy, "timeout_ms"));
-    r->liveness.hb_ms = hb > 0 ? hb : 1000;
-    r->liveness.timeout_ms = timeout > 0 ? timeout : 10 * r->liveness.hb_ms;
+    r->live.hop.hb_ms = hb > 0 ? hb : 1000;
+    r->live.hop.timeout_ms = timeout > 0 ? timeout : 10 * r->live.hop.hb_ms;
     relay_upstream_max_msg(r);
     if (!phase_changed)
         return;
@@ -78,13 +78,13 @@ static void relay_upstream_cancels(tm_relay_t *r, const tm_phase_t *ph,
     qsort(c, m, sizeof *c, relay_upstream_by_owner);
     for (size_t i = 0; i < m;) {
         size_t j = i, n = 0;
-        spits_batch_begin(&r->out, SPITS_MSG_CANCEL, ph->wire);
+        spits_batch_begin(&r->down.out, SPITS_MSG_CANCEL, ph->wire);
         for (; j < m && c[j].owner == c[i].owner; j++)
-            n += spits_batch_add(&r->out, c[j].id, 0, 0) != NULL;
-        spits_batch_seal(&r->out);
+            n += spits_batch_add(&r->down.out, c[j].id, 0, 0) != NULL;
+        spits_batch_seal(&r->down.out);
         rl_tm_t *t = &r->peers.tms[c[i].owner];
         if (t->alive && n)
-            relay_send_buf(r, t, r->out.buf.data, r->out.buf.len, 0);
+            relay_send_buf(r, t, r->down.out.buf.data, r->down.out.buf.len, 0);
         i = j;
     }
 }
