@@ -63,15 +63,15 @@ static void relay_tick(tm_relay_t *r)
     loglimit_flush(&r->log.events, tm->now, 0);
     for (size_t i = 0; i < r->peers.ntms; i++) {
         rl_tm_t *t = &r->peers.tms[i];
-        if (!t->alive)
+        if (!t->status.alive)
             continue;
-        int v = liveness_judge(&r->live.hop, &t->live, tm->now,
+        int v = liveness_judge(&r->live.hop, &t->status.live, tm->now,
                                tm->now < r->live.probe_until, router_probe,
-                               r->sock.conngen, t->host, t->pid);
+                               r->sock.conngen, t->id.host, t->id.pid);
         if (v == LIVENESS_LOST) {
             char why[64];
             snprintf(why, sizeof why, "lost (silent for %.0f s)",
-                     (tm->now - t->live.last_heard) / 1000.0);
+                     (tm->now - t->status.live.last_heard) / 1000.0);
             relay_records_drop(r, t, why, 1);
         } else if (v == LIVENESS_HEARTBEAT &&
                    relay_send_empty(r, t, SPITS_MSG_HEARTBEAT) != 0 &&
@@ -201,16 +201,16 @@ void *tm_relay_zap_socket(const tm_relay_t *r)
 static const void *relay_end_rid(void *arg, size_t k, size_t *ridlen)
 {
     const rl_tm_t *t = &((rl_peers_t *)arg)->tms[k];
-    *ridlen = t->ridlen;
-    return t->alive ? t->rid : NULL;
+    *ridlen = t->id.ridlen;
+    return t->status.alive ? t->id.rid : NULL;
 }
 
 static int relay_end_bye(void *arg, const void *rid, size_t ridlen)
 {
     rl_tm_t *t = rl_peers_find(arg, rid, ridlen);
-    if (!t || !t->alive)
+    if (!t || !t->status.alive)
         return 0;
-    t->alive = 0;   /* (the relay is closing: its END is answered) */
+    t->status.alive = 0;   /* (the relay is closing: its END is answered) */
     return 1;
 }
 

@@ -40,28 +40,56 @@
 #define RELAY_BATCH_MAX 1024       /* tasks in one TASKS message */
 
 /* A TM behind this relay (or a relay behind it). An entry is kept once
- * it is gone (its return is then a re-attach) until a new TM takes it. */
+ * it is gone (its return is then a re-attach) until a new TM takes it.
+ * All of it is written as the TM joins (relay_recv.c), then as each part
+ * says. */
+
+/* Who it is: set as it joins. */
 typedef struct {
     unsigned char rid[RELAY_RID_MAX];
     size_t ridlen;
     uint64_t ridhash;            /* the key of rl_peers_t.byrid */
     char host[64];
     long pid;
+    char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
+    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];   /* ...and the relays behind it */
+    int nbelow;
+} rl_tm_id_t;
+
+/* Whether it is there: alive and draining (relay_recv.c, relay_peers.c
+ * as it goes, relay.c at the end), its liveness (heard: relay_recv.c;
+ * sent: relay_send.c; judged by relay.c's tick; a relay's last heard
+ * read by relay_peers.c for HELLO's "below"). */
+typedef struct {
+    int alive, draining;
+    long attach;                 /* the outage number it last said */
+    liveness_t live;             /* heard, sent, its connection (liveness.h) */
+} rl_tm_status_t;
+
+/* Its slots and what it holds of them: outstanding goes up as tasks go
+ * down (relay_tasks.c), down with their records (relay_recv.c), and to 0
+ * when it is gone (relay_records.c); the shares are relay_peers.c's. */
+typedef struct {
     int workers, slots;
     int outstanding;             /* copies sent to it, not yet answered */
     int unknown_credit;          /* records of copies we did not send it
                                     that still free a slot: what it said
                                     it held when it joined */
-    long attach;                 /* the outage number it last said */
-    liveness_t live;             /* heard, sent, its connection (liveness.h) */
-    int alive, draining;
     int share_workers, share_slots;  /* what it adds to the sums now */
-    int in_free;                 /* its index is in rl_peers_t.free */
-    uint64_t runs;               /* from its STATS */
+} rl_tm_credit_t;
+
+/* From its STATS (relay_peers.c), for the relay's own. */
+typedef struct {
+    uint64_t runs;
     double busy_s;
-    char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
-    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];   /* ...and the relays behind it */
-    int nbelow;
+} rl_tm_stats_t;
+
+typedef struct {
+    rl_tm_id_t id;
+    rl_tm_status_t status;
+    rl_tm_credit_t credit;
+    rl_tm_stats_t stats;
+    int in_free;                 /* its index is in rl_peers_t.free */
 } rl_tm_t;
 
 /* A relay id heard in a HELLO, directly or in its "below" (loops). */

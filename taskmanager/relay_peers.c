@@ -67,7 +67,7 @@ rl_tm_t *rl_peers_find(rl_peers_t *p, const void *rid, size_t ridlen)
     if (!spits_idmap_get(p->byrid, rl_peers_hash(p, rid, ridlen), &idx, NULL))
         return NULL;
     rl_tm_t *t = &p->tms[idx];
-    return t->ridlen == ridlen && memcmp(t->rid, rid, ridlen) == 0 ? t : NULL;
+    return t->id.ridlen == ridlen && memcmp(t->id.rid, rid, ridlen) == 0 ? t : NULL;
 }
 
 rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
@@ -80,7 +80,7 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
     while (p->nfree && !t) {
         rl_tm_t *gone = &p->tms[p->free[--p->nfree]];
         gone->in_free = 0;
-        if (!gone->alive)    /* (else it re-attached since it went) */
+        if (!gone->status.alive)    /* (else it re-attached since it went) */
             t = gone;
     }
     if (!t) {
@@ -98,7 +98,7 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
         }
         t = &p->tms[p->ntms++];
     } else {
-        spits_idmap_del(p->byrid, t->ridhash);   /* the old TM's, forgotten */
+        spits_idmap_del(p->byrid, t->id.ridhash);   /* the old TM's, forgotten */
     }
     if (spits_idmap_put(p->byrid, hash, (int)(t - p->tms), NULL) != 0) {
         memset(t, 0, sizeof *t);   /* (a dead, unfindable entry) */
@@ -106,21 +106,21 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
         return NULL;
     }
     memset(t, 0, sizeof *t);
-    memcpy(t->rid, rid, ridlen);
-    t->ridlen = ridlen;
-    t->ridhash = hash;
-    t->attach = -1;
+    memcpy(t->id.rid, rid, ridlen);
+    t->id.ridlen = ridlen;
+    t->id.ridhash = hash;
+    t->status.attach = -1;
     return t;
 }
 
 /* (Clamped to what a HELLO or STATS may say: wire.h.) */
 void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t)
 {
-    int counts = t->alive && !t->draining;
-    p->sum_workers += (counts ? t->workers : 0) - t->share_workers;
-    p->sum_slots += (counts ? t->slots : 0) - t->share_slots;
-    t->share_workers = counts ? t->workers : 0;
-    t->share_slots = counts ? t->slots : 0;
+    int counts = t->status.alive && !t->status.draining;
+    p->sum_workers += (counts ? t->credit.workers : 0) - t->credit.share_workers;
+    p->sum_slots += (counts ? t->credit.slots : 0) - t->credit.share_slots;
+    t->credit.share_workers = counts ? t->credit.workers : 0;
+    t->credit.share_slots = counts ? t->credit.slots : 0;
     long long workers = p->sum_workers, slots = p->sum_slots;
     if (workers > SPITS_WORKERS_MAX)
         workers = SPITS_WORKERS_MAX;
@@ -134,7 +134,7 @@ void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t)
 
 void rl_peers_gone(rl_peers_t *p, rl_tm_t *t)
 {
-    t->alive = 0;
+    t->status.alive = 0;
     rl_peers_capacity(p, t);
     if (!t->in_free) {
         t->in_free = 1;
@@ -151,13 +151,13 @@ int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
 
     if (!j || spits_stats_parse(j, &st, why) != 0) {
         rc = -1;
-    } else if (t && t->alive) {
-        t->busy_s = st.busy_s;
-        t->runs = (uint64_t)st.runs;
+    } else if (t && t->status.alive) {
+        t->stats.busy_s = st.busy_s;
+        t->stats.runs = (uint64_t)st.runs;
         /* A relay behind us: its capacity follows its TMs. */
-        if (t->relay_id[0] && st.workers >= 0 && st.slots >= 0) {
-            t->workers = (int)st.workers;
-            t->slots = (int)st.slots;
+        if (t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
+            t->credit.workers = (int)st.workers;
+            t->credit.slots = (int)st.slots;
             rl_peers_capacity(p, t);
         }
     }
@@ -257,13 +257,13 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
      * and those heard from lately. */
     for (size_t i = 0; i < p->ntms && listed < RELAY_BELOW_MAX; i++) {
         const rl_tm_t *t = &p->tms[i];
-        if (!t->alive || !t->relay_id[0] ||
-            now - t->live.last_heard > 3 * r->live.hop.hb_ms)
+        if (!t->status.alive || !t->id.relay_id[0] ||
+            now - t->status.live.last_heard > 3 * r->live.hop.hb_ms)
             continue;
-        json_array_append_new(below, json_string(t->relay_id));
+        json_array_append_new(below, json_string(t->id.relay_id));
         listed++;
-        for (int k = 0; k < t->nbelow && listed < RELAY_BELOW_MAX; k++, listed++)
-            json_array_append_new(below, json_string(t->below[k]));
+        for (int k = 0; k < t->id.nbelow && listed < RELAY_BELOW_MAX; k++, listed++)
+            json_array_append_new(below, json_string(t->id.below[k]));
     }
     for (int k = 0; k < RELAY_BELOW_MAX && listed < RELAY_BELOW_MAX; k++)
         if (p->heard[k].id[0] && now - p->heard[k].at < RELAY_HEARD_MS) {
@@ -289,16 +289,17 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
 
     for (size_t i = 0; i < p->ntms; i++) {
         const rl_tm_t *t = &p->tms[i];
-        if (!t->alive)
+        if (!t->status.alive)
             continue;
         alive++;
-        runs += t->runs;
-        busy += t->busy_s;
+        runs += t->stats.runs;
+        busy += t->stats.busy_s;
         if (json_array_size(list) < RELAY_BEHIND_LISTED) {
-            json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->host,
-                                  "pid", (json_int_t)t->pid, "workers", t->workers,
-                                  "runs", (json_int_t)t->runs);
-            if (e && t->relay_id[0])
+            json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->id.host,
+                                  "pid", (json_int_t)t->id.pid,
+                                  "workers", t->credit.workers,
+                                  "runs", (json_int_t)t->stats.runs);
+            if (e && t->id.relay_id[0])
                 json_object_set_new(e, "relay", json_true());
             json_array_append_new(list, e);
         }

@@ -100,21 +100,21 @@ static void relay_records_return_copy(uint64_t id, void *ph, void *arg)
 void relay_records_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
 {
     rl_peers_t *p = &r->peers;
-    if (!t->alive)
+    if (!t->status.alive)
         return;
     size_t n = spits_idmap_take_owner(r->copies, (int)(t - p->tms),
                                       relay_records_return_copy, r);
     relay_records_flush(r);
     rl_peers_gone(p, t);
-    t->outstanding = 0;
-    p->runs_gone += t->runs;
-    p->busy_gone += t->busy_s;
+    t->credit.outstanding = 0;
+    p->runs_gone += t->stats.runs;
+    p->busy_gone += t->stats.busy_s;
     if (lost)
         p->losses++;
     else
         p->leaves++;
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s; %zu task(s) handed back upstream",
-                   t->relay_id[0] ? "relay" : "TM", t->host, t->pid, why, n);
+                   t->id.relay_id[0] ? "relay" : "TM", t->id.host, t->id.pid, why, n);
 }
 

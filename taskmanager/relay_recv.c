@@ -49,8 +49,8 @@ static void relay_recv_bogus(tm_relay_t *r, const rl_tm_t *t)
     r->log.bogus++;
     if (loglimit_every(&r->log.bogus_logged_at, r->tm->now, 10000))
         spits_warn("relay: TM %s:%ld sent records of task copies this relay did "
-                   "not send it; they free no slot (%llu so far)", t->host,
-                   t->pid, (unsigned long long)r->log.bogus);
+                   "not send it; they free no slot (%llu so far)", t->id.host,
+                   t->id.pid, (unsigned long long)r->log.bogus);
 }
 
 
@@ -76,13 +76,14 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         json_decref(j);
         return;
     }
-    if (t && t->alive && t->pid == h.pid && h.attach >= 0 && h.attach <= t->attach) {
+    if (t && t->status.alive && t->id.pid == h.pid && h.attach >= 0 &&
+        h.attach <= t->status.attach) {
         relay_send_job(r, t, SPITS_MSG_WELCOME);   /* a queued copy */
         json_decref(j);
         return;
     }
     int first = !t;
-    if (t && t->alive)
+    if (t && t->status.alive)
         relay_records_drop(r, t, "reconnected", 1);
     if (!t && !(t = rl_peers_add(&r->peers, rid, ridlen))) {
         relay_recv_bad(r, "no room to add a task manager");
@@ -91,23 +92,23 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     }
     /* What a TM of another job holds is not this job's (as in the JM). */
     long held = h.job_id && strcmp(h.job_id, r->job.id) != 0 ? 0 : h.held;
-    spits_escape(t->host, sizeof t->host, h.host);   /* (for our log) */
-    t->pid = h.pid;
-    t->workers = (int)h.workers;
-    t->slots = (int)h.slots;
-    t->outstanding = (int)(held < h.slots ? held : h.slots);
-    t->unknown_credit = (int)held;
-    t->attach = h.attach;
-    t->alive = 1;
-    t->draining = 0;
-    liveness_heard(&t->live, r->tm->now);
-    t->runs = 0;
-    t->busy_s = 0;
-    t->relay_id[0] = 0;
-    t->nbelow = nbelow;
-    memcpy(t->below, below, sizeof below);
+    spits_escape(t->id.host, sizeof t->id.host, h.host);   /* (for our log) */
+    t->id.pid = h.pid;
+    t->credit.workers = (int)h.workers;
+    t->credit.slots = (int)h.slots;
+    t->credit.outstanding = (int)(held < h.slots ? held : h.slots);
+    t->credit.unknown_credit = (int)held;
+    t->status.attach = h.attach;
+    t->status.alive = 1;
+    t->status.draining = 0;
+    liveness_heard(&t->status.live, r->tm->now);
+    t->stats.runs = 0;
+    t->stats.busy_s = 0;
+    t->id.relay_id[0] = 0;
+    t->id.nbelow = nbelow;
+    memcpy(t->id.below, below, sizeof below);
     if (h.relay)
-        snprintf(t->relay_id, sizeof t->relay_id, "%s",
+        snprintf(t->id.relay_id, sizeof t->id.relay_id, "%s",
                  json_string_value(json_object_get(h.relay, "id")));
     if (first)
         r->peers.joins++;
@@ -116,7 +117,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     rl_peers_capacity(&r->peers, t);
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s with %ld worker(s)",
-                   h.relay ? "relay" : "TM", t->host, h.pid,
+                   h.relay ? "relay" : "TM", t->id.host, h.pid,
                    first ? "joined" : "re-attached", h.workers);
     relay_send_job(r, t, SPITS_MSG_WELCOME);
     json_decref(j);
@@ -172,8 +173,8 @@ static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
             relay_records_settle_extra(r, rec.id);
             credit++;
             continue;
-        } else if (t && t->unknown_credit > 0) {
-            t->unknown_credit--;
+        } else if (t && t->credit.unknown_credit > 0) {
+            t->credit.unknown_credit--;
             credit++;
         } else if (t) {
             bogus++;
@@ -197,9 +198,9 @@ static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
     relay_records_flush(r);
     if (bogus)
         relay_recv_bogus(r, t);
-    if (t && t->alive)
-        t->outstanding -= (int)(credit < (uint64_t)t->outstanding
-                                    ? credit : (uint64_t)t->outstanding);
+    if (t && t->status.alive)
+        t->credit.outstanding -= (int)(credit < (uint64_t)t->credit.outstanding
+                                    ? credit : (uint64_t)t->credit.outstanding);
 }
 
 /* One message from rid: its first frame, msg, with its other frames
@@ -221,9 +222,9 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     }
     /* (a HELLO takes the entry of a TM gone too: it re-attaches) */
     rl_tm_t *entry = rl_peers_find(&r->peers, rid, ridlen);
-    rl_tm_t *t = entry && entry->alive ? entry : NULL;
+    rl_tm_t *t = entry && entry->status.alive ? entry : NULL;
     if (t)
-        liveness_heard(&t->live, r->tm->now);
+        liveness_heard(&t->status.live, r->tm->now);
     int fd = spits_zmq_msg_fd(msg);
     int rc = spits_parts_recv(&parts, r->sock.router, &h, msg, SPITS_MSG_RESULTS, &why);
     if (rc != 0) {
@@ -252,11 +253,11 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
             relay_recv_bad(r, why);
         break;
     case SPITS_MSG_DRAIN:
-        if (t && !t->draining) {
-            t->draining = 1;
+        if (t && !t->status.draining) {
+            t->status.draining = 1;
             rl_peers_capacity(&r->peers, t);
             if (loglimit_allow(&r->log.events, r->tm->now))
-                spits_info("relay: TM %s:%ld is draining", t->host, t->pid);
+                spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
         }
         break;
     case SPITS_MSG_BYE:
@@ -269,8 +270,8 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad(r, "a JM-to-TM message sent to a relay");
     }
     /* (looked up again: a HELLO adds it) */
-    if ((entry = rl_peers_find(&r->peers, rid, ridlen)) && entry->alive)
-        liveness_conn(&entry->live, fd, conngen_of(r->sock.conngen, fd));
+    if ((entry = rl_peers_find(&r->peers, rid, ridlen)) && entry->status.alive)
+        liveness_conn(&entry->status.live, fd, conngen_of(r->sock.conngen, fd));
     spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
 }
 

@@ -18,9 +18,9 @@
 int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
                    int more)
 {
-    if (router_send(r->sock.router, t->rid, t->ridlen, buf, len, more) != 0)
+    if (router_send(r->sock.router, t->id.rid, t->id.ridlen, buf, len, more) != 0)
         return -1;
-    t->live.last_sent = r->tm->now;
+    t->status.live.last_sent = r->tm->now;
     return 0;
 }
 
@@ -45,7 +45,7 @@ void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
     spits_buf_t buf = {0};
     json_t *body = json_copy(r->job.body);
     if (body && type == SPITS_MSG_WELCOME)
-        json_object_set_new(body, "attach", json_integer(t->attach));
+        json_object_set_new(body, "attach", json_integer(t->status.attach));
     /* Who answers: a TM says "(relay)" by this, whatever option led it
      * here. */
     if (body && type == SPITS_MSG_WELCOME)
@@ -56,7 +56,7 @@ void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
      * (wire.h). */
     if (body && type == SPITS_MSG_WELCOME && r->down.part_min != UINT64_MAX)
         json_object_set_new(body, "result_parts",
-                            json_stringn((const char *)t->rid, t->ridlen));
+                            json_stringn((const char *)t->id.rid, t->id.ridlen));
     if (body && spits_wire_encode_json(&buf, type, r->job.phase, body) == 0)
         relay_send_buf(r, t, buf.data, buf.len, 0);
     else

@@ -136,11 +136,11 @@ static int relay_tasks_send(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
     taskbatch_send_parts(r->sock.router, r->down.part_min, n, parts, &src, &done);
     if (done.failed)
         spits_error("relay: out of memory sending %zu task(s) as parts; TM "
-                    "%s:%ld drops that message", done.failed, t->host, t->pid);
+                    "%s:%ld drops that message", done.failed, t->id.host, t->id.pid);
     for (size_t k = 0; k < n; k++)   /* (an inline copy's reference goes now) */
         if (items[k].len < r->down.part_min)
             tm_rx_release(items[k].rx, 1);
-    t->outstanding += (int)n;
+    t->credit.outstanding += (int)n;
     return 0;
 }
 
@@ -149,8 +149,9 @@ static int relay_tasks_send(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
  * tasks a turn a TM). -1: the pool ran out. */
 static int relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t)
 {
-    while (t->alive && !t->draining && t->outstanding < t->slots && !r->tm->done) {
-        size_t want = (size_t)(t->slots - t->outstanding);
+    while (t->status.alive && !t->status.draining &&
+           t->credit.outstanding < t->credit.slots && !r->tm->done) {
+        size_t want = (size_t)(t->credit.slots - t->credit.outstanding);
         size_t n = tm_pool_take(&r->tm->pool, r->down.items,
                                 want < RELAY_BATCH_MAX ? want : RELAY_BATCH_MAX);
         if (!n)

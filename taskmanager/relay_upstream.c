@@ -54,7 +54,7 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     if (!phase_changed)
         return;
     for (size_t i = 0; i < r->peers.ntms; i++)
-        if (r->peers.tms[i].alive)
+        if (r->peers.tms[i].status.alive)
             relay_send_job(r, &r->peers.tms[i], SPITS_MSG_PHASE);
 }
 
@@ -83,7 +83,7 @@ static void relay_upstream_cancels(tm_relay_t *r, const tm_phase_t *ph,
             n += spits_batch_add(&r->down.out, c[j].id, 0, 0) != NULL;
         spits_batch_seal(&r->down.out);
         rl_tm_t *t = &r->peers.tms[c[i].owner];
-        if (t->alive && n)
+        if (t->status.alive && n)
             relay_send_buf(r, t, r->down.out.buf.data, r->down.out.buf.len, 0);
         i = j;
     }
