@@ -143,7 +143,7 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     char bound[512], err[256];
     size_t blen = sizeof bound;
 
-    if (!r || rl_peers_init(&r->peers) != 0 || !(r->copies = spits_idmap_new()) ||
+    if (!r || relay_peers_init(&r->peers) != 0 || !(r->copies = spits_idmap_new()) ||
         !(r->extra = spits_idmap_new()) || !(r->sock.conngen = conngen_new())) {
         spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
@@ -207,7 +207,7 @@ static const void *relay_end_rid(void *arg, size_t k, size_t *ridlen)
 
 static int relay_end_bye(void *arg, const void *rid, size_t ridlen)
 {
-    rl_tm_t *t = rl_peers_find(arg, rid, ridlen);
+    rl_tm_t *t = relay_peers_find(arg, rid, ridlen);
     if (!t || !t->status.alive)
         return 0;
     t->status.alive = 0;   /* (the relay is closing: its END is answered) */
@@ -231,7 +231,7 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     conngen_destroy(&r->sock.conngen);
     spits_idmap_destroy(&r->copies);
     spits_idmap_destroy(&r->extra);
-    rl_peers_free(&r->peers);
+    relay_peers_free(&r->peers);
     json_decref(r->job.body);
     spits_batch_free(&r->down.out);
     spits_batch_free(&r->rec.batch);

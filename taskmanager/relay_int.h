@@ -232,29 +232,29 @@ void relay_tasks_serve(tm_relay_t *r);
 void relay_recv_burst(tm_relay_t *r);
 
 /* relay_peers.c */
-int rl_peers_init(rl_peers_t *p);
-void rl_peers_free(rl_peers_t *p);
+int relay_peers_init(rl_peers_t *p);
+void relay_peers_free(rl_peers_t *p);
 /* The entry of routing id rid (alive or not), or NULL. */
-rl_tm_t *rl_peers_find(rl_peers_t *p, const void *rid, size_t ridlen);
+rl_tm_t *relay_peers_find(rl_peers_t *p, const void *rid, size_t ridlen);
 /* A new entry for rid: the entry of a TM gone reused, or one more. NULL
  * when out of memory. */
-rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
+rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
 /* t's alive, draining, workers or slots changed (a join, a drain, a
  * relay's STATS): its share of the relay's workers and slots follows, in
  * O(1), whatever the number of TMs. */
-void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t);
+void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
 /* t is gone: it counts no more, and its entry may be reused. */
-void rl_peers_gone(rl_peers_t *p, rl_tm_t *t);
+void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);
 /* A STATS body from t (NULL, or not alive: only checked): its runs and
  * busy time, and a relay's capacity. -1 (why says what) when malformed. */
-int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
-                   const char **why);
+int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
+                      const char **why);
 /* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and
  * those behind it noted in t's below, and heard), 1 when it is a loop: our
  * own id among them (logged; the HELLO is refused; tm->done -1 when the
  * relay is its own upstream, or the loop lasts while we have no job), or
  * -1 when malformed. */
-int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
-                        int *nbelow);
+int relay_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
+                           int *nbelow);
 
 #endif

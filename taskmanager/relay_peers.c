@@ -34,7 +34,7 @@
 #define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
 #define RELAY_STATS_MIN_MS 250     /* capacity changes go up this often at most */
 
-int rl_peers_init(rl_peers_t *p)
+int relay_peers_init(rl_peers_t *p)
 {
     memset(p, 0, sizeof *p);
     randombytes_buf(p->hash_key, sizeof p->hash_key);
@@ -42,7 +42,7 @@ int rl_peers_init(rl_peers_t *p)
     return p->byrid ? 0 : -1;
 }
 
-void rl_peers_free(rl_peers_t *p)
+void relay_peers_free(rl_peers_t *p)
 {
     spits_idmap_destroy(&p->byrid);
     free(p->tms);
@@ -52,7 +52,7 @@ void rl_peers_free(rl_peers_t *p)
     p->ntms = p->cap = p->nfree = 0;
 }
 
-static uint64_t rl_peers_hash(const rl_peers_t *p, const void *rid, size_t ridlen)
+static uint64_t relay_peers_hash(const rl_peers_t *p, const void *rid, size_t ridlen)
 {
     unsigned char h[crypto_shorthash_BYTES];
     uint64_t v;
@@ -61,18 +61,18 @@ static uint64_t rl_peers_hash(const rl_peers_t *p, const void *rid, size_t ridle
     return v;
 }
 
-rl_tm_t *rl_peers_find(rl_peers_t *p, const void *rid, size_t ridlen)
+rl_tm_t *relay_peers_find(rl_peers_t *p, const void *rid, size_t ridlen)
 {
     int idx;
-    if (!spits_idmap_get(p->byrid, rl_peers_hash(p, rid, ridlen), &idx, NULL))
+    if (!spits_idmap_get(p->byrid, relay_peers_hash(p, rid, ridlen), &idx, NULL))
         return NULL;
     rl_tm_t *t = &p->tms[idx];
     return t->id.ridlen == ridlen && memcmp(t->id.rid, rid, ridlen) == 0 ? t : NULL;
 }
 
-rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
+rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 {
-    uint64_t hash = rl_peers_hash(p, rid, ridlen);
+    uint64_t hash = relay_peers_hash(p, rid, ridlen);
     rl_tm_t *t = NULL;
 
     if (spits_idmap_get(p->byrid, hash, NULL, NULL))
@@ -102,7 +102,7 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
     }
     if (spits_idmap_put(p->byrid, hash, (int)(t - p->tms), NULL) != 0) {
         memset(t, 0, sizeof *t);   /* (a dead, unfindable entry) */
-        rl_peers_gone(p, t);
+        relay_peers_gone(p, t);
         return NULL;
     }
     memset(t, 0, sizeof *t);
@@ -114,7 +114,7 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 }
 
 /* (Clamped to what a HELLO or STATS may say: wire.h.) */
-void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t)
+void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
 {
     int counts = t->status.alive && !t->status.draining;
     p->sum_workers += (counts ? t->credit.workers : 0) - t->credit.share_workers;
@@ -132,18 +132,18 @@ void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t)
     p->slots = (int)slots;
 }
 
-void rl_peers_gone(rl_peers_t *p, rl_tm_t *t)
+void relay_peers_gone(rl_peers_t *p, rl_tm_t *t)
 {
     t->status.alive = 0;
-    rl_peers_capacity(p, t);
+    relay_peers_capacity(p, t);
     if (!t->in_free) {
         t->in_free = 1;
         p->free[p->nfree++] = (size_t)(t - p->tms);
     }
 }
 
-int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
-                   const char **why)
+int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
+                      const char **why)
 {
     json_t *j = spits_wire_decode_json(data, len, why);
     spits_stats_t st;
@@ -158,7 +158,7 @@ int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
         if (t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
             t->credit.workers = (int)st.workers;
             t->credit.slots = (int)st.slots;
-            rl_peers_capacity(p, t);
+            relay_peers_capacity(p, t);
         }
     }
     json_decref(j);
@@ -166,7 +166,7 @@ int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
 }
 
 /* Notes id as heard now (the oldest note makes room). */
-static void rl_peers_heard(rl_peers_t *p, const char *id, int64_t now)
+static void relay_peers_heard(rl_peers_t *p, const char *id, int64_t now)
 {
     rl_heard_t *slot = &p->heard[0];
     for (int k = 0; k < RELAY_BELOW_MAX; k++) {
@@ -181,8 +181,8 @@ static void rl_peers_heard(rl_peers_t *p, const char *id, int64_t now)
     slot->at = now;
 }
 
-int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
-                        int *nbelow)
+int relay_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
+                           int *nbelow)
 {
     rl_peers_t *p = &r->peers;
     const char *me = r->tm->link.routing_id;
@@ -215,9 +215,9 @@ int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX]
     if (!loop) {
         /* Heard, with what is behind it: a ring of relays not yet welcomed
          * is found through these (nothing above them ever answers). */
-        rl_peers_heard(p, id, now);
+        relay_peers_heard(p, id, now);
         for (int k = 0; k < *nbelow; k++)
-            rl_peers_heard(p, below[k], now);
+            relay_peers_heard(p, below[k], now);
         return 0;
     }
     if (!p->loop_since)

@@ -105,7 +105,7 @@ void relay_records_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
     size_t n = spits_idmap_take_owner(r->copies, (int)(t - p->tms),
                                       relay_records_return_copy, r);
     relay_records_flush(r);
-    rl_peers_gone(p, t);
+    relay_peers_gone(p, t);
     t->credit.outstanding = 0;
     p->runs_gone += t->stats.runs;
     p->busy_gone += t->stats.busy_s;

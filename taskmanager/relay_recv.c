@@ -65,7 +65,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
 
     if (!j || spits_hello_parse(j, &h, &why) != 0 ||
-        (h.relay && (loop = rl_peers_check_loop(r, h.relay, below, &nbelow)) < 0)) {
+        (h.relay && (loop = relay_peers_check_loop(r, h.relay, below, &nbelow)) < 0)) {
         relay_recv_bad(r, why ? why : "HELLO with a bad relay id");
         json_decref(j);
         return;
@@ -85,7 +85,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     int first = !t;
     if (t && t->status.alive)
         relay_records_drop(r, t, "reconnected", 1);
-    if (!t && !(t = rl_peers_add(&r->peers, rid, ridlen))) {
+    if (!t && !(t = relay_peers_add(&r->peers, rid, ridlen))) {
         relay_recv_bad(r, "no room to add a task manager");
         json_decref(j);
         return;
@@ -114,7 +114,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         r->peers.joins++;
     else
         r->peers.reattaches++;
-    rl_peers_capacity(&r->peers, t);
+    relay_peers_capacity(&r->peers, t);
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s with %ld worker(s)",
                    h.relay ? "relay" : "TM", t->id.host, h.pid,
@@ -221,7 +221,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         return;
     }
     /* (a HELLO takes the entry of a TM gone too: it re-attaches) */
-    rl_tm_t *entry = rl_peers_find(&r->peers, rid, ridlen);
+    rl_tm_t *entry = relay_peers_find(&r->peers, rid, ridlen);
     rl_tm_t *t = entry && entry->status.alive ? entry : NULL;
     if (t)
         liveness_heard(&t->status.live, r->tm->now);
@@ -248,14 +248,14 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
             relay_send_who(r, rid, ridlen);
         break;
     case SPITS_MSG_STATS:
-        if (rl_peers_stats(&r->peers, t, zmq_msg_data(msg), zmq_msg_size(msg),
-                           &why) != 0)
+        if (relay_peers_stats(&r->peers, t, zmq_msg_data(msg), zmq_msg_size(msg),
+                              &why) != 0)
             relay_recv_bad(r, why);
         break;
     case SPITS_MSG_DRAIN:
         if (t && !t->status.draining) {
             t->status.draining = 1;
-            rl_peers_capacity(&r->peers, t);
+            relay_peers_capacity(&r->peers, t);
             if (loglimit_allow(&r->log.events, r->tm->now))
                 spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
         }
@@ -270,7 +270,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad(r, "a JM-to-TM message sent to a relay");
     }
     /* (looked up again: a HELLO adds it) */
-    if ((entry = rl_peers_find(&r->peers, rid, ridlen)) && entry->status.alive)
+    if ((entry = relay_peers_find(&r->peers, rid, ridlen)) && entry->status.alive)
         liveness_conn(&entry->status.live, fd, conngen_of(r->sock.conngen, fd));
     spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
 }
