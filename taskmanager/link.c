@@ -14,7 +14,7 @@
  * may listen elsewhere with other keys, reconnects, and says HELLO again,
  * for --reconnect-timeout seconds. Queued tasks and unsent results are
  * kept meanwhile. Each outage (a silent JM, a dropped connection, a new
- * socket) bumps link.attach, sent in every HELLO: the JM takes a HELLO
+ * socket) bumps link.status.attach, sent in every HELLO: the JM takes a HELLO
  * with a number it has welcomed as a queued copy, not as a new outage.
  *
  * With --via, the TM reaches the JM through relays: its hops are the
@@ -37,7 +37,7 @@
  *
  * What the JM sends back is handled in protocol.c; link.c only keeps the
  * time it was last heard from and the connection it came over
- * (link.last_heard and link.fd, set there).
+ * (link.live.last_heard and link.live.fd, set there).
  */
 #define _DEFAULT_SOURCE
 #include <errno.h>
@@ -62,15 +62,15 @@ void tm_link_init(tm_t *tm, tm_link_pending_fn pending)
     spits_hostname(tm->link.host, sizeof tm->link.host);
     snprintf(tm->link.routing_id, sizeof tm->link.routing_id, "tm-");
     spits_random_hex(tm->link.routing_id + 3, 8);
-    tm->link.heartbeat_ms = 1000;
-    tm->link.lost_ms = 5000;
-    tm->link.fd = -1;
+    tm->link.live.heartbeat_ms = 1000;
+    tm->link.live.lost_ms = 5000;
+    tm->link.live.fd = -1;
 }
 
 void tm_link_found(tm_t *tm)
 {
     spits_info("the job manager answers again");
-    tm->link.state = TM_READY;
+    tm->link.status.state = TM_READY;
 }
 
 int tm_link_raise_max(tm_t *tm, long long max_task)
@@ -83,19 +83,19 @@ int tm_link_raise_max(tm_t *tm, long long max_task)
 
 void tm_link_welcomed(tm_t *tm, long long heartbeat_ms, const char *parts_to)
 {
-    tm->link.heartbeat_ms = heartbeat_ms;
-    tm->link.lost_ms = 5 * heartbeat_ms < 3000 ? 3000 : 5 * heartbeat_ms;
-    tm->link.result_parts = parts_to && strcmp(parts_to, tm->link.routing_id) == 0;
-    tm->link.welcomed = 1;
-    tm->link.hop_welcomed = 1;
-    tm->link.state = TM_READY;
+    tm->link.live.heartbeat_ms = heartbeat_ms;
+    tm->link.live.lost_ms = 5 * heartbeat_ms < 3000 ? 3000 : 5 * heartbeat_ms;
+    tm->link.status.result_parts = parts_to && strcmp(parts_to, tm->link.routing_id) == 0;
+    tm->link.status.welcomed = 1;
+    tm->link.hops.welcomed = 1;
+    tm->link.status.state = TM_READY;
 }
 
 void tm_link_asked_who(tm_t *tm)
 {
-    if (tm->link.state == TM_READY)
-        tm->link.hop_since = tm->now;   /* its WELCOME is due, as after a loss */
-    tm->link.state = TM_CONNECTING;
+    if (tm->link.status.state == TM_READY)
+        tm->link.hops.since = tm->now;   /* its WELCOME is due, as after a loss */
+    tm->link.status.state = TM_CONNECTING;
     tm_link_send_hello(tm);
 }
 
@@ -218,14 +218,14 @@ static const char *hop_what(const tm_t *tm)
 static void hop_next(tm_t *tm, int level, const char *why)
 {
     tm_link_t *link = &tm->link;
-    char from[sizeof link->endpoint + 16];
+    char from[sizeof link->hops.endpoint + 16];
 
-    snprintf(from, sizeof from, "%s at %s", hop_what(tm), link->endpoint);
-    link->hop = (link->hop + 1) % (tm->opts.n_via + 1);
-    snprintf(link->endpoint, sizeof link->endpoint, "%s",
-             tm_link_relayed(tm) ? tm->opts.via[link->hop] : link->jm_endpoint);
+    snprintf(from, sizeof from, "%s at %s", hop_what(tm), link->hops.endpoint);
+    link->hops.hop = (link->hops.hop + 1) % (tm->opts.n_via + 1);
+    snprintf(link->hops.endpoint, sizeof link->hops.endpoint, "%s",
+             tm_link_relayed(tm) ? tm->opts.via[link->hops.hop] : link->hops.jm_endpoint);
     spits_log(level, "%s %s; trying the %s at %s", from, why, hop_what(tm),
-              link->endpoint);
+              link->hops.endpoint);
     if (tm_link_connect(tm) != 0)
         tm->done = -1;
 }
@@ -239,24 +239,24 @@ void tm_link_on_monitor(tm_t *tm)
         if (!event)
             continue;
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-            link->hop_up = 1;
+            link->hops.up = 1;
             /* (the socket attaches the connection before this event: a
              * join no longer waits for the 100 ms retry) */
-            if (link->state == TM_CONNECTING && link->hello_waits)
+            if (link->status.state == TM_CONNECTING && link->status.hello_waits)
                 tm_link_send_hello(tm);
             continue;
         }
         if (event == ZMQ_EVENT_DISCONNECTED) {
-            link->hop_up = 0;
-            link->attach++;    /* what the JM sent may be lost */
-            if (link->state == TM_READY && !tm->done) {
+            link->hops.up = 0;
+            link->status.attach++;    /* what the JM sent may be lost */
+            if (link->status.state == TM_READY && !tm->done) {
                 spits_warn("lost the connection to the %s at %s; "
-                           "looking for it", hop_what(tm), link->endpoint);
-                link->state = TM_LOST;
-                link->hop_since = tm->now;
-                link->last_look = 0;
+                           "looking for it", hop_what(tm), link->hops.endpoint);
+                link->status.state = TM_LOST;
+                link->hops.since = tm->now;
+                link->live.last_look = 0;
             }
-            link->fd = -1;
+            link->live.fd = -1;
             continue;
         }
         char why[PATH_MAX + 160];
@@ -273,26 +273,26 @@ void tm_link_on_monitor(tm_t *tm)
             continue;
         }
         refusal_why(tm, event, why, sizeof why);
-        if (!link->welcomed && tm->opts.jobdir) {
+        if (!link->status.welcomed && tm->opts.jobdir) {
             /* jm.json and tm.key agreed (security_from_announce): most
              * likely the JM closed its socket mid-handshake as the job
              * ended. The timers look for report.json before calling it
              * an error. */
-            if (!link->refused_since) {
-                link->refused_since = tm->now;
-                link->refused_event = event;
+            if (!link->refused.since) {
+                link->refused.since = tm->now;
+                link->refused.event = event;
             }
-        } else if (!link->welcomed) {
+        } else if (!link->status.welcomed) {
             spits_error("the job manager at %s refused the handshake: %s",
-                        link->endpoint, why);
+                        link->hops.endpoint, why);
             tm->done = -1;
-        } else if (link->refusals++ == 0 ||
-                   tm->now - link->refusals_logged_at >= REFUSALS_LOG_EVERY_MS) {
+        } else if (link->refused.count++ == 0 ||
+                   tm->now - link->refused.logged_at >= REFUSALS_LOG_EVERY_MS) {
             /* It retries on its own; say so now and then, not each time. */
             spits_warn("the job manager at %s refused the handshake: %s; "
-                       "looking for it (%llu refusal(s) so far)", link->endpoint,
-                       why, (unsigned long long)link->refusals);
-            link->refusals_logged_at = tm->now;
+                       "looking for it (%llu refusal(s) so far)", link->hops.endpoint,
+                       why, (unsigned long long)link->refused.count);
+            link->refused.logged_at = tm->now;
         }
     }
 }
@@ -321,7 +321,7 @@ int tm_link_connect(tm_t *tm)
 
     if (link->socket) {
         zmq_close(link->socket);
-        link->attach++;        /* with what the JM sent to it */
+        link->status.attach++;        /* with what the JM sent to it */
     }
     link->socket = zmq_socket(link->context, ZMQ_DEALER);
     if (!link->socket) {
@@ -349,18 +349,18 @@ int tm_link_connect(tm_t *tm)
     zmq_setsockopt(link->socket, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
     zmq_setsockopt(link->socket, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(link->socket, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    if (zmq_connect(link->socket, link->endpoint) != 0) {
-        spits_error("cannot connect to %s: %s", link->endpoint, zmq_strerror(errno));
+    if (zmq_connect(link->socket, link->hops.endpoint) != 0) {
+        spits_error("cannot connect to %s: %s", link->hops.endpoint, zmq_strerror(errno));
         return -1;
     }
-    link->state = TM_CONNECTING;
-    link->last_hello = 0;
-    link->hello_waits = 0;
-    link->fd = -1;
-    link->refused_since = 0;    /* (a new endpoint gets its own time) */
-    link->hop_up = link->hop_welcomed = 0;
-    link->result_parts = 0;     /* (until this hop's WELCOME says so) */
-    link->hop_since = spits_now_ms();   /* (tm->now: not before the loop) */
+    link->status.state = TM_CONNECTING;
+    link->live.last_hello = 0;
+    link->status.hello_waits = 0;
+    link->live.fd = -1;
+    link->refused.since = 0;    /* (a new endpoint gets its own time) */
+    link->hops.up = link->hops.welcomed = 0;
+    link->status.result_parts = 0;     /* (until this hop's WELCOME says so) */
+    link->hops.since = spits_now_ms();   /* (tm->now: not before the loop) */
     return 0;
 }
 
@@ -368,7 +368,7 @@ int tm_link_send(tm_t *tm, const void *buf, size_t len)
 {
     if (zmq_send(tm->link.socket, buf, len, ZMQ_DONTWAIT) < 0)
         return -1;
-    tm->link.last_sent = tm->now;
+    tm->link.live.last_sent = tm->now;
     return 0;
 }
 
@@ -376,7 +376,7 @@ int tm_link_send_parts(tm_t *tm, const void *buf, size_t len, spits_parts_t *par
 {
     int rc = spits_parts_send(tm->link.socket, buf, len, parts, ZMQ_DONTWAIT);
     if (rc != -1)
-        tm->link.last_sent = tm->now;
+        tm->link.live.last_sent = tm->now;
     return rc;
 }
 
@@ -393,18 +393,18 @@ void tm_link_send_hello(tm_t *tm)
                           "workers", workers, "slots", slots,
                           "held", (json_int_t)held, "pending", (json_int_t)pending,
                           "job_id", tm->job.job_id,
-                          "attach", (json_int_t)tm->link.attach);
+                          "attach", (json_int_t)tm->link.status.attach);
     if (hello && tm->relay)
         json_object_set_new(hello, "relay", tm_relay_hello_json(tm->relay));
     if (hello && spits_wire_encode_json(&buf, SPITS_MSG_HELLO, 0, hello) == 0 &&
         tm_link_send(tm, buf.data, buf.len) == 0) {
-        tm->link.last_hello = tm->now;
-        tm->link.hello_waits = 0;
+        tm->link.live.last_hello = tm->now;
+        tm->link.status.hello_waits = 0;
     } else {
         /* Not connected yet: again when the handshake succeeds
          * (tm_link_on_monitor), or in 100 ms. */
-        tm->link.last_hello = tm->now - 900;
-        tm->link.hello_waits = 1;
+        tm->link.live.last_hello = tm->now - 900;
+        tm->link.status.hello_waits = 1;
     }
     json_decref(hello);
     spits_buf_free(&buf);
@@ -419,11 +419,11 @@ void tm_link_send_hello(tm_t *tm)
 void tm_link_send_stats(tm_t *tm)
 {
     spits_buf_t buf = {0};
-    long long busy = atomic_load_explicit(&tm->pool.busy_ns, memory_order_relaxed);
-    long long runs = atomic_load_explicit(&tm->pool.runs, memory_order_relaxed);
+    long long busy = atomic_load_explicit(&tm->pool.stats.busy_ns, memory_order_relaxed);
+    long long runs = atomic_load_explicit(&tm->pool.stats.runs, memory_order_relaxed);
     json_t *stats = json_pack("{s:f, s:I}", "busy_s", busy / 1e9,
                               "runs", (json_int_t)runs);
-    tm->link.last_stats = tm->now;
+    tm->link.live.last_stats = tm->now;
     if (stats && !tm->relay) {
         size_t running, queued;
         tm_pool_counts(&tm->pool, &running, &queued);
@@ -456,7 +456,7 @@ static void look_for_jm(tm_t *tm)
     spits_announce_t announce;
     char err[512];
 
-    tm->link.last_look = tm->now;
+    tm->link.live.last_look = tm->now;
     if (!tm->opts.jobdir)
         return;
     /* A JM stopped by a signal told its TMs to stop; one that missed it
@@ -464,31 +464,33 @@ static void look_for_jm(tm_t *tm)
      * A TM that never joined is such a new TM: it waits, for its --wait,
      * for spits-jm --resume. */
     if (tm->job.job_id[0] &&
-        spits_jobdir_finished(tm->opts.jobdir, tm->job.job_id, tm->link.welcomed)) {
+        spits_jobdir_finished(tm->opts.jobdir, tm->job.job_id,
+                              tm->link.status.welcomed)) {
         spits_info("job %s is over (report.json written)", tm->job.job_id);
         tm->done = 1;
         tm->job_over = 1;
         return;
     }
     if (spits_announce_read(tm->opts.jobdir, &announce, err, sizeof err) == 0 &&
-        (strcmp(announce.endpoint, tm->link.jm_endpoint) != 0 ||
+        (strcmp(announce.endpoint, tm->link.hops.jm_endpoint) != 0 ||
          strcmp(announce.server_key, tm->link.keys.server_public) != 0)) {
         /* Caught mid-update: looked at again next second, and named as an
          * error if it lasts. */
-        if (!tm->link.mismatch_since)
-            tm->link.mismatch_since = tm->now;
+        if (!tm->link.refused.mismatch_since)
+            tm->link.refused.mismatch_since = tm->now;
+        int64_t mismatch_ms = tm->now - tm->link.refused.mismatch_since;
         int rc = security_from_announce(tm, &announce,
-                                        tm->now - tm->link.mismatch_since > KEYS_SETTLE_MS);
+                                        mismatch_ms > KEYS_SETTLE_MS);
         if (rc > 0)
             return;
-        tm->link.mismatch_since = 0;
+        tm->link.refused.mismatch_since = 0;
         spits_info("job manager now at %s", announce.endpoint);
-        snprintf(tm->link.jm_endpoint, sizeof tm->link.jm_endpoint, "%s",
+        snprintf(tm->link.hops.jm_endpoint, sizeof tm->link.hops.jm_endpoint, "%s",
                  announce.endpoint);
         if (rc < 0) {
             tm->done = -1;
         } else if (!tm_link_relayed(tm)) {
-            snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
+            snprintf(tm->link.hops.endpoint, sizeof tm->link.hops.endpoint, "%s",
                      announce.endpoint);
             if (tm_link_connect(tm) != 0)
                 tm->done = -1;
@@ -507,15 +509,15 @@ static void look_for_jm(tm_t *tm)
 static int jm_busy(tm_t *tm)
 {
     tm_link_t *link = &tm->link;
-    int64_t quiet = spits_tcp_quiet_ms(link->fd);
-    if (quiet < 0 || quiet > link->lost_ms)
+    int64_t quiet = spits_tcp_quiet_ms(link->live.fd);
+    if (quiet < 0 || quiet > link->live.lost_ms)
         return 0;
-    if (!link->busy_logged_at ||
-        tm->now - link->busy_logged_at >= BUSY_LOG_EVERY_MS) {
+    if (!link->live.busy_logged_at ||
+        tm->now - link->live.busy_logged_at >= BUSY_LOG_EVERY_MS) {
         spits_info("the job manager has sent no message for %.1f s, but its "
                    "connection is carrying data (a large transfer?)",
-                   (tm->now - link->last_heard) / 1000.0);
-        link->busy_logged_at = tm->now;
+                   (tm->now - link->live.last_heard) / 1000.0);
+        link->live.busy_logged_at = tm->now;
     }
     return 1;
 }
@@ -526,19 +528,20 @@ static int jm_busy(tm_t *tm)
  * again. */
 void tm_link_timers(tm_t *tm)
 {
-    if (tm->link.state == TM_READY) {
-        if (tm->now - tm->link.last_heard > tm->link.lost_ms && !jm_busy(tm)) {
+    if (tm->link.status.state == TM_READY) {
+        if (tm->now - tm->link.live.last_heard > tm->link.live.lost_ms && !jm_busy(tm)) {
             spits_warn("the %s has been silent for %.1f s; looking for it",
-                       hop_what(tm), (tm->now - tm->link.last_heard) / 1000.0);
-            tm->link.state = TM_LOST;
-            tm->link.hop_since = tm->now;
-            tm->link.attach++;
+                       hop_what(tm), (tm->now - tm->link.live.last_heard) / 1000.0);
+            tm->link.status.state = TM_LOST;
+            tm->link.hops.since = tm->now;
+            tm->link.status.attach++;
         } else if (tm->pool_started &&
-                   (tm->now - tm->link.last_stats >= 1000 ||
-                    (tm->relay && tm_relay_stats_due(tm->relay,
-                                                     tm->now - tm->link.last_stats)))) {
+                   (tm->now - tm->link.live.last_stats >= 1000 ||
+                    (tm->relay &&
+                     tm_relay_stats_due(tm->relay,
+                                        tm->now - tm->link.live.last_stats)))) {
             tm_link_send_stats(tm);    /* (it serves as a heartbeat too) */
-        } else if (tm->now - tm->link.last_sent >= tm->link.heartbeat_ms) {
+        } else if (tm->now - tm->link.live.last_sent >= tm->link.live.heartbeat_ms) {
             unsigned char heartbeat[SPITS_HDR_SIZE];
             spits_wire_encode_empty(heartbeat, SPITS_MSG_HEARTBEAT,
                                     tm_job_wire(&tm->job));
@@ -548,52 +551,52 @@ void tm_link_timers(tm_t *tm)
     }
     /* A first handshake refused, and the job not over (look_for_jm reads
      * report.json once a second) after the keys' settling time. */
-    if (!tm->link.welcomed && tm->link.refused_since &&
-        tm->now - tm->link.refused_since > KEYS_SETTLE_MS &&
+    if (!tm->link.status.welcomed && tm->link.refused.since &&
+        tm->now - tm->link.refused.since > KEYS_SETTLE_MS &&
         tm_link_refusal(tm)) {
         tm->done = -1;
         return;
     }
     /* Looking (LOST) or reconnecting (CONNECTING) alike: a JM unheard of
      * for --reconnect-timeout is given up. */
-    if (tm->link.welcomed &&
-        tm->now - tm->link.last_heard > (int64_t)(tm->opts.reconnect * 1000)) {
+    if (tm->link.status.welcomed &&
+        tm->now - tm->link.live.last_heard > (int64_t)(tm->opts.reconnect * 1000)) {
         char hint[PATH_MAX + 256];
         tm_link_gone_hint(tm, hint, sizeof hint);
         if (tm->opts.n_via)
             spits_error("lost the job manager at %s and its %d relay(s): silent "
-                        "for %.0f s%s", tm->link.jm_endpoint, tm->opts.n_via,
+                        "for %.0f s%s", tm->link.hops.jm_endpoint, tm->opts.n_via,
                         tm->opts.reconnect, hint);
         else
             spits_error("lost the job manager at %s: silent for %.0f s%s",
-                        tm->link.endpoint, tm->opts.reconnect, hint);
+                        tm->link.hops.endpoint, tm->opts.reconnect, hint);
         tm->done = -1;
         return;
     }
     /* With relays, a hop silent too long is left for the next; but the
      * JM's first refusal keeps its own rule (the job's end is ruled out
      * first, above). */
-    int64_t patience = tm->link.hop_up && !tm->link.hop_welcomed
+    int64_t patience = tm->link.hops.up && !tm->link.hops.welcomed
                            ? TM_HOP_PATIENCE_MS : TM_HOP_TIMEOUT_MS;
-    if (tm->opts.n_via && tm->now - tm->link.hop_since > patience &&
-        !(tm->link.refused_since && !tm_link_relayed(tm))) {
+    if (tm->opts.n_via && tm->now - tm->link.hops.since > patience &&
+        !(tm->link.refused.since && !tm_link_relayed(tm))) {
         hop_next(tm, SPITS_LOG_INFO, "not answering");
         return;
     }
-    if (tm->now - tm->link.last_look >= 1000) {
+    if (tm->now - tm->link.live.last_look >= 1000) {
         look_for_jm(tm);
         if (tm->done)
             return;
-        if (tm->link.state == TM_LOST) {
+        if (tm->link.status.state == TM_LOST) {
             /* Once per outage: the JM will count this as a re-attach. */
             spits_info("saying HELLO again to the %s at %s", hop_what(tm),
-                       tm->link.endpoint);
-            tm->link.state = TM_CONNECTING;
-            tm->link.last_hello = 0;
+                       tm->link.hops.endpoint);
+            tm->link.status.state = TM_CONNECTING;
+            tm->link.live.last_hello = 0;
         }
     }
-    if (tm->link.state == TM_CONNECTING &&
-        tm->now - tm->link.last_hello >= 1000)
+    if (tm->link.status.state == TM_CONNECTING &&
+        tm->now - tm->link.live.last_hello >= 1000)
         tm_link_send_hello(tm);
 }
 
@@ -675,9 +678,9 @@ static int wait_for_announce(tm_t *tm, spits_announce_t *announce)
 /* The TM starts on its first hop: the first relay, or the JM. */
 static void first_hop(tm_t *tm)
 {
-    tm->link.hop = 0;
-    snprintf(tm->link.endpoint, sizeof tm->link.endpoint, "%s",
-             tm->opts.n_via ? tm->opts.via[0] : tm->link.jm_endpoint);
+    tm->link.hops.hop = 0;
+    snprintf(tm->link.hops.endpoint, sizeof tm->link.hops.endpoint, "%s",
+             tm->opts.n_via ? tm->opts.via[0] : tm->link.hops.jm_endpoint);
 }
 
 int tm_link_find_jm(tm_t *tm)
@@ -686,7 +689,7 @@ int tm_link_find_jm(tm_t *tm)
     char err[1024];
 
     if (tm->opts.connect) {
-        snprintf(tm->link.jm_endpoint, sizeof tm->link.jm_endpoint, "%s",
+        snprintf(tm->link.hops.jm_endpoint, sizeof tm->link.hops.jm_endpoint, "%s",
                  tm->opts.connect);
         if (tm->opts.key_file && spits_keys_read(tm->opts.key_file, &tm->link.keys,
                                                  0, err, sizeof err) != 0) {
@@ -713,7 +716,7 @@ int tm_link_find_jm(tm_t *tm)
             break;
         announce_nap(&nap);   /* a JM mid-start */
     }
-    snprintf(tm->link.jm_endpoint, sizeof tm->link.jm_endpoint, "%s",
+    snprintf(tm->link.hops.jm_endpoint, sizeof tm->link.hops.jm_endpoint, "%s",
              announce.endpoint);
     tm_job_expect(&tm->job, announce.job_id);
     first_hop(tm);
@@ -729,7 +732,7 @@ void tm_link_close(tm_t *tm, int say_bye)
         spits_buf_t buf = {0};
         json_t *why = tm->job.refused[0]
                           ? json_pack("{s:s}", "refused", tm->job.refused) : NULL;
-        if (tm->pool_started && tm->link.state == TM_READY)
+        if (tm->pool_started && tm->link.status.state == TM_READY)
             tm_link_send_stats(tm);
         /* A refusal's BYE says why, so the JM does not count a loss. */
         if (why && spits_wire_encode_json(&buf, SPITS_MSG_BYE, 0, why) == 0) {
@@ -751,11 +754,11 @@ int tm_link_refusal(tm_t *tm)
 {
     char why[PATH_MAX + 160];
 
-    if (tm->link.welcomed || !tm->link.refused_since)
+    if (tm->link.status.welcomed || !tm->link.refused.since)
         return 0;
-    refusal_why(tm, tm->link.refused_event, why, sizeof why);
+    refusal_why(tm, tm->link.refused.event, why, sizeof why);
     spits_error("the job manager at %s refused the handshake: %s",
-                tm->link.endpoint, why);
+                tm->link.hops.endpoint, why);
     return 1;
 }
 

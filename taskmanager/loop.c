@@ -128,7 +128,7 @@ static void walltime_check(tm_t *tm)
 {
     if (!tm->drain.end_ms || tm->drain.active || !tm->pool_started)
         return;
-    int64_t task_ms = (int64_t)(atomic_load_explicit(&tm->pool.task_ns,
+    int64_t task_ms = (int64_t)(atomic_load_explicit(&tm->pool.stats.task_ns,
                                                      memory_order_relaxed) / 1000000);
     int64_t left = tm->drain.end_ms - tm->now;
     if (left > 2 * task_ms + (int64_t)(tm->opts.end_margin * 1000))
@@ -170,7 +170,7 @@ void tm_loop_begin(tm_t *tm)
     if (tm->opts.end_wall > 0)
         tm->drain.end_ms = tm->now +
             (int64_t)((tm->opts.end_wall - spits_wall_time()) * 1000);
-    tm->link.last_look = tm->now;
+    tm->link.live.last_look = tm->now;
     tm_link_send_hello(tm);
 }
 
@@ -204,18 +204,18 @@ int tm_loop_turn(tm_t *tm, int monitor)
             tm->done = 1;
         return 1;
     }
-    if (!tm->link.welcomed && tm->now > tm->first_deadline && !tm->drain.active) {
+    if (!tm->link.status.welcomed && tm->now > tm->first_deadline && !tm->drain.active) {
         char hint[PATH_MAX + 256];
         if (tm_link_refusal(tm)) {
             /* (said why) */
         } else if (tm->opts.n_via)
             spits_error("no job manager answered at %s, nor through its %d "
-                        "relay(s), within %.0f s%s", tm->link.jm_endpoint,
+                        "relay(s), within %.0f s%s", tm->link.hops.jm_endpoint,
                         tm->opts.n_via, tm->opts.wait,
                         tm_link_gone_hint(tm, hint, sizeof hint));
         else
             spits_error("no job manager answered at %s within %.0f s%s",
-                        tm->link.endpoint, tm->opts.wait,
+                        tm->link.hops.endpoint, tm->opts.wait,
                         tm_link_gone_hint(tm, hint, sizeof hint));
         tm->done = -1;
         return 1;

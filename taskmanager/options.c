@@ -191,7 +191,7 @@ static int parse_option(tm_opts_t *opts, int c, char **argv)
     case OPT_VIA:
         if (spits_endpoint_check(optarg, 0, endpoint_err, sizeof endpoint_err) != 0)
             return spits_bad_option("--via %s", endpoint_err);
-        /* (link.endpoint's room, less its NUL) */
+        /* (link.hops.endpoint's room, less its NUL) */
         if (strlen(optarg) > 511)
             return spits_bad_option("--via %.40s...: an endpoint of at most 511 "
                                     "characters", optarg);

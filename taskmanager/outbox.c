@@ -36,27 +36,27 @@
  * last one, or a new one. Caller holds the lock. */
 static tm_seg_t *outbox_seg(tm_pool_t *p, unsigned job, uint32_t wire, size_t len)
 {
-    tm_seg_t *seg = p->nout ? &p->out[p->nout - 1] : NULL;
+    tm_seg_t *seg = p->outbox.n ? &p->outbox.segs[p->outbox.n - 1] : NULL;
 
     if (seg && seg->job == job && seg->wire == wire &&
         (!seg->batch.count || seg->bytes + len <= OUTBOX_SEG_BYTES))
         return seg;
-    if (p->nout == p->capout) {
-        size_t cap = p->capout ? p->capout * 2 : 8;
-        tm_seg_t *grown = realloc(p->out, cap * sizeof *grown);
+    if (p->outbox.n == p->outbox.cap) {
+        size_t cap = p->outbox.cap ? p->outbox.cap * 2 : 8;
+        tm_seg_t *grown = realloc(p->outbox.segs, cap * sizeof *grown);
         if (!grown)
             return NULL;
-        p->out = grown;
-        p->capout = cap;
+        p->outbox.segs = grown;
+        p->outbox.cap = cap;
     }
-    seg = &p->out[p->nout];
+    seg = &p->outbox.segs[p->outbox.n];
     memset(seg, 0, sizeof *seg);
     spits_batch_begin(&seg->batch, SPITS_MSG_RESULTS, wire);
     if (!seg->batch.buf.data)
         return NULL;
     seg->job = job;
     seg->wire = wire;
-    p->nout++;
+    p->outbox.n++;
     return seg;
 }
 
@@ -94,7 +94,7 @@ int tm_outbox_return(tm_pool_t *p, unsigned job, uint32_t wire,
     size_t done = 0;
 
     pthread_mutex_lock(&p->lock);
-    int was_empty = p->nout == 0;
+    int was_empty = p->outbox.n == 0;
     while (done < n && tm_outbox_return_locked(p, job, wire, items[done].id) == 0)
         done++;
     pthread_mutex_unlock(&p->lock);
@@ -106,10 +106,10 @@ int tm_outbox_return(tm_pool_t *p, unsigned job, uint32_t wire,
 tm_seg_t *tm_outbox_take(tm_pool_t *p, size_t *n)
 {
     pthread_mutex_lock(&p->lock);
-    tm_seg_t *out = p->out;
-    *n = p->nout;
-    p->out = NULL;
-    p->nout = p->capout = 0;
+    tm_seg_t *out = p->outbox.segs;
+    *n = p->outbox.n;
+    p->outbox.segs = NULL;
+    p->outbox.n = p->outbox.cap = 0;
     pthread_mutex_unlock(&p->lock);
     return out;
 }
@@ -122,9 +122,9 @@ void tm_seg_free(tm_seg_t *seg)
 
 void tm_outbox_free(tm_pool_t *p)
 {
-    for (size_t i = 0; i < p->nout; i++)
-        tm_seg_free(&p->out[i]);
-    free(p->out);
-    p->out = NULL;
-    p->nout = p->capout = 0;
+    for (size_t i = 0; i < p->outbox.n; i++)
+        tm_seg_free(&p->outbox.segs[i]);
+    free(p->outbox.segs);
+    p->outbox.segs = NULL;
+    p->outbox.n = p->outbox.cap = 0;
 }

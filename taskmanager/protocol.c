@@ -45,8 +45,8 @@ static int start_workers(tm_t *tm)
 {
     if (tm->pool_started)
         return 0;
-    tm->pool.max_result = (uint64_t)tm->link.max_task;
-    tm->pool.part_min = spits_parts_min();
+    tm->pool.opts.max_result = (uint64_t)tm->link.max_task;
+    tm->pool.opts.part_min = spits_parts_min();
     if (tm_pool_start(&tm->pool, tm->job.mod) != 0) {
         spits_error("cannot start %d worker threads: %s", tm->opts.workers,
                     strerror(errno));
@@ -83,7 +83,7 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         return;
     }
     json_t *attach = json_object_get(welcome, "attach");
-    if (json_is_integer(attach) && json_integer_value(attach) < tm->link.attach) {
+    if (json_is_integer(attach) && json_integer_value(attach) < tm->link.status.attach) {
         /* It answers a HELLO from before our latest outage: what it sent
          * since may be lost, so wait for the answer to our latest. */
         spits_debug("ignored a WELCOME to an older HELLO");
@@ -120,12 +120,12 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     /* (a relay says so in its WELCOME: --via may name the JM itself, and
      * --connect or jm.json a relay) */
     const char *hop = json_is_true(json_object_get(welcome, "relay")) ? " (relay)" : "";
-    int joining = !tm_link_ready(tm) || !tm->link.welcomed;
+    int joining = !tm_link_ready(tm) || !tm->link.status.welcomed;
     if (tm->relay && joining)
-        spits_info("relay joined job %s at %s%s", job, tm->link.endpoint, hop);
+        spits_info("relay joined job %s at %s%s", job, tm->link.hops.endpoint, hop);
     else if (joining)
         spits_info("joined job %s at %s%s with %d worker(s)", job,
-                   tm->link.endpoint, hop, tm->opts.workers);
+                   tm->link.hops.endpoint, hop, tm->opts.workers);
     /* (addressed to this TM: see wire.h) */
     tm_link_welcomed(tm, heartbeat_ms,
                      json_string_value(json_object_get(welcome, "result_parts")));

@@ -1,19 +1,28 @@
 /*
- * relay_int.h - a relay's state (spits-tm --serve), shared by its two
- * files:
+ * relay_int.h - a relay's state (spits-tm --serve), shared by its files,
+ * each of which depends only on those listed below it:
  *
- *   relay.c        the work: the socket, the protocol's JM side towards
- *                  the TMs behind, tasks down and records up, upstream's
- *                  WELCOME, PHASE, CANCEL and drain
- *   relay_peers.c  who is behind: the table of TMs (and relays) by
- *                  routing id, their capacity and STATS, loops of
- *                  relays, and what the relay tells upstream about them
- *                  (HELLO's "relay", STATS' capacity and "behind")
+ *   relay.c           set-up, tear-down (sock), and the turn: messages
+ *                     in, tasks out, heartbeats and losses by the JM's
+ *                     rules (live)
+ *   relay_upstream.c  upstream's WELCOME, PHASE, CANCEL and drain, passed
+ *                     on to the TMs behind (job, live.hop's timeouts,
+ *                     sock.max_task)
+ *   relay_recv.c      the TMs' messages: joins, results (foreign ones
+ *                     too), STATS, DRAIN, BYE (log's counts)
+ *   relay_tasks.c     tasks out of the pool down to each TM with room
+ *                     (down; copies and extra as tasks go down)
+ *   relay_records.c   records upstream, and the copies a TM gone held
+ *                     (rec; copies and extra as records go up)
+ *   relay_send.c      messages down to one TM
+ *   relay_peers.c     who is behind: the table of TMs (and relays) by
+ *                     routing id, their capacity and STATS, loops of
+ *                     relays, and what the relay tells upstream about them
+ *                     (HELLO's "relay", STATS' capacity and "behind")
  *
- * All of it is spits-tm's main thread's (tm_private.h). relay.c calls
- * relay_peers.c, never the other way. What every hop does alike (the
- * loss rules, TASKS messages, sends, event lines) is serving/'s, which
- * the JM uses too.
+ * All of it is spits-tm's main thread's (tm_private.h). What every hop
+ * does alike (the loss rules, TASKS messages, sends, event lines) is
+ * serving/'s, which the JM uses too.
  */
 #ifndef SPITS_TM_RELAY_INT_H
 #define SPITS_TM_RELAY_INT_H
@@ -31,28 +40,56 @@
 #define RELAY_BATCH_MAX 1024       /* tasks in one TASKS message */
 
 /* A TM behind this relay (or a relay behind it). An entry is kept once
- * it is gone (its return is then a re-attach) until a new TM takes it. */
+ * it is gone (its return is then a re-attach) until a new TM takes it.
+ * All of it is written as the TM joins (relay_recv.c), then as each part
+ * says. */
+
+/* Who it is: set as it joins. */
 typedef struct {
     unsigned char rid[RELAY_RID_MAX];
     size_t ridlen;
     uint64_t ridhash;            /* the key of rl_peers_t.byrid */
     char host[64];
     long pid;
+    char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
+    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];   /* ...and the relays behind it */
+    int nbelow;
+} rl_tm_id_t;
+
+/* Whether it is there: alive and draining (relay_recv.c, relay_peers.c
+ * as it goes, relay.c at the end), its liveness (heard: relay_recv.c;
+ * sent: relay_send.c; judged by relay.c's tick; a relay's last heard
+ * read by relay_peers.c for HELLO's "below"). */
+typedef struct {
+    int alive, draining;
+    long attach;                 /* the outage number it last said */
+    liveness_t live;             /* heard, sent, its connection (liveness.h) */
+} rl_tm_status_t;
+
+/* Its slots and what it holds of them: outstanding goes up as tasks go
+ * down (relay_tasks.c), down with their records (relay_recv.c), and to 0
+ * when it is gone (relay_records.c); the shares are relay_peers.c's. */
+typedef struct {
     int workers, slots;
     int outstanding;             /* copies sent to it, not yet answered */
     int unknown_credit;          /* records of copies we did not send it
                                     that still free a slot: what it said
                                     it held when it joined */
-    long attach;                 /* the outage number it last said */
-    liveness_t live;             /* heard, sent, its connection (liveness.h) */
-    int alive, draining;
     int share_workers, share_slots;  /* what it adds to the sums now */
-    int in_free;                 /* its index is in rl_peers_t.free */
-    uint64_t runs;               /* from its STATS */
+} rl_tm_credit_t;
+
+/* From its STATS (relay_peers.c), for the relay's own. */
+typedef struct {
+    uint64_t runs;
     double busy_s;
-    char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
-    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];   /* ...and the relays behind it */
-    int nbelow;
+} rl_tm_stats_t;
+
+typedef struct {
+    rl_tm_id_t id;
+    rl_tm_status_t status;
+    rl_tm_credit_t credit;
+    rl_tm_stats_t stats;
+    int in_free;                 /* its index is in rl_peers_t.free */
 } rl_tm_t;
 
 /* A relay id heard in a HELLO, directly or in its "below" (loops). */
@@ -80,66 +117,144 @@ typedef struct {
     int64_t loop_since;          /* HELLOs of a loop refused since (0: none) */
 } rl_peers_t;
 
-struct tm_relay {
-    tm_t *tm;
+/* The socket the TMs behind us talk to: made by relay.c, which also reads
+ * its monitor each turn; read from by relay_recv.c, sent on by
+ * relay_send.c, relay_tasks.c and relay_upstream.c, whose max_task
+ * follows the job's; endpoint is told upstream (relay_peers.c). */
+typedef struct {
     void *router;                /* the TMs behind us */
     spits_zap_t *zap;            /* NULL with --insecure */
     char endpoint[512];          /* where they reach us */
+    void *mon;                   /* the router's monitor (serving/router.h) */
+    conngen_t *conngen;          /* ...which connection each fd is now */
+    long long max_task;          /* the ROUTER's message bound follows it */
+} rl_sock_t;
+
+/* The job as upstream told it: written by relay_upstream.c; read by
+ * relay_send.c (WELCOME, PHASE), relay_recv.c, relay_tasks.c and
+ * relay_peers.c (is there a job yet), relay.c (END's phase). */
+typedef struct {
+    json_t *body;                /* the job's WELCOME/PHASE body, as upstream
+                                    sent it (no attach); NULL before any */
+    uint32_t phase;
+    char id[64];
+} rl_job_t;
+
+/* When a TM behind us is lost: the rules (liveness.h; their timeouts set
+ * by relay_upstream.c from the job), judged by relay.c's tick; hop.hb_ms
+ * read by relay_peers.c. */
+typedef struct {
+    liveness_hop_t hop;          /* the TMs' loss rules, the JM's */
+    int64_t last_turn;           /* when tm_relay_turn last ran */
+    int64_t probe_until;         /* a connection closed: probing (liveness.h) */
+    int64_t next_tick;
+} rl_live_t;
+
+/* Tasks down (relay_tasks.c; out is also relay_upstream.c's, for CANCEL;
+ * part_min is set by relay.c, read by relay_send.c for WELCOME). */
+typedef struct {
+    uint64_t part_min;           /* tasks this large go down as parts */
+    size_t rr;                   /* round-robin start of the next serve */
+    spits_batch_t out;           /* TASKS, CANCEL being built */
+    tm_item_t items[RELAY_BATCH_MAX];
+} rl_down_t;
+
+/* Records up, being gathered for the outbox: relay_records.c's only. */
+typedef struct {
+    spits_batch_t batch;         /* records of phase ph */
+    spits_parts_t parts;         /* ...and the parts they name, shared with
+                                    the TMs' messages (zmq_msg_copy) */
+    const tm_phase_t *ph;
+    size_t done;                 /* ...of which copies this relay held */
+} rl_rec_t;
+
+/* What went wrong or odd, counted and said at most every 10 s
+ * (relay_recv.c's), and the log lines of TM events (relay.c,
+ * relay_recv.c, relay_records.c, relay_peers.c). */
+typedef struct {
+    uint64_t foreign, bogus, bad;
+    int64_t bad_logged_at, bogus_logged_at;
+    loglimit_t events;           /* TM joins, leaves, losses, loops */
+} rl_log_t;
+
+struct tm_relay {
+    tm_t *tm;
+    rl_sock_t sock;
     rl_peers_t peers;
-    spits_idmap_t *copies;       /* task id -> (TM index, tm_phase_t *) */
+    spits_idmap_t *copies;       /* task id -> (TM index, tm_phase_t *):
+                                    added by relay_tasks.c, taken by
+                                    relay_recv.c and relay_records.c */
     spits_idmap_t *extra;        /* task id -> (more copies, tm_phase_t *):
                                     copies upstream sent again while one
                                     was out behind us (it forgot we held
                                     it); answered with the first */
-    json_t *up;                  /* the job's WELCOME/PHASE body, as upstream
-                                    sent it (no attach); NULL before any */
-    uint32_t up_phase;
-    char up_job[64];
-    liveness_hop_t liveness;     /* the TMs' loss rules, the JM's (liveness.h) */
-    void *mon;                   /* the router's monitor (serving/router.h) */
-    conngen_t *conngen;          /* ...which connection each fd is now */
-    int64_t last_turn;           /* when tm_relay_turn last ran */
-    int64_t probe_until;         /* a connection closed: probing (liveness.h) */
-    long long max_task;          /* the ROUTER's message bound follows it */
-    uint64_t part_min;           /* tasks this large go down as parts */
-    size_t rr;                   /* round-robin start of the next serve */
-    int64_t next_tick;
-    uint64_t foreign, bogus, bad;
-    spits_batch_t out;           /* TASKS, CANCEL being built */
-    spits_batch_t recb;          /* records for the outbox, of phase rec_ph */
-    spits_parts_t recparts;      /* ...and the parts they name, shared with
-                                    the TMs' messages (zmq_msg_copy) */
-    const tm_phase_t *rec_ph;
-    size_t rec_done;             /* ...of which copies this relay held */
-    tm_item_t items[RELAY_BATCH_MAX];
-    loglimit_t log_events;       /* TM joins, leaves, losses, loops */
-    int64_t bad_logged_at, bogus_logged_at;
+    rl_job_t job;
+    rl_live_t live;
+    rl_down_t down;
+    rl_rec_t rec;
+    rl_log_t log;
 };
 
+/* relay_send.c */
+/* Sends buf to t (more: frames follow), noting when; -1 (errno) when it
+ * did not go. */
+int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
+                   int more);
+/* An empty message of type to t. */
+int relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type);
+/* A peer we do not know (we lost it, or restarted): it is told WHO. */
+void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen);
+/* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
+void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type);
+
+/* relay_records.c */
+/* Hands the records gathered so far to the outbox. */
+void relay_records_flush(tm_relay_t *r);
+/* Adds a record of phase ph for upstream, its payload inline, or, given
+ * part (the frame it came in), as a part; held: it answers a copy this
+ * relay took from the pool (counted running there). */
+void relay_records_add(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
+                       uint32_t status, const void *data, uint32_t len,
+                       zmq_msg_t *part, int held);
+/* The copy of id behind us is answered: the copies upstream sent again
+ * meanwhile go back unrun. */
+void relay_records_settle_extra(tm_relay_t *r, uint64_t id);
+/* t is gone (lost, or it left; why says how, for the log): what it held
+ * goes back upstream now. */
+void relay_records_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost);
+
+/* relay_tasks.c */
+/* Each TM with room gets what the pool has, round robin. */
+void relay_tasks_serve(tm_relay_t *r);
+
+/* relay_recv.c */
+/* The messages waiting on the socket, up to a burst. */
+void relay_recv_burst(tm_relay_t *r);
+
 /* relay_peers.c */
-int rl_peers_init(rl_peers_t *p);
-void rl_peers_free(rl_peers_t *p);
+int relay_peers_init(rl_peers_t *p);
+void relay_peers_free(rl_peers_t *p);
 /* The entry of routing id rid (alive or not), or NULL. */
-rl_tm_t *rl_peers_find(rl_peers_t *p, const void *rid, size_t ridlen);
+rl_tm_t *relay_peers_find(rl_peers_t *p, const void *rid, size_t ridlen);
 /* A new entry for rid: the entry of a TM gone reused, or one more. NULL
  * when out of memory. */
-rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
+rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
 /* t's alive, draining, workers or slots changed (a join, a drain, a
  * relay's STATS): its share of the relay's workers and slots follows, in
  * O(1), whatever the number of TMs. */
-void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t);
+void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
 /* t is gone: it counts no more, and its entry may be reused. */
-void rl_peers_gone(rl_peers_t *p, rl_tm_t *t);
+void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);
 /* A STATS body from t (NULL, or not alive: only checked): its runs and
  * busy time, and a relay's capacity. -1 (why says what) when malformed. */
-int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
-                   const char **why);
+int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
+                      const char **why);
 /* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and
  * those behind it noted in t's below, and heard), 1 when it is a loop: our
  * own id among them (logged; the HELLO is refused; tm->done -1 when the
  * relay is its own upstream, or the loop lasts while we have no job), or
  * -1 when malformed. */
-int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
-                        int *nbelow);
+int relay_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
+                           int *nbelow);
 
 #endif

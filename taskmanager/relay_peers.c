@@ -34,7 +34,7 @@
 #define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
 #define RELAY_STATS_MIN_MS 250     /* capacity changes go up this often at most */
 
-int rl_peers_init(rl_peers_t *p)
+int relay_peers_init(rl_peers_t *p)
 {
     memset(p, 0, sizeof *p);
     randombytes_buf(p->hash_key, sizeof p->hash_key);
@@ -42,7 +42,7 @@ int rl_peers_init(rl_peers_t *p)
     return p->byrid ? 0 : -1;
 }
 
-void rl_peers_free(rl_peers_t *p)
+void relay_peers_free(rl_peers_t *p)
 {
     spits_idmap_destroy(&p->byrid);
     free(p->tms);
@@ -52,7 +52,7 @@ void rl_peers_free(rl_peers_t *p)
     p->ntms = p->cap = p->nfree = 0;
 }
 
-static uint64_t rl_peers_hash(const rl_peers_t *p, const void *rid, size_t ridlen)
+static uint64_t relay_peers_hash(const rl_peers_t *p, const void *rid, size_t ridlen)
 {
     unsigned char h[crypto_shorthash_BYTES];
     uint64_t v;
@@ -61,18 +61,18 @@ static uint64_t rl_peers_hash(const rl_peers_t *p, const void *rid, size_t ridle
     return v;
 }
 
-rl_tm_t *rl_peers_find(rl_peers_t *p, const void *rid, size_t ridlen)
+rl_tm_t *relay_peers_find(rl_peers_t *p, const void *rid, size_t ridlen)
 {
     int idx;
-    if (!spits_idmap_get(p->byrid, rl_peers_hash(p, rid, ridlen), &idx, NULL))
+    if (!spits_idmap_get(p->byrid, relay_peers_hash(p, rid, ridlen), &idx, NULL))
         return NULL;
     rl_tm_t *t = &p->tms[idx];
-    return t->ridlen == ridlen && memcmp(t->rid, rid, ridlen) == 0 ? t : NULL;
+    return t->id.ridlen == ridlen && memcmp(t->id.rid, rid, ridlen) == 0 ? t : NULL;
 }
 
-rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
+rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 {
-    uint64_t hash = rl_peers_hash(p, rid, ridlen);
+    uint64_t hash = relay_peers_hash(p, rid, ridlen);
     rl_tm_t *t = NULL;
 
     if (spits_idmap_get(p->byrid, hash, NULL, NULL))
@@ -80,7 +80,7 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
     while (p->nfree && !t) {
         rl_tm_t *gone = &p->tms[p->free[--p->nfree]];
         gone->in_free = 0;
-        if (!gone->alive)    /* (else it re-attached since it went) */
+        if (!gone->status.alive)    /* (else it re-attached since it went) */
             t = gone;
     }
     if (!t) {
@@ -98,29 +98,29 @@ rl_tm_t *rl_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
         }
         t = &p->tms[p->ntms++];
     } else {
-        spits_idmap_del(p->byrid, t->ridhash);   /* the old TM's, forgotten */
+        spits_idmap_del(p->byrid, t->id.ridhash);   /* the old TM's, forgotten */
     }
     if (spits_idmap_put(p->byrid, hash, (int)(t - p->tms), NULL) != 0) {
         memset(t, 0, sizeof *t);   /* (a dead, unfindable entry) */
-        rl_peers_gone(p, t);
+        relay_peers_gone(p, t);
         return NULL;
     }
     memset(t, 0, sizeof *t);
-    memcpy(t->rid, rid, ridlen);
-    t->ridlen = ridlen;
-    t->ridhash = hash;
-    t->attach = -1;
+    memcpy(t->id.rid, rid, ridlen);
+    t->id.ridlen = ridlen;
+    t->id.ridhash = hash;
+    t->status.attach = -1;
     return t;
 }
 
 /* (Clamped to what a HELLO or STATS may say: wire.h.) */
-void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t)
+void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
 {
-    int counts = t->alive && !t->draining;
-    p->sum_workers += (counts ? t->workers : 0) - t->share_workers;
-    p->sum_slots += (counts ? t->slots : 0) - t->share_slots;
-    t->share_workers = counts ? t->workers : 0;
-    t->share_slots = counts ? t->slots : 0;
+    int counts = t->status.alive && !t->status.draining;
+    p->sum_workers += (counts ? t->credit.workers : 0) - t->credit.share_workers;
+    p->sum_slots += (counts ? t->credit.slots : 0) - t->credit.share_slots;
+    t->credit.share_workers = counts ? t->credit.workers : 0;
+    t->credit.share_slots = counts ? t->credit.slots : 0;
     long long workers = p->sum_workers, slots = p->sum_slots;
     if (workers > SPITS_WORKERS_MAX)
         workers = SPITS_WORKERS_MAX;
@@ -132,18 +132,18 @@ void rl_peers_capacity(rl_peers_t *p, rl_tm_t *t)
     p->slots = (int)slots;
 }
 
-void rl_peers_gone(rl_peers_t *p, rl_tm_t *t)
+void relay_peers_gone(rl_peers_t *p, rl_tm_t *t)
 {
-    t->alive = 0;
-    rl_peers_capacity(p, t);
+    t->status.alive = 0;
+    relay_peers_capacity(p, t);
     if (!t->in_free) {
         t->in_free = 1;
         p->free[p->nfree++] = (size_t)(t - p->tms);
     }
 }
 
-int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
-                   const char **why)
+int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
+                      const char **why)
 {
     json_t *j = spits_wire_decode_json(data, len, why);
     spits_stats_t st;
@@ -151,14 +151,14 @@ int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
 
     if (!j || spits_stats_parse(j, &st, why) != 0) {
         rc = -1;
-    } else if (t && t->alive) {
-        t->busy_s = st.busy_s;
-        t->runs = (uint64_t)st.runs;
+    } else if (t && t->status.alive) {
+        t->stats.busy_s = st.busy_s;
+        t->stats.runs = (uint64_t)st.runs;
         /* A relay behind us: its capacity follows its TMs. */
-        if (t->relay_id[0] && st.workers >= 0 && st.slots >= 0) {
-            t->workers = (int)st.workers;
-            t->slots = (int)st.slots;
-            rl_peers_capacity(p, t);
+        if (t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
+            t->credit.workers = (int)st.workers;
+            t->credit.slots = (int)st.slots;
+            relay_peers_capacity(p, t);
         }
     }
     json_decref(j);
@@ -166,7 +166,7 @@ int rl_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
 }
 
 /* Notes id as heard now (the oldest note makes room). */
-static void rl_peers_heard(rl_peers_t *p, const char *id, int64_t now)
+static void relay_peers_heard(rl_peers_t *p, const char *id, int64_t now)
 {
     rl_heard_t *slot = &p->heard[0];
     for (int k = 0; k < RELAY_BELOW_MAX; k++) {
@@ -181,8 +181,8 @@ static void rl_peers_heard(rl_peers_t *p, const char *id, int64_t now)
     slot->at = now;
 }
 
-int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
-                        int *nbelow)
+int relay_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
+                           int *nbelow)
 {
     rl_peers_t *p = &r->peers;
     const char *me = r->tm->link.routing_id;
@@ -199,7 +199,7 @@ int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX]
     if (strcmp(id, me) == 0) {
         spits_error("relay loop: this relay's upstream (%s) is itself; point "
                     "it at the job manager or at another relay",
-                    r->tm->link.endpoint);
+                    r->tm->link.hops.endpoint);
         r->tm->done = -1;
         return 1;
     }
@@ -215,9 +215,9 @@ int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX]
     if (!loop) {
         /* Heard, with what is behind it: a ring of relays not yet welcomed
          * is found through these (nothing above them ever answers). */
-        rl_peers_heard(p, id, now);
+        relay_peers_heard(p, id, now);
         for (int k = 0; k < *nbelow; k++)
-            rl_peers_heard(p, below[k], now);
+            relay_peers_heard(p, below[k], now);
         return 0;
     }
     if (!p->loop_since)
@@ -226,12 +226,12 @@ int rl_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX]
     char sep[256], sid[RELAY_ID_MAX * 4];
     spits_escape(sep, sizeof sep, ep ? ep : "?");
     spits_escape(sid, sizeof sid, id);
-    if (!r->up && now - p->loop_since >= RELAY_LOOP_FATAL_MS) {
+    if (!r->job.body && now - p->loop_since >= RELAY_LOOP_FATAL_MS) {
         spits_error("relay loop: the relay at %s (%s), behind this one, is "
                     "also upstream of it; a relay must not point at a relay "
                     "behind it", sep, sid);
         r->tm->done = -1;
-    } else if (loglimit_allow(&r->log_events, r->tm->now)) {
+    } else if (loglimit_allow(&r->log.events, r->tm->now)) {
         spits_warn("relay: refused the relay at %s (%s): this relay is behind "
                    "it (a loop); it should move on to another hop", sep, sid);
     }
@@ -257,12 +257,13 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
      * and those heard from lately. */
     for (size_t i = 0; i < p->ntms && listed < RELAY_BELOW_MAX; i++) {
         const rl_tm_t *t = &p->tms[i];
-        if (!t->alive || !t->relay_id[0] || now - t->live.last_heard > 3 * r->liveness.hb_ms)
+        if (!t->status.alive || !t->id.relay_id[0] ||
+            now - t->status.live.last_heard > 3 * r->live.hop.hb_ms)
             continue;
-        json_array_append_new(below, json_string(t->relay_id));
+        json_array_append_new(below, json_string(t->id.relay_id));
         listed++;
-        for (int k = 0; k < t->nbelow && listed < RELAY_BELOW_MAX; k++, listed++)
-            json_array_append_new(below, json_string(t->below[k]));
+        for (int k = 0; k < t->id.nbelow && listed < RELAY_BELOW_MAX; k++, listed++)
+            json_array_append_new(below, json_string(t->id.below[k]));
     }
     for (int k = 0; k < RELAY_BELOW_MAX && listed < RELAY_BELOW_MAX; k++)
         if (p->heard[k].id[0] && now - p->heard[k].at < RELAY_HEARD_MS) {
@@ -270,7 +271,7 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
             listed++;
         }
     return json_pack("{s:s, s:s, s:o}", "id", r->tm->link.routing_id,
-                     "endpoint", r->endpoint, "below", below);
+                     "endpoint", r->sock.endpoint, "below", below);
 }
 
 int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)
@@ -288,16 +289,17 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
 
     for (size_t i = 0; i < p->ntms; i++) {
         const rl_tm_t *t = &p->tms[i];
-        if (!t->alive)
+        if (!t->status.alive)
             continue;
         alive++;
-        runs += t->runs;
-        busy += t->busy_s;
+        runs += t->stats.runs;
+        busy += t->stats.busy_s;
         if (json_array_size(list) < RELAY_BEHIND_LISTED) {
-            json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->host,
-                                  "pid", (json_int_t)t->pid, "workers", t->workers,
-                                  "runs", (json_int_t)t->runs);
-            if (e && t->relay_id[0])
+            json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->id.host,
+                                  "pid", (json_int_t)t->id.pid,
+                                  "workers", t->credit.workers,
+                                  "runs", (json_int_t)t->stats.runs);
+            if (e && t->id.relay_id[0])
                 json_object_set_new(e, "relay", json_true());
             json_array_append_new(list, e);
         }

@@ -63,7 +63,7 @@ void tm_results_send(tm_t *tm)
         return;
     /* Stats ahead of results (10 a second at most): when the last result
      * ends the job, the JM already has the time spent on it. */
-    if (results->n && tm->pool_started && tm->now - tm->link.last_stats >= 100)
+    if (results->n && tm->pool_started && tm->now - tm->link.live.last_stats >= 100)
         tm_link_send_stats(tm);
     for (; sent < results->n; sent++) {
         tm_seg_t *seg = &results->segs[sent];
@@ -74,7 +74,7 @@ void tm_results_send(tm_t *tm)
         spits_batch_seal(&seg->batch);
         /* (a hop that takes no parts: a JM or relay of an earlier
          * release) */
-        if (seg->parts.n && !tm->link.result_parts &&
+        if (seg->parts.n && !tm->link.status.result_parts &&
             spits_parts_inline(&seg->batch, &seg->parts) != 0) {
             results_fail(tm, "cannot put large results inline for this job "
                              "manager (out of memory)");

@@ -208,7 +208,7 @@ static int sim_tm_start(sim_t *sim, uint32_t ix)
         tm_pool_destroy(&tm->pool);
         return 1;
     }
-    tm->pool.virtual_ns = (int64_t)(sim->opts.sim_task * 1e9);
+    tm->pool.opts.virtual_ns = (int64_t)(sim->opts.sim_task * 1e9);
     s->live = 1;
     sim->live++;
     if (tm_link_connect(tm) != 0)
@@ -228,7 +228,7 @@ static void sim_tm_retire(sim_t *sim, uint32_t ix, int kill)
     sim_tm_t *s = &sim->tms[ix];
     tm_t *tm = &s->tm;
 
-    sim->runs += (uint64_t)atomic_load(&tm->pool.runs);
+    sim->runs += (uint64_t)atomic_load(&tm->pool.stats.runs);
     if (tm->pool_started)
         tm_pool_stop(&tm->pool, 0);        /* (virtual: at once) */
     if (kill)
@@ -283,7 +283,7 @@ static void sim_tm_left(sim_t *sim, uint32_t ix)
  * joins fails by --wait, and is not replaced). */
 static void sim_note_join(sim_t *sim, sim_tm_t *s)
 {
-    if (s->joined || !s->tm.link.welcomed)
+    if (s->joined || !s->tm.link.status.welcomed)
         return;
     s->joined = spits_wall_time();
     if (sim->opts.sim_churn > 0)

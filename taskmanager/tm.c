@@ -106,8 +106,8 @@ static int tm_setup(tm_t *tm)
         spits_error("cannot set up: %s", strerror(errno));
         return 1;
     }
-    tm->pool.isolate = tm->opts.isolate;
-    tm->pool.task_timeout_ms = (int64_t)(tm->opts.task_timeout * 1000);
+    tm->pool.opts.isolate = tm->opts.isolate;
+    tm->pool.opts.task_timeout_ms = (int64_t)(tm->opts.task_timeout * 1000);
 
     /* A dead --isolate child must not kill us through its pipe. */
     signal(SIGPIPE, SIG_IGN);

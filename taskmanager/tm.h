@@ -35,16 +35,16 @@
  * Phases are never freed before exit: a worker may still hold a pointer
  * to an old one while it finishes a task.
  *
- * Virtual workers (spits-tm --simulate, simulate.c): with virtual_ns set,
- * tm_pool_start starts no thread. The main thread itself takes tasks into
- * nworkers virtual slots (tm_pool_virtual_turn); a task's run takes
- * virtual_ns of the clock, after which the main thread runs it, in the
+ * Virtual workers (spits-tm --simulate, simulate.c): with
+ * opts.virtual_ns set, tm_pool_start starts no thread. The main thread
+ * itself takes tasks into nworkers virtual slots (tm_pool_virtual_turn);
+ * a task's run takes virtual_ns of the clock, after which the main thread runs it, in the
  * pool's one module instance (a fast module: the time is the simulation's),
  * and queues its record in the outbox as a worker would. Everything else,
  * the queue, the outbox, the counts, is the same code.
  *
- * Remote slots (spits-tm --serve, a relay: relay.c): with remote set, no
- * worker exists either. The main thread takes tasks out of the queue for
+ * Remote slots (spits-tm --serve, a relay: relay.c): with opts.remote
+ * set, no worker exists either. The main thread takes tasks out of the queue for
  * the TMs behind the relay (tm_pool_take: they count as running) and
  * puts their records back in the outbox (tm_pool_remote_done), so the
  * queue, held, drains, cancels and the outbox work as for workers.
@@ -97,43 +97,74 @@ typedef struct {
 
 typedef struct tm_virtual tm_virtual_t;
 
+/* The shared queue of tasks. Under the pool's lock: the main thread
+ * pushes, cancels and drops; workers (or the main thread, for virtual and
+ * remote slots) take. */
 typedef struct {
-    pthread_mutex_t lock;
-    pthread_cond_t work;      /* workers wait here for tasks */
     tm_item_t *q;             /* circular queue of tasks */
-    size_t qhead, qn, qcap;
+    size_t head, n, cap;
     size_t running;           /* tasks taken by workers, not yet handed back */
     unsigned job;             /* the job held tasks are counted for */
     size_t running_other;     /* ...and those of running of another job */
-    int quit;
-    tm_seg_t *out;            /* outbox: record segments (outbox.c) */
-    size_t nout, capout;
-    _Atomic(const char *) failed;  /* why the pool cannot go on (tm_pool_fail) */
-    int wake_fd;              /* the main thread's eventfd */
+    int quit;                 /* main: workers stop (tm_pool_stop) */
+} tm_pool_queue_t;
 
-    spits_module_t *mod;      /* set once, under the lock, before the
-                                 first task is queued */
+/* The outbox (outbox.c): record segments. Under the pool's lock: workers
+ * (and the main thread) put, the main thread takes. */
+typedef struct {
+    tm_seg_t *segs;
+    size_t n, cap;
+} tm_pool_outbox_t;
+
+/* Limits and options, written by the main thread before any task is
+ * queued (isolate, task_timeout_ms, virtual_ns and remote before
+ * tm_pool_spawn; max_result and part_min as the TM joins, before
+ * tm_pool_start; mod by tm_pool_start, under the lock); read by the
+ * workers. */
+typedef struct {
+    spits_module_t *mod;
     int isolate;              /* --isolate: run tasks in child processes */
     int64_t task_timeout_ms;  /* --task-timeout (0: none); isolate only */
-    uint64_t max_result;      /* the JM's --max-task-bytes; set before start */
-    uint64_t part_min;        /* results this large go as parts; set
-                                 before start */
-    int nworkers;
-    pthread_t *threads;
-    atomic_int alive_workers;
-    int spawned;              /* the threads were started (main thread) */
-    atomic_int draining;      /* main: workers hand back unstarted tasks */
-    atomic_llong task_ns;     /* workers: a recent task's run time (0: none
-                                 yet), for --end-time */
-    atomic_llong busy_ns;     /* workers: time spent running tasks, and */
-    atomic_llong runs;        /* how many ran (added once per chunk; STATS) */
-    int64_t virtual_ns;       /* virtual workers' task time (0: threads);
-                                 set before tm_pool_spawn */
-    tm_virtual_t *virt;       /* ...and their slots (workers.c), main thread */
+    uint64_t max_result;      /* the JM's --max-task-bytes */
+    uint64_t part_min;        /* results this large go as parts */
+    int64_t virtual_ns;       /* virtual workers' task time (0: threads) */
     int remote;               /* a relay (--serve): no workers; the main
                                  thread takes tasks out for the TMs behind
-                                 it and hands their records back; set
-                                 before tm_pool_spawn */
+                                 it and hands their records back */
+} tm_pool_opts_t;
+
+/* The workers: made, started and stopped by the main thread, which alone
+ * reads and writes these but alive (each thread counts itself down as it
+ * ends). */
+typedef struct {
+    int n;
+    pthread_t *threads;
+    atomic_int alive;
+    int spawned;              /* the threads were started */
+    tm_virtual_t *virt;       /* virtual workers' slots (workers.c) */
+} tm_pool_workers_t;
+
+/* Counters: added by the workers (once per chunk), read by the main
+ * thread (STATS, --end-time). */
+typedef struct {
+    atomic_llong task_ns;     /* a recent task's run time (0: none yet) */
+    atomic_llong busy_ns;     /* time spent running tasks, and */
+    atomic_llong runs;        /* how many ran */
+} tm_pool_stats_t;
+
+typedef struct {
+    pthread_mutex_t lock;     /* guards queue, outbox and queue.quit */
+    pthread_cond_t work;      /* workers wait here for tasks */
+    tm_pool_queue_t queue;
+    tm_pool_outbox_t outbox;
+    _Atomic(const char *) failed;  /* why the pool cannot go on (tm_pool_fail):
+                                      any thread sets it, main reads */
+    int wake_fd;              /* the main thread's eventfd; set at init */
+    tm_pool_opts_t opts;
+    tm_pool_workers_t workers;
+    atomic_int draining;      /* main sets it: workers hand back
+                                 unstarted tasks */
+    tm_pool_stats_t stats;
 } tm_pool_t;
 
 /* isolate.c: one worker's child process (spits-tm --isolate). */
@@ -162,12 +193,12 @@ int tm_pool_spawn(tm_pool_t *p);
  * made; threads are spawned if they were not). Once only. Returns 0, or
  * -1 with errno set (none then runs). */
 int tm_pool_start(tm_pool_t *p, spits_module_t *mod);
-/* Virtual workers (virtual_ns set): finishes the slots whose time is up
- * by now_ns (their records go to the outbox) and starts queued tasks in
- * the free ones. Main thread only. Returns when the next slot is due
- * (INT64_MAX: none runs). */
+/* Virtual workers (opts.virtual_ns set): finishes the slots whose time
+ * is up by now_ns (their records go to the outbox) and starts queued
+ * tasks in the free ones. Main thread only. Returns when the next slot
+ * is due (INT64_MAX: none runs). */
 int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns);
-/* Remote slots (pool.remote, relay.c), main thread: takes up to max
+/* Remote slots (pool.opts.remote, relay.c), main thread: takes up to max
  * queued tasks, which then count as running (held) until their records
  * come back through tm_pool_remote_done. Returns how many. */
 size_t tm_pool_take(tm_pool_t *p, tm_item_t *out, size_t max);

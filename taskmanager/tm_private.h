@@ -19,6 +19,7 @@
  *   results.c   records from the outbox (outbox.c, the one owner of what
  *               goes back to the JM), kept until sent
  *   relay.c     --serve: a relay; the TMs behind it run the pool's tasks
+ *               (its other files: relay_int.h)
  *   link.c      the socket to the JM: finding it, connecting, security,
  *               sending, heartbeats, looking for a JM that went silent,
  *               moving between the relays of --via and the JM
@@ -28,9 +29,6 @@
  *   options.c   the command line, --end-time and the Slurm end time
  *   crash.c     a fatal signal named, and a crash file for the JM
  *   workers.c, outbox.c, isolate.c: the pool the workers share (tm.h)
- *
- * (relay.c and relay_peers.c call each other, relay_log_ok: the one
- * circle left, known to tests/layers.sh, for the relay's own rework.)
  *
  * Who owns what: each section below is one file's. Only that file writes
  * its part of tm_t; the others call its functions, or read the fields
@@ -135,12 +133,14 @@ static inline uint32_t tm_job_wire(const tm_job_t *job)
 /* ==== link.c: the connection to the JM
  *
  * Written by link.c only; protocol.c tells it what the JM said through
- * its functions. The one exception is context, the ZeroMQ context, which
+ * its functions. The exceptions are context, the ZeroMQ context, which
  * the file that makes the tm_t (tm.c, simulate.c) owns and sets before
- * tm_link_init. Read: the socket (loop.c, protocol.c, simulate.c), the
- * endpoints and names for log lines, max_task, last_stats and
- * result_parts (results.c), keys and context (relay.c); tm_link_ready
- * and tm_link_relayed (below, after tm_t) say what state it is in.
+ * tm_link_init, and live.last_look (loop.c, as the loop begins). Read:
+ * the socket (loop.c, protocol.c, simulate.c), the endpoints and names
+ * for log lines, max_task, live.last_stats and status.result_parts
+ * (results.c), keys and context (relay.c); tm_link_ready and
+ * tm_link_relayed (below, after tm_t) say what state it is in. Each part
+ * of tm_link_t says who reads it.
  */
 
 /* How long a hop (a --via relay, or the JM) has to say WELCOME, from
@@ -156,6 +156,62 @@ enum { TM_CONNECTING, TM_READY, TM_LOST };
 
 typedef uint64_t (*tm_link_pending_fn)(const tm_t *tm);
 
+/* The hops (opts.via's relays in order, then the JM): hop is the current
+ * one's index (opts.n_via: the JM). With relays, a hop that has not said
+ * WELCOME within TM_HOP_TIMEOUT_MS of since (when it was connected to, or
+ * lost) is left for the next, round and round. Written by link.c; the
+ * endpoints read for log lines (loop.c, protocol.c, relay_peers.c), hop
+ * by tm_link_relayed. */
+typedef struct {
+    char endpoint[512];          /* the current hop's: a relay's or jm_endpoint */
+    char jm_endpoint[512];       /* the JM's own (jm.json's, or --connect) */
+    int hop;
+    int64_t since;
+    int up;                      /* this socket's handshake succeeded... */
+    int welcomed;                /* ...and a WELCOME came over it */
+} tm_link_hops_t;
+
+/* Where the connection is, and what the JM said of it. Written by link.c;
+ * state read by any file through tm_link_ready, welcomed by loop.c,
+ * protocol.c and simulate.c, attach by protocol.c, result_parts by
+ * results.c. */
+typedef struct {
+    int state;                   /* TM_CONNECTING, TM_READY or TM_LOST */
+    int welcomed;                /* a JM has ever said WELCOME */
+    int result_parts;            /* this hop's WELCOME said it takes
+                                    results as parts (wire.h) */
+    long attach;                 /* outages so far, said in each HELLO: the
+                                    JM tells a new one from a queued copy */
+    int hello_waits;             /* the last HELLO found no connection
+                                    (ZMQ_IMMEDIATE): it goes as soon as
+                                    the handshake succeeds */
+} tm_link_status_t;
+
+/* Timers and liveness: when (tm->now) the JM was last heard from; we last
+ * sent anything, HELLO, STATS; we last read jm.json. Written by link.c
+ * (last_heard and fd by tm_link_heard, inline), and last_look by loop.c
+ * as the loop begins; last_stats read by results.c. */
+typedef struct {
+    int64_t last_heard, last_sent, last_hello, last_stats, last_look;
+    int64_t heartbeat_ms;        /* send something at least this often */
+    int64_t lost_ms;             /* a JM silent this long is looked for */
+    int fd;                      /* the connection its last message came
+                                    over (spits_tcp_quiet_ms), or -1 */
+    int64_t busy_logged_at;      /* "silent, but its connection is busy" */
+} tm_link_live_t;
+
+/* Refused handshakes (security, a stale key). Written and read by link.c
+ * only. */
+typedef struct {
+    uint64_t count;              /* handshakes refused since joining */
+    int64_t logged_at;           /* when the last was logged */
+    int64_t mismatch_since;      /* tm.key and jm.json disagree since */
+    int64_t since;               /* a first handshake was refused (with a
+                                    job dir: the error waits for the job's
+                                    end to be ruled out) */
+    uint16_t event;              /* ...the monitor's event */
+} tm_link_refused_t;
+
 typedef struct {
     tm_link_pending_fn pending;  /* results not sent yet, for HELLO */
     void *context, *socket;      /* ZeroMQ: the DEALER socket to the JM */
@@ -164,42 +220,12 @@ typedef struct {
     unsigned monitor_gen;        /* makes each monitor's endpoint unique */
     spits_keys_t keys;           /* CURVE: the job's server key, client pair */
     long long max_task;          /* the JM's largest task or result */
-    char endpoint[512];          /* the current hop's: a relay's or jm_endpoint */
-    char jm_endpoint[512];       /* the JM's own (jm.json's, or --connect) */
-    /* The hops are opts.via's relays in order, then the JM: hop is the
-     * current one's index (opts.n_via: the JM). With relays, a hop that
-     * has not said WELCOME within TM_HOP_TIMEOUT_MS of hop_since (when it
-     * was connected to, or lost) is left for the next, round and round. */
-    int hop;
-    int64_t hop_since;
-    int hop_up;                  /* this socket's handshake succeeded... */
-    int hop_welcomed;            /* ...and a WELCOME came over it */
     char routing_id[32];         /* how the JM knows us after a reconnect */
     char host[256];
-    int state;                   /* TM_CONNECTING, TM_READY or TM_LOST */
-    int welcomed;                /* a JM has ever said WELCOME */
-    int result_parts;            /* this hop's WELCOME said it takes
-                                    results as parts (wire.h) */
-    long attach;                 /* outages so far, said in each HELLO: the
-                                    JM tells a new one from a queued copy */
-    /* When (tm->now) the JM was last heard from; we last sent anything,
-     * HELLO, STATS; we last read jm.json. */
-    int64_t last_heard, last_sent, last_hello, last_stats, last_look;
-    int hello_waits;             /* the last HELLO found no connection
-                                    (ZMQ_IMMEDIATE): it goes as soon as
-                                    the handshake succeeds */
-    int64_t heartbeat_ms;        /* send something at least this often */
-    int64_t lost_ms;             /* a JM silent this long is looked for */
-    int fd;                      /* the connection its last message came
-                                    over (spits_tcp_quiet_ms), or -1 */
-    int64_t busy_logged_at;      /* "silent, but its connection is busy" */
-    uint64_t refusals;           /* handshakes refused since joining */
-    int64_t mismatch_since;      /* tm.key and jm.json disagree since */
-    int64_t refusals_logged_at;  /* when the last was logged */
-    int64_t refused_since;       /* a first handshake was refused (with a
-                                    job dir: the error waits for the job's
-                                    end to be ruled out) */
-    uint16_t refused_event;      /* ...the monitor's event */
+    tm_link_hops_t hops;
+    tm_link_status_t status;
+    tm_link_live_t live;
+    tm_link_refused_t refused;
 } tm_link_t;
 
 /* Our name (host, routing id) and the link's first timings; pending is
@@ -209,7 +235,7 @@ void tm_link_init(tm_t *tm, tm_link_pending_fn pending);
 /* Waits for DIR/jm.json; returns 0, -1 when the job is already over, or
  * an exit status. */
 int tm_link_find_jm(tm_t *tm);
-/* (Re)makes the socket and connects it to link.endpoint. */
+/* (Re)makes the socket and connects it to link.hops.endpoint. */
 int tm_link_connect(tm_t *tm);
 int tm_link_send(tm_t *tm, const void *buf, size_t len);
 /* A first frame then its parts (spits_parts_send: 0, -1 not taken, -2
@@ -323,7 +349,9 @@ int tm_loop_signalled(void);
 
 /* ==== relay.c: --serve (each function takes the tm_t whose relay it is)
  *
- * Its state is its own (relay_int.h); tm_t holds only the pointer.
+ * Its state is its own (relay_int.h); tm_t holds only the pointer. What
+ * upstream tells it (tm_relay_on_job, _cancel, _drain) is
+ * relay_upstream.c's; what it tells upstream, relay_peers.c's.
  */
 
 /* Binds --serve's endpoint with the job's server key (after the link's
@@ -400,23 +428,23 @@ struct tm_state {
  * answers again. */
 static inline void tm_link_heard(tm_t *tm, int fd)
 {
-    tm->link.last_heard = tm->now;
-    tm->link.fd = fd;
-    if (tm->link.state == TM_LOST)
+    tm->link.live.last_heard = tm->now;
+    tm->link.live.fd = fd;
+    if (tm->link.status.state == TM_LOST)
         tm_link_found(tm);
 }
 
 /* Read by any file: the link's state (link.c's). */
 static inline int tm_link_ready(const tm_t *tm)
 {
-    return tm->link.state == TM_READY;
+    return tm->link.status.state == TM_READY;
 }
 /* 1 when the link is on a --via relay, 0 when on the JM itself; which
- * one is link.hop, at link.endpoint. (A relay's own upstream, made of
+ * one is link.hops.hop, at link.hops.endpoint. (A relay's own upstream, made of
  * this same code, moves between its hops alike.) */
 static inline int tm_link_relayed(const tm_t *tm)
 {
-    return tm->link.hop < tm->opts.n_via;
+    return tm->link.hops.hop < tm->opts.n_via;
 }
 
 /* Frees what the set-up and the loop made, once no worker runs and the

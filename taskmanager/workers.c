@@ -71,13 +71,13 @@ static void worker_flush(worker_t *w, size_t done)
     int was_empty;
 
     pthread_mutex_lock(&p->lock);
-    was_empty = p->nout == 0;
+    was_empty = p->outbox.n == 0;
     int lost = w->local.count &&
                tm_outbox_put(p, w->local_phase, &w->local, &w->local_parts) != 0;
-    p->running -= done;
+    p->queue.running -= done;
     /* (only for a while after the TM moved to another job) */
-    for (size_t i = 0; i < done && p->running_other; i++)
-        p->running_other -= w->chunk[i].phase->job != p->job;
+    for (size_t i = 0; i < done && p->queue.running_other; i++)
+        p->queue.running_other -= w->chunk[i].phase->job != p->queue.job;
     pthread_mutex_unlock(&p->lock);
     if (lost)
         tm_pool_fail(p, "out of memory queueing results");
@@ -93,7 +93,7 @@ static void push_result(const void *data, spitssize_t size, spitsctx_t ctx)
 {
     worker_t *w = (worker_t *)ctx;
     w->call.pushes++;
-    spits_push_keep(&w->result, data, size, w->pool->max_result, &w->call.fault,
+    spits_push_keep(&w->result, data, size, w->pool->opts.max_result, &w->call.fault,
                     &w->call.bad_size);
 }
 
@@ -102,9 +102,9 @@ static void worker_set_phase(worker_t *w, const tm_phase_t *ph)
     if (w->phase == ph)
         return;
     if (w->inst_ok)
-        spits_module_worker_free(w->pool->mod, &w->inst);
+        spits_module_worker_free(w->pool->opts.mod, &w->inst);
     w->phase = ph;
-    w->inst_ok = spits_module_worker_new(w->pool->mod, &w->inst, ph->argc,
+    w->inst_ok = spits_module_worker_new(w->pool->opts.mod, &w->inst, ph->argc,
                                          (const char **)ph->argv) == 0;
     if (!w->inst_ok)
         spits_error("worker %d: spits_worker_new returned NULL (phase %u); "
@@ -115,9 +115,9 @@ static void worker_set_phase(worker_t *w, const tm_phase_t *ph)
 static uint32_t worker_run_isolated(worker_t *w, const tm_item_t *it)
 {
     char why[160];
-    uint32_t status = tm_child_run(w->child, w->pool->mod, it,
-                                   w->pool->task_timeout_ms, w->pool->max_result,
-                                   &w->result, why, sizeof why);
+    const tm_pool_opts_t *o = &w->pool->opts;
+    uint32_t status = tm_child_run(w->child, o->mod, it, o->task_timeout_ms,
+                                   o->max_result, &w->result, why, sizeof why);
     if (status == SPITS_ST_CRASHED)
         spits_warn("task %llu crashed its worker process (%s); a new one "
                    "takes over", (unsigned long long)it->id, why);
@@ -141,9 +141,9 @@ static uint32_t worker_run_here(worker_t *w, const tm_item_t *it)
     if (!w->inst_ok)
         return SPITS_ST_FAILED;
     spits_crash_task(it->id);
-    int rc = spits_module_worker_run(w->pool->mod, &w->inst, it->data,
+    int rc = spits_module_worker_run(w->pool->opts.mod, &w->inst, it->data,
                                      (spitssize_t)it->len, push_result, w);
-    if (spits_modcall_worker_run(&w->call, it->id, w->pool->max_result,
+    if (spits_modcall_worker_run(&w->call, it->id, w->pool->opts.max_result,
                                  "--max-task-bytes") != 0)
         return SPITS_ST_FAILED;
     if (rc != 0) {
@@ -194,7 +194,7 @@ static void worker_run_one(worker_t *w, const tm_item_t *it)
     w->result.len = 0;
     spits_modcall_begin(&w->call);
     w->has_rc = 0;
-    uint32_t status = w->pool->isolate ? worker_run_isolated(w, it)
+    uint32_t status = w->pool->opts.isolate ? worker_run_isolated(w, it)
                                        : worker_run_here(w, it);
     uint32_t len = status == SPITS_ST_OK ? (uint32_t)w->result.len : 0;
     if (status == SPITS_ST_FAILED && w->has_rc) {
@@ -207,7 +207,7 @@ static void worker_run_one(worker_t *w, const tm_item_t *it)
             put_u32(dst, (uint32_t)w->rc);
         return;
     }
-    if (len >= w->pool->part_min) {
+    if (len >= w->pool->opts.part_min) {
         if (worker_add_part(w, it->id, status) != 0)
             tm_pool_fail(w->pool, "out of memory building results");
         return;
@@ -238,7 +238,7 @@ static void worker_hand_back(worker_t *w, const tm_item_t *it)
 static void worker_free(worker_t *w)
 {
     if (w->inst_ok)
-        spits_module_worker_free(w->pool->mod, &w->inst);
+        spits_module_worker_free(w->pool->opts.mod, &w->inst);
     tm_child_destroy(&w->child);
     spits_buf_free(&w->result);
     spits_batch_free(&w->local);
@@ -247,13 +247,13 @@ static void worker_free(worker_t *w)
     free(w);
 }
 
-/* The queue's oldest task, now running; caller holds the lock, qn > 0. */
+/* The queue's oldest task, now running; caller holds the lock, queue.n > 0. */
 static tm_item_t pool_pop_locked(tm_pool_t *p)
 {
-    tm_item_t it = p->q[p->qhead];
-    p->qhead = (p->qhead + 1) % p->qcap;
-    p->qn--;
-    p->running++;
+    tm_item_t it = p->queue.q[p->queue.head];
+    p->queue.head = (p->queue.head + 1) % p->queue.cap;
+    p->queue.n--;
+    p->queue.running++;
     return it;
 }
 
@@ -267,15 +267,15 @@ static void *worker_main(void *arg)
     for (;;) {
         size_t k;
         pthread_mutex_lock(&p->lock);
-        while (p->qn == 0 && !p->quit)
+        while (p->queue.n == 0 && !p->queue.quit)
             pthread_cond_wait(&p->work, &p->lock);
-        if (p->quit) {
+        if (p->queue.quit) {
             pthread_mutex_unlock(&p->lock);
             break;
         }
         /* A fair share of the queue, so the other workers get some; one
          * at a time when tasks are long. */
-        k = p->qn / (size_t)p->nworkers;
+        k = p->queue.n / (size_t)p->workers.n;
         k = k < 1 || w->task_ns > WORKER_LONG_TASK_NS ? 1
             : k > WORKER_CHUNK_MAX ? WORKER_CHUNK_MAX : k;
         for (size_t i = 0; i < k; i++)
@@ -295,15 +295,16 @@ static void *worker_main(void *arg)
         }
         int64_t spent = now_ns() - t0;
         w->task_ns = spent / (int64_t)k;
-        atomic_store_explicit(&p->task_ns, w->task_ns, memory_order_relaxed);
+        atomic_store_explicit(&p->stats.task_ns, w->task_ns, memory_order_relaxed);
         if (ran) {
-            atomic_fetch_add_explicit(&p->busy_ns, spent, memory_order_relaxed);
-            atomic_fetch_add_explicit(&p->runs, (long long)ran, memory_order_relaxed);
+            atomic_fetch_add_explicit(&p->stats.busy_ns, spent, memory_order_relaxed);
+            atomic_fetch_add_explicit(&p->stats.runs, (long long)ran,
+                                      memory_order_relaxed);
         }
         worker_flush(w, k);
     }
     worker_free(w);
-    atomic_fetch_sub(&p->alive_workers, 1);
+    atomic_fetch_sub(&p->workers.alive, 1);
     return NULL;
 }
 
@@ -312,18 +313,18 @@ int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd)
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->work, NULL);
-    p->nworkers = nworkers;
+    p->workers.n = nworkers;
     p->wake_fd = wake_fd;
-    atomic_init(&p->alive_workers, 0);
+    atomic_init(&p->workers.alive, 0);
     atomic_init(&p->draining, 0);
     atomic_init(&p->failed, NULL);
-    atomic_init(&p->task_ns, 0);
-    atomic_init(&p->busy_ns, 0);
-    atomic_init(&p->runs, 0);
-    p->qcap = 1024;
-    p->q = malloc(p->qcap * sizeof *p->q);
-    p->threads = calloc((size_t)nworkers, sizeof *p->threads);
-    return p->q && p->threads ? 0 : -1;
+    atomic_init(&p->stats.task_ns, 0);
+    atomic_init(&p->stats.busy_ns, 0);
+    atomic_init(&p->stats.runs, 0);
+    p->queue.cap = 1024;
+    p->queue.q = malloc(p->queue.cap * sizeof *p->queue.q);
+    p->workers.threads = calloc((size_t)nworkers, sizeof *p->workers.threads);
+    return p->queue.q && p->workers.threads ? 0 : -1;
 }
 
 /* One worker's state, for worker_main (which frees it); NULL when out of
@@ -332,7 +333,7 @@ static worker_t *worker_new(tm_pool_t *p, int index)
 {
     worker_t *w = calloc(1, sizeof *w);
     if (!w || !(w->chunk = malloc(WORKER_CHUNK_MAX * sizeof *w->chunk)) ||
-        (p->isolate && !(w->child = tm_child_new()))) {
+        (p->opts.isolate && !(w->child = tm_child_new()))) {
         if (w)
             free(w->chunk);
         free(w);
@@ -348,7 +349,7 @@ static worker_t *worker_new(tm_pool_t *p, int index)
 static void pool_tell_quit(tm_pool_t *p)
 {
     pthread_mutex_lock(&p->lock);
-    p->quit = 1;
+    p->queue.quit = 1;
     pthread_mutex_unlock(&p->lock);
     pthread_cond_broadcast(&p->work);
 }
@@ -357,29 +358,29 @@ static int virtual_start(tm_pool_t *p);
 
 int tm_pool_spawn(tm_pool_t *p)
 {
-    if (p->remote || p->virtual_ns || p->spawned)
+    if (p->opts.remote || p->opts.virtual_ns || p->workers.spawned)
         return 0;    /* (no threads: tm_pool_start sets up what runs) */
-    for (int i = 0; i < p->nworkers; i++) {
+    for (int i = 0; i < p->workers.n; i++) {
         worker_t *w = worker_new(p, i);
         int err = ENOMEM;
         if (w) {
-            atomic_fetch_add(&p->alive_workers, 1);
-            if ((err = pthread_create(&p->threads[i], NULL, worker_main, w)) == 0)
+            atomic_fetch_add(&p->workers.alive, 1);
+            if ((err = pthread_create(&p->workers.threads[i], NULL, worker_main, w)) == 0)
                 continue;
-            atomic_fetch_sub(&p->alive_workers, 1);
+            atomic_fetch_sub(&p->workers.alive, 1);
             worker_free(w);
         }
         /* None may outlive a failed start: tm_pool_destroy would free the
          * lock and queue under them. */
         pool_tell_quit(p);
         for (int k = 0; k < i; k++) {   /* they hold nothing: prompt */
-            pthread_join(p->threads[k], NULL);
-            p->threads[k] = 0;
+            pthread_join(p->workers.threads[k], NULL);
+            p->workers.threads[k] = 0;
         }
         errno = err;
         return -1;
     }
-    p->spawned = 1;
+    p->workers.spawned = 1;
     return 0;
 }
 
@@ -388,9 +389,9 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
     /* (under the lock: a worker reads mod after taking a task, which
      * only comes later, under the lock too) */
     pthread_mutex_lock(&p->lock);
-    p->mod = mod;
+    p->opts.mod = mod;
     pthread_mutex_unlock(&p->lock);
-    if (p->virtual_ns)
+    if (p->opts.virtual_ns)
         return virtual_start(p);
     return tm_pool_spawn(p);
 }
@@ -398,20 +399,20 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
 /* Room for n more tasks in the queue; caller holds the lock. */
 static int pool_grow(tm_pool_t *p, size_t n)
 {
-    if (p->qcap - p->qn >= n)
+    if (p->queue.cap - p->queue.n >= n)
         return 0;
-    size_t cap = p->qcap * 2;
-    while (cap - p->qn < n)
+    size_t cap = p->queue.cap * 2;
+    while (cap - p->queue.n < n)
         cap *= 2;
     tm_item_t *q = malloc(cap * sizeof *q);
     if (!q)
         return -1;
-    for (size_t i = 0; i < p->qn; i++)
-        q[i] = p->q[(p->qhead + i) % p->qcap];
-    free(p->q);
-    p->q = q;
-    p->qcap = cap;
-    p->qhead = 0;
+    for (size_t i = 0; i < p->queue.n; i++)
+        q[i] = p->queue.q[(p->queue.head + i) % p->queue.cap];
+    free(p->queue.q);
+    p->queue.q = q;
+    p->queue.cap = cap;
+    p->queue.head = 0;
     return 0;
 }
 
@@ -425,8 +426,8 @@ int tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n)
         return -1;
     }
     for (size_t i = 0; i < n; i++)
-        p->q[(p->qhead + p->qn + i) % p->qcap] = items[i];
-    p->qn += n;
+        p->queue.q[(p->queue.head + p->queue.n + i) % p->queue.cap] = items[i];
+    p->queue.n += n;
     pthread_mutex_unlock(&p->lock);
     if (n == 1)
         pthread_cond_signal(&p->work);
@@ -446,20 +447,20 @@ static size_t pool_remove(tm_pool_t *p, int (*match)(const tm_item_t *, const vo
     int lost = 0;
 
     pthread_mutex_lock(&p->lock);
-    for (size_t i = 0; i < p->qn; i++) {
-        tm_item_t it = p->q[(p->qhead + i) % p->qcap];
+    for (size_t i = 0; i < p->queue.n; i++) {
+        tm_item_t it = p->queue.q[(p->queue.head + i) % p->queue.cap];
         int keep = !match(&it, arg);
         if (!keep && hand_back && !lost &&
             tm_outbox_return_locked(p, it.phase->job, it.phase->wire, it.id) != 0)
             lost = 1;
         if (keep || (hand_back && lost)) {
-            p->q[(p->qhead + kept++) % p->qcap] = it;
+            p->queue.q[(p->queue.head + kept++) % p->queue.cap] = it;
             continue;
         }
         tm_rx_release(it.rx, 1);
         removed++;
     }
-    p->qn = kept;
+    p->queue.n = kept;
     pthread_mutex_unlock(&p->lock);
     if (lost)
         tm_pool_fail(p, "out of memory handing back tasks");
@@ -513,7 +514,7 @@ size_t tm_pool_drain(tm_pool_t *p)
 size_t tm_pool_running(tm_pool_t *p)
 {
     pthread_mutex_lock(&p->lock);
-    size_t n = p->running;
+    size_t n = p->queue.running;
     pthread_mutex_unlock(&p->lock);
     return n;
 }
@@ -533,7 +534,7 @@ const char *tm_pool_failed(tm_pool_t *p)
 size_t tm_pool_held(tm_pool_t *p)
 {
     pthread_mutex_lock(&p->lock);
-    size_t n = p->qn + p->running - p->running_other;
+    size_t n = p->queue.n + p->queue.running - p->queue.running_other;
     pthread_mutex_unlock(&p->lock);
     return n;
 }
@@ -541,19 +542,19 @@ size_t tm_pool_held(tm_pool_t *p)
 void tm_pool_counts(tm_pool_t *p, size_t *running, size_t *queued)
 {
     pthread_mutex_lock(&p->lock);
-    size_t taken = p->running - p->running_other;
-    size_t held = p->qn + taken;
+    size_t taken = p->queue.running - p->queue.running_other;
+    size_t held = p->queue.n + taken;
     pthread_mutex_unlock(&p->lock);
     /* A worker runs one task at a time, whatever its chunk holds. */
-    *running = taken < (size_t)p->nworkers ? taken : (size_t)p->nworkers;
+    *running = taken < (size_t)p->workers.n ? taken : (size_t)p->workers.n;
     *queued = held - *running;
 }
 
 void tm_pool_set_job(tm_pool_t *p, unsigned job)
 {
     pthread_mutex_lock(&p->lock);
-    p->job = job;
-    p->running_other = p->running;   /* (none of the new job's runs yet) */
+    p->queue.job = job;
+    p->queue.running_other = p->queue.running;   /* (none of the new job's runs yet) */
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -562,20 +563,21 @@ static void virtual_stop(tm_pool_t *p);
 int tm_pool_stop(tm_pool_t *p, int ms)
 {
     pool_tell_quit(p);
-    if (p->virt) {
+    if (p->workers.virt) {
         virtual_stop(p);
         return 0;
     }
-    for (int waited = 0; atomic_load(&p->alive_workers) > 0 && waited < ms; waited += 10) {
+    for (int waited = 0; atomic_load(&p->workers.alive) > 0 && waited < ms;
+         waited += 10) {
         struct timespec ts = {0, 10 * 1000000};
         nanosleep(&ts, NULL);
     }
-    int left = atomic_load(&p->alive_workers);
+    int left = atomic_load(&p->workers.alive);
     if (left == 0)
-        for (int i = 0; i < p->nworkers; i++)
-            if (p->threads[i]) {
-                pthread_join(p->threads[i], NULL);
-                p->threads[i] = 0;
+        for (int i = 0; i < p->workers.n; i++)
+            if (p->workers.threads[i]) {
+                pthread_join(p->workers.threads[i], NULL);
+                p->workers.threads[i] = 0;
             }
     return left;
 }
@@ -586,7 +588,7 @@ size_t tm_pool_take(tm_pool_t *p, tm_item_t *out, size_t max)
 {
     size_t n = 0;
     pthread_mutex_lock(&p->lock);
-    while (n < max && p->qn && !p->quit)
+    while (n < max && p->queue.n && !p->queue.quit)
         out[n++] = pool_pop_locked(p);
     pthread_mutex_unlock(&p->lock);
     return n;
@@ -599,11 +601,12 @@ int tm_pool_remote_done(tm_pool_t *p, const tm_phase_t *ph,
     pthread_mutex_lock(&p->lock);
     /* Records of a job the TM left are dropped, as a worker's are
      * (results.c): the JM that sent those copies is gone. */
-    if (ph->job == p->job && b && b->count)
+    if (ph->job == p->queue.job && b && b->count)
         rc = tm_outbox_put(p, ph, b, parts);
-    p->running -= done;
-    if (ph->job != p->job)
-        p->running_other -= done < p->running_other ? done : p->running_other;
+    p->queue.running -= done;
+    if (ph->job != p->queue.job)
+        p->queue.running_other -= done < p->queue.running_other
+                                      ? done : p->queue.running_other;
     pthread_mutex_unlock(&p->lock);
     spits_parts_free(parts);   /* (what was not queued: none, or dropped) */
     if (rc != 0)
@@ -615,13 +618,13 @@ void tm_pool_destroy(tm_pool_t *p)
 {
     /* Workers not stopped yet (a set-up that failed after tm_pool_spawn)
      * never had a task: they leave at once. */
-    if (p->spawned)
+    if (p->workers.spawned)
         tm_pool_stop(p, INT_MAX);
-    for (size_t i = 0; i < p->qn; i++)
-        tm_rx_release(p->q[(p->qhead + i) % p->qcap].rx, 1);
+    for (size_t i = 0; i < p->queue.n; i++)
+        tm_rx_release(p->queue.q[(p->queue.head + i) % p->queue.cap].rx, 1);
     tm_outbox_free(p);
-    free(p->q);
-    free(p->threads);
+    free(p->queue.q);
+    free(p->workers.threads);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->work);
 }
@@ -641,7 +644,7 @@ struct tm_virtual {
 static int virtual_start(tm_pool_t *p)
 {
     tm_virtual_t *v = calloc(1, sizeof *v);
-    if (!v || !(v->slots = calloc((size_t)p->nworkers, sizeof *v->slots)) ||
+    if (!v || !(v->slots = calloc((size_t)p->workers.n, sizeof *v->slots)) ||
         !(v->w = worker_new(p, 0))) {
         if (v)
             free(v->slots);
@@ -650,8 +653,8 @@ static int virtual_start(tm_pool_t *p)
         return -1;
     }
     spits_batch_begin(&v->w->local, SPITS_MSG_RESULTS, 0);
-    atomic_store(&p->task_ns, p->virtual_ns);
-    p->virt = v;
+    atomic_store(&p->stats.task_ns, p->opts.virtual_ns);
+    p->workers.virt = v;
     return 0;
 }
 
@@ -659,20 +662,20 @@ static int virtual_start(tm_pool_t *p)
  * copies never come back, and the JM counts them lost. */
 static void virtual_stop(tm_pool_t *p)
 {
-    tm_virtual_t *v = p->virt;
+    tm_virtual_t *v = p->workers.virt;
 
-    for (int i = 0; i < p->nworkers; i++)
+    for (int i = 0; i < p->workers.n; i++)
         if (v->slots[i].it.rx)
             tm_rx_release(v->slots[i].it.rx, 1);
     worker_free(v->w);
     free(v->slots);
     free(v);
-    p->virt = NULL;
+    p->workers.virt = NULL;
 }
 
 int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns)
 {
-    tm_virtual_t *v = p->virt;
+    tm_virtual_t *v = p->workers.virt;
     worker_t *w;
     int64_t next = INT64_MAX;
     size_t k = 0, ran = 0;
@@ -681,7 +684,7 @@ int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns)
         return next;
     w = v->w;
     /* Runs finished by now: their records go out as a worker's chunk. */
-    for (int i = 0; i < p->nworkers; i++) {
+    for (int i = 0; i < p->workers.n; i++) {
         vslot_t *s = &v->slots[i];
         if (!s->it.rx || s->due_ns > now_ns)
             continue;
@@ -696,19 +699,20 @@ int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns)
         }
     }
     if (ran) {
-        atomic_fetch_add_explicit(&p->busy_ns, (long long)ran * p->virtual_ns,
+        atomic_fetch_add_explicit(&p->stats.busy_ns, (long long)ran * p->opts.virtual_ns,
                                   memory_order_relaxed);
-        atomic_fetch_add_explicit(&p->runs, (long long)ran, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->stats.runs, (long long)ran,
+                                  memory_order_relaxed);
     }
     if (k || w->local.count)
         worker_flush(w, k);
     /* Free slots take queued tasks; a drain leaves none queued. */
     pthread_mutex_lock(&p->lock);
-    for (int i = 0; i < p->nworkers; i++) {
+    for (int i = 0; i < p->workers.n; i++) {
         vslot_t *s = &v->slots[i];
-        if (!s->it.rx && p->qn && !p->quit) {
+        if (!s->it.rx && p->queue.n && !p->queue.quit) {
             s->it = pool_pop_locked(p);
-            s->due_ns = now_ns + p->virtual_ns;
+            s->due_ns = now_ns + p->opts.virtual_ns;
         }
         if (s->it.rx && s->due_ns < next)
             next = s->due_ns;

@@ -329,9 +329,9 @@ static void tm_start(tm_t *tm)
         zmq_setsockopt(router, ZMQ_LINGER, &(int){0}, sizeof(int)) ||
         zmq_bind(router, F_ENDPOINT) != 0 || tm_link_connect(tm) != 0)
         abort();
-    tm->link.state = TM_READY;
+    tm->link.status.state = TM_READY;
     tm->now = spits_now_ms();
-    tm->link.last_heard = tm->now;
+    tm->link.live.last_heard = tm->now;
     tm_link_send_hello(tm);
 }
 
@@ -342,7 +342,7 @@ static void tm_settle(tm_t *tm)
     uint32_t phase = tm_job_wire(&tm->job);
 
     while (copies_out(0) && spits_now_ms() < end) {
-        if (tm->link.state != TM_READY)    /* the JM answers its HELLO */
+        if (tm->link.status.state != TM_READY)    /* the JM answers its HELLO */
             welcome(tm, phase ? phase : 1, 255);
         loop_turn(tm);
         router_read();

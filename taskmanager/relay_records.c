@@ -1,0 +1,120 @@
+/*
+ * relay_records.c - a relay's records upstream (see relay_int.h): what
+ * the TMs behind it answer, and the copies that go back unrun, gathered
+ * into one RESULTS batch per phase and handed to the outbox (results.c
+ * sends them to the relay's own upstream, as a TM's).
+ *
+ * The rule upstream is the JM's own: every copy the relay took from the
+ * pool (tm_pool_take, which counts it running) goes back as exactly one
+ * record, through relay_records_add with held set. A copy upstream sent
+ * again while one was out behind us (extra, see relay_tasks.c) is
+ * answered RETURNED with the first (relay_records_settle_extra). A TM gone hands
+ * back, here, every copy it held (relay_records_drop).
+ *
+ * Below relay_recv.c and relay_tasks.c; it uses the table of TMs
+ * (relay_peers.c) and the pool (tm.h), nothing above.
+ */
+#define _DEFAULT_SOURCE
+#include <string.h>
+
+#include "log.h"
+#include "relay_int.h"
+
+/* Hands the records gathered so far to the outbox (results.c sends
+ * them). */
+void relay_records_flush(tm_relay_t *r)
+{
+    if (!r->rec.ph)
+        return;
+    tm_pool_remote_done(&r->tm->pool, r->rec.ph,
+                        r->rec.batch.count ? &r->rec.batch : NULL,
+                        &r->rec.parts, r->rec.done);
+    r->rec.ph = NULL;
+    r->rec.done = 0;
+}
+
+/* A record's payload as a part upstream: the frame it came in, shared
+ * (zmq_msg_copy counts a reference, no bytes are copied). 0, or -1 when
+ * out of memory (nothing added). */
+static int relay_records_add_part(tm_relay_t *r, uint64_t id, uint32_t status,
+                                  zmq_msg_t *part)
+{
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    int rc = zmq_msg_copy(&m, part) == 0 &&
+             spits_parts_add(&r->rec.parts, &m) == 0 ? 0 : -1;
+    zmq_msg_close(&m);
+    if (rc == 0 && spits_batch_add_part(&r->rec.batch, id, status,
+                                        (uint32_t)zmq_msg_size(part)) != 0) {
+        spits_parts_drop_last(&r->rec.parts);
+        rc = -1;
+    }
+    return rc;
+}
+
+/* Adds a record of phase ph for upstream, its payload inline, or, given
+ * part (the frame it came in), as a part; held: it answers a copy this
+ * relay took from the pool (counted running there). */
+void relay_records_add(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
+                       uint32_t status, const void *data, uint32_t len,
+                       zmq_msg_t *part, int held)
+{
+    if (ph != r->rec.ph) {
+        relay_records_flush(r);
+        r->rec.ph = ph;
+        spits_batch_begin(&r->rec.batch, SPITS_MSG_RESULTS, ph->wire);
+    }
+    unsigned char *dst = NULL;
+    if (part ? relay_records_add_part(r, id, status, part) != 0
+             : !(dst = spits_batch_add(&r->rec.batch, id, status, len))) {
+        /* Its copy then stays held upstream, and the pool must say so:
+         * the relay stops and the JM sends its copies elsewhere. */
+        tm_pool_fail(&r->tm->pool, "out of memory queueing results");
+    } else if (dst && len) {
+        memcpy(dst, data, len);
+    }
+    r->rec.done += held != 0;
+}
+
+/* The copy of id behind us is answered (its record went up): the copies
+ * upstream sent again meanwhile go back unrun. */
+void relay_records_settle_extra(tm_relay_t *r, uint64_t id)
+{
+    int more;
+    void *ph;
+    if (!spits_idmap_get(r->extra, id, &more, &ph))
+        return;
+    spits_idmap_del(r->extra, id);
+    for (int k = 0; k < more; k++)
+        relay_records_add(r, ph, id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
+}
+
+/* A copy t held goes back upstream unrun (idmap_take_owner's callback). */
+static void relay_records_return_copy(uint64_t id, void *ph, void *arg)
+{
+    relay_records_add(arg, ph, id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
+    relay_records_settle_extra(arg, id);
+}
+
+/* t is gone (lost, or it left): what it held goes back upstream now. */
+void relay_records_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
+{
+    rl_peers_t *p = &r->peers;
+    if (!t->status.alive)
+        return;
+    size_t n = spits_idmap_take_owner(r->copies, (int)(t - p->tms),
+                                      relay_records_return_copy, r);
+    relay_records_flush(r);
+    relay_peers_gone(p, t);
+    t->credit.outstanding = 0;
+    p->runs_gone += t->stats.runs;
+    p->busy_gone += t->stats.busy_s;
+    if (lost)
+        p->losses++;
+    else
+        p->leaves++;
+    if (loglimit_allow(&r->log.events, r->tm->now))
+        spits_info("relay: %s %s:%ld %s; %zu task(s) handed back upstream",
+                   t->id.relay_id[0] ? "relay" : "TM", t->id.host, t->id.pid, why, n);
+}
+

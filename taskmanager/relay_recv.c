@@ -1,0 +1,298 @@
+/*
+ * relay_recv.c - a relay's messages from the TMs behind it (see
+ * relay_int.h), as a JM takes them:
+ *
+ *   HELLO      a TM joins (or re-attaches): it gets the job's WELCOME as
+ *              the relay got it, with its own attach number
+ *   RESULTS    each record of a copy the TM holds goes upstream; other
+ *              results (a TM that joined holding work from elsewhere, or
+ *              one we counted lost) go up flagged SPITS_REC_FOREIGN,
+ *              which gives the JM no credit back, and a copy of that task
+ *              still queued here goes back unrun; a result that came as a
+ *              part goes up as one, the same frame shared (zmq_msg_copy),
+ *              not copied
+ *   DRAIN, BYE, STATS, HEARTBEAT as a JM takes them
+ *
+ * A TM gets back one slot per record of a copy it held, and per record of
+ * what it said it held when it joined (unknown_credit); other records free
+ * nothing, so no TM can talk itself into more tasks than its slots.
+ * Malformed messages, and records of copies a TM was never sent, are
+ * counted and said at most every 10 s.
+ *
+ * Uses relay_records.c, relay_send.c and relay_peers.c; called by
+ * relay.c's turn.
+ */
+#define _DEFAULT_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "escape.h"
+#include "log.h"
+#include "relay_int.h"
+#include "zmqutil.h"
+
+#define RELAY_RECV_BURST 1024      /* messages a turn, so tasks still go out */
+
+
+/* A malformed message (bad), or records of copies a TM was never sent
+ * (bogus): counted, and said at most every 10 s. */
+static void relay_recv_bad(tm_relay_t *r, const char *why)
+{
+    r->log.bad++;
+    if (loglimit_every(&r->log.bad_logged_at, r->tm->now, 10000))
+        spits_warn("relay: dropped a malformed message from a task manager "
+                   "(%s); %llu so far", why, (unsigned long long)r->log.bad);
+}
+
+static void relay_recv_bogus(tm_relay_t *r, const rl_tm_t *t)
+{
+    r->log.bogus++;
+    if (loglimit_every(&r->log.bogus_logged_at, r->tm->now, 10000))
+        spits_warn("relay: TM %s:%ld sent records of task copies this relay did "
+                   "not send it; they free no slot (%llu so far)", t->id.host,
+                   t->id.pid, (unsigned long long)r->log.bogus);
+}
+
+
+/* HELLO: a TM (or a relay) joins, re-attaches, or repeats itself. */
+static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
+                             size_t ridlen, zmq_msg_t *msg)
+{
+    const char *why = NULL;
+    spits_hello_t h;
+    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];
+    int nbelow = 0, loop = 0;
+    json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
+
+    if (!j || spits_hello_parse(j, &h, &why) != 0 ||
+        (h.relay && (loop = relay_peers_check_loop(r, h.relay, below, &nbelow)) < 0)) {
+        relay_recv_bad(r, why ? why : "HELLO with a bad relay id");
+        json_decref(j);
+        return;
+    }
+    if (loop || !r->job.body) {
+        /* A loop is refused (relay_peers.c); with no job yet, it says
+         * HELLO again each second. */
+        json_decref(j);
+        return;
+    }
+    if (t && t->status.alive && t->id.pid == h.pid && h.attach >= 0 &&
+        h.attach <= t->status.attach) {
+        relay_send_job(r, t, SPITS_MSG_WELCOME);   /* a queued copy */
+        json_decref(j);
+        return;
+    }
+    int first = !t;
+    if (t && t->status.alive)
+        relay_records_drop(r, t, "reconnected", 1);
+    if (!t && !(t = relay_peers_add(&r->peers, rid, ridlen))) {
+        relay_recv_bad(r, "no room to add a task manager");
+        json_decref(j);
+        return;
+    }
+    /* What a TM of another job holds is not this job's (as in the JM). */
+    long held = h.job_id && strcmp(h.job_id, r->job.id) != 0 ? 0 : h.held;
+    spits_escape(t->id.host, sizeof t->id.host, h.host);   /* (for our log) */
+    t->id.pid = h.pid;
+    t->credit.workers = (int)h.workers;
+    t->credit.slots = (int)h.slots;
+    t->credit.outstanding = (int)(held < h.slots ? held : h.slots);
+    t->credit.unknown_credit = (int)held;
+    t->status.attach = h.attach;
+    t->status.alive = 1;
+    t->status.draining = 0;
+    liveness_heard(&t->status.live, r->tm->now);
+    t->stats.runs = 0;
+    t->stats.busy_s = 0;
+    t->id.relay_id[0] = 0;
+    t->id.nbelow = nbelow;
+    memcpy(t->id.below, below, sizeof below);
+    if (h.relay)
+        snprintf(t->id.relay_id, sizeof t->id.relay_id, "%s",
+                 json_string_value(json_object_get(h.relay, "id")));
+    if (first)
+        r->peers.joins++;
+    else
+        r->peers.reattaches++;
+    relay_peers_capacity(&r->peers, t);
+    if (loglimit_allow(&r->log.events, r->tm->now))
+        spits_info("relay: %s %s:%ld %s with %ld worker(s)",
+                   h.relay ? "relay" : "TM", t->id.host, h.pid,
+                   first ? "joined" : "re-attached", h.workers);
+    relay_send_job(r, t, SPITS_MSG_WELCOME);
+    json_decref(j);
+}
+
+#define RELAY_UNQUEUE_MAX 64   /* foreign results' ids unqueued at once */
+
+/* Our own queued copies of tasks whose foreign results just went up:
+ * after them (flushed first, so the JM reads the result before), each
+ * goes back unrun instead of down to a TM, which would run the task
+ * again; typically the JM re-sent it to us when the TM's old hop died.
+ * A copy already down with a TM is the JM's to cancel. */
+static void relay_recv_unqueue(tm_relay_t *r, const tm_phase_t *ph, uint64_t *ids,
+                               size_t *n)
+{
+    if (!*n)
+        return;
+    relay_records_flush(r);
+    tm_pool_cancel(&r->tm->pool, ph, ids, *n);
+    *n = 0;
+}
+
+/* The records of a RESULTS message from t (NULL: a TM we do not know):
+ * each of a copy t holds goes upstream and frees its slot; any other
+ * result goes up as foreign (see the header), and a copy of its task
+ * still queued here goes back unrun (relay_recv_unqueue). With no_payload (a
+ * message whose frames did not fit its records), the copies t holds go
+ * back unrun instead, and nothing else goes up. */
+static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
+                               zmq_msg_t *msg, spits_parts_t *parts, int no_payload)
+{
+    spits_reader_t reader;
+    spits_rec_t rec;
+    uint64_t credit = 0, bogus = 0;
+    uint64_t done[RELAY_UNQUEUE_MAX];
+    size_t ndone = 0;
+    int idx = t ? (int)(t - r->peers.tms) : -1;
+    const tm_phase_t *cur = r->tm->job.current;
+    size_t k = 0;   /* the next part */
+
+    spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
+    spits_reader_parts(&reader, parts->view);
+    while (spits_reader_next(&reader, &rec)) {
+        zmq_msg_t *part = rec.part && !no_payload ? &parts->msgs[k++] : NULL;
+        void *ph;
+        if (rec.foreign) {
+            /* (a relay behind us passing one on: no slot of its own) */
+        } else if (t && spits_idmap_take(r->copies, rec.id, idx, &ph)) {
+            if (no_payload)
+                relay_records_add(r, ph, rec.id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
+            else
+                relay_records_add(r, ph, rec.id, rec.status, rec.data, rec.len, part, 1);
+            relay_records_settle_extra(r, rec.id);
+            credit++;
+            continue;
+        } else if (t && t->credit.unknown_credit > 0) {
+            t->credit.unknown_credit--;
+            credit++;
+        } else if (t) {
+            bogus++;
+        }
+        /* Not a copy it holds from us: work it did for another hop, or
+         * for us before we counted it lost. A result may still be the
+         * first; a copy handed back is nothing to anyone. */
+        if (no_payload || rec.status == SPITS_ST_RETURNED || !cur ||
+            h->phase != cur->wire)
+            continue;
+        relay_records_add(r, cur, rec.id, rec.status | SPITS_REC_FOREIGN, rec.data,
+                          rec.len, part, 0);
+        r->log.foreign++;
+        if (rec.status != SPITS_ST_OK)
+            continue;
+        done[ndone++] = rec.id;
+        if (ndone == RELAY_UNQUEUE_MAX)
+            relay_recv_unqueue(r, cur, done, &ndone);
+    }
+    relay_recv_unqueue(r, cur, done, &ndone);
+    relay_records_flush(r);
+    if (bogus)
+        relay_recv_bogus(r, t);
+    if (t && t->status.alive)
+        t->credit.outstanding -= (int)(credit < (uint64_t)t->credit.outstanding
+                                    ? credit : (uint64_t)t->credit.outstanding);
+}
+
+/* One message from rid: its first frame, msg, with its other frames
+ * still to be read (parts of RESULTS; the rest is dropped). */
+static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
+{
+    const void *rid = zmq_msg_data(ridmsg);
+    size_t ridlen = zmq_msg_size(ridmsg);
+    spits_hdr_t h;
+    spits_parts_t parts;
+    const char *why = NULL;
+
+    if (ridlen == 0 || ridlen > RELAY_RID_MAX ||
+        spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &h, &why) != 0) {
+        if (zmq_msg_more(msg))
+            spits_zmq_drop_frames(r->sock.router);
+        relay_recv_bad(r, why ? why : "a routing id of a bad size");
+        return;
+    }
+    /* (a HELLO takes the entry of a TM gone too: it re-attaches) */
+    rl_tm_t *entry = relay_peers_find(&r->peers, rid, ridlen);
+    rl_tm_t *t = entry && entry->status.alive ? entry : NULL;
+    if (t)
+        liveness_heard(&t->status.live, r->tm->now);
+    int fd = spits_zmq_msg_fd(msg);
+    int rc = spits_parts_recv(&parts, r->sock.router, &h, msg, SPITS_MSG_RESULTS, &why);
+    if (rc != 0) {
+        /* Its records still answer copies, unrun. */
+        relay_recv_bad(r, rc == -2 ? "out of memory receiving its parts" : why);
+        if (h.type == SPITS_MSG_RESULTS)
+            relay_recv_results(r, t, &h, msg, &parts, 1);
+        return;
+    }
+    switch (h.type) {
+    case SPITS_MSG_HELLO:
+        relay_recv_hello(r, entry, rid, ridlen, msg);
+        break;
+    case SPITS_MSG_RESULTS:
+        relay_recv_results(r, t, &h, msg, &parts, 0);
+        if (!t)
+            relay_send_who(r, rid, ridlen);
+        break;
+    case SPITS_MSG_HEARTBEAT:
+        if (!t)
+            relay_send_who(r, rid, ridlen);
+        break;
+    case SPITS_MSG_STATS:
+        if (relay_peers_stats(&r->peers, t, zmq_msg_data(msg), zmq_msg_size(msg),
+                              &why) != 0)
+            relay_recv_bad(r, why);
+        break;
+    case SPITS_MSG_DRAIN:
+        if (t && !t->status.draining) {
+            t->status.draining = 1;
+            relay_peers_capacity(&r->peers, t);
+            if (loglimit_allow(&r->log.events, r->tm->now))
+                spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
+        }
+        break;
+    case SPITS_MSG_BYE:
+        if (t)
+            relay_records_drop(r, t, "left", 0);
+        break;
+    case SPITS_MSG_STATUS:
+        break;   /* (spits-status asks the JM) */
+    default:
+        relay_recv_bad(r, "a JM-to-TM message sent to a relay");
+    }
+    /* (looked up again: a HELLO adds it) */
+    if ((entry = relay_peers_find(&r->peers, rid, ridlen)) && entry->status.alive)
+        liveness_conn(&entry->status.live, fd, conngen_of(r->sock.conngen, fd));
+    spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
+}
+
+void relay_recv_burst(tm_relay_t *r)
+{
+    for (int i = 0; i < RELAY_RECV_BURST && !r->tm->done; i++) {
+        zmq_msg_t rid, body;
+        zmq_msg_init(&rid);
+        if (zmq_msg_recv(&rid, r->sock.router, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&rid);
+            return;
+        }
+        zmq_msg_init(&body);
+        if (!zmq_msg_more(&rid) ||
+            zmq_msg_recv(&body, r->sock.router, ZMQ_DONTWAIT) < 0) {
+            relay_recv_bad(r, "no body");
+        } else {
+            relay_recv_message(r, &rid, &body);
+        }
+        zmq_msg_close(&body);
+        zmq_msg_close(&rid);
+    }
+}
+
