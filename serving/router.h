@@ -3,7 +3,7 @@
  * one by routing id, and the socket's monitor.
  *
  * Part of serving/: the JM's dispatcher (dispatch.c) and a relay
- * (taskmanager/relay.c) each serve their TMs on a ROUTER socket with
+ * (taskmanager/relay.c; relay_send.c sends) each serve their TMs on a ROUTER socket with
  * ROUTER_MANDATORY (a send to a peer whose connection is gone fails with
  * EHOSTUNREACH: how a hop finds a TM gone within a heartbeat) and watch
  * it with a monitor: each closed connection starts a new generation of
