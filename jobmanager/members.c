@@ -88,10 +88,15 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
 
 /* A TM back from an outage sends its results right after WELCOME. Wait
  * for them before sending it tasks, or it would be sent (and run again)
- * the very tasks it holds results for. */
+ * the very tasks it holds results for. A loaded or slowed TM (a busy
+ * node, a sanitizer) can take seconds to send them: the wait is a quarter
+ * of --tm-timeout, 2 s at least; one that never sends them is served
+ * then. */
 static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
 {
-    t->credit.settle_until = pending > 0 ? d->clock.now + 2000 : 0;
+    int64_t wait = d->fleet.liveness.timeout_ms / 4 > 2000
+                       ? d->fleet.liveness.timeout_ms / 4 : 2000;
+    t->credit.settle_until = pending > 0 ? d->clock.now + wait : 0;
     t->credit.settle_records = pending;
 }
 
