@@ -317,9 +317,10 @@ cal_joins() {
         spec "{\"cal\": \"$what\", \"job\": \"$name\", \"n\": $n, \"k\": $CAL_K}"
     done
 }
-# cal_bytes SIZE SEC: tasks of SIZE bytes, CURVE or insecure.
-cal_bytes() {
-    local size=$1 sec=$2 o=() name=cal-b$2$1-$((++CALN)) n=$((CAL_BW / $1)) j t
+# bytes_job NAME SIZE SEC N: one JM and one TM (2 workers) run N tasks
+# of SIZE bytes, CURVE or insecure; the result checked, both waited for.
+bytes_job() {
+    local name=$1 size=$2 sec=$3 n=$4 o=() j t
     [ $sec = insecure ] && o=(--insecure)
     jm $name - "${o[@]}" -- -n $n -t $size
     j=$JMSH
@@ -327,6 +328,12 @@ cal_bytes() {
     t=$TMSH
     exact $name $j $n
     waitall $name $t
+}
+
+# cal_bytes SIZE SEC: tasks of SIZE bytes, CURVE or insecure.
+cal_bytes() {
+    local size=$1 sec=$2 name=cal-b$2$1-$((++CALN)) n=$((CAL_BW / $1))
+    bytes_job $name $size $sec $n
     spec "{\"cal\": \"bytes\", \"job\": \"$name\", \"sec\": \"$sec\", \"n\": $n, \"size\": $size}"
 }
 
@@ -405,16 +412,10 @@ for size in "${SIZES[@]}"; do
     [ $n -gt 100000 ] && n=100000
     for sec in curve insecure; do
         cal_bytes $size $sec
-        o=() c=()
-        [ $sec = insecure ] && o=(--insecure)
+        c=()
         [ $sec = curve ] && c=(curve)
         name=bw-$sec-$size
-        jm $name - "${o[@]}" -- -n $n -t $size
-        j=$JMSH
-        tm $name tm - "${o[@]}" -n 2
-        t=$TMSH
-        exact $name $j $n
-        waitall $name $t
+        bytes_job $name $size $sec $n
         best=0
         for i in 1 2; do
             v=$(timeout -s KILL $LIMIT "$CEIL" $size $n "${c[@]}" 2>/dev/null) || continue
