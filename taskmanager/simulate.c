@@ -16,13 +16,17 @@
  *   - its socket: an epoll set holds each socket's ZMQ_FD, edge triggered
  *     as ZeroMQ wants; after a turn the socket's ZMQ_EVENTS tells whether
  *     messages still wait, and the TM turns again at once;
+ *   - its monitor, the same way, and then the turn reads the monitor: a
+ *     HELLO sent before the handshake went through waits for its
+ *     HANDSHAKE_SUCCEEDED, as spits-tm's does (waiting for the sweep
+ *     instead held each join up to SIM_SWEEP_MS);
  *   - its virtual runs: a min-heap of the times they are due;
  *   - the sweep: every TM once per SIM_SWEEP_MS, spread over steps of
  *     SIM_STEP_MS, for its timers (heartbeats and STATS, once a second; a
  *     silent JM; the end of a drain), its monitor's events (a dropped
- *     connection), a signal and churn. Only the sweep reads the monitor:
- *     each ZeroMQ call costs a poll of the socket's mailbox, and the
- *     other turns are many.
+ *     connection), a signal and churn. Other turns leave the monitor
+ *     alone: each ZeroMQ call costs a poll of the socket's mailbox, and
+ *     those turns are many.
  * Churn (--sim-churn SEC): a TM leaves 0.5 to 1.5 x SEC after it joined
  * (one that never joins fails by --wait, and is not replaced), either as
  * if killed (--sim-kill percent: its socket closed at once, no BYE, its
@@ -57,17 +61,20 @@
 #define SIM_REPORT_MS 10000     /* the harness's counts */
 #define SIM_FDS_PER_TM 5        /* socket, monitor pair (2), connection, spare */
 #define SIM_WAKE UINT64_MAX     /* the epoll tag of the shared eventfd */
+#define SIM_MON (1ULL << 32)    /* a tag's bit: a monitor's ZMQ_FD */
 
 typedef struct {
     tm_t tm;
     int live;                   /* a TM runs in this slot */
     int ready;                  /* on the ready list */
     int swept;                  /* ...for the sweep: reads the monitor too */
+    int mon_due;                /* ...its monitor has events: reads them */
     int leaving;                /* churn began its drain */
     int64_t leave_at;           /* churn: its life ends (ms; 0: never) */
     int64_t due;                /* its virtual run in the heap (INT64_MAX:
                                    none); older heap entries are stale */
     void *watched;              /* the socket whose ZMQ_FD is in epoll */
+    void *watched_mon;          /* ...and its monitor (tagged SIM_MON) */
     double joined;              /* wall clock of its first WELCOME (0: none) */
 } sim_tm_t;
 
@@ -95,6 +102,7 @@ typedef struct {
     /* counts */
     uint64_t starts, joins, killed, drained, ended, failed, runs;
     double first_start, first_join, kth_join, last_join;   /* wall clock */
+    double all_started;      /* ...when the K first had started (connected) */
 } sim_t;
 
 static int64_t now_ns(void)
@@ -178,9 +186,14 @@ static void sim_watch(sim_t *sim, uint32_t ix)
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.u64 = ix};
 
     s->watched = s->tm.link.socket;
-    if (!s->watched || zmq_getsockopt(s->watched, ZMQ_FD, &fd, &len) != 0)
-        return;
-    if (epoll_ctl(sim->ep, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST)
+    if (s->watched && zmq_getsockopt(s->watched, ZMQ_FD, &fd, &len) == 0 &&
+        epoll_ctl(sim->ep, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST)
+        epoll_ctl(sim->ep, EPOLL_CTL_MOD, fd, &ev);
+    s->watched_mon = s->tm.link.monitor;
+    ev.data.u64 = ix | SIM_MON;
+    len = sizeof fd;
+    if (s->watched_mon && zmq_getsockopt(s->watched_mon, ZMQ_FD, &fd, &len) == 0 &&
+        epoll_ctl(sim->ep, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST)
         epoll_ctl(sim->ep, EPOLL_CTL_MOD, fd, &ev);
 }
 
@@ -305,9 +318,9 @@ static void sim_turn(sim_t *sim, uint32_t ix)
     sim_tm_t *s = &sim->tms[ix];
     tm_t *tm = &s->tm;
     int64_t t0 = now_ns();
-    int monitor = s->swept;
+    int monitor = s->swept || s->mon_due;
 
-    s->ready = s->swept = 0;
+    s->ready = s->swept = s->mon_due = 0;
     if (!s->live)
         return;
     tm_pool_virtual_turn(&tm->pool, t0);
@@ -320,7 +333,7 @@ static void sim_turn(sim_t *sim, uint32_t ix)
         return;
     }
     sim_schedule(sim, ix, tm_pool_virtual_turn(&tm->pool, t0));
-    if (tm->link.socket != s->watched)
+    if (tm->link.socket != s->watched || tm->link.monitor != s->watched_mon)
         sim_watch(sim, ix);
     int events = 0;
     size_t len = sizeof events;
@@ -330,6 +343,14 @@ static void sim_turn(sim_t *sim, uint32_t ix)
         ((events & ZMQ_POLLIN) ||
          ((events & ZMQ_POLLOUT) && tm->results.n && tm_link_ready(tm))))
         sim_ready(sim, ix);
+    /* (its monitor: read to the end when read, or events still wait) */
+    len = sizeof events;
+    if (!monitor && tm->link.monitor &&
+        zmq_getsockopt(tm->link.monitor, ZMQ_EVENTS, &events, &len) == 0 &&
+        (events & ZMQ_POLLIN)) {
+        s->mon_due = 1;
+        sim_ready(sim, ix);
+    }
 }
 
 /* The sweep's churn: a TM whose life is over leaves, killed or drained. */
@@ -364,14 +385,14 @@ static void sim_summary(const sim_t *sim, const char *when)
     spits_info("simulate %s: %d virtual TM(s) x %d worker(s), %d live; joins %llu "
                "(all %d by %.3f s: %.0f joins/s); left: %llu killed, %llu "
                "drained, %llu at the end, %llu failed; tasks run %llu; "
-               "first_start %.3f first_join %.3f last_join %.3f",
+               "first_start %.3f first_join %.3f last_join %.3f all_started %.3f",
                when, k, sim->opts.workers, sim->live,
                (unsigned long long)sim->joins, k, span,
                span > 0 ? k / span : 0.0,
                (unsigned long long)sim->killed, (unsigned long long)sim->drained,
                (unsigned long long)sim->ended, (unsigned long long)sim->failed,
                (unsigned long long)sim->runs, sim->first_start, sim->first_join,
-               sim->last_join);
+               sim->last_join, sim->all_started);
 }
 
 /* Sockets the context may hold: three a TM (its DEALER, its monitor's
@@ -472,10 +493,14 @@ static void sim_run(sim_t *sim)
     while (sim->live > 0) {
         int n = epoll_wait(sim->ep, evs, 256, sim_timeout_ms(sim, next_step));
         for (int i = 0; i < n; i++) {
-            if (evs[i].data.u64 == SIM_WAKE)
+            uint64_t tag = evs[i].data.u64;
+            if (tag == SIM_WAKE) {
                 spits_wake_drain(sim->wake_fd);
-            else
-                sim_ready(sim, (uint32_t)evs[i].data.u64);
+                continue;
+            }
+            if (tag & SIM_MON)
+                sim->tms[(uint32_t)tag].mon_due = 1;
+            sim_ready(sim, (uint32_t)tag);
         }
         int64_t t = now_ns(), now_ms = spits_now_ms();
         if (tm_loop_signalled())
@@ -539,6 +564,7 @@ int tm_sim_main(const tm_opts_t *opts)
         if (rc)
             sim.over = 1;
     }
+    sim.all_started = spits_wall_time();   /* (they join only from here) */
     if (rc <= 0)
         sim_run(&sim);
     sim_summary(&sim, "done");

@@ -202,9 +202,16 @@ class Job:
     def end(self):
         return self.report["phases"][-1]["end_s"]
 
-    def harness_first_join(self):
-        return min(float(re.search(r"first_join ([\d.]+)", [l for l in open(f) if "simulate done:" in l][-1]).group(1))
-                   for f in glob.glob(self.base + ".sim*.log"))
+    def harness_wait(self):
+        """The least time a harness waited, once its TMs had started, for
+        its first join (a round trip and a handshake: the start-ups are
+        CPU, counted in each join's cost)."""
+        waits = []
+        for f in glob.glob(self.base + ".sim*.log"):
+            m = [l for l in open(f) if "simulate done:" in l][-1]
+            waits.append(float(re.search(r"first_join ([\d.]+)", m).group(1)) -
+                         float(re.search(r"all_started ([\d.]+)", m).group(1)))
+        return max(0.0, min(waits))
 
     def harness(self):
         """(joins, first start, last join) over every harness (epoch)."""
@@ -241,13 +248,17 @@ def window_cost(j, tags, a, b):
 def calibrate(cal, j, s):
     """Adds the costs of calibration job J (spec S) to CAL, each from a
     window of the job in which only that work ran: tasks from the first
-    join (the TM's, through a relay) to the last commit; joins from the
-    first harness's start to the last join."""
+    join (through a relay: the TM's start) to the last commit; joins from
+    the first harness's start to the last join. A task window starts before
+    the first commit, so it holds every task: the JM's timeline has a point
+    a second, too few to tell how many were committed at a time inside a
+    job of one (interpolating it put a third of a relayed job's tasks
+    before the relay's work began)."""
     kind = s["cal"]
     end = j.t0 + j.end()
     if kind == "empty":
         a = j.t0 + min(j.joins())
-        n = max(1, s["n"] - j.committed_at(a - j.t0))
+        n = s["n"]
         c = window_cost(j, ("jm", "tm"), a, end)
         cal["empty_" + s["sec"]] = {
             "jm": c["jm"] / n, "tm": c["tm"] / n, "p_jm": c["p_jm"], "p_tm": c["p_tm"],
@@ -256,14 +267,15 @@ def calibrate(cal, j, s):
             # from the TM's start to its join
             "latency": a - float(open(j.base + ".tm.t0").read())}
     elif kind == "relay":
-        # from when the relay's work began (the TM's join through it is
-        # not the JM's to see)
+        # from the TM's start (its join through the relay is not the JM's
+        # to see); the start-up time is until the relay's work began
         t_tm = float(open(j.base + ".tm.t0").read())
         a = j.first_rise("rel", t_tm, 2)
-        n = max(1, s["n"] - j.committed_at(a - j.t0))
-        c = window_cost(j, ("jm", "rel", "tm"), a, end)
+        n = s["n"]
+        c = window_cost(j, ("jm", "rel", "tm"), t_tm, end)
+        w = window_cost(j, ("jm", "rel", "tm"), a, end)   # (cores busy: once working)
         cal["relay"] = {"jm": c["jm"] / n, "tm": c["tm"] / n, "rel": c["rel"] / n,
-                        "p_jm": c["p_jm"], "p_tm": c["p_tm"], "p_rel": c["p_rel"],
+                        "p_jm": w["p_jm"], "p_tm": w["p_tm"], "p_rel": w["p_rel"],
                         "free": j.free_cores(cal["cores"], a, end),
                         "share_jm": j.share("jm"), "share_tm": j.share("tm"),
                         "share_rel": j.share("rel"), "latency": a - t_tm}
@@ -273,8 +285,15 @@ def calibrate(cal, j, s):
         cal["joins"] = {
             "jm": c["jm"] / max(1, joins), "h": c["sim0"] / max(1, joins), "p_jm": c["p_jm"], "p_h": c["p_sim0"],
             "share_jm": j.share("jm"), "share_h": j.share("sim0"),
-            # the time to the first join is not the joins' CPU
-            "latency": j.harness_first_join() - first}
+            "latency": j.harness_wait()}
+    elif kind == "rjoins":
+        joins, first, last = j.harness()
+        sims = j.tags("sim")
+        c = window_cost(j, ["rel"] + sims, first, last)
+        cal["rjoins"] = {
+            "rel": c["rel"] / max(1, joins), "h": sum(c[t] for t in sims) / max(1, joins),
+            "share_rel": j.share("rel"), "share_h": j.share("sim0"),
+            "latency": j.harness_wait()}
     elif kind == "tasks":
         # a task among many connections: the job's CPU less its joins'
         joins, first, _ = j.harness()
@@ -285,7 +304,7 @@ def calibrate(cal, j, s):
                              "task_p_jm": c["p_jm"], "task_p_h": c["p_sim0"]})
     elif kind == "bytes":
         a = j.t0 + min(j.joins())
-        n = max(1, s["n"] - j.committed_at(a - j.t0))
+        n = s["n"]
         c = window_cost(j, ("jm", "tm"), a, end)
         cal["bytes_%s_%d" % (s["sec"], s["size"])] = {
             "jm": c["jm"] / n, "tm": c["tm"] / n, "size": s["size"],
@@ -340,10 +359,16 @@ def row_of(base, s, cal, cores, out):
             jrate = joins / max(1e-9, last - first)
             nrel, p = s["relays"], s["procs"]
             free = j.free_cores(cores, first, last)
-            # a relay does the JM's part of a join for its TMs
-            jb = bound(free, [jn["jm"], jn["h"]],
-                       [(jn["jm"], jn["share_jm"], max(1, nrel)), (jn["h"], jn["share_h"], p)])
-            jp = joins / (jn["latency"] + joins / jb)
+            if nrel:
+                # a relay does the JM's part of a join for its TMs
+                rj = cal["rjoins"]
+                jb = bound(free, [rj["rel"], rj["h"]],
+                           [(rj["rel"], rj["share_rel"], nrel), (rj["h"], rj["share_h"], p)])
+                jp = joins / (rj["latency"] + joins / jb)
+            else:
+                jb = bound(free, [jn["jm"], jn["h"]],
+                           [(jn["jm"], jn["share_jm"], 1), (jn["h"], jn["share_h"], p)])
+                jp = joins / (jn["latency"] + joins / jb)
             t_last = last - j.t0
             left = s["n"] - j.committed_at(t_last)
             span = j.end() - t_last
@@ -429,6 +454,10 @@ def print_calibration(cal):
         print("  join, CURVE:       JM %s (%.2f), harness %s (%.2f); a task among many: JM %s, harness %s"
               % (us(jn["jm"]), jn["share_jm"], us(jn["h"]), jn["share_h"], us(jn["task_jm"]),
                  us(jn["task_h"])))
+    rj = cal.get("rjoins")
+    if rj:
+        print("  join via a relay:  relay %s (%.2f), harness %s (%.2f)"
+              % (us(rj["rel"]), rj["share_rel"], us(rj["h"]), rj["share_h"]))
     for k, b in sorted(((k, b) for k, b in cal.items() if k.startswith("bytes_")),
                        key=lambda kv: (kv[0].split("_")[1], kv[1]["size"])):
         print("  byte, %-8s %-7s JM %.3f ns (%.2f), TM %.3f ns (%.2f)"

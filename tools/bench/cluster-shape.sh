@@ -26,11 +26,14 @@
 #             the TM's join to the last commit (and the TM's start-up time)
 #   relay     the same through one relay (spits-tm --serve): per task of
 #             the JM, the relay and the TM
-#   joins     200 (500) virtual TMs (spits-tm --simulate, CURVE) joining
+#   joins     400 (500) virtual TMs (spits-tm --simulate, CURVE) joining
 #             with 1 s tasks: per join of the JM and of the harness, from
-#             the harness's start to the last join (and the time to the
-#             first join); then with 20 ms tasks: per task of both, less
+#             the harness's start to the last join (and how long it
+#             waited, its TMs started, for the first join); then with 20 ms tasks: per task of both, less
 #             their joins' CPU
+#   rjoins    the relays row's harnesses (4 at most) joining through one
+#             relay (1 s tasks): per join of the relay and of the
+#             harnesses (and the wait for the first join)
 #   bytes     tasks of the bandwidth row's size, CURVE or insecure (half
 #             the row's bytes in --quick, a quarter in full): per task
 # and, for each process, its busiest thread's share of its CPU.
@@ -65,7 +68,9 @@
 # pipeline of processes: when their calibration left cores idle, they
 # keep at most as many busy as they did then. Efficiency rows predict
 # min(1, rate / demand); joins/s and relaycost add the calibration's
-# start-up time (time = start-up + units / rate). A measured/predicted ratio far from 1
+# wait (time = wait + units / rate): for tasks, the TM's start-up; for
+# joins, a round trip once the harness has started its TMs (their
+# start-up is CPU, in each join's cost). A measured/predicted ratio far from 1
 # shows where the machine stops scaling as the costs say it should:
 # contention, a serial thread, round trips, a cost that grows with scale.
 set -uo pipefail
@@ -241,12 +246,12 @@ spec() { echo "$1" >>"$W/specs"; }
 
 # ---- sizes -----------------------------------------------------------------
 if [ $quick = 1 ]; then
-    CAL_E=600000 CAL_K=200 CAL_BW=100000000
+    CAL_E=600000 CAL_K=400 CAL_BW=400000000
     SCALE=(2 100 2000 100000)      # TMs, workers each, tasks, task us
     JOINS=(1000 4 0.5 4)           # virtual TMs, slots each, task s, rounds
     RELAYS=(200 4 4 0.5 4)         # virtual TMs, relays, slots each, task s, rounds
     RELE=2000000                   # empty tasks
-    BW=200000000                   # bytes a bandwidth job
+    BW=800000000                   # bytes a bandwidth job
     SAMPLE=0.02                    # seconds between samples of the processes
 else
     CAL_E=2000000 CAL_K=500 CAL_BW=400000000
@@ -317,6 +322,27 @@ cal_joins() {
         spec "{\"cal\": \"$what\", \"job\": \"$name\", \"n\": $n, \"k\": $CAL_K}"
     done
 }
+# cal_rjoins P KK: P harnesses of KK virtual TMs of 4 slots (the relays
+# row's harnesses, at most 4 of them) joining through one relay, with one
+# round of 1 s tasks: per join of the relay and of the harnesses (whose
+# cost a join grows with the TMs each drives), and the wait for the first
+# join through a relay.
+cal_rjoins() {
+    local p=$1 kk=$2 i j r pids=() name=cal-rjoins-$((++CALN))
+    [ "$p" -gt 4 ] && p=4
+    local n=$((p * kk * 4))
+    jm $name - --tm-timeout 30 -- -n $n
+    j=$JMSH
+    relay $name rel -
+    r=$TMSH
+    for ((i = 0; i < p; i++)); do
+        tm $name "sim$i" - --simulate "$kk" -n 4 --sim-task-time 1 --via "$RELAY_EP"
+        pids+=("$TMSH")
+    done
+    exact $name $j $n
+    waitall $name "${pids[@]}" $r
+    spec "{\"cal\": \"rjoins\", \"job\": \"$name\", \"n\": $n, \"k\": $((p * kk))}"
+}
 # bytes_job NAME SIZE SEC N: one JM and one TM (2 workers) run N tasks
 # of SIZE bytes, CURVE or insecure; the result checked, both waited for.
 bytes_job() {
@@ -386,6 +412,7 @@ cal_joins
 read -r k nrel s task rounds <<<"${RELAYS[*]}"
 simjob relays-d "$k" 0 "$s" "$task" "$rounds"
 cal_relay
+cal_rjoins "$nrel" $((k / nrel))
 simjob relays-r "$k" "$nrel" "$s" "$task" "$rounds"
 
 # relaycost: empty tasks direct and through one relay, pinned.
