@@ -241,7 +241,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
         default: {
             if (len - i < 1)
                 goto done;
-            jm_tm_t *m = jm_tmtab_find(d->fleet.tab, t->rid, strlen(t->rid));
+            jm_tm_t *m = peertab_find(d->fleet.tab, t->rid, strlen(t->rid));
             if (m)
                 members_lost(d, m, "fuzz");
             i += 1;
