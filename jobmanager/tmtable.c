@@ -3,10 +3,12 @@
  * entries in a peertab (serving/peertab.c), and what an entry's creation,
  * eviction and destruction mean to the JM.
  */
-#include <stdlib.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "tmtable.h"
+
+/* (peertab hands out entries as their header: it must come first) */
+_Static_assert(offsetof(jm_tm_t, peer) == 0, "jm_tm_t begins with its peertab_entry_t");
 
 /* An evicted TM: its counters go into the totals, its relay's list is
  * freed; its fingerprint is kept if it was lost (peertab_evict_fn). */

@@ -1,7 +1,11 @@
 /*
- * peertab.h - the table of the TMs below a hop, by routing id: what the
- * JM (jobmanager/tmtable.h) and a relay (taskmanager/relay_peers.c) both
- * keep of the peers on their ROUTER socket.
+ * peertab.h - the table of the TMs below a hop, by routing id.
+ *
+ * Part of serving/: the JM's dispatcher (jobmanager/tmtable.c makes its
+ * table of jm_tm_t; dispatch.c, members.c, serve.c, status.c and
+ * dispview.c use it) and a relay (taskmanager/relay_peers.c makes its
+ * table of rl_tm_t; relay.c, relay_recv.c, relay_tasks.c, relay_records.c
+ * and relay_upstream.c use it) keep the peers on their ROUTER socket here.
  *
  * Each entry is the caller's own struct, of a size given at peertab_new,
  * whose FIRST member is a peertab_entry_t (the table's part of it).
@@ -29,7 +33,8 @@
 #define PEERTAB_RID_MAX 64   /* longer routing ids are refused */
 
 typedef struct peertab_entry peertab_entry_t;
-/* The table's part of an entry: read it, never write it. */
+/* The table's part of an entry: callers read it, never write it (but in
+ * an entry of their own outside any table, as a test's). */
 struct peertab_entry {
     unsigned char rid[PEERTAB_RID_MAX];
     size_t ridlen;

@@ -19,8 +19,8 @@
  * it: a ring of relays) stops it, with the loop named.
  */
 #define _DEFAULT_SOURCE
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "escape.h"
@@ -31,6 +31,9 @@
 #define RELAY_LOOP_FATAL_MS 10000  /* a loop with no job above it, this long */
 #define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
 #define RELAY_STATS_MIN_MS 250     /* capacity changes go up this often at most */
+
+/* (peertab hands out entries as their header: it must come first) */
+_Static_assert(offsetof(rl_tm_t, peer) == 0, "rl_tm_t begins with its peertab_entry_t");
 
 int relay_peers_init(rl_peers_t *p)
 {
