@@ -18,6 +18,7 @@
  * the retry queue, and no task has more copies than --max-copies. A
  * crash, a sanitizer report or an abort() is a finding.
  */
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
     ftm_t tms[F_TMS];
     static char *argv[] = {"fuzz", NULL};
 
-    if (!p)
+    if (!p || sodium_init() < 0)   /* (the TM table's hash key) */
         abort();
     spits_log_init("fuzz_jm", -1);
     memset(&jm, 0, sizeof jm);
