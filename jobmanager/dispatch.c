@@ -43,8 +43,8 @@ static void disp_reap(jm_disp_t *d)
         return;
     d->fleet.gone = 0;
     /* (from the end: a TM declared lost leaves the live set) */
-    for (size_t i = jm_tmtab_live_count(d->fleet.tab); i-- > 0;) {
-        jm_tm_t *t = jm_tmtab_live_at(d->fleet.tab, i);
+    for (size_t i = peertab_live_count(d->fleet.tab); i-- > 0;) {
+        jm_tm_t *t = peertab_live_at(d->fleet.tab, i);
         if (t->life.gone)
             members_lost(d, t, "disconnected");
     }
@@ -61,7 +61,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     const char *why;
 
     d->st.bytes_in += len;
-    jm_tm_t *t = jm_tmtab_find(d->fleet.tab, rid, ridlen);
+    jm_tm_t *t = peertab_find(d->fleet.tab, rid, ridlen);
     if (spits_wire_parse(zmq_msg_data(&rx->msg), len, &h, &why) != 0) {
         if (zmq_msg_more(&rx->msg))
             spits_zmq_drop_frames(d->net.router);
@@ -101,12 +101,12 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         serve_on_results(d, t, &h, rx, unrun);
         /* (its cancels may have lost another TM, and the table may have
          * evicted t's dead entry for it: look again) */
-        t = jm_tmtab_find(d->fleet.tab, rid, ridlen);
-        if (!t || !t->life.alive)
+        t = peertab_find(d->fleet.tab, rid, ridlen);
+        if (!t || !t->peer.alive)
             tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
     case SPITS_MSG_HEARTBEAT:
-        if (!t || !t->life.alive)
+        if (!t || !t->peer.alive)
             tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
     case SPITS_MSG_STATUS:
@@ -118,7 +118,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_DRAIN:
         /* Leaving soon: it hands back its queued tasks and finishes the
          * running ones; it gets nothing new. */
-        if (t && t->life.alive && !t->life.draining) {
+        if (t && t->peer.alive && !t->life.draining) {
             t->life.draining = 1;
             if (loglimit_allow(&d->logs.draining, d->clock.now))
                 spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
@@ -133,9 +133,9 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     }
     /* (looked up again: HELLO adds it, and a handler that lost another
      * TM may have evicted its entry) */
-    if ((t = jm_tmtab_find(d->fleet.tab, rid, ridlen))) {
+    if ((t = peertab_find(d->fleet.tab, rid, ridlen))) {
         liveness_conn(&t->life.live, fd, conngen_of(d->net.conngen, fd));
-        if (t->life.alive)
+        if (t->peer.alive)
             serve_due(d, t);
     }
 out:
@@ -207,8 +207,8 @@ static void disp_tick(jm_disp_t *d)
     spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, d->phase ? d->phase->st.id : 0);
     /* From the end: a TM declared lost leaves the live set, and the last
      * one (seen already) takes its place. */
-    for (size_t i = jm_tmtab_live_count(d->fleet.tab); i-- > 0;) {
-        jm_tm_t *t = jm_tmtab_live_at(d->fleet.tab, i);
+    for (size_t i = peertab_live_count(d->fleet.tab); i-- > 0;) {
+        jm_tm_t *t = peertab_live_at(d->fleet.tab, i);
         int v = liveness_judge(&d->fleet.liveness, &t->life.live, d->clock.now, probing,
                                router_probe, d->net.conngen, t->id.host, t->id.pid);
         if (v == LIVENESS_LOST) {
@@ -318,8 +318,8 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     jm_sched_set_early(d->sched, d->adopt ? serve_take_early_result : NULL, d);
     d->gen_done = 0;
     d->pub.low = d->pub.freed = d->pub.taken = d->pub.window = 0;
-    for (size_t i = jm_tmtab_live_count(d->fleet.tab); i-- > 0;)
-        tmio_send_phase(d, jm_tmtab_live_at(d->fleet.tab, i), SPITS_MSG_PHASE);
+    for (size_t i = peertab_live_count(d->fleet.tab); i-- > 0;)
+        tmio_send_phase(d, peertab_live_at(d->fleet.tab, i), SPITS_MSG_PHASE);
 }
 
 void disp_phase_end(jm_disp_t *d)
@@ -385,15 +385,15 @@ static void disp_control_only(jm_disp_t *d)
  * it ended. */
 static const void *disp_end_rid(void *arg, size_t k, size_t *ridlen)
 {
-    const jm_tm_t *t = jm_tmtab_live_at(((jm_disp_t *)arg)->fleet.tab, k);
-    *ridlen = t->id.ridlen;
-    return t->id.rid;
+    const jm_tm_t *t = peertab_live_at(((jm_disp_t *)arg)->fleet.tab, k);
+    *ridlen = t->peer.ridlen;
+    return t->peer.rid;
 }
 
 static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
 {
-    jm_tm_t *t = jm_tmtab_find(((jm_disp_t *)arg)->fleet.tab, rid, ridlen);
-    if (!t || !t->life.alive || t->life.ended)
+    jm_tm_t *t = peertab_find(((jm_disp_t *)arg)->fleet.tab, rid, ridlen);
+    if (!t || !t->peer.alive || t->life.ended)
         return 0;
     t->life.ended = 1;
     return 1;
@@ -401,7 +401,7 @@ static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
 
 static void disp_end(jm_disp_t *d)
 {
-    router_peers_t peers = {jm_tmtab_live_count(d->fleet.tab), disp_end_rid, disp_end_bye, d};
+    router_peers_t peers = {peertab_live_count(d->fleet.tab), disp_end_rid, disp_end_bye, d};
     router_end(d->net.router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
 }
 
@@ -536,7 +536,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     jm_timeline_init(&d->timeline, jm->started);
     jm_progress_init(&d->progress, jm->opt.progress);
     d->fleet.liveness.timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
-    d->fleet.tab = jm_tmtab_new(jm->opt.keep_dead);
+    d->fleet.tab = jm_tmtab_new(jm->opt.keep_dead, &d->fleet.evicted);
     d->logs.joined.what = "TM joins";
     d->logs.reattached.what = "TM re-attaches";
     d->logs.lost.what = "TM losses";

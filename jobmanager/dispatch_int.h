@@ -75,7 +75,8 @@ typedef struct {
 /* The TMs as a whole: the table and what is counted over it (members.c;
  * gone: tmio.c sets it, dispatch.c clears it). */
 typedef struct {
-    jm_tmtab_t *tab;
+    peertab_t *tab;                  /* of jm_tm_t (tmtable.h) */
+    jm_tm_totals_t evicted;          /* ...what its evicted entries did */
     size_t alive;
     int64_t alive_workers;           /* workers of the TMs alive now (64
                                         bits: 2,048 TMs may claim 2^31) */

@@ -53,9 +53,9 @@ void dispview_live_update(jm_disp_t *d)
     l->tm_losses = d->st.tm_losses;
     l->tm_leaves = d->st.tm_leaves;
     l->tms_lost_now = d->st.tms_lost_now;
-    for (size_t i = 0; i < jm_tmtab_live_count(d->fleet.tab); i++) {
+    for (size_t i = 0; i < peertab_live_count(d->fleet.tab); i++) {
         uint64_t running, queued;
-        jm_tm_split(jm_tmtab_live_at(d->fleet.tab, i), &running, &queued);
+        jm_tm_split(peertab_live_at(d->fleet.tab, i), &running, &queued);
         l->running += running;
         l->queued += queued;
     }
@@ -103,7 +103,7 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
 {
     json_t *a = json_array();
     char when[32];
-    size_t n = 0, slots = jm_tmtab_slots(d->fleet.tab);
+    size_t n = 0, slots = peertab_slots(d->fleet.tab);
     jm_tm_t **v = malloc((slots ? slots : 1) * sizeof *v);
     if (!v) {
         spits_warn("out of memory listing the TMs for the report; "
@@ -111,7 +111,7 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
         return a;
     }
     for (size_t s = 0; s < slots; s++)
-        if ((v[n] = jm_tmtab_at(d->fleet.tab, s)))
+        if ((v[n] = peertab_at(d->fleet.tab, s)))
             n++;
     if (n > DISP_REPORT_TMS) {
         qsort(v, n, sizeof *v, jm_tm_cmp_done_desc);
@@ -136,10 +136,10 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
 
 json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
 {
-    jm_tm_totals_t sum = *jm_tmtab_evicted(d->fleet.tab);
+    jm_tm_totals_t sum = d->fleet.evicted;
     sum.done += d->st.done_evicted;   /* from TMs evicted before they sent them */
-    for (size_t s = 0; s < jm_tmtab_slots(d->fleet.tab); s++) {
-        const jm_tm_t *t = jm_tmtab_at(d->fleet.tab, s);
+    for (size_t s = 0; s < peertab_slots(d->fleet.tab); s++) {
+        const jm_tm_t *t = peertab_at(d->fleet.tab, s);
         if (!t)
             continue;
         sum.reattaches += t->id.reattaches;
@@ -157,6 +157,6 @@ json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
         "reattaches", (json_int_t)sum.reattaches, "sent", (json_int_t)sum.sent,
         "done", (json_int_t)sum.done, "failed", (json_int_t)sum.failed,
         "busy_s", sum.busy_s, "runs", (json_int_t)sum.runs,
-        "lost_forgotten", (json_int_t)sum.lost_forgotten,
+        "lost_forgotten", (json_int_t)peertab_lost_forgotten(d->fleet.tab),
         "behind_relays", (json_int_t)jm_status_behind_relays(d->fleet.tab));
 }

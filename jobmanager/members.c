@@ -41,7 +41,7 @@ static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 {
     char crashed[320];
-    if (!t->life.alive)
+    if (!t->peer.alive)
         return;
     /* A TM that died of a signal says so in its crash file. */
     if (jm_crashes_tm_lost(d->jm, t->id.host, t->id.pid, t->id.joined, crashed,
@@ -54,7 +54,7 @@ void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     if (loglimit_allow(&d->logs.lost, d->clock.now))
         spits_info("%s %s:%ld lost (%s); %zu task(s) requeued",
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
-    jm_tmtab_set_alive(d->fleet.tab, t, 0);
+    peertab_set_alive(d->fleet.tab, t, 0);
 }
 
 /* BYE: it left on purpose (drained, done, or refusing the job, which its
@@ -65,7 +65,7 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
     char safe[512];
     json_t *body = NULL;
 
-    if (!t->life.alive)
+    if (!t->peer.alive)
         return;
     if (zmq_msg_size(msg) > SPITS_HDR_SIZE &&
         (body = spits_wire_decode_json(zmq_msg_data((zmq_msg_t *)msg),
@@ -83,7 +83,7 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, n);
     }
     json_decref(body);
-    jm_tmtab_set_alive(d->fleet.tab, t, 0);
+    peertab_set_alive(d->fleet.tab, t, 0);
 }
 
 /* A TM back from an outage sends its results right after WELCOME. Wait
@@ -166,7 +166,7 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
                             size_t ridlen, int *first)
 {
-    int was_lost = jm_tmtab_take_lost(d->fleet.tab, rid, ridlen);
+    int was_lost = peertab_take_lost(d->fleet.tab, rid, ridlen);
     jm_tm_t *t = jm_tmtab_add(d->fleet.tab, rid, ridlen);
     if (t)
         t->life.lost = was_lost;
@@ -214,16 +214,16 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
             json_decref(j);
             return;
         }
-    } else if (t->life.alive && t->id.pid == pid &&
+    } else if (t->peer.alive && t->id.pid == pid &&
                ((attach >= 0 && attach <= t->id.attach) ||
                 t->stats.sent == t->stats.sent_at_hello)) {
         json_decref(j);
         hello_again(d, t, attach, held, pending);
         return;
-    } else if (t->life.alive) {
+    } else if (t->peer.alive) {
         members_lost(d, t, "reconnected");
     }
-    if (jm_tmtab_set_alive(d->fleet.tab, t, 1) != 0) {
+    if (peertab_set_alive(d->fleet.tab, t, 1) != 0) {
         tmio_bad_message(d, "out of memory adding a TM");
         json_decref(j);
         return;
@@ -326,7 +326,7 @@ static int behind_parse(json_t *v, json_t **out)
  * HELLO. */
 static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 {
-    if (!t || !t->life.alive)
+    if (!t || !t->peer.alive)
         return;
     jm_tm_credit_t *c = &t->credit;
     if (workers >= 0 && workers != c->workers) {

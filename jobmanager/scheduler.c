@@ -346,7 +346,7 @@ static size_t pick_retries(jm_sched_t *s, jm_tm_t *t, size_t room, size_t *bytes
         task->in_retry = 0;
         if (task->copies > 0)
             continue;                       /* re-sent meanwhile */
-        if ((task->failed_on == t->id.slot && others) || picked_add(s, n, task) != 0) {
+        if ((task->failed_on == t->peer.slot && others) || picked_add(s, n, task) != 0) {
             retry_push(s, task);            /* rather another TM */
             continue;
         }
@@ -415,7 +415,7 @@ static int64_t late_bound(jm_sched_t *s)
 /* A task t could be sent another copy of, but for its age. */
 static int copy_candidate(const jm_sched_t *s, const jm_task_t *task, const jm_tm_t *t)
 {
-    return task->copies > 0 && task->copies < s->max_copies && !held_by(task, t->id.slot);
+    return task->copies > 0 && task->copies < s->max_copies && !held_by(task, t->peer.slot);
 }
 
 /* When the newest copy of a task is late: the bound after its clock
@@ -527,7 +527,7 @@ void jm_sched_sent(jm_sched_t *s, jm_tm_t *t, size_t n)
         task->sent += task->sent < UINT8_MAX;
         task->copy_ms = s->now;
         task->quick = t->credit.outstanding + (int)i < t->credit.workers;
-        add_holder(s, task, t->id.slot);
+        add_holder(s, task, t->peer.slot);
         s->task_bytes_sent += task->len;
     }
     s->st->sent += n;
@@ -549,7 +549,7 @@ void jm_sched_unsent(jm_sched_t *s, size_t n)
 void jm_sched_credit(jm_sched_t *s, jm_tm_t *t, uint64_t count)
 {
     (void)s;
-    if (t && t->life.alive)
+    if (t && t->peer.alive)
         t->credit.outstanding -= (int)(count < (uint64_t)t->credit.outstanding
                                     ? count : (uint64_t)t->credit.outstanding);
 }
@@ -561,7 +561,7 @@ static jm_rec_outcome_t on_failed_run(jm_sched_t *s, jm_tm_t *t, jm_task_t *task
 {
     if (t) {
         t->stats.failed++;
-        task->failed_on = t->id.slot;
+        task->failed_on = t->peer.slot;
     }
     s->st->crashed += status == SPITS_ST_CRASHED;
     s->st->timed_out += status == SPITS_ST_TIMEOUT;
@@ -613,7 +613,7 @@ jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
         return JM_REC_FOREIGN;
     /* (nor is another TM's copy taken for a record from a TM that holds
      * none, one back with a copy the JM took back when it lost it) */
-    int held = !foreign && t && drop_holder(s, task, t->id.slot);
+    int held = !foreign && t && drop_holder(s, task, t->peer.slot);
     s->rec_start_ms = task->copy_ms;
     s->rec_len = task->len;
     if (status == SPITS_ST_OK) {
@@ -671,12 +671,12 @@ void jm_sched_joined(jm_sched_t *s, jm_tm_t *t, long held)
 size_t jm_sched_lost(jm_sched_t *s, jm_tm_t *t)
 {
     size_t n = 0;
-    held_t *h = (size_t)t->id.slot < s->nheld ? &s->held[t->id.slot] : NULL;
+    held_t *h = (size_t)t->peer.slot < s->nheld ? &s->held[t->peer.slot] : NULL;
 
     t->credit.outstanding = 0;
     while (h && h->n) {
         jm_task_t *task = h->tasks[h->n - 1];
-        if (!drop_holder(s, task, t->id.slot)) {
+        if (!drop_holder(s, task, t->peer.slot)) {
             h->n--;                     /* (cannot happen: listed, so held) */
             continue;
         }
@@ -951,14 +951,14 @@ static mtm_t *m_any(model_t *m, int alive)
     if (!m->ntms)
         return NULL;
     mtm_t *x = &m->tms[m_rand(m, (uint32_t)m->ntms)];
-    return x->tm.life.alive == alive ? x : NULL;
+    return x->tm.peer.alive == alive ? x : NULL;
 }
 
 static int m_alive(const model_t *m)
 {
     int n = 0;
     for (int i = 0; i < m->ntms; i++)
-        n += m->tms[i].tm.life.alive;
+        n += m->tms[i].tm.peer.alive;
     return n;
 }
 
@@ -966,14 +966,14 @@ static int m_alive(const model_t *m)
 static void m_new_tm(model_t *m, mtm_t *x, int slot)
 {
     memset(x, 0, sizeof *x);
-    x->tm.id.slot = slot;
+    x->tm.peer.slot = slot;
     x->tm.credit.slots = 1 + (int)m_rand(m, 8);
     x->tm.credit.workers = (int)m_rand(m, 4);
 }
 
 static void m_join(model_t *m, mtm_t *x)
 {
-    x->tm.life.alive = 1;
+    x->tm.peer.alive = 1;
     x->zombie = 0;
     jm_sched_joined(m->s, &x->tm, x->nheld);
 }
@@ -992,7 +992,7 @@ static int m_serve(model_t *m, mtm_t *x)
         MCHECK(m, !m_resolved(m, p[i]->id));
         MCHECK(m, p[i]->copies < m->max_copies);
         /* not where it failed, unless no other TM is alive */
-        MCHECK(m, p[i]->copies > 0 || !others || m->failed_on[p[i]->id] != x->tm.id.slot);
+        MCHECK(m, p[i]->copies > 0 || !others || m->failed_on[p[i]->id] != x->tm.peer.slot);
         for (size_t j = 0; j < i; j++)
             MCHECK(m, p[j] != p[i]);
     }
@@ -1093,7 +1093,7 @@ static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status, int fore
         m->timed_out += status == SPITS_ST_TIMEOUT;
         if (x) {
             x->failed++;
-            m->failed_on[id] = x->tm.id.slot;
+            m->failed_on[id] = x->tm.peer.slot;
         }
         break;
     default:
@@ -1176,7 +1176,7 @@ static int m_lose(model_t *m, mtm_t *x)
     for (int j = 0; j < x->nheld; j++)
         if (x->held[j].known && !m_resolved(m, x->held[j].id))
             want++;
-    x->tm.life.alive = 0;
+    x->tm.peer.alive = 0;
     size_t n = jm_sched_lost(m->s, &x->tm);
     MCHECK(m, n == want && x->tm.credit.outstanding == 0);
     m->requeued += n;
@@ -1204,7 +1204,7 @@ static int m_invariants(model_t *m)
         const mtm_t *x = &m->tms[i];
         MCHECK(m, x->tm.stats.sent == x->sent && x->tm.stats.done == x->done &&
                   x->tm.stats.failed == x->failed);
-        if (x->tm.life.alive)
+        if (x->tm.peer.alive)
             MCHECK(m, x->tm.credit.outstanding == x->nheld && x->nheld <= x->tm.credit.slots);
         for (int j = 0; j < x->nheld; j++)
             known[x->held[j].id] += x->held[j].known;
@@ -1243,7 +1243,7 @@ static int m_step(model_t *m)
             m_join(m, x);
         } else if ((x = m_any(m, 0))) {
             if (!x->zombie)           /* a new TM in a dead one's slot */
-                m_new_tm(m, x, x->tm.id.slot);
+                m_new_tm(m, x, x->tm.peer.slot);
             m_join(m, x);             /* (a zombie: back, with what it held) */
         }
         return 0;
@@ -1255,8 +1255,8 @@ static int m_step(model_t *m)
         return m_foreign(m);
     default:
         x = &m->tms[m->ntms ? m_rand(m, (uint32_t)m->ntms) : 0];
-        if (!m->ntms || !x->nheld || (!x->tm.life.alive && !x->zombie) ||
-            (x->tm.id.slot == 0 && m_rand(m, 4)))   /* a slow TM: stragglers */
+        if (!m->ntms || !x->nheld || (!x->tm.peer.alive && !x->zombie) ||
+            (x->tm.peer.slot == 0 && m_rand(m, 4)))   /* a slow TM: stragglers */
             return 0;
         return m_reply(m, x, 1 + (int)m_rand(m, x->nheld < 3 ? (uint32_t)x->nheld : 3), 70);
     }
@@ -1278,7 +1278,7 @@ static int m_drain(model_t *m)
         m->now += 50;
         for (int i = 0; i < m->ntms; i++) {
             mtm_t *x = &m->tms[i];
-            if (!x->tm.life.alive)
+            if (!x->tm.peer.alive)
                 m_join(m, x);
             if (m_serve(m, x) != 0 ||
                 (x->nheld && m_reply(m, x, (x->nheld + 1) / 2, 90) != 0) ||
@@ -1347,7 +1347,7 @@ static int d_take(jm_sched_t *s, jm_tm_t *t, int64_t now, size_t max_bytes, int 
         ok = p[i]->id == want[i];
     if (!ok) {
         fprintf(stderr, "scheduler selftest: at %lld ms, TM %d was sent", (long long)now,
-                t->id.slot);
+                t->peer.slot);
         for (size_t i = 0; i < n; i++)
             fprintf(stderr, " %llu", (unsigned long long)p[i]->id);
         fprintf(stderr, " (%zu task(s)), not", n);
@@ -1402,9 +1402,9 @@ static jm_sched_t *directed_start(jm_disp_stats_t *st, jm_tm_t *a, jm_tm_t *b,
         return NULL;
     jm_sched_add_fresh(s, head, tail);
     jm_sched_gen_state(s, 1, 0);
-    a->id.slot = 0, b->id.slot = 1, c->id.slot = 2;
+    a->peer.slot = 0, b->peer.slot = 1, c->peer.slot = 2;
     a->credit.slots = 19, b->credit.slots = c->credit.slots = 8;
-    a->life.alive = b->life.alive = c->life.alive = 1;
+    a->peer.alive = b->peer.alive = c->peer.alive = 1;
     int ok = d_pick(s, a, 0, all, 19) == 0 &&
              (a->credit.slots = 20, d_pick(s, a, 900, last, 1)) == 0;
     jm_sched_clock(s, 1000);
@@ -1518,7 +1518,7 @@ static int d_record(jm_sched_t *s, jm_tm_t *t, int credit, int foreign, uint64_t
         return 0;
     fprintf(stderr, "scheduler selftest: a%s record of task %llu (status %u) from TM %d "
             "was outcome %d, not %d\n", foreign ? " foreign" : "", (unsigned long long)id,
-            status, t ? t->id.slot : -1, (int)o, (int)want);
+            status, t ? t->peer.slot : -1, (int)o, (int)want);
     return -1;
 }
 
@@ -1579,9 +1579,9 @@ static jm_sched_t *d_start(jm_disp_stats_t *st, jm_tm_t *tm, int ntm, int slots,
         return NULL;
     }
     for (int i = 0; i < ntm; i++) {
-        tm[i].id.slot = i;
+        tm[i].peer.slot = i;
         tm[i].credit.slots = slots;
-        tm[i].life.alive = 1;
+        tm[i].peer.alive = 1;
         jm_sched_joined(s, &tm[i], 0);
     }
     return s;
@@ -1659,7 +1659,7 @@ static int sched_directed_bytes(void)
     task[16]->len = task[17]->len = task[18]->len = 10;
     D_CHECK(d_take(s, &b, 1600, 20, 1, late, 2, 0) == 0);
     d = c;
-    d.id.slot = 3;
+    d.peer.slot = 3;
     D_CHECK(d_take(s, &c, 1600, 5, 1, more, 1, 0) == 0);
     D_CHECK(d_take(s, &d, 1600, 5, 1, D_NONE, 0) == 0);        /* two copies each */
     rc = 0;
@@ -1790,7 +1790,7 @@ static int sched_directed_foreign(void)
     a->credit.workers = b->credit.workers = 4;
     a->credit.slots = 3;
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2), 0) == 0);
-    a->life.alive = 0;
+    a->peer.alive = 0;
     D_CHECK(jm_sched_lost(s, a) == 3 && st.requeued == 3);
     D_CHECK(d_take(s, b, 10, 1 << 20, 0, D_IDS(2, 1, 0, 3), 0) == 0);
     D_CHECK(st.resent == 3 && b->credit.outstanding == 4);
@@ -1870,12 +1870,12 @@ static int sched_directed_slot_reuse(void)
     D_CHECK(s);
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2), 0) == 0);
     D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(3), 0) == 0);
-    a->life.alive = 0;
+    a->peer.alive = 0;
     D_CHECK(jm_sched_lost(s, a) == 3 && st.requeued == 3 && a->credit.outstanding == 0);
     memset(&a2, 0, sizeof a2);
-    a2.id.slot = 0;
+    a2.peer.slot = 0;
     a2.credit.slots = 2;
-    a2.life.alive = 1;
+    a2.peer.alive = 1;
     jm_sched_joined(s, &a2, 0);
     D_CHECK(a2.credit.outstanding == 0);
     /* two of the lost TM's three copies, run again (in no set order) */

@@ -63,8 +63,8 @@ static void cancel_flush(jm_disp_t *d)
         }
         ncancel = keep;
         spits_batch_seal(&d->serve.out);
-        jm_tm_t *t = jm_tmtab_at(d->fleet.tab, (size_t)slot);
-        if (n && t && t->life.alive &&
+        jm_tm_t *t = peertab_at(d->fleet.tab, (size_t)slot);
+        if (n && t && t->peer.alive &&
             tmio_send_tm(d, t, d->serve.out.buf.data, d->serve.out.buf.len) == 0)
             d->st.cancelled += n;
     }
@@ -235,7 +235,7 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 
 static int serve_wants(const jm_disp_t *d, const jm_tm_t *t)
 {
-    return t->life.alive && !t->life.stalled && !t->life.draining &&
+    return t->peer.alive && !t->life.stalled && !t->life.draining &&
            t->credit.outstanding < t->credit.slots &&
            t->credit.settle_until <= d->clock.now && !atomic_load(&jm_abort);
 }
@@ -251,21 +251,21 @@ void serve_due(jm_disp_t *d, jm_tm_t *t)
         sv->all = 1;   /* (no memory for the list: walk them all) */
         return;
     }
-    sv->due[sv->ndue++] = t->id.slot;
+    sv->due[sv->ndue++] = t->peer.slot;
     t->credit.serve_due = 1;
 }
 
 /* Every live TM, round robin from a moving start. */
 static void serve_all(jm_disp_t *d)
 {
-    size_t ntm = jm_tmtab_live_count(d->fleet.tab);
+    size_t ntm = peertab_live_count(d->fleet.tab);
     for (size_t k = 0; k < ntm; k++) {
         /* A TM lost on a failed send leaves the live set, which then
          * skips or repeats one TM in this round: either is harmless. */
-        size_t now_live = jm_tmtab_live_count(d->fleet.tab);
+        size_t now_live = peertab_live_count(d->fleet.tab);
         if (!now_live)
             break;
-        jm_tm_t *t = jm_tmtab_live_at(d->fleet.tab, (d->serve.rr + k) % now_live);
+        jm_tm_t *t = peertab_live_at(d->fleet.tab, (d->serve.rr + k) % now_live);
         if (serve_wants(d, t))
             serve_tm(d, t);
     }
@@ -300,14 +300,14 @@ void serve_tms(jm_disp_t *d)
     if (all)
         d->serve.starved = 0;   /* (serve_tm says it again if so) */
     for (size_t i = 0; i < ndue; i++) {
-        jm_tm_t *t = jm_tmtab_at(d->fleet.tab, (size_t)d->serve.due[i]);
+        jm_tm_t *t = peertab_at(d->fleet.tab, (size_t)d->serve.due[i]);
         if (!t || !t->credit.serve_due)
             continue;
         t->credit.serve_due = 0;
         if (!all && d->phase && serve_wants(d, t))
             serve_tm(d, t);
     }
-    if (all && d->phase && jm_tmtab_live_count(d->fleet.tab))
+    if (all && d->phase && peertab_live_count(d->fleet.tab))
         serve_all(d);
 }
 
@@ -482,7 +482,7 @@ void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     jm_sched_clock(d->sched, d->clock.now);
     jm_sched_credit(d->sched, t, h->count - h->foreign);
     d->st.foreign_results += h->foreign;
-    if (t && t->life.alive)
+    if (t && t->peer.alive)
         grow_slots(d, t);
     if (!d->phase || h->phase != d->phase->st.id) {
         d->st.stale += h->count;

@@ -49,11 +49,11 @@ void jm_status_relay_fields(json_t *row, const jm_tm_t *t)
     json_object_set_new(row, "behind", behind);
 }
 
-uint64_t jm_status_behind_relays(const jm_tmtab_t *tms)
+uint64_t jm_status_behind_relays(const peertab_t *tms)
 {
     uint64_t n = 0;
-    for (size_t i = 0; i < jm_tmtab_live_count(tms); i++) {
-        const jm_tm_t *t = jm_tmtab_live_at(tms, i);
+    for (size_t i = 0; i < peertab_live_count(tms); i++) {
+        const jm_tm_t *t = peertab_live_at(tms, i);
         n += t->id.relay ? (uint64_t)t->id.behind_alive : 0;
     }
     return n;
@@ -86,10 +86,10 @@ static int status_cmp_notable(const void *a, const void *b)
 
 /* The live TMs a STATUS document lists (status.h), in *v (to free), in
  * the order they joined; how many. With no memory, none. */
-static size_t status_pick(const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_ms,
+static size_t status_pick(const peertab_t *tms, int64_t now_ms, int64_t quiet_ms,
                           jm_tm_t ***v)
 {
-    size_t n = jm_tmtab_live_count(tms), listed = n < JM_STATUS_TMS ? n : JM_STATUS_TMS;
+    size_t n = peertab_live_count(tms), listed = n < JM_STATUS_TMS ? n : JM_STATUS_TMS;
     status_pick_t *all = NULL;
 
     if (!(*v = malloc((n ? n : 1) * sizeof **v)))
@@ -97,14 +97,14 @@ static size_t status_pick(const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_m
     /* (with no memory to pick, the first ones) */
     if (n > listed && (all = malloc(n * sizeof *all))) {
         for (size_t i = 0; i < n; i++) {
-            jm_tm_t *t = jm_tmtab_live_at(tms, i);
+            jm_tm_t *t = peertab_live_at(tms, i);
             all[i] = (status_pick_t){t, t->id.relay || t->life.draining ||
                                         now_ms - t->life.live.last_heard >= quiet_ms};
         }
         qsort(all, n, sizeof *all, status_cmp_notable);
     }
     for (size_t i = 0; i < listed; i++)
-        (*v)[i] = all ? all[i].t : jm_tmtab_live_at(tms, i);
+        (*v)[i] = all ? all[i].t : peertab_live_at(tms, i);
     qsort(*v, listed, sizeof **v, jm_tm_cmp_joined);
     free(all);
     return listed;
@@ -120,16 +120,16 @@ static int status_cmp_gone(const void *a, const void *b)
 
 /* The JM_STATUS_GONE TMs that left or were lost last, so the dashboard
  * keeps their lanes (a lost one ends with its mark, from tm_events). */
-static json_t *status_gone(const jm_tmtab_t *tms)
+static json_t *status_gone(const peertab_t *tms)
 {
-    size_t slots = jm_tmtab_slots(tms), n = 0;
+    size_t slots = peertab_slots(tms), n = 0;
     jm_tm_t **v = malloc((slots ? slots : 1) * sizeof *v);
     json_t *rows = json_array();
     if (!v)
         return rows;
     for (size_t s = 0; s < slots; s++) {
-        jm_tm_t *t = jm_tmtab_at(tms, s);
-        if (t && !t->life.alive)
+        jm_tm_t *t = peertab_at(tms, s);
+        if (t && !t->peer.alive)
             v[n++] = t;
     }
     qsort(v, n, sizeof *v, status_cmp_gone);
@@ -144,7 +144,7 @@ static json_t *status_gone(const jm_tmtab_t *tms)
 }
 
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
-                       const jm_tmtab_t *tms, int64_t now_ms, int64_t quiet_ms)
+                       const peertab_t *tms, int64_t now_ms, int64_t quiet_ms)
 {
     char started[32];
     double eta = eta_seconds(l);
@@ -193,7 +193,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         "losses", (json_int_t)l->tm_losses, "leaves", (json_int_t)l->tm_leaves,
         "lost_now", (json_int_t)l->tms_lost_now,
         "tms", rows, "tms_gone", status_gone(tms),
-        "tms_alive", (json_int_t)jm_tmtab_live_count(tms),
+        "tms_alive", (json_int_t)peertab_live_count(tms),
         "tms_listed", (json_int_t)listed,
         "behind_relays", (json_int_t)jm_status_behind_relays(tms),
         "jm", jm_usage_json());

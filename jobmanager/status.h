@@ -30,7 +30,7 @@ typedef struct {
     size_t tms_alive;
     uint64_t tm_joins, tm_reattaches, tm_losses, tm_leaves, tms_lost_now;
 } jm_live_t;
-struct jm_tmtab;
+struct peertab;
 /* The STATUS document. Its "tms" lists the live TMs, at most
  * JM_STATUS_TMS of them: past that, the notable ones first (relays,
  * draining ones, and those silent for quiet_ms or more), then the most
@@ -42,7 +42,7 @@ struct jm_tmtab;
  * "gone": "left" or "lost"), for the dashboard's lanes. */
 #define JM_STATUS_GONE 20
 json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
-                       const struct jm_tmtab *tms, int64_t now_ms, int64_t quiet_ms);
+                       const struct peertab *tms, int64_t now_ms, int64_t quiet_ms);
 struct jm_tm;
 /* A TM's held tasks (sent, no record back yet) split into those running
  * now and the rest (queued on it, in transit, results on their way): by
@@ -55,7 +55,7 @@ void jm_tm_split(const struct jm_tm *t, uint64_t *running, uint64_t *queued);
  * [] before its first STATS says); another TM's row is left as it is. */
 void jm_status_relay_fields(json_t *row, const struct jm_tm *t);
 /* The TMs behind the live relays, by their last STATS. */
-uint64_t jm_status_behind_relays(const struct jm_tmtab *tms);
+uint64_t jm_status_behind_relays(const struct peertab *tms);
 /* The progress line for l: on a terminal (tty) the bar redrawn in place
  * (term.h), elsewhere one plain "progress:" line. */
 void jm_progress_print(const jm_live_t *l, int tty);

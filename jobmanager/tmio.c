@@ -29,7 +29,7 @@ int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
 
 static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len, int more)
 {
-    if (tmio_send_to(d, t->id.rid, t->id.ridlen, buf, len, more) == 0) {
+    if (tmio_send_to(d, t->peer.rid, t->peer.ridlen, buf, len, more) == 0) {
         t->life.live.last_sent = d->clock.now;
         return 0;
     }
@@ -81,7 +81,7 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
      * passing this WELCOME on does not give its TMs. */
     if (body && type == SPITS_MSG_WELCOME && d->serve.part_min != UINT64_MAX)
         json_object_set_new(body, "result_parts",
-                            json_stringn((const char *)t->id.rid, t->id.ridlen));
+                            json_stringn((const char *)t->peer.rid, t->peer.ridlen));
     if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
         tmio_send_tm(d, t, buf.data, buf.len);
     else

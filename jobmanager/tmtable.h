@@ -1,16 +1,20 @@
 /*
- * tmtable.h - the JM's registry of Task Managers, keyed by routing id.
+ * tmtable.h - the JM's registry of Task Managers: a peertab (serving/
+ * peertab.h, which the relay uses too) of jm_tm_t, keyed by routing id,
+ * and what the JM adds to it.
  *
- * Its size follows the TMs alive, not the TMs ever seen, so hours of
- * churn cost no memory and no loop time:
- *   - the live TMs are a dense set, which the dispatcher's loops walk;
- *   - a dead TM (lost or left) keeps its entry, so a re-attach is known
- *     as one, until keep_dead newer TMs died: then the oldest dead entry
- *     is evicted (its slot number is reused), its counters are added to
- *     the evicted totals, and, if it was lost, an 8-byte fingerprint of
- *     its routing id is kept (up to JM_TMTAB_LOST_MAX of them) so that
- *     its return still counts as a re-attach of a lost TM.
- * Owned by the dispatcher thread.
+ * Its size follows the TMs alive, not the TMs ever seen (peertab.h): the
+ * live TMs are a dense set, which the dispatcher's loops walk; a dead TM
+ * (lost or left) keeps its entry, so a re-attach is known as one, until
+ * keep_dead newer TMs died: then the oldest dead entry is evicted (its
+ * slot number is reused), its counters are added to the evicted totals
+ * here, and, if it was lost, a fingerprint of its routing id is kept (up
+ * to JM_TMTAB_LOST_MAX of them) so that its return still counts as a
+ * re-attach of a lost TM (peertab_take_lost).
+ *
+ * Table mechanics are peertab_*'s (find, set_alive, live_count, live_at,
+ * slots, at, take_lost); this file adds the JM's entry, its creation and
+ * what its eviction and destruction do. Owned by the dispatcher thread.
  */
 #ifndef SPITS_TMTABLE_H
 #define SPITS_TMTABLE_H
@@ -20,8 +24,8 @@
 #include <stdint.h>
 
 #include "liveness.h"
+#include "peertab.h"
 
-#define JM_RID_MAX 64
 #define JM_BEHIND_MAX 64     /* a relay's TMs listed (members.c) */
 #define JM_TMTAB_KEEP_DEAD 10000     /* the dispatcher's keep_dead */
 #define JM_TMTAB_LOST_MAX (1u << 18) /* fingerprints of evicted lost TMs */
@@ -30,12 +34,9 @@
 
 /* A TM's entry, in parts by concern; each part says who writes it. */
 
-/* Who it is: members.c from its HELLO (a relay's STATS: behind); rid,
- * ridlen and slot by the table (tmtable.c jm_tmtab_add). */
+/* Who it is: members.c from its HELLO (a relay's STATS: behind); its
+ * routing id and slot are the table's (jm_tm_t.peer). */
 typedef struct {
-    unsigned char rid[JM_RID_MAX];
-    size_t ridlen;
-    int slot;                /* reused once the entry is evicted */
     char host[128];          /* as its HELLO said, escaped (escape.h) */
     uint32_t log_host;       /* host's number in --joblog (joblog.h) */
     long pid;
@@ -55,10 +56,10 @@ typedef struct {
     long behind_alive;       /* ...its "alive" (0 without behind) */
 } jm_tm_id_t;
 
-/* Whether it is there and may be served; members.c clears the flags on a
- * HELLO, the files named set them. */
+/* Whether it may be served (whether it is there: peer.alive, set by
+ * peertab_set_alive only); members.c clears the flags on a HELLO, the
+ * files named set them. */
 typedef struct {
-    int alive;               /* set by jm_tmtab_set_alive only */
     int lost;                /* declared lost and not back (members.c) */
     int gone;                /* a send found its connection gone: lost at
                                 the end of the turn (tmio.c, dispatch.c) */
@@ -112,47 +113,28 @@ typedef struct {
 
 typedef struct jm_tm jm_tm_t;
 struct jm_tm {
+    peertab_entry_t peer;    /* the table's (rid, slot, alive): first */
     jm_tm_id_t id;
     jm_tm_life_t life;
     jm_tm_credit_t credit;
     jm_tm_stats_t stats;
-    /* the table's own (tmtable.c) */
-    size_t live_ix;          /* index in the live set, while alive */
-    jm_tm_t *dead_prev, *dead_next;  /* the dead, oldest first */
 };
 
 /* What the evicted entries add up to (report.json's TM totals). */
 typedef struct {
     uint64_t tms, reattaches, sent, done, failed, runs;
     double busy_s;
-    uint64_t lost_forgotten; /* lost ones past JM_TMTAB_LOST_MAX */
 } jm_tm_totals_t;
 
-typedef struct jm_tmtab jm_tmtab_t;
-
-/* keep_dead >= 1: the dead entries kept before the oldest is evicted. */
-jm_tmtab_t *jm_tmtab_new(size_t keep_dead);
-void jm_tmtab_destroy(jm_tmtab_t **tab);
-jm_tm_t *jm_tmtab_find(const jm_tmtab_t *tab, const void *rid, size_t len);
+/* A table of jm_tm_t; keep_dead >= 1: the dead entries kept before the
+ * oldest is evicted, its counters added to *evicted (which outlives the
+ * table). Lost ones evicted past JM_TMTAB_LOST_MAX: peertab_lost_forgotten. */
+peertab_t *jm_tmtab_new(size_t keep_dead, jm_tm_totals_t *evicted);
+/* The table and every entry, with what each owns. */
+void jm_tmtab_destroy(peertab_t **tab);
 /* Adds a TM, dead until set alive (rid must not be present). NULL: no
  * memory or rid too long. */
-jm_tm_t *jm_tmtab_add(jm_tmtab_t *tab, const void *rid, size_t len);
-/* Moves tm into the live set or out of it (then into the dead, which
- * may evict the oldest dead entry: pointers to it become invalid). -1
- * only when out of memory growing the live set (tm stays dead). */
-int jm_tmtab_set_alive(jm_tmtab_t *tab, jm_tm_t *tm, int alive);
-/* The live TMs, in no set order: i < jm_tmtab_live_count. Setting a TM
- * dead moves the last one to its index, so walk from the end. */
-size_t jm_tmtab_live_count(const jm_tmtab_t *tab);
-jm_tm_t *jm_tmtab_live_at(const jm_tmtab_t *tab, size_t i);
-/* Entries held (live and dead), and one by slot (NULL: a free slot);
- * slots are below jm_tmtab_slots. */
-size_t jm_tmtab_count(const jm_tmtab_t *tab);
-size_t jm_tmtab_slots(const jm_tmtab_t *tab);
-jm_tm_t *jm_tmtab_at(const jm_tmtab_t *tab, size_t slot);
-/* 1 if rid is an evicted TM that was lost (and is forgotten now). */
-int jm_tmtab_take_lost(jm_tmtab_t *tab, const void *rid, size_t len);
-const jm_tm_totals_t *jm_tmtab_evicted(const jm_tmtab_t *tab);
+jm_tm_t *jm_tmtab_add(peertab_t *tab, const void *rid, size_t len);
 /* qsort orders of an array of jm_tm_t pointers: the most done first; the
  * first joined first (ties by slot). */
 int jm_tm_cmp_done_desc(const void *a, const void *b);

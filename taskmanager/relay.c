@@ -61,10 +61,10 @@ static void relay_tick(tm_relay_t *r)
         return;
     r->live.next_tick = tm->now + RELAY_TICK_MS;
     loglimit_flush(&r->log.events, tm->now, 0);
-    for (size_t i = 0; i < r->peers.ntms; i++) {
-        rl_tm_t *t = &r->peers.tms[i];
-        if (!t->status.alive)
-            continue;
+    /* (from the end: a TM dropped leaves the live set, the last taking
+     * its place) */
+    for (size_t i = peertab_live_count(r->peers.tab); i-- > 0;) {
+        rl_tm_t *t = peertab_live_at(r->peers.tab, i);
         int v = liveness_judge(&r->live.hop, &t->status.live, tm->now,
                                tm->now < r->live.probe_until, router_probe,
                                r->sock.conngen, t->id.host, t->id.pid);
@@ -200,17 +200,19 @@ void *tm_relay_zap_socket(const tm_relay_t *r)
 /* The TMs behind us, for router_end (relay_end). */
 static const void *relay_end_rid(void *arg, size_t k, size_t *ridlen)
 {
-    const rl_tm_t *t = &((rl_peers_t *)arg)->tms[k];
-    *ridlen = t->id.ridlen;
-    return t->status.alive ? t->id.rid : NULL;
+    const rl_tm_t *t = peertab_live_at(((rl_peers_t *)arg)->tab, k);
+    *ridlen = t->peer.ridlen;
+    return t->peer.rid;
 }
 
 static int relay_end_bye(void *arg, const void *rid, size_t ridlen)
 {
-    rl_tm_t *t = relay_peers_find(arg, rid, ridlen);
-    if (!t || !t->status.alive)
+    rl_tm_t *t = peertab_find(((rl_peers_t *)arg)->tab, rid, ridlen);
+    if (!t || !t->peer.alive)
         return 0;
-    t->status.alive = 0;   /* (the relay is closing: its END is answered) */
+    /* (its END is answered; the relay is closing, so its copies go back
+     * with the relay's and no TM takes its slot) */
+    relay_peers_gone(arg, t);
     return 1;
 }
 
@@ -220,7 +222,8 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     if (!r)
         return;
     /* The job is over: the TMs behind us are told so, as the JM does. */
-    router_peers_t peers = {r->peers.ntms, relay_end_rid, relay_end_bye, &r->peers};
+    router_peers_t peers = {r->peers.tab ? peertab_live_count(r->peers.tab) : 0,
+                            relay_end_rid, relay_end_bye, &r->peers};
     if (job_over && r->sock.router)
         router_end(r->sock.router, r->job.phase, &peers, RELAY_END_WAIT_MS);
     loglimit_flush(&r->log.events, spits_now_ms(), 1);

@@ -16,12 +16,14 @@
  *                     (rec; copies and extra as records go up)
  *   relay_send.c      messages down to one TM
  *   relay_peers.c     who is behind: the table of TMs (and relays) by
- *                     routing id, their capacity and STATS, loops of
- *                     relays, and what the relay tells upstream about them
- *                     (HELLO's "relay", STATS' capacity and "behind")
+ *                     routing id (a serving/peertab.h), their capacity and
+ *                     STATS, loops of relays, and what the relay tells
+ *                     upstream about them (HELLO's "relay", STATS'
+ *                     capacity and "behind")
  *
  * All of it is spits-tm's main thread's (tm_private.h). What every hop
- * does alike (the loss rules, TASKS messages, sends, event lines) is
+ * does alike (the table of TMs, the loss rules, TASKS messages, sends,
+ * event lines) is
  * serving/'s, which the JM uses too.
  */
 #ifndef SPITS_TM_RELAY_INT_H
@@ -31,24 +33,27 @@
 #include "idmap.h"
 #include "liveness.h"
 #include "loglimit.h"
+#include "peertab.h"
 #include "tm_private.h"
 #include "zap.h"
 
-#define RELAY_RID_MAX 64           /* routing ids longer than this are refused */
+#define RELAY_RID_MAX PEERTAB_RID_MAX   /* longer routing ids are refused */
+/* Entries of TMs gone kept (so their return is a re-attach) before the
+ * oldest is evicted and its slot reused. Fewer than the JM's 10000: an
+ * entry here is 1.5 KB (its "below"), a relay serves a part of the
+ * fleet, and forgetting one costs only its being counted as a join. */
+#define RELAY_KEEP_DEAD 1024
 #define RELAY_ID_MAX 40            /* a relay's id: its routing id, as text */
 #define RELAY_BELOW_MAX 32         /* relay ids in a HELLO's "below" */
 #define RELAY_BATCH_MAX 1024       /* tasks in one TASKS message */
 
 /* A TM behind this relay (or a relay behind it). An entry is kept once
- * it is gone (its return is then a re-attach) until a new TM takes it.
- * All of it is written as the TM joins (relay_recv.c), then as each part
- * says. */
+ * it is gone (its return is then a re-attach) until RELAY_KEEP_DEAD newer
+ * ones went (peertab.h). All of it is written as the TM joins
+ * (relay_recv.c), then as each part says. */
 
-/* Who it is: set as it joins. */
+/* Who it is: set as it joins (its routing id: rl_tm_t.peer). */
 typedef struct {
-    unsigned char rid[RELAY_RID_MAX];
-    size_t ridlen;
-    uint64_t ridhash;            /* the key of rl_peers_t.byrid */
     char host[64];
     long pid;
     char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
@@ -56,12 +61,12 @@ typedef struct {
     int nbelow;
 } rl_tm_id_t;
 
-/* Whether it is there: alive and draining (relay_recv.c, relay_peers.c
- * as it goes, relay.c at the end), its liveness (heard: relay_recv.c;
+/* Whether it is there: alive (peer.alive: relay_recv.c as it joins,
+ * relay_peers_gone as it goes) and draining (relay_recv.c), its liveness (heard: relay_recv.c;
  * sent: relay_send.c; judged by relay.c's tick; a relay's last heard
  * read by relay_peers.c for HELLO's "below"). */
 typedef struct {
-    int alive, draining;
+    int draining;
     long attach;                 /* the outage number it last said */
     liveness_t live;             /* heard, sent, its connection (liveness.h) */
 } rl_tm_status_t;
@@ -85,11 +90,11 @@ typedef struct {
 } rl_tm_stats_t;
 
 typedef struct {
+    peertab_entry_t peer;        /* the table's (rid, slot, alive): first */
     rl_tm_id_t id;
     rl_tm_status_t status;
     rl_tm_credit_t credit;
     rl_tm_stats_t stats;
-    int in_free;                 /* its index is in rl_peers_t.free */
 } rl_tm_t;
 
 /* A relay id heard in a HELLO, directly or in its "below" (loops). */
@@ -100,16 +105,10 @@ typedef struct {
 
 /* Who is behind the relay (relay_peers.c). */
 typedef struct {
-    rl_tm_t *tms;
-    size_t ntms, cap;
-    spits_idmap_t *byrid;        /* siphash of a routing id -> index */
-    unsigned char hash_key[16];
+    peertab_t *tab;              /* of rl_tm_t; loops walk its live set */
     long long sum_workers, sum_slots;  /* over live TMs not draining */
     int workers, slots;          /* ...clamped to what a HELLO may say */
     int cap_dirty;               /* ...changed since the last STATS */
-    size_t *free;                /* entries of TMs gone, to reuse (some
-                                    may have re-attached since: skipped) */
-    size_t nfree;                /* (room for cap: a push never fails) */
     uint64_t joins, reattaches, leaves, losses;
     uint64_t runs_gone;          /* runs and busy time of TMs gone, so */
     double busy_gone;            /* ...the totals upstream never shrink */
@@ -181,9 +180,12 @@ struct tm_relay {
     tm_t *tm;
     rl_sock_t sock;
     rl_peers_t peers;
-    spits_idmap_t *copies;       /* task id -> (TM index, tm_phase_t *):
-                                    added by relay_tasks.c, taken by
-                                    relay_recv.c and relay_records.c */
+    spits_idmap_t *copies;       /* task id -> (its TM's peer.slot,
+                                    tm_phase_t *): added by relay_tasks.c
+                                    for live TMs only, taken by
+                                    relay_recv.c and relay_records.c (all
+                                    of a TM's before it is set dead, so a
+                                    slot reused holds none) */
     spits_idmap_t *extra;        /* task id -> (more copies, tm_phase_t *):
                                     copies upstream sent again while one
                                     was out behind us (it forgot we held
@@ -234,16 +236,17 @@ void relay_recv_burst(tm_relay_t *r);
 /* relay_peers.c */
 int relay_peers_init(rl_peers_t *p);
 void relay_peers_free(rl_peers_t *p);
-/* The entry of routing id rid (alive or not), or NULL. */
-rl_tm_t *relay_peers_find(rl_peers_t *p, const void *rid, size_t ridlen);
-/* A new entry for rid: the entry of a TM gone reused, or one more. NULL
- * when out of memory. */
+/* (An entry by routing id, alive or not: peertab_find(p->tab, ...).) */
+/* A new entry for rid, not alive yet (peertab_add). NULL when out of
+ * memory. */
 rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
 /* t's alive, draining, workers or slots changed (a join, a drain, a
  * relay's STATS): its share of the relay's workers and slots follows, in
  * O(1), whatever the number of TMs. */
 void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
-/* t is gone: it counts no more, and its entry may be reused. */
+/* t is gone: it counts no more, and its entry is dead (evicted, and its
+ * slot reused, after RELAY_KEEP_DEAD more went). Its copies must be
+ * taken first (relay_records_drop does). */
 void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);
 /* A STATS body from t (NULL, or not alive: only checked): its runs and
  * busy time, and a relay's capacity. -1 (why says what) when malformed. */

@@ -4,10 +4,9 @@
  * of relays; and the "relay" object of HELLO and the STATS fields that
  * tell upstream about them.
  *
- * Table: an array whose entries are reused once their TM is gone (so it
- * is bounded by the most TMs ever alive at once), found through a hash
- * map keyed by SipHash (libsodium's crypto_shorthash, with a key of this
- * process's) of the routing id, so no TM can choose ids that collide.
+ * Table: serving/peertab.h's, the JM's too (keyed SipHash of the routing
+ * id, stable entries, a live set for the loops, the dead kept up to
+ * RELAY_KEEP_DEAD); what is the relay's is the rest of rl_tm_t.
  *
  * Loops: each relay's HELLO names it ("id", its routing id) and the
  * relays it knows to be behind it ("below": the live relays in its table
@@ -20,9 +19,8 @@
  * it: a ring of relays) stops it, with the loop named.
  */
 #define _DEFAULT_SOURCE
-#include <sodium.h>
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "escape.h"
@@ -34,89 +32,34 @@
 #define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
 #define RELAY_STATS_MIN_MS 250     /* capacity changes go up this often at most */
 
+/* (peertab hands out entries as their header: it must come first) */
+_Static_assert(offsetof(rl_tm_t, peer) == 0, "rl_tm_t begins with its peertab_entry_t");
+
 int relay_peers_init(rl_peers_t *p)
 {
     memset(p, 0, sizeof *p);
-    randombytes_buf(p->hash_key, sizeof p->hash_key);
-    p->byrid = spits_idmap_new();
-    return p->byrid ? 0 : -1;
+    /* (no on_evict: a TM's copies and counts were settled as it went) */
+    p->tab = peertab_new(sizeof(rl_tm_t), RELAY_KEEP_DEAD, 0, NULL, NULL);
+    return p->tab ? 0 : -1;
 }
 
 void relay_peers_free(rl_peers_t *p)
 {
-    spits_idmap_destroy(&p->byrid);
-    free(p->tms);
-    free(p->free);
-    p->tms = NULL;
-    p->free = NULL;
-    p->ntms = p->cap = p->nfree = 0;
-}
-
-static uint64_t relay_peers_hash(const rl_peers_t *p, const void *rid, size_t ridlen)
-{
-    unsigned char h[crypto_shorthash_BYTES];
-    uint64_t v;
-    crypto_shorthash(h, rid, ridlen, p->hash_key);
-    memcpy(&v, h, sizeof v);
-    return v;
-}
-
-rl_tm_t *relay_peers_find(rl_peers_t *p, const void *rid, size_t ridlen)
-{
-    int idx;
-    if (!spits_idmap_get(p->byrid, relay_peers_hash(p, rid, ridlen), &idx, NULL))
-        return NULL;
-    rl_tm_t *t = &p->tms[idx];
-    return t->id.ridlen == ridlen && memcmp(t->id.rid, rid, ridlen) == 0 ? t : NULL;
+    peertab_destroy(&p->tab);
 }
 
 rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 {
-    uint64_t hash = relay_peers_hash(p, rid, ridlen);
-    rl_tm_t *t = NULL;
-
-    if (spits_idmap_get(p->byrid, hash, NULL, NULL))
-        return NULL;    /* another id of that hash: 2^-64, or an attack */
-    while (p->nfree && !t) {
-        rl_tm_t *gone = &p->tms[p->free[--p->nfree]];
-        gone->in_free = 0;
-        if (!gone->status.alive)    /* (else it re-attached since it went) */
-            t = gone;
-    }
-    if (!t) {
-        if (p->ntms == p->cap) {
-            size_t cap = p->cap ? 2 * p->cap : 16;
-            rl_tm_t *grown = realloc(p->tms, cap * sizeof *grown);
-            if (!grown)
-                return NULL;
-            p->tms = grown;
-            size_t *fgrown = realloc(p->free, cap * sizeof *fgrown);
-            if (!fgrown)
-                return NULL;
-            p->free = fgrown;
-            p->cap = cap;
-        }
-        t = &p->tms[p->ntms++];
-    } else {
-        spits_idmap_del(p->byrid, t->id.ridhash);   /* the old TM's, forgotten */
-    }
-    if (spits_idmap_put(p->byrid, hash, (int)(t - p->tms), NULL) != 0) {
-        memset(t, 0, sizeof *t);   /* (a dead, unfindable entry) */
-        relay_peers_gone(p, t);
-        return NULL;
-    }
-    memset(t, 0, sizeof *t);
-    memcpy(t->id.rid, rid, ridlen);
-    t->id.ridlen = ridlen;
-    t->id.ridhash = hash;
-    t->status.attach = -1;
+    rl_tm_t *t = peertab_add(p->tab, rid, ridlen);
+    if (t)
+        t->status.attach = -1;
     return t;
 }
 
 /* (Clamped to what a HELLO or STATS may say: wire.h.) */
 void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
 {
-    int counts = t->status.alive && !t->status.draining;
+    int counts = t->peer.alive && !t->status.draining;
     p->sum_workers += (counts ? t->credit.workers : 0) - t->credit.share_workers;
     p->sum_slots += (counts ? t->credit.slots : 0) - t->credit.share_slots;
     t->credit.share_workers = counts ? t->credit.workers : 0;
@@ -134,12 +77,8 @@ void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
 
 void relay_peers_gone(rl_peers_t *p, rl_tm_t *t)
 {
-    t->status.alive = 0;
+    peertab_set_alive(p->tab, t, 0);   /* (never fails going dead) */
     relay_peers_capacity(p, t);
-    if (!t->in_free) {
-        t->in_free = 1;
-        p->free[p->nfree++] = (size_t)(t - p->tms);
-    }
 }
 
 int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
@@ -151,7 +90,7 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
 
     if (!j || spits_stats_parse(j, &st, why) != 0) {
         rc = -1;
-    } else if (t && t->status.alive) {
+    } else if (t && t->peer.alive) {
         t->stats.busy_s = st.busy_s;
         t->stats.runs = (uint64_t)st.runs;
         /* A relay behind us: its capacity follows its TMs. */
@@ -255,9 +194,9 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
 
     /* Relays behind us still talking (a lost one may be elsewhere now),
      * and those heard from lately. */
-    for (size_t i = 0; i < p->ntms && listed < RELAY_BELOW_MAX; i++) {
-        const rl_tm_t *t = &p->tms[i];
-        if (!t->status.alive || !t->id.relay_id[0] ||
+    for (size_t i = 0; i < peertab_live_count(p->tab) && listed < RELAY_BELOW_MAX; i++) {
+        const rl_tm_t *t = peertab_live_at(p->tab, i);
+        if (!t->id.relay_id[0] ||
             now - t->status.live.last_heard > 3 * r->live.hop.hb_ms)
             continue;
         json_array_append_new(below, json_string(t->id.relay_id));
@@ -284,14 +223,11 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
     rl_peers_t *p = &r->peers;
     uint64_t runs = p->runs_gone;
     double busy = p->busy_gone;
-    size_t alive = 0;
+    size_t alive = peertab_live_count(p->tab);
     json_t *list = json_array();
 
-    for (size_t i = 0; i < p->ntms; i++) {
-        const rl_tm_t *t = &p->tms[i];
-        if (!t->status.alive)
-            continue;
-        alive++;
+    for (size_t i = 0; i < alive; i++) {
+        const rl_tm_t *t = peertab_live_at(p->tab, i);
         runs += t->stats.runs;
         busy += t->stats.busy_s;
         if (json_array_size(list) < RELAY_BEHIND_LISTED) {

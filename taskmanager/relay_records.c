@@ -100,9 +100,9 @@ static void relay_records_return_copy(uint64_t id, void *ph, void *arg)
 void relay_records_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
 {
     rl_peers_t *p = &r->peers;
-    if (!t->status.alive)
+    if (!t->peer.alive)
         return;
-    size_t n = spits_idmap_take_owner(r->copies, (int)(t - p->tms),
+    size_t n = spits_idmap_take_owner(r->copies, t->peer.slot,
                                       relay_records_return_copy, r);
     relay_records_flush(r);
     relay_peers_gone(p, t);

@@ -76,16 +76,17 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         json_decref(j);
         return;
     }
-    if (t && t->status.alive && t->id.pid == h.pid && h.attach >= 0 &&
+    if (t && t->peer.alive && t->id.pid == h.pid && h.attach >= 0 &&
         h.attach <= t->status.attach) {
         relay_send_job(r, t, SPITS_MSG_WELCOME);   /* a queued copy */
         json_decref(j);
         return;
     }
     int first = !t;
-    if (t && t->status.alive)
+    if (t && t->peer.alive)
         relay_records_drop(r, t, "reconnected", 1);
-    if (!t && !(t = relay_peers_add(&r->peers, rid, ridlen))) {
+    if ((!t && !(t = relay_peers_add(&r->peers, rid, ridlen))) ||
+        peertab_set_alive(r->peers.tab, t, 1) != 0) {
         relay_recv_bad(r, "no room to add a task manager");
         json_decref(j);
         return;
@@ -99,7 +100,6 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     t->credit.outstanding = (int)(held < h.slots ? held : h.slots);
     t->credit.unknown_credit = (int)held;
     t->status.attach = h.attach;
-    t->status.alive = 1;
     t->status.draining = 0;
     liveness_heard(&t->status.live, r->tm->now);
     t->stats.runs = 0;
@@ -154,7 +154,7 @@ static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
     uint64_t credit = 0, bogus = 0;
     uint64_t done[RELAY_UNQUEUE_MAX];
     size_t ndone = 0;
-    int idx = t ? (int)(t - r->peers.tms) : -1;
+    int idx = t ? t->peer.slot : -1;
     const tm_phase_t *cur = r->tm->job.current;
     size_t k = 0;   /* the next part */
 
@@ -198,7 +198,7 @@ static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
     relay_records_flush(r);
     if (bogus)
         relay_recv_bogus(r, t);
-    if (t && t->status.alive)
+    if (t && t->peer.alive)
         t->credit.outstanding -= (int)(credit < (uint64_t)t->credit.outstanding
                                     ? credit : (uint64_t)t->credit.outstanding);
 }
@@ -221,8 +221,8 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         return;
     }
     /* (a HELLO takes the entry of a TM gone too: it re-attaches) */
-    rl_tm_t *entry = relay_peers_find(&r->peers, rid, ridlen);
-    rl_tm_t *t = entry && entry->status.alive ? entry : NULL;
+    rl_tm_t *entry = peertab_find(r->peers.tab, rid, ridlen);
+    rl_tm_t *t = entry && entry->peer.alive ? entry : NULL;
     if (t)
         liveness_heard(&t->status.live, r->tm->now);
     int fd = spits_zmq_msg_fd(msg);
@@ -270,7 +270,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad(r, "a JM-to-TM message sent to a relay");
     }
     /* (looked up again: a HELLO adds it) */
-    if ((entry = relay_peers_find(&r->peers, rid, ridlen)) && entry->status.alive)
+    if ((entry = peertab_find(r->peers.tab, rid, ridlen)) && entry->peer.alive)
         liveness_conn(&entry->status.live, fd, conngen_of(r->sock.conngen, fd));
     spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
 }

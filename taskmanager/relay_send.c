@@ -18,7 +18,7 @@
 int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
                    int more)
 {
-    if (router_send(r->sock.router, t->id.rid, t->id.ridlen, buf, len, more) != 0)
+    if (router_send(r->sock.router, t->peer.rid, t->peer.ridlen, buf, len, more) != 0)
         return -1;
     t->status.live.last_sent = r->tm->now;
     return 0;
@@ -56,7 +56,7 @@ void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
      * (wire.h). */
     if (body && type == SPITS_MSG_WELCOME && r->down.part_min != UINT64_MAX)
         json_object_set_new(body, "result_parts",
-                            json_stringn((const char *)t->id.rid, t->id.ridlen));
+                            json_stringn((const char *)t->peer.rid, t->peer.ridlen));
     if (body && spits_wire_encode_json(&buf, type, r->job.phase, body) == 0)
         relay_send_buf(r, t, buf.data, buf.len, 0);
     else

@@ -56,7 +56,7 @@ static void relay_tasks_unmap(tm_relay_t *r, const tm_item_t *items, size_t n)
  * memory (nothing is mapped then). */
 static long relay_tasks_map_copies(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t n)
 {
-    int idx = (int)(t - r->peers.tms);
+    int idx = t->peer.slot;
     size_t keep = 0, i;
 
     for (i = 0; i < n; i++) {
@@ -149,7 +149,7 @@ static int relay_tasks_send(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
  * tasks a turn a TM). -1: the pool ran out. */
 static int relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t)
 {
-    while (t->status.alive && !t->status.draining &&
+    while (t->peer.alive && !t->status.draining &&
            t->credit.outstanding < t->credit.slots && !r->tm->done) {
         size_t want = (size_t)(t->credit.slots - t->credit.outstanding);
         size_t n = tm_pool_take(&r->tm->pool, r->down.items,
@@ -178,10 +178,16 @@ void relay_tasks_serve(tm_relay_t *r)
 {
     tm_t *tm = r->tm;
     rl_peers_t *p = &r->peers;
-    if (!r->job.body || !tm->pool_started || tm->drain.active || !p->ntms)
+    size_t n = peertab_live_count(p->tab);
+    if (!r->job.body || !tm->pool_started || tm->drain.active || !n)
         return;
-    for (size_t k = 0; k < p->ntms && !tm->done; k++) {
-        rl_tm_t *t = &p->tms[(r->down.rr + k) % p->ntms];
+    for (size_t k = 0; k < n && !tm->done; k++) {
+        /* A TM dropped on a failed send leaves the live set, which then
+         * skips or repeats one TM in this round: either is harmless. */
+        size_t now_live = peertab_live_count(p->tab);
+        if (!now_live)
+            break;
+        rl_tm_t *t = peertab_live_at(p->tab, (r->down.rr + k) % now_live);
         if (relay_tasks_serve_tm(r, t) < 0)
             break;   /* (the pool is empty) */
     }

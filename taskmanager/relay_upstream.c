@@ -53,9 +53,8 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     relay_upstream_max_msg(r);
     if (!phase_changed)
         return;
-    for (size_t i = 0; i < r->peers.ntms; i++)
-        if (r->peers.tms[i].status.alive)
-            relay_send_job(r, &r->peers.tms[i], SPITS_MSG_PHASE);
+    for (size_t i = peertab_live_count(r->peers.tab); i-- > 0;)
+        relay_send_job(r, peertab_live_at(r->peers.tab, i), SPITS_MSG_PHASE);
 }
 
 typedef struct {
@@ -82,8 +81,8 @@ static void relay_upstream_cancels(tm_relay_t *r, const tm_phase_t *ph,
         for (; j < m && c[j].owner == c[i].owner; j++)
             n += spits_batch_add(&r->down.out, c[j].id, 0, 0) != NULL;
         spits_batch_seal(&r->down.out);
-        rl_tm_t *t = &r->peers.tms[c[i].owner];
-        if (t->status.alive && n)
+        rl_tm_t *t = peertab_at(r->peers.tab, (size_t)c[i].owner);
+        if (t && t->peer.alive && n)
             relay_send_buf(r, t, r->down.out.buf.data, r->down.out.buf.len, 0);
         i = j;
     }

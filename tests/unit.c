@@ -23,6 +23,7 @@
 #include "metrics.h"
 #include "origin.h"
 #include "parts.h"
+#include "peertab.h"
 #include "reporthtml.h"
 #include "ring.h"
 #include "scheduler.h"
@@ -49,6 +50,7 @@ int main(void)
         {"adopt", jm_adopt_selftest},
         {"conngen", conngen_selftest},
         {"liveness", liveness_selftest},
+        {"peertab", peertab_selftest},
         {"lateness", jm_late_selftest},
         {"backlog", jm_backlog_selftest},
         {"scheduler", jm_sched_selftest},

@@ -18,6 +18,7 @@
  * the retry queue, and no task has more copies than --max-copies. A
  * crash, a sanitizer report or an abort() is a finding.
  */
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
     ftm_t tms[F_TMS];
     static char *argv[] = {"fuzz", NULL};
 
-    if (!p)
+    if (!p || sodium_init() < 0)   /* (the TM table's hash key) */
         abort();
     spits_log_init("fuzz_jm", -1);
     memset(&jm, 0, sizeof jm);
@@ -241,7 +242,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
         default: {
             if (len - i < 1)
                 goto done;
-            jm_tm_t *m = jm_tmtab_find(d->fleet.tab, t->rid, strlen(t->rid));
+            jm_tm_t *m = peertab_find(d->fleet.tab, t->rid, strlen(t->rid));
             if (m)
                 members_lost(d, m, "fuzz");
             i += 1;
