@@ -109,6 +109,7 @@ typedef struct {
     long long sum_workers, sum_slots;  /* over live TMs not draining */
     int workers, slots;          /* ...clamped to what a HELLO may say */
     int cap_dirty;               /* ...changed since the last STATS */
+    int told_slots;              /* ...slots as the last STATS said */
     uint64_t joins, reattaches, leaves, losses;
     uint64_t runs_gone;          /* runs and busy time of TMs gone, so */
     double busy_gone;            /* ...the totals upstream never shrink */

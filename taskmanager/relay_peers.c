@@ -30,7 +30,8 @@
 #define RELAY_HEARD_MS 10000       /* a relay's HELLO counts this long for loops */
 #define RELAY_LOOP_FATAL_MS 10000  /* a loop with no job above it, this long */
 #define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
-#define RELAY_STATS_MIN_MS 250     /* capacity changes go up this often at most */
+#define RELAY_STATS_MIN_MS 250     /* capacity changes go up this often at most, */
+                                   /* ...but slots doubled go at once */
 
 /* (peertab hands out entries as their header: it must come first) */
 _Static_assert(offsetof(rl_tm_t, peer) == 0, "rl_tm_t begins with its peertab_entry_t");
@@ -213,9 +214,15 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
                      "endpoint", r->sock.endpoint, "below", below);
 }
 
+/* A relay filling up as its TMs join is not held back: while its slots
+ * double (4, 8, 16, ... of a burst of joins) each doubling goes up at
+ * once, so upstream sends it work for them at once; smaller changes, a
+ * TM at a time under churn, go up every RELAY_STATS_MIN_MS at most. */
 int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)
 {
-    return r->peers.cap_dirty && since_last >= RELAY_STATS_MIN_MS;
+    const rl_peers_t *p = &r->peers;
+    return p->cap_dirty && (since_last >= RELAY_STATS_MIN_MS ||
+                            (p->slots > 0 && p->slots >= 2LL * p->told_slots));
 }
 
 void tm_relay_stats(tm_relay_t *r, json_t *stats)
@@ -251,4 +258,5 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
                                   "leaves", (json_int_t)p->leaves,
                                   "losses", (json_int_t)p->losses, "tms", list));
     p->cap_dirty = 0;
+    p->told_slots = p->slots;
 }

@@ -147,11 +147,11 @@ static int relay_tasks_send(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
 /* t gets what the pool has, up to its room, in messages of at most
  * RELAY_BATCH_MAX copies (one a turn held the relay to RELAY_BATCH_MAX
  * tasks a turn a TM). -1: the pool ran out. */
-static int relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t)
+static int relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t, int cap)
 {
     while (t->peer.alive && !t->status.draining &&
-           t->credit.outstanding < t->credit.slots && !r->tm->done) {
-        size_t want = (size_t)(t->credit.slots - t->credit.outstanding);
+           t->credit.outstanding < cap && !r->tm->done) {
+        size_t want = (size_t)(cap - t->credit.outstanding);
         size_t n = tm_pool_take(&r->tm->pool, r->down.items,
                                 want < RELAY_BATCH_MAX ? want : RELAY_BATCH_MAX);
         if (!n)
@@ -173,7 +173,12 @@ static int relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t)
     return 0;
 }
 
-/* Each TM with room gets what the pool has, round robin. */
+/* Each TM with room gets what the pool has, round robin: first up to
+ * its workers, then, with what is left, its prefetch too. Filling one
+ * TM's prefetch while another's workers wait would queue tasks there that
+ * the idle TM could run: as a job's tasks run out, that TM's queue is the
+ * job's tail (a relay has no copies to even it out; the JM's serve.c
+ * grows a TM's slots as it runs dry for the same reason). */
 void relay_tasks_serve(tm_relay_t *r)
 {
     tm_t *tm = r->tm;
@@ -181,15 +186,23 @@ void relay_tasks_serve(tm_relay_t *r)
     size_t n = peertab_live_count(p->tab);
     if (!r->job.body || !tm->pool_started || tm->drain.active || !n)
         return;
-    for (size_t k = 0; k < n && !tm->done; k++) {
-        /* A TM dropped on a failed send leaves the live set, which then
-         * skips or repeats one TM in this round: either is harmless. */
-        size_t now_live = peertab_live_count(p->tab);
-        if (!now_live)
-            break;
-        rl_tm_t *t = peertab_live_at(p->tab, (r->down.rr + k) % now_live);
-        if (relay_tasks_serve_tm(r, t) < 0)
-            break;   /* (the pool is empty) */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t k = 0; k < n && !tm->done; k++) {
+            /* A TM dropped on a failed send leaves the live set, which
+             * then skips or repeats one TM in this round: either is
+             * harmless. */
+            size_t now_live = peertab_live_count(p->tab);
+            if (!now_live)
+                return;
+            rl_tm_t *t = peertab_live_at(p->tab, (r->down.rr + k) % now_live);
+            int cap = t->credit.slots;
+            if (pass == 0 && t->credit.workers > 0 && t->credit.workers < cap)
+                cap = t->credit.workers;
+            if (relay_tasks_serve_tm(r, t, cap) < 0) {
+                r->down.rr++;
+                return;   /* (the pool is empty) */
+            }
+        }
     }
     r->down.rr++;
 }
