@@ -166,10 +166,11 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
                             size_t ridlen, int *first)
 {
-    int was_lost = peertab_take_lost(d->fleet.tab, rid, ridlen);
     jm_tm_t *t = jm_tmtab_add(d->fleet.tab, rid, ridlen);
-    if (t)
-        t->life.lost = was_lost;
+    if (!t)
+        return NULL;   /* (its fingerprint, if any, is kept for its next HELLO) */
+    int was_lost = peertab_take_lost(d->fleet.tab, rid, ridlen);
+    t->life.lost = was_lost;
     *first = !was_lost;
     return t;
 }

@@ -165,6 +165,8 @@ static int peertab_slot_take(peertab_t *t)
     return (int)t->nslots++;
 }
 
+static void peertab_dead_append(peertab_t *t, peertab_entry_t *e);
+
 void *peertab_add(peertab_t *t, const void *rid, size_t len)
 {
     if (len == 0 || len > PEERTAB_RID_MAX)
@@ -184,6 +186,10 @@ void *peertab_add(peertab_t *t, const void *rid, size_t len)
     t->ents[slot] = e;
     t->n++;
     peertab_hash_insert(t->hash, t->hcap, e);
+    /* Dead until set alive: the newest of the dead, so that one that is
+     * never set alive (no memory for the live set) is evicted in turn.
+     * (Nothing is evicted here: a caller's other entries stay good.) */
+    peertab_dead_append(t, e);
     return e;
 }
 

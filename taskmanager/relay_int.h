@@ -247,7 +247,9 @@ rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
 void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
 /* t is gone: it counts no more, and its entry is dead (evicted, and its
  * slot reused, after RELAY_KEEP_DEAD more went). Its copies must be
- * taken first (relay_records_drop does). */
+ * taken first (relay_records_drop does), but for a TM's BYE to the
+ * relay's END as it closes (relay.c relay_end_bye): no slot is reused
+ * after, and its copies go back upstream with the relay's. */
 void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);
 /* A STATS body from t (NULL, or not alive: only checked): its runs and
  * busy time, and a relay's capacity. -1 (why says what) when malformed. */

@@ -189,12 +189,26 @@ static void sim_watch(sim_t *sim, uint32_t ix)
     if (s->watched && zmq_getsockopt(s->watched, ZMQ_FD, &fd, &len) == 0 &&
         epoll_ctl(sim->ep, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST)
         epoll_ctl(sim->ep, EPOLL_CTL_MOD, fd, &ev);
+    if (s->watched_mon == s->tm.link.monitor)
+        return;
     s->watched_mon = s->tm.link.monitor;
     ev.data.u64 = ix | SIM_MON;
     len = sizeof fd;
-    if (s->watched_mon && zmq_getsockopt(s->watched_mon, ZMQ_FD, &fd, &len) == 0 &&
-        epoll_ctl(sim->ep, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST)
+    if (!s->watched_mon || zmq_getsockopt(s->watched_mon, ZMQ_FD, &fd, &len) != 0)
+        return;
+    if (epoll_ctl(sim->ep, EPOLL_CTL_ADD, fd, &ev) != 0 && errno == EEXIST)
         epoll_ctl(sim->ep, EPOLL_CTL_MOD, fd, &ev);
+    /* A new monitor's fd gives no edge until a look finds it empty (libzmq
+     * signals a reader it has seen waiting): this look arms it, or finds
+     * events already there. Later, a turn that reads the monitor reads
+     * it to the end, and the others leave it alone, so its edges hold. */
+    int events = 0;
+    len = sizeof events;
+    if (zmq_getsockopt(s->watched_mon, ZMQ_EVENTS, &events, &len) == 0 &&
+        (events & ZMQ_POLLIN)) {
+        s->mon_due = 1;
+        sim_ready(sim, ix);
+    }
 }
 
 /* What tm.c's main does before its loop, for one virtual TM. Returns 0,
@@ -343,14 +357,6 @@ static void sim_turn(sim_t *sim, uint32_t ix)
         ((events & ZMQ_POLLIN) ||
          ((events & ZMQ_POLLOUT) && tm->results.n && tm_link_ready(tm))))
         sim_ready(sim, ix);
-    /* (its monitor: read to the end when read, or events still wait) */
-    len = sizeof events;
-    if (!monitor && tm->link.monitor &&
-        zmq_getsockopt(tm->link.monitor, ZMQ_EVENTS, &events, &len) == 0 &&
-        (events & ZMQ_POLLIN)) {
-        s->mon_due = 1;
-        sim_ready(sim, ix);
-    }
 }
 
 /* The sweep's churn: a TM whose life is over leaves, killed or drained. */

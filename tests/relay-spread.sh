@@ -12,7 +12,9 @@
 . "$(dirname "$0")/lib.sh"
 
 n=3
-start_jm s --max-copies 1 "$MODS/bench.so" -n $n -s 300000 -G "$T/s.gate"
+# (--heartbeat 5: a relay gives its JM up after 5 heartbeats of silence,
+# and the JM is stopped while the TMs start: 25 s, more than they may take)
+start_jm s --max-copies 1 --heartbeat 5 "$MODS/bench.so" -n $n -s 300000 -G "$T/s.gate"
 port=$(free_port)
 start_relay s s.relay "$port"; relay=$RELAY_PID
 wait_for "grep -q 'relay joined job' '$T/s.relay.log'" 30 "the relay to join the job"
@@ -20,7 +22,7 @@ jm=$(pgrep -P "$JM_PID") || fail "no job manager under pid $JM_PID"
 kill -STOP "$jm"
 start_tm s s.a -n 1 --prefetch 3 --via "tcp://127.0.0.1:$port"; a=$TM_PID
 start_tm s s.b -n 1 --prefetch 3 --via "tcp://127.0.0.1:$port"; b=$TM_PID
-wait_for "[ \$(grep -c 'relay: TM .* joined with 1 worker' '$T/s.relay.log') = 2 ]" 30 \
+wait_for "[ \$(grep -c 'relay: TM .* joined with 1 worker' '$T/s.relay.log') = 2 ]" 20 \
     "both TMs to join the relay"
 kill -CONT "$jm"
 runs="sorted(t['runs'] for r in d.get('tms', []) if r.get('relay') for t in r['behind']['tms'])"

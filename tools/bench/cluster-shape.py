@@ -308,7 +308,7 @@ def calibrate(cal, j, s):
         c = window_cost(j, ("jm", "tm"), a, end)
         cal["bytes_%s_%d" % (s["sec"], s["size"])] = {
             "jm": c["jm"] / n, "tm": c["tm"] / n, "size": s["size"],
-            "p_jm": c["p_jm"], "p_tm": c["p_tm"],
+            "p_jm": c["p_jm"], "p_tm": c["p_tm"], "free": j.free_cores(cal["cores"], a, end),
             "share_jm": j.share("jm"), "share_tm": j.share("tm")}
 
 
@@ -429,10 +429,17 @@ def row_of(base, s, cal, cores, out):
             free = j.free_cores(cores, j.t0 + first, end)
             b = cal["bytes_%s_%d" % (s["sec"], s["size"])]
             cj, ct = b["jm"], b["tm"]
+            # (a pipeline too: the JM's and the TM's threads hand each
+            # task's bytes on; see the relaycost row)
+            note = fr(free)
+            busy = b["p_jm"] + b["p_tm"]
+            if b["free"] - busy > PIPELINE_IDLE:
+                note += " (it kept %.2f busy in its calibration, %.2f free)" % (busy, b["free"])
+                free = min(free, busy)
             pred = bound(free, [cj, ct], [(cj, b["share_jm"], 1), (ct, b["share_tm"], 1)]) * s["size"] / 1e6
             ceil = s["ceiling"]
             out.append(("bandwidth", "tasks of %s, %s" % (size_name(s["size"]), s["sec"]), mbs, "MB/s", pred,
-                        "%s%% of plain ZeroMQ (%.0f MB/s); %s" % (round(100 * mbs / ceil) if ceil else "?", ceil, fr(free))))
+                        "%s%% of plain ZeroMQ (%.0f MB/s); %s" % (round(100 * mbs / ceil) if ceil else "?", ceil, note)))
 
 
 def size_name(n):

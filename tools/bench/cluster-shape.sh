@@ -246,12 +246,12 @@ spec() { echo "$1" >>"$W/specs"; }
 
 # ---- sizes -----------------------------------------------------------------
 if [ $quick = 1 ]; then
-    CAL_E=600000 CAL_K=400 CAL_BW=400000000
+    CAL_E=600000 CAL_K=400 CAL_BW=800000000
     SCALE=(2 100 2000 100000)      # TMs, workers each, tasks, task us
     JOINS=(1000 4 0.5 4)           # virtual TMs, slots each, task s, rounds
     RELAYS=(200 4 4 0.5 4)         # virtual TMs, relays, slots each, task s, rounds
     RELE=2000000                   # empty tasks
-    BW=800000000                   # bytes a bandwidth job
+    BW=1600000000                  # bytes a bandwidth job
     SAMPLE=0.02                    # seconds between samples of the processes
 else
     CAL_E=2000000 CAL_K=500 CAL_BW=400000000
