@@ -4,7 +4,7 @@
 #
 # Usage: cluster-shape.sh [--quick] [--json FILE] [--no-check]
 #
-#   --quick     small sizes (about 1-2 minutes on 2 cores; tools/spits-check
+#   --quick     small sizes (about 2-3 minutes on 2 cores; tools/spits-check
 #               runs this): every row runs, exact, and its prediction must
 #               be within 20% of the measurement, or the exit status is 1
 #   --json FILE the table as JSON as well (rows, calibration, machine)
@@ -246,7 +246,7 @@ spec() { echo "$1" >>"$W/specs"; }
 
 # ---- sizes -----------------------------------------------------------------
 if [ $quick = 1 ]; then
-    CAL_E=600000 CAL_K=400 CAL_BW=800000000
+    CAL_E=1000000 CAL_K=400 CAL_BW=800000000
     SCALE=(2 100 2000 100000)      # TMs, workers each, tasks, task us
     JOINS=(1000 4 0.5 4)           # virtual TMs, slots each, task s, rounds
     RELAYS=(200 4 4 0.5 4)         # virtual TMs, relays, slots each, task s, rounds
