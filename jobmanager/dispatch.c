@@ -34,12 +34,22 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 
 /* --- receiving --------------------------------------------------------- */
 
-/* The TMs a send found gone (tmio.c) are declared lost: after each stage
- * of the loop, and before any message is read, so a TM's next message
- * finds it lost as it would have right after the failed send. */
-static void disp_reap(jm_disp_t *d)
+/* The TMs a send found gone (tmio.c) are declared lost after each stage
+ * of the loop. A TM that drained sent its BYE and closed: a send that
+ * found its connection gone may come before that BYE is read. So while
+ * messages wait (DISP_REAP_WAIT_MS at most), they are read first, and it
+ * leaves instead of being lost; but a gone TM's own message other than
+ * its drain's STATS and BYE (now, to force) finds it lost, as it would
+ * have right after the failed send. */
+static void disp_reap(jm_disp_t *d, int force)
 {
     if (!d->fleet.gone)
+        return;
+    int events = 0;
+    size_t len = sizeof events;
+    if (!force && d->clock.now - d->fleet.gone_at < DISP_REAP_WAIT_MS &&
+        zmq_getsockopt(d->net.router, ZMQ_EVENTS, &events, &len) == 0 &&
+        (events & ZMQ_POLLIN))
         return;
     d->fleet.gone = 0;
     /* (from the end: a TM declared lost leaves the live set) */
@@ -52,7 +62,6 @@ static void disp_reap(jm_disp_t *d)
 
 void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
 {
-    disp_reap(d);
     const unsigned char *rid = zmq_msg_data(ridmsg);
     size_t ridlen = zmq_msg_size(ridmsg);
     size_t len = zmq_msg_size(&rx->msg);
@@ -67,6 +76,11 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
             spits_zmq_drop_frames(d->net.router);
         tmio_bad_message(d, why);
         goto out;
+    }
+    if (d->fleet.gone) {
+        disp_reap(d, t && t->life.gone && h.type != SPITS_MSG_STATS &&
+                     h.type != SPITS_MSG_BYE);
+        t = peertab_find(d->fleet.tab, rid, ridlen);   /* (reaped: still held, dead) */
     }
     /* Only RESULTS may have parts (a message's frames are all here:
      * disp_recv took the first). */
@@ -437,7 +451,7 @@ static void *disp_main(void *arg)
             spits_wake_drain(d->net.wake_fd);
         if (atomic_load(&d->ctl.pending) && disp_control(d))
             break;
-        disp_reap(d);
+        disp_reap(d, 0);
         if ((jm_signal || atomic_load(&jm_abort)) && !d->stopping)
             disp_stop_phase(d);
         if (items[2].revents & ZMQ_POLLIN)
@@ -462,10 +476,10 @@ static void *disp_main(void *arg)
                 jm_progress_tick(&d->progress, &d->live, d->clock.now);
             disp_hint_no_tm(d);
             d->clock.next_tick = d->clock.now + DISP_TICK_MS;
-            disp_reap(d);
+            disp_reap(d, 0);
         }
         serve_tms(d);
-        disp_reap(d);
+        disp_reap(d, 0);
         serve_publish_window(d);
     }
     disp_log_flush(d, 1);

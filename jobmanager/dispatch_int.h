@@ -41,6 +41,7 @@
 #define DISP_BATCH_BYTES (4u << 20)  /* a TASKS message's soft size cap */
 #define DISP_RECV_BURST 256          /* messages per poll wake-up */
 #define DISP_TICK_MS 100
+#define DISP_REAP_WAIT_MS 250   /* a TM gone: its messages read first, this long at most */
 #define DISP_TRIM_MS 5000   /* free memory goes back at most this often */
 #define DISP_LIVE_FAILED 100         /* poison tasks STATUS names */
 #define DISP_END_WAIT_MS 2000        /* the most it waits for BYEs after END */
@@ -82,6 +83,7 @@ typedef struct {
                                         bits: 2,048 TMs may claim 2^31) */
     liveness_hop_t liveness;         /* the TMs' loss rules (liveness.h) */
     int gone;                        /* a TM was marked gone (tmio.c) */
+    int64_t gone_at;                 /* ...first, since the last reaping */
     int no_tm_said;                  /* "start a TM with ..." was said */
 } disp_fleet_t;
 

@@ -37,6 +37,8 @@ static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len, int mo
         /* (members.c declares it lost at the end of the turn: the
          * dispatcher's loop, dispatch.c, reaps what went) */
         t->life.gone = 1;
+        if (!d->fleet.gone)
+            d->fleet.gone_at = d->clock.now;
         d->fleet.gone = 1;
     } else if (errno == EAGAIN)
         t->life.stalled = 1;
