@@ -50,15 +50,21 @@
 #define SERVE_TICK_MS 250       /* the loop's longest wait: signals, header deadlines */
 #define SERVE_BACKLOG 64        /* listen(2)'s queue */
 #define SERVE_LOG_QUIET_S 10    /* a libmicrohttpd message repeated within is counted */
+#define SERVE_LOG_KINDS 4       /* ...each of its latest so many messages */
+
+/* A libmicrohttpd message printed, when, and its repeats counted since. */
+typedef struct {
+    char text[512];
+    int64_t at;
+    long repeats;
+} serve_logged_t;
 
 typedef struct {
     status_fetch_fn fetch;
     void *arg;
     char token[2 * SERVE_TOKEN_BYTES + 1];
     status_guard_t *guard;
-    char log_last[512];         /* libmicrohttpd's last message, */
-    int64_t log_at;             /* when it was printed, */
-    long log_repeats;           /* and how often since */
+    serve_logged_t logged[SERVE_LOG_KINDS];  /* libmicrohttpd's messages */
 } serve_t;
 
 /* What one request asked to see: the TM table's order and page. */
@@ -472,31 +478,46 @@ static int serve_listen(const struct sockaddr_in *sin, const char *addr)
     return -1;
 }
 
-static void serve_log_repeats(serve_t *s)
+static void serve_log_repeats(serve_logged_t *l)
 {
-    if (s->log_repeats)
-        spits_warn("libmicrohttpd: (%ld more like its last message)", s->log_repeats);
-    s->log_repeats = 0;
+    if (l->repeats)
+        spits_warn("libmicrohttpd: (%ld more: %s)", l->repeats, l->text);
+    l->repeats = 0;
 }
 
 /* libmicrohttpd's messages, with the program's prefix, one line each. A
- * client can make it say the same thing at will (a too big header), so a
- * message repeated within SERVE_LOG_QUIET_S is counted, not printed. */
+ * client can make it say the same things at will (a too big header, a
+ * connection dropped: a slowloris makes it alternate between a few), so
+ * each of its SERVE_LOG_KINDS latest messages repeated within
+ * SERVE_LOG_QUIET_S is counted, not printed; the counts are said as the
+ * window ends or the message makes room for another, and at exit. */
 static void serve_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     serve_t *s = cls;
-    char line[sizeof s->log_last];
+    serve_logged_t *l = NULL, *oldest = &s->logged[0];
+    char line[sizeof oldest->text];
     int64_t now = spits_now_ms();
     vsnprintf(line, sizeof line, fmt, ap);
     line[strcspn(line, "\n")] = '\0';
-    if (strcmp(line, s->log_last) == 0 && now - s->log_at < SERVE_LOG_QUIET_S * 1000) {
-        s->log_repeats++;
+    for (int k = 0; k < SERVE_LOG_KINDS && !l; k++) {
+        if (strcmp(line, s->logged[k].text) == 0)
+            l = &s->logged[k];
+        else if (s->logged[k].at < oldest->at)
+            oldest = &s->logged[k];
+    }
+    if (l && now - l->at < SERVE_LOG_QUIET_S * 1000) {
+        l->repeats++;
         return;
     }
-    serve_log_repeats(s);
+    if (!l) {
+        l = oldest;
+        serve_log_repeats(l);
+        memcpy(l->text, line, sizeof line);
+    } else {
+        serve_log_repeats(l);
+    }
     spits_warn("libmicrohttpd: %s", line);
-    memcpy(s->log_last, line, sizeof line);
-    s->log_at = now;
+    l->at = now;
 }
 
 int status_serve(const char *addr, status_fetch_fn fetch, void *arg)
@@ -560,7 +581,8 @@ int status_serve(const char *addr, status_fetch_fn fetch, void *arg)
         status_guard_reap(s.guard);
     }
     MHD_stop_daemon(d);
-    serve_log_repeats(&s);
+    for (int k = 0; k < SERVE_LOG_KINDS; k++)
+        serve_log_repeats(&s.logged[k]);
     status_guard_free(s.guard);
     return 0;
 }
