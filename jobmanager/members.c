@@ -96,8 +96,8 @@ static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
 {
     int64_t wait = d->fleet.liveness.timeout_ms / 4 > 2000
                        ? d->fleet.liveness.timeout_ms / 4 : 2000;
-    t->credit.settle_until = pending > 0 ? d->clock.now + wait : 0;
-    t->credit.settle_records = pending;
+    t->gate.settle_until = pending > 0 ? d->clock.now + wait : 0;
+    t->gate.settle_records = pending;
 }
 
 /* HELLO said whether t is a relay (endpoint: where its TMs connect, or
@@ -237,8 +237,7 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     set_relay(t, relay_ep);
     if (attach > t->id.attach)
         t->id.attach = attach;
-    t->credit.workers = (int)workers;
-    t->credit.slots = t->credit.slots_asked = (int)slots;
+    credit_set(&t->credit, workers, slots);
     t->stats.running = t->stats.queued = -1;   /* (until its next STATS) */
     jm_sched_joined(d->sched, t, held);
     t->stats.sent_at_hello = t->stats.sent;
@@ -318,29 +317,20 @@ static int behind_parse(json_t *v, json_t **out)
 
 /* A relay's new capacity, from its STATS: the workers and slots of the
  * TMs behind it now (-1: not said). Workers count in alive_workers as a
- * HELLO's do. Slots follow what it asks: up to a larger ask at once, and
- * down by as much as the ask fell (its TMs left), so the prefetch grown
- * on top of the ask (serve.c grow_slots) is kept, since a relay says
- * STATS every few seconds; never below the ask (0 when it asks for
- * none). Copies it holds past its slots just get no company until they
+ * HELLO's do. Slots follow its ask by credit_resize's rule (serving/
+ * credit.h), which keeps the prefetch grown on top (serve.c grow_slots),
+ * since a relay says STATS every few seconds. Copies it holds past its slots just get no company until they
  * come back. Only for a live TM: a dead one's capacity is set by its next
  * HELLO. */
 static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 {
     if (!t || !t->peer.alive)
         return;
-    jm_tm_credit_t *c = &t->credit;
-    if (workers >= 0 && workers != c->workers) {
-        d->fleet.alive_workers += workers - c->workers;
-        c->workers = (int)workers;
-        if (d->fleet.alive_workers > d->st.peak_workers)
-            d->st.peak_workers = d->fleet.alive_workers;
-    }
-    if (slots >= 0 && slots != c->slots_asked) {
-        long now = slots > c->slots_asked ? c->slots : c->slots - (c->slots_asked - slots);
-        c->slots_asked = (int)slots;
-        c->slots = (int)(now > slots ? now : slots);
-    }
+    int before = t->credit.workers;
+    credit_resize(&t->credit, workers, slots);
+    d->fleet.alive_workers += t->credit.workers - before;
+    if (d->fleet.alive_workers > d->st.peak_workers)
+        d->st.peak_workers = d->fleet.alive_workers;
 }
 
 /* STATS: a TM's busy time and runs so far (cumulative, so a lost one

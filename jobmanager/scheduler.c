@@ -445,7 +445,7 @@ static size_t pick_copies(jm_sched_t *s, jm_tm_t *t, size_t n, size_t room,
         return n;
     int64_t after = late_bound(s);
     if (after == JM_LATE_NEVER ||
-        (t->credit.scan_version == s->version && s->now < t->credit.scan_until))
+        (t->gate.scan_version == s->version && s->now < t->gate.scan_until))
         return n;
     int64_t until = s->now + after;     /* no task put from now on is late sooner */
     size_t found = 0;
@@ -476,16 +476,15 @@ static size_t pick_copies(jm_sched_t *s, jm_tm_t *t, size_t n, size_t room,
         *bytes += task->len;
     }
     if (!found) {                       /* nothing until something changes */
-        t->credit.scan_version = s->version;
-        t->credit.scan_until = until;
+        t->gate.scan_version = s->version;
+        t->gate.scan_until = until;
     }
     return n;
 }
 
 size_t jm_sched_pick(jm_sched_t *s, jm_tm_t *t, size_t max_bytes, int others)
 {
-    const jm_tm_credit_t *c = &t->credit;
-    size_t room = c->outstanding < c->slots ? (size_t)(c->slots - c->outstanding) : 0;
+    size_t room = (size_t)credit_room(&t->credit);
     size_t bytes = 0, n = 0;
 
     if (!s->ring || !room)
@@ -526,13 +525,13 @@ void jm_sched_sent(jm_sched_t *s, jm_tm_t *t, size_t n)
             s->st->resent++;
         task->sent += task->sent < UINT8_MAX;
         task->copy_ms = s->now;
-        task->quick = t->credit.outstanding + (int)i < t->credit.workers;
+        task->quick = credit_quick(&t->credit, i);
         add_holder(s, task, t->peer.slot);
         s->task_bytes_sent += task->len;
     }
     s->st->sent += n;
     t->stats.sent += n;
-    t->credit.outstanding += (int)n;
+    credit_spend(&t->credit, n);
     s->npicked = 0;
 }
 
@@ -550,8 +549,7 @@ void jm_sched_credit(jm_sched_t *s, jm_tm_t *t, uint64_t count)
 {
     (void)s;
     if (t && t->peer.alive)
-        t->credit.outstanding -= (int)(count < (uint64_t)t->credit.outstanding
-                                    ? count : (uint64_t)t->credit.outstanding);
+        credit_back(&t->credit, count);
 }
 
 /* A failed, crashed or timed-out run: retried, or past max_attempts given
@@ -662,9 +660,9 @@ jm_sched_cancel_t *jm_sched_take_cancels(jm_sched_t *s, size_t *n)
 
 void jm_sched_joined(jm_sched_t *s, jm_tm_t *t, long held)
 {
-    t->credit.outstanding = (int)(held < t->credit.slots ? held : t->credit.slots);
-    t->credit.scan_version = 0;
-    t->credit.scan_until = 0;
+    credit_hold(&t->credit, held);
+    t->gate.scan_version = 0;
+    t->gate.scan_until = 0;
     s->version++;
 }
 
@@ -673,7 +671,7 @@ size_t jm_sched_lost(jm_sched_t *s, jm_tm_t *t)
     size_t n = 0;
     held_t *h = (size_t)t->peer.slot < s->nheld ? &s->held[t->peer.slot] : NULL;
 
-    t->credit.outstanding = 0;
+    credit_gone(&t->credit);
     while (h && h->n) {
         jm_task_t *task = h->tasks[h->n - 1];
         if (!drop_holder(s, task, t->peer.slot)) {

@@ -205,7 +205,7 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
     jm_sched_clock(d->sched, d->clock.now);
     jm_sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
     size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->fleet.alive > 1);
-    if (t->credit.outstanding + (int)n < t->credit.slots)
+    if ((int)n < credit_room(&t->credit))
         d->serve.starved = 1;   /* (room left: more work may come for it) */
     if (!n)
         return;
@@ -236,8 +236,8 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 static int serve_wants(const jm_disp_t *d, const jm_tm_t *t)
 {
     return t->peer.alive && !t->life.stalled && !t->life.draining &&
-           t->credit.outstanding < t->credit.slots &&
-           t->credit.settle_until <= d->clock.now && !atomic_load(&jm_abort);
+           credit_room(&t->credit) > 0 &&
+           t->gate.settle_until <= d->clock.now && !atomic_load(&jm_abort);
 }
 
 /* t spoke: the next serve looks at it (its credit, stall or settling may
@@ -245,14 +245,14 @@ static int serve_wants(const jm_disp_t *d, const jm_tm_t *t)
 void serve_due(jm_disp_t *d, jm_tm_t *t)
 {
     disp_serve_t *sv = &d->serve;
-    if (t->credit.serve_due || sv->all)
+    if (t->gate.due || sv->all)
         return;
     if (spits_grow((void **)&sv->due, &sv->capdue, sv->ndue + 1, sizeof *sv->due, 64) != 0) {
         sv->all = 1;   /* (no memory for the list: walk them all) */
         return;
     }
     sv->due[sv->ndue++] = t->peer.slot;
-    t->credit.serve_due = 1;
+    t->gate.due = 1;
 }
 
 /* Every live TM, round robin from a moving start. */
@@ -301,9 +301,9 @@ void serve_tms(jm_disp_t *d)
         d->serve.starved = 0;   /* (serve_tm says it again if so) */
     for (size_t i = 0; i < ndue; i++) {
         jm_tm_t *t = peertab_at(d->fleet.tab, (size_t)d->serve.due[i]);
-        if (!t || !t->credit.serve_due)
+        if (!t || !t->gate.due)
             continue;
-        t->credit.serve_due = 0;
+        t->gate.due = 0;
         if (!all && d->phase && serve_wants(d, t))
             serve_tm(d, t);
     }
@@ -325,31 +325,14 @@ static int slots_cap(jm_disp_t *d)
     return (int)cap;
 }
 
-/* Adaptive prefetch, two ways, while there is work to give; slots never
- * shrink here (a relay's may, when the TMs behind it leave: members.c
- * set_capacity). A TM that hands back everything it held ran dry before new
- * tasks reached it: its tasks are short against the round trip, so it may
- * hold twice as many. And a TM far away needs a task in flight for every
- * task time of the round trip to keep each worker busy: workers * (RTT +
- * T) / T slots (turn_ms is RTT + T, measured; T from its STATS), a
- * quarter more for jitter. Long tasks never empty a TM whose slots exceed
- * its workers, and their T dwarfs the RTT, so they never grow its share. */
+/* Adaptive prefetch (serving/credit.h credit_grow), while there is work
+ * to give; slots never shrink here (a relay's may, when the TMs behind
+ * it leave: members.c set_capacity). */
 static void grow_slots(jm_disp_t *d, jm_tm_t *t)
 {
     if (!d->phase || jm_sched_exhausted(d->sched))
         return;
-    int cap = slots_cap(d), want = t->credit.slots;
-    if (t->credit.outstanding == 0 && t->credit.slots <= cap / 2)
-        want = t->credit.slots * 2;
-    if (t->stats.turn_ms > 0 && t->stats.runs > 0 && t->stats.busy_s > 0) {
-        double task_ms = t->stats.busy_s * 1000.0 / (double)t->stats.runs;
-        double need = 1.25 * t->credit.workers * (double)t->stats.turn_ms /
-                      (task_ms > 0.01 ? task_ms : 0.01);
-        if (need > want)
-            want = need < cap ? (int)need + 1 : cap;
-    }
-    if (want > t->credit.slots && want <= cap)
-        t->credit.slots = want;
+    credit_grow(&t->credit, slots_cap(d), t->stats.turn_ms, t->stats.runs, t->stats.busy_s);
 }
 
 /* A result of a task this JM has not sent: after --resume, work a TM did

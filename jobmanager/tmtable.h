@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "credit.h"
 #include "liveness.h"
 #include "peertab.h"
 
@@ -75,24 +76,21 @@ typedef struct {
                                 (liveness.h) */
 } jm_tm_life_t;
 
-/* What it may be sent: members.c (HELLO, STATS: workers, slots_*,
- * settle_*), serve.c (slots grown, serve_due), dispatch.c (settle_records
- * counted down) and the scheduler (outstanding, scan_*). */
+/* What holds its sends back, or brings it to the next serve: serve.c
+ * (due), members.c (settle_* at a HELLO), dispatch.c (settle_records
+ * counted down) and the scheduler (scan_*). Its credit itself (workers,
+ * slots, held) is a credit_t (serving/credit.h): members.c at a HELLO or
+ * STATS, the scheduler as copies go and records come, serve.c to decide
+ * and to grow its slots. */
 typedef struct {
-    int workers;             /* a relay's: those behind it now (STATS) */
-    int slots;               /* tasks it may hold: workers + prefetch, grown
-                                while it runs dry (serve.c) */
-    int slots_asked;         /* what its HELLO said (a relay: its latest
-                                STATS, members.c set_capacity) */
-    int outstanding;         /* tasks sent minus records returned */
-    int serve_due;           /* in the dispatcher's due list (serve.c) */
+    int due;                 /* in the dispatcher's due list (serve.c) */
     int64_t settle_until;    /* re-attached with results: serve it only
                                 once they are in (or by this time) */
     int64_t settle_records;  /* results it said it holds, not yet in */
     uint64_t scan_version;   /* ring version of its last fruitless resend
                                 scan (scheduler.c) */
     int64_t scan_until;      /* ...which holds until then (scheduler's ms) */
-} jm_tm_credit_t;
+} jm_tm_gate_t;
 
 /* What it did: the scheduler (sent, done, failed, turn_*), members.c
  * (sent_at_hello at a HELLO, the rest from its STATS). */
@@ -116,7 +114,8 @@ struct jm_tm {
     peertab_entry_t peer;    /* the table's (rid, slot, alive): first */
     jm_tm_id_t id;
     jm_tm_life_t life;
-    jm_tm_credit_t credit;
+    credit_t credit;
+    jm_tm_gate_t gate;
     jm_tm_stats_t stats;
 };
 

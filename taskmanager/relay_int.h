@@ -30,6 +30,7 @@
 #define SPITS_TM_RELAY_INT_H
 
 #include "conngen.h"
+#include "credit.h"
 #include "idmap.h"
 #include "liveness.h"
 #include "loglimit.h"
@@ -71,17 +72,14 @@ typedef struct {
     liveness_t live;             /* heard, sent, its connection (liveness.h) */
 } rl_tm_status_t;
 
-/* Its slots and what it holds of them: outstanding goes up as tasks go
- * down (relay_tasks.c), down with their records (relay_recv.c), and to 0
- * when it is gone (relay_records.c); the shares are relay_peers.c's. */
+/* What it adds to relay_peers.c's sums now (relay_peers.c). Its credit
+ * itself (workers, slots, held) is a credit_t (serving/credit.h): set at
+ * its HELLO (relay_recv.c) or a relay's STATS (relay_peers.c), spent as
+ * copies go down (relay_tasks.c), given back by its records
+ * (relay_recv.c), cleared when it is gone (relay_records.c). */
 typedef struct {
     int workers, slots;
-    int outstanding;             /* copies sent to it, not yet answered */
-    int unknown_credit;          /* records of copies we did not send it
-                                    that still free a slot: what it said
-                                    it held when it joined */
-    int share_workers, share_slots;  /* what it adds to the sums now */
-} rl_tm_credit_t;
+} rl_tm_share_t;
 
 /* From its STATS (relay_peers.c), for the relay's own. */
 typedef struct {
@@ -93,7 +91,11 @@ typedef struct {
     peertab_entry_t peer;        /* the table's (rid, slot, alive): first */
     rl_tm_id_t id;
     rl_tm_status_t status;
-    rl_tm_credit_t credit;
+    credit_t credit;
+    int unknown_credit;          /* records of copies we did not send it
+                                    that still free a slot: what it said
+                                    it held when it joined (relay_recv.c) */
+    rl_tm_share_t share;
     rl_tm_stats_t stats;
 } rl_tm_t;
 

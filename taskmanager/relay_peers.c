@@ -61,10 +61,10 @@ rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
 {
     int counts = t->peer.alive && !t->status.draining;
-    p->sum_workers += (counts ? t->credit.workers : 0) - t->credit.share_workers;
-    p->sum_slots += (counts ? t->credit.slots : 0) - t->credit.share_slots;
-    t->credit.share_workers = counts ? t->credit.workers : 0;
-    t->credit.share_slots = counts ? t->credit.slots : 0;
+    p->sum_workers += (counts ? t->credit.workers : 0) - t->share.workers;
+    p->sum_slots += (counts ? t->credit.slots : 0) - t->share.slots;
+    t->share.workers = counts ? t->credit.workers : 0;
+    t->share.slots = counts ? t->credit.slots : 0;
     long long workers = p->sum_workers, slots = p->sum_slots;
     if (workers > SPITS_WORKERS_MAX)
         workers = SPITS_WORKERS_MAX;
@@ -96,8 +96,7 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
         t->stats.runs = (uint64_t)st.runs;
         /* A relay behind us: its capacity follows its TMs. */
         if (t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
-            t->credit.workers = (int)st.workers;
-            t->credit.slots = (int)st.slots;
+            credit_resize(&t->credit, st.workers, st.slots);
             relay_peers_capacity(p, t);
         }
     }

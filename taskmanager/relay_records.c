@@ -106,7 +106,7 @@ void relay_records_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
                                       relay_records_return_copy, r);
     relay_records_flush(r);
     relay_peers_gone(p, t);
-    t->credit.outstanding = 0;
+    credit_gone(&t->credit);
     p->runs_gone += t->stats.runs;
     p->busy_gone += t->stats.busy_s;
     if (lost)

@@ -95,10 +95,9 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     long held = h.job_id && strcmp(h.job_id, r->job.id) != 0 ? 0 : h.held;
     spits_escape(t->id.host, sizeof t->id.host, h.host);   /* (for our log) */
     t->id.pid = h.pid;
-    t->credit.workers = (int)h.workers;
-    t->credit.slots = (int)h.slots;
-    t->credit.outstanding = (int)(held < h.slots ? held : h.slots);
-    t->credit.unknown_credit = (int)held;
+    credit_set(&t->credit, h.workers, h.slots);
+    credit_hold(&t->credit, held);
+    t->unknown_credit = (int)held;
     t->status.attach = h.attach;
     t->status.draining = 0;
     liveness_heard(&t->status.live, r->tm->now);
@@ -173,8 +172,8 @@ static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
             relay_records_settle_extra(r, rec.id);
             credit++;
             continue;
-        } else if (t && t->credit.unknown_credit > 0) {
-            t->credit.unknown_credit--;
+        } else if (t && t->unknown_credit > 0) {
+            t->unknown_credit--;
             credit++;
         } else if (t) {
             bogus++;
@@ -199,8 +198,7 @@ static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
     if (bogus)
         relay_recv_bogus(r, t);
     if (t && t->peer.alive)
-        t->credit.outstanding -= (int)(credit < (uint64_t)t->credit.outstanding
-                                    ? credit : (uint64_t)t->credit.outstanding);
+        credit_back(&t->credit, credit);
 }
 
 /* One message from rid: its first frame, msg, with its other frames

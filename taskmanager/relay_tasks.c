@@ -140,18 +140,21 @@ static int relay_tasks_send(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
     for (size_t k = 0; k < n; k++)   /* (an inline copy's reference goes now) */
         if (items[k].len < r->down.part_min)
             tm_rx_release(items[k].rx, 1);
-    t->credit.outstanding += (int)n;
+    credit_spend(&t->credit, n);
     return 0;
 }
 
-/* t gets what the pool has, up to its room, in messages of at most
- * RELAY_BATCH_MAX copies (one a turn held the relay to RELAY_BATCH_MAX
- * tasks a turn a TM). -1: the pool ran out. */
-static int relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t, int cap)
+/* t gets what the pool has, up to its room (workers_first: the room its
+ * idle workers would start at once; serving/credit.h), in messages of at
+ * most RELAY_BATCH_MAX copies (one a turn held the relay to
+ * RELAY_BATCH_MAX tasks a turn a TM). -1: the pool ran out. */
+static int relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t, int workers_first)
 {
-    while (t->peer.alive && !t->status.draining &&
-           t->credit.outstanding < cap && !r->tm->done) {
-        size_t want = (size_t)(cap - t->credit.outstanding);
+    int room;
+    while (t->peer.alive && !t->status.draining && !r->tm->done &&
+           (room = workers_first ? credit_room_workers(&t->credit)
+                                 : credit_room(&t->credit)) > 0) {
+        size_t want = (size_t)room;
         size_t n = tm_pool_take(&r->tm->pool, r->down.items,
                                 want < RELAY_BATCH_MAX ? want : RELAY_BATCH_MAX);
         if (!n)
@@ -195,10 +198,7 @@ void relay_tasks_serve(tm_relay_t *r)
             if (!now_live)
                 return;
             rl_tm_t *t = peertab_live_at(p->tab, (r->down.rr + k) % now_live);
-            int cap = t->credit.slots;
-            if (pass == 0 && t->credit.workers > 0 && t->credit.workers < cap)
-                cap = t->credit.workers;
-            if (relay_tasks_serve_tm(r, t, cap) < 0) {
+            if (relay_tasks_serve_tm(r, t, pass == 0) < 0) {
                 r->down.rr++;
                 return;   /* (the pool is empty) */
             }

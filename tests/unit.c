@@ -8,6 +8,7 @@
 
 #include "adopt.h"
 #include "conngen.h"
+#include "credit.h"
 #include "alloc-policy.h"
 #include "elfcheck.h"
 #include "escape.h"
@@ -49,6 +50,7 @@ int main(void)
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},
         {"conngen", conngen_selftest},
+        {"credit", credit_selftest},
         {"liveness", liveness_selftest},
         {"peertab", peertab_selftest},
         {"lateness", jm_late_selftest},
