@@ -4,6 +4,8 @@
 #   a. bad arguments: one line naming the problem, exit 2; --help exits 0
 #   b. its model's checksum of the bench module's tasks (computed apart
 #      from the module, to judge every job exact) is the module's own
+#   c. a row run several times stands once, as its run of the median
+#      ratio, naming every run's ratio; a run without figures fails it
 . "$(dirname "$0")/lib.sh"
 shape=$top_srcdir/tools/bench/cluster-shape.sh
 model=$top_srcdir/tools/bench/cluster-shape.py
@@ -33,4 +35,26 @@ timeout -s KILL 60 "$TM" -q --jobdir "$T/b" -n 2 --wait 30 || fail "the TM exite
 wait $jm || fail "the JM exited $?"
 [ "$(cat "$T/b.out")" = "$("$PY" "$model" checksum 1000)" ] ||
     fail "the job printed '$(cat "$T/b.out")', the model '$("$PY" "$model" checksum 1000)'"
+
+# c. The model's median of runs (a pure function of the rows).
+"$PY" - "$model" >"$T/c.out" 2>&1 <<'PY' || fail "median_runs: $(cat "$T/c.out")"
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("shape", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+rows = [("joins", "a", 90.0, "joins/s", 100.0, "n1"),
+        ("scale", "s", 5.0, "tasks/s", 5.0, "s1"),
+        ("joins", "a", 130.0, "joins/s", 100.0, "n2"),
+        ("joins", "a", 100.0, "joins/s", 80.0, "n3"),
+        ("bw", "b", 1.0, "MB/s", 2.0, "b1"),
+        ("bw", "b", None, "", None, "no figures")]
+for r in m.median_runs(rows):
+    print(r)
+PY
+cat >"$T/c.want" <<'WANT'
+('joins', 'a', 100.0, 'joins/s', 80.0, 'n3; the median of 3 runs (ratios 0.90, 1.25, 1.30)')
+('scale', 's', 5.0, 'tasks/s', 5.0, 's1')
+('bw', 'b', None, '', None, 'no figures')
+WANT
+diff "$T/c.want" "$T/c.out" >&2 || fail "median_runs gave the rows above"
 echo "ok"

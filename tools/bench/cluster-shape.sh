@@ -29,8 +29,8 @@
 #   joins     400 (500) virtual TMs (spits-tm --simulate, CURVE) joining
 #             with 1 s tasks: per join of the JM and of the harness, from
 #             the harness's start to the last join (and how long it
-#             waited, its TMs started, for the first join); then with 20 ms tasks: per task of both, less
-#             their joins' CPU
+#             waited, its TMs started, for the first join); then with
+#             20 ms tasks: per task of both, less their joins' CPU
 #   rjoins    the relays row's harnesses (4 at most) joining through one
 #             relay (1 s tasks): per join of the relay and of the
 #             harnesses (and the wait for the first join)
@@ -44,7 +44,9 @@
 #             last commit (and the efficiency)
 #   joins     10,000 virtual TMs of 4 slots with CURVE (1,000): joins/s
 #             from the first harness's start to the last join, and the
-#             efficiency from the last join (1 s tasks; 0.5 s)
+#             efficiency from the last join: the job's work over its slots
+#             (rounds x task time) over the time from the last join to the
+#             last commit (1 s tasks; 0.5 s)
 #   relays    2,000 virtual TMs direct, then through 40 relays, a harness
 #             of 50 behind each (200 and 4): joins/s and efficiency
 #   relaycost empty tasks on 1 TM direct and through 1 relay, the JM,
@@ -54,6 +56,8 @@
 #   bandwidth tasks of 64 KiB, 1 MiB and 8 MiB, CURVE and insecure: MB/s
 #             from the first join to the last commit, next to a plain
 #             ZeroMQ transfer of the same size and shape (zmq-ceiling)
+# In --quick the short rows (the joins, 64 KiB) run 3 times, each after
+# its own calibration; the run of the median ratio stands for the row.
 #
 # The model: a row's work is a number of units (tasks, joins, bytes); the
 # calibration's costs give the CPU seconds it takes, and the machine gives
@@ -66,8 +70,11 @@
 # part (N of them sharing the units). A pinned process has a core: its
 # bound is 1 / its CPU per unit. A TM's empty tasks (relaycost) are a
 # pipeline of processes: when their calibration left cores idle, they
-# keep at most as many busy as they did then. Efficiency rows predict
-# min(1, rate / demand); joins/s and relaycost add the calibration's
+# keep at most as many busy as they did then. Joins compete for the
+# cores with the tasks of the TMs joined so far. Efficiency rows predict
+# min(1, rate / demand) times what the joins' stagger allows (TMs joining
+# evenly from the first join to the last, each task started at once on
+# the worker free first); joins/s and relaycost add the calibration's
 # wait (time = wait + units / rate): for tasks, the TM's start-up; for
 # joins, a round trip once the harness has started its TMs (their
 # start-up is CPU, in each join's cost). A measured/predicted ratio far from 1
@@ -86,7 +93,7 @@ while [ $# -gt 0 ]; do
             shift
             ;;
         --no-check) check=0 ;;
-        -h | --help) sed -n '2,70s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h | --help) sed -n '2,/^set -uo/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "cluster-shape: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -253,6 +260,7 @@ if [ $quick = 1 ]; then
     RELE=2000000                   # empty tasks
     BW=1600000000                  # bytes a bandwidth job
     SAMPLE=0.02                    # seconds between samples of the processes
+    REPS=3                         # runs of each short row (the median judged)
 else
     CAL_E=2000000 CAL_K=500 CAL_BW=400000000
     SCALE=(20 500 100000 500000)
@@ -261,6 +269,7 @@ else
     RELE=10000000
     BW=1600000000
     SAMPLE=0.05
+    REPS=1
 fi
 SIZES=(65536 1048576 8388608)
 # harnesses K: processes for K virtual TMs (at most PER_PROC each, and
@@ -379,10 +388,11 @@ exact scale $j "$n"
 waitall scale "${pids[@]}"
 spec "{\"row\": \"scale\", \"job\": \"scale\", \"n\": $n, \"slots\": $((k * w)), \"task\": $(awk -v u="$us" 'BEGIN { print u / 1e6 }'), \"what\": \"$((k * w)) slots ($k TMs x $w), $((us / 1000)) ms tasks\"}"
 
-# simjob NAME K RELAYS SLOTS TASK_S ROUNDS: K virtual TMs in harness
-# processes, direct (RELAYS 0) or a relay each (RELAYS harnesses).
+# simjob NAME TABLE K RELAYS SLOTS TASK_S ROUNDS: K virtual TMs in
+# harness processes, direct (RELAYS 0) or a relay each (RELAYS
+# harnesses); its rows go in the table's row TABLE (joins or relays).
 simjob() {
-    local name=$1 k=$2 nrel=$3 slots=$4 task=$5 rounds=$6 p i via=() pids=() rels=()
+    local name=$1 table=$2 k=$3 nrel=$4 slots=$5 task=$6 rounds=$7 p i via=() pids=() rels=()
     p=$(harnesses "$k")
     [ "$nrel" -gt 0 ] && p=$nrel
     local n=$((k * slots * rounds))
@@ -403,17 +413,22 @@ simjob() {
     done
     exact "$name" $j $n
     waitall "$name" "${pids[@]}" "${rels[@]}"
-    spec "{\"row\": \"joins\", \"job\": \"$name\", \"n\": $n, \"k\": $k, \"relays\": $nrel, \"procs\": $p, \"slots\": $((k * slots)), \"task\": $task}"
+    spec "{\"row\": \"joins\", \"table\": \"$table\", \"job\": \"$name\", \"n\": $n, \"k\": $k, \"relays\": $nrel, \"procs\": $p, \"slots\": $((k * slots)), \"task\": $task}"
 }
-cal_joins
+# (Short rows run REPS times, each after its own calibration: the model
+# judges the run of the median ratio. A row of a second or two is too
+# short for one run to say much on a VM whose neighbours come and go.)
 read -r k s task rounds <<<"${JOINS[*]}"
-simjob joins "$k" 0 "$s" "$task" "$rounds"
+for ((rep = 1; rep <= REPS; rep++)); do
+    cal_joins
+    simjob joins-$rep joins "$k" 0 "$s" "$task" "$rounds"
+done
 cal_joins
 read -r k nrel s task rounds <<<"${RELAYS[*]}"
-simjob relays-d "$k" 0 "$s" "$task" "$rounds"
+simjob relays-d relays "$k" 0 "$s" "$task" "$rounds"
 cal_relay
 cal_rjoins "$nrel" $((k / nrel))
-simjob relays-r "$k" "$nrel" "$s" "$task" "$rounds"
+simjob relays-r relays "$k" "$nrel" "$s" "$task" "$rounds"
 
 # relaycost: empty tasks direct and through one relay, pinned.
 for via in direct relayed; do
@@ -437,18 +452,22 @@ done
 for size in "${SIZES[@]}"; do
     n=$((BW / size))
     [ $n -gt 100000 ] && n=100000
+    reps=1
+    [ "$size" -lt 1048576 ] && reps=$REPS   # (a job of a second: see above)
     for sec in curve insecure; do
-        cal_bytes $size $sec
         c=()
         [ $sec = curve ] && c=(curve)
-        name=bw-$sec-$size
-        bytes_job $name $size $sec $n
         best=0
         for i in 1 2; do
             v=$(timeout -s KILL $LIMIT "$CEIL" $size $n "${c[@]}" 2>/dev/null) || continue
             best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (b > a ? b : a) }')
         done
-        spec "{\"row\": \"bandwidth\", \"job\": \"$name\", \"n\": $n, \"size\": $size, \"sec\": \"$sec\", \"ceiling\": $best}"
+        for ((rep = 1; rep <= reps; rep++)); do
+            cal_bytes $size $sec
+            name=bw-$sec-$size-$rep
+            bytes_job $name $size $sec $n
+            spec "{\"row\": \"bandwidth\", \"job\": \"$name\", \"n\": $n, \"size\": $size, \"sec\": \"$sec\", \"ceiling\": $best}"
+        done
     done
 done
 
