@@ -18,6 +18,7 @@
 #include "dispatch_int.h"
 #include "escape.h"
 #include "joblog.h"
+#include "joins.h"
 #include "log.h"
 #include "phase.h"
 #include "util.h"
@@ -177,8 +178,8 @@ static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
 
 /* HELLO (wire.h spits_hello_t; a relay, spits-tm --serve, says "relay":
  * {endpoint}, and its workers and slots may start at 0 and change with
- * its STATS). An older TM sends no attach, and each of its HELLOs to a
- * live entry is taken as a new outage, as it was. */
+ * its STATS): a join, a repeat or a reconnect by serving/joins.h's
+ * rules, which the relay's TMs meet too. */
 void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                      size_t ridlen, zmq_msg_t *body)
 {
@@ -199,15 +200,21 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         return;
     }
     const char *host = h.host;
-    long pid = h.pid, workers = h.workers, slots = h.slots, held = h.held;
-    long pending = h.pending, attach = h.attach;
-    /* What a TM of another job (a JM killed and replaced in the same job
-     * dir) holds and has pending is that job's: it drops all of it on our
-     * WELCOME, and none of it ever comes back here. Counted as ours, its
-     * slots would stay full for good. (An older TM sends no job_id.) */
-    if (h.job_id && strcmp(h.job_id, d->jm->job_id) != 0)
-        held = pending = 0;
+    long pid = h.pid, workers = h.workers, slots = h.slots, attach = h.attach;
+    /* (counted as ours, what a TM of another job holds would keep its
+     * slots full for good: serving/joins.h) */
+    long held = joins_held(&h, d->jm->job_id), pending = joins_pending(&h, d->jm->job_id);
+    joins_known_t known = {t && t->peer.alive, t ? t->id.pid : 0, t ? t->id.attach : -1,
+                           t && t->stats.sent != t->stats.sent_at_hello};
+    joins_kind_t kind = joins_kind(&known, &h);
     int first = 0;
+    if (kind == JOINS_AGAIN) {
+        json_decref(j);
+        hello_again(d, t, attach, held, pending);
+        return;
+    }
+    if (kind == JOINS_RECONNECT)
+        members_lost(d, t, "reconnected");
     if (!t) {
         t = hello_entry(d, rid, ridlen, &first);
         if (!t) {
@@ -215,14 +222,6 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
             json_decref(j);
             return;
         }
-    } else if (t->peer.alive && t->id.pid == pid &&
-               ((attach >= 0 && attach <= t->id.attach) ||
-                t->stats.sent == t->stats.sent_at_hello)) {
-        json_decref(j);
-        hello_again(d, t, attach, held, pending);
-        return;
-    } else if (t->peer.alive) {
-        members_lost(d, t, "reconnected");
     }
     if (peertab_set_alive(d->fleet.tab, t, 1) != 0) {
         tmio_bad_message(d, "out of memory adding a TM");

@@ -81,10 +81,13 @@ typedef struct {
     int workers, slots;
 } rl_tm_share_t;
 
-/* From its STATS (relay_peers.c), for the relay's own. */
+/* From its STATS (relay_peers.c), for the relay's own; and the copies
+ * sent to it (relay_tasks.c), and as of its last HELLO (relay_recv.c):
+ * whether anything was sent since (serving/joins.h). */
 typedef struct {
     uint64_t runs;
     double busy_s;
+    uint64_t sent, sent_at_hello;
 } rl_tm_stats_t;
 
 typedef struct {

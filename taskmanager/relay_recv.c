@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "escape.h"
+#include "joins.h"
 #include "log.h"
 #include "relay_int.h"
 #include "zmqutil.h"
@@ -54,6 +55,21 @@ static void relay_recv_bogus(tm_relay_t *r, const rl_tm_t *t)
 }
 
 
+/* A HELLO that starts no new outage (serving/joins.h): answered again;
+ * with nothing sent since its last, what it holds now is what it has of
+ * ours (as the JM's hello_again). */
+static void relay_recv_hello_again(tm_relay_t *r, rl_tm_t *t, const spits_hello_t *h,
+                                   long held)
+{
+    if (t->stats.sent == t->stats.sent_at_hello) {
+        credit_hold(&t->credit, held);
+        t->unknown_credit = (int)held;
+    }
+    if (h->attach > t->status.attach)
+        t->status.attach = h->attach;
+    relay_send_job(r, t, SPITS_MSG_WELCOME);
+}
+
 /* HELLO: a TM (or a relay) joins, re-attaches, or repeats itself. */
 static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
                              size_t ridlen, zmq_msg_t *msg)
@@ -76,14 +92,18 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         json_decref(j);
         return;
     }
-    if (t && t->peer.alive && t->id.pid == h.pid && h.attach >= 0 &&
-        h.attach <= t->status.attach) {
-        relay_send_job(r, t, SPITS_MSG_WELCOME);   /* a queued copy */
+    /* (what a TM of another job holds is not this job's, as in the JM) */
+    long held = joins_held(&h, r->job.id);
+    joins_known_t known = {t && t->peer.alive, t ? t->id.pid : 0, t ? t->status.attach : -1,
+                           t && t->stats.sent != t->stats.sent_at_hello};
+    joins_kind_t kind = joins_kind(&known, &h);
+    if (kind == JOINS_AGAIN) {
+        relay_recv_hello_again(r, t, &h, held);
         json_decref(j);
         return;
     }
     int first = !t;
-    if (t && t->peer.alive)
+    if (kind == JOINS_RECONNECT)
         relay_records_drop(r, t, "reconnected", 1);
     if ((!t && !(t = relay_peers_add(&r->peers, rid, ridlen))) ||
         peertab_set_alive(r->peers.tab, t, 1) != 0) {
@@ -91,8 +111,6 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         json_decref(j);
         return;
     }
-    /* What a TM of another job holds is not this job's (as in the JM). */
-    long held = h.job_id && strcmp(h.job_id, r->job.id) != 0 ? 0 : h.held;
     spits_escape(t->id.host, sizeof t->id.host, h.host);   /* (for our log) */
     t->id.pid = h.pid;
     credit_set(&t->credit, h.workers, h.slots);
@@ -103,6 +121,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     liveness_heard(&t->status.live, r->tm->now);
     t->stats.runs = 0;
     t->stats.busy_s = 0;
+    t->stats.sent_at_hello = t->stats.sent;
     t->id.relay_id[0] = 0;
     t->id.nbelow = nbelow;
     memcpy(t->id.below, below, sizeof below);

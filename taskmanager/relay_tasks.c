@@ -141,6 +141,7 @@ static int relay_tasks_send(tm_relay_t *r, rl_tm_t *t, tm_item_t *items, size_t 
         if (items[k].len < r->down.part_min)
             tm_rx_release(items[k].rx, 1);
     credit_spend(&t->credit, n);
+    t->stats.sent += n;
     return 0;
 }
 

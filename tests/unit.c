@@ -9,6 +9,7 @@
 #include "adopt.h"
 #include "conngen.h"
 #include "credit.h"
+#include "joins.h"
 #include "alloc-policy.h"
 #include "elfcheck.h"
 #include "escape.h"
@@ -51,6 +52,7 @@ int main(void)
         {"adopt", jm_adopt_selftest},
         {"conngen", conngen_selftest},
         {"credit", credit_selftest},
+        {"joins", joins_selftest},
         {"liveness", liveness_selftest},
         {"peertab", peertab_selftest},
         {"lateness", jm_late_selftest},

@@ -1,0 +1,83 @@
+/*
+ * joins.c - what a HELLO is to the hop that gets it (see joins.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "joins.h"
+
+joins_kind_t joins_kind(const joins_known_t *k, const spits_hello_t *h)
+{
+    if (!k->alive)
+        return JOINS_NEW;
+    if (k->pid == h->pid &&
+        ((h->attach >= 0 && h->attach <= k->attach) || !k->sent_since))
+        return JOINS_AGAIN;
+    return JOINS_RECONNECT;
+}
+
+static int joins_other_job(const spits_hello_t *h, const char *job_id)
+{
+    return h->job_id && strcmp(h->job_id, job_id) != 0;
+}
+
+long joins_held(const spits_hello_t *h, const char *job_id)
+{
+    return joins_other_job(h, job_id) ? 0 : h->held;
+}
+
+long joins_pending(const spits_hello_t *h, const char *job_id)
+{
+    return joins_other_job(h, job_id) ? 0 : h->pending;
+}
+
+/* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
+
+#ifdef SPITS_SELFTEST
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "joins selftest: %s:%d: %s\n", \
+    __FILE__, __LINE__, #c); return -1; } } while (0)
+
+int joins_selftest(void)
+{
+    spits_hello_t h = {"node1", 100, 4, 6, 3, 2, 5, "job-a", NULL};
+    joins_known_t k = {0, 100, 5, 1};
+
+    /* No live entry: a join, whatever it says. */
+    CHECK(joins_kind(&k, &h) == JOINS_NEW);
+    k.pid = 7;
+    CHECK(joins_kind(&k, &h) == JOINS_NEW);
+    /* Live, the same process, the outage it last said or an older one: a
+     * repeat, sent to or not. */
+    k = (joins_known_t){1, 100, 5, 1};
+    CHECK(joins_kind(&k, &h) == JOINS_AGAIN);
+    k.attach = 9;
+    CHECK(joins_kind(&k, &h) == JOINS_AGAIN);
+    /* A new outage with copies sent since: a reconnect... */
+    k.attach = 4;
+    CHECK(joins_kind(&k, &h) == JOINS_RECONNECT);
+    /* ...but with nothing sent since, nothing was lost: a repeat. */
+    k.sent_since = 0;
+    CHECK(joins_kind(&k, &h) == JOINS_AGAIN);
+    /* A new process on the same routing id: a reconnect, sent to or not. */
+    k = (joins_known_t){1, 99, 5, 1};
+    CHECK(joins_kind(&k, &h) == JOINS_RECONNECT);
+    k.sent_since = 0;
+    CHECK(joins_kind(&k, &h) == JOINS_RECONNECT);
+    /* An older TM (no attach): a reconnect when sent to since, else a
+     * repeat. */
+    h.attach = -1;
+    k = (joins_known_t){1, 100, -1, 1};
+    CHECK(joins_kind(&k, &h) == JOINS_RECONNECT);
+    k.sent_since = 0;
+    CHECK(joins_kind(&k, &h) == JOINS_AGAIN);
+
+    /* What it holds counts on this job only. */
+    CHECK(joins_held(&h, "job-a") == 3 && joins_pending(&h, "job-a") == 2);
+    CHECK(joins_held(&h, "job-b") == 0 && joins_pending(&h, "job-b") == 0);
+    h.job_id = NULL;   /* (an older TM) */
+    CHECK(joins_held(&h, "job-b") == 3 && joins_pending(&h, "job-b") == 2);
+    return 0;
+}
+
+#endif /* SPITS_SELFTEST */
