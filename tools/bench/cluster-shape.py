@@ -121,6 +121,9 @@ def sample(base, every):
             # loopback's softirq time is in no process's count)
             o.write(json.dumps({"t": now, "busy": sum(c[:8]) - c[3] - c[4],
                                 "irq": c[5] + c[6], "p": last}) + "\n")
+            # (each at once: cluster-shape.sh starts a job only once the
+            # first is in the file, which a full buffer held 2.5 s)
+            o.flush()
             if done:
                 return 0
             time.sleep(every)

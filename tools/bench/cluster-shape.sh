@@ -4,7 +4,7 @@
 #
 # Usage: cluster-shape.sh [--quick] [--json FILE] [--no-check]
 #
-#   --quick     small sizes (about 2-3 minutes on 2 cores; tools/spits-check
+#   --quick     small sizes (about 3.5 minutes on 2 cores; tools/spits-check
 #               runs this): every row runs, exact, and its prediction must
 #               be within 20% of the measurement, or the exit status is 1
 #   --json FILE the table as JSON as well (rows, calibration, machine)
@@ -34,8 +34,8 @@
 #   rjoins    the relays row's harnesses (4 at most) joining through one
 #             relay (1 s tasks): per join of the relay and of the
 #             harnesses (and the wait for the first join)
-#   bytes     tasks of the bandwidth row's size, CURVE or insecure (half
-#             the row's bytes in --quick, a quarter in full): per task
+#   bytes     tasks of the bandwidth row's size, CURVE or insecure (the
+#             row's bytes in --quick, a quarter in full): per task
 # and, for each process, its busiest thread's share of its CPU.
 #
 # Then the rows (sizes: full / --quick; processes scale with the cores):
@@ -56,8 +56,8 @@
 #   bandwidth tasks of 64 KiB, 1 MiB and 8 MiB, CURVE and insecure: MB/s
 #             from the first join to the last commit, next to a plain
 #             ZeroMQ transfer of the same size and shape (zmq-ceiling)
-# In --quick the short rows (the joins, 64 KiB) run 3 times, each after
-# its own calibration; the run of the median ratio stands for the row.
+# In --quick every row but scale runs 3 times, each after its own
+# calibration; the run of the median ratio stands for the row.
 #
 # The model: a row's work is a number of units (tasks, joins, bytes); the
 # calibration's costs give the CPU seconds it takes, and the machine gives
@@ -253,7 +253,7 @@ spec() { echo "$1" >>"$W/specs"; }
 
 # ---- sizes -----------------------------------------------------------------
 if [ $quick = 1 ]; then
-    CAL_E=1000000 CAL_K=400 CAL_BW=800000000
+    CAL_E=1000000 CAL_K=400 CAL_BW=1600000000
     SCALE=(2 100 2000 100000)      # TMs, workers each, tasks, task us
     JOINS=(1000 4 0.5 4)           # virtual TMs, slots each, task s, rounds
     RELAYS=(200 4 4 0.5 4)         # virtual TMs, relays, slots each, task s, rounds
@@ -365,9 +365,9 @@ bytes_job() {
     waitall $name $t
 }
 
-# cal_bytes SIZE SEC: tasks of SIZE bytes, CURVE or insecure.
+# cal_bytes SIZE SEC N: N tasks of SIZE bytes, CURVE or insecure.
 cal_bytes() {
-    local size=$1 sec=$2 name=cal-b$2$1-$((++CALN)) n=$((CAL_BW / $1))
+    local size=$1 sec=$2 n=$3 name=cal-b$2$1-$((++CALN))
     bytes_job $name $size $sec $n
     spec "{\"cal\": \"bytes\", \"job\": \"$name\", \"sec\": \"$sec\", \"n\": $n, \"size\": $size}"
 }
@@ -415,25 +415,28 @@ simjob() {
     waitall "$name" "${pids[@]}" "${rels[@]}"
     spec "{\"row\": \"joins\", \"table\": \"$table\", \"job\": \"$name\", \"n\": $n, \"k\": $k, \"relays\": $nrel, \"procs\": $p, \"slots\": $((k * slots)), \"task\": $task}"
 }
-# (Short rows run REPS times, each after its own calibration: the model
-# judges the run of the median ratio. A row of a second or two is too
-# short for one run to say much on a VM whose neighbours come and go.)
+# (Rows of a second or so run REPS times in --quick, each after its own
+# calibration, and the model judges the run of the median ratio: on a VM,
+# two runs of the same job a few seconds apart differ by up to 25%.)
 read -r k s task rounds <<<"${JOINS[*]}"
 for ((rep = 1; rep <= REPS; rep++)); do
     cal_joins
     simjob joins-$rep joins "$k" 0 "$s" "$task" "$rounds"
 done
-cal_joins
 read -r k nrel s task rounds <<<"${RELAYS[*]}"
-simjob relays-d relays "$k" 0 "$s" "$task" "$rounds"
-cal_relay
-cal_rjoins "$nrel" $((k / nrel))
-simjob relays-r relays "$k" "$nrel" "$s" "$task" "$rounds"
+for ((rep = 1; rep <= REPS; rep++)); do
+    cal_joins
+    simjob relays-d-$rep relays "$k" 0 "$s" "$task" "$rounds"
+    cal_relay
+    cal_rjoins "$nrel" $((k / nrel))
+    simjob relays-r-$rep relays "$k" "$nrel" "$s" "$task" "$rounds"
+done
 
 # relaycost: empty tasks direct and through one relay, pinned.
+for ((rep = 1; rep <= REPS; rep++)); do
 for via in direct relayed; do
     if [ $via = direct ]; then cal_empty curve pinned; else cal_relay; fi
-    name=rc-$via
+    name=rc-$via-$rep
     jm $name 0 -- -n $RELE -s 0
     j=$JMSH
     o=()
@@ -447,14 +450,16 @@ for via in direct relayed; do
     if [ $via = relayed ]; then waitall $name $t $r; else waitall $name $t; fi
     spec "{\"row\": \"relaycost\", \"job\": \"$name\", \"n\": $RELE, \"via\": \"$via\", \"pinned\": $pin}"
 done
+done
 
-# bandwidth: spits next to the plain ZeroMQ ceiling (the best of 2).
+# bandwidth: spits next to the plain ZeroMQ ceiling (the best of 2);
+# without CURVE twice the bytes (it moves them 2-3 times as fast).
 for size in "${SIZES[@]}"; do
-    n=$((BW / size))
-    [ $n -gt 100000 ] && n=100000
-    reps=1
-    [ "$size" -lt 1048576 ] && reps=$REPS   # (a job of a second: see above)
     for sec in curve insecure; do
+        bytes=$BW
+        [ $sec = insecure ] && bytes=$((2 * BW))
+        n=$((bytes / size))
+        [ $n -gt 100000 ] && n=100000
         c=()
         [ $sec = curve ] && c=(curve)
         best=0
@@ -462,8 +467,8 @@ for size in "${SIZES[@]}"; do
             v=$(timeout -s KILL $LIMIT "$CEIL" $size $n "${c[@]}" 2>/dev/null) || continue
             best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (b > a ? b : a) }')
         done
-        for ((rep = 1; rep <= reps; rep++)); do
-            cal_bytes $size $sec
+        for ((rep = 1; rep <= REPS; rep++)); do
+            cal_bytes $size $sec $((n * (CAL_BW / 1000000) / (BW / 1000000)))
             name=bw-$sec-$size-$rep
             bytes_job $name $size $sec $n
             spec "{\"row\": \"bandwidth\", \"job\": \"$name\", \"n\": $n, \"size\": $size, \"sec\": \"$sec\", \"ceiling\": $best}"
