@@ -48,7 +48,7 @@
 #             (rounds x task time) over the time from the last join to the
 #             last commit (1 s tasks; 0.5 s)
 #   relays    2,000 virtual TMs direct, then through 40 relays, a harness
-#             of 50 behind each (200 and 4): joins/s and efficiency
+#             of 50 behind each (400 and 4: 100 each): joins/s and efficiency
 #   relaycost empty tasks on 1 TM direct and through 1 relay, the JM,
 #             the relay and the TM pinned to a core each (taskset) when
 #             there are 3 cores or more ("not pinned" otherwise): tasks/s
@@ -256,7 +256,7 @@ if [ $quick = 1 ]; then
     CAL_E=1000000 CAL_K=400 CAL_BW=1600000000
     SCALE=(2 100 2000 100000)      # TMs, workers each, tasks, task us
     JOINS=(1000 4 0.5 4)           # virtual TMs, slots each, task s, rounds
-    RELAYS=(200 4 4 0.5 4)         # virtual TMs, relays, slots each, task s, rounds
+    RELAYS=(400 4 4 0.5 4)         # virtual TMs, relays, slots each, task s, rounds
     RELE=2000000                   # empty tasks
     BW=1600000000                  # bytes a bandwidth job
     SAMPLE=0.02                    # seconds between samples of the processes
