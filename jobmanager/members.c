@@ -318,9 +318,9 @@ static int behind_parse(json_t *v, json_t **out)
  * TMs behind it now (-1: not said). Workers count in alive_workers as a
  * HELLO's do. Slots follow its ask by credit_resize's rule (serving/
  * credit.h), which keeps the prefetch grown on top (serve.c grow_slots),
- * since a relay says STATS every few seconds. Copies it holds past its slots just get no company until they
- * come back. Only for a live TM: a dead one's capacity is set by its next
- * HELLO. */
+ * since a relay says STATS every few seconds. Copies it holds past its
+ * slots just get no company until they come back. Only for a live TM: a
+ * dead one's capacity is set by its next HELLO. */
 static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 {
     if (!t || !t->peer.alive)

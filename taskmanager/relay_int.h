@@ -97,7 +97,9 @@ typedef struct {
     credit_t credit;
     int unknown_credit;          /* records of copies we did not send it
                                     that still free a slot: what it said
-                                    it held when it joined (relay_recv.c) */
+                                    it held when it joined, or at a repeat
+                                    HELLO with nothing sent since
+                                    (relay_recv.c) */
     rl_tm_share_t share;
     rl_tm_stats_t stats;
 } rl_tm_t;

@@ -14,7 +14,8 @@
  *   DRAIN, BYE, STATS, HEARTBEAT as a JM takes them
  *
  * A TM gets back one slot per record of a copy it held, and per record of
- * what it said it held when it joined (unknown_credit); other records free
+ * what it said it held when it joined, or at a repeat HELLO with nothing
+ * sent since (unknown_credit); other records free
  * nothing, so no TM can talk itself into more tasks than its slots.
  * Malformed messages, and records of copies a TM was never sent, are
  * counted and said at most every 10 s.
