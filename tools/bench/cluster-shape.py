@@ -209,32 +209,32 @@ class Job:
     def end(self):
         return self.report["phases"][-1]["end_s"]
 
+    def harness_summaries(self):
+        """Each harness's summary figures ({name: number}: first_start,
+        first_join, last_join, all_started, joins), from its last
+        "simulate done:" line."""
+        out = []
+        for f in sorted(glob.glob(self.base + ".sim*.log")):
+            m = [l for l in open(f) if "simulate done:" in l][-1]
+            out.append({k: float(re.search(r"%s ([\d.]+)" % k, m).group(1))
+                        for k in ("first_start", "first_join", "last_join", "all_started", "joins")})
+        return out
+
     def harness_wait(self):
         """The least time a harness waited, once its TMs had started, for
         its first join (a round trip and a handshake: the start-ups are
         CPU, counted in each join's cost)."""
-        waits = []
-        for f in glob.glob(self.base + ".sim*.log"):
-            m = [l for l in open(f) if "simulate done:" in l][-1]
-            waits.append(float(re.search(r"first_join ([\d.]+)", m).group(1)) -
-                         float(re.search(r"all_started ([\d.]+)", m).group(1)))
-        return max(0.0, min(waits))
+        return max(0.0, min(h["first_join"] - h["all_started"] for h in self.harness_summaries()))
 
     def harness_first_joins(self):
         """Each harness's first join (epoch)."""
-        return [float(re.search(r"first_join ([\d.]+)",
-                                [l for l in open(f) if "simulate done:" in l][-1]).group(1))
-                for f in glob.glob(self.base + ".sim*.log")]
+        return [h["first_join"] for h in self.harness_summaries()]
 
     def harness(self):
         """(joins, first start, last join) over every harness (epoch)."""
-        joins, starts, lasts = 0, [], []
-        for tag in self.tags("sim"):
-            m = [l for l in open("%s.%s.log" % (self.base, tag)) if "simulate done:" in l][-1]
-            joins += int(re.search(r"joins (\d+) ", m).group(1))
-            starts.append(float(re.search(r"first_start ([\d.]+)", m).group(1)))
-            lasts.append(float(re.search(r"last_join ([\d.]+)", m).group(1)))
-        return joins, min(starts), max(lasts)
+        hs = self.harness_summaries()
+        return (int(sum(h["joins"] for h in hs)), min(h["first_start"] for h in hs),
+                max(h["last_join"] for h in hs))
 
 
 def bound(free, costs, procs):
