@@ -12,7 +12,6 @@
  */
 #include <limits.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "crashes.h"
 #include "dispatch_int.h"

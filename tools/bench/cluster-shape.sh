@@ -260,7 +260,7 @@ if [ $quick = 1 ]; then
     RELE=2000000                   # empty tasks
     BW=1600000000                  # bytes a bandwidth job
     SAMPLE=0.02                    # seconds between samples of the processes
-    REPS=3                         # runs of each short row (the median judged)
+    REPS=3                         # runs of each row but scale (the median judged)
 else
     CAL_E=2000000 CAL_K=500 CAL_BW=400000000
     SCALE=(20 500 100000 500000)
