@@ -6,7 +6,7 @@
  * libzmq encrypts and writes one connection's message after another), a
  * copy handed to libzmq may wait in the JM for seconds before it leaves.
  * So the scheduler starts a copy's lateness clock when libzmq lets go of
- * its part (scheduler.c copy_due), not when it was handed over: timed
+ * its part (serving/scheduler.c copy_due), not when it was handed over: timed
  * from the hand-over, such copies looked late, and the copies of them
  * sent elsewhere waited in the same backlog and only added bytes
  * (docs/performance.md has the figures).
@@ -46,8 +46,12 @@
 
 #include <stdint.h>
 
+#include "scheduler.h"
+
 #define JM_BACKLOG_SLACK 4      /* times the bytes ahead that must go */
-#define JM_BACKLOG_TICK_MS 100  /* the shortest tick that says idle */
+/* The shortest tick that says idle: the scheduler looks again at a part
+ * that may become stuck this much later (serving/scheduler.h). */
+#define JM_BACKLOG_TICK_MS SCHED_STUCK_LOOK_MS
 
 typedef struct {
     uint64_t queued;          /* bytes of parts handed to libzmq */

@@ -267,7 +267,7 @@ static void disp_trim(jm_disp_t *d)
 {
     uint64_t gone = d->st.tm_losses + d->st.tm_leaves;
     if (gone == d->clock.gone_at_trim || d->clock.now < d->clock.trim_at ||
-        jm_sched_mean_task_bytes(d->sched) >= SPITS_PART_MIN)
+        sched_mean_task_bytes(d->sched) >= SPITS_PART_MIN)
         return;
     d->clock.gone_at_trim = gone;
     d->clock.trim_at = d->clock.now + DISP_TRIM_MS;
@@ -318,7 +318,7 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     if (d->stopping)
         disp_stop_phase(d);
     jm_adopt_destroy(&d->adopt);
-    if (jm_sched_reset(d->sched) != 0 || (p->st.resumed &&
+    if (sched_reset(d->sched) != 0 || (p->st.resumed &&
         !(d->adopt = jm_adopt_new((size_t)d->jm->opt.window_bytes)))) {
         /* The phase cannot run: stopped before anything is sent. */
         jm_fatal("out of memory starting phase %u; "
@@ -329,7 +329,7 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     }
     /* Only a resumed phase has early results to adopt: asked of every
      * fresh task then, of none otherwise. */
-    jm_sched_set_early(d->sched, d->adopt ? serve_take_early_result : NULL, d);
+    serve_set_hooks(d);
     d->gen_done = 0;
     d->pub.low = d->pub.freed = d->pub.taken = d->pub.window = 0;
     for (size_t i = peertab_live_count(d->fleet.tab); i-- > 0;)
@@ -347,11 +347,11 @@ void disp_phase_end(jm_disp_t *d)
         jm_progress_end(&d->progress, NULL);
     }
     /* Every task is resolved, unless the job was stopped: free the rest. */
-    jm_sched_reset(d->sched);
+    sched_reset(d->sched);
     d->phase = NULL;
     if (d->adopt) {
         /* Early results whose task was committed some other way. */
-        d->st.duplicates += jm_adopt_count(d->adopt);
+        d->st.sched.duplicates += jm_adopt_count(d->adopt);
         jm_adopt_destroy(&d->adopt);
     }
 }
@@ -557,10 +557,10 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->logs.left.what = "TM leaves";
     d->logs.draining.what = "TMs draining";
     d->commit.buf = malloc(DISP_COMMIT_CHUNK * sizeof *d->commit.buf);
-    d->sched = jm_sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st);
+    d->sched = sched_new(jm->opt.max_copies, jm->opt.max_attempts, &d->st.sched);
     jm_backlog_reset(&d->backlog, jm_backlog_released());
     if (d->sched)
-        jm_sched_set_pool(d->sched, jm->taskpool);
+        serve_set_hooks(d);
     d->net.wake_fd = spits_wake_open();
     d->net.zctx = zmq_ctx_new();
     d->net.conngen = conngen_new();
@@ -637,7 +637,7 @@ void jm_disp_destroy(jm_disp_t **dp)
     conngen_destroy(&d->net.conngen);
     spits_batch_free(&d->serve.out);
     spits_buf_free(&d->status.buf);
-    jm_sched_destroy(&d->sched);
+    sched_destroy(&d->sched);
     free(d->commit.buf);
     free(d->serve.due);
     pthread_mutex_destroy(&d->ctl.lock);

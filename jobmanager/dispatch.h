@@ -12,17 +12,12 @@
 #include "jm.h"
 
 typedef struct {
-    uint64_t sent;            /* task copies sent */
-    uint64_t sent_as_parts;   /* ...of them, with the bytes as a part */
+    sched_stats_t sched;      /* the scheduler's (sent, resent, duplicates,
+                                 requeued, retried, crashed, timed_out,
+                                 poison, done_evicted: serving/scheduler.h) */
+    uint64_t sent_as_parts;   /* task copies sent with the bytes as a part */
     uint64_t results_as_parts;  /* results received with their bytes as a part */
-    uint64_t resent;          /* copies sent beyond a task's first */
-    uint64_t duplicates;      /* results of already resolved tasks */
-    uint64_t requeued;        /* copies taken back from lost TMs */
-    uint64_t retried;         /* failed runs to be run again */
-    uint64_t crashed;         /* runs that killed their worker process */
-    uint64_t timed_out;       /* runs stopped by --task-timeout */
     uint64_t cancelled;       /* copies cancelled after another committed */
-    uint64_t poison;          /* tasks given up after --max-attempts runs */
     uint64_t adopted;         /* results a re-attached TM computed for tasks
                                  this JM had not sent yet (after --resume) */
     uint64_t stale;           /* results of an earlier phase */
@@ -30,8 +25,6 @@ typedef struct {
     uint64_t foreign_results; /* records relays forwarded for copies they
                                  were not sent (wire.h SPITS_REC_FOREIGN);
                                  no credit back for them */
-    uint64_t done_evicted;    /* results committed from a TM whose table
-                                 entry was evicted (tm_totals counts them) */
     uint64_t bad_messages;    /* malformed messages dropped */
     uint64_t bytes_in, bytes_out;
     /* TMs, counted per event; a TM is one spits-tm process, known by the

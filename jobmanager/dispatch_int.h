@@ -34,6 +34,7 @@
 #include "scheduler.h"
 #include "status.h"
 #include "stop.h"
+#include "taskpool.h"
 #include "timeline.h"
 #include "tmtable.h"
 #include "zap.h"
@@ -97,6 +98,9 @@ typedef struct {
     int starved;                     /* a TM was left with room unfilled */
     spits_batch_t out;
     uint64_t part_min;               /* tasks this large go as parts */
+    jm_taskpool_batch_t pool_batch;  /* resolved tasks' cells, not yet
+                                        handed back (the scheduler's
+                                        release hook) */
 } disp_serve_t;
 
 /* Resolutions for the committer (serve.c): DISP_COMMIT_CHUNK at most,
@@ -150,7 +154,7 @@ struct jm_disp {
 
     /* everything below: the dispatcher thread's own */
     jm_phase_t *phase;
-    jm_sched_t *sched;               /* the tasks from genq to resolution */
+    sched_t *sched;               /* the tasks from genq to resolution */
     jm_backlog_t backlog;            /* parts handed to libzmq (backlog.h) */
     int gen_done;                    /* the genq said done */
     jm_adopt_t *adopt;               /* a resumed phase's early results */
@@ -182,7 +186,7 @@ struct jm_disp {
 /* Stops the job if the scheduler lost a task to a failed allocation. */
 static inline void disp_check_sched(jm_disp_t *d)
 {
-    if (jm_sched_broken(d->sched) && !atomic_load(&jm_abort))
+    if (sched_broken(d->sched) && !atomic_load(&jm_abort))
         jm_fatal("out of memory in the scheduler (a task could not be "
                  "requeued); stopping the job");
 }
@@ -217,8 +221,10 @@ void serve_due(jm_disp_t *d, jm_tm_t *t);
 void serve_publish_window(jm_disp_t *d);
 void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx,
                       int unrun);
-/* The scheduler's early-result hook (jm_sched_set_early); arg is d */
-int serve_take_early_result(void *arg, const jm_task_t *task);
+/* The scheduler's hooks (serving/scheduler.h): resolved tasks back to the
+ * task pool, and, with d->adopt (a resumed phase), fresh tasks resolved
+ * from the early results kept there. Set again as d->adopt changes. */
+void serve_set_hooks(jm_disp_t *d);
 
 /* dispview.c */
 /* Takes the live snapshot (d->live): the other threads' counters under

@@ -41,11 +41,11 @@ void dispview_live_update(jm_disp_t *d)
     l->syncing = atomic_load_explicit(&p->cq.syncing, memory_order_relaxed);
     l->phase = p->st.id;
     l->replayed = p->st.replayed;
-    l->failed = d->st.poison;
-    l->sent = d->st.sent;
-    l->resent = d->st.resent;
-    l->duplicates = d->st.duplicates;
-    l->requeued = d->st.requeued;
+    l->failed = d->st.sched.poison;
+    l->sent = d->st.sched.sent;
+    l->resent = d->st.sched.resent;
+    l->duplicates = d->st.sched.duplicates;
+    l->requeued = d->st.sched.requeued;
     l->running = l->queued = 0;
     l->tms_alive = d->fleet.alive;
     l->tm_joins = d->st.tm_joins;
@@ -122,10 +122,10 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
         jm_tm_t *t = v[i];
         spits_iso_time(t->id.joined, when, sizeof when);
         json_t *row = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:I, s:f, s:I}",
-            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->credit.workers,
+            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->sched.credit.workers,
             "joined", when, "reattaches", (json_int_t)t->id.reattaches,
-            "sent", (json_int_t)t->stats.sent,
-            "done", (json_int_t)t->stats.done, "failed", (json_int_t)t->stats.failed,
+            "sent", (json_int_t)t->sched.sent,
+            "done", (json_int_t)t->sched.done, "failed", (json_int_t)t->sched.failed,
             "busy_s", t->stats.busy_s, "runs", (json_int_t)t->stats.runs);
         jm_status_relay_fields(row, t);
         json_array_append_new(a, row);
@@ -137,15 +137,15 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
 json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
 {
     jm_tm_totals_t sum = d->fleet.evicted;
-    sum.done += d->st.done_evicted;   /* from TMs evicted before they sent them */
+    sum.done += d->st.sched.done_evicted;   /* from TMs evicted before they sent them */
     for (size_t s = 0; s < peertab_slots(d->fleet.tab); s++) {
         const jm_tm_t *t = peertab_at(d->fleet.tab, s);
         if (!t)
             continue;
         sum.reattaches += t->id.reattaches;
-        sum.sent += t->stats.sent;
-        sum.done += t->stats.done;
-        sum.failed += t->stats.failed;
+        sum.sent += t->sched.sent;
+        sum.done += t->sched.done;
+        sum.failed += t->sched.failed;
         sum.runs += t->stats.runs;
         sum.busy_s += t->stats.busy_s;
     }

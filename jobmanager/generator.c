@@ -441,7 +441,7 @@ static void *gen_main(void *arg)
         queued_last = 1;
         t->next = NULL;
         t->id = id++;
-        jm_sched_task_init(t);
+        sched_task_init(t);
         if (tail)
             tail->next = t;
         else

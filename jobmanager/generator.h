@@ -26,7 +26,7 @@ typedef struct {
     uint64_t low;             /* dispatcher: oldest unresolved id */
     uint64_t freed_bytes;     /* dispatcher: bytes of resolved tasks */
     uint64_t taken_bytes;     /* dispatcher: bytes of tasks taken to be
-                                 sent (jm_sched_taken_bytes) */
+                                 sent (sched_taken_bytes) */
     uint64_t window;          /* dispatcher: the window in tasks, at least
                                  --window (0: just --window; serve.c
                                  disp_window) */

@@ -17,7 +17,7 @@
  *                   until they enter the genq.
  *   dispatcher      the network loop (dispatch.c, serve.c, members.c).
  *                   Owns: the ROUTER socket, the TM table (tmtable.c), the
- *                   scheduler (scheduler.c) and with it every task once
+ *                   scheduler (serving/scheduler.c) and with it every task once
  *                   taken from the genq.
  *
  *   generator --genq (generator.h)--> dispatcher --commitq (committer.h)--> committer
@@ -41,9 +41,10 @@
 #include "journal.h"
 #include "keys.h"
 #include "module.h"
+#include "scheduler.h"
 #include "wire.h"
 
-#define JM_MAX_COPIES 8
+#define JM_MAX_COPIES SCHED_MAX_COPIES
 #define JM_IO_THREADS_MAX 64   /* (--io-threads's error message says 64) */
 #define JM_MAX_TASK_DEFAULT (1LL << 30)
 #define JM_MEMORY_LIMIT_MIN (64LL << 20)   /* --memory-limit, unless 0 */
@@ -85,40 +86,15 @@ typedef struct {
     const char *joblog;     /* --joblog FILE (joblog.h), or NULL */
 } jm_opts_t;
 
-/* A task as the JM holds it. Made by the generator (one allocation with the
- * bytes inline), owned by the dispatcher from the genq on, freed by the
- * dispatcher when it is resolved (jm_task_free). A task of SPITS_PART_MIN
- * bytes or more is sent without a copy (serve.c): each ZeroMQ part that
- * carries its bytes holds a reference, dropped by a libzmq I/O thread when
- * the part is gone, and the memory goes with the last reference. */
-typedef struct jm_task {
-    struct jm_task *next;    /* genq link */
-    uint64_t id;
-    uint64_t hash;           /* spits_task_hash of data, when journaling */
-    uint32_t len;
-    uint8_t copies;          /* copies out on TMs now */
-    uint8_t attempts;        /* failed runs so far */
-    uint8_t in_retry;        /* 1 while listed in the retry list */
-    uint8_t sent;            /* copies sent so far (stops at 255) */
-    uint8_t last_status;     /* how its last failed run ended */
-    uint8_t quick;           /* its newest copy went to a TM holding fewer
-                                tasks than workers: it ran on arrival */
-    uint8_t cell;            /* made in a cell of the task pool (taskpool.h) */
-    int32_t failed_on;       /* TM slot of the last failed run, or -1 */
-    int32_t holders[JM_MAX_COPIES]; /* TM slots running a copy, -1 = none */
-    uint32_t held_ix[JM_MAX_COPIES];  /* each copy's place in its TM's list
-                                         of copies (scheduler.c) */
-    int64_t out_ms;          /* when it entered the scheduler's ring */
-    int64_t copy_ms;         /* when its newest copy was sent */
-    _Atomic int64_t left_ms; /* when libzmq last let go of a part of it
-                                (0: never; serve.c part_done) */
-    uint64_t stuck_at;       /* its newest part, if it has not left the JM
-                                once this many bytes of parts did, is
-                                stuck (backlog.h) */
-    atomic_uint refs;        /* the dispatcher's 1 + parts in flight; only
-                                for tasks of SPITS_PART_MIN bytes or more */
-    unsigned char data[];
-} jm_task_t;
+/* A task as the JM holds it: the scheduler's task (serving/scheduler.h) with
+ * its bytes inline, in data. Made by the generator (one allocation),
+ * owned by the dispatcher from the genq on, freed by the dispatcher when
+ * it is resolved (jm_task_free). A task of SPITS_PART_MIN bytes or more
+ * is sent without a copy (serve.c): each ZeroMQ part that carries its
+ * bytes holds a reference (refs), dropped by a libzmq I/O thread when
+ * the part is gone (left_ms set first), and the memory goes with the
+ * last reference. */
+typedef sched_task_t jm_task_t;
 
 /* Drops a reference to a task (the dispatcher's, or a part's): the last
  * one frees it. Small tasks never go as parts: no atomic operation. */

@@ -30,10 +30,10 @@ static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 {
     d->serve.all = 1;   /* (its copies are requeued for the others) */
     t->life.gone = 0;
-    d->fleet.alive_workers -= t->credit.workers;
+    d->fleet.alive_workers -= t->sched.credit.workers;
     d->fleet.alive--;
     jm_timeline_event(&d->timeline, why, t);
-    size_t n = jm_sched_lost(d->sched, t);
+    size_t n = sched_lost(d->sched, &t->sched);
     disp_check_sched(d);
     return n;
 }
@@ -122,9 +122,9 @@ static void set_relay(jm_tm_t *t, const char *endpoint)
 static void hello_again(jm_disp_t *d, jm_tm_t *t, long attach, long held,
                         long pending)
 {
-    if (t->stats.sent == t->stats.sent_at_hello) {
+    if (t->sched.sent == t->stats.sent_at_hello) {
         /* Nothing sent since: what it holds now is what it has of ours. */
-        jm_sched_joined(d->sched, t, held);
+        sched_joined(d->sched, &t->sched, held);
         settle(d, t, pending);
     }
     /* (Else the copy's held and pending predate the tasks sent since.) */
@@ -146,7 +146,7 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
                        t->id.pid, t->id.relay_ep);
         else
             spits_info("TM %s:%ld joined with %d worker(s)", t->id.host, t->id.pid,
-                       t->credit.workers);
+                       t->sched.credit.workers);
         return;
     }
     if (t->life.lost) {
@@ -157,7 +157,7 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
     t->id.reattaches++;
     if (loglimit_allow(&d->logs.reattached, d->clock.now))
         spits_info("TM %s:%ld re-attached with %d worker(s)", t->id.host, t->id.pid,
-                   t->credit.workers);
+                   t->sched.credit.workers);
 }
 
 /* The entry of a TM saying HELLO unknown to the table: new, or lost so
@@ -204,7 +204,7 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
      * slots full for good: serving/joins.h) */
     long held = joins_held(&h, d->jm->job_id), pending = joins_pending(&h, d->jm->job_id);
     joins_known_t known = {t && t->peer.alive, t ? t->id.pid : 0, t ? t->id.attach : -1,
-                           t && t->stats.sent != t->stats.sent_at_hello};
+                           t && t->sched.sent != t->stats.sent_at_hello};
     joins_kind_t kind = joins_kind(&known, &h);
     int first = 0;
     if (kind == JOINS_AGAIN) {
@@ -235,17 +235,17 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     set_relay(t, relay_ep);
     if (attach > t->id.attach)
         t->id.attach = attach;
-    credit_set(&t->credit, workers, slots);
+    credit_set(&t->sched.credit, workers, slots);
     t->stats.running = t->stats.queued = -1;   /* (until its next STATS) */
-    jm_sched_joined(d->sched, t, held);
-    t->stats.sent_at_hello = t->stats.sent;
+    sched_joined(d->sched, &t->sched, held);
+    t->stats.sent_at_hello = t->sched.sent;
     t->life.stalled = 0;
     t->life.draining = 0;
     t->life.live.last_heard = d->clock.now;
     t->id.joined = spits_wall_time();
     settle(d, t, pending);
     d->fleet.alive++;
-    d->fleet.alive_workers += t->credit.workers;
+    d->fleet.alive_workers += t->sched.credit.workers;
     if (d->fleet.alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->fleet.alive_workers;
     jm_timeline_event(&d->timeline, JM_TL_JOIN, t);
@@ -324,9 +324,9 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 {
     if (!t || !t->peer.alive)
         return;
-    int before = t->credit.workers;
-    credit_resize(&t->credit, workers, slots);
-    d->fleet.alive_workers += t->credit.workers - before;
+    int before = t->sched.credit.workers;
+    credit_resize(&t->sched.credit, workers, slots);
+    d->fleet.alive_workers += t->sched.credit.workers - before;
     if (d->fleet.alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->fleet.alive_workers;
 }

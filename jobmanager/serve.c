@@ -3,7 +3,7 @@
  * results back to the committer.
  *
  * A TM with room (credit: its slots minus the copies it holds) gets the
- * copies the scheduler picks (scheduler.c), in one TASKS batch, when it
+ * copies the scheduler picks (serving/scheduler.c), in one TASKS batch, when it
  * is looked at: the TMs heard from since the last serve, or all of them
  * when anything else may have given one room (serve_tms); a task of
  * SPITS_PART_MIN bytes or more goes as a part of that message (wire.h),
@@ -46,7 +46,7 @@
 static void cancel_flush(jm_disp_t *d)
 {
     size_t ncancel;
-    jm_sched_cancel_t *cancels = jm_sched_take_cancels(d->sched, &ncancel);
+    sched_cancel_t *cancels = sched_take_cancels(d->sched, &ncancel);
     while (ncancel) {
         int slot = cancels[0].slot;
         size_t keep = 0, n = 0;
@@ -86,8 +86,8 @@ void serve_publish_window(jm_disp_t *d)
 {
     if (!d->phase)
         return;
-    uint64_t low = jm_sched_low(d->sched), freed = jm_sched_freed_bytes(d->sched);
-    uint64_t taken = jm_sched_taken_bytes(d->sched), window = disp_window(d);
+    uint64_t low = sched_low(d->sched), freed = sched_freed_bytes(d->sched);
+    uint64_t taken = sched_taken_bytes(d->sched), window = disp_window(d);
     if (low == d->pub.low && freed == d->pub.freed && taken == d->pub.taken &&
         window == d->pub.window)
         return;
@@ -122,17 +122,17 @@ static void refill_fresh(jm_disp_t *d)
     q->head = q->tail = NULL;
     atomic_store(&q->queued, 0);
     d->gen_done = q->done;
-    jm_sched_gen_state(d->sched, q->done, q->waiting);
+    sched_gen_state(d->sched, q->done, q->waiting);
     jm_task_t *lent = jm_genq_take_lent(q, &lent_tail);
     pthread_mutex_unlock(&q->lock);
-    jm_sched_add_fresh(d->sched, head, tail);
-    jm_sched_add_fresh(d->sched, lent, lent_tail);
+    sched_add_fresh(d->sched, head, tail);
+    sched_add_fresh(d->sched, lent, lent_tail);
 }
 
 /* The scheduler's early-result hook: a fresh task whose result a
  * re-attached TM already sent (after --resume) is committed from that
  * result instead of being sent. */
-int serve_take_early_result(void *arg, const jm_task_t *task)
+static int serve_take_early_result(void *arg, const jm_task_t *task)
 {
     jm_disp_t *d = arg;
     jm_commit_t c;
@@ -155,6 +155,17 @@ int serve_take_early_result(void *arg, const jm_task_t *task)
     }
     d->st.adopted++;
     return 1;
+}
+
+/* A task the scheduler is done with: its cell goes back to the task pool,
+ * in batches; any other task is freed (taskpool.h). */
+void serve_set_hooks(jm_disp_t *d)
+{
+    d->serve.pool_batch.pool = d->jm->taskpool;
+    sched_hooks_t h = {jm_taskpool_release, jm_taskpool_release_flush,
+                       &d->serve.pool_batch,
+                       d->adopt ? serve_take_early_result : NULL, d};
+    sched_set_hooks(d->sched, &h);
 }
 
 /* libzmq is done with a part (sent, or dropped with its connection): the
@@ -200,24 +211,24 @@ static void *serve_item_hold(void *arg, size_t k)
 /* Sends TM t the copies the scheduler picks for it, as one TASKS message. */
 static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 {
-    if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
+    if (!sched_has_fresh(d->sched) && !d->gen_done)
         refill_fresh(d);
-    jm_sched_clock(d->sched, d->clock.now);
-    jm_sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
-    size_t n = jm_sched_pick(d->sched, t, DISP_BATCH_BYTES, d->fleet.alive > 1);
-    if ((int)n < credit_room(&t->credit))
+    sched_clock(d->sched, d->clock.now);
+    sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
+    size_t n = sched_pick(d->sched, &t->sched, DISP_BATCH_BYTES, d->fleet.alive > 1);
+    if ((int)n < credit_room(&t->sched.credit))
         d->serve.starved = 1;   /* (room left: more work may come for it) */
     if (!n)
         return;
 
-    serve_batch_t batch = {d, jm_sched_picked(d->sched)};
+    serve_batch_t batch = {d, sched_picked(d->sched)};
     taskbatch_src_t src = {serve_item, serve_item_hold, part_done, &batch};
     taskbatch_sent_t sent;
     long parts = taskbatch_build(&d->serve.out, d->phase->st.id, d->serve.part_min, n, &src);
     if (parts < 0) {
         jm_fatal("out of memory building a batch of %zu task(s); "
                  "stopping the job", n);
-        jm_sched_unsent(d->sched, n);
+        sched_unsent(d->sched, n);
     } else if ((parts ? tmio_send_tm_more : tmio_send_tm)(d, t, d->serve.out.buf.data,
                                                           d->serve.out.buf.len) == 0) {
         taskbatch_send_parts(d->net.router, d->serve.part_min, n, parts, &src, &sent);
@@ -226,9 +237,9 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
         if (sent.failed)
             jm_fatal("out of memory sending %zu task(s) as parts; stopping the "
                      "job", sent.failed);
-        jm_sched_sent(d->sched, t, n);
+        sched_sent(d->sched, &t->sched, n);
     } else {
-        jm_sched_unsent(d->sched, n);   /* every picked task without a copy goes back */
+        sched_unsent(d->sched, n);   /* every picked task without a copy goes back */
     }
     disp_check_sched(d);
 }
@@ -236,7 +247,7 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
 static int serve_wants(const jm_disp_t *d, const jm_tm_t *t)
 {
     return t->peer.alive && !t->life.stalled && !t->life.draining &&
-           credit_room(&t->credit) > 0 &&
+           credit_room(&t->sched.credit) > 0 &&
            t->gate.settle_until <= d->clock.now && !atomic_load(&jm_abort);
 }
 
@@ -288,9 +299,9 @@ static void serve_all(jm_disp_t *d)
 void serve_tms(jm_disp_t *d)
 {
     if (d->phase && d->serve.starved && !d->serve.all) {
-        if (!jm_sched_has_fresh(d->sched) && !d->gen_done)
+        if (!sched_has_fresh(d->sched) && !d->gen_done)
             refill_fresh(d);
-        if (jm_sched_has_fresh(d->sched) || jm_sched_has_retries(d->sched))
+        if (sched_has_fresh(d->sched) || sched_has_retries(d->sched))
             d->serve.all = 1;
     }
     int all = d->serve.all;
@@ -315,7 +326,7 @@ void serve_tms(jm_disp_t *d)
  * and its share of the --window, so none hoards the others' work. */
 static int slots_cap(jm_disp_t *d)
 {
-    uint64_t mean = jm_sched_mean_task_bytes(d->sched);
+    uint64_t mean = sched_mean_task_bytes(d->sched);
     uint64_t cap = SLOTS_BYTES / (mean ? mean : 1);
     uint64_t share = disp_window(d) / (d->fleet.alive ? d->fleet.alive : 1);
     if (cap > SLOTS_MAX)
@@ -330,9 +341,9 @@ static int slots_cap(jm_disp_t *d)
  * it leave: members.c set_capacity). */
 static void grow_slots(jm_disp_t *d, jm_tm_t *t)
 {
-    if (!d->phase || jm_sched_exhausted(d->sched))
+    if (!d->phase || sched_exhausted(d->sched))
         return;
-    credit_grow(&t->credit, slots_cap(d), t->stats.turn_ms, t->stats.runs, t->stats.busy_s);
+    credit_grow(&t->sched.credit, slots_cap(d), t->sched.turn_ms, t->stats.runs, t->stats.busy_s);
 }
 
 /* A result of a task this JM has not sent: after --resume, work a TM did
@@ -344,7 +355,7 @@ static void adopt_keep(jm_disp_t *d, const spits_rec_t *rec)
         spits_warn("out of memory keeping the early result of task %llu",
                    (unsigned long long)rec->id);
     if (rc > 0)
-        d->st.duplicates++;   /* held already, or over the byte bound */
+        d->st.sched.duplicates++;   /* held already, or over the byte bound */
 }
 
 /* Hands the resolutions gathered so far to the committer. Those that point
@@ -409,7 +420,7 @@ static void failure_note(jm_failure_t *f, const jm_tm_t *t, const spits_rec_t *r
 static void joblog_note(jm_disp_t *d, const jm_tm_t *t, jm_commit_t *c)
 {
     int64_t start, epoch = jm_joblog_epoch_ms(d->jm->joblog);
-    jm_sched_recorded(d->sched, &start, &c->log_in);
+    sched_recorded(d->sched, &start, &c->log_in);
     c->log_start = start > epoch ? (uint32_t)(start - epoch) : 0;
     c->log_run = d->clock.now > start ? (uint32_t)(d->clock.now - start) : 0;
     c->log_host = t ? t->id.log_host : 0;
@@ -450,7 +461,7 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
 
 /* RESULTS: every record gives its TM a slot back (wire.h) but a foreign
  * one (a relay's, of a copy sent elsewhere), and each is a result, a
- * failed run or a copy handed back unrun (scheduler.c decides; a foreign
+ * failed run or a copy handed back unrun (serving/scheduler.c decides; a foreign
  * one resolves its task or does nothing, scheduler.h). rx is the message; results are committed straight from it,
  * so it lives until the last of them is (jm_rx_release). With unrun (its
  * parts did not match its records), every record is taken as a copy
@@ -461,9 +472,10 @@ void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     spits_reader_t r;
     spits_rec_t rec;
     uint64_t hash;
+    sched_peer_t *sp = t ? &t->sched : NULL;
 
-    jm_sched_clock(d->sched, d->clock.now);
-    jm_sched_credit(d->sched, t, h->count - h->foreign);
+    sched_clock(d->sched, d->clock.now);
+    sched_credit(d->sched, t && t->peer.alive ? &t->sched : NULL, h->count - h->foreign);
     d->st.foreign_results += h->foreign;
     if (t && t->peer.alive)
         grow_slots(d, t);
@@ -476,15 +488,15 @@ void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     while (spits_reader_next(&r, &rec)) {
         if (unrun)
             rec.status = SPITS_ST_RETURNED;
-        switch (jm_sched_record(d->sched, t, rec.id, rec.status, rec.foreign, &hash)) {
-        case JM_REC_COMMIT:
-        case JM_REC_POISON:
+        switch (sched_record(d->sched, sp, rec.id, rec.status, rec.foreign, &hash)) {
+        case SCHED_REC_COMMIT:
+        case SCHED_REC_POISON:
             commit_note(d, t, &rec, hash, rx);
             break;
-        case JM_REC_RETRY:
+        case SCHED_REC_RETRY:
             spits_debug("task %llu failed; retrying", (unsigned long long)rec.id);
             break;
-        case JM_REC_UNKNOWN:
+        case SCHED_REC_UNKNOWN:
             on_unknown_record(d, &rec);
             break;
         default:

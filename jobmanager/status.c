@@ -61,8 +61,8 @@ uint64_t jm_status_behind_relays(const peertab_t *tms)
 
 void jm_tm_split(const jm_tm_t *t, uint64_t *running, uint64_t *queued)
 {
-    long held = t->credit.outstanding > 0 ? t->credit.outstanding : 0;
-    long run = t->stats.running >= 0 ? t->stats.running : t->credit.workers;
+    long held = t->sched.credit.outstanding > 0 ? t->sched.credit.outstanding : 0;
+    long run = t->stats.running >= 0 ? t->stats.running : t->sched.credit.workers;
     /* (a STATS is up to a second old: what it says may have come back) */
     if (run > held)
         run = held;
@@ -136,8 +136,8 @@ static json_t *status_gone(const peertab_t *tms)
     for (size_t i = 0; i < n && i < JM_STATUS_GONE; i++)
         json_array_append_new(rows, json_pack(
             "{s:s, s:I, s:i, s:I, s:I, s:f, s:s}", "host", v[i]->id.host,
-            "pid", (json_int_t)v[i]->id.pid, "workers", v[i]->credit.workers,
-            "done", (json_int_t)v[i]->stats.done, "failed", (json_int_t)v[i]->stats.failed,
+            "pid", (json_int_t)v[i]->id.pid, "workers", v[i]->sched.credit.workers,
+            "done", (json_int_t)v[i]->sched.done, "failed", (json_int_t)v[i]->sched.failed,
             "busy_s", v[i]->stats.busy_s, "gone", v[i]->life.lost ? "lost" : "left"));
     free(v);
     return rows;
@@ -158,10 +158,10 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         jm_tm_split(t, &busy, &queued);
         json_t *row = json_pack(
             "{s:s, s:I, s:i, s:I, s:I, s:i, s:I, s:I, s:f, s:b, s:f}",
-            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->credit.workers,
+            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->sched.credit.workers,
             "busy", (json_int_t)busy, "queued", (json_int_t)queued,
-            "held", t->credit.outstanding, "done", (json_int_t)t->stats.done,
-            "failed", (json_int_t)t->stats.failed,
+            "held", t->sched.credit.outstanding, "done", (json_int_t)t->sched.done,
+            "failed", (json_int_t)t->sched.failed,
             "last_heard_s", (now_ms - t->life.live.last_heard) / 1000.0,
             "draining", t->life.draining, "busy_s", t->stats.busy_s);
         jm_status_relay_fields(row, t);

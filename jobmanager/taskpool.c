@@ -114,6 +114,18 @@ void jm_taskpool_put(jm_taskpool_t *pool, jm_taskpool_batch_t *b, jm_task_t *t)
         jm_taskpool_flush(pool, b);
 }
 
+void jm_taskpool_release(void *b, jm_task_t *t)
+{
+    jm_taskpool_batch_t *batch = b;
+    jm_taskpool_put(batch->pool, batch, t);
+}
+
+void jm_taskpool_release_flush(void *b)
+{
+    jm_taskpool_batch_t *batch = b;
+    jm_taskpool_flush(batch->pool, batch);
+}
+
 #ifdef SPITS_SELFTEST
 #include <pthread.h>
 #include <string.h>

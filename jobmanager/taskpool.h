@@ -28,6 +28,7 @@ typedef struct jm_taskpool jm_taskpool_t;
 typedef struct {
     jm_task_t *head, *tail;
     unsigned n;
+    jm_taskpool_t *pool;     /* where they go (jm_taskpool_release) */
 } jm_taskpool_batch_t;
 
 /* NULL when out of memory (tasks are then never recycled). */
@@ -51,6 +52,11 @@ void jm_taskpool_free_list(jm_task_t **list);
 void jm_taskpool_put(jm_taskpool_t *pool, jm_taskpool_batch_t *b, jm_task_t *t);
 /* Dispatcher: hands the batch back (with no pool: frees it). */
 void jm_taskpool_flush(jm_taskpool_t *pool, jm_taskpool_batch_t *b);
+/* The scheduler's release hooks (serving/scheduler.h sched_hooks_t), arg
+ * a jm_taskpool_batch_t whose pool is set: jm_taskpool_put and
+ * jm_taskpool_flush into b->pool, one call a task. */
+void jm_taskpool_release(void *b, jm_task_t *t);
+void jm_taskpool_release_flush(void *b);
 
 int jm_taskpool_selftest(void);
 

@@ -18,9 +18,9 @@ static int jm_tmtab_evict(peertab_entry_t *e, void *arg)
     jm_tm_totals_t *sum = arg;
     sum->tms++;
     sum->reattaches += tm->id.reattaches;
-    sum->sent += tm->stats.sent;
-    sum->done += tm->stats.done;
-    sum->failed += tm->stats.failed;
+    sum->sent += tm->sched.sent;
+    sum->done += tm->sched.done;
+    sum->failed += tm->sched.failed;
     sum->runs += tm->stats.runs;
     sum->busy_s += tm->stats.busy_s;
     json_decref(tm->id.behind);
@@ -49,8 +49,10 @@ void jm_tmtab_destroy(peertab_t **tab)
 jm_tm_t *jm_tmtab_add(peertab_t *tab, const void *rid, size_t len)
 {
     jm_tm_t *tm = peertab_add(tab, rid, len);
-    if (tm)
+    if (tm) {
         tm->stats.running = tm->stats.queued = -1;
+        tm->sched.slot = tm->peer.slot;
+    }
     return tm;
 }
 
@@ -59,7 +61,7 @@ jm_tm_t *jm_tmtab_add(peertab_t *tab, const void *rid, size_t len)
 int jm_tm_cmp_done_desc(const void *a, const void *b)
 {
     const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
-    uint64_t xd = x->stats.done, yd = y->stats.done;
+    uint64_t xd = x->sched.done, yd = y->sched.done;
     return xd < yd ? 1 : xd > yd ? -1 : x->peer.slot - y->peer.slot;
 }
 
@@ -119,7 +121,7 @@ int jm_tmtab_selftest(void)
         if (alive[k]) {
             lost[k] = (seed >> 20) & 1;
             tm->life.lost = lost[k];
-            tm->stats.sent++;
+            tm->sched.sent++;
             sent++;
             if (!tm->id.behind)
                 tm->id.behind = json_incref(behind);
@@ -131,7 +133,7 @@ int jm_tmtab_selftest(void)
             if (was_lost != (!tm && seen[k] && lost[k]))
                 rc = -1;
             if (!tm && (!(tm = jm_tmtab_add(t, rid, 2)) || tm->stats.running != -1 ||
-                        tm->stats.queued != -1)) {
+                        tm->stats.queued != -1 || tm->sched.slot != tm->peer.slot)) {
                 rc = -1;
                 break;
             }
@@ -150,7 +152,7 @@ int jm_tmtab_selftest(void)
     size_t holding = 0;
     for (size_t s = 0; rc == 0 && s < peertab_slots(t); s++) {
         jm_tm_t *tm = peertab_at(t, s);
-        held += tm ? tm->stats.sent : 0;
+        held += tm ? tm->sched.sent : 0;
         holding += tm && tm->id.behind;
     }
     if (rc == 0 && (held + evicted.sent != sent || back == 0 ||

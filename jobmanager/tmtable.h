@@ -23,15 +23,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "credit.h"
 #include "liveness.h"
 #include "peertab.h"
+#include "scheduler.h"
 
 #define JM_BEHIND_MAX 64     /* a relay's TMs listed (members.c) */
 #define JM_TMTAB_KEEP_DEAD 10000     /* the dispatcher's keep_dead */
 #define JM_TMTAB_LOST_MAX (1u << 18) /* fingerprints of evicted lost TMs */
-
-#define JM_TURN_WINDOW 32    /* copies per round-trip estimate (turn_ms) */
 
 /* A TM's entry, in parts by concern; each part says who writes it. */
 
@@ -78,35 +76,27 @@ typedef struct {
 
 /* What holds its sends back, or brings it to the next serve: serve.c
  * (due), members.c (settle_* at a HELLO), dispatch.c (settle_records
- * counted down) and the scheduler (scan_*). Its credit itself (workers,
- * slots, held) is a credit_t (serving/credit.h): members.c at a HELLO or
- * STATS, the scheduler as copies go and records come, serve.c to decide
- * and to grow its slots. */
+ * counted down). Its credit itself (workers, slots, held) is in its
+ * sched_peer_t (serving/scheduler.h): members.c at a HELLO or STATS, the
+ * scheduler as copies go and records come, serve.c to decide and to
+ * grow its slots. */
 typedef struct {
     int due;                 /* in the dispatcher's due list (serve.c) */
     int64_t settle_until;    /* re-attached with results: serve it only
                                 once they are in (or by this time) */
     int64_t settle_records;  /* results it said it holds, not yet in */
-    uint64_t scan_version;   /* ring version of its last fruitless resend
-                                scan (scheduler.c) */
-    int64_t scan_until;      /* ...which holds until then (scheduler's ms) */
 } jm_tm_gate_t;
 
-/* What it did: the scheduler (sent, done, failed, turn_*), members.c
- * (sent_at_hello at a HELLO, the rest from its STATS). */
+/* What it did, beyond the scheduler's counts (sched_peer_t: sent, done,
+ * failed, turn_*): members.c (sent_at_hello at a HELLO, the rest from its
+ * STATS). */
 typedef struct {
-    uint64_t sent, done, failed;
-    uint64_t sent_at_hello;  /* sent as of its last HELLO */
+    uint64_t sent_at_hello;  /* sched.sent as of its last HELLO */
     double busy_s;           /* its workers' time on tasks, from STATS */
     uint64_t runs;           /* task runs, from STATS */
     long running;            /* its tasks running and queued as its last */
     long queued;             /* ...STATS said; -1: unknown (not said yet,
                                 an older TM, a relay) */
-    int64_t turn_ms;         /* round trip + one run: the least time a copy
-                                that ran on arrival took to come back, over
-                                the last JM_TURN_WINDOW such copies */
-    int64_t turn_win;        /* ...the least of the window so far */
-    int turn_n;              /* ...and how many it has seen */
 } jm_tm_stats_t;
 
 typedef struct jm_tm jm_tm_t;
@@ -114,7 +104,8 @@ struct jm_tm {
     peertab_entry_t peer;    /* the table's (rid, slot, alive): first */
     jm_tm_id_t id;
     jm_tm_life_t life;
-    credit_t credit;
+    sched_peer_t sched;      /* its credit, and what the scheduler counts
+                                (sched.slot: peer.slot, set as it is made) */
     jm_tm_gate_t gate;
     jm_tm_stats_t stats;
 };

@@ -132,7 +132,7 @@ stopped stop 3
 # With a --tm-timeout of 10 s, copies of late tasks alone finish the job,
 # in about 3 s, whether the stopped TM's parts reached its socket or
 # still wait in the JM (late once the JM sends nothing else: backlog.h;
-# scheduler.c's self-test has the rule exactly). So copies were re-sent
+# serving/scheduler.c's self-test has the rule exactly). So copies were re-sent
 # and nothing was requeued: the TM was declared lost (the JM's END waits
 # for it) only once every task was committed.
 stopped stop2 10

@@ -130,7 +130,7 @@ static void drain_commits(jm_phase_t *p)
 static void check(jm_disp_t *d)
 {
     for (uint64_t id = 0; id < F_TASKS; id++) {
-        const jm_task_t *t = jm_sched_task(d->sched, id);
+        const jm_task_t *t = sched_task(d->sched, id);
         if (t && (committed[id] || poisoned[id] || t->copies > d->jm->opt.max_copies ||
                   (t->copies == 0 && !t->in_retry)))
             abort();
@@ -147,7 +147,7 @@ static jm_task_t *make_tasks(jm_task_t **last)
         t->id = id;
         t->len = 8;
         memcpy(t->data, &id, 8);
-        jm_sched_task_init(t);
+        sched_task_init(t);
         *tail = t;
         tail = &t->next;
         *last = t;

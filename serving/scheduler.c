@@ -1,9 +1,10 @@
 /*
- * scheduler.c - the JM's scheduler (see scheduler.h for what it decides).
+ * scheduler.c - the scheduler of a hop that serves TMs (see scheduler.h for what
+ * it decides).
  *
- * Per-task state lives in the task itself (jm.h jm_task_t: copies,
+ * Per-task state lives in the task itself (sched_task_t: copies,
  * holders, attempts, in_retry, out_ms, copy_ms); per-TM credit in the
- * TM's table entry (tmtable.h: slots, outstanding). Each TM slot has a
+ * TM's sched_peer_t, in its owner's table entry (slots, outstanding). Each TM slot has a
  * list of the tasks it holds a copy of (a task knows its place in each
  * of its holders' lists: held_ix), so a lost TM costs its own copies,
  * not a scan of the ring. Whatever may make a
@@ -17,61 +18,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backlog.h"
-#include "dispatch.h"
 #include "lateness.h"
-#include "phase.h"
 #include "retryq.h"
 #include "ring.h"
 #include "scheduler.h"
-#include "taskpool.h"
 #include "util.h"
+#include "wire.h"
 
 /* The tasks TM slot holds a copy of, in no order. */
 typedef struct {
-    jm_task_t **tasks;
+    sched_task_t **tasks;
     size_t n, cap;
 } held_t;
 
-struct jm_sched {
+struct sched {
     int max_copies, max_attempts;
     int64_t rec_start_ms;            /* the last record's task: its newest */
     uint32_t rec_len;                /* ...copy's start and its size */
     held_t *held;                    /* by TM slot */
     size_t nheld;
-    jm_disp_stats_t *st;
+    sched_stats_t *st;
     spits_ring_t *ring;              /* sent, not resolved: by id */
-    jm_task_t *fresh, *fresh_tail;   /* from the generator, not sent yet */
+    sched_task_t *fresh, *fresh_tail;   /* from the generator, not sent yet */
     uint64_t fresh_next;             /* one past the last task that left
                                         fresh, sent or resolved early */
     int gen_done, gen_waiting;
-    jm_retryq_t retry;
+    retryq_t retry;
     uint64_t version;
-    jm_task_t **picked;              /* the last pick */
+    sched_task_t **picked;              /* the last pick */
     size_t npicked, cappicked;
-    jm_sched_cancel_t *cancels;      /* copies to cancel, not taken yet */
+    sched_cancel_t *cancels;      /* copies to cancel, not taken yet */
     size_t ncancel, capcancel;
     uint64_t freed_bytes;            /* of tasks resolved this phase */
     uint64_t taken_bytes;            /* of fresh tasks picked (or resolved
                                         early) this phase */
     uint64_t task_bytes_sent;        /* of every copy sent */
-    int64_t now;                     /* the dispatcher's clock, ms */
+    int64_t now;                     /* the owner's clock, ms */
     uint64_t released;               /* bytes of parts libzmq let go of */
     int send_idle;                   /* ...none over the last tick while
-                                        parts waited (backlog.h) */
-    jm_late_t late;                  /* when a copy is late */
+                                        parts waited (sched_set_backlog) */
+    late_t late;                  /* when a copy is late */
     uint64_t finished;               /* results committed this phase */
     int64_t late_after;              /* the bound last seen by a scan */
-    jm_sched_early_fn early;
-    void *early_arg;
-    jm_taskpool_t *pool;             /* where resolved tasks' cells go */
-    jm_taskpool_batch_t pool_batch;  /* ...once a batch is full */
+    sched_hooks_t hooks;             /* the owner's */
     int broken;
 };
 
-jm_sched_t *jm_sched_new(int max_copies, int max_attempts, jm_disp_stats_t *st)
+sched_t *sched_new(int max_copies, int max_attempts, sched_stats_t *st)
 {
-    jm_sched_t *s = calloc(1, sizeof *s);
+    sched_t *s = calloc(1, sizeof *s);
     if (!s || !(s->ring = spits_ring_new())) {
         free(s);
         return NULL;
@@ -82,30 +77,42 @@ jm_sched_t *jm_sched_new(int max_copies, int max_attempts, jm_disp_stats_t *st)
     return s;
 }
 
-static void free_tasks(jm_sched_t *s)
+/* A task goes back to its owner (NULL: nothing). */
+static void release(sched_t *s, sched_task_t *task)
+{
+    if (!task)
+        return;
+    if (s->hooks.release)
+        s->hooks.release(s->hooks.release_arg, task);
+    else
+        free(task);
+}
+
+static void free_tasks(sched_t *s)
 {
     for (size_t i = 0; i < s->nheld; i++)
         s->held[i].n = 0;
     if (s->ring)
         for (uint64_t id = spits_ring_low(s->ring); id < spits_ring_next(s->ring); id++)
-            jm_task_free(spits_ring_take(s->ring, id));
+            release(s, spits_ring_take(s->ring, id));
     while (s->fresh) {
-        jm_task_t *next = s->fresh->next;
-        jm_task_free(s->fresh);
+        sched_task_t *next = s->fresh->next;
+        release(s, s->fresh);
         s->fresh = next;
     }
     s->fresh_tail = NULL;
-    jm_taskpool_flush(s->pool, &s->pool_batch);
+    if (s->hooks.flush)
+        s->hooks.flush(s->hooks.release_arg);
 }
 
-void jm_sched_destroy(jm_sched_t **sp)
+void sched_destroy(sched_t **sp)
 {
-    jm_sched_t *s = *sp;
+    sched_t *s = *sp;
     if (!s)
         return;
     free_tasks(s);
     spits_ring_destroy(&s->ring);
-    jm_retryq_free(&s->retry);
+    retryq_free(&s->retry);
     for (size_t i = 0; i < s->nheld; i++)
         free(s->held[i].tasks);
     free(s->held);
@@ -115,39 +122,39 @@ void jm_sched_destroy(jm_sched_t **sp)
     *sp = NULL;
 }
 
-int jm_sched_reset(jm_sched_t *s)
+int sched_reset(sched_t *s)
 {
     free_tasks(s);
     spits_ring_destroy(&s->ring);
-    jm_retryq_clear(&s->retry);
+    retryq_clear(&s->retry);
     s->gen_done = s->gen_waiting = 0;
     s->npicked = s->ncancel = 0;
     s->freed_bytes = s->taken_bytes = 0;
     s->fresh_next = 0;
     s->finished = 0;
-    jm_late_reset(&s->late);
+    late_reset(&s->late);
     s->version++;
     s->ring = spits_ring_new();
     return s->ring ? 0 : -1;
 }
 
-int jm_sched_broken(const jm_sched_t *s)
+int sched_broken(const sched_t *s)
 {
     return s->broken;
 }
 
 /* --- task copies ------------------------------------------------------- */
 
-static int held_by(const jm_task_t *task, int slot)
+static int held_by(const sched_task_t *task, int slot)
 {
-    for (int i = 0; i < JM_MAX_COPIES; i++)
+    for (int i = 0; i < SCHED_MAX_COPIES; i++)
         if (task->holders[i] == slot)
             return 1;
     return 0;
 }
 
 /* Slot's list, grown to take one more. NULL: no memory. */
-static held_t *held_room(jm_sched_t *s, int slot)
+static held_t *held_room(sched_t *s, int slot)
 {
     if ((size_t)slot < s->nheld && s->held[slot].n < s->held[slot].cap)
         return &s->held[slot];
@@ -167,12 +174,12 @@ static held_t *held_room(jm_sched_t *s, int slot)
 
 /* A copy on slot. Out of memory breaks the scheduler (the copy would be
  * lost with its TM), but the copy is still counted. */
-static void add_holder(jm_sched_t *s, jm_task_t *task, int slot)
+static void add_holder(sched_t *s, sched_task_t *task, int slot)
 {
     held_t *h = held_room(s, slot);
     if (!h)
         s->broken = 1;
-    for (int i = 0; i < JM_MAX_COPIES; i++)
+    for (int i = 0; i < SCHED_MAX_COPIES; i++)
         if (task->holders[i] < 0) {
             task->holders[i] = slot;
             task->copies++;
@@ -186,7 +193,7 @@ static void add_holder(jm_sched_t *s, jm_task_t *task, int slot)
 
 /* Copy i of task leaves its holder's list: the list's last task takes
  * its place. */
-static void held_unlink(jm_sched_t *s, jm_task_t *task, int i)
+static void held_unlink(sched_t *s, sched_task_t *task, int i)
 {
     if ((size_t)task->holders[i] >= s->nheld)
         return;                         /* never listed (out of memory) */
@@ -194,18 +201,18 @@ static void held_unlink(jm_sched_t *s, jm_task_t *task, int i)
     size_t at = task->held_ix[i];
     if (at >= h->n || h->tasks[at] != task)
         return;
-    jm_task_t *last = h->tasks[--h->n];
+    sched_task_t *last = h->tasks[--h->n];
     h->tasks[at] = last;
-    for (int k = 0; k < JM_MAX_COPIES; k++)
+    for (int k = 0; k < SCHED_MAX_COPIES; k++)
         if (last->holders[k] == task->holders[i]) {
             last->held_ix[k] = (uint32_t)at;
             break;   /* (a TM holds at most one copy of a task) */
         }
 }
 
-static int drop_holder(jm_sched_t *s, jm_task_t *task, int slot)
+static int drop_holder(sched_t *s, sched_task_t *task, int slot)
 {
-    for (int i = 0; i < JM_MAX_COPIES; i++)
+    for (int i = 0; i < SCHED_MAX_COPIES; i++)
         if (task->holders[i] == slot) {
             held_unlink(s, task, i);
             task->holders[i] = -1;
@@ -217,11 +224,11 @@ static int drop_holder(jm_sched_t *s, jm_task_t *task, int slot)
 
 /* A task with no copy out must run again. Losing it here would leave the
  * phase unfinishable, so a failed allocation breaks the scheduler. */
-static void retry_push(jm_sched_t *s, jm_task_t *task)
+static void retry_push(sched_t *s, sched_task_t *task)
 {
     if (task->in_retry)
         return;
-    if (jm_retryq_push(&s->retry, task->id) != 0) {
+    if (retryq_push(&s->retry, task->id) != 0) {
         s->broken = 1;
         return;
     }
@@ -231,14 +238,14 @@ static void retry_push(jm_sched_t *s, jm_task_t *task)
 
 /* The task's other copies are no longer needed. A note that cannot be
  * kept costs nothing but a duplicate result. */
-static void cancel_note(jm_sched_t *s, const jm_task_t *task)
+static void cancel_note(sched_t *s, const sched_task_t *task)
 {
-    for (int i = 0; i < JM_MAX_COPIES; i++) {
+    for (int i = 0; i < SCHED_MAX_COPIES; i++) {
         if (task->holders[i] < 0)
             continue;
         if (s->ncancel == s->capcancel) {
             size_t cap = s->capcancel ? s->capcancel * 2 : 64;
-            jm_sched_cancel_t *c = realloc(s->cancels, cap * sizeof *c);
+            sched_cancel_t *c = realloc(s->cancels, cap * sizeof *c);
             if (!c)
                 return;
             s->cancels = c;
@@ -250,20 +257,20 @@ static void cancel_note(jm_sched_t *s, const jm_task_t *task)
 }
 
 /* Out of the ring, its bytes freed. */
-static void resolve(jm_sched_t *s, jm_task_t *task)
+static void resolve(sched_t *s, sched_task_t *task)
 {
     /* (copies counts the holders: most tasks have none left here) */
-    for (int i = 0; task->copies && i < JM_MAX_COPIES; i++)
+    for (int i = 0; task->copies && i < SCHED_MAX_COPIES; i++)
         if (task->holders[i] >= 0)
             held_unlink(s, task, i);
     spits_ring_take(s->ring, task->id);
     s->freed_bytes += task->len;
-    jm_taskpool_put(s->pool, &s->pool_batch, task);
+    release(s, task);
 }
 
 /* --- tasks in ---------------------------------------------------------- */
 
-void jm_sched_task_init(jm_task_t *t)
+void sched_task_init(sched_task_t *t)
 {
     t->copies = t->attempts = t->in_retry = t->sent = t->last_status = 0;
     t->failed_on = -1;
@@ -271,11 +278,11 @@ void jm_sched_task_init(jm_task_t *t)
     t->stuck_at = 0;
     atomic_init(&t->left_ms, 0);
     atomic_init(&t->refs, 1);
-    for (int i = 0; i < JM_MAX_COPIES; i++)
+    for (int i = 0; i < SCHED_MAX_COPIES; i++)
         t->holders[i] = -1;
 }
 
-void jm_sched_add_fresh(jm_sched_t *s, jm_task_t *head, jm_task_t *tail)
+void sched_add_fresh(sched_t *s, sched_task_t *head, sched_task_t *tail)
 {
     if (!head)
         return;
@@ -286,45 +293,39 @@ void jm_sched_add_fresh(jm_sched_t *s, jm_task_t *head, jm_task_t *tail)
     s->fresh_tail = tail;
 }
 
-int jm_sched_has_fresh(const jm_sched_t *s)
+int sched_has_fresh(const sched_t *s)
 {
     return s->fresh != NULL;
 }
 
-int jm_sched_has_retries(const jm_sched_t *s)
+int sched_has_retries(const sched_t *s)
 {
     return s->retry.count > 0;
 }
 
-void jm_sched_gen_state(jm_sched_t *s, int done, int waiting)
+void sched_gen_state(sched_t *s, int done, int waiting)
 {
     s->gen_done = done;
     s->gen_waiting = waiting;
 }
 
-int jm_sched_exhausted(const jm_sched_t *s)
+int sched_exhausted(const sched_t *s)
 {
     return s->gen_done && !s->fresh;
 }
 
-void jm_sched_set_early(jm_sched_t *s, jm_sched_early_fn fn, void *arg)
+void sched_set_hooks(sched_t *s, const sched_hooks_t *hooks)
 {
-    s->early = fn;
-    s->early_arg = arg;
-}
-
-void jm_sched_set_pool(jm_sched_t *s, struct jm_taskpool *pool)
-{
-    s->pool = pool;
+    s->hooks = *hooks;
 }
 
 /* --- tasks out --------------------------------------------------------- */
 
-static int picked_add(jm_sched_t *s, size_t n, jm_task_t *task)
+static int picked_add(sched_t *s, size_t n, sched_task_t *task)
 {
     if (n == s->cappicked) {
         size_t cap = s->cappicked ? s->cappicked * 2 : 256;
-        jm_task_t **p = realloc(s->picked, cap * sizeof *p);
+        sched_task_t **p = realloc(s->picked, cap * sizeof *p);
         if (!p)
             return -1;
         s->picked = p;
@@ -335,18 +336,18 @@ static int picked_add(jm_sched_t *s, size_t n, jm_task_t *task)
 }
 
 /* 1. Tasks with no copy out. */
-static size_t pick_retries(jm_sched_t *s, jm_tm_t *t, size_t room, size_t *bytes,
+static size_t pick_retries(sched_t *s, sched_peer_t *t, size_t room, size_t *bytes,
                            size_t max_bytes, int others)
 {
     size_t n = 0;
     for (size_t k = s->retry.count; k > 0 && n < room && *bytes < max_bytes; k--) {
-        jm_task_t *task = spits_ring_get(s->ring, jm_retryq_pop(&s->retry));
+        sched_task_t *task = spits_ring_get(s->ring, retryq_pop(&s->retry));
         if (!task)
             continue;                       /* resolved meanwhile */
         task->in_retry = 0;
         if (task->copies > 0)
             continue;                       /* re-sent meanwhile */
-        if ((task->failed_on == t->peer.slot && others) || picked_add(s, n, task) != 0) {
+        if ((task->failed_on == t->slot && others) || picked_add(s, n, task) != 0) {
             retry_push(s, task);            /* rather another TM */
             continue;
         }
@@ -357,12 +358,12 @@ static size_t pick_retries(jm_sched_t *s, jm_tm_t *t, size_t room, size_t *bytes
 }
 
 /* 2. Fresh tasks, in generation order; they enter the ring as picked. */
-static size_t pick_fresh(jm_sched_t *s, size_t n, size_t room, size_t *bytes,
+static size_t pick_fresh(sched_t *s, size_t n, size_t room, size_t *bytes,
                          size_t max_bytes)
 {
     while (n < room && s->fresh && *bytes < max_bytes) {
-        jm_task_t *task = s->fresh;
-        int early = s->early && s->early(s->early_arg, task);
+        sched_task_t *task = s->fresh;
+        int early = s->hooks.early && s->hooks.early(s->hooks.early_arg, task);
         if (!early && (picked_add(s, n, task) != 0 ||
                        spits_ring_put(s->ring, task->id, task) != 0))
             break;                          /* stays fresh */
@@ -374,7 +375,7 @@ static size_t pick_fresh(jm_sched_t *s, size_t n, size_t room, size_t *bytes,
         s->taken_bytes += task->len;
         if (early) {
             s->freed_bytes += task->len;
-            jm_taskpool_put(s->pool, &s->pool_batch, task);
+            release(s, task);
             continue;
         }
         task->out_ms = s->now;
@@ -384,15 +385,15 @@ static size_t pick_fresh(jm_sched_t *s, size_t n, size_t room, size_t *bytes,
     return n;
 }
 
-/* When the newest copy of a task left the JM: when libzmq let go of its
+/* When the newest copy of a task left the hop: when libzmq let go of its
  * part (part_done sets left_ms, then drops its reference: seen here once
  * refs is 1; on libzmq's clock, which may be ahead of ours), or when it
- * was sent (an inline task, or a part still in the JM). left_ms is the
+ * was sent (an inline task, or a part still in the hop). left_ms is the
  * task's, not the copy's: a part of an older copy let go of after the
  * newest was sent (its TM's connection dropped) restarts the newest's
- * clock, and a part of an older copy still in the JM holds the newest to
+ * clock, and a part of an older copy still in the hop holds the newest to
  * copy_due's rule for waiting parts. Both only delay a copy. */
-static int64_t copy_start(const jm_sched_t *s, jm_task_t *task)
+static int64_t copy_start(const sched_t *s, sched_task_t *task)
 {
     if (atomic_load_explicit(&task->refs, memory_order_acquire) > 1)
         return task->copy_ms;
@@ -402,9 +403,9 @@ static int64_t copy_start(const jm_sched_t *s, jm_task_t *task)
 }
 
 /* The lateness bound now; a new one may make tasks late for any TM. */
-static int64_t late_bound(jm_sched_t *s)
+static int64_t late_bound(sched_t *s)
 {
-    int64_t after = jm_late_after(&s->late, s->finished, spits_ring_count(s->ring));
+    int64_t after = late_after(&s->late, s->finished, spits_ring_count(s->ring));
     if (after != s->late_after) {
         s->late_after = after;
         s->version++;
@@ -413,19 +414,19 @@ static int64_t late_bound(jm_sched_t *s)
 }
 
 /* A task t could be sent another copy of, but for its age. */
-static int copy_candidate(const jm_sched_t *s, const jm_task_t *task, const jm_tm_t *t)
+static int copy_candidate(const sched_t *s, const sched_task_t *task, const sched_peer_t *t)
 {
-    return task->copies > 0 && task->copies < s->max_copies && !held_by(task, t->peer.slot);
+    return task->copies > 0 && task->copies < s->max_copies && !held_by(task, t->slot);
 }
 
 /* When the newest copy of a task is late: the bound after its clock
- * started. The clock starts when the copy left the JM: when libzmq let
- * go of its part (a large task, which may wait seconds in the JM's send
+ * started. The clock starts when the copy left the hop: when libzmq let
+ * go of its part (a large task, which may wait seconds in the hop's send
  * backlog: backlog.h), or when it was sent (a task sent inline). A part
- * still in the JM is not late while it waits its turn, only once it is
+ * still in the hop is not late while it waits its turn, only once it is
  * stuck (backlog.h; then from when it was sent); INT64_MAX until then.
- * (Any part of the task still in the JM counts: refs, jm.h.) */
-static int64_t copy_due(const jm_sched_t *s, jm_task_t *task, int64_t after)
+ * (Any part of the task still in the hop counts: refs.) */
+static int64_t copy_due(const sched_t *s, sched_task_t *task, int64_t after)
 {
     if (atomic_load_explicit(&task->refs, memory_order_acquire) > 1)
         return s->released >= task->stuck_at || s->send_idle ? task->copy_ms + after
@@ -434,24 +435,24 @@ static int64_t copy_due(const jm_sched_t *s, jm_task_t *task, int64_t after)
 }
 
 /* 3. No fresh task: copies of late tasks (lateness.h), oldest first: out
- * longer than the bound since their newest copy left the JM. Tasks enter the
+ * longer than the bound since their newest copy left the hop. Tasks enter the
  * ring in id order, so the scan stops at the first one too young to be
  * late. A fruitless scan notes when the next task may become late. */
-static size_t pick_copies(jm_sched_t *s, jm_tm_t *t, size_t n, size_t room,
+static size_t pick_copies(sched_t *s, sched_peer_t *t, size_t n, size_t room,
                           size_t *bytes, size_t max_bytes)
 {
     if (s->fresh || s->max_copies < 2 || !(s->gen_done || s->gen_waiting) ||
         n >= room || *bytes >= max_bytes)
         return n;
     int64_t after = late_bound(s);
-    if (after == JM_LATE_NEVER ||
-        (t->gate.scan_version == s->version && s->now < t->gate.scan_until))
+    if (after == LATE_NEVER ||
+        (t->scan_version == s->version && s->now < t->scan_until))
         return n;
     int64_t until = s->now + after;     /* no task put from now on is late sooner */
     size_t found = 0;
     for (uint64_t id = spits_ring_low(s->ring);
          id < spits_ring_next(s->ring) && n < room && *bytes < max_bytes; id++) {
-        jm_task_t *task = spits_ring_get(s->ring, id);
+        sched_task_t *task = spits_ring_get(s->ring, id);
         if (!task)
             continue;
         if (s->now - task->out_ms < after) {
@@ -462,10 +463,10 @@ static size_t pick_copies(jm_sched_t *s, jm_tm_t *t, size_t n, size_t room,
             continue;
         int64_t due = copy_due(s, task, after);
         if (s->now < due) {
-            /* (a part waiting in the JM may be stuck at any tick, which
+            /* (a part waiting in the hop may be stuck at any tick, which
              * moves no version: look again then) */
             if (due == INT64_MAX)
-                due = s->now + JM_BACKLOG_TICK_MS;
+                due = s->now + SCHED_STUCK_LOOK_MS;
             until = due < until ? due : until;
             continue;
         }
@@ -476,13 +477,13 @@ static size_t pick_copies(jm_sched_t *s, jm_tm_t *t, size_t n, size_t room,
         *bytes += task->len;
     }
     if (!found) {                       /* nothing until something changes */
-        t->gate.scan_version = s->version;
-        t->gate.scan_until = until;
+        t->scan_version = s->version;
+        t->scan_until = until;
     }
     return n;
 }
 
-size_t jm_sched_pick(jm_sched_t *s, jm_tm_t *t, size_t max_bytes, int others)
+size_t sched_pick(sched_t *s, sched_peer_t *t, size_t max_bytes, int others)
 {
     size_t room = (size_t)credit_room(&t->credit);
     size_t bytes = 0, n = 0;
@@ -495,47 +496,47 @@ size_t jm_sched_pick(jm_sched_t *s, jm_tm_t *t, size_t max_bytes, int others)
     return s->npicked = n;
 }
 
-void jm_sched_clock(jm_sched_t *s, int64_t now_ms)
+void sched_clock(sched_t *s, int64_t now_ms)
 {
     s->now = now_ms;
 }
 
-void jm_sched_set_backlog(jm_sched_t *s, uint64_t released, int idle)
+void sched_set_backlog(sched_t *s, uint64_t released, int idle)
 {
     s->released = released;
     s->send_idle = idle;
 }
 
-int64_t jm_sched_late_after(const jm_sched_t *s)
+int64_t sched_late_after(const sched_t *s)
 {
-    return s->ring ? jm_late_after(&s->late, s->finished, spits_ring_count(s->ring))
-                   : JM_LATE_NEVER;
+    return s->ring ? late_after(&s->late, s->finished, spits_ring_count(s->ring))
+                   : LATE_NEVER;
 }
 
-jm_task_t *const *jm_sched_picked(const jm_sched_t *s)
+sched_task_t *const *sched_picked(const sched_t *s)
 {
     return s->picked;
 }
 
-void jm_sched_sent(jm_sched_t *s, jm_tm_t *t, size_t n)
+void sched_sent(sched_t *s, sched_peer_t *t, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        jm_task_t *task = s->picked[i];
+        sched_task_t *task = s->picked[i];
         if (task->sent)
             s->st->resent++;
         task->sent += task->sent < UINT8_MAX;
         task->copy_ms = s->now;
         task->quick = credit_quick(&t->credit, i);
-        add_holder(s, task, t->peer.slot);
+        add_holder(s, task, t->slot);
         s->task_bytes_sent += task->len;
     }
     s->st->sent += n;
-    t->stats.sent += n;
+    t->sent += n;
     credit_spend(&t->credit, n);
     s->npicked = 0;
 }
 
-void jm_sched_unsent(jm_sched_t *s, size_t n)
+void sched_unsent(sched_t *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (s->picked[i]->copies == 0)
@@ -545,21 +546,21 @@ void jm_sched_unsent(jm_sched_t *s, size_t n)
 
 /* --- records back ------------------------------------------------------ */
 
-void jm_sched_credit(jm_sched_t *s, jm_tm_t *t, uint64_t count)
+void sched_credit(sched_t *s, sched_peer_t *t, uint64_t count)
 {
     (void)s;
-    if (t && t->peer.alive)
+    if (t)
         credit_back(&t->credit, count);
 }
 
 /* A failed, crashed or timed-out run: retried, or past max_attempts given
  * up (the task is freed). */
-static jm_rec_outcome_t on_failed_run(jm_sched_t *s, jm_tm_t *t, jm_task_t *task,
+static sched_outcome_t on_failed_run(sched_t *s, sched_peer_t *t, sched_task_t *task,
                                       uint32_t status)
 {
     if (t) {
-        t->stats.failed++;
-        task->failed_on = t->peer.slot;
+        t->failed++;
+        task->failed_on = t->slot;
     }
     s->st->crashed += status == SPITS_ST_CRASHED;
     s->st->timed_out += status == SPITS_ST_TIMEOUT;
@@ -568,88 +569,88 @@ static jm_rec_outcome_t on_failed_run(jm_sched_t *s, jm_tm_t *t, jm_task_t *task
         s->st->retried++;
         if (task->copies == 0)
             retry_push(s, task);
-        return JM_REC_RETRY;
+        return SCHED_REC_RETRY;
     }
     s->st->poison++;
     resolve(s, task);
-    return JM_REC_POISON;
+    return SCHED_REC_POISON;
 }
 
 /* A copy that ran on arrival came back after one round trip and one run:
  * the least such time over a window of them is the TM's RTT + T, which
  * sizes its slots (serve.c). A window, not all time: a route that got
- * longer is seen within JM_TURN_WINDOW copies. */
-static void note_turnaround(jm_tm_t *t, int64_t ms)
+ * longer is seen within SCHED_TURN_WINDOW copies. */
+static void note_turnaround(sched_peer_t *t, int64_t ms)
 {
-    if (t->stats.turn_n == 0 || ms < t->stats.turn_win)
-        t->stats.turn_win = ms;
-    if (++t->stats.turn_n >= JM_TURN_WINDOW) {
-        t->stats.turn_ms = t->stats.turn_win;
-        t->stats.turn_n = 0;
-    } else if (t->stats.turn_ms == 0 || t->stats.turn_win < t->stats.turn_ms) {
-        t->stats.turn_ms = t->stats.turn_win;
+    if (t->turn_n == 0 || ms < t->turn_win)
+        t->turn_win = ms;
+    if (++t->turn_n >= SCHED_TURN_WINDOW) {
+        t->turn_ms = t->turn_win;
+        t->turn_n = 0;
+    } else if (t->turn_ms == 0 || t->turn_win < t->turn_ms) {
+        t->turn_ms = t->turn_win;
     }
 }
 
-jm_rec_outcome_t jm_sched_record(jm_sched_t *s, jm_tm_t *t, uint64_t id,
+sched_outcome_t sched_record(sched_t *s, sched_peer_t *t, uint64_t id,
                                  uint32_t status, int foreign, uint64_t *hash)
 {
-    jm_task_t *task = s->ring ? spits_ring_get(s->ring, id) : NULL;
+    sched_task_t *task = s->ring ? spits_ring_get(s->ring, id) : NULL;
 
     *hash = 0;
     if (!task) {
         if (!s->ring || id >= spits_ring_next(s->ring))
-            return JM_REC_UNKNOWN;
+            return SCHED_REC_UNKNOWN;
         if (status != SPITS_ST_OK)
-            return JM_REC_LATE;
+            return SCHED_REC_LATE;
         s->st->duplicates++;
-        return JM_REC_DUPLICATE;
+        return SCHED_REC_DUPLICATE;
     }
     /* A foreign record answers none of the copies out, its sender's
      * included: only a result of it counts (scheduler.h). */
     if (foreign && status != SPITS_ST_OK)
-        return JM_REC_FOREIGN;
+        return SCHED_REC_FOREIGN;
     /* (nor is another TM's copy taken for a record from a TM that holds
-     * none, one back with a copy the JM took back when it lost it) */
-    int held = !foreign && t && drop_holder(s, task, t->peer.slot);
+     * none, one back with a copy the hop took back when it lost it) */
+    int held = !foreign && t && drop_holder(s, task, t->slot);
     s->rec_start_ms = task->copy_ms;
     s->rec_len = task->len;
     if (status == SPITS_ST_OK) {
         *hash = task->hash;
         s->finished++;
         if (t && task->sent == 1) {     /* one copy ever: its time is clean */
-            /* (from when it left the JM: a wait in the JM's own send
+            /* (from when it left the hop: a wait in the hop's own send
              * backlog is neither the TM's lateness nor its round trip) */
             int64_t took = s->now - copy_start(s, task);
             took = took > 0 ? took : 0;
-            jm_late_sample(&s->late, took);
+            late_sample(&s->late, took);
             if (task->quick && held)    /* its own copy's round trip */
                 note_turnaround(t, took);
         }
         if (t)
-            t->stats.done++;
+            t->done++;
         else
             s->st->done_evicted++;   /* its sender's entry is gone */
         if (task->copies)
             cancel_note(s, task);
         resolve(s, task);
-        return JM_REC_COMMIT;
+        return SCHED_REC_COMMIT;
     }
     s->version++;                       /* a copy fewer: a candidate again */
     if (status != SPITS_ST_RETURNED)
         return on_failed_run(s, t, task, status);
     if (task->copies == 0)
         retry_push(s, task);
-    return JM_REC_RETURNED;
+    return SCHED_REC_RETURNED;
 }
 
-void jm_sched_recorded(const jm_sched_t *s, int64_t *start_ms, uint32_t *len)
+void sched_recorded(const sched_t *s, int64_t *start_ms, uint32_t *len)
 {
     *start_ms = s->rec_start_ms;
     *len = s->rec_len;
 }
 
-jm_sched_cancel_t *jm_sched_take_cancels(jm_sched_t *s, size_t *n)
+sched_cancel_t *sched_take_cancels(sched_t *s, size_t *n)
 {
     *n = s->ncancel;
     s->ncancel = 0;
@@ -658,23 +659,23 @@ jm_sched_cancel_t *jm_sched_take_cancels(jm_sched_t *s, size_t *n)
 
 /* --- TMs --------------------------------------------------------------- */
 
-void jm_sched_joined(jm_sched_t *s, jm_tm_t *t, long held)
+void sched_joined(sched_t *s, sched_peer_t *t, long held)
 {
     credit_hold(&t->credit, held);
-    t->gate.scan_version = 0;
-    t->gate.scan_until = 0;
+    t->scan_version = 0;
+    t->scan_until = 0;
     s->version++;
 }
 
-size_t jm_sched_lost(jm_sched_t *s, jm_tm_t *t)
+size_t sched_lost(sched_t *s, sched_peer_t *t)
 {
     size_t n = 0;
-    held_t *h = (size_t)t->peer.slot < s->nheld ? &s->held[t->peer.slot] : NULL;
+    held_t *h = (size_t)t->slot < s->nheld ? &s->held[t->slot] : NULL;
 
     credit_gone(&t->credit);
     while (h && h->n) {
-        jm_task_t *task = h->tasks[h->n - 1];
-        if (!drop_holder(s, task, t->peer.slot)) {
+        sched_task_t *task = h->tasks[h->n - 1];
+        if (!drop_holder(s, task, t->slot)) {
             h->n--;                     /* (cannot happen: listed, so held) */
             continue;
         }
@@ -689,7 +690,7 @@ size_t jm_sched_lost(jm_sched_t *s, jm_tm_t *t)
 
 /* --- the window -------------------------------------------------------- */
 
-uint64_t jm_sched_low(const jm_sched_t *s)
+uint64_t sched_low(const sched_t *s)
 {
     if (!s->ring)
         return 0;
@@ -700,27 +701,27 @@ uint64_t jm_sched_low(const jm_sched_t *s)
            : s->fresh ? s->fresh->id : s->fresh_next;
 }
 
-uint64_t jm_sched_freed_bytes(const jm_sched_t *s)
+uint64_t sched_freed_bytes(const sched_t *s)
 {
     return s->freed_bytes;
 }
 
-uint64_t jm_sched_taken_bytes(const jm_sched_t *s)
+uint64_t sched_taken_bytes(const sched_t *s)
 {
     return s->taken_bytes;
 }
 
-uint64_t jm_sched_mean_task_bytes(const jm_sched_t *s)
+uint64_t sched_mean_task_bytes(const sched_t *s)
 {
     return s->st->sent ? s->task_bytes_sent / s->st->sent : 0;
 }
 
-size_t jm_sched_in_flight(const jm_sched_t *s)
+size_t sched_in_flight(const sched_t *s)
 {
     return s->ring ? spits_ring_count(s->ring) : 0;
 }
 
-const jm_task_t *jm_sched_task(const jm_sched_t *s, uint64_t id)
+const sched_task_t *sched_task(const sched_t *s, uint64_t id)
 {
     return s->ring ? spits_ring_get(s->ring, id) : NULL;
 }
@@ -740,7 +741,7 @@ const jm_task_t *jm_sched_task(const jm_sched_t *s, uint64_t id)
  * every task is committed or given up, exactly once.
  *
  * Every record's outcome is the model's, and so are the counters
- * (jm_disp_stats_t, and each TM's done and failed) and the cancels:
+ * (sched_stats_t, and each TM's done and failed) and the cancels:
  * exactly the other known copies of each task committed. Records also
  * come from TMs that hold no copy of their task, or from no TM known
  * (they resolve, fail or hand back the task like any other, and take no
@@ -774,16 +775,17 @@ typedef struct {
 } mcopy_t;
 
 typedef struct {
-    jm_tm_t tm;
+    sched_peer_t tm;
+    int alive;            /* to its owner (the JM's peertab entry) */
     mcopy_t held[2 * M_HOLD];
     int nheld;
     int zombie;           /* lost to the JM, may come back with its copies */
-    uint64_t sent, done, failed;  /* this incarnation's, as jm_tm_t counts */
+    uint64_t sent, done, failed;  /* this incarnation's, as sched_peer_t counts */
 } mtm_t;
 
 typedef struct {
-    jm_sched_t *s;
-    jm_disp_stats_t st;
+    sched_t *s;
+    sched_stats_t st;
     mtm_t tms[M_TMS];
     int ntms;
     int committed[M_TASKS], poisoned[M_TASKS], fails[M_TASKS];
@@ -801,7 +803,7 @@ typedef struct {
     int early_bad;                   /* it was asked of a task not fresh */
     uint64_t ring_next;              /* one past the last id picked */
     uint64_t taken_bytes, freed_bytes;
-    jm_sched_cancel_t want[2 * M_HOLD * JM_MAX_COPIES]; /* cancels due, not taken */
+    sched_cancel_t want[2 * M_HOLD * SCHED_MAX_COPIES]; /* cancels due, not taken */
     size_t nwant;
     int max_copies, max_attempts;
     uint32_t rng;
@@ -834,16 +836,16 @@ static int m_resolved(const model_t *m, uint64_t id)
 
 static int m_generate(model_t *m)
 {
-    jm_task_t *head = NULL, *tail = NULL;
+    sched_task_t *head = NULL, *tail = NULL;
     uint32_t k = 1 + m_rand(m, 20);
     for (uint32_t i = 0; i < k && m->generated < M_TASKS; i++) {
         uint64_t id = m->generated++;
-        jm_task_t *t = calloc(1, sizeof *t + id % 7);
+        sched_task_t *t = calloc(1, sizeof *t + id % 7);
         MCHECK(m, t);
         t->id = id;
         t->len = (uint32_t)(id % 7);
         t->hash = m_hash(id);
-        jm_sched_task_init(t);
+        sched_task_init(t);
         m->early_ok[id] = m_rand(m, 12) == 0;
         if (tail)
             tail->next = t;
@@ -851,17 +853,17 @@ static int m_generate(model_t *m)
             head = t;
         tail = t;
     }
-    jm_sched_add_fresh(m->s, head, tail);
+    sched_add_fresh(m->s, head, tail);
     m->gen_done = m->generated == M_TASKS;
     m->gen_waiting = (int)m_rand(m, 2);
-    jm_sched_gen_state(m->s, m->gen_done, m->gen_waiting);
+    sched_gen_state(m->s, m->gen_done, m->gen_waiting);
     return 0;
 }
 
 /* The early-result hook: asked once of each fresh task as it is picked,
  * never of one sent; the tasks with a result kept (early_ok) are
  * resolved by it, as the dispatcher commits an adopted result. */
-static int m_early(void *arg, const jm_task_t *task)
+static int m_early(void *arg, const sched_task_t *task)
 {
     model_t *m = arg;
     uint64_t id = task->id;
@@ -884,14 +886,14 @@ static int m_cmp(const void *a, const void *b)
 }
 
 /* The lateness bound by the model's own reckoning: [*lo, *hi], or both
- * JM_LATE_NEVER. */
+ * LATE_NEVER. */
 static void m_bound(model_t *m, int64_t *lo, int64_t *hi)
 {
-    int64_t v[JM_LATE_WINDOW];
+    int64_t v[LATE_WINDOW];
     uint64_t ring = m->ring_open;
-    int n = m->ntimes < JM_LATE_WINDOW ? m->ntimes : JM_LATE_WINDOW;
-    *lo = *hi = JM_LATE_NEVER;
-    if (!n || (double)m->finished < JM_LATE_QUANTILE * (double)(m->finished + ring))
+    int n = m->ntimes < LATE_WINDOW ? m->ntimes : LATE_WINDOW;
+    *lo = *hi = LATE_NEVER;
+    if (!n || (double)m->finished < LATE_QUANTILE * (double)(m->finished + ring))
         return;
     if (m->med_n != m->ntimes) {       /* (sorted again only when it grew) */
         memcpy(v, m->times + m->ntimes - n, (size_t)n * sizeof *v);
@@ -900,10 +902,10 @@ static void m_bound(model_t *m, int64_t *lo, int64_t *hi)
         m->med_n = m->ntimes;
     }
     int64_t med = m->med;
-    *lo = (int64_t)(JM_LATE_MULTIPLIER * (double)med);
-    *hi = (int64_t)(JM_LATE_MULTIPLIER * (double)(med + med / 8 + 1));
-    *lo = *lo > JM_LATE_FLOOR_MS ? *lo : JM_LATE_FLOOR_MS;
-    *hi = *hi > JM_LATE_FLOOR_MS ? *hi : JM_LATE_FLOOR_MS;
+    *lo = (int64_t)(LATE_MULTIPLIER * (double)med);
+    *hi = (int64_t)(LATE_MULTIPLIER * (double)(med + med / 8 + 1));
+    *lo = *lo > LATE_FLOOR_MS ? *lo : LATE_FLOOR_MS;
+    *hi = *hi > LATE_FLOOR_MS ? *hi : LATE_FLOOR_MS;
 }
 
 /* Whether x holds a copy of id the JM knows of. */
@@ -918,21 +920,21 @@ static int m_holds(const mtm_t *x, uint64_t id)
 /* The speculation rule, for a pick of n tasks with room for room: the
  * copies picked are of late tasks, and if room is left, no late task x
  * could take was left out. */
-static int m_check_copies(model_t *m, mtm_t *x, jm_task_t *const *p, size_t n,
+static int m_check_copies(model_t *m, mtm_t *x, sched_task_t *const *p, size_t n,
                           int room, int capped)
 {
-    int64_t lo, hi, after = jm_sched_late_after(m->s);
-    int steps = !jm_sched_has_fresh(m->s) && (m->gen_done || m->gen_waiting) &&
+    int64_t lo, hi, after = sched_late_after(m->s);
+    int steps = !sched_has_fresh(m->s) && (m->gen_done || m->gen_waiting) &&
                 m->max_copies > 1;
     m_bound(m, &lo, &hi);
     MCHECK(m, after >= lo && after <= hi);
     for (size_t i = 0; i < n; i++)
         if (p[i]->copies > 0)          /* a copy of a task already out */
             MCHECK(m, steps && m->now - m->last_send[p[i]->id] >= after);
-    if ((int)n >= room || capped || !steps || after == JM_LATE_NEVER)
+    if ((int)n >= room || capped || !steps || after == LATE_NEVER)
         return 0;
     for (uint64_t id = 0; id < m->generated; id++) {
-        const jm_task_t *t = jm_sched_task(m->s, id);
+        const sched_task_t *t = sched_task(m->s, id);
         int picked = 0;
         if (!t || t->copies == 0 || t->copies >= m->max_copies || m_holds(x, id) ||
             m->now - m->last_send[id] < after)
@@ -949,14 +951,14 @@ static mtm_t *m_any(model_t *m, int alive)
     if (!m->ntms)
         return NULL;
     mtm_t *x = &m->tms[m_rand(m, (uint32_t)m->ntms)];
-    return x->tm.peer.alive == alive ? x : NULL;
+    return x->alive == alive ? x : NULL;
 }
 
 static int m_alive(const model_t *m)
 {
     int n = 0;
     for (int i = 0; i < m->ntms; i++)
-        n += m->tms[i].tm.peer.alive;
+        n += m->tms[i].alive;
     return n;
 }
 
@@ -964,25 +966,25 @@ static int m_alive(const model_t *m)
 static void m_new_tm(model_t *m, mtm_t *x, int slot)
 {
     memset(x, 0, sizeof *x);
-    x->tm.peer.slot = slot;
+    x->tm.slot = slot;
     x->tm.credit.slots = 1 + (int)m_rand(m, 8);
     x->tm.credit.workers = (int)m_rand(m, 4);
 }
 
 static void m_join(model_t *m, mtm_t *x)
 {
-    x->tm.peer.alive = 1;
+    x->alive = 1;
     x->zombie = 0;
-    jm_sched_joined(m->s, &x->tm, x->nheld);
+    sched_joined(m->s, &x->tm, x->nheld);
 }
 
 static int m_serve(model_t *m, mtm_t *x)
 {
     int room = x->tm.credit.slots - x->tm.credit.outstanding, others = m_alive(m) > 1;
     size_t max_bytes = m_rand(m, 4) ? 1 << 20 : 1 + m_rand(m, 12), bytes = 0;
-    jm_sched_clock(m->s, m->now);
-    size_t n = jm_sched_pick(m->s, &x->tm, max_bytes, others);
-    jm_task_t *const *p = jm_sched_picked(m->s);
+    sched_clock(m->s, m->now);
+    size_t n = sched_pick(m->s, &x->tm, max_bytes, others);
+    sched_task_t *const *p = sched_picked(m->s);
     MCHECK(m, (int)n <= room);
     for (size_t i = 0; i < n; i++) {
         MCHECK(m, bytes < max_bytes);  /* no pick once the cap is reached */
@@ -990,7 +992,7 @@ static int m_serve(model_t *m, mtm_t *x)
         MCHECK(m, !m_resolved(m, p[i]->id));
         MCHECK(m, p[i]->copies < m->max_copies);
         /* not where it failed, unless no other TM is alive */
-        MCHECK(m, p[i]->copies > 0 || !others || m->failed_on[p[i]->id] != x->tm.peer.slot);
+        MCHECK(m, p[i]->copies > 0 || !others || m->failed_on[p[i]->id] != x->tm.slot);
         for (size_t j = 0; j < i; j++)
             MCHECK(m, p[j] != p[i]);
     }
@@ -1007,7 +1009,7 @@ static int m_serve(model_t *m, mtm_t *x)
     if (m_check_copies(m, x, p, n, room, bytes >= max_bytes) != 0)
         return -1;
     if (m_rand(m, 8) == 0) {           /* the send failed */
-        jm_sched_unsent(m->s, n);
+        sched_unsent(m->s, n);
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
@@ -1020,28 +1022,28 @@ static int m_serve(model_t *m, mtm_t *x)
     }
     m->sent += n;
     x->sent += n;
-    jm_sched_sent(m->s, &x->tm, n);
+    sched_sent(m->s, &x->tm, n);
     return 0;
 }
 
 /* What a record of id with status does, by the model's reckoning
  * (foreign: flagged SPITS_REC_FOREIGN). */
-static jm_rec_outcome_t m_expect(const model_t *m, uint64_t id, uint32_t status,
+static sched_outcome_t m_expect(const model_t *m, uint64_t id, uint32_t status,
                                  int foreign)
 {
     if (id < m->generated && !m->in_ring[id] && m->committed[id] && id < m->ring_next)
-        return status == SPITS_ST_OK ? JM_REC_DUPLICATE : JM_REC_LATE;  /* early */
+        return status == SPITS_ST_OK ? SCHED_REC_DUPLICATE : SCHED_REC_LATE;  /* early */
     if (id >= m->generated || !m->in_ring[id])
-        return JM_REC_UNKNOWN;          /* never picked: not sent yet */
+        return SCHED_REC_UNKNOWN;          /* never picked: not sent yet */
     if (m_resolved(m, id))
-        return status == SPITS_ST_OK ? JM_REC_DUPLICATE : JM_REC_LATE;
+        return status == SPITS_ST_OK ? SCHED_REC_DUPLICATE : SCHED_REC_LATE;
     if (status == SPITS_ST_OK)
-        return JM_REC_COMMIT;
+        return SCHED_REC_COMMIT;
     if (foreign)
-        return JM_REC_FOREIGN;          /* only its result would count */
+        return SCHED_REC_FOREIGN;          /* only its result would count */
     if (status == SPITS_ST_RETURNED)
-        return JM_REC_RETURNED;
-    return m->fails[id] + 1 == m->max_attempts ? JM_REC_POISON : JM_REC_RETRY;
+        return SCHED_REC_RETURNED;
+    return m->fails[id] + 1 == m->max_attempts ? SCHED_REC_POISON : SCHED_REC_RETRY;
 }
 
 /* One record from TM x (NULL: one the JM does not know) about task id,
@@ -1051,14 +1053,14 @@ static jm_rec_outcome_t m_expect(const model_t *m, uint64_t id, uint32_t status,
 static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status, int foreign)
 {
     uint64_t hash = 1;
-    jm_rec_outcome_t want = m_expect(m, id, status, foreign);
-    jm_sched_clock(m->s, m->now);
-    jm_rec_outcome_t o = jm_sched_record(m->s, x ? &x->tm : NULL, id, status, foreign,
+    sched_outcome_t want = m_expect(m, id, status, foreign);
+    sched_clock(m->s, m->now);
+    sched_outcome_t o = sched_record(m->s, x ? &x->tm : NULL, id, status, foreign,
                                          &hash);
     MCHECK(m, o == want);
-    MCHECK(m, hash == (o == JM_REC_COMMIT ? m_hash(id) : 0));
+    MCHECK(m, hash == (o == SCHED_REC_COMMIT ? m_hash(id) : 0));
     switch (o) {
-    case JM_REC_COMMIT:
+    case SCHED_REC_COMMIT:
         m->committed[id]++;
         m->finished++;
         m->ring_open--;
@@ -1076,22 +1078,22 @@ static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status, int fore
                 m->want[m->nwant++].id = id;
             }
         break;
-    case JM_REC_DUPLICATE:
+    case SCHED_REC_DUPLICATE:
         m->duplicates++;
         break;
-    case JM_REC_RETRY:
-    case JM_REC_POISON:
+    case SCHED_REC_RETRY:
+    case SCHED_REC_POISON:
         m->fails[id]++;
-        m->retried += o == JM_REC_RETRY;
-        m->poison += o == JM_REC_POISON;
-        m->poisoned[id] = o == JM_REC_POISON;
-        m->ring_open -= o == JM_REC_POISON;
-        m->freed_bytes += o == JM_REC_POISON ? id % 7 : 0;
+        m->retried += o == SCHED_REC_RETRY;
+        m->poison += o == SCHED_REC_POISON;
+        m->poisoned[id] = o == SCHED_REC_POISON;
+        m->ring_open -= o == SCHED_REC_POISON;
+        m->freed_bytes += o == SCHED_REC_POISON ? id % 7 : 0;
         m->crashed += status == SPITS_ST_CRASHED;
         m->timed_out += status == SPITS_ST_TIMEOUT;
         if (x) {
             x->failed++;
-            m->failed_on[id] = x->tm.peer.slot;
+            m->failed_on[id] = x->tm.slot;
         }
         break;
     default:
@@ -1104,7 +1106,7 @@ static int m_record(model_t *m, mtm_t *x, uint64_t id, uint32_t status, int fore
 static int m_cancels(model_t *m)
 {
     size_t nc;
-    jm_sched_cancel_t *c = jm_sched_take_cancels(m->s, &nc);
+    sched_cancel_t *c = sched_take_cancels(m->s, &nc);
     MCHECK(m, nc == m->nwant);
     for (size_t i = 0; i < nc; i++) {
         size_t j = 0;
@@ -1119,7 +1121,7 @@ static int m_cancels(model_t *m)
 /* TM x answers k of its copies, chosen at random, in one message. */
 static int m_reply(model_t *m, mtm_t *x, int k, int ok_percent)
 {
-    jm_sched_credit(m->s, &x->tm, (uint64_t)k);
+    sched_credit(m->s, x->alive ? &x->tm : NULL, (uint64_t)k);
     for (int i = 0; i < k; i++) {
         int at = (int)m_rand(m, (uint32_t)x->nheld);
         uint64_t id = x->held[at].id;
@@ -1174,8 +1176,8 @@ static int m_lose(model_t *m, mtm_t *x)
     for (int j = 0; j < x->nheld; j++)
         if (x->held[j].known && !m_resolved(m, x->held[j].id))
             want++;
-    x->tm.peer.alive = 0;
-    size_t n = jm_sched_lost(m->s, &x->tm);
+    x->alive = 0;
+    size_t n = sched_lost(m->s, &x->tm);
     MCHECK(m, n == want && x->tm.credit.outstanding == 0);
     m->requeued += n;
     for (int j = 0; j < x->nheld; j++)
@@ -1190,19 +1192,19 @@ static int m_lose(model_t *m, mtm_t *x)
 static int m_invariants(model_t *m)
 {
     int known[M_TASKS] = {0};           /* copies the JM knows of, by task */
-    MCHECK(m, !jm_sched_broken(m->s));
+    MCHECK(m, !sched_broken(m->s));
     MCHECK(m, m->st.sent == m->sent && m->st.resent == m->resent);
     MCHECK(m, m->st.retried == m->retried && m->st.poison == m->poison);
     MCHECK(m, m->st.crashed == m->crashed && m->st.timed_out == m->timed_out);
     MCHECK(m, m->st.duplicates == m->duplicates && m->st.requeued == m->requeued);
     MCHECK(m, m->st.done_evicted == m->done_evicted && !m->early_bad);
-    MCHECK(m, jm_sched_taken_bytes(m->s) == m->taken_bytes);
-    MCHECK(m, jm_sched_freed_bytes(m->s) == m->freed_bytes);
+    MCHECK(m, sched_taken_bytes(m->s) == m->taken_bytes);
+    MCHECK(m, sched_freed_bytes(m->s) == m->freed_bytes);
     for (int i = 0; i < m->ntms; i++) {
         const mtm_t *x = &m->tms[i];
-        MCHECK(m, x->tm.stats.sent == x->sent && x->tm.stats.done == x->done &&
-                  x->tm.stats.failed == x->failed);
-        if (x->tm.peer.alive)
+        MCHECK(m, x->tm.sent == x->sent && x->tm.done == x->done &&
+                  x->tm.failed == x->failed);
+        if (x->alive)
             MCHECK(m, x->tm.credit.outstanding == x->nheld && x->nheld <= x->tm.credit.slots);
         for (int j = 0; j < x->nheld; j++)
             known[x->held[j].id] += x->held[j].known;
@@ -1211,9 +1213,9 @@ static int m_invariants(model_t *m)
     uint64_t low = 0;
     while (low < m->generated && m_resolved(m, low))
         low++;
-    MCHECK(m, jm_sched_low(m->s) == low);
+    MCHECK(m, sched_low(m->s) == low);
     for (uint64_t id = low; id < m->generated; id++) {
-        const jm_task_t *t = jm_sched_task(m->s, id);
+        const sched_task_t *t = sched_task(m->s, id);
         MCHECK(m, !t || !m_resolved(m, id));
         MCHECK(m, m->committed[id] <= 1);
         if (!t)
@@ -1241,7 +1243,7 @@ static int m_step(model_t *m)
             m_join(m, x);
         } else if ((x = m_any(m, 0))) {
             if (!x->zombie)           /* a new TM in a dead one's slot */
-                m_new_tm(m, x, x->tm.peer.slot);
+                m_new_tm(m, x, x->tm.slot);
             m_join(m, x);             /* (a zombie: back, with what it held) */
         }
         return 0;
@@ -1253,8 +1255,8 @@ static int m_step(model_t *m)
         return m_foreign(m);
     default:
         x = &m->tms[m->ntms ? m_rand(m, (uint32_t)m->ntms) : 0];
-        if (!m->ntms || !x->nheld || (!x->tm.peer.alive && !x->zombie) ||
-            (x->tm.peer.slot == 0 && m_rand(m, 4)))   /* a slow TM: stragglers */
+        if (!m->ntms || !x->nheld || (!x->alive && !x->zombie) ||
+            (x->tm.slot == 0 && m_rand(m, 4)))   /* a slow TM: stragglers */
             return 0;
         return m_reply(m, x, 1 + (int)m_rand(m, x->nheld < 3 ? (uint32_t)x->nheld : 3), 70);
     }
@@ -1276,7 +1278,7 @@ static int m_drain(model_t *m)
         m->now += 50;
         for (int i = 0; i < m->ntms; i++) {
             mtm_t *x = &m->tms[i];
-            if (!x->tm.peer.alive)
+            if (!x->alive)
                 m_join(m, x);
             if (m_serve(m, x) != 0 ||
                 (x->nheld && m_reply(m, x, (x->nheld + 1) / 2, 90) != 0) ||
@@ -1299,10 +1301,10 @@ static int m_run(unsigned seed, int max_copies, int max_attempts)
     m->max_attempts = max_attempts;
     for (uint64_t id = 0; id < M_TASKS; id++)
         m->failed_on[id] = -1;
-    m->s = jm_sched_new(max_copies, max_attempts, &m->st);
+    m->s = sched_new(max_copies, max_attempts, &m->st);
     if (!m->s)
         goto out;
-    jm_sched_set_early(m->s, m_early, m);
+    sched_set_hooks(m->s, &(sched_hooks_t){.early = m_early, .early_arg = m});
     for (m->step = 0; m->step < 3000; m->step++)
         if (m_step(m) != 0 || m_invariants(m) != 0)
             goto out;
@@ -1318,15 +1320,15 @@ static int m_run(unsigned seed, int max_copies, int max_attempts)
         }
         poisoned += (uint64_t)m->poisoned[id];
     }
-    if (m->st.poison != poisoned || jm_sched_in_flight(m->s) != 0 ||
-        jm_sched_has_fresh(m->s) || jm_sched_low(m->s) != M_TASKS ||
-        !jm_sched_exhausted(m->s)) {
+    if (m->st.poison != poisoned || sched_in_flight(m->s) != 0 ||
+        sched_has_fresh(m->s) || sched_low(m->s) != M_TASKS ||
+        !sched_exhausted(m->s)) {
         fprintf(stderr, "scheduler selftest: seed %u: not empty at the end\n", seed);
         goto out;
     }
     rc = 0;
 out:
-    jm_sched_destroy(&m->s);
+    sched_destroy(&m->s);
     free(m);
     return rc;
 }
@@ -1334,18 +1336,18 @@ out:
 /* t picks at time now, up to max_bytes, others alive or not: exactly the
  * tasks in want[0..nwant-1], in that order, which then go out (or not:
  * unsent). */
-static int d_take(jm_sched_t *s, jm_tm_t *t, int64_t now, size_t max_bytes, int others,
+static int d_take(sched_t *s, sched_peer_t *t, int64_t now, size_t max_bytes, int others,
                   const uint64_t *want, size_t nwant, int unsent)
 {
-    jm_sched_clock(s, now);
-    size_t n = jm_sched_pick(s, t, max_bytes, others);
-    jm_task_t *const *p = jm_sched_picked(s);
+    sched_clock(s, now);
+    size_t n = sched_pick(s, t, max_bytes, others);
+    sched_task_t *const *p = sched_picked(s);
     int ok = n == nwant;
     for (size_t i = 0; ok && i < n; i++)
         ok = p[i]->id == want[i];
     if (!ok) {
         fprintf(stderr, "scheduler selftest: at %lld ms, TM %d was sent", (long long)now,
-                t->peer.slot);
+                t->slot);
         for (size_t i = 0; i < n; i++)
             fprintf(stderr, " %llu", (unsigned long long)p[i]->id);
         fprintf(stderr, " (%zu task(s)), not", n);
@@ -1354,14 +1356,14 @@ static int d_take(jm_sched_t *s, jm_tm_t *t, int64_t now, size_t max_bytes, int 
         fprintf(stderr, " (%zu)\n", nwant);
     }
     if (unsent)
-        jm_sched_unsent(s, n);
+        sched_unsent(s, n);
     else
-        jm_sched_sent(s, t, n);
+        sched_sent(s, t, n);
     return ok ? 0 : -1;
 }
 
 /* The speculation rule's picks: no byte cap, other TMs alive. */
-static int d_pick(jm_sched_t *s, jm_tm_t *t, int64_t now, const uint64_t *want,
+static int d_pick(sched_t *s, sched_peer_t *t, int64_t now, const uint64_t *want,
                   size_t nwant)
 {
     return d_take(s, t, now, 1 << 20, 1, want, nwant, 0);
@@ -1370,27 +1372,27 @@ static int d_pick(jm_sched_t *s, jm_tm_t *t, int64_t now, const uint64_t *want,
 /* The case both directed tests start from: 20 tasks of about a second;
  * a gets 19 at 0 ms and the last at 900 ms, and returns 16 at 1000 ms.
  * task[] gets the tasks. NULL if it went wrong (said). */
-static jm_sched_t *directed_start(jm_disp_stats_t *st, jm_tm_t *a, jm_tm_t *b,
-                                  jm_tm_t *c, jm_task_t **task)
+static sched_t *directed_start(sched_stats_t *st, sched_peer_t *a, sched_peer_t *b,
+                                  sched_peer_t *c, sched_task_t **task)
 {
     static const uint64_t last[] = {19};
     uint64_t all[19], hash;
-    jm_sched_t *s = jm_sched_new(2, 3, st);
-    jm_task_t *head = NULL, *tail = NULL;
+    sched_t *s = sched_new(2, 3, st);
+    sched_task_t *head = NULL, *tail = NULL;
 
     memset(st, 0, sizeof *st);
     memset(a, 0, sizeof *a), memset(b, 0, sizeof *b), memset(c, 0, sizeof *c);
     for (uint64_t id = 0; s && id < 20; id++) {
-        jm_task_t *t = task[id] = calloc(1, sizeof *t);
+        sched_task_t *t = task[id] = calloc(1, sizeof *t);
         if (!t) {
-            jm_sched_add_fresh(s, head, tail);   /* (freed with s) */
-            jm_sched_destroy(&s);
+            sched_add_fresh(s, head, tail);   /* (freed with s) */
+            sched_destroy(&s);
             fprintf(stderr, "scheduler selftest: out of memory\n");
             return NULL;
         }
         t->id = id;
         t->hash = m_hash(id);
-        jm_sched_task_init(t);
+        sched_task_init(t);
         *(tail ? &tail->next : &head) = t;
         tail = t;
         if (id < 19)
@@ -1398,19 +1400,18 @@ static jm_sched_t *directed_start(jm_disp_stats_t *st, jm_tm_t *a, jm_tm_t *b,
     }
     if (!s)
         return NULL;
-    jm_sched_add_fresh(s, head, tail);
-    jm_sched_gen_state(s, 1, 0);
-    a->peer.slot = 0, b->peer.slot = 1, c->peer.slot = 2;
+    sched_add_fresh(s, head, tail);
+    sched_gen_state(s, 1, 0);
+    a->slot = 0, b->slot = 1, c->slot = 2;
     a->credit.slots = 19, b->credit.slots = c->credit.slots = 8;
-    a->peer.alive = b->peer.alive = c->peer.alive = 1;
     int ok = d_pick(s, a, 0, all, 19) == 0 &&
              (a->credit.slots = 20, d_pick(s, a, 900, last, 1)) == 0;
-    jm_sched_clock(s, 1000);
-    jm_sched_credit(s, a, 16);
+    sched_clock(s, 1000);
+    sched_credit(s, a, 16);
     for (uint64_t id = 0; ok && id < 16; id++)
-        ok = jm_sched_record(s, a, id, SPITS_ST_OK, 0, &hash) == JM_REC_COMMIT;
+        ok = sched_record(s, a, id, SPITS_ST_OK, 0, &hash) == SCHED_REC_COMMIT;
     if (!ok)
-        jm_sched_destroy(&s);
+        sched_destroy(&s);
     return s;
 }
 
@@ -1422,23 +1423,23 @@ static jm_sched_t *directed_start(jm_disp_stats_t *st, jm_tm_t *a, jm_tm_t *b,
 static int sched_directed(void)
 {
     static const uint64_t three[] = {16, 17, 18}, fourth[] = {19};
-    jm_disp_stats_t st;
-    jm_tm_t a, b, c;
-    jm_task_t *task[20];
+    sched_stats_t st;
+    sched_peer_t a, b, c;
+    sched_task_t *task[20];
     int rc = -1;
-    jm_sched_t *s = directed_start(&st, &a, &b, &c, task);
+    sched_t *s = directed_start(&st, &a, &b, &c, task);
 
-    if (s && jm_sched_late_after(s) == 1534 && d_pick(s, &b, 1400, NULL, 0) == 0 &&
+    if (s && sched_late_after(s) == 1534 && d_pick(s, &b, 1400, NULL, 0) == 0 &&
         d_pick(s, &b, 1600, three, 3) == 0 && d_pick(s, &c, 1700, NULL, 0) == 0 &&
         d_pick(s, &c, 2433, NULL, 0) == 0 && d_pick(s, &c, 2434, fourth, 1) == 0)
         rc = 0;
     if (rc)
         fprintf(stderr, "scheduler selftest: the directed speculation case failed\n");
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
-/* The same with the copies' parts (backlog.h): of the three, 17's part
+/* The same with the copies' parts (sched_set_backlog): of the three, 17's part
  * still waits in the JM and 18's left it at 1200 ms. At 1600 ms only 16
  * is late; 17 is once the JM let go of the bytes past its stuck_at (at
  * 1650 ms), picked by a TM whose fruitless scan at 1620 ms is looked at
@@ -1446,22 +1447,22 @@ static int sched_directed(void)
 static int sched_directed_parts(void)
 {
     static const uint64_t first[] = {16}, second[] = {17}, third[] = {18}, fourth[] = {19};
-    jm_disp_stats_t st;
-    jm_tm_t a, b, c;
-    jm_task_t *task[20];
+    sched_stats_t st;
+    sched_peer_t a, b, c;
+    sched_task_t *task[20];
     int rc = -1;
-    jm_sched_t *s = directed_start(&st, &a, &b, &c, task);
+    sched_t *s = directed_start(&st, &a, &b, &c, task);
 
     if (s) {
         /* (17's part waits: a reference of libzmq's) */
         atomic_store(&task[17]->refs, 2);
         task[17]->stuck_at = 100;
         atomic_store(&task[18]->left_ms, 1200);
-        jm_sched_set_backlog(s, 50, 0);
+        sched_set_backlog(s, 50, 0);
     }
     if (s && d_pick(s, &b, 1400, NULL, 0) == 0 && d_pick(s, &b, 1600, first, 1) == 0 &&
         d_pick(s, &c, 1620, NULL, 0) == 0) {
-        jm_sched_set_backlog(s, 100, 0);
+        sched_set_backlog(s, 100, 0);
         if (d_pick(s, &c, 1650, NULL, 0) == 0 && d_pick(s, &c, 1719, NULL, 0) == 0 &&
             d_pick(s, &c, 1720, second, 1) == 0 && d_pick(s, &c, 2433, NULL, 0) == 0 &&
             d_pick(s, &c, 2434, fourth, 1) == 0 && d_pick(s, &c, 2733, NULL, 0) == 0 &&
@@ -1470,7 +1471,7 @@ static int sched_directed_parts(void)
     }
     if (rc)
         fprintf(stderr, "scheduler selftest: the directed case with parts failed\n");
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
@@ -1483,70 +1484,70 @@ static int sched_directed_parts(void)
 #define D_NONE NULL, 0
 
 /* n fresh tasks first.. of len bytes each (memory counted, not used). */
-static int d_tasks(jm_sched_t *s, uint64_t first, uint64_t n, uint32_t len)
+static int d_tasks(sched_t *s, uint64_t first, uint64_t n, uint32_t len)
 {
-    jm_task_t *head = NULL, *tail = NULL;
+    sched_task_t *head = NULL, *tail = NULL;
     for (uint64_t id = first; id < first + n; id++) {
-        jm_task_t *t = calloc(1, sizeof *t + len);
+        sched_task_t *t = calloc(1, sizeof *t + len);
         if (!t) {
-            jm_sched_add_fresh(s, head, tail);
+            sched_add_fresh(s, head, tail);
             return -1;
         }
         t->id = id;
         t->len = len;
         t->hash = m_hash(id);
-        jm_sched_task_init(t);
+        sched_task_init(t);
         *(tail ? &tail->next : &head) = t;
         tail = t;
     }
-    jm_sched_add_fresh(s, head, tail);
+    sched_add_fresh(s, head, tail);
     return 0;
 }
 
 /* One record of t's (NULL: from no TM known), foreign or not, with one
  * credit back if credit: outcome want, and the hash the outcome says. */
-static int d_record(jm_sched_t *s, jm_tm_t *t, int credit, int foreign, uint64_t id,
-                    uint32_t status, jm_rec_outcome_t want)
+static int d_record(sched_t *s, sched_peer_t *t, int credit, int foreign, uint64_t id,
+                    uint32_t status, sched_outcome_t want)
 {
     uint64_t hash = 1;
     if (credit)
-        jm_sched_credit(s, t, 1);
-    jm_rec_outcome_t o = jm_sched_record(s, t, id, status, foreign, &hash);
-    if (o == want && hash == (o == JM_REC_COMMIT ? m_hash(id) : 0))
+        sched_credit(s, t, 1);
+    sched_outcome_t o = sched_record(s, t, id, status, foreign, &hash);
+    if (o == want && hash == (o == SCHED_REC_COMMIT ? m_hash(id) : 0))
         return 0;
     fprintf(stderr, "scheduler selftest: a%s record of task %llu (status %u) from TM %d "
             "was outcome %d, not %d\n", foreign ? " foreign" : "", (unsigned long long)id,
-            status, t ? t->peer.slot : -1, (int)o, (int)want);
+            status, t ? t->slot : -1, (int)o, (int)want);
     return -1;
 }
 
 /* A record that is not foreign, with one credit back if t held the copy. */
-static int d_rec(jm_sched_t *s, jm_tm_t *t, int credit, uint64_t id, uint32_t status,
-                 jm_rec_outcome_t want)
+static int d_rec(sched_t *s, sched_peer_t *t, int credit, uint64_t id, uint32_t status,
+                 sched_outcome_t want)
 {
     return d_record(s, t, credit, 0, id, status, want);
 }
 
 /* A foreign record (SPITS_REC_FOREIGN): no credit back, ever. */
-static int d_frec(jm_sched_t *s, jm_tm_t *t, uint64_t id, uint32_t status,
-                  jm_rec_outcome_t want)
+static int d_frec(sched_t *s, sched_peer_t *t, uint64_t id, uint32_t status,
+                  sched_outcome_t want)
 {
     return d_record(s, t, 0, 1, id, status, want);
 }
 
 static int d_cancel_cmp(const void *a, const void *b)
 {
-    const jm_sched_cancel_t *x = a, *y = b;
+    const sched_cancel_t *x = a, *y = b;
     return x->slot != y->slot ? (x->slot > y->slot) - (x->slot < y->slot)
                               : (x->id > y->id) - (x->id < y->id);
 }
 
 /* The cancels noted are exactly want[0..nwant-1] (slot, id), in any order. */
-static int d_cancels(jm_sched_t *s, const jm_sched_cancel_t *want, size_t nwant)
+static int d_cancels(sched_t *s, const sched_cancel_t *want, size_t nwant)
 {
-    jm_sched_cancel_t got[8];
+    sched_cancel_t got[8];
     size_t n;
-    jm_sched_cancel_t *c = jm_sched_take_cancels(s, &n);
+    sched_cancel_t *c = sched_take_cancels(s, &n);
     int ok = n == nwant && n <= 8;
     if (ok && n) {
         memcpy(got, c, n * sizeof *c);
@@ -1559,28 +1560,27 @@ static int d_cancels(jm_sched_t *s, const jm_sched_cancel_t *want, size_t nwant)
                 n, nwant);
     return ok ? 0 : -1;
 }
-#define D_CANCELS(...) (const jm_sched_cancel_t[]){__VA_ARGS__}, \
-    sizeof (const jm_sched_cancel_t[]){__VA_ARGS__} / sizeof (jm_sched_cancel_t)
+#define D_CANCELS(...) (const sched_cancel_t[]){__VA_ARGS__}, \
+    sizeof (const sched_cancel_t[]){__VA_ARGS__} / sizeof (sched_cancel_t)
 
 /* A new scheduler (2 copies, 3 attempts) with fresh tasks 0..n-1 of len
  * bytes, the generator still busy (no copies of late tasks), and TMs
  * tm[0..ntm-1] in slots 0.., alive, with slots room each. */
-static jm_sched_t *d_start(jm_disp_stats_t *st, jm_tm_t *tm, int ntm, int slots,
+static sched_t *d_start(sched_stats_t *st, sched_peer_t *tm, int ntm, int slots,
                            uint64_t n, uint32_t len)
 {
-    jm_sched_t *s = jm_sched_new(2, 3, st);
+    sched_t *s = sched_new(2, 3, st);
     memset(st, 0, sizeof *st);
     memset(tm, 0, (size_t)ntm * sizeof *tm);
     if (!s || d_tasks(s, 0, n, len) != 0) {
         fprintf(stderr, "scheduler selftest: out of memory\n");
-        jm_sched_destroy(&s);
+        sched_destroy(&s);
         return NULL;
     }
     for (int i = 0; i < ntm; i++) {
-        tm[i].peer.slot = i;
+        tm[i].slot = i;
         tm[i].credit.slots = slots;
-        tm[i].peer.alive = 1;
-        jm_sched_joined(s, &tm[i], 0);
+        sched_joined(s, &tm[i], 0);
     }
     return s;
 }
@@ -1591,42 +1591,42 @@ static jm_sched_t *d_start(jm_disp_stats_t *st, jm_tm_t *tm, int ntm, int slots,
  * a poison task. And the counters of all that. */
 static int sched_directed_retries(void)
 {
-    jm_disp_stats_t st;
-    jm_tm_t tm[2], *a = &tm[0], *b = &tm[1];
+    sched_stats_t st;
+    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
     int rc = -1;
-    jm_sched_t *s = d_start(&st, tm, 2, 4, 6, 10);
+    sched_t *s = d_start(&st, tm, 2, 4, 6, 10);
 
     D_CHECK(s);
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
     D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(4, 5), 0) == 0);
-    D_CHECK(d_rec(s, b, 1, 4, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
-    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_CRASHED, JM_REC_RETRY) == 0);
-    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_TIMEOUT, JM_REC_RETRY) == 0);
+    D_CHECK(d_rec(s, b, 1, 4, SPITS_ST_FAILED, SCHED_REC_RETRY) == 0);
+    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_CRASHED, SCHED_REC_RETRY) == 0);
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_TIMEOUT, SCHED_REC_RETRY) == 0);
     D_CHECK(st.retried == 3 && st.crashed == 1 && st.timed_out == 1);
-    D_CHECK(a->stats.failed == 2 && b->stats.failed == 1 && jm_sched_has_retries(s));
+    D_CHECK(a->failed == 2 && b->failed == 1 && sched_has_retries(s));
     D_CHECK(d_tasks(s, 6, 2, 10) == 0);
     /* b: 4 failed there, so 0 and 1 (and no fresh task: room for 3) */
     D_CHECK(d_take(s, b, 10, 1 << 20, 1, D_IDS(0, 1, 6), 0) == 0);
     /* a: 4, then fresh 7 */
     D_CHECK(d_take(s, a, 20, 1 << 20, 1, D_IDS(4, 7), 0) == 0);
-    D_CHECK(st.resent == 3 && st.sent == 11 && a->stats.sent == 6 && b->stats.sent == 5);
+    D_CHECK(st.resent == 3 && st.sent == 11 && a->sent == 6 && b->sent == 5);
     D_CHECK(a->credit.outstanding == 4 && b->credit.outstanding == 4);
     /* 4 fails on a again; a alone may take it; its third failure is its last */
-    D_CHECK(d_rec(s, a, 1, 4, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
+    D_CHECK(d_rec(s, a, 1, 4, SPITS_ST_FAILED, SCHED_REC_RETRY) == 0);
     D_CHECK(d_take(s, a, 30, 1 << 20, 1, D_NONE, 0) == 0);
     D_CHECK(d_take(s, a, 30, 1 << 20, 0, D_IDS(4), 0) == 0);
-    D_CHECK(d_rec(s, a, 1, 4, SPITS_ST_FAILED, JM_REC_POISON) == 0);
-    D_CHECK(st.poison == 1 && st.retried == 4 && !jm_sched_task(s, 4));
-    D_CHECK(d_rec(s, b, 0, 4, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 1);
+    D_CHECK(d_rec(s, a, 1, 4, SPITS_ST_FAILED, SCHED_REC_POISON) == 0);
+    D_CHECK(st.poison == 1 && st.retried == 4 && !sched_task(s, 4));
+    D_CHECK(d_rec(s, b, 0, 4, SPITS_ST_OK, SCHED_REC_DUPLICATE) == 0 && st.duplicates == 1);
     /* handed back, then picked and not sent: it runs again */
-    D_CHECK(d_rec(s, a, 1, 2, SPITS_ST_RETURNED, JM_REC_RETURNED) == 0);
+    D_CHECK(d_rec(s, a, 1, 2, SPITS_ST_RETURNED, SCHED_REC_RETURNED) == 0);
     D_CHECK(d_take(s, b, 40, 1 << 20, 1, D_NONE, 0) == 0);     /* (b is full) */
     D_CHECK(d_take(s, a, 40, 1 << 20, 1, D_IDS(2), 1) == 0);
     D_CHECK(d_take(s, a, 50, 1 << 20, 1, D_IDS(2), 0) == 0);
     D_CHECK(st.resent == 5 && st.retried == 4 && st.requeued == 0);
     rc = 0;
 out:
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
@@ -1635,21 +1635,21 @@ out:
 static int sched_directed_bytes(void)
 {
     static const uint64_t late[] = {16, 17}, more[] = {18};
-    jm_disp_stats_t st;
-    jm_tm_t tm[1], *a = &tm[0], b, c, d;
-    jm_task_t *task[20];
+    sched_stats_t st;
+    sched_peer_t tm[1], *a = &tm[0], b, c, d;
+    sched_task_t *task[20];
     int rc = -1;
-    jm_sched_t *s = d_start(&st, tm, 1, 10, 10, 10);
+    sched_t *s = d_start(&st, tm, 1, 10, 10, 10);
 
     D_CHECK(s);
     D_CHECK(d_take(s, a, 0, 25, 1, D_IDS(0, 1, 2), 1) == 0);   /* not sent */
-    D_CHECK(jm_sched_taken_bytes(s) == 30);
+    D_CHECK(sched_taken_bytes(s) == 30);
     D_CHECK(d_take(s, a, 0, 20, 1, D_IDS(0, 1), 0) == 0);
     D_CHECK(d_take(s, a, 0, 5, 1, D_IDS(2), 0) == 0);
     D_CHECK(d_take(s, a, 0, 20, 1, D_IDS(3, 4), 0) == 0);
     D_CHECK(d_take(s, a, 0, 1, 1, D_IDS(5), 0) == 0);
-    D_CHECK(jm_sched_taken_bytes(s) == 60 && jm_sched_mean_task_bytes(s) == 10);
-    jm_sched_destroy(&s);
+    D_CHECK(sched_taken_bytes(s) == 60 && sched_mean_task_bytes(s) == 10);
+    sched_destroy(&s);
 
     /* Copies of late tasks (sched_directed's case), 10 bytes each. */
     s = directed_start(&st, a, &b, &c, task);
@@ -1657,18 +1657,18 @@ static int sched_directed_bytes(void)
     task[16]->len = task[17]->len = task[18]->len = 10;
     D_CHECK(d_take(s, &b, 1600, 20, 1, late, 2, 0) == 0);
     d = c;
-    d.peer.slot = 3;
+    d.slot = 3;
     D_CHECK(d_take(s, &c, 1600, 5, 1, more, 1, 0) == 0);
     D_CHECK(d_take(s, &d, 1600, 5, 1, D_NONE, 0) == 0);        /* two copies each */
     rc = 0;
 out:
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
 /* The early-result hook: the fresh tasks it resolves are freed, never
  * sent, and their bytes count as taken and freed. */
-static int d_early(void *arg, const jm_task_t *task)
+static int d_early(void *arg, const sched_task_t *task)
 {
     unsigned *asked = arg;
     asked[task->id]++;
@@ -1677,27 +1677,27 @@ static int d_early(void *arg, const jm_task_t *task)
 
 static int sched_directed_early(void)
 {
-    jm_disp_stats_t st;
-    jm_tm_t tm[2], *a = &tm[0], *b = &tm[1];
+    sched_stats_t st;
+    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
     unsigned asked[6] = {0};
     int rc = -1;
-    jm_sched_t *s = d_start(&st, tm, 2, 2, 6, 10);
+    sched_t *s = d_start(&st, tm, 2, 2, 6, 10);
 
     D_CHECK(s);
-    jm_sched_set_early(s, d_early, asked);
+    sched_set_hooks(s, &(sched_hooks_t){.early = d_early, .early_arg = asked});
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(1, 4), 0) == 0);
-    D_CHECK(jm_sched_taken_bytes(s) == 50 && jm_sched_freed_bytes(s) == 30);
+    D_CHECK(sched_taken_bytes(s) == 50 && sched_freed_bytes(s) == 30);
     D_CHECK(asked[0] == 1 && asked[2] == 1 && asked[3] == 1 && asked[5] == 0);
-    D_CHECK(jm_sched_low(s) == 1 && jm_sched_in_flight(s) == 2 && !jm_sched_task(s, 2));
+    D_CHECK(sched_low(s) == 1 && sched_in_flight(s) == 2 && !sched_task(s, 2));
     D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(5), 0) == 0);
-    D_CHECK(st.sent == 3 && jm_sched_taken_bytes(s) == 60 && asked[5] == 1);
-    D_CHECK(jm_sched_exhausted(s) == 0 && !jm_sched_has_fresh(s));
-    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(jm_sched_low(s) == 4 && jm_sched_freed_bytes(s) == 40);
-    D_CHECK(d_rec(s, a, 0, 3, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 1);
+    D_CHECK(st.sent == 3 && sched_taken_bytes(s) == 60 && asked[5] == 1);
+    D_CHECK(sched_exhausted(s) == 0 && !sched_has_fresh(s));
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(sched_low(s) == 4 && sched_freed_bytes(s) == 40);
+    D_CHECK(d_rec(s, a, 0, 3, SPITS_ST_OK, SCHED_REC_DUPLICATE) == 0 && st.duplicates == 1);
     rc = 0;
 out:
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
@@ -1705,23 +1705,23 @@ out:
  * low moves past them (scheduler.h: the oldest task not resolved). */
 static int sched_directed_early_tail(void)
 {
-    jm_disp_stats_t st;
-    jm_tm_t tm[1], *a = &tm[0];
+    sched_stats_t st;
+    sched_peer_t tm[1], *a = &tm[0];
     unsigned asked[4] = {0};
     int rc = -1;
-    jm_sched_t *s = d_start(&st, tm, 1, 4, 4, 10);
+    sched_t *s = d_start(&st, tm, 1, 4, 4, 10);
 
     D_CHECK(s);
-    jm_sched_set_early(s, d_early, asked);
+    sched_set_hooks(s, &(sched_hooks_t){.early = d_early, .early_arg = asked});
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(1), 0) == 0);
     D_CHECK(asked[0] == 1 && asked[1] == 1 && asked[2] == 1 && asked[3] == 1);
-    D_CHECK(jm_sched_low(s) == 1 && !jm_sched_has_fresh(s));
-    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(jm_sched_in_flight(s) == 0 && jm_sched_low(s) == 4);
-    D_CHECK(jm_sched_freed_bytes(s) == 40 && jm_sched_taken_bytes(s) == 40);
+    D_CHECK(sched_low(s) == 1 && !sched_has_fresh(s));
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(sched_in_flight(s) == 0 && sched_low(s) == 4);
+    D_CHECK(sched_freed_bytes(s) == 40 && sched_taken_bytes(s) == 40);
     rc = 0;
 out:
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
@@ -1732,41 +1732,41 @@ out:
  * sender's turnaround. */
 static int sched_directed_unheld(void)
 {
-    jm_disp_stats_t st;
-    jm_tm_t tm[3], *a = &tm[0], *c = &tm[2];
+    sched_stats_t st;
+    sched_peer_t tm[3], *a = &tm[0], *c = &tm[2];
     int rc = -1;
-    jm_sched_t *s = d_start(&st, tm, 3, 4, 4, 10);
+    sched_t *s = d_start(&st, tm, 3, 4, 4, 10);
 
     D_CHECK(s);
     a->credit.workers = 4;
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
-    jm_sched_clock(s, 100);
-    D_CHECK(d_rec(s, c, 0, 0, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
-    D_CHECK(jm_sched_task(s, 0)->copies == 1 && !jm_sched_has_retries(s));
-    D_CHECK(c->stats.failed == 1 && a->stats.failed == 0 && a->credit.outstanding == 4);
-    D_CHECK(d_rec(s, NULL, 0, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(st.done_evicted == 1 && a->stats.done == 0);
+    sched_clock(s, 100);
+    D_CHECK(d_rec(s, c, 0, 0, SPITS_ST_FAILED, SCHED_REC_RETRY) == 0);
+    D_CHECK(sched_task(s, 0)->copies == 1 && !sched_has_retries(s));
+    D_CHECK(c->failed == 1 && a->failed == 0 && a->credit.outstanding == 4);
+    D_CHECK(d_rec(s, NULL, 0, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(st.done_evicted == 1 && a->done == 0);
     D_CHECK(d_cancels(s, D_CANCELS({0, 1})) == 0);
-    D_CHECK(d_rec(s, c, 0, 2, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(c->stats.done == 1 && c->stats.turn_ms == 0 && st.done_evicted == 1);
+    D_CHECK(d_rec(s, c, 0, 2, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(c->done == 1 && c->turn_ms == 0 && st.done_evicted == 1);
     D_CHECK(d_cancels(s, D_CANCELS({0, 2})) == 0);
-    D_CHECK(d_rec(s, NULL, 0, 0, SPITS_ST_RETURNED, JM_REC_RETURNED) == 0);
-    D_CHECK(jm_sched_task(s, 0)->copies == 1 && !jm_sched_has_retries(s));
+    D_CHECK(d_rec(s, NULL, 0, 0, SPITS_ST_RETURNED, SCHED_REC_RETURNED) == 0);
+    D_CHECK(sched_task(s, 0)->copies == 1 && !sched_has_retries(s));
     /* never sent (4 is one past the last), or resolved */
-    D_CHECK(d_rec(s, c, 0, 4, SPITS_ST_OK, JM_REC_UNKNOWN) == 0);
-    D_CHECK(d_rec(s, NULL, 0, 4, SPITS_ST_FAILED, JM_REC_UNKNOWN) == 0);
-    D_CHECK(d_rec(s, c, 0, 9, SPITS_ST_OK, JM_REC_UNKNOWN) == 0);
-    D_CHECK(d_rec(s, c, 0, 1, SPITS_ST_OK, JM_REC_DUPLICATE) == 0);
-    D_CHECK(d_rec(s, NULL, 0, 1, SPITS_ST_FAILED, JM_REC_LATE) == 0);
-    D_CHECK(st.duplicates == 1 && st.retried == 1 && c->stats.failed == 1);
+    D_CHECK(d_rec(s, c, 0, 4, SPITS_ST_OK, SCHED_REC_UNKNOWN) == 0);
+    D_CHECK(d_rec(s, NULL, 0, 4, SPITS_ST_FAILED, SCHED_REC_UNKNOWN) == 0);
+    D_CHECK(d_rec(s, c, 0, 9, SPITS_ST_OK, SCHED_REC_UNKNOWN) == 0);
+    D_CHECK(d_rec(s, c, 0, 1, SPITS_ST_OK, SCHED_REC_DUPLICATE) == 0);
+    D_CHECK(d_rec(s, NULL, 0, 1, SPITS_ST_FAILED, SCHED_REC_LATE) == 0);
+    D_CHECK(st.duplicates == 1 && st.retried == 1 && c->failed == 1);
     /* a's own records: its copies of 1 and 2 were answered by others */
-    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 2);
-    D_CHECK(d_rec(s, a, 1, 3, SPITS_ST_OK, JM_REC_COMMIT) == 0 && a->stats.done == 1);
-    D_CHECK(a->stats.turn_ms == 100 && a->credit.outstanding == 2);
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, SCHED_REC_DUPLICATE) == 0 && st.duplicates == 2);
+    D_CHECK(d_rec(s, a, 1, 3, SPITS_ST_OK, SCHED_REC_COMMIT) == 0 && a->done == 1);
+    D_CHECK(a->turn_ms == 100 && a->credit.outstanding == 2);
     D_CHECK(d_cancels(s, D_NONE) == 0);
     rc = 0;
 out:
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
@@ -1779,52 +1779,51 @@ out:
  * copies then come back as usual. */
 static int sched_directed_foreign(void)
 {
-    jm_disp_stats_t st;
-    jm_tm_t tm[2], *a = &tm[0], *b = &tm[1];
+    sched_stats_t st;
+    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
     int rc = -1;
-    jm_sched_t *s = d_start(&st, tm, 2, 4, 6, 10);
+    sched_t *s = d_start(&st, tm, 2, 4, 6, 10);
 
     D_CHECK(s);
     a->credit.workers = b->credit.workers = 4;
     a->credit.slots = 3;
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2), 0) == 0);
-    a->peer.alive = 0;
-    D_CHECK(jm_sched_lost(s, a) == 3 && st.requeued == 3);
+    D_CHECK(sched_lost(s, a) == 3 && st.requeued == 3);
     D_CHECK(d_take(s, b, 10, 1 << 20, 0, D_IDS(2, 1, 0, 3), 0) == 0);
     D_CHECK(st.resent == 3 && b->credit.outstanding == 4);
-    jm_sched_clock(s, 100);
-    D_CHECK(d_frec(s, b, 0, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    sched_clock(s, 100);
+    D_CHECK(d_frec(s, b, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
     D_CHECK(d_cancels(s, D_CANCELS({1, 0})) == 0);
-    D_CHECK(b->stats.done == 1 && b->credit.outstanding == 4 && !jm_sched_has_retries(s));
+    D_CHECK(b->done == 1 && b->credit.outstanding == 4 && !sched_has_retries(s));
     /* b's one copy of 3, run on arrival: a foreign result is no round trip */
-    D_CHECK(d_frec(s, b, 3, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(d_cancels(s, D_CANCELS({1, 3})) == 0 && b->stats.turn_ms == 0);
-    D_CHECK(d_frec(s, b, 1, SPITS_ST_FAILED, JM_REC_FOREIGN) == 0);
-    D_CHECK(d_frec(s, NULL, 2, SPITS_ST_CRASHED, JM_REC_FOREIGN) == 0);
-    D_CHECK(d_frec(s, b, 2, SPITS_ST_TIMEOUT, JM_REC_FOREIGN) == 0);
-    D_CHECK(d_frec(s, b, 2, SPITS_ST_RETURNED, JM_REC_FOREIGN) == 0);
-    D_CHECK(jm_sched_task(s, 1)->copies == 1 && jm_sched_task(s, 2)->copies == 1);
-    D_CHECK(jm_sched_task(s, 1)->attempts == 0 && !jm_sched_has_retries(s));
-    D_CHECK(b->stats.failed == 0 && st.retried == 0 && st.crashed == 0 && st.timed_out == 0);
+    D_CHECK(d_frec(s, b, 3, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_cancels(s, D_CANCELS({1, 3})) == 0 && b->turn_ms == 0);
+    D_CHECK(d_frec(s, b, 1, SPITS_ST_FAILED, SCHED_REC_FOREIGN) == 0);
+    D_CHECK(d_frec(s, NULL, 2, SPITS_ST_CRASHED, SCHED_REC_FOREIGN) == 0);
+    D_CHECK(d_frec(s, b, 2, SPITS_ST_TIMEOUT, SCHED_REC_FOREIGN) == 0);
+    D_CHECK(d_frec(s, b, 2, SPITS_ST_RETURNED, SCHED_REC_FOREIGN) == 0);
+    D_CHECK(sched_task(s, 1)->copies == 1 && sched_task(s, 2)->copies == 1);
+    D_CHECK(sched_task(s, 1)->attempts == 0 && !sched_has_retries(s));
+    D_CHECK(b->failed == 0 && st.retried == 0 && st.crashed == 0 && st.timed_out == 0);
     D_CHECK(d_cancels(s, D_NONE) == 0);
     /* b's own records: of the copies cancelled, then its failure of 1,
      * whose foreign result comes after */
-    D_CHECK(d_rec(s, b, 1, 0, SPITS_ST_RETURNED, JM_REC_LATE) == 0);
-    D_CHECK(d_rec(s, b, 1, 3, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 1);
-    D_CHECK(d_rec(s, b, 1, 1, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
-    D_CHECK(b->stats.failed == 1 && st.retried == 1 && jm_sched_has_retries(s));
-    D_CHECK(d_frec(s, NULL, 1, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, b, 1, 0, SPITS_ST_RETURNED, SCHED_REC_LATE) == 0);
+    D_CHECK(d_rec(s, b, 1, 3, SPITS_ST_OK, SCHED_REC_DUPLICATE) == 0 && st.duplicates == 1);
+    D_CHECK(d_rec(s, b, 1, 1, SPITS_ST_FAILED, SCHED_REC_RETRY) == 0);
+    D_CHECK(b->failed == 1 && st.retried == 1 && sched_has_retries(s));
+    D_CHECK(d_frec(s, NULL, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
     D_CHECK(d_cancels(s, D_NONE) == 0 && st.done_evicted == 1);
-    D_CHECK(d_rec(s, b, 1, 2, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(b->stats.done == 3 && b->credit.outstanding == 0 && jm_sched_in_flight(s) == 0);
+    D_CHECK(d_rec(s, b, 1, 2, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(b->done == 3 && b->credit.outstanding == 0 && sched_in_flight(s) == 0);
     /* not sent yet, or resolved */
-    D_CHECK(d_frec(s, b, 4, SPITS_ST_OK, JM_REC_UNKNOWN) == 0);
-    D_CHECK(d_frec(s, b, 2, SPITS_ST_OK, JM_REC_DUPLICATE) == 0 && st.duplicates == 2);
-    D_CHECK(d_frec(s, b, 2, SPITS_ST_FAILED, JM_REC_LATE) == 0);
+    D_CHECK(d_frec(s, b, 4, SPITS_ST_OK, SCHED_REC_UNKNOWN) == 0);
+    D_CHECK(d_frec(s, b, 2, SPITS_ST_OK, SCHED_REC_DUPLICATE) == 0 && st.duplicates == 2);
+    D_CHECK(d_frec(s, b, 2, SPITS_ST_FAILED, SCHED_REC_LATE) == 0);
     D_CHECK(st.requeued == 3 && st.resent == 3 && st.sent == 7);
     rc = 0;
 out:
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
@@ -1834,25 +1833,25 @@ out:
 static int sched_directed_cancels(void)
 {
     static const uint64_t three[] = {16, 17, 18};
-    jm_disp_stats_t st;
-    jm_tm_t a, b, c;
-    jm_task_t *task[20];
+    sched_stats_t st;
+    sched_peer_t a, b, c;
+    sched_task_t *task[20];
     int rc = -1;
-    jm_sched_t *s = directed_start(&st, &a, &b, &c, task);
+    sched_t *s = directed_start(&st, &a, &b, &c, task);
 
     D_CHECK(s && d_pick(s, &b, 1600, three, 3) == 0);
-    jm_sched_clock(s, 1700);
-    D_CHECK(d_rec(s, &a, 1, 16, SPITS_ST_RETURNED, JM_REC_RETURNED) == 0);
-    D_CHECK(d_rec(s, &c, 0, 16, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    sched_clock(s, 1700);
+    D_CHECK(d_rec(s, &a, 1, 16, SPITS_ST_RETURNED, SCHED_REC_RETURNED) == 0);
+    D_CHECK(d_rec(s, &c, 0, 16, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
     D_CHECK(d_cancels(s, D_CANCELS({1, 16})) == 0);
-    D_CHECK(d_rec(s, NULL, 0, 17, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(d_rec(s, &b, 1, 18, SPITS_ST_OK, JM_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, NULL, 0, 17, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, &b, 1, 18, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
     D_CHECK(d_cancels(s, D_CANCELS({0, 17}, {0, 18}, {1, 17})) == 0);
     D_CHECK(d_cancels(s, D_NONE) == 0);
-    D_CHECK(b.stats.done == 1 && c.stats.done == 1 && st.done_evicted == 1);
+    D_CHECK(b.done == 1 && c.done == 1 && st.done_evicted == 1);
     rc = 0;
 out:
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
@@ -1860,80 +1859,78 @@ out:
  * again, and the new one starts with no copy and no credit spent. */
 static int sched_directed_slot_reuse(void)
 {
-    jm_disp_stats_t st;
-    jm_tm_t tm[2], *a = &tm[0], *b = &tm[1], a2;
+    sched_stats_t st;
+    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1], a2;
     int rc = -1;
-    jm_sched_t *s = d_start(&st, tm, 2, 3, 4, 10);
+    sched_t *s = d_start(&st, tm, 2, 3, 4, 10);
 
     D_CHECK(s);
     D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2), 0) == 0);
     D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(3), 0) == 0);
-    a->peer.alive = 0;
-    D_CHECK(jm_sched_lost(s, a) == 3 && st.requeued == 3 && a->credit.outstanding == 0);
+    D_CHECK(sched_lost(s, a) == 3 && st.requeued == 3 && a->credit.outstanding == 0);
     memset(&a2, 0, sizeof a2);
-    a2.peer.slot = 0;
+    a2.slot = 0;
     a2.credit.slots = 2;
-    a2.peer.alive = 1;
-    jm_sched_joined(s, &a2, 0);
+    sched_joined(s, &a2, 0);
     D_CHECK(a2.credit.outstanding == 0);
     /* two of the lost TM's three copies, run again (in no set order) */
-    jm_sched_clock(s, 10);
-    size_t n = jm_sched_pick(s, &a2, 1 << 20, 1);
-    jm_task_t *const *p = jm_sched_picked(s);
+    sched_clock(s, 10);
+    size_t n = sched_pick(s, &a2, 1 << 20, 1);
+    sched_task_t *const *p = sched_picked(s);
     D_CHECK(n == 2 && p[0]->copies == 0 && p[1]->copies == 0);
     D_CHECK(p[0]->id < 3 && p[1]->id < 3 && p[0]->id != p[1]->id);
     uint64_t left = 3 - p[0]->id - p[1]->id, x = p[0]->id;
-    jm_sched_sent(s, &a2, n);
+    sched_sent(s, &a2, n);
     D_CHECK(d_take(s, b, 20, 1 << 20, 1, &left, 1, 0) == 0);
     /* a2's record of the copy b holds is foreign: b's copy stays */
-    D_CHECK(d_rec(s, &a2, 0, left, SPITS_ST_FAILED, JM_REC_RETRY) == 0);
-    D_CHECK(jm_sched_task(s, left)->copies == 1 && b->credit.outstanding == 2);
-    D_CHECK(d_rec(s, &a2, 1, x, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(d_cancels(s, D_NONE) == 0 && a2.stats.done == 1 && a2.credit.outstanding == 1);
+    D_CHECK(d_rec(s, &a2, 0, left, SPITS_ST_FAILED, SCHED_REC_RETRY) == 0);
+    D_CHECK(sched_task(s, left)->copies == 1 && b->credit.outstanding == 2);
+    D_CHECK(d_rec(s, &a2, 1, x, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_cancels(s, D_NONE) == 0 && a2.done == 1 && a2.credit.outstanding == 1);
     D_CHECK(st.requeued == 3 && st.resent == 3);
     rc = 0;
 out:
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
 /* Turnaround (note_turnaround): the least time of the copies a TM ran on
  * arrival (sent while it held fewer copies than workers), over windows of
- * JM_TURN_WINDOW: lower at once, higher only at a window's end. */
+ * SCHED_TURN_WINDOW: lower at once, higher only at a window's end. */
 static int sched_directed_turnaround(void)
 {
-    jm_disp_stats_t st;
-    jm_tm_t tm[1], *a = &tm[0];
+    sched_stats_t st;
+    sched_peer_t tm[1], *a = &tm[0];
     int rc = -1;
     uint64_t id = 0;
-    jm_sched_t *s = d_start(&st, tm, 1, 1, 2 * JM_TURN_WINDOW + 3, 10);
+    sched_t *s = d_start(&st, tm, 1, 1, 2 * SCHED_TURN_WINDOW + 3, 10);
 
     D_CHECK(s);
     a->credit.workers = 2;
-    for (int k = 0; k < 2 * JM_TURN_WINDOW; k++, id++) {
+    for (int k = 0; k < 2 * SCHED_TURN_WINDOW; k++, id++) {
         int64_t t0 = 1000 * k, ms = k == 0 ? 150 : k == 1 ? 120
-                                   : k < JM_TURN_WINDOW ? 180 : 300;
+                                   : k < SCHED_TURN_WINDOW ? 180 : 300;
         D_CHECK(d_take(s, a, t0, 1 << 20, 1, &id, 1, 0) == 0);
-        jm_sched_clock(s, t0 + ms);
-        D_CHECK(d_rec(s, a, 1, id, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-        D_CHECK(a->stats.turn_ms == (k == 0 ? 150 : k < 2 * JM_TURN_WINDOW - 1 ? 120 : 300));
+        sched_clock(s, t0 + ms);
+        D_CHECK(d_rec(s, a, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+        D_CHECK(a->turn_ms == (k == 0 ? 150 : k < 2 * SCHED_TURN_WINDOW - 1 ? 120 : 300));
     }
     /* three at once: the third waits for a worker, and is no sample */
     a->credit.slots = 3;
     D_CHECK(d_take(s, a, 100000, 1 << 20, 1, D_IDS(id, id + 1, id + 2), 0) == 0);
-    jm_sched_clock(s, 100050);
-    D_CHECK(d_rec(s, a, 1, id + 2, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(a->stats.turn_ms == 300);
-    jm_sched_clock(s, 100250);
-    D_CHECK(d_rec(s, a, 1, id, SPITS_ST_OK, JM_REC_COMMIT) == 0);
-    D_CHECK(a->stats.turn_ms == 250);
+    sched_clock(s, 100050);
+    D_CHECK(d_rec(s, a, 1, id + 2, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(a->turn_ms == 300);
+    sched_clock(s, 100250);
+    D_CHECK(d_rec(s, a, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(a->turn_ms == 250);
     rc = 0;
 out:
-    jm_sched_destroy(&s);
+    sched_destroy(&s);
     return rc;
 }
 
-int jm_sched_selftest(void)
+int sched_selftest(void)
 {
     if (sched_directed() != 0 || sched_directed_parts() != 0 ||
         sched_directed_retries() != 0 || sched_directed_bytes() != 0 ||
@@ -1944,7 +1941,7 @@ int jm_sched_selftest(void)
         sched_directed_turnaround() != 0)
         return -1;
 
-    static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {JM_MAX_COPIES, 3}};
+    static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {SCHED_MAX_COPIES, 3}};
     for (size_t c = 0; c < sizeof configs / sizeof *configs; c++)
         for (unsigned seed = 1; seed <= 25; seed++)
             if (m_run(seed, configs[c][0], configs[c][1]) != 0)

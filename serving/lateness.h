@@ -4,43 +4,43 @@
  * Spark's speculation is the model: a task is late once it has run longer
  * than a multiple of the median time of the finished tasks, and only once
  * a quantile of the tasks has finished (before that the median says
- * little). Here a task's time is what the JM sees, from a copy leaving
- * the JM (a large task's part may wait in the JM's own send backlog
- * first: backlog.h) to its result. That includes the wait in the TM's
+ * little). Here a task's time is what the hop sees, from a copy leaving
+ * the hop (a large task's part may wait in the hop's own send backlog
+ * first) to its result. That includes the wait in the TM's
  * prefetch queue, and so does the age of a copy still out, so the two
  * are measured alike: a copy is late when it has been out much longer
  * than copies take to come back on this job, whatever the TMs' prefetch
  * depth.
  *
- * The median is that of the last JM_LATE_WINDOW samples, kept as counts
+ * The median is that of the last LATE_WINDOW samples, kept as counts
  * in logarithmic buckets (8 a doubling, so within 1/8 of the true value,
  * rounded up): O(1) a sample, fixed memory, no allocation.
  */
-#ifndef SPITS_JM_LATENESS_H
-#define SPITS_JM_LATENESS_H
+#ifndef SPITS_SERVING_LATENESS_H
+#define SPITS_SERVING_LATENESS_H
 
 #include <stdint.h>
 
-#define JM_LATE_MULTIPLIER 1.5   /* Spark's spark.speculation.multiplier */
-#define JM_LATE_QUANTILE 0.5     /* of the phase's tasks finished; Spark
+#define LATE_MULTIPLIER 1.5   /* Spark's spark.speculation.multiplier */
+#define LATE_QUANTILE 0.5     /* of the phase's tasks finished; Spark
                                     waits for 0.75, but re-running
                                     stragglers is this runtime's point */
-#define JM_LATE_FLOOR_MS 100     /* never late sooner (Spark: minTaskRuntime) */
-#define JM_LATE_WINDOW 1024      /* samples the median is taken over */
-#define JM_LATE_BUCKETS 240      /* 8 a doubling: up to 2^32 ms */
-#define JM_LATE_NEVER INT64_MAX  /* no copy is late (too few finished) */
+#define LATE_FLOOR_MS 100     /* never late sooner (Spark: minTaskRuntime) */
+#define LATE_WINDOW 1024      /* samples the median is taken over */
+#define LATE_BUCKETS 240      /* 8 a doubling: up to 2^32 ms */
+#define LATE_NEVER INT64_MAX  /* no copy is late (too few finished) */
 
 typedef struct {
-    uint32_t counts[JM_LATE_BUCKETS];
-    uint8_t recent[JM_LATE_WINDOW];  /* bucket of each sample, oldest at */
+    uint32_t counts[LATE_BUCKETS];
+    uint8_t recent[LATE_WINDOW];  /* bucket of each sample, oldest at */
     uint32_t at, n;                  /* ...recent[at] once n is full */
-} jm_late_t;
+} late_t;
 
-/* A zeroed jm_late_t has no samples. */
-void jm_late_reset(jm_late_t *l);
+/* A zeroed late_t has no samples. */
+void late_reset(late_t *l);
 /* Values below 8 ms have a bucket each; above, a value's bucket is its
  * highest bit (the doubling) and the three bits below it. */
-static inline unsigned jm_late_bucket(int64_t ms)
+static inline unsigned late_bucket(int64_t ms)
 {
     if (ms <= 0)
         return 0;
@@ -52,27 +52,27 @@ static inline unsigned jm_late_bucket(int64_t ms)
 }
 
 /* A finished task took ms (send to result). Inline: once per result. */
-static inline void jm_late_sample(jm_late_t *l, int64_t ms)
+static inline void late_sample(late_t *l, int64_t ms)
 {
-    unsigned b = jm_late_bucket(ms);
-    if (l->n == JM_LATE_WINDOW)          /* the oldest sample leaves */
+    unsigned b = late_bucket(ms);
+    if (l->n == LATE_WINDOW)          /* the oldest sample leaves */
         l->counts[l->recent[l->at]]--;
     else
         l->n++;
     l->recent[l->at] = (uint8_t)b;
-    l->at = (l->at + 1) % JM_LATE_WINDOW;
+    l->at = (l->at + 1) % LATE_WINDOW;
     l->counts[b]++;
 }
 
 /* The median of the samples, rounded up to its bucket's top (0 if none). */
-int64_t jm_late_median(const jm_late_t *l);
+int64_t late_median(const late_t *l);
 /* How long a copy must be out to be late, in ms: max(multiplier x median,
  * floor) once there is a sample and the finished tasks are at least the
- * quantile of finished plus in_flight; JM_LATE_NEVER before. */
-int64_t jm_late_after(const jm_late_t *l, uint64_t finished, uint64_t in_flight);
+ * quantile of finished plus in_flight; LATE_NEVER before. */
+int64_t late_after(const late_t *l, uint64_t finished, uint64_t in_flight);
 
 #ifdef SPITS_SELFTEST
-int jm_late_selftest(void);
+int late_selftest(void);
 #endif
 
 #endif

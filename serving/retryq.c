@@ -5,7 +5,7 @@
 
 #include "retryq.h"
 
-int jm_retryq_push(jm_retryq_t *q, uint64_t id)
+int retryq_push(retryq_t *q, uint64_t id)
 {
     if (q->count == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 256;
@@ -23,7 +23,7 @@ int jm_retryq_push(jm_retryq_t *q, uint64_t id)
     return 0;
 }
 
-uint64_t jm_retryq_pop(jm_retryq_t *q)
+uint64_t retryq_pop(retryq_t *q)
 {
     uint64_t id = q->ids[q->head];
     q->head = (q->head + 1) % q->cap;
@@ -31,12 +31,12 @@ uint64_t jm_retryq_pop(jm_retryq_t *q)
     return id;
 }
 
-void jm_retryq_clear(jm_retryq_t *q)
+void retryq_clear(retryq_t *q)
 {
     q->head = q->count = 0;
 }
 
-void jm_retryq_free(jm_retryq_t *q)
+void retryq_free(retryq_t *q)
 {
     free(q->ids);
     q->ids = NULL;

@@ -14,28 +14,28 @@ static int64_t late_top(unsigned b)
     return (int64_t)(((uint64_t)(9 + frac) << (e - 3)) - 1);
 }
 
-void jm_late_reset(jm_late_t *l)
+void late_reset(late_t *l)
 {
     memset(l, 0, sizeof *l);
 }
 
-int64_t jm_late_median(const jm_late_t *l)
+int64_t late_median(const late_t *l)
 {
     uint32_t rank = (l->n + 1) / 2, seen = 0;
     if (!l->n)
         return 0;
-    for (unsigned b = 0; b < JM_LATE_BUCKETS; b++)
+    for (unsigned b = 0; b < LATE_BUCKETS; b++)
         if ((seen += l->counts[b]) >= rank)
             return late_top(b);
-    return late_top(JM_LATE_BUCKETS - 1);
+    return late_top(LATE_BUCKETS - 1);
 }
 
-int64_t jm_late_after(const jm_late_t *l, uint64_t finished, uint64_t in_flight)
+int64_t late_after(const late_t *l, uint64_t finished, uint64_t in_flight)
 {
-    if (!l->n || (double)finished < JM_LATE_QUANTILE * (double)(finished + in_flight))
-        return JM_LATE_NEVER;
-    int64_t after = (int64_t)(JM_LATE_MULTIPLIER * (double)jm_late_median(l));
-    return after > JM_LATE_FLOOR_MS ? after : JM_LATE_FLOOR_MS;
+    if (!l->n || (double)finished < LATE_QUANTILE * (double)(finished + in_flight))
+        return LATE_NEVER;
+    int64_t after = (int64_t)(LATE_MULTIPLIER * (double)late_median(l));
+    return after > LATE_FLOOR_MS ? after : LATE_FLOOR_MS;
 }
 
 /* --- self-test --------------------------------------------------------- */
@@ -59,33 +59,33 @@ static int64_t exact_median(int64_t *v, unsigned n)
     return v[(n - 1) / 2];
 }
 
-int jm_late_selftest(void)
+int late_selftest(void)
 {
-    static int64_t all[3 * JM_LATE_WINDOW], win[JM_LATE_WINDOW];
-    jm_late_t l;
+    static int64_t all[3 * LATE_WINDOW], win[LATE_WINDOW];
+    late_t l;
     uint32_t rng = 12345;
 
-    jm_late_reset(&l);
-    LCHECK(jm_late_median(&l) == 0 && jm_late_after(&l, 10, 0) == JM_LATE_NEVER);
-    for (unsigned b = 0; b < jm_late_bucket(0xffffffffLL); b++)
-        LCHECK(jm_late_bucket(late_top(b)) == b && jm_late_bucket(late_top(b) + 1) == b + 1);
+    late_reset(&l);
+    LCHECK(late_median(&l) == 0 && late_after(&l, 10, 0) == LATE_NEVER);
+    for (unsigned b = 0; b < late_bucket(0xffffffffLL); b++)
+        LCHECK(late_bucket(late_top(b)) == b && late_bucket(late_top(b) + 1) == b + 1);
     /* Over a sliding window of durations that change regime half way:
      * the median is within 1/8 above the exact one, never below. */
-    for (unsigned i = 0; i < 3 * JM_LATE_WINDOW; i++) {
+    for (unsigned i = 0; i < 3 * LATE_WINDOW; i++) {
         rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
-        all[i] = (i < JM_LATE_WINDOW * 3 / 2 ? 400 : 50000) + rng % 300;
-        jm_late_sample(&l, all[i]);
-        unsigned n = i + 1 < JM_LATE_WINDOW ? i + 1 : JM_LATE_WINDOW;
+        all[i] = (i < LATE_WINDOW * 3 / 2 ? 400 : 50000) + rng % 300;
+        late_sample(&l, all[i]);
+        unsigned n = i + 1 < LATE_WINDOW ? i + 1 : LATE_WINDOW;
         memcpy(win, all + i + 1 - n, n * sizeof *win);
-        int64_t want = exact_median(win, n), got = jm_late_median(&l);
+        int64_t want = exact_median(win, n), got = late_median(&l);
         LCHECK(got >= want && got <= want + want / 8 + 1);
     }
     /* The quantile gate and the floor. */
-    LCHECK(jm_late_after(&l, 49, 51) == JM_LATE_NEVER);
-    LCHECK(jm_late_after(&l, 50, 50) == (int64_t)(1.5 * (double)jm_late_median(&l)));
-    jm_late_reset(&l);
-    jm_late_sample(&l, 3);
-    LCHECK(jm_late_median(&l) == 3 && jm_late_after(&l, 1, 0) == JM_LATE_FLOOR_MS);
+    LCHECK(late_after(&l, 49, 51) == LATE_NEVER);
+    LCHECK(late_after(&l, 50, 50) == (int64_t)(1.5 * (double)late_median(&l)));
+    late_reset(&l);
+    late_sample(&l, 3);
+    LCHECK(late_median(&l) == 3 && late_after(&l, 1, 0) == LATE_FLOOR_MS);
     return 0;
 }
 #endif
