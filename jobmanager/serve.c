@@ -215,7 +215,8 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
         refill_fresh(d);
     sched_clock(d->sched, d->clock.now);
     sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
-    size_t n = sched_pick(d->sched, &t->sched, DISP_BATCH_BYTES, d->fleet.alive > 1);
+    size_t n = sched_pick(d->sched, &t->sched, SIZE_MAX, DISP_BATCH_BYTES,
+                          d->fleet.alive > 1);
     if ((int)n < credit_room(&t->sched.credit))
         d->serve.starved = 1;   /* (room left: more work may come for it) */
     if (!n)

@@ -67,13 +67,15 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
 {
     spits_buf_t buf = {0};
     jm_phase_t *p = d->phase;
-    json_t *body = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:o}",
+    json_t *body = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:o}",
                              "job_id", d->jm->job_id,
                              "module", d->jm->module_path,
                              "module_hash", d->jm->module_hash,
                              "heartbeat_ms", (json_int_t)d->fleet.liveness.hb_ms,
                              "timeout_ms", (json_int_t)d->fleet.liveness.timeout_ms,
                              "max_task_bytes", (json_int_t)d->jm->opt.max_task,
+                             /* (a relay's scheduler follows it) */
+                             "max_copies", d->jm->opt.max_copies,
                              "argv", p ? json_incref(p->argv_json) : json_null());
     /* The outage it answers: the TM waits for the answer to its latest. */
     if (body && type == SPITS_MSG_WELCOME)

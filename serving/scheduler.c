@@ -138,6 +138,12 @@ int sched_reset(sched_t *s)
     return s->ring ? 0 : -1;
 }
 
+void sched_set_max_copies(sched_t *s, int max_copies)
+{
+    s->max_copies = max_copies;
+    s->version++;   /* (more copies may make more candidates) */
+}
+
 int sched_broken(const sched_t *s)
 {
     return s->broken;
@@ -251,8 +257,7 @@ static void cancel_note(sched_t *s, const sched_task_t *task)
             s->cancels = c;
             s->capcancel = cap;
         }
-        s->cancels[s->ncancel].slot = task->holders[i];
-        s->cancels[s->ncancel++].id = task->id;
+        s->cancels[s->ncancel++] = (sched_cancel_t){task->holders[i], task->id, task->hash};
     }
 }
 
@@ -483,9 +488,11 @@ static size_t pick_copies(sched_t *s, sched_peer_t *t, size_t n, size_t room,
     return n;
 }
 
-size_t sched_pick(sched_t *s, sched_peer_t *t, size_t max_bytes, int others)
+size_t sched_pick(sched_t *s, sched_peer_t *t, size_t max_n, size_t max_bytes,
+                  int others)
 {
     size_t room = (size_t)credit_room(&t->credit);
+    room = room < max_n ? room : max_n;
     size_t bytes = 0, n = 0;
 
     if (!s->ring || !room)
@@ -534,6 +541,17 @@ void sched_sent(sched_t *s, sched_peer_t *t, size_t n)
     t->sent += n;
     credit_spend(&t->credit, n);
     s->npicked = 0;
+}
+
+void sched_sent_part(sched_t *s, sched_peer_t *t, size_t sent)
+{
+    size_t n = s->npicked;
+    sched_sent(s, t, sent);
+    for (size_t i = sent; i < n; i++) {
+        sched_task_t *task = s->picked[i];
+        if (!task->copies)
+            retry_push(s, task);
+    }
 }
 
 void sched_unsent(sched_t *s, size_t n)
@@ -685,6 +703,80 @@ size_t sched_lost(sched_t *s, sched_peer_t *t)
     }
     s->st->requeued += n;
     s->version++;
+    return n;
+}
+
+sched_task_t *const *sched_held(const sched_t *s, const sched_peer_t *t, size_t *n)
+{
+    if ((size_t)t->slot >= s->nheld) {
+        *n = 0;
+        return NULL;
+    }
+    *n = s->held[t->slot].n;
+    return s->held[t->slot].tasks;
+}
+
+/* --- resolved elsewhere, given back ------------------------------------ */
+
+/* A fresh task goes unsent: its bytes count as taken and freed. */
+static void fresh_release(sched_t *s, sched_task_t *task)
+{
+    s->taken_bytes += task->len;
+    s->freed_bytes += task->len;
+    release(s, task);
+}
+
+/* Takes task out of the fresh list (NULL if it is not there). */
+static sched_task_t *fresh_unlink(sched_t *s, uint64_t id)
+{
+    sched_task_t *prev = NULL;
+    for (sched_task_t *task = s->fresh; task; prev = task, task = task->next) {
+        if (task->id != id)
+            continue;
+        *(prev ? &prev->next : &s->fresh) = task->next;
+        if (s->fresh_tail == task)
+            s->fresh_tail = prev;
+        task->next = NULL;
+        return task;
+    }
+    return NULL;
+}
+
+int sched_drop(sched_t *s, uint64_t id)
+{
+    sched_task_t *task = s->ring ? spits_ring_get(s->ring, id) : NULL;
+    if (task) {
+        cancel_note(s, task);
+        resolve(s, task);
+        return 1;
+    }
+    if (!(task = fresh_unlink(s, id)))
+        return 0;
+    fresh_release(s, task);
+    return 1;
+}
+
+size_t sched_give_back(sched_t *s)
+{
+    size_t n = 0;
+    while (s->retry.count) {
+        sched_task_t *task = s->ring ? spits_ring_get(s->ring, retryq_pop(&s->retry)) : NULL;
+        if (!task || !task->in_retry)
+            continue;                       /* resolved meanwhile */
+        task->in_retry = 0;
+        if (task->copies)
+            continue;                       /* re-sent meanwhile */
+        resolve(s, task);
+        n++;
+    }
+    while (s->fresh) {
+        sched_task_t *task = s->fresh;
+        s->fresh = task->next;
+        task->next = NULL;
+        fresh_release(s, task);
+        n++;
+    }
+    s->fresh_tail = NULL;
     return n;
 }
 
@@ -983,7 +1075,7 @@ static int m_serve(model_t *m, mtm_t *x)
     int room = x->tm.credit.slots - x->tm.credit.outstanding, others = m_alive(m) > 1;
     size_t max_bytes = m_rand(m, 4) ? 1 << 20 : 1 + m_rand(m, 12), bytes = 0;
     sched_clock(m->s, m->now);
-    size_t n = sched_pick(m->s, &x->tm, max_bytes, others);
+    size_t n = sched_pick(m->s, &x->tm, SIZE_MAX, max_bytes, others);
     sched_task_t *const *p = sched_picked(m->s);
     MCHECK(m, (int)n <= room);
     for (size_t i = 0; i < n; i++) {
@@ -1340,7 +1432,7 @@ static int d_take(sched_t *s, sched_peer_t *t, int64_t now, size_t max_bytes, in
                   const uint64_t *want, size_t nwant, int unsent)
 {
     sched_clock(s, now);
-    size_t n = sched_pick(s, t, max_bytes, others);
+    size_t n = sched_pick(s, t, SIZE_MAX, max_bytes, others);
     sched_task_t *const *p = sched_picked(s);
     int ok = n == nwant;
     for (size_t i = 0; ok && i < n; i++)
@@ -1543,7 +1635,13 @@ static int d_cancel_cmp(const void *a, const void *b)
 }
 
 /* The cancels noted are exactly want[0..nwant-1] (slot, id), in any order. */
-static int d_cancels(sched_t *s, const sched_cancel_t *want, size_t nwant)
+/* A cancel due: (slot, id); its hash is the task's, m_hash(id). */
+typedef struct {
+    int slot;
+    uint64_t id;
+} d_cancel_t;
+
+static int d_cancels(sched_t *s, const d_cancel_t *want, size_t nwant)
 {
     sched_cancel_t got[8];
     size_t n;
@@ -1553,15 +1651,16 @@ static int d_cancels(sched_t *s, const sched_cancel_t *want, size_t nwant)
         memcpy(got, c, n * sizeof *c);
         qsort(got, n, sizeof *got, d_cancel_cmp);
         for (size_t i = 0; ok && i < n; i++)
-            ok = got[i].slot == want[i].slot && got[i].id == want[i].id;
+            ok = got[i].slot == want[i].slot && got[i].id == want[i].id &&
+                 got[i].hash == m_hash(got[i].id);
     }
     if (!ok)
         fprintf(stderr, "scheduler selftest: %zu cancel(s) noted, not the %zu due\n",
                 n, nwant);
     return ok ? 0 : -1;
 }
-#define D_CANCELS(...) (const sched_cancel_t[]){__VA_ARGS__}, \
-    sizeof (const sched_cancel_t[]){__VA_ARGS__} / sizeof (sched_cancel_t)
+#define D_CANCELS(...) (const d_cancel_t[]){__VA_ARGS__}, \
+    sizeof (const d_cancel_t[]){__VA_ARGS__} / sizeof (d_cancel_t)
 
 /* A new scheduler (2 copies, 3 attempts) with fresh tasks 0..n-1 of len
  * bytes, the generator still busy (no copies of late tasks), and TMs
@@ -1583,6 +1682,65 @@ static sched_t *d_start(sched_stats_t *st, sched_peer_t *tm, int ntm, int slots,
         sched_joined(s, &tm[i], 0);
     }
     return s;
+}
+
+/* The release hook of sched_directed_drop: counts, then frees. */
+static void d_release(void *arg, sched_task_t *task)
+{
+    (*(int *)arg)++;
+    free(task);
+}
+
+/* A pick takes at most max_n; a task resolved elsewhere (a relay's
+ * upstream committed it) has each copy out cancelled and is released,
+ * sent or fresh, and its records after are late; the tasks no copy of
+ * which is out (fresh, or to run again) are given back; a TM's list of
+ * copies. */
+static int sched_directed_drop(void)
+{
+    sched_stats_t st;
+    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
+    int rc = -1, released = 0;
+    sched_t *s = d_start(&st, tm, 2, 4, 8, 10);
+    size_t n;
+
+    D_CHECK(s);
+    sched_set_hooks(s, &(sched_hooks_t){.release = d_release, .release_arg = &released});
+    sched_clock(s, 0);
+    D_CHECK(sched_pick(s, a, 2, 1 << 20, 1) == 2);
+    sched_sent(s, a, 2);
+    D_CHECK(a->credit.outstanding == 2);
+    D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(2, 3, 4, 5), 0) == 0);
+    sched_task_t *const *h = sched_held(s, b, &n);
+    D_CHECK(n == 4 && h[0]->id + h[1]->id + h[2]->id + h[3]->id == 14);
+    /* 2 is resolved above: b's copy is cancelled, and its record is late */
+    D_CHECK(sched_drop(s, 2) == 1 && released == 1 && sched_in_flight(s) == 5);
+    D_CHECK(d_cancels(s, D_CANCELS({1, 2})) == 0);
+    D_CHECK(sched_held(s, b, &n) && n == 3 && !sched_task(s, 2));
+    D_CHECK(d_rec(s, b, 1, 2, SPITS_ST_OK, SCHED_REC_DUPLICATE) == 0);
+    D_CHECK(b->credit.outstanding == 3);
+    /* a fresh one (7) is released unsent; one never held (99) is not */
+    D_CHECK(sched_drop(s, 7) == 1 && released == 2 && sched_drop(s, 99) == 0);
+    D_CHECK(d_take(s, a, 10, 1 << 20, 1, D_IDS(6), 0) == 0);
+    D_CHECK(d_cancels(s, D_NONE) == 0 && !sched_has_fresh(s));
+    /* b is lost: 3, 4, 5 wait to run again, until given back */
+    D_CHECK(sched_lost(s, b) == 3 && sched_has_retries(s));
+    D_CHECK(sched_give_back(s) == 3 && released == 5 && !sched_has_retries(s));
+    D_CHECK(sched_in_flight(s) == 3 && sched_low(s) == 0 && sched_give_back(s) == 0);
+    D_CHECK(d_take(s, b, 20, 1 << 20, 1, D_NONE, 0) == 0);
+    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0 && released == 6);
+    /* of two picked, the first went out and the second did not: it runs
+     * again, first */
+    D_CHECK(d_tasks(s, 8, 2, 10) == 0 && a->credit.outstanding == 2);
+    sched_clock(s, 30);
+    D_CHECK(sched_pick(s, a, 2, 1 << 20, 1) == 2 && sched_picked(s)[0]->id == 8);
+    sched_sent_part(s, a, 1);
+    D_CHECK(a->credit.outstanding == 3 && sched_has_retries(s) && a->sent == 4);
+    D_CHECK(d_take(s, a, 40, 1 << 20, 1, D_IDS(9), 0) == 0 && sched_in_flight(s) == 4);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc || released != 10 ? -1 : 0;
 }
 
 /* Retries: first in, first out, before fresh tasks; not on the TM where
@@ -1875,7 +2033,7 @@ static int sched_directed_slot_reuse(void)
     D_CHECK(a2.credit.outstanding == 0);
     /* two of the lost TM's three copies, run again (in no set order) */
     sched_clock(s, 10);
-    size_t n = sched_pick(s, &a2, 1 << 20, 1);
+    size_t n = sched_pick(s, &a2, SIZE_MAX, 1 << 20, 1);
     sched_task_t *const *p = sched_picked(s);
     D_CHECK(n == 2 && p[0]->copies == 0 && p[1]->copies == 0);
     D_CHECK(p[0]->id < 3 && p[1]->id < 3 && p[0]->id != p[1]->id);
@@ -1938,7 +2096,7 @@ int sched_selftest(void)
         sched_directed_unheld() != 0 ||
         sched_directed_foreign() != 0 ||
         sched_directed_cancels() != 0 || sched_directed_slot_reuse() != 0 ||
-        sched_directed_turnaround() != 0)
+        sched_directed_turnaround() != 0 || sched_directed_drop() != 0)
         return -1;
 
     static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {SCHED_MAX_COPIES, 3}};

@@ -105,7 +105,9 @@ typedef struct sched_task {
     atomic_uint refs;        /* the owner's 1 + parts in flight (the
                                 owner's; more than 1: a part still waits
                                 in the hop) */
-    unsigned char data[];    /* the owner's bytes, if it keeps them here */
+    _Alignas(8) unsigned char data[];  /* the owner's bytes, if it keeps them
+                                          here (8-aligned: a relay keeps a
+                                          struct there) */
 } sched_task_t;
 
 /* A TM below the hop, as the scheduler sees it: embedded in the owner's
@@ -160,10 +162,12 @@ typedef struct {
 
 typedef struct sched sched_t;
 
-/* A copy to cancel: task id on TM slot. */
+/* A copy to cancel: task id on TM slot (hash: the task's, its owner's
+ * tag). */
 typedef struct {
     int slot;
     uint64_t id;
+    uint64_t hash;
 } sched_cancel_t;
 
 /* What a record did (sched_record). */
@@ -182,6 +186,9 @@ typedef enum {
  * counters in st are updated as things happen (the owner's, shared with
  * its own). NULL when out of memory. */
 sched_t *sched_new(int max_copies, int max_attempts, sched_stats_t *st);
+/* max_copies from now on (1..SCHED_MAX_COPIES; a relay learns the job's
+ * from its WELCOME). */
+void sched_set_max_copies(sched_t *s, int max_copies);
 /* Frees the scheduler; every task it holds is released. */
 void sched_destroy(sched_t **s);
 /* A new phase: every task left is released. -1 when out of memory (then the
@@ -225,15 +232,18 @@ void sched_set_backlog(sched_t *s, uint64_t released, int idle);
  * copy is, too few tasks finished). */
 int64_t sched_late_after(const sched_t *s);
 
-/* Picks copies for TM t: as many as it has room for, up to max_bytes of
- * task bytes (one task always fits). others: other TMs are alive, so a
+/* Picks copies for TM t: as many as it has room for, and at most max_n,
+ * up to max_bytes of task bytes (one task always fits). others: other TMs are alive, so a
  * failed task may wait for one of them. The picked tasks are
  * sched_picked()[0..n-1]; then exactly one of sched_sent (they went
  * out) or sched_unsent (they did not) must follow. */
-size_t sched_pick(sched_t *s, sched_peer_t *t, size_t max_bytes, int others);
+size_t sched_pick(sched_t *s, sched_peer_t *t, size_t max_n, size_t max_bytes,
+                  int others);
 sched_task_t *const *sched_picked(const sched_t *s);
 void sched_sent(sched_t *s, sched_peer_t *t, size_t n);
 void sched_unsent(sched_t *s, size_t n);
+/* (Or, of the copies picked, the first sent went out, the rest not.) */
+void sched_sent_part(sched_t *s, sched_peer_t *t, size_t sent);
 
 /* --- records back ------------------------------------------------------ */
 
@@ -253,6 +263,15 @@ void sched_recorded(const sched_t *s, int64_t *start_ms, uint32_t *len);
  * until the next call into the scheduler. */
 sched_cancel_t *sched_take_cancels(sched_t *s, size_t *n);
 
+/* Task id was resolved elsewhere (a relay's: by the hop above): its
+ * copies out are noted for cancelling (sched_take_cancels) and it is
+ * released, sent or not. 1 if it was held, else 0. */
+int sched_drop(sched_t *s, uint64_t id);
+/* Every task no copy of which is out (fresh ones, and those waiting to
+ * run again) is released: nothing runs them here (a relay with no TM
+ * left, or draining). Returns how many. */
+size_t sched_give_back(sched_t *s);
+
 /* --- TMs --------------------------------------------------------------- */
 
 /* TM t (re-)joined holding held copies. */
@@ -260,6 +279,9 @@ void sched_joined(sched_t *s, sched_peer_t *t, long held);
 /* TM t is gone: its copies are taken back (those left with no copy go to
  * the retry queue). Returns how many. */
 size_t sched_lost(sched_t *s, sched_peer_t *t);
+/* The tasks TM t holds a copy of (*n of them, in no order), valid until
+ * the next call that changes the scheduler. */
+sched_task_t *const *sched_held(const sched_t *s, const sched_peer_t *t, size_t *n);
 
 /* --- the window -------------------------------------------------------- */
 

@@ -14,17 +14,21 @@
  *                     messages in, tasks out, heartbeats and losses
  *   relay_upstream.c  upstream's WELCOME, PHASE, CANCEL and drain
  *   relay_recv.c      the TMs' HELLO, RESULTS, STATS, DRAIN, BYE
- *   relay_tasks.c     tasks out of the pool down to each TM with room
- *   relay_records.c   records upstream, and the copies of a TM gone
+ *   relay_tasks.c     tasks down to each TM with room, as the scheduler
+ *                     picks them
+ *   relay_copies.c    the copies upstream sent: the scheduler's tasks
+ *   relay_records.c   records upstream
  *   relay_send.c      messages down to one TM
  *   relay_peers.c     who is behind: the table of TMs, loops of relays
  *
  * Nothing here cannot be lost. A TM that goes silent for the job's
  * --tm-timeout, or whose connection is gone, is lost, by the JM's own
  * rules and code (serving/liveness.c: a connection still bringing bytes
- * is not silence, nor is a stall of this loop): its copies go back
- * upstream as RETURNED records at once, so the JM sends them again
- * without waiting for its own timeout. A relay that dies costs its
+ * is not silence, nor is a stall of this loop): its copies run again on
+ * the relay's other TMs at once (or go back upstream as RETURNED
+ * records, when none is left), without waiting for the JM's own
+ * timeout; and, as at the JM, copies of late tasks even out the tail
+ * (serving/scheduler.h, the JM's scheduler). A relay that dies costs its
  * copies, which the JM re-sends after --tm-timeout; its TMs fall back to
  * their next hop (spits-tm --via) with their results.
  *
@@ -72,14 +76,14 @@ static void relay_tick(tm_relay_t *r)
             char why[64];
             snprintf(why, sizeof why, "lost (silent for %.0f s)",
                      (tm->now - t->status.live.last_heard) / 1000.0);
-            relay_records_drop(r, t, why, 1);
+            relay_copies_gone(r, t, why, 1);
         } else if (v == LIVENESS_HEARTBEAT &&
                    relay_send_empty(r, t, SPITS_MSG_HEARTBEAT) != 0 &&
                    errno == EHOSTUNREACH) {
             /* Its connection is gone (ROUTER_MANDATORY): a TM killed
              * with its copies gives them back within a heartbeat, not
              * after the job's --tm-timeout. */
-            relay_records_drop(r, t, "disconnected", 1);
+            relay_copies_gone(r, t, "disconnected", 1);
         }
     }
 }
@@ -96,6 +100,9 @@ void tm_relay_turn(tm_t *tm)
     if (router_monitor_read(r->sock.mon, r->sock.conngen, r->sock.zap, tm->now))
         r->live.probe_until = tm->now + LIVENESS_PROBE_MS;
     relay_recv_burst(r);
+    /* (draining, copies handed back here are not sent again: upstream) */
+    if (tm->drain.active)
+        relay_copies_give_back(r);
     relay_tasks_serve(r);
     relay_tick(r);
 }
@@ -143,13 +150,14 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     char bound[512], err[256];
     size_t blen = sizeof bound;
 
-    if (!r || relay_peers_init(&r->peers) != 0 || !(r->copies = spits_idmap_new()) ||
-        !(r->extra = spits_idmap_new()) || !(r->sock.conngen = conngen_new())) {
+    if (r)
+        r->tm = tm;
+    if (!r || relay_peers_init(&r->peers) != 0 || relay_copies_init(r) != 0 ||
+        !(r->sock.conngen = conngen_new())) {
         spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    r->tm = tm;
     r->live.hop = (liveness_hop_t){.prefix = "relay: ", .loop = "the relay",
                                    .timeout_ms = 10000, .hb_ms = 1000,
                                    .tick_ms = RELAY_TICK_MS};
@@ -232,8 +240,7 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
         zmq_close(r->sock.router);
     spits_zap_destroy(&r->sock.zap);
     conngen_destroy(&r->sock.conngen);
-    spits_idmap_destroy(&r->copies);
-    spits_idmap_destroy(&r->extra);
+    relay_copies_free(r);
     relay_peers_free(&r->peers);
     json_decref(r->job.body);
     spits_batch_free(&r->down.out);

@@ -10,10 +10,13 @@
  *                     sock.max_task)
  *   relay_recv.c      the TMs' messages: joins, results (foreign ones
  *                     too), STATS, DRAIN, BYE (log's counts)
- *   relay_tasks.c     tasks out of the pool down to each TM with room
- *                     (down; copies and extra as tasks go down)
- *   relay_records.c   records upstream, and the copies a TM gone held
- *                     (rec; copies and extra as records go up)
+ *   relay_tasks.c     tasks down to each TM with room, as the scheduler
+ *                     picks them (down)
+ *   relay_copies.c    the copies upstream sent this relay: the
+ *                     scheduler's tasks (serving/scheduler.h), made from
+ *                     the pool's items, and their answers upstream when
+ *                     they are resolved or given back (held; extra)
+ *   relay_records.c   records upstream (rec)
  *   relay_send.c      messages down to one TM
  *   relay_peers.c     who is behind: the table of TMs (and relays) by
  *                     routing id (a serving/peertab.h), their capacity and
@@ -22,9 +25,9 @@
  *                     capacity and "behind")
  *
  * All of it is spits-tm's main thread's (tm_private.h). What every hop
- * does alike (the table of TMs, the loss rules, TASKS messages, sends,
- * event lines) is
- * serving/'s, which the JM uses too.
+ * does alike (the table of TMs, the loss rules, credit, the scheduler,
+ * TASKS messages, sends, event lines) is serving/'s, which the JM uses
+ * too.
  */
 #ifndef SPITS_TM_RELAY_INT_H
 #define SPITS_TM_RELAY_INT_H
@@ -35,6 +38,7 @@
 #include "liveness.h"
 #include "loglimit.h"
 #include "peertab.h"
+#include "scheduler.h"
 #include "tm_private.h"
 #include "zap.h"
 
@@ -47,6 +51,7 @@
 #define RELAY_ID_MAX 40            /* a relay's id: its routing id, as text */
 #define RELAY_BELOW_MAX 32         /* relay ids in a HELLO's "below" */
 #define RELAY_BATCH_MAX 1024       /* tasks in one TASKS message */
+#define RELAY_BATCH_BYTES (64u << 20)  /* ...and task bytes in one */
 
 /* A TM behind this relay (or a relay behind it). An entry is kept once
  * it is gone (its return is then a re-attach) until RELAY_KEEP_DEAD newer
@@ -73,33 +78,29 @@ typedef struct {
 } rl_tm_status_t;
 
 /* What it adds to relay_peers.c's sums now (relay_peers.c). Its credit
- * itself (workers, slots, held) is a credit_t (serving/credit.h): set at
- * its HELLO (relay_recv.c) or a relay's STATS (relay_peers.c), spent as
- * copies go down (relay_tasks.c), given back by its records
- * (relay_recv.c), cleared when it is gone (relay_records.c). */
+ * itself (workers, slots, held) is in its sched_peer_t (serving/
+ * scheduler.h): set at its HELLO (relay_recv.c) or a relay's STATS
+ * (relay_peers.c); the scheduler's as copies go down and records come
+ * back. */
 typedef struct {
     int workers, slots;
 } rl_tm_share_t;
 
 /* From its STATS (relay_peers.c), for the relay's own; and the copies
- * sent to it (relay_tasks.c), and as of its last HELLO (relay_recv.c):
- * whether anything was sent since (serving/joins.h). */
+ * sent to it as of its last HELLO (relay_recv.c): whether anything was
+ * sent since (sched.sent; serving/joins.h). */
 typedef struct {
     uint64_t runs;
     double busy_s;
-    uint64_t sent, sent_at_hello;
+    uint64_t sent_at_hello;
 } rl_tm_stats_t;
 
 typedef struct {
     peertab_entry_t peer;        /* the table's (rid, slot, alive): first */
     rl_tm_id_t id;
     rl_tm_status_t status;
-    credit_t credit;
-    int unknown_credit;          /* records of copies we did not send it
-                                    that still free a slot: what it said
-                                    it held when it joined, or at a repeat
-                                    HELLO with nothing sent since
-                                    (relay_recv.c) */
+    sched_peer_t sched;          /* its credit, and the scheduler's counts
+                                    (sched.slot: peer.slot, relay_peers.c) */
     rl_tm_share_t share;
     rl_tm_stats_t stats;
 } rl_tm_t;
@@ -157,14 +158,51 @@ typedef struct {
     int64_t next_tick;
 } rl_live_t;
 
-/* Tasks down (relay_tasks.c; out is also relay_upstream.c's, for CANCEL;
+/* Tasks down (relay_tasks.c; out is also relay_send.c's, for CANCEL;
  * part_min is set by relay.c, read by relay_send.c for WELCOME). */
 typedef struct {
     uint64_t part_min;           /* tasks this large go down as parts */
     size_t rr;                   /* round-robin start of the next serve */
     spits_batch_t out;           /* TASKS, CANCEL being built */
-    tm_item_t items[RELAY_BATCH_MAX];
 } rl_down_t;
+
+/* A copy upstream sent this relay, as the scheduler holds it: a
+ * sched_task_t (id: the relay's own number for it, in the order they
+ * came; hash: upstream's id of the task) whose data bytes are this. */
+typedef struct {
+    const tm_phase_t *phase;
+    tm_rx_t *rx;                 /* the message its bytes are in: one
+                                    reference, the copy's */
+    const unsigned char *bytes;  /* ...its bytes (the task's len of them) */
+    int answered;                /* its record went upstream */
+} rl_copy_t;
+
+static inline rl_copy_t *rl_copy(sched_task_t *task)
+{
+    return (rl_copy_t *)(void *)task->data;
+}
+
+/* The copies this relay holds (relay_copies.c's): the scheduler
+ * (serving/scheduler.h; its peers are the rl_tm_t's sched), and its
+ * tasks by upstream id. */
+typedef struct {
+    sched_t *sched;
+    sched_stats_t st;            /* the scheduler's counts */
+    spits_idmap_t *byid;         /* upstream id -> (0, sched_task_t *), or
+                                    (copies told to cancel, NULL) */
+    spits_idmap_t *extra;        /* upstream id -> (more copies, phase):
+                                    copies upstream sent again while one
+                                    was here (it forgot we held it);
+                                    answered with the first */
+    uint64_t next_id;            /* the next task's own number */
+    sched_task_t *released;      /* released by the scheduler, not yet
+                                    settled (relay_copies_settle) */
+    sched_task_t *spare;         /* settled ones, to be made again */
+    size_t nspare;
+    uint64_t cancelled;          /* copies the TMs behind were told to
+                                    cancel */
+    int closing;                 /* the relay ends: nothing goes up */
+} rl_copies_t;
 
 /* Records up, being gathered for the outbox: relay_records.c's only. */
 typedef struct {
@@ -179,8 +217,8 @@ typedef struct {
  * (relay_recv.c's), and the log lines of TM events (relay.c,
  * relay_recv.c, relay_records.c, relay_peers.c). */
 typedef struct {
-    uint64_t foreign, bogus, bad;
-    int64_t bad_logged_at, bogus_logged_at;
+    uint64_t foreign, bad;
+    int64_t bad_logged_at;
     loglimit_t events;           /* TM joins, leaves, losses, loops */
 } rl_log_t;
 
@@ -188,16 +226,7 @@ struct tm_relay {
     tm_t *tm;
     rl_sock_t sock;
     rl_peers_t peers;
-    spits_idmap_t *copies;       /* task id -> (its TM's peer.slot,
-                                    tm_phase_t *): added by relay_tasks.c
-                                    for live TMs only, taken by
-                                    relay_recv.c and relay_records.c (all
-                                    of a TM's before it is set dead, so a
-                                    slot reused holds none) */
-    spits_idmap_t *extra;        /* task id -> (more copies, tm_phase_t *):
-                                    copies upstream sent again while one
-                                    was out behind us (it forgot we held
-                                    it); answered with the first */
+    rl_copies_t copies;
     rl_job_t job;
     rl_live_t live;
     rl_down_t down;
@@ -216,6 +245,10 @@ int relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type);
 void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen);
 /* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
 void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type);
+/* Each TM named in c[0..m-1] (which it sorts) one CANCEL, of phase wire,
+ * of its copies there: c[i].hash is a copy's upstream id (rl_copy_t). A
+ * copy left out (no memory) runs on: its result is a duplicate. */
+void relay_send_cancels(tm_relay_t *r, uint32_t wire, sched_cancel_t *c, size_t m);
 
 /* relay_records.c */
 /* Hands the records gathered so far to the outbox. */
@@ -226,12 +259,43 @@ void relay_records_flush(tm_relay_t *r);
 void relay_records_add(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
                        uint32_t status, const void *data, uint32_t len,
                        zmq_msg_t *part, int held);
-/* The copy of id behind us is answered: the copies upstream sent again
- * meanwhile go back unrun. */
-void relay_records_settle_extra(tm_relay_t *r, uint64_t id);
-/* t is gone (lost, or it left; why says how, for the log): what it held
- * goes back upstream now. */
-void relay_records_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost);
+
+/* relay_copies.c */
+/* The scheduler and its maps: 0, or -1 when out of memory. */
+int relay_copies_init(tm_relay_t *r);
+/* The relay ends: every copy is freed, and nothing goes upstream. */
+void relay_copies_free(tm_relay_t *r);
+/* The job's max_copies (WELCOME's "max_copies"; out of range: kept). */
+void relay_copies_set_max(tm_relay_t *r, int max_copies);
+/* Takes up to want copies from the pool into the scheduler (fresh); one
+ * of a task held already goes to extra. Returns how many it took. */
+size_t relay_copies_take(tm_relay_t *r, size_t want);
+/* The copy held of upstream id, of phase wire, or NULL. */
+sched_task_t *relay_copies_find(tm_relay_t *r, uint64_t id, uint32_t wire);
+/* A record of a copy of id behind us told to cancel: 1 (counted; it is
+ * to be dropped), else 0. */
+int relay_copies_swallow(tm_relay_t *r, uint64_t id);
+/* The copies the scheduler noted for cancelling go to the TMs holding
+ * them. */
+void relay_copies_cancels(tm_relay_t *r);
+/* The copies the scheduler released are answered upstream (RETURNED,
+ * unless marked answered) and freed; the records are flushed. Call after
+ * every call into the scheduler that may resolve a task. */
+void relay_copies_settle(tm_relay_t *r);
+/* Upstream resolved ids of phase ph (its CANCEL): the copies behind us
+ * are cancelled, and ours answered. */
+void relay_copies_drop(tm_relay_t *r, const tm_phase_t *ph, const uint64_t *ids, size_t n);
+/* The copies nothing runs (fresh, or to run again) go back upstream: no
+ * TM is left behind, or the relay drains. */
+void relay_copies_give_back(tm_relay_t *r);
+/* A new phase: every copy held goes back (the TMs drop their own). */
+void relay_copies_reset(tm_relay_t *r);
+/* A drain: every copy the TMs behind hold is cancelled (those queued
+ * come back at once; those running finish). */
+void relay_copies_cancel_queued(tm_relay_t *r);
+/* t is gone (lost, or it left; why says how, for the log): its copies
+ * run again on the others (or go back upstream, with none left). */
+void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, int lost);
 
 /* relay_tasks.c */
 /* Each TM with room gets what the pool has, round robin. */
@@ -254,7 +318,7 @@ rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
 void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
 /* t is gone: it counts no more, and its entry is dead (evicted, and its
  * slot reused, after RELAY_KEEP_DEAD more went). Its copies must be
- * taken first (relay_records_drop does), but for a TM's BYE to the
+ * taken first (relay_copies_gone does), but for a TM's BYE to the
  * relay's END as it closes (relay.c relay_end_bye): no slot is reused
  * after, and its copies go back upstream with the relay's. */
 void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);

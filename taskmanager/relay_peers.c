@@ -52,8 +52,10 @@ void relay_peers_free(rl_peers_t *p)
 rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 {
     rl_tm_t *t = peertab_add(p->tab, rid, ridlen);
-    if (t)
+    if (t) {
         t->status.attach = -1;
+        t->sched.slot = t->peer.slot;
+    }
     return t;
 }
 
@@ -61,10 +63,10 @@ rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
 {
     int counts = t->peer.alive && !t->status.draining;
-    p->sum_workers += (counts ? t->credit.workers : 0) - t->share.workers;
-    p->sum_slots += (counts ? t->credit.slots : 0) - t->share.slots;
-    t->share.workers = counts ? t->credit.workers : 0;
-    t->share.slots = counts ? t->credit.slots : 0;
+    p->sum_workers += (counts ? t->sched.credit.workers : 0) - t->share.workers;
+    p->sum_slots += (counts ? t->sched.credit.slots : 0) - t->share.slots;
+    t->share.workers = counts ? t->sched.credit.workers : 0;
+    t->share.slots = counts ? t->sched.credit.slots : 0;
     long long workers = p->sum_workers, slots = p->sum_slots;
     if (workers > SPITS_WORKERS_MAX)
         workers = SPITS_WORKERS_MAX;
@@ -96,7 +98,7 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
         t->stats.runs = (uint64_t)st.runs;
         /* A relay behind us: its capacity follows its TMs. */
         if (t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
-            credit_resize(&t->credit, st.workers, st.slots);
+            credit_resize(&t->sched.credit, st.workers, st.slots);
             relay_peers_capacity(p, t);
         }
     }
@@ -239,7 +241,7 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
         if (json_array_size(list) < RELAY_BEHIND_LISTED) {
             json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->id.host,
                                   "pid", (json_int_t)t->id.pid,
-                                  "workers", t->credit.workers,
+                                  "workers", t->sched.credit.workers,
                                   "runs", (json_int_t)t->stats.runs);
             if (e && t->id.relay_id[0])
                 json_object_set_new(e, "relay", json_true());

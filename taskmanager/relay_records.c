@@ -4,15 +4,12 @@
  * into one RESULTS batch per phase and handed to the outbox (results.c
  * sends them to the relay's own upstream, as a TM's).
  *
- * The rule upstream is the JM's own: every copy the relay took from the
- * pool (tm_pool_take, which counts it running) goes back as exactly one
- * record, through relay_records_add with held set. A copy upstream sent
- * again while one was out behind us (extra, see relay_tasks.c) is
- * answered RETURNED with the first (relay_records_settle_extra). A TM gone hands
- * back, here, every copy it held (relay_records_drop).
+ * Every copy the relay took from the pool (tm_pool_take, which counts it
+ * running) goes back as exactly one record with held set
+ * (relay_copies.c keeps that rule); foreign results go up without.
  *
- * Below relay_recv.c and relay_tasks.c; it uses the table of TMs
- * (relay_peers.c) and the pool (tm.h), nothing above.
+ * The lowest of the relay's files with relay_send.c: it uses the pool
+ * (tm.h), nothing above.
  */
 #define _DEFAULT_SOURCE
 #include <string.h>
@@ -75,46 +72,3 @@ void relay_records_add(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
     }
     r->rec.done += held != 0;
 }
-
-/* The copy of id behind us is answered (its record went up): the copies
- * upstream sent again meanwhile go back unrun. */
-void relay_records_settle_extra(tm_relay_t *r, uint64_t id)
-{
-    int more;
-    void *ph;
-    if (!spits_idmap_get(r->extra, id, &more, &ph))
-        return;
-    spits_idmap_del(r->extra, id);
-    for (int k = 0; k < more; k++)
-        relay_records_add(r, ph, id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
-}
-
-/* A copy t held goes back upstream unrun (idmap_take_owner's callback). */
-static void relay_records_return_copy(uint64_t id, void *ph, void *arg)
-{
-    relay_records_add(arg, ph, id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
-    relay_records_settle_extra(arg, id);
-}
-
-/* t is gone (lost, or it left): what it held goes back upstream now. */
-void relay_records_drop(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
-{
-    rl_peers_t *p = &r->peers;
-    if (!t->peer.alive)
-        return;
-    size_t n = spits_idmap_take_owner(r->copies, t->peer.slot,
-                                      relay_records_return_copy, r);
-    relay_records_flush(r);
-    relay_peers_gone(p, t);
-    credit_gone(&t->credit);
-    p->runs_gone += t->stats.runs;
-    p->busy_gone += t->stats.busy_s;
-    if (lost)
-        p->losses++;
-    else
-        p->leaves++;
-    if (loglimit_allow(&r->log.events, r->tm->now))
-        spits_info("relay: %s %s:%ld %s; %zu task(s) handed back upstream",
-                   t->id.relay_id[0] ? "relay" : "TM", t->id.host, t->id.pid, why, n);
-}
-

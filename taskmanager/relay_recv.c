@@ -4,24 +4,23 @@
  *
  *   HELLO      a TM joins (or re-attaches): it gets the job's WELCOME as
  *              the relay got it, with its own attach number
- *   RESULTS    each record of a copy the TM holds goes upstream; other
- *              results (a TM that joined holding work from elsewhere, or
- *              one we counted lost) go up flagged SPITS_REC_FOREIGN,
- *              which gives the JM no credit back, and a copy of that task
- *              still queued here goes back unrun; a result that came as a
- *              part goes up as one, the same frame shared (zmq_msg_copy),
- *              not copied
+ *   RESULTS    each record of a copy this relay holds goes to the
+ *              scheduler (serving/scheduler.h), as the JM's do: the
+ *              first result of a task, or its failed run, goes upstream,
+ *              its other copies are cancelled, a copy handed back runs
+ *              again; other results (a TM that joined holding work from
+ *              elsewhere, or a copy released here) go up flagged
+ *              SPITS_REC_FOREIGN, which gives the JM no credit back, and a
+ *              copy of that task still queued here goes back unrun; a
+ *              result that came as a part goes up as one, the same frame
+ *              shared (zmq_msg_copy), not copied
  *   DRAIN, BYE, STATS, HEARTBEAT as a JM takes them
  *
- * A TM gets back one slot per record of a copy it held, and per record of
- * what it said it held when it joined, or at a repeat HELLO with nothing
- * sent since (unknown_credit); other records free
- * nothing, so no TM can talk itself into more tasks than its slots.
- * Malformed messages, and records of copies a TM was never sent, are
- * counted and said at most every 10 s.
+ * A TM gets back one slot per record but foreign ones, as at the JM
+ * (serve.c). Malformed messages are counted and said at most every 10 s.
  *
- * Uses relay_records.c, relay_send.c and relay_peers.c; called by
- * relay.c's turn.
+ * Uses relay_copies.c, relay_records.c, relay_send.c and relay_peers.c;
+ * called by relay.c's turn.
  */
 #define _DEFAULT_SOURCE
 #include <stdio.h>
@@ -36,23 +35,13 @@
 #define RELAY_RECV_BURST 1024      /* messages a turn, so tasks still go out */
 
 
-/* A malformed message (bad), or records of copies a TM was never sent
- * (bogus): counted, and said at most every 10 s. */
+/* A malformed message: counted, and said at most every 10 s. */
 static void relay_recv_bad(tm_relay_t *r, const char *why)
 {
     r->log.bad++;
     if (loglimit_every(&r->log.bad_logged_at, r->tm->now, 10000))
         spits_warn("relay: dropped a malformed message from a task manager "
                    "(%s); %llu so far", why, (unsigned long long)r->log.bad);
-}
-
-static void relay_recv_bogus(tm_relay_t *r, const rl_tm_t *t)
-{
-    r->log.bogus++;
-    if (loglimit_every(&r->log.bogus_logged_at, r->tm->now, 10000))
-        spits_warn("relay: TM %s:%ld sent records of task copies this relay did "
-                   "not send it; they free no slot (%llu so far)", t->id.host,
-                   t->id.pid, (unsigned long long)r->log.bogus);
 }
 
 
@@ -62,10 +51,8 @@ static void relay_recv_bogus(tm_relay_t *r, const rl_tm_t *t)
 static void relay_recv_hello_again(tm_relay_t *r, rl_tm_t *t, const spits_hello_t *h,
                                    long held)
 {
-    if (t->stats.sent == t->stats.sent_at_hello) {
-        credit_hold(&t->credit, held);
-        t->unknown_credit = (int)held;
-    }
+    if (t->sched.sent == t->stats.sent_at_hello)
+        sched_joined(r->copies.sched, &t->sched, held);
     if (h->attach > t->status.attach)
         t->status.attach = h->attach;
     relay_send_job(r, t, SPITS_MSG_WELCOME);
@@ -96,7 +83,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     /* (what a TM of another job holds is not this job's, as in the JM) */
     long held = joins_held(&h, r->job.id);
     joins_known_t known = {t && t->peer.alive, t ? t->id.pid : 0, t ? t->status.attach : -1,
-                           t && t->stats.sent != t->stats.sent_at_hello};
+                           t && t->sched.sent != t->stats.sent_at_hello};
     joins_kind_t kind = joins_kind(&known, &h);
     if (kind == JOINS_AGAIN) {
         relay_recv_hello_again(r, t, &h, held);
@@ -105,7 +92,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     }
     int first = !t;
     if (kind == JOINS_RECONNECT)
-        relay_records_drop(r, t, "reconnected", 1);
+        relay_copies_gone(r, t, "reconnected", 1);
     if ((!t && !(t = relay_peers_add(&r->peers, rid, ridlen))) ||
         peertab_set_alive(r->peers.tab, t, 1) != 0) {
         relay_recv_bad(r, "no room to add a task manager");
@@ -114,15 +101,14 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     }
     spits_escape(t->id.host, sizeof t->id.host, h.host);   /* (for our log) */
     t->id.pid = h.pid;
-    credit_set(&t->credit, h.workers, h.slots);
-    credit_hold(&t->credit, held);
-    t->unknown_credit = (int)held;
+    credit_set(&t->sched.credit, h.workers, h.slots);
+    sched_joined(r->copies.sched, &t->sched, held);
     t->status.attach = h.attach;
     t->status.draining = 0;
     liveness_heard(&t->status.live, r->tm->now);
     t->stats.runs = 0;
     t->stats.busy_s = 0;
-    t->stats.sent_at_hello = t->stats.sent;
+    t->stats.sent_at_hello = t->sched.sent;
     t->id.relay_id[0] = 0;
     t->id.nbelow = nbelow;
     memcpy(t->id.below, below, sizeof below);
@@ -159,48 +145,48 @@ static void relay_recv_unqueue(tm_relay_t *r, const tm_phase_t *ph, uint64_t *id
     *n = 0;
 }
 
-/* The records of a RESULTS message from t (NULL: a TM we do not know):
- * each of a copy t holds goes upstream and frees its slot; any other
- * result goes up as foreign (see the header), and a copy of its task
- * still queued here goes back unrun (relay_recv_unqueue). With no_payload (a
- * message whose frames did not fit its records), the copies t holds go
- * back unrun instead, and nothing else goes up. */
+/* The records of a RESULTS message from t (NULL: a TM we do not know, or
+ * one gone): each of a copy this relay holds goes to the scheduler (see
+ * the header); any other result goes up as foreign, and a copy of its
+ * task still queued here goes back unrun (relay_recv_unqueue). With
+ * no_payload (a message whose frames did not fit its records), every
+ * record is taken as a copy handed back unrun, and nothing goes up. */
 static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
                                zmq_msg_t *msg, spits_parts_t *parts, int no_payload)
 {
+    sched_t *s = r->copies.sched;
+    sched_peer_t *sp = t ? &t->sched : NULL;
     spits_reader_t reader;
     spits_rec_t rec;
-    uint64_t credit = 0, bogus = 0;
-    uint64_t done[RELAY_UNQUEUE_MAX];
+    uint64_t done[RELAY_UNQUEUE_MAX], up;
     size_t ndone = 0;
-    int idx = t ? t->peer.slot : -1;
     const tm_phase_t *cur = r->tm->job.current;
     size_t k = 0;   /* the next part */
 
+    sched_clock(s, r->tm->now);
+    sched_credit(s, sp, h->count - h->foreign);
     spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
     spits_reader_parts(&reader, parts->view);
     while (spits_reader_next(&reader, &rec)) {
         zmq_msg_t *part = rec.part && !no_payload ? &parts->msgs[k++] : NULL;
-        void *ph;
-        if (rec.foreign) {
-            /* (a relay behind us passing one on: no slot of its own) */
-        } else if (t && spits_idmap_take(r->copies, rec.id, idx, &ph)) {
-            if (no_payload)
-                relay_records_add(r, ph, rec.id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
-            else
-                relay_records_add(r, ph, rec.id, rec.status, rec.data, rec.len, part, 1);
-            relay_records_settle_extra(r, rec.id);
-            credit++;
+        sched_task_t *task = rec.foreign ? NULL : relay_copies_find(r, rec.id, h->phase);
+        if (task) {
+            uint32_t status = no_payload ? SPITS_ST_RETURNED : rec.status;
+            sched_outcome_t o = sched_record(s, sp, task->id, status, 0, &up);
+            if (o == SCHED_REC_COMMIT || o == SCHED_REC_POISON) {
+                /* (released, not yet freed: relay_copies_settle) */
+                relay_records_add(r, rl_copy(task)->phase, rec.id, rec.status, rec.data,
+                                  rec.len, part, 1);
+                rl_copy(task)->answered = 1;
+            }
             continue;
-        } else if (t && t->unknown_credit > 0) {
-            t->unknown_credit--;
-            credit++;
-        } else if (t) {
-            bogus++;
         }
-        /* Not a copy it holds from us: work it did for another hop, or
-         * for us before we counted it lost. A result may still be the
-         * first; a copy handed back is nothing to anyone. */
+        /* A copy told to cancel (its task resolved): nothing more. */
+        if (!rec.foreign && relay_copies_swallow(r, rec.id))
+            continue;
+        /* Not a copy held here: work it did for another hop (or for us
+         * before we counted it lost). A result may still be the first; a
+         * copy handed back is nothing to anyone. */
         if (no_payload || rec.status == SPITS_ST_RETURNED || !cur ||
             h->phase != cur->wire)
             continue;
@@ -214,11 +200,8 @@ static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
             relay_recv_unqueue(r, cur, done, &ndone);
     }
     relay_recv_unqueue(r, cur, done, &ndone);
-    relay_records_flush(r);
-    if (bogus)
-        relay_recv_bogus(r, t);
-    if (t && t->peer.alive)
-        credit_back(&t->credit, credit);
+    relay_copies_cancels(r);
+    relay_copies_settle(r);
 }
 
 /* One message from rid: its first frame, msg, with its other frames
@@ -280,7 +263,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         break;
     case SPITS_MSG_BYE:
         if (t)
-            relay_records_drop(r, t, "left", 0);
+            relay_copies_gone(r, t, "left", 0);
         break;
     case SPITS_MSG_STATUS:
         break;   /* (spits-status asks the JM) */

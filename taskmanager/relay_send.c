@@ -2,14 +2,15 @@
  * relay_send.c - a relay's messages down to the TMs behind it (see
  * relay_int.h): a buffer to one TM on the relay's ROUTER socket (which
  * notes when we last sent to it, for its heartbeats), an empty message,
- * WHO to a peer we do not know, and the job's WELCOME or PHASE as
- * upstream sent it.
+ * WHO to a peer we do not know, the job's WELCOME or PHASE as upstream
+ * sent it, and CANCELs of copies, one message per TM.
  *
  * The lowest of the relay's files: it uses the socket (serving/router.h)
  * and nothing of the other relay files.
  */
 #define _DEFAULT_SOURCE
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "log.h"
 #include "relay_int.h"
@@ -66,3 +67,25 @@ void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
     spits_buf_free(&buf);
 }
 
+
+static int relay_send_by_slot(const void *a, const void *b)
+{
+    const sched_cancel_t *x = a, *y = b;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+void relay_send_cancels(tm_relay_t *r, uint32_t wire, sched_cancel_t *c, size_t m)
+{
+    qsort(c, m, sizeof *c, relay_send_by_slot);
+    for (size_t i = 0; i < m;) {
+        size_t j = i, n = 0;
+        spits_batch_begin(&r->down.out, SPITS_MSG_CANCEL, wire);
+        for (; j < m && c[j].slot == c[i].slot; j++)
+            n += spits_batch_add(&r->down.out, c[j].hash, 0, 0) != NULL;
+        spits_batch_seal(&r->down.out);
+        rl_tm_t *t = peertab_at(r->peers.tab, (size_t)c[i].slot);
+        if (t && t->peer.alive && n)
+            relay_send_buf(r, t, r->down.out.buf.data, r->down.out.buf.len, 0);
+        i = j;
+    }
+}

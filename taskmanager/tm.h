@@ -249,6 +249,8 @@ const char *tm_pool_failed(tm_pool_t *p);
 
 /* Drops n of rx's references (n of its tasks are done with). */
 void tm_rx_release(tm_rx_t *rx, size_t n);
+/* Takes n more references to rx (a relay's part of a task it holds). */
+void tm_rx_hold(tm_rx_t *rx, size_t n);
 
 /* outbox.c: every record going back to the JM is queued there (see its
  * header). Each returns 0, or -1 when out of memory. */

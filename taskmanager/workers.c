@@ -53,6 +53,11 @@ typedef struct {
     int64_t task_ns;          /* mean task time of its last chunk */
 } worker_t;
 
+void tm_rx_hold(tm_rx_t *rx, size_t n)
+{
+    atomic_fetch_add(&rx->refs, n);
+}
+
 void tm_rx_release(tm_rx_t *rx, size_t n)
 {
     if (n && atomic_fetch_sub(&rx->refs, n) == n) {

@@ -5,18 +5,21 @@
 # (bench -P) while relay A is killed with kill -9: the JM counts A lost
 # and re-sends A's copy of task 0 (which TM 1 still runs) to B; TM 1
 # moves to B. Then task 0 finishes, and its result reaches the JM through
-# B, flagged foreign: it must commit task 0 once, and B's copy of it must
-# never run.
+# B: it must commit task 0 once, and B's copy of it must never run.
 #   a. B's copy waits in B's own queue (TM 1, B's only TM, has no room):
-#      B hands it back unrun as the foreign result passes;
+#      the result goes up flagged foreign, and B hands its copy back
+#      unrun as it passes;
 #   b. B's copy went on to TM 2, behind B from the start, queued behind
-#      two tasks: the JM cancels it (it is B's, and the task is done; on
+#      two tasks: B's scheduler holds it, so the result answers it (the
+#      same task: not foreign) and B cancels TM 2's copy itself (on
 #      084c61a the foreign result took B's copy instead, and TM 2 ran
-#      task 0 again).
+#      task 0 again; until the relay had a scheduler, the JM cancelled
+#      it).
 # Expected, exactly: the output is the bench checksum, each task
 # committed once; 1 copy requeued (A's), 1 re-sent (to B), 1 foreign
-# result, no duplicate (no task ran twice), no retry; B's done counts
-# every task (its own copies' results, and the foreign one).
+# result in a and none in b, no duplicate (no task ran twice), no retry;
+# B's done counts every task (its own copies' results, and the foreign
+# one).
 . "$(dirname "$0")/lib.sh"
 
 # fallback NAME N WINDOW SLEEP_US: the job (bench, N tasks of SLEEP_US,
@@ -52,19 +55,19 @@ kill_a() {
         30 "$1: the JM to re-send A's copy to B"
 }
 
-# finish NAME N PIDS...: the hold lifted, the job ends, and its counts are
-# the expected ones
+# finish NAME N FOREIGN PIDS...: the hold lifted, the job ends, and its
+# counts are the expected ones (FOREIGN: foreign results)
 finish() {
-    local name=$1 n=$2 p got
-    shift 2
+    local name=$1 n=$2 foreign=$3 p got
+    shift 3
     rm "$T/$name.hold"
     wait "$JM1" || fail "$name: spits-jm exited $?"
     for p in "$@" "$RB"; do wait "$p" || fail "$name: a TM or relay B exited $?"; done
     [ "$(cat "$T/$name.out")" = "$(bench_checksum "$n")" ] || fail "$name: bench printed '$(cat "$T/$name.out")'"
     local r=$T/$name/report.json c="d['counters']"
     got=$(json "$r" "[$c['committed'], $c['requeued'], $c['resent'], $c['foreign_results'], $c['duplicates'], $c['retried']]")
-    [ "$got" = "[$n, 1, 1, 1, 0, 0]" ] ||
-        fail "$name: committed, requeued, resent, foreign, duplicates, retried: $got, not [$n, 1, 1, 1, 0, 0]"
+    [ "$got" = "[$n, 1, 1, $foreign, 0, 0]" ] ||
+        fail "$name: committed, requeued, resent, foreign, duplicates, retried: $got, not [$n, 1, 1, $foreign, 0, 0]"
     got=$(json "$r" "[t['done'] for t in d['tms'] if t.get('endpoint') == 'tcp://127.0.0.1:$PB']")
     [ "$got" = "[$n]" ] || fail "$name: relay B's done: $got, not [$n]"
 }
@@ -83,7 +86,7 @@ for i in $(seq 20); do
 done
 [ "$got" = "[1]" ] || fail "a: relay A holds $got task(s), not [1]"
 kill_a a
-finish a 8 "$TM1"
+finish a 8 1 "$TM1"
 
 # --- b. B's copy waits in TM 2's queue
 # (--window 4: A holds task 0; B, whose TM 2 has 1 worker and 3 more
@@ -96,7 +99,7 @@ wait_for "[ -e $T/b.hold.waiting-1 ] && [ \"\$(held b $PB)\" = '[3]' ]" 30 \
     "b: TM 2 to run task 1 and hold 2 and 3"
 [ "$(held b "$PA")" = "[1]" ] || fail "b: relay A holds $(held b "$PA") task(s), not [1]"
 kill_a b
-finish b 6 "$TM1" "$tm2"
+finish b 6 0 "$TM1" "$tm2"
 grep -q "cancel: 1 of 1 copies were still queued and go back" "$T/b.tm2.log" ||
     fail "b: TM 2 was not told to cancel its queued copy of task 0"
 exit 0

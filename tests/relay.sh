@@ -101,13 +101,13 @@ grep -q "relay [^ ]*:$RELAY_PID lost" "$T/c.jm.log" || fail "c: the JM did not l
 for i in 1 2 3; do grep -q "trying the job manager" "$T/c.tm$i.log" || fail "c: TM $i did not fall back"; done
 
 # 3a. kill -9 of a TM behind a relay, with a --tm-timeout of 60 s: the
-#     relay finds its connection gone at its next heartbeat and hands its
-#     copies back upstream at once, so the job does not wait the 60 s.
+#     relay finds its connection gone at its next heartbeat and sends its
+#     copies to its other TMs at once, so the job does not wait the 60 s.
 relayed c1 60
 c1=($TMS)
 kill -9 "${c1[0]}"
-wait_for "grep -q 'TM [^ ]*:${c1[0]} disconnected; [1-9][0-9]* task(s) handed back upstream' $T/c1.r.log" 10 \
-    "c1: the relay handing back the killed TM's copies"
+wait_for "grep -q 'TM [^ ]*:${c1[0]} disconnected; [1-9][0-9]* task(s) to run again' $T/c1.r.log" 10 \
+    "c1: the relay taking back the killed TM's copies"
 wait $JM_PID || fail "c1: spits-jm exited $?"
 exact c1 3000
 wait "${c1[1]}" || fail "c1: a TM exited $?"
