@@ -77,7 +77,8 @@ static void relay_copies_settle_extra(tm_relay_t *r, uint64_t id)
 {
     int more;
     void *ph;
-    if (!spits_idmap_get(r->copies.extra, id, &more, &ph))
+    if (!spits_idmap_count(r->copies.extra) ||
+        !spits_idmap_get(r->copies.extra, id, &more, &ph))
         return;
     spits_idmap_del(r->copies.extra, id);
     for (int k = 0; k < more; k++)
@@ -97,9 +98,11 @@ void relay_copies_settle(tm_relay_t *r)
                                   0, NULL, 1);
             relay_copies_settle_extra(r, task->hash);
         }
+        /* (its entry, unless a count of cancelled copies took its place;
+         * one probe: tasks' entries have owner 0, counts 1 or more) */
         void *held;
-        if (spits_idmap_get(c->byid, task->hash, NULL, &held) && held == task)
-            spits_idmap_del(c->byid, task->hash);
+        if (spits_idmap_take(c->byid, task->hash, 0, &held) && held != task)
+            spits_idmap_put(c->byid, task->hash, 0, held);   /* (not ours) */
         tm_rx_release(cp->rx, 1);
         if (c->nspare < RELAY_SPARE_MAX) {
             task->next = c->spare;
@@ -186,6 +189,14 @@ static sched_task_t *relay_copies_make(rl_copies_t *c, const tm_item_t *item)
     return task;
 }
 
+/* A task made and not used goes back to the spare ones. */
+static void relay_copies_unmake(rl_copies_t *c, sched_task_t *task)
+{
+    task->next = c->spare;
+    c->spare = task;
+    c->nspare++;
+}
+
 /* Out of memory holding a copy: it goes back upstream unrun. */
 static void relay_copies_refuse(tm_relay_t *r, const tm_item_t *item)
 {
@@ -205,20 +216,25 @@ size_t relay_copies_take(tm_relay_t *r, size_t want)
         size_t n = tm_pool_take(&r->tm->pool, items, k);
         for (size_t i = 0; i < n; i++) {
             const tm_item_t *it = &items[i];
-            int more;
+            int more, rc;
             void *ph;
-            if (relay_copies_find(r, it->id, it->phase->wire)) {
-                /* held already: answered with the one held */
-                if (!spits_idmap_get(c->extra, it->id, &more, &ph))
-                    more = 0;
-                if (spits_idmap_put(c->extra, it->id, more + 1, (void *)it->phase) != 0)
-                    relay_copies_refuse(r, it);
-                else
-                    tm_rx_release(it->rx, 1);
-                continue;
-            }
             sched_task_t *task = relay_copies_make(c, it);
-            if (!task || spits_idmap_put(c->byid, it->id, 0, task) != 0) {
+            /* (one probe: mapped already, it is held, or a count) */
+            if (task && (rc = spits_idmap_add(c->byid, it->id, 0, task)) == 1) {
+                if (relay_copies_find(r, it->id, it->phase->wire)) {
+                    /* held already: answered with the one held */
+                    relay_copies_unmake(c, task);
+                    if (!spits_idmap_get(c->extra, it->id, &more, &ph))
+                        more = 0;
+                    if (spits_idmap_put(c->extra, it->id, more + 1, (void *)it->phase) != 0)
+                        relay_copies_refuse(r, it);
+                    else
+                        tm_rx_release(it->rx, 1);
+                    continue;
+                }
+                rc = spits_idmap_put(c->byid, it->id, 0, task);
+            }
+            if (!task || rc < 0) {
                 spits_error("relay: out of memory holding a task; handing it back "
                             "upstream");
                 if (task)
