@@ -1,11 +1,11 @@
 /*
- * idmap.h - a hash map from task ids to who holds them.
+ * idmap.h - a hash map from task ids to an owner and a pointer.
  *
- * A relay (spits-tm --serve) sends each task copy it took from upstream
- * to one TM behind it, and must know, when a record comes back, whether
- * that TM holds the copy, and, when a TM is lost, which copies it held.
- * This map keeps, per id, an owner (a small integer: the TM's slot in
- * the relay's table) and a pointer the caller owns (the copy's phase).
+ * A relay (spits-tm --serve) keeps its copies by upstream task id in one
+ * (taskmanager/relay_copies.c: owner 0 and the copy, or a count of
+ * copies told to cancel and no pointer), and the copies upstream sent
+ * again in another (owner: how many; the pointer: their phase). Per id,
+ * an owner (a small integer >= 0) and a pointer the caller owns.
  *
  * Open addressing with linear probing and backward-shift deletion (no
  * tombstones, so lookups stay short under churn); ids are mixed with

