@@ -148,8 +148,8 @@ typedef struct {
 /* The owner's hooks, all called on the scheduler's thread. */
 typedef struct {
     /* A task the scheduler is done with (resolved, resolved early, or
-     * left at a reset): the owner's again. NULL: free(). Once a task
-     * resolved: keep it cheap. */
+     * left at a reset): the owner's again. NULL: free(). Called once per
+     * task: keep it cheap. */
     void (*release)(void *arg, sched_task_t *task);
     /* The releases so far are all made (after a reset's; NULL: none). */
     void (*flush)(void *arg);

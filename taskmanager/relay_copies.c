@@ -113,6 +113,10 @@ void relay_copies_settle(tm_relay_t *r)
         }
     }
     relay_records_flush(r);
+    /* (a copy the scheduler could not keep would never be answered: the
+     * relay stops, and the JM sends its copies elsewhere) */
+    if (c->sched && sched_broken(c->sched))
+        tm_pool_fail(&r->tm->pool, "out of memory in the relay's scheduler");
 }
 
 void relay_copies_free(tm_relay_t *r)

@@ -30,7 +30,9 @@ table_ok() {
 }
 wait_for table_ok 10 "spits-status's table to say 2 running (pre.table has the last)"
 wait_for "grep -q 'progress: phase 1 .* 2 running' $T/pre.jm.log" 10 "a progress line"
-grep 'progress:' "$T/pre.jm.log" | grep -Ev '^spits-jm: progress: phase 1 \[[#.]{20}\] [0-9]+/400 [0-9.]+% [0-9]+ tasks/s ETA [0-9?:]+, 1 TM\(s\), [0-2] running, [0-9]+ queued$' &&
+# (results not committed yet are named, and why when the committer syncs
+# the journal: seen under ThreadSanitizer, whose committer lags)
+grep 'progress:' "$T/pre.jm.log" | grep -Ev '^spits-jm: progress: phase 1 \[[#.]{20}\] [0-9]+/400 [0-9.]+% [0-9]+ tasks/s ETA [0-9?:]+, 1 TM\(s\), [0-2] running, [0-9]+ queued(, [1-9][0-9]* to commit( \(waiting for the disk\))?)?$' &&
     fail "a progress line of another form: $(grep progress: "$T/pre.jm.log")"
 kill $TM_PID
 
