@@ -38,17 +38,6 @@ int spits_idmap_get(const spits_idmap_t *m, uint64_t id, int *owner, void **val)
 /* Removes id; 1 if it was mapped, else 0. */
 int spits_idmap_del(spits_idmap_t *m, uint64_t id);
 size_t spits_idmap_count(const spits_idmap_t *m);
-/* Calls fn(id, owner, val, arg) for every id mapped (in no order); fn
- * must not change the map. */
-void spits_idmap_foreach(const spits_idmap_t *m,
-                         void (*fn)(uint64_t id, int owner, void *val, void *arg),
-                         void *arg);
-/* Removes every id of owner, calling fn(id, val, arg) for each first.
- * Returns how many. (A walk of the whole table: for rare events.) */
-size_t spits_idmap_take_owner(spits_idmap_t *m, int owner,
-                              void (*fn)(uint64_t id, void *val, void *arg),
-                              void *arg);
-
 #ifdef SPITS_SELFTEST
 int spits_idmap_selftest(void);
 #endif
