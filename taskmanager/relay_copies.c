@@ -340,8 +340,6 @@ void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
         return;
     size_t n = sched_lost(r->copies.sched, &t->sched);
     relay_peers_gone(p, t);
-    p->runs_gone += t->stats.runs;
-    p->busy_gone += t->stats.busy_s;
     if (lost)
         p->losses++;
     else

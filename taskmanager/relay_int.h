@@ -86,7 +86,9 @@ typedef struct {
     int workers, slots;
 } rl_tm_share_t;
 
-/* From its STATS (relay_peers.c), for the relay's own; and the copies
+/* From its STATS (relay_peers.c), for the relay's own: cumulative over
+ * the process's life, kept while it is gone (relay_recv.c starts them
+ * at 0 for a new process only); and the copies
  * sent to it as of its last HELLO (relay_recv.c): whether anything was
  * sent since (sched.sent; serving/joins.h). */
 typedef struct {
@@ -119,8 +121,8 @@ typedef struct {
     int cap_dirty;               /* ...changed since the last STATS */
     int told_slots;              /* ...slots as the last STATS said */
     uint64_t joins, reattaches, leaves, losses;
-    uint64_t runs_gone;          /* runs and busy time of TMs gone, so */
-    double busy_gone;            /* ...the totals upstream never shrink */
+    uint64_t runs_gone;          /* runs and busy time of entries evicted */
+    double busy_gone;            /* ...or replaced by a new process */
     rl_heard_t heard[RELAY_BELOW_MAX];
     int64_t loop_since;          /* HELLOs of a loop refused since (0: none) */
 } rl_peers_t;

@@ -36,11 +36,21 @@
 /* (peertab hands out entries as their header: it must come first) */
 _Static_assert(offsetof(rl_tm_t, peer) == 0, "rl_tm_t begins with its peertab_entry_t");
 
+/* An entry evicted: its runs and busy time go into the totals (its
+ * copies were settled as it went). */
+static int relay_peers_evict(peertab_entry_t *e, void *arg)
+{
+    rl_peers_t *p = arg;
+    const rl_tm_t *t = (const rl_tm_t *)e;
+    p->runs_gone += t->stats.runs;
+    p->busy_gone += t->stats.busy_s;
+    return 0;
+}
+
 int relay_peers_init(rl_peers_t *p)
 {
     memset(p, 0, sizeof *p);
-    /* (no on_evict: a TM's copies and counts were settled as it went) */
-    p->tab = peertab_new(sizeof(rl_tm_t), RELAY_KEEP_DEAD, 0, NULL, NULL);
+    p->tab = peertab_new(sizeof(rl_tm_t), RELAY_KEEP_DEAD, 0, relay_peers_evict, p);
     return p->tab ? 0 : -1;
 }
 
@@ -226,6 +236,9 @@ int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)
                             (p->slots > 0 && p->slots >= 2LL * p->told_slots));
 }
 
+/* Runs and busy time: each entry's, alive or gone, as its last STATS
+ * said (a TM's are cumulative over its life), and the evicted ones'. A TM
+ * lost and back is one entry: its runs count once. */
 void tm_relay_stats(tm_relay_t *r, json_t *stats)
 {
     rl_peers_t *p = &r->peers;
@@ -234,10 +247,15 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
     size_t alive = peertab_live_count(p->tab);
     json_t *list = json_array();
 
+    for (size_t s = 0; s < peertab_slots(p->tab); s++) {
+        const rl_tm_t *t = peertab_at(p->tab, s);
+        if (t) {
+            runs += t->stats.runs;
+            busy += t->stats.busy_s;
+        }
+    }
     for (size_t i = 0; i < alive; i++) {
         const rl_tm_t *t = peertab_live_at(p->tab, i);
-        runs += t->stats.runs;
-        busy += t->stats.busy_s;
         if (json_array_size(list) < RELAY_BEHIND_LISTED) {
             json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->id.host,
                                   "pid", (json_int_t)t->id.pid,

@@ -99,6 +99,14 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         json_decref(j);
         return;
     }
+    /* Runs are counted per process (STATS: cumulative over its life): a
+     * TM back counts on; a new one's entry starts at 0, the old's kept. */
+    if (!first && t->id.pid != h.pid) {
+        r->peers.runs_gone += t->stats.runs;
+        r->peers.busy_gone += t->stats.busy_s;
+        t->stats.runs = 0;
+        t->stats.busy_s = 0;
+    }
     spits_escape(t->id.host, sizeof t->id.host, h.host);   /* (for our log) */
     t->id.pid = h.pid;
     credit_set(&t->sched.credit, h.workers, h.slots);
@@ -106,8 +114,6 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     t->status.attach = h.attach;
     t->status.draining = 0;
     liveness_heard(&t->status.live, r->tm->now);
-    t->stats.runs = 0;
-    t->stats.busy_s = 0;
     t->stats.sent_at_hello = t->sched.sent;
     t->id.relay_id[0] = 0;
     t->id.nbelow = nbelow;

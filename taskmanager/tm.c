@@ -133,6 +133,10 @@ static int tm_teardown(tm_t *tm, int rc)
      * more: don't wait long. */
     tm_link_close(tm, rc == 0 || tm->drain.active || tm->job.refused[0]);
     int busy = tm_pool_stop(&tm->pool, tm->drain.active ? 100 : 2000);
+    /* (what its last STATS said, or more: the count hops sum up) */
+    if (!tm->relay)
+        spits_debug("ran %lld task(s)",
+                    (long long)atomic_load(&tm->pool.stats.runs));
     tm_relay_destroy(&tm->relay, tm->job_over);
     if (busy) {
         spits_debug("leaving %d busy worker(s) behind", busy);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Relays (spits-tm --serve): TMs that reach the job through a relay, trees
-# of relays, a relay killed mid-job, a relay started before the JM, a JM
+# of relays, a relay killed mid-job, a TM lost and back behind a relay
+# (its runs counted once), a relay started before the JM, a JM
 # killed and resumed behind a relay, and the misconfigurations a relay
 # refuses. Every job's result is exact, and the bench committer fails on
 # a task committed twice.
@@ -160,6 +161,34 @@ for p in $tms; do wait "$p" || fail "c3: a TM exited $?"; done
     || fail "c3: the JM took none of the relay's copies back at the cut"
 [ "$(json "$T/c3/report.json" "d['counters']['foreign_results']")" = 0 ] \
     || fail "c3: $(json "$T/c3/report.json" "d['counters']['foreign_results']") foreign result(s): a copy answered twice"
+
+# 3d. A TM behind a relay is stopped (SIGSTOP) past --tm-timeout: the
+#     relay loses it, then it resumes (SIGCONT) and re-attaches. Its runs
+#     count once: the relay's runs in report.json are exactly its TM's,
+#     as listed behind it (both from the relay's last STATS), and no more
+#     than the TM says it ran (spits-tm -v, as it exits; it may have run
+#     a last few after its last STATS). (The last task waits for the
+#     gate: the job cannot end before the TM is back.)
+start_jm c4 --tm-timeout 2 "$MODS/bench.so" -n 300 -s 10000 -G "$T/c4.gate"
+pc=$(free_port)
+start_relay c4 c4.r "$pc"; rc=$RELAY_PID
+start_tm c4 c4.tm -v -n 2 --via "tcp://127.0.0.1:$pc"; tm=$TM_PID
+wait_for "[ \$(committed c4) -ge 40 ] 2>/dev/null" 30 "c4: 40 tasks through the relay"
+kill -STOP $tm
+wait_for "grep -q 'relay: TM [^ ]*:$tm lost' $T/c4.r.log" 15 "c4: the relay to lose the stopped TM"
+kill -CONT $tm
+wait_for "grep -q 'relay: TM [^ ]*:$tm re-attached' $T/c4.r.log" 15 "c4: the TM to re-attach"
+touch "$T/c4.gate"
+wait $JM_PID || fail "c4: spits-jm exited $?"
+exact c4 300
+for p in $tm $rc; do wait "$p" || fail "c4: the TM or the relay exited $?"; done
+ran=$(sed -n 's/^spits-tm: ran \([0-9]*\) task(s)$/\1/p' "$T/c4.tm.log")
+[ -n "$ran" ] && [ "$ran" -ge 300 ] || fail "c4: the TM says it ran '$ran' task(s)"
+r=$T/c4/report.json
+runs=$(json "$r" "d['tms'][0]['runs']")
+[ "$(json "$r" "[b['runs'] for t in d['tms'] for b in t['behind']['tms']]")" = "[$runs]" ] ||
+    fail "c4: the relay ran $runs, its TMs $(json "$r" "[t['behind'] for t in d['tms']]")"
+[ "$runs" -le "$ran" ] || fail "c4: the relay ran $runs, more than its TM's $ran"
 
 # 4. A relay (and its TMs) started before the JM.
 n=4000
