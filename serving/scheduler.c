@@ -2088,6 +2088,99 @@ out:
     return rc;
 }
 
+/* The fresh list's tail follows the tasks taken out of it: the last one
+ * dropped (a relay's CANCEL), the only one, or all given back; tasks
+ * added after each are sent, none lost. */
+static int sched_directed_fresh_tail(void)
+{
+    sched_stats_t st;
+    sched_peer_t a;
+    int rc = -1;
+    sched_t *s = d_start(&st, &a, 1, 16, 4, 10);
+
+    D_CHECK(s);
+    D_CHECK(sched_drop(s, 3) == 1 && d_tasks(s, 4, 2, 10) == 0);
+    D_CHECK(d_take(s, &a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 4, 5), 0) == 0);
+    D_CHECK(d_tasks(s, 6, 1, 10) == 0 && sched_drop(s, 6) == 1 && !sched_has_fresh(s));
+    D_CHECK(d_tasks(s, 7, 1, 10) == 0);
+    D_CHECK(d_take(s, &a, 0, 1 << 20, 1, D_IDS(7), 0) == 0);
+    D_CHECK(d_tasks(s, 8, 2, 10) == 0 && sched_give_back(s) == 2 && d_tasks(s, 10, 1, 10) == 0);
+    D_CHECK(d_take(s, &a, 0, 1 << 20, 1, D_IDS(10), 0) == 0);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
+/* A new phase (sched_reset) starts from nothing: no results, task times,
+ * window or generator state of the last one, and the last one's unsent
+ * tasks gone. Phase 1: tasks of 100 ms, two left unsent; phase 2: tasks
+ * of 1 to 1.6 s, so copies start only once half of them finished, at
+ * 1.5 x phase 2's median. */
+static int sched_directed_new_phase(void)
+{
+    sched_stats_t st;
+    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
+    int rc = -1;
+    sched_t *s = d_start(&st, tm, 2, 4, 6, 10);
+
+    D_CHECK(s);
+    sched_gen_state(s, 1, 0);
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
+    sched_clock(s, 100);
+    for (uint64_t id = 0; id < 4; id++)
+        D_CHECK(d_rec(s, a, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(sched_reset(s) == 0);
+    D_CHECK(sched_low(s) == 0 && sched_in_flight(s) == 0 && !sched_has_fresh(s));
+    D_CHECK(sched_freed_bytes(s) == 0 && sched_taken_bytes(s) == 0);
+    D_CHECK(!sched_exhausted(s) && sched_late_after(s) == LATE_NEVER);
+    D_CHECK(d_tasks(s, 0, 4, 10) == 0);
+    sched_gen_state(s, 1, 0);
+    D_CHECK(d_take(s, a, 1000, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
+    sched_clock(s, 2000);
+    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(sched_late_after(s) == LATE_NEVER);
+    D_CHECK(d_pick(s, b, 2600, D_NONE) == 0);
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(sched_late_after(s) == 1534);
+    D_CHECK(d_pick(s, b, 2600, D_IDS(2, 3)) == 0);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
+/* A fruitless scan is looked at again once more copies may go: max_copies
+ * raised (lost 0), or a TM holding copies lost (lost 1). a runs 0..3 from
+ * 0 ms and ends 0 and 1 at 1000 ms; b gets copies of 2 and 3 at 1600 ms
+ * (the bound: 1534 ms); c, at 1700 ms, none (2 copies each already),
+ * nothing until 3234 ms by that scan. Then c gets copies of 2 and 3 as
+ * soon as they are late again, at 3134 ms. */
+static int sched_directed_rescan(int lost)
+{
+    sched_stats_t st;
+    sched_peer_t tm[3], *a = &tm[0], *b = &tm[1], *c = &tm[2];
+    int rc = -1;
+    sched_t *s = d_start(&st, tm, 3, 4, 4, 10);
+
+    D_CHECK(s);
+    sched_gen_state(s, 1, 0);
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
+    sched_clock(s, 1000);
+    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_pick(s, b, 1600, D_IDS(2, 3)) == 0 && d_pick(s, c, 1700, D_NONE) == 0);
+    if (lost)
+        D_CHECK(sched_lost(s, b) == 2);
+    else
+        sched_set_max_copies(s, 3);
+    D_CHECK(d_pick(s, c, 3133, D_NONE) == 0 && d_pick(s, c, 3134, D_IDS(2, 3)) == 0);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
 int sched_selftest(void)
 {
     if (sched_directed() != 0 || sched_directed_parts() != 0 ||
@@ -2096,7 +2189,9 @@ int sched_selftest(void)
         sched_directed_unheld() != 0 ||
         sched_directed_foreign() != 0 ||
         sched_directed_cancels() != 0 || sched_directed_slot_reuse() != 0 ||
-        sched_directed_turnaround() != 0 || sched_directed_drop() != 0)
+        sched_directed_turnaround() != 0 || sched_directed_drop() != 0 ||
+        sched_directed_fresh_tail() != 0 || sched_directed_new_phase() != 0 ||
+        sched_directed_rescan(0) != 0 || sched_directed_rescan(1) != 0)
         return -1;
 
     static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {SCHED_MAX_COPIES, 3}};
