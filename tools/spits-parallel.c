@@ -736,8 +736,8 @@ out:
 
 int main(int argc, char **argv)
 {
-    par_t p;
-    memset(&p, 0, sizeof p);
+    /* (static: a feed thread still running at exit uses it) */
+    static par_t p;
     spits_log_init("spits-parallel", SPITS_LOG_INFO);
     int rc = par_main(&p, argc, argv);
     par_free(&p);
