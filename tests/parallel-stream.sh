@@ -27,6 +27,15 @@ rc=$?
 [ "$(cat out.before-b)" = a ] || fail "a was not printed within 3 s, before b came: '$(cat out.before-b)'"
 [ "$(sort out | tr '\n' ' ')" = "a b " ] || fail "a streamed input printed: $(cat out)"
 
+# An input that fails after the job started (a NUL byte): the commands
+# read before it run, one line says why, the status is 255.
+(echo a; printf 'b\0c\n'; echo d) | timeout -s KILL 60 "$SP" -j 2 echo >nul.out 2>nul.err
+rc=$?
+[ "$rc" = 255 ] || fail "a NUL byte in a streamed input: exit $rc, not 255"
+[ "$(cat nul.out)" = a ] || fail "a NUL byte in a streamed input: printed $(cat nul.out)"
+[ "$(wc -l <nul.err)" = 1 ] && grep -q 'the input source - has a NUL byte' nul.err ||
+    fail "a NUL byte in a streamed input said: $(cat nul.err)"
+
 # A pipe that never ends (tail -f): lines run as they are appended; a
 # SIGTERM stops the job, and no temporary file is left.
 : >log

@@ -108,16 +108,14 @@ static void *pfeed_main(void *arg)
     }
     if (rc < 0)
         f->rc = -1;
-    if (f->rc == 0) {
-        if (cap - len < 4) {
-            char *b = realloc(buf, len + 4);
-            if (!b)
-                goto out;
-            buf = b;
-        }
-        memset(buf + len, 0, 4);              /* the end mark */
-        len += 4;
+    if (cap - len < 4) {
+        char *b = realloc(buf, len + 4);
+        if (!b)
+            goto out;
+        buf = b;
     }
+    memset(buf + len, 0, 4);                  /* the end mark */
+    len += 4;
     cmdfile_write_all(fd, buf, len);
 out:
     atomic_store(&pfeed_fd, -1);

@@ -12,13 +12,17 @@
  *
  * The feed runs on a thread of its own (pfeed_start) while the main
  * thread waits for the job; it owns the pinput and the FIFO's write end.
- * The main thread reads f->rc only after the job ended, and reaches the
- * FIFO only through pfeed_cut (from a signal handler).
+ * The main thread reads f->rc (atomic) after the job ended, and reaches
+ * the FIFO only through pfeed_cut (from a signal handler). An input that
+ * fails (a read error, a NUL byte) ends the stream as its end would:
+ * the commands already read run, and spits-parallel's status says the
+ * failure.
  */
 #ifndef PARALLEL_FEED_H
 #define PARALLEL_FEED_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,7 +38,8 @@ typedef struct {
     uint64_t seq;                 /* the next combination's task number */
     const char *path;             /* the FIFO */
     pthread_t thread;
-    int rc;                       /* 0, or -1: the input failed (said) */
+    atomic_int rc;                /* 0, or -1: the input failed (said); the
+                                     stream still ends, with what was read */
 } pfeed_t;
 
 /* Moves in past the combinations f->skip names, from f->seq: 1 if one

@@ -724,6 +724,8 @@ static int par_main(par_t *p, int argc, char **argv)
     fflush(stdout);
     int jrc = par_run(a, p->halt_path);
     rc = jrc < 0 ? PAR_ERROR : par_status(p, jrc);
+    if (atomic_load(&feed->rc) != 0)
+        rc = PAR_ERROR;                 /* (the input failed: said) */
 out:
     if (p->tmpdir)
         nftw(p->dir, par_rm, 16, FTW_DEPTH | FTW_PHYS);
