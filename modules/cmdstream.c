@@ -208,7 +208,8 @@ int cmdstream_next(cmdstream_t *s, const char **body, size_t *len, char *err, si
 short_read:
         if (rc == 0)
             snprintf(err, errlen, "the task stream %s ended without its end mark after "
-                     "%llu task(s): spits-parallel, which writes it, is gone or stopped",
+                     "%llu task(s): spits-parallel, which writes it, is gone or stopped; "
+                     "run it again for the rest (--resume with its --joblog skips what ran)",
                      s->path, (unsigned long long)s->records);
         return -1;
     }

@@ -94,4 +94,27 @@ wait "$SP_PID"
 rc=$?
 [ "$rc" = 255 ] || fail "a long input stopped by SIGTERM: exit $rc, not 255: $(tail -2 long.err)"
 wait_for "[ -z \"\$(ls tmp)\" ]" 10 "the temporary directory to be removed"
+
+# --jobdir, its job manager killed while the input is still open:
+# spits-jm --resume reads again what the first life had read (its spool),
+# writes nothing twice, and says in one line that the rest of the input
+# went with spits-parallel.
+printf '1\n2\n' >rin
+tail -f rin | timeout -s KILL 60 "$SP" -k --jobdir "$T/j" --bind tcp://127.0.0.1:0 echo \
+    >rj.out 2>rj.err &
+SP_PID=$!
+PIDS="$PIDS $SP_PID"
+start_tm j rtm -n 2
+wait_for "[ \$(wc -l <rj.out) -ge 2 ]" 30 "the first two lines of a streamed --jobdir job"
+kill -9 "$(json "$T/j/jm.json" "d['pid']")"
+wait "$SP_PID"
+rc=$?
+echo 3 >>rin            # (tail -f ends on its next write)
+[ "$rc" = 255 ] || fail "spits-parallel whose JM was killed exited $rc, not 255"
+timeout -s KILL 30 "$JM" -q --resume --jobdir "$T/j" >rj2.out 2>rj2.err
+rc=$?
+[ "$rc" != 0 ] || fail "a JM resumed without the rest of its input exited 0"
+[ ! -s rj2.out ] || fail "the resumed JM wrote again: $(cat rj2.out)"
+grep -q 'ended without its end mark after 2 task(s)' rj2.err ||
+    fail "the resumed JM said: $(cat rj2.err)"
 echo ok
