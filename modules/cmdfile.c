@@ -54,18 +54,6 @@ int cmdfile_encode(char **buf, size_t *len, size_t *cap, uint64_t seq, const cha
     return 0;
 }
 
-int cmdfile_write(FILE *f, uint64_t seq, const char *tag, const char *display,
-                  const char *respath, const char *const *argv, size_t argc)
-{
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int rc = cmdfile_encode(&buf, &len, &cap, seq, tag, display, respath, argv, argc);
-    if (rc == 0 && fwrite(buf, 1, len, f) != len)
-        rc = -1;
-    free(buf);
-    return rc;
-}
-
 int cmdfile_parse(const char *body, size_t len, cmdfile_rec_t *r)
 {
     const char *s[CMDFILE_FIELDS];

@@ -2,9 +2,10 @@
  * cmdfile.h - the formats the command module (cmd.so) and its front end
  * (spits-parallel) share: the task file and a task's result.
  *
- * The task file is written once by the front end and only read after,
- * so a restarted or resumed job manager generates the same tasks from
- * it. It starts with the line CMDFILE_MAGIC, then one record per task:
+ * The task file (or stream: cmdstream.h) is written by the front end and
+ * only read after, so a restarted or resumed job manager generates the
+ * same tasks from it (a stream: from its spool). It starts with the line
+ * CMDFILE_MAGIC, then one record per task:
  *
  *   4 bytes   body length, little endian
  *   body      NUL-terminated strings: the task's number (decimal), its
@@ -52,9 +53,6 @@ typedef struct {
 int cmdfile_encode(char **buf, size_t *len, size_t *cap, uint64_t seq, const char *tag,
                    const char *display, const char *respath, const char *const *argv,
                    size_t argc);
-/* Appends one record to f; 0, or -1 on a write error. */
-int cmdfile_write(FILE *f, uint64_t seq, const char *tag, const char *display,
-                  const char *respath, const char *const *argv, size_t argc);
 
 /* Reads a record's body (len bytes, not NUL-terminated past the last
  * string); 0, or -1 if it is malformed. */
