@@ -217,8 +217,10 @@ int spits_job_manager_next_task(void *jm, spitspush_t push, spitsctx_t ctx)
     if (atomic_load(&cmd_halted))
         return 0;
     int rc = cmdstream_next(g->in, &body, &len, err, sizeof err);
-    if (rc < 0 && atomic_load(&cmd_halted))
-        return 0;             /* (the front end stops writing once halted) */
+    /* A stream cut after a halt (the committer's, or spits-parallel's
+     * when a signal stops it) ends the tasks: the job is stopping. */
+    if (rc < 0 && (atomic_load(&cmd_halted) || cmdrun_halt_state(g->o.haltfile)))
+        return 0;
     if (rc < 0) {
         fprintf(stderr, "cmd: %s\n", err);
         return -1;

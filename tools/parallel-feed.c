@@ -21,6 +21,9 @@
  * in its place (pfeed_cut). */
 static atomic_int pfeed_fd = -1;
 static int pfeed_null = -1;
+/* pfeed_cut was called: a feed that opens the FIFO after it closes it
+ * at once (each side stores, then loads the other's: one of them sees). */
+static atomic_int pfeed_was_cut;
 
 int pfeed_skip(pfeed_t *f)
 {
@@ -81,7 +84,8 @@ static void *pfeed_main(void *arg)
         return NULL;
     }
     atomic_store(&pfeed_fd, fd);
-    if (cmdfile_write_all(fd, CMDFILE_MAGIC, strlen(CMDFILE_MAGIC)) != 0)
+    if (atomic_load(&pfeed_was_cut) ||
+        cmdfile_write_all(fd, CMDFILE_MAGIC, strlen(CMDFILE_MAGIC)) != 0)
         goto out;
     while ((rc = pfeed_skip(f)) == 1) {
         pcompose_task_t c;
@@ -141,6 +145,7 @@ int pfeed_start(pfeed_t *f)
 
 void pfeed_cut(void)
 {
+    atomic_store(&pfeed_was_cut, 1);
     int fd = atomic_load(&pfeed_fd);
     if (fd >= 0 && pfeed_null >= 0)
         dup2(pfeed_null, fd);
