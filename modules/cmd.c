@@ -12,13 +12,21 @@
  *     --output-cap BYTES  stdout plus stderr kept per task (64 MiB); a
  *                         command writing more is killed and fails
  *     --status FILE       where commit_job writes the exit status
+ *     --spool             keep what is read of a streamed TASKFILE in
+ *                         TASKFILE.spool, for a resumed job manager
  *
- * spits-parallel writes TASKFILE (cmdfile.h) and runs this module; any
+ * spits-parallel writes TASKFILE (cmdfile.h), a file or a stream that
+ * it writes as the job runs (cmdstream.h), and runs this module; any
  * spits runtime feature (re-sends, the journal, Slurm TMs, the dashboard)
  * applies as to any module. The job manager reads the tasks from the
  * file, a worker runs one (cmdrun.c) and sends back its exit value,
  * signal, times and output, and the committer writes them: stdout to the
  * job manager's stdout, stderr to its stderr, the joblog and --results.
+ * A task is its generation index (8 bytes, little endian: 0, 1, 2... in
+ * the order next_task makes them, the same again in a resumed job) and
+ * its record; its result ends with the task's bytes, so the committer
+ * needs no copy of the task list: it holds, with --keep-order, only the
+ * results that wait for an earlier one, placed by their index.
  * commit_job's value (the job manager's exit status) is GNU parallel's:
  * the number of failed commands, at most 101 (with --halt ...,fail=1:
  * the failed command's exit value).
@@ -49,7 +57,9 @@
 #include <unistd.h>
 
 #include "cmdfile.h"
+#include "cmdorder.h"
 #include "cmdrun.h"
+#include "cmdstream.h"
 #include "spits.h"
 
 #define CMD_DEFAULT_CAP (64ull << 20)
@@ -57,7 +67,7 @@
 typedef struct {
     const char *taskfile, *joblog, *results, *status;
     char haltfile[PATH_MAX];
-    int keep, tag, halt_now;
+    int keep, tag, halt_now, spool;
     long halt_fail;               /* 0: never halt */
     double timeout;
     uint64_t cap;
@@ -80,6 +90,10 @@ static int cmd_opts(int argc, const char **argv, cmd_opts_t *o)
         }
         if (!strcmp(a, "--tag")) {
             o->tag = 1;
+            continue;
+        }
+        if (!strcmp(a, "--spool")) {
+            o->spool = 1;
             continue;
         }
         if (a[0] != '-' && i + 1 == argc) {
@@ -140,24 +154,53 @@ static int cmd_opts(int argc, const char **argv, cmd_opts_t *o)
     return 0;
 }
 
-/* ---- job manager: the tasks, from the file ---- */
+static void cmd_put64(char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (char)(v >> (8 * i));
+}
+
+static uint64_t cmd_get64(const void *p)
+{
+    const unsigned char *b = p;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+/* A task's bytes (cmd.c's header): its index and its parsed record; 0,
+ * or -1 if malformed. */
+static int cmd_task_parse(const void *task, size_t len, uint64_t *index, cmdfile_rec_t *rec)
+{
+    if (len <= 8 || cmdfile_parse((const char *)task + 8, len - 8, rec) != 0)
+        return -1;
+    *index = cmd_get64(task);
+    return 0;
+}
+
+/* ---- job manager: the tasks, from the file or the stream ---- */
 
 typedef struct {
     cmd_opts_t o;
-    cmdfile_t f;
+    cmdstream_t *in;
+    uint64_t index;               /* the next task's generation index */
+    char *task;                   /* the task being pushed: index, record */
+    size_t cap;
 } cmd_gen_t;
 
 void *spits_job_manager_new(int argc, const char *argv[], const void *ji,
                             spitssize_t jisz)
 {
     (void)ji; (void)jisz;
-    char err[PATH_MAX + 128];
+    char err[PATH_MAX + 128], spool[PATH_MAX];
     cmd_gen_t *g = calloc(1, sizeof *g);
     if (!g || cmd_opts(argc, argv, &g->o) != 0) {
         free(g);
         return NULL;
     }
-    if (cmdfile_open(&g->f, g->o.taskfile, err, sizeof err) != 0) {
+    snprintf(spool, sizeof spool, "%s.spool", g->o.taskfile);
+    if (!(g->in = cmdstream_new(g->o.taskfile, g->o.spool ? spool : NULL, err, sizeof err))) {
         fprintf(stderr, "cmd: %s\n", err);
         free(g);
         return NULL;
@@ -170,23 +213,42 @@ int spits_job_manager_next_task(void *jm, spitspush_t push, spitsctx_t ctx)
     cmd_gen_t *g = jm;
     const char *body;
     size_t len;
+    char err[PATH_MAX + 160];
     if (atomic_load(&cmd_halted))
         return 0;
-    int rc = cmdfile_next(&g->f, &body, &len);
+    int rc = cmdstream_next(g->in, &body, &len, err, sizeof err);
+    /* A stream cut after a halt (the committer's, or spits-parallel's
+     * when a signal stops it) ends the tasks: the job is stopping. */
+    if (rc < 0 && (atomic_load(&cmd_halted) || cmdrun_halt_state(g->o.haltfile)))
+        return 0;
     if (rc < 0) {
-        fprintf(stderr, "cmd: the task file %s is cut short or damaged\n", g->o.taskfile);
+        fprintf(stderr, "cmd: %s\n", err);
         return -1;
     }
     if (rc == 0)
         return 0;
-    push(body, (spitssize_t)len, ctx);
+    if (len + 8 > g->cap) {
+        size_t cap = (len + 8) * 2;
+        char *t = realloc(g->task, cap);
+        if (!t) {
+            fprintf(stderr, "cmd: out of memory making task %llu\n",
+                    (unsigned long long)g->index);
+            return -1;
+        }
+        g->task = t;
+        g->cap = cap;
+    }
+    cmd_put64(g->task, g->index++);
+    memcpy(g->task + 8, body, len);
+    push(g->task, (spitssize_t)(len + 8), ctx);
     return 1;
 }
 
 void spits_job_manager_finalize(void *jm)
 {
     cmd_gen_t *g = jm;
-    cmdfile_close(&g->f);
+    cmdstream_destroy(&g->in);
+    free(g->task);
     free(g);
 }
 
@@ -221,8 +283,9 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     cmdfile_rec_t rec;
     cmdrun_t r;
     cmdres_t res;
+    uint64_t index;
 
-    if (tasksz <= 0 || cmdfile_parse(task, (size_t)tasksz, &rec) != 0)
+    if (tasksz <= 0 || cmd_task_parse(task, (size_t)tasksz, &index, &rec) != 0)
         return 1;
     char **argv = malloc((rec.nwords + 1) * sizeof *argv);
     if (!argv)
@@ -255,7 +318,7 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     res.outlen = r.outlen;
     res.errlen = r.errlen;
     memcpy(res.host, w->host, sizeof res.host);
-    size_t len = CMDRES_HEADER + r.outlen + r.errlen;
+    size_t len = CMDRES_HEADER + r.outlen + r.errlen + (size_t)tasksz;
     unsigned char *buf = malloc(len);
     if (!buf) {
         cmdrun_clear(&r);
@@ -266,6 +329,7 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
         memcpy(buf + CMDRES_HEADER, r.out, r.outlen);
     if (r.errlen)
         memcpy(buf + CMDRES_HEADER + r.outlen, r.err, r.errlen);
+    memcpy(buf + CMDRES_HEADER + r.outlen + r.errlen, task, (size_t)tasksz);
     cmdrun_clear(&r);
     push(buf, (spitssize_t)len, ctx);
     free(buf);
@@ -278,15 +342,9 @@ void spits_worker_finalize(void *w) { free(w); }
 
 typedef struct {
     cmd_opts_t o;
-    cmdfile_t f;
-    size_t n;                     /* tasks in the file */
-    uint64_t *seq;                /* their numbers, increasing */
-    const char **body;            /* their records */
-    size_t *len;
-    unsigned char **held;         /* --keep-order: results waiting */
-    size_t *heldlen;
-    size_t next;                  /* --keep-order: the next to write */
-    unsigned char *emitted;       /* written out, in this or a past life */
+    cmdorder_t held;              /* --keep-order: results waiting */
+    uint64_t *emitted;            /* task numbers a past life wrote out, sorted */
+    size_t nemitted;
     int done;                     /* TASKFILE.done, appended to, or -1 */
     int joblog;                   /* fd, or -1 */
     uint64_t failed;
@@ -296,16 +354,7 @@ typedef struct {
 
 static int cmd_write_all(int fd, const char *p, size_t n)
 {
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return cmdfile_write_all(fd, p, n);
 }
 
 /* Writes p to fd, each line after "TAG\t" when tag is set. */
@@ -338,17 +387,29 @@ static void cmd_result_file(const char *dir, const char *name, const char *p, si
         close(fd);
 }
 
-static ssize_t cmd_find(const cmd_co_t *c, uint64_t seq)
+/* Whether a past life of the job manager wrote task seq out. */
+static int cmd_emitted(const cmd_co_t *c, uint64_t seq)
 {
-    size_t lo = 0, hi = c->n;
+    size_t lo = 0, hi = c->nemitted;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (c->seq[mid] < seq)
+        if (c->emitted[mid] < seq)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < c->n && c->seq[lo] == seq ? (ssize_t)lo : -1;
+    return lo < c->nemitted && c->emitted[lo] == seq;
+}
+
+/* A result (sz bytes): its header, and the index and record of the task
+ * it carries at its end; 0, or -1 if malformed. */
+static int cmd_result_parse(const void *result, size_t sz, cmdres_t *r, uint64_t *index,
+                            cmdfile_rec_t *rec)
+{
+    if (cmdres_unpack(r, result, sz) != 0)
+        return -1;
+    size_t at = CMDRES_HEADER + r->outlen + r->errlen;
+    return cmd_task_parse((const char *)result + at, sz - at, index, rec);
 }
 
 static void cmd_joblog(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
@@ -380,11 +441,12 @@ static void cmd_joblog(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
  * notes it in TASKFILE.done: after spits-jm --resume, whose journal has
  * the committer commit every result again, what was written is not
  * written twice (and its failure still counts). */
-static void cmd_emit(cmd_co_t *c, size_t i, const unsigned char *buf, size_t len)
+static void cmd_emit(cmd_co_t *c, const unsigned char *buf, size_t len)
 {
     cmdres_t r;
     cmdfile_rec_t rec;
-    if (cmdres_unpack(&r, buf, len) != 0 || cmdfile_parse(c->body[i], c->len[i], &rec) != 0)
+    uint64_t index;
+    if (cmd_result_parse(buf, len, &r, &index, &rec) != 0)
         return;
     const char *out = (const char *)buf + CMDRES_HEADER, *err = out + r.outlen;
     const char *tag = c->o.tag ? rec.tag : NULL;
@@ -405,7 +467,6 @@ static void cmd_emit(cmd_co_t *c, size_t i, const unsigned char *buf, size_t len
     cmd_write_tagged(STDERR_FILENO, tag, err, r.errlen);
     cmd_joblog(c, &r, &rec);
     uint64_t done[2] = {r.seq, r.exitval != 0 || r.signal != 0};
-    c->emitted[i] = 1;
     if (c->done >= 0 && cmd_write_all(c->done, (const char *)done, sizeof done) != 0) {
         fprintf(stderr, "cmd: cannot write %s.done: %s\n", c->o.taskfile, strerror(errno));
         close(c->done);
@@ -413,18 +474,33 @@ static void cmd_emit(cmd_co_t *c, size_t i, const unsigned char *buf, size_t len
     }
 }
 
+/* What --keep-order holds for a task with nothing to write (not run, or
+ * written by a past life): its place in the order only. */
+static char cmd_nothing;
+
+static void cmd_held_free(void *p)
+{
+    if (p != &cmd_nothing)
+        free(p);
+}
+
 /* --keep-order: writes the held results that are next in order; with
  * gaps set, steps over tasks that have none (the end of a halted job). */
 static void cmd_flush(cmd_co_t *c, int gaps)
 {
-    while (c->next < c->n && (c->held[c->next] || c->emitted[c->next] || gaps)) {
-        if (c->held[c->next]) {
-            cmd_emit(c, c->next, c->held[c->next], c->heldlen[c->next]);
-            free(c->held[c->next]);
-            c->held[c->next] = NULL;
-        }
-        c->next++;
+    void *p;
+    size_t len;
+    while ((p = cmdorder_take(&c->held, gaps, &len))) {
+        if (p != &cmd_nothing)
+            cmd_emit(c, p, len);
+        cmd_held_free(p);
     }
+}
+
+static int cmd_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 /* TASKFILE.done: what a past life of the job manager wrote out (pairs
@@ -439,13 +515,21 @@ static int cmd_done_load(cmd_co_t *c)
         fprintf(stderr, "cmd: cannot open %s: %s\n", path, strerror(errno));
         return -3;
     }
+    size_t cap = 0;
     while (read(c->done, rec, sizeof rec) == (ssize_t)sizeof rec) {
-        ssize_t i = cmd_find(c, rec[0]);
-        if (i >= 0 && !c->emitted[i]) {
-            c->emitted[i] = 1;
-            c->failed += rec[1] != 0;
+        if (c->nemitted == cap) {
+            cap = cap ? cap * 2 : 1024;
+            uint64_t *e = realloc(c->emitted, cap * sizeof *e);
+            if (!e) {
+                fprintf(stderr, "cmd: out of memory reading %s\n", path);
+                return -3;
+            }
+            c->emitted = e;
         }
+        c->emitted[c->nemitted++] = rec[0];
+        c->failed += rec[1] != 0;
     }
+    qsort(c->emitted, c->nemitted, sizeof *c->emitted, cmd_u64_cmp);
     return 0;
 }
 
@@ -453,9 +537,6 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
                           spitssize_t jisz)
 {
     (void)ji; (void)jisz;
-    char err[PATH_MAX + 128];
-    const char *body;
-    size_t len, cap = 0;
     int rc;
     cmd_co_t *c = calloc(1, sizeof *c);
     if (!c || cmd_opts(argc, argv, &c->o) != 0) {
@@ -463,42 +544,7 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         return NULL;
     }
     c->joblog = c->done = -1;
-    if (cmdfile_open(&c->f, c->o.taskfile, err, sizeof err) != 0) {
-        fprintf(stderr, "cmd: %s\n", err);
-        free(c);
-        return NULL;
-    }
-    while ((rc = cmdfile_next(&c->f, &body, &len)) == 1) {
-        cmdfile_rec_t rec;
-        if (cmdfile_parse(body, len, &rec) != 0 || (c->n && rec.seq <= c->seq[c->n - 1])) {
-            rc = -1;
-            break;
-        }
-        if (c->n == cap) {
-            cap = cap ? cap * 2 : 1024;
-            uint64_t *s = realloc(c->seq, cap * sizeof *s);
-            if (s) c->seq = s;
-            const char **b = realloc(c->body, cap * sizeof *b);
-            if (b) c->body = b;
-            size_t *l = realloc(c->len, cap * sizeof *l);
-            if (l) c->len = l;
-            if (!s || !b || !l) {
-                rc = -2;
-                break;
-            }
-        }
-        c->seq[c->n] = rec.seq;
-        c->body[c->n] = body;
-        c->len[c->n++] = len;
-    }
-    if (rc == 0 && !(c->emitted = calloc(c->n ? c->n : 1, 1)))
-        rc = -2;
-    if (rc == 0)
-        rc = cmd_done_load(c);
-    if (rc == 0 && c->o.keep && c->n &&
-        (!(c->held = calloc(c->n, sizeof *c->held)) ||
-         !(c->heldlen = calloc(c->n, sizeof *c->heldlen))))
-        rc = -2;
+    rc = cmd_done_load(c);
     if (rc == 0 && c->o.joblog && !strcmp(c->o.joblog, "-"))
         c->joblog = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);   /* GNU parallel's - */
     else if (rc == 0 && c->o.joblog &&
@@ -507,10 +553,6 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         rc = -3;
     }
     if (rc != 0) {
-        if (rc == -1)
-            fprintf(stderr, "cmd: the task file %s is damaged\n", c->o.taskfile);
-        else if (rc == -2)
-            fprintf(stderr, "cmd: out of memory reading %s\n", c->o.taskfile);
         spits_committer_finalize(c);
         return NULL;
     }
@@ -542,30 +584,37 @@ int spits_committer_commit_pit(void *co, const void *result, spitssize_t sz)
     cmd_co_t *c = co;
     cmdres_t r;
     cmdfile_rec_t rec;
-    ssize_t i;
-    if (sz < 0 || cmdres_unpack(&r, result, (size_t)sz) != 0 ||
-        (i = cmd_find(c, r.seq)) < 0 || cmdfile_parse(c->body[i], c->len[i], &rec) != 0)
+    uint64_t index;
+    if (sz < 0 || cmd_result_parse(result, (size_t)sz, &r, &index, &rec) != 0)
         return 1;
     /* Not run, or killed by the halt: as if never run. After "now",
-     * nothing more is written. */
-    if (r.flags & (CMDRES_SKIPPED | CMDRES_HALTED) || (c->halted && c->o.halt_now))
+     * nothing more is written. A task written by the job manager's past
+     * life (--resume) is not written again. Either keeps its place in
+     * the order. */
+    if (r.flags & (CMDRES_SKIPPED | CMDRES_HALTED) || (c->halted && c->o.halt_now) ||
+        (c->nemitted && cmd_emitted(c, r.seq))) {
+        if (c->o.keep && cmdorder_put(&c->held, index, &cmd_nothing, 0) < 0)
+            return 1;
+        if (c->o.keep)
+            cmd_flush(c, 0);
         return 0;
-    if (c->emitted[i])
-        return 0;          /* written by the job manager's past life (--resume) */
+    }
     if (r.flags & CMDRES_TIMEOUT)
         fprintf(stderr, "spits-parallel: warning: this job was killed because it "
                 "timed out (--timeout %g): %s\n", c->o.timeout, rec.display);
     int bad = r.exitval != 0 || r.signal != 0;
     if (!c->o.keep) {
-        cmd_emit(c, (size_t)i, result, (size_t)sz);
+        cmd_emit(c, result, (size_t)sz);
     } else {
         unsigned char *copy = malloc((size_t)sz);
         if (!copy)
             return 1;
         memcpy(copy, result, (size_t)sz);
-        free(c->held[i]);
-        c->held[i] = copy;
-        c->heldlen[i] = (size_t)sz;
+        int put = cmdorder_put(&c->held, index, copy, (size_t)sz);
+        if (put != 0)
+            free(copy);
+        if (put < 0)
+            return 1;
     }
     if (bad)
         cmd_failed(c, &r, &rec);
@@ -596,19 +645,11 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
 void spits_committer_finalize(void *co)
 {
     cmd_co_t *c = co;
-    if (c->held)
-        for (size_t i = 0; i < c->n; i++)
-            free(c->held[i]);
-    free(c->held);
-    free(c->heldlen);
+    cmdorder_clear(&c->held, cmd_held_free);
     free(c->emitted);
     if (c->done >= 0)
         close(c->done);
-    free(c->seq);
-    free(c->body);
-    free(c->len);
     if (c->joblog >= 0)
         close(c->joblog);
-    cmdfile_close(&c->f);
     free(c);
 }

@@ -15,27 +15,42 @@
 
 #include "cmdfile.h"
 
-int cmdfile_write(FILE *f, uint64_t seq, const char *tag, const char *display,
-                  const char *respath, const char *const *argv, size_t argc)
+int cmdfile_encode(char **buf, size_t *len, size_t *cap, uint64_t seq, const char *tag,
+                   const char *display, const char *respath, const char *const *argv,
+                   size_t argc)
 {
     char num[24];
-    int nlen = snprintf(num, sizeof num, "%" PRIu64, seq);
-    size_t len = (size_t)nlen + 1 + strlen(tag) + 1 + strlen(display) + 1 +
-                 strlen(respath) + 1;
+    snprintf(num, sizeof num, "%" PRIu64, seq);
+    const char *fields[CMDFILE_FIELDS] = {num, tag, display, respath};
+    size_t body = 0;
+    for (size_t i = 0; i < CMDFILE_FIELDS; i++)
+        body += strlen(fields[i]) + 1;
     for (size_t i = 0; i < argc; i++)
-        len += strlen(argv[i]) + 1;
-    if (len > UINT32_MAX || argc == 0)
+        body += strlen(argv[i]) + 1;
+    if (body > UINT32_MAX || argc == 0)
         return -1;
-    unsigned char hdr[4] = {len & 0xff, (len >> 8) & 0xff, (len >> 16) & 0xff,
-                            (len >> 24) & 0xff};
-    if (fwrite(hdr, 1, 4, f) != 4 || fwrite(num, 1, (size_t)nlen + 1, f) != (size_t)nlen + 1 ||
-        fwrite(tag, 1, strlen(tag) + 1, f) != strlen(tag) + 1 ||
-        fwrite(display, 1, strlen(display) + 1, f) != strlen(display) + 1 ||
-        fwrite(respath, 1, strlen(respath) + 1, f) != strlen(respath) + 1)
-        return -1;
-    for (size_t i = 0; i < argc; i++)
-        if (fwrite(argv[i], 1, strlen(argv[i]) + 1, f) != strlen(argv[i]) + 1)
+    if (*cap - *len < body + 4) {
+        size_t c = *cap ? *cap : 4096;
+        while (c - *len < body + 4)
+            c *= 2;
+        char *b = realloc(*buf, c);
+        if (!b)
             return -1;
+        *buf = b;
+        *cap = c;
+    }
+    unsigned char *p = (unsigned char *)*buf + *len;
+    *p++ = body & 0xff;
+    *p++ = (body >> 8) & 0xff;
+    *p++ = (body >> 16) & 0xff;
+    *p++ = (body >> 24) & 0xff;
+    for (size_t i = 0; i < CMDFILE_FIELDS + argc; i++) {
+        const char *w = i < CMDFILE_FIELDS ? fields[i] : argv[i - CMDFILE_FIELDS];
+        size_t n = strlen(w) + 1;
+        memcpy(p, w, n);
+        p += n;
+    }
+    *len += body + 4;
     return 0;
 }
 
@@ -124,6 +139,21 @@ int cmdfile_next(cmdfile_t *f, const char **body, size_t *len)
     *len = n;
     f->off += 4 + n;
     return 1;
+}
+
+int cmdfile_write_all(int fd, const void *p, size_t n)
+{
+    const char *b = p;
+    while (n) {
+        ssize_t w = write(fd, b, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
 }
 
 int cmdfile_mkdirs(const char *path)

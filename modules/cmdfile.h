@@ -2,9 +2,10 @@
  * cmdfile.h - the formats the command module (cmd.so) and its front end
  * (spits-parallel) share: the task file and a task's result.
  *
- * The task file is written once by the front end and only read after,
- * so a restarted or resumed job manager generates the same tasks from
- * it. It starts with the line CMDFILE_MAGIC, then one record per task:
+ * The task file (or stream: cmdstream.h) is written by the front end and
+ * only read after, so a restarted or resumed job manager generates the
+ * same tasks from it (a stream: from its spool). It starts with the line
+ * CMDFILE_MAGIC, then one record per task:
  *
  *   4 bytes   body length, little endian
  *   body      NUL-terminated strings: the task's number (decimal), its
@@ -12,8 +13,11 @@
  *             joblog's Command), its --results subdirectory, then the
  *             words of the argv to run (at least one; a word may be empty)
  *
- * Records come in increasing task number. A task's bytes, as sent to a
- * worker, are its record's body.
+ * Records come in increasing task number. A task stream (a FIFO: see
+ * cmdstream.h) ends with an end mark, a length of 0. What the command
+ * module sends to a worker is the task's generation index (8 bytes,
+ * little endian), then its record's body; its result ends with those
+ * same bytes.
  *
  * A result is a fixed header, then the command's stdout and stderr:
  *
@@ -21,7 +25,8 @@
  *   8   4  exit value         32  8  stdout length
  *   12  4  signal             40  8  stderr length
  *   16  8  start (epoch s)    48 64  the worker's host name, NUL-padded
- *   24  4  run time (ms)      112    stdout bytes, then stderr bytes
+ *   24  4  run time (ms)      112    stdout bytes, then stderr bytes,
+ *                                     then the task's bytes
  *
  * Numbers are in the byte order of the machines (a job's TMs and JM
  * share one); the start time is a double.
@@ -43,9 +48,11 @@ typedef struct {
     size_t nwords;
 } cmdfile_rec_t;
 
-/* Appends one record to f; 0, or -1 on a write error. */
-int cmdfile_write(FILE *f, uint64_t seq, const char *tag, const char *display,
-                  const char *respath, const char *const *argv, size_t argc);
+/* Appends one record to the buffer *buf (*len bytes used of *cap,
+ * grown with realloc); 0, or -1 out of memory or too long. */
+int cmdfile_encode(char **buf, size_t *len, size_t *cap, uint64_t seq, const char *tag,
+                   const char *display, const char *respath, const char *const *argv,
+                   size_t argc);
 
 /* Reads a record's body (len bytes, not NUL-terminated past the last
  * string); 0, or -1 if it is malformed. */
@@ -64,6 +71,10 @@ void cmdfile_close(cmdfile_t *f);
 /* The next record's body and length: 1, 0 at the end, -1 if the file is
  * cut short or malformed. */
 int cmdfile_next(cmdfile_t *f, const char **body, size_t *len);
+
+/* Writes all n bytes of p to fd (again after EINTR); 0, or -1 with
+ * errno set. */
+int cmdfile_write_all(int fd, const void *p, size_t n);
 
 /* mkdir -p path (for --results); 0, or -1 with errno set. */
 int cmdfile_mkdirs(const char *path);

@@ -38,6 +38,15 @@ same appended /dev/null -k echo ::: a b ::: 'c d' e
 same files /dev/null -k echo {1}-{2} :::: lines two
 same argfile /dev/null -k -a paths echo X{/}
 same stdin lines -k echo n{}
+# streamed input: stdin as the first source (read as the job runs) or a
+# later one (read first), a last line without its newline, no input
+printf 'p\nlast' >nonl
+seq 300 >many
+same stdin-first two -k echo {1}{2} :::: - ::: x y
+same stdin-later two -k echo {1}{2} ::: a b :::: -
+same stdin-nonl nonl -k echo
+same stdin-many many -k echo
+same stdin-none /dev/null -k echo
 same tag /dev/null -k --tag echo ::: a 'b c' ::: d
 same tagnl /dev/null -k --tag 'printf "x\ny"' ::: a b
 same shell /dev/null -k 'echo {} | tr a-z A-Z; echo $((1+2))' ::: abc 'd e'

@@ -11,6 +11,7 @@
 #include "credit.h"
 #include "joins.h"
 #include "alloc-policy.h"
+#include "cmdorder.h"
 #include "elfcheck.h"
 #include "escape.h"
 #include "idmap.h"
@@ -47,6 +48,7 @@ int main(void)
         {"wire", spits_wire_selftest},
         {"ring", spits_ring_selftest},
         {"idmap", spits_idmap_selftest},
+        {"cmdorder", cmdorder_selftest},
         {"jobdir", spits_jobdir_selftest},
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},

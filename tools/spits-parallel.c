@@ -5,14 +5,16 @@
  *
  * Builds the tasks (one command line each: parallel-compose.c) from the
  * input sources, in GNU parallel's order (the last source varies
- * fastest), writes them to a task file (modules/cmdfile.h), and runs the
+ * fastest: parallel-input.c), as the input comes, writes them to a task
+ * stream, a FIFO in the job dir that the command module's job manager
+ * reads (parallel-feed.c, modules/cmdstream.h), and runs the
  * command module (cmd.so) on it: with spits-run (a job manager and local
  * task managers), or, with --jobdir, spits-jm alone, for task managers
  * that join from Slurm or by hand. The module's committer writes the
  * outputs, the joblog and --results; the exit status is GNU parallel's.
  *
  * --resume and --resume-failed read the joblog here: the tasks they skip
- * are left out of the task file, the others keep their numbers.
+ * are left out of the task stream, the others keep their numbers.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,12 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cmdfile.h"
 #include "log.h"
 #include "parallel-compose.h"
+#include "parallel-feed.h"
+#include "parallel-input.h"
 #include "util.h"
 
 #define PAR_ERROR 255              /* GNU parallel's "other error" */
@@ -40,6 +45,7 @@
 typedef struct {
     char **vals;
     size_t n, cap;
+    const char *path;             /* a file's lines (read by parallel-input.c) */
 } par_source_t;
 
 typedef struct {
@@ -59,6 +65,11 @@ typedef struct {
     char tasks[PATH_MAX], status[PATH_MAX], halt_path[PATH_MAX];
     char joblog_abs[PATH_MAX], results_abs[PATH_MAX];
     pid_t child;
+    /* the task stream: its feed thread owns these once started */
+    pinput_t *in;
+    pcompose_t compose;
+    pfeed_t feed;
+    int feeding;                  /* the feed thread was started */
 } par_t;
 
 static void usage(FILE *f)
@@ -147,45 +158,16 @@ static par_source_t *par_new_source(par_t *p)
     return &s[p->nsrc++];
 }
 
-/* Reads one argument a line from path ("-": stdin) as a new source. */
+/* A new source: path's lines ("-": stdin), read as the job runs. */
 static int par_read_file(par_t *p, const char *path)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-    par_source_t *s;
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    if (!f) {
-        spits_error("cannot read the input source %s: %s", path, strerror(errno));
+    par_source_t *s = par_new_source(p);
+    if (!s) {
+        spits_error("out of memory reading %s", path);
         return -1;
     }
-    if (!(s = par_new_source(p)))
-        goto oom;
-    while ((n = getline(&line, &cap, f)) >= 0) {
-        if (n > 0 && line[n - 1] == '\n')
-            line[--n] = '\0';
-        if (memchr(line, '\0', (size_t)n)) {
-            spits_error("the input source %s has a NUL byte in an argument", path);
-            goto fail;
-        }
-        if (par_add(s, strdup(line)) != 0)
-            goto oom;
-    }
-    if (ferror(f)) {
-        spits_error("cannot read the input source %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    free(line);
-    if (f != stdin)
-        fclose(f);
+    s->path = path;
     return 0;
-oom:
-    spits_error("out of memory reading %s", path);
-fail:
-    free(line);
-    if (f != stdin)
-        fclose(f);
-    return -1;
 }
 
 /* The joblog's verdicts for --resume (any line) or --resume-failed (a
@@ -248,43 +230,32 @@ static const char *par_shell(void)
     return s && *s ? s : "/bin/sh";
 }
 
-/* The task file: every combination of the sources, less the skipped. */
-static int par_write_tasks(par_t *p, FILE *out, uint64_t *ntasks)
+/* The input sources, opened, and the tasks' composition, for the feed:
+ * every combination of the sources, less the skipped. */
+static int par_input(par_t *p, pinput_t **in, pcompose_t *t, pfeed_t *f)
 {
-    pcompose_t t;
-    size_t idx[256] = {0};
-    const char *args[256];
-    uint64_t total = 1;
-    pcompose_init(&t, p->words, p->nwords, p->nsrc, par_shell(), p->quote);
-    for (size_t i = 0; i < p->nsrc; i++)
-        total *= p->src[i].n;
-    *ntasks = 0;
-    for (uint64_t seq = 1; seq <= total; seq++) {
-        for (size_t i = 0; i < p->nsrc; i++)
-            args[i] = p->src[i].vals[idx[i]];
-        /* the next combination: the last source fastest */
-        for (size_t i = p->nsrc; i-- > 0;) {
-            if (++idx[i] < p->src[i].n)
-                break;
-            idx[i] = 0;
-        }
-        if (seq < p->nskip && p->skip[seq])
-            continue;
-        pcompose_task_t c;
-        if (pcompose_task(&t, args, seq, &c) != 0) {
-            spits_error("out of memory composing command %llu", (unsigned long long)seq);
-            return -1;
-        }
-        int rc = out ? cmdfile_write(out, seq, c.tag, c.display, c.respath,
-                                     (const char *const *)c.argv, c.argc)
-                     : printf("%s\n", c.display) < 0;
-        pcompose_task_clear(&c);
-        if (rc != 0) {
-            spits_error("cannot write the task file %s: %s", p->tasks, strerror(errno));
-            return -1;
-        }
-        ++*ntasks;
+    pcompose_init(t, p->words, p->nwords, p->nsrc, par_shell(), p->quote);
+    if (!(*in = pinput_new())) {
+        spits_error("out of memory");
+        return -1;
     }
+    for (size_t i = 0; i < p->nsrc; i++) {
+        par_source_t *s = &p->src[i];
+        if ((s->path ? pinput_add_file(*in, s->path)
+                     : pinput_add_values(*in, s->vals, s->n)) != 0) {
+            spits_error("out of memory");
+            return -1;
+        }
+    }
+    if (pinput_open(*in) != 0)
+        return -1;
+    memset(f, 0, sizeof *f);
+    f->in = *in;
+    f->compose = t;
+    f->skip = p->skip;
+    f->nskip = p->nskip;
+    f->seq = 1;
+    f->path = p->tasks;
     return 0;
 }
 
@@ -318,6 +289,7 @@ static void par_on_signal(int sig, siginfo_t *si, void *ctx)
     (void)ctx;
     int fd = par_halt_file[0] ? open(par_halt_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
                                      0666) : -1;
+    pfeed_cut();                    /* (a job manager waiting for input stops) */
     if (fd >= 0) {
         ssize_t w = write(fd, "now\n", 4);
         (void)w;
@@ -342,6 +314,9 @@ static int par_run(char **argv, const char *halt_file)
         return -1;
     }
     if (pid == 0) {
+        int null = open("/dev/null", O_RDONLY);
+        if (null > 0)
+            dup2(null, STDIN_FILENO);   /* (stdin may be the feed's input) */
         execv(argv[0], argv);
         fprintf(stderr, "spits-parallel: error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -516,7 +491,17 @@ static int par_options(par_t *p, int argc, char **argv)
     return 0;
 }
 
-/* Where the task file and the status go: DIR of --jobdir, else a
+/* The task stream: a FIFO in place of a past job's task file. */
+static int par_fifo(par_t *p)
+{
+    if ((unlink(p->tasks) != 0 && errno != ENOENT) || mkfifo(p->tasks, 0600) != 0) {
+        spits_error("cannot make the task stream %s: %s", p->tasks, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Where the task stream and the status go: DIR of --jobdir, else a
  * temporary directory of ours. */
 static int par_workdir(par_t *p)
 {
@@ -542,12 +527,14 @@ static int par_workdir(par_t *p)
     strcat(strcpy(p->tasks, p->dir), "/parallel.tasks");
     strcat(strcpy(p->status, p->dir), "/parallel.status");
     strcat(strcpy(p->halt_path, p->tasks), ".halt");
-    char done[PATH_MAX + 8];
+    char done[PATH_MAX + 8], spool[PATH_MAX + 8];
     snprintf(done, sizeof done, "%s.done", p->tasks);
+    snprintf(spool, sizeof spool, "%s.spool", p->tasks);
     unlink(p->status);
     unlink(p->halt_path);
     unlink(done);                   /* (the module's notes of a past job) */
-    return 0;
+    unlink(spool);
+    return par_fifo(p);
 }
 
 /* The joblog: a new one (the header), or with --resume* appended to. */
@@ -626,6 +613,8 @@ static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs,
         a[n++] = "--keep-order";
     if (p->tag)
         a[n++] = "--tag";
+    if (p->jobdir)
+        a[n++] = "--spool";          /* (spits-jm --resume reads it again) */
     if (p->results) {
         a[n++] = "--results";
         a[n++] = p->results_abs;
@@ -677,8 +666,11 @@ static int par_status(par_t *p, int rc)
 /* What par_options and par_read_joblog allocated. */
 static void par_free(par_t *p)
 {
+    if (p->feeding)
+        return;
+    pinput_destroy(&p->in);
     for (size_t i = 0; i < p->nsrc; i++) {
-        for (size_t k = 0; k < p->src[i].n; k++)
+        for (size_t k = 0; k < p->src[i].n && p->src[i].vals; k++)
             free(p->src[i].vals[k]);
         free(p->src[i].vals);
     }
@@ -692,62 +684,62 @@ static void par_free(par_t *p)
 static int par_main(par_t *p, int argc, char **argv)
 {
     int rc;
-    uint64_t ntasks = 0;
+    pfeed_t *feed = &p->feed;
     if ((rc = par_options(p, argc, argv)) != 0)
         return rc;
     if (p->joblog && (p->resume || p->resume_failed) && par_read_joblog(p) != 0) {
         spits_error("cannot read the joblog %s: %s", p->joblog, strerror(errno));
         return PAR_ERROR;
     }
-    if (p->dry_run)
-        return par_write_tasks(p, NULL, &ntasks) == 0 ? 0 : PAR_ERROR;
+    rc = PAR_ERROR;
+    if (par_input(p, &p->in, &p->compose, feed) != 0)
+        goto out;
+    if (p->dry_run) {
+        rc = pfeed_print(feed, stdout) == 0 ? 0 : PAR_ERROR;
+        goto out;
+    }
     if (p->joblog && par_joblog(p) != 0)
-        return PAR_ERROR;
+        goto out;
     if (p->results && (cmdfile_mkdirs(p->results) != 0 || par_absolute(p->results, p->results_abs) != 0)) {
         spits_error("cannot make the results directory %s: %s", p->results, strerror(errno));
-        return PAR_ERROR;
+        goto out;
     }
     if (par_workdir(p) != 0)
-        return PAR_ERROR;
-
-    FILE *f = fopen(p->tasks, "w");
-    rc = PAR_ERROR;
-    if (!f) {
-        spits_error("cannot write the task file %s: %s", p->tasks, strerror(errno));
         goto out;
-    }
-    if (fputs(CMDFILE_MAGIC, f) < 0 || par_write_tasks(p, f, &ntasks) != 0) {
-        fclose(f);
+    /* (the first command's arguments: none, and there is nothing to run) */
+    int first = pfeed_skip(feed);
+    if (first < 0)
         goto out;
-    }
-    if (fclose(f) != 0) {
-        spits_error("cannot write the task file %s: %s", p->tasks, strerror(errno));
-        goto out;
-    }
-    if (ntasks == 0 && !p->jobdir) {
-        rc = 0;                         /* nothing to run */
+    if (first == 0 && !p->jobdir) {
+        rc = 0;
         goto out;
     }
     char *a[64], prog[PATH_MAX], module[PATH_MAX], jobs[32], tms[32];
-    if (par_command(p, a, prog, module, jobs, tms) != 0)
+    if (par_command(p, a, prog, module, jobs, tms) != 0 || pfeed_start(feed) != 0)
         goto out;
+    p->feeding = 1;
     if (p->jobdir)
-        spits_info("%llu command(s); the job manager runs in %s: start task managers "
-                   "with spits-tm --jobdir %s (or spits-alloc --jobdir %s)",
-                   (unsigned long long)ntasks, p->dir, p->dir, p->dir);
+        spits_info("the job manager runs in %s: start task managers with spits-tm "
+                   "--jobdir %s (or spits-alloc --jobdir %s)", p->dir, p->dir, p->dir);
     fflush(stdout);
     int jrc = par_run(a, p->halt_path);
     rc = jrc < 0 ? PAR_ERROR : par_status(p, jrc);
+    if (atomic_load(&feed->rc) != 0)
+        rc = PAR_ERROR;                 /* (the input failed: said) */
 out:
     if (p->tmpdir)
         nftw(p->dir, par_rm, 16, FTW_DEPTH | FTW_PHYS);
+    /* A feed still running waits on its input or on a job manager that
+     * is gone: the process ends under it, with what it uses. */
+    if (p->feeding && pthread_tryjoin_np(feed->thread, NULL) == 0)
+        p->feeding = 0;
     return rc;
 }
 
 int main(int argc, char **argv)
 {
-    par_t p;
-    memset(&p, 0, sizeof p);
+    /* (static: a feed thread still running at exit uses it) */
+    static par_t p;
     spits_log_init("spits-parallel", SPITS_LOG_INFO);
     int rc = par_main(&p, argc, argv);
     par_free(&p);

@@ -1,0 +1,122 @@
+#!/bin/bash
+# spits-parallel streams its input: a command starts as soon as its
+# arguments exist, a pipe that never ends works, and memory and disk are
+# bounded by what is in flight, not by the size of the input: 2^40
+# combinations start at once, and a stop leaves nothing behind.
+. "$(dirname "$0")/lib.sh"
+
+SP=$top_builddir/tools/spits-parallel
+export SPITS_CMD_MODULE=$MODS/cmd.so
+cd "$T" || fail "no $T"
+mkdir tmp
+export TMPDIR=$T/tmp
+
+# hwm PID: the process's peak resident size, in kB
+hwm() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+# sp_of PID: spits-parallel under timeout PID
+sp_of() { pgrep -P "$1" -x spits-parallel; }
+# jm_of PID: the job manager under spits-parallel PID (through spits-run)
+jm_of() { pgrep -f "spits-jm .*$TMPDIR/spits-parallel-" | head -1; }
+
+# The first line's command runs while the input's next line is not
+# written yet: the writer looks at the output before it writes b.
+(echo a; sleep 3; cp out out.before-b; echo b) |
+    timeout -s KILL 60 "$SP" -j 2 echo >out 2>err.log
+rc=$?
+[ "$rc" = 0 ] || fail "a streamed input: exit $rc: $(cat err.log)"
+[ "$(cat out.before-b)" = a ] || fail "a was not printed within 3 s, before b came: '$(cat out.before-b)'"
+[ "$(sort out | tr '\n' ' ')" = "a b " ] || fail "a streamed input printed: $(cat out)"
+
+# An input that fails after the job started (a NUL byte): the commands
+# read before it run, one line says why, the status is 255.
+(echo a; printf 'b\0c\n'; echo d) | timeout -s KILL 60 "$SP" -j 2 echo >nul.out 2>nul.err
+rc=$?
+[ "$rc" = 255 ] || fail "a NUL byte in a streamed input: exit $rc, not 255"
+[ "$(cat nul.out)" = a ] || fail "a NUL byte in a streamed input: printed $(cat nul.out)"
+[ "$(wc -l <nul.err)" = 1 ] && grep -q 'the input source - has a NUL byte' nul.err ||
+    fail "a NUL byte in a streamed input said: $(cat nul.err)"
+
+# A pipe that never ends (tail -f): lines run as they are appended; a
+# SIGTERM stops the job, and no temporary file is left.
+: >log
+tail -f log | timeout -s KILL 60 "$SP" -j 2 echo got {} >tail.out 2>tail.err &
+SP_PID=$!
+PIDS="$PIDS $SP_PID"
+echo one >>log
+wait_for "grep -q '^got one$' tail.out" 30 "the first line of tail -f to run"
+echo two >>log
+wait_for "grep -q '^got two$' tail.out" 30 "a line appended later to run"
+kill -TERM "$SP_PID"
+wait "$SP_PID"
+echo three >>log        # (tail -f ends on its next write)
+[ -z "$(ls tmp)" ] || fail "a stopped tail -f job left $(ls tmp) behind"
+
+# 2^40 combinations: commands start at once and the combinations are
+# made as they are needed: after a few seconds the job dir, and the
+# processes' memory, stay small; a SIGTERM leaves nothing behind.
+srcs=""
+for i in $(seq 40); do srcs="$srcs ::: a b"; done
+# shellcheck disable=SC2086
+timeout -s KILL 60 "$SP" -k -j 2 echo $srcs >huge.out 2>huge.err &
+SP_PID=$!
+PIDS="$PIDS $SP_PID"
+wait_for "[ \$(wc -l <huge.out) -ge 4 ]" 30 "the first 4 of 2^40 commands"
+sleep 1
+[ "$(head -1 huge.out)" = "$(printf 'a %.0s' $(seq 39))a" ] &&
+    [ "$(sed -n 2p huge.out)" = "$(printf 'a %.0s' $(seq 39))b" ] ||
+    fail "2^40: the first lines are $(head -2 huge.out)"
+used=$(du -sk tmp | cut -f1)
+[ "$used" -lt 2048 ] || fail "2^40: the temporary directory holds $used kB"
+jm=$(jm_of)
+[ -n "$jm" ] || fail "2^40: no job manager found"
+sp_kb=$(hwm "$(sp_of "$SP_PID")")
+jm_kb=$(hwm "$jm")
+[ "${sp_kb:-0}" -gt 0 ] && [ "$sp_kb" -lt 65536 ] || fail "2^40: spits-parallel's peak RSS is ${sp_kb} kB"
+[ "${jm_kb:-0}" -gt 0 ] && [ "$jm_kb" -lt 262144 ] || fail "2^40: the job manager's peak RSS is ${jm_kb} kB"
+kill -TERM "$SP_PID"
+wait "$SP_PID"
+rc=$?
+[ "$rc" = 255 ] || fail "2^40 stopped by SIGTERM: exit $rc, not 255: $(tail -2 huge.err)"
+wait_for "[ -z \"\$(ls tmp)\" ]" 10 "the temporary directory to be removed"
+kill -0 "$jm" 2>/dev/null && fail "2^40: the job manager outlived spits-parallel"
+
+# A long streamed input: spits-parallel reads it as the job takes it,
+# so a 10-million-line input neither fills its memory nor the disk.
+seq 10000000 | timeout -s KILL 60 "$SP" -j 2 true >/dev/null 2>long.err &
+SP_PID=$!
+PIDS="$PIDS $SP_PID"
+wait_for "[ -n \"\$(jm_of)\" ]" 30 "the job manager of a long input"
+sleep 1
+sp_kb=$(hwm "$(sp_of "$SP_PID")")
+[ "${sp_kb:-0}" -gt 0 ] && [ "$sp_kb" -lt 65536 ] || fail "a long input: spits-parallel's peak RSS is ${sp_kb} kB"
+used=$(du -sk tmp | cut -f1)
+[ "$used" -lt 2048 ] || fail "a long input: the temporary directory holds $used kB"
+kill -TERM "$SP_PID"
+wait "$SP_PID"
+rc=$?
+[ "$rc" = 255 ] || fail "a long input stopped by SIGTERM: exit $rc, not 255: $(tail -2 long.err)"
+wait_for "[ -z \"\$(ls tmp)\" ]" 10 "the temporary directory to be removed"
+
+# --jobdir, its job manager killed while the input is still open:
+# spits-jm --resume reads again what the first life had read (its spool),
+# writes nothing twice, and says in one line that the rest of the input
+# went with spits-parallel.
+printf '1\n2\n' >rin
+tail -f rin | timeout -s KILL 60 "$SP" -k --jobdir "$T/j" --bind tcp://127.0.0.1:0 echo \
+    >rj.out 2>rj.err &
+SP_PID=$!
+PIDS="$PIDS $SP_PID"
+start_tm j rtm -n 2
+wait_for "[ \$(wc -l <rj.out) -ge 2 ]" 30 "the first two lines of a streamed --jobdir job"
+kill -9 "$(json "$T/j/jm.json" "d['pid']")"
+wait "$SP_PID"
+rc=$?
+echo 3 >>rin            # (tail -f ends on its next write)
+[ "$rc" = 255 ] || fail "spits-parallel whose JM was killed exited $rc, not 255"
+timeout -s KILL 30 "$JM" -q --resume --jobdir "$T/j" >rj2.out 2>rj2.err
+rc=$?
+[ "$rc" != 0 ] || fail "a JM resumed without the rest of its input exited 0"
+[ ! -s rj2.out ] || fail "the resumed JM wrote again: $(cat rj2.out)"
+grep -q 'ended without its end mark after 2 task(s)' rj2.err ||
+    fail "the resumed JM said: $(cat rj2.err)"
+echo ok
