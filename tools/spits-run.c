@@ -234,11 +234,12 @@ static const int run_stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
                                        SIGPROF, SIGXCPU, SIGXFSZ};
 
 /* 1 if the JM (its wait status ws) died of a signal this program did not
- * send it: a crash, the OOM killer. What is left of the job is in its job
+ * send it, other than SIGPIPE: a crash, the OOM killer. What is left of the job is in its job
  * dir then (crash.json, the journal), so a temporary one is kept. */
 static int run_jm_crashed(int ws, int sent)
 {
-    return WIFSIGNALED(ws) &&
+    /* SIGPIPE: its stdout was closed (| head), as for any filter */
+    return WIFSIGNALED(ws) && WTERMSIG(ws) != SIGPIPE &&
            !(sent && (WTERMSIG(ws) == SIGINT || WTERMSIG(ws) == SIGTERM));
 }
 
@@ -304,6 +305,39 @@ static int run_jm_announced(const run_t *r)
         (int)sizeof path)
         return 1;
     return access(path, F_OK) == 0;
+}
+
+/* How long the JM may outlive the last TM before it is stopped: a job
+ * that ended tells its TMs to exit first, and exits itself soon after. */
+#define RUN_ORPHAN_MS 3000
+
+/* 1 once every TM has been gone (exited, some with status 0) for
+ * RUN_ORPHAN_MS while the JM runs and has not written its report: nothing would do the work left, so
+ * the job is stopped, with one line saying what to do. *since holds when
+ * the last one left (0: some still run). */
+static int run_orphaned(run_t *r, int64_t *since)
+{
+    for (long i = 0; i < r->tms; i++)
+        if (r->tm[i] > 0) {
+            *since = 0;
+            return 0;
+        }
+    int64_t now = spits_now_ms();
+    if (run_has_report(r->jobdir))
+        return 0;                       /* the job ended: the JM is exiting */
+    if (!*since)
+        *since = now;
+    if (now - *since < RUN_ORPHAN_MS)
+        return 0;
+    if (r->tmpdir[0])
+        spits_error("every task manager has exited with work left; stopping the job "
+                    "(with --jobdir DIR it could be resumed: spits-run --resume "
+                    "--jobdir DIR)");
+    else
+        spits_error("every task manager has exited with work left; stopping the job: "
+                    "resume it with spits-run --resume --jobdir %s (or start task "
+                    "managers with spits-tm --jobdir %s)", r->jobdir, r->jobdir);
+    return 1;
 }
 
 #define JM_ARGS_MAX (40 + 256)
@@ -558,7 +592,8 @@ int main(int argc, char **argv)
         run_wait_replaced(&r, &block);
 
     char *targv[TM_ARGS_MAX];
-    int signalled = 0, tms_failed = 0, gave_up = 0, waits_for_jm = 0;
+    int signalled = 0, tms_failed = 0, gave_up = 0, waits_for_jm = 0, orphaned = 0;
+    int64_t tms_gone_at = 0;
     tm_args(&r, targv, 0);
     for (long i = 0; i < r.tms; i++)
         if ((r.tm[i] = spawn(targv, &orig, -1, r.errpipe[1])) < 0) {
@@ -609,6 +644,10 @@ int main(int argc, char **argv)
             kill(r.jm, SIGTERM);
             gave_up = 1;
         }
+        if (!signalled && !gave_up && run_orphaned(&r, &tms_gone_at)) {
+            kill(r.jm, SIGTERM);
+            gave_up = orphaned = 1;
+        }
     }
     errpipe_end(&r, own_err);
     /* The JM told the TMs to exit; make sure they did. */
@@ -621,7 +660,7 @@ int main(int argc, char **argv)
     int stopped = status == 0 || status == 128 + SIGINT || status == 128 + SIGTERM;
     if (signalled && stopped)
         status = 128 + signalled;
-    else if (tms_failed == r.tms && stopped)
+    else if ((tms_failed == r.tms || orphaned) && stopped)
         status = 1;   /* stopped by us, for want of TMs: a failure */
     return status;
 }
