@@ -106,7 +106,8 @@ static void usage(FILE *f)
 "  N   the job manager's (see spits-jm --help); 128+S when it was stopped\n"
 "      by signal S\n"
 "  1   an error of its own: spits-jm or spits-tm not found or not\n"
-"      started, no temporary job dir, every task manager failed\n"
+"      started, no temporary job dir, every task manager failed or\n"
+"      exited with work left\n"
 "  2   a usage error\n");
 }
 
