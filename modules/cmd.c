@@ -206,7 +206,7 @@ void spits_job_manager_finalize(void *jm)
 typedef struct {
     cmd_opts_t o;
     char host[CMDRES_HOST];
-    cmdenv_t env;                 /* --env-file's, loaded once */
+    cmdenv_t env;                 /* --env-file's: loaded by worker_new, read-only after */
 } cmd_worker_t;
 
 /* A TM that exits (or unloads the module) takes its commands with it. */

@@ -59,12 +59,14 @@ same cwd /dev/null -k 'echo "$(pwd)" {}' ::: a
 same halt /dev/null -k -j 1 --halt now,fail=1 'echo {}; exit {}' ::: 0 3 0
 [ "$(sed 's/^spits-parallel:/parallel:/' halt.s.err)" = "$(cat halt.p.err)" ] ||
     fail "--halt now said: $(cat halt.s.err)"
-# stdout closed early: 141 (SIGPIPE), quietly
+# stdout closed early: 141 (SIGPIPE), quietly, nothing left in TMPDIR
+mkdir htmp
 for prog in parallel "$SP"; do
-    "$prog" -j 3 'sleep {}; echo {}' ::: 0 1 1 2>"head.err" | head -1 >/dev/null
+    TMPDIR=$T/htmp "$prog" -j 3 'sleep {}; echo {}' ::: 0 1 1 2>"head.err" | head -1 >/dev/null
     rc=${PIPESTATUS[0]}
     [ "$rc" = 141 ] && [ ! -s head.err ] || fail "$prog | head -1: exit $rc: $(cat head.err)"
 done
+[ -z "$(ls htmp)" ] || fail "| head -1 left $(ls htmp)"
 tsanitized || [ "$(wc -c <big.s)" = 20000000 ] || fail "big: $(wc -c <big.s) bytes, not 20000000"
 grep -q '^err a$' stderr.s.err || fail "stderr: the commands' stderr is not on stderr"
 

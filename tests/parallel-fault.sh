@@ -194,6 +194,13 @@ for args in "--output-cap 2000000000" "--tms 2 --jobdir $T/tj" "--resume --joblo
     [ $rc = 255 ] && [ "$(wc -l <bad.log)" = 1 ] && [ ! -s bad.out ] || fail "$args: exit $rc: $(cat bad.log)"
 done
 
+# Its only TM gone with commands left (/bin/true for spits-tm): the job
+# ends, 255 and one line, not a wait for ever.
+SPITS_TM=/bin/true timeout -s KILL 60 "$SP" echo ::: a >orph.out 2>orph.log
+rc=$?
+[ $rc = 255 ] && [ "$(wc -l <orph.log)" = 1 ] && grep -q "every task manager has exited with work left" orph.log ||
+    fail "a job whose TM left: exit $rc: $(cat orph.log)"
+
 # A full disk under the joblog and --results (a small tmpfs; root only):
 # exit 255 and one line, not 0 and a line per command.
 if [ "$(id -u)" = 0 ] && mkdir full && mount -t tmpfs -o size=64k tmpfs full 2>/dev/null; then
