@@ -49,6 +49,17 @@ rc=$?
     fail "it said: $(cat "$T/o.err")"
 [ "$(json "$T/o/report.json" "d['status']")" = interrupted ] || fail "report: $(cat "$T/o/report.json")"
 
+# 2c. The same with a TM that joined from elsewhere: the job is its, and
+# runs to the end (spits-run asks the JM before it stops the job).
+SPITS_TM=/bin/true timeout 60 "$RUN" -q --jobdir "$T/x" "$MODS/pi.so" 1000000000 100 \
+    >"$T/x.out" 2>"$T/x.err" &
+X_PID=$!
+PIDS="$PIDS $X_PID"
+start_tm x xtm -n 1
+wait "$X_PID"
+rc=$?
+[ $rc = 0 ] && grep -q '^pi = 3.14' "$T/x.out" || fail "with a TM from elsewhere: exit $rc: $(cat "$T/x.err")"
+
 # 3. One TM of two fails to fork: the other runs the job to the end.
 LD_PRELOAD=$FAULT SPITS_FAULT_FORK=4 timeout 60 "$RUN" -q -n 2 --tms 2 \
     "$MODS/pi.so" 1000 >"$T/c.out" 2>"$T/c.err"

@@ -23,6 +23,7 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,8 +313,60 @@ static int run_jm_announced(const run_t *r)
  * that ended tells its TMs to exit first, and exits itself soon after. */
 #define RUN_ORPHAN_MS 3000
 
+/* How many TMs the JM has, those that joined it from elsewhere too:
+ * spits-status --json's tms_alive (at most 10 s to answer); -1 when it
+ * cannot tell. Only asked once every local TM has gone. */
+static long run_jm_tms(const run_t *r)
+{
+    char prog[PATH_MAX];
+    int fd[2];
+    size_t n = 0, cap = 4 << 20;
+    char *buf;
+    if (spits_find_beside("spits-run", "spits-status", "SPITS_STATUS", "tools", X_OK,
+                          prog) != 0 || !(buf = malloc(cap)))
+        return -1;
+    if (pipe2(fd, O_CLOEXEC) != 0) {
+        free(buf);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(fd[1], STDOUT_FILENO);
+        if (null >= 0)
+            dup2(null, STDERR_FILENO);
+        execl(prog, prog, "--jobdir", r->jobdir, "--json", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    int64_t until = spits_now_ms() + 10000;
+    while (pid > 0 && n < cap - 1) {
+        struct pollfd pf = {fd[0], POLLIN, 0};
+        int64_t left = until - spits_now_ms();
+        if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+            break;
+        ssize_t k = read(fd[0], buf + n, cap - 1 - n);
+        if (k <= 0 && !(k < 0 && errno == EINTR))
+            break;
+        n += k > 0 ? (size_t)k : 0;
+    }
+    close(fd[0]);
+    buf[n] = '\0';
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    const char *t = strstr(buf, "\"tms_alive\"");
+    long alive = -1;
+    if (t && (t = strchr(t, ':')))
+        alive = strtol(t + 1, NULL, 10);
+    free(buf);
+    return alive;
+}
+
 /* 1 once every TM has been gone (exited, some with status 0) for
- * RUN_ORPHAN_MS while the JM runs and has not written its report: nothing would do the work left, so
+ * RUN_ORPHAN_MS while the JM runs, has not written its report and has no
+ * TM that joined from elsewhere: nothing would do the work left, so
  * the job is stopped, with one line saying what to do. *since holds when
  * the last one left (0: some still run). */
 static int run_orphaned(run_t *r, int64_t *since)
@@ -330,6 +383,10 @@ static int run_orphaned(run_t *r, int64_t *since)
         *since = now;
     if (now - *since < RUN_ORPHAN_MS)
         return 0;
+    if (run_jm_tms(r) > 0) {
+        *since = spits_now_ms();        /* others joined it: they work on */
+        return 0;
+    }
     if (r->tmpdir[0])
         spits_error("every task manager has exited with work left; stopping the job "
                     "(with --jobdir DIR it could be resumed: spits-run --resume "
