@@ -205,10 +205,10 @@ rc=$?
 # exit 255 and one line, not 0 and a line per command.
 if [ "$(id -u)" = 0 ] && mkdir full && mount -t tmpfs -o size=64k tmpfs full 2>/dev/null; then
     head -c 61440 /dev/zero >full/fill
-    timeout -s KILL 60 "$SP" --joblog full/jl echo ::: $(seq 300) >/dev/null 2>full.log
+    timeout -s KILL 60 "$SP" --joblog full/jl echo ::: $(seq 150) >/dev/null 2>full.log
     rc=$?
     rm -f full/jl
-    timeout -s KILL 60 "$SP" --results full/res 'echo {}' ::: $(seq 300) >/dev/null 2>full2.log
+    timeout -s KILL 60 "$SP" --results full/res 'echo {}' ::: $(seq 150) >/dev/null 2>full2.log
     rc2=$?
     umount full
     [ "$rc" = 255 ] && [ "$(wc -l <full.log)" = 1 ] || fail "a full joblog: exit $rc: $(head -3 full.log)"
