@@ -35,6 +35,11 @@
  * runs them later. The file must be where the workers see it: the job
  * dir, shared by Slurm TMs anyway.
  *
+ * A committer that ends before commit_job (the job manager stopped by a
+ * signal) writes "now" to TASKFILE.halt too, so that no command goes on
+ * running on a TM that leaves its busy workers behind; a resumed job
+ * manager's committer removes that note.
+ *
  * TASKFILE.done lists the commands written out, so that a job manager
  * resumed from its journal (which commits every result again) writes
  * nothing twice. A command may still run twice (a copy re-sent after
@@ -319,7 +324,14 @@ typedef struct {
     int halt_rc;                  /* set once halted: the exit status */
     int halted;
     int write_failed;             /* a joblog or --results write failed */
+    int live, job_committed;      /* made whole; commit_job called */
 } cmd_co_t;
+
+/* What TASKFILE.halt says when the job stopped before its end (a signal
+ * to the job manager, spits-parallel gone): "now" to the workers, which
+ * kill their commands before their TM leaves them running; a resumed
+ * job manager removes it. */
+#define CMD_STOPPED "now: the job stopped\n"
 
 /* A write of the joblog or of --results failed: said once (a full disk
  * fails every write after), and the job's exit status is 255. */
@@ -550,6 +562,16 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         fprintf(stderr, "cmd: cannot open the joblog %s: %s\n", c->o.joblog, strerror(errno));
         rc = -3;
     }
+    if (rc == 0) {
+        char said[sizeof CMD_STOPPED];
+        int fd = open(c->o.haltfile, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, said, sizeof said - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n == (ssize_t)sizeof said - 1 && !memcmp(said, CMD_STOPPED, (size_t)n))
+            unlink(c->o.haltfile);
+        c->live = 1;
+    }
     if (rc != 0) {
         if (rc == -1)
             fprintf(stderr, "cmd: the task file %s is damaged\n", c->o.taskfile);
@@ -631,6 +653,7 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
 {
     (void)push; (void)ctx;
     cmd_co_t *c = co;
+    c->job_committed = 1;
     if (c->o.keep && !(c->halted && c->o.halt_now))
         cmd_flush(c, 1);
     int rc = c->halted ? c->halt_rc : c->failed > 101 ? 101 : (int)c->failed;
@@ -651,6 +674,13 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
 void spits_committer_finalize(void *co)
 {
     cmd_co_t *c = co;
+    if (c->live && !c->job_committed) {
+        int fd = open(c->o.haltfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            cmd_write_all(fd, CMD_STOPPED, sizeof CMD_STOPPED - 1);
+            close(fd);
+        }
+    }
     if (c->held)
         for (size_t i = 0; i < c->n; i++)
             free(c->held[i]);

@@ -159,10 +159,11 @@ rc=$?
 mkdir wd
 [ "$(cd / && "$SP" --workdir "$T/wd" 'pwd; : {}' ::: 1)" = "$T/wd" ] || fail "--workdir is not where it ran"
 
-# Killed with SIGKILL: its job stops within seconds, no command starts
+# Killed with SIGKILL: its job and running commands stop within seconds
+# (not their 20 s), no command starts
 # after, and its temporary dirs go.
 mkdir kmarks ktmp
-TMPDIR=$T/ktmp "$SP" -j 2 'touch kmarks/{}; sleep 2' ::: $(seq 8) >/dev/null 2>&1 &
+TMPDIR=$T/ktmp "$SP" -j 2 'touch kmarks/{}; sleep 20' ::: $(seq 8) >/dev/null 2>&1 &
 K_PID=$!
 PIDS="$PIDS $K_PID"
 wait_for "[ -n \"\$(ls kmarks)\" ]" 30 "a command to start"
