@@ -130,3 +130,42 @@ void cmdenv_clear(cmdenv_t *e)
     free(e->buf);
     memset(e, 0, sizeof *e);
 }
+
+#ifdef SPITS_SELFTEST
+/* A job's file written from one environment and read over another: the
+ * exact merged list, --env's filter, and a damaged file refused. */
+int cmdenv_selftest(void)
+{
+    char path[] = "/tmp/cmdenv-selftest-XXXXXX", err[256];
+    char *sub[] = {"A=1", "SLURM_JOB_ID=7", "PWD=/sub", "B=x=y", "C=", NULL};
+    char *tm[] = {"A=tm", "SLURM_JOB_ID=9", "PWD=/", "D=4", NULL};
+    const char *want[] = {"SLURM_JOB_ID=9", "D=4", "A=1", "B=x=y", "C=", "PWD=/w d"};
+    const char *names[] = {"B", "SLURM_JOB_ID"};
+    cmdenv_t e;
+    int fd = mkstemp(path), bad = 0;
+    if (fd < 0)
+        return -1;
+    close(fd);
+    bad |= cmdenv_write(path, "/w d", sub, NULL, 0) != 0 ||
+           cmdenv_load(&e, path, tm, err, sizeof err) != 0;
+    for (size_t i = 0; !bad && i < sizeof want / sizeof want[0]; i++)
+        bad |= !e.env[i] || strcmp(e.env[i], want[i]) != 0;
+    bad |= !bad && (e.env[6] != NULL || strcmp(e.cwd, "/w d") != 0);
+    cmdenv_clear(&e);
+    /* --env B SLURM_JOB_ID: B only (SLURM_* is never carried) */
+    bad |= cmdenv_write(path, "/", sub, names, 2) != 0 ||
+           cmdenv_load(&e, path, tm, err, sizeof err) != 0;
+    bad |= !bad && (strcmp(e.env[0], "A=tm") || strcmp(e.env[3], "B=x=y") ||
+                    strcmp(e.env[4], "PWD=/") || e.env[5]);
+    cmdenv_clear(&e);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    bad |= fd < 0 || write(fd, "spits-env 1\n/x", 14) != 14;
+    if (fd >= 0)
+        close(fd);
+    bad |= cmdenv_load(&e, path, tm, err, sizeof err) == 0 || !strstr(err, "damaged");
+    unlink(path);
+    if (bad)
+        fprintf(stderr, "cmdenv: the merged environment is wrong\n");
+    return bad ? -1 : 0;
+}
+#endif

@@ -42,4 +42,6 @@ int cmdenv_load(cmdenv_t *e, const char *path, char *const *base, char *err,
                 size_t errlen);
 void cmdenv_clear(cmdenv_t *e);
 
+int cmdenv_selftest(void);
+
 #endif

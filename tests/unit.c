@@ -11,6 +11,7 @@
 #include "credit.h"
 #include "joins.h"
 #include "alloc-policy.h"
+#include "cmdenv.h"
 #include "elfcheck.h"
 #include "escape.h"
 #include "idmap.h"
@@ -75,6 +76,7 @@ int main(void)
         {"svgplot", spits_svgplot_selftest},
         {"reporthtml", spits_reporthtml_selftest},
         {"alloc-policy", alloc_policy_selftest},
+        {"cmdenv", cmdenv_selftest},
     };
     int failed = 0;
 
