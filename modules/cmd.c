@@ -14,6 +14,10 @@
  *     --status FILE       where commit_job writes the exit status
  *     --spool             keep what is read of a streamed TASKFILE in
  *                         TASKFILE.spool, for a resumed job manager
+ *     --env-file FILE     run each command in the directory and with the
+ *                         environment FILE carries (cmdenv.h)
+ *     --local             the TMs are this host's: the joblog's Host is
+ *                         ":" (GNU parallel's), else the TM's host name
  *
  * spits-parallel writes TASKFILE (cmdfile.h), a file or a stream that
  * it writes as the job runs (cmdstream.h), and runs this module; any
@@ -39,6 +43,11 @@
  * runs them later. The file must be where the workers see it: the job
  * dir, shared by Slurm TMs anyway.
  *
+ * A committer that ends before commit_job (the job manager stopped by a
+ * signal) writes "now" to TASKFILE.halt too, so that no command goes on
+ * running on a TM that leaves its busy workers behind; a resumed job
+ * manager's committer removes that note.
+ *
  * TASKFILE.done lists the commands written out, so that a job manager
  * resumed from its journal (which commits every result again) writes
  * nothing twice. A command may still run twice (a copy re-sent after
@@ -56,6 +65,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cmdenv.h"
 #include "cmdfile.h"
 #include "cmdorder.h"
 #include "cmdrun.h"
@@ -65,9 +75,9 @@
 #define CMD_DEFAULT_CAP (64ull << 20)
 
 typedef struct {
-    const char *taskfile, *joblog, *results, *status;
+    const char *taskfile, *joblog, *results, *status, *envfile;
     char haltfile[PATH_MAX];
-    int keep, tag, halt_now, spool;
+    int keep, tag, halt_now, spool, local;
     long halt_fail;               /* 0: never halt */
     double timeout;
     uint64_t cap;
@@ -96,6 +106,10 @@ static int cmd_opts(int argc, const char **argv, cmd_opts_t *o)
             o->spool = 1;
             continue;
         }
+        if (!strcmp(a, "--local")) {
+            o->local = 1;
+            continue;
+        }
         if (a[0] != '-' && i + 1 == argc) {
             o->taskfile = a;
             continue;
@@ -112,6 +126,8 @@ static int cmd_opts(int argc, const char **argv, cmd_opts_t *o)
             o->joblog = v;
         } else if (!strcmp(a, "--status")) {
             o->status = v;
+        } else if (!strcmp(a, "--env-file")) {
+            o->envfile = v;
         } else if (!strcmp(a, "--timeout")) {
             errno = 0;
             o->timeout = strtod(v, &end);
@@ -257,6 +273,7 @@ void spits_job_manager_finalize(void *jm)
 typedef struct {
     cmd_opts_t o;
     char host[CMDRES_HOST];
+    cmdenv_t env;                 /* --env-file's: loaded by worker_new, read-only after */
 } cmd_worker_t;
 
 /* A TM that exits (or unloads the module) takes its commands with it. */
@@ -273,6 +290,13 @@ void *spits_worker_new(int argc, const char *argv[])
         return NULL;
     }
     gethostname(w->host, sizeof w->host - 1);
+    char err[PATH_MAX + 128];
+    if (w->o.envfile && cmdenv_load(&w->env, w->o.envfile, environ, err, sizeof err) != 0) {
+        fprintf(stderr, "cmd: %s: no command runs here (the job dir must be on a "
+                "file system this host shares)\n", err);
+        free(w);
+        return NULL;
+    }
     return w;
 }
 
@@ -300,7 +324,8 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     if (cmdrun_halt_state(w->o.haltfile)) {
         r.flags = CMDRES_SKIPPED;
     } else {
-        cmdrun_opts_t ro = {w->o.timeout, w->o.cap, rec.seq, w->o.haltfile, rec.display};
+        cmdrun_opts_t ro = {w->o.timeout, w->o.cap, rec.seq, w->o.haltfile, rec.display,
+                            w->env.env, w->env.cwd, w->host};
         rc = cmdrun_exec(argv, &ro, &r);
     }
     free(argv);
@@ -336,7 +361,13 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     return 0;
 }
 
-void spits_worker_finalize(void *w) { free(w); }
+void spits_worker_finalize(void *wp)
+{
+    cmd_worker_t *w = wp;
+    if (w)
+        cmdenv_clear(&w->env);
+    free(w);
+}
 
 /* ---- committer: outputs, joblog, results ---- */
 
@@ -350,7 +381,26 @@ typedef struct {
     uint64_t failed;
     int halt_rc;                  /* set once halted: the exit status */
     int halted;
+    int write_failed;             /* a joblog or --results write failed */
+    int live, job_committed;      /* made whole; commit_job called */
 } cmd_co_t;
+
+/* What TASKFILE.halt says when the job stopped before its end (a signal
+ * to the job manager, spits-parallel gone): "now" to the workers, which
+ * kill their commands before their TM leaves them running; a resumed
+ * job manager removes it. */
+#define CMD_STOPPED "now: the job stopped\n"
+
+/* A write of the joblog or of --results failed: said once (a full disk
+ * fails every write after), and the job's exit status is 255. */
+static void cmd_write_failed(cmd_co_t *c, const char *what, const char *path)
+{
+    if (!c->write_failed)
+        fprintf(stderr, "spits-parallel: error: cannot write %s %s: %s (the exit "
+                "status is 255; later write errors are not repeated)\n", what, path,
+                strerror(errno));
+    c->write_failed = 1;
+}
 
 static int cmd_write_all(int fd, const char *p, size_t n)
 {
@@ -376,13 +426,16 @@ static void cmd_write_tagged(int fd, const char *tag, const char *p, size_t n)
     }
 }
 
-static void cmd_result_file(const char *dir, const char *name, const char *p, size_t n)
+static void cmd_result_file(cmd_co_t *c, const char *dir, const char *name, const char *p,
+                            size_t n)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0 || cmd_write_all(fd, p, n) != 0)
-        fprintf(stderr, "cmd: cannot write %s: %s\n", path, strerror(errno));
+    if (fd < 0 || cmd_write_all(fd, p, n) != 0 || close(fd) != 0)
+        cmd_write_failed(c, "the result file", path);
+    else
+        fd = -1;
     if (fd >= 0)
         close(fd);
 }
@@ -418,23 +471,26 @@ static void cmd_joblog(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
     if (c->joblog < 0)
         return;
     int n = snprintf(line, sizeof line, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
-                     "\t%d\t%d\t%s\n", r->seq, r->host[0] ? r->host : ":", r->start,
+                     "\t%d\t%d\t%s\n", r->seq, r->host[0] && !c->o.local ? r->host : ":", r->start,
                      r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
                      rec->display);
     if (n >= (int)sizeof line) {     /* a long command: its own buffer */
         char *big = malloc((size_t)n + 1);
         if (big) {
             snprintf(big, (size_t)n + 1, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
-                     "\t%d\t%d\t%s\n", r->seq, r->host[0] ? r->host : ":", r->start,
+                     "\t%d\t%d\t%s\n", r->seq, r->host[0] && !c->o.local ? r->host : ":", r->start,
                      r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
                      rec->display);
-            cmd_write_all(c->joblog, big, (size_t)n);
+            if (cmd_write_all(c->joblog, big, (size_t)n) != 0)
+                cmd_write_failed(c, "the joblog", c->o.joblog);
             free(big);
+        } else {
+            cmd_write_failed(c, "the joblog", c->o.joblog);
         }
         return;
     }
     if (n > 0 && cmd_write_all(c->joblog, line, (size_t)n) != 0)
-        fprintf(stderr, "cmd: cannot write the joblog %s: %s\n", c->o.joblog, strerror(errno));
+        cmd_write_failed(c, "the joblog", c->o.joblog);
 }
 
 /* Writes one command's outputs, --results files and joblog line, and
@@ -454,13 +510,13 @@ static void cmd_emit(cmd_co_t *c, const unsigned char *buf, size_t len)
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%s/%s", c->o.results, rec.respath);
         if (cmdfile_mkdirs(dir) != 0) {
-            fprintf(stderr, "cmd: cannot make %s: %s\n", dir, strerror(errno));
+            cmd_write_failed(c, "the results directory", dir);
         } else {
             char seq[24];
             int sl = snprintf(seq, sizeof seq, "%" PRIu64, r.seq);
-            cmd_result_file(dir, "stdout", out, r.outlen);
-            cmd_result_file(dir, "stderr", err, r.errlen);
-            cmd_result_file(dir, "seq", seq, (size_t)sl);
+            cmd_result_file(c, dir, "stdout", out, r.outlen);
+            cmd_result_file(c, dir, "stderr", err, r.errlen);
+            cmd_result_file(c, dir, "seq", seq, (size_t)sl);
         }
     }
     cmd_write_tagged(STDOUT_FILENO, tag, out, r.outlen);
@@ -552,6 +608,16 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         fprintf(stderr, "cmd: cannot open the joblog %s: %s\n", c->o.joblog, strerror(errno));
         rc = -3;
     }
+    if (rc == 0) {
+        char said[sizeof CMD_STOPPED];
+        int fd = open(c->o.haltfile, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, said, sizeof said - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n == (ssize_t)sizeof said - 1 && !memcmp(said, CMD_STOPPED, (size_t)n))
+            unlink(c->o.haltfile);
+        c->live = 1;
+    }
     if (rc != 0) {
         spits_committer_finalize(c);
         return NULL;
@@ -563,9 +629,18 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
 static void cmd_failed(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
 {
     c->failed++;
-    if (!c->o.halt_fail || c->halted || c->failed < (uint64_t)c->o.halt_fail)
+    /* GNU parallel's lines, in its places: each failure under --halt,
+     * and with soon, that no more start (it counts the ones running,
+     * which only the TMs know: not here). */
+    if (c->o.halt_fail)
+        fprintf(stderr, "spits-parallel: This job failed:\n%s\n", rec->display);
+    if (!c->o.halt_fail || c->failed < (uint64_t)c->o.halt_fail)
         return;
-    fprintf(stderr, "spits-parallel: this job failed: %s\n", rec->display);
+    if (!c->o.halt_now)
+        fprintf(stderr, "spits-parallel: Starting no more jobs. Waiting for the running "
+                "jobs to finish.\n");
+    if (c->halted)
+        return;
     c->halted = 1;
     c->halt_rc = c->o.halt_fail == 1 ? (r->exitval > 0 && r->exitval < 256 ? r->exitval : 1)
                                      : (c->failed > 101 ? 101 : (int)c->failed);
@@ -627,9 +702,12 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
 {
     (void)push; (void)ctx;
     cmd_co_t *c = co;
+    c->job_committed = 1;
     if (c->o.keep && !(c->halted && c->o.halt_now))
         cmd_flush(c, 1);
     int rc = c->halted ? c->halt_rc : c->failed > 101 ? 101 : (int)c->failed;
+    if (c->write_failed)
+        rc = 255;                 /* GNU parallel's "other error" */
     if (c->o.status) {
         char line[16];
         int n = snprintf(line, sizeof line, "%d\n", rc);
@@ -645,6 +723,13 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
 void spits_committer_finalize(void *co)
 {
     cmd_co_t *c = co;
+    if (c->live && !c->job_committed) {
+        int fd = open(c->o.haltfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            cmd_write_all(fd, CMD_STOPPED, sizeof CMD_STOPPED - 1);
+            close(fd);
+        }
+    }
     cmdorder_clear(&c->held, cmd_held_free);
     free(c->emitted);
     if (c->done >= 0)

@@ -91,19 +91,21 @@ static void cmdrun_say(cmdrun_t *r, const char *fmt, const char *a, const char *
                       (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
-/* The environment with PARALLEL_SEQ set (NULL when out of memory). */
-static char **cmdrun_env(uint64_t seq, char *seqvar, size_t seqlen)
+/* The environment (base's, else this process's) with PARALLEL_SEQ set
+ * (NULL when out of memory). */
+static char **cmdrun_env(char *const *base, uint64_t seq, char *seqvar, size_t seqlen)
 {
     size_t n = 0;
-    while (environ[n])
+    char *const *environ_in = base ? base : environ;
+    while (environ_in[n])
         n++;
     char **env = malloc((n + 2) * sizeof *env);
     if (!env)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "PARALLEL_SEQ=", 13) != 0)
-            env[k++] = environ[i];
+        if (strncmp(environ_in[i], "PARALLEL_SEQ=", 13) != 0)
+            env[k++] = environ_in[i];
     snprintf(seqvar, seqlen, "PARALLEL_SEQ=%llu", (unsigned long long)seq);
     env[k++] = seqvar;
     env[k] = NULL;
@@ -129,7 +131,7 @@ static pid_t cmdrun_spawn(char *const *argv, const cmdrun_opts_t *o, int out, in
     sigset_t none, all;
     char seqvar[40];
     pid_t pid = -1;
-    char **env = cmdrun_env(o->seq, seqvar, sizeof seqvar);
+    char **env = cmdrun_env(o->env, o->seq, seqvar, sizeof seqvar);
 
     *spawn_errno = ENOMEM;
     if (!env)
@@ -143,6 +145,8 @@ static pid_t cmdrun_spawn(char *const *argv, const cmdrun_opts_t *o, int out, in
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out, 1);
     posix_spawn_file_actions_adddup2(&fa, err, 2);
+    if (o->cwd)
+        posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
     /* Its own group, an empty mask and default dispositions: the TM's
      * worker threads block and ignore signals a command must not. */
     posix_spawnattr_setpgroup(&at, 0);
@@ -209,8 +213,17 @@ int cmdrun_exec(char *const *argv, const cmdrun_opts_t *o, cmdrun_t *r)
     if (pid < 0) {
         close(po[0]);
         close(pe[0]);
-        /* As a shell would say it: 127 not found, 126 not runnable. */
-        cmdrun_say(r, "spits-parallel: %s: %s\n", argv[0], strerror(serr));
+        /* As a shell would say it: 127 not found, 126 not runnable; a
+         * directory it cannot enter fails it (it never runs elsewhere). */
+        if (o->cwd && serr != ENOMEM && access(o->cwd, X_OK) != 0) {
+            char where[1200];
+            snprintf(where, sizeof where, "%s on %s", o->cwd, o->host ? o->host : "this host");
+            cmdrun_say(r, "spits-parallel: cannot run the command in %s: %s\n", where,
+                       strerror(errno));
+            serr = EACCES;
+        } else {
+            cmdrun_say(r, "spits-parallel: %s: %s\n", argv[0], strerror(serr));
+        }
         r->exitval = serr == ENOENT ? 127 : 126;
         r->flags = CMDRES_SPAWN;
         r->runtime_ms = (uint32_t)((cmdrun_mono() - t0) * 1000);

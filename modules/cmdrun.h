@@ -16,6 +16,9 @@ typedef struct {
     uint64_t seq;            /* PARALLEL_SEQ in the command's environment */
     const char *haltfile;    /* while this file says "now", kill and stop */
     const char *name;        /* the command, as messages name it */
+    char *const *env;        /* its environment (NULL: this process's) */
+    const char *cwd;         /* its directory (NULL: this process's) */
+    const char *host;        /* this host's name, for a missing cwd's message */
 } cmdrun_opts_t;
 
 typedef struct {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # spits-parallel against GNU parallel: the same command lines give
 # byte-identical stdout and the same exit status, and the joblogs agree
-# in every column but the times and the host.
+# in every column but the times (the Host is ':' for both).
 . "$(dirname "$0")/lib.sh"
 
 command -v parallel >/dev/null ||
@@ -60,6 +60,22 @@ tsanitized || same big /dev/null -k 'yes {} | head -c 10000000' ::: a b
 same stderr /dev/null -k 'echo out {}; echo err {} >&2' ::: a b
 same quote /dev/null -k -q sh -c 'echo "[$1]"' _ ::: 'a b' c
 same args-as-commands /dev/null -k ::: 'echo a' 'echo b c'
+same dirname /dev/null -k echo {//} {/} ::: dir/ /a/ / a//b// //x a/b/ ./ ../
+same empty-source /dev/null -k echo x{}y :::
+same empty-sources /dev/null -k echo x{1}-{2}y ::: a b :::
+same cwd /dev/null -k 'echo "$(pwd)" {}' ::: a
+# --halt's lines on stderr, GNU parallel's under our name
+same halt /dev/null -k -j 1 --halt now,fail=1 'echo {}; exit {}' ::: 0 3 0
+[ "$(sed 's/^spits-parallel:/parallel:/' halt.s.err)" = "$(cat halt.p.err)" ] ||
+    fail "--halt now said: $(cat halt.s.err)"
+# stdout closed early: 141 (SIGPIPE), quietly, nothing left in TMPDIR
+mkdir htmp
+for prog in parallel "$SP"; do
+    TMPDIR=$T/htmp "$prog" -j 3 'sleep {}; echo {}' ::: 0 1 1 2>"head.err" | head -1 >/dev/null
+    rc=${PIPESTATUS[0]}
+    [ "$rc" = 141 ] && [ ! -s head.err ] || fail "$prog | head -1: exit $rc: $(cat head.err)"
+done
+[ -z "$(ls htmp)" ] || fail "| head -1 left $(ls htmp)"
 tsanitized || [ "$(wc -c <big.s)" = 20000000 ] || fail "big: $(wc -c <big.s) bytes, not 20000000"
 grep -q '^err a$' stderr.s.err || fail "stderr: the commands' stderr is not on stderr"
 
@@ -71,6 +87,8 @@ parallel --will-cite -j 2 --joblog jl.p 'echo {}; exit {}' ::: 0 1 2 300 >/dev/n
 [ "$(joblog_cols jl.s)" = "$(joblog_cols jl.p)" ] ||
     fail "joblogs differ: $(diff <(joblog_cols jl.p) <(joblog_cols jl.s))"
 [ "$(joblog_cols jl.s | wc -l)" = 4 ] || fail "joblog has $(joblog_cols jl.s | wc -l) lines"
+[ "$(awk -F '\t' 'NR > 1 { print $2 }' jl.s | sort -u)" = : ] ||
+    fail "a local run's joblog Host is not GNU parallel's ':': $(sed -n 2p jl.s)"
 awk -F '\t' 'NR > 1 && !($3 ~ /^[0-9]+\.[0-9][0-9][0-9]$/ && $4 ~ /^ *[0-9]+\.[0-9][0-9][0-9]$/) { exit 1 }' jl.s ||
     fail "joblog times are not GNU parallel's: $(sed -n 2p jl.s)"
 parallel --will-cite --joblog jq.p echo {} ::: "a'b" 'x y' '' plain >/dev/null 2>&1

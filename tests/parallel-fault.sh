@@ -121,4 +121,98 @@ rc=$?
 [ $? = 255 ] && [ "$(wc -l <bad.log)" = 1 ] && [ ! -s bad.out ] || fail "{%}: $(cat bad.log)"
 "$SP" --pipe cat <bad.log >bad.out 2>bad.log2
 [ $? = 255 ] && [ "$(wc -l <bad.log2)" = 1 ] || fail "--pipe: $(cat bad.log2)"
+# Where commands run: a --jobdir job carries the submitter's directory
+# and environment (--env: only those named); its TM, started elsewhere
+# with another environment, runs them there, keeping its own others.
+# Meanwhile a second spits-parallel on the busy job dir is refused before
+# it writes anything, to the job dir or to the joblog.
+mkdir sub
+(cd sub && MYVAR=fromshell OTHER=shell-other timeout -s KILL 60 "$SP" -k --env MYVAR \
+    --env OTHER2 --jobdir "$T/ej" --bind tcp://127.0.0.1:0 --joblog "$T/ej.jl" \
+    'echo "cwd=$(pwd) MYVAR=$MYVAR OTHER=$OTHER"' ::: 1 >"$T/ej.out" 2>"$T/ej.log") &
+SP_PID=$!
+PIDS="$PIDS $SP_PID"
+wait_for "[ -s ej/jm.json ]" 30 "the job manager of ej"
+cp ej/parallel.tasks ej.tasks
+cp ej.jl ej.jl0
+"$SP" --jobdir "$T/ej" --joblog "$T/ej.jl" echo ::: x >busy.out 2>busy.log
+rc=$?
+[ "$rc" = 255 ] && [ "$(wc -l <busy.log)" = 1 ] && grep -q "job dir $T/ej is in use" busy.log ||
+    fail "a busy --jobdir: exit $rc: $(cat busy.log)"
+cmp -s ej.tasks ej/parallel.tasks && cmp -s ej.jl0 ej.jl ||
+    fail "a refused spits-parallel wrote into the busy job dir or its joblog"
+(cd / && MYVAR=fromtm OTHER=tm-other "$TM" --jobdir "$T/ej" --wait 30 >"$T/ejtm.log" 2>&1) &
+PIDS="$PIDS $!"
+wait "$SP_PID" || fail "the --jobdir job exited $?: $(cat ej.log)"
+[ "$(cat ej.out)" = "cwd=$T/sub MYVAR=fromshell OTHER=tm-other 1" ] ||
+    fail "a --jobdir command ran in the wrong place: $(cat ej.out)"
+[ "$(awk -F '\t' 'NR == 2 { print $2 }' ej.jl)" = "$(hostname)" ] ||
+    fail "a --jobdir run's joblog Host is not the TM's: $(sed -n 2p ej.jl)"
+[ "$(stat -c %a ej)" = 700 ] || fail "the job dir is mode $(stat -c %a ej), not 700"
+# A --workdir missing where the command runs fails it, never runs it
+# elsewhere: a line in stderr and the joblog.
+timeout -s KILL 60 "$SP" --wd "$T/missing" --joblog wd.jl 'pwd; echo ran' ::: 1 >wd.out 2>wd.log
+rc=$?
+[ "$rc" = 1 ] && [ ! -s wd.out ] && grep -q "cannot run the command in $T/missing on" wd.log ||
+    fail "a missing --workdir: exit $rc: $(cat wd.out wd.log)"
+[ "$(awk -F '\t' 'NR == 2 { print $7 }' wd.jl)" = 126 ] || fail "a missing --workdir's joblog: $(cat wd.jl)"
+mkdir wd
+[ "$(cd / && "$SP" --workdir "$T/wd" 'pwd; : {}' ::: 1)" = "$T/wd" ] || fail "--workdir is not where it ran"
+
+# Killed with SIGKILL: its job and running commands stop within seconds
+# (not their 20 s), no command starts
+# after, and its temporary dirs go.
+mkdir kmarks ktmp
+TMPDIR=$T/ktmp "$SP" -j 2 'touch kmarks/{}; sleep 20' ::: $(seq 8) >/dev/null 2>&1 &
+K_PID=$!
+PIDS="$PIDS $K_PID"
+wait_for "[ -n \"\$(ls kmarks)\" ]" 30 "a command to start"
+kill -9 "$K_PID"
+wait_for "! pgrep -f 'touch kmarks' >/dev/null && ! pgrep -f '$T/ktmp' >/dev/null" 15 \
+    "the killed job's processes to end"
+started=$(ls kmarks | wc -l)
+sleep 1
+[ "$(ls kmarks | wc -l)" = "$started" ] && [ "$started" -le 4 ] ||
+    fail "commands started after the kill: $(ls kmarks | tr '\n' ' ')"
+wait_for "[ -z \"\$(ls ktmp)\" ]" 10 "the temporary dirs to go: $(ls ktmp)"
+
+# A joblog whose last line was cut off: ended there with a warning, the
+# next line not glued on; that command runs again, the others do not.
+printf 'Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n' >cut.jl
+printf '1\t:\t1.000\t     0.000\t0\t2\t0\t0\techo 1\n2\t:\t1.0' >>cut.jl
+timeout -s KILL 60 "$SP" -k --resume --joblog cut.jl echo ::: 1 2 3 >cut.out 2>cut.log
+rc=$?
+[ "$rc" = 0 ] && [ "$(cat cut.out | tr '\n' ' ')" = "2 3 " ] || fail "a cut-off joblog: exit $rc: $(cat cut.out cut.log)"
+[ "$(wc -l <cut.log)" = 1 ] && grep -q "cut-off line" cut.log || fail "a cut-off joblog said: $(cat cut.log)"
+[ "$(awk -F '\t' 'NR > 3 && NF == 9 { print $1 }' cut.jl | sort | tr '\n' ' ')" = "2 3 " ] &&
+    [ "$(sed -n 3p cut.jl)" = "$(printf '2\t:\t1.0')" ] || fail "the repaired joblog: $(cat cut.jl)"
+
+# Refused at start, in one line: an --output-cap no result can carry,
+# --tms with --jobdir, --resume with a joblog that is a directory.
+for args in "--output-cap 2000000000" "--tms 2 --jobdir $T/tj" "--resume --joblog $T"; do
+    "$SP" $args echo ::: a >bad.out 2>bad.log
+    rc=$?
+    [ $rc = 255 ] && [ "$(wc -l <bad.log)" = 1 ] && [ ! -s bad.out ] || fail "$args: exit $rc: $(cat bad.log)"
+done
+
+# Its only TM gone with commands left (/bin/true for spits-tm): the job
+# ends, 255 and one line, not a wait for ever.
+SPITS_TM=/bin/true timeout -s KILL 60 "$SP" echo ::: a >orph.out 2>orph.log
+rc=$?
+[ $rc = 255 ] && [ "$(wc -l <orph.log)" = 1 ] && grep -q "every task manager has exited with work left" orph.log ||
+    fail "a job whose TM left: exit $rc: $(cat orph.log)"
+
+# A full disk under the joblog and --results (a small tmpfs; root only):
+# exit 255 and one line, not 0 and a line per command.
+if [ "$(id -u)" = 0 ] && mkdir full && mount -t tmpfs -o size=64k tmpfs full 2>/dev/null; then
+    head -c 61440 /dev/zero >full/fill
+    timeout -s KILL 60 "$SP" --joblog full/jl echo ::: $(seq 150) >/dev/null 2>full.log
+    rc=$?
+    rm -f full/jl
+    timeout -s KILL 60 "$SP" --results full/res 'echo {}' ::: $(seq 150) >/dev/null 2>full2.log
+    rc2=$?
+    umount full
+    [ "$rc" = 255 ] && [ "$(wc -l <full.log)" = 1 ] || fail "a full joblog: exit $rc: $(head -3 full.log)"
+    [ "$rc2" = 255 ] && [ "$(wc -l <full2.log)" = 1 ] || fail "full --results: exit $rc2: $(head -3 full2.log)"
+fi
 echo ok

@@ -39,6 +39,27 @@ grep -q "every task manager failed; stopping the job" "$T/b.err" || fail "it sai
 [ "$(json "$T/b/report.json" "d['status']")" = interrupted ] || fail "report: $(cat "$T/b/report.json")"
 kill -0 $sentinel || fail "a process of the user was signalled"
 
+# 2b. The only TM exits 0 with work left (/bin/true for spits-tm): the
+# job is stopped, exit 1, one line saying how to resume; the job dir kept.
+SPITS_TM=/bin/true timeout 60 "$RUN" -q --jobdir "$T/o" "$MODS/pi.so" 1000 >"$T/o.out" 2>"$T/o.err"
+rc=$?
+[ $rc = 1 ] || fail "spits-run whose only TM exited 0 exited $rc: $(cat "$T/o.err")"
+[ "$(grep -c 'spits-run: error' "$T/o.err")" = 1 ] &&
+    grep -q "every task manager has exited with work left; stopping the job: resume it with spits-run --resume --jobdir $T/o" "$T/o.err" ||
+    fail "it said: $(cat "$T/o.err")"
+[ "$(json "$T/o/report.json" "d['status']")" = interrupted ] || fail "report: $(cat "$T/o/report.json")"
+
+# 2c. The same with a TM that joined from elsewhere: the job is its, and
+# runs to the end (spits-run asks the JM before it stops the job).
+SPITS_TM=/bin/true timeout 60 "$RUN" -q --jobdir "$T/x" "$MODS/pi.so" 1000000000 100 \
+    >"$T/x.out" 2>"$T/x.err" &
+X_PID=$!
+PIDS="$PIDS $X_PID"
+start_tm x xtm -n 1
+wait "$X_PID"
+rc=$?
+[ $rc = 0 ] && grep -q '^pi = 3.14' "$T/x.out" || fail "with a TM from elsewhere: exit $rc: $(cat "$T/x.err")"
+
 # 3. One TM of two fails to fork: the other runs the job to the end.
 LD_PRELOAD=$FAULT SPITS_FAULT_FORK=4 timeout 60 "$RUN" -q -n 2 --tms 2 \
     "$MODS/pi.so" 1000 >"$T/c.out" 2>"$T/c.err"

@@ -12,6 +12,7 @@
 #include "joins.h"
 #include "alloc-policy.h"
 #include "cmdorder.h"
+#include "cmdenv.h"
 #include "elfcheck.h"
 #include "escape.h"
 #include "idmap.h"
@@ -77,6 +78,7 @@ int main(void)
         {"svgplot", spits_svgplot_selftest},
         {"reporthtml", spits_reporthtml_selftest},
         {"alloc-policy", alloc_policy_selftest},
+        {"cmdenv", cmdenv_selftest},
     };
     int failed = 0;
 

@@ -96,14 +96,17 @@ static char *pcompose_modify(const char *v, const char *m)
     if (!strcmp(m, "/}") || !strcmp(m, "/.}")) {        /* basename */
         if ((slash = strrchr(s, '/')))
             memmove(s, slash + 1, strlen(slash));
-    } else if (!strcmp(m, "//}")) {                     /* dirname */
+    } else if (!strcmp(m, "//}")) {                     /* dirname(1)'s */
+        size_t n = strlen(s);
+        while (n > 1 && s[n - 1] == '/')
+            s[--n] = '\0';                              /* dir/ is dir */
         if (!(slash = strrchr(s, '/'))) {
             free(s);
             return strdup(".");
         }
-        if (slash == s)
-            slash++;
-        *slash = '\0';
+        while (slash > s && slash[-1] == '/')
+            slash--;
+        slash[slash == s] = '\0';                       /* / stays / */
     }
     if (!strcmp(m, ".}") || !strcmp(m, "/.}")) {        /* less extension */
         dot = strrchr(s, '.');

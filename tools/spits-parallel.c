@@ -27,12 +27,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cmdenv.h"
 #include "cmdfile.h"
+#include "jobdir.h"
 #include "log.h"
 #include "parallel-compose.h"
 #include "parallel-feed.h"
@@ -40,6 +44,10 @@
 #include "util.h"
 
 #define PAR_ERROR 255              /* GNU parallel's "other error" */
+/* The largest --output-cap: a result (its header, the output and a line
+ * about the cap) fits the job manager's largest task (1 GiB). */
+#define PAR_CAP_MAX ((1L << 30) - 4096)
+#define PAR_CAP_MAX_S "1073737728"
 #define PAR_JOBLOG_HEADER "Seq\tHost\tStarttime\tJobRuntime\tSend\tReceive\tExitval\tSignal\tCommand\n"
 
 typedef struct {
@@ -70,6 +78,11 @@ typedef struct {
     pcompose_t compose;
     pfeed_t feed;
     int feeding;                  /* the feed thread was started */
+    const char *envnames[64];     /* --env: what the job carries (all) */
+    size_t nenv;
+    const char *workdir;          /* --workdir: where commands run (.) */
+    char envfile[PATH_MAX];
+    int reaper;                   /* the pipe that keeps the reaper waiting */
 } par_t;
 
 static void usage(FILE *f)
@@ -114,6 +127,12 @@ static void usage(FILE *f)
 "      --jobdir DIR       run the job manager only, in DIR; task managers join\n"
 "                         with spits-tm --jobdir DIR (or Slurm: spits-alloc)\n"
 "      --bind ENDPOINT    with --jobdir: the job manager's endpoint (tcp://*:0)\n"
+"      --env NAME         carry only these variables (repeatable) to the\n"
+"                         commands, on every task manager; without it, the\n"
+"                         whole environment is carried (as sbatch's\n"
+"                         --export=ALL)\n"
+"      --workdir, --wd DIR  run the commands in DIR (this directory); where\n"
+"                         a task manager's host lacks it, they fail there\n"
 "      --max-copies N     concurrent copies of one command (1; passed to\n"
 "                         spits-jm): 2 or more lets idle workers run another\n"
 "                         copy of a late command (the first result counts),\n"
@@ -299,6 +318,15 @@ static void par_on_signal(int sig, siginfo_t *si, void *ctx)
         kill(par_child, sig);
 }
 
+/* In the child: SIGTERM when spits-parallel dies (kill -9 too), so the
+ * job stops with it: spits-run and spits-jm stop their job on it. */
+static void par_die_with_parent(pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(128 + SIGTERM);
+}
+
 /* Runs argv and waits for it, passing on the signals that stop a job. */
 static int par_run(char **argv, const char *halt_file)
 {
@@ -308,7 +336,7 @@ static int par_run(char **argv, const char *halt_file)
     sa.sa_sigaction = par_on_signal;
     sa.sa_flags = SA_RESTART | SA_SIGINFO;
     snprintf(par_halt_file, sizeof par_halt_file, "%s", halt_file);
-    pid_t pid = fork();
+    pid_t self = getpid(), pid = fork();
     if (pid < 0) {
         spits_error("cannot start %s: %s", argv[0], strerror(errno));
         return -1;
@@ -317,6 +345,7 @@ static int par_run(char **argv, const char *halt_file)
         int null = open("/dev/null", O_RDONLY);
         if (null > 0)
             dup2(null, STDIN_FILENO);   /* (stdin may be the feed's input) */
+        par_die_with_parent(self);
         execv(argv[0], argv);
         fprintf(stderr, "spits-parallel: error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -338,10 +367,28 @@ static int par_ends(const char *s, const char *end)
     return n >= e && !strcmp(s + n - e, end);
 }
 
+/* --env NAME (env set) and --workdir DIR. */
+static int par_where_option(par_t *p, int env, const char *arg)
+{
+    if (!env) {
+        if (!*arg)
+            return par_bad("%s", "--workdir wants a directory, not ''");
+        p->workdir = arg;
+        return 0;
+    }
+    if (!*arg || strchr(arg, '='))
+        return par_bad("--env wants a variable's name, not '%s'", arg);
+    if (p->nenv == sizeof p->envnames / sizeof p->envnames[0])
+        return par_bad("too many --env names (at most 64), at '%s'", arg);
+    p->envnames[p->nenv++] = arg;
+    return 0;
+}
+
 static int par_options(par_t *p, int argc, char **argv)
 {
     enum { O_JOBLOG = 256, O_RESULTS, O_RESUME, O_RESUME_FAILED, O_HALT, O_TIMEOUT,
            O_TAG, O_TMS, O_JOBDIR, O_BIND, O_MAX_COPIES, O_CAP, O_DRY, O_CITE };
+    enum { O_ENV = 400, O_WORKDIR };
     static const struct option longopts[] = {
         {"keep-order", no_argument, NULL, 'k'},
         {"jobs", required_argument, NULL, 'j'},
@@ -363,6 +410,9 @@ static int par_options(par_t *p, int argc, char **argv)
         {"max-copies", required_argument, NULL, O_MAX_COPIES},
         {"output-cap", required_argument, NULL, O_CAP},
         {"will-cite", no_argument, NULL, O_CITE},
+        {"env", required_argument, NULL, O_ENV},
+        {"workdir", required_argument, NULL, O_WORKDIR},
+        {"wd", required_argument, NULL, O_WORKDIR},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -432,7 +482,15 @@ static int par_options(par_t *p, int argc, char **argv)
             if (spits_parse_long(optarg, 1, LONG_MAX, &v))
                 return par_bad("--output-cap wants a number of bytes over 0, not '%s'",
                                optarg);
+            if (v > PAR_CAP_MAX)
+                return par_bad("--output-cap '%s' is more than a result can carry "
+                               "(at most " PAR_CAP_MAX_S " bytes)", optarg);
             p->cap = optarg;
+            break;
+        case O_ENV:
+        case O_WORKDIR:
+            if (par_where_option(p, c == O_ENV, optarg) != 0)
+                return PAR_ERROR;
             break;
         case 'v': p->verbosity++; break;
         case 'h': usage(stdout); exit(0);
@@ -445,9 +503,13 @@ static int par_options(par_t *p, int argc, char **argv)
         return par_bad("%s", "--resume and --resume-failed need --joblog FILE");
     if (p->bind && !p->jobdir)
         return par_bad("%s", "--bind needs --jobdir (spits-run binds to 127.0.0.1)");
+    if (p->tms && p->jobdir)
+        return par_bad("%s", "--tms starts local task managers, --jobdir none: start "
+                       "them with spits-tm --jobdir DIR (or spits-alloc)");
 
     /* The command, then the input sources. */
     int i = optind;
+    size_t nempty = 0;
     p->words = argv + i;
     while (i < argc && strcmp(argv[i], ":::") && strcmp(argv[i], "::::")) {
         if (!strcmp(argv[i], ":::+") || !strcmp(argv[i], "::::+"))
@@ -475,8 +537,15 @@ static int par_options(par_t *p, int argc, char **argv)
         par_source_t *s = files ? NULL : par_new_source(p);
         if (!files && !s)
             return PAR_ERROR;
-        if (i == argc || !strcmp(argv[i], ":::") || !strcmp(argv[i], "::::"))
-            return par_bad("'%s' has no arguments after it", argv[i - 1]);
+        if (i == argc || !strcmp(argv[i], ":::") || !strcmp(argv[i], "::::")) {
+            /* GNU parallel's: an empty ::: is one empty argument, and
+             * nothing to run when every source is one */
+            if (files)
+                return par_bad("'%s' has no arguments after it", argv[i - 1]);
+            if (par_add(s, strdup("")) != 0)
+                return PAR_ERROR;
+            nempty++;
+        }
         for (; i < argc && strcmp(argv[i], ":::") && strcmp(argv[i], "::::"); i++) {
             if (!strcmp(argv[i], ":::+") || !strcmp(argv[i], "::::+"))
                 return par_bad("linked input sources (%s) are not supported", argv[i]);
@@ -486,6 +555,10 @@ static int par_options(par_t *p, int argc, char **argv)
     }
     if (!p->nsrc && par_read_file(p, "-") != 0)
         return PAR_ERROR;
+    if (nempty && nempty == p->nsrc) {
+        free(p->src[0].vals[0]);
+        p->src[0].n = 0;
+    }
     if (p->nsrc > 256)
         return par_bad("too many input sources (at most 256), the last '%s'", argv[argc - 1]);
     return 0;
@@ -555,6 +628,142 @@ static int par_joblog(par_t *p)
         }
     }
     return par_absolute(p->joblog, p->joblog_abs);
+}
+
+/* The directory the commands run in: --workdir's (made absolute, it
+ * need not exist here), else this one, as the shell names it ($PWD). */
+static int par_cwd(const par_t *p, char *out)
+{
+    char here[PATH_MAX];
+    struct stat a, b;
+    const char *pwd = getenv("PWD");
+    if (!getcwd(here, sizeof here)) {
+        spits_error("cannot tell the current directory: %s", strerror(errno));
+        return -1;
+    }
+    if (pwd && pwd[0] == '/' && strlen(pwd) < PATH_MAX && stat(pwd, &a) == 0 &&
+        stat(here, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        snprintf(here, sizeof here, "%s", pwd);
+    const char *wd = p->workdir;
+    if (!wd)
+        snprintf(out, PATH_MAX, "%s", here);
+    else if (snprintf(out, PATH_MAX, "%s%s%s", wd[0] == '/' ? "" : here,
+                      wd[0] == '/' ? "" : "/", wd) >= PATH_MAX) {
+        spits_error("the --workdir %s is too long", wd);
+        return -1;
+    }
+    return 0;
+}
+
+/* Where the commands run and with what (cmdenv.h): the job carries this
+ * directory and environment to every task manager, as sbatch does. */
+static int par_write_env(par_t *p)
+{
+    extern char **environ;
+    char cwd[PATH_MAX];
+    if (par_cwd(p, cwd) != 0)
+        return -1;
+    snprintf(p->envfile, sizeof p->envfile, "%s/%s", p->dir, CMDENV_FILE);
+    if (cmdenv_write(p->envfile, cwd, environ, p->envnames, p->nenv) != 0) {
+        spits_error("cannot write %s: %s", p->envfile, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* A --jobdir that a job uses now is refused before anything is written
+ * there (or to the joblog): another spits-parallel holds DIR/parallel.lock
+ * for its life, a job manager DIR's jm.pid. The job dir is private. */
+static int par_claim_jobdir(par_t *p)
+{
+    char err[PATH_MAX + 256], path[PATH_MAX + 32];
+    if (spits_jobdir_prepare(p->jobdir, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/parallel.lock", p->jobdir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (fd >= 0 && errno == EWOULDBLOCK)
+            spits_error("job dir %s is in use: another spits-parallel runs a job there",
+                        p->jobdir);
+        else
+            spits_error("cannot lock %s: %s", path, strerror(errno));
+        return -1;                      /* (the lock, if any, goes at exit) */
+    }
+    int jm = spits_jobdir_lock(p->jobdir, err, sizeof err);
+    if (jm < 0) {
+        spits_error("%s", err);
+        return -1;
+    }
+    close(jm);                          /* free for our own job manager */
+    return 0;
+}
+
+/* A joblog that is a directory is refused; with --resume*, one whose
+ * last line was cut off (a full disk, a kill) is ended there, so that the
+ * next line is not glued to it: that command runs again. */
+static int par_joblog_check(par_t *p)
+{
+    struct stat st;
+    char last;
+    if (!strcmp(p->joblog, "-") || stat(p->joblog, &st) != 0)
+        return 0;
+    if (S_ISDIR(st.st_mode))
+        return par_bad("--joblog wants a file; %s is a directory", p->joblog) ? -1 : 0;
+    if (!(p->resume || p->resume_failed) || p->dry_run || !S_ISREG(st.st_mode) ||
+        st.st_size == 0)
+        return 0;
+    int fd = open(p->joblog, O_RDWR | O_APPEND | O_CLOEXEC);
+    if (fd < 0 || pread(fd, &last, 1, st.st_size - 1) != 1 ||
+        (last != '\n' && write(fd, "\n", 1) != 1)) {
+        spits_error("cannot read the joblog %s: %s", p->joblog, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    if (last != '\n')
+        spits_warn("the joblog %s ended in a cut-off line; ended it there (that "
+                   "command runs again)", p->joblog);
+    return 0;
+}
+
+/* Removes the temporary dir if this process dies before it can (kill
+ * -9): a child that waits for the end of a pipe only this process holds. */
+static void par_start_reaper(par_t *p)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char c;
+        int null = open("/dev/null", O_RDWR);
+        for (int fd = 0; fd < 3 && null >= 0; fd++)
+            dup2(null, fd);
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != fds[0])
+                close(fd);
+        signal(SIGINT, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGPIPE, SIG_IGN);
+        while (read(fds[0], &c, 1) < 0 && errno == EINTR)
+            ;
+        /* (the job manager's children may still be ending: a few tries) */
+        for (int i = 0; i < 20 && access(p->dir, F_OK) == 0; i++) {
+            nftw(p->dir, par_rm, 16, FTW_DEPTH | FTW_PHYS);
+            if (access(p->dir, F_OK) == 0)
+                usleep(100000);
+        }
+        _exit(0);
+    }
+    close(fds[0]);
+    if (pid < 0)
+        close(fds[1]);
+    else
+        p->reaper = fds[1];
 }
 
 /* The command line of spits-run, or of spits-jm with --jobdir. */
@@ -635,6 +844,10 @@ static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs,
         a[n++] = "--output-cap";
         a[n++] = (char *)p->cap;
     }
+    a[n++] = "--env-file";
+    a[n++] = p->envfile;
+    if (!p->jobdir)
+        a[n++] = "--local";
     a[n++] = "--status";
     a[n++] = p->status;
     a[n++] = p->tasks;
@@ -655,6 +868,10 @@ static int par_status(par_t *p, int rc)
     }
     if (v >= 0 && v == rc)
         return v;
+    if (rc == 128 + SIGPIPE)
+        return rc;                      /* stdout closed (| head): quietly */
+    if (rc == 1 && !p->jobdir && v < 0)
+        return PAR_ERROR;               /* spits-run's own error: it said why */
     if (rc == 128 + SIGINT || rc == 128 + SIGTERM || rc == 128 + SIGHUP)
         spits_error("the job was stopped by SIG%s", sigabbrev_np(rc - 128));
     else if (rc != 0)
@@ -687,6 +904,8 @@ static int par_main(par_t *p, int argc, char **argv)
     pfeed_t *feed = &p->feed;
     if ((rc = par_options(p, argc, argv)) != 0)
         return rc;
+    if (p->joblog && par_joblog_check(p) != 0)
+        return PAR_ERROR;
     if (p->joblog && (p->resume || p->resume_failed) && par_read_joblog(p) != 0) {
         spits_error("cannot read the joblog %s: %s", p->joblog, strerror(errno));
         return PAR_ERROR;
@@ -698,6 +917,8 @@ static int par_main(par_t *p, int argc, char **argv)
         rc = pfeed_print(feed, stdout) == 0 ? 0 : PAR_ERROR;
         goto out;
     }
+    if (p->jobdir && par_claim_jobdir(p) != 0)
+        goto out;
     if (p->joblog && par_joblog(p) != 0)
         goto out;
     if (p->results && (cmdfile_mkdirs(p->results) != 0 || par_absolute(p->results, p->results_abs) != 0)) {
@@ -705,6 +926,10 @@ static int par_main(par_t *p, int argc, char **argv)
         goto out;
     }
     if (par_workdir(p) != 0)
+        goto out;
+    if (p->tmpdir)
+        par_start_reaper(p);
+    if (par_write_env(p) != 0)
         goto out;
     /* (the first command's arguments: none, and there is nothing to run) */
     int first = pfeed_skip(feed);

@@ -23,6 +23,7 @@
 #include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,7 +107,8 @@ static void usage(FILE *f)
 "  N   the job manager's (see spits-jm --help); 128+S when it was stopped\n"
 "      by signal S\n"
 "  1   an error of its own: spits-jm or spits-tm not found or not\n"
-"      started, no temporary job dir, every task manager failed\n"
+"      started, no temporary job dir, every task manager failed or\n"
+"      exited with work left\n"
 "  2   a usage error\n");
 }
 
@@ -234,11 +236,12 @@ static const int run_stop_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
                                        SIGPROF, SIGXCPU, SIGXFSZ};
 
 /* 1 if the JM (its wait status ws) died of a signal this program did not
- * send it: a crash, the OOM killer. What is left of the job is in its job
+ * send it, other than SIGPIPE: a crash, the OOM killer. What is left of the job is in its job
  * dir then (crash.json, the journal), so a temporary one is kept. */
 static int run_jm_crashed(int ws, int sent)
 {
-    return WIFSIGNALED(ws) &&
+    /* SIGPIPE: its stdout was closed (| head), as for any filter */
+    return WIFSIGNALED(ws) && WTERMSIG(ws) != SIGPIPE &&
            !(sent && (WTERMSIG(ws) == SIGINT || WTERMSIG(ws) == SIGTERM));
 }
 
@@ -304,6 +307,95 @@ static int run_jm_announced(const run_t *r)
         (int)sizeof path)
         return 1;
     return access(path, F_OK) == 0;
+}
+
+/* How long the JM may outlive the last TM before it is stopped: a job
+ * that ended tells its TMs to exit first, and exits itself soon after. */
+#define RUN_ORPHAN_MS 3000
+
+/* How many TMs the JM has, those that joined it from elsewhere too:
+ * spits-status --json's tms_alive (at most 10 s to answer); -1 when it
+ * cannot tell. Only asked once every local TM has gone. */
+static long run_jm_tms(const run_t *r)
+{
+    char prog[PATH_MAX];
+    int fd[2];
+    size_t n = 0, cap = 4 << 20;
+    char *buf;
+    if (spits_find_beside("spits-run", "spits-status", "SPITS_STATUS", "tools", X_OK,
+                          prog) != 0 || !(buf = malloc(cap)))
+        return -1;
+    if (pipe2(fd, O_CLOEXEC) != 0) {
+        free(buf);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(fd[1], STDOUT_FILENO);
+        if (null >= 0)
+            dup2(null, STDERR_FILENO);
+        execl(prog, prog, "--jobdir", r->jobdir, "--json", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    int64_t until = spits_now_ms() + 10000;
+    while (pid > 0 && n < cap - 1) {
+        struct pollfd pf = {fd[0], POLLIN, 0};
+        int64_t left = until - spits_now_ms();
+        if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+            break;
+        ssize_t k = read(fd[0], buf + n, cap - 1 - n);
+        if (k <= 0 && !(k < 0 && errno == EINTR))
+            break;
+        n += k > 0 ? (size_t)k : 0;
+    }
+    close(fd[0]);
+    buf[n] = '\0';
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    const char *t = strstr(buf, "\"tms_alive\"");
+    long alive = -1;
+    if (t && (t = strchr(t, ':')))
+        alive = strtol(t + 1, NULL, 10);
+    free(buf);
+    return alive;
+}
+
+/* 1 once every TM has been gone (exited, some with status 0) for
+ * RUN_ORPHAN_MS while the JM runs, has not written its report and has no
+ * TM that joined from elsewhere: nothing would do the work left, so
+ * the job is stopped, with one line saying what to do. *since holds when
+ * the last one left (0: some still run). */
+static int run_orphaned(run_t *r, int64_t *since)
+{
+    for (long i = 0; i < r->tms; i++)
+        if (r->tm[i] > 0) {
+            *since = 0;
+            return 0;
+        }
+    int64_t now = spits_now_ms();
+    if (run_has_report(r->jobdir))
+        return 0;                       /* the job ended: the JM is exiting */
+    if (!*since)
+        *since = now;
+    if (now - *since < RUN_ORPHAN_MS)
+        return 0;
+    if (run_jm_tms(r) > 0) {
+        *since = spits_now_ms();        /* others joined it: they work on */
+        return 0;
+    }
+    if (r->tmpdir[0])
+        spits_error("every task manager has exited with work left; stopping the job "
+                    "(with --jobdir DIR it could be resumed: spits-run --resume "
+                    "--jobdir DIR)");
+    else
+        spits_error("every task manager has exited with work left; stopping the job: "
+                    "resume it with spits-run --resume --jobdir %s (or start task "
+                    "managers with spits-tm --jobdir %s)", r->jobdir, r->jobdir);
+    return 1;
 }
 
 #define JM_ARGS_MAX (40 + 256)
@@ -558,7 +650,8 @@ int main(int argc, char **argv)
         run_wait_replaced(&r, &block);
 
     char *targv[TM_ARGS_MAX];
-    int signalled = 0, tms_failed = 0, gave_up = 0, waits_for_jm = 0;
+    int signalled = 0, tms_failed = 0, gave_up = 0, waits_for_jm = 0, orphaned = 0;
+    int64_t tms_gone_at = 0;
     tm_args(&r, targv, 0);
     for (long i = 0; i < r.tms; i++)
         if ((r.tm[i] = spawn(targv, &orig, -1, r.errpipe[1])) < 0) {
@@ -609,6 +702,10 @@ int main(int argc, char **argv)
             kill(r.jm, SIGTERM);
             gave_up = 1;
         }
+        if (!signalled && !gave_up && run_orphaned(&r, &tms_gone_at)) {
+            kill(r.jm, SIGTERM);
+            gave_up = orphaned = 1;
+        }
     }
     errpipe_end(&r, own_err);
     /* The JM told the TMs to exit; make sure they did. */
@@ -621,7 +718,7 @@ int main(int argc, char **argv)
     int stopped = status == 0 || status == 128 + SIGINT || status == 128 + SIGTERM;
     if (signalled && stopped)
         status = 128 + signalled;
-    else if (tms_failed == r.tms && stopped)
+    else if ((tms_failed == r.tms || orphaned) && stopped)
         status = 1;   /* stopped by us, for want of TMs: a failure */
     return status;
 }
