@@ -336,8 +336,9 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 }
 
 /* STATS: a TM's busy time and runs so far (cumulative, so a lost one
- * costs nothing), and a relay's capacity now ("workers", "slots") and the
- * TMs behind it ("behind"; ignored from a TM that joined as no relay):
+ * costs nothing), and a relay's capacity now ("workers", "slots", capped
+ * by its "tms": spits_relay_cap) and the TMs behind it ("behind"; ignored
+ * from a TM that joined as no relay). Only from a TM in the table:
  * spits_stats_t (wire.h), and behind: {alive (0..2^40), joins, leaves,
  * losses (>= 0), tms: [{host, pid (0..2^40), workers (0..2^20), runs
  * (>= 0), relay (optional bool)}...]}. Anything out of range: the whole

@@ -232,7 +232,8 @@ int spits_json_long(const json_t *j, const char *key, long min, long max,
 /* A HELLO's body, as the JM and a relay take it: {host, pid (1..2^40),
  * workers (0..SPITS_WORKERS_MAX), slots (0..SPITS_SLOTS_MAX), held
  * (0..2^24), and optional pending (0..2^40), attach (>= 0), job_id, and
- * relay (an object: the sender is a relay)}; without relay, workers and
+ * relay (an object: the sender is a relay, whose optional "tms" says how
+ * many TMs are behind it: spits_relay_cap)}; without relay, workers and
  * slots are 1 at least. Strings and relay point into the document. */
 typedef struct {
     const char *host;
