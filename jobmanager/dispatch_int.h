@@ -206,6 +206,9 @@ void tmio_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type);
 void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type);
 /* A malformed message: counted, logged now and then */
 void tmio_bad_message(jm_disp_t *d, const char *why);
+/* ...whose sender t (NULL: unknown), if live, is dropped as a bad peer:
+ * lost, its copies requeued (members_lost logs it, rate-limited) */
+void tmio_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why);
 
 /* dispatch.c */
 /* One message from a peer (rx: its body, whose reference this takes) */

@@ -200,6 +200,8 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     }
     const char *host = h.host;
     long pid = h.pid, workers = h.workers, slots = h.slots, attach = h.attach;
+    if (h.relay)
+        spits_relay_cap(h.tms, &workers, &slots);
     /* (counted as ours, what a TM of another job holds would keep its
      * slots full for good: serving/joins.h) */
     long held = joins_held(&h, d->jm->job_id), pending = joins_pending(&h, d->jm->job_id);
@@ -277,8 +279,10 @@ static json_t *behind_tm(json_t *v)
 
 /* A relay's STATS "behind": the TMs behind it, checked and rebuilt from
  * the fields known only (so a peer sizes none of the JM's memory past
- * JM_BEHIND_MAX TMs; more are cut). 0 with *out (a new reference, NULL
- * when v is absent), or -1: bad. */
+ * JM_BEHIND_MAX TMs; more are cut). Its document is parsed only from a
+ * known TM and from a frame of SPITS_CONTROL_MAX bytes at most (wire.h),
+ * so its parse is bounded too. 0 with *out (a new reference, NULL when v
+ * is absent), or -1: bad. */
 static int behind_parse(json_t *v, json_t **out)
 {
     long alive, joins, leaves, losses;
@@ -332,8 +336,9 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 }
 
 /* STATS: a TM's busy time and runs so far (cumulative, so a lost one
- * costs nothing), and a relay's capacity now ("workers", "slots") and the
- * TMs behind it ("behind"; ignored from a TM that joined as no relay):
+ * costs nothing), and a relay's capacity now ("workers", "slots", capped
+ * by its "tms": spits_relay_cap) and the TMs behind it ("behind"; ignored
+ * from a TM that joined as no relay). Only from a TM in the table:
  * spits_stats_t (wire.h), and behind: {alive (0..2^40), joins, leaves,
  * losses (>= 0), tms: [{host, pid (0..2^40), workers (0..2^20), runs
  * (>= 0), relay (optional bool)}...]}. Anything out of range: the whole
@@ -341,19 +346,26 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
 {
     const char *why = NULL;
-    json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
-    json_t *behind = NULL;
+    json_t *j, *behind = NULL;
     spits_stats_t st;
+    if (!t)
+        return;   /* (a peer that never said HELLO: not even parsed) */
+    j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
     if (!j || spits_stats_parse(j, &st, &why) != 0) {
         tmio_bad_message(d, why);
     } else if (behind_parse(json_object_get(j, "behind"), &behind) != 0) {
         tmio_bad_message(d, "STATS with a bad behind list");
-    } else if (t) {
+    } else {
         t->stats.busy_s = st.busy_s;
         t->stats.runs = (uint64_t)st.runs;
         t->stats.running = st.running;
         t->stats.queued = st.queued;
-        if (t->id.relay)   /* (a TM's capacity is its HELLO's) */
+        /* (a TM's capacity is its HELLO's; a relay's, what it shows:
+         * the TMs it says it has, or else those its behind counts) */
+        long tms = st.tms >= 0 ? st.tms
+                   : (long)json_integer_value(json_object_get(behind, "alive"));
+        spits_relay_cap(tms, &st.workers, &st.slots);
+        if (t->id.relay)
             set_capacity(d, t, st.workers, st.slots);
         if (behind && t->id.relay) {
             json_decref(t->id.behind);

@@ -49,10 +49,26 @@ void spits_parts_free(spits_parts_t *p)
     memset(p, 0, sizeof *p);
 }
 
+/* Room for one more received frame and its view. What a peer's records
+ * claim sizes nothing: the arrays grow (doubling) with the frames that
+ * came, which libzmq already holds. */
+static int parts_reserve_view(spits_parts_t *p)
+{
+    if (p->n < p->cap && p->view)
+        return 0;
+    if (parts_reserve(p, 1) != 0)
+        return -1;
+    spits_part_t *view = realloc(p->view, p->cap * sizeof *view);
+    if (!view)
+        return -1;
+    p->view = view;
+    return 0;
+}
+
 int spits_parts_recv(spits_parts_t *out, void *sock, const spits_hdr_t *h,
                      zmq_msg_t *first, int type, const char **why)
 {
-    size_t want = (size_t)h->parts;
+    uint64_t want = h->parts;
     int more = zmq_msg_more(first), rc = 0;
 
     memset(out, 0, sizeof *out);
@@ -62,12 +78,12 @@ int spits_parts_recv(spits_parts_t *out, void *sock, const spits_hdr_t *h,
     if (h->type != type || !want || !more) {
         *why = "frames that do not match its records";
         rc = -1;
-    } else if (parts_reserve(out, want) != 0 ||
-               !(out->view = malloc(want * sizeof *out->view))) {
-        /* (want is no more than the first frame's bytes / 16: parsed) */
-        rc = -2;
     }
     while (rc == 0 && more && out->n < want) {
+        if (parts_reserve_view(out) != 0) {
+            rc = -2;
+            break;
+        }
         zmq_msg_t *m = &out->msgs[out->n];
         zmq_msg_init(m);
         if (zmq_msg_recv(m, sock, ZMQ_DONTWAIT) < 0) {
@@ -204,6 +220,25 @@ static void free_bytes(void *data, void *hint)
     free(data);
 }
 
+/* Sends batch's frame and n parts of base + step * i bytes, then a
+ * one-frame "next". 0, or -1. */
+static int selftest_send(void *a, spits_batch_t *batch, spits_parts_t *out,
+                         unsigned n, size_t base, size_t step)
+{
+    zmq_msg_t m;
+    for (unsigned i = 0; i < n; i++) {
+        if (zmq_msg_init_size(&m, base + step * i) != 0)
+            return -1;
+        int added = spits_parts_add(out, &m);
+        zmq_msg_close(&m);
+        if (added != 0)
+            return -1;
+    }
+    if (spits_parts_send(a, batch->buf.data, batch->buf.len, out, 0) != 0)
+        return -1;
+    return zmq_send(a, "next", 4, 0) == 4 ? 0 : -1;
+}
+
 int spits_parts_selftest(void)
 {
     int rc = -1;
@@ -319,13 +354,7 @@ int spits_parts_selftest(void)
     /* The same message where only TASKS may have parts: refused, its
      * frames dropped, so the next message reads clean. */
     spits_batch_seal(&batch);
-    for (unsigned i = 0; i < 4; i++) {
-        CHECK(zmq_msg_init_size(&m, 1000 + 3 * i) == 0);
-        CHECK(spits_parts_add(&out, &m) == 0);
-        zmq_msg_close(&m);
-    }
-    CHECK(spits_parts_send(a, batch.buf.data, batch.buf.len, &out, 0) == 0);
-    CHECK(zmq_send(a, "next", 4, 0) == 4);
+    CHECK(selftest_send(a, &batch, &out, 4, 1000, 3) == 0);
     CHECK(zmq_msg_recv(&first, b, 0) >= 0);
     CHECK(spits_wire_parse(zmq_msg_data(&first), zmq_msg_size(&first), &h, &why) == 0);
     CHECK(spits_parts_recv(&got, b, &h, &first, SPITS_MSG_TASKS, &why) == -1);
@@ -342,6 +371,35 @@ int spits_parts_selftest(void)
     CHECK(zmq_msg_recv(&first, b, 0) >= 0);
     CHECK(spits_wire_parse(zmq_msg_data(&first), zmq_msg_size(&first), &h, &why) == 0);
     CHECK(spits_parts_recv(&got, b, &h, &first, SPITS_MSG_RESULTS, &why) == -1 && got.n == 0);
+
+    /* What a message's records claim sizes nothing: 100,000 records of
+     * parts with one frame after them is refused as "fewer frames" (the
+     * lists grow with the frames that came); one with more frames than
+     * parts, as "more frames"; either way the next message reads clean.
+     * 100 frames that match: the lists grew with them, doubling. */
+    for (int round = 0; round < 3; round++) {
+        unsigned claim = round == 0 ? 100000 : round == 1 ? 2 : 100;
+        unsigned frames = round == 0 ? 1 : round == 1 ? 3 : 100;
+        spits_batch_begin(&batch, SPITS_MSG_RESULTS, 7);
+        for (unsigned i = 0; i < claim; i++)
+            CHECK(spits_batch_add_part(&batch, i, 0, 1) == 0);
+        spits_batch_seal(&batch);
+        CHECK(selftest_send(a, &batch, &out, frames, 1, 0) == 0);
+        CHECK(zmq_msg_recv(&first, b, 0) >= 0);
+        CHECK(spits_wire_parse(zmq_msg_data(&first), zmq_msg_size(&first), &h, &why) == 0);
+        CHECK(h.parts == claim);
+        rc = spits_parts_recv(&got, b, &h, &first, SPITS_MSG_RESULTS, &why);
+        if (round == 2) {
+            CHECK(rc == 0 && got.n == 100 && got.cap == 128 && got.view[99].len == 1);
+            spits_parts_free(&got);
+        } else {
+            CHECK(rc == -1 && got.n == 0 && got.msgs == NULL && got.view == NULL);
+            CHECK(strcmp(why, round == 0 ? "fewer frames than its records have parts"
+                                         : "more frames than its records have parts") == 0);
+        }
+        rc = -1;
+        CHECK(zmq_msg_recv(&first, b, 0) == 4 && memcmp(zmq_msg_data(&first), "next", 4) == 0);
+    }
     rc = 0;
 out:
     spits_parts_free(&out);

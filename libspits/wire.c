@@ -114,6 +114,10 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
             *why = "record count on a control message";
             return -1;
         }
+        if (len - SPITS_HDR_SIZE > spits_wire_body_max(h->type)) {
+            *why = "a body larger than its message type allows";
+            return -1;
+        }
         return 0;
     }
     /* Walk every record header once: after this, the reader needs no checks. */
@@ -260,6 +264,10 @@ int spits_hello_parse(json_t *j, spits_hello_t *h, const char **why)
         *why = "HELLO with a relay that is no object";
         return -1;
     }
+    if (json_opt_long(h->relay, "tms", 0, SPITS_RELAY_TMS_MAX, -1, &h->tms)) {
+        *why = "HELLO with a relay's bad TM count";
+        return -1;
+    }
     if (!h->relay && (h->workers < 1 || h->slots < 1)) {
         *why = "HELLO of a TM with no worker or slot";
         return -1;
@@ -282,8 +290,9 @@ int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why)
     }
     s->busy_s = json_number_value(busy);
     if (json_opt_long(j, "workers", 0, SPITS_WORKERS_MAX, -1, &s->workers) ||
-        json_opt_long(j, "slots", 0, SPITS_SLOTS_MAX, -1, &s->slots)) {
-        *why = "STATS with bad workers or slots";
+        json_opt_long(j, "slots", 0, SPITS_SLOTS_MAX, -1, &s->slots) ||
+        json_opt_long(j, "tms", 0, SPITS_RELAY_TMS_MAX, -1, &s->tms)) {
+        *why = "STATS with bad workers, slots or tms";
         return -1;
     }
     if (json_opt_long(j, "running", 0, SPITS_SLOTS_MAX, -1, &s->running) ||
@@ -292,6 +301,17 @@ int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why)
         return -1;
     }
     return 0;
+}
+
+void spits_relay_cap(long tms, long *workers, long *slots)
+{
+    if (tms > SPITS_RELAY_TMS_MAX)
+        tms = SPITS_RELAY_TMS_MAX;
+    long most = tms > 0 ? tms * SPITS_TM_WORKERS_MAX : 0;
+    if (*workers > most)
+        *workers = most;
+    if (tms <= 0 && *slots > 0)
+        *slots = 0;
 }
 
 json_t *spits_wire_decode_json(const void *frame, size_t len, const char **why)
@@ -313,6 +333,23 @@ json_t *spits_wire_decode_json(const void *frame, size_t len, const char **why)
         return NULL;
     }
     return j;
+}
+
+size_t spits_wire_body_max(int type)
+{
+    switch (type) {
+    case SPITS_MSG_HELLO:
+    case SPITS_MSG_STATS:
+    case SPITS_MSG_BYE:
+        return SPITS_CONTROL_MAX;
+    case SPITS_MSG_HEARTBEAT:
+    case SPITS_MSG_END:
+    case SPITS_MSG_WHO:
+    case SPITS_MSG_DRAIN:
+        return 0;
+    default:
+        return SIZE_MAX;
+    }
 }
 
 int spits_wire_has_records(int type)
@@ -446,6 +483,56 @@ int spits_wire_selftest(void)
     CHECK(spits_reader_next(&r, &rec) == 1 && rec.id == 3 &&
           spits_reader_next(&r, &rec) == 1 && rec.id == 4 &&
           spits_reader_next(&r, &rec) == 0);
+    /* Each control type's body within its bound, never parsed past it:
+     * a TM's control JSON SPITS_CONTROL_MAX bytes, header-only types none. */
+    {
+        size_t big = SPITS_HDR_SIZE + SPITS_CONTROL_MAX + 1;
+        unsigned char *f = calloc(1, big);
+        CHECK(f);
+        spits_wire_encode_empty(f, SPITS_MSG_STATS, 0);
+        memset(f + SPITS_HDR_SIZE, ' ', big - SPITS_HDR_SIZE);
+        static const int bounded[] = {SPITS_MSG_HELLO, SPITS_MSG_STATS, SPITS_MSG_BYE};
+        for (size_t i = 0; i < 3; i++) {
+            f[3] = (unsigned char)bounded[i];
+            CHECK(spits_wire_body_max(bounded[i]) == SPITS_CONTROL_MAX);
+            CHECK(spits_wire_parse(f, big - 1, &h, &why) == 0 && h.type == bounded[i]);
+            CHECK(spits_wire_parse(f, big, &h, &why) == -1 && strstr(why, "larger"));
+        }
+        static const int empty[] = {SPITS_MSG_HEARTBEAT, SPITS_MSG_END, SPITS_MSG_WHO,
+                                    SPITS_MSG_DRAIN};
+        for (size_t i = 0; i < 4; i++) {
+            f[3] = (unsigned char)empty[i];
+            CHECK(spits_wire_parse(f, SPITS_HDR_SIZE, &h, &why) == 0);
+            CHECK(spits_wire_parse(f, SPITS_HDR_SIZE + 1, &h, &why) == -1 &&
+                  strstr(why, "larger"));
+        }
+        /* The JM's WELCOME, PHASE and STATUS: the socket's bound only. */
+        f[3] = SPITS_MSG_PHASE;
+        CHECK(spits_wire_parse(f, big, &h, &why) == 0);
+        free(f);
+    }
+    /* What a relay may claim: 4096 workers a TM it says it has, none
+     * and no slots with none (or none said), the count itself bounded. */
+    {
+        long w = SPITS_WORKERS_MAX, sl = SPITS_SLOTS_MAX;
+        spits_relay_cap(3, &w, &sl);
+        CHECK(w == 3 * SPITS_TM_WORKERS_MAX && sl == SPITS_SLOTS_MAX);
+        w = 10, sl = 20;
+        spits_relay_cap(3, &w, &sl);
+        CHECK(w == 10 && sl == 20);
+        spits_relay_cap(0, &w, &sl);
+        CHECK(w == 0 && sl == 0);
+        w = 10, sl = 20;
+        spits_relay_cap(-1, &w, &sl);
+        CHECK(w == 0 && sl == 0);
+        w = -1, sl = -1;   /* (not said: left so) */
+        spits_relay_cap(0, &w, &sl);
+        CHECK(w == -1 && sl == -1);
+        w = LONG_MAX, sl = 5;
+        spits_relay_cap(LONG_MAX, &w, &sl);
+        CHECK(w == SPITS_RELAY_TMS_MAX * SPITS_TM_WORKERS_MAX && sl == 5);
+    }
+
     /* No part in a CANCEL. */
     pb.buf.data[3] = SPITS_MSG_CANCEL;
     CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
@@ -511,7 +598,16 @@ int spits_wire_selftest(void)
         CHECK(spits_hello_parse(j, &hh, &why) == 0 && hh.workers == 4096);
         json_object_set_new(j, "workers", json_integer(0));
         json_object_set_new(j, "relay", json_object());       /* a relay: 0 is fine */
-        CHECK(spits_hello_parse(j, &hh, &why) == 0 && hh.workers == 0 && hh.relay);
+        CHECK(spits_hello_parse(j, &hh, &why) == 0 && hh.workers == 0 && hh.relay &&
+              hh.tms == -1);
+        /* A relay's TM count: 0..SPITS_RELAY_TMS_MAX, an integer. */
+        json_object_set_new(json_object_get(j, "relay"), "tms", json_integer(3));
+        CHECK(spits_hello_parse(j, &hh, &why) == 0 && hh.tms == 3);
+        json_object_set_new(json_object_get(j, "relay"), "tms",
+                            json_integer(SPITS_RELAY_TMS_MAX + 1));
+        CHECK(spits_hello_parse(j, &hh, &why) == -1 && strstr(why, "TM count"));
+        json_object_set_new(json_object_get(j, "relay"), "tms", json_string("3"));
+        CHECK(spits_hello_parse(j, &hh, &why) == -1 && strstr(why, "TM count"));
         json_object_set_new(j, "relay", json_string("x"));
         CHECK(spits_hello_parse(j, &hh, &why) == -1 && strstr(why, "relay"));
         json_object_del(j, "relay");
@@ -537,6 +633,12 @@ int spits_wire_selftest(void)
         json_object_set_new(j, "queued", json_integer(-1));
         CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "queued"));
         json_object_del(j, "queued");
+        CHECK(st.tms == -1);
+        json_object_set_new(j, "tms", json_integer(2));
+        CHECK(spits_stats_parse(j, &st, &why) == 0 && st.tms == 2);
+        json_object_set_new(j, "tms", json_integer(-1));
+        CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "tms"));
+        json_object_del(j, "tms");
         json_object_set_new(j, "workers", json_integer(SPITS_WORKERS_MAX + 1));
         CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "workers"));
         json_object_del(j, "runs");

@@ -113,6 +113,15 @@ enum {
 /* Whether a record type carries records (TASKS, RESULTS, CANCEL). */
 int spits_wire_has_records(int type);
 
+/* The largest body a message of each type can need, after its header:
+ * a TM's control JSON (HELLO, STATS, BYE) SPITS_CONTROL_MAX; HEARTBEAT,
+ * END, WHO and DRAIN none; the JM's WELCOME and PHASE (a phase's argv)
+ * and STATUS (its answer lists the TMs), and records, only the socket's
+ * ZMQ_MAXMSGSIZE. spits_wire_parse refuses a frame over its type's
+ * bound, so each hop (the JM, a relay) drops it before parsing it. */
+#define SPITS_CONTROL_MAX (64u << 10)
+size_t spits_wire_body_max(int type);
+
 typedef struct {
     int type;
     uint32_t phase;
@@ -217,11 +226,14 @@ int spits_json_long(const json_t *j, const char *key, long min, long max,
  * relay's is the sum of its TMs'. */
 #define SPITS_TM_WORKERS_MAX 4096L
 #define SPITS_SLOTS_MAX (1L << 24)
+/* The TMs a relay may say are behind it (its own and its relays'). */
+#define SPITS_RELAY_TMS_MAX (1L << 16)
 
 /* A HELLO's body, as the JM and a relay take it: {host, pid (1..2^40),
  * workers (0..SPITS_WORKERS_MAX), slots (0..SPITS_SLOTS_MAX), held
  * (0..2^24), and optional pending (0..2^40), attach (>= 0), job_id, and
- * relay (an object: the sender is a relay)}; without relay, workers and
+ * relay (an object: the sender is a relay, whose optional "tms" says how
+ * many TMs are behind it: spits_relay_cap)}; without relay, workers and
  * slots are 1 at least. Strings and relay point into the document. */
 typedef struct {
     const char *host;
@@ -230,20 +242,29 @@ typedef struct {
     long attach;             /* -1 when absent (an older TM) */
     const char *job_id;      /* NULL when absent (an older TM) */
     json_t *relay;           /* NULL: no relay */
+    long tms;                /* a relay's "tms" (0..SPITS_RELAY_TMS_MAX): the
+                                TMs behind it; -1 when absent */
 } spits_hello_t;
 /* 0 with *h filled, or -1 with *why naming what is wrong. */
 int spits_hello_parse(json_t *j, spits_hello_t *h, const char **why);
 
-/* A STATS body: {busy_s (0..1e12), runs (>= 0), optional workers and
- * slots (a relay's capacity, in HELLO's ranges), and optional running and
- * queued (a TM's tasks of the job in its workers' hands and waiting for
- * them, 0..SPITS_SLOTS_MAX): each -1 when absent (an older TM, a relay). */
+/* A STATS body: {busy_s (0..1e12), runs (>= 0), optional workers,
+ * slots and tms (a relay's capacity, in HELLO's ranges, and the TMs it
+ * comes from), and optional running and queued (a TM's tasks of the job
+ * in its workers' hands and waiting for them, 0..SPITS_SLOTS_MAX): each
+ * -1 when absent (an older TM, a relay). */
 typedef struct {
     double busy_s;
-    long runs, workers, slots;
+    long runs, workers, slots, tms;
     long running, queued;
 } spits_stats_t;
 int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why);
+
+/* What a relay may claim is what it shows: SPITS_TM_WORKERS_MAX workers
+ * for each of the tms TMs it says are behind it (-1, not said: none),
+ * and no slots with no TM. Clamps *workers and *slots; the JM and a
+ * relay apply it to each relay's HELLO and STATS. */
+void spits_relay_cap(long tms, long *workers, long *slots);
 
 /* Header-only messages (HEARTBEAT, END, WHO). */
 void spits_wire_encode_empty(unsigned char out[SPITS_HDR_SIZE], int type,

@@ -40,7 +40,7 @@ long joins_pending(const spits_hello_t *h, const char *job_id)
 
 int joins_selftest(void)
 {
-    spits_hello_t h = {"node1", 100, 4, 6, 3, 2, 5, "job-a", NULL};
+    spits_hello_t h = {"node1", 100, 4, 6, 3, 2, 5, "job-a", NULL, -1};
     joins_known_t k = {0, 100, 5, 1};
 
     /* No live entry: a join, whatever it says. */

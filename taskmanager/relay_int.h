@@ -65,6 +65,7 @@ typedef struct {
     char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
     char below[RELAY_BELOW_MAX][RELAY_ID_MAX];   /* ...and the relays behind it */
     int nbelow;
+    long tms;                    /* a relay: the TMs it says are behind it */
 } rl_tm_id_t;
 
 /* Whether it is there: alive (peer.alive: relay_recv.c as it joins,
@@ -84,6 +85,7 @@ typedef struct {
  * back. */
 typedef struct {
     int workers, slots;
+    long tms;                    /* the TMs it counts for: 1, a relay its own */
 } rl_tm_share_t;
 
 /* From its STATS (relay_peers.c), for the relay's own: cumulative over
@@ -117,6 +119,7 @@ typedef struct {
 typedef struct {
     peertab_t *tab;              /* of rl_tm_t; loops walk its live set */
     long long sum_workers, sum_slots;  /* over live TMs not draining */
+    long long sum_tms;           /* ...and the TMs they are (a relay: its) */
     int workers, slots;          /* ...clamped to what a HELLO may say */
     int cap_dirty;               /* ...changed since the last STATS */
     int told_slots;              /* ...slots as the last STATS said */

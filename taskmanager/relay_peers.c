@@ -75,8 +75,11 @@ void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
     int counts = t->peer.alive && !t->status.draining;
     p->sum_workers += (counts ? t->sched.credit.workers : 0) - t->share.workers;
     p->sum_slots += (counts ? t->sched.credit.slots : 0) - t->share.slots;
+    long tms = !counts ? 0 : t->id.relay_id[0] ? (t->id.tms > 0 ? t->id.tms : 0) : 1;
+    p->sum_tms += tms - t->share.tms;
     t->share.workers = counts ? t->sched.credit.workers : 0;
     t->share.slots = counts ? t->sched.credit.slots : 0;
+    t->share.tms = tms;
     long long workers = p->sum_workers, slots = p->sum_slots;
     if (workers > SPITS_WORKERS_MAX)
         workers = SPITS_WORKERS_MAX;
@@ -106,8 +109,12 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
     } else if (t && t->peer.alive) {
         t->stats.busy_s = st.busy_s;
         t->stats.runs = (uint64_t)st.runs;
-        /* A relay behind us: its capacity follows its TMs. */
+        /* A relay behind us: its capacity follows its TMs, as much as
+         * they can have (wire.h spits_relay_cap). */
         if (t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
+            if (st.tms >= 0)
+                t->id.tms = st.tms;
+            spits_relay_cap(t->id.tms, &st.workers, &st.slots);
             credit_resize(&t->sched.credit, st.workers, st.slots);
             relay_peers_capacity(p, t);
         }
@@ -191,6 +198,13 @@ int relay_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_M
 
 /* --- what upstream is told ---------------------------------------------- */
 
+/* The TMs behind us whose capacity counts, as far as a HELLO or STATS
+ * may say (upstream caps our workers by them: spits_relay_cap). */
+static long relay_peers_tms(const rl_peers_t *p)
+{
+    return p->sum_tms > SPITS_RELAY_TMS_MAX ? SPITS_RELAY_TMS_MAX : (long)p->sum_tms;
+}
+
 void tm_relay_capacity(const tm_relay_t *r, int *workers, int *slots)
 {
     *workers = r->peers.workers;
@@ -221,8 +235,9 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
             json_array_append_new(below, json_string(p->heard[k].id));
             listed++;
         }
-    return json_pack("{s:s, s:s, s:o}", "id", r->tm->link.routing_id,
-                     "endpoint", r->sock.endpoint, "below", below);
+    return json_pack("{s:s, s:s, s:o, s:I}", "id", r->tm->link.routing_id,
+                     "endpoint", r->sock.endpoint, "below", below, "tms",
+                     (json_int_t)relay_peers_tms(p));
 }
 
 /* A relay filling up as its TMs join is not held back: while its slots
@@ -270,6 +285,7 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
     json_object_set_new(stats, "busy_s", json_real(busy));
     json_object_set_new(stats, "workers", json_integer(p->workers));
     json_object_set_new(stats, "slots", json_integer(p->slots));
+    json_object_set_new(stats, "tms", json_integer((json_int_t)relay_peers_tms(p)));
     json_object_set_new(stats, "behind",
                         json_pack("{s:I, s:I, s:I, s:I, s:o}",
                                   "alive", (json_int_t)alive,

@@ -45,6 +45,18 @@ static void relay_recv_bad(tm_relay_t *r, const char *why)
 }
 
 
+/* ...from t (NULL: unknown, or gone), which is then dropped as a bad
+ * peer, as the JM drops one (dispatch.c): lost, its copies run again. */
+static void relay_recv_bad_peer(tm_relay_t *r, rl_tm_t *t, const char *why)
+{
+    char lost[160];
+    relay_recv_bad(r, why);
+    if (!t)
+        return;
+    snprintf(lost, sizeof lost, "lost (a bad peer: %s)", why);
+    relay_copies_gone(r, t, lost, 1);
+}
+
 /* A HELLO that starts no new outage (serving/joins.h): answered again;
  * with nothing sent since its last, what it holds now is what it has of
  * ours (as the JM's hello_again). */
@@ -109,6 +121,9 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     }
     spits_escape(t->id.host, sizeof t->id.host, h.host);   /* (for our log) */
     t->id.pid = h.pid;
+    t->id.tms = h.tms;
+    if (h.relay)   /* (as much as its TMs can have: wire.h) */
+        spits_relay_cap(h.tms, &h.workers, &h.slots);
     credit_set(&t->sched.credit, h.workers, h.slots);
     sched_joined(r->copies.sched, &t->sched, held);
     t->status.attach = h.attach;
@@ -220,25 +235,31 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     spits_parts_t parts;
     const char *why = NULL;
 
-    if (ridlen == 0 || ridlen > RELAY_RID_MAX ||
-        spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &h, &why) != 0) {
+    if (ridlen == 0 || ridlen > RELAY_RID_MAX) {
         if (zmq_msg_more(msg))
             spits_zmq_drop_frames(r->sock.router);
-        relay_recv_bad(r, why ? why : "a routing id of a bad size");
+        relay_recv_bad(r, "a routing id of a bad size");
         return;
     }
     /* (a HELLO takes the entry of a TM gone too: it re-attaches) */
     rl_tm_t *entry = peertab_find(r->peers.tab, rid, ridlen);
     rl_tm_t *t = entry && entry->peer.alive ? entry : NULL;
+    if (spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &h, &why) != 0) {
+        if (zmq_msg_more(msg))
+            spits_zmq_drop_frames(r->sock.router);
+        relay_recv_bad_peer(r, t, why);
+        return;
+    }
     if (t)
         liveness_heard(&t->status.live, r->tm->now);
     int fd = spits_zmq_msg_fd(msg);
     int rc = spits_parts_recv(&parts, r->sock.router, &h, msg, SPITS_MSG_RESULTS, &why);
     if (rc != 0) {
-        /* Its records still answer copies, unrun. */
-        relay_recv_bad(r, rc == -2 ? "out of memory receiving its parts" : why);
+        /* Its records still answer copies, unrun; then it goes. */
+        why = rc == -2 ? "no memory for its parts" : why;
         if (h.type == SPITS_MSG_RESULTS)
             relay_recv_results(r, t, &h, msg, &parts, 1);
+        relay_recv_bad_peer(r, t, why);
         return;
     }
     switch (h.type) {
@@ -255,8 +276,9 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
             relay_send_who(r, rid, ridlen);
         break;
     case SPITS_MSG_STATS:
-        if (relay_peers_stats(&r->peers, t, zmq_msg_data(msg), zmq_msg_size(msg),
-                              &why) != 0)
+        /* (a peer that never said HELLO: not even parsed) */
+        if (t && relay_peers_stats(&r->peers, t, zmq_msg_data(msg), zmq_msg_size(msg),
+                                   &why) != 0)
             relay_recv_bad(r, why);
         break;
     case SPITS_MSG_DRAIN:

@@ -24,6 +24,24 @@
  *                                    ROUTER bound to ENDPOINT) that answers
  *                                    each HELLO for SEC seconds with a
  *                                    WELCOME claiming max_task_bytes BYTES
+ *   (manyparts, bigstats, bigrelay: KEYFILE "-" for plain ZeroMQ, to a
+ *   JM or relay of --insecure)
+ *   hostile manyparts ENDPOINT KEYFILE N  an authenticated peer that says
+ *                                    HELLO and, once welcomed, sends RESULTS
+ *                                    whose N records each claim a part, with
+ *                                    one part after them; exit 0 if the JM
+ *                                    then answers a STATUS request
+ *   hostile bigstats ENDPOINT KEYFILE MB  an authenticated peer that never
+ *                                    says HELLO sends a STATS of MB MB of
+ *                                    JSON (a JM or a relay: exit 0 once sent)
+ *   hostile bigrelay ENDPOINT KEYFILE TMS [SEC]  an authenticated peer
+ *                                    that says HELLO as a relay with 2^20
+ *                                    workers and 2^24 slots (and TMS TMs
+ *                                    behind it, if TMS >= 0); once welcomed,
+ *                                    prints the workers the JM's STATUS
+ *                                    gives it (with SEC: stays SEC seconds
+ *                                    instead), then says BYE; exit 0 if it
+ *                                    was welcomed
  *   hostile named ENDPOINT KEYFILE HOST SEC  an authenticated peer that says
  *                                    HELLO as host HOST (escape sequences,
  *                                    say; JSON takes valid UTF-8 only),
@@ -146,6 +164,163 @@ static int send_ok(void *s, const void *buf, size_t len, int flags)
         return 0;
     fprintf(stderr, "hostile: zmq_send: %s\n", zmq_strerror(zmq_errno()));
     return 1;
+}
+
+/* A relay's HELLO claiming all a relay may (tms < 0: no TM count). */
+static void send_hello_relay(void *s, long tms)
+{
+    spits_buf_t b = {0};
+    json_t *relay = json_pack("{s:s, s:s}", "endpoint", "tcp://127.0.0.1:1", "id",
+                              "hostile-relay");
+    if (tms >= 0)
+        json_object_set_new(relay, "tms", json_integer(tms));
+    json_t *j = json_pack("{s:s, s:i, s:I, s:I, s:i, s:s, s:o}", "host", "hostile",
+                          "pid", (int)getpid(), "workers", (json_int_t)SPITS_WORKERS_MAX,
+                          "slots", (json_int_t)SPITS_SLOTS_MAX, "held", 0,
+                          "job_id", "x", "relay", relay);
+    spits_wire_encode_json(&b, SPITS_MSG_HELLO, 0, j);
+    zmq_send(s, b.data, b.len, ZMQ_DONTWAIT);
+    json_decref(j);
+    spits_buf_free(&b);
+}
+
+/* Reads for up to ms until a message of type comes: its body (a new
+ * zmq_msg_t the caller closes) in *out, 0; or 4. */
+static int await_type(void *s, int type, int ms, zmq_msg_t *out)
+{
+    void *watch = zmq_stopwatch_start();
+    int rc = 4;
+    zmq_msg_init(out);
+    for (;;) {
+        long left = ms - (long)(zmq_stopwatch_intermediate(watch) / 1000);
+        zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+        if (left <= 0 || zmq_poll(&it, 1, left) <= 0)
+            break;
+        if (zmq_msg_recv(out, s, 0) >= SPITS_HDR_SIZE &&
+            ((unsigned char *)zmq_msg_data(out))[3] == type) {
+            rc = 0;
+            break;
+        }
+    }
+    zmq_stopwatch_stop(watch);
+    return rc;
+}
+
+/* HELLO (send_hello, or a relay's), resent each second, until a WELCOME
+ * comes (a send before the connection is up is dropped): 0, or 3. */
+static int welcomed(void *s, long relay_tms, int relay)
+{
+    zmq_msg_t m;
+    for (int i = 0; i < 10; i++) {
+        if (relay)
+            send_hello_relay(s, relay_tms);
+        else
+            send_hello_as(s, "hostile", (int)getpid(), 1);
+        int rc = await_type(s, SPITS_MSG_WELCOME, 1000, &m);
+        zmq_msg_close(&m);
+        if (rc == 0)
+            return 0;
+    }
+    fprintf(stderr, "hostile: no WELCOME\n");
+    return 3;
+}
+
+/* RESULTS claiming n parts (each 1 byte, a task never sent), one part
+ * after it; then a STATUS request, which must be answered. */
+static int manyparts(void *s, uint64_t n)
+{
+    spits_batch_t b = {0};
+    unsigned char hdr[SPITS_HDR_SIZE];
+    zmq_msg_t m;
+    int rc = welcomed(s, 0, 0);
+    spits_batch_begin(&b, SPITS_MSG_RESULTS, 1);
+    for (uint64_t i = 0; rc == 0 && i < n; i++)
+        if (spits_batch_add_part(&b, 3000000000u + i, SPITS_ST_OK, 1) != 0)
+            rc = 1;
+    spits_batch_seal(&b);
+    if (rc == 0)
+        rc = send_ok(s, b.buf.data, b.buf.len, ZMQ_SNDMORE) || send_ok(s, "x", 1, 0);
+    spits_batch_free(&b);
+    spits_wire_encode_empty(hdr, SPITS_MSG_STATUS, 0);
+    if (rc == 0 && !(rc = send_ok(s, hdr, sizeof hdr, 0))) {
+        rc = await_type(s, SPITS_MSG_STATUS, 60000, &m);
+        zmq_msg_close(&m);
+    }
+    zmq_setsockopt(s, ZMQ_LINGER, &(int){0}, sizeof(int));
+    return rc;
+}
+
+/* A STATS of mb MB: {"busy_s": 0, "runs": 0, "x": [0,0,...]}, which a
+ * JSON parser would make into millions of values. */
+static int bigstats(void *s, size_t mb)
+{
+    static const char head[] = "{\"busy_s\": 0, \"runs\": 0, \"x\": [0";
+    size_t pairs = ((mb << 20) - sizeof head) / 2;
+    size_t len = SPITS_HDR_SIZE + sizeof head - 1 + 2 * pairs + 2;
+    unsigned char *p = malloc(len), *q;
+    if (!p || mb < 1)
+        return 1;
+    spits_wire_encode_empty(p, SPITS_MSG_STATS, 0);
+    q = p + SPITS_HDR_SIZE;
+    memcpy(q, head, sizeof head - 1);
+    q += sizeof head - 1;
+    for (size_t i = 0; i < pairs; i++, q += 2)
+        memcpy(q, ",0", 2);
+    memcpy(q, "]}", 2);
+    int rc = send_ok(s, p, len, 0);
+    free(p);
+    /* (closing waits, 30 s at most, until it is out) */
+    zmq_setsockopt(s, ZMQ_LINGER, &(int){30000}, sizeof(int));
+    return rc;
+}
+
+/* A relay's HELLO claiming all it may; once welcomed, STATUS each 100 ms
+ * (its answer is built at most once a tick) until it lists this peer,
+ * whose workers it prints; then BYE. */
+static int bigrelay(void *s, long tms, int hold_s)
+{
+    unsigned char hdr[SPITS_HDR_SIZE];
+    int rc = welcomed(s, tms, 1), found = 0;
+    if (rc == 0 && hold_s > 0) {
+        /* (behind a relay, which answers no STATUS: just stay a while) */
+        for (int i = 0; i < hold_s; i++) {
+            spits_wire_encode_empty(hdr, SPITS_MSG_HEARTBEAT, 0);
+            zmq_send(s, hdr, sizeof hdr, ZMQ_DONTWAIT);
+            sleep(1);
+        }
+        found = 1;
+    }
+    for (int i = 0; rc == 0 && !found && i < 100; i++) {
+        zmq_msg_t m;
+        spits_wire_encode_empty(hdr, SPITS_MSG_STATUS, 0);
+        send_ok(s, hdr, sizeof hdr, 0);
+        if (await_type(s, SPITS_MSG_STATUS, 1000, &m) == 0) {
+            const char *why;
+            json_t *j = spits_wire_decode_json(zmq_msg_data(&m), zmq_msg_size(&m), &why);
+            json_t *tms = json_object_get(j, "tms"), *t;
+            size_t k;
+            json_array_foreach(tms, k, t) {
+                if (!found && json_object_get(t, "workers") &&
+                    strcmp(json_string_value(json_object_get(t, "host")) ?: "", "hostile") == 0 &&
+                    json_integer_value(json_object_get(t, "pid")) == getpid()) {
+                    printf("%lld\n", (long long)json_integer_value(json_object_get(t, "workers")));
+                    found = 1;
+                }
+            }
+            json_decref(j);
+        }
+        zmq_msg_close(&m);
+        if (!found)
+            usleep(100000);
+    }
+    if (rc == 0 && !found) {
+        fprintf(stderr, "hostile: STATUS never listed this peer\n");
+        rc = 4;
+    }
+    spits_wire_encode_empty(hdr, SPITS_MSG_BYE, 0);
+    zmq_send(s, hdr, sizeof hdr, 0);
+    zmq_setsockopt(s, ZMQ_LINGER, &(int){5000}, sizeof(int));
+    return rc;
 }
 
 /* Reads until a STATUS answer comes (the JM reads a connection in order:
@@ -329,6 +504,22 @@ int main(int argc, char **argv)
         } else {
             rc = named(s, argv[4], atoi(argv[5]));
         }
+        zmq_close(s);
+    } else if (argc >= 5 && (strcmp(argv[1], "manyparts") == 0 ||
+                             strcmp(argv[1], "bigstats") == 0 ||
+                             strcmp(argv[1], "bigrelay") == 0)) {
+        int plain = strcmp(argv[3], "-") == 0;
+        if (!plain && spits_keys_read(argv[3], &k, 0, err, sizeof err) != 0) {
+            fprintf(stderr, "hostile: %s\n", err);
+            return 1;
+        }
+        void *s = dealer(ctx, argv[2], plain ? NULL : &k, NULL);
+        if (argv[1][0] == 'm')
+            rc = manyparts(s, strtoull(argv[4], NULL, 10));
+        else if (argv[1][3] == 's')
+            rc = bigstats(s, strtoul(argv[4], NULL, 10));
+        else
+            rc = bigrelay(s, atol(argv[4]), argc >= 6 ? atoi(argv[5]) : 0);
         zmq_close(s);
     } else if (argc >= 5 && strcmp(argv[1], "welcome") == 0) {
         rc = welcome(ctx, argv[2], atoll(argv[3]), atoi(argv[4]));

@@ -45,4 +45,57 @@ wait_for "grep -q 'HELLO of a TM with over 4096 workers' $T/big.jm.log" 30 "the 
 start_tm big big.tm -n 2
 wait $JM_PID || fail "the job exited $?"
 [ "$(cat "$T/big.out")" = "$(bench_checksum 2000)" ] || fail "the job printed $(cat "$T/big.out")"
+# Each message type is sized by what it can need, and a peer's claims size
+# nothing: one job (its last task waits for a gate) and a relay of it,
+# --insecure (CurveZMQ would only add its cost to the large frames).
+hwm() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
+start_jm pb --insecure "$MODS/bench.so" -n 2000 -G "$T/pb.gate"
+wait_for "[ -s $T/pb/jm.json ]" 30 "the JM to announce itself"
+jm=$(pgrep -P $JM_PID) || fail "no JM under timeout"
+ep=$(json "$T/pb/jm.json" "d['endpoint']"); ep=tcp://127.0.0.1:${ep##*:}
+rport=$(free_port)
+start_relay pb pb.relay "$rport" --insecure
+relay=$RELAY_PID
+wait_for "grep -q 'relay .* joined' $T/pb.jm.log" 30 "the relay to join"
+# A 20 MB STATS from a peer that never said HELLO: dropped unparsed at
+# both hops (a JSON parse of it took 400 MB), so neither's peak memory
+# grows by much more than the frame libzmq assembles.
+for hop in jm relay; do
+    pid=${!hop}; at=$ep
+    [ $hop = relay ] && at=tcp://127.0.0.1:$rport
+    before=$(hwm $pid)
+    "$H" bigstats "$at" - 20 >"$T/bigstats.$hop.log" 2>&1 || fail "bigstats to the $hop failed"
+    log=$T/pb.jm.log; [ $hop = relay ] && log=$T/pb.relay.log
+    wait_for "grep -q 'dropped a malformed message.*(a body larger than its message type allows)' $log" 30 \
+        "the $hop to drop the STATS"
+    after=$(hwm $pid)
+    [ $((after - before)) -lt $((60 << 10)) ] || fail "a 20 MB STATS raised the $hop's peak RSS from $before to $after kB"
+done
+# A HELLO as a relay claiming 2^20 workers and 2^24 slots gets 4,096
+# workers for each TM it says it has: 3 TMs, 12,288; none said, none.
+[ "$("$H" bigrelay "$ep" - 3)" = 12288 ] || fail "a relay of 3 TMs got other than 12288 workers"
+[ "$("$H" bigrelay "$ep" - -1)" = 0 ] || fail "a relay of no TMs got workers"
+# ...and behind the relay, the same rule: 2 TMs, 8,192 workers, which the
+# relay passes up as its own (it counts the 2 TMs).
+"$H" bigrelay "tcp://127.0.0.1:$rport" - 2 30 >"$T/bigrelay.r.log" 2>&1 &
+br=$!
+PIDS="$PIDS $br"
+wait_for "\"$top_builddir/tools/spits-status\" --jobdir $T/pb --json | \"$PY\" -c \"import json,sys; d=json.load(sys.stdin); sys.exit(not [t for t in d['tms'] if t.get('workers') == 8192])\"" \
+    10 "the relay to say it has 8192 workers"
+kill $br
+# RESULTS whose 128 MiB frame claims 8,388,609 parts, with one after it,
+# to a JM limited to 1.2 GB of address space (no limit under a sanitizer,
+# whose shadow memory takes more): the JM counts the one part, drops the
+# message and the peer, and the job goes on.
+sanitized || prlimit --pid "$jm" --as=$((1200 << 20)) || fail "prlimit failed"
+start_tm pb pb.tm -n 2 --insecure
+"$H" manyparts "$ep" - 8388609 >"$T/manyparts.log" 2>&1 \
+    || fail "the JM did not answer after 8,388,609 parts claimed: $(cat "$T/manyparts.log")"
+wait_for "grep -q 'TM hostile:[0-9]* lost (a bad peer: fewer frames than its records have parts)' $T/pb.jm.log" 30 \
+    "the JM to drop the peer"
+touch "$T/pb.gate"
+wait $JM_PID || fail "the job exited $?"
+[ "$(cat "$T/pb.out")" = "$(bench_checksum 2000)" ] || fail "the job printed $(cat "$T/pb.out")"
+[ "$(json "$T/pb/report.json" "d['counters']['bad_messages']")" = 2 ] \
+    || fail "bad messages: $(json "$T/pb/report.json" "d['counters']")"
 echo ok
