@@ -576,10 +576,12 @@ int main(int argc, char **argv)
             if (!signalled)
                 spits_info("stopping the job (%s)", strsignal(sig));
             signalled = sig;
-            /* Ctrl-C in a terminal reached the whole process group, the
-             * JM too: a second SIGINT from here would be one too many. */
-            if (!(sig == SIGINT && si.si_code == SI_KERNEL))
-                kill(r.jm, sig == SIGINT ? SIGINT : SIGTERM);
+            /* Passed on naming its sender (0: the kernel), plus 1: when
+             * it reached the whole process group (a terminal's Ctrl-C,
+             * kill -INT -PGID), the JM got it too, and pairs the two
+             * (jobmanager/stop.c), so one press is one. */
+            union sigval from = {.sival_int = (si.si_code == SI_KERNEL ? 0 : (int)si.si_pid) + 1};
+            sigqueue(r.jm, sig == SIGINT ? SIGINT : SIGTERM, from);
             stop_tms(&r, SIGTERM, 0);
         }
         int ws;
