@@ -68,7 +68,7 @@ static void usage(FILE *f)
     fprintf(f,
 "Usage: spits-run [OPTIONS] MODULE [ARGS...]\n"
 "  or:  spits-run [OPTIONS] --resume --jobdir DIR [MODULE]\n"
-"  or:  spits-run --serial [--commit-errors fail|ignore] MODULE [ARGS...]\n"
+"  or:  spits-run --serial [--commit-errors fail|ignore] [--joblog FILE] MODULE [ARGS...]\n"
 "Runs a SPITS job on this machine: a job manager and local task managers.\n"
 "\n"
 "Options:\n"
@@ -86,7 +86,8 @@ static void usage(FILE *f)
 "      --max-attempts N   passed to spits-jm\n"
 "      --commit-errors fail|ignore  passed to spits-jm\n"
 "      --progress-interval SEC  passed to spits-jm\n"
-"      --joblog FILE      passed to spits-jm\n"
+"      --joblog FILE      passed to spits-jm (with --serial, the same lines\n"
+"                         are written here)\n"
 "      --journal on|off   passed to spits-jm\n"
 "      --prefetch N       passed to spits-tm (raise it for tiny tasks)\n"
 "      --isolate          passed to spits-tm: workers in their own processes\n"
@@ -104,9 +105,10 @@ static void usage(FILE *f)
 "\n"
 "Exit status:\n"
 "  N   the job manager's (see spits-jm --help); 128+S when it was stopped\n"
-"      by signal S\n"
+"      by signal S; when every task manager failed, the last one's (a\n"
+"      worker's exit(N): N, 128+S for a crash by signal S, as --serial)\n"
 "  1   an error of its own: spits-jm or spits-tm not found or not\n"
-"      started, no temporary job dir, every task manager failed\n"
+"      started, no temporary job dir\n"
 "  2   a usage error\n");
 }
 
@@ -402,7 +404,8 @@ static int run_serial(const run_t *r, int argc, char **argv)
     spits_log_set_level(r->verbosity < 0 ? SPITS_LOG_ERROR
                         : r->verbosity > 0 ? SPITS_LOG_DEBUG : SPITS_LOG_INFO);
     return serial_run(argc - optind, (const char **)argv + optind,
-                      r->commit_errors && strcmp(r->commit_errors, "ignore") == 0);
+                      r->commit_errors && strcmp(r->commit_errors, "ignore") == 0,
+                      r->joblog);
 }
 
 int main(int argc, char **argv)
@@ -559,6 +562,7 @@ int main(int argc, char **argv)
 
     char *targv[TM_ARGS_MAX];
     int signalled = 0, tms_failed = 0, gave_up = 0, waits_for_jm = 0;
+    int tm_failure = 1;     /* the last failed TM's status, as status_of */
     tm_args(&r, targv, 0);
     for (long i = 0; i < r.tms; i++)
         if ((r.tm[i] = spawn(targv, &orig, -1, r.errpipe[1])) < 0) {
@@ -597,8 +601,10 @@ int main(int argc, char **argv)
             for (long i = 0; i < r.tms; i++)
                 if (r.tm[i] == pid) {
                     r.tm[i] = 0;
-                    if (status_of(ws) != 0)
+                    if (status_of(ws) != 0) {
                         tms_failed++;
+                        tm_failure = status_of(ws);
+                    }
                 }
         }
         if (!r.jm)
@@ -624,6 +630,9 @@ int main(int argc, char **argv)
     if (signalled && stopped)
         status = 128 + signalled;
     else if (tms_failed == r.tms && stopped)
-        status = 1;   /* stopped by us, for want of TMs: a failure */
+        /* stopped by us, for want of TMs: a failure, with the status the
+         * last TM ended with (a worker's exit(5), a crash's 128+SIGSEGV),
+         * as --serial ends with it; 1 if none started */
+        status = tm_failure;
     return status;
 }
