@@ -534,15 +534,15 @@ static int run_job(jm_t *jm, int margc, const char **margv)
 {
     int rc;
     jm_phase_set_job(jm);
+    jm_modexit_arm(jm, end_at_exit);
     if (spits_module_has_main(jm->mod)) {
-        jm_modexit_arm(jm, end_at_exit);
         rc = spits_module_main(jm->mod, margc, margv, jm_run_phase);
-        jm_modexit_disarm();
     } else {
         const void *final;
         spitssize_t finalsz;
         rc = jm_run_phase(margc, margv, NULL, 0, &final, &finalsz);
     }
+    jm_modexit_disarm();
     fflush(stdout);
     return rc;
 }

@@ -15,8 +15,12 @@
  * runs (next_task on the generator thread, commit_pit on the main thread
  * with the generator and the dispatcher busy) or from a thread of the
  * module's own would race with those threads over the job's state: then
- * one line says that no report is written. _exit(), quick_exit() and
- * signals skip on_exit handlers; crash.c names a fatal signal.
+ * one line names the exit (its code, the function and the task) and says
+ * that no report is written, and the JM ends with the code, or with
+ * JM_EXIT_ERROR for an exit(0): a job that did not end is never a
+ * success. Modules without spits_main are armed too, for the whole run.
+ * _exit(), quick_exit() and signals skip on_exit handlers; crash.c names
+ * a fatal signal.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,6 +30,9 @@
 #include "modexit.h"
 #include "crash.h"
 #include "log.h"
+
+#include <stdio.h>
+#include <unistd.h>
 
 static jm_t *modexit_job;
 static jm_modexit_end_fn modexit_end;
@@ -41,11 +48,19 @@ static void modexit_on_exit(int code, void *arg)
     const char *fn = spits_crash_current();
     if (!pthread_equal(pthread_self(), modexit_main) || !fn ||
         strcmp(fn, "spits_main") != 0) {
-        spits_error("the module called exit(%d) in %s while a phase was "
-                    "running: no report.json (only an exit() from spits_main "
-                    "itself, between phases, gets one)", code,
-                    fn ? fn : "a thread of its own");
-        return;
+        char task[48] = "";
+        if (fn && (strcmp(fn, "spits_job_manager_next_task") == 0 ||
+                   strcmp(fn, "spits_committer_commit_pit") == 0))
+            snprintf(task, sizeof task, ", task %llu", (unsigned long long)
+                     atomic_load(&spits_crash_slot_now()->task));
+        spits_error("the module called exit(%d) in %s%s while a phase was "
+                    "running: the job ends there with no report.json (only "
+                    "an exit() from spits_main itself, between phases, gets "
+                    "one)", code, fn ? fn : "a thread of its own", task);
+        fflush(NULL);
+        /* (the other threads are still running: no more exit handlers
+         * or destructors under them) */
+        _exit(code != 0 ? code : JM_EXIT_ERROR);
     }
     spits_info("the module called exit(%d) in spits_main; the job ends "
                "there", code);

@@ -25,7 +25,48 @@ void jm_wake(void)
     spits_wake_ref_signal(&stop_wake);
 }
 
-static atomic_int stop_signals;   /* how many the handler took */
+static atomic_int stop_signals;   /* the presses the handler took */
+
+/* One press reaches the JM twice under spits-run: a terminal's Ctrl-C, or
+ * a kill of the process group, reaches the JM itself and spits-run, which
+ * passes it on with sigqueue naming the original sender (the sender's
+ * pid, 0 for the kernel, plus 1 as its value). The two halves of a press
+ * are paired by that sender, whichever comes first: per sender, balance
+ * counts the direct signals not yet paired (> 0) or the passed-on ones
+ * not yet paired (< 0). A signal that pairs with one of the other kind
+ * is no new press. Handlers on different threads may run at once, so the
+ * table is taken with a spin flag (a thread's own handler cannot nest:
+ * the stop signals are blocked while it runs). */
+#define STOP_SENDERS 16
+static struct { long sender; int balance; } stop_pairs[STOP_SENDERS];
+static atomic_flag stop_pairs_lock = ATOMIC_FLAG_INIT;
+
+/* 1 if the signal (dir: 1 direct, -1 passed on) from sender is a new
+ * press. */
+static int stop_new_press(long sender, int dir)
+{
+    int fresh = 1, free_slot = -1, i;
+    while (atomic_flag_test_and_set(&stop_pairs_lock))
+        ;
+    for (i = 0; i < STOP_SENDERS; i++) {
+        if (stop_pairs[i].balance == 0) {
+            if (free_slot < 0)
+                free_slot = i;
+        } else if (stop_pairs[i].sender == sender) {
+            break;
+        }
+    }
+    if (i == STOP_SENDERS && free_slot >= 0) {
+        i = free_slot;
+        stop_pairs[i].sender = sender;
+    }
+    if (i < STOP_SENDERS) {
+        fresh = stop_pairs[i].balance * dir >= 0;
+        stop_pairs[i].balance += dir;
+    }
+    atomic_flag_clear(&stop_pairs_lock);
+    return fresh;
+}
 
 /* One line to stderr from the handler (nothing to do if it fails). */
 static void stop_say(const char *line, size_t len)
@@ -34,8 +75,9 @@ static void stop_say(const char *line, size_t len)
     (void)rc;
 }
 
-/* Async-signal-safe only: atomics, write(2), signal(2), raise(3). */
-static void on_signal(int sig)
+/* Async-signal-safe only: atomics, write(2), signal(2), raise(3),
+ * getppid(2). */
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     static const char again[] = "spits-jm: stopping already: the report is "
                                 "being written (a third signal exits at once, "
@@ -43,6 +85,15 @@ static void on_signal(int sig)
     static const char third[] = "spits-jm: third signal: exiting at once, "
                                 "without report.json\n";
     int saved = errno;
+    int passed_on = si && si->si_code == SI_QUEUE && si->si_pid == getppid() &&
+                    si->si_value.sival_int > 0;
+    long sender = !si ? -1 : passed_on ? si->si_value.sival_int - 1L
+                : si->si_code == SI_KERNEL ? 0 : (long)si->si_pid;
+    (void)uc;
+    if (!stop_new_press(sender, passed_on ? -1 : 1)) {
+        errno = saved;
+        return;
+    }
     int n = atomic_fetch_add(&stop_signals, 1) + 1;
 
     if (n >= 3) {
@@ -66,8 +117,11 @@ void jm_stop_init(int wake_fd)
 
     spits_wake_ref_set(&stop_wake, wake_fd);
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++)
+        sigaddset(&sa.sa_mask, stops[i]);
     for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
         struct sigaction was;
         /* Started under nohup: SIGHUP stays ignored, as the user asked. */

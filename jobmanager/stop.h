@@ -24,10 +24,10 @@ extern atomic_int jm_signal;
 extern atomic_int jm_abort;
 
 /* Routes wakes to the dispatcher's wake fd and installs the SIGINT,
- * SIGTERM and SIGHUP handler. A second signal only says that the job is
- * stopping already (a terminal's Ctrl-C reaches spits-run and the JM
- * alike, so two come at once); a third kills as by default, so a job
- * stuck anywhere still dies. */
+ * SIGTERM and SIGHUP handler. A signal that reached the JM and, passed
+ * on, through spits-run (a terminal's Ctrl-C reaches both) counts once.
+ * A second press only says that the job is stopping already; a third
+ * kills as by default, so a job stuck anywhere still dies. */
 void jm_stop_init(int wake_fd);
 /* Before the wake fd is closed: later signals and wakes write nowhere
  * (a reused fd number must not get the eventfd's 8 bytes). */

@@ -34,13 +34,18 @@
  *
  * The current (2021) interface returns C structures instead (the layouts
  * are the ABI doc's, declared here as met21_*): the list, then one call
- * of spits_get_metrics_history for every name with a size of 1, which is
- * each metric's last value. They come from the module's new[], so no
- * bound can be asked of them: counts, names and sizes are held to
- * MET_MAX, MET_NAME_MAX and MET_BYTES_MAX instead, and a history entry
- * must echo the name and type asked for and hold exactly one value, else
- * that metric is null. Its types are int, float, string (NUL included
- * in the size) and bytes; the older reader's double does not exist.
+ * of spits_get_metrics_history for every name. A history is taken from
+ * the OLDEST end of the metric's ring, so a size of 1 would give the
+ * oldest value kept: each metric is asked for its whole capacity, and
+ * its last value is the entry with the highest sequence_no. They come
+ * from the module's new[], so no bound can be asked of them: counts,
+ * names, capacities and sizes are held to MET_MAX, MET_NAME_MAX,
+ * MET_CAP_MAX and MET_BYTES_MAX instead (a metric over one is null,
+ * never a value that may not be its last), and a history entry must echo
+ * the name and type asked for and hold from 1 to the size asked for
+ * values, else that metric is null. Its types are int, float, string
+ * (NUL included in the size) and bytes; the older reader's double does
+ * not exist.
  */
 #include <malloc.h>
 #include <stdint.h>
@@ -53,6 +58,7 @@
 #define MET_BYTES_MAX (1 << 20)
 #define MET_ENTRY_MIN 18      /* a list entry's size, at least: "x\0" cap type */
 #define MET_NAME_MAX 4096     /* a 2021 metric's name, in bytes, at most */
+#define MET_CAP_MAX (1 << 20) /* a 2021 metric's capacity, at most */
 
 enum { MET_INT = 0, MET_FLOAT = 1, MET_DOUBLE = 2, MET_BYTES = 3 };
 enum { MET21_INT = 0, MET21_FLOAT = 1, MET21_STRING = 2, MET21_BYTES = 3 };
@@ -287,15 +293,19 @@ json_t *spits_metrics_read(void *metrics, spits_met_list_fn list,
     return out;
 }
 
-/* One 2021 history entry's last value, if it is the one asked for
- * (name, type) and holds exactly one value; else NULL. */
+/* One 2021 history entry's last value (the highest sequence_no), if it
+ * is the one asked for (name, type) and holds 1 to asked values; else
+ * NULL. */
 static json_t *met21_value(const met21_buffer_t *b, const char *name,
-                           unsigned type)
+                           unsigned type, unsigned asked)
 {
     const met21_value_t *v = b->metrics;
     if (!b->name || strcmp(b->name, name) != 0 || b->type != type ||
-        b->num_metrics != 1 || !v)
+        b->num_metrics == 0 || b->num_metrics > asked || !v)
         return NULL;
+    for (unsigned i = 1; i < b->num_metrics; i++)
+        if (b->metrics[i].sequence_no > v->sequence_no)
+            v = &b->metrics[i];
     switch (type) {
     case MET21_INT:
         return json_integer(v->u.i_data);
@@ -343,13 +353,17 @@ json_t *spits_metrics_read21(void *metrics, const spits_met_api_t *api)
         return json_null();
     }
     if (l->quantity && (sizes = malloc(l->quantity * sizeof *sizes))) {
+        /* The whole ring, since a history starts at its oldest value;
+         * none of a ring too big to trust (that metric is null). */
         for (unsigned i = 0; i < l->quantity; i++)
-            sizes[i] = 1;      /* a history of one: the last value */
+            sizes[i] = l->infos[i].capacity > MET_CAP_MAX ? 0
+                     : l->infos[i].capacity ? l->infos[i].capacity : 1;
         h = api->history(metrics, l->quantity, names, sizes);
     }
     out = json_object();
     for (unsigned i = 0; out && i < l->quantity; i++) {
-        json_t *v = h ? met21_value(&h[i], names[i], l->infos[i].type) : NULL;
+        json_t *v = h ? met21_value(&h[i], names[i], l->infos[i].type,
+                                    sizes[i]) : NULL;
         json_object_set_new(out, names[i], v ? v : json_null());
     }
     if (h)
@@ -556,10 +570,10 @@ static int st_read(void)
 
 /* A 2021 module's list and history, static; the frees count calls. */
 static met21_info_t st21_info[4] = {
-    {"count", MET21_INT, 10}, {"speed", MET21_FLOAT, 10},
-    {"label", MET21_STRING, 10}, {"blob", MET21_BYTES, 10}};
+    {"count", MET21_INT, 10}, {"speed", MET21_FLOAT, 3},
+    {"label", MET21_STRING, 1}, {"blob", MET21_BYTES, 10}};
 static met21_infos_t st21_list = {4, st21_info};
-static met21_value_t st21_val[4];
+static met21_value_t st21_count[3], st21_val[4];
 static met21_buffer_t st21_hist[4];
 static int st21_frees, st21_asked;
 
@@ -567,19 +581,24 @@ static void *st21_get_list(void *m) { (void)m; return &st21_list; }
 static void st21_free_list(void *l) { st21_frees += l == &st21_list; }
 static void st21_free_hist(void *h, unsigned n) { st21_frees += h == st21_hist && n == 4; }
 
+/* Asked for each metric's capacity (0 for one too big to trust). */
 static void *st21_history(void *m, unsigned n, const char **names,
                           unsigned *sizes)
 {
     (void)m;
     st21_asked = n == 4;
     for (unsigned i = 0; i < n; i++)
-        st21_asked &= sizes[i] == 1 && names[i] == st21_info[i].name;
+        st21_asked &= names[i] == st21_info[i].name &&
+            sizes[i] == (st21_info[i].capacity > MET_CAP_MAX ? 0
+                         : st21_info[i].capacity);
     return st21_hist;
 }
 
-/* The 2021 reader: exact values; a wrong echo or count, or a string
- * without its NUL, read as such; a list with a type that does not exist
- * gives null without asking for history. */
+/* The 2021 reader: the value with the highest sequence_no, wherever it
+ * is in the history; a wrong echo or count (none, or more than asked),
+ * or a string without its NUL, read as such; a capacity too big asks
+ * for nothing; a list with a type that does not exist gives null without
+ * asking for history. */
 static int st_read21(void)
 {
     static const spits_met_api_t api = {st21_get_list, NULL, NULL,
@@ -589,7 +608,15 @@ static int st_read21(void)
     for (int i = 0; i < 4; i++)
         st21_hist[i] = (met21_buffer_t){st21_info[i].name, st21_info[i].type,
                                         1, &st21_val[i]};
-    st21_val[0].u.i_data = -7;
+    /* count's ring, oldest first, as HEAD returns it: -1, -3, then -7
+     * (sequence numbers 5, 6, 7), shuffled here: order must not count */
+    st21_count[0].u.i_data = -3;
+    st21_count[0].sequence_no = 6;
+    st21_count[1].u.i_data = -7;
+    st21_count[1].sequence_no = 7;
+    st21_count[2].u.i_data = -1;
+    st21_count[2].sequence_no = 5;
+    st21_hist[0] = (met21_buffer_t){st21_info[0].name, MET21_INT, 3, st21_count};
     st21_val[1].u.f_data = 1.5f;
     st21_val[2].u.c_data = label;
     st21_val[2].data_size = sizeof label;
@@ -601,15 +628,22 @@ static int st_read21(void)
     CHECK(want && json_equal(j, want) && st21_asked && st21_frees == 2);
     json_decref(j);
     json_decref(want);
-    st21_hist[0].type = MET21_FLOAT;       /* not the type listed */
+    st21_info[0].capacity = 2;             /* 3 values, when 2 were asked */
     st21_hist[1].num_metrics = 0;          /* no value yet */
     st21_val[2].data_size = 2;             /* "ok" without its NUL */
-    want = json_pack("{s:n,s:n,s:{s:I},s:{s:I}}", "count", "speed", "label",
-                     "bytes", (json_int_t)2, "blob", "bytes", (json_int_t)5);
+    st21_info[3].capacity = MET_CAP_MAX + 1;
+    st21_hist[3].num_metrics = 0;          /* (as a module asked for 0) */
+    want = json_pack("{s:n,s:n,s:{s:I},s:n}", "count", "speed", "label",
+                     "bytes", (json_int_t)2, "blob");
     j = spits_metrics_json(&api, NULL);
-    CHECK(want && json_equal(j, want));
+    CHECK(want && json_equal(j, want) && st21_asked);
     json_decref(j);
     json_decref(want);
+    st21_info[0].capacity = 10;
+    st21_hist[0].type = MET21_FLOAT;       /* not the type listed */
+    j = spits_metrics_json(&api, NULL);
+    CHECK(json_is_null(json_object_get(j, "count")));
+    json_decref(j);
     st21_info[3].type = 4;
     st21_asked = 0;
     st21_frees = 0;

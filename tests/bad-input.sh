@@ -194,6 +194,17 @@ so_far=$(sed -n 's/^spits-jm: warning: commit_pit has failed for \([0-9]*\) resu
     "spits-jm: warning: commit_pit failed for 100 result(s) of phase 1 in all (only the first 10 are named)" ] \
     || fail "cfslow: no final count: $(grep commit_pit "$T/cfslow.err" | tail -3)"
 expect 2 "--commit-errors wants fail or ignore, not 'maybe'" "$JM" $J --commit-errors=maybe "$MODS/pi.so"
+# spits-bench's -o, checked before any workload runs: a directory, a
+# device that takes nothing, a directory that does not exist (which it
+# does not make), no file at all.
+B=$top_srcdir/tools/spits-bench
+mkdir "$T/benchdir"
+expect 2 "^spits-bench: -o $T/benchdir is a directory: give a file name\$" "$B" -o "$T/benchdir"
+expect 2 "^spits-bench: -o /dev/full cannot be written: No space left on device\$" "$B" -o /dev/full
+expect 2 "^spits-bench: -o $T/none/x.json: no directory $T/none\$" "$B" -o "$T/none/x.json"
+[ ! -e "$T/none" ] || fail "spits-bench -o made $T/none"
+expect 2 "^spits-bench: -o needs a file name (see --help)\$" "$B" -o
+[ -z "$(ls "$T/benchdir")" ] || fail "spits-bench -o DIR wrote into it"
 # A module that refuses its arguments: the JM reports it, exits non-zero.
 timeout 60 "$RUN" -q "$MODS/pi.so" notanumber >/dev/null 2>"$T/err"
 [ $? = 1 ] || fail "pi with a bad argument did not exit 1"

@@ -9,7 +9,8 @@
 # it suggests --isolate (with which the job then ends, exit 3). A module
 # that calls exit() from spits_main after run() returned SPITS_RUN_FAILED
 # (a failed or an interrupted phase) still gets a report.json, with the
-# status it had and exit() code.
+# status it had and exit() code; one that calls exit() in next_task while
+# a phase runs ends spits-run non-zero, the exit named.
 . "$(dirname "$0")/lib.sh"
 
 # crashy.so is this test's own module: the build's, or $CRASHY (to run
@@ -21,7 +22,7 @@ ulimit -c 0   # (the crashes are the point: no core files)
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_abort=0"
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }handle_segv=0 handle_abort=0"
 # CRASH_CASES: which of the cases below to run (all of them).
-CASES=" ${CRASH_CASES:-1 2 3 4 5} "
+CASES=" ${CRASH_CASES:-1 2 3 4 5 6} "
 on() { [[ "$CASES" == *" $1 "* ]]; }
 
 # 1. commit_pit segfaults, under spits-run with a temporary job dir.
@@ -142,5 +143,20 @@ wait $jm; rc=$?
 [ "$(json "$T/exitint/report.json" "(d['status'], d['exit_code'], d['module_exit'], d['resumable'])")" \
     = "('interrupted', 9, True, True)" ] || fail "report after SIGTERM and exit(): $(cat "$T/exitint/report.json" 2>&1)"
 wait $tm || fail "the TM exited $? after the module's exit()"
+fi
+
+# 6. exit() in next_task while the phase runs, under spits-run: the exit
+# is named, with its function and task, and the status is never 0 (the
+# module's code, or 1 for exit(0)); there is no report.json.
+if on 6; then
+for code in 0 7; do
+    timeout -s KILL 60 "$RUN" -q -n 2 --jobdir "$T/jmexit$code" "$F" 20 jmexit=5:$code \
+        >/dev/null 2>"$T/jmexit$code.log"
+    rc=$?
+    [ $rc = $(( code ? code : 1 )) ] || fail "exit($code) in next_task: spits-run exited $rc"
+    [ "$(grep -c . "$T/jmexit$code.log")" = 1 ] && grep -qx "spits-jm: error: the module called exit($code) in spits_job_manager_next_task, task 5 while a phase was running: the job ends there with no report.json (only an exit() from spits_main itself, between phases, gets one)" \
+        "$T/jmexit$code.log" || fail "exit($code) in next_task said: $(cat "$T/jmexit$code.log")"
+    [ ! -e "$T/jmexit$code/report.json" ] || fail "exit($code) in next_task left a report.json"
+done
 fi
 echo PASS

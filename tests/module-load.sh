@@ -28,10 +28,12 @@ refused nosym 'missing required symbol spits_worker_run'
 
 # The 2021 interface: every metric by name, its JSON type from the
 # module's type (int, float, string, bytes: their size), its newest value
-# (step and ratio hold several), and null for one with no value yet.
+# (step and ratio hold several; results was set 100 times in a ring of
+# 10, whose history starts at its oldest kept value, 91), and null for
+# one with no value yet.
 out=$(timeout 120 "$RUN" -q -n 2 --jobdir "$T/m21" "$NEW_TMODS/metrics21.so" 300) || fail "metrics21 exited $?"
 [ "$out" = "metrics21: sum=$(( 300 * 301 / 2 ))" ] || fail "metrics21 printed '$out'"
-m="{'blob': {'bytes': 3}, 'buffer_size': 10, 'idle': None, 'ratio': 0.25, 'step': 3, 'variant': 'metrics21'}"
+m="{'blob': {'bytes': 3}, 'buffer_size': 10, 'idle': None, 'ratio': 0.25, 'results': 100, 'step': 3, 'variant': 'metrics21'}"
 got=$(json "$T/m21/report.json" "sorted((d['phases'][0]['metrics'] or {}).items())")
 [ "$got" = "[('committer', $m), ('job_manager', $m)]" ] \
     || fail "metrics21's metrics in report.json: $got"

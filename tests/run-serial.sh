@@ -111,6 +111,39 @@ serial tms --tms 2 "$MODS/pi.so"
 expect tms 2 "spits-run: error: --serial runs no job manager or task manager, so --tms does not apply (see spits-run --help)"
 echo "failures and bad input: one line each, exit statuses 3, 139, 2, 1, 1, 2"
 
+# A worker's exit(5): status 5 under --serial and distributed (there its
+# TM exits 5 and, with every TM gone, spits-run ends with that status).
+serial wexit "$TMODS/faulty.so" 10 exit=4 exitcode=5
+[ $rc = 5 ] || fail "a worker's exit(5): --serial exited $rc"
+rc=0
+timeout -s KILL 60 "$RUN" -q -n 2 "$TMODS/faulty.so" 10 exit=4 exitcode=5 >/dev/null 2>"$T/wexit.derr" || rc=$?
+[ $rc = 5 ] || fail "a worker's exit(5): the distributed run exited $rc: $(cat "$T/wexit.derr")"
+echo "a worker's exit(5): status 5 from both"
+
+# --joblog: the lines spits-jm writes, field for field but the times
+# (each run appends under its own header); a failed task's line is there
+# too, with the worker's return code, and nothing after it.
+for mode in s d; do
+    rc=0 how=(--serial)
+    [ $mode = d ] && how=(--tms 2 -n 2)
+    timeout -s KILL 60 "$RUN" -q "${how[@]}" \
+        --joblog "$T/pi.jl$mode" "$MODS/pi.so" 200000 20 >/dev/null 2>"$T/pi.jl$mode.err" || rc=$?
+    [ $rc = 0 ] || fail "pi --joblog ($mode) exited $rc: $(cat "$T/pi.jl$mode.err")"
+done
+fields() { awk -F '\t' '{ print $1, $2, $5, $6, $7, $8, $9 }' "$1" | sort -n; }
+[ "$(fields "$T/pi.jls")" = "$(fields "$T/pi.jld")" ] && [ "$(wc -l <"$T/pi.jls")" = 21 ] ||
+    fail "--serial's joblog is not the distributed one's: $(diff <(fields "$T/pi.jld") <(fields "$T/pi.jls") | head -4)"
+awk -F '\t' 'NR > 1 && !($3 ~ /^[0-9]+\.[0-9][0-9][0-9]$/ && $4 ~ /^ *[0-9]+\.[0-9][0-9][0-9]$/) { exit 1 }' \
+    "$T/pi.jls" || fail "--serial's joblog times: $(sed -n 2p "$T/pi.jls")"
+serial jlfail --joblog "$T/fail.jl" "$TMODS/faulty.so" 30 fail=7 commitfail=5
+[ $rc = 3 ] || fail "--serial --joblog with task 7 failing exited $rc"
+# (commit_pit fails for task 4, the worker for task 7)
+[ "$(fields "$T/fail.jl" | grep -v "^Seq " | tr '\n' ';')" = "$(for i in 0 1 2 3 4 5 6 7; do
+    printf '%s %s 8 %s %s 0 phase 1;' $i "$(hostname)" $([ $i = 7 ] && echo 0 || echo 8) \
+        $([ $i = 4 ] || [ $i = 7 ] && echo 1 || echo 0); done)" ] ||
+    fail "--serial --joblog with a failed task: $(cat "$T/fail.jl")"
+echo "--joblog: spits-jm's lines from --serial too"
+
 # valgrind: no invalid access, no definite leak, the exact answers (not
 # in a sanitizer build, whose runtime valgrind cannot run).
 if ! command -v valgrind >/dev/null; then

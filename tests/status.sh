@@ -177,4 +177,17 @@ kill -CONT "$(json "$T/dead/jm.json" "d['pid']")"
 out=$("$ST" --watch=0 2>&1); rc=$?
 [ $rc = 2 ] && case $out in *"--watch wants seconds (at least 0.1), not '0'"*) true ;; *) false ;; esac \
     || fail "--watch=0: $rc $out"
+# --watch's seconds in each form its man page shows, or none (2 s): on a
+# job that is over, each shows the report once and exits 0; a value too
+# small is named, in each form, so it was taken as the seconds.
+for w in "--watch 5" "-w 5" "--watch=5" "-w5" "--watch" "-w"; do
+    out=$("$ST" --jobdir "$T/job" $w --json 2>&1); rc=$?
+    [ $rc = 0 ] && [ "$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = ok ] \
+        || fail "$w on a finished job: $rc $out"
+done
+for w in "--watch 0.05" "-w 0.05" "-w0.05"; do
+    out=$("$ST" --jobdir "$T/job" $w 2>&1); rc=$?
+    [ $rc = 2 ] && [ "$out" = "spits-status: error: --watch wants seconds (at least 0.1), not '0.05' (see spits-status --help)" ] \
+        || fail "$w: $rc $out"
+done
 echo ok

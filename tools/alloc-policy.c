@@ -70,6 +70,7 @@ static void alloc_want(const alloc_in_t *in, const alloc_limits_t *lim, double p
     double other = in->workers - in->running * per_job;
     double jobs = ceil((w - (other > 0 ? other : 0)) / per_job);
     out->want_jobs = jobs < 0 ? 0 : jobs > 1e6 ? 1000000 : (int)jobs;
+    out->kind = bound;
     char est[48] = "no worker yet";
     if (out->estimate_s >= 0)
         snprintf(est, sizeof est, "%.0f s", out->estimate_s);
@@ -92,13 +93,15 @@ void alloc_decide(const alloc_in_t *in, const alloc_limits_t *lim, alloc_plan_t 
         /* The phase's last results are in: the job ends (and its queued
          * jobs go then) or a next phase starts; hold until then. */
         out->want_jobs = have;
-        snprintf(out->why, sizeof out->why, "no task left in this phase");
+        out->kind = "no task left in this phase";
+        snprintf(out->why, sizeof out->why, "%s", out->kind);
     } else if (in->task_s < 0) {
         /* One job measures the task time; then the model decides. */
         out->want_jobs = in->workers > 0 || have > 0 ? have : 1;
-        snprintf(out->why, sizeof out->why, "%s", out->want_jobs > have
+        out->kind = out->want_jobs > have
                  ? "no worker and no task time yet: one job to start with"
-                 : "waiting for a first task time");
+                 : "waiting for a first task time";
+        snprintf(out->why, sizeof out->why, "%s", out->kind);
     } else {
         alloc_want(in, lim, per_job, out);
     }
@@ -108,6 +111,7 @@ void alloc_decide(const alloc_in_t *in, const alloc_limits_t *lim, alloc_plan_t 
         const char *limit;
         size_t len = strlen(out->why);
         out->submit = alloc_allowed(in, lim, delta, &limit);
+        out->limit = limit;
         if (limit)
             snprintf(out->why + len, sizeof out->why - len, "; %d held back by %s",
                      delta - out->submit, limit);
@@ -126,7 +130,51 @@ void alloc_decide(const alloc_in_t *in, const alloc_limits_t *lim, alloc_plan_t 
     }
 }
 
+int alloc_log_due(alloc_log_t *log, const alloc_plan_t *p, long long now_ms)
+{
+    if (!p->submit && !p->cancel && log->any && log->kind == p->kind &&
+        log->limit == p->limit && now_ms - log->at_ms < ALLOC_LOG_EVERY_MS)
+        return 0;
+    log->kind = p->kind;
+    log->limit = p->limit;
+    log->at_ms = now_ms;
+    log->any = 1;
+    return 1;
+}
+
 #ifdef SPITS_SELFTEST
+/* The logging rule over a job's looks, every 5 s: holds whose figures
+ * change are logged at the first, then once a minute; an act and a new
+ * reason are logged at once. */
+static int alloc_log_selftest(const alloc_limits_t *lim)
+{
+    alloc_log_t log = {0};
+    alloc_plan_t p;
+    alloc_in_t in = {1, 1000, 1.0, -1, 0, 17, 17, 0, 17, 17};
+    int logged[40], want[40] = {0};
+    for (int t = 0; t < 40; t++) {
+        in.remaining = 1000 - 10 * t;        /* the figures change at each look */
+        if (t == 20)
+            in.gen_done = 0, in.task_s = -1; /* (a next phase) a new reason */
+        if (t == 30)
+            in.queued = in.running = 0, in.workers = in.tms = 0, in.task_s = 1;
+        alloc_decide(&in, lim, &p);
+        logged[t] = alloc_log_due(&log, &p, 5000LL * t);
+    }
+    /* 0: the first; 12: a minute on; 20: a new reason (and not again
+     * within its minute); 30: it submits (3 jobs, --max-total) */
+    want[0] = want[12] = want[20] = want[30] = 1;
+    if (p.submit != 3 || strcmp(p.limit ? p.limit : "", "--max-total") != 0)
+        return -1;
+    for (int t = 0; t < 31; t++)
+        if (logged[t] != want[t]) {
+            fprintf(stderr, "alloc_log at look %d: logged %d, not %d\n", t,
+                    logged[t], want[t]);
+            return -1;
+        }
+    return 0;
+}
+
 /* Each case: the state, then the exact plan wanted. */
 int alloc_policy_selftest(void)
 {
@@ -182,6 +230,6 @@ int alloc_policy_selftest(void)
     alloc_decide(&gen, &lim, &p);
     if (strncmp(p.why, "at least 1000 task(s) of", 24) != 0)
         return -1;
-    return 0;
+    return alloc_log_selftest(&lim);
 }
 #endif

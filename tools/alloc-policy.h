@@ -50,9 +50,27 @@ typedef struct {
     double estimate_s;        /* remaining time with the workers alive; < 0 unknown */
     double max_workers;       /* W where N*S/BW becomes the bound; < 0 none known */
     char why[200];            /* the reason, one line */
+    const char *kind;         /* the reason without its figures (a static
+                                 string): what a change of reason means */
+    const char *limit;        /* the limit that held jobs back, or NULL */
 } alloc_plan_t;
 
 void alloc_decide(const alloc_in_t *in, const alloc_limits_t *lim, alloc_plan_t *out);
+
+/* When a plan is logged: when it acts (submits or cancels), when its
+ * reason (kind and limit) is not the last one logged, and when the last
+ * line is ALLOC_LOG_EVERY_MS old; not at every look, as the figures in
+ * its why change at each. */
+#define ALLOC_LOG_EVERY_MS 60000
+typedef struct {
+    const char *kind, *limit; /* the last logged plan's */
+    long long at_ms;          /* when it was logged */
+    int any;                  /* a plan was logged */
+} alloc_log_t;
+
+/* 1 if p is to be logged at now_ms (then it is noted in log as the last
+ * one logged), else 0. */
+int alloc_log_due(alloc_log_t *log, const alloc_plan_t *p, long long now_ms);
 
 #ifdef SPITS_SELFTEST
 int alloc_policy_selftest(void);

@@ -17,6 +17,11 @@
  * every attempt does in spits-jm (commit_job is not called, exit status
  * 3), since a task that fails here is the one to debug.
  *
+ * --joblog FILE gets spits-jm's lines (jobmanager/joblog.c, linked in):
+ * Host is this host, Starttime when the worker began the task, JobRuntime
+ * the worker's run, written after each task (a run here is for
+ * debugging: the line of the task before a crash is in the file).
+ *
  * spitsrun_t carries no context pointer, so the run is reached through one
  * file-scope pointer, set while serial_run runs.
  */
@@ -24,12 +29,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../jobmanager/joblog.h"
 #include "crash.h"
 #include "log.h"
 #include "modcall.h"
 #include "module.h"
 #include "push.h"
 #include "serial.h"
+#include "util.h"
 #include "wire.h"
 
 /* spits-jm's --max-task-bytes default: tasks and results over it fail
@@ -58,6 +65,8 @@ typedef struct {
     uint64_t phase_commit_errors;   /* ...and the current phase's */
     int runtime_error;      /* exit status 1 */
     int failed_tasks;       /* exit status 3 */
+    jm_joblog_t *joblog;    /* --joblog, or NULL */
+    uint32_t log_host;      /* this host, in the joblog */
 } serial_t;
 
 static serial_t *serial_job;
@@ -69,6 +78,23 @@ static void serial_push(const void *data, spitssize_t size, spitsctx_t ctx)
     k->call.pushes++;
     spits_push_keep(&k->buf, data, size, k->max, &k->call.fault,
                     &k->call.bad_size);
+}
+
+/* Task id's joblog line, as spits-jm writes it (joblog.h), if one is
+ * kept: the worker started at start (spits_now_ms) and ran ran ms; out
+ * result bytes; exitval commit_pit's value, or the failed worker's. */
+static void serial_log(serial_t *s, uint32_t phase, uint64_t id, int64_t start,
+                       int64_t ran, size_t out, int exitval)
+{
+    if (!s->joblog)
+        return;
+    int64_t at = start - jm_joblog_epoch_ms(s->joblog);
+    jm_joblog_add(s->joblog, phase, id, s->log_host,
+                  (uint32_t)(at < 0 ? 0 : at > UINT32_MAX ? UINT32_MAX : at),
+                  (uint32_t)(ran < 0 ? 0 : ran > UINT32_MAX ? UINT32_MAX : ran),
+                  (uint32_t)(s->task.buf.len > UINT32_MAX ? UINT32_MAX : s->task.buf.len),
+                  (uint32_t)(out > UINT32_MAX ? UINT32_MAX : out), exitval);
+    jm_joblog_flush(s->joblog);
 }
 
 /* Runs task id of the phase through the worker (made at the first task,
@@ -90,16 +116,20 @@ static int serial_task(serial_t *s, uint32_t phase, uint64_t id, int argc,
     s->result.buf.len = 0;
     spits_modcall_begin(&s->result.call);
     spits_crash_task(id);
+    int64_t start = spits_now_ms();
     int rc = spits_module_worker_run(s->mod, worker, s->task.buf.data,
                                      (spitssize_t)s->task.buf.len,
                                      serial_push, &s->result);
+    int64_t ran = spits_now_ms() - start;
     if (spits_modcall_worker_run(&s->result.call, id, SERIAL_MAX_BYTES,
                                  SERIAL_LIMIT) != 0) {
+        serial_log(s, phase, id, start, ran, 0, rc ? rc : -1);
         spits_error("phase %u: task %llu failed; commit_job not called",
                     phase, (unsigned long long)id);
         return -1;
     }
     if (rc != 0) {
+        serial_log(s, phase, id, start, ran, 0, rc);
         spits_error("phase %u: task %llu failed: spits_worker_run returned "
                     "%d; commit_job not called", phase,
                     (unsigned long long)id, rc);
@@ -107,6 +137,7 @@ static int serial_task(serial_t *s, uint32_t phase, uint64_t id, int argc,
     }
     rc = spits_module_commit_pit(s->mod, committer, s->result.buf.data,
                                  (spitssize_t)s->result.buf.len);
+    serial_log(s, phase, id, start, ran, s->result.buf.len, rc);
     if (rc != 0)
         s->commit_errors++;
     if (rc != 0 && ++s->phase_commit_errors <= SERIAL_COMMIT_NAMED)
@@ -204,13 +235,21 @@ static int serial_phase(int argc, const char **argv, const void *jobinfo,
     return rc;
 }
 
-int serial_run(int argc, const char **argv, int commit_errors_ignore)
+int serial_run(int argc, const char **argv, int commit_errors_ignore,
+               const char *joblog)
 {
     serial_t s;
-    char err[1024];
+    char err[1024], host[256];
     int rc;
 
     memset(&s, 0, sizeof s);
+    if (joblog && !(s.joblog = jm_joblog_new(joblog, err, sizeof err))) {
+        spits_error("%s", err);
+        return 1;
+    }
+    spits_hostname(host, sizeof host);
+    if (s.joblog)
+        s.log_host = jm_joblog_host(s.joblog, host);
     s.task.max = s.result.max = SERIAL_MAX_BYTES;
     s.final.max = SERIAL_MAX_FINAL;
     /* A crash names the module function and task it was in. */
@@ -218,6 +257,7 @@ int serial_run(int argc, const char **argv, int commit_errors_ignore)
         spits_warn("%s", err);
     if (!(s.mod = spits_module_open(argv[0], err, sizeof err))) {
         spits_error("%s", err);
+        jm_joblog_destroy(&s.joblog);
         return 1;
     }
     serial_job = &s;
@@ -234,6 +274,7 @@ int serial_run(int argc, const char **argv, int commit_errors_ignore)
     spits_buf_free(&s.result.buf);
     spits_buf_free(&s.final.buf);
     spits_module_close(&s.mod);
+    jm_joblog_destroy(&s.joblog);
     /* spits-jm's exit status (jobmanager/jm.c exit_status). */
     if (s.runtime_error)
         return 1;

@@ -50,7 +50,6 @@
 #define ALLOC_STATUS_MAX (16u << 20)     /* the status document's bound */
 #define ALLOC_QUEUE_MAX 100000           /* jobs of ours squeue lists */
 #define ALLOC_BACKOFF_MAX_MS 300000
-#define ALLOC_HOLD_LOG_MS 60000          /* an unchanged "hold" is logged this often */
 #define ALLOC_QUEUE_TRIES 3              /* squeue failures before it first answers */
 
 enum { JOB_QUEUED, JOB_RUNNING, JOB_ENDED, JOB_CANCELLED };
@@ -81,10 +80,10 @@ typedef struct {
     alloc_job_t *jobs;
     size_t njobs, capjobs;
     long submitted, cancelled;
-    char last[512];           /* the last decision, as logged */
+    char last[512];           /* the last decision (logged or not) */
     /* the loop's own */
     int64_t retry_at, backoff_ms; /* after a failed sbatch or squeue */
-    int64_t logged_at;
+    alloc_log_t log;          /* when the decision was last logged */
     int jm_silent_logged;
     int queue_answered, queue_fails;  /* squeue answered once; failures before */
     int dry_noted;
@@ -404,7 +403,8 @@ static int alloc_job_state(alloc_t *a, alloc_in_t *in)
 /* --- the loop ---------------------------------------------------------- */
 
 /* Logs the decision when it acts, when its reason changes, or once a
- * minute; alloc.json keeps the last one for spits-status. */
+ * minute (alloc_log_due); alloc.json keeps the last one for
+ * spits-status. */
 static void alloc_note(alloc_t *a, const alloc_in_t *in, const alloc_plan_t *p)
 {
     char line[512];
@@ -417,11 +417,8 @@ static void alloc_note(alloc_t *a, const alloc_in_t *in, const alloc_plan_t *p)
                  p->submit, p->time_min);
     else if (p->cancel)
         snprintf(line + strlen(line), sizeof line - strlen(line), " %d", p->cancel);
-    if (p->submit || p->cancel || strcmp(line, a->last) != 0 ||
-        now - a->logged_at >= ALLOC_HOLD_LOG_MS) {
+    if (alloc_log_due(&a->log, p, now))
         spits_info("%s", line);
-        a->logged_at = now;
-    }
     snprintf(a->last, sizeof a->last, "%s", line);
 }
 

@@ -69,7 +69,7 @@ static void usage(FILE *f)
     fprintf(f,
 "Usage: spits-run [OPTIONS] MODULE [ARGS...]\n"
 "  or:  spits-run [OPTIONS] --resume --jobdir DIR [MODULE]\n"
-"  or:  spits-run --serial [--commit-errors fail|ignore] MODULE [ARGS...]\n"
+"  or:  spits-run --serial [--commit-errors fail|ignore] [--joblog FILE] MODULE [ARGS...]\n"
 "Runs a SPITS job on this machine: a job manager and local task managers.\n"
 "\n"
 "Options:\n"
@@ -87,7 +87,8 @@ static void usage(FILE *f)
 "      --max-attempts N   passed to spits-jm\n"
 "      --commit-errors fail|ignore  passed to spits-jm\n"
 "      --progress-interval SEC  passed to spits-jm\n"
-"      --joblog FILE      passed to spits-jm\n"
+"      --joblog FILE      passed to spits-jm (with --serial, the same lines\n"
+"                         are written here)\n"
 "      --journal on|off   passed to spits-jm\n"
 "      --prefetch N       passed to spits-tm (raise it for tiny tasks)\n"
 "      --isolate          passed to spits-tm: workers in their own processes\n"
@@ -105,10 +106,11 @@ static void usage(FILE *f)
 "\n"
 "Exit status:\n"
 "  N   the job manager's (see spits-jm --help); 128+S when it was stopped\n"
-"      by signal S\n"
+"      by signal S; when every task manager failed, the last one's (a\n"
+"      worker's exit(N): N, 128+S for a crash by signal S, as --serial)\n"
 "  1   an error of its own: spits-jm or spits-tm not found or not\n"
-"      started, no temporary job dir, every task manager failed or\n"
-"      exited with work left\n"
+"      started, no temporary job dir, every task manager exited\n"
+"      with work left\n"
 "  2   a usage error\n");
 }
 
@@ -494,7 +496,8 @@ static int run_serial(const run_t *r, int argc, char **argv)
     spits_log_set_level(r->verbosity < 0 ? SPITS_LOG_ERROR
                         : r->verbosity > 0 ? SPITS_LOG_DEBUG : SPITS_LOG_INFO);
     return serial_run(argc - optind, (const char **)argv + optind,
-                      r->commit_errors && strcmp(r->commit_errors, "ignore") == 0);
+                      r->commit_errors && strcmp(r->commit_errors, "ignore") == 0,
+                      r->joblog);
 }
 
 int main(int argc, char **argv)
@@ -652,6 +655,7 @@ int main(int argc, char **argv)
     char *targv[TM_ARGS_MAX];
     int signalled = 0, tms_failed = 0, gave_up = 0, waits_for_jm = 0, orphaned = 0;
     int64_t tms_gone_at = 0;
+    int tm_failure = 1;     /* the last failed TM's status, as status_of */
     tm_args(&r, targv, 0);
     for (long i = 0; i < r.tms; i++)
         if ((r.tm[i] = spawn(targv, &orig, -1, r.errpipe[1])) < 0) {
@@ -669,10 +673,12 @@ int main(int argc, char **argv)
             if (!signalled)
                 spits_info("stopping the job (%s)", strsignal(sig));
             signalled = sig;
-            /* Ctrl-C in a terminal reached the whole process group, the
-             * JM too: a second SIGINT from here would be one too many. */
-            if (!(sig == SIGINT && si.si_code == SI_KERNEL))
-                kill(r.jm, sig == SIGINT ? SIGINT : SIGTERM);
+            /* Passed on naming its sender (0: the kernel), plus 1: when
+             * it reached the whole process group (a terminal's Ctrl-C,
+             * kill -INT -PGID), the JM got it too, and pairs the two
+             * (jobmanager/stop.c), so one press is one. */
+            union sigval from = {.sival_int = (si.si_code == SI_KERNEL ? 0 : (int)si.si_pid) + 1};
+            sigqueue(r.jm, sig == SIGINT ? SIGINT : SIGTERM, from);
             stop_tms(&r, SIGTERM, 0);
         }
         int ws;
@@ -688,8 +694,10 @@ int main(int argc, char **argv)
             for (long i = 0; i < r.tms; i++)
                 if (r.tm[i] == pid) {
                     r.tm[i] = 0;
-                    if (status_of(ws) != 0)
+                    if (status_of(ws) != 0) {
                         tms_failed++;
+                        tm_failure = status_of(ws);
+                    }
                 }
         }
         if (!r.jm)
@@ -718,7 +726,12 @@ int main(int argc, char **argv)
     int stopped = status == 0 || status == 128 + SIGINT || status == 128 + SIGTERM;
     if (signalled && stopped)
         status = 128 + signalled;
-    else if ((tms_failed == r.tms || orphaned) && stopped)
-        status = 1;   /* stopped by us, for want of TMs: a failure */
+    else if (tms_failed == r.tms && stopped)
+        /* stopped by us, for want of TMs: a failure, with the status the
+         * last TM ended with (a worker's exit(5), a crash's 128+SIGSEGV),
+         * as --serial ends with it; 1 if none started */
+        status = tm_failure;
+    else if (orphaned && stopped)
+        status = 1;   /* every TM exited with work left */
     return status;
 }

@@ -15,6 +15,7 @@
  * damaged, a report.json is still shown (with one warning); with
  * report.json damaged and no answer from the JM, one error says both.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -479,6 +480,12 @@ int main(int argc, char **argv)
         case 'j': as_json = 1; break;
         case 'w':
             watch = 2;
+            /* (--watch SEC and -w SEC as well as --watch=SEC: the next
+             * argument is the seconds when it starts as a number does;
+             * spits-status takes no other arguments) */
+            if (!optarg && optind < argc && (isdigit((unsigned char)argv[optind][0]) ||
+                                             argv[optind][0] == '.'))
+                optarg = argv[optind++];
             if (optarg && (spits_parse_seconds(optarg, 86400, &watch) || watch < 0.1))
                 return spits_bad_option("--watch wants seconds (at least 0.1), not '%s'", optarg);
             break;

@@ -4,12 +4,14 @@
  *
  *   faulty N [segv=ID] [abort=ID] [exit=ID] [hang=ID] [once=ID:DIR] [sleep=US]
  *            [jm-exit] [commitfail=K] [fail=ID] [jmsegv=FN:ID]
- *            [exit-on-fail=CODE]
+ *            [exit-on-fail=CODE] [jmexit=ID:CODE] [exitcode=CODE]
  *
  * Tasks are 0..N-1. The worker segfaults, aborts, calls exit(3) or hangs
  * forever on the named task; "once" crashes only the first run of its task
  * (a marker file in DIR remembers it); sleep=US makes every task take US
- * microseconds. jm-exit makes spits_job_manager_new exit(1), as modules
+ * microseconds; exitcode=CODE makes the worker's exit() exit(CODE).
+ * jmexit=ID:CODE makes next_task call exit(CODE) while it makes task ID.
+ * jm-exit makes spits_job_manager_new exit(1), as modules
  * that check their arguments there do. commitfail=K makes commit_pit return
  * 1 for every Kth task (ids K-1, 2K-1, ...), which it then does not count.
  * The committer sums id+1 of every committed task, fails
@@ -39,7 +41,8 @@
 
 typedef struct {
     long long n, segv, abrt, ex, hang, once, sleep_us, commitfail, fail, jmsegv;
-    int jm_exit, exit_code;
+    long long jmexit;
+    int jm_exit, exit_code, jmexit_code, worker_exit;
     char dir[512], jmsegv_fn[32];
 } faulty_cfg_t;
 
@@ -51,6 +54,8 @@ static int faulty_args(int argc, const char **argv, faulty_cfg_t *c)
     memset(c, 0, sizeof *c);
     c->segv = c->abrt = c->ex = c->hang = c->once = c->fail = c->jmsegv = -1;
     c->exit_code = -1;
+    c->jmexit = -1;
+    c->worker_exit = 3;
     if (argc < 2 || (c->n = atoll(argv[1])) <= 0)
         return -1;
     for (int i = 2; i < argc; i++) {
@@ -64,6 +69,11 @@ static int faulty_args(int argc, const char **argv, faulty_cfg_t *c)
         else if (!strncmp(a, "commitfail=", 11)) c->commitfail = atoll(a + 11);
         else if (!strncmp(a, "fail=", 5)) c->fail = atoll(a + 5);
         else if (!strncmp(a, "exit-on-fail=", 13)) c->exit_code = atoi(a + 13);
+        else if (!strncmp(a, "exitcode=", 9)) c->worker_exit = atoi(a + 9);
+        else if (!strncmp(a, "jmexit=", 7) && strchr(a, ':')) {
+            c->jmexit = atoll(a + 7);
+            c->jmexit_code = atoi(strchr(a, ':') + 1);
+        }
         else if (!strncmp(a, "jmsegv=", 7) && strchr(a, ':')) {
             const char *colon = strchr(a, ':');
             snprintf(c->jmsegv_fn, sizeof c->jmsegv_fn, "%.*s", (int)(colon - a - 7), a + 7);
@@ -141,6 +151,8 @@ int spits_job_manager_next_task(void *jm, spitspush_t push, spitsctx_t ctx)
         return 0;
     long long id = j->next++;
     faulty_jm_segv(&j->c, "next_task", id);
+    if (id == j->c.jmexit)
+        exit(j->c.jmexit_code);
     push(&id, sizeof id, ctx);
     return 1;
 }
@@ -176,7 +188,7 @@ int spits_worker_run(void *wp, const void *task, spitssize_t sz,
     if (id == c->abrt)
         abort();
     if (id == c->ex)
-        exit(3);
+        exit(c->worker_exit);
     if (id == c->hang)
         for (;;)
             pause();

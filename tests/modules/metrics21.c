@@ -6,11 +6,16 @@
  * no spits_free_ptr). Prints "metrics21: sum=S" for S = 1 + ... + N.
  *
  * Every metrics object holds: buffer_size (int: the size it was made
- * with), step (int: 1, 2, 3, so the last is 3), ratio (float: 0.5 then
- * 0.25), variant (string "metrics21"), blob (3 bytes) and idle (an int
- * with no value yet). It aborts on any misuse: an object it did not
- * make, a name it did not list, a free with the wrong count or of
- * something it did not return.
+ * with), step (int: 1, 2, 3, so the last is 3), results (int: 1 to 100,
+ * set as a committer counts its results), ratio (float: 0.5 then 0.25),
+ * variant (string "metrics21"), blob (3 bytes) and idle (an int with no
+ * value yet). Each metric is a ring of buffer_size values, as in the
+ * SPITS 2.0 HEAD metrics.hpp: a value set when it is full pops the
+ * oldest, and spits_get_metrics_history gives up to sizes[i] values
+ * from the OLDEST end, each with its sequence number (the count of
+ * values set before it). So with buffer_size 10 results holds 91..100.
+ * It aborts on any misuse: an object it did not make, a name it did not
+ * list, a free with the wrong count or of something it did not return.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -37,25 +42,26 @@ struct buffer_metrics {
 };
 
 #define MAGIC 0x5350495453323155ULL
-#define NMET 6
+#define NMET 7
 typedef struct { uint64_t magic; unsigned size; } metrics_t;
 
-/* Each metric's values, oldest first (buffer_size's is the object's). */
+/* Each metric's values in the order set: n of them; value j of an int
+ * is j + 1 (buffer_size's is the object's). */
 static const struct {
     const char *name;
     enum DataType type;
     unsigned n;
-    int i[3];
     float f[2];
     const char *data;
     unsigned size;
 } met[NMET] = {
-    {"buffer_size", TYPE_INT, 1, {0}, {0}, NULL, 0},
-    {"step", TYPE_INT, 3, {1, 2, 3}, {0}, NULL, 0},
-    {"ratio", TYPE_FLOAT, 2, {0}, {0.5f, 0.25f}, NULL, 0},
-    {"variant", TYPE_STRING, 1, {0}, {0}, "metrics21", sizeof "metrics21"},
-    {"blob", TYPE_BYTES, 1, {0}, {0}, "\1\2\3", 3},
-    {"idle", TYPE_INT, 0, {0}, {0}, NULL, 0},
+    {"buffer_size", TYPE_INT, 1, {0}, NULL, 0},
+    {"step", TYPE_INT, 3, {0}, NULL, 0},
+    {"results", TYPE_INT, 100, {0}, NULL, 0},
+    {"ratio", TYPE_FLOAT, 2, {0.5f, 0.25f}, NULL, 0},
+    {"variant", TYPE_STRING, 1, {0}, "metrics21", sizeof "metrics21"},
+    {"blob", TYPE_BYTES, 1, {0}, "\1\2\3", 3},
+    {"idle", TYPE_INT, 0, {0}, NULL, 0},
 };
 
 /* What the list and history calls return, with a header to check. */
@@ -118,7 +124,7 @@ void spits_free_metric_list(struct buffer_infos *p)
     free(l);
 }
 
-/* Value j (0: the oldest) of metric k into v. */
+/* Value j (0: the first set) of metric k into v. */
 static void value(const metrics_t *m, int k, unsigned j, struct metric_info *v)
 {
     struct timespec ts;
@@ -127,7 +133,7 @@ static void value(const metrics_t *m, int k, unsigned j, struct metric_info *v)
     v->nano_seconds = (unsigned long)ts.tv_nsec;
     v->sequence_no = j;
     if (met[k].type == TYPE_INT) {
-        v->i_data = k == 0 ? (int)m->size : met[k].i[j];
+        v->i_data = k == 0 ? (int)m->size : (int)j + 1;
         v->data_size = sizeof(int);
     } else if (met[k].type == TYPE_FLOAT) {
         v->f_data = met[k].f[j];
@@ -139,7 +145,8 @@ static void value(const metrics_t *m, int k, unsigned j, struct metric_info *v)
     }
 }
 
-/* The newest sizes[i] values of each names[i], newest first. */
+/* Up to sizes[i] values of each names[i] from the oldest end of its
+ * ring, oldest first (HEAD's retrieve_multiple). */
 struct buffer_metrics *spits_get_metrics_history(void *metrics, unsigned n,
                                                  const char **names,
                                                  unsigned *sizes)
@@ -154,13 +161,14 @@ struct buffer_metrics *spits_get_metrics_history(void *metrics, unsigned n,
             k++;
         if (k == NMET)
             abort();             /* asked for a metric it never listed */
-        unsigned take = sizes[i] < met[k].n ? sizes[i] : met[k].n;
+        unsigned held = met[k].n < m->size ? met[k].n : m->size;
+        unsigned take = sizes[i] < held ? sizes[i] : held;
         h->b[i].name = strdup(met[k].name);
         h->b[i].type = met[k].type;
         h->b[i].num_metrics = take;
         h->b[i].metrics = calloc(take ? take : 1, sizeof *h->b[i].metrics);
         for (unsigned j = 0; j < take; j++)
-            value(m, k, met[k].n - 1 - j, &h->b[i].metrics[j]);
+            value(m, k, met[k].n - held + j, &h->b[i].metrics[j]);
     }
     return h->b;
 }
