@@ -256,6 +256,8 @@ static int run_jm_crashed(int ws, int sent)
            !(sent && (WTERMSIG(ws) == SIGINT || WTERMSIG(ws) == SIGTERM));
 }
 
+static int run_has_report(const char *dir);
+
 /* The temporary job dir goes, unless --keep, or the job failed or a
  * process of it crashed: then what says why (report.json, crash files,
  * the journal to resume from) is kept, in one line. (A few tries: a
@@ -270,7 +272,9 @@ static void run_cleanup(run_t *r)
                     sigabbrev_np(r->jm_crashed), r->tmpdir, r->tmpdir);
         return;
     }
-    if (r->failed) {
+    /* (a JM that failed before its job began, such as on a module it
+     * could not load, leaves nothing to keep) */
+    if (r->failed && run_has_report(r->tmpdir)) {
         spits_error("the job failed (exit status %d); job dir kept: %s "
                     "(its report.json%s; spits-status --jobdir %s)", r->failed,
                     r->tmpdir, r->tm_crashed ? " and crashes/" : "", r->tmpdir);
