@@ -119,9 +119,9 @@ static void usage(FILE *f)
 "      by signal S\n"
 "  1   an error of its own: spits-jm or spits-tm not found or not\n"
 "      started, no temporary job dir, every task manager failed\n"
+"  2   a usage error\n"
 "A job that fails keeps its temporary job dir (its report, crash files and\n"
-"journal), and spits-run says where it is.\n"
-"  2   a usage error\n");
+"journal), and spits-run says where it is.\n");
 }
 
 /* Runs argv with the signal mask; keep_fd (if >= 0) stays open across
@@ -256,7 +256,12 @@ static int run_jm_crashed(int ws, int sent)
            !(sent && (WTERMSIG(ws) == SIGINT || WTERMSIG(ws) == SIGTERM));
 }
 
-static int run_has_report(const char *dir);
+static int run_has_report(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_REPORT_FILE);
+    return access(path, F_OK) == 0;
+}
 
 /* The temporary job dir goes, unless --keep, or the job failed or a
  * process of it crashed: then what says why (report.json, crash files,
@@ -310,13 +315,6 @@ static void run_resolve_crash(const run_t *r)
         spits_json_write_atomic(path, doc, 0644, err, sizeof err) != 0)
         spits_warn("%s", err);
     json_decref(doc);
-}
-
-static int run_has_report(const char *dir)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, SPITS_REPORT_FILE);
-    return access(path, F_OK) == 0;
 }
 
 /* Waits until the JM has removed the run before's report.json (a new run
