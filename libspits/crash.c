@@ -102,7 +102,7 @@ static pthread_once_t crash_key_once = PTHREAD_ONCE_INIT;
 /* The handler's output, built in place (one handler at a time). */
 /* (room for the path, and 32 or 64 task ids of 20 digits each) */
 static char crash_line[sizeof crash_path + 1536];
-static char crash_doc[sizeof crash_fields + 2048];
+static char crash_doc[sizeof crash_fields + sizeof crash_mod_json + 2048];
 
 /* The handler's view of the faulting thread (it may have made no call). */
 static crash_slot_t *crash_slot(void)
@@ -353,18 +353,24 @@ static uintptr_t crash_pc(const void *uctx)
 
 /* Where in the module it was: the faulting instruction if it is the
  * module's, else the call instruction of the first return address on the
- * stack that is (its address minus one: inside that call). 0: none. */
+ * stack that is (its address minus one: inside that call), past the
+ * handler's own frames and the signal's (libc's trampoline): the self-test
+ * has the handler and its "module" in one object. 0: none. */
 static uintptr_t crash_module_address(uintptr_t pc)
 {
     void *frames[CRASH_FRAMES];
+    int past_handler = 0;
     if (crash_in_module(pc))
         return pc;
     if (!atomic_load(&crash_mod_ready))
         return 0;
     int n = backtrace(frames, CRASH_FRAMES);
-    for (int i = 0; i < n; i++)
-        if (crash_in_module((uintptr_t)frames[i]))
+    for (int i = 0; i < n; i++) {
+        if (!crash_in_module((uintptr_t)frames[i]))
+            past_handler = 1;
+        else if (past_handler)
             return (uintptr_t)frames[i] - 1;
+    }
     return 0;
 }
 
@@ -756,7 +762,7 @@ void spits_crash_describe(const json_t *doc, char *out, size_t outlen)
 
 /* A child whose worker thread's module call segfaults on task 41: it
  * dies of SIGSEGV, and its crash file says where. */
-static int crash_selftest_child(const char *path)
+__attribute__((noinline)) static int crash_selftest_child(const char *path)
 {
     char err[256];
     json_t *f = json_pack("{s:s}", "program", "selftest");
@@ -767,7 +773,7 @@ static int crash_selftest_child(const char *path)
     spits_crash_worker();
     spits_crash_task(41);
     spits_crash_enter("spits_worker_run");
-    raise(SIGSEGV);
+    raise(SIGSEGV);   /* (in libc: the offset is this call's, on the stack) */
     _exit(3);
 }
 
@@ -776,6 +782,12 @@ int spits_crash_selftest(void)
     char path[PATH_MAX], err[256], line[256];
     json_t *doc = NULL;
     int ws;
+    Dl_info self;
+
+    /* This file's object stands for the module. */
+    CHECK(dladdr((void *)crash_selftest_child, &self) && self.dli_fname);
+    spits_crash_module(self.dli_fname, (void *)crash_selftest_child);
+    CHECK(atomic_load(&crash_mod_ready) && crash_in_module((uintptr_t)crash_selftest_child));
 
     CHECK(spits_crash_tm_path("/j", "a/b", 12, path, sizeof path) == 0);
     CHECK(strcmp(path, "/j/crashes/a_b-12") == 0);
@@ -801,6 +813,25 @@ int spits_crash_selftest(void)
     CHECK(json_integer_value(json_array_get(json_object_get(doc, "running"), 0)) == 41);
     spits_crash_describe(doc, line, sizeof line);
     CHECK(strcmp(line, "SIGSEGV in the module's spits_worker_run, task 41") == 0);
+    /* where: raise() is libc's, so the module's call of it on the stack */
+    const char *off = json_string_value(json_object_get(doc, "module_offset"));
+    CHECK(strcmp(json_string_value(json_object_get(doc, "module_file")), self.dli_fname) == 0);
+    CHECK(off && strncmp(off, "0x", 2) == 0);
+    CHECK(strtoull(off, NULL, 16) >= crash_mod_lo - crash_mod_base &&
+          strtoull(off, NULL, 16) < crash_mod_hi - crash_mod_base);
+    CHECK(strncmp(json_string_value(json_object_get(doc, "address")), "0x", 2) == 0);
+    /* addr2line names this file's function, when it is installed (a
+     * build without -g gives no line: then nothing is added) */
+    if (system("command -v addr2line >/dev/null 2>&1") == 0 && spits_crash_resolve(doc)) {
+        const char *src = json_string_value(json_object_get(doc, "source"));
+        CHECK(src && strstr(src, "crash.c:"));
+        CHECK(strcmp(json_string_value(json_object_get(doc, "source_function")),
+                     "crash_selftest_child") == 0);
+        spits_crash_describe(doc, line, sizeof line);
+        const char *want = "SIGSEGV in the module's spits_worker_run, task 41, at crash.c:";
+        CHECK(strncmp(line, want, strlen(want)) == 0);
+    }
+    CHECK(spits_crash_resolve(doc) == 0);   /* (once: it has a source now, or none) */
     json_decref(doc);
     unlink(path);
     return 0;
