@@ -353,22 +353,27 @@ static uintptr_t crash_pc(const void *uctx)
 
 /* Where in the module it was: the faulting instruction if it is the
  * module's, else the call instruction of the first return address on the
- * stack that is (its address minus one: inside that call), past the
- * handler's own frames and the signal's (libc's trampoline): the self-test
- * has the handler and its "module" in one object. 0: none. */
+ * stack that is (its address minus one: inside that call). The walk
+ * starts past the interrupted instruction's own frame when the unwinder
+ * shows it (it does across the signal's frame), else past the first
+ * frame outside the module: either way past the handler's frames, which
+ * share the module's object in the self-test. 0: none. */
 static uintptr_t crash_module_address(uintptr_t pc)
 {
     void *frames[CRASH_FRAMES];
-    int past_handler = 0;
+    int from = 0, past_handler = 0;
     if (crash_in_module(pc))
         return pc;
     if (!atomic_load(&crash_mod_ready))
         return 0;
     int n = backtrace(frames, CRASH_FRAMES);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; pc && i < n && !from; i++)
+        if ((uintptr_t)frames[i] == pc)
+            from = i + 1;
+    for (int i = from; i < n; i++) {
         if (!crash_in_module((uintptr_t)frames[i]))
             past_handler = 1;
-        else if (past_handler)
+        else if (past_handler || from)
             return (uintptr_t)frames[i] - 1;
     }
     return 0;
