@@ -20,13 +20,11 @@
 
 #include "crashes.h"
 #include "crash.h"
+#include "jobdir.h"
 #include "log.h"
 #include "util.h"
 
-/* The tasks TMs' crash files named, each once (dispatcher thread). */
-static uint64_t *crashes_tasks;
-static size_t crashes_n, crashes_cap;
-static int crashes_told;   /* the --isolate hint was given */
+static int crashes_told;   /* the --isolate hint was given (dispatcher) */
 
 /* Removes the files an earlier run left in DIR/crashes: a TM of this run
  * may reuse a pid on the same host. */
@@ -75,24 +73,6 @@ int jm_crashes_setup(jm_t *jm)
     return 0;
 }
 
-/* Remembers a crashed task; 1 if an earlier crash named it too. */
-static int crashes_seen(uint64_t id)
-{
-    for (size_t i = 0; i < crashes_n; i++)
-        if (crashes_tasks[i] == id)
-            return 1;
-    if (crashes_n == crashes_cap) {
-        size_t cap = crashes_cap ? crashes_cap * 2 : 16;
-        uint64_t *t = realloc(crashes_tasks, cap * sizeof *t);
-        if (!t)
-            return 0;
-        crashes_tasks = t;
-        crashes_cap = cap;
-    }
-    crashes_tasks[crashes_n++] = id;
-    return 0;
-}
-
 int jm_crashes_tm_lost(const jm_t *jm, const char *host, long pid,
                        double joined, char *why, size_t whylen)
 {
@@ -113,16 +93,25 @@ int jm_crashes_tm_lost(const jm_t *jm, const char *host, long pid,
         json_decref(doc);
         return 0;
     }
+    /* The report in the job dir gets the source line too. */
+    if (spits_crash_resolve(doc) &&
+        spits_json_write_atomic(path, doc, 0644, err, sizeof err) != 0)
+        spits_warn("%s", err);
     spits_crash_describe(doc, what, sizeof what);
     snprintf(why, whylen, "killed by %s", what);
     json_t *task = json_object_get(doc, "task");
-    if (json_is_integer(task) && crashes_seen((uint64_t)json_integer_value(task)) &&
-        !crashes_told) {
+    const char *fn = json_string_value(json_object_get(doc, "function"));
+    /* A worker thread's crash takes its whole TM: said at the first. */
+    if (fn && strncmp(fn, "spits_worker_", 13) == 0 && !crashes_told) {
+        char which[64] = "a task";
         crashes_told = 1;
-        spits_warn("task %lld has killed two task managers: run them with "
-                   "--isolate (spits-tm --isolate, spits-run --isolate), so "
-                   "that a task that crashes costs only its worker process",
-                   (long long)json_integer_value(task));
+        if (json_is_integer(task))
+            snprintf(which, sizeof which, "task %lld",
+                     (long long)json_integer_value(task));
+        spits_warn("%s crashed a worker thread, and with it its task manager: "
+                   "with --isolate (spits-tm --isolate, spits-run --isolate) "
+                   "only that worker's process would have died, and the task "
+                   "manager would have gone on", which);
     }
     json_decref(doc);
     return 1;

@@ -16,9 +16,10 @@ int jm_crashes_setup(jm_t *jm);
 /* A TM (host, pid, joined at wall time joined) was lost: if it left a
  * crash file since it joined (an older one is an earlier process's with
  * the same pid), why gets what it says ("killed by SIGSEGV in the
- * module's spits_worker_run, task 42") and 1 is returned; else 0. A task
- * named by the crash files of two TMs is a task that kills its TM: said
- * once, with --isolate as the cure. Dispatcher thread only. */
+ * module's spits_worker_run, task 42, at mod.c:17") and 1 is returned;
+ * else 0. The file gets its source line (spits_crash_resolve). The first
+ * crash of a worker thread says once that --isolate would have kept the
+ * TM. Dispatcher thread only. */
 int jm_crashes_tm_lost(const jm_t *jm, const char *host, long pid,
                        double joined, char *why, size_t whylen);
 

@@ -53,6 +53,9 @@ static void usage(FILE *f)
 "                          interfaces, any free port)\n"
 "      --max-copies N      concurrent copies of one task, 1-%d (2)\n"
 "      --max-attempts N    failed runs before a task is given up (3)\n"
+"      --keep-going        a task given up does not stop its phase short:\n"
+"                          commit_job runs on the other results; the\n"
+"                          failed tasks are listed and the exit status is 3\n"
 "      --tm-timeout SEC    a TM sending no message and no bytes this long\n"
 "                          is lost (30)\n"
 "      --keep-dead-tms N   departed or lost TMs remembered one by one; older\n"
@@ -66,6 +69,9 @@ static void usage(FILE *f)
 "      --journal on|off    keep DIR/journal, which makes the job resumable (on)\n"
 "      --resume            continue the job in DIR/journal after a crash or a\n"
 "                          signal: module and arguments come from the journal\n"
+"      --module-changed    with --resume: accept a module whose bytes changed\n"
+"                          since the job started (a fix); committed results\n"
+"                          are kept, only the other tasks run again\n"
 "      --insecure          no CurveZMQ: plain, unauthenticated connections\n"
 "      --io-threads N      ZeroMQ I/O threads, 1-%d (a quarter of the cores,\n"
 "                          1 to 4); each does the CurveZMQ and TCP of the\n"
@@ -96,7 +102,8 @@ static void usage(FILE *f)
 "          (1 when it is not from 0 to 255)\n"
 "  1       a runtime error\n"
 "  2       a usage error\n"
-"  3       tasks failed every attempt\n"
+"  3       tasks failed every attempt (with --keep-going too, after\n"
+"          commit_job)\n"
 "  4       commit_pit failed for some results (unless --commit-errors=ignore)\n"
 "          and the job otherwise succeeded\n"
 "  128+S   stopped by signal S\n",
@@ -106,7 +113,8 @@ static void usage(FILE *f)
 enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
        OPT_WINDOW, OPT_WINDOW_BYTES, OPT_MEMORY_LIMIT, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
        OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS, OPT_COMMIT_ERRORS,
-       OPT_CHECK_OPTIONS, OPT_RELAY_FD, OPT_KEEP_DEAD, OPT_IO_THREADS, OPT_JOBLOG };
+       OPT_CHECK_OPTIONS, OPT_RELAY_FD, OPT_KEEP_DEAD, OPT_IO_THREADS, OPT_JOBLOG,
+       OPT_KEEP_GOING, OPT_MODULE_CHANGED };
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
@@ -116,6 +124,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"bind", required_argument, NULL, 'b'},
         {"max-copies", required_argument, NULL, OPT_MAX_COPIES},
         {"max-attempts", required_argument, NULL, OPT_MAX_ATTEMPTS},
+        {"keep-going", no_argument, NULL, OPT_KEEP_GOING},
         {"tm-timeout", required_argument, NULL, OPT_TM_TIMEOUT},
         {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
         {"keep-dead-tms", required_argument, NULL, OPT_KEEP_DEAD},
@@ -125,6 +134,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
         {"journal", required_argument, NULL, OPT_JOURNAL},
         {"resume", no_argument, NULL, OPT_RESUME},
+        {"module-changed", no_argument, NULL, OPT_MODULE_CHANGED},
         {"insecure", no_argument, NULL, OPT_INSECURE},
         {"max-task-bytes", required_argument, NULL, OPT_MAX_TASK},
         {"export-key", required_argument, NULL, OPT_EXPORT_KEY},
@@ -210,6 +220,8 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
                 return spits_bad_option("--journal wants on or off, not '%s'", optarg);
             break;
         case OPT_RESUME: jm->opt.resume = 1; break;
+        case OPT_MODULE_CHANGED: jm->opt.module_changed = 1; break;
+        case OPT_KEEP_GOING: jm->opt.keep_going = 1; break;
         case OPT_INSECURE: jm->opt.insecure = 1; break;
         case OPT_MAX_TASK:
             if (spits_parse_long(optarg, 1, SPITS_TASK_BYTES_MAX, &v))
@@ -248,6 +260,8 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
             return spits_bad_option("unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (jm->opt.module_changed && !jm->opt.resume)
+        return spits_bad_option("%s", "--module-changed applies to --resume only");
     if (jm->opt.resume && optind + 1 < argc)
         return spits_bad_option("%s", "--resume takes the module's arguments "
                                 "from the journal: give no ARGS");
@@ -483,6 +497,7 @@ static int open_to_tms(jm_t *jm)
     spits_hostname(a.host, sizeof a.host);
     snprintf(a.module, sizeof a.module, "%s", jm->module_path);
     snprintf(a.module_hash, sizeof a.module_hash, "%s", jm->module_hash);
+    snprintf(a.module_hash_was, sizeof a.module_hash_was, "%s", jm->module_hash_was);
     a.curve = !jm->opt.insecure;
     snprintf(a.server_key, sizeof a.server_key, "%s", jm->keys.server_public);
     a.pid = (long)getpid();

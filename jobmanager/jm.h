@@ -80,6 +80,8 @@ typedef struct {
     double progress;        /* --progress-interval: seconds between lines
                                when stderr is not a terminal (0: none) */
     int resume;             /* --resume: continue the job in DIR/journal */
+    int module_changed;     /* --module-changed: resume with a new module */
+    int keep_going;         /* --keep-going: commit_job despite failed tasks */
     int commit_errors_ignore; /* --commit-errors=ignore: they do not make
                                the exit status non-zero */
     int relay_fd;           /* --relay-fd: other processes' stderr (-1) */
@@ -115,6 +117,7 @@ typedef struct {
     spits_module_t *mod;
     char module_path[4096];
     char module_hash[65];     /* BLAKE2b of the module image, hex */
+    char module_hash_was[65]; /* --module-changed: the journal's ("" same) */
     spits_image_t *image;     /* the module's bytes until mod takes them */
     char job_id[33];
     spits_keys_t keys;        /* CURVE keys (unless --insecure) */

@@ -6,7 +6,8 @@
  * hands the phase to the dispatcher (which tells the TMs the phase's argv
  * for their workers), then commits on this thread until every task is
  * resolved. If any task failed, commit_job is not called: its result
- * would be silently incomplete.
+ * would be silently incomplete; with --keep-going it is, and the job's
+ * exit status and report say which tasks it lacks.
  *
  * With a journal, a phase's start (argv, jobinfo hash) and end (commit_job's
  * value and final result) are journaled. On --resume, phases are numbered
@@ -344,19 +345,27 @@ int jm_run_phase(int argc, const char **argv, const void *jobinfo,
         spits_error("phase %u: %s", p->st.id, p->gen_error);
         jm->runtime_error = 1;
         rc = JM_RUN_FAILED_TASKS;
-    } else if (p->st.nfailed > 0) {
+    } else if (p->st.nfailed > 0 && !jm->opt.keep_going) {
         spits_error("phase %u: %zu task(s) failed every attempt; commit_job "
                     "not called", p->st.id, p->st.nfailed);
         jm->failed_tasks = 1;
         rc = JM_RUN_FAILED_TASKS;
     } else {
+        if (p->st.nfailed > 0) {
+            spits_error("phase %u: %zu task(s) failed every attempt; "
+                        "commit_job runs without them (--keep-going)",
+                        p->st.id, p->st.nfailed);
+            jm->failed_tasks = 1;
+        }
         jm->final.len = 0;   /* this phase's, not an earlier one's */
         final_push_t fp = {jm, {0, SPITS_PUSH_OK, 0, 0}};
         rc = spits_module_commit_job(jm->mod, &p->committer, push_final, &fp);
         p->st.commit_job_called = 1;
         p->st.commit_job_rc = rc;
         rc = final_check(jm, p, &fp, rc);
-        if (jm->journal &&
+        /* (a phase short of tasks is not journaled as ended: --resume
+         * runs its failed tasks again, then commit_job) */
+        if (jm->journal && p->st.nfailed == 0 &&
             journal_now(jm, SPITS_JR_PHASE_END, p->st.id,
                         (uint64_t)(int64_t)p->st.commit_job_rc, NULL,
                         jm->final.data, (uint32_t)jm->final.len) != 0)

@@ -6,7 +6,9 @@
  * journal belongs to a job that did not finish (that job can still be
  * resumed, and starting over would destroy it); the journal of a finished
  * job, or of one that never committed anything, is replaced. --resume takes everything that defines the job from the
- * journal - job id, module (whose BLAKE2b hash must still match) and the
+ * journal - job id, module (whose BLAKE2b hash must still match, unless
+ * --module-changed accepts a fixed one: jm.json and the report then name
+ * both hashes) and the
  * module's arguments - so the same phases and tasks are generated again
  * (phase.c and generator.c check that they are).
  */
@@ -139,12 +141,23 @@ int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
      * this check cannot slip in. */
     if (!(jm->image = spits_image_read(mod, err, errlen)))
         return -1;
-    if (strcmp(spits_image_hash(jm->image), mhash) != 0) {
+    const char *now = spits_image_hash(jm->image);
+    if (strcmp(now, mhash) != 0 && !jm->opt.module_changed) {
         snprintf(err, errlen, "module %s changed since job %s started (its "
-                 "BLAKE2b hash differs); a job resumes only with the same module",
-                 mod, id);
+                 "BLAKE2b hash differs); a job resumes only with the same "
+                 "module, unless --module-changed says that the change is "
+                 "meant (a fix)", mod, id);
         spits_image_free(&jm->image);
         return -1;
+    }
+    if (strcmp(now, mhash) != 0) {
+        /* The TMs load what is there now; the journal keeps the hash the
+         * job started with, so each resume with it says so again. */
+        snprintf(jm->module_hash_was, sizeof jm->module_hash_was, "%s", mhash);
+        spits_warn("module %s changed since job %s started (BLAKE2b %.16s... "
+                   "then, %.16s... now): resuming with it (--module-changed); "
+                   "committed results are kept", mod, id, mhash, now);
+        mhash = now;
     }
     size_t n = json_array_size(argv);
     char **v = calloc(n + 1, sizeof *v);

@@ -147,6 +147,14 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
      * argument. */
     if (jm->module_exit)
         json_object_set_new(doc, "module_exit", json_true());
+    /* A resume ran a module other than the one the job started with. */
+    if (jm->module_hash_was[0])
+        json_object_set_new(doc, "module_changed",
+                            spits_module_changed_json(jm->module_hash_was,
+                                                      jm->module_hash));
+    /* commit_job ran without the failed tasks' results. */
+    if (jm->opt.keep_going)
+        json_object_set_new(doc, "keep_going", json_true());
     snprintf(path, sizeof path, "%s/%s", jm->opt.jobdir, SPITS_REPORT_FILE);
     int rc = spits_json_write_atomic(path, doc, 0644, err, sizeof err);
     if (rc != 0)

@@ -9,14 +9,26 @@
  * and its fixed fields), or a number formatted here by hand. It runs on
  * an alternate stack, so a stack overflow is named too.
  *
+ * Where the module was hit is found from the faulting instruction (the
+ * signal's context) or, when that is outside the module (a raise(), a
+ * libc call it made), from the first return address inside the module
+ * on the stack (backtrace(3), primed at set-up so that it allocates
+ * nothing here); the file then holds the module's file and the offset in
+ * it, which spits_crash_resolve turns into a function and source line
+ * with addr2line(1) later, in ordinary code.
+ *
  * Per thread, the state is two thread-local words, stored on every module
  * call (plain stores, no syscall, no lock); a worker's words live instead
  * in a process-wide table, so that the handler, on whichever thread it
  * runs, can list what every worker was running.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
+#include <link.h>
+#include <poll.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -24,7 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "crash.h"
@@ -67,6 +81,14 @@ static char crash_fields[4096];
 static size_t crash_fields_len;
 static atomic_int crash_file_ready;
 
+/* The loaded module's mapping [lo, hi), its load base (an address minus
+ * it is the offset addr2line takes) and its file as a JSON string;
+ * crash_mod_ready is 0 while they change. */
+static uintptr_t crash_mod_lo, crash_mod_hi, crash_mod_base;
+static char crash_mod_json[PATH_MAX * 2 + 3];
+static atomic_int crash_mod_ready;
+#define CRASH_FRAMES 64
+
 static crash_slot_t crash_workers[SPITS_CRASH_WORKERS];
 static atomic_uint crash_nworkers;
 static atomic_int crash_busy;        /* a handler is reporting */
@@ -80,7 +102,7 @@ static pthread_once_t crash_key_once = PTHREAD_ONCE_INIT;
 /* The handler's output, built in place (one handler at a time). */
 /* (room for the path, and 32 or 64 task ids of 20 digits each) */
 static char crash_line[sizeof crash_path + 1536];
-static char crash_doc[sizeof crash_fields + 2048];
+static char crash_doc[sizeof crash_fields + sizeof crash_mod_json + 2048];
 
 /* The handler's view of the faulting thread (it may have made no call). */
 static crash_slot_t *crash_slot(void)
@@ -179,6 +201,13 @@ static void crash_put_u64(crash_out_t *o, uint64_t v)
         s[i] = digits[n - 1 - i];
     s[n] = '\0';
     crash_put(o, s);
+}
+
+static double crash_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
 static int crash_same(const char *a, const char *b)
@@ -287,10 +316,73 @@ static void crash_say(int sig, size_t k, pid_t sender, const char *fn,
     crash_write_all(STDERR_FILENO, o.p, o.len);
 }
 
+static void crash_put_hex(crash_out_t *o, uint64_t v)
+{
+    char s[20];
+    int n = 0;
+    for (int shift = 60; shift >= 0; shift -= 4) {
+        unsigned d = (unsigned)(v >> shift) & 15;
+        if (d || n || shift == 0)
+            s[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10);
+    }
+    s[n] = '\0';
+    crash_put(o, "0x");
+    crash_put(o, s);
+}
+
+static int crash_in_module(uintptr_t a)
+{
+    return atomic_load(&crash_mod_ready) && a >= crash_mod_lo && a < crash_mod_hi;
+}
+
+/* The faulting instruction's address, from the signal's context (0:
+ * not known on this machine). */
+static uintptr_t crash_pc(const void *uctx)
+{
+    const ucontext_t *uc = uctx;
+    if (!uc)
+        return 0;
+#if defined(__x86_64__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)uc->uc_mcontext.pc;
+#else
+    return 0;
+#endif
+}
+
+/* Where in the module it was: the faulting instruction if it is the
+ * module's, else the call instruction of the first return address on the
+ * stack that is (its address minus one: inside that call). The walk
+ * starts past the interrupted instruction's own frame when the unwinder
+ * shows it (it does across the signal's frame), else past the first
+ * frame outside the module: either way past the handler's frames, which
+ * share the module's object in the self-test. 0: none. */
+static uintptr_t crash_module_address(uintptr_t pc)
+{
+    void *frames[CRASH_FRAMES];
+    int from = 0, past_handler = 0;
+    if (crash_in_module(pc))
+        return pc;
+    if (!atomic_load(&crash_mod_ready))
+        return 0;
+    int n = backtrace(frames, CRASH_FRAMES);
+    for (int i = 0; pc && i < n && !from; i++)
+        if ((uintptr_t)frames[i] == pc)
+            from = i + 1;
+    for (int i = from; i < n; i++) {
+        if (!crash_in_module((uintptr_t)frames[i]))
+            past_handler = 1;
+        else if (past_handler || from)
+            return (uintptr_t)frames[i] - 1;
+    }
+    return 0;
+}
+
 /* The crash file: the fixed fields, then what this crash adds. 1 if it
  * was written. */
 static int crash_write_file(int sig, size_t k, pid_t sender, const char *fn,
-                            uint64_t task)
+                            uint64_t task, uintptr_t pc)
 {
     crash_out_t o = {crash_doc, 0, sizeof crash_doc};
     struct timespec now;
@@ -326,6 +418,22 @@ static int crash_write_file(int sig, size_t k, pid_t sender, const char *fn,
     unsigned more = crash_put_running(&o, ",", CRASH_FILE_TASKS);
     crash_put(&o, "],\"running_more\":");
     crash_put_u64(&o, more);
+    crash_put(&o, ",\"address\":");
+    if (pc) {
+        crash_put(&o, "\"");
+        crash_put_hex(&o, pc);
+        crash_put(&o, "\"");
+    } else {
+        crash_put(&o, "null");
+    }
+    uintptr_t at = crash_module_address(pc);
+    if (at) {
+        crash_put(&o, ",\"module_file\":");
+        crash_put(&o, crash_mod_json);
+        crash_put(&o, ",\"module_offset\":\"");
+        crash_put_hex(&o, at - crash_mod_base);
+        crash_put(&o, "\"");
+    }
     crash_put(&o, ",\"unix_time\":");
     clock_gettime(CLOCK_REALTIME, &now);
     crash_put_u64(&o, (uint64_t)now.tv_sec);
@@ -392,7 +500,6 @@ static void crash_drain_now(void)
 static void crash_on_signal(int sig, siginfo_t *si, void *uctx)
 {
     int saved = errno;
-    (void)uctx;
 
     /* Two threads crashing at once: the first reports, then kills the
      * process; the second waits for that. */
@@ -409,7 +516,7 @@ static void crash_on_signal(int sig, siginfo_t *si, void *uctx)
     const char *fn = atomic_load_explicit(&s->fn, memory_order_relaxed);
     uint64_t task = atomic_load_explicit(&s->task, memory_order_relaxed);
 
-    int file = crash_write_file(sig, k, sender, fn, task);
+    int file = crash_write_file(sig, k, sender, fn, task, crash_pc(uctx));
     crash_drain_now();   /* (crash_line is free until crash_say) */
     crash_say(sig, k, sender, fn, task, file);
 
@@ -447,7 +554,52 @@ int spits_crash_init(const char *program, char *err, size_t errlen)
         }
     atomic_store(&crash_installed, 1);
     crash_thread_stack();
+    /* (backtrace loads its unwinder at its first call: not in a handler) */
+    void *frame;
+    backtrace(&frame, 1);
     return 0;
+}
+
+/* dl_iterate_phdr's visit: the object whose base is the module's. */
+static int crash_mod_visit(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if ((uintptr_t)info->dlpi_addr != *(uintptr_t *)data)
+        return 0;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        if (info->dlpi_addr + ph->p_vaddr < lo)
+            lo = info->dlpi_addr + ph->p_vaddr;
+        if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
+            hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    }
+    crash_mod_lo = lo;
+    crash_mod_hi = hi;
+    return 1;
+}
+
+void spits_crash_module(const char *path, const void *sym)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+
+    atomic_store(&crash_mod_ready, 0);
+    if (!sym || !dladdr1(sym, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+        return;
+    uintptr_t base = (uintptr_t)lm->l_addr;
+    json_t *name = json_string(path);
+    char *q = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+    json_decref(name);
+    if (q && strlen(q) < sizeof crash_mod_json &&
+        dl_iterate_phdr(crash_mod_visit, &base) == 1) {
+        memcpy(crash_mod_json, q, strlen(q) + 1);
+        crash_mod_base = base;
+        atomic_store(&crash_mod_ready, 1);
+    }
+    free(q);
 }
 
 int spits_crash_file(const char *path, json_t *fields, char *err, size_t errlen)
@@ -509,13 +661,79 @@ json_t *spits_crash_read(const char *path, char *err, size_t errlen)
     return doc;
 }
 
+/* addr2line's answer, read from fd for at most ms; its length. */
+static size_t crash_read_bounded(int fd, char *buf, size_t cap, int ms)
+{
+    size_t have = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    double end = crash_now_ms() + ms;
+    for (;;) {
+        int left = (int)(end - crash_now_ms());
+        if (left <= 0 || poll(&p, 1, left) <= 0 || have + 1 >= cap)
+            break;
+        ssize_t n = read(fd, buf + have, cap - 1 - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+    }
+    buf[have] = '\0';
+    return have;
+}
+
+int spits_crash_resolve(json_t *doc)
+{
+    const char *file = json_string_value(json_object_get(doc, "module_file"));
+    const char *off = json_string_value(json_object_get(doc, "module_offset"));
+    char out[2 * PATH_MAX];
+    int fds[2], ws;
+
+    if (!file || !off || json_object_get(doc, "source") || pipe2(fds, O_CLOEXEC) != 0)
+        return 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(fds[1], STDOUT_FILENO);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDERR_FILENO);
+        }
+        execlp("addr2line", "addr2line", "-f", "-C", "-e", file, off, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t n = pid > 0 ? crash_read_bounded(fds[0], out, sizeof out, 5000) : 0;
+    close(fds[0]);
+    if (pid > 0) {
+        kill(pid, SIGKILL);   /* (gone already, unless it hung) */
+        waitpid(pid, &ws, 0);
+    }
+    /* "FUNCTION\nFILE:LINE[ (discriminator N)]\n"; "??" for unknown */
+    char *nl = n ? strchr(out, '\n') : NULL;
+    if (!nl)
+        return 0;
+    *nl = '\0';
+    char *src = nl + 1, *end = src + strcspn(src, " \n");
+    *end = '\0';
+    size_t len = (size_t)(end - src);
+    if (!len || strncmp(src, "??", 2) == 0 ||
+        (len > 2 && (strcmp(end - 2, ":?") == 0 || strcmp(end - 2, ":0") == 0)))
+        return 0;
+    json_object_set_new(doc, "source", json_string(src));
+    if (strcmp(out, "??") != 0)
+        json_object_set_new(doc, "source_function", json_string(out));
+    return 1;
+}
+
 void spits_crash_describe(const json_t *doc, char *out, size_t outlen)
 {
     const char *sig = json_string_value(json_object_get(doc, "signal"));
     const char *fn = json_string_value(json_object_get(doc, "function"));
+    const char *src = json_string_value(json_object_get(doc, "source"));
     json_t *task = json_object_get(doc, "task");
     json_t *sender = json_object_get(doc, "sender_pid");
-    char signame[32], by[48] = "", where[160];
+    char signame[32], by[48] = "", where[160], at[160] = "";
 
     if (sig && *sig)
         snprintf(signame, sizeof signame, "%s", sig);
@@ -532,7 +750,11 @@ void spits_crash_describe(const json_t *doc, char *out, size_t outlen)
         snprintf(where, sizeof where, " in the module's %s", fn);
     else
         snprintf(where, sizeof where, " in a thread not running a module call");
-    snprintf(out, outlen, "%s%s%s", signame, by, where);
+    if (src) {   /* (the file's name: the line says where, the doc in full) */
+        const char *slash = strrchr(src, '/');
+        snprintf(at, sizeof at, ", at %s", slash ? slash + 1 : src);
+    }
+    snprintf(out, outlen, "%s%s%s%s", signame, by, where, at);
 }
 
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
@@ -545,7 +767,7 @@ void spits_crash_describe(const json_t *doc, char *out, size_t outlen)
 
 /* A child whose worker thread's module call segfaults on task 41: it
  * dies of SIGSEGV, and its crash file says where. */
-static int crash_selftest_child(const char *path)
+__attribute__((noinline)) static int crash_selftest_child(const char *path)
 {
     char err[256];
     json_t *f = json_pack("{s:s}", "program", "selftest");
@@ -556,7 +778,7 @@ static int crash_selftest_child(const char *path)
     spits_crash_worker();
     spits_crash_task(41);
     spits_crash_enter("spits_worker_run");
-    raise(SIGSEGV);
+    raise(SIGSEGV);   /* (in libc: the offset is this call's, on the stack) */
     _exit(3);
 }
 
@@ -565,6 +787,12 @@ int spits_crash_selftest(void)
     char path[PATH_MAX], err[256], line[256];
     json_t *doc = NULL;
     int ws;
+    Dl_info self;
+
+    /* This file's object stands for the module. */
+    CHECK(dladdr((void *)crash_selftest_child, &self) && self.dli_fname);
+    spits_crash_module(self.dli_fname, (void *)crash_selftest_child);
+    CHECK(atomic_load(&crash_mod_ready) && crash_in_module((uintptr_t)crash_selftest_child));
 
     CHECK(spits_crash_tm_path("/j", "a/b", 12, path, sizeof path) == 0);
     CHECK(strcmp(path, "/j/crashes/a_b-12") == 0);
@@ -590,6 +818,25 @@ int spits_crash_selftest(void)
     CHECK(json_integer_value(json_array_get(json_object_get(doc, "running"), 0)) == 41);
     spits_crash_describe(doc, line, sizeof line);
     CHECK(strcmp(line, "SIGSEGV in the module's spits_worker_run, task 41") == 0);
+    /* where: raise() is libc's, so the module's call of it on the stack */
+    const char *off = json_string_value(json_object_get(doc, "module_offset"));
+    CHECK(strcmp(json_string_value(json_object_get(doc, "module_file")), self.dli_fname) == 0);
+    CHECK(off && strncmp(off, "0x", 2) == 0);
+    CHECK(strtoull(off, NULL, 16) >= crash_mod_lo - crash_mod_base &&
+          strtoull(off, NULL, 16) < crash_mod_hi - crash_mod_base);
+    CHECK(strncmp(json_string_value(json_object_get(doc, "address")), "0x", 2) == 0);
+    /* addr2line names this file's function, when it is installed (a
+     * build without -g gives no line: then nothing is added) */
+    if (system("command -v addr2line >/dev/null 2>&1") == 0 && spits_crash_resolve(doc)) {
+        const char *src = json_string_value(json_object_get(doc, "source"));
+        CHECK(src && strstr(src, "crash.c:"));
+        CHECK(strcmp(json_string_value(json_object_get(doc, "source_function")),
+                     "crash_selftest_child") == 0);
+        spits_crash_describe(doc, line, sizeof line);
+        const char *want = "SIGSEGV in the module's spits_worker_run, task 41, at crash.c:";
+        CHECK(strncmp(line, want, strlen(want)) == 0);
+    }
+    CHECK(spits_crash_resolve(doc) == 0);   /* (once: it has a source now, or none) */
     json_decref(doc);
     unlink(path);
     return 0;

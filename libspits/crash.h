@@ -107,8 +107,15 @@ int spits_crash_tm_path(const char *jobdir, const char *host, long pid,
 /* A crash file (new reference), or NULL: err empty when there is none,
  * else saying what is wrong with it. */
 json_t *spits_crash_read(const char *path, char *err, size_t errlen);
+/* The module's file and the load base its crash addresses are taken
+ * against (sym: any symbol of it); module.c calls it at each load. */
+void spits_crash_module(const char *path, const void *sym);
+/* Adds "source" (FILE:LINE) and "source_function" to a crash document
+ * that has a module_file and module_offset, from addr2line(1) (at most
+ * 5 s); 1 if it did, 0 if it could not (no addr2line, no debug info). */
+int spits_crash_resolve(json_t *doc);
 /* What a crash document says, as one phrase: "SIGSEGV in the module's
- * spits_worker_run, task 42". */
+ * spits_worker_run, task 42" (", at FILE.c:LINE" once resolved). */
 void spits_crash_describe(const json_t *doc, char *out, size_t outlen);
 
 int spits_crash_selftest(void);

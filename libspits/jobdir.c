@@ -216,6 +216,11 @@ int spits_json_write_atomic(const char *path, const json_t *doc, int mode,
     return spits_file_write_atomic(path, mode, json_fill, (void *)doc, err, errlen);
 }
 
+json_t *spits_module_changed_json(const char *was, const char *now)
+{
+    return json_pack("{s:s, s:s}", "journal_hash", was, "module_hash", now);
+}
+
 int spits_announce_write(const char *dir, const spits_announce_t *a,
                          char *err, size_t errlen)
 {
@@ -230,6 +235,10 @@ int spits_announce_write(const char *dir, const spits_announce_t *a,
                             "started_unix", a->started_unix);
     if (doc && a->curve)
         json_object_set_new(doc, "server_key", json_string(a->server_key));
+    if (doc && a->module_hash_was[0])
+        json_object_set_new(doc, "module_changed",
+                            spits_module_changed_json(a->module_hash_was,
+                                                      a->module_hash));
     if (!doc) {
         snprintf(err, errlen, "cannot encode the announce file (is the module "
                               "path valid UTF-8?)");

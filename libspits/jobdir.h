@@ -28,6 +28,8 @@ typedef struct {
     char host[256];
     char module[4096];
     char module_hash[65];     /* BLAKE2b-256 of the module file, hex */
+    char module_hash_was[65]; /* the hash the job started with, when a
+                                 resume accepted a changed module ("") */
     int curve;                /* 1: CurveZMQ (keys in DIR/tm.key) */
     char server_key[41];      /* the JM's public key (Z85) when curve */
     long pid;
@@ -65,6 +67,9 @@ int spits_file_write_atomic(const char *path, int mode, spits_fill_fn fill,
 int spits_json_write_atomic(const char *path, const json_t *doc, int mode,
                             char *err, size_t errlen);
 
+/* {"journal_hash": was, "module_hash": now}: a resumed job's module
+ * changed since it started, as jm.json and report.json say it. */
+json_t *spits_module_changed_json(const char *was, const char *now);
 int spits_announce_write(const char *dir, const spits_announce_t *a,
                          char *err, size_t errlen);
 /* Reads and validates DIR/jm.json. Returns 0; 1 if the file does not exist

@@ -351,6 +351,9 @@ spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
     m->commit_pit = (commit_pit_fn)sym(dl, "spits_committer_commit_pit");
     m->commit_job = (commit_job_fn)sym(dl, "spits_committer_commit_job");
     m->committer_free = (free_fn)sym(dl, "spits_committer_finalize");
+    /* (a crash report names where in this file it was) */
+    void *any = m->worker_run ? (void *)m->worker_run : sym(dl, "spits_main");
+    spits_crash_module(path, any);
     return m;
 fail:
     dlclose(dl);

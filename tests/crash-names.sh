@@ -5,8 +5,11 @@
 # shows it, and spits-run keeps its temporary job dir and says where. A
 # worker that segfaults a TM without --isolate: the TM's last line names
 # it and the tasks its workers ran, the JM says the TM was killed by
-# SIGSEGV (not "disconnected"), and once the same task has killed two TMs
-# it suggests --isolate (with which the job then ends, exit 3). A module
+# SIGSEGV (not "disconnected") and where in the module's source, and at the
+# first such crash it says that --isolate would have kept the TM (with
+# which the job then ends, exit 3). Under spits-run the failed job's
+# temporary dir is kept with the TMs' crash reports, which name the
+# function, the task, the module's offset and the source line. A module
 # that calls exit() from spits_main after run() returned SPITS_RUN_FAILED
 # (a failed or an interrupted phase) still gets a report.json, with the
 # status it had and exit() code; one that calls exit() in next_task while
@@ -22,8 +25,18 @@ ulimit -c 0   # (the crashes are the point: no core files)
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_abort=0"
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }handle_segv=0 handle_abort=0"
 # CRASH_CASES: which of the cases below to run (all of them).
-CASES=" ${CRASH_CASES:-1 2 3 4 5 6} "
+CASES=" ${CRASH_CASES:-1 2 3 4 5 6 7} "
 on() { [[ "$CASES" == *" $1 "* ]]; }
+# at FILE.c PATTERN: ", at FILE.c:LINE", LINE the one after the line
+# PATTERN matches in tests/modules/FILE.c (where the module faults), when
+# addr2line is there to say it; else nothing.
+at() {
+    command -v addr2line >/dev/null || return 0
+    local n
+    n=$(grep -n -- "$2" "$top_srcdir/tests/modules/$1" | head -1 | cut -d: -f1)
+    echo ", at $1:$((n + 1))"
+}
+HINT="task 7 crashed a worker thread, and with it its task manager: with --isolate (spits-tm --isolate, spits-run --isolate) only that worker's process would have died, and the task manager would have gone on"
 
 # 1. commit_pit segfaults, under spits-run with a temporary job dir.
 if on 1; then
@@ -46,7 +59,12 @@ id=$(json "$dir/jm.json" "d['job_id']")
 [ "$(json "$c" "d['job_id']")" = "$id" ] || fail "crash.json's job id"
 "$top_builddir/tools/spits-status" --jobdir "$dir" >"$T/status.out" 2>"$T/status.log" \
     || fail "spits-status exited $? on a crashed job: $(cat "$T/status.log")"
-[ "$(cat "$T/status.out")" = "job $id crashed: its job manager (spits-jm pid $(json "$c" "d['pid']") on $(json "$c" "d['host']")) was killed by SIGSEGV in the module's spits_committer_commit_pit, task 17; no report.json (details in $c)" ] \
+src=$(json "$c" "d.get('source', '')")
+[ -z "$src" ] || [ ", at ${src##*/}" = "$(at faulty.c "c->jmsegv == id)")" ] || fail "crash.json's source: $src"
+if command -v addr2line >/dev/null; then
+    [ -n "$src" ] || fail "crash.json has no source line: $(cat "$c")"
+fi
+[ "$(cat "$T/status.out")" = "job $id crashed: its job manager (spits-jm pid $(json "$c" "d['pid']") on $(json "$c" "d['host']")) was killed by SIGSEGV in the module's spits_committer_commit_pit, task 17${src:+, at ${src##*/}}; no report.json (details in $c)" ] \
     || fail "spits-status says: $(cat "$T/status.out" "$T/status.log")"
 "$top_builddir/tools/spits-status" --jobdir "$dir" --json >"$T/status.json" || fail "spits-status --json"
 [ "$(json "$T/status.json" "(d['status'], d['task'])")" = "('crashed', 17)" ] || fail "spits-status --json: $(cat "$T/status.json")"
@@ -92,12 +110,12 @@ for k in 1 2; do
     [ "$(json "$cf" "(d['program'], d['pid'], d['signal'], d['function'], d['task'], 7 in d['running'])")" \
         = "('spits-tm', $tm, 'SIGSEGV', 'spits_worker_run', 7, True)" ] || fail "TM $k's crash file: $(cat "$cf")"
     wait_for "grep -q ':$tm lost' $T/tmcrash.jm.log" 30 "the JM to lose TM $k"
-    grep -Eq "^spits-jm: TM [^ ]+:$tm lost \(killed by SIGSEGV in the module's spits_worker_run, task 7\); [0-9]+ task\(s\) requeued$" \
+    grep -Fq "TM $(json "$cf" "d['host']"):$tm lost (killed by SIGSEGV in the module's spits_worker_run, task 7$(at faulty.c "if (id == c->segv)")); " \
         "$T/tmcrash.jm.log" || fail "the JM's line for TM $k: $(grep ":$tm lost" "$T/tmcrash.jm.log")"
+    # (at the first crash already)
+    [ "$(grep -c "crashed a worker thread" "$T/tmcrash.jm.log")" = 1 ] || fail "no --isolate hint once after TM $k"
 done
-[ "$(grep -c "task 7 has killed two task managers" "$T/tmcrash.jm.log")" = 1 ] || fail "no --isolate hint once"
-grep -qx "spits-jm: warning: task 7 has killed two task managers: run them with --isolate (spits-tm --isolate, spits-run --isolate), so that a task that crashes costs only its worker process" \
-    "$T/tmcrash.jm.log" || fail "the hint: $(grep 'killed two' "$T/tmcrash.jm.log")"
+grep -qx "spits-jm: warning: $HINT" "$T/tmcrash.jm.log" || fail "the hint: $(grep 'worker thread' "$T/tmcrash.jm.log")"
 start_tm tmcrash tmcrash.iso -n 2 --isolate
 tm=$TM_PID
 wait $jm; rc=$?
@@ -158,5 +176,40 @@ for code in 0 7; do
         "$T/jmexit$code.log" || fail "exit($code) in next_task said: $(cat "$T/jmexit$code.log")"
     [ ! -e "$T/jmexit$code/report.json" ] || fail "exit($code) in next_task left a report.json"
 done
+fi
+
+# 7. Under spits-run, a worker thread segfaults two TMs (task 7): the job
+# fails, its temporary dir is kept and named, the hint comes at the first
+# crash, and the crash reports there say where.
+if on 7; then
+mkdir "$T/tmp7"
+TMPDIR=$T/tmp7 timeout -s KILL 60 "$RUN" -n 2 --tms 2 "$F" 30 segv=7 >"$T/r7.out" 2>"$T/r7.log"
+rc=$?
+[ $rc = 139 ] || fail "spits-run exited $rc, not 139 (every TM failed, the last by SIGSEGV): $(tail -3 "$T/r7.log")"
+dir=$(ls -d "$T"/tmp7/spits-run-* 2>/dev/null)
+[ -n "$dir" ] && [ -d "$dir/crashes" ] || fail "the temporary job dir was removed"
+grep -qx "spits-run: error: the job failed (exit status 139); job dir kept: $dir (its report.json and crashes/; spits-status --jobdir $dir)" \
+    "$T/r7.log" || fail "spits-run does not say where the job dir is: $(tail -3 "$T/r7.log")"
+[ "$(grep -c "^spits-jm: warning: $HINT$" "$T/r7.log")" = 1 ] || fail "the hint: $(grep 'worker thread' "$T/r7.log")"
+# the line of each TM's crash, then the hint, in that order
+first=$(grep -n "killed by SIGSEGV" "$T/r7.log" | head -1 | cut -d: -f1)
+hint=$(grep -n "crashed a worker thread" "$T/r7.log" | cut -d: -f1)
+[ "$first" -lt "$hint" ] || fail "the hint came before the crash: $(cat "$T/r7.log")"
+n=0 resolved=0
+for cf in "$dir"/crashes/*; do
+    n=$((n + 1))
+    [ "$(json "$cf" "(d['function'], d['task'], d['module_file'], d['module_offset'][:2], d['address'][:2])")" \
+        = "('spits_worker_run', 7, '$F', '0x', '0x')" ] || fail "crash report $cf: $(cat "$cf")"
+    src=$(json "$cf" "d.get('source', '')")
+    if [ -n "$src" ]; then
+        [ ", at ${src##*/}" = "$(at faulty.c "if (id == c->segv)")" ] || fail "$cf: source $src"
+        [ "$(json "$cf" "d['source_function']")" = spits_worker_run ] || fail "$cf: $(cat "$cf")"
+        resolved=$((resolved + 1))
+    fi
+done
+[ $n -ge 1 ] || fail "no crash report in $dir/crashes"
+if command -v addr2line >/dev/null; then
+    [ $resolved -ge 1 ] || fail "no crash report names its source line: $(cat "$dir"/crashes/*)"
+fi
 fi
 echo PASS

@@ -9,6 +9,8 @@ RUN=$top_builddir/tools/spits-run
 MODS=$top_builddir/modules/.libs
 TMODS=$top_builddir/tests/modules/.libs
 T=$(mktemp -d "${TMPDIR:-/tmp}/spits-test.XXXXXX")
+# (spits-run keeps a failed job's temporary dir: here, it goes with $T)
+export TMPDIR=$T
 PIDS=""
 # The system python starts fast; a pyenv shim can take half a second.
 PY=python3

@@ -2,7 +2,10 @@
 # A Task Manager that outlives its job never runs a stale module: a module
 # rebuilt at the same path for the next job (its BLAKE2b hash differs) is
 # refused with one line, the refusal's reason reaches the JM in BYE (a
-# refusal, not a loss), and a new TM runs the new module.
+# refusal, not a loss), and a new TM runs the new module. A job that failed
+# is resumed with its module fixed only when --module-changed says so:
+# then only the task that failed runs again, and jm.json and report.json
+# name both hashes.
 . "$(dirname "$0")/lib.sh"
 
 seq 1 500 >"$T/in.txt"
@@ -41,4 +44,35 @@ wait $jm2; rc=$?
 grep -q "^pi = 3.14" "$T/a2.out" || fail "job 2 printed: $(cat "$T/a2.out")"
 [ "$(json "$T/a/report.json" "(d['counters']['tm_refusals'], d['counters']['tm_losses'])")" = "(1, 0)" ] \
     || fail "report counters: $(json "$T/a/report.json" "d['counters']")"
+
+# A task fails (once, but --max-attempts 1 gives up on it): exit 3.
+mkdir "$T/flaky"
+cp "$MODS/bench.so" "$T/fix.so"
+start_jm fix --max-attempts 1 "$T/fix.so" -n 50 -F 17:"$T/flaky"
+start_tm fix fix.tm1 -n 2
+wait $JM_PID; rc=$?
+[ $rc = 3 ] || fail "the failing job exited $rc, not 3"
+h1=$(json "$T/fix/jm.json" "d['module_hash']")
+# The module is "fixed" (changed: a byte more at its end).
+printf '\0' >>"$T/fix.so"
+timeout -s KILL 60 "$JM" --resume --jobdir "$T/fix" --bind tcp://127.0.0.1:0 \
+    >"$T/fix2.out" 2>"$T/fix2.jm.log"
+rc=$?
+[ $rc = 1 ] || fail "a resume with a changed module exited $rc, not 1"
+grep -q "^spits-jm: error: module $T/fix.so changed since job [0-9a-f]* started (its BLAKE2b hash differs); a job resumes only with the same module, unless --module-changed says that the change is meant (a fix)$" \
+    "$T/fix2.jm.log" || fail "the refusal: $(cat "$T/fix2.jm.log")"
+start_jm fix --resume --module-changed
+start_tm fix fix.tm2 -n 2
+wait $JM_PID; rc=$?
+[ $rc = 0 ] || fail "the resume with --module-changed exited $rc: $(tail -3 "$T/fix.jm.log")"
+[ "$(cat "$T/fix.out")" = "$(bench_checksum 50)" ] || fail "the resumed job printed '$(cat "$T/fix.out")'"
+h2=$(json "$T/fix/jm.json" "d['module_hash']")
+[ "$h1" != "$h2" ] || fail "jm.json names the old module's hash"
+want="({'journal_hash': '$h1', 'module_hash': '$h2'}, {'journal_hash': '$h1', 'module_hash': '$h2'})"
+[ "$(json "$T/fix/report.json" "(d['module_changed'], json.load(open('$T/fix/jm.json'))['module_changed'])")" = "$want" ] \
+    || fail "module_changed: $(json "$T/fix/report.json" "d.get('module_changed')")"
+[ "$(json "$T/fix/report.json" "(d['status'], d['resumed'], d['counters']['replayed'], d['counters']['committed'], d['counters']['sent'])")" \
+    = "('ok', True, 49, 50, 1)" ] || fail "the resume ran more than task 17: $(json "$T/fix/report.json" "d['counters']")"
+grep -q "warning: module $T/fix.so changed since job .* (BLAKE2b ${h1:0:16}\.\.\. then, ${h2:0:16}\.\.\. now): resuming with it (--module-changed)" \
+    "$T/fix.jm.log" || fail "the resume does not say it: $(head -3 "$T/fix.jm.log")"
 echo ok

@@ -3,7 +3,8 @@
 # thread, and prints what a distributed run of the same module and
 # arguments prints (the example modules' commits do not depend on the
 # order results arrive in: pi keeps partial sums by task number, primes
-# and bench add integers); a failed task, a missing or incomplete module
+# and bench add integers); what workers print goes to stderr, prefixed, in
+# both; --keep-going commits the rest in both; a failed task, a missing or incomplete module
 # and options it has no use for each get one line and their exit status;
 # and under valgrind it is clean.
 . "$top_srcdir/tests/lib.sh"
@@ -51,6 +52,37 @@ same bench "$(bench_checksum 300)" "$MODS/bench.so" -n 300 -t 64 -r 32
 # Two phases through spits_main: the second's workers get its own argv.
 same twophase "twophase: squares=42925 cubes=1625625 total=1668550" \
     "$TMODS/twophase.so" 50
+
+# Workers that print: their lines go to stderr, each after "spits-run:
+# module stdout: " (a TM's after "spits-tm: module stdout: "), and both
+# stdouts are commit_job's line alone.
+serial chatty "$TMODS/chatty.so" 50
+[ $rc = 0 ] || fail "chatty --serial exited $rc: $(cat "$T/chatty.serr")"
+timeout -s KILL 120 "$RUN" -q -n 2 "$TMODS/chatty.so" 50 >"$T/chatty.d" 2>"$T/chatty.derr" ||
+    fail "chatty distributed exited $?"
+[ "$(cat "$T/chatty.s")" = "chatty: sum=1275" ] && cmp -s "$T/chatty.s" "$T/chatty.d" ||
+    fail "chatty: --serial printed '$(head -3 "$T/chatty.s")', the distributed run '$(head -3 "$T/chatty.d")'"
+for w in s:spits-run d:spits-tm; do
+    f=$T/chatty.${w%%:*}err p="^${w#*:}: module stdout: worker: "
+    [ "$(grep -c "${p}chunk [0-9]*$" "$f")" = 49 ] && grep -q "${p}no newline hereworker: chunk 1$" "$f" ||
+        fail "chatty: the workers' lines on ${w#*:}'s stderr: $(head -3 "$f")"
+done
+[ "$(grep -vc "^spits-run: module stdout: " "$T/chatty.serr")" = 0 ] || fail "chatty --serial: $(cat "$T/chatty.serr")"
+echo "chatty: 50 worker lines on stderr, prefixed, in both runs; stdout the same"
+
+# --keep-going: the failed task named, commit_job run without it, exit 3;
+# the same stdout as a distributed run.
+serial kg --keep-going "$TMODS/faulty.so" 20 fail=4
+[ $rc = 3 ] && [ "$(cat "$T/kg.s")" = "faulty: 19 tasks, sum 205" ] ||
+    fail "--keep-going --serial: exit $rc, printed '$(cat "$T/kg.s")': $(cat "$T/kg.serr")"
+[ "$(cat "$T/kg.serr")" = "spits-run: error: phase 1: task 4 failed: spits_worker_run returned 1; commit_job runs without it (--keep-going)" ] ||
+    fail "--keep-going --serial said: $(cat "$T/kg.serr")"
+rc=0
+timeout -s KILL 120 "$RUN" -q --keep-going --max-attempts 1 "$TMODS/faulty.so" 20 fail=4 \
+    >"$T/kg.d" 2>"$T/kg.derr" || rc=$?
+[ $rc = 3 ] && cmp -s "$T/kg.s" "$T/kg.d" ||
+    fail "--keep-going distributed: exit $rc, printed '$(cat "$T/kg.d")': $(cat "$T/kg.derr")"
+echo "--keep-going: exit 3 and '$(cat "$T/kg.s")' from both"
 
 # commit_pit failing for every third result: exit status 4, as spits-jm's,
 # unless --commit-errors=ignore; what commit_job prints is the same.

@@ -15,7 +15,14 @@
  *
  * There are no retries: a failed run ends the phase as a task that failed
  * every attempt does in spits-jm (commit_job is not called, exit status
- * 3), since a task that fails here is the one to debug.
+ * 3), since a task that fails here is the one to debug; with --keep-going
+ * the phase goes on without it and commit_job runs, as in spits-jm.
+ *
+ * What the worker prints on stdout is a log, not the job's result, as a
+ * task manager's is (taskmanager/tm.c): stdout is a memory file during
+ * worker calls, whose lines then go to stderr, each after a prefix, so
+ * that the two runs' stdouts are the same bytes. A crash copies what the
+ * file holds first (crash.h, spits_crash_drain).
  *
  * --joblog FILE gets spits-jm's lines (jobmanager/joblog.c, linked in):
  * Host is this host, Starttime when the worker began the task, JobRuntime
@@ -25,9 +32,14 @@
  * spitsrun_t carries no context pointer, so the run is reached through one
  * file-scope pointer, set while serial_run runs.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../jobmanager/joblog.h"
 #include "crash.h"
@@ -67,9 +79,89 @@ typedef struct {
     int failed_tasks;       /* exit status 3 */
     jm_joblog_t *joblog;    /* --joblog, or NULL */
     uint32_t log_host;      /* this host, in the joblog */
+    int keep_going;         /* --keep-going: a failed task ends no phase */
+    int out_w, out_r;       /* the worker's stdout: a memory file, written
+                               and read through two offsets (-1: none) */
+    int out_saved;          /* the real stdout while a worker call runs */
 } serial_t;
 
 static serial_t *serial_job;
+
+#define SERIAL_OUT_PREFIX "spits-run: module stdout: "
+
+/* The worker's stdout: a memory file, read through a second open of it
+ * (its own offset), so that the crash handler reads what is unread. */
+static void serial_out_open(serial_t *s)
+{
+    char path[64];
+    s->out_w = s->out_r = s->out_saved = -1;
+    s->out_w = memfd_create("spits-run-worker-stdout", MFD_CLOEXEC);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", s->out_w);
+    if (s->out_w < 0 || (s->out_r = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        spits_warn("cannot keep the workers' stdout apart (%s); it is mixed "
+                   "with the job's result", strerror(errno));
+        if (s->out_w >= 0)
+            close(s->out_w);
+        s->out_w = -1;
+        return;
+    }
+    spits_crash_drain(s->out_r, SERIAL_OUT_PREFIX);
+}
+
+static void serial_out_close(serial_t *s)
+{
+    spits_crash_drain(-1, NULL);
+    if (s->out_w >= 0)
+        close(s->out_w);
+    if (s->out_r >= 0)
+        close(s->out_r);
+    s->out_w = s->out_r = -1;
+}
+
+/* A worker call begins: stdout goes into the memory file. */
+static void serial_out_begin(serial_t *s)
+{
+    if (s->out_w < 0)
+        return;
+    fflush(stdout);
+    if ((s->out_saved = dup(STDOUT_FILENO)) >= 0)
+        dup2(s->out_w, STDOUT_FILENO);
+}
+
+/* It ended: stdout is the real one again, and what the call printed goes
+ * to stderr line by line, each after the prefix. */
+static void serial_out_end(serial_t *s)
+{
+    char buf[4096];
+    ssize_t n;
+    int at_start = 1;
+
+    if (s->out_w < 0 || s->out_saved < 0)
+        return;
+    fflush(stdout);
+    dup2(s->out_saved, STDOUT_FILENO);
+    close(s->out_saved);
+    s->out_saved = -1;
+    while ((n = read(s->out_r, buf, sizeof buf)) > 0) {
+        for (char *p = buf, *end = buf + n; p < end;) {
+            char *nl = memchr(p, '\n', (size_t)(end - p));
+            size_t len = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+            if (at_start)
+                fputs(SERIAL_OUT_PREFIX, stderr);
+            fwrite(p, 1, len, stderr);
+            at_start = nl != NULL;
+            p += len;
+        }
+    }
+    if (!at_start)
+        fputc('\n', stderr);
+    fflush(stderr);
+    /* (empty again: the file's size is one call's output at most) */
+    if (ftruncate(s->out_w, 0) == 0) {
+        lseek(s->out_w, 0, SEEK_SET);
+        lseek(s->out_r, 0, SEEK_SET);
+    }
+}
 
 /* The push callback of all three: ctx is the sink. */
 static void serial_push(const void *data, spitssize_t size, spitsctx_t ctx)
@@ -104,11 +196,15 @@ static int serial_task(serial_t *s, uint32_t phase, uint64_t id, int argc,
                        const char **argv, spits_inst_t *worker, int *have_worker,
                        spits_inst_t *committer)
 {
+    const char *then = s->keep_going ? "; commit_job runs without it "
+                       "(--keep-going)" : "; commit_job not called";
     if (!*have_worker) {
-        if (spits_module_worker_new(s->mod, worker, argc, argv) != 0) {
+        serial_out_begin(s);
+        int made = spits_module_worker_new(s->mod, worker, argc, argv) == 0;
+        serial_out_end(s);
+        if (!made) {
             spits_error("phase %u: spits_worker_new returned NULL, so task "
-                        "%llu fails; commit_job not called", phase,
-                        (unsigned long long)id);
+                        "%llu fails%s", phase, (unsigned long long)id, then);
             return -1;
         }
         *have_worker = 1;
@@ -117,22 +213,23 @@ static int serial_task(serial_t *s, uint32_t phase, uint64_t id, int argc,
     spits_modcall_begin(&s->result.call);
     spits_crash_task(id);
     int64_t start = spits_now_ms();
+    serial_out_begin(s);
     int rc = spits_module_worker_run(s->mod, worker, s->task.buf.data,
                                      (spitssize_t)s->task.buf.len,
                                      serial_push, &s->result);
+    serial_out_end(s);
     int64_t ran = spits_now_ms() - start;
     if (spits_modcall_worker_run(&s->result.call, id, SERIAL_MAX_BYTES,
                                  SERIAL_LIMIT) != 0) {
         serial_log(s, phase, id, start, ran, 0, rc ? rc : -1);
-        spits_error("phase %u: task %llu failed; commit_job not called",
-                    phase, (unsigned long long)id);
+        spits_error("phase %u: task %llu failed%s", phase,
+                    (unsigned long long)id, then);
         return -1;
     }
     if (rc != 0) {
         serial_log(s, phase, id, start, ran, 0, rc);
         spits_error("phase %u: task %llu failed: spits_worker_run returned "
-                    "%d; commit_job not called", phase,
-                    (unsigned long long)id, rc);
+                    "%d%s", phase, (unsigned long long)id, rc, then);
         return -1;
     }
     rc = spits_module_commit_pit(s->mod, committer, s->result.buf.data,
@@ -162,7 +259,7 @@ static int serial_phase(int argc, const char **argv, const void *jobinfo,
     if (finalsz)
         *finalsz = 0;
     /* After a failure spits_main should return: nothing more runs. */
-    if (s->runtime_error || s->failed_tasks)
+    if (s->runtime_error || (s->failed_tasks && !s->keep_going))
         return SPITS_RUN_FAILED;
     s->phases = phase;
     if (argc < 1 || !argv) {
@@ -206,18 +303,22 @@ static int serial_phase(int argc, const char **argv, const void *jobinfo,
         if (serial_task(s, phase, id, argc, argv, &worker, &have_worker,
                         &committer) != 0) {
             s->failed_tasks = 1;
-            break;
+            if (!s->keep_going || !have_worker)
+                break;
         }
     }
     spits_module_manager_free(s->mod, &manager);
-    if (have_worker)
+    if (have_worker) {
+        serial_out_begin(s);
         spits_module_worker_free(s->mod, &worker);
+        serial_out_end(s);
+    }
     if (s->phase_commit_errors > SERIAL_COMMIT_NAMED)
         spits_warn("commit_pit failed for %llu result(s) of phase %u in all "
                    "(only the first %d are named)",
                    (unsigned long long)s->phase_commit_errors, phase,
                    SERIAL_COMMIT_NAMED);
-    if (!s->runtime_error && !s->failed_tasks) {
+    if (!s->runtime_error && (!s->failed_tasks || s->keep_going)) {
         s->final.buf.len = 0;   /* this phase's, not an earlier one's */
         rc = spits_module_commit_job(s->mod, &committer, serial_push, &s->final);
         if (spits_modcall_commit_job(&s->final.call, phase, SERIAL_MAX_FINAL,
@@ -236,13 +337,14 @@ static int serial_phase(int argc, const char **argv, const void *jobinfo,
 }
 
 int serial_run(int argc, const char **argv, int commit_errors_ignore,
-               const char *joblog)
+               int keep_going, const char *joblog)
 {
     serial_t s;
     char err[1024], host[256];
     int rc;
 
     memset(&s, 0, sizeof s);
+    s.keep_going = keep_going;
     if (joblog && !(s.joblog = jm_joblog_new(joblog, err, sizeof err))) {
         spits_error("%s", err);
         return 1;
@@ -261,6 +363,7 @@ int serial_run(int argc, const char **argv, int commit_errors_ignore,
         return 1;
     }
     serial_job = &s;
+    serial_out_open(&s);
     if (spits_module_has_main(s.mod)) {
         rc = spits_module_main(s.mod, argc, argv, serial_phase);
     } else {
@@ -269,6 +372,7 @@ int serial_run(int argc, const char **argv, int commit_errors_ignore,
         rc = serial_phase(argc, argv, NULL, 0, &final, &finalsz);
     }
     fflush(stdout);
+    serial_out_close(&s);
     serial_job = NULL;
     spits_buf_free(&s.task.buf);
     spits_buf_free(&s.result.buf);

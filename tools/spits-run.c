@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "jobdir.h"
 #include "log.h"
 #include "serial.h"
@@ -45,12 +46,16 @@ typedef struct {
     char tmpdir[PATH_MAX];
     int keep;
     int jm_crashed;         /* the signal the JM died of, unsent (or 0) */
+    int failed;             /* the job's exit status, when it failed (or 0) */
+    int tm_crashed;         /* a TM died of a signal (its crash file) */
     long workers, tms;
     const char *max_copies, *max_attempts, *bind, *commit_errors, *progress;
     const char *joblog, *journal;   /* passed to spits-jm */
     const char *prefetch, *task_timeout;   /* passed to spits-tm */
     int isolate;
     int resume;             /* --resume: spits-jm --resume on --jobdir */
+    int module_changed;     /* --module-changed: passed with --resume */
+    int keep_going;         /* --keep-going: spits-jm's, or serial.c's */
     int serial;             /* --serial: serial.c, in this process */
     const char *not_serial; /* an option given that --serial has no use for */
     int verbosity;          /* -1 quiet, 0 default, >0 verbose */
@@ -82,9 +87,14 @@ static void usage(FILE *f)
 "      --resume           continue the job in --jobdir DIR that was stopped\n"
 "                         (a signal, a crash, an error): spits-jm --resume;\n"
 "                         module and arguments come from its journal\n"
+"      --module-changed   with --resume: the module was changed (fixed)\n"
+"                         since the job started; keep its committed results\n"
 "      --bind ENDPOINT    the job manager's endpoint (tcp://127.0.0.1:0)\n"
 "      --max-copies N     passed to spits-jm\n"
 "      --max-attempts N   passed to spits-jm\n"
+"      --keep-going       passed to spits-jm (and used by --serial): tasks\n"
+"                         that fail are listed, commit_job runs on the\n"
+"                         other results, the exit status is 3\n"
 "      --commit-errors fail|ignore  passed to spits-jm\n"
 "      --progress-interval SEC  passed to spits-jm\n"
 "      --joblog FILE      passed to spits-jm (with --serial, the same lines\n"
@@ -98,7 +108,9 @@ static void usage(FILE *f)
 "                         generated, run and committed in turn, then\n"
 "                         commit_job (each phase so); for gdb and valgrind,\n"
 "                         and to compare with a distributed run. No retries:\n"
-"                         a failed task ends the job (exit status 3)\n"
+"                         a failed task ends the job (exit status 3). What\n"
+"                         the workers print goes to stderr, as a task\n"
+"                         manager's does\n"
 "  -v, --verbose          more logging\n"
 "  -q, --quiet            errors only\n"
 "  -h, --help             this help\n"
@@ -111,7 +123,9 @@ static void usage(FILE *f)
 "  1   an error of its own: spits-jm or spits-tm not found or not\n"
 "      started, no temporary job dir, every task manager exited\n"
 "      with work left\n"
-"  2   a usage error\n");
+"  2   a usage error\n"
+"A job that fails keeps its temporary job dir (its report, crash files and\n"
+"journal), and spits-run says where it is.\n");
 }
 
 /* Runs argv with the signal mask; keep_fd (if >= 0) stays open across
@@ -247,8 +261,17 @@ static int run_jm_crashed(int ws, int sent)
            !(sent && (WTERMSIG(ws) == SIGINT || WTERMSIG(ws) == SIGTERM));
 }
 
-/* The temporary job dir goes, unless --keep or the JM crashed. (A few
- * tries: a child's last file may still be on its way at the first.) */
+static int run_has_report(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_REPORT_FILE);
+    return access(path, F_OK) == 0;
+}
+
+/* The temporary job dir goes, unless --keep, or the job failed or a
+ * process of it crashed: then what says why (report.json, crash files,
+ * the journal to resume from) is kept, in one line. (A few tries: a
+ * child's last file may still be on its way at the first.) */
 static void run_cleanup(run_t *r)
 {
     if (!r->tmpdir[0])
@@ -257,6 +280,19 @@ static void run_cleanup(run_t *r)
         spits_error("the job manager died of SIG%s; job dir kept: %s "
                     "(spits-status --jobdir %s says where it crashed)",
                     sigabbrev_np(r->jm_crashed), r->tmpdir, r->tmpdir);
+        return;
+    }
+    /* (a JM that failed before its job began, such as on a module it
+     * could not load, leaves nothing to keep) */
+    if (r->failed && run_has_report(r->tmpdir)) {
+        spits_error("the job failed (exit status %d); job dir kept: %s "
+                    "(its report.json%s; spits-status --jobdir %s)", r->failed,
+                    r->tmpdir, r->tm_crashed ? " and crashes/" : "", r->tmpdir);
+        return;
+    }
+    if (r->tm_crashed) {
+        spits_warn("a task manager crashed; job dir kept: %s (its crash "
+                   "report is in %s/crashes)", r->tmpdir, r->tmpdir);
         return;
     }
     if (r->keep) {
@@ -273,11 +309,17 @@ static void run_cleanup(run_t *r)
                strerror(errno));
 }
 
-static int run_has_report(const char *dir)
+/* The JM crashed: its crash.json gets the source line (the JM's handler
+ * could only write the module's offset). */
+static void run_resolve_crash(const run_t *r)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, SPITS_REPORT_FILE);
-    return access(path, F_OK) == 0;
+    char path[PATH_MAX], err[PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/%s", r->jobdir, SPITS_CRASH_FILE);
+    json_t *doc = spits_crash_read(path, err, sizeof err);
+    if (doc && spits_crash_resolve(doc) &&
+        spits_json_write_atomic(path, doc, 0644, err, sizeof err) != 0)
+        spits_warn("%s", err);
+    json_decref(doc);
 }
 
 /* Waits until the JM has removed the run before's report.json (a new run
@@ -419,6 +461,8 @@ static void jm_args(run_t *r, char **jargv, int check, int argc, char **argv)
     jargv[ja++] = (char *)r->bind;
     if (r->max_copies) { jargv[ja++] = "--max-copies"; jargv[ja++] = (char *)r->max_copies; }
     if (r->max_attempts) { jargv[ja++] = "--max-attempts"; jargv[ja++] = (char *)r->max_attempts; }
+    if (r->keep_going) jargv[ja++] = "--keep-going";
+    if (r->module_changed) jargv[ja++] = "--module-changed";
     if (r->commit_errors) { jargv[ja++] = "--commit-errors"; jargv[ja++] = (char *)r->commit_errors; }
     if (r->progress) { jargv[ja++] = "--progress-interval"; jargv[ja++] = (char *)r->progress; }
     if (r->joblog) { jargv[ja++] = "--joblog"; jargv[ja++] = (char *)r->joblog; }
@@ -497,7 +541,7 @@ static int run_serial(const run_t *r, int argc, char **argv)
                         : r->verbosity > 0 ? SPITS_LOG_DEBUG : SPITS_LOG_INFO);
     return serial_run(argc - optind, (const char **)argv + optind,
                       r->commit_errors && strcmp(r->commit_errors, "ignore") == 0,
-                      r->joblog);
+                      r->keep_going, r->joblog);
 }
 
 int main(int argc, char **argv)
@@ -511,6 +555,8 @@ int main(int argc, char **argv)
         {"bind", required_argument, NULL, 'b'},
         {"max-copies", required_argument, NULL, 'C'},
         {"max-attempts", required_argument, NULL, 'A'},
+        {"keep-going", no_argument, NULL, 'g'},
+        {"module-changed", no_argument, NULL, 'M'},
         {"commit-errors", required_argument, NULL, 'E'},
         {"progress-interval", required_argument, NULL, 'G'},
         {"joblog", required_argument, NULL, 'L'},
@@ -537,7 +583,7 @@ int main(int argc, char **argv)
     spits_log_init("spits-run", SPITS_LOG_INFO);
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:n:k:d:vqhV", longopts, NULL)) != -1) {
-        if (strchr("nkdKRbCAGPIT", c))
+        if (strchr("nkdKRMbCAGPIT", c))
             r.not_serial = run_option_name(longopts, c);
         switch (c) {
         case 'n':
@@ -558,6 +604,8 @@ int main(int argc, char **argv)
             break;
         case 'C': r.max_copies = optarg; break;
         case 'A': r.max_attempts = optarg; break;
+        case 'g': r.keep_going = 1; break;
+        case 'M': r.module_changed = 1; break;
         case 'E': r.commit_errors = optarg; break;
         case 'G': r.progress = optarg; break;
         case 'L': r.joblog = optarg; break;
@@ -698,6 +746,9 @@ int main(int argc, char **argv)
                         tms_failed++;
                         tm_failure = status_of(ws);
                     }
+                    if (WIFSIGNALED(ws) && WTERMSIG(ws) != SIGTERM &&
+                        WTERMSIG(ws) != SIGKILL)
+                        r.tm_crashed = 1;
                 }
         }
         if (!r.jm)
@@ -720,18 +771,25 @@ int main(int argc, char **argv)
     stop_tms(&r, SIGTERM, 3000);
     stop_tms(&r, SIGKILL, 1000);
     errpipe_drain(&r, 1);
-    run_cleanup(&r);
+    if (r.jm_crashed)
+        run_resolve_crash(&r);
     /* Stopped as asked: the status says by which signal (the JM was sent
      * SIGINT or SIGTERM for it). */
     int stopped = status == 0 || status == 128 + SIGINT || status == 128 + SIGTERM;
+    int final = status;
     if (signalled && stopped)
-        status = 128 + signalled;
+        final = 128 + signalled;
     else if (tms_failed == r.tms && stopped)
         /* stopped by us, for want of TMs: a failure, with the status the
          * last TM ended with (a worker's exit(5), a crash's 128+SIGSEGV),
          * as --serial ends with it; 1 if none started */
-        status = tm_failure;
+        final = tm_failure;
     else if (orphaned && stopped)
-        status = 1;   /* every TM exited with work left */
-    return status;
+        final = 1;    /* every TM exited with work left */
+    /* (a job stopped as asked failed nobody: its dir goes) */
+    if (status != 0 && !signalled &&
+        (gave_up || (status != 128 + SIGINT && status != 128 + SIGTERM)))
+        r.failed = final;
+    run_cleanup(&r);
+    return final;
 }
