@@ -1,7 +1,8 @@
 #!/bin/bash
 # Graceful drain: SIGTERM (or SIGINT) to a TM hands its queued tasks back,
 # lets the running ones finish and exits 0; past --drain-timeout it leaves
-# anyway and exits 1. Either way the job's result is exact. Two SIGTERMs
+# anyway and exits 1. Either way the job's result is exact, and a drain
+# re-sends only what the TM handed back. Two SIGTERMs
 # at once (Slurm and srun at a time limit) are one drain; a signal 2 s
 # later ends it at once.
 . "$(dirname "$0")/lib.sh"
@@ -47,6 +48,35 @@ wait $victim; rc=$?
 grep -q "signal 15: draining" "$T/e.victim.log" || fail "no drain before the second signal"
 wait $jm || fail "the job exited $?"
 [ "$(cat "$T/e.out")" = "$(bench_checksum 8)" ] || fail "bench printed '$(cat "$T/e.out")'"
+wait $other || fail "the other TM exited $?"
+
+# 1c. A drain wastes nothing: the tasks the JM sent before it saw the
+# DRAIN are handed back as they come (the TM leaves once the JM answered
+# the DRAIN), so nothing is requeued at its BYE, what is re-sent is what
+# was handed back, and no task runs twice. (0.2 ms tasks keep the
+# victim's queue refilled up to the signal; a few thousand are left, so
+# the JM has fresh tasks and sends no copies of late ones before the
+# drain, and only one TM after it.)
+n=8000
+start_jm f "$MODS/bench.so" -n $n -s 200
+jm=$JM_PID
+start_tm f f.victim -n 2; victim=$TM_PID
+wait_for "grep -q joined $T/f.jm.log" 30 "the victim to join"
+start_tm f f.other -n 2; other=$TM_PID
+wait_for "[ \"\$(tm_done f $victim)\" -ge 500 ]" 30 "the victim to finish some tasks"
+kill -TERM $victim
+wait $victim || fail "the drained TM exited $?"
+grep -q "signal 15: draining" "$T/f.victim.log" || fail "no drain line"
+grep -q "did not answer the drain" "$T/f.victim.log" && fail "the JM's answer to DRAIN never came"
+wait $jm || fail "job f exited $?"
+[ "$(cat "$T/f.out")" = "$(bench_checksum $n)" ] || fail "job f printed '$(cat "$T/f.out")'"
+r=$T/f/report.json
+[ "$(json $r "d['counters']['requeued']")" = 0 ] \
+    || fail "$(json $r "d['counters']['requeued']") task(s) requeued at the drained TM's BYE"
+[ "$(json $r "d['counters']['duplicates']")" = 0 ] \
+    || fail "$(json $r "d['counters']['duplicates']") duplicate(s) after a drain"
+[ "$(json $r "0 < d['counters']['resent'] <= d['counters']['returned']")" = True ] \
+    || fail "$(json $r "d['counters']['resent']") re-sent, $(json $r "d['counters']['returned']") handed back"
 wait $other || fail "the other TM exited $?"
 
 # 2. SIGINT while tasks run longer than --drain-timeout: it leaves anyway.
