@@ -142,6 +142,10 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
             if (loglimit_allow(&d->logs.draining, d->clock.now))
                 spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
         }
+        /* The answer goes after every task sent to it (one connection
+         * keeps their order): once the TM has it, none is on its way,
+         * and it leaves with every copy it held answered. */
+        tmio_send_empty(d, rid, ridlen, SPITS_MSG_DRAIN);
         break;
     case SPITS_MSG_BYE:
         if (t)

@@ -94,7 +94,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     json_t *doc = json_pack(
         "{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:f, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
         " s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
         "version", 1, "job_id", jm->job_id, "module", jm->module_path,
         "status", status_word(exit_code, jm), "exit_code", exit_code,
         "started", started_s, "finished", finished_s,
@@ -118,6 +118,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "resent", (json_int_t)ds->sched.resent,
         "duplicates", (json_int_t)ds->sched.duplicates,
         "requeued", (json_int_t)ds->sched.requeued, "retried", (json_int_t)ds->sched.retried,
+        "returned", (json_int_t)ds->sched.returned,
         "crashed", (json_int_t)ds->sched.crashed, "timed_out", (json_int_t)ds->sched.timed_out,
         "cancelled", (json_int_t)ds->cancelled,
         "adopted", (json_int_t)ds->adopted, "replayed", (json_int_t)replayed,
@@ -168,13 +169,14 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
 
     double secs = finished - jm->started;
     spits_info("job %s %s: %u phase(s), %llu task(s) committed, %llu commit "
-               "error(s), %llu failed, %llu re-sent, %llu duplicate(s), %llu TM(s) "
+               "error(s), %llu failed, %llu re-sent (%llu handed back), %llu duplicate(s), %llu TM(s) "
                "(%llu re-attach(es), %llu loss(es), %llu lost for good), "
                "%.2f s (%.0f tasks/s)",
                jm->job_id, status_word(exit_code, jm), jm->nphases,
                (unsigned long long)committed, (unsigned long long)commit_errors,
                (unsigned long long)nfailed,
-               (unsigned long long)ds->sched.resent, (unsigned long long)ds->sched.duplicates,
+               (unsigned long long)ds->sched.resent, (unsigned long long)ds->sched.returned,
+               (unsigned long long)ds->sched.duplicates,
                (unsigned long long)ds->tm_joins,
                (unsigned long long)ds->tm_reattaches,
                (unsigned long long)ds->tm_losses,

@@ -82,7 +82,8 @@ enum {
     SPITS_MSG_BYE = 8,       /* TM -> JM: I am leaving */
     SPITS_MSG_WHO = 9,       /* JM -> TM: I do not know you, say HELLO */
     SPITS_MSG_CANCEL = 10,   /* JM -> TM: records, copies no longer needed */
-    SPITS_MSG_DRAIN = 11,    /* TM -> JM: send me no more tasks */
+    SPITS_MSG_DRAIN = 11,    /* TM -> JM: send me no more tasks; JM -> TM,
+                                empty: the answer, after the last task */
     SPITS_MSG_STATUS = 12,   /* spits-status -> JM: empty; JM -> it: JSON */
     SPITS_MSG_STATS = 13,    /* TM -> JM: JSON, its workers' busy time so far */
     SPITS_MSG_LAST = 13

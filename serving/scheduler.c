@@ -657,6 +657,7 @@ sched_outcome_t sched_record(sched_t *s, sched_peer_t *t, uint64_t id,
     s->version++;                       /* a copy fewer: a candidate again */
     if (status != SPITS_ST_RETURNED)
         return on_failed_run(s, t, task, status);
+    s->st->returned++;
     if (task->copies == 0)
         retry_push(s, task);
     return SCHED_REC_RETURNED;

@@ -137,6 +137,8 @@ typedef struct {
     uint64_t resent;          /* copies sent beyond a task's first */
     uint64_t duplicates;      /* results of already resolved tasks */
     uint64_t requeued;        /* copies taken back from lost TMs */
+    uint64_t returned;        /* copies handed back unrun (a drain, a
+                                 TM out of room) of unresolved tasks */
     uint64_t retried;         /* failed runs to be run again */
     uint64_t crashed;         /* runs that killed their worker process */
     uint64_t timed_out;       /* runs stopped by --task-timeout */

@@ -13,7 +13,11 @@
  * Slurm sends at a time limit), or a walltime end (--end-time) too near
  * for another task, starts it. The TM tells the JM to send nothing more
  * (DRAIN), hands back its queued tasks, lets running ones finish within
- * --drain-timeout, and sends their results. A second signal kills it,
+ * --drain-timeout, and sends their results. It leaves once the JM has
+ * answered the DRAIN too: tasks the JM sent before it saw the DRAIN are
+ * still on their way until then, and each is handed back as it comes.
+ * Left behind, the JM would take them back only when the TM is gone,
+ * and send them again as tasks no one handed back. A second signal kills it,
  * but for a SIGTERM within 2 s of the first (Slurm and srun both send
  * one at a time limit).
  */
@@ -42,6 +46,11 @@ static spits_wake_ref_t tm_wake = SPITS_WAKE_REF_INIT;   /* (wake.h) */
  * on, two signals within a second, and the second must not end the
  * drain the first began. */
 #define TM_SIGNAL_REPEAT_MS 2000
+
+/* How long a drained TM waits for the JM's answer to its DRAIN (within
+ * --drain-timeout): a JM that never answers costs this much, and then
+ * only the re-sending of the tasks still on their way. */
+#define TM_DRAIN_ACK_MS 5000
 
 static void on_signal(int sig)
 {
@@ -87,8 +96,10 @@ static void drain_begin(tm_t *tm, const char *why)
     tm->drain.active = 1;
     tm->drain.deadline = tm->now + (int64_t)(tm->opts.drain_timeout * 1000);
     spits_wire_encode_empty(drain, SPITS_MSG_DRAIN, tm_job_wire(&tm->job));
-    if (tm_link_ready(tm))
-        tm_link_send(tm, drain, sizeof drain);
+    /* (no DRAIN sent, none answered: nothing is waited for) */
+    tm->drain.acked = !tm_link_ready(tm) || tm_link_send(tm, drain, sizeof drain) != 0;
+    tm->drain.ack_by = tm->now + TM_DRAIN_ACK_MS < tm->drain.deadline
+                           ? tm->now + TM_DRAIN_ACK_MS : tm->drain.deadline;
     if (tm->pool_started) {
         handed = tm_pool_drain(&tm->pool);
         if (tm->relay)
@@ -100,7 +111,8 @@ static void drain_begin(tm_t *tm, const char *why)
                tm->opts.drain_timeout, running);
 }
 
-/* 1 when the drain is over: nothing runs and every result went out. */
+/* 1 when the drain is over: nothing runs, every result went out, and
+ * the JM answered the DRAIN (or was waited for long enough). */
 static int drain_done(tm_t *tm)
 {
     size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
@@ -108,7 +120,10 @@ static int drain_done(tm_t *tm)
      * stops counting as running under one lock, so none can slip by. */
     tm_results_collect(tm);
     tm_results_send(tm);
-    if (held == 0 && tm->results.n == 0) {
+    if (held == 0 && tm->results.n == 0 && (tm->drain.acked || tm->now >= tm->drain.ack_by)) {
+        if (!tm->drain.acked)
+            spits_warn("the job manager did not answer the drain in time: it "
+                       "sends the tasks still on their way here to others");
         spits_info("drained: every started task finished and its result was sent");
         return 1;
     }

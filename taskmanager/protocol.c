@@ -310,6 +310,10 @@ void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)
     case SPITS_MSG_TASKS: on_tasks(tm, &hdr, msg); break;
     case SPITS_MSG_CANCEL: on_cancel(tm, &hdr, msg); break;
     case SPITS_MSG_HEARTBEAT: break;
+    case SPITS_MSG_DRAIN:
+        /* The answer to ours: every task sent before it is here. */
+        tm->drain.acked = 1;
+        break;
     case SPITS_MSG_END:
         spits_debug("the job manager says the job is over");
         tm->done = 1;

@@ -288,6 +288,10 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
             if (loglimit_allow(&r->log.events, r->tm->now))
                 spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
         }
+        /* The answer goes after every task sent to it (one connection
+         * keeps their order): once it has it, none is on its way. */
+        if (t)
+            relay_send_empty(r, t, SPITS_MSG_DRAIN);
         break;
     case SPITS_MSG_BYE:
         if (t)

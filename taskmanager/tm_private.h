@@ -314,10 +314,12 @@ void tm_proto_free(tm_proto_t *proto);
 
 /* ==== loop.c: the poll loop, signals and leaving early
  *
- * tm_drain_t is written by loop.c only (tm_loop_drain, the walltime).
+ * tm_drain_t is written by loop.c (tm_loop_drain, the walltime), all on
+ * the main thread.
  * Read: drain.active, a flag, by the files that act on a drain: those
  * above (tm.c, simulate.c) and, as a read only, protocol.c (no more
  * tasks), link.c (a longer linger for the last results) and relay.c.
+ * protocol.c also sets drain.acked, when the JM's answer to DRAIN comes.
  */
 
 /* (The signal handler only sets loop.c's tm_signal.) */
@@ -325,6 +327,10 @@ typedef struct {
     int active;                  /* a drain began: take no more tasks */
     int64_t deadline;            /* the drain ends by then, done or not */
     int64_t end_ms;              /* walltime end, monotonic ms (0: none) */
+    int acked;                   /* the JM answered our DRAIN: every task
+                                    it sent us has arrived (set by
+                                    protocol.c), or none was sent */
+    int64_t ack_by;              /* ...we leave without it by then */
 } tm_drain_t;
 
 /* SIGTERM and SIGINT start a drain (woken through wake_fd). */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Graceful drain: SIGTERM (or SIGINT) to a TM hands its queued tasks back,
 # lets the running ones finish and exits 0; past --drain-timeout it leaves
-# anyway and exits 1. Either way the job's result is exact. Two SIGTERMs
+# anyway and exits 1. Either way the job's result is exact, and a drain
+# re-sends only what the TM handed back. Two SIGTERMs
 # at once (Slurm and srun at a time limit) are one drain; a signal 2 s
 # later ends it at once.
 . "$(dirname "$0")/lib.sh"
@@ -32,9 +33,11 @@ wait $jm || fail "the job exited $?"
 wait $other || fail "the other TM exited $?"
 
 # 1b. A second signal 2 s or more after the first ends a drain at once:
-# the victim's 3 s tasks are still running, its --drain-timeout is 60 s.
+# the victim's 4 s tasks are still running, its --drain-timeout is 60 s.
+# (A loaded machine stretches the 2.5 s sleep and the steps before the
+# first signal by a second or so: the tasks outlast them.)
 mkdir "$T/e.started"
-start_jm e "$MODS/bench.so" -n 8 -s 3000000 -M "$T/e.started"
+start_jm e "$MODS/bench.so" -n 8 -s 4000000 -M "$T/e.started"
 jm=$JM_PID
 start_tm e e.victim -n 2 --drain-timeout 60; victim=$TM_PID
 wait_for "[ \$(ls $T/e.started | wc -l) -ge 2 ]" 30 "the victim's two tasks to start"
@@ -47,6 +50,34 @@ wait $victim; rc=$?
 grep -q "signal 15: draining" "$T/e.victim.log" || fail "no drain before the second signal"
 wait $jm || fail "the job exited $?"
 [ "$(cat "$T/e.out")" = "$(bench_checksum 8)" ] || fail "bench printed '$(cat "$T/e.out")'"
+wait $other || fail "the other TM exited $?"
+
+# 1c. A drain wastes nothing: the tasks the JM sent before it saw the
+# DRAIN are handed back as they come (the TM leaves once the JM answered
+# the DRAIN), so nothing is requeued at its BYE, what is re-sent is what
+# was handed back, and no task runs twice. (0.2 ms tasks keep the
+# victim's queue refilled up to the signal, which comes as task 200
+# starts (-M); most are left, so the JM has fresh tasks and sends no
+# copies of late ones before the drain, and only one TM after it.)
+n=2000
+mkdir "$T/f.started"
+start_jm f "$MODS/bench.so" -n $n -s 200 -M "$T/f.started"
+jm=$JM_PID
+start_tm f f.victim -n 2; victim=$TM_PID
+wait_for "grep -q joined $T/f.jm.log" 30 "the victim to join"
+start_tm f f.other -n 2; other=$TM_PID
+wait_for "[ -e $T/f.started/started-200 ]" 30 "task 200 to start"
+kill -TERM $victim
+wait $victim || fail "the drained TM exited $?"
+grep -q "signal 15: draining" "$T/f.victim.log" || fail "no drain line"
+grep -q "did not answer the drain" "$T/f.victim.log" && fail "the JM's answer to DRAIN never came"
+wait $jm || fail "job f exited $?"
+[ "$(cat "$T/f.out")" = "$(bench_checksum $n)" ] || fail "job f printed '$(cat "$T/f.out")'"
+read -r requeued dups resent returned <<<"$(json "$T/f/report.json" \
+    "' '.join(str(d['counters'][k]) for k in ('requeued', 'duplicates', 'resent', 'returned'))")"
+[ "$requeued" = 0 ] || fail "$requeued task(s) requeued at the drained TM's BYE"
+[ "$dups" = 0 ] || fail "$dups duplicate(s) after a drain"
+[ "$resent" -le "$returned" ] || fail "$resent re-sent, $returned handed back"
 wait $other || fail "the other TM exited $?"
 
 # 2. SIGINT while tasks run longer than --drain-timeout: it leaves anyway.
