@@ -75,7 +75,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         if (zmq_msg_more(&rx->msg))
             spits_zmq_drop_frames(d->net.router);
         tmio_bad_message(d, why);
-        tmio_bad_peer(d, t, why);
+        members_bad_peer(d, t, why);
         goto out;
     }
     if (d->fleet.gone) {
@@ -86,7 +86,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     /* Only RESULTS may have parts (a message's frames are all here:
      * disp_recv took the first). Nothing a peer sends stops the job: a
      * message whose frames do not fit its records, or not in memory, is
-     * dropped and its sender with it (tmio_bad_peer). */
+     * dropped and its sender with it (members_bad_peer). */
     int rc = spits_parts_recv(&rx->parts, d->net.router, &h, &rx->msg,
                               SPITS_MSG_RESULTS, &why), unrun = 0;
     if (rc != 0) {
@@ -94,7 +94,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
             why = "no memory for its parts";
         tmio_bad_message(d, why);
         if (h.type != SPITS_MSG_RESULTS) {
-            tmio_bad_peer(d, t, why);
+            members_bad_peer(d, t, why);
             goto out;
         }
         unrun = 1;   /* its records still answer their copies, unrun */
@@ -120,7 +120,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
          * evicted t's dead entry for it: look again) */
         t = peertab_find(d->fleet.tab, rid, ridlen);
         if (unrun)
-            tmio_bad_peer(d, t, why);
+            members_bad_peer(d, t, why);
         if (!t || !t->peer.alive)
             tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;

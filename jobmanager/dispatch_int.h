@@ -206,9 +206,6 @@ void tmio_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type);
 void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type);
 /* A malformed message: counted, logged now and then */
 void tmio_bad_message(jm_disp_t *d, const char *why);
-/* ...whose sender t (NULL: unknown), if live, is dropped as a bad peer:
- * lost, its copies requeued (members_lost logs it, rate-limited) */
-void tmio_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why);
 
 /* dispatch.c */
 /* One message from a peer (rx: its body, whose reference this takes) */
@@ -241,6 +238,10 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                       size_t ridlen, zmq_msg_t *body);
 void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body);
 void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
+/* A malformed message's sender t (NULL: unknown), if live, is dropped as
+ * a bad peer: lost, its copies requeued (the caller counts the message
+ * with tmio_bad_message) */
+void members_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why);
 void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg);
 
 #endif

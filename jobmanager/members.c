@@ -57,6 +57,16 @@ void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     peertab_set_alive(d->fleet.tab, t, 0);
 }
 
+/* (dispatch_int.h) */
+void members_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why)
+{
+    char lost[160];
+    if (!t || !t->peer.alive)
+        return;
+    snprintf(lost, sizeof lost, "a bad peer: %s", why ? why : "a malformed message");
+    members_lost(d, t, lost);
+}
+
 /* BYE: it left on purpose (drained, done, or refusing the job, which its
  * BYE then says), so it is not lost. */
 void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)

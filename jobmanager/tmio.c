@@ -97,15 +97,6 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
 }
 
 /* A malformed message from a peer: counted, said now and then. */
-void tmio_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why)
-{
-    char lost[160];
-    if (!t || !t->peer.alive)
-        return;
-    snprintf(lost, sizeof lost, "a bad peer: %s", why ? why : "a malformed message");
-    members_lost(d, t, lost);
-}
-
 void tmio_bad_message(jm_disp_t *d, const char *why)
 {
     d->st.bad_messages++;
