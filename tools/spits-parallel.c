@@ -807,6 +807,7 @@ static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs,
         /* (its temporary job dir goes at the end: nothing could resume) */
         a[n++] = "--journal";
         a[n++] = "off";
+        a[n++] = "--no-keep";   /* (failed commands are ours to report) */
     }
     /* One copy at a time unless asked: a command may have effects (its
      * files) that a second copy running at once would spoil. */

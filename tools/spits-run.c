@@ -45,6 +45,7 @@ typedef struct {
     const char *jobdir;
     char tmpdir[PATH_MAX];
     int keep;
+    int no_keep;            /* --no-keep: a failed job's dir goes too */
     int jm_crashed;         /* the signal the JM died of, unsent (or 0) */
     int failed;             /* the job's exit status, when it failed (or 0) */
     int tm_crashed;         /* a TM died of a signal (its crash file) */
@@ -84,6 +85,8 @@ static void usage(FILE *f)
 "  -d, --jobdir DIR       job directory, kept afterwards (a temporary one,\n"
 "                         removed at exit)\n"
 "      --keep             keep the temporary job directory\n"
+"      --no-keep          remove it even when the job failed (for a front end\n"
+"                         that reports failures itself, as spits-parallel)\n"
 "      --resume           continue the job in --jobdir DIR that was stopped\n"
 "                         (a signal, a crash, an error): spits-jm --resume;\n"
 "                         module and arguments come from its journal\n"
@@ -284,13 +287,13 @@ static void run_cleanup(run_t *r)
     }
     /* (a JM that failed before its job began, such as on a module it
      * could not load, leaves nothing to keep) */
-    if (r->failed && run_has_report(r->tmpdir)) {
+    if (r->failed && !r->no_keep && run_has_report(r->tmpdir)) {
         spits_error("the job failed (exit status %d); job dir kept: %s "
                     "(its report.json%s; spits-status --jobdir %s)", r->failed,
                     r->tmpdir, r->tm_crashed ? " and crashes/" : "", r->tmpdir);
         return;
     }
-    if (r->tm_crashed) {
+    if (r->tm_crashed && !r->no_keep) {
         spits_warn("a task manager crashed; job dir kept: %s (its crash "
                    "report is in %s/crashes)", r->tmpdir, r->tmpdir);
         return;
@@ -551,6 +554,7 @@ int main(int argc, char **argv)
         {"tms", required_argument, NULL, 'k'},
         {"jobdir", required_argument, NULL, 'd'},
         {"keep", no_argument, NULL, 'K'},
+        {"no-keep", no_argument, NULL, 'N'},
         {"resume", no_argument, NULL, 'R'},
         {"bind", required_argument, NULL, 'b'},
         {"max-copies", required_argument, NULL, 'C'},
@@ -596,6 +600,7 @@ int main(int argc, char **argv)
             break;
         case 'd': r.jobdir = optarg; break;
         case 'K': r.keep = 1; break;
+        case 'N': r.no_keep = 1; break;
         case 'R': r.resume = 1; break;
         case 'b':
             if (spits_endpoint_check(optarg, 1, endpoint_err, sizeof endpoint_err) != 0)
