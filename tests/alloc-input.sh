@@ -127,6 +127,8 @@ apid=$!
 PIDS="$PIDS $apid"
 wait_for "grep -q 'task(s) of' $T/out" 50 "a decision from the task time"
 [ "$(live live "d['tasks']['generation_done']")" = False ] || fail "5: generation is done"
+# (the decision is logged before its sbatch runs: wait for that too)
+wait_for "[ -s $T/sbatch.argv ]" 30 "the first sbatch"
 kill -TERM $apid
 wait $apid
 line=$(grep -m1 'task(s) of' "$T/out")
