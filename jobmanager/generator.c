@@ -463,13 +463,16 @@ static void *gen_main(void *arg)
     size_t n = 0, chunk_bytes = 0, sk = 0;
     uint64_t id = 0, bytes_made = 0, skipped = 0;
     int queued_last = 1, stopped = 0;
+    /* (the generator's own copies: the loop's hot path reads them) */
+    const int chain = g->chain;
+    int holding = gen_holding(g);
 
     for (;;) {
         /* Lend the chunk, then look: if the dispatcher ran dry meanwhile
          * it may have missed the loan, so flush (seq_cst on both sides).
          * (Tasks held back for a checkpoint are not lent.) */
         int lent = 0;
-        if (head && !gen_holding(g)) {
+        if (head && !holding) {
             atomic_store(&q->lent, head);
             lent = 1;
             if (atomic_load(&q->queued) == 0) {
@@ -485,7 +488,7 @@ static void *gen_main(void *arg)
         if (queued_last) {
             int w;
             while ((w = gen_wait_room(g, q, id - skipped, id, bytes_made,
-                                      gen_holding(g) ? n : 0)) == 1) {
+                                      holding ? n : 0)) == 1) {
                 gen_flush(g, q, head, tail, n, id);   /* (unverified) */
                 head = tail = NULL;
                 n = chunk_bytes = 0;
@@ -517,7 +520,7 @@ static void *gen_main(void *arg)
                 break;
             }
         }
-        t->hash = g->chain || p->nskip ? spits_task_hash(t->data, t->len) : 0;
+        t->hash = chain || p->nskip ? spits_task_hash(t->data, t->len) : 0;
         if (sk < p->nskip && p->skip[sk].id == id) {
             if (p->skip[sk].hash != t->hash) {
                 snprintf(p->gen_error, sizeof p->gen_error,
@@ -530,7 +533,8 @@ static void *gen_main(void *arg)
             sk++;
             skipped++;
             id++;
-            if (g->chain && gen_chain(g, t->hash, id)) {
+            if (chain && gen_chain(g, t->hash, id)) {
+                holding = gen_holding(g);
                 gen_flush(g, q, head, tail, n, id);
                 head = tail = NULL;
                 n = chunk_bytes = 0;
@@ -555,8 +559,10 @@ static void *gen_main(void *arg)
             g->mem.max_len = t->len;
         if (t->len < g->mem.min_len)
             g->mem.min_len = t->len;
-        int release = g->chain && gen_chain(g, t->hash, id);
-        if (release || (!gen_holding(g) &&
+        int release = chain && gen_chain(g, t->hash, id);
+        if (release)
+            holding = gen_holding(g);
+        if (release || (!holding &&
                         (n >= GEN_CHUNK_TASKS || chunk_bytes >= GEN_CHUNK_BYTES))) {
             gen_flush(g, q, head, tail, n, id);
             head = tail = NULL;
