@@ -195,15 +195,14 @@ static int gen_holding(const gen_t *g)
     return g->ck < g->p->nchecks;
 }
 
-/* Chains the hash of the task just made (made: the tasks made with it)
- * and checks the journal's checkpoints at that count: 1 when the tasks
- * held back may go (the verified bound moved, or holding ended). */
-static int gen_chain(gen_t *g, uint64_t task_hash, uint64_t made)
+/* Checks the journal's checkpoints at made tasks (g->run covers them):
+ * 1 when the tasks held back may go (the verified bound moved, or
+ * holding ended). */
+static int gen_check(gen_t *g, uint64_t made)
 {
     const jm_phase_t *p = g->p;
     int moved = 0;
 
-    g->run = spits_gen_chain(g->run, task_hash);
     while (g->ck < p->nchecks && p->checks[g->ck].count <= made) {
         const spits_jr_check_t *c = &p->checks[g->ck++];
         if (c->count < made)
@@ -388,15 +387,11 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
         uint64_t live_bytes = bytes_made - q->freed_bytes;
         if (live == 0)
             break;   /* always allow one task, however large */
-        int room = live < window &&
-                   live_bytes < (uint64_t)jm->opt.window_bytes &&
-                   next_id - q->low < span_max &&
-                   bytes_made - q->taken_bytes < GEN_AHEAD_BYTES;
-        if (held && !(room && gen_mem_quick(&g->mem, live_bytes, bytes_made))) {
-            rc = 1;
-            break;
-        }
         if (bytes_made - q->taken_bytes >= GEN_AHEAD_BYTES) {
+            if (held) {
+                rc = 1;
+                break;
+            }
             /* (not q->waiting: the scheduler's late copies are for a
              * generator that waits while the tasks it made are all out) */
             pthread_cond_wait(&q->room, &q->lock);
@@ -413,6 +408,10 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
             pthread_mutex_lock(&q->lock);
             if (room)
                 break;
+            if (held) {
+                rc = 1;
+                break;
+            }
             /* Memory comes back as tasks are resolved (a signal) and as
              * libzmq writes out encrypted copies (none): look again soon. */
             struct timespec ts;
@@ -426,6 +425,10 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
             pthread_cond_timedwait(&q->room, &q->lock, &ts);
             q->waiting = 0;
             continue;
+        }
+        if (held) {
+            rc = 1;
+            break;
         }
         q->waiting = 1;
         pthread_cond_wait(&q->room, &q->lock);
@@ -533,7 +536,9 @@ static void *gen_main(void *arg)
             sk++;
             skipped++;
             id++;
-            if (chain && gen_chain(g, t->hash, id)) {
+            if (chain)
+                g->run = spits_gen_chain(g->run, t->hash);
+            if (holding && gen_check(g, id)) {
                 holding = gen_holding(g);
                 gen_flush(g, q, head, tail, n, id);
                 head = tail = NULL;
@@ -559,9 +564,12 @@ static void *gen_main(void *arg)
             g->mem.max_len = t->len;
         if (t->len < g->mem.min_len)
             g->mem.min_len = t->len;
-        int release = chain && gen_chain(g, t->hash, id);
-        if (release)
-            holding = gen_holding(g);
+        int release = 0;
+        if (chain) {
+            g->run = spits_gen_chain(g->run, t->hash);
+            if (holding && (release = gen_check(g, id)))
+                holding = gen_holding(g);
+        }
         if (release || (!holding &&
                         (n >= GEN_CHUNK_TASKS || chunk_bytes >= GEN_CHUNK_BYTES))) {
             gen_flush(g, q, head, tail, n, id);
