@@ -132,6 +132,15 @@ void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total)
     pthread_mutex_lock(&q->lock);
     q->gen_done = 1;
     q->gen_total = total;
+    q->ck_due = 1;
+    pthread_mutex_unlock(&q->lock);
+    pthread_cond_signal(&q->ready);
+}
+
+void jm_commitq_ck_due(jm_commitq_t *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->ck_due = 1;
     pthread_mutex_unlock(&q->lock);
     pthread_cond_signal(&q->ready);
 }
@@ -197,10 +206,24 @@ static void commit_errors_end(const jm_phase_t *p)
                    p->st.id, COMMIT_NAMED);
 }
 
-/* Journals a batch's results and syncs; -1 (job stopped) on failure. */
-static int journal_batch(jm_t *jm, jm_phase_t *p, const jm_commit_t *b, size_t n)
+/* Journals a batch's results, and the generator's checkpoint if it moved
+ * (*ck: the count last journaled), and syncs; -1 (job stopped) on failure. */
+static int journal_batch(jm_t *jm, jm_phase_t *p, const jm_commit_t *b, size_t n,
+                         uint64_t *ck)
 {
     char err[PATH_MAX + 256];
+    uint64_t count, hash;
+    jm_genq_checkpoint(&p->genq, &count, &hash);
+    if (!n && count == *ck)
+        return 0;   /* nothing new to make durable */
+    if (count != *ck) {
+        if (spits_journal_add(jm->journal, SPITS_JR_GENCHECK, p->st.id, count,
+                              hash, NULL, 0) != 0) {
+            snprintf(err, sizeof err, "out of memory buffering the journal");
+            goto fail;
+        }
+        *ck = count;
+    }
     for (size_t i = 0; i < n; i++)
         if (b[i].status == SPITS_ST_OK &&
             spits_journal_add(jm->journal, SPITS_JR_RESULT, p->st.id, b[i].id,
@@ -248,15 +271,27 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
     jm_commitq_t *q = &p->cq;
     jm_commit_t *batch = NULL;
     size_t bcap = 0;
-    uint64_t resolved = 0;
+    uint64_t resolved = 0, ck = 0;
 
     for (;;) {
         pthread_mutex_lock(&q->lock);
-        while (q->n == 0 && !q->abort && !(q->gen_done && resolved == q->gen_total))
+        while (q->n == 0 && !q->abort && !(q->ck_due && jm->journal) &&
+               !(q->gen_done && resolved == q->gen_total))
             pthread_cond_wait(&q->ready, &q->lock);
         if (q->abort) {
             pthread_mutex_unlock(&q->lock);
             break;   /* the job is being stopped: commit nothing more */
+        }
+        int ck_due = q->ck_due;
+        q->ck_due = 0;
+        if (q->n == 0 && ck_due && jm->journal &&
+            !(q->gen_done && resolved == q->gen_total)) {
+            /* Only the checkpoint: results that TMs compute for tasks it
+             * covers can be adopted after a crash. */
+            pthread_mutex_unlock(&q->lock);
+            if (journal_batch(jm, p, NULL, 0, &ck) != 0)
+                break;
+            continue;
         }
         if (q->n == 0) {
             pthread_mutex_unlock(&q->lock);
@@ -274,7 +309,7 @@ void jm_committer_run(jm_t *jm, jm_phase_t *p)
 
         /* (a slow disk shows in the live view: waiting for the disk) */
         atomic_store_explicit(&q->syncing, 1, memory_order_relaxed);
-        int jrc = jm->journal ? journal_batch(jm, p, batch, n) : 0;
+        int jrc = jm->journal ? journal_batch(jm, p, batch, n, &ck) : 0;
         atomic_store_explicit(&q->syncing, 0, memory_order_relaxed);
         if (jrc != 0) {
             for (size_t i = 0; i < n; i++)

@@ -55,6 +55,8 @@ typedef struct {
     int abort;                /* dispatcher: the job is being stopped */
     int gen_done;             /* generator: set with gen_total at its end */
     uint64_t gen_total;
+    int ck_due;               /* generator: a generation checkpoint is worth
+                                 journaling even with no result to sync */
     uint64_t pushed;          /* dispatcher: resolutions queued this phase;
                                  less genq.resolved, those not committed yet */
     atomic_int syncing;       /* committer: 1 while it writes and syncs the
@@ -73,8 +75,11 @@ int jm_commitq_push(jm_commitq_t *q, const jm_commit_t *items, size_t n);
 int jm_commitq_hand(jm_commitq_t *q, jm_commit_t **items, size_t n, size_t cap);
 /* Frees what a resolution owns: its reference to a message, or its bytes. */
 void jm_commit_release(jm_commit_t *c);
-/* generator side: no more tasks, total generated */
+/* generator side: no more tasks, total generated (its last checkpoint
+ * is then due too) */
 void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total);
+/* generator side: journal the checkpoint now, results or not */
+void jm_commitq_ck_due(jm_commitq_t *q);
 /* main thread: commit until every generated task is resolved */
 void jm_committer_run(jm_t *jm, jm_phase_t *p);
 /* main thread, before the generator starts: commit a resumed phase's

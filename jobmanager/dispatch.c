@@ -345,6 +345,31 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
         tmio_send_phase(d, peertab_live_at(d->fleet.tab, i), SPITS_MSG_PHASE);
 }
 
+/* Says once per phase how many early results were not adopted, and why
+ * (the generator is done: its findings are final). */
+static void adopt_dropped_log(const jm_disp_t *d)
+{
+    const jm_phase_t *p = d->phase;
+    const jm_genq_t *q = &p->genq;
+    char why[256];
+    if (!p->nchecks)
+        snprintf(why, sizeof why, "the journal holds no generation "
+                 "checkpoint for the phase");
+    else if (q->ck_bad)
+        snprintf(why, sizeof why, "next_task now generates differently "
+                 "from the job manager that sent them: the journal's "
+                 "checkpoint at %llu task(s) does not match (only tasks "
+                 "below %llu matched)", (unsigned long long)q->ck_bad,
+                 (unsigned long long)q->verified);
+    else
+        snprintf(why, sizeof why, "their tasks are past the journal's last "
+                 "generation checkpoint (%llu task(s)) or were sent before "
+                 "it was checked", (unsigned long long)q->verified);
+    spits_warn("phase %u: %llu result(s) that task managers kept from the "
+               "previous job manager were not adopted, and their tasks ran "
+               "again: %s", p->st.id, (unsigned long long)d->adopt_dropped, why);
+}
+
 void disp_phase_end(jm_disp_t *d)
 {
     if (d->phase) {
@@ -357,6 +382,9 @@ void disp_phase_end(jm_disp_t *d)
     }
     /* Every task is resolved, unless the job was stopped: free the rest. */
     sched_reset(d->sched);
+    if (d->phase && d->adopt_dropped)
+        adopt_dropped_log(d);
+    d->adopt_dropped = d->adopt_below = 0;
     d->phase = NULL;
     if (d->adopt) {
         /* Early results whose task was committed some other way. */

@@ -20,6 +20,8 @@ typedef struct {
     uint64_t cancelled;       /* copies cancelled after another committed */
     uint64_t adopted;         /* results a re-attached TM computed for tasks
                                  this JM had not sent yet (after --resume) */
+    uint64_t adopt_dropped;   /* such results not adopted, their tasks run:
+                                 no journaled checkpoint vouched for them */
     uint64_t stale;           /* results of an earlier phase */
     uint64_t bogus;           /* results for tasks never sent */
     uint64_t foreign_results; /* records relays forwarded for copies they

@@ -158,6 +158,9 @@ struct jm_disp {
     jm_backlog_t backlog;            /* parts handed to libzmq (backlog.h) */
     int gen_done;                    /* the genq said done */
     jm_adopt_t *adopt;               /* a resumed phase's early results */
+    uint64_t adopt_below;            /* only those of ids below it may be
+                                        adopted (genq.verified) */
+    uint64_t adopt_dropped;          /* this phase's that were not */
     uint64_t resolved_before;        /* resolutions of finished phases */
     int stopping;                    /* a signal stopped the job */
 

@@ -23,6 +23,21 @@
  * In a resumed phase, the ids already committed (p->skip) are generated
  * again but not queued: their hash must match the journal's, or the module
  * does not generate deterministically and the resume stops.
+ *
+ * Generation checkpoints: with a journal, the generator chains each task's
+ * hash into a running hash (spits_gen_chain: one mix per task) and
+ * publishes (tasks made, running hash) with each flush; the committer
+ * journals it with its next sync, and asks for a sync of its own when the
+ * count has doubled since the last such request and when generation ends,
+ * so that the tasks sent early in a phase are covered too. A resumed
+ * phase checks the running hash at each journaled checkpoint's count. An
+ * early result of task i (adopt.h) may be adopted only once a checkpoint
+ * past i has matched (genq.verified): the old JM's task i is then the
+ * same as this one's. To have the check in time, the generator holds its
+ * tasks back (no lending, no flush by size) until the next checkpoint is
+ * checked, and flushes them with the new bound; tasks it cannot hold (the
+ * window is full) go unverified, and their early results are dropped.
+ * Holding ends at the last checkpoint or at the first mismatch.
  */
 #include <stdlib.h>
 #include <errno.h>
@@ -82,6 +97,14 @@ typedef struct {
     jm_task_t *spare;        /* cells to make tasks in (taskpool.h) */
     spits_modcall_t call;    /* the current call's pushes (modcall.h) */
     gen_mem_t mem;
+    int chain;               /* keep the running hash (a journal, or a
+                                resumed phase's checkpoints to check) */
+    uint64_t run;            /* the running hash of the tasks made */
+    size_t ck;               /* the next of p->checks to check */
+    uint64_t verified;       /* ids below it matched a checkpoint... */
+    uint64_t published;      /* ...and the bound the genq has */
+    uint64_t bad;            /* a checkpoint's count that did not match */
+    uint64_t asked;          /* tasks made when a sync was last asked for */
     /* Room gen_wait_room can see without the genq lock: the counts it
      * was taken from only grow within a phase, so a task below all of
      * these has room in the window whatever they are now. */
@@ -158,24 +181,73 @@ jm_task_t *jm_genq_take_lent(jm_genq_t *q, jm_task_t **tail)
     return head;
 }
 
-/* Appends a chunk to the genq; wakes the dispatcher if it had run dry. */
-static void gen_flush(jm_genq_t *q, jm_task_t *head, jm_task_t *tail, size_t n,
-                      uint64_t made)
+void jm_genq_checkpoint(jm_genq_t *q, uint64_t *count, uint64_t *hash)
 {
-    if (!n)
+    pthread_mutex_lock(&q->lock);
+    *count = q->ck_count;
+    *hash = q->ck_hash;
+    pthread_mutex_unlock(&q->lock);
+}
+
+/* 1 while a resumed phase holds its tasks back for the next checkpoint. */
+static int gen_holding(const gen_t *g)
+{
+    return g->ck < g->p->nchecks;
+}
+
+/* Checks the journal's checkpoints at made tasks (g->run covers them):
+ * 1 when the tasks held back may go (the verified bound moved, or
+ * holding ended). */
+static int gen_check(gen_t *g, uint64_t made)
+{
+    const jm_phase_t *p = g->p;
+    int moved = 0;
+
+    while (g->ck < p->nchecks && p->checks[g->ck].count <= made) {
+        const spits_jr_check_t *c = &p->checks[g->ck++];
+        if (c->count < made)
+            continue;   /* (none: the counts are sorted and each is seen) */
+        if (c->hash != g->run) {
+            g->bad = made;
+            g->ck = p->nchecks;   /* nothing past it can be vouched for */
+            return 1;
+        }
+        g->verified = made;
+        moved = 1;
+    }
+    return moved;
+}
+
+/* Appends a chunk to the genq, with the checkpoint and the verified bound
+ * (tasks made: made); wakes the dispatcher if it had run dry. With a
+ * journal, asks the committer to sync the checkpoint once the count has
+ * doubled since it last asked. */
+static void gen_flush(gen_t *g, jm_genq_t *q, jm_task_t *head, jm_task_t *tail,
+                      size_t n, uint64_t made)
+{
+    if (!n && g->verified == g->published)
         return;
     pthread_mutex_lock(&q->lock);
     q->made = made;
+    q->ck_count = made;
+    q->ck_hash = g->run;
+    q->verified = g->published = g->verified;
     int was_empty = q->head == NULL;
-    if (q->tail)
-        q->tail->next = head;
-    else
-        q->head = head;
-    q->tail = tail;
-    atomic_fetch_add(&q->queued, n);
+    if (n) {
+        if (q->tail)
+            q->tail->next = head;
+        else
+            q->head = head;
+        q->tail = tail;
+        atomic_fetch_add(&q->queued, n);
+    }
     pthread_mutex_unlock(&q->lock);
-    if (was_empty)
+    if (n && was_empty)
         spits_wake_signal(q->wake_fd);
+    if (g->jm->journal && made >= 2 * g->asked) {
+        g->asked = made;
+        jm_commitq_ck_due(&g->p->cq);
+    }
 }
 
 /* Reads the anonymous resident size (about 5 us: /proc/self/statm). */
@@ -287,10 +359,12 @@ static int gen_mem_quick(gen_mem_t *m, uint64_t live_bytes, uint64_t bytes_made)
 }
 
 /* Waits until the window, and --memory-limit, have room for more tasks.
- * 0, or -1 if told to stop. While the room last seen lasts (g->room),
- * without the genq lock. */
+ * 0, or -1 if told to stop, or 1 (without waiting) if it would wait while
+ * the generator holds tasks back (held): they take room only their
+ * flush can give back. While the room last seen lasts (g->room), without
+ * the genq lock. */
 static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
-                         uint64_t next_id, uint64_t bytes_made)
+                         uint64_t next_id, uint64_t bytes_made, size_t held)
 {
     jm_t *jm = g->jm;
     int rc = 0;
@@ -314,6 +388,10 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
         if (live == 0)
             break;   /* always allow one task, however large */
         if (bytes_made - q->taken_bytes >= GEN_AHEAD_BYTES) {
+            if (held) {
+                rc = 1;
+                break;
+            }
             /* (not q->waiting: the scheduler's late copies are for a
              * generator that waits while the tasks it made are all out) */
             pthread_cond_wait(&q->room, &q->lock);
@@ -330,6 +408,10 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
             pthread_mutex_lock(&q->lock);
             if (room)
                 break;
+            if (held) {
+                rc = 1;
+                break;
+            }
             /* Memory comes back as tasks are resolved (a signal) and as
              * libzmq writes out encrypted copies (none): look again soon. */
             struct timespec ts;
@@ -343,6 +425,10 @@ static int gen_wait_room(gen_t *g, jm_genq_t *q, uint64_t queued,
             pthread_cond_timedwait(&q->room, &q->lock, &ts);
             q->waiting = 0;
             continue;
+        }
+        if (held) {
+            rc = 1;
+            break;
         }
         q->waiting = 1;
         pthread_cond_wait(&q->room, &q->lock);
@@ -380,27 +466,43 @@ static void *gen_main(void *arg)
     size_t n = 0, chunk_bytes = 0, sk = 0;
     uint64_t id = 0, bytes_made = 0, skipped = 0;
     int queued_last = 1, stopped = 0;
+    /* (the generator's own copies: the loop's hot path reads them) */
+    const int chain = g->chain;
+    int holding = gen_holding(g);
 
     for (;;) {
         /* Lend the chunk, then look: if the dispatcher ran dry meanwhile
-         * it may have missed the loan, so flush (seq_cst on both sides). */
-        if (head) {
+         * it may have missed the loan, so flush (seq_cst on both sides).
+         * (Tasks held back for a checkpoint are not lent.) */
+        int lent = 0;
+        if (head && !holding) {
             atomic_store(&q->lent, head);
+            lent = 1;
             if (atomic_load(&q->queued) == 0) {
                 if (gen_reclaim(q, &head))
-                    gen_flush(q, head, tail, n, id);
+                    gen_flush(g, q, head, tail, n, id);
                 head = tail = NULL;
                 n = chunk_bytes = 0;
+                lent = 0;
             }
         }
         /* Skipped tasks take no room: wait only after queueing one. */
-        int stop = queued_last &&
-                   gen_wait_room(g, q, id - skipped, id, bytes_made) != 0;
+        int stop = 0;
+        if (queued_last) {
+            int w;
+            while ((w = gen_wait_room(g, q, id - skipped, id, bytes_made,
+                                      holding ? n : 0)) == 1) {
+                gen_flush(g, q, head, tail, n, id);   /* (unverified) */
+                head = tail = NULL;
+                n = chunk_bytes = 0;
+            }
+            stop = w != 0;
+        }
         spits_crash_task(id);   /* (the task this call makes, for crash.h) */
         /* (not "!stop && next_task()", which makes any value 0 or 1) */
         int more = stop ? 0 : spits_module_next_task(jm->mod, &p->manager,
                                                      gen_push, g);
-        if (!gen_reclaim(q, &head)) {
+        if (lent && !gen_reclaim(q, &head)) {
             head = tail = NULL;     /* the dispatcher took it */
             n = chunk_bytes = 0;
         }
@@ -421,7 +523,7 @@ static void *gen_main(void *arg)
                 break;
             }
         }
-        t->hash = jm->journal || p->nskip ? spits_task_hash(t->data, t->len) : 0;
+        t->hash = chain || p->nskip ? spits_task_hash(t->data, t->len) : 0;
         if (sk < p->nskip && p->skip[sk].id == id) {
             if (p->skip[sk].hash != t->hash) {
                 snprintf(p->gen_error, sizeof p->gen_error,
@@ -434,6 +536,14 @@ static void *gen_main(void *arg)
             sk++;
             skipped++;
             id++;
+            if (chain)
+                g->run = spits_gen_chain(g->run, t->hash);
+            if (holding && gen_check(g, id)) {
+                holding = gen_holding(g);
+                gen_flush(g, q, head, tail, n, id);
+                head = tail = NULL;
+                n = chunk_bytes = 0;
+            }
             jm_taskpool_unmake(&g->spare, t);
             queued_last = 0;
             continue;
@@ -454,13 +564,20 @@ static void *gen_main(void *arg)
             g->mem.max_len = t->len;
         if (t->len < g->mem.min_len)
             g->mem.min_len = t->len;
-        if (n >= GEN_CHUNK_TASKS || chunk_bytes >= GEN_CHUNK_BYTES) {
-            gen_flush(q, head, tail, n, id);
+        int release = 0;
+        if (chain) {
+            g->run = spits_gen_chain(g->run, t->hash);
+            if (holding && (release = gen_check(g, id)))
+                holding = gen_holding(g);
+        }
+        if (release || (!holding &&
+                        (n >= GEN_CHUNK_TASKS || chunk_bytes >= GEN_CHUNK_BYTES))) {
+            gen_flush(g, q, head, tail, n, id);
             head = tail = NULL;
             n = chunk_bytes = 0;
         }
     }
-    gen_flush(q, head, tail, n, id);
+    gen_flush(g, q, head, tail, n, id);
     jm_taskpool_unmake(&g->spare, g->pending);
     jm_taskpool_free_list(&g->spare);
     p->st.generated = id;
@@ -477,6 +594,10 @@ static void *gen_main(void *arg)
     q->done = 1;
     q->made = id;
     q->total = id - skipped;
+    q->ck_count = id;
+    q->ck_hash = g->run;
+    q->verified = g->verified;
+    q->ck_bad = g->bad;
     pthread_mutex_unlock(&q->lock);
     spits_wake_signal(q->wake_fd);
     jm_commitq_gen_done(&p->cq, id - skipped);
@@ -498,6 +619,7 @@ int jm_generator_start(jm_t *jm, jm_phase_t *p)
     g->mem.min_len = UINT64_MAX;
     g->mem.rss_ms = g->mem.trim_ms = INT64_MIN / 2;
     g->mem.part_min = spits_parts_min();
+    g->chain = jm->journal || p->nchecks;
     int err = pthread_create(&p->gen_thread, NULL, gen_main, g);
     if (err) {
         free(g);

@@ -102,6 +102,12 @@ static int cmp_skip(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+static int cmp_check(const void *a, const void *b)
+{
+    const spits_jr_check_t *x = a, *y = b;
+    return x->count < y->count ? -1 : x->count > y->count;
+}
+
 /* Checks a phase against its journal record. NULL if it matches. */
 static const char *phase_matches(const spits_jr_phase_t *rp, const json_t *argv,
                                  uint64_t jobinfo_hash)
@@ -113,9 +119,31 @@ static const char *phase_matches(const spits_jr_phase_t *rp, const json_t *argv,
     return NULL;
 }
 
-/* Sets up a resumed phase: the skip list for the generator. */
+/* A resumed phase's generation checkpoints, for the generator. */
+static int resume_checks(jm_phase_t *p, const spits_jr_phase_t *rp)
+{
+    if (!rp->nchecks) {
+        spits_info("phase %u: the journal holds no generation checkpoint "
+                   "for it (an older spits-jm wrote it, or the job manager "
+                   "stopped first): no result the task managers kept is "
+                   "adopted; their tasks run again", p->st.id);
+        return 0;
+    }
+    p->checks = malloc(rp->nchecks * sizeof *p->checks);
+    if (!p->checks)
+        return -1;
+    memcpy(p->checks, rp->checks, rp->nchecks * sizeof *p->checks);
+    qsort(p->checks, rp->nchecks, sizeof *p->checks, cmp_check);
+    p->nchecks = rp->nchecks;
+    return 0;
+}
+
+/* Sets up a resumed phase: the skip list and checkpoints for the
+ * generator. */
 static int resume_setup(jm_phase_t *p, const spits_jr_phase_t *rp)
 {
+    if (resume_checks(p, rp) != 0)
+        return -1;
     if (!rp->nresults)
         return 0;
     p->skip = malloc(rp->nresults * sizeof *p->skip);
@@ -381,6 +409,7 @@ free_instances:
 out:
     json_decref(argvj);
     free(p->skip);
+    free(p->checks);
     p->st.finished = spits_wall_time();
     keep_stats(jm, p);
     jm_genq_destroy(&p->genq);

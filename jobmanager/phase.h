@@ -53,6 +53,10 @@ struct jm_phase {
      * them, the dispatcher adopts early results of the others. */
     struct jm_skip { uint64_t id, hash; } *skip;
     size_t nskip;
+    /* ...and its generation checkpoints, sorted by count (generator.c
+     * checks them). Read-only once the generator starts. */
+    spits_jr_check_t *checks;
+    size_t nchecks;
 };
 
 /* The spitsrun_t handed to spits_main */

@@ -141,6 +141,8 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     }
     json_object_set_new(json_object_get(doc, "counters"), "extra_pushes",
                         json_integer((json_int_t)extra_pushes));
+    json_object_set_new(json_object_get(doc, "counters"), "adopt_dropped",
+                        json_integer((json_int_t)ds->adopt_dropped));
     /* What stopped the job, when a thread found it could not go on. */
     if (jm_fatal_message())
         json_object_set_new(doc, "error", json_string(jm_fatal_message()));

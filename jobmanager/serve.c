@@ -122,6 +122,7 @@ static void refill_fresh(jm_disp_t *d)
     q->head = q->tail = NULL;
     atomic_store(&q->queued, 0);
     d->gen_done = q->done;
+    d->adopt_below = q->verified;   /* (covers the tasks taken with it) */
     sched_gen_state(d->sched, q->done, q->waiting);
     jm_task_t *lent = jm_genq_take_lent(q, &lent_tail);
     pthread_mutex_unlock(&q->lock);
@@ -131,7 +132,9 @@ static void refill_fresh(jm_disp_t *d)
 
 /* The scheduler's early-result hook: a fresh task whose result a
  * re-attached TM already sent (after --resume) is committed from that
- * result instead of being sent. */
+ * result instead of being sent, if a journaled generation checkpoint
+ * vouches that the old JM's task of that id was this one (generator.c);
+ * otherwise the result is dropped and the task runs. */
 static int serve_take_early_result(void *arg, const jm_task_t *task)
 {
     jm_disp_t *d = arg;
@@ -142,6 +145,12 @@ static int serve_take_early_result(void *arg, const jm_task_t *task)
     if (!d->adopt || !jm_adopt_count(d->adopt) ||
         !jm_adopt_take(d->adopt, task->id, &data, &len))
         return 0;
+    if (task->id >= d->adopt_below) {
+        free(data);
+        d->adopt_dropped++;
+        d->st.adopt_dropped++;
+        return 0;
+    }
     memset(&c, 0, sizeof c);
     c.id = task->id;
     c.hash = task->hash;
@@ -460,6 +469,22 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
                spits_wire_status_name(rec->status), how);
 }
 
+/* A resumed phase: a result of a task this JM sent, from a TM that holds
+ * no copy of it, may be one the TM kept from the previous JM, whose task
+ * of that id may differ. Unless a generation checkpoint vouches for the
+ * id (serve_take_early_result), it is dropped like an early result that
+ * is not adopted: 1. The copies out still bring the task's result. */
+static int unvouched_result(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec)
+{
+    if (rec->status != SPITS_ST_OK || rec->foreign || rec->id < d->adopt_below ||
+        (t && sched_holds(d->sched, t->sched.slot, rec->id) != 0) ||
+        (!t && sched_holds(d->sched, -2, rec->id) < 0))
+        return 0;
+    d->adopt_dropped++;
+    d->st.adopt_dropped++;
+    return 1;
+}
+
 /* RESULTS: every record gives its TM a slot back (wire.h) but a foreign
  * one (a relay's, of a copy sent elsewhere), and each is a result, a
  * failed run or a copy handed back unrun (serving/scheduler.c decides; a foreign
@@ -489,6 +514,8 @@ void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     while (spits_reader_next(&r, &rec)) {
         if (unrun)
             rec.status = SPITS_ST_RETURNED;
+        if (d->adopt && unvouched_result(d, t, &rec))
+            continue;
         switch (sched_record(d->sched, sp, rec.id, rec.status, rec.foreign, &hash)) {
         case SCHED_REC_COMMIT:
         case SCHED_REC_POISON:

@@ -232,21 +232,42 @@ static int all_zero(const unsigned char *p, size_t n)
     return 1;
 }
 
+/* Room for one more element in an array that doubles (first: its
+ * first size); 0 or -1 out of memory. */
+static int room_for_one(void **arr, size_t n, size_t *cap, size_t elem,
+                        size_t first)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : first;
+    void *a = realloc(*arr, c * elem);
+    if (!a)
+        return -1;
+    *arr = a;
+    *cap = c;
+    return 0;
+}
+
 static int add_result(spits_jr_phase_t *ph, const unsigned char *h)
 {
-    if (ph->nresults == ph->capresults) {
-        size_t cap = ph->capresults ? ph->capresults * 2 : 1024;
-        spits_jr_result_t *r = realloc(ph->results, cap * sizeof *r);
-        if (!r)
-            return -1;
-        ph->results = r;
-        ph->capresults = cap;
-    }
+    if (room_for_one((void **)&ph->results, ph->nresults, &ph->capresults,
+                     sizeof *ph->results, 1024) != 0)
+        return -1;
     spits_jr_result_t *r = &ph->results[ph->nresults++];
     r->id = get_u64(h + 8);
     r->hash = get_u64(h + 16);
     r->len = get_u32(h + 24);
     r->data = h + JR_HDR;
+    return 0;
+}
+
+static int add_check(spits_jr_phase_t *ph, const unsigned char *h)
+{
+    if (room_for_one((void **)&ph->checks, ph->nchecks, &ph->capchecks,
+                     sizeof *ph->checks, 64) != 0)
+        return -1;
+    ph->checks[ph->nchecks].count = get_u64(h + 8);
+    ph->checks[ph->nchecks++].hash = get_u64(h + 16);
     return 0;
 }
 
@@ -285,6 +306,12 @@ static const char *apply_record(spits_jr_t *jr, const unsigned char *h)
         if (!cur || phase != cur->id || cur->ended)
             return "a result outside its phase";
         return add_result(cur, h) == 0 ? NULL : "out of memory";
+    case SPITS_JR_GENCHECK:
+        if (!cur || phase != cur->id || cur->ended)
+            return "a generation checkpoint outside its phase";
+        if (len || get_u64(h + 8) == 0)
+            return "a malformed generation checkpoint";
+        return add_check(cur, h) == 0 ? NULL : "out of memory";
     case SPITS_JR_PHASE_END:
         if (!cur || phase != cur->id || cur->ended)
             return "a phase end outside its phase";
@@ -410,6 +437,7 @@ void spits_journal_unload(spits_jr_t *jr)
     for (uint32_t i = 0; i < jr->nphases; i++) {
         json_decref(jr->phases[i].doc);
         free(jr->phases[i].results);
+        free(jr->phases[i].checks);
     }
     free(jr->phases);
     json_decref(jr->job);
@@ -500,6 +528,59 @@ out:
     return ok ? 0 : -1;
 }
 
+/* Writes a journal of a job record, a phase record and then one record
+ * (type, id, aux, no payload); 0 or -1. */
+static int write_three(const char *dir, int type, uint32_t phase, uint64_t id,
+                       uint64_t aux)
+{
+    char err[512];
+    spits_journal_t *j = spits_journal_create(dir, err, sizeof err);
+    if (!j)
+        return -1;
+    int rc = spits_journal_add(j, SPITS_JR_JOB, 0, 0, 0, "{}", 2) |
+             spits_journal_add(j, SPITS_JR_PHASE, 1, 0, 0, "{}", 2) |
+             spits_journal_add(j, type, phase, id, aux, NULL, 0);
+    spits_journal_destroy(&j);
+    return rc;
+}
+
+/* Generation checkpoints: the chain depends on order and on every task;
+ * a checkpoint of no tasks, or outside its phase, is damage; a torn one
+ * at the end is cut off like any torn record. */
+static int selftest_checks(const char *dir)
+{
+    char err[512], path[PATH_MAX];
+    spits_jr_t jr;
+    off_t size;
+    int ok = 0;
+
+    memset(&jr, 0, sizeof jr);
+    snprintf(path, sizeof path, "%s/%s", dir, SPITS_JOURNAL_FILE);
+    uint64_t a = spits_task_hash("a", 1), b = spits_task_hash("b", 1);
+    CHECK(spits_gen_chain(spits_gen_chain(0, a), b) !=
+          spits_gen_chain(spits_gen_chain(0, b), a));
+    CHECK(spits_gen_chain(0, a) != spits_gen_chain(spits_gen_chain(0, a), a));
+    unlink(path);
+    CHECK(write_three(dir, SPITS_JR_GENCHECK, 1, 0, 5) == 0);
+    CHECK(spits_journal_load(dir, &jr, err, sizeof err) == -1 &&
+          strstr(err, "a malformed generation checkpoint"));
+    unlink(path);
+    CHECK(write_three(dir, SPITS_JR_GENCHECK, 2, 4, 5) == 0);
+    CHECK(spits_journal_load(dir, &jr, err, sizeof err) == -1 &&
+          strstr(err, "a generation checkpoint outside its phase"));
+    unlink(path);
+    CHECK(write_three(dir, SPITS_JR_GENCHECK, 1, 4, 5) == 0);
+    CHECK(file_size(dir, &size) == 0 && poke(dir, size - 3, NULL, 0, 1) == 0);
+    CHECK(spits_journal_load(dir, &jr, err, sizeof err) == 0);
+    CHECK(jr.records == 2 && jr.torn_bytes == JR_HDR + JR_SUM - 3 &&
+          jr.phases[0].nchecks == 0);
+    ok = 1;
+out:
+    spits_journal_unload(&jr);
+    unlink(path);
+    return ok ? 0 : -1;
+}
+
 int spits_journal_selftest(void)
 {
     char dir[] = "/tmp/spits-journal-test.XXXXXX", err[512], path[PATH_MAX];
@@ -520,6 +601,7 @@ int spits_journal_selftest(void)
     CHECK(spits_journal_add_json(j, SPITS_JR_PHASE, 1, 77, doc) == 0);
     CHECK(spits_journal_add(j, SPITS_JR_RESULT, 1, 5, 55, "five", 4) == 0);
     CHECK(spits_journal_add(j, SPITS_JR_RESULT, 1, 3, 33, "", 0) == 0);
+    CHECK(spits_journal_add(j, SPITS_JR_GENCHECK, 1, 6, 0xabcdef, NULL, 0) == 0);
     CHECK(spits_journal_sync(j, err, sizeof err) == 0);
     CHECK(file_size(dir, &after_two) == 0);
     CHECK(spits_journal_add(j, SPITS_JR_RESULT, 1, 4, 44, "four", 4) == 0);
@@ -530,7 +612,9 @@ int spits_journal_selftest(void)
 
     /* Everything reads back. */
     CHECK(spits_journal_load(dir, &jr, err, sizeof err) == 0);
-    CHECK(jr.nphases == 1 && jr.records == 6 && jr.torn_bytes == 0);
+    CHECK(jr.nphases == 1 && jr.records == 7 && jr.torn_bytes == 0);
+    CHECK(jr.phases[0].nchecks == 1 && jr.phases[0].checks[0].count == 6 &&
+          jr.phases[0].checks[0].hash == 0xabcdef);
     CHECK(strcmp(json_string_value(json_object_get(jr.job, "job_id")), "abc") == 0);
     CHECK(jr.phases[0].jobinfo_hash == 77 && jr.phases[0].nresults == 3);
     CHECK(jr.phases[0].results[0].id == 5 && jr.phases[0].results[0].hash == 55 &&
@@ -545,7 +629,7 @@ int spits_journal_selftest(void)
     /* A torn tail (the last record cut short) is cut off, not an error. */
     CHECK(poke(dir, size - 5, NULL, 0, 1) == 0);
     CHECK(spits_journal_load(dir, &jr, err, sizeof err) == 0);
-    CHECK(jr.records == 5 && jr.torn_bytes > 0 && !jr.phases[0].ended);
+    CHECK(jr.records == 6 && jr.torn_bytes > 0 && !jr.phases[0].ended);
     uint64_t valid = jr.valid_len;
     spits_journal_unload(&jr);
     /* ... and appending starts where the valid records end. */
@@ -553,7 +637,7 @@ int spits_journal_selftest(void)
     CHECK(spits_journal_add(j, SPITS_JR_JOB_END, 0, 0, 3, NULL, 0) == 0);
     spits_journal_destroy(&j);
     CHECK(spits_journal_load(dir, &jr, err, sizeof err) == 0);
-    CHECK(jr.records == 6 && jr.torn_bytes == 0 && jr.job_ended &&
+    CHECK(jr.records == 7 && jr.torn_bytes == 0 && jr.job_ended &&
           jr.exit_status == 3);
     spits_journal_unload(&jr);
 
@@ -581,6 +665,7 @@ int spits_journal_selftest(void)
     snprintf(path, sizeof path, "%s/%s", dir, SPITS_JOURNAL_FILE);
     CHECK(unlink(path) == 0);
     CHECK(selftest_full(dir) == 0);
+    CHECK(selftest_checks(dir) == 0);
     ok = 1;
 out:
     if (j)

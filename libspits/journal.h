@@ -9,6 +9,11 @@
  *   RESULT     a task's result, written (and synced) before commit_pit
  *              sees it: phase, task id, a hash of the task's bytes, the
  *              result bytes
+ *   GENCHECK   a generation checkpoint, with each sync: the number of
+ *              tasks the phase's generator had made and a running hash
+ *              over their task hashes in id order (spits_gen_chain), so a
+ *              resume can tell whether it generates the same tasks, not
+ *              only the committed ones (jobmanager/generator.c)
  *   PHASE_END  commit_job returned: its value and the final result bytes
  *   JOB_END    the job finished; nothing is left to resume
  *
@@ -20,9 +25,10 @@
  *   0   1   type (SPITS_JR_*)
  *   1   3   zero
  *   4   4   phase id
- *   8   8   task id (RESULT), else 0
+ *   8   8   task id (RESULT), tasks made (GENCHECK), else 0
  *   16  8   aux: task hash (RESULT), commit_job value (PHASE_END),
- *           exit status (JOB_END), jobinfo hash (PHASE)
+ *           exit status (JOB_END), jobinfo hash (PHASE), running hash
+ *           (GENCHECK)
  *   24  4   payload length
  *   28  4   check of bytes 0-27
  *
@@ -63,11 +69,27 @@ enum {
     SPITS_JR_PHASE = 2,
     SPITS_JR_RESULT = 3,
     SPITS_JR_PHASE_END = 4,
-    SPITS_JR_JOB_END = 5
+    SPITS_JR_JOB_END = 5,
+    SPITS_JR_GENCHECK = 6
 };
 
 /* A task's identity as the journal keeps it. */
 uint64_t spits_task_hash(const void *data, size_t len);
+
+/* The running hash of a phase's generation: h is 0 before the first task,
+ * then spits_gen_chain(h, task hash) after each, in id order. One mix per
+ * task (the generator's hot path): a bijective 64-bit finalizer over the
+ * previous value and the task's SipHash, so order and every task count. */
+static inline uint64_t spits_gen_chain(uint64_t h, uint64_t task_hash)
+{
+    h = (h ^ task_hash) + 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
 
 /* --- writing ---------------------------------------------------------- */
 
@@ -105,12 +127,21 @@ typedef struct {
     uint32_t len;
 } spits_jr_result_t;
 
+/* A generation checkpoint: the first count tasks chain to hash. */
+typedef struct {
+    uint64_t count;
+    uint64_t hash;
+} spits_jr_check_t;
+
 typedef struct {
     uint32_t id;
     json_t *doc;                 /* the PHASE record's JSON */
     uint64_t jobinfo_hash;
     spits_jr_result_t *results;  /* in commit order */
     size_t nresults, capresults;
+    spits_jr_check_t *checks;    /* in journal order (each run of the JM
+                                    counts from the phase's first task) */
+    size_t nchecks, capchecks;
     int ended;                   /* PHASE_END seen */
     int64_t commit_job_rc;
     const unsigned char *final;  /* into the map */

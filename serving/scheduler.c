@@ -308,6 +308,17 @@ int sched_has_retries(const sched_t *s)
     return s->retry.count > 0;
 }
 
+int sched_holds(const sched_t *s, int slot, uint64_t id)
+{
+    const sched_task_t *task = s->ring ? spits_ring_get(s->ring, id) : NULL;
+    if (!task)
+        return -1;
+    for (int i = 0; i < SCHED_MAX_COPIES; i++)
+        if (task->holders[i] == slot)
+            return 1;
+    return 0;
+}
+
 void sched_gen_state(sched_t *s, int done, int waiting)
 {
     s->gen_done = done;

@@ -213,6 +213,9 @@ void sched_add_fresh(sched_t *s, sched_task_t *head, sched_task_t *tail);
 int sched_has_fresh(const sched_t *s);
 /* Copies to send again are queued (failed, handed back, or not sent). */
 int sched_has_retries(const sched_t *s);
+/* Whether TM slot holds a copy of task id: 1 it does, 0 it does not
+ * (the task is sent and unresolved), -1 the task is not in the ring. */
+int sched_holds(const sched_t *s, int slot, uint64_t id);
 /* The generator's state: done (no more fresh tasks will come) or waiting
  * for window room. Either allows copies of unfinished tasks. */
 void sched_gen_state(sched_t *s, int done, int waiting);

@@ -5,7 +5,8 @@
 # output equals an uninterrupted run's (filetasks fails commit_job if it
 # sees a task twice). Also: a second JM on a running job, a torn tail, a
 # damaged record, non-deterministic generation, a changed module, SIGTERM
-# then resume, and a job that already finished.
+# then resume, a job that already finished, and kept results of tasks
+# that are generated differently after the resume.
 . "$(dirname "$0")/lib.sh"
 
 seq 1 1000 >"$T/in.txt"
@@ -158,7 +159,39 @@ resume i
 [ "$(cat "$T/i.out2")" = "filetasks: squares=91 total=532" ] || fail "job i printed '$(cat "$T/i.out2")'"
 [ "$(json "$T/i/report.json" "d['counters']['adopted']")" = 2 ] \
     || fail "adopted $(json "$T/i/report.json" "d['counters']['adopted']"), not the 2 results of the outage"
+[ "$(json "$T/i/report.json" "d['counters']['adopt_dropped']")" = 0 ] \
+    || fail "job i dropped results of the outage"
 wait $tmi || fail "the re-attached TM exited $?"
+
+# 10. The same outage, but every line of the input changes before the
+# resume, so the TM's kept results are of tasks the resumed JM no longer
+# generates: the journal's generation checkpoint does not match, they are
+# dropped (one line says so), and every task runs again.
+printf '1\n2\n' >"$T/two.txt"
+start_jm k --heartbeat 0.2 "$MOD" "$T/two.txt" 1500000
+jmk=$JM_PID
+mkdir "$T/k.marks"
+FILETASKS_MARKS=$T/k.marks start_tm k k.tm -n 2 --prefetch 0; tmk=$TM_PID
+# (the checkpoint of both tasks is journaled: a record of type 6)
+wait_for "$PY -c \"
+import struct,sys; b=open('$T/k/journal','rb').read(); o=16; t=set()
+while o+32<=len(b): t.add(b[o]); o+=40+struct.unpack_from('<I',b,o+24)[0]
+sys.exit(6 not in t)\"" 30 "job k's generation checkpoint"
+wait_for "[ \$(ls $T/k.marks | grep -c '^start\.1\.') = 2 ]" 30 "job k's TM to start its two tasks"
+kill -9 "$(json "$T/k/jm.json" "d['pid']")"
+wait $jmk 2>/dev/null
+[ "$(ls "$T/k.marks" | grep -c '^end\.1\.')" = 0 ] || fail "job k: a task ended before the JM's kill"
+wait_for "[ \$(ls $T/k.marks | grep -c '^end\.1\.') = 2 ]" 30 "job k's two tasks to end with no JM"
+printf '11\n12\n' >"$T/two.txt"
+resume k
+# 11^2 + 12^2 = 265; 265 + 11^3 + 12^3 = 3324
+[ $RC = 0 ] && [ "$(cat "$T/k.out2")" = "filetasks: squares=265 total=3324" ] \
+    || fail "job k with changed tasks: $RC '$(cat "$T/k.out2")'"
+[ "$(json "$T/k/report.json" "(d['counters']['adopted'], d['counters']['adopt_dropped'])")" = "(0, 2)" ] \
+    || fail "job k: adopted/dropped $(json "$T/k/report.json" "(d['counters']['adopted'], d['counters']['adopt_dropped'])")"
+grep -q "phase 1: 2 result(s) that task managers kept from the previous job manager were not adopted.*checkpoint at [12] task(s) does not match" "$T/k.jm2.log" \
+    || fail "job k: no line about the dropped results"
+wait $tmk || fail "job k's re-attached TM exited $?"
 
 # 8. --journal off: no journal, so nothing to resume.
 start_jm h --journal off "$MODS/bench.so" -n 100
