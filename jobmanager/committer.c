@@ -137,12 +137,16 @@ void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total)
     pthread_cond_signal(&q->ready);
 }
 
-void jm_commitq_ck_due(jm_commitq_t *q)
+void jm_commitq_checkpoint(jm_commitq_t *q, uint64_t count, uint64_t hash,
+                           int due)
 {
     pthread_mutex_lock(&q->lock);
-    q->ck_due = 1;
+    q->ck_count = count;
+    q->ck_hash = hash;
+    q->ck_due |= due;
     pthread_mutex_unlock(&q->lock);
-    pthread_cond_signal(&q->ready);
+    if (due)
+        pthread_cond_signal(&q->ready);
 }
 
 /* A poison task: f holds what the dispatcher knew of it (NULL when it had
@@ -213,7 +217,10 @@ static int journal_batch(jm_t *jm, jm_phase_t *p, const jm_commit_t *b, size_t n
 {
     char err[PATH_MAX + 256];
     uint64_t count, hash;
-    jm_genq_checkpoint(&p->genq, &count, &hash);
+    pthread_mutex_lock(&p->cq.lock);
+    count = p->cq.ck_count;
+    hash = p->cq.ck_hash;
+    pthread_mutex_unlock(&p->cq.lock);
     if (!n && count == *ck)
         return 0;   /* nothing new to make durable */
     if (count != *ck) {

@@ -57,6 +57,10 @@ typedef struct {
     uint64_t gen_total;
     int ck_due;               /* generator: a generation checkpoint is worth
                                  journaling even with no result to sync */
+    uint64_t ck_count;        /* generator: the latest checkpoint, for the
+                                 committer to journal: ids made by a flush
+                                 (0: none yet)... */
+    uint64_t ck_hash;         /* ...and their running hash (journal.h) */
     uint64_t pushed;          /* dispatcher: resolutions queued this phase;
                                  less genq.resolved, those not committed yet */
     atomic_int syncing;       /* committer: 1 while it writes and syncs the
@@ -78,8 +82,10 @@ void jm_commit_release(jm_commit_t *c);
 /* generator side: no more tasks, total generated (its last checkpoint
  * is then due too) */
 void jm_commitq_gen_done(jm_commitq_t *q, uint64_t total);
-/* generator side: journal the checkpoint now, results or not */
-void jm_commitq_ck_due(jm_commitq_t *q);
+/* generator side: the checkpoint (count ids made, their running hash),
+ * journaled with the next sync; due: now, results or not */
+void jm_commitq_checkpoint(jm_commitq_t *q, uint64_t count, uint64_t hash,
+                           int due);
 /* main thread: commit until every generated task is resolved */
 void jm_committer_run(jm_t *jm, jm_phase_t *p);
 /* main thread, before the generator starts: commit a resumed phase's

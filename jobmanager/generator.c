@@ -181,14 +181,6 @@ jm_task_t *jm_genq_take_lent(jm_genq_t *q, jm_task_t **tail)
     return head;
 }
 
-void jm_genq_checkpoint(jm_genq_t *q, uint64_t *count, uint64_t *hash)
-{
-    pthread_mutex_lock(&q->lock);
-    *count = q->ck_count;
-    *hash = q->ck_hash;
-    pthread_mutex_unlock(&q->lock);
-}
-
 /* 1 while a resumed phase holds its tasks back for the next checkpoint. */
 static int gen_holding(const gen_t *g)
 {
@@ -229,8 +221,6 @@ static void gen_flush(gen_t *g, jm_genq_t *q, jm_task_t *head, jm_task_t *tail,
         return;
     pthread_mutex_lock(&q->lock);
     q->made = made;
-    q->ck_count = made;
-    q->ck_hash = g->run;
     q->verified = g->published = g->verified;
     int was_empty = q->head == NULL;
     if (n) {
@@ -244,9 +234,11 @@ static void gen_flush(gen_t *g, jm_genq_t *q, jm_task_t *head, jm_task_t *tail,
     pthread_mutex_unlock(&q->lock);
     if (n && was_empty)
         spits_wake_signal(q->wake_fd);
-    if (g->jm->journal && made >= 2 * g->asked) {
-        g->asked = made;
-        jm_commitq_ck_due(&g->p->cq);
+    if (g->jm->journal) {
+        int due = made >= 2 * g->asked;
+        if (due)
+            g->asked = made;
+        jm_commitq_checkpoint(&g->p->cq, made, g->run, due);
     }
 }
 
@@ -594,12 +586,11 @@ static void *gen_main(void *arg)
     q->done = 1;
     q->made = id;
     q->total = id - skipped;
-    q->ck_count = id;
-    q->ck_hash = g->run;
     q->verified = g->verified;
     q->ck_bad = g->bad;
     pthread_mutex_unlock(&q->lock);
     spits_wake_signal(q->wake_fd);
+    jm_commitq_checkpoint(&p->cq, id, g->run, 0);
     jm_commitq_gen_done(&p->cq, id - skipped);
     free(g);
     return NULL;

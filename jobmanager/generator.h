@@ -32,10 +32,6 @@ typedef struct {
                                  disp_window) */
     uint64_t resolved;        /* committer: tasks committed or failed */
     uint64_t made;            /* generator: ids made so far (for status) */
-    uint64_t ck_count;        /* generator: a generation checkpoint for the
-                                 committer to journal: ids made by the last
-                                 flush... */
-    uint64_t ck_hash;         /* ...and their running hash (journal.h) */
     uint64_t verified;        /* generator, resumed phase: the ids below it
                                  match a journaled checkpoint, so their
                                  early results may be adopted; published
@@ -58,8 +54,6 @@ void jm_genq_destroy(jm_genq_t *q);
  * that the generator, which checks queued after lending, flushes what it
  * lent if this call missed it. */
 jm_task_t *jm_genq_take_lent(jm_genq_t *q, jm_task_t **tail);
-/* Committer: the last checkpoint published (count 0: none yet). */
-void jm_genq_checkpoint(jm_genq_t *q, uint64_t *count, uint64_t *hash);
 /* Starts the phase's generator thread: 0, or -1 with errno set. */
 int jm_generator_start(jm_t *jm, jm_phase_t *p);
 void jm_generator_join(jm_phase_t *p);
