@@ -585,7 +585,8 @@ static int cmd_done_load(cmd_co_t *c)
         c->emitted[c->nemitted++] = rec[0];
         c->failed += rec[1] != 0;
     }
-    qsort(c->emitted, c->nemitted, sizeof *c->emitted, cmd_u64_cmp);
+    if (c->nemitted)   /* (qsort takes no NULL, even for 0 items) */
+        qsort(c->emitted, c->nemitted, sizeof *c->emitted, cmd_u64_cmp);
     return 0;
 }
 

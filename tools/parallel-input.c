@@ -170,7 +170,8 @@ static int pin_line(pinput_t *in)
 {
     const char *path = in->src[0].path;
     for (;;) {
-        char *nl = memchr(in->buf + in->off, '\n', in->len - in->off);
+        /* (no buffer yet: nothing read, and memchr takes no NULL) */
+        char *nl = in->len > in->off ? memchr(in->buf + in->off, '\n', in->len - in->off) : NULL;
         if (nl || (in->eof && in->off < in->len)) {
             size_t n = nl ? (size_t)(nl - (in->buf + in->off)) : in->len - in->off;
             if (memchr(in->buf + in->off, '\0', n)) {
