@@ -170,7 +170,8 @@ int cmdstream_next(cmdstream_t *s, const char **body, size_t *len, char *err, si
         int rc;
         if (s->magic < mlen) {
             size_t n = have < mlen - s->magic ? have : mlen - s->magic;
-            if (memcmp(s->buf + s->off, CMDFILE_MAGIC + s->magic, n) != 0) {
+            /* (n is 0 before the first read, when buf is still NULL) */
+            if (n && memcmp(s->buf + s->off, CMDFILE_MAGIC + s->magic, n) != 0) {
                 snprintf(err, errlen, "%s is not a task stream of spits-parallel", s->path);
                 return -1;
             }
