@@ -8,7 +8,8 @@
 #               runs this): every row runs, exact, and its prediction must
 #               be within 20% of the measurement, or the exit status is 1
 #   --json FILE the table as JSON as well (rows, calibration, machine)
-#   --no-check  with --quick: report the ratios but do not judge them
+#   --no-check  with --quick: report the ratios but do not judge them,
+#               and run each row once (the median of 3 is for the judge)
 #
 # Runs from a build tree (tools/bench/ of a built spits) or from an
 # untarred bundle (bench/ of spits-VERSION-linux-x86_64, next to its bin/
@@ -56,7 +57,7 @@
 #   bandwidth tasks of 64 KiB, 1 MiB and 8 MiB, CURVE and insecure: MB/s
 #             from the first join to the last commit, next to a plain
 #             ZeroMQ transfer of the same size and shape (zmq-ceiling)
-# In --quick every row but scale runs 3 times, each after its own
+# In --quick (judged) every row but scale runs 3 times, each after its own
 # calibration; the run of the median ratio stands for the row.
 #
 # The model: a row's work is a number of units (tasks, joins, bytes); the
@@ -261,6 +262,7 @@ if [ $quick = 1 ]; then
     BW=1600000000                  # bytes a bandwidth job
     SAMPLE=0.02                    # seconds between samples of the processes
     REPS=3                         # runs of each row but scale (the median judged)
+    [ $check = 1 ] || REPS=1       # (nothing judged: one run of each shows it)
 else
     CAL_E=2000000 CAL_K=500 CAL_BW=400000000
     SCALE=(20 500 100000 500000)
