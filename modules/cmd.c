@@ -18,6 +18,14 @@
  *                         environment FILE carries (cmdenv.h)
  *     --local             the TMs are this host's: the joblog's Host is
  *                         ":" (GNU parallel's), else the TM's host name
+ *     --retries N         run a failing command up to N times in all; its
+ *                         last run is the one written
+ *     --delay SEC         start a TM's commands at least SEC apart
+ *     --slots             commands hold {%} (CMDFILE_SLOT): give each the
+ *                         lowest job slot free while it runs
+ *     --progress bar|eta|progress  the committer's progress on stderr:
+ *                         redrawn in place on a terminal, else a line at
+ *                         most every 10 s and one at the end
  *
  * spits-parallel writes TASKFILE (cmdfile.h), a file or a stream that
  * it writes as the job runs (cmdstream.h), and runs this module; any
@@ -25,7 +33,8 @@
  * applies as to any module. The job manager reads the tasks from the
  * file, a worker runs one (cmdrun.c) and sends back its exit value,
  * signal, times and output, and the committer writes them: stdout to the
- * job manager's stdout, stderr to its stderr, the joblog and --results.
+ * job manager's stdout, stderr to its stderr (with --results, only to
+ * the results files, as GNU parallel does), the joblog and --results.
  * A task is its generation index (8 bytes, little endian: 0, 1, 2... in
  * the order next_task makes them, the same again in a resumed job) and
  * its record; its result ends with the task's bytes, so the committer
@@ -58,11 +67,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmdenv.h"
@@ -81,11 +93,20 @@ typedef struct {
     long halt_fail;               /* 0: never halt */
     double timeout;
     uint64_t cap;
+    long retries;                 /* runs of a failing command (0, 1: one) */
+    double delay;                 /* seconds between a TM's starts */
+    int slots;                    /* --slots */
+    char progress;                /* --progress: 'b', 'e', 'p', or 0 */
 } cmd_opts_t;
 
 /* 1 once the committer halted the job: the generator stops. (The job
  * manager and committer share this process.) */
 static atomic_int cmd_halted;
+
+/* Tasks the generator made so far: --progress's total, as GNU parallel
+ * counts the input read so far. (The generator and committer share this
+ * process; the generator stores, the committer loads.) */
+static _Atomic uint64_t cmd_made;
 
 static int cmd_opts(int argc, const char **argv, cmd_opts_t *o)
 {
@@ -108,6 +129,10 @@ static int cmd_opts(int argc, const char **argv, cmd_opts_t *o)
         }
         if (!strcmp(a, "--local")) {
             o->local = 1;
+            continue;
+        }
+        if (!strcmp(a, "--slots")) {
+            o->slots = 1;
             continue;
         }
         if (a[0] != '-' && i + 1 == argc) {
@@ -142,6 +167,23 @@ static int cmd_opts(int argc, const char **argv, cmd_opts_t *o)
                 fprintf(stderr, "cmd: bad --output-cap '%s'\n", v);
                 return -1;
             }
+        } else if (!strcmp(a, "--retries") || !strcmp(a, "--delay")) {
+            errno = 0;
+            double d = strtod(v, &end);
+            if (errno || end == v || *end || !(d >= 0) || d > 1e6) {
+                fprintf(stderr, "cmd: bad %s '%s'\n", a, v);
+                return -1;
+            }
+            if (a[2] == 'r')
+                o->retries = (long)d;
+            else
+                o->delay = d;
+        } else if (!strcmp(a, "--progress")) {
+            if (strcmp(v, "bar") && strcmp(v, "eta") && strcmp(v, "progress")) {
+                fprintf(stderr, "cmd: bad --progress '%s'\n", v);
+                return -1;
+            }
+            o->progress = v[0];
         } else if (!strcmp(a, "--halt")) {
             long n;
             if (!strncmp(v, "now,fail=", 9))
@@ -255,6 +297,7 @@ int spits_job_manager_next_task(void *jm, spitspush_t push, spitsctx_t ctx)
         g->cap = cap;
     }
     cmd_put64(g->task, g->index++);
+    atomic_store(&cmd_made, g->index);
     memcpy(g->task + 8, body, len);
     push(g->task, (spitssize_t)(len + 8), ctx);
     return 1;
@@ -280,6 +323,115 @@ typedef struct {
 __attribute__((destructor)) static void cmd_unload(void)
 {
     cmdrun_kill_all();
+}
+
+/* --delay: when this TM's next command may start (monotonic seconds),
+ * shared by its worker threads under cmd_delay_lock. */
+static pthread_mutex_t cmd_delay_lock = PTHREAD_MUTEX_INITIALIZER;
+static double cmd_delay_next;
+
+/* Waits for this command's turn to start, delay seconds after the last. */
+static void cmd_delay_wait(double delay)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double t = (double)now.tv_sec + now.tv_nsec / 1e9, at;
+    pthread_mutex_lock(&cmd_delay_lock);
+    at = cmd_delay_next > t ? cmd_delay_next : t;
+    cmd_delay_next = at + delay;
+    pthread_mutex_unlock(&cmd_delay_lock);
+    if (at > t) {
+        struct timespec ts = {(time_t)(at - t), (long)((at - t - (double)(time_t)(at - t)) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+}
+
+/* Runs the command as --retries and --delay say: again while it fails
+ * (not when the job halted), r holding its last run. */
+static int cmd_run_tries(const cmd_opts_t *o, char **argv, const cmdrun_opts_t *ro,
+                         cmdrun_t *r)
+{
+    for (long run = 1;; run++) {
+        if (o->delay > 0)
+            cmd_delay_wait(o->delay);
+        int rc = cmdrun_exec(argv, ro, r);
+        if (rc != 0 || run >= o->retries || (r->exitval == 0 && r->signal == 0) ||
+            (r->flags & CMDRES_HALTED) || cmdrun_halt_state(o->haltfile))
+            return rc;
+        cmdrun_clear(r);
+    }
+}
+
+/* {%}: the lowest job slot no running command holds, until the command
+ * ends. Between TMs on the job dir: a POSIX record lock on
+ * TASKFILE.slotN, which a forked child does not inherit (an flock would
+ * stay held by a command another thread is starting, between its fork
+ * and exec, and push the next slot up). Between this TM's threads, whose
+ * record locks are one process's: cmd_slots, under cmd_slot_lock. */
+#define CMD_SLOTS 65536
+static pthread_mutex_t cmd_slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char cmd_slots[CMD_SLOTS + 1];  /* held by this process */
+
+/* The lock's fd, or -1 (said). */
+static int cmd_slot_take(const char *taskfile, unsigned *slot)
+{
+    char path[PATH_MAX];
+    struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    int fd = -1;
+    pthread_mutex_lock(&cmd_slot_lock);
+    for (unsigned n = 1; n <= CMD_SLOTS; n++) {
+        if (cmd_slots[n])
+            continue;
+        snprintf(path, sizeof path, "%s.slot%u", taskfile, n);
+        if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) < 0)
+            break;
+        if (fcntl(fd, F_SETLK, &lk) == 0) {
+            cmd_slots[n] = 1;
+            *slot = n;
+            break;
+        }
+        close(fd);
+        fd = -1;
+    }
+    pthread_mutex_unlock(&cmd_slot_lock);
+    if (fd < 0)
+        fprintf(stderr, "cmd: cannot take a job slot ({%%}) beside %s: %s\n", taskfile,
+                strerror(errno));
+    return fd;
+}
+
+/* Frees the slot: its lock goes with the fd. */
+static void cmd_slot_give(int fd, unsigned slot)
+{
+    pthread_mutex_lock(&cmd_slot_lock);
+    close(fd);
+    cmd_slots[slot] = 0;
+    pthread_mutex_unlock(&cmd_slot_lock);
+}
+
+/* Runs argv in a job slot written where its words (and name) hold {%}. */
+static int cmd_run_slotted(const cmd_opts_t *o, char **argv, size_t argc,
+                           cmdrun_opts_t *ro, cmdrun_t *r, unsigned *slot)
+{
+    int fd = cmd_slot_take(o->taskfile, slot), rc = -1;
+    char **sv = calloc(argc + 1, sizeof *sv);
+    char *name = sv ? cmdfile_slot_subst(ro->name, *slot) : NULL;
+    for (size_t i = 0; name && i < argc; i++)
+        if (!(sv[i] = cmdfile_slot_subst(argv[i], *slot)))
+            goto out;
+    if (name) {
+        ro->name = name;
+        rc = cmd_run_tries(o, sv, ro, r);
+    }
+out:
+    for (size_t i = 0; sv && i < argc; i++)
+        free(sv[i]);
+    free(sv);
+    free(name);
+    if (fd >= 0)
+        cmd_slot_give(fd, *slot);
+    return rc;
 }
 
 void *spits_worker_new(int argc, const char *argv[])
@@ -321,12 +473,14 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
 
     memset(&r, 0, sizeof r);
     int rc = 0;
+    unsigned slot = 0;
     if (cmdrun_halt_state(w->o.haltfile)) {
         r.flags = CMDRES_SKIPPED;
     } else {
         cmdrun_opts_t ro = {w->o.timeout, w->o.cap, rec.seq, w->o.haltfile, rec.display,
                             w->env.env, w->env.cwd, w->host};
-        rc = cmdrun_exec(argv, &ro, &r);
+        rc = w->o.slots ? cmd_run_slotted(&w->o, argv, rec.nwords, &ro, &r, &slot)
+                        : cmd_run_tries(&w->o, argv, &ro, &r);
     }
     free(argv);
     if (rc != 0) {
@@ -343,6 +497,7 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     res.outlen = r.outlen;
     res.errlen = r.errlen;
     memcpy(res.host, w->host, sizeof res.host);
+    res.slot = slot;
     size_t len = CMDRES_HEADER + r.outlen + r.errlen + (size_t)tasksz;
     unsigned char *buf = malloc(len);
     if (!buf) {
@@ -383,7 +538,17 @@ typedef struct {
     int halted;
     int write_failed;             /* a joblog or --results write failed */
     int live, job_committed;      /* made whole; commit_job called */
+    uint64_t ndone;               /* --progress: commands written */
+    double t0, shown;             /* --progress: start, last line (monotonic) */
+    int tty;                      /* --progress: stderr is a terminal */
 } cmd_co_t;
+
+static double cmd_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 /* What TASKFILE.halt says when the job stopped before its end (a signal
  * to the job manager, spits-parallel gone): "now" to the workers, which
@@ -465,7 +630,20 @@ static int cmd_result_parse(const void *result, size_t sz, cmdres_t *r, uint64_t
     return cmd_task_parse((const char *)result + at, sz - at, index, rec);
 }
 
+static void cmd_joblog_line(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec);
+
+/* The joblog line, its Command with the job slot where {%} was. */
 static void cmd_joblog(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
+{
+    cmdfile_rec_t with = *rec;
+    char *display = r->slot && c->joblog >= 0 ? cmdfile_slot_subst(rec->display, r->slot) : NULL;
+    if (display)
+        with.display = display;
+    cmd_joblog_line(c, r, &with);
+    free(display);
+}
+
+static void cmd_joblog_line(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
 {
     char line[8192];
     if (c->joblog < 0)
@@ -519,8 +697,10 @@ static void cmd_emit(cmd_co_t *c, const unsigned char *buf, size_t len)
             cmd_result_file(c, dir, "seq", seq, (size_t)sl);
         }
     }
-    cmd_write_tagged(STDOUT_FILENO, tag, out, r.outlen);
-    cmd_write_tagged(STDERR_FILENO, tag, err, r.errlen);
+    if (!c->o.results) {
+        cmd_write_tagged(STDOUT_FILENO, tag, out, r.outlen);
+        cmd_write_tagged(STDERR_FILENO, tag, err, r.errlen);
+    }
     cmd_joblog(c, &r, &rec);
     uint64_t done[2] = {r.seq, r.exitval != 0 || r.signal != 0};
     if (c->done >= 0 && cmd_write_all(c->done, (const char *)done, sizeof done) != 0) {
@@ -601,6 +781,8 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         return NULL;
     }
     c->joblog = c->done = -1;
+    c->t0 = c->shown = cmd_now();
+    c->tty = c->o.progress && isatty(STDERR_FILENO);
     rc = cmd_done_load(c);
     if (rc == 0 && c->o.joblog && !strcmp(c->o.joblog, "-"))
         c->joblog = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);   /* GNU parallel's - */
@@ -624,6 +806,39 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         return NULL;
     }
     return c;
+}
+
+/* --progress: one more command done (end: the job's end), of the tasks
+ * read so far (a streamed input's total is known only at its end). On a terminal
+ * the line is redrawn at most 10 times a second, elsewhere a line is
+ * written at most every 10 s, and once at the end. */
+static void cmd_progress(cmd_co_t *c, int end)
+{
+    if (!c->o.progress)
+        return;
+    double now = cmd_now();
+    if (!end && now - c->shown < (c->tty ? 0.1 : 10.0))
+        return;
+    c->shown = now;
+    uint64_t n = atomic_load(&cmd_made);
+    if (n < c->ndone)
+        n = c->ndone;
+    uint64_t left = n - c->ndone;
+    int pct = n ? (int)(c->ndone * 100 / n) : 100;
+    double avg = c->ndone ? (now - c->t0) / (double)c->ndone : 0, eta = avg * (double)left;
+    char line[160];
+    if (c->o.progress == 'b')
+        snprintf(line, sizeof line, "%d%% %" PRIu64 ":%" PRIu64 "=%.0fs", pct, c->ndone, left,
+                 eta);
+    else
+        snprintf(line, sizeof line, "%sdone %" PRIu64 " of %" PRIu64 ", %d%%, %.3fs each",
+                 c->o.progress == 'e' ? "" : "local: ", c->ndone, n, pct, avg);
+    if (c->o.progress == 'e') {
+        size_t l = strlen(line);
+        snprintf(line + l, sizeof line - l, ", ETA %.0fs", eta);
+    }
+    fprintf(stderr, c->tty ? "\r%s\033[K%s" : "%s\n", line, c->tty && end ? "\n" : "");
+    fflush(stderr);
 }
 
 /* Counts a failure; halts the job when --halt says so. */
@@ -696,6 +911,8 @@ int spits_committer_commit_pit(void *co, const void *result, spitssize_t sz)
         cmd_failed(c, &r, &rec);
     if (c->o.keep)
         cmd_flush(c, 0);
+    c->ndone++;
+    cmd_progress(c, 0);
     return 0;
 }
 
@@ -706,6 +923,7 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
     c->job_committed = 1;
     if (c->o.keep && !(c->halted && c->o.halt_now))
         cmd_flush(c, 1);
+    cmd_progress(c, 1);
     int rc = c->halted ? c->halt_rc : c->failed > 101 ? 101 : (int)c->failed;
     if (c->write_failed)
         rc = 255;                 /* GNU parallel's "other error" */

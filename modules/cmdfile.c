@@ -173,6 +173,28 @@ int cmdfile_mkdirs(const char *path)
     return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* s with each CMDFILE_SLOT written as slot (malloc'd). */
+char *cmdfile_slot_subst(const char *s, unsigned slot)
+{
+    size_t ml = strlen(CMDFILE_SLOT), n = 0;
+    for (const char *p = s; (p = strstr(p, CMDFILE_SLOT)); p += ml)
+        n++;
+    char *out = malloc(strlen(s) + n * 10 + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const char *p = s, *q; *p; p = q + ml) {
+        if (!(q = strstr(p, CMDFILE_SLOT))) {
+            strcpy(o, p);
+            return out;
+        }
+        memcpy(o, p, (size_t)(q - p));
+        o += q - p;
+        o += sprintf(o, "%u", slot);
+    }
+    *o = '\0';
+    return out;
+}
+
 void cmdres_pack(const cmdres_t *r, unsigned char *out)
 {
     memset(out, 0, CMDRES_HEADER);
@@ -185,6 +207,7 @@ void cmdres_pack(const cmdres_t *r, unsigned char *out)
     memcpy(out + 32, &r->outlen, 8);
     memcpy(out + 40, &r->errlen, 8);
     memcpy(out + 48, r->host, strnlen(r->host, CMDRES_HOST - 1));
+    memcpy(out + 112, &r->slot, 4);
 }
 
 int cmdres_unpack(cmdres_t *r, const unsigned char *buf, size_t len)
@@ -201,6 +224,7 @@ int cmdres_unpack(cmdres_t *r, const unsigned char *buf, size_t len)
     memcpy(&r->errlen, buf + 40, 8);
     memcpy(r->host, buf + 48, CMDRES_HOST);
     r->host[CMDRES_HOST - 1] = '\0';
+    memcpy(&r->slot, buf + 112, 4);
     if (r->outlen > len - CMDRES_HEADER || r->errlen > len - CMDRES_HEADER - r->outlen)
         return -1;
     return 0;

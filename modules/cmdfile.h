@@ -25,7 +25,8 @@
  *   8   4  exit value         32  8  stdout length
  *   12  4  signal             40  8  stderr length
  *   16  8  start (epoch s)    48 64  the worker's host name, NUL-padded
- *   24  4  run time (ms)      112    stdout bytes, then stderr bytes,
+ *   24  4  run time (ms)      112  4  job slot ({%}; 0: none)
+ *                             120    stdout bytes, then stderr bytes,
  *                                     then the task's bytes
  *
  * Numbers are in the byte order of the machines (a job's TMs and JM
@@ -40,6 +41,8 @@
 
 #define CMDFILE_MAGIC "spits-cmd 1\n"
 #define CMDFILE_FIELDS 4          /* strings before the argv */
+/* {%} in a composed command: the worker writes the job slot there. */
+#define CMDFILE_SLOT "\001%\001"
 
 typedef struct {
     uint64_t seq;
@@ -79,8 +82,11 @@ int cmdfile_write_all(int fd, const void *p, size_t n);
 /* mkdir -p path (for --results); 0, or -1 with errno set. */
 int cmdfile_mkdirs(const char *path);
 
+/* s with each CMDFILE_SLOT written as slot (malloc'd; NULL out of memory). */
+char *cmdfile_slot_subst(const char *s, unsigned slot);
+
 /* Results. */
-#define CMDRES_HEADER 112
+#define CMDRES_HEADER 120
 #define CMDRES_HOST 64
 #define CMDRES_TIMEOUT 1u        /* killed by --timeout */
 #define CMDRES_CAP 2u            /* killed: output over the cap */
@@ -92,7 +98,7 @@ typedef struct {
     uint64_t seq;
     int32_t exitval, signal;
     double start;
-    uint32_t runtime_ms, flags;
+    uint32_t runtime_ms, flags, slot;
     uint64_t outlen, errlen;
     char host[CMDRES_HOST];
 } cmdres_t;

@@ -14,6 +14,9 @@ cd "$T" || fail "no $T"
 printf 'x.tar.gz\n/a/b.c/d\nfoo\n/r.x\n./q.c\nsp ace.txt\n' >paths
 printf 'one\n\nthree\n' >lines
 printf 'p\nq\n' >two
+printf 'a,b,c\nd,e\n ,f , \n' >csv
+printf 'x\ty\n1\t2\n3\t4 5\n' >tsv
+printf 'a b\0c\nd\0e' >nul
 cases=0
 
 # same NAME STDIN ARGS...: both programs with ARGS, STDIN on their stdin
@@ -76,6 +79,42 @@ for prog in parallel "$SP"; do
     [ "$rc" = 141 ] && [ ! -s head.err ] || fail "$prog | head -1: exit $rc: $(cat head.err)"
 done
 [ -z "$(ls htmp)" ] || fail "| head -1 left $(ls htmp)"
+# GNU parallel's input options: -N (-n), {N} past the arguments, {0},
+# --colsep, -0, linked sources, --header :, stdin twice, --retries, --delay.
+same maxargs /dev/null -k -N2 --tag echo {1}-{2} {} {#} ::: a b c d e
+same maxargs-cross /dev/null -k -n2 echo {1}-{2}-{3} ::: a b c ::: 1 2
+same maxargs0 /dev/null -k -N0 echo x ::: a b
+# -N: a word with {} and other text, once for each argument
+same maxargs-context /dev/null -k -N2 echo 'x{}-{.}y' '[{}]' {} ::: a.1 'b c' d
+same maxargs-context2 /dev/null -k -N1 echo x{}y ::: a b ::: c
+same beyond /dev/null -k 'printf "%s-" {3} x{2}y; echo' ::: a b
+same beyond-direct /dev/null -k printf '%s-' {3} {1} ::: a b
+same zero /dev/null -k echo x{0}y {0.} {00} ::: a.b ::: c
+same colsep csv -k --colsep , --tag echo '[{2}]' {1} {4}
+same colsep-append csv -k --colsep , echo
+same colsep-re tsv -k --colsep '\s+' echo {3}{2}{1}
+same colsep-args /dev/null -k --colsep '[,;]' echo {1}/{2} ::: a,b 'c;d' e
+same null nul -k -0 echo '[{}]'
+same null-file /dev/null -k --null echo :::: nul
+same link /dev/null -k echo {1}{2}{3} ::: a b c :::+ 1 2 ::: x y
+same link-file /dev/null -k echo {1}{2} :::+ a b c ::::+ two
+same header /dev/null -k --header : echo {foo}-{bar} {1} ::: foo a b ::: bar 1 2
+same header-tsv /dev/null -k --header : --colsep '\t' --tag echo {y}{x} :::: tsv
+same stdin-twice paths -k echo {1}{2}{3} :::: - ::: a :::: -
+same retries /dev/null -k --retries 3 'echo try {}; exit {}' ::: 0 1 2
+same delay /dev/null -k --delay 0.2 echo ::: a b
+same slot /dev/null -k -j1 echo {%} {} ::: a b c
+same slot-dry /dev/null -k -j1 --dry-run -q echo {%} {} ::: a 'b c'
+# {%}: 1 to -j, and no two running commands share one.
+"$SP" -j 3 'mkdir held{%} || echo clash; echo {%}; sleep 0.2; rmdir held{%}' ::: 1 2 3 4 5 6 \
+    >slots 2>&1 || fail "{%}: $(cat slots)"
+[ "$(sort -u slots | tr '\n' ' ')" = "1 2 3 " ] || fail "{%} gave $(sort slots | tr '\n' ' ')"
+same bar /dev/null -k --bar echo ::: a b c
+[ "$(cat bar.s.err)" = "100% 3:0=0s" ] || fail "--bar off a terminal wrote: $(cat bar.s.err)"
+same eta /dev/null --eta --progress true ::: a b
+grep -q '^local: done 2 of 2, 100%' eta.s.err || fail "--progress wrote: $(cat eta.s.err)"
+same results-quiet /dev/null -k --results rq 'echo {}; echo e >&2' ::: a
+[ -s results-quiet.s.err ] && fail "--results: stderr has $(cat results-quiet.s.err)"
 tsanitized || [ "$(wc -c <big.s)" = 20000000 ] || fail "big: $(wc -c <big.s) bytes, not 20000000"
 grep -q '^err a$' stderr.s.err || fail "stderr: the commands' stderr is not on stderr"
 
@@ -96,6 +135,13 @@ parallel --will-cite --joblog jq.p echo {} ::: "a'b" 'x y' '' plain >/dev/null 2
 [ "$(joblog_cols jq.s)" = "$(joblog_cols jq.p)" ] ||
     fail "quoted joblogs differ: $(diff <(joblog_cols jq.p) <(joblog_cols jq.s))"
 
+# --retries: as many runs, one joblog line each with the last run's.
+parallel --will-cite --retries 3 --joblog jr.p 'echo x >>cnt.p; exit {}' ::: 0 1 >/dev/null 2>&1
+"$SP" --retries 3 --joblog jr.s 'echo x >>cnt.s; exit {}' ::: 0 1 >/dev/null 2>&1
+[ "$(wc -l <cnt.s)" = 4 ] && [ "$(wc -l <cnt.p)" = 4 ] || fail "--retries 3: $(wc -l <cnt.s) runs"
+[ "$(joblog_cols jr.s | sed 's/cnt.s/cnt.p/')" = "$(joblog_cols jr.p)" ] ||
+    fail "--retries joblogs differ: $(diff <(joblog_cols jr.p) <(joblog_cols jr.s))"
+
 # --results trees: the same files with the same contents.
 parallel --will-cite --results rp echo {} ::: 'a/b' 'x y' ::: 1 >/dev/null 2>&1
 "$SP" --results rs echo {} ::: 'a/b' 'x y' ::: 1 >/dev/null 2>&1
@@ -105,5 +151,12 @@ parallel --will-cite --results rp echo {} ::: 'a/b' 'x y' ::: 1 >/dev/null 2>&1
     cmp -s "rp/$f" "rs/$f" || echo "$f"
 done >rdiff
 [ -s rdiff ] && fail "results files differ: $(cat rdiff)"
+# ... named by --header, by -N's sources and by --colsep's columns.
+parallel --will-cite --header : --results rp2 echo ::: h 'a/b' c >/dev/null 2>&1
+"$SP" --header : --results rs2 echo ::: h 'a/b' c >/dev/null 2>&1
+parallel --will-cite -N2 --colsep , --results rp2 echo ::: a,b c x >/dev/null 2>&1
+"$SP" -N2 --colsep , --results rs2 echo ::: a,b c x >/dev/null 2>&1
+[ "$(cd rp2 && find . -type f | sort)" = "$(cd rs2 && find . -type f | sort)" ] ||
+    fail "results trees differ: $(diff <(cd rp2 && find . | sort) <(cd rs2 && find . | sort))"
 [ "$(cat 'rs/1/a\_b/2/1/stdout')" = "a/b 1" ] || fail "results: rs/1/a\_b/2/1/stdout"
 echo "ok: $cases cases"

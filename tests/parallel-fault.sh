@@ -112,13 +112,16 @@ rc=$?
 "$SP" --bogus echo ::: a >bad.out 2>bad.log
 rc=$?
 [ "$rc" = 255 ] || fail "a bad option: exit $rc, not 255"
-[ "$(wc -l <bad.log)" = 1 ] && grep -q "unknown option '--bogus'" bad.log ||
+[ "$(wc -l <bad.log)" = 1 ] && grep -q "option '--bogus' is not supported" bad.log ||
     fail "a bad option said: $(cat bad.log)"
+"$SP" -X2 echo ::: a >bad.out 2>bad.log
+[ $? = 255 ] && [ "$(wc -l <bad.log)" = 1 ] && grep -q "option '-X' is not supported" bad.log ||
+    fail "-X2 said: $(cat bad.log)"
 "$SP" --halt sometimes echo ::: a >bad.out 2>bad.log
 [ $? = 255 ] && [ "$(wc -l <bad.log)" = 1 ] || fail "a bad --halt: $(cat bad.log)"
 # GNU parallel's features not here are refused, not run wrong.
-"$SP" echo {%} ::: a >bad.out 2>bad.log
-[ $? = 255 ] && [ "$(wc -l <bad.log)" = 1 ] && [ ! -s bad.out ] || fail "{%}: $(cat bad.log)"
+"$SP" echo '{= s/a/b/ =}' ::: a >bad.out 2>bad.log
+[ $? = 255 ] && [ "$(wc -l <bad.log)" = 1 ] && [ ! -s bad.out ] || fail "{= =}: $(cat bad.log)"
 "$SP" --pipe cat <bad.log >bad.out 2>bad.log2
 [ $? = 255 ] && [ "$(wc -l <bad.log2)" = 1 ] || fail "--pipe: $(cat bad.log2)"
 # Where commands run: a --jobdir job carries the submitter's directory

@@ -27,6 +27,18 @@ rc=$?
 [ "$(cat out.before-b)" = a ] || fail "a was not printed within 3 s, before b came: '$(cat out.before-b)'"
 [ "$(sort out | tr '\n' ' ')" = "a b " ] || fail "a streamed input printed: $(cat out)"
 
+# The input options stream too: --header : takes stdin's first line,
+# -N2 each two records, --colsep their columns, :::+ a source linked to
+# stdin; the first command runs before the rest of the input is written.
+(echo 'x y'; echo 'a b'; echo 'c d'; sleep 3; cp opts.out opts.before; echo 'e f') |
+    timeout -s KILL 60 "$SP" -k -N2 --header : --colsep ' ' echo {y}{x}{z} {5}{4}{6} \
+        :::: - :::+ z L1 L2 L3 >opts.out 2>opts.err
+rc=$?
+[ "$rc" = 0 ] || fail "streamed input options: exit $rc: $(cat opts.err)"
+[ "$(cat opts.before)" = "baL1 dcL2" ] || fail "streamed -N2 ran late: '$(cat opts.before)'"
+[ "$(cat opts.out | tr '\n' '|')" = "baL1 dcL2|feL3|" ] ||
+    fail "streamed input options printed: $(cat opts.out)"
+
 # An input that fails after the job started (a NUL byte): the commands
 # read before it run, one line says why, the status is 255.
 (echo a; printf 'b\0c\n'; echo d) | timeout -s KILL 60 "$SP" -j 2 echo >nul.out 2>nul.err

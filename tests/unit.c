@@ -29,6 +29,7 @@
 #include "parts.h"
 #include "peertab.h"
 #include "reporthtml.h"
+#include "parallel-args.h"
 #include "ring.h"
 #include "scheduler.h"
 #include "taskpool.h"
@@ -79,6 +80,7 @@ int main(void)
         {"reporthtml", spits_reporthtml_selftest},
         {"alloc-policy", alloc_policy_selftest},
         {"cmdenv", cmdenv_selftest},
+        {"parallel-args", pargs_selftest},
     };
     int failed = 0;
 

@@ -5,15 +5,19 @@
  * Replacement strings: {} the argument (all of a task's arguments, each
  * quoted, joined by spaces, when there are several input sources), {.}
  * without its extension, {/} its basename, {//} its directory, {/.} the
- * basename without extension, {#} the task number, and {N}, {N.}, {N/},
- * {N//}, {N/.} for the N-th input source. Anything else in braces is
- * left as it is.
+ * basename without extension, {#} the task number, {%} the job slot
+ * (CMDFILE_SLOT, which the worker replaces), and {N}, {N.}, {N/},
+ * {N//}, {N/.} for the N-th input source (nothing at all past the
+ * task's arguments; {0} is {}). Anything else in braces is left as it
+ * is. With -N (t->context) a word with {} and other text is written
+ * once for each argument.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdfile.h"
 #include "parallel-compose.h"
 
 /* The characters GNU parallel leaves unquoted. */
@@ -35,8 +39,12 @@ char *pcompose_quote(const char *s)
     char *buf = NULL;
     size_t len = 0;
     const char *p;
-    for (p = s; *p && pcompose_plain(*p); p++)
-        ;
+    for (p = s; *p; p++) {
+        if (!strncmp(p, CMDFILE_SLOT, strlen(CMDFILE_SLOT)))
+            p += strlen(CMDFILE_SLOT) - 1;      /* {%}'s digits need no quotes */
+        else if (!pcompose_plain(*p))
+            break;
+    }
     if (!*p)
         return strdup(*s ? s : "''");
     /* '...' with each ' as '"'"', less a '' left at either end. */
@@ -69,16 +77,16 @@ static size_t pcompose_repl(const char *p, long *src, const char **mod)
     const char *q = p + 1;
     if (p[0] != '{')
         return 0;
-    if (!strncmp(p, "{#}", 3)) {
-        *src = -1;
+    if (!strncmp(p, "{#}", 3) || !strncmp(p, "{%}", 3)) {
+        *src = p[1] == '#' ? -1 : -2;
         *mod = "";
         return 3;
     }
     *src = 0;
     while (*q >= '0' && *q <= '9' && *src < 1000000)
         *src = *src * 10 + (*q++ - '0');
-    if (q > p + 1 && *src == 0)
-        return 0;                       /* {0}: not one of them */
+    if (q > p + 2 && *src == 0)
+        *src = 1000000;                 /* {00}: no argument's, empty */
     for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++)
         if (!strncmp(q, mods[i], strlen(mods[i]))) {
             *mod = mods[i];
@@ -117,15 +125,24 @@ static char *pcompose_modify(const char *v, const char *m)
 }
 
 /* Writes the value of replacement (src, mod) to f, each argument
- * quoted when quote is set, several joined by spaces. */
+ * quoted when quote is set, several joined by spaces; only >= 0: {}
+ * is that argument alone. */
 static int pcompose_value(FILE *f, const pcompose_t *t, const char *const *args,
-                          uint64_t seq, long src, const char *mod, int quote)
+                          uint64_t seq, long src, const char *mod, int quote, long only)
 {
+    if (src == -2) {
+        fputs(CMDFILE_SLOT, f);         /* the worker knows the slot */
+        return 0;
+    }
     if (src < 0) {
         fprintf(f, "%llu", (unsigned long long)seq);
         return 0;
     }
+    if (src > (long)t->nsrc)
+        return 0;                       /* beyond the arguments: nothing */
     size_t lo = src ? (size_t)src - 1 : 0, hi = src ? (size_t)src : t->nsrc;
+    if (!src && only >= 0)
+        lo = (size_t)only, hi = lo + 1;
     for (size_t i = lo; i < hi; i++) {
         char *v = pcompose_modify(args[i], mod), *q = v && quote ? pcompose_quote(v) : NULL;
         if (!v || (quote && !q)) {
@@ -139,7 +156,27 @@ static int pcompose_value(FILE *f, const pcompose_t *t, const char *const *args,
     return 0;
 }
 
-/* A word with its replacement strings replaced (quote: quoted values). */
+/* 1 if word w is repeated for each argument (t->context): it has {}
+ * (any of its forms) and is not that alone. */
+static int pcompose_repeats(const pcompose_t *t, const char *w)
+{
+    size_t n;
+    long src;
+    const char *mod;
+    int all = 0, alone = 0;
+    if (!t->context || t->nsrc < 2)
+        return 0;
+    for (const char *p = w; *p; p += n ? n : 1)
+        if ((n = pcompose_repl(p, &src, &mod))) {
+            all |= src == 0;
+            alone = n == strlen(w);
+        }
+    return all && !alone;
+}
+
+/* A word with its replacement strings replaced (quote: quoted values);
+ * with -N, a word with {} in it once for each argument, as GNU parallel
+ * writes it. */
 static char *pcompose_word(const pcompose_t *t, const char *w, const char *const *args,
                            uint64_t seq, int quote)
 {
@@ -147,24 +184,37 @@ static char *pcompose_word(const pcompose_t *t, const char *w, const char *const
     size_t len = 0, n;
     long src;
     const char *mod;
+    int rep = pcompose_repeats(t, w);
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return NULL;
-    for (const char *p = w; *p;) {
-        if ((n = pcompose_repl(p, &src, &mod)) && src <= (long)t->nsrc) {
-            if (pcompose_value(f, t, args, seq, src, mod, quote) != 0) {
-                fclose(f);
-                free(buf);
-                return NULL;
+    for (long only = rep ? 0 : -1; only < (rep ? (long)t->nsrc : 0); only++) {
+        if (only > 0)
+            fputc(' ', f);
+        for (const char *p = w; *p;) {
+            if ((n = pcompose_repl(p, &src, &mod))) {
+                if (pcompose_value(f, t, args, seq, src, mod, quote, only) != 0) {
+                    fclose(f);
+                    free(buf);
+                    return NULL;
+                }
+                p += n;
+            } else {
+                fputc(*p++, f);
             }
-            p += n;
-        } else {
-            fputc(*p++, f);
         }
     }
     if (fclose(f) != 0)
         return NULL;
     return buf;
+}
+
+/* A --results path part: / written \_ and \ written \\. */
+static void pcompose_respath_part(FILE *f, const char *s, const char *before)
+{
+    fputs(before, f);
+    for (const char *p = s; *p; p++)
+        fputs(*p == '/' ? "\\_" : *p == '\\' ? "\\\\" : (char[2]){*p, 0}, f);
 }
 
 /* Shell keywords and builtins a direct run would not mean the same as. */
@@ -205,8 +255,11 @@ void pcompose_init(pcompose_t *t, char **words, size_t nwords, size_t nsrc,
         if (!*w)
             t->direct = quote && t->direct;
         for (const char *p = w; *p;) {
-            if ((n = pcompose_repl(p, &src, &mod)) && src <= (long)nsrc) {
+            if ((n = pcompose_repl(p, &src, &mod))) {
                 t->has_repl = 1;
+                if (src > t->maxpos)
+                    t->maxpos = src;
+                t->slot |= src == -2;
                 alone = n == strlen(w);
                 /* Several values in one word with other text: the shell
                  * splits them where a direct run could not. */
@@ -222,6 +275,8 @@ void pcompose_init(pcompose_t *t, char **words, size_t nwords, size_t nsrc,
             }
         }
     }
+    if (t->slot)
+        t->direct = 0;                  /* the slot goes in the shell's line */
 }
 
 /* Builtins that also exist as programs, whose programs take --help and
@@ -327,9 +382,13 @@ int pcompose_task(const pcompose_t *t, const char *const *args, uint64_t seq,
     if (!(f = open_memstream(&o->respath, &len)))
         goto fail;
     for (size_t k = 0; k < t->nsrc; k++) {
-        fprintf(f, "%s%zu/", k ? "/" : "", k + 1);
-        for (const char *p = args[k]; *p; p++)
-            fputs(*p == '/' ? "\\_" : *p == '\\' ? "\\\\" : (char[2]){*p, 0}, f);
+        unsigned at = t->pos ? t->pos[k] : (unsigned)k + 1;
+        if (t->names && at <= t->nnames)
+            pcompose_respath_part(f, t->names[at - 1], k ? "/" : "");
+        else
+            fprintf(f, "%s%u", k ? "/" : "", at);
+        fputc('/', f);
+        pcompose_respath_part(f, args[k], "");
     }
     if (fclose(f) != 0)
         goto fail;
@@ -354,6 +413,19 @@ int pcompose_task(const pcompose_t *t, const char *const *args, uint64_t seq,
 fail:
     pcompose_task_clear(o);
     return -1;
+}
+
+int pcompose_task_n(const pcompose_t *t, const char *const *args, const unsigned *pos,
+                    size_t nargs, uint64_t seq, pcompose_task_t *o)
+{
+    pcompose_t v = *t;
+    v.nsrc = nargs;
+    v.pos = pos;
+    /* A missing argument's replacement is nothing at all, which a word
+     * of a direct argv cannot be: the shell runs it. */
+    if (t->maxpos > (long)nargs)
+        v.direct = 0;
+    return pcompose_task(&v, args, seq, o);
 }
 
 void pcompose_task_clear(pcompose_task_t *o)

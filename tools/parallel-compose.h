@@ -24,6 +24,13 @@ typedef struct {
     int quote;                    /* -q: the words are literal, not shell code */
     int has_repl;                 /* some word holds a replacement string */
     int direct;                   /* the words allow running without a shell */
+    long maxpos;                  /* the highest {N} in the words */
+    int slot;                     /* some word holds {%}: a shell runs it */
+    const unsigned *pos;          /* per argument: its source or column (NULL: 1, 2...) */
+    const char *const *names;     /* --header: the names of positions 1.. */
+    int context;                  /* -N: a word with {} and other text is
+                                     repeated for each argument */
+    size_t nnames;
 } pcompose_t;
 
 /* One task's composition (every string malloc'd). */
@@ -41,6 +48,11 @@ void pcompose_init(pcompose_t *t, char **words, size_t nwords, size_t nsrc,
 /* Composes task seq for args (t->nsrc of them); 0, -1 out of memory. */
 int pcompose_task(const pcompose_t *t, const char *const *args, uint64_t seq,
                   pcompose_task_t *out);
+/* Composes task seq of nargs arguments at positions pos (--results
+ * paths; NULL: 1, 2...): -N's and --colsep's varying counts, {N} past
+ * them replaced by nothing. */
+int pcompose_task_n(const pcompose_t *t, const char *const *args, const unsigned *pos,
+                    size_t nargs, uint64_t seq, pcompose_task_t *out);
 void pcompose_task_clear(pcompose_task_t *out);
 /* s quoted as GNU parallel quotes for a Bourne shell (malloc'd). */
 char *pcompose_quote(const char *s);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmdfile.h"
+#include "parallel-args.h"
 #include "log.h"
 #include "parallel-feed.h"
 
@@ -25,23 +26,44 @@ static int pfeed_null = -1;
  * at once (each side stores, then loads the other's: one of them sees). */
 static atomic_int pfeed_was_cut;
 
-int pfeed_skip(pfeed_t *f)
+/* The next task's arguments into f->args: 1, 0 at the end, -1. */
+static int pfeed_take(pfeed_t *f)
 {
     const char *const *args;
+    size_t nsrc = pinput_sources(f->in);
+    long per = f->max_args > 0 ? f->max_args : 1, g;
+    int rc = 1;
+    pargs_list_reset(&f->args);
+    for (g = 0; g < per && (rc = pinput_next(f->in, &args)) == 1; g++) {
+        unsigned pos = 1;
+        for (size_t i = 0; i < nsrc && f->max_args != 0; i++)
+            /* a streamed line lasts until the next pinput_next: kept */
+            if ((per > 1 ? pargs_list_add_copy : pargs_list_add)(&f->args, args[i], pos,
+                                                                 f->colsep, &pos) != 0) {
+                spits_error("out of memory composing command %llu",
+                            (unsigned long long)f->seq);
+                return -1;
+            }
+    }
+    return rc < 0 ? -1 : g > 0;
+}
+
+int pfeed_skip(pfeed_t *f)
+{
     int rc;
-    while ((rc = pinput_next(f->in, &args)) == 1 && f->seq < f->nskip && f->skip[f->seq])
+    if (f->pending)
+        return 1;
+    while ((rc = pfeed_take(f)) == 1 && f->seq < f->nskip && f->skip[f->seq])
         f->seq++;
-    if (rc == 1)
-        pinput_again(f->in);
+    f->pending = rc == 1;
     return rc;
 }
 
 /* Composes the next task (after pfeed_skip said there is one) into c. */
 static int pfeed_compose(pfeed_t *f, pcompose_task_t *c)
 {
-    const char *const *args;
-    pinput_next(f->in, &args);
-    if (pcompose_task(f->compose, args, f->seq, c) != 0) {
+    f->pending = 0;
+    if (pcompose_task_n(f->compose, f->args.v, f->args.pos, f->args.n, f->seq, c) != 0) {
         spits_error("out of memory composing command %llu", (unsigned long long)f->seq);
         return -1;
     }
@@ -55,7 +77,9 @@ int pfeed_print(pfeed_t *f, FILE *out)
         pcompose_task_t c;
         if (pfeed_compose(f, &c) != 0)
             return -1;
-        rc = fprintf(out, "%s\n", c.display) < 0;
+        char *line = cmdfile_slot_subst(c.display, 1);
+        rc = !line || fprintf(out, "%s\n", line) < 0;
+        free(line);
         pcompose_task_clear(&c);
         if (rc)
             return -1;
@@ -149,4 +173,10 @@ void pfeed_cut(void)
     int fd = atomic_load(&pfeed_fd);
     if (fd >= 0 && pfeed_null >= 0)
         dup2(pfeed_null, fd);
+}
+
+void pfeed_clear(pfeed_t *f)
+{
+    pargs_list_free(&f->args);
+    f->pending = 0;
 }

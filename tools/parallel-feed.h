@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "parallel-args.h"
 #include "parallel-compose.h"
 #include "parallel-input.h"
 
@@ -37,15 +38,23 @@ typedef struct {
     size_t nskip;
     uint64_t seq;                 /* the next combination's task number */
     const char *path;             /* the FIFO */
+    long max_args;                /* -N: combinations a task (0: none of
+                                     their arguments), -1: one */
+    const regex_t *colsep;        /* --colsep, or NULL */
+    pargs_list_t args;            /* the next task's arguments */
+    int pending;                  /* args holds the task at f->seq */
     pthread_t thread;
     atomic_int rc;                /* 0, or -1: the input failed (said); the
                                      stream still ends, with what was read */
 } pfeed_t;
 
-/* Moves in past the combinations f->skip names, from f->seq: 1 if one
- * is left (pinput_next gives it again), 0 if none, -1 on an error. */
+/* Moves in past the tasks f->skip names, from f->seq: 1 if one is left
+ * (held in f->args for the next compose), 0 if none, -1 on an error.
+ * A task is -N combinations (one without -N), each value split by
+ * --colsep. */
 int pfeed_skip(pfeed_t *f);
-/* Prints each task's command line to out (--dry-run); 0 or -1. */
+/* Prints each task's command line to out (--dry-run, {%} as slot 1);
+ * 0 or -1. */
 int pfeed_print(pfeed_t *f, FILE *out);
 /* Starts the thread that writes the stream to f->path; 0 or -1. */
 int pfeed_start(pfeed_t *f);
@@ -53,5 +62,7 @@ int pfeed_start(pfeed_t *f);
  * manager's reader stops (a cut stream is an error there). Async-signal-
  * safe. */
 void pfeed_cut(void);
+/* Frees what the feed holds (after its thread ended, or without one). */
+void pfeed_clear(pfeed_t *f);
 
 #endif

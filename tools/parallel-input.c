@@ -19,8 +19,10 @@
 typedef struct {
     char *const *vals;            /* the values (owned: own) */
     char **own;
-    size_t n;
+    size_t n, nown;
     const char *path;             /* a file source, else NULL */
+    unsigned char linked;         /* steps with the source before (:::+) */
+    char *hdr;                    /* --header: its first value (owned) */
 } pin_src_t;
 
 struct pinput {
@@ -36,13 +38,17 @@ struct pinput {
     size_t *idx;                  /* the other sources' odometer */
     const char **args;
     int started, again, done, last;
+    int delim;                    /* a value's end: '\n', or '\0' (-0) */
+    int header;                   /* each source's first value is a name */
 };
 
 pinput_t *pinput_new(void)
 {
     pinput_t *in = calloc(1, sizeof *in);
-    if (in)
+    if (in) {
         in->fd = -1;
+        in->delim = '\n';
+    }
     return in;
 }
 
@@ -52,9 +58,10 @@ void pinput_destroy(pinput_t **inp)
     if (!in)
         return;
     for (size_t i = 0; i < in->nsrc; i++) {
-        for (size_t k = 0; in->src[i].own && k < in->src[i].n; k++)
+        for (size_t k = 0; k < in->src[i].nown; k++)
             free(in->src[i].own[k]);
         free(in->src[i].own);
+        free(in->src[i].hdr);
     }
     if (in->fd > 0)
         close(in->fd);
@@ -96,13 +103,36 @@ int pinput_add_file(pinput_t *in, const char *path)
     return 0;
 }
 
+int pinput_link(pinput_t *in)
+{
+    if (in->nsrc < 2)
+        return -1;
+    in->src[in->nsrc - 1].linked = 1;
+    return 0;
+}
+
+void pinput_set_null(pinput_t *in)
+{
+    in->delim = '\0';
+}
+
+void pinput_set_header(pinput_t *in)
+{
+    in->header = 1;
+}
+
+const char *pinput_header(const pinput_t *in, size_t i)
+{
+    return i < in->nsrc ? in->src[i].hdr : NULL;
+}
+
 size_t pinput_sources(const pinput_t *in)
 {
     return in->nsrc;
 }
 
-/* Reads all of path's lines into s. */
-static int pin_read_all(pin_src_t *s)
+/* Reads all of path's lines (values ended by delim) into s. */
+static int pin_read_all(pin_src_t *s, int delim)
 {
     FILE *f = strcmp(s->path, "-") ? fopen(s->path, "r") : stdin;
     char *line = NULL;
@@ -112,8 +142,8 @@ static int pin_read_all(pin_src_t *s)
         spits_error("cannot read the input source %s: %s", s->path, strerror(errno));
         return -1;
     }
-    while ((n = getline(&line, &cap, f)) >= 0) {
-        if (n > 0 && line[n - 1] == '\n')
+    while ((n = getdelim(&line, &cap, delim, f)) >= 0) {
+        if (n > 0 && line[n - 1] == delim)
             line[--n] = '\0';
         if (memchr(line, '\0', (size_t)n)) {
             spits_error("the input source %s has a NUL byte in an argument", s->path);
@@ -126,6 +156,7 @@ static int pin_read_all(pin_src_t *s)
         }
         s->vals = s->own;
         s->n++;
+        s->nown++;
     }
     if (ferror(f)) {
         spits_error("cannot read the input source %s: %s", s->path, strerror(errno));
@@ -142,6 +173,34 @@ fail:
     return -1;
 }
 
+static int pin_line(pinput_t *in);
+
+/* --header: each source's first value becomes its name (the first
+ * source's first line is read here, waiting for it if need be). */
+static int pin_header(pinput_t *in)
+{
+    for (size_t i = 0; i < in->nsrc; i++) {
+        pin_src_t *s = &in->src[i];
+        if (i == 0 && s->path) {
+            int rc = pin_line(in);
+            if (rc < 0)
+                return -1;
+            s->hdr = rc ? in->first : NULL;
+            in->first = NULL;
+            continue;
+        }
+        if (!s->n)
+            continue;
+        if (!(s->hdr = strdup(s->vals[0]))) {
+            spits_error("out of memory");
+            return -1;
+        }
+        s->vals++;
+        s->n--;
+    }
+    return 0;
+}
+
 int pinput_open(pinput_t *in)
 {
     if (!in->nsrc)
@@ -152,7 +211,7 @@ int pinput_open(pinput_t *in)
         return -1;
     }
     for (size_t i = 1; i < in->nsrc; i++)
-        if (in->src[i].path && pin_read_all(&in->src[i]) != 0)
+        if (in->src[i].path && pin_read_all(&in->src[i], in->delim) != 0)
             return -1;
     const char *path = in->src[0].path;
     if (path) {
@@ -162,7 +221,7 @@ int pinput_open(pinput_t *in)
             return -1;
         }
     }
-    return 0;
+    return in->header ? pin_header(in) : 0;
 }
 
 /* The first source's next line into in->first: 1, 0 at its end, -1. */
@@ -171,10 +230,10 @@ static int pin_line(pinput_t *in)
     const char *path = in->src[0].path;
     for (;;) {
         /* (no buffer yet: nothing read, and memchr takes no NULL) */
-        char *nl = in->len > in->off ? memchr(in->buf + in->off, '\n', in->len - in->off) : NULL;
+        char *nl = in->len > in->off ? memchr(in->buf + in->off, in->delim, in->len - in->off) : NULL;
         if (nl || (in->eof && in->off < in->len)) {
             size_t n = nl ? (size_t)(nl - (in->buf + in->off)) : in->len - in->off;
-            if (memchr(in->buf + in->off, '\0', n)) {
+            if (in->delim && memchr(in->buf + in->off, '\0', n)) {
                 spits_error("the input source %s has a NUL byte in an argument", path);
                 return -1;
             }
@@ -215,15 +274,41 @@ static int pin_line(pinput_t *in)
     }
 }
 
-/* The first source's next value: 1, 0 at its end, -1. */
+/* The end of source h's group: h and the sources linked to it. */
+static size_t pin_group_end(const pinput_t *in, size_t h)
+{
+    size_t e = h + 1;
+    while (e < in->nsrc && in->src[e].linked)
+        e++;
+    return e;
+}
+
+/* The values of the group h..e-1: as many as its shortest has. */
+static size_t pin_group_len(const pinput_t *in, size_t h, size_t e)
+{
+    size_t n = in->src[h].n;
+    for (size_t i = h + 1; i < e; i++)
+        if (in->src[i].n < n)
+            n = in->src[i].n;
+    return n;
+}
+
+/* The first source's next value (its index in first_i, which the
+ * sources linked to it take too): 1, 0 at its group's end, -1. */
 static int pin_first(pinput_t *in, int fresh)
 {
     pin_src_t *s = &in->src[0];
-    if (s->path)
-        return pin_line(in);
+    int rc;
     if (!fresh)
         in->first_i++;
-    return in->first_i < s->n;
+    if (s->path ? (rc = pin_line(in)) <= 0 : (rc = in->first_i < s->n) == 0)
+        return rc;
+    for (size_t i = 1, e = pin_group_end(in, 0); i < e; i++) {
+        if (in->first_i >= in->src[i].n)
+            return 0;
+        in->idx[i] = in->first_i;
+    }
+    return 1;
 }
 
 static int pin_next(pinput_t *in)
@@ -240,11 +325,16 @@ static int pin_next(pinput_t *in)
         if ((rc = pin_first(in, 1)) <= 0)
             return rc;
     } else {
-        /* the odometer: the last source fastest */
+        /* the odometer: the last source fastest, a linked group as one */
         for (i = in->nsrc - 1; i > 0; i--) {
-            if (++in->idx[i] < in->src[i].n)
+            if (in->src[i].linked)
+                continue;
+            size_t e = pin_group_end(in, i), k = i;
+            size_t at = ++in->idx[i] < pin_group_len(in, i, e) ? in->idx[i] : 0;
+            for (; k < e; k++)
+                in->idx[k] = at;
+            if (at)
                 break;
-            in->idx[i] = 0;
         }
         if (i == 0 && (rc = pin_first(in, 0)) <= 0)
             return rc;
@@ -277,7 +367,7 @@ int pinput_ready(const pinput_t *in)
     if (in->again || in->done || !in->nsrc || !in->src[0].path || in->eof)
         return 1;
     for (size_t i = 1; in->started && i < in->nsrc; i++)
-        if (in->idx[i] + 1 < in->src[i].n)
+        if (!in->src[i].linked && in->idx[i] + 1 < pin_group_len(in, i, pin_group_end(in, i)))
             return 1;
-    return in->len > in->off && memchr(in->buf + in->off, '\n', in->len - in->off);
+    return in->len > in->off && memchr(in->buf + in->off, in->delim, in->len - in->off);
 }

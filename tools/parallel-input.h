@@ -31,9 +31,19 @@ void pinput_destroy(pinput_t **in);
 int pinput_add_values(pinput_t *in, char *const *vals, size_t n);
 /* A source of path's lines ("-": stdin), read later; 0, -1 out of memory. */
 int pinput_add_file(pinput_t *in, const char *path);
+/* The source added last steps with the one before it (:::+); 0, or -1
+ * if it is the first. */
+int pinput_link(pinput_t *in);
+/* -0: a file's values end with NUL, not newline. */
+void pinput_set_null(pinput_t *in);
+/* --header: pinput_open takes each source's first value as its name. */
+void pinput_set_header(pinput_t *in);
+/* Source i's name (after pinput_open with --header), NULL if it has none. */
+const char *pinput_header(const pinput_t *in, size_t i);
 size_t pinput_sources(const pinput_t *in);
-/* Opens the files and reads all but the first source; 0, or -1 with a
- * one-line error said. */
+/* Opens the files and reads all but the first source (and, with
+ * --header, the first source's first line); 0, or -1 with a one-line
+ * error said. */
 int pinput_open(pinput_t *in);
 /* The next combination: *args gets pinput_sources() arguments, valid
  * until the next call. 1, 0 at the end of the input, -1 with a one-line

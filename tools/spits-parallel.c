@@ -38,6 +38,7 @@
 #include "cmdfile.h"
 #include "jobdir.h"
 #include "log.h"
+#include "parallel-args.h"
 #include "parallel-compose.h"
 #include "parallel-feed.h"
 #include "parallel-input.h"
@@ -54,6 +55,7 @@ typedef struct {
     char **vals;
     size_t n, cap;
     const char *path;             /* a file's lines (read by parallel-input.c) */
+    unsigned char linked;         /* :::+ : steps with the source before */
 } par_source_t;
 
 typedef struct {
@@ -83,6 +85,16 @@ typedef struct {
     const char *workdir;          /* --workdir: where commands run (.) */
     char envfile[PATH_MAX];
     int reaper;                   /* the pipe that keeps the reaper waiting */
+    long max_args;                /* -N: tuples per command; -1: one, unset */
+    int null;                     /* -0: records end with NUL, not newline */
+    int stdin_left;               /* stdin sources still to read (:::: - -) */
+    const char *colsep, *header, *retries, *delay;
+    int slots;                    /* the command has {%} */
+    const char *progress;         /* --bar, --eta, --progress: "bar"... */
+    regex_t colsep_re;
+    char **names;                 /* --header: position names */
+    size_t nnames;
+    char **hwords;                /* --header: the words, {NAME} as {N} */
 } par_t;
 
 static void usage(FILE *f)
@@ -96,13 +108,16 @@ static void usage(FILE *f)
 "\n"
 "Input sources: ::: ARG... (arguments), :::: FILE... (one argument a line,\n"
 "each file a source; - is stdin), -a FILE; with none, lines from stdin.\n"
-"Replacement strings in COMMAND: {} the argument(s), {.} without extension,\n"
-"{/} basename, {//} dirname, {/.} basename without extension, {#} the task\n"
-"number, {N} {N.} {N/} {N//} {N/.} of the N-th input source. Without any,\n"
+":::+ and ::::+ link a source to the one before: they step together (as\n"
+"long as the shorter). Replacement strings in COMMAND: {} the argument(s),\n"
+"{.} without extension, {/} basename, {//} dirname, {/.} basename without\n"
+"extension, {#} the task number, {%%} the job slot (1 to -j: no two running\n"
+"commands share one), {N} {N.} {N/} {N//} {N/.} of the N-th argument\n"
+"(nothing past the last), {0} as {}, {NAME} with --header. Without any,\n"
 "the arguments are appended. The command line runs in a shell, its\n"
 "arguments quoted, as with GNU parallel (plain command lines run without).\n"
-"Not here (refused): {%%}, {= =}, {+...}, linked sources (:::+), --pipe,\n"
-"-n/-N/-X, --colsep and GNU parallel's other options.\n"
+"Not here (refused, naming the option): {= =}, {+...}, --pipe, -X,\n"
+"--line-buffer and GNU parallel's other options.\n"
 "\n"
 "  -k, --keep-order       outputs in argument order (else as commands end)\n"
 "  -j, --jobs N           commands at once per local task manager (one per\n"
@@ -113,7 +128,8 @@ static void usage(FILE *f)
 "      --resume           with --joblog: skip the commands it has\n"
 "      --resume-failed    with --joblog: skip the commands it has as\n"
 "                         succeeded; run the failed and unrun ones again\n"
-"      --results DIR      also write DIR/1/ARG.../{stdout,stderr,seq}\n"
+"      --results DIR      write DIR/1/ARG.../{stdout,stderr,seq} instead of\n"
+"                         printing the outputs\n"
 "      --halt now|soon,fail=N  stop after N failed commands: now kills the\n"
 "                         running ones, soon lets them end (never); a\n"
 "                         command a worker had already taken may still start\n"
@@ -123,6 +139,21 @@ static void usage(FILE *f)
 "  -q, --quote            COMMAND's words are literal, not shell code\n"
 "      --dry-run          print the command lines, run nothing\n"
 "  -a, --arg-file FILE    an input source: FILE's lines\n"
+"  -N, --max-args N       N arguments (of each source) per command, {1}..{N};\n"
+"                         -n is the same; -N0: the command once per argument,\n"
+"                         without it\n"
+"      --colsep REGEX     split each argument into columns {1} {2}... at\n"
+"                         REGEX (POSIX extended; \\t \\s \\d \\w as in Perl),\n"
+"                         white space trimmed at their ends\n"
+"  -0, --null             input lines end with a NUL byte, not a newline\n"
+"      --header :         each source's first argument (its columns with\n"
+"                         --colsep) names it: {NAME}, and --results paths\n"
+"      --retries N        run a failing command up to N times in all (the\n"
+"                         last run is the one written)\n"
+"      --delay SEC        start commands at least SEC apart (per task manager)\n"
+"      --bar, --eta, --progress  the commands done, on stderr: redrawn in\n"
+"                         place on a terminal, else a line every 10 s at\n"
+"                         most and one at the end (not GNU's format)\n"
 "      --tms K            local task managers (1)\n"
 "      --jobdir DIR       run the job manager only, in DIR; task managers join\n"
 "                         with spits-tm --jobdir DIR (or Slurm: spits-alloc)\n"
@@ -186,6 +217,27 @@ static int par_read_file(par_t *p, const char *path)
         return -1;
     }
     s->path = path;
+    if (!strcmp(path, "-") && --p->stdin_left > 0) {
+        /* stdin again later (:::: - -): this one takes one value now */
+        char *line = NULL;
+        size_t cap = 0;
+        int delim = p->null ? '\0' : '\n';
+        ssize_t n = getdelim(&line, &cap, delim, stdin);
+        s->path = NULL;
+        if (n > 0 && line[n - 1] == delim)
+            line[--n] = '\0';
+        if (n >= 0 && memchr(line, '\0', (size_t)n)) {
+            spits_error("the input source %s has a NUL byte in an argument", path);
+            free(line);
+            return -1;
+        }
+        if (n >= 0 && par_add(s, line) != 0) {
+            spits_error("out of memory reading %s", path);
+            return -1;
+        }
+        if (n < 0)
+            free(line);
+    }
     return 0;
 }
 
@@ -249,15 +301,52 @@ static const char *par_shell(void)
     return s && *s ? s : "/bin/sh";
 }
 
+/* --header: each source's first value (its columns, with --colsep)
+ * names its position(s), and is no argument; the command's {NAME}
+ * become {N}. */
+static int par_header(par_t *p, const pinput_t *in)
+{
+    pargs_list_t l = {0};
+    unsigned pos = 1;
+    for (size_t i = 0; i < p->nsrc; i++) {
+        const char *h = pinput_header(in, i);
+        if (!h)
+            continue;
+        if (pargs_list_add(&l, h, pos, p->colsep ? &p->colsep_re : NULL, &pos) != 0)
+            goto oom;
+        for (size_t k = 0; k < l.n; k++, p->nnames++) {
+            char **nn = realloc(p->names, (p->nnames + 1) * sizeof *nn);
+            if (!nn)
+                goto oom;
+            p->names = nn;
+            if (!(p->names[p->nnames] = strdup(l.v[k])))
+                goto oom;
+        }
+        pargs_list_reset(&l);
+    }
+    pargs_list_free(&l);
+    if (pargs_header_words(p->words, p->nwords, (const char *const *)p->names, p->nnames,
+                           &p->hwords) != 0)
+        goto oom;
+    return 0;
+oom:
+    pargs_list_free(&l);
+    spits_error("out of memory reading the --header line");
+    return -1;
+}
+
 /* The input sources, opened, and the tasks' composition, for the feed:
- * every combination of the sources, less the skipped. */
+ * every -N group of combinations of the sources, less the skipped. */
 static int par_input(par_t *p, pinput_t **in, pcompose_t *t, pfeed_t *f)
 {
-    pcompose_init(t, p->words, p->nwords, p->nsrc, par_shell(), p->quote);
     if (!(*in = pinput_new())) {
         spits_error("out of memory");
         return -1;
     }
+    if (p->null)
+        pinput_set_null(*in);
+    if (p->header)
+        pinput_set_header(*in);
     for (size_t i = 0; i < p->nsrc; i++) {
         par_source_t *s = &p->src[i];
         if ((s->path ? pinput_add_file(*in, s->path)
@@ -265,9 +354,16 @@ static int par_input(par_t *p, pinput_t **in, pcompose_t *t, pfeed_t *f)
             spits_error("out of memory");
             return -1;
         }
+        if (s->linked)
+            pinput_link(*in);
     }
-    if (pinput_open(*in) != 0)
+    if (pinput_open(*in) != 0 || (p->header && par_header(p, *in) != 0))
         return -1;
+    size_t most = p->colsep ? 2 : p->nsrc * (size_t)(p->max_args > 0 ? p->max_args : 1);
+    pcompose_init(t, p->hwords ? p->hwords : p->words, p->nwords, most, par_shell(), p->quote);
+    t->names = (const char *const *)p->names;
+    t->nnames = p->nnames;
+    t->context = p->max_args >= 0;
     memset(f, 0, sizeof *f);
     f->in = *in;
     f->compose = t;
@@ -275,6 +371,8 @@ static int par_input(par_t *p, pinput_t **in, pcompose_t *t, pfeed_t *f)
     f->nskip = p->nskip;
     f->seq = 1;
     f->path = p->tasks;
+    f->max_args = p->max_args;
+    f->colsep = p->colsep ? &p->colsep_re : NULL;
     return 0;
 }
 
@@ -361,6 +459,31 @@ static int par_run(char **argv, const char *halt_file)
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 
+/* What word w is: 0 an argument, 1 :::, 2 ::::, 3 :::+, 4 ::::+. */
+static int par_sep(const char *w)
+{
+    static const char *const seps[] = {":::", "::::", ":::+", "::::+"};
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(w, seps[k]))
+            return k + 1;
+    return 0;
+}
+
+/* How many input sources read stdin (-a -, :::: -): GNU parallel gives
+ * each but the last one line of it, the last the rest. */
+static void par_count_stdin(par_t *p, int argc, char **argv, int i)
+{
+    int files = 0;
+    p->stdin_left = 0;
+    for (size_t k = 0; k < p->nargfiles; k++)
+        p->stdin_left += !strcmp(p->argfiles[k], "-");
+    for (; i < argc; i++) {
+        int sep = par_sep(argv[i]);
+        files = sep ? sep % 2 == 0 : files;
+        p->stdin_left += !sep && files && !strcmp(argv[i], "-");
+    }
+}
+
 static int par_ends(const char *s, const char *end)
 {
     size_t n = strlen(s), e = strlen(end);
@@ -381,6 +504,70 @@ static int par_where_option(par_t *p, int env, const char *arg)
     if (p->nenv == sizeof p->envnames / sizeof p->envnames[0])
         return par_bad("too many --env names (at most 64), at '%s'", arg);
     p->envnames[p->nenv++] = arg;
+    return 0;
+}
+
+/* The option getopt stopped at, as typed: --name (without =VALUE), or
+ * -C for a short one (arg, the word it is in, may hold several). */
+static const char *par_option_name(const char *arg, int opt)
+{
+    static char name[64];
+    if (!strncmp(arg, "--", 2))
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+    else
+        snprintf(name, sizeof name, "-%c", opt > 32 && opt < 127 ? opt : '?');
+    return name;
+}
+
+enum { O_PAR_COLSEP = 512, O_PAR_HEADER, O_PAR_RETRIES, O_PAR_DELAY, O_PAR_BAR,
+       O_PAR_ETA, O_PAR_PROGRESS };
+
+/* The options of GNU parallel's input and retries (-N, -0, --colsep,
+ * --header, --retries, --delay); 0, or -1 after saying why. */
+static int par_more_options(par_t *p, int c, const char *arg)
+{
+    double d;
+    char err[256];
+    switch (c) {
+    case 'N': case 'n':
+        if (spits_parse_long(arg, 0, 1000000, &p->max_args))
+            return par_bad("-N wants a number of arguments from 0 to 1000000, not '%s'", arg),
+                   -1;
+        break;
+    case '0': p->null = 1; break;
+    case O_PAR_BAR: p->progress = "bar"; break;
+    case O_PAR_ETA: p->progress = "eta"; break;
+    case O_PAR_PROGRESS: p->progress = "progress"; break;
+    case O_PAR_COLSEP:
+        if (p->colsep)
+            regfree(&p->colsep_re);
+        p->colsep = NULL;
+        if (pargs_colsep_compile(&p->colsep_re, arg, err, sizeof err) != 0) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "--colsep '%s' is not a regular expression here: %s",
+                     arg, err);
+            return par_bad("%s", msg), -1;
+        }
+        p->colsep = arg;
+        break;
+    case O_PAR_HEADER:
+        if (strcmp(arg, ":") && strcmp(arg, ".*\\n"))
+            return par_bad("--header takes ':' (the first line, or argument, of each "
+                           "source names it) here, not '%s'", arg), -1;
+        p->header = arg;
+        break;
+    case O_PAR_RETRIES:
+        if (spits_parse_long(arg, 0, 1000000, &(long){0}))
+            return par_bad("--retries wants a number of tries from 0 to 1000000, not '%s'",
+                           arg), -1;
+        p->retries = arg;
+        break;
+    case O_PAR_DELAY:
+        if (spits_parse_seconds(arg, 1e6, &d) || d < 0)
+            return par_bad("--delay wants a number of seconds, not '%s'", arg), -1;
+        p->delay = arg;
+        break;
+    }
     return 0;
 }
 
@@ -413,6 +600,16 @@ static int par_options(par_t *p, int argc, char **argv)
         {"env", required_argument, NULL, O_ENV},
         {"workdir", required_argument, NULL, O_WORKDIR},
         {"wd", required_argument, NULL, O_WORKDIR},
+        {"max-args", required_argument, NULL, 'N'},
+        {"max-replace-args", required_argument, NULL, 'N'},
+        {"null", no_argument, NULL, '0'},
+        {"colsep", required_argument, NULL, O_PAR_COLSEP},
+        {"header", required_argument, NULL, O_PAR_HEADER},
+        {"retries", required_argument, NULL, O_PAR_RETRIES},
+        {"delay", required_argument, NULL, O_PAR_DELAY},
+        {"bar", no_argument, NULL, O_PAR_BAR},
+        {"eta", no_argument, NULL, O_PAR_ETA},
+        {"progress", no_argument, NULL, O_PAR_PROGRESS},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -422,7 +619,11 @@ static int par_options(par_t *p, int argc, char **argv)
     long v;
     double d;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:kj:a:qvhV", longopts, NULL)) != -1) {
+    p->max_args = -1;
+    int at = 1;
+    while ((at = optind, c = getopt_long(argc, argv, "+:kj:a:qvhVN:n:0", longopts, NULL)) != -1) {
+        if (par_more_options(p, c, optarg) != 0)
+            return PAR_ERROR;
         switch (c) {
         case 'k': p->keep = 1; break;
         case 'j':
@@ -495,8 +696,14 @@ static int par_options(par_t *p, int argc, char **argv)
         case 'v': p->verbosity++; break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("spits-parallel %s\n", PACKAGE_VERSION); exit(0);
-        case ':': return par_bad("option '%s' needs a value", argv[optind - 1]);
-        default: return par_bad("unknown option '%s'", argv[optind - 1]);
+        case 'N': case 'n': case '0': case O_PAR_COLSEP: case O_PAR_HEADER:
+        case O_PAR_RETRIES: case O_PAR_DELAY: case O_PAR_BAR: case O_PAR_ETA:
+        case O_PAR_PROGRESS:
+            break;                      /* (par_more_options) */
+        case ':':
+            return par_bad("option '%s' needs a value", par_option_name(argv[at], optopt));
+        default:
+            return par_bad("option '%s' is not supported", par_option_name(argv[at], optopt));
         }
     }
     if ((p->resume || p->resume_failed) && (!p->joblog || !strcmp(p->joblog, "-")))
@@ -511,33 +718,33 @@ static int par_options(par_t *p, int argc, char **argv)
     int i = optind;
     size_t nempty = 0;
     p->words = argv + i;
-    while (i < argc && strcmp(argv[i], ":::") && strcmp(argv[i], "::::")) {
-        if (!strcmp(argv[i], ":::+") || !strcmp(argv[i], "::::+"))
-            return par_bad("linked input sources (%s) are not supported", argv[i]);
+    while (i < argc && !par_sep(argv[i]))
         i++;
-    }
     p->nwords = (size_t)(i - optind);
     /* GNU parallel's other replacement strings would be left as they are
      * here: a wrong command, run without a word. Refused instead. */
     for (size_t k = 0; k < p->nwords; k++) {
         const char *w = p->words[k];
-        if (strstr(w, "{%}") || strstr(w, "{=") || strstr(w, "{+"))
-            return par_bad("a replacement string of '%s' is not supported ({%%}, {= =} "
-                           "and {+...} are not)", w);
+        if (strstr(w, "{=") || strstr(w, "{+"))
+            return par_bad("a replacement string of '%s' is not supported ({= =} and "
+                           "{+...} are not)", w);
+        p->slots |= strstr(w, "{%}") != NULL;
     }
     if (p->results && (strchr(p->results, '{') || par_ends(p->results, ".csv") ||
                        par_ends(p->results, ".tsv") || par_ends(p->results, ".json")))
         return par_bad("--results takes a directory name here, without replacement "
                        "strings or a .csv, .tsv or .json ending, not '%s'", p->results);
+    par_count_stdin(p, argc, argv, i);
     for (size_t k = 0; k < p->nargfiles; k++)
         if (par_read_file(p, p->argfiles[k]) != 0)
             return PAR_ERROR;
     while (i < argc) {
-        int files = !strcmp(argv[i++], "::::");
+        int sep = par_sep(argv[i++]), files = sep % 2 == 0;
+        size_t first = p->nsrc;
         par_source_t *s = files ? NULL : par_new_source(p);
         if (!files && !s)
             return PAR_ERROR;
-        if (i == argc || !strcmp(argv[i], ":::") || !strcmp(argv[i], "::::")) {
+        if (i == argc || par_sep(argv[i])) {
             /* GNU parallel's: an empty ::: is one empty argument, and
              * nothing to run when every source is one */
             if (files)
@@ -546,12 +753,12 @@ static int par_options(par_t *p, int argc, char **argv)
                 return PAR_ERROR;
             nempty++;
         }
-        for (; i < argc && strcmp(argv[i], ":::") && strcmp(argv[i], "::::"); i++) {
-            if (!strcmp(argv[i], ":::+") || !strcmp(argv[i], "::::+"))
-                return par_bad("linked input sources (%s) are not supported", argv[i]);
+        for (; i < argc && !par_sep(argv[i]); i++) {
             if (files ? par_read_file(p, argv[i]) != 0 : par_add(s, strdup(argv[i])) != 0)
                 return PAR_ERROR;
         }
+        if (sep > 2 && first > 0 && first < p->nsrc)
+            p->src[first].linked = 1;   /* :::+ steps with the source before */
     }
     if (!p->nsrc && par_read_file(p, "-") != 0)
         return PAR_ERROR;
@@ -849,6 +1056,15 @@ static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs,
     a[n++] = p->envfile;
     if (!p->jobdir)
         a[n++] = "--local";
+    const char *const runs[][2] = {{"--retries", p->retries}, {"--delay", p->delay},
+                                   {"--progress", p->progress}};
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++)
+        if (runs[k][1]) {
+            a[n++] = (char *)runs[k][0];
+            a[n++] = (char *)runs[k][1];
+        }
+    if (p->slots)
+        a[n++] = "--slots";
     a[n++] = "--status";
     a[n++] = p->status;
     a[n++] = p->tasks;
@@ -894,6 +1110,14 @@ static void par_free(par_t *p)
     }
     free(p->src);
     free(p->skip);
+    for (size_t i = 0; i < p->nnames; i++)
+        free(p->names[i]);
+    free(p->names);
+    for (size_t i = 0; p->hwords && i < p->nwords; i++)
+        free(p->hwords[i]);
+    free(p->hwords);
+    if (p->colsep)
+        regfree(&p->colsep_re);
     p->src = NULL;
     p->skip = NULL;
     p->nsrc = p->nskip = 0;
