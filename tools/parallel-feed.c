@@ -91,15 +91,10 @@ int pfeed_print(pfeed_t *f, FILE *out)
 static void *pfeed_main(void *arg)
 {
     pfeed_t *f = arg;
-    sigset_t pipe;
     char *buf = NULL;
     size_t len = 0, cap = 0;
     int rc, fd;
 
-    /* A job manager gone: the write fails (EPIPE) and the feed ends. */
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     while ((fd = open(f->path, O_WRONLY | O_CLOEXEC)) < 0 && errno == EINTR)
         ;
     if (fd < 0) {
@@ -159,7 +154,19 @@ int pfeed_start(pfeed_t *f)
         return -1;
     }
     f->rc = 0;
+    /* The thread starts with these blocked. SIGPIPE: a job manager gone
+     * makes the write fail (EPIPE), and the feed ends. The stop signals
+     * go to the main thread, whose handler cuts the feed (pfeed_cut):
+     * this thread may wait in a read of the input for ever. */
+    sigset_t mask, old;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGPIPE);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &mask, &old);
     int err = pthread_create(&f->thread, NULL, pfeed_main, f);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err) {
         spits_error("cannot start the thread that feeds the tasks: %s", strerror(err));
         return -1;

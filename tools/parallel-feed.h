@@ -13,7 +13,8 @@
  * The feed runs on a thread of its own (pfeed_start) while the main
  * thread waits for the job; it owns the pinput and the FIFO's write end.
  * The main thread reads f->rc (atomic) after the job ended, and reaches
- * the FIFO only through pfeed_cut (from a signal handler). An input that
+ * the FIFO only through pfeed_cut (when a stop signal comes). The feed's
+ * thread blocks the stop signals and SIGPIPE from its start. An input that
  * fails (a read error, a NUL byte) ends the stream as its end would:
  * the commands already read run, and spits-parallel's status says the
  * failure.

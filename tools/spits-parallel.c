@@ -393,27 +393,23 @@ static int par_rm(const char *path, const struct stat *st, int flag, struct FTW 
     return remove(path);
 }
 
-static volatile sig_atomic_t par_child;
-static char par_halt_file[PATH_MAX];
-
 /* A signal that stops the job also halts its commands now: the workers
  * read the halt file (modules/cmd.c) and kill the commands they run,
  * which are in process groups of their own that a terminal's Ctrl-C
- * does not reach. Then the signal goes on to spits-run (a Ctrl-C from
- * the terminal reached it already). Async-signal-safe calls only. */
-static void par_on_signal(int sig, siginfo_t *si, void *ctx)
+ * does not reach. The feed is cut (a job manager waiting for input
+ * stops), and the signal goes on to spits-run (a Ctrl-C from the
+ * terminal reached it already). */
+static void par_stop(pid_t child, const char *halt_file, const siginfo_t *si)
 {
-    (void)ctx;
-    int fd = par_halt_file[0] ? open(par_halt_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                                     0666) : -1;
-    pfeed_cut();                    /* (a job manager waiting for input stops) */
+    int fd = open(halt_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    pfeed_cut();
     if (fd >= 0) {
         ssize_t w = write(fd, "now\n", 4);
         (void)w;
         close(fd);
     }
-    if (par_child > 0 && !(sig == SIGINT && si->si_code == SI_KERNEL))
-        kill(par_child, sig);
+    if (!(si->si_signo == SIGINT && si->si_code == SI_KERNEL))
+        kill(child, si->si_signo);
 }
 
 /* In the child: SIGTERM when spits-parallel dies (kill -9 too), so the
@@ -425,37 +421,52 @@ static void par_die_with_parent(pid_t parent)
         _exit(128 + SIGTERM);
 }
 
-/* Runs argv and waits for it, passing on the signals that stop a job. */
+/* Runs argv and waits for it, passing on the signals that stop a job.
+ * They are blocked in every thread (the feed's from its start) and
+ * taken here, with the child's end, by sigwaitinfo: no handler, and
+ * none left pending behind a blocking call. */
 static int par_run(char **argv, const char *halt_file)
 {
     int ws;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = par_on_signal;
-    sa.sa_flags = SA_RESTART | SA_SIGINFO;
-    snprintf(par_halt_file, sizeof par_halt_file, "%s", halt_file);
+    sigset_t wait, old;
+    sigemptyset(&wait);
+    sigaddset(&wait, SIGTERM);
+    sigaddset(&wait, SIGHUP);
+    sigaddset(&wait, SIGINT);
+    sigaddset(&wait, SIGCHLD);
+    pthread_sigmask(SIG_BLOCK, &wait, &old);
     pid_t self = getpid(), pid = fork();
     if (pid < 0) {
         spits_error("cannot start %s: %s", argv[0], strerror(errno));
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         return -1;
     }
     if (pid == 0) {
         int null = open("/dev/null", O_RDONLY);
         if (null > 0)
             dup2(null, STDIN_FILENO);   /* (stdin may be the feed's input) */
+        sigprocmask(SIG_SETMASK, &old, NULL);
         par_die_with_parent(self);
         execv(argv[0], argv);
         fprintf(stderr, "spits-parallel: error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    par_child = pid;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    while (waitpid(pid, &ws, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    par_child = 0;
+    for (;;) {
+        siginfo_t si;
+        int sig = sigwaitinfo(&wait, &si);
+        if (sig == SIGCHLD) {
+            pid_t w = waitpid(pid, &ws, WNOHANG);
+            if (w == pid)
+                break;
+            if (w < 0 && errno != EINTR) {
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                return -1;
+            }
+        } else if (sig > 0) {
+            par_stop(pid, halt_file, &si);
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 
