@@ -1,6 +1,6 @@
 #!/bin/bash
 # spits-parallel under faults: a task manager killed with SIGKILL in the
-# middle of a 2,000-command sweep loses no output and doubles none;
+# middle of an 800-command sweep loses no output and doubles none;
 # --resume-failed runs exactly the failed commands again; --halt now
 # stops at once; exit statuses are GNU parallel's.
 . "$(dirname "$0")/lib.sh"
@@ -9,30 +9,30 @@ SP=$top_builddir/tools/spits-parallel
 export SPITS_CMD_MODULE=$MODS/cmd.so
 cd "$T" || fail "no $T"
 mkdir marks
-touch marks/7 marks/1000 marks/1999
+touch marks/7 marks/400 marks/799
 
 # The sweep: a JM on its own (--jobdir) and two TMs of ours; three
 # commands fail (their mark file exists).
 timeout -s KILL 120 "$SP" -k --jobdir "$T/sweep" --bind tcp://127.0.0.1:0 --joblog jl \
-    'sleep 0.005; echo "line {}"; [ ! -e marks/{} ]' ::: $(seq 2000) >out 2>sp.log &
+    'sleep 0.005; echo "line {}"; [ ! -e marks/{} ]' ::: $(seq 800) >out 2>sp.log &
 SP_PID=$!
 PIDS="$PIDS $SP_PID"
 start_tm sweep tm1 -n 2
 TM1=$TM_PID
 start_tm sweep tm2 -n 2
-wait_for "[ -s jl ] && [ \$(wc -l <jl) -gt 300 ]" 60 "300 commands to be logged"
+wait_for "[ -s jl ] && [ \$(wc -l <jl) -gt 150 ]" 60 "150 commands to be logged"
 kill -9 "$TM1"
 logged_at_kill=$(($(wc -l <jl) - 1))
-[ "$logged_at_kill" -lt 2000 ] || fail "the sweep ended before the TM was killed"
+[ "$logged_at_kill" -lt 800 ] || fail "the sweep ended before the TM was killed"
 wait "$SP_PID"
 rc=$?
 [ "$rc" = 3 ] || fail "the sweep exited $rc, not 3 (three failed commands): $(tail -3 sp.log)"
-seq 2000 | sed 's/^/line /' >want
+seq 800 | sed 's/^/line /' >want
 cmp -s out want || fail "the sweep's output is not every line once in order: $(diff want out | head -5)"
-[ "$(awk 'NR > 1' jl | wc -l)" = 2000 ] || fail "the joblog has $(awk 'NR > 1' jl | wc -l) lines, not 2000"
-[ "$(awk -F '\t' 'NR > 1 { print $1 }' jl | sort -n | uniq | wc -l)" = 2000 ] ||
-    fail "the joblog does not have each of 2000 commands once"
-[ "$(awk -F '\t' 'NR > 1 && $7 != 0 { print $1 }' jl | sort -n | tr '\n' ' ')" = "7 1000 1999 " ] ||
+[ "$(awk 'NR > 1' jl | wc -l)" = 800 ] || fail "the joblog has $(awk 'NR > 1' jl | wc -l) lines, not 800"
+[ "$(awk -F '\t' 'NR > 1 { print $1 }' jl | sort -n | uniq | wc -l)" = 800 ] ||
+    fail "the joblog does not have each of 800 commands once"
+[ "$(awk -F '\t' 'NR > 1 && $7 != 0 { print $1 }' jl | sort -n | tr '\n' ' ')" = "7 400 799 " ] ||
     fail "the joblog's failures: $(awk -F '\t' 'NR > 1 && $7 != 0' jl)"
 # The killed TM held commands it never answered: they ran elsewhere.
 lost=$(json "$T/sweep/report.json" "[t['sent'] - t['done'] for t in d['tms'] if t['pid'] == $TM1][0]")
@@ -68,17 +68,17 @@ seq 300 | sed 's/^/line /' | cmp -s - rj.out || fail "output across the JM's liv
 # --resume-failed (the marks gone): exactly those three run again.
 rm marks/*
 timeout -s KILL 60 "$SP" -k --joblog jl --resume-failed -j 2 \
-    'sleep 0.005; echo "line {}"; [ ! -e marks/{} ]' ::: $(seq 2000) >out2 2>sp2.log
+    'sleep 0.005; echo "line {}"; [ ! -e marks/{} ]' ::: $(seq 800) >out2 2>sp2.log
 rc=$?
 [ "$rc" = 0 ] || fail "--resume-failed exited $rc: $(cat sp2.log)"
-printf 'line 7\nline 1000\nline 1999\n' | cmp -s - out2 || fail "--resume-failed printed: $(head -5 out2)"
-[ "$(awk -F '\t' 'NR > 2001 { print $1 "/" $7 }' jl | sort -n | tr '\n' ' ')" = "7/0 1000/0 1999/0 " ] ||
-    fail "--resume-failed appended: $(awk 'NR > 2001' jl)"
+printf 'line 7\nline 400\nline 799\n' | cmp -s - out2 || fail "--resume-failed printed: $(head -5 out2)"
+[ "$(awk -F '\t' 'NR > 801 { print $1 "/" $7 }' jl | sort -n | tr '\n' ' ')" = "7/0 400/0 799/0 " ] ||
+    fail "--resume-failed appended: $(awk 'NR > 801' jl)"
 [ "$(grep -c '^Seq' jl)" = 1 ] || fail "the joblog has more than one header"
 # And again: nothing left to run.
-timeout -s KILL 60 "$SP" --joblog jl --resume-failed 'echo {}' ::: $(seq 2000) >out3 2>&1 ||
+timeout -s KILL 60 "$SP" --joblog jl --resume-failed 'echo {}' ::: $(seq 800) >out3 2>&1 ||
     fail "a third run exited $?"
-[ ! -s out3 ] && [ "$(wc -l <jl)" = 2004 ] || fail "a third run ran: $(head -3 out3)"
+[ ! -s out3 ] && [ "$(wc -l <jl)" = 804 ] || fail "a third run ran: $(head -3 out3)"
 
 # --halt now,fail=1: the sleeping commands are killed at once; the
 # status is the failed command's exit value.
