@@ -36,6 +36,7 @@
 #include "crash.h"
 #include "jobdir.h"
 #include "log.h"
+#include "pyjob.h"
 #include "serial.h"
 #include "util.h"
 
@@ -636,6 +637,10 @@ int main(int argc, char **argv)
                                 "the journal: give at most MODULE");
     if (optind >= argc && !r.resume)
         return spits_bad_option("%s", "no MODULE given");
+    /* A Python job's workers are processes: threads would take turns
+     * on its interpreter's lock (pyjob.h). */
+    if (optind < argc && spits_pyjob_is(argv[optind]))
+        r.isolate = 1;
     if (r.task_timeout && !r.isolate)
         return spits_bad_option("%s", "--task-timeout needs --isolate");
     /* $SPITS_JM/$SPITS_TM, next to this program, or in the build tree. */
