@@ -1,0 +1,146 @@
+#!/bin/bash
+# python.sh - jobs written in Python (modules/python.c, docs/python.md):
+# spits-run JOB.py gives the exact answer, bytes pass through unchanged
+# and numpy arrays travel (when numpy is there); an exception in execute
+# fails its task naming type, message and FILE:LINE, with a C task
+# failure's exit status; a SyntaxError is one line at load; an exception
+# in commit stops the job, and --resume with the fixed file finishes it.
+. "$top_srcdir/tests/lib.sh"
+
+[ -f "$MODS/python.so" ] || { echo "SKIP: modules/python.so not built (python3-dev)"; exit 77; }
+
+# pyrun NAME ARGS...: spits-run -n 2, stdout in $T/NAME.out, stderr in
+# $T/NAME.err, exit status in $rc
+pyrun() {
+    local name=$1; shift
+    rc=0
+    timeout -s KILL 60 "$RUN" -q -n 2 "$@" >"$T/$name.out" 2>"$T/$name.err" || rc=$?
+}
+
+cat >"$T/squares.py" <<'PY'
+total = 0
+def generate(args):
+    n = int(args[0]) if args else 1000
+    for a in range(0, n, 10):
+        yield (a, min(a + 10, n))
+def execute(task):
+    a, b = task
+    return sum(x * x for x in range(a, b))
+def commit(result):
+    global total
+    total += result
+def finish():
+    print("sum of squares =", total)
+PY
+want=$("$PY" -c 'n = 20000; print((n - 1) * n * (2 * n - 1) // 6)')
+pyrun squares "$T/squares.py" 20000
+[ $rc = 0 ] || fail "squares.py exited $rc: $(cat "$T/squares.err")"
+[ "$(cat "$T/squares.out")" = "sum of squares = $want" ] ||
+    fail "squares.py printed '$(cat "$T/squares.out")', not the sum $want"
+echo "squares.py: $want"
+
+# Bytes arrive as bytes, every value of a byte; execute reverses them.
+cat >"$T/raw.py" <<'PY'
+import hashlib
+h = []
+def generate(args):
+    for i in range(64):
+        yield bytes((i * 7 + k) % 256 for k in range(i * 5))
+def execute(task):
+    assert type(task) is bytes, type(task)
+    return task[::-1]
+def commit(result):
+    assert type(result) is bytes, type(result)
+    h.append(hashlib.sha256(result).hexdigest())
+def finish():
+    print(hashlib.sha256("".join(sorted(h)).encode()).hexdigest())
+PY
+want=$("$PY" -c '
+import hashlib
+h = sorted(hashlib.sha256(bytes((i * 7 + k) % 256 for k in range(i * 5))[::-1]).hexdigest() for i in range(64))
+print(hashlib.sha256("".join(h).encode()).hexdigest())')
+pyrun raw "$T/raw.py"
+[ $rc = 0 ] || fail "raw.py exited $rc: $(cat "$T/raw.err")"
+[ "$(cat "$T/raw.out")" = "$want" ] || fail "bytes came back as $(cat "$T/raw.out"), not $want"
+echo "bytes: passed through"
+
+# An exception in execute: the task fails as a C module's failed task
+# does (exit status 3), named by type, message and file:line.
+cat >"$T/boom.py" <<'PY'
+def generate(args):
+    return range(20)
+def execute(task):
+    if task == 7:
+        raise ValueError("bad task %d" % task)
+    return task
+def commit(result):
+    pass
+PY
+pyrun boom "$T/boom.py"
+[ $rc = 3 ] || fail "boom.py exited $rc, not 3: $(cat "$T/boom.err")"
+grep -q "execute failed: $T/boom.py:5: ValueError: bad task 7\$" "$T/boom.err" ||
+    fail "the exception is not named: $(cat "$T/boom.err")"
+grep -q "task 7 of phase 1 failed" "$T/boom.err" || fail "task 7 not failed: $(cat "$T/boom.err")"
+echo "exception in execute: named, exit 3"
+
+# A SyntaxError: one line naming it, before any TM joins.
+printf 'def generate(args):\n    yield 1\ndef execute(t)\n    return t\ndef commit(r):\n    pass\n' >"$T/syn.py"
+pyrun syn "$T/syn.py"
+[ $rc != 0 ] || fail "a SyntaxError exited 0"
+[ "$(grep -c SyntaxError "$T/syn.err")" = 1 ] &&
+    grep -q "$T/syn.py:3: SyntaxError: expected ':'\$" "$T/syn.err" ||
+    fail "the SyntaxError is not one line naming it: $(cat "$T/syn.err")"
+! grep -q "joined" "$T/syn.err" || fail "a TM joined a job that cannot load: $(cat "$T/syn.err")"
+echo "SyntaxError: one line, exit $rc"
+
+# An exception in commit stops the job, its journal kept: fixed, the job
+# resumes and commits each result exactly once.
+cat >"$T/cboom.py" <<'PY'
+total = 0
+def generate(args):
+    return range(1, 41)
+def execute(task):
+    return task * task
+def commit(result):
+    global total
+    if result == 25:
+        raise KeyError("no %d" % result)
+    total += result
+def finish():
+    print("total", total)
+PY
+pyrun cboom -d "$T/cjob" "$T/cboom.py"
+[ $rc != 0 ] || fail "an exception in commit exited 0"
+grep -q "commit failed: $T/cboom.py:9: KeyError: 'no 25'\$" "$T/cboom.err" ||
+    fail "the commit exception is not named: $(cat "$T/cboom.err")"
+sed -i 's/^    if result == 25:$/    if False:/' "$T/cboom.py"
+pyrun cresume -d "$T/cjob" --resume --module-changed "$T/cboom.py"
+[ $rc = 0 ] || fail "the fixed job did not resume: $(cat "$T/cresume.err")"
+[ "$(cat "$T/cresume.out")" = "total $("$PY" -c 'print(sum(x * x for x in range(1, 41)))')" ] ||
+    fail "resumed job printed '$(cat "$T/cresume.out")'"
+echo "exception in commit: stopped, resumed"
+
+# numpy arrays as tasks and results, where the system python has numpy.
+if "$PY" -c 'import numpy' 2>/dev/null; then
+    cat >"$T/np.py" <<'PY'
+import numpy as np
+acc = np.zeros(8)
+def generate(args):
+    for i in range(30):
+        yield np.arange(8, dtype=np.float64) * i
+def execute(task):
+    return task * 2
+def commit(result):
+    global acc
+    acc += result
+def finish():
+    print(int(acc.sum()))
+PY
+    pyrun np "$T/np.py"
+    [ $rc = 0 ] || fail "np.py exited $rc: $(cat "$T/np.err")"
+    [ "$(cat "$T/np.out")" = "$((2 * 28 * 435))" ] || fail "np.py printed '$(cat "$T/np.out")'"
+    echo "numpy: arrays travel"
+else
+    echo "numpy: not installed; its case skipped"
+fi
+exit 0
