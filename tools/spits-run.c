@@ -641,6 +641,13 @@ int main(int argc, char **argv)
      * on its interpreter's lock (pyjob.h). */
     if (optind < argc && spits_pyjob_is(argv[optind]))
         r.isolate = 1;
+    if (r.resume && optind >= argc && r.jobdir) {
+        static spits_announce_t was;   /* (big) */
+        char e[512];
+        if (spits_announce_read(r.jobdir, &was, e, sizeof e) == 0 &&
+            spits_pyjob_is(was.module))
+            r.isolate = 1;
+    }
     if (r.task_timeout && !r.isolate)
         return spits_bad_option("%s", "--task-timeout needs --isolate");
     /* $SPITS_JM/$SPITS_TM, next to this program, or in the build tree. */
