@@ -9,6 +9,8 @@
 . "$top_srcdir/tests/lib.sh"
 
 [ -f "$MODS/python.so" ] || { echo "SKIP: modules/python.so not built (python3-dev)"; exit 77; }
+# (the interpreter is never finalized: what it holds at exit is no leak)
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top_srcdir/tests/lsan-python.supp"
 
 # pyrun NAME ARGS...: spits-run -n 2, stdout in $T/NAME.out, stderr in
 # $T/NAME.err, exit status in $rc
@@ -64,8 +66,7 @@ echo "spits-jm, spits-tm: same sum; a changed file refused"
 
 # Bytes arrive as bytes, every value of a byte; execute reverses them.
 cat >"$T/raw.py" <<'PY'
-import hashlib
-h = []
+n = w = 0
 def generate(args):
     for i in range(64):
         yield bytes((i * 7 + k) % 256 for k in range(i * 5))
@@ -73,15 +74,16 @@ def execute(task):
     assert type(task) is bytes, type(task)
     return task[::-1]
 def commit(result):
+    global n, w
     assert type(result) is bytes, type(result)
-    h.append(hashlib.sha256(result).hexdigest())
+    n += len(result)
+    w += sum((k + 1) * c for k, c in enumerate(result))
 def finish():
-    print(hashlib.sha256("".join(sorted(h)).encode()).hexdigest())
+    print(n, w)
 PY
 want=$("$PY" -c '
-import hashlib
-h = sorted(hashlib.sha256(bytes((i * 7 + k) % 256 for k in range(i * 5))[::-1]).hexdigest() for i in range(64))
-print(hashlib.sha256("".join(h).encode()).hexdigest())')
+r = [bytes((i * 7 + k) % 256 for k in range(i * 5))[::-1] for i in range(64)]
+print(sum(map(len, r)), sum(sum((k + 1) * c for k, c in enumerate(b)) for b in r))')
 pyrun raw "$T/raw.py"
 [ $rc = 0 ] || fail "raw.py exited $rc: $(cat "$T/raw.err")"
 [ "$(cat "$T/raw.out")" = "$want" ] || fail "bytes came back as $(cat "$T/raw.out"), not $want"
