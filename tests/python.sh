@@ -1,7 +1,7 @@
 #!/bin/bash
 # python.sh - jobs written in Python (modules/python.c, docs/python.md):
-# spits-run JOB.py gives the exact answer, as spits-jm and spits-tm do,
-# whose TMs refuse a changed file; bytes pass through unchanged
+# spits-run JOB.py gives the exact answer, as spits-jm and spits-tm do
+# (whose TMs refuse a changed file) and worker threads do; bytes pass through unchanged
 # and numpy arrays travel (when numpy is there); an exception in execute
 # fails its task naming type, message and FILE:LINE, with a C task
 # failure's exit status; a SyntaxError is one line at load; an exception
@@ -42,15 +42,20 @@ pyrun squares "$T/squares.py" 20000
     fail "squares.py printed '$(cat "$T/squares.out")', not the sum $want"
 echo "squares.py: $want"
 
-# spits-jm and spits-tm take the .py file too; a TM of worker threads
-# (no --isolate) gets the same sum, and says its threads take turns.
+# spits-jm and spits-tm take the .py file too, the TM's workers then
+# processes, as jm.json names a Python job.
 start_jm sq "$T/squares.py" 3000
 start_tm sq tmsq -n 2
 wait "$JM_PID" || fail "spits-jm squares.py exited $?: $(cat "$T/sq.jm.log")"
-[ "$(cat "$T/sq.out")" = "sum of squares = $("$PY" -c 'print(sum(x * x for x in range(3000)))')" ] ||
-    fail "spits-jm squares.py printed '$(cat "$T/sq.out")'"
-grep -q "is a Python job: its 2 worker threads take turns" "$T/tmsq.log" ||
-    fail "a threaded TM did not warn: $(cat "$T/tmsq.log")"
+sum3000="sum of squares = $("$PY" -c 'print(sum(x * x for x in range(3000)))')"
+[ "$(cat "$T/sq.out")" = "$sum3000" ] || fail "spits-jm squares.py printed '$(cat "$T/sq.out")'"
+grep -q "squares.py is a Python job: each worker is a process" "$T/tmsq.log" ||
+    fail "the TM's workers are not processes: $(cat "$T/tmsq.log")"
+# python.so named as the module, the file its first argument: worker
+# threads (one interpreter), the same sum.
+pyrun sqthreads "$MODS/python.so" "$T/squares.py" 3000
+[ $rc = 0 ] && [ "$(cat "$T/sqthreads.out")" = "$sum3000" ] ||
+    fail "python.so squares.py exited $rc, printed '$(cat "$T/sqthreads.out")': $(cat "$T/sqthreads.err")"
 # A TM refuses a job file that differs from the JM's, as a module.
 cp "$T/squares.py" "$T/sq2.py"
 start_jm sq2 "$T/sq2.py" 3000
@@ -62,7 +67,7 @@ timeout -s KILL 30 "$TM" --jobdir "$T/sq2" --wait 10 >"$T/tmsq2.log" 2>&1 &&
 grep -q "sq2.py differs from the job manager's" "$T/tmsq2.log" ||
     fail "the changed file was not named: $(cat "$T/tmsq2.log")"
 kill "$jm2" 2>/dev/null
-echo "spits-jm, spits-tm: same sum; a changed file refused"
+echo "spits-jm, spits-tm, threads: same sum; a changed file refused"
 
 # Bytes arrive as bytes, every value of a byte; execute reverses them.
 cat >"$T/raw.py" <<'PY'
