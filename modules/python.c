@@ -311,9 +311,28 @@ static int py_setup(int argc, const char **argv)
          * libpython and need its symbols global; this module was loaded
          * with RTLD_LOCAL. */
         Dl_info di;
-        if (dladdr((void *)Py_InitializeEx, &di) && di.dli_fname)
+        if (dladdr((void *)Py_InitializeFromConfig, &di) && di.dli_fname)
             dlopen(di.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-        Py_InitializeEx(0);    /* signals stay the runtime's */
+        /* Signals and the locale stay the runtime's; UTF-8 mode makes
+         * files, arguments and print() UTF-8 whatever the locale. */
+        PyPreConfig pre;
+        PyConfig cfg;
+        PyPreConfig_InitPythonConfig(&pre);
+        pre.configure_locale = 0;
+        pre.utf8_mode = 1;
+        PyConfig_InitPythonConfig(&cfg);
+        cfg.install_signal_handlers = 0;
+        cfg.parse_argv = 0;
+        PyStatus st = Py_PreInitialize(&pre);
+        if (!PyStatus_Exception(st))
+            st = Py_InitializeFromConfig(&cfg);
+        PyConfig_Clear(&cfg);
+        if (PyStatus_Exception(st)) {
+            fprintf(stderr, "python: cannot start the interpreter: %s\n",
+                    st.err_msg ? st.err_msg : "unknown error");
+            pthread_mutex_unlock(&py_lock);
+            return -1;
+        }
         PyEval_SaveThread();
     }
     PyGILState_STATE g = PyGILState_Ensure();
