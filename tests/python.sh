@@ -5,7 +5,7 @@
 # and numpy arrays travel (when numpy is there); an exception in execute
 # fails its task naming type, message and FILE:LINE, with a C task
 # failure's exit status; a SyntaxError is one line at load; an exception
-# in commit stops the job, and --resume with the fixed file finishes it.
+# in generate is named; one in commit stops the job, and --resume with the fixed file finishes it.
 . "$top_srcdir/tests/lib.sh"
 
 [ -f "$MODS/python.so" ] || { echo "SKIP: modules/python.so not built (python3-dev)"; exit 77; }
@@ -122,6 +122,22 @@ pyrun syn "$T/syn.py"
     fail "the SyntaxError is not one line naming it: $(cat "$T/syn.err")"
 ! grep -q "joined" "$T/syn.err" || fail "a TM joined a job that cannot load: $(cat "$T/syn.err")"
 echo "SyntaxError: one line, exit $rc"
+
+# An exception in generate ends the job, named.
+cat >"$T/gboom.py" <<'PY'
+def generate(args):
+    yield 1
+    raise OSError("no input")
+def execute(task):
+    return task
+def commit(result):
+    pass
+PY
+pyrun gboom "$T/gboom.py"
+[ $rc != 0 ] || fail "an exception in generate exited 0"
+grep -q "generate failed: $T/gboom.py:3: OSError: no input\$" "$T/gboom.err" ||
+    fail "the generate exception is not named: $(cat "$T/gboom.err")"
+echo "exception in generate: named, exit $rc"
 
 # An exception in commit stops the job, its journal kept: fixed, the job
 # resumes and commits each result exactly once.
