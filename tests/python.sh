@@ -69,15 +69,19 @@ grep -q "sq2.py differs from the job manager's" "$T/tmsq2.log" ||
 kill "$jm2" 2>/dev/null
 echo "spits-jm, spits-tm, threads: same sum; a changed file refused"
 
-# Bytes arrive as bytes, every value of a byte; execute reverses them.
+# Bytes arrive as bytes, every value of a byte; execute reverses them
+# with what init made.
 cat >"$T/raw.py" <<'PY'
 n = w = 0
 def generate(args):
     for i in range(64):
         yield bytes((i * 7 + k) % 256 for k in range(i * 5))
+def init(args):                 # once per worker: execute needs it
+    global flip
+    flip = lambda b: b[::-1]
 def execute(task):
     assert type(task) is bytes, type(task)
-    return task[::-1]
+    return flip(task)
 def commit(result):
     global n, w
     assert type(result) is bytes, type(result)
@@ -92,7 +96,7 @@ print(sum(map(len, r)), sum(sum((k + 1) * c for k, c in enumerate(b)) for b in r
 pyrun raw "$T/raw.py"
 [ $rc = 0 ] || fail "raw.py exited $rc: $(cat "$T/raw.err")"
 [ "$(cat "$T/raw.out")" = "$want" ] || fail "bytes came back as $(cat "$T/raw.out"), not $want"
-echo "bytes: passed through"
+echo "bytes: passed through; init ran"
 
 # An exception in execute: the task fails as a C module's failed task
 # does (exit status 3), named by type, message and file:line.
