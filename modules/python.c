@@ -26,6 +26,12 @@
  * returns -1); in commit it ends the job as a module's exit() does, so
  * the journal, where the result already is, lets --resume commit it
  * again. SystemExit anywhere is exit() with its code.
+ *
+ * Phases: a job file that defines spits_main(args, run) calls run(args)
+ * once a phase, as a C module's spits_main calls its runner; run returns
+ * the value finish() returned (the phase's final result, encoded as a
+ * task is). This module always exports spits_main, and without one in
+ * the file runs the one phase itself.
  */
 #define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
@@ -40,6 +46,7 @@
 
 #define PY_TAG_BYTES 'b'
 #define PY_TAG_PICKLE 'p'
+#define PY_MODULE "spits_job"     /* what the job file runs as */
 
 /* The process's interpreter and job file, set once under py_lock by the
  * first role made; read-only after (every use holds the GIL too). */
@@ -47,7 +54,7 @@ static pthread_mutex_t py_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *py_script;           /* the job file loaded, or NULL */
 static PyObject *py_dumps, *py_loads;
 static PyObject *py_fn_generate, *py_fn_execute, *py_fn_commit;
-static PyObject *py_fn_init, *py_fn_finish;   /* optional: may be NULL */
+static PyObject *py_fn_init, *py_fn_finish, *py_fn_main;   /* optional */
 
 /* A growing buffer for one instance's encoded tasks or results. */
 typedef struct {
@@ -57,7 +64,7 @@ typedef struct {
 
 typedef struct { PyObject *it; py_buf_t buf; } py_gen_t;
 typedef struct { py_buf_t buf; } py_worker_t;
-typedef struct { int unused; } py_commit_t;
+typedef struct { py_buf_t buf; } py_commit_t;
 
 /* The job file and where its own arguments start in argv. */
 static const char *py_job_file(int argc, const char **argv, int *first)
@@ -187,9 +194,10 @@ static PyObject *py_fn(PyObject *ns, const char *name)
     return f;
 }
 
-/* Starts the interpreter and runs the job file in __main__ (so classes it
- * defines pickle the same in every process). GIL held. 0, or -1 after
- * saying why. */
+/* Runs the job file as module PY_MODULE, registered in sys.modules so
+ * that classes it defines pickle and unpickle the same in every process;
+ * not as __main__, so that its `if __name__ == "__main__":` part (a way
+ * to run it by hand) does not run. GIL held. 0, or -1 after saying why. */
 static int py_load_file(const char *path, int argc, const char **argv)
 {
     FILE *f = fopen(path, "rb");
@@ -237,11 +245,13 @@ static int py_load_file(const char *path, int argc, const char **argv)
         PySys_SetObject("argv", sargv);
     Py_XDECREF(sargv);
 
-    PyObject *main = PyImport_AddModule("__main__");   /* borrowed */
-    PyObject *ns = main ? PyModule_GetDict(main) : NULL;
+    PyObject *mod = PyImport_AddModule(PY_MODULE);   /* borrowed */
+    PyObject *ns = mod ? PyModule_GetDict(mod) : NULL;
     PyObject *file = PyUnicode_DecodeFSDefault(path);
-    if (file && ns)
-        PyDict_SetItemString(ns, "__file__", file);
+    if (file && ns && (PyDict_SetItemString(ns, "__file__", file) != 0 ||
+                       PyDict_SetItemString(ns, "__builtins__",
+                                            PyEval_GetBuiltins()) != 0))
+        ns = NULL;
     int bad = !ns || !file ||
         !(code = Py_CompileStringObject(src, file, Py_file_input, NULL, -1)) ||
         !(r = PyEval_EvalCode(code, ns, ns));
@@ -261,6 +271,7 @@ static int py_load_file(const char *path, int argc, const char **argv)
     py_fn_commit = py_fn(ns, "commit");
     py_fn_init = py_fn(ns, "init");
     py_fn_finish = py_fn(ns, "finish");
+    py_fn_main = py_fn(ns, "spits_main");
     if (!py_fn_generate)
         missing = "generate";
     else if (!py_fn_execute)
@@ -544,15 +555,21 @@ int spits_committer_commit_pit(void *co, const void *result, spitssize_t sz)
     return 0;
 }
 
+/* finish()'s value, unless None, is the phase's final result: what
+ * run() returns to spits_main(). */
 int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
 {
-    (void)co; (void)push; (void)ctx;
+    py_commit_t *c = co;
+    size_t n;
     int rc = 0;
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject *r = py_fn_finish ? PyObject_CallNoArgs(py_fn_finish) : NULL;
-    if (py_fn_finish && !r) {
+    if (py_fn_finish && (!r || (r != Py_None &&
+                                py_encode(r, &c->buf, &n) != 0))) {
         py_report("finish");
         rc = 1;
+    } else if (r && r != Py_None) {
+        push(c->buf.p, (spitssize_t)n, ctx);
     }
     Py_XDECREF(r);
     py_flush();
@@ -562,5 +579,103 @@ int spits_committer_commit_job(void *co, spitspush_t push, spitsctx_t ctx)
 
 void spits_committer_finalize(void *co)
 {
-    free(co);
+    py_commit_t *c = co;
+    free(c->buf.p);
+    free(c);
+}
+
+/* spits_main(args, run)'s run: one phase with args (a list of str),
+ * returning finish()'s value; RuntimeError when the phase did not end. */
+typedef struct {
+    spitsrun_t run;
+    const char *file;
+} py_runner_t;
+
+static PyObject *py_run_phase(PyObject *self, PyObject *args)
+{
+    py_runner_t *r = PyCapsule_GetPointer(self, NULL);
+    PyObject *seq = r ? PySequence_Fast(args, "run(args): args is a list "
+                                        "of str") : NULL;
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const char **argv = calloc((size_t)n + 2, sizeof *argv);
+    if (!argv) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    argv[0] = r->file;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PySequence_Fast_GET_ITEM(seq, i);   /* borrowed */
+        if (!PyUnicode_Check(a) || !(argv[i + 1] = PyUnicode_AsUTF8(a))) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "run(args): args is a "
+                                "list of str");
+            free(argv);
+            Py_DECREF(seq);
+            return NULL;
+        }
+    }
+    const void *final = NULL;
+    spitssize_t finalsz = 0;
+    int rc;
+    /* (the phase's roles take the GIL on other threads) */
+    Py_BEGIN_ALLOW_THREADS
+    rc = r->run((int)n + 1, argv, NULL, 0, &final, &finalsz);
+    Py_END_ALLOW_THREADS
+    free(argv);
+    Py_DECREF(seq);
+    if (rc == SPITS_RUN_FAILED) {
+        PyErr_SetString(PyExc_RuntimeError, "the phase did not end (the "
+                        "runtime said why)");
+        return NULL;
+    }
+    if (rc != 0) {
+        PyErr_Format(PyExc_RuntimeError, "the phase's finish() failed "
+                     "(%d)", rc);
+        return NULL;
+    }
+    if (!final || finalsz == 0)
+        Py_RETURN_NONE;
+    return py_decode(final, finalsz);
+}
+
+static PyMethodDef py_run_def = {"run", py_run_phase, METH_O,
+                                 "run(args): one phase; finish()'s value"};
+
+/* A job file that defines spits_main(args, run) runs its phases itself,
+ * as a C module's spits_main does; one without runs one phase with the
+ * command line's arguments. */
+int spits_main(int argc, const char *argv[], spitsrun_t run)
+{
+    const void *final;
+    spitssize_t finalsz;
+    int first;
+
+    if (py_setup(argc, argv) != 0)
+        return 1;
+    if (!py_fn_main)
+        return run(argc, argv, NULL, 0, &final, &finalsz);
+    const char *file = py_job_file(argc, argv, &first);
+    py_runner_t r = {run, file};
+    int rc = 0;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *cap = PyCapsule_New(&r, NULL, NULL);
+    PyObject *fn = cap ? PyCFunction_New(&py_run_def, cap) : NULL;
+    PyObject *args = py_args(argc, argv), *res = NULL;
+    if (!fn || !args || !(res = PyObject_CallFunctionObjArgs(py_fn_main, args,
+                                                             fn, NULL))) {
+        py_report("spits_main");
+        rc = 1;
+    } else if (PyLong_Check(res)) {
+        rc = (int)PyLong_AsLong(res);
+        PyErr_Clear();
+    }
+    Py_XDECREF(res);
+    Py_XDECREF(args);
+    Py_XDECREF(fn);
+    Py_XDECREF(cap);
+    py_flush();
+    PyGILState_Release(g);
+    return rc;
 }

@@ -1,11 +1,13 @@
 #!/bin/bash
 # python.sh - jobs written in Python (modules/python.c, docs/python.md):
 # spits-run JOB.py gives the exact answer, as spits-jm and spits-tm do
-# (whose TMs refuse a changed file) and worker threads do; bytes pass through unchanged
-# and numpy arrays travel (when numpy is there); an exception in execute
-# fails its task naming type, message and FILE:LINE, with a C task
-# failure's exit status; a SyntaxError is one line at load; an exception
-# in generate is named; one in commit stops the job, and --resume with the fixed file finishes it.
+# (whose TMs refuse a changed file) and worker threads do; bytes pass
+# through unchanged and numpy arrays travel (when numpy is there); an
+# exception in execute fails its task naming type, message and
+# FILE:LINE, with a C task failure's exit status; a SyntaxError is one
+# line at load; an exception in generate is named; one in commit stops
+# the job, and --resume with the fixed file finishes it; spits_main runs
+# two phases.
 . "$top_srcdir/tests/lib.sh"
 
 [ -f "$MODS/python.so" ] || { echo "SKIP: modules/python.so not built (python3-dev)"; exit 77; }
@@ -173,6 +175,40 @@ pyrun cresume -d "$T/cjob" --resume --module-changed
 [ "$(cat "$T/cresume.out")" = "total $("$PY" -c 'print(sum(x * x for x in range(1, 41)))')" ] ||
     fail "resumed job printed '$(cat "$T/cresume.out")'"
 echo "exception in commit: stopped, resumed"
+
+# Two phases: spits_main(args, run) runs each; run returns finish()'s
+# value; workers see each phase's args. Not run as __main__.
+cat >"$T/two.py" <<'PY'
+acc = []
+def generate(args):
+    for lo in range(0, 1000, 50):
+        yield (lo, float(args[1]) if len(args) > 1 else None)
+def execute(task):
+    lo, cut = task
+    xs = [(x * 7919) % 1009 for x in range(lo, lo + 50)]
+    return max(xs) if cut is None else sum(1 for x in xs if x > cut)
+def commit(result):
+    acc.append(result)
+def finish():
+    r = max(acc) if phase == "max" else sum(acc)
+    acc.clear()
+    return r
+def spits_main(args, run):
+    global phase
+    phase = "max"
+    m = run(["max"])
+    phase = "count"
+    print("max", m, "above half", run(["count", str(m / 2)]))
+if __name__ == "__main__":
+    print("ran as __main__")
+PY
+want=$("$PY" -c '
+xs = [(x * 7919) % 1009 for x in range(1000)]
+print("max", max(xs), "above half", sum(1 for x in xs if x > max(xs) / 2))')
+pyrun two "$T/two.py"
+[ $rc = 0 ] && [ "$(cat "$T/two.out")" = "$want" ] ||
+    fail "two.py exited $rc, printed '$(cat "$T/two.out")', not '$want': $(cat "$T/two.err")"
+echo "two phases: $want"
 
 # numpy arrays as tasks and results, where the system python has numpy.
 if "$PY" -c 'import numpy' 2>/dev/null; then
