@@ -78,6 +78,8 @@ static void usage(FILE *f)
 "  or:  spits-run [OPTIONS] --resume --jobdir DIR [MODULE]\n"
 "  or:  spits-run --serial [--commit-errors fail|ignore] [--joblog FILE] MODULE [ARGS...]\n"
 "Runs a SPITS job on this machine: a job manager and local task managers.\n"
+"MODULE is a module's .so, or a job written in Python (JOB.py, whose\n"
+"workers are processes: --isolate).\n"
 "\n"
 "Options:\n"
 "  -n, --workers N        worker threads per task manager (one per online\n"
