@@ -109,8 +109,10 @@ static int py_exit_code(PyObject *val)
     PyObject *code = val ? PyObject_GetAttrString(val, "code") : NULL;
     int rc = 1;
     PyErr_Clear();
-    if (!code || code == Py_None) {
+    if (code == Py_None) {
         rc = 0;
+    } else if (!code) {
+        rc = 1;
     } else if (PyLong_Check(code)) {
         rc = (int)PyLong_AsLong(code);
         PyErr_Clear();
