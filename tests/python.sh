@@ -4,10 +4,10 @@
 # (whose TMs refuse a changed file) and worker threads do; bytes pass
 # through unchanged and numpy arrays travel (when numpy is there); an
 # exception in execute fails its task naming type, message and
-# FILE:LINE, with a C task failure's exit status; a SyntaxError is one
-# line at load; an exception in generate is named; one in commit stops
-# the job, and --resume with the fixed file finishes it; spits_main runs
-# two phases.
+# FILE:LINE, with a C task failure's exit status, as does sys.exit() in
+# a task; a SyntaxError is one line at load; an exception in generate
+# is named; one in commit stops the job, and --resume with the fixed
+# file finishes it; spits_main runs two phases.
 . "$top_srcdir/tests/lib.sh"
 
 [ -f "$MODS/python.so" ] || { echo "SKIP: modules/python.so not built (python3-dev)"; exit 77; }
@@ -118,6 +118,26 @@ grep -q "execute failed: $T/boom.py:5: ValueError: bad task 7\$" "$T/boom.err" |
     fail "the exception is not named: $(cat "$T/boom.err")"
 grep -q "task 7 of phase 1 failed" "$T/boom.err" || fail "task 7 not failed: $(cat "$T/boom.err")"
 echo "exception in execute: named, exit 3"
+
+# sys.exit() in a task is a C module's exit() there: its worker process
+# ends with that status, and the task fails.
+cat >"$T/sx.py" <<'PY'
+import sys
+def generate(args):
+    return range(5)
+def execute(task):
+    if task == 2:
+        sys.exit(4)
+    return task
+def commit(result):
+    pass
+PY
+rc=0
+timeout -s KILL 60 "$RUN" -n 2 --max-attempts 1 "$T/sx.py" >"$T/sx.out" 2>"$T/sx.err" || rc=$?
+[ $rc = 3 ] || fail "sys.exit in a task: exit $rc, not 3: $(cat "$T/sx.err")"
+grep -q "task 2 crashed its worker process (exit status 4)" "$T/sx.err" ||
+    fail "sys.exit(4) is not the worker's exit: $(cat "$T/sx.err")"
+echo "sys.exit in a task: its worker exits 4, exit 3"
 
 # A SyntaxError: one line naming it, before any TM joins.
 printf 'def generate(args):\n    yield 1\ndef execute(t)\n    return t\ndef commit(r):\n    pass\n' >"$T/syn.py"
