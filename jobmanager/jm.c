@@ -27,6 +27,7 @@
 #include "jobdir.h"
 #include "joblog.h"
 #include "log.h"
+#include "pyjob.h"
 #include "mem.h"
 #include "modexit.h"
 #include "phase.h"
@@ -626,6 +627,10 @@ static int jm_main(jm_t *jm, int argc, char **argv)
         margv = (const char **)rargv;
     } else if (read_module(jm, modarg) != 0) {
         return JM_EXIT_ERROR;
+    } else if (spits_pyjob_is(modarg)) {
+        /* The Python module reads the job file from argv[0], on TMs
+         * whose working directory is not ours too. */
+        argv[optind] = jm->module_path;
     }
     /* The TMs are told the image's hash: it is of the very bytes loaded. */
     if (!(jm->mod = spits_module_load(&jm->image, err, sizeof err))) {

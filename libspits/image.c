@@ -8,10 +8,14 @@
  * into a memfd while they are hashed; the memfd is then sealed (no write,
  * grow or shrink ever again) and mapped read-only for the ELF checks. Sealing is what makes the mapping
  * safe: nobody can cut the copy short under the checks or the loader.
+ *
+ * A Python job's file (pyjob.h) is not copied: the image is the Python
+ * module's, and only the hash covers the job file too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +25,7 @@
 #include <sodium.h>
 
 #include "image.h"
+#include "pyjob.h"
 #include "util.h"
 
 struct spits_image {
@@ -189,7 +194,8 @@ static char *origin_of(const char *path)
     return real;
 }
 
-spits_image_t *spits_image_read(const char *path, char *err, size_t errlen)
+static spits_image_t *image_read_so(const char *path, char *err,
+                                    size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
@@ -201,6 +207,64 @@ spits_image_t *spits_image_read(const char *path, char *err, size_t errlen)
     free(origin);
     close(fd);
     return img;
+}
+
+/* A Python job (pyjob.h): the Python module's image, whose hash is that
+ * of the module's hash and the job file's bytes together. */
+static spits_image_t *image_read_pyjob(const char *path, char *err,
+                                       size_t errlen)
+{
+    char so[PATH_MAX];
+    crypto_generichash_state st;
+    unsigned char buf[65536], h[32];
+    struct stat sb;
+    off_t off = 0;
+    ssize_t r;
+
+    if (spits_pyjob_module(so, err, errlen) != 0)
+        return NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot load module %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen, "%s: not a Python job file (not a regular "
+                 "file)", path);
+        close(fd);
+        return NULL;
+    }
+    spits_image_t *img = image_read_so(so, err, errlen);
+    if (!img) {
+        close(fd);
+        return NULL;
+    }
+    crypto_generichash_init(&st, NULL, 0, sizeof h);
+    crypto_generichash_update(&st, (const unsigned char *)img->hash,
+                              sizeof img->hash);
+    while ((r = pread(fd, buf, sizeof buf, off)) != 0) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            snprintf(err, errlen, "cannot load module %s: %s", path,
+                     strerror(errno));
+            close(fd);
+            spits_image_free(&img);
+            return NULL;
+        }
+        crypto_generichash_update(&st, buf, (unsigned long long)r);
+        off += r;
+    }
+    close(fd);
+    crypto_generichash_final(&st, h, sizeof h);
+    sodium_bin2hex(img->hash, sizeof img->hash, h, sizeof h);
+    return img;
+}
+
+spits_image_t *spits_image_read(const char *path, char *err, size_t errlen)
+{
+    return spits_pyjob_is(path) ? image_read_pyjob(path, err, errlen)
+                                : image_read_so(path, err, errlen);
 }
 
 void spits_image_free(spits_image_t **imgp)

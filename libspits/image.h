@@ -17,7 +17,8 @@
 
 typedef struct spits_image spits_image_t;
 
-/* Reads path into a private copy, hashes and checks it. On failure
+/* Reads path into a private copy, hashes and checks it; for a Python
+ * job's file (pyjob.h), the Python module, hashed with the file. On failure
  * returns NULL and writes a one-line message naming path into err. Its
  * origin is the directory of path's real path (realpath). */
 spits_image_t *spits_image_read(const char *path, char *err, size_t errlen);

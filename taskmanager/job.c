@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "pyjob.h"
 #include "tm_private.h"
 #include "util.h"
 
@@ -135,6 +136,12 @@ static int load_module(tm_t *tm, const char *announced, const char *want_hash)
         spits_error("%s", err);
         return -1;
     }
+    if (spits_pyjob_is(path) && !tm->pool.opts.isolate && !tm->job.shared &&
+        tm->opts.workers > 1)
+        spits_warn("%s is a Python job: its %d worker threads take turns on "
+                   "one interpreter; start spits-tm with --isolate (or "
+                   "--module %s) for a process each", path, tm->opts.workers,
+                   path);
     if (tm->job.shared)
         *tm->job.shared = tm->job.mod;    /* the caller's from now on */
     return 0;

@@ -51,6 +51,7 @@
 
 #include "jobdir.h"
 #include "log.h"
+#include "pyjob.h"
 #include "tm_private.h"
 #include "util.h"
 #include "zmqutil.h"
@@ -719,6 +720,14 @@ int tm_link_find_jm(tm_t *tm)
     snprintf(tm->link.hops.jm_endpoint, sizeof tm->link.hops.jm_endpoint, "%s",
              announce.endpoint);
     tm_job_expect(&tm->job, announce.job_id);
+    /* A Python job's workers are processes (pyjob.h): they are made
+     * before HELLO, so jm.json is what tells. */
+    if (spits_pyjob_is(announce.module) && !tm->opts.isolate &&
+        !tm->opts.simulate && !tm->opts.serve) {
+        tm->opts.isolate = 1;
+        spits_info("%s is a Python job: each worker is a process "
+                   "(--isolate)", announce.module);
+    }
     first_hop(tm);
     return 0;
 }

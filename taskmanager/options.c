@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "pyjob.h"
 #include "tm_private.h"
 #include "util.h"
 
@@ -335,6 +336,9 @@ int tm_opts_parse(tm_opts_t *opts, int argc, char **argv)
             return rc;
     if (optind < argc)
         return spits_bad_option("unexpected argument '%s'", argv[optind]);
+    /* A Python job's workers are processes (pyjob.h). */
+    if (spits_pyjob_is(opts->module_override) && !opts->simulate)
+        opts->isolate = 1;
     rc = check_options(opts);
     return rc < 0 && opts->check_only ? 0 : rc;
 }

@@ -12,6 +12,9 @@
 #     in C++ (c++, the same flags);
 #   - README and docs/ hold no option list (4 lines in a row starting
 #     with an option): the man pages are the one option reference;
+#   - every ```python block, "# NAME.py" on its first line, parses and is
+#     extracted as NAME.py (a run needing modules/python.so is skipped in
+#     a build without it);
 #   - every ```sh run block is run, line by line as the text shows it, in
 #     a directory holding the extracted NAME.c files and links to the
 #     tree's libspits/ and tools/, and its stdout must equal the ```text
@@ -85,13 +88,14 @@ if seen < 20:
     sys.exit(1)
 PY
 
-# The examples: NAME.c files, run scripts and their expected output, one
+# The examples: NAME.c and NAME.py files, run scripts and their expected output, one
 # directory per document. The manifest says what was found.
 "$PY" - "$T/ex" "$top_srcdir" README docs/module-guide.md >"$T/manifest" 2>"$T/extract.err" <<'PY' ||
 import os, re, sys
 out, top, docs = sys.argv[1], sys.argv[2], sys.argv[3:]
 # a complete module: its manifest kind, its first line, its file's ending
-SOURCES = {'c': ('C', r'^/\* (\w+)\.c ', '.c'), 'cpp': ('CXX', r'^// (\w+)\.cc ', '.cc')}
+SOURCES = {'c': ('C', r'^/\* (\w+)\.c ', '.c'), 'cpp': ('CXX', r'^// (\w+)\.cc ', '.cc'),
+           'python': ('PY', r'^# (\w+)\.py', '.py')}
 for doc in docs:
     lines = open(os.path.join(top, doc), encoding='utf-8').read().split('\n')
     blocks, i = [], 0
@@ -150,7 +154,16 @@ while read -r kind dir what line; do
             nm -D --defined-only "$dir/$what.check.so" | grep -q ' T spits_worker_run$' ||
                 fail "$doc:$line: $src exports no spits_worker_run (under its C name)"
             ;;
+        PY)
+            "$PY" -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' \
+                "$dir/$what.py" >"$T/cc.log" 2>&1 ||
+                fail "$doc:$line: $what.py does not parse: $(cat "$T/cc.log")"
+            ;;
         RUN)
+            if grep -q '[.]py\b' "$what.sh" && [ ! -f "$top_builddir/modules/.libs/python.so" ]; then
+                echo "$doc:$line: skipped: modules/python.so not built"
+                continue
+            fi
             (cd "$dir" && timeout -s KILL 120 bash -e -o pipefail "$what.sh") \
                 >"$what.out" 2>"$what.err" ||
                 fail "$doc:$line: the example run failed (exit $?): $(tail -5 "$what.err")"

@@ -14,6 +14,7 @@
 #include "cmdorder.h"
 #include "cmdenv.h"
 #include "elfcheck.h"
+#include "pyjob.h"
 #include "escape.h"
 #include "idmap.h"
 #include "jobdir.h"
@@ -76,6 +77,7 @@ int main(void)
         {"mem", spits_mem_selftest},
         {"origin", spits_origin_selftest},
         {"crash", spits_crash_selftest},
+        {"pyjob", spits_pyjob_selftest},
         {"svgplot", spits_svgplot_selftest},
         {"reporthtml", spits_reporthtml_selftest},
         {"alloc-policy", alloc_policy_selftest},

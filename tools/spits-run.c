@@ -36,6 +36,7 @@
 #include "crash.h"
 #include "jobdir.h"
 #include "log.h"
+#include "pyjob.h"
 #include "serial.h"
 #include "util.h"
 
@@ -77,6 +78,8 @@ static void usage(FILE *f)
 "  or:  spits-run [OPTIONS] --resume --jobdir DIR [MODULE]\n"
 "  or:  spits-run --serial [--commit-errors fail|ignore] [--joblog FILE] MODULE [ARGS...]\n"
 "Runs a SPITS job on this machine: a job manager and local task managers.\n"
+"MODULE is a module's .so, or a job written in Python (JOB.py, whose\n"
+"workers are processes: --isolate).\n"
 "\n"
 "Options:\n"
 "  -n, --workers N        worker threads per task manager (one per online\n"
@@ -636,6 +639,17 @@ int main(int argc, char **argv)
                                 "the journal: give at most MODULE");
     if (optind >= argc && !r.resume)
         return spits_bad_option("%s", "no MODULE given");
+    /* A Python job's workers are processes: threads would take turns
+     * on its interpreter's lock (pyjob.h). */
+    if (optind < argc && spits_pyjob_is(argv[optind]))
+        r.isolate = 1;
+    if (r.resume && optind >= argc && r.jobdir) {
+        static spits_announce_t was;   /* (big) */
+        char e[512];
+        if (spits_announce_read(r.jobdir, &was, e, sizeof e) == 0 &&
+            spits_pyjob_is(was.module))
+            r.isolate = 1;
+    }
     if (r.task_timeout && !r.isolate)
         return spits_bad_option("%s", "--task-timeout needs --isolate");
     /* $SPITS_JM/$SPITS_TM, next to this program, or in the build tree. */

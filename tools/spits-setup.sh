@@ -39,12 +39,14 @@ SPITS_JOBS=${SPITS_JOBS:-2}
 # tests/bounded the stacks of a hung test's processes, in seconds even
 # under ThreadSanitizer, where gdb takes minutes; tests/man-pages.sh
 # remakes the man pages with help2man and renders them with groff;
-# util-linux's taskset pins tools/bench/cluster-shape.sh's relay row).
+# util-linux's taskset pins tools/bench/cluster-shape.sh's relay row;
+# python3-dev is what modules/python.so embeds, and tests/python.sh sends
+# python3-numpy's arrays as tasks).
 SPITS_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
     libzmq3-dev libsodium-dev libjansson-dev libmicrohttpd-dev check tmux python3
     elfutils help2man groff-base util-linux
-    parallel
+    parallel python3-dev python3-numpy
 )
 
 spits_say() {
