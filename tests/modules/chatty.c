@@ -9,9 +9,13 @@
 
 static int64_t chatty_f(int64_t i)
 {
+    /* (stdout's lock holds the two together: another worker thread's
+     * line could come between them, which is not what is tested) */
+    flockfile(stdout);
     if (i == 1)
         printf("worker: no newline here");   /* finished by the next line */
     printf("worker: chunk %lld\n", (long long)i);
+    funlockfile(stdout);
     return i;
 }
 
