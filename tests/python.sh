@@ -11,8 +11,6 @@
 . "$top_srcdir/tests/lib.sh"
 
 [ -f "$MODS/python.so" ] || { echo "SKIP: modules/python.so not built (python3-dev)"; exit 77; }
-# (the interpreter is never finalized: what it holds at exit is no leak)
-export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$top_srcdir/tests/lsan-python.supp"
 
 # pyrun NAME ARGS...: spits-run -n 2, stdout in $T/NAME.out, stderr in
 # $T/NAME.err, exit status in $rc
