@@ -7,6 +7,8 @@
 #   c. a row run several times stands once, as its run of the median
 #      ratio, naming every run's ratio; a run without figures fails it
 . "$(dirname "$0")/lib.sh"
+# (what this checks is the same in every build: the plain check's run is it)
+sanitized && { echo "SKIP: a sanitizer build (the plain build's check runs this)"; exit 77; }
 shape=$top_srcdir/tools/bench/cluster-shape.sh
 model=$top_srcdir/tools/bench/cluster-shape.py
 

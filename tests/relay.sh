@@ -14,12 +14,12 @@ exact() {
     [ "$(json "$T/$1/report.json" "d['counters']['committed']")" = "$2" ] || fail "$1: committed"
 }
 
-# (Under ThreadSanitizer, jobs a fifth the size: the relays of the full
+# (Under a sanitizer, jobs a fifth the size: the relays of the full
 # ones, slowed down several times over and sharing 2 cores with the
 # other tests, fell silent for their TMs' 5 s and were left, which these
 # cases of healthy relays count as a failure.)
 big=20000 mid=10000
-tsanitized && big=4000 mid=2000
+sanitized && big=4000 mid=2000
 
 # 1. JM + 2 relays + 6 TMs behind them: the JM sees 2 TMs (the relays),
 #    each with 3 TMs behind it, and the TMs ran every task.
