@@ -147,6 +147,15 @@ out:
     return NULL;
 }
 
+void pfeed_main_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGCHLD);
+}
+
 int pfeed_start(pfeed_t *f)
 {
     if (pfeed_null < 0 && (pfeed_null = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) {
@@ -155,15 +164,13 @@ int pfeed_start(pfeed_t *f)
     }
     f->rc = 0;
     /* The thread starts with these blocked. SIGPIPE: a job manager gone
-     * makes the write fail (EPIPE), and the feed ends. The stop signals
-     * go to the main thread, whose handler cuts the feed (pfeed_cut):
-     * this thread may wait in a read of the input for ever. */
+     * makes the write fail (EPIPE), and the feed ends. The main thread's
+     * signals (pfeed_main_signals) are the main thread's alone: this
+     * thread may wait in a read of the input for ever, and a SIGCHLD
+     * taken here (ignored) would never reach the main thread's wait. */
     sigset_t mask, old;
-    sigemptyset(&mask);
+    pfeed_main_signals(&mask);
     sigaddset(&mask, SIGPIPE);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &mask, &old);
     int err = pthread_create(&f->thread, NULL, pfeed_main, f);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -14,8 +14,8 @@
  * thread waits for the job; it owns the pinput and the FIFO's write end.
  * The main thread reads f->rc (atomic) after the job ended, and reaches
  * the FIFO only through pfeed_cut (when a stop signal comes). The feed's
- * thread blocks the stop signals and SIGPIPE from its start. An input that
- * fails (a read error, a NUL byte) ends the stream as its end would:
+ * thread blocks SIGPIPE and the main thread's signals from its start. An
+ * input that fails (a read error, a NUL byte) ends the stream as its end would:
  * the commands already read run, and spits-parallel's status says the
  * failure.
  */
@@ -23,6 +23,7 @@
 #define PARALLEL_FEED_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,6 +58,9 @@ int pfeed_skip(pfeed_t *f);
 /* Prints each task's command line to out (--dry-run, {%} as slot 1);
  * 0 or -1. */
 int pfeed_print(pfeed_t *f, FILE *out);
+/* The signals the main thread takes with sigwaitinfo (the stop signals
+ * and SIGCHLD) into set; the feed's thread blocks them all its life. */
+void pfeed_main_signals(sigset_t *set);
 /* Starts the thread that writes the stream to f->path; 0 or -1. */
 int pfeed_start(pfeed_t *f);
 /* Ends the stream where it is, without its end mark, so that the job

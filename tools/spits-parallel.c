@@ -429,11 +429,7 @@ static int par_run(char **argv, const char *halt_file)
 {
     int ws;
     sigset_t wait, old;
-    sigemptyset(&wait);
-    sigaddset(&wait, SIGTERM);
-    sigaddset(&wait, SIGHUP);
-    sigaddset(&wait, SIGINT);
-    sigaddset(&wait, SIGCHLD);
+    pfeed_main_signals(&wait);
     pthread_sigmask(SIG_BLOCK, &wait, &old);
     pid_t self = getpid(), pid = fork();
     if (pid < 0) {
