@@ -35,12 +35,12 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 /* --- receiving --------------------------------------------------------- */
 
 /* The TMs a send found gone (tmio.c) are declared lost after each stage
- * of the loop. A TM that drained sent its BYE and closed: a send that
- * found its connection gone may come before that BYE is read. So while
- * messages wait (DISP_REAP_WAIT_MS at most), they are read first, and it
- * leaves instead of being lost; but a gone TM's own message other than
- * its drain's STATS and BYE (now, to force) finds it lost, as it would
- * have right after the failed send. */
+ * of the loop. A TM that drained sent its last RESULTS, STATS and BYE
+ * and closed: a send that found its connection gone may come before
+ * they are read. So while messages wait (DISP_REAP_WAIT_MS at most),
+ * they are read first, and it leaves instead of being lost. Only a gone
+ * TM's HELLO (now, to force) finds it lost first: it reconnected, and
+ * re-attaches after its loss. */
 static void disp_reap(jm_disp_t *d, int force)
 {
     if (!d->fleet.gone)
@@ -79,8 +79,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         goto out;
     }
     if (d->fleet.gone) {
-        disp_reap(d, t && t->life.gone && h.type != SPITS_MSG_STATS &&
-                     h.type != SPITS_MSG_BYE);
+        disp_reap(d, t && t->life.gone && h.type == SPITS_MSG_HELLO);
         t = peertab_find(d->fleet.tab, rid, ridlen);   /* (reaped: still held, dead) */
     }
     /* Only RESULTS may have parts (a message's frames are all here:
