@@ -280,7 +280,7 @@ static int exit_status(const jm_t *jm, int rc)
     if (jm->failed_tasks) {
         for (uint32_t i = 0; i < jm->nphases; i++)
             for (size_t f = 0; f < jm->phases[i].nfailed && f < jm->phases[i].capfailed; f++) {
-                char how[256];
+                char how[sizeof jm->phases[i].failed[f].why + 256];
                 jm_failure_describe(&jm->phases[i].failed[f], how, sizeof how);
                 spits_error("task %llu of phase %u failed (last run: %s) %s",
                             (unsigned long long)jm->phases[i].failed[f].id,

@@ -416,10 +416,7 @@ static void failure_note(jm_failure_t *f, const jm_tm_t *t, const spits_rec_t *r
     memset(f, 0, sizeof *f);
     f->id = rec->id;
     f->status = rec->status;
-    if (rec->status == SPITS_ST_FAILED && rec->len == 4 && rec->data) {
-        f->has_rc = 1;
-        f->rc = (int32_t)get_u32(rec->data);
-    }
+    f->has_rc = spits_fail_parse(rec, &f->rc, f->why, sizeof f->why);
     if (t)
         snprintf(f->host, sizeof f->host, "%s", t->id.host);
 }
@@ -453,7 +450,7 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
         return;
     }
     jm_failure_t note, *f = malloc(sizeof *f);
-    char how[256];
+    char how[sizeof note.why + 256];
     failure_note(&note, t, rec);
     if (f)
         *f = note;

@@ -39,6 +39,7 @@ typedef int (*worker_run_fn)(void *, const void *, spitssize_t, spitspush_t,
                              spitsctx_t);
 typedef int (*commit_pit_fn)(void *, const void *, spitssize_t);
 typedef int (*commit_job_fn)(void *, spitspush_t, spitsctx_t);
+typedef const char *(*worker_error_fn)(void *);
 typedef void *(*metrics_new_fn)(unsigned);
 typedef void (*metrics_free_fn)(void *);
 
@@ -54,6 +55,7 @@ struct spits_module {
     void *worker_new;      /* worker_new_fn or worker_new20_fn */
     worker_run_fn worker_run;
     free_fn worker_free;
+    worker_error_fn worker_error;   /* optional: why a run failed */
     void *committer_new;   /* same type as manager_new */
     commit_pit_fn commit_pit;
     commit_job_fn commit_job;
@@ -77,7 +79,7 @@ static const char *mod_fn[] = {
     "spits_worker_new", "spits_worker_run", "spits_committer_new",
     "spits_committer_commit_pit", "spits_committer_commit_job",
     "spits_main", "spits_job_manager_finalize", "spits_worker_finalize",
-    "spits_committer_finalize", "spits_metrics_new", "spits_metrics_delete",
+    "spits_worker_error", "spits_committer_finalize", "spits_metrics_new", "spits_metrics_delete",
     "spits_get_metrics_list", "spits_get_metrics_last_values",
     "spits_free_ptr", "spits_get_metrics_history", "spits_free_metric_list",
     "spits_free_metrics_history"};
@@ -347,6 +349,7 @@ spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
     m->worker_new = sym(dl, "spits_worker_new");
     m->worker_run = (worker_run_fn)sym(dl, "spits_worker_run");
     m->worker_free = (free_fn)sym(dl, "spits_worker_finalize");
+    m->worker_error = (worker_error_fn)sym(dl, "spits_worker_error");
     m->committer_new = sym(dl, "spits_committer_new");
     m->commit_pit = (commit_pit_fn)sym(dl, "spits_committer_commit_pit");
     m->commit_job = (commit_job_fn)sym(dl, "spits_committer_commit_job");
@@ -488,6 +491,16 @@ int spits_module_worker_run(spits_module_t *m, spits_inst_t *in,
     int rc = m->worker_run(in->obj, task, tasksz, push, ctx);
     spits_crash_leave(was);
     return rc;
+}
+
+const char *spits_module_worker_error(spits_module_t *m, spits_inst_t *in)
+{
+    if (!m->worker_error || !in->obj)
+        return NULL;
+    const char *was = spits_crash_enter("spits_worker_error");
+    const char *why = m->worker_error(in->obj);
+    spits_crash_leave(was);
+    return why && why[0] ? why : NULL;
 }
 
 void spits_module_worker_free(spits_module_t *m, spits_inst_t *in)

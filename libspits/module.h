@@ -60,6 +60,11 @@ int spits_module_worker_new(spits_module_t *m, spits_inst_t *in, int argc,
 int spits_module_worker_run(spits_module_t *m, spits_inst_t *in,
                             const void *task, spitssize_t tasksz,
                             spitspush_t push, spitsctx_t ctx);
+/* Why the instance's last spits_worker_run failed, in the module's own
+ * words, if it exports spits_worker_error (a spits extension, see
+ * docs/module-guide.md: const char *spits_worker_error(void *worker)); else,
+ * or if it says nothing, NULL. Valid until the instance's next call. */
+const char *spits_module_worker_error(spits_module_t *m, spits_inst_t *in);
 void spits_module_worker_free(spits_module_t *m, spits_inst_t *in);
 
 int spits_module_committer_new(spits_module_t *m, spits_inst_t *in, int argc,

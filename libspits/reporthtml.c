@@ -197,7 +197,7 @@ void spits_html_failed(const json_t *rep, size_t total, FILE *f)
         return;
     }
     fputs("<table id=\"failed\"><tr><th>phase</th><th>task</th><th>reason</th>"
-          "<th>return code</th><th>host</th></tr>\n", f);
+          "<th>return code</th><th>error</th><th>host</th></tr>\n", f);
     for (i = 0; i < n && i < SPITS_HTML_ROWS; i++) {
         t = json_array_get(failed, i);
         const json_t *rc = json_object_get(t, "return_code");
@@ -209,6 +209,8 @@ void spits_html_failed(const json_t *rep, size_t total, FILE *f)
             fprintf(f, "</td><td class=\"n\">%lld</td><td>", (long long)json_integer_value(rc));
         else
             fputs("</td><td class=\"n\"></td><td>", f);
+        spits_xml_escape(f, html_str(t, "error"));
+        fputs("</td><td>", f);
         spits_xml_escape(f, html_str(t, "host"));
         fputs("</td></tr>\n", f);
     }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "escape.h"
 #include "wire.h"
 
 int spits_buf_reserve(spits_buf_t *b, size_t more)
@@ -379,6 +380,35 @@ const char *spits_wire_status_name(uint32_t status)
     return status <= SPITS_ST_LAST ? names[status] : "?";
 }
 
+size_t spits_fail_payload(unsigned char *out, int32_t rc, const char *why)
+{
+    size_t n = why ? strlen(why) : 0;
+    if (n > SPITS_FAIL_TEXT_MAX) {
+        n = SPITS_FAIL_TEXT_MAX;   /* (cut before a character, not in one) */
+        while (n > 0 && ((unsigned char)why[n] & 0xC0) == 0x80)
+            n--;
+    }
+    put_u32(out, (uint32_t)rc);
+    if (n)
+        memcpy(out + 4, why, n);
+    return 4 + n;
+}
+
+int spits_fail_parse(const spits_rec_t *rec, int32_t *rc, char *why,
+                     size_t whylen)
+{
+    char raw[SPITS_FAIL_TEXT_MAX + 1];
+    why[0] = '\0';
+    if (rec->status != SPITS_ST_FAILED || rec->len < 4 || !rec->data)
+        return 0;
+    *rc = (int32_t)get_u32(rec->data);
+    size_t n = rec->len - 4 < SPITS_FAIL_TEXT_MAX ? rec->len - 4 : SPITS_FAIL_TEXT_MAX;
+    memcpy(raw, rec->data + 4, n);
+    raw[n] = '\0';   /* (a TM sends no NUL: one a peer sent ends it) */
+    spits_escape(why, whylen, raw);
+    return 1;
+}
+
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
 
 #ifdef SPITS_SELFTEST
@@ -386,6 +416,44 @@ const char *spits_wire_status_name(uint32_t status)
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "wire selftest: %s:%d: %s\n", \
                       __FILE__, __LINE__, #c); return -1; } } while (0)
 #include <stdio.h>
+
+/* A FAILED record's payload: code and words, cut between characters,
+ * escaped on the way in; a bare code, and none at all. */
+static int fail_selftest(void)
+{
+    unsigned char p[4 + SPITS_FAIL_TEXT_MAX];
+    char long_why[SPITS_FAIL_TEXT_MAX + 8], why[4 * SPITS_FAIL_TEXT_MAX + 1];
+    int32_t rc = 0;
+    spits_rec_t rec = {.id = 1, .status = SPITS_ST_FAILED, .data = p};
+
+    rec.len = (uint32_t)spits_fail_payload(p, -7, "ValueError: bad\n\x1b[2J");
+    CHECK(rec.len == 4 + 20 && get_u32(p) == (uint32_t)-7);
+    CHECK(spits_fail_parse(&rec, &rc, why, sizeof why) == 1 && rc == -7 &&
+          strcmp(why, "ValueError: bad\\x0a\\x1b[2J") == 0);
+    rec.len = (uint32_t)spits_fail_payload(p, 3, NULL);
+    CHECK(rec.len == 4 && spits_fail_parse(&rec, &rc, why, sizeof why) == 1 &&
+          rc == 3 && why[0] == '\0');
+    /* 399 ASCII bytes then a 2-byte character: the cut comes before it */
+    memset(long_why, 'a', SPITS_FAIL_TEXT_MAX - 1);
+    strcpy(long_why + SPITS_FAIL_TEXT_MAX - 1, "\xc3\xa9zz");
+    CHECK(spits_fail_payload(p, 1, long_why) == 4 + SPITS_FAIL_TEXT_MAX - 1);
+    memset(long_why, 'a', SPITS_FAIL_TEXT_MAX + 4);
+    long_why[SPITS_FAIL_TEXT_MAX + 4] = '\0';
+    rec.len = (uint32_t)spits_fail_payload(p, 1, long_why);
+    CHECK(rec.len == 4 + SPITS_FAIL_TEXT_MAX &&
+          spits_fail_parse(&rec, &rc, why, sizeof why) == 1 &&
+          strlen(why) == SPITS_FAIL_TEXT_MAX);
+    /* a peer's NUL ends the words; short or other payloads say no code */
+    memcpy(p + 4, "ab\0cd", 5);
+    rec.len = 9;
+    CHECK(spits_fail_parse(&rec, &rc, why, sizeof why) == 1 && strcmp(why, "ab") == 0);
+    rec.len = 3;
+    CHECK(spits_fail_parse(&rec, &rc, why, sizeof why) == 0 && why[0] == '\0');
+    rec.len = 4;
+    rec.status = SPITS_ST_CRASHED;
+    CHECK(spits_fail_parse(&rec, &rc, why, sizeof why) == 0);
+    return 0;
+}
 
 int spits_wire_selftest(void)
 {
@@ -680,7 +748,7 @@ int spits_wire_selftest(void)
           h.type == SPITS_MSG_HEARTBEAT && h.phase == 2);
     hb[8] = 1;
     CHECK(spits_wire_parse(hb, sizeof hb, &h, &why) == -1);
-    return 0;
+    return fail_selftest();
 }
 
 #endif /* SPITS_SELFTEST */

@@ -93,9 +93,13 @@ enum {
 enum {
     SPITS_ST_OK = 0,        /* payload is the result */
     SPITS_ST_FAILED = 1,    /* the worker returned non-zero; its payload
-                               is that code (int32, little endian), or
-                               empty when the code is unknown (an older
-                               TM; a push the TM could not keep) */
+                               is that code (int32, little endian), then
+                               the module's words on why (spits_worker_error,
+                               at most SPITS_FAIL_TEXT_MAX bytes; none if it
+                               said nothing), or empty when the code is
+                               unknown (an older TM; a push the TM could
+                               not keep). A JM of an earlier release reads
+                               a payload of more than 4 bytes as no code. */
     SPITS_ST_RETURNED = 2,  /* not run: handed back (phase change, drain) */
     SPITS_ST_CRASHED = 3,   /* the worker process died running it */
     SPITS_ST_TIMEOUT = 4,   /* the worker ran past --task-timeout */
@@ -145,6 +149,17 @@ typedef struct {
     int foreign;             /* it had SPITS_REC_FOREIGN */
     int part;                /* it had SPITS_REC_PART: data is in a part */
 } spits_rec_t;
+
+/* A FAILED record's payload (above): the code the worker returned, then
+ * up to SPITS_FAIL_TEXT_MAX bytes of why (cut there; NULL or "": none).
+ * out holds 4 + SPITS_FAIL_TEXT_MAX bytes; returns the payload's length. */
+#define SPITS_FAIL_TEXT_MAX 400
+size_t spits_fail_payload(unsigned char *out, int32_t rc, const char *why);
+/* The code and why of a FAILED record's payload, why escaped for a log
+ * line or JSON (escape.h) into a NUL-terminated why of whylen bytes.
+ * Returns 1, or 0 if the payload says no code (why is then ""). */
+int spits_fail_parse(const spits_rec_t *rec, int32_t *rc, char *why,
+                     size_t whylen);
 
 /* A growable byte buffer; the batch writer builds messages in it. */
 typedef struct {

@@ -52,7 +52,7 @@ typedef struct {
 } bench_cfg_t;
 
 typedef struct { bench_cfg_t cfg; uint64_t next; unsigned char *buf; } bench_job_t;
-typedef struct { bench_cfg_t cfg; unsigned char *buf; } bench_worker_t;
+typedef struct { bench_cfg_t cfg; unsigned char *buf; char why[64]; } bench_worker_t;
 typedef struct { bench_cfg_t cfg; unsigned char *seen; uint64_t sum, dups; } bench_co_t;
 
 static uint64_t splitmix64(uint64_t x)
@@ -230,6 +230,7 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     if (tasksz < 8)
         return 2;
     uint64_t id = get64(t);
+    w->why[0] = '\0';
     if ((uint64_t)tasksz != task_bytes(&w->cfg, id) ||
         !filled(t, &w->cfg, id, 8, (uint64_t)tasksz))
         return 2;
@@ -247,8 +248,11 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
             nanosleep(&ts, NULL);
     }
     for (int i = 0; i < w->cfg.nfail; i++)
-        if (w->cfg.fail[i] == id)
+        if (w->cfg.fail[i] == id) {
+            snprintf(w->why, sizeof w->why, "task %llu fails on purpose (-f)",
+                     (unsigned long long)id);
             return 1;
+        }
     for (int i = 0; i < w->cfg.nflaky; i++) {
         if (w->cfg.flaky[i] != id)
             continue;
@@ -279,6 +283,12 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     fill(w->buf, &w->cfg, id, 16, result_bytes(&w->cfg, id));
     push(w->buf, (spitssize_t)result_bytes(&w->cfg, id), ctx);
     return 0;
+}
+
+/* The spits extension: why the last run failed (-f only). */
+const char *spits_worker_error(void *wp)
+{
+    return ((bench_worker_t *)wp)->why;
 }
 
 void spits_worker_finalize(void *wp)

@@ -63,7 +63,8 @@ typedef struct {
 } py_buf_t;
 
 typedef struct { PyObject *it; py_buf_t buf; } py_gen_t;
-typedef struct { py_buf_t buf; } py_worker_t;
+/* why: the last failed run's exception, for spits_worker_error */
+typedef struct { py_buf_t buf; char why[1024]; } py_worker_t;
 typedef struct { py_buf_t buf; } py_commit_t;
 
 /* The job file and where its own arguments start in argv. */
@@ -176,14 +177,19 @@ static void py_describe(char *out, size_t outlen)
     Py_XDECREF(tb);
 }
 
-/* Says what failed in fn, on stderr in one line. */
-static void py_report(const char *fn)
+/* Says what failed in fn, on stderr in one line, and keeps it in d. */
+static void py_report_into(const char *fn, char *d, size_t dlen)
 {
-    char d[2048];
-    py_describe(d, sizeof d);
+    py_describe(d, dlen);
     py_flush();
     fprintf(stderr, "python: %s failed: %s\n", fn, d);
     fflush(stderr);
+}
+
+static void py_report(const char *fn)
+{
+    char d[2048];
+    py_report_into(fn, d, sizeof d);
 }
 
 /* fn of the job file (NULL, and no error, if it has none). */
@@ -507,15 +513,23 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     PyObject *t = py_decode(task, tasksz), *r = NULL;
     if (!t || !(r = PyObject_CallOneArg(py_fn_execute, t)) ||
         py_encode(r, &w->buf, &n) != 0) {
-        py_report("execute");
+        py_report_into("execute", w->why, sizeof w->why);
         rc = 1;
     } else {
+        w->why[0] = '\0';
         push(w->buf.p, (spitssize_t)n, ctx);
     }
     Py_XDECREF(r);
     Py_XDECREF(t);
     PyGILState_Release(g);
     return rc;
+}
+
+/* The spits extension that puts a failed run's exception in the JM's
+ * report (docs/module-guide.md). */
+const char *spits_worker_error(void *wp)
+{
+    return ((py_worker_t *)wp)->why;
 }
 
 void spits_worker_finalize(void *wp)

@@ -19,7 +19,9 @@
  *                    phase's argv; the child rebuilds its worker instance
  *                    'T' u32 len, bytes: run this task
  *   child -> parent  u32 status (0 ok, 1 the worker returned non-zero or
- *                    could not be made), u32 len, bytes: the result
+ *                    could not be made), u32 len, bytes: the result; for
+ *                    a returned failure, its RESULTS payload (wire.h: the
+ *                    code, then the module's words on it, if any)
  *
  * A tm_child_t belongs to one worker thread; nothing else touches it.
  */
@@ -410,13 +412,14 @@ int tm_child_main(int argc, char **argv)
         if ((result.pushes <= 1 && result.fault == SPITS_PUSH_OK) ||
             child_pushes_ok(&result))
             status = rc != 0, returned = rc != 0;
-        unsigned char rh[8], code[4];
-        put_u32(code, (uint32_t)rc);
+        unsigned char rh[8], failed[4 + SPITS_FAIL_TEXT_MAX];
+        /* (a failure sends its record's payload: workers.c reports it) */
+        size_t len = status == 0 ? result.buf.len
+                     : returned ? spits_fail_payload(failed, rc,
+                                      spits_module_worker_error(mod, &inst)) : 0;
         put_u32(rh, status);
-        /* (a failure sends that code as its 4 bytes: workers.c reports it) */
-        size_t len = status == 0 ? result.buf.len : returned ? 4 : 0;
         put_u32(rh + 4, (uint32_t)len);
-        struct iovec iov[2] = {{rh, 8}, {status == 0 ? result.buf.data : code, len}};
+        struct iovec iov[2] = {{rh, 8}, {status == 0 ? result.buf.data : failed, len}};
         if (write_all(CHILD_FD, iov, iov[1].iov_len ? 2 : 1) != 0)
             return 1;
     }

@@ -48,8 +48,10 @@ typedef struct {
     const tm_phase_t *local_phase;  /* the phase of those results */
     tm_item_t *chunk;
     tm_child_t *child;        /* --isolate: this worker's process */
-    int has_rc;               /* the current task failed by returning... */
-    int32_t rc;               /* ...this non-zero code (its record says it) */
+    /* The current task failed by returning a code: its record's payload
+     * (wire.h: the code, the module's words on it), or failed_len 0. */
+    unsigned char failed[4 + SPITS_FAIL_TEXT_MAX];
+    size_t failed_len;
     int64_t task_ns;          /* mean task time of its last chunk */
 } worker_t;
 
@@ -131,10 +133,11 @@ static uint32_t worker_run_isolated(worker_t *w, const tm_item_t *it)
                    (unsigned long long)it->id, why);
     else if (why[0])
         spits_error("task %llu: %s", (unsigned long long)it->id, why);
-    /* (the child sends a returned code as a failure's 4 bytes) */
-    if (status == SPITS_ST_FAILED && !why[0] && w->result.len == 4) {
-        w->has_rc = 1;
-        w->rc = (int32_t)get_u32(w->result.data);
+    /* (the child sends a returned failure's payload as its result) */
+    if (status == SPITS_ST_FAILED && !why[0] && w->result.len >= 4 &&
+        w->result.len <= sizeof w->failed) {
+        memcpy(w->failed, w->result.data, w->result.len);
+        w->failed_len = w->result.len;
     }
     return status;
 }
@@ -153,8 +156,8 @@ static uint32_t worker_run_here(worker_t *w, const tm_item_t *it)
         return SPITS_ST_FAILED;
     if (rc != 0) {
         spits_debug("task %llu: worker returned %d", (unsigned long long)it->id, rc);
-        w->has_rc = 1;
-        w->rc = rc;
+        w->failed_len = spits_fail_payload(w->failed, rc,
+                            spits_module_worker_error(w->pool->opts.mod, &w->inst));
         return SPITS_ST_FAILED;
     }
     return SPITS_ST_OK;
@@ -198,18 +201,19 @@ static void worker_run_one(worker_t *w, const tm_item_t *it)
     }
     w->result.len = 0;
     spits_modcall_begin(&w->call);
-    w->has_rc = 0;
+    w->failed_len = 0;
     uint32_t status = w->pool->opts.isolate ? worker_run_isolated(w, it)
                                        : worker_run_here(w, it);
     uint32_t len = status == SPITS_ST_OK ? (uint32_t)w->result.len : 0;
-    if (status == SPITS_ST_FAILED && w->has_rc) {
-        /* A failure's record carries the code the worker returned
-         * (wire.h), for the report. */
-        unsigned char *dst = spits_batch_add(&w->local, it->id, status, 4);
+    if (status == SPITS_ST_FAILED && w->failed_len) {
+        /* A failure's record carries the code the worker returned and
+         * why (wire.h), for the report. */
+        unsigned char *dst = spits_batch_add(&w->local, it->id, status,
+                                             (uint32_t)w->failed_len);
         if (!dst)
             tm_pool_fail(w->pool, "out of memory building results");
         else
-            put_u32(dst, (uint32_t)w->rc);
+            memcpy(dst, w->failed, w->failed_len);
         return;
     }
     if (len >= w->pool->opts.part_min) {

@@ -3,7 +3,8 @@
 # prefetched by a TM are queued, not running (2 workers run 2, however
 # many they hold), in spits-status and the plain progress line; results
 # stuck behind a slow journal sync are named as waiting for the disk; a
-# poison task names the code its worker returned and its host, in the
+# poison task names the code its worker returned, its module's words
+# on why (spits_worker_error) and its host, in the
 # JM's log, report.json, report.html and spits-status.
 . "$(dirname "$0")/lib.sh"
 ST=$top_builddir/tools/spits-status
@@ -56,12 +57,12 @@ start_jm bad "$MODS/bench.so" -n 100 -f 42
 start_tm bad btm -n 2
 wait $JM_PID; rc=$?
 [ $rc = 3 ] || fail "spits-jm exited $rc, not 3"
-grep -qx "spits-jm: error: task 42 of phase 1 failed (last run: failed) on $host, where the worker returned 1" "$T/bad.jm.log" ||
+grep -qx "spits-jm: error: task 42 of phase 1 failed (last run: failed) on $host, where the worker returned 1: task 42 fails on purpose (-f)" "$T/bad.jm.log" ||
     fail "the JM's line: $(grep 'task 42' "$T/bad.jm.log")"
-[ "$(json "$T/bad/report.json" "[(f['task'], f['reason'], f['return_code'], f['host']) for f in d['failed_tasks']]")" = \
-    "[(42, 'failed', 1, '$host')]" ] || fail "report failed_tasks: $(json "$T/bad/report.json" "d['failed_tasks']")"
-grep -q "<tr class=\"failed-task\"><td class=\"n\">1</td><td class=\"n\">42</td><td>failed</td><td class=\"n\">1</td><td>$host</td></tr>" \
+[ "$(json "$T/bad/report.json" "[(f['task'], f['reason'], f['return_code'], f['error'], f['host']) for f in d['failed_tasks']]")" = \
+    "[(42, 'failed', 1, 'task 42 fails on purpose (-f)', '$host')]" ] || fail "report failed_tasks: $(json "$T/bad/report.json" "d['failed_tasks']")"
+grep -q "<tr class=\"failed-task\"><td class=\"n\">1</td><td class=\"n\">42</td><td>failed</td><td class=\"n\">1</td><td>task 42 fails on purpose (-f)</td><td>$host</td></tr>" \
     "$T/bad/report.html" || fail "report.html: $(grep failed-task "$T/bad/report.html")"
-"$ST" --jobdir "$T/bad" | grep -qx "  failed: task 42 of phase 1, failed on $host, the worker returned 1" ||
+"$ST" --jobdir "$T/bad" | grep -qx "  failed: task 42 of phase 1, failed on $host, the worker returned 1: task 42 fails on purpose (-f)" ||
     fail "spits-status: $("$ST" --jobdir "$T/bad")"
 echo PASS

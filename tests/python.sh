@@ -114,8 +114,9 @@ pyrun boom "$T/boom.py"
 [ $rc = 3 ] || fail "boom.py exited $rc, not 3: $(cat "$T/boom.err")"
 grep -q "execute failed: $T/boom.py:5: ValueError: bad task 7\$" "$T/boom.err" ||
     fail "the exception is not named: $(cat "$T/boom.err")"
-grep -q "task 7 of phase 1 failed" "$T/boom.err" || fail "task 7 not failed: $(cat "$T/boom.err")"
-echo "exception in execute: named, exit 3"
+grep -q "task 7 of phase 1 failed (last run: failed) on .*, where the worker returned 1: $T/boom.py:5: ValueError: bad task 7\$" "$T/boom.err" ||
+    fail "task 7 not failed with its exception: $(cat "$T/boom.err")"
+echo "exception in execute: named in the JM's log, exit 3"
 
 # sys.exit() in a task is a C module's exit() there: its worker process
 # ends with that status, and the task fails.

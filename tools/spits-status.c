@@ -206,6 +206,9 @@ static void print_failed(json_t *doc)
                (long long)num(f, "phase"), str(f, "reason"), str(f, "host"));
         if (json_is_integer(rc))
             printf(", the worker returned %lld", (long long)json_integer_value(rc));
+        /* (the JM escaped the module's words: they print as one line) */
+        if (json_is_string(json_object_get(f, "error")))
+            printf(": %s", str(f, "error"));
         printf("\n");
     }
 }
