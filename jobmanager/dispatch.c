@@ -38,9 +38,9 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
  * of the loop. A TM that drained sent its last RESULTS, STATS and BYE
  * and closed: a send that found its connection gone may come before
  * they are read. So while messages wait (DISP_REAP_WAIT_MS at most),
- * they are read first, and it leaves instead of being lost. Only a gone
- * TM's HELLO (now, to force) finds it lost first: it reconnected, and
- * re-attaches after its loss. */
+ * they are read first, and it leaves instead of being lost. A gone TM's
+ * HELLO (force) finds it lost first: it reconnected, and re-attaches
+ * after its loss. */
 static void disp_reap(jm_disp_t *d, int force)
 {
     if (!d->fleet.gone)
@@ -78,8 +78,12 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         members_bad_peer(d, t, why);
         goto out;
     }
-    if (d->fleet.gone) {
-        disp_reap(d, t && t->life.gone && h.type == SPITS_MSG_HELLO);
+    /* Reaping here, before the message is handled, would lose a gone TM
+     * whose BYE this is (the last message waiting, so nothing else keeps
+     * the reaping off). The loop reaps after each stage; only a gone TM's
+     * HELLO must find it lost first. */
+    if (t && t->life.gone && h.type == SPITS_MSG_HELLO) {
+        disp_reap(d, 1);
         t = peertab_find(d->fleet.tab, rid, ridlen);   /* (reaped: still held, dead) */
     }
     /* Only RESULTS may have parts (a message's frames are all here:
