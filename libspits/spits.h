@@ -106,6 +106,10 @@ void spits_job_manager_finalize(void *jm);                  /* optional */
 int spits_worker_run(void *w, const void *task, spitssize_t tasksz,
                      spitspush_t push_result, spitsctx_t ctx);
 void spits_worker_finalize(void *w);                        /* optional */
+/* Optional, a spits extension (other runtimes never call it): why this
+ * worker's last run failed, called after a run that returned non-zero.
+ * The text (NULL or "": none) is reported with the failed task. */
+const char *spits_worker_error(void *w);
 
 /* Commits one task's result; 0 is success. */
 int spits_committer_commit_pit(void *c, const void *result, spitssize_t resultsz);

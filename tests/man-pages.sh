@@ -81,9 +81,9 @@ for p in $progs; do
 done
 
 # Rendering: groff's warnings (-ww), and man's when man-db is there.
-for page in "$top_srcdir"/man/*.1 "$top_srcdir/man/spits.3"; do
+for page in "$top_srcdir"/man/*.1 "$top_srcdir/man/spits.3" "$top_srcdir/man/spits-python.7"; do
     macros=-man
-    case $page in *.3) macros=-mandoc ;; esac
+    case $page in *.3|*.7) macros=-mandoc ;; esac
     out=$(groff -ww -z $macros "$page" 2>&1) || fail "groff failed on $page: $out"
     [ -z "$out" ] || fail "groff warns about $page: $out"
     if command -v man >/dev/null; then
