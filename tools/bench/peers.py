@@ -9,6 +9,8 @@ after a warm-up that is not timed:
   empty   tasks that do nothing (Work Queue's unit is a command: `true`)
   10ms    tasks that sleep 10 ms
   1MB     tasks that each carry 1 MB of input
+spits runs each twice: with the bench module (C) and as a Python job of
+the very functions Dask is given (spits-python).
 Peers: Dask distributed (a `dask scheduler` and one `dask worker` process
 with 2 threads), Work Queue (`work_queue_worker -c 2` and the python
 binding) and GNU parallel (-j2, local only). A peer that is not installed
@@ -34,14 +36,12 @@ def out(workload, runtime, rate, note=""):
     print("%s\t%s\t%.1f\t%s" % (workload, runtime, rate, note), flush=True)
 
 
-def spits(workload):
-    """spits-jm + one spits-tm (2 workers), CURVE on."""
-    d = tempfile.mkdtemp(prefix="peers-spits.")
-    n = N_SPITS_EMPTY if workload == "empty" else N[workload]
-    args = {"empty": [], "10ms": ["-s", "10000"], "1MB": ["-t", str(MB)]}[workload]
+def spits_job(d, job):
+    """spits-jm JOB... in job dir d/job + one spits-tm (2 workers), CURVE
+    on: the JM's exit status, its stdout and the seconds from the TM's
+    join to the end."""
     jm = subprocess.Popen([ROOT + "/jobmanager/spits-jm", "-q", "--journal", "off",
-                           "--jobdir", d + "/job", "--bind", "tcp://127.0.0.1:0",
-                           ROOT + "/modules/.libs/bench.so", "-n", str(n)] + args,
+                           "--jobdir", d + "/job", "--bind", "tcp://127.0.0.1:0"] + job,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     tm = subprocess.Popen([ROOT + "/taskmanager/spits-tm", "-q", "--jobdir", d + "/job",
                            "-n", "2"])
@@ -50,11 +50,58 @@ def spits(workload):
     import json
     rep = json.load(open(d + "/job/report.json"))
     joins = [e["t"] for e in rep["timeline"]["tm_events"] if e["event"] == "join"]
-    secs = rep["seconds"] - (min(joins) if joins else 0)
     shutil.rmtree(d)
-    if jm.returncode != 0 or b"checksum" not in o:
+    return jm.returncode, o, rep["seconds"] - (min(joins) if joins else 0)
+
+
+def spits(workload):
+    """The bench module (C)."""
+    d = tempfile.mkdtemp(prefix="peers-spits.")
+    n = N_SPITS_EMPTY if workload == "empty" else N[workload]
+    args = {"empty": [], "10ms": ["-s", "10000"], "1MB": ["-t", str(MB)]}[workload]
+    rc, o, secs = spits_job(d, [ROOT + "/modules/.libs/bench.so", "-n", str(n)] + args)
+    if rc != 0 or b"checksum" not in o:
         raise RuntimeError("spits job failed")
     out(workload, "spits", n / secs, "%d tasks, from the TM's join" % n)
+
+
+PY_JOB = """
+import os, sys, time
+N, KIND = int(sys.argv[1]), sys.argv[2]
+done = 0
+def generate(args):
+    for i in range(N):
+        yield os.urandom(%d) if KIND == "1MB" else i
+def noop(i):
+    return i
+def nap(i):
+    time.sleep(0.01)
+    return i
+def size(b):
+    return len(b)
+execute = {"empty": noop, "10ms": nap, "1MB": size}[KIND]
+def commit(result):
+    global done
+    done += 1
+def finish():
+    print("committed", done)
+""" % MB
+
+
+def spits_py(workload):
+    """The same Python functions as Dask's, as a spits Python job (its
+    worker processes: --isolate, as for every .py job)."""
+    d = tempfile.mkdtemp(prefix="peers-spitspy.")
+    n = N[workload] * (10 if workload == "empty" else 1)
+    with open(d + "/job.py", "w") as f:
+        f.write(PY_JOB)
+    rc, o, secs = spits_job(d, [d + "/job.py", str(n), workload])
+    if rc != 0 or o.split() != [b"committed", str(n).encode()]:
+        raise RuntimeError("spits Python job failed: %r" % o)
+    note = "%d tasks, from the TM's join; the Python functions Dask runs" % n
+    if workload == "10ms":
+        note += "; %.1f%% of ideal (2 workers / 10 ms)" % (100 * n / secs / 200)
+    out(workload, "spits-python", n / secs, note)
 
 
 def dask_peer():
@@ -163,6 +210,8 @@ def parallel_peer():
 
 for w in N:
     spits(w)
+for w in N:
+    spits_py(w)
 dask_peer()
 wq_peer()
 parallel_peer()
