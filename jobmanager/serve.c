@@ -110,9 +110,9 @@ void serve_publish_window(jm_disp_t *d)
  * (generator.c). Both under the genq lock: the generator reclaims a lent
  * chunk and flushes it (which takes the lock) before it lends the next,
  * so the lent chunk taken here is never newer than a chunk still to come
- * through the genq. Taken after the unlock, it could be: the tasks then
- * reached the scheduler out of order, the older ones could never enter
- * its ring, and the job hung (1 run in 2 of 10^7 empty tasks). */
+ * through the genq. Taken after the unlock, it could be: the tasks would
+ * reach the scheduler out of order, the older ones could never enter its
+ * ring, and the job would hang. */
 static void refill_fresh(jm_disp_t *d)
 {
     jm_genq_t *q = &d->phase->genq;

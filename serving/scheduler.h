@@ -4,7 +4,7 @@
  * back does to its task. The JM's dispatcher (jobmanager/dispatch.c)
  * owns one for the job, and each relay one for the copies the JM sent it
  * (taskmanager/relay_copies.c); it is written once here so that every
- * hop decides copies by the same rules (serving/, issue 30).
+ * hop decides copies by the same rules.
  *
  * It is a plain data structure, with no sockets, threads or clock: its
  * owner calls it from its own thread, and sched_selftest drives it

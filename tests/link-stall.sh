@@ -1,5 +1,5 @@
 #!/bin/bash
-# Broken links (issue 11): two TMs reach the JM through slowlink.py, 20 ms
+# Broken links: two TMs reach the JM through slowlink.py, 20 ms
 # one way at 10 MB/s. Mid-job every link stalls (no byte crosses, no
 # connection closes, as in a network partition) for longer than the JM's
 # --tm-timeout: the JM declares both TMs lost (silent) and takes their

@@ -1,6 +1,5 @@
 #!/bin/bash
-# A TM falls back from a dead relay to another with its results (issue
-# 30). JM, relays A and B, and TM 1 (1 worker, no prefetch: it holds one
+# A TM falls back from a dead relay to another with its results. JM, relays A and B, and TM 1 (1 worker, no prefetch: it holds one
 # task at a time) with --via A --via B. Its first task, 0, is held running
 # (bench -P) while relay A is killed with kill -9: the JM counts A lost
 # and re-sends A's copy of task 0 (which TM 1 still runs) to B; TM 1

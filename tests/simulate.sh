@@ -26,11 +26,10 @@ sanitized && k=60 n=2400 st=0.2
 # slowed main thread lags behind it. tests/tsan.supp can hide a received
 # message's hand-off only while TSan still has the I/O thread's side of it
 # in its history; once that is gone ("failed to restore the stack") a read
-# in spits_wire_parse is reported. Job b's harness alone fails so at
-# history_size 0 and 1 (7 of 9 runs here), and the CI, on a slower
-# machine, failed once at the default 2 and once at 4. 7, the most TSan
-# keeps (4M accesses, 32 MiB a busy thread), for this test only: +10-60 MB
-# of the harness's RSS.
+# in spits_wire_parse is reported. Job b's harness, the busiest, needs
+# more history than the default 2 keeps; 7 is the most TSan keeps (4M
+# accesses, 32 MiB a busy thread), for this test only: +10-60 MB of the
+# harness's RSS.
 tsanitized && export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS }history_size=7"
 # summary FIELD LOG: a number from the harness's last line ("simulate done: ...")
 summary() {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# spits-tm --via (issue 13): a TM reaches the JM through relays, tried in
+# spits-tm --via: a TM reaches the JM through relays, tried in
 # order, then the JM itself, moving on from a hop that does not answer.
 # No relay program is needed here: a relay nothing listens on, and
 # slowlink.py (a byte-for-byte TCP forwarder, which a CURVE handshake
