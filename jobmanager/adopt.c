@@ -1,50 +1,40 @@
 /*
  * adopt.c - results that arrive before their task was sent (see adopt.h).
  *
- * Linear probing with backward-shift deletion, so no tombstones: lookups
- * stay short however many results come and go.
+ * A spits_hashtab_t (hashtab.h) keyed by SipHash: the ids are the ones
+ * re-attaching TMs send, so none can pile its results into one probe run.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adopt.h"
+#include "hashtab.h"
 
 typedef struct {
+    uint64_t hash;             /* (the table's) */
     uint64_t id;
     unsigned char *data;
     uint32_t len;
-    uint8_t used;
 } slot_t;
 
-/* What one kept result costs beyond its bytes: its slot, with the table
- * at most 3/4 full and doubling (so up to 8/3 slots an entry). Counted in
- * the byte bound, so that empty results are bounded in number too. */
-#define ADOPT_ENTRY_BYTES (3 * sizeof(slot_t))
+/* What one kept result costs beyond its bytes: the slots the table may
+ * hold for it. Counted in the byte bound, so that empty results are
+ * bounded in number too. */
+#define ADOPT_ENTRY_BYTES (SPITS_HASHTAB_SLOTS_PER_ENTRY * sizeof(slot_t))
 
 struct jm_adopt {
-    slot_t *slots;
-    size_t cap, count;         /* cap: a power of two */
+    spits_hashtab_t t;
     size_t bytes, max_bytes;
 };
-
-static size_t slot_of(const jm_adopt_t *a, uint64_t id)
-{
-    id ^= id >> 33;
-    id *= 0xff51afd7ed558ccdULL;
-    id ^= id >> 33;
-    return (size_t)id & (a->cap - 1);
-}
 
 jm_adopt_t *jm_adopt_new(size_t max_bytes)
 {
     jm_adopt_t *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
-    a->cap = 64;
     a->max_bytes = max_bytes;
-    a->slots = calloc(a->cap, sizeof *a->slots);
-    if (!a->slots) {
+    if (spits_hashtab_init(&a->t, sizeof(slot_t), SPITS_HASHTAB_SIPHASH) != 0) {
         free(a);
         return NULL;
     }
@@ -56,60 +46,43 @@ void jm_adopt_destroy(jm_adopt_t **ap)
     jm_adopt_t *a = *ap;
     if (!a)
         return;
-    for (size_t i = 0; i < a->cap; i++)
-        free(a->slots[i].data);
-    free(a->slots);
+    size_t i = 0;
+    slot_t *s;
+    while ((s = spits_hashtab_next(&a->t, &i)) != NULL)
+        free(s->data);
+    spits_hashtab_free(&a->t);
     free(a);
     *ap = NULL;
 }
 
-static slot_t *find(const jm_adopt_t *a, uint64_t id)
+/* The slot of id (hash h), or NULL. */
+static slot_t *find(const jm_adopt_t *a, uint64_t id, uint64_t h)
 {
-    for (size_t i = slot_of(a, id);; i = (i + 1) & (a->cap - 1)) {
-        if (!a->slots[i].used)
-            return NULL;
-        if (a->slots[i].id == id)
-            return &a->slots[i];
-    }
-}
-
-static int grow(jm_adopt_t *a)
-{
-    slot_t *old = a->slots;
-    size_t oldcap = a->cap;
-    slot_t *s = calloc(oldcap * 2, sizeof *s);
-    if (!s)
-        return -1;
-    a->slots = s;
-    a->cap = oldcap * 2;
-    for (size_t i = 0; i < oldcap; i++) {
-        if (!old[i].used)
-            continue;
-        size_t k = slot_of(a, old[i].id);
-        while (a->slots[k].used)
-            k = (k + 1) & (a->cap - 1);
-        a->slots[k] = old[i];
-    }
-    free(old);
-    return 0;
+    size_t i = spits_hashtab_home(&a->t, h);
+    slot_t *s;
+    while ((s = spits_hashtab_probe(&a->t, h, &i)) && s->id != id)
+        ;
+    return s;
 }
 
 int jm_adopt_put(jm_adopt_t *a, uint64_t id, const void *data, uint32_t len)
 {
-    if (a->bytes + len + ADOPT_ENTRY_BYTES > a->max_bytes || find(a, id))
+    uint64_t h = spits_hashtab_hash_id(&a->t, id);
+    if (a->bytes + len + ADOPT_ENTRY_BYTES > a->max_bytes || find(a, id, h))
         return 1;
-    if ((a->count + 1) * 4 > a->cap * 3 && grow(a) != 0)
-        return -1;
     unsigned char *copy = NULL;
     if (len && !(copy = malloc(len)))
         return -1;
     if (len)
         memcpy(copy, data, len);
-    size_t k = slot_of(a, id);
-    while (a->slots[k].used)
-        k = (k + 1) & (a->cap - 1);
-    a->slots[k] = (slot_t){id, copy, len, 1};
-    a->count++;
+    slot_t *s = spits_hashtab_insert(&a->t, h);
+    if (!s) {
+        free(copy);
+        return -1;
+    }
+    s->id = id;
+    s->data = copy;
+    s->len = len;
     a->bytes += len + ADOPT_ENTRY_BYTES;
     return 0;
 }
@@ -117,32 +90,19 @@ int jm_adopt_put(jm_adopt_t *a, uint64_t id, const void *data, uint32_t len)
 int jm_adopt_take(jm_adopt_t *a, uint64_t id, unsigned char **data,
                   uint32_t *len)
 {
-    slot_t *s = a->count ? find(a, id) : NULL;
+    slot_t *s = jm_adopt_count(a) ? find(a, id, spits_hashtab_hash_id(&a->t, id)) : NULL;
     if (!s)
         return 0;
     *data = s->data;
     *len = s->len;
     a->bytes -= s->len + ADOPT_ENTRY_BYTES;
-    a->count--;
-    /* Backward shift: pull later members of the probe run into the hole. */
-    size_t hole = (size_t)(s - a->slots);
-    for (size_t i = (hole + 1) & (a->cap - 1); a->slots[i].used;
-         i = (i + 1) & (a->cap - 1)) {
-        size_t home = slot_of(a, a->slots[i].id);
-        /* Movable if its home is not in (hole, i], cyclically. */
-        if ((i > hole && (home <= hole || home > i)) ||
-            (i < hole && home <= hole && home > i)) {
-            a->slots[hole] = a->slots[i];
-            hole = i;
-        }
-    }
-    memset(&a->slots[hole], 0, sizeof a->slots[hole]);
+    spits_hashtab_remove(&a->t, s);
     return 1;
 }
 
 size_t jm_adopt_count(const jm_adopt_t *a)
 {
-    return a->count;
+    return spits_hashtab_count(&a->t);
 }
 
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */

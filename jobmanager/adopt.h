@@ -9,7 +9,7 @@
  * task: work done during the outage is not lost. A result of a task that
  * was already committed never gets here (it is a duplicate).
  *
- * An open-addressing hash table keyed by task id. Owned by the dispatcher
+ * A hash table by task id (libspits/hashtab.h). Owned by the dispatcher
  * thread; not thread-safe.
  */
 #ifndef SPITS_ADOPT_H

@@ -3,48 +3,27 @@
  */
 #include <stdlib.h>
 
+#include "hashtab.h"
 #include "idmap.h"
 
-#define IDMAP_MIN 64            /* slots of a new map (a power of two) */
-
 typedef struct {
+    uint64_t hash;              /* (the table's) */
     uint64_t id;
     void *val;
-    int owner;                  /* -1: the slot is free */
-} slot_t;
+    int owner;
+} idmap_slot_t;
 
 struct spits_idmap {
-    slot_t *slots;
-    size_t cap;                 /* a power of two */
-    size_t n;
+    spits_hashtab_t t;
 };
-
-static size_t idmap_hash(uint64_t id)
-{
-    id += 0x9e3779b97f4a7c15ULL;          /* splitmix64's finaliser */
-    id = (id ^ (id >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    id = (id ^ (id >> 27)) * 0x94d049bb133111ebULL;
-    return (size_t)(id ^ (id >> 31));
-}
-
-static slot_t *idmap_alloc(size_t cap)
-{
-    slot_t *s = malloc(cap * sizeof *s);
-    if (s)
-        for (size_t i = 0; i < cap; i++)
-            s[i].owner = -1;
-    return s;
-}
 
 spits_idmap_t *spits_idmap_new(void)
 {
-    spits_idmap_t *m = calloc(1, sizeof *m);
-    if (m && !(m->slots = idmap_alloc(IDMAP_MIN))) {
+    spits_idmap_t *m = malloc(sizeof *m);
+    if (m && spits_hashtab_init(&m->t, sizeof(idmap_slot_t), SPITS_HASHTAB_MIX) != 0) {
         free(m);
         return NULL;
     }
-    if (m)
-        m->cap = IDMAP_MIN;
     return m;
 }
 
@@ -52,33 +31,30 @@ void spits_idmap_destroy(spits_idmap_t **mp)
 {
     if (!*mp)
         return;
-    free((*mp)->slots);
+    spits_hashtab_free(&(*mp)->t);
     free(*mp);
     *mp = NULL;
 }
 
-/* The slot of id, or the free slot where it would go. */
-static slot_t *idmap_find(const spits_idmap_t *m, uint64_t id)
+/* The slot of id (whose hash is h), or NULL. */
+static inline idmap_slot_t *idmap_find(const spits_idmap_t *m, uint64_t id, uint64_t h)
 {
-    size_t mask = m->cap - 1, i = idmap_hash(id) & mask;
-    while (m->slots[i].owner >= 0 && m->slots[i].id != id)
-        i = (i + 1) & mask;
-    return &m->slots[i];
+    size_t i = spits_hashtab_home(&m->t, h);
+    idmap_slot_t *s;
+    while ((s = spits_hashtab_probe(&m->t, h, &i)) && s->id != id)
+        ;
+    return s;
 }
 
-static int idmap_grow(spits_idmap_t *m)
+/* A new slot for id, not mapped (hash h). -1 when out of memory. */
+static int idmap_insert(spits_idmap_t *m, uint64_t id, uint64_t h, int owner, void *val)
 {
-    size_t cap = m->cap * 2;
-    slot_t *old = m->slots, *s = idmap_alloc(cap);
+    idmap_slot_t *s = spits_hashtab_insert(&m->t, h);
     if (!s)
         return -1;
-    size_t oldcap = m->cap;
-    m->slots = s;
-    m->cap = cap;
-    for (size_t i = 0; i < oldcap; i++)
-        if (old[i].owner >= 0)
-            *idmap_find(m, old[i].id) = old[i];
-    free(old);
+    s->id = id;
+    s->val = val;
+    s->owner = owner;
     return 0;
 }
 
@@ -86,19 +62,19 @@ int spits_idmap_put(spits_idmap_t *m, uint64_t id, int owner, void *val)
 {
     if (owner < 0)
         return -1;
-    if (2 * (m->n + 1) > m->cap && idmap_grow(m) != 0)
-        return -1;
-    slot_t *s = idmap_find(m, id);
-    if (s->owner < 0)
-        m->n++;
-    *s = (slot_t){id, val, owner};
+    uint64_t h = spits_hashtab_hash_id(&m->t, id);
+    idmap_slot_t *s = idmap_find(m, id, h);
+    if (!s)
+        return idmap_insert(m, id, h, owner, val);
+    s->owner = owner;
+    s->val = val;
     return 0;
 }
 
 int spits_idmap_get(const spits_idmap_t *m, uint64_t id, int *owner, void **val)
 {
-    const slot_t *s = idmap_find(m, id);
-    if (s->owner < 0)
+    const idmap_slot_t *s = idmap_find(m, id, spits_hashtab_hash_id(&m->t, id));
+    if (!s)
         return 0;
     if (owner)
         *owner = s->owner;
@@ -111,63 +87,35 @@ int spits_idmap_add(spits_idmap_t *m, uint64_t id, int owner, void *val)
 {
     if (owner < 0)
         return -1;
-    slot_t *s = idmap_find(m, id);
-    if (s->owner >= 0)
+    uint64_t h = spits_hashtab_hash_id(&m->t, id);
+    if (idmap_find(m, id, h))
         return 1;
-    if (2 * (m->n + 1) > m->cap) {
-        if (idmap_grow(m) != 0)
-            return -1;
-        s = idmap_find(m, id);
-    }
-    *s = (slot_t){id, val, owner};
-    m->n++;
-    return 0;
-}
-
-/* Empties slot s (occupied). */
-static void idmap_remove(spits_idmap_t *m, slot_t *s)
-{
-    size_t mask = m->cap - 1;
-    /* Backward shift: each later entry of the run that may sit in the
-     * hole (its home is not between the hole and itself) moves into it. */
-    size_t hole = (size_t)(s - m->slots), i = hole;
-    for (;;) {
-        i = (i + 1) & mask;
-        if (m->slots[i].owner < 0)
-            break;
-        size_t home = idmap_hash(m->slots[i].id) & mask;
-        if (((i - home) & mask) >= ((i - hole) & mask)) {
-            m->slots[hole] = m->slots[i];
-            hole = i;
-        }
-    }
-    m->slots[hole].owner = -1;
-    m->n--;
+    return idmap_insert(m, id, h, owner, val);
 }
 
 int spits_idmap_del(spits_idmap_t *m, uint64_t id)
 {
-    slot_t *s = idmap_find(m, id);
-    if (s->owner < 0)
+    idmap_slot_t *s = idmap_find(m, id, spits_hashtab_hash_id(&m->t, id));
+    if (!s)
         return 0;
-    idmap_remove(m, s);
+    spits_hashtab_remove(&m->t, s);
     return 1;
 }
 
 int spits_idmap_take(spits_idmap_t *m, uint64_t id, int owner, void **val)
 {
-    slot_t *s = idmap_find(m, id);
-    if (s->owner < 0 || s->owner != owner)
+    idmap_slot_t *s = idmap_find(m, id, spits_hashtab_hash_id(&m->t, id));
+    if (!s || s->owner != owner)
         return 0;
     if (val)
         *val = s->val;
-    idmap_remove(m, s);
+    spits_hashtab_remove(&m->t, s);
     return 1;
 }
 
 size_t spits_idmap_count(const spits_idmap_t *m)
 {
-    return m->n;
+    return spits_hashtab_count(&m->t);
 }
 
 #ifdef SPITS_SELFTEST

@@ -3,19 +3,28 @@
  *
  * Entries are allocated one by one and indexed by slot; evicted slots
  * are reused, so the slot array is as large as the most entries held at
- * once. An open-addressing hash table of slot numbers finds an entry
+ * once. A hash table (libspits/hashtab.h) of slot numbers finds an entry
  * from its routing id on each message; another holds the fingerprints
- * of evicted entries. Both use linear probing with backward-shift
- * deletion, so no tombstones build up under churn; both are keyed by
- * SipHash under this table's own key, so their probe runs stay short
- * whatever ids the peers choose.
+ * of evicted entries. Both are keyed by SipHash, each under its own key,
+ * so their probe runs stay short whatever ids the peers choose.
  */
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashtab.h"
 #include "peertab.h"
 #include "util.h"
+
+typedef struct {
+    uint64_t hash;                   /* the entry's */
+    int32_t slot;
+} peertab_ix_t;
+
+typedef struct {
+    uint64_t hash;                   /* the fingerprint: its rid's hash
+                                        under the lost table's key */
+} peertab_fp_t;
 
 struct peertab {
     size_t entry_size;
@@ -23,34 +32,17 @@ struct peertab {
     size_t nslots, cap, n;           /* slots used so far, room, entries */
     int *free_slots;                 /* evicted entries' slots */
     size_t nfree, fcap;
-    int32_t *hash;                   /* slot, or -1 */
-    size_t hcap;                     /* power of two, > 2 * n */
+    spits_hashtab_t ix;              /* of peertab_ix_t: entries by hash */
     peertab_entry_t **live;          /* the live set */
     size_t nlive, caplive;
     peertab_entry_t *dead_head, *dead_tail;   /* oldest first */
     size_t ndead, keep_dead;
-    uint64_t *lost;                  /* fingerprints (never 0), 0: empty */
-    size_t nlost, lcap, lost_max;
+    spits_hashtab_t lost;            /* of peertab_fp_t */
+    size_t lost_max;
     uint64_t lost_forgotten;
     peertab_evict_fn on_evict;
     void *arg;
-    unsigned char key[crypto_shorthash_KEYBYTES];
 };
-
-static uint64_t peertab_hash(const peertab_t *t, const void *rid, size_t len)
-{
-    unsigned char h[crypto_shorthash_BYTES];
-    uint64_t v;
-    crypto_shorthash(h, rid, len, t->key);
-    memcpy(&v, h, sizeof v);
-    return v;
-}
-
-/* The lost set's key: the hash with its top bit set, so never 0. */
-static uint64_t peertab_print(uint64_t hash)
-{
-    return hash | (1ULL << 63);
-}
 
 peertab_t *peertab_new(size_t entry_size, size_t keep_dead, size_t lost_max,
                        peertab_evict_fn on_evict, void *arg)
@@ -64,14 +56,15 @@ peertab_t *peertab_new(size_t entry_size, size_t keep_dead, size_t lost_max,
     t->lost_max = lost_max;
     t->on_evict = on_evict;
     t->arg = arg;
-    randombytes_buf(t->key, sizeof t->key);
-    t->hcap = 64;
-    t->hash = malloc(t->hcap * sizeof *t->hash);
-    if (!t->hash) {
+    if (spits_hashtab_init(&t->ix, sizeof(peertab_ix_t), SPITS_HASHTAB_SIPHASH) != 0) {
         free(t);
         return NULL;
     }
-    memset(t->hash, 0xff, t->hcap * sizeof *t->hash);
+    if (spits_hashtab_init(&t->lost, sizeof(peertab_fp_t), SPITS_HASHTAB_SIPHASH) != 0) {
+        spits_hashtab_free(&t->ix);
+        free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -84,10 +77,9 @@ void peertab_destroy(peertab_t **tp)
         free(t->ents[i]);
     free(t->ents);
     free(t->free_slots);
-    free(t->hash);
+    spits_hashtab_free(&t->ix);
     free(t->live);
-    free(t->lost);
-    sodium_memzero(t->key, sizeof t->key);
+    spits_hashtab_free(&t->lost);
     free(t);
     *tp = NULL;
 }
@@ -96,58 +88,24 @@ void *peertab_find(const peertab_t *t, const void *rid, size_t len)
 {
     if (len == 0 || len > PEERTAB_RID_MAX)
         return NULL;
-    uint64_t h = peertab_hash(t, rid, len);
-    size_t mask = t->hcap - 1;
-    for (size_t i = h & mask; t->hash[i] >= 0; i = (i + 1) & mask) {
-        peertab_entry_t *e = t->ents[t->hash[i]];
-        if (e->hash == h && e->ridlen == len && memcmp(e->rid, rid, len) == 0)
+    uint64_t h = spits_hashtab_hash(&t->ix, rid, len);
+    size_t i = spits_hashtab_home(&t->ix, h);
+    const peertab_ix_t *s;
+    while ((s = spits_hashtab_probe(&t->ix, h, &i))) {
+        peertab_entry_t *e = t->ents[s->slot];
+        if (e->ridlen == len && memcmp(e->rid, rid, len) == 0)
             return e;
     }
     return NULL;
 }
 
-static void peertab_hash_insert(int32_t *hash, size_t hcap, const peertab_entry_t *e)
+static void peertab_unindex(peertab_t *t, const peertab_entry_t *e)
 {
-    size_t mask = hcap - 1, i = e->hash & mask;
-    while (hash[i] >= 0)
-        i = (i + 1) & mask;
-    hash[i] = e->slot;
-}
-
-/* 1 if an item whose home is h may move from j to the hole at i (that
- * is, h is not cyclically within (i, j]). */
-static int peertab_may_fill(size_t i, size_t j, size_t h)
-{
-    return i <= j ? (h <= i || h > j) : (h <= i && h > j);
-}
-
-static void peertab_hash_remove(peertab_t *t, const peertab_entry_t *e)
-{
-    size_t mask = t->hcap - 1, i = e->hash & mask;
-    while (t->hash[i] != e->slot)
-        i = (i + 1) & mask;
-    for (size_t j = (i + 1) & mask; t->hash[j] >= 0; j = (j + 1) & mask)
-        if (peertab_may_fill(i, j, t->ents[t->hash[j]]->hash & mask)) {
-            t->hash[i] = t->hash[j];
-            i = j;
-        }
-    t->hash[i] = -1;
-}
-
-static int peertab_hash_grow(peertab_t *t)
-{
-    size_t hcap = t->hcap * 2;
-    int32_t *hash = malloc(hcap * sizeof *hash);
-    if (!hash)
-        return -1;
-    memset(hash, 0xff, hcap * sizeof *hash);
-    for (size_t i = 0; i < t->nslots; i++)
-        if (t->ents[i])
-            peertab_hash_insert(hash, hcap, t->ents[i]);
-    free(t->hash);
-    t->hash = hash;
-    t->hcap = hcap;
-    return 0;
+    size_t i = spits_hashtab_home(&t->ix, e->hash);
+    peertab_ix_t *s;
+    while ((s = spits_hashtab_probe(&t->ix, e->hash, &i)) && s->slot != e->slot)
+        ;
+    spits_hashtab_remove(&t->ix, s);
 }
 
 /* A slot for a new entry: an evicted one's, else a new one. -1: no
@@ -171,21 +129,24 @@ void *peertab_add(peertab_t *t, const void *rid, size_t len)
 {
     if (len == 0 || len > PEERTAB_RID_MAX)
         return NULL;
-    if (2 * (t->n + 1) >= t->hcap && peertab_hash_grow(t) != 0)
+    uint64_t h = spits_hashtab_hash(&t->ix, rid, len);
+    peertab_ix_t *ix = spits_hashtab_insert(&t->ix, h);
+    if (!ix)
         return NULL;
     peertab_entry_t *e = calloc(1, t->entry_size);
     int slot = e ? peertab_slot_take(t) : -1;
     if (slot < 0) {
+        spits_hashtab_remove(&t->ix, ix);
         free(e);
         return NULL;
     }
+    ix->slot = slot;
     memcpy(e->rid, rid, len);
     e->ridlen = len;
-    e->hash = peertab_hash(t, rid, len);
+    e->hash = h;
     e->slot = slot;
     t->ents[slot] = e;
     t->n++;
-    peertab_hash_insert(t->hash, t->hcap, e);
     /* Dead until set alive: the newest of the dead, so that one that is
      * never set alive (no memory for the live set) is evicted in turn.
      * (Nothing is evicted here: a caller's other entries stay good.) */
@@ -195,60 +156,30 @@ void *peertab_add(peertab_t *t, const void *rid, size_t len)
 
 /* --- the lost fingerprints ---------------------------------------------- */
 
-static int peertab_lost_grow(peertab_t *t)
-{
-    size_t lcap = t->lcap ? t->lcap * 2 : 64, mask = lcap - 1;
-    uint64_t *l = calloc(lcap, sizeof *l);
-    if (!l)
-        return -1;
-    for (size_t k = 0; k < t->lcap; k++) {
-        if (!t->lost[k])
-            continue;
-        size_t i = t->lost[k] & mask;
-        while (l[i])
-            i = (i + 1) & mask;
-        l[i] = t->lost[k];
-    }
-    free(t->lost);
-    t->lost = l;
-    t->lcap = lcap;
-    return 0;
-}
-
 /* Remembers an evicted entry; past lost_max, or out of memory, it is
  * counted as forgotten. */
-static void peertab_lost_put(peertab_t *t, uint64_t fp)
+static void peertab_lost_put(peertab_t *t, const peertab_entry_t *e)
 {
-    if (t->nlost >= t->lost_max ||
-        (2 * (t->nlost + 1) >= t->lcap && peertab_lost_grow(t) != 0)) {
+    if (spits_hashtab_count(&t->lost) >= t->lost_max) {
         t->lost_forgotten++;
         return;
     }
-    size_t mask = t->lcap - 1, i = fp & mask;
-    while (t->lost[i] && t->lost[i] != fp)
-        i = (i + 1) & mask;
-    t->nlost += !t->lost[i];
-    t->lost[i] = fp;
+    uint64_t fp = spits_hashtab_hash(&t->lost, e->rid, e->ridlen);
+    size_t i = spits_hashtab_home(&t->lost, fp);
+    if (!spits_hashtab_probe(&t->lost, fp, &i) && !spits_hashtab_insert(&t->lost, fp))
+        t->lost_forgotten++;
 }
 
 int peertab_take_lost(peertab_t *t, const void *rid, size_t len)
 {
-    if (!t->nlost || len == 0 || len > PEERTAB_RID_MAX)
+    if (!spits_hashtab_count(&t->lost) || len == 0 || len > PEERTAB_RID_MAX)
         return 0;
-    uint64_t fp = peertab_print(peertab_hash(t, rid, len));
-    size_t mask = t->lcap - 1, i = fp & mask;
-    while (t->lost[i] != fp) {
-        if (!t->lost[i])
-            return 0;
-        i = (i + 1) & mask;
-    }
-    for (size_t j = (i + 1) & mask; t->lost[j]; j = (j + 1) & mask)
-        if (peertab_may_fill(i, j, t->lost[j] & mask)) {
-            t->lost[i] = t->lost[j];
-            i = j;
-        }
-    t->lost[i] = 0;
-    t->nlost--;
+    uint64_t fp = spits_hashtab_hash(&t->lost, rid, len);
+    size_t i = spits_hashtab_home(&t->lost, fp);
+    peertab_fp_t *s = spits_hashtab_probe(&t->lost, fp, &i);
+    if (!s)
+        return 0;
+    spits_hashtab_remove(&t->lost, s);
     return 1;
 }
 
@@ -280,8 +211,8 @@ static void peertab_evict_oldest(peertab_t *t)
     peertab_entry_t *e = t->dead_head;
     peertab_dead_unlink(t, e);
     if (t->on_evict && t->on_evict(e, t->arg))
-        peertab_lost_put(t, peertab_print(e->hash));
-    peertab_hash_remove(t, e);
+        peertab_lost_put(t, e);
+    peertab_unindex(t, e);
     t->ents[e->slot] = NULL;
     t->free_slots[t->nfree++] = e->slot;
     t->n--;
@@ -453,7 +384,7 @@ static int peertab_t_churn(void)
     return rc || t ? -1 : 0;
 }
 
-/* Many peers at once: the hash grows (and stays more than twice the
+/* Many peers at once: the index grows (and stays at least twice the
  * entries), every one is found by its id and slot, slots are dense; bad
  * ids are refused; two tables hash the same id apart (their own keys). */
 static int peertab_t_grow(void)
@@ -483,19 +414,19 @@ static int peertab_t_grow(void)
         rc = rc ? rc : peertab_find(t, rid, 3) != NULL ? -1 : 0;
     }
     if (rc == 0 && (peertab_count(t) != T_GROW || peertab_slots(t) != T_GROW ||
-                    t->hcap <= 2 * (size_t)T_GROW || peertab_live_count(t) != 0 ||
+                    t->ix.cap < 2 * (size_t)T_GROW || peertab_live_count(t) != 0 ||
                     differ != 64 || peertab_add(t, big, sizeof big) ||
                     peertab_add(t, big, 0) || peertab_find(t, big, sizeof big) ||
                     peertab_take_lost(t, big, sizeof big)))
         rc = -1;
-    /* The hash is SipHash under the table's key. */
+    /* The hash is SipHash under the index's key (the top bit set). */
     if (rc == 0) {
         peertab_entry_t *e = peertab_at(t, 7);
         unsigned char h[crypto_shorthash_BYTES];
         uint64_t v;
-        crypto_shorthash(h, e->rid, e->ridlen, t->key);
+        crypto_shorthash(h, e->rid, e->ridlen, t->ix.key);
         memcpy(&v, h, sizeof v);
-        rc = v == e->hash ? 0 : -1;
+        rc = (v | 1ULL << 63) == e->hash ? 0 : -1;
     }
     peertab_destroy(&t);
     peertab_destroy(&u);

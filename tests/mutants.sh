@@ -2,7 +2,8 @@
 # mutants.sh - do the serving engine's self-tests catch bugs? Each
 # mutation in mutants.list is applied to a copy of the file it names (the
 # scheduler, serving/scheduler.c, and the other parts of serving/: credit,
-# joins, liveness, peertab...), built with a small driver that runs that
+# joins, liveness, peertab..., and libspits/hashtab.c, the table peertab
+# builds on), built with a small driver that runs that
 # file's self-test, and run: the self-test must fail (or crash, or hang
 # past MUT_TIMEOUT seconds) for every mutant, and pass on each unmutated
 # file. A mutation whose lines no longer match its file exactly once

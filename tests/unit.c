@@ -16,6 +16,7 @@
 #include "elfcheck.h"
 #include "pyjob.h"
 #include "escape.h"
+#include "hashtab.h"
 #include "idmap.h"
 #include "jobdir.h"
 #include "journal.h"
@@ -50,6 +51,7 @@ int main(void)
     } tests[] = {
         {"wire", spits_wire_selftest},
         {"ring", spits_ring_selftest},
+        {"hashtab", spits_hashtab_selftest},
         {"idmap", spits_idmap_selftest},
         {"cmdorder", cmdorder_selftest},
         {"jobdir", spits_jobdir_selftest},
