@@ -13,8 +13,10 @@
  * GPU runtime reads its variables once per process, so workers with
  * GPUs run in processes of their own (--isolate), each with its ids in
  * CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES (both when the kind is
- * unknown) and SPITS_GPUS. OMP_NUM_THREADS, MKL_NUM_THREADS and
- * OPENBLAS_NUM_THREADS are the same for every worker: set in the TM's
+ * unknown) and SPITS_GPUS. OMP_NUM_THREADS, MKL_NUM_THREADS,
+ * OPENBLAS_NUM_THREADS and SPITS_CPUS_PER_TASK (which tells the command
+ * module these are the worker's: modules/cmdenv.h) are the same for
+ * every worker: set in the TM's
  * own environment, before the module is loaded and before any worker
  * thread runs again. HELLO and STATS say the new counts (link.c).
  *
@@ -92,7 +94,7 @@ static void plan_gpus(tm_plan_t *p, const spits_res_have_t *h, int i)
 static int plan_threads_env(int cpus)
 {
     static const char *const vars[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                       "OPENBLAS_NUM_THREADS"};
+                                       "OPENBLAS_NUM_THREADS", "SPITS_CPUS_PER_TASK"};
     char v[16];
     snprintf(v, sizeof v, "%d", cpus);
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
@@ -124,10 +126,12 @@ static int plan_build(tm_plan_t *p, const spits_res_have_t *h, int n)
     return 0;
 }
 
-int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req)
+int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req,
+                  char *refusal, size_t len)
 {
     tm_plan_t *p = &tm->plan;
     char why[512], asked[128];
+    refusal[0] = '\0';
     if (!spits_res_req_any(req) || p->planned)
         return 0;
     spits_res_have_t *h = calloc(1, sizeof *h);
@@ -141,8 +145,8 @@ int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req)
                            why, sizeof why);
     spits_res_req_describe(req, asked, sizeof asked);
     if (n == 0) {
-        spits_error("cannot run a task of job %s (%s): %s%s%s", job, asked, why,
-                    req->gpus ? "; GPUs from " : "", req->gpus ? h->gpu_from : "");
+        snprintf(refusal, len, "cannot run a task of job %s (%s): %s%s%s", job, asked,
+                 why, req->gpus ? "; GPUs from " : "", req->gpus ? h->gpu_from : "");
         free(h);
         return -1;
     }

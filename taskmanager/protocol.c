@@ -107,7 +107,11 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     }
     /* (before the module loads: it may read the variables the plan sets;
      * a relay runs no task, it passes the request on) */
-    if (!tm->pool_started && !tm->relay && tm_plan_apply(tm, job, &req) != 0) {
+    char refusal[sizeof tm->job.refused];
+    if (!tm->pool_started && !tm->relay &&
+        tm_plan_apply(tm, job, &req, refusal, sizeof refusal) != 0) {
+        if (refusal[0])   /* (its BYE says why: the JM logs it) */
+            tm_job_refuse(tm, "%s", refusal);
         tm->done = -1;
         json_decref(welcome);
         return;

@@ -129,6 +129,8 @@ int tm_job_join(tm_t *tm, const char *job_id, const char *module,
 int tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv);
 /* The job jm.json announces (link.c): what HELLO says we expect. */
 void tm_job_expect(tm_job_t *job, const char *job_id);
+/* Refuses the JM's job: says why, and keeps it for BYE. Returns -1. */
+int tm_job_refuse(tm_t *tm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tm_job_free(tm_job_t *job);
 /* The current phase's id on the wire (0: none yet). */
 static inline uint32_t tm_job_wire(const tm_job_t *job)
@@ -314,9 +316,12 @@ typedef struct {
 
 /* WELCOME's request as the TM first joins job: finds what
  * this TM has, reshapes the pool (tm.h) to as many workers as every
- * resource allows and says why. Returns 0; -1 (logged in one line) when
- * it cannot run a worker or is out of memory. */
-int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req);
+ * resource allows and says why. Returns 0; -1 when it cannot run a
+ * worker (refusal gets why, in one line, unlogged: the caller refuses
+ * the job with it) or on an error (logged; refusal is "").
+ */
+int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req,
+                  char *refusal, size_t len);
 void tm_plan_free(tm_plan_t *plan);
 
 /* ==== protocol.c: the JM's messages

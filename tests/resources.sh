@@ -107,6 +107,14 @@ check c1 "all(x[3]['CPUS'] in '$cores'.split(',') and x[3]['OMP'] == '1' for x i
 check c1 "not any(overlap(a, b) and a[3]['CPUS'] == b[3]['CPUS'] for a in t for b in t if a is not b)" \
     "two tasks at the same time shared a core"
 
+# spits-parallel's commands get the same, over what its own environment
+# carries (OMP_NUM_THREADS=7 here).
+mask=$(taskset -c "$cores" grep Cpus_allowed_list /proc/self/status | cut -f2)
+OMP_NUM_THREADS=7 taskset -c "$cores" "$top_builddir/tools/spits-parallel" --cpus-per-task 2 \
+    'echo {}:$OMP_NUM_THREADS:$(grep Cpus_allowed_list /proc/self/status | cut -f2)' ::: a b \
+    >"$T/p2.out" 2>"$T/p2.err" || fail "p2: spits-parallel exited $?: $(cat "$T/p2.err")"
+[ "$(sort "$T/p2.out" | tr '\n' ' ')" = "a:2:$mask b:2:$mask " ] || fail "p2: $(cat "$T/p2.out")"
+
 # 4. A request no TM can meet: the TM says why in one line and exits 1;
 #    the job waits for another TM (stopped here by SIGTERM).
 start_jm n1 --gpus-per-task 1 "$MOD" 2 0 "$T/n1.trace"
@@ -117,9 +125,14 @@ jm=$JM_PID
     grep -q "cannot run a task of job .* (--gpus-per-task 1): 0 workers: 0 GPUs at 1 per task; GPUs from --gpus" "$T/n1.tm.log" ||
     fail "n1: $(cat "$T/n1.tm.log")"
 kill -0 $jm || fail "n1: the job did not wait"
+# (its BYE says why: the JM logs it, and counts a refusal, not a loss)
+wait_for "grep -q 'refused the job: cannot run a task of job .*: 0 workers: 0 GPUs at 1 per task' '$T/n1.jm.log'" \
+    10 "the JM to log why the TM refused the job"
 kill -TERM $jm
 wait $jm
 [ ! -e "$T/n1.trace" ] || fail "n1: a task ran"
+[ "$(json "$T/n1/report.json" "(d['counters']['tm_refusals'], d['counters']['tm_losses'])")" = "(1, 0)" ] ||
+    fail "n1: report.json does not count one refusal and no loss"
 
 # 5. A real GPU: every task sees one of the TM's own (--gpus auto).
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
