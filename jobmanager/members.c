@@ -85,6 +85,7 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
     d->st.tm_leaves++;
     if (refused) {
         d->st.tm_refusals++;
+        snprintf(d->st.last_refusal, sizeof d->st.last_refusal, "%s", refused);
         spits_warn("%s %s:%ld refused the job: %s; %zu task(s) requeued",
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid,
                    spits_escape(safe, sizeof safe, refused), n);

@@ -128,6 +128,9 @@ kill -0 $jm || fail "n1: the job did not wait"
 # (its BYE says why: the JM logs it, and counts a refusal, not a loss)
 wait_for "grep -q 'refused the job: cannot run a task of job .*: 0 workers: 0 GPUs at 1 per task' '$T/n1.jm.log'" \
     10 "the JM to log why the TM refused the job"
+"$top_builddir/tools/spits-status" --jobdir "$T/n1" >"$T/n1.status" || fail "n1: spits-status failed"
+grep -q "^  refused by 1 task manager(s); the last: cannot run a task of job .* (--gpus-per-task 1): 0 workers: 0 GPUs at 1 per task; GPUs from --gpus$" \
+    "$T/n1.status" || fail "n1: spits-status does not say why: $(cat "$T/n1.status")"
 kill -TERM $jm
 wait $jm
 [ ! -e "$T/n1.trace" ] || fail "n1: a task ran"
