@@ -346,7 +346,7 @@ typedef struct {
 } res_limit_t;
 
 int spits_res_plan(const spits_res_req_t *r, const spits_res_have_t *h, int cap,
-                   char *why, size_t whylen)
+                   const char *cap_what, char *why, size_t whylen)
 {
     res_limit_t lim[4];
     int n = 0;
@@ -370,7 +370,7 @@ int spits_res_plan(const spits_res_req_t *r, const spits_res_have_t *h, int cap,
     }
     if (cap > 0) {
         lim[n].allows = cap;
-        snprintf(lim[n++].text, sizeof lim[0].text, "--workers %d", cap);
+        snprintf(lim[n++].text, sizeof lim[0].text, "%s", cap_what);
     }
     if (n == 0) {
         snprintf(why, whylen, "no resources asked");
@@ -536,35 +536,41 @@ int spits_res_selftest(void)
     h->mem = 32ULL << 30;
     r.gpus = 1;
     r.cpus = 8;
-    CHECK(spits_res_plan(&r, h, 0, why, sizeof why) == 4);
+    CHECK(spits_res_plan(&r, h, 0, NULL, why, sizeof why) == 4);
     CHECK(strcmp(why, "4 workers: 4 GPUs at 1 per task (64 cores at 8 per task "
                       "would allow 8)") == 0);
     r.cpus = 32;
     r.mem = 4ULL << 30;
-    CHECK(spits_res_plan(&r, h, 0, why, sizeof why) == 2);
+    CHECK(spits_res_plan(&r, h, 0, NULL, why, sizeof why) == 2);
     CHECK(strcmp(why, "2 workers: 64 cores at 32 per task (4 GPUs at 1 per task would "
                       "allow 4, 32G of memory at 4G per task would allow 8)") == 0);
-    CHECK(spits_res_plan(&r, h, 1, why, sizeof why) == 1 &&
+    CHECK(spits_res_plan(&r, h, 1, "--workers 1", why, sizeof why) == 1 &&
           strncmp(why, "1 worker: --workers 1 (", 23) == 0);
     r.gpus = 2;
     r.cpus = 0;
     r.mem = 0;
-    CHECK(spits_res_plan(&r, h, 0, why, sizeof why) == 2 &&
+    CHECK(spits_res_plan(&r, h, 0, NULL, why, sizeof why) == 2 &&
           strcmp(why, "2 workers: 4 GPUs at 2 per task") == 0);
     spits_res_worker_gpus(&r, h, 0, err, sizeof err);
     CHECK(strcmp(err, "0,1") == 0);
     spits_res_worker_gpus(&r, h, 1, err, sizeof err);
     CHECK(strcmp(err, "2,3") == 0);
     r.gpus = 5;
-    CHECK(spits_res_plan(&r, h, 0, why, sizeof why) == 0 &&
+    CHECK(spits_res_plan(&r, h, 0, NULL, why, sizeof why) == 0 &&
           strcmp(why, "0 workers: 4 GPUs at 5 per task") == 0);
+    /* Memory alone: at most the cap given (a TM's worker per core). */
     r.gpus = 0;
+    r.mem = 1ULL << 20;
+    CHECK(spits_res_plan(&r, h, 64, "64 cores at 1 worker each", why, sizeof why) == 64 &&
+          strcmp(why, "64 workers: 64 cores at 1 worker each (32G of memory at 1M per "
+                      "task would allow 32768)") == 0);
+    r.mem = 0;
     r.cpus = 2;
-    CHECK(spits_res_plan(&r, h, 0, why, sizeof why) == 32 &&
+    CHECK(spits_res_plan(&r, h, 0, NULL, why, sizeof why) == 32 &&
           spits_res_worker_first_cpu(&r, 3) == 6);
     h->ngpus = 0;
     r.gpus = 1;
-    CHECK(spits_res_plan(&r, h, 0, why, sizeof why) == 0 &&
+    CHECK(spits_res_plan(&r, h, 0, NULL, why, sizeof why) == 0 &&
           strcmp(why, "0 workers: 0 GPUs at 1 per task (64 cores at 2 per task "
                       "would allow 32)") == 0);
 

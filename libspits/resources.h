@@ -90,12 +90,13 @@ void spits_res_have_gpus_auto(spits_res_have_t *h);
 uint64_t spits_res_mem_pick(uint64_t limit, uint64_t total, uint64_t avail);
 
 /* How many workers r allows on h: the least over the resources asked,
- * and at most cap (cap <= 0: no cap). why gets the reason, naming the
+ * and at most cap (cap <= 0: no cap; cap_what names it in why). why gets
+ * the reason, naming the
  * resource that decides first and what the others would allow: "4
  * workers: 4 GPUs at 1 per task (64 cores at 8 per task would allow 8)",
  * or why none can run. */
 int spits_res_plan(const spits_res_req_t *r, const spits_res_have_t *h, int cap,
-                   char *why, size_t whylen);
+                   const char *cap_what, char *why, size_t whylen);
 /* Worker i's GPUs (of a plan that allows it): "0,1". */
 void spits_res_worker_gpus(const spits_res_req_t *r, const spits_res_have_t *h,
                            int i, char *out, size_t len);

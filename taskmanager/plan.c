@@ -141,8 +141,20 @@ int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req,
         free(h);
         return -1;
     }
-    int n = spits_res_plan(req, h, tm->opts.workers_given ? tm->opts.workers : 0,
-                           why, sizeof why);
+    /* --workers caps the plan; so does the default of a worker per core
+     * when neither cores nor GPUs are asked (memory alone would allow
+     * thousands) */
+    char cap_what[64];
+    int cap = 0;
+    if (tm->opts.workers_given) {
+        cap = tm->opts.workers;
+        snprintf(cap_what, sizeof cap_what, "--workers %d", cap);
+    } else if (!req->cpus && !req->gpus) {
+        cap = tm->opts.workers;
+        snprintf(cap_what, sizeof cap_what, "%d online core%s at 1 worker each", cap,
+                 cap == 1 ? "" : "s");
+    }
+    int n = spits_res_plan(req, h, cap, cap_what, why, sizeof why);
     spits_res_req_describe(req, asked, sizeof asked);
     if (n == 0) {
         snprintf(refusal, len, "cannot run a task of job %s (%s): %s%s%s", job, asked,
