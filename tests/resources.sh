@@ -73,7 +73,10 @@ check g1 "sorted(set(x[3]['GPUS'] for x in t)) == ['0', '1', '2', '3']" "not all
 [ "$(json "$T/g1/jm.json" "d['resources']")" = "{'gpus_per_task': 1}" ] || fail "g1: jm.json"
 [ "$(json "$T/g1/report.json" "d['resources']")" = "{'gpus_per_task': 1}" ] || fail "g1: report.json"
 
-# 2. --gpus-per-task 2, through a relay: 2 workers, with ids 0,1 and 2,3.
+# 2. --gpus-per-task 2, through a relay: 2 workers, with ids 0,1 and 2,3;
+#    and a TM with more workers than cores behind it (--gpus-per-task 1 on
+#    6 GPUs): the relay takes its plan's count (6, STATS), not its HELLO's
+#    (a worker per core).
 start_jm g2 --gpus-per-task 2 "$MOD" 8 150 "$T/g2.trace"
 port=$(free_port)
 start_relay g2 g2.relay "$port"; relay=$RELAY_PID
@@ -85,6 +88,13 @@ grep -q "2 workers: 4 GPUs at 2 per task" "$T/g2.tm.log" || fail "g2: $(cat "$T/
 check g2 "sorted(set(x[3]['GPUS'] for x in t)) == ['0,1', '2,3']" "ids not 0,1 and 2,3"
 check g2 "not any(overlap(a, b) and a[3]['GPUS'] == b[3]['GPUS'] for a in t for b in t if a is not b)" \
     "two tasks at the same time shared GPUs"
+start_jm g6 --gpus-per-task 1 "$MOD" 6 400 "$T/g6.trace"
+start_relay g6 g6.relay "$port"; relay=$RELAY_PID
+start_tm g6 g6.tm --via "tcp://127.0.0.1:$port" --gpus 0,1,2,3,4,5
+wait $TM_PID || fail "g6: spits-tm exited $?: $(cat "$T/g6.tm.log")"
+wait $JM_PID || fail "g6: spits-jm exited $?"
+wait $relay || fail "g6: the relay exited $?"
+check g6 "max(sum(b[1] <= a[1] < b[2] for b in t) for a in t) == 6" "not 6 tasks at once behind the relay"
 
 # 3. Cores: on 2 cores (taskset), --cpus-per-task 2 is 1 worker on both,
 #    OMP_NUM_THREADS=2; --cpus-per-task 1 is 2 workers, one core each,
