@@ -37,7 +37,9 @@ typedef struct {
                                  or replaced by their own new HELLO) */
     uint64_t tm_leaves;       /* TMs that said BYE */
     uint64_t tm_refusals;     /* of which, refusing the job (a changed
-                                 module), with the reason */
+                                 module, resources it cannot meet), with
+                                 the reason */
+    char last_refusal[512];   /* the latest refusal's reason ("": none) */
     uint64_t tms_lost_now;    /* TMs lost and not back (yet) */
     int64_t peak_workers;     /* most workers alive at once (each TM may
                                  claim up to SPITS_WORKERS_MAX) */

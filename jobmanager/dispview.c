@@ -81,6 +81,12 @@ json_t *dispview_status_doc(jm_disp_t *d)
     json_object_set_new(doc, "timeline", jm_timeline_json(&d->timeline, resolved,
                                                           DISP_LIVE_EVENTS));
     json_object_set_new(doc, "failed_tasks", failed);
+    /* Why TMs left without running the job (spits-status says it: a job
+     * waiting for TMs that refuse it waits for a reason). */
+    if (d->st.tm_refusals)
+        json_object_set_new(doc, "refusals",
+                            json_pack("{s:I, s:s}", "count", (json_int_t)d->st.tm_refusals,
+                                      "last", d->st.last_refusal));
     json_object_set_new(doc, "model", jm_model_json(&d->st, totals,
         json_object_get(doc, "jm"), resolved,
         json_number_value(json_object_get(doc, "elapsed_s")), NULL, 0));

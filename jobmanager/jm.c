@@ -34,6 +34,7 @@
 #include "recovery.h"
 #include "linefwd.h"
 #include "report.h"
+#include "resources.h"
 #include "stop.h"
 #include "term.h"
 #include "taskpool.h"
@@ -77,6 +78,14 @@ static void usage(FILE *f)
 "      --io-threads N      ZeroMQ I/O threads, 1-%d (a quarter of the cores,\n"
 "                          1 to 4); each does the CurveZMQ and TCP of the\n"
 "                          TM connections it holds\n"
+"      --cpus-per-task N   cores each task needs: a TM runs as many workers as\n"
+"                          its cores allow, each on cores of its own, with\n"
+"                          OMP_NUM_THREADS (and MKL's, OpenBLAS's) set to N\n"
+"      --gpus-per-task N   GPUs each task needs: each worker is a process\n"
+"                          that sees its own N (CUDA_VISIBLE_DEVICES...)\n"
+"      --mem-per-task SIZE memory each task needs (512M, 4G; megabytes\n"
+"                          without a suffix): a TM runs no more workers\n"
+"                          than its memory holds\n"
 "      --max-task-bytes N  largest task or result (1073741824); larger ones\n"
 "                          fail with an error naming the task\n"
 "      --progress-interval SEC  when stderr is not a terminal, a progress\n"
@@ -115,7 +124,8 @@ enum { OPT_MAX_COPIES = 256, OPT_MAX_ATTEMPTS, OPT_TM_TIMEOUT, OPT_HEARTBEAT,
        OPT_WINDOW, OPT_WINDOW_BYTES, OPT_MEMORY_LIMIT, OPT_JOURNAL, OPT_RESUME, OPT_INSECURE,
        OPT_MAX_TASK, OPT_EXPORT_KEY, OPT_PROGRESS, OPT_COMMIT_ERRORS,
        OPT_CHECK_OPTIONS, OPT_RELAY_FD, OPT_KEEP_DEAD, OPT_IO_THREADS, OPT_JOBLOG,
-       OPT_KEEP_GOING, OPT_MODULE_CHANGED };
+       OPT_KEEP_GOING, OPT_MODULE_CHANGED, OPT_CPUS_PER_TASK, OPT_GPUS_PER_TASK,
+       OPT_MEM_PER_TASK };
 
 /* Returns -1 to go on, or an exit status. */
 static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
@@ -138,6 +148,9 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"module-changed", no_argument, NULL, OPT_MODULE_CHANGED},
         {"insecure", no_argument, NULL, OPT_INSECURE},
         {"max-task-bytes", required_argument, NULL, OPT_MAX_TASK},
+        {"cpus-per-task", required_argument, NULL, OPT_CPUS_PER_TASK},
+        {"gpus-per-task", required_argument, NULL, OPT_GPUS_PER_TASK},
+        {"mem-per-task", required_argument, NULL, OPT_MEM_PER_TASK},
         {"export-key", required_argument, NULL, OPT_EXPORT_KEY},
         {"progress-interval", required_argument, NULL, OPT_PROGRESS},
         {"commit-errors", required_argument, NULL, OPT_COMMIT_ERRORS},
@@ -151,7 +164,7 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0}};
     long v;
-    char endpoint_err[1200];
+    char endpoint_err[1200], res_err[256];
     int c, check_only = 0;
 
     opterr = 0;
@@ -229,6 +242,21 @@ static int parse_args(jm_t *jm, int argc, char **argv, int *verbosity)
                 return spits_bad_option("--max-task-bytes wants a number from 1 to 4294967295, not '%s'",
                                         optarg);
             jm->opt.max_task = v;
+            break;
+        case OPT_CPUS_PER_TASK:
+            if (spits_res_parse_count("--cpus-per-task", optarg, SPITS_RES_CPUS_MAX,
+                                      &jm->opt.res.cpus, res_err, sizeof res_err))
+                return spits_bad_option("%s", res_err);
+            break;
+        case OPT_GPUS_PER_TASK:
+            if (spits_res_parse_count("--gpus-per-task", optarg, SPITS_RES_GPUS_MAX,
+                                      &jm->opt.res.gpus, res_err, sizeof res_err))
+                return spits_bad_option("%s", res_err);
+            break;
+        case OPT_MEM_PER_TASK:
+            if (spits_res_parse_size("--mem-per-task", optarg, &jm->opt.res.mem,
+                                     res_err, sizeof res_err))
+                return spits_bad_option("%s", res_err);
             break;
         case OPT_EXPORT_KEY: jm->opt.export_key = optarg; break;
         case OPT_PROGRESS:
@@ -504,15 +532,18 @@ static int open_to_tms(jm_t *jm)
     a.pid = (long)getpid();
     a.started_unix = jm->started;
     spits_iso_time(jm->started, a.started, sizeof a.started);
+    a.resources = spits_res_req_json(&jm->opt.res);
     /* (before jm.json: whoever reads it may signal us at once, as
      * spits-run does when its TMs fail, and a signal must then stop the
      * job with its report) */
     jm_stop_init(jm_disp_wake_fd(jm->disp));
     if ((a.curve && write_tm_key(jm, a.endpoint, err, sizeof err) != 0) ||
         spits_announce_write(jm->opt.jobdir, &a, err, sizeof err) != 0) {
+        json_decref(a.resources);
         spits_error("%s", err);
         return -1;
     }
+    json_decref(a.resources);
     if (jm_disp_start(jm->disp) != 0) {
         spits_error("cannot start the dispatcher thread: %s", strerror(errno));
         return -1;

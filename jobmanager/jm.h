@@ -41,6 +41,7 @@
 #include "journal.h"
 #include "keys.h"
 #include "module.h"
+#include "resources.h"
 #include "scheduler.h"
 #include "wire.h"
 
@@ -76,6 +77,8 @@ typedef struct {
     int insecure;           /* --insecure: no CURVE */
     int io_threads;         /* --io-threads: libzmq's I/O threads */
     long long max_task;     /* --max-task-bytes: largest task or result */
+    spits_res_req_t res;    /* --cpus/--gpus/--mem-per-task: what each task
+                               needs (resources.h), sent in WELCOME */
     const char *export_key; /* --export-key FILE: copy DIR/tm.key, exit */
     double progress;        /* --progress-interval: seconds between lines
                                when stderr is not a terminal (0: none) */

@@ -85,6 +85,7 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
     d->st.tm_leaves++;
     if (refused) {
         d->st.tm_refusals++;
+        snprintf(d->st.last_refusal, sizeof d->st.last_refusal, "%s", refused);
         spits_warn("%s %s:%ld refused the job: %s; %zu task(s) requeued",
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid,
                    spits_escape(safe, sizeof safe, refused), n);
@@ -347,7 +348,8 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 
 /* STATS: a TM's busy time and runs so far (cumulative, so a lost one
  * costs nothing), and a relay's capacity now ("workers", "slots", capped
- * by its "tms": spits_relay_cap) and the TMs behind it ("behind"; ignored
+ * by its "tms": spits_relay_cap) or a TM's that planned its workers by the
+ * job's resources (its plan's "workers" and "slots": taskmanager/plan.c) and the TMs behind it ("behind"; ignored
  * from a TM that joined as no relay). Only from a TM in the table:
  * spits_stats_t (wire.h), and behind: {alive (0..2^40), joins, leaves,
  * losses (>= 0), tms: [{host, pid (0..2^40), workers (0..2^20), runs
@@ -374,9 +376,13 @@ void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
          * the TMs it says it has, or else those its behind counts) */
         long tms = st.tms >= 0 ? st.tms
                    : (long)json_integer_value(json_object_get(behind, "alive"));
-        spits_relay_cap(tms, &st.workers, &st.slots);
-        if (t->id.relay)
+        if (t->id.relay) {
+            spits_relay_cap(tms, &st.workers, &st.slots);
             set_capacity(d, t, st.workers, st.slots);
+        } else if (st.workers >= 0 && st.slots >= 0) {
+            /* a TM that planned its workers by the job's resources */
+            set_capacity(d, t, st.workers, st.slots);
+        }
         if (behind && t->id.relay) {
             json_decref(t->id.behind);
             t->id.behind = json_incref(behind);

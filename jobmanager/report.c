@@ -155,6 +155,10 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         json_object_set_new(doc, "module_changed",
                             spits_module_changed_json(jm->module_hash_was,
                                                       jm->module_hash));
+    /* What each task asked for (--cpus/--gpus/--mem-per-task). */
+    json_t *res = spits_res_req_json(&jm->opt.res);
+    if (res)
+        json_object_set_new(doc, "resources", res);
     /* commit_job ran without the failed tasks' results. */
     if (jm->opt.keep_going)
         json_object_set_new(doc, "keep_going", json_true());

@@ -78,6 +78,11 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
                              /* (a relay's scheduler follows it) */
                              "max_copies", d->jm->opt.max_copies,
                              "argv", p ? json_incref(p->argv_json) : json_null());
+    /* What each task needs: the TM plans its workers by it as it joins
+     * (relays pass it on with the rest). */
+    json_t *res = body ? spits_res_req_json(&d->jm->opt.res) : NULL;
+    if (res)
+        json_object_set_new(body, "resources", res);
     /* The outage it answers: the TM waits for the answer to its latest. */
     if (body && type == SPITS_MSG_WELCOME)
         json_object_set_new(body, "attach", json_integer(t->id.attach));

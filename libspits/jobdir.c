@@ -235,6 +235,8 @@ int spits_announce_write(const char *dir, const spits_announce_t *a,
                             "started_unix", a->started_unix);
     if (doc && a->curve)
         json_object_set_new(doc, "server_key", json_string(a->server_key));
+    if (doc && a->resources)
+        json_object_set(doc, "resources", a->resources);
     if (doc && a->module_hash_was[0])
         json_object_set_new(doc, "module_changed",
                             spits_module_changed_json(a->module_hash_was,

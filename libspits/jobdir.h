@@ -35,6 +35,8 @@ typedef struct {
     long pid;
     char started[32];
     double started_unix;
+    json_t *resources;        /* what each task needs (resources.h), or
+                                 NULL; written only, borrowed */
 } spits_announce_t;
 
 /* Creates DIR (and parents) with mode 0700 if missing, and checks that it

@@ -20,6 +20,32 @@ static int cmdenv_local_only(const char *entry)
            !strncmp(entry, "PWD=", 4);
 }
 
+static int cmdenv_has(char *const *env, const char *prefix)
+{
+    for (; *env; env++)
+        if (!strncmp(*env, prefix, strlen(prefix)))
+            return 1;
+    return 0;
+}
+
+/* 1 if entry (carried) names a variable the TM set for this worker's own
+ * resources (taskmanager/plan.c): its GPUs when base has SPITS_GPUS, its
+ * thread counts when base has SPITS_CPUS_PER_TASK. The worker's win. */
+static int cmdenv_worker_owns(const char *entry, char *const *base)
+{
+    static const char *const gpus[] = {"CUDA_VISIBLE_DEVICES=", "ROCR_VISIBLE_DEVICES=",
+                                       "SPITS_GPUS=", NULL};
+    static const char *const cpus[] = {"OMP_NUM_THREADS=", "MKL_NUM_THREADS=",
+                                       "OPENBLAS_NUM_THREADS=", NULL};
+    for (int i = 0; gpus[i]; i++)
+        if (!strncmp(entry, gpus[i], strlen(gpus[i])))
+            return cmdenv_has(base, "SPITS_GPUS=");
+    for (int i = 0; cpus[i]; i++)
+        if (!strncmp(entry, cpus[i], strlen(cpus[i])))
+            return cmdenv_has(base, "SPITS_CPUS_PER_TASK=");
+    return 0;
+}
+
 /* 1 if entry's name is in names. */
 static int cmdenv_named(const char *entry, const char *const *names, size_t n)
 {
@@ -104,13 +130,15 @@ int cmdenv_load(cmdenv_t *e, const char *path, char *const *base, char *err,
         int over = !strncmp(base[i], "PWD=", 4);
         for (const char *p = first; !over && p < e->buf + len; p += strlen(p) + 1) {
             const char *eq = strchr(p, '=');
-            over = eq && !strncmp(base[i], p, (size_t)(eq - p) + 1);
+            over = eq && !strncmp(base[i], p, (size_t)(eq - p) + 1) &&
+                   !cmdenv_worker_owns(p, base);
         }
         if (!over)
             e->env[k++] = base[i];
     }
     for (const char *p = first; p < e->buf + len; p += strlen(p) + 1)
-        e->env[k++] = (char *)p;
+        if (!cmdenv_worker_owns(p, base))
+            e->env[k++] = (char *)p;
     e->env[k++] = strcat(strcpy(pwd, "PWD="), e->cwd);
     e->env[k] = NULL;
     return 0;
@@ -157,6 +185,23 @@ int cmdenv_selftest(void)
            cmdenv_load(&e, path, tm, err, sizeof err) != 0;
     bad |= !bad && (strcmp(e.env[0], "A=tm") || strcmp(e.env[3], "B=x=y") ||
                     strcmp(e.env[4], "PWD=/") || e.env[5]);
+    cmdenv_clear(&e);
+    /* A worker's own GPUs and thread counts win over the carried ones;
+     * without the TM's marks, the carried ones win as any do. */
+    char *sub2[] = {"CUDA_VISIBLE_DEVICES=0,1", "OMP_NUM_THREADS=8", "E=1", NULL};
+    char *gpu[] = {"CUDA_VISIBLE_DEVICES=3", "SPITS_GPUS=3", "OMP_NUM_THREADS=2",
+                   "SPITS_CPUS_PER_TASK=2", NULL};
+    char *plain[] = {"CUDA_VISIBLE_DEVICES=3", "OMP_NUM_THREADS=2", NULL};
+    bad |= cmdenv_write(path, "/", sub2, NULL, 0) != 0 ||
+           cmdenv_load(&e, path, gpu, err, sizeof err) != 0;
+    bad |= !bad && (strcmp(e.env[0], "CUDA_VISIBLE_DEVICES=3") ||
+                    strcmp(e.env[2], "OMP_NUM_THREADS=2") || strcmp(e.env[4], "E=1") ||
+                    strcmp(e.env[5], "PWD=/") || e.env[6]);
+    cmdenv_clear(&e);
+    bad |= cmdenv_load(&e, path, plain, err, sizeof err) != 0;
+    bad |= !bad && (strcmp(e.env[0], "CUDA_VISIBLE_DEVICES=0,1") ||
+                    strcmp(e.env[1], "OMP_NUM_THREADS=8") || strcmp(e.env[2], "E=1") ||
+                    e.env[4]);
     cmdenv_clear(&e);
     fd = open(path, O_WRONLY | O_TRUNC);
     bad |= fd < 0 || write(fd, "spits-env 1\n/x", 14) != 14;

@@ -15,7 +15,10 @@
  * over it (and PWD the directory): the TM's own variables (SLURM_*,
  * for one) stay, and the submitter's win where both have one. SLURM_*
  * and PARALLEL_SEQ are never carried: they describe where and which
- * command runs, which the TM knows and the submitter does not.
+ * command runs, which the TM knows and the submitter does not. For the
+ * same reason a worker's own resources (taskmanager/plan.c) win over
+ * carried ones: its GPU ids when the TM set SPITS_GPUS, its thread counts
+ * (OMP_, MKL_, OPENBLAS_NUM_THREADS) when it set SPITS_CPUS_PER_TASK.
  */
 #ifndef CMDENV_H
 #define CMDENV_H

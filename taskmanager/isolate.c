@@ -46,23 +46,55 @@
 #include "tm.h"
 #include "util.h"
 
+extern char **environ;
+
 #define CHILD_FD 3
 /* The TM's sealed copy of the module: the child loads the very bytes the
  * TM checked against the JM's hash, whatever the file on disk holds now. */
 #define CHILD_MODULE_FD 4
 
 struct tm_child {
+    char *const *env;          /* on top of the TM's (borrowed), or NULL */
     pid_t pid;                 /* 0: not running */
     int fd;
     const tm_phase_t *phase;   /* the phase the child's instance is for */
 };
 
-tm_child_t *tm_child_new(void)
+tm_child_t *tm_child_new(char *const *env)
 {
     tm_child_t *c = calloc(1, sizeof *c);
-    if (c)
+    if (c) {
         c->fd = -1;
+        c->env = env;
+    }
     return c;
+}
+
+/* The TM's environment with extra's variables set (replacing any of the
+ * same name), for execve: made before fork, as the child may not
+ * allocate. NULL when out of memory. */
+static char **child_environ(char *const *extra)
+{
+    size_t n = 0, k = 0, m = 0;
+    while (environ[n])
+        n++;
+    while (extra[m])
+        m++;
+    char **env = malloc((n + m + 1) * sizeof *env);
+    if (!env)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(environ[i], "=");
+        int replaced = 0;
+        for (size_t j = 0; j < m && !replaced; j++)
+            replaced = strncmp(extra[j], environ[i], len + 1) == 0;
+        if (!replaced)
+            env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < m; j++)
+        env[k++] = extra[j];
+    env[k] = NULL;
+    return env;
 }
 
 /* Reaps the child; why gets how it ended ("signal 11, Segmentation fault"). */
@@ -108,8 +140,14 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
     char self[PATH_MAX] = "/proc/self/exe";
     if (spits_selfexe_wrapper("spits-tm", self, sizeof self) < 0)
         return -1;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    char **env = c->env ? child_environ(c->env) : environ;
+    if (!env)
         return -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        if (env != environ)
+            free(env);
+        return -1;
+    }
     pid_t parent = getpid();
     /* The group's SIGTERM/SIGINT must never reach a worker process (see
      * tm_child_main): they stay blocked across fork, the child ignores
@@ -125,6 +163,8 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         close(sv[0]);
         close(sv[1]);
+        if (env != environ)
+            free(env);
         return -1;
     }
     if (pid == 0) {
@@ -145,10 +185,13 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(127);
-        execl(self, "spits-tm", "--worker-child", module_path,
-              origin ? origin : "", (char *)NULL);
+        char *args[] = {"spits-tm", "--worker-child", (char *)module_path,
+                        (char *)(origin ? origin : ""), NULL};
+        execve(self, args, env);
         _exit(127);
     }
+    if (env != environ)
+        free(env);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(sv[1]);
     c->pid = pid;

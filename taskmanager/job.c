@@ -80,10 +80,7 @@ int tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv)
     return 0;
 }
 
-/* Refuses the JM's job: says why, and keeps it for BYE. Returns -1. */
-static int refuse(tm_t *tm, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int refuse(tm_t *tm, const char *fmt, ...)
+int tm_job_refuse(tm_t *tm, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -125,7 +122,7 @@ static int load_module(tm_t *tm, const char *announced, const char *want_hash)
         return -1;
     }
     if (strcmp(spits_image_hash(img), want_hash) != 0) {
-        refuse(tm, "module %s differs from the job manager's %s (BLAKE2b "
+        tm_job_refuse(tm, "module %s differs from the job manager's %s (BLAKE2b "
                "%.16s... here, %.16s... there): refusing to run it",
                tm->job.module_path, announced, spits_image_hash(img), want_hash);
         spits_image_free(&img);
@@ -172,12 +169,12 @@ int tm_job_join(tm_t *tm, const char *job_id, const char *module,
     if (!tm->job.mod)
         return load_module(tm, module, want_hash);
     if (!tm->opts.module_override && strcmp(module, tm->job.module_path) != 0)
-        return refuse(tm, "the job manager now runs module %s, not %s; start "
+        return tm_job_refuse(tm, "the job manager now runs module %s, not %s; start "
                       "a new task manager for it", module, tm->job.module_path);
     /* The same path may hold a rebuilt module: the old code must not run
      * with the new job's arguments. */
     if (strcmp(spits_module_hash(tm->job.mod), want_hash) != 0)
-        return refuse(tm, "the job manager's module %s changed (BLAKE2b "
+        return tm_job_refuse(tm, "the job manager's module %s changed (BLAKE2b "
                       "%.16s... now, %.16s... loaded here); start a new task "
                       "manager for job %s", module, want_hash,
                       spits_module_hash(tm->job.mod), job_id);

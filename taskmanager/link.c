@@ -387,6 +387,10 @@ void tm_link_send_hello(tm_t *tm)
     size_t held = tm->pool_started ? tm_pool_held(&tm->pool) : 0;
     uint64_t pending = tm->link.pending ? tm->link.pending(tm) : 0;
     int workers = tm->opts.workers, slots = tm->opts.workers + tm->opts.prefetch;
+    if (tm->plan.planned) {
+        workers = tm->plan.workers;
+        slots = tm->plan.slots;
+    }
     if (tm->relay)
         tm_relay_capacity(tm->relay, &workers, &slots);
     json_t *hello = json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:s, s:I}",
@@ -430,6 +434,11 @@ void tm_link_send_stats(tm_t *tm)
         tm_pool_counts(&tm->pool, &running, &queued);
         json_object_set_new(stats, "running", json_integer((json_int_t)running));
         json_object_set_new(stats, "queued", json_integer((json_int_t)queued));
+    }
+    /* A planned TM's counts are not its HELLO's (plan.c). */
+    if (stats && tm->plan.planned) {
+        json_object_set_new(stats, "workers", json_integer(tm->plan.workers));
+        json_object_set_new(stats, "slots", json_integer(tm->plan.slots));
     }
     if (stats && tm->relay)
         tm_relay_stats(tm->relay, stats);   /* (its TMs' runs, who is behind) */

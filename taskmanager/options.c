@@ -48,6 +48,12 @@ static void usage(FILE *f)
 "                             went silent before giving up (300)\n"
 "  -n, --workers N            worker threads (one per online core)\n"
 "  -p, --prefetch N           tasks queued beyond the workers (= workers)\n"
+"      --gpus LIST|auto|none  the GPUs this TM gives a job that asks for\n"
+"                             some (spits-jm --gpus-per-task): ids such as\n"
+"                             0,1,2,3, or auto: CUDA_VISIBLE_DEVICES,\n"
+"                             ROCR_VISIBLE_DEVICES, SLURM_STEP_GPUS,\n"
+"                             SLURM_JOB_GPUS, GPU_DEVICE_ORDINAL, then\n"
+"                             /dev/nvidia* and /dev/dri/renderD* (auto)\n"
 "      --isolate              run each worker in its own process: a task that\n"
 "                             crashes or hangs costs only that process\n"
 "      --task-timeout SEC     with --isolate: kill a task's process after SEC\n"
@@ -94,7 +100,8 @@ static void usage(FILE *f)
 
 enum { OPT_RECONNECT = 256, OPT_ISOLATE, OPT_TASK_TIMEOUT, OPT_DRAIN_TIMEOUT,
        OPT_INSECURE, OPT_END_TIME, OPT_END_MARGIN, OPT_CHECK_OPTIONS,
-       OPT_SIMULATE, OPT_SIM_TASK, OPT_SIM_CHURN, OPT_SIM_KILL, OPT_SERVE, OPT_VIA };
+       OPT_SIMULATE, OPT_SIM_TASK, OPT_SIM_CHURN, OPT_SIM_KILL, OPT_SERVE, OPT_VIA,
+       OPT_GPUS };
 
 /* WHEN as +SEC, epoch seconds, local YYYY-MM-DDTHH:MM:SS (as Slurm
  * prints), or none. 0, or -1 if it is none of those. */
@@ -154,6 +161,7 @@ static const struct option longopts[] = {
     {"reconnect-timeout", required_argument, NULL, OPT_RECONNECT},
     {"workers", required_argument, NULL, 'n'},
     {"prefetch", required_argument, NULL, 'p'},
+    {"gpus", required_argument, NULL, OPT_GPUS},
     {"module", required_argument, NULL, 'm'},
     {"isolate", no_argument, NULL, OPT_ISOLATE},
     {"key-file", required_argument, NULL, 'k'},
@@ -220,11 +228,26 @@ static int parse_option(tm_opts_t *opts, int c, char **argv)
             return spits_bad_option("--workers wants a number from 1 to 4096, "
                                     "not '%s'", optarg);
         opts->workers = (int)v;
+        opts->workers_given = 1;
         break;
     case 'p':
         if (spits_parse_long(optarg, 0, 1 << 20, &v))
             return spits_bad_option("--prefetch wants a number from 0 to 1048576, not '%s'", optarg);
         opts->prefetch = (int)v;
+        opts->prefetch_given = 1;
+        break;
+    case OPT_GPUS:
+        if (strcmp(optarg, "auto") != 0) {
+            char err[512];
+            spits_res_have_t *h = calloc(1, sizeof *h);
+            if (!h)
+                snprintf(err, sizeof err, "out of memory");
+            int bad = !h || spits_res_gpus_list(optarg, h, err, sizeof err) != 0;
+            free(h);
+            if (bad)
+                return spits_bad_option("%s", err);
+        }
+        opts->gpus = optarg;
         break;
     case OPT_ISOLATE: opts->isolate = 1; break;
     case 'k': opts->key_file = optarg; break;

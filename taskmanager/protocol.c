@@ -82,6 +82,12 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         json_decref(welcome);
         return;
     }
+    spits_res_req_t req;
+    if (spits_res_req_parse(json_object_get(welcome, "resources"), &req, &why) != 0) {
+        bad_message(tm, why);
+        json_decref(welcome);
+        return;
+    }
     json_t *attach = json_object_get(welcome, "attach");
     if (json_is_integer(attach) && json_integer_value(attach) < tm->link.status.attach) {
         /* It answers a HELLO from before our latest outage: what it sent
@@ -97,6 +103,18 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         json_decref(welcome);
         if (raised < 0)
             tm->done = -1;
+        return;
+    }
+    /* (before the module loads: it may read the variables the plan sets;
+     * a relay runs no task, it passes the request on; --simulate's
+     * virtual workers own nothing) */
+    char refusal[sizeof tm->job.refused];
+    if (!tm->pool_started && !tm->relay && !tm->pool.opts.virtual_ns &&
+        tm_plan_apply(tm, job, &req, refusal, sizeof refusal) != 0) {
+        if (refusal[0])   /* (its BYE says why: the JM logs it) */
+            tm_job_refuse(tm, "%s", refusal);
+        tm->done = -1;
+        json_decref(welcome);
         return;
     }
     if (tm_job_join(tm, job, module, module_hash) != 0) {
@@ -125,10 +143,14 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         spits_info("relay joined job %s at %s%s", job, tm->link.hops.endpoint, hop);
     else if (joining)
         spits_info("joined job %s at %s%s with %d worker(s)", job,
-                   tm->link.hops.endpoint, hop, tm->opts.workers);
+                   tm->link.hops.endpoint, hop,
+                   tm->plan.planned ? tm->plan.workers : tm->opts.workers);
     /* (addressed to this TM: see wire.h) */
     tm_link_welcomed(tm, heartbeat_ms,
                      json_string_value(json_object_get(welcome, "result_parts")));
+    /* (the JM sized our slots by HELLO's counts: the plan's, at once) */
+    if (joining && tm->plan.planned)
+        tm_link_send_stats(tm);
     json_decref(welcome);
 }
 

@@ -117,6 +117,11 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
             spits_relay_cap(t->id.tms, &st.workers, &st.slots);
             credit_resize(&t->sched.credit, st.workers, st.slots);
             relay_peers_capacity(p, t);
+        } else if (!t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
+            /* a TM that planned its workers by the job's resources
+             * (plan.c): its plan's counts, not its HELLO's */
+            credit_resize(&t->sched.credit, st.workers, st.slots);
+            relay_peers_capacity(p, t);
         }
     }
     json_decref(j);

@@ -116,6 +116,17 @@ typedef struct {
     size_t n, cap;
 } tm_pool_outbox_t;
 
+/* One worker's own resources (plan.c), set before its thread starts and
+ * never changed while it lives: its cores, which its thread (and so its
+ * --isolate process, forked from it) is bound to, and the variables its
+ * process gets on top of the TM's (its GPUs). */
+typedef struct {
+    void *cpus;               /* a cpu_set_t of cpus_size bytes; NULL: the
+                                 TM's cores, shared */
+    size_t cpus_size;
+    char **env;               /* "NAME=VALUE"..., NULL ended; NULL: none */
+} tm_worker_res_t;
+
 /* Limits and options, written by the main thread before any task is
  * queued (isolate, task_timeout_ms, virtual_ns and remote before
  * tm_pool_spawn; max_result and part_min as the TM joins, before
@@ -131,6 +142,8 @@ typedef struct {
     int remote;               /* a relay (--serve): no workers; the main
                                  thread takes tasks out for the TMs behind
                                  it and hands their records back */
+    const tm_worker_res_t *res;  /* worker i's: res[i] (NULL: none); set
+                                    by tm_pool_reshape */
 } tm_pool_opts_t;
 
 /* The workers: made, started and stopped by the main thread, which alone
@@ -169,7 +182,9 @@ typedef struct {
 
 /* isolate.c: one worker's child process (spits-tm --isolate). */
 typedef struct tm_child tm_child_t;
-tm_child_t *tm_child_new(void);
+/* env: what its process gets on top of the TM's environment (NULL:
+ * none; borrowed: it must outlive the child). */
+tm_child_t *tm_child_new(char *const *env);
 void tm_child_destroy(tm_child_t **c);
 /* Runs a task in the child (started, or restarted, as needed). Returns the
  * record status: OK or FAILED as the worker said, CRASHED if the child
@@ -189,6 +204,11 @@ int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd);
  * more when many TMs start on one machine. Returns 0, or -1 with errno
  * set (none then runs). */
 int tm_pool_spawn(tm_pool_t *p);
+/* Before tm_pool_start, with no task queued yet: the pool has n workers
+ * from now on, worker i owning res[i] (borrowed, or NULL), in processes
+ * of their own if isolate. Threads spawned already are stopped first:
+ * they hold nothing yet. Returns 0, or -1 with errno set. */
+int tm_pool_reshape(tm_pool_t *p, int n, const tm_worker_res_t *res, int isolate);
 /* The TM joined a job: its workers run mod's tasks (virtual slots are
  * made; threads are spawned if they were not). Once only. Returns 0, or
  * -1 with errno set (none then runs). */

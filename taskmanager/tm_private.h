@@ -26,6 +26,8 @@
  *   relay_peers.c  who is behind a relay (relay_int.h), for relay.c and
  *               for HELLO and STATS (link.c)
  *   job.c       the job this TM runs: its module and its phases
+ *   plan.c      its workers planned by the job's resource request: how
+ *               many, and the cores and GPUs each owns
  *   options.c   the command line, --end-time and the Slurm end time
  *   crash.c     a fatal signal named, and a crash file for the JM
  *   workers.c, outbox.c, isolate.c: the pool the workers share (tm.h)
@@ -43,6 +45,7 @@
 #include <stdint.h>
 
 #include "keys.h"
+#include "resources.h"
 #include "tm.h"
 #include "wake.h"
 
@@ -69,6 +72,9 @@ typedef struct {
     const char *end_arg;         /* --end-time as given (NULL: ask Slurm) */
     double end_wall;             /* walltime end, wall clock (0: none) */
     int workers, prefetch, isolate;
+    int workers_given;           /* --workers was given: it caps a plan */
+    int prefetch_given;          /* --prefetch was given (else = workers) */
+    const char *gpus;            /* --gpus LIST|auto|none (NULL: auto) */
     int verbosity;               /* -v and -q */
     int check_only;              /* --check-options: exit after checking */
     int simulate;                /* --simulate K: K virtual TMs (0: off) */
@@ -123,6 +129,8 @@ int tm_job_join(tm_t *tm, const char *job_id, const char *module,
 int tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv);
 /* The job jm.json announces (link.c): what HELLO says we expect. */
 void tm_job_expect(tm_job_t *job, const char *job_id);
+/* Refuses the JM's job: says why, and keeps it for BYE. Returns -1. */
+int tm_job_refuse(tm_t *tm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tm_job_free(tm_job_t *job);
 /* The current phase's id on the wire (0: none yet). */
 static inline uint32_t tm_job_wire(const tm_job_t *job)
@@ -292,6 +300,30 @@ void tm_results_send(tm_t *tm);
 uint64_t tm_results_pending(const tm_t *tm);
 void tm_results_free(tm_results_t *results);
 
+/* ==== plan.c: the workers planned by the job's resource request
+ *
+ * Written by plan.c as the TM first joins a job; link.c reads workers
+ * and slots (HELLO, STATS) once planned is set.
+ */
+
+typedef struct {
+    int planned;                 /* a request came, and the pool follows it */
+    spits_res_req_t req;         /* the request planned by */
+    int workers, slots;          /* what the plan allows, and with prefetch */
+    tm_worker_res_t *res;        /* worker i's cores and GPUs */
+    char *gpu_env;               /* the strings res[i].env points into */
+} tm_plan_t;
+
+/* WELCOME's request as the TM first joins job: finds what
+ * this TM has, reshapes the pool (tm.h) to as many workers as every
+ * resource allows and says why. Returns 0; -1 when it cannot run a
+ * worker (refusal gets why, in one line, unlogged: the caller refuses
+ * the job with it) or on an error (logged; refusal is "").
+ */
+int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req,
+                  char *refusal, size_t len);
+void tm_plan_free(tm_plan_t *plan);
+
 /* ==== protocol.c: the JM's messages
  *
  * Written and read by protocol.c only.
@@ -418,6 +450,7 @@ struct tm_state {
     tm_results_t results;
     tm_proto_t proto;
     tm_drain_t drain;
+    tm_plan_t plan;
     int64_t now;                 /* the loop's clock, ms, read once a turn */
     int64_t first_deadline;      /* the JM must have answered by then */
     int done;                    /* 1: leave, exit 0; -1: leave, exit 1 */
@@ -461,6 +494,7 @@ static inline void tm_free(tm_t *tm)
     tm_link_destroy(tm);
     zmq_ctx_term(tm->link.context);
     tm_pool_destroy(&tm->pool);
+    tm_plan_free(&tm->plan);   /* (after the workers: they borrow it) */
     tm_results_free(&tm->results);
     tm_proto_free(&tm->proto);
     tm_job_free(&tm->job);

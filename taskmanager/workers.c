@@ -14,7 +14,10 @@
  * Virtual workers (tm.h) reuse one worker_t, driven by the main thread
  * instead of a thread of its own (tm_pool_virtual_turn, at the end).
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,11 +269,25 @@ static tm_item_t pool_pop_locked(tm_pool_t *p)
     return it;
 }
 
+/* The worker's thread runs on its own cores, if it has some (its
+ * --isolate process inherits them at fork). */
+static void worker_bind(worker_t *w)
+{
+    const tm_worker_res_t *r = w->pool->opts.res ? &w->pool->opts.res[w->index] : NULL;
+    int err = r && r->cpus ? pthread_setaffinity_np(pthread_self(), r->cpus_size,
+                                                    (cpu_set_t *)r->cpus) : 0;
+    if (err != 0) {
+        spits_error("worker %d: cannot bind to its cores: %s", w->index, strerror(err));
+        tm_pool_fail(w->pool, "a worker cannot bind to its cores");
+    }
+}
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
     tm_pool_t *p = w->pool;
 
+    worker_bind(w);
     spits_batch_begin(&w->local, SPITS_MSG_RESULTS, 0);
     spits_crash_worker();   /* (a crash report lists its task) */
     for (;;) {
@@ -342,7 +359,8 @@ static worker_t *worker_new(tm_pool_t *p, int index)
 {
     worker_t *w = calloc(1, sizeof *w);
     if (!w || !(w->chunk = malloc(WORKER_CHUNK_MAX * sizeof *w->chunk)) ||
-        (p->opts.isolate && !(w->child = tm_child_new()))) {
+        (p->opts.isolate &&
+         !(w->child = tm_child_new(p->opts.res ? p->opts.res[index].env : NULL)))) {
         if (w)
             free(w->chunk);
         free(w);
@@ -390,6 +408,26 @@ int tm_pool_spawn(tm_pool_t *p)
         return -1;
     }
     p->workers.spawned = 1;
+    return 0;
+}
+
+int tm_pool_reshape(tm_pool_t *p, int n, const tm_worker_res_t *res, int isolate)
+{
+    if (p->workers.spawned) {
+        tm_pool_stop(p, INT_MAX);
+        pthread_mutex_lock(&p->lock);
+        p->queue.quit = 0;
+        pthread_mutex_unlock(&p->lock);
+        p->workers.spawned = 0;
+    }
+    pthread_t *threads = calloc((size_t)n, sizeof *threads);
+    if (!threads)
+        return -1;
+    free(p->workers.threads);
+    p->workers.threads = threads;
+    p->workers.n = n;
+    p->opts.res = res;
+    p->opts.isolate = isolate;
     return 0;
 }
 

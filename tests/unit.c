@@ -14,6 +14,7 @@
 #include "cmdorder.h"
 #include "cmdenv.h"
 #include "elfcheck.h"
+#include "resources.h"
 #include "pyjob.h"
 #include "escape.h"
 #include "hashtab.h"
@@ -77,6 +78,7 @@ int main(void)
         {"zmqutil", spits_zmqutil_selftest},
         {"parts", spits_parts_selftest},
         {"mem", spits_mem_selftest},
+        {"resources", spits_res_selftest},
         {"origin", spits_origin_selftest},
         {"crash", spits_crash_selftest},
         {"pyjob", spits_pyjob_selftest},

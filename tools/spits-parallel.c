@@ -37,6 +37,7 @@
 #include "cmdenv.h"
 #include "cmdfile.h"
 #include "jobdir.h"
+#include "resources.h"
 #include "log.h"
 #include "parallel-args.h"
 #include "parallel-compose.h"
@@ -61,6 +62,7 @@ typedef struct {
 typedef struct {
     int keep, tag, quote, resume, resume_failed, dry_run, verbosity;
     const char *joblog, *results, *halt, *timeout, *jobdir, *bind, *max_copies, *cap;
+    const char *cpus_per_task, *gpus_per_task, *mem_per_task;   /* to spits-jm */
     long jobs, tms;
     const char *argfiles[64];
     size_t nargfiles;
@@ -168,6 +170,12 @@ static void usage(FILE *f)
 "                         spits-jm): 2 or more lets idle workers run another\n"
 "                         copy of a late command (the first result counts),\n"
 "                         only for commands that may run twice at once\n"
+"      --cpus-per-task N  cores each command needs (passed to spits-jm): each\n"
+"                         task manager runs as many at once as its cores\n"
+"                         allow, each on cores of its own, OMP_NUM_THREADS=N\n"
+"      --gpus-per-task N  GPUs each command needs: it sees its own in\n"
+"                         CUDA_VISIBLE_DEVICES (or ROCm's) and SPITS_GPUS\n"
+"      --mem-per-task SIZE  memory each command needs (512M, 4G)\n"
 "      --will-cite        accepted (GNU parallel's), does nothing\n"
 "  -v, --verbose          the job manager's progress and messages\n"
 "  -h, --help             this help\n"
@@ -581,7 +589,8 @@ static int par_more_options(par_t *p, int c, const char *arg)
 static int par_options(par_t *p, int argc, char **argv)
 {
     enum { O_JOBLOG = 256, O_RESULTS, O_RESUME, O_RESUME_FAILED, O_HALT, O_TIMEOUT,
-           O_TAG, O_TMS, O_JOBDIR, O_BIND, O_MAX_COPIES, O_CAP, O_DRY, O_CITE };
+           O_TAG, O_TMS, O_JOBDIR, O_BIND, O_MAX_COPIES, O_CAP, O_DRY, O_CITE,
+           O_CPUS_PER_TASK, O_GPUS_PER_TASK, O_MEM_PER_TASK };
     enum { O_ENV = 400, O_WORKDIR };
     static const struct option longopts[] = {
         {"keep-order", no_argument, NULL, 'k'},
@@ -602,6 +611,9 @@ static int par_options(par_t *p, int argc, char **argv)
         {"jobdir", required_argument, NULL, O_JOBDIR},
         {"bind", required_argument, NULL, O_BIND},
         {"max-copies", required_argument, NULL, O_MAX_COPIES},
+        {"cpus-per-task", required_argument, NULL, O_CPUS_PER_TASK},
+        {"gpus-per-task", required_argument, NULL, O_GPUS_PER_TASK},
+        {"mem-per-task", required_argument, NULL, O_MEM_PER_TASK},
         {"output-cap", required_argument, NULL, O_CAP},
         {"will-cite", no_argument, NULL, O_CITE},
         {"env", required_argument, NULL, O_ENV},
@@ -686,6 +698,23 @@ static int par_options(par_t *p, int argc, char **argv)
                 return par_bad("--max-copies wants a number from 1 to 8, not '%s'", optarg);
             p->max_copies = optarg;
             break;
+        case O_CPUS_PER_TASK:
+        case O_GPUS_PER_TASK:
+        case O_MEM_PER_TASK: {
+            char err[256];
+            int n;
+            uint64_t m;
+            if (c == O_MEM_PER_TASK
+                ? spits_res_parse_size("--mem-per-task", optarg, &m, err, sizeof err)
+                : spits_res_parse_count(c == O_CPUS_PER_TASK ? "--cpus-per-task"
+                                        : "--gpus-per-task", optarg,
+                                        c == O_CPUS_PER_TASK ? SPITS_RES_CPUS_MAX
+                                        : SPITS_RES_GPUS_MAX, &n, err, sizeof err))
+                return par_bad("%s", err);
+            *(c == O_CPUS_PER_TASK ? &p->cpus_per_task : c == O_GPUS_PER_TASK
+              ? &p->gpus_per_task : &p->mem_per_task) = optarg;
+            break;
+        }
         case O_CAP:
             if (spits_parse_long(optarg, 1, LONG_MAX, &v))
                 return par_bad("--output-cap wants a number of bytes over 0, not '%s'",
@@ -1014,8 +1043,11 @@ static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs,
     } else {
         snprintf(jobs, 32, "%ld", p->jobs ? p->jobs : spits_online_cores());
         snprintf(tms, 32, "%ld", p->tms ? p->tms : 1);
-        a[n++] = "--workers";
-        a[n++] = jobs;
+        /* (with a resource request and no -j, a TM plans its own) */
+        if (p->jobs || !(p->cpus_per_task || p->gpus_per_task || p->mem_per_task)) {
+            a[n++] = "--workers";
+            a[n++] = jobs;
+        }
         a[n++] = "--tms";
         a[n++] = tms;
         /* (its temporary job dir goes at the end: nothing could resume) */
@@ -1027,6 +1059,9 @@ static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs,
      * files) that a second copy running at once would spoil. */
     a[n++] = "--max-copies";
     a[n++] = (char *)(p->max_copies ? p->max_copies : "1");
+    if (p->cpus_per_task) { a[n++] = "--cpus-per-task"; a[n++] = (char *)p->cpus_per_task; }
+    if (p->gpus_per_task) { a[n++] = "--gpus-per-task"; a[n++] = (char *)p->gpus_per_task; }
+    if (p->mem_per_task) { a[n++] = "--mem-per-task"; a[n++] = (char *)p->mem_per_task; }
     if (p->verbosity == 0)
         a[n++] = "-q";
     for (int v = 1; v < p->verbosity && v < 4; v++)

@@ -53,6 +53,8 @@ typedef struct {
     long workers, tms;
     const char *max_copies, *max_attempts, *bind, *commit_errors, *progress;
     const char *joblog, *journal;   /* passed to spits-jm */
+    const char *cpus_per_task, *gpus_per_task, *mem_per_task;   /* ...too */
+    int workers_given;      /* --workers: passed on (else a TM's own) */
     const char *prefetch, *task_timeout;   /* passed to spits-tm */
     int isolate;
     int resume;             /* --resume: spits-jm --resume on --jobdir */
@@ -106,6 +108,11 @@ static void usage(FILE *f)
 "      --joblog FILE      passed to spits-jm (with --serial, the same lines\n"
 "                         are written here)\n"
 "      --journal on|off   passed to spits-jm\n"
+"      --cpus-per-task N  passed to spits-jm: cores each task needs\n"
+"      --gpus-per-task N  passed to spits-jm: GPUs each task needs\n"
+"      --mem-per-task SIZE  passed to spits-jm: memory each task needs\n"
+"                         (each TM then runs as many workers as its cores,\n"
+"                         GPUs and memory allow, unless --workers is given)\n"
 "      --prefetch N       passed to spits-tm (raise it for tiny tasks)\n"
 "      --isolate          passed to spits-tm: workers in their own processes\n"
 "      --task-timeout SEC  passed to spits-tm (with --isolate)\n"
@@ -473,6 +480,9 @@ static void jm_args(run_t *r, char **jargv, int check, int argc, char **argv)
     if (r->progress) { jargv[ja++] = "--progress-interval"; jargv[ja++] = (char *)r->progress; }
     if (r->joblog) { jargv[ja++] = "--joblog"; jargv[ja++] = (char *)r->joblog; }
     if (r->journal) { jargv[ja++] = "--journal"; jargv[ja++] = (char *)r->journal; }
+    if (r->cpus_per_task) { jargv[ja++] = "--cpus-per-task"; jargv[ja++] = (char *)r->cpus_per_task; }
+    if (r->gpus_per_task) { jargv[ja++] = "--gpus-per-task"; jargv[ja++] = (char *)r->gpus_per_task; }
+    if (r->mem_per_task) { jargv[ja++] = "--mem-per-task"; jargv[ja++] = (char *)r->mem_per_task; }
     if (r->verbosity < 0) jargv[ja++] = "-q";
     for (int v = 0; v < r->verbosity && v < 3; v++) jargv[ja++] = "-v";
     if (!check && r->errpipe[0] >= 0) {
@@ -499,8 +509,11 @@ static void tm_args(run_t *r, char **targv, int check)
         targv[ta++] = "--check-options";
     targv[ta++] = "--jobdir";
     targv[ta++] = (char *)(r->jobdir ? r->jobdir : ".");
-    targv[ta++] = "--workers";
-    targv[ta++] = workers;
+    /* (with a resource request and no --workers, a TM plans its own) */
+    if (r->workers_given || !(r->cpus_per_task || r->gpus_per_task || r->mem_per_task)) {
+        targv[ta++] = "--workers";
+        targv[ta++] = workers;
+    }
     if (r->prefetch) { targv[ta++] = "--prefetch"; targv[ta++] = (char *)r->prefetch; }
     if (r->isolate) targv[ta++] = "--isolate";
     if (r->task_timeout) { targv[ta++] = "--task-timeout"; targv[ta++] = (char *)r->task_timeout; }
@@ -569,6 +582,9 @@ int main(int argc, char **argv)
         {"joblog", required_argument, NULL, 'L'},
         {"journal", required_argument, NULL, 'J'},
         {"prefetch", required_argument, NULL, 'P'},
+        {"cpus-per-task", required_argument, NULL, 'u'},
+        {"gpus-per-task", required_argument, NULL, 'x'},
+        {"mem-per-task", required_argument, NULL, 'y'},
         {"isolate", no_argument, NULL, 'I'},
         {"task-timeout", required_argument, NULL, 'T'},
         {"serial", no_argument, NULL, 'S'},
@@ -590,13 +606,17 @@ int main(int argc, char **argv)
     spits_log_init("spits-run", SPITS_LOG_INFO);
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:n:k:d:vqhV", longopts, NULL)) != -1) {
-        if (strchr("nkdKRMbCAGPIT", c))
+        if (strchr("nkdKRMbCAGPITuxy", c))
             r.not_serial = run_option_name(longopts, c);
         switch (c) {
         case 'n':
             if (spits_parse_long(optarg, 1, 4096, &r.workers))
                 return spits_bad_option("--workers wants a number from 1 to 4096, not '%s'", optarg);
+            r.workers_given = 1;
             break;
+        case 'u': r.cpus_per_task = optarg; break;
+        case 'x': r.gpus_per_task = optarg; break;
+        case 'y': r.mem_per_task = optarg; break;
         case 'k':
             if (spits_parse_long(optarg, 1, MAX_TMS, &r.tms))
                 return spits_bad_option("--tms wants a number from 1 to 1024, not '%s'", optarg);

@@ -159,6 +159,14 @@ static void print_table(json_t *doc)
     if (num(doc, "behind_relays") > 0)
         printf(", %lld behind relays", (long long)num(doc, "behind_relays"));
     printf("\n");
+    /* (TMs that left refusing the job: why the job may be waiting) */
+    json_t *refusals = json_object_get(doc, "refusals");
+    if (refusals) {
+        char safe[600];
+        printf("  refused by %lld task manager(s); the last: %s\n",
+               (long long)num(refusals, "count"),
+               spits_escape(safe, sizeof safe, str(refusals, "last")));
+    }
     printf("  %-20s %8s %7s %5s %6s %9s %7s %11s\n", "TASK MANAGER", "PID", "WORKERS",
            "BUSY", "QUEUED", "DONE", "FAILED", "LAST HEARD");
     for (size_t i = 0; i < json_array_size(tms); i++) {

@@ -1,0 +1,157 @@
+#!/bin/bash
+# Resources per task (spits-jm --cpus-per-task, --gpus-per-task,
+# --mem-per-task): bad values are refused in one line; the request reaches
+# the TMs (through a relay too) and jm.json and report.json; a TM runs as
+# many workers as its GPUs and cores allow, each owning its own (the
+# restrace module records, per task, its variables, affinity and times);
+# a TM that can run no worker says why and leaves non-zero while the job
+# waits. With nvidia-smi, one job runs on the real GPUs.
+. "$(dirname "$0")/lib.sh"
+MOD=$TMODS/restrace.so
+
+# bad PROG ARGS... WANT: a usage error's exit status (2; spits-parallel's
+# is GNU parallel's 255) and one line naming the option
+bad() {
+    local want=${!#} status=2
+    case $1 in *spits-parallel) status=255 ;; esac
+    "${@:1:$#-1}" >"$T/bad.out" 2>&1 && fail "accepted: ${*:2:$#-2}"
+    [ $? = $status ] || fail "exit status not $status for: ${*:2:$#-2}"
+    [ "$(wc -l <"$T/bad.out")" = 1 ] && grep -qF -- "$want" "$T/bad.out" ||
+        fail "for ${*:2:$#-2}: $(cat "$T/bad.out")"
+}
+bad "$JM" --gpus-per-task 0 "$MOD" 1 0 x "--gpus-per-task wants a whole number from 1 to 64, not '0'"
+bad "$JM" --cpus-per-task 2x "$MOD" 1 0 x "--cpus-per-task wants a whole number from 1 to 4096, not '2x'"
+bad "$JM" --mem-per-task 4GB "$MOD" 1 0 x "--mem-per-task wants a size"
+bad "$RUN" --gpus-per-task -1 "$MOD" 1 0 x "--gpus-per-task wants a whole number"
+bad "$top_builddir/tools/spits-parallel" --mem-per-task 0 echo ::: a "--mem-per-task wants a size"
+bad "$TM" --gpus 0,,1 --jobdir "$T" "--gpus wants auto, none or a list"
+
+# check NAME: python over NAME's trace, every line a task:
+# (id, start, end, {CUDA, ROCR, GPUS, OMP, CPUS})
+check() {
+    local name=$1 expr=$2 what=$3
+    local got
+    got=$($PY - "$T/$name.trace" <<PYEOF
+import sys
+t = []
+for line in open(sys.argv[1]):
+    f = line.split()
+    t.append((int(f[0]), int(f[1]), int(f[2]), dict(x.split('=', 1) for x in f[3:])))
+overlap = lambda a, b: a[1] < b[2] and b[1] < a[2]
+print($expr)
+PYEOF
+) || fail "$name: python failed"
+    [ "$got" = True ] || fail "$name: $what ($got)"
+}
+
+# run_job NAME TASKS JMARGS... -- TMARGS...: a job of TASKS restrace tasks
+# (150 ms each) and one TM; waits for both.
+run_job() {
+    local name=$1 n=$2; shift 2
+    local jargs=()
+    while [ "$1" != -- ]; do jargs+=("$1"); shift; done
+    shift
+    start_jm "$name" "${jargs[@]}" "$MOD" "$n" 150 "$T/$name.trace"
+    start_tm "$name" "$name.tm" "$@"
+    wait $TM_PID || fail "$name: spits-tm exited $?: $(cat "$T/$name.tm.log")"
+    wait $JM_PID || fail "$name: spits-jm exited $?: $(cat "$T/$name.jm.log")"
+    [ "$(wc -l <"$T/$name.trace")" = "$n" ] || fail "$name: not $n tasks traced"
+}
+
+# 1. --gpus-per-task 1 on --gpus 0,1,2,3: 4 workers, each task sees one
+#    id (in both variables: a --gpus list names no vendor), tasks at the
+#    same time never share one, and all four are used.
+run_job g1 12 --gpus-per-task 1 -- --gpus 0,1,2,3
+grep -q "4 workers: 4 GPUs at 1 per task (--gpus-per-task 1)" "$T/g1.tm.log" ||
+    fail "g1: the TM does not say why 4 workers: $(cat "$T/g1.tm.log")"
+grep -q "with 4 worker(s)" "$T/g1.tm.log" || fail "g1: did not join with 4 workers"
+check g1 "all(x[3]['GPUS'] in '0123' and len(x[3]['GPUS']) == 1 and x[3]['CUDA'] == x[3]['GPUS'] == x[3]['ROCR'] for x in t)" \
+    "a task did not see exactly one id"
+check g1 "not any(overlap(a, b) and a[3]['GPUS'] == b[3]['GPUS'] for a in t for b in t if a is not b)" \
+    "two tasks at the same time shared a GPU"
+check g1 "sorted(set(x[3]['GPUS'] for x in t)) == ['0', '1', '2', '3']" "not all 4 GPUs used"
+[ "$(json "$T/g1/jm.json" "d['resources']")" = "{'gpus_per_task': 1}" ] || fail "g1: jm.json"
+[ "$(json "$T/g1/report.json" "d['resources']")" = "{'gpus_per_task': 1}" ] || fail "g1: report.json"
+
+# 2. --gpus-per-task 2, through a relay: 2 workers, with ids 0,1 and 2,3;
+#    and a TM with more workers than cores behind it (--gpus-per-task 1 on
+#    6 GPUs): the relay takes its plan's count (6, STATS), not its HELLO's
+#    (a worker per core).
+start_jm g2 --gpus-per-task 2 "$MOD" 8 150 "$T/g2.trace"
+port=$(free_port)
+start_relay g2 g2.relay "$port"; relay=$RELAY_PID
+start_tm g2 g2.tm --via "tcp://127.0.0.1:$port" --gpus 0,1,2,3
+wait $TM_PID || fail "g2: spits-tm exited $?: $(cat "$T/g2.tm.log")"
+wait $JM_PID || fail "g2: spits-jm exited $?"
+wait $relay || fail "g2: the relay exited $?"
+grep -q "2 workers: 4 GPUs at 2 per task" "$T/g2.tm.log" || fail "g2: $(cat "$T/g2.tm.log")"
+check g2 "sorted(set(x[3]['GPUS'] for x in t)) == ['0,1', '2,3']" "ids not 0,1 and 2,3"
+check g2 "not any(overlap(a, b) and a[3]['GPUS'] == b[3]['GPUS'] for a in t for b in t if a is not b)" \
+    "two tasks at the same time shared GPUs"
+start_jm g6 --gpus-per-task 1 "$MOD" 6 400 "$T/g6.trace"
+start_relay g6 g6.relay "$port"; relay=$RELAY_PID
+start_tm g6 g6.tm --via "tcp://127.0.0.1:$port" --gpus 0,1,2,3,4,5
+wait $TM_PID || fail "g6: spits-tm exited $?: $(cat "$T/g6.tm.log")"
+wait $JM_PID || fail "g6: spits-jm exited $?"
+wait $relay || fail "g6: the relay exited $?"
+check g6 "max(sum(b[1] <= a[1] < b[2] for b in t) for a in t) == 6" "not 6 tasks at once behind the relay"
+
+# 3. Cores: on 2 cores (taskset), --cpus-per-task 2 is 1 worker on both,
+#    OMP_NUM_THREADS=2; --cpus-per-task 1 is 2 workers, one core each,
+#    never one core for two tasks at once. No GPU variable is set.
+cores=$($PY -c 'import os; c = sorted(os.sched_getaffinity(0)); print("%d,%d" % (c[0], c[1]) if len(c) > 1 else "")')
+[ -n "$cores" ] || fail "this test needs 2 cores"
+start_jm c2 --cpus-per-task 2 "$MOD" 4 150 "$T/c2.trace"
+taskset -c "$cores" "$TM" --jobdir "$T/c2" --wait 60 >"$T/c2.tm.log" 2>&1 ||
+    fail "c2: spits-tm exited $?: $(cat "$T/c2.tm.log")"
+wait $JM_PID || fail "c2: spits-jm exited $?"
+grep -q "1 worker: 2 cores at 2 per task (--cpus-per-task 2)" "$T/c2.tm.log" || fail "c2: $(cat "$T/c2.tm.log")"
+check c2 "all(x[3]['CPUS'] == '$cores' and x[3]['OMP'] == '2' and x[3]['CUDA'] == '-' for x in t)" \
+    "a task did not run on both cores with OMP_NUM_THREADS=2"
+start_jm c1 --cpus-per-task 1 "$MOD" 8 150 "$T/c1.trace"
+taskset -c "$cores" "$TM" --jobdir "$T/c1" --wait 60 >"$T/c1.tm.log" 2>&1 ||
+    fail "c1: spits-tm exited $?: $(cat "$T/c1.tm.log")"
+wait $JM_PID || fail "c1: spits-jm exited $?"
+grep -q "2 workers: 2 cores at 1 per task" "$T/c1.tm.log" || fail "c1: $(cat "$T/c1.tm.log")"
+check c1 "all(x[3]['CPUS'] in '$cores'.split(',') and x[3]['OMP'] == '1' for x in t)" "a task not on one core"
+check c1 "not any(overlap(a, b) and a[3]['CPUS'] == b[3]['CPUS'] for a in t for b in t if a is not b)" \
+    "two tasks at the same time shared a core"
+
+# spits-parallel's commands get the same, over what its own environment
+# carries (OMP_NUM_THREADS=7 here).
+mask=$(taskset -c "$cores" grep Cpus_allowed_list /proc/self/status | cut -f2)
+OMP_NUM_THREADS=7 taskset -c "$cores" "$top_builddir/tools/spits-parallel" --cpus-per-task 2 \
+    'echo {}:$OMP_NUM_THREADS:$(grep Cpus_allowed_list /proc/self/status | cut -f2)' ::: a b \
+    >"$T/p2.out" 2>"$T/p2.err" || fail "p2: spits-parallel exited $?: $(cat "$T/p2.err")"
+[ "$(sort "$T/p2.out" | tr '\n' ' ')" = "a:2:$mask b:2:$mask " ] || fail "p2: $(cat "$T/p2.out")"
+
+# 4. A request no TM can meet: the TM says why in one line and exits 1;
+#    the job waits for another TM (stopped here by SIGTERM).
+start_jm n1 --gpus-per-task 1 "$MOD" 2 0 "$T/n1.trace"
+jm=$JM_PID
+"$TM" --jobdir "$T/n1" --wait 60 --gpus none >"$T/n1.tm.log" 2>&1 && fail "n1: the TM exited 0"
+[ $? = 1 ] || fail "n1: the TM did not exit 1"
+[ "$(grep -c . "$T/n1.tm.log")" = 1 ] &&
+    grep -q "cannot run a task of job .* (--gpus-per-task 1): 0 workers: 0 GPUs at 1 per task; GPUs from --gpus" "$T/n1.tm.log" ||
+    fail "n1: $(cat "$T/n1.tm.log")"
+kill -0 $jm || fail "n1: the job did not wait"
+# (its BYE says why: the JM logs it, and counts a refusal, not a loss)
+wait_for "grep -q 'refused the job: cannot run a task of job .*: 0 workers: 0 GPUs at 1 per task' '$T/n1.jm.log'" \
+    10 "the JM to log why the TM refused the job"
+"$top_builddir/tools/spits-status" --jobdir "$T/n1" >"$T/n1.status" || fail "n1: spits-status failed"
+grep -q "^  refused by 1 task manager(s); the last: cannot run a task of job .* (--gpus-per-task 1): 0 workers: 0 GPUs at 1 per task; GPUs from --gpus$" \
+    "$T/n1.status" || fail "n1: spits-status does not say why: $(cat "$T/n1.status")"
+kill -TERM $jm
+wait $jm
+[ ! -e "$T/n1.trace" ] || fail "n1: a task ran"
+[ "$(json "$T/n1/report.json" "(d['counters']['tm_refusals'], d['counters']['tm_losses'])")" = "(1, 0)" ] ||
+    fail "n1: report.json does not count one refusal and no loss"
+
+# 5. A real GPU: every task sees one of the TM's own (--gpus auto).
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    run_job r1 4 --gpus-per-task 1 -- --gpus auto
+    check r1 "all(len(x[3]['GPUS']) > 0 and x[3]['CUDA'] == x[3]['GPUS'] for x in t)" "a task saw no GPU"
+else
+    echo "resources.sh: no nvidia-smi: the real-GPU check skips"
+fi
+echo "resources.sh: ok"
