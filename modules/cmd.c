@@ -26,6 +26,9 @@
  *     --progress bar|eta|progress  the committer's progress on stderr:
  *                         redrawn in place on a terminal, else a line at
  *                         most every 10 s and one at the end
+ *     --line-buffer       the workers send each command's lines as they
+ *                         come to TASKFILE.lines, a FIFO spits-parallel
+ *                         reads and prints (cmdlive.h); results carry none
  *
  * spits-parallel writes TASKFILE (cmdfile.h), a file or a stream that
  * it writes as the job runs (cmdstream.h), and runs this module; any
@@ -79,6 +82,7 @@
 
 #include "cmdenv.h"
 #include "cmdfile.h"
+#include "cmdlive.h"
 #include "cmdorder.h"
 #include "cmdrun.h"
 #include "cmdstream.h"
@@ -96,6 +100,7 @@ typedef struct {
     long retries;                 /* runs of a failing command (0, 1: one) */
     double delay;                 /* seconds between a TM's starts */
     int slots;                    /* --slots */
+    int live;                     /* --line-buffer */
     char progress;                /* --progress: 'b', 'e', 'p', or 0 */
 } cmd_opts_t;
 
@@ -133,6 +138,10 @@ static int cmd_opts(int argc, const char **argv, cmd_opts_t *o)
         }
         if (!strcmp(a, "--slots")) {
             o->slots = 1;
+            continue;
+        }
+        if (!strcmp(a, "--line-buffer")) {
+            o->live = 1;
             continue;
         }
         if (a[0] != '-' && i + 1 == argc) {
@@ -317,6 +326,7 @@ typedef struct {
     cmd_opts_t o;
     char host[CMDRES_HOST];
     cmdenv_t env;                 /* --env-file's: loaded by worker_new, read-only after */
+    cmdlive_t live;               /* --line-buffer: this worker thread's channel */
 } cmd_worker_t;
 
 /* A TM that exits (or unloads the module) takes its commands with it. */
@@ -449,6 +459,17 @@ void *spits_worker_new(int argc, const char *argv[])
         free(w);
         return NULL;
     }
+    w->live.fd = -1;
+    if (w->o.live) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s%s", w->o.taskfile, CMDLIVE_SUFFIX);
+        if (cmdlive_open(&w->live, path, err, sizeof err) != 0) {
+            fprintf(stderr, "cmd: %s: no command runs here\n", err);
+            cmdenv_clear(&w->env);
+            free(w);
+            return NULL;
+        }
+    }
     return w;
 }
 
@@ -478,7 +499,9 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
         r.flags = CMDRES_SKIPPED;
     } else {
         cmdrun_opts_t ro = {w->o.timeout, w->o.cap, rec.seq, w->o.haltfile, rec.display,
-                            w->env.env, w->env.cwd, w->host};
+                            w->env.env, w->env.cwd, w->host, w->o.live ? &w->live : NULL};
+        w->live.index = index;
+        w->live.tag = w->o.tag ? rec.tag : NULL;
         rc = w->o.slots ? cmd_run_slotted(&w->o, argv, rec.nwords, &ro, &r, &slot)
                         : cmd_run_tries(&w->o, argv, &ro, &r);
     }
@@ -493,8 +516,9 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     res.signal = r.signal;
     res.start = r.start;
     res.runtime_ms = r.runtime_ms;
-    res.flags = r.flags;
+    res.flags = r.flags | (w->o.live ? CMDRES_LIVE : 0);
     res.outlen = r.outlen;
+    res.received = r.received;
     res.errlen = r.errlen;
     memcpy(res.host, w->host, sizeof res.host);
     res.slot = slot;
@@ -511,6 +535,10 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
         memcpy(buf + CMDRES_HEADER + r.outlen, r.err, r.errlen);
     memcpy(buf + CMDRES_HEADER + r.outlen + r.errlen, task, (size_t)tasksz);
     cmdrun_clear(&r);
+    if (w->o.live) {
+        w->live.index = index;
+        cmdlive_end(&w->live);      /* (after its lines, in the FIFO's order) */
+    }
     push(buf, (spitssize_t)len, ctx);
     free(buf);
     return 0;
@@ -519,8 +547,10 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
 void spits_worker_finalize(void *wp)
 {
     cmd_worker_t *w = wp;
-    if (w)
+    if (w) {
         cmdenv_clear(&w->env);
+        cmdlive_close(&w->live);
+    }
     free(w);
 }
 
@@ -650,14 +680,14 @@ static void cmd_joblog_line(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t 
         return;
     int n = snprintf(line, sizeof line, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
                      "\t%d\t%d\t%s\n", r->seq, r->host[0] && !c->o.local ? r->host : ":", r->start,
-                     r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
+                     r->runtime_ms / 1000.0, r->received, r->exitval, r->signal,
                      rec->display);
     if (n >= (int)sizeof line) {     /* a long command: its own buffer */
         char *big = malloc((size_t)n + 1);
         if (big) {
             snprintf(big, (size_t)n + 1, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
                      "\t%d\t%d\t%s\n", r->seq, r->host[0] && !c->o.local ? r->host : ":", r->start,
-                     r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
+                     r->runtime_ms / 1000.0, r->received, r->exitval, r->signal,
                      rec->display);
             if (cmd_write_all(c->joblog, big, (size_t)n) != 0)
                 cmd_write_failed(c, "the joblog", c->o.joblog);
