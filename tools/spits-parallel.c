@@ -109,6 +109,7 @@ typedef struct {
     int linesfd;                  /* its read end (the main thread's), or -1 */
     cmdlive_reader_t live;        /* the main thread's */
     int live_failed;              /* the channel failed: said, status 255 */
+    int live_closed;              /* stdout was closed (| head): status 141 */
 } par_t;
 
 static void usage(FILE *f)
@@ -411,13 +412,9 @@ static int par_rm(const char *path, const struct stat *st, int flag, struct FTW 
     return remove(path);
 }
 
-/* A signal that stops the job also halts its commands now: the workers
- * read the halt file (modules/cmd.c) and kill the commands they run,
- * which are in process groups of their own that a terminal's Ctrl-C
- * does not reach. The feed is cut (a job manager waiting for input
- * stops), and the signal goes on to spits-run (a Ctrl-C from the
- * terminal reached it already). */
-static void par_stop(pid_t child, const char *halt_file, const siginfo_t *si)
+/* Halts the job's commands now: the workers read the halt file and kill
+ * the ones they run, and the feed is cut. */
+static void par_halt_now(const char *halt_file)
 {
     int fd = open(halt_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     pfeed_cut();
@@ -426,6 +423,17 @@ static void par_stop(pid_t child, const char *halt_file, const siginfo_t *si)
         (void)w;
         close(fd);
     }
+}
+
+/* A signal that stops the job also halts its commands now: the workers
+ * read the halt file (modules/cmd.c) and kill the commands they run,
+ * which are in process groups of their own that a terminal's Ctrl-C
+ * does not reach. The feed is cut (a job manager waiting for input
+ * stops), and the signal goes on to spits-run (a Ctrl-C from the
+ * terminal reached it already). */
+static void par_stop(pid_t child, const char *halt_file, const siginfo_t *si)
+{
+    par_halt_now(halt_file);
     if (!(si->si_signo == SIGINT && si->si_code == SI_KERNEL))
         kill(child, si->si_signo);
 }
@@ -457,9 +465,10 @@ static int par_lines_open(par_t *p)
 }
 
 /* --line-buffer: prints what the line channel holds now (all of it, at
- * the end: then finish prints what is held too). A damaged channel or an
- * output that fails is said once; the channel is still read, so that no
- * worker waits on it. */
+ * the end: then finish prints what is held too). A stdout closed early
+ * (| head) halts the job quietly, as the job manager's SIGPIPE does
+ * without --line-buffer; a damaged channel or another output error is
+ * said once. The channel is still read, so that no worker waits on it. */
 static void par_lines(par_t *p, int end)
 {
     int rc;
@@ -468,7 +477,11 @@ static void par_lines(par_t *p, int end)
             break;                  /* (signals are looked at in between) */
     if (end)
         cmdlive_reader_finish(&p->live);
-    if ((rc < 0 || p->live.failed) && !p->live_failed) {
+    if (rc >= 0 && p->live.failed && p->live.fail_errno == EPIPE) {
+        if (!p->live_closed)
+            par_halt_now(p->halt_path);
+        p->live_closed = 1;
+    } else if ((rc < 0 || p->live.failed) && !p->live_failed) {
         p->live_failed = 1;
         spits_error("cannot print the commands' lines (--line-buffer): %s",
                     strerror(p->live.failed ? p->live.fail_errno : errno));
@@ -507,9 +520,14 @@ static int par_next_signal(par_t *p, const sigset_t *wait, int sfd, siginfo_t *s
 static int par_run(par_t *p, char **argv)
 {
     int ws, sfd = -1;
-    sigset_t wait, old;
+    sigset_t wait, old, pipe;
     pfeed_main_signals(&wait);
     pthread_sigmask(SIG_BLOCK, &wait, &old);
+    /* --line-buffer: a closed stdout is an EPIPE to take (par_lines) */
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    if (p->lb)
+        pthread_sigmask(SIG_BLOCK, &pipe, NULL);
     if (p->lb && (sfd = signalfd(-1, &wait, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
         spits_error("cannot wait for signals and lines at once: %s", strerror(errno));
         pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -549,11 +567,13 @@ static int par_run(par_t *p, char **argv)
             par_stop(pid, p->halt_path, &si);
         }
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (sfd >= 0) {
         close(sfd);
         par_lines(p, 1);                /* (the task managers are gone) */
+        while (sigtimedwait(&pipe, NULL, &(struct timespec){0, 0}) > 0)
+            ;                           /* (taken as EPIPE) */
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc < 0 ? -1 : WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 
@@ -1298,7 +1318,9 @@ static int par_main(par_t *p, int argc, char **argv)
                    "--jobdir %s (or spits-alloc --jobdir %s)", p->dir, p->dir, p->dir);
     fflush(stdout);
     int jrc = par_run(p, a);
-    rc = jrc < 0 || p->live_failed ? PAR_ERROR : par_status(p, jrc);
+    rc = jrc < 0 || p->live_failed ? PAR_ERROR
+       : p->live_closed            ? 128 + SIGPIPE
+                                   : par_status(p, jrc);
     if (atomic_load(&feed->rc) != 0)
         rc = PAR_ERROR;                 /* (the input failed: said) */
 out:
