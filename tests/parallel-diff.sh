@@ -72,6 +72,10 @@ same cwd /dev/null -k 'echo "$(pwd)" {}' ::: a
 same halt /dev/null -k -j 1 --halt now,fail=1 'echo {}; exit {}' ::: 0 3 0
 [ "$(sed 's/^spits-parallel:/parallel:/' halt.s.err)" = "$(cat halt.p.err)" ] ||
     fail "--halt now said: $(cat halt.s.err)"
+# soon: how many commands still run (none: no line), as GNU parallel says
+same halt-soon /dev/null -k -j 2 --halt soon,fail=1 'sleep 0.{}; exit {}' ::: 3 9
+[ "$(sed 's/^spits-parallel:/parallel:/' halt-soon.s.err)" = "$(cat halt-soon.p.err)" ] ||
+    fail "--halt soon said: $(cat halt-soon.s.err)"
 # stdout closed early: 141 (SIGPIPE), quietly, nothing left in TMPDIR
 # (with --line-buffer spits-parallel's own write fails)
 mkdir htmp
