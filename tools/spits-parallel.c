@@ -744,6 +744,8 @@ static int par_options(par_t *p, int argc, char **argv)
         {"progress", no_argument, NULL, O_PAR_PROGRESS},
         {"line-buffer", no_argument, NULL, O_PAR_LB},
         {"lb", no_argument, NULL, O_PAR_LB},
+        {"linebuffer", no_argument, NULL, O_PAR_LB},
+        {"line-buffered", no_argument, NULL, O_PAR_LB},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
