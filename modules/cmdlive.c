@@ -255,10 +255,12 @@ static void cmdlive_print(cmdlive_reader_t *r, cmdlive_job_t *j, int all)
 {
     for (int s = 0; s < 2; s++) {
         size_t n = all ? j->len[s] : j->whole[s];
+        j->whole[s] = 0;
+        if (!n)
+            continue;               /* (buf may be NULL) */
         cmdlive_emit(r, s, j->buf[s], n);
         memmove(j->buf[s], j->buf[s] + n, j->len[s] - n);
         j->len[s] -= n;
-        j->whole[s] = 0;
     }
 }
 
@@ -320,7 +322,8 @@ static int cmdlive_take(cmdlive_reader_t *r, uint64_t index, int kind, int more,
         j->buf[s] = b;
         j->cap[s] = cap;
     }
-    memcpy(j->buf[s] + j->len[s], p, n);
+    if (n)
+        memcpy(j->buf[s] + j->len[s], p, n);
     j->len[s] += n;
     if (!more)
         j->whole[s] = j->len[s];
