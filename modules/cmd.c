@@ -26,6 +26,9 @@
  *     --progress bar|eta|progress  the committer's progress on stderr:
  *                         redrawn in place on a terminal, else a line at
  *                         most every 10 s and one at the end
+ *     --line-buffer       the workers send each command's lines as they
+ *                         come to TASKFILE.lines, a FIFO spits-parallel
+ *                         reads and prints (cmdlive.h); results carry none
  *
  * spits-parallel writes TASKFILE (cmdfile.h), a file or a stream that
  * it writes as the job runs (cmdstream.h), and runs this module; any
@@ -49,7 +52,9 @@
  * workers run no more commands (they check the file before each one) and
  * with "now" kill the ones running (they check it while they wait).
  * Commands not run are neither written nor logged, so --resume-failed
- * runs them later. The file must be where the workers see it: the job
+ * runs them later. With soon and --local, the workers count their running
+ * commands in TASKFILE.running (cmd_running_map) for the committer's
+ * "Waiting for N jobs". The file must be where the workers see it: the job
  * dir, shared by Slurm TMs anyway.
  *
  * A committer that ends before commit_job (the job manager stopped by a
@@ -73,12 +78,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cmdenv.h"
 #include "cmdfile.h"
+#include "cmdlive.h"
 #include "cmdorder.h"
 #include "cmdrun.h"
 #include "cmdstream.h"
@@ -96,6 +103,7 @@ typedef struct {
     long retries;                 /* runs of a failing command (0, 1: one) */
     double delay;                 /* seconds between a TM's starts */
     int slots;                    /* --slots */
+    int live;                     /* --line-buffer */
     char progress;                /* --progress: 'b', 'e', 'p', or 0 */
 } cmd_opts_t;
 
@@ -133,6 +141,10 @@ static int cmd_opts(int argc, const char **argv, cmd_opts_t *o)
         }
         if (!strcmp(a, "--slots")) {
             o->slots = 1;
+            continue;
+        }
+        if (!strcmp(a, "--line-buffer")) {
+            o->live = 1;
             continue;
         }
         if (a[0] != '-' && i + 1 == argc) {
@@ -311,12 +323,46 @@ void spits_job_manager_finalize(void *jm)
     free(g);
 }
 
+/* --halt soon with this machine's TMs (--local): the commands running
+ * now, for GNU parallel's "Waiting for N jobs", in TASKFILE.running, a
+ * counter every TM's workers and the committer map (MAP_SHARED): a
+ * worker adds one from before it looks at the halt file to its command's
+ * end, the committer reads it after it writes that file. NULL when not
+ * counted (TMs elsewhere: "the running jobs" is said instead). */
+_Static_assert(ATOMIC_LONG_LOCK_FREE == 2, "the counter is shared between processes");
+
+static _Atomic long *cmd_running_map(const cmd_opts_t *o)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    if (!o->local || !o->halt_fail || o->halt_now)
+        return NULL;
+    snprintf(path, sizeof path, "%s.running", o->taskfile);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return NULL;
+    void *m = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && (st.st_size >= (off_t)sizeof(long) ||
+                                ftruncate(fd, sizeof(long)) == 0))
+        m = mmap(NULL, sizeof(long), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+static void cmd_running_unmap(_Atomic long *running)
+{
+    if (running)
+        munmap((void *)running, sizeof(long));
+}
+
 /* ---- worker: runs one command ---- */
 
 typedef struct {
     cmd_opts_t o;
     char host[CMDRES_HOST];
     cmdenv_t env;                 /* --env-file's: loaded by worker_new, read-only after */
+    cmdlive_t live;               /* --line-buffer: this worker thread's channel */
+    _Atomic long *running;        /* cmd_running_map's, or NULL */
 } cmd_worker_t;
 
 /* A TM that exits (or unloads the module) takes its commands with it. */
@@ -449,6 +495,19 @@ void *spits_worker_new(int argc, const char *argv[])
         free(w);
         return NULL;
     }
+    w->live.fd = -1;
+    w->running = cmd_running_map(&w->o);
+    if (w->o.live) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s%s", w->o.taskfile, CMDLIVE_SUFFIX);
+        if (cmdlive_open(&w->live, path, err, sizeof err) != 0) {
+            fprintf(stderr, "cmd: %s: no command runs here\n", err);
+            cmdenv_clear(&w->env);
+            cmd_running_unmap(w->running);
+            free(w);
+            return NULL;
+        }
+    }
     return w;
 }
 
@@ -474,15 +533,21 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     memset(&r, 0, sizeof r);
     int rc = 0;
     unsigned slot = 0;
+    if (w->running)
+        atomic_fetch_add(w->running, 1);
     if (cmdrun_halt_state(w->o.haltfile)) {
         r.flags = CMDRES_SKIPPED;
     } else {
         cmdrun_opts_t ro = {w->o.timeout, w->o.cap, rec.seq, w->o.haltfile, rec.display,
-                            w->env.env, w->env.cwd, w->host};
+                            w->env.env, w->env.cwd, w->host, w->o.live ? &w->live : NULL};
+        w->live.index = index;
+        w->live.tag = w->o.tag ? rec.tag : NULL;
         rc = w->o.slots ? cmd_run_slotted(&w->o, argv, rec.nwords, &ro, &r, &slot)
                         : cmd_run_tries(&w->o, argv, &ro, &r);
     }
     free(argv);
+    if (w->running)
+        atomic_fetch_sub(w->running, 1);
     if (rc != 0) {
         cmdrun_clear(&r);
         return 1;            /* out of memory or pipes here: try elsewhere */
@@ -493,8 +558,9 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
     res.signal = r.signal;
     res.start = r.start;
     res.runtime_ms = r.runtime_ms;
-    res.flags = r.flags;
+    res.flags = r.flags | (w->o.live ? CMDRES_LIVE : 0);
     res.outlen = r.outlen;
+    res.received = r.received;
     res.errlen = r.errlen;
     memcpy(res.host, w->host, sizeof res.host);
     res.slot = slot;
@@ -511,6 +577,10 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
         memcpy(buf + CMDRES_HEADER + r.outlen, r.err, r.errlen);
     memcpy(buf + CMDRES_HEADER + r.outlen + r.errlen, task, (size_t)tasksz);
     cmdrun_clear(&r);
+    if (w->o.live) {
+        w->live.index = index;
+        cmdlive_end(&w->live);      /* (after its lines, in the FIFO's order) */
+    }
     push(buf, (spitssize_t)len, ctx);
     free(buf);
     return 0;
@@ -519,8 +589,11 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
 void spits_worker_finalize(void *wp)
 {
     cmd_worker_t *w = wp;
-    if (w)
+    if (w) {
         cmdenv_clear(&w->env);
+        cmdlive_close(&w->live);
+        cmd_running_unmap(w->running);
+    }
     free(w);
 }
 
@@ -541,6 +614,7 @@ typedef struct {
     uint64_t ndone;               /* --progress: commands written */
     double t0, shown;             /* --progress: start, last line (monotonic) */
     int tty;                      /* --progress: stderr is a terminal */
+    _Atomic long *running;        /* cmd_running_map's, or NULL */
 } cmd_co_t;
 
 static double cmd_now(void)
@@ -650,14 +724,14 @@ static void cmd_joblog_line(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t 
         return;
     int n = snprintf(line, sizeof line, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
                      "\t%d\t%d\t%s\n", r->seq, r->host[0] && !c->o.local ? r->host : ":", r->start,
-                     r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
+                     r->runtime_ms / 1000.0, r->received, r->exitval, r->signal,
                      rec->display);
     if (n >= (int)sizeof line) {     /* a long command: its own buffer */
         char *big = malloc((size_t)n + 1);
         if (big) {
             snprintf(big, (size_t)n + 1, "%" PRIu64 "\t%s\t%.3f\t%10.3f\t0\t%" PRIu64
                      "\t%d\t%d\t%s\n", r->seq, r->host[0] && !c->o.local ? r->host : ":", r->start,
-                     r->runtime_ms / 1000.0, r->outlen, r->exitval, r->signal,
+                     r->runtime_ms / 1000.0, r->received, r->exitval, r->signal,
                      rec->display);
             if (cmd_write_all(c->joblog, big, (size_t)n) != 0)
                 cmd_write_failed(c, "the joblog", c->o.joblog);
@@ -781,6 +855,7 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         return NULL;
     }
     c->joblog = c->done = -1;
+    c->running = cmd_running_map(&c->o);
     c->t0 = c->shown = cmd_now();
     c->tty = c->o.progress && isatty(STDERR_FILENO);
     rc = cmd_done_load(c);
@@ -846,28 +921,34 @@ static void cmd_failed(cmd_co_t *c, const cmdres_t *r, const cmdfile_rec_t *rec)
 {
     c->failed++;
     /* GNU parallel's lines, in its places: each failure under --halt,
-     * and with soon, that no more start (it counts the ones running,
-     * which only the TMs know: not here). */
+     * and with soon, while commands run, that no more start. */
     if (c->o.halt_fail)
         fprintf(stderr, "spits-parallel: This job failed:\n%s\n", rec->display);
     if (!c->o.halt_fail || c->failed < (uint64_t)c->o.halt_fail)
         return;
-    if (!c->o.halt_now)
+    if (!c->halted) {
+        c->halted = 1;
+        c->halt_rc = c->o.halt_fail == 1 ? (r->exitval > 0 && r->exitval < 256 ? r->exitval : 1)
+                                         : (c->failed > 101 ? 101 : (int)c->failed);
+        int fd = open(c->o.haltfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (fd < 0 || cmd_write_all(fd, c->o.halt_now ? "now\n" : "soon\n",
+                                    c->o.halt_now ? 4 : 5) != 0)
+            fprintf(stderr, "cmd: cannot write %s: %s: running commands go on\n",
+                    c->o.haltfile, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        atomic_store(&cmd_halted, 1);
+    }
+    if (c->o.halt_now)
+        return;
+    /* (counted after the halt file is written: no command starts after) */
+    long n = c->running ? atomic_load(c->running) : -1;
+    if (n > 0)
+        fprintf(stderr, "spits-parallel: Starting no more jobs. Waiting for %ld jobs to "
+                "finish.\n", n);
+    else if (n < 0)
         fprintf(stderr, "spits-parallel: Starting no more jobs. Waiting for the running "
                 "jobs to finish.\n");
-    if (c->halted)
-        return;
-    c->halted = 1;
-    c->halt_rc = c->o.halt_fail == 1 ? (r->exitval > 0 && r->exitval < 256 ? r->exitval : 1)
-                                     : (c->failed > 101 ? 101 : (int)c->failed);
-    int fd = open(c->o.haltfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0 || cmd_write_all(fd, c->o.halt_now ? "now\n" : "soon\n",
-                                c->o.halt_now ? 4 : 5) != 0)
-        fprintf(stderr, "cmd: cannot write %s: %s: running commands go on\n",
-                c->o.haltfile, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    atomic_store(&cmd_halted, 1);
 }
 
 int spits_committer_commit_pit(void *co, const void *result, spitssize_t sz)
@@ -950,6 +1031,7 @@ void spits_committer_finalize(void *co)
         }
     }
     cmdorder_clear(&c->held, cmd_held_free);
+    cmd_running_unmap(c->running);
     free(c->emitted);
     if (c->done >= 0)
         close(c->done);

@@ -2,6 +2,7 @@
  * cmdfile.c - the task file and result formats of the command module
  * (see cmdfile.h). Built into cmd.so and into spits-parallel.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -197,6 +198,8 @@ char *cmdfile_slot_subst(const char *s, unsigned slot)
 
 void cmdres_pack(const cmdres_t *r, unsigned char *out)
 {
+    /* (a live result's stdout length field is its Receive count) */
+    assert(!(r->flags & CMDRES_LIVE) || r->outlen == 0);
     memset(out, 0, CMDRES_HEADER);
     memcpy(out, &r->seq, 8);
     memcpy(out + 8, &r->exitval, 4);
@@ -204,7 +207,7 @@ void cmdres_pack(const cmdres_t *r, unsigned char *out)
     memcpy(out + 16, &r->start, 8);
     memcpy(out + 24, &r->runtime_ms, 4);
     memcpy(out + 28, &r->flags, 4);
-    memcpy(out + 32, &r->outlen, 8);
+    memcpy(out + 32, r->flags & CMDRES_LIVE ? &r->received : &r->outlen, 8);
     memcpy(out + 40, &r->errlen, 8);
     memcpy(out + 48, r->host, strnlen(r->host, CMDRES_HOST - 1));
     memcpy(out + 112, &r->slot, 4);
@@ -225,6 +228,9 @@ int cmdres_unpack(cmdres_t *r, const unsigned char *buf, size_t len)
     memcpy(r->host, buf + 48, CMDRES_HOST);
     r->host[CMDRES_HOST - 1] = '\0';
     memcpy(&r->slot, buf + 112, 4);
+    r->received = r->outlen;
+    if (r->flags & CMDRES_LIVE)
+        r->outlen = 0;
     if (r->outlen > len - CMDRES_HEADER || r->errlen > len - CMDRES_HEADER - r->outlen)
         return -1;
     return 0;

@@ -29,6 +29,11 @@
  *                             120    stdout bytes, then stderr bytes,
  *                                     then the task's bytes
  *
+ * With CMDRES_LIVE (--line-buffer: the command's lines went out live,
+ * cmdlive.h), the result carries no stdout: its stdout length is the
+ * bytes the command wrote there (the joblog's Receive), and its stderr
+ * only what the worker says about the command.
+ *
  * Numbers are in the byte order of the machines (a job's TMs and JM
  * share one); the start time is a double.
  */
@@ -93,13 +98,15 @@ char *cmdfile_slot_subst(const char *s, unsigned slot);
 #define CMDRES_SPAWN 4u          /* could not be started (stderr says why) */
 #define CMDRES_SKIPPED 8u        /* not run: the job halted (--halt) */
 #define CMDRES_HALTED 16u        /* killed: the job halted now */
+#define CMDRES_LIVE 32u          /* its lines went out live (see above) */
 
 typedef struct {
     uint64_t seq;
     int32_t exitval, signal;
     double start;
     uint32_t runtime_ms, flags, slot;
-    uint64_t outlen, errlen;
+    uint64_t outlen, errlen;      /* the stdout and stderr the result carries */
+    uint64_t received;            /* stdout bytes the command wrote */
     char host[CMDRES_HOST];
 } cmdres_t;
 

@@ -180,11 +180,25 @@ static ssize_t cmdrun_read(cmdrun_t *r, int *fd, int which)
         if (rc)
             return -1;
         got += n;
+        if (!which)
+            r->received += (uint64_t)n;
         if (got >= (ssize_t)sizeof buf * 16)
             return got;                   /* let the caller check the cap */
     }
     close(*fd);
     *fd = -1;
+    return got;
+}
+
+/* cmdrun_read, then with --line-buffer the complete lines go out live
+ * (last: the command ended, all of it goes). -1 when out of memory. */
+static ssize_t cmdrun_take(cmdrun_t *r, int *fd, int which, const cmdrun_opts_t *o)
+{
+    ssize_t got = *fd >= 0 ? cmdrun_read(r, fd, which) : 0;
+    if (got >= 0 && o->live &&
+        cmdlive_lines(o->live, which ? CMDLIVE_ERR : CMDLIVE_OUT, which ? r->err : r->out,
+                      which ? &r->errlen : &r->outlen, *fd < 0) != 0)
+        return -1;
     return got;
 }
 
@@ -280,7 +294,7 @@ int cmdrun_exec(char *const *argv, const cmdrun_opts_t *o, cmdrun_t *r)
             break;
         for (int i = 0; i < 2; i++)
             if (fd[i] >= 0 && (reaped || (pn > 0 && pf[i].revents)) &&
-                cmdrun_read(r, &fd[i], i) < 0) {
+                cmdrun_take(r, &fd[i], i, o) < 0) {
                 rc = -1;
                 r->flags |= CMDRES_CAP;
             }
@@ -316,6 +330,11 @@ int cmdrun_exec(char *const *argv, const cmdrun_opts_t *o, cmdrun_t *r)
             break;
         }
     }
+    /* --line-buffer: the lines left, and an unfinished last one, go out
+     * now (what is said below stays in the result) */
+    for (int i = 0; i < 2 && o->live; i++)
+        if (cmdrun_take(r, &fd[i], i, o) < 0)
+            rc = -1;
     if (!reaped) {
         kill(-pid, SIGKILL);
         waitpid(pid, &ws, 0);

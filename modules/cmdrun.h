@@ -2,13 +2,17 @@
  * cmdrun.h - runs one command for the command module's worker: spawned
  * without a shell (posix_spawnp) in a process group of its own, stdin
  * from /dev/null, stdout and stderr captured up to a cap, with an
- * optional time limit.
+ * optional time limit. With --line-buffer, its complete lines go to the
+ * live output channel as they come (cmdlive.h) and only an unfinished
+ * last line is kept (the cap bounds it).
  */
 #ifndef CMDRUN_H
 #define CMDRUN_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "cmdlive.h"
 
 typedef struct {
     double timeout;          /* seconds; 0: none */
@@ -19,6 +23,7 @@ typedef struct {
     char *const *env;        /* its environment (NULL: this process's) */
     const char *cwd;         /* its directory (NULL: this process's) */
     const char *host;        /* this host's name, for a missing cwd's message */
+    cmdlive_t *live;         /* --line-buffer: where lines go (NULL: kept) */
 } cmdrun_opts_t;
 
 typedef struct {
@@ -28,6 +33,7 @@ typedef struct {
     uint32_t flags;          /* CMDRES_* (cmdfile.h) */
     double start;            /* epoch seconds */
     uint32_t runtime_ms;
+    uint64_t received;       /* stdout bytes read (the joblog's Receive) */
 } cmdrun_t;
 
 /* Runs argv (argc >= 1 words) and fills r. 0; -1 only when out of

@@ -72,10 +72,15 @@ same cwd /dev/null -k 'echo "$(pwd)" {}' ::: a
 same halt /dev/null -k -j 1 --halt now,fail=1 'echo {}; exit {}' ::: 0 3 0
 [ "$(sed 's/^spits-parallel:/parallel:/' halt.s.err)" = "$(cat halt.p.err)" ] ||
     fail "--halt now said: $(cat halt.s.err)"
+# soon: how many commands still run (none: no line), as GNU parallel says
+same halt-soon /dev/null -k -j 2 --halt soon,fail=1 'sleep 0.{}; exit {}' ::: 3 9
+[ "$(sed 's/^spits-parallel:/parallel:/' halt-soon.s.err)" = "$(cat halt-soon.p.err)" ] ||
+    fail "--halt soon said: $(cat halt-soon.s.err)"
 # stdout closed early: 141 (SIGPIPE), quietly, nothing left in TMPDIR
+# (with --line-buffer spits-parallel's own write fails)
 mkdir htmp
-for prog in parallel "$SP"; do
-    TMPDIR=$T/htmp "$prog" -j 3 'sleep {}; echo {}' ::: 0 1 1 2>"head.err" | head -1 >/dev/null
+for prog in parallel "$SP" "$SP --lb"; do
+    TMPDIR=$T/htmp $prog -j 3 'sleep {}; echo {}' ::: 0 1 1 2>"head.err" | head -1 >/dev/null
     rc=${PIPESTATUS[0]}
     [ "$rc" = 141 ] && [ ! -s head.err ] || fail "$prog | head -1: exit $rc: $(cat head.err)"
 done
@@ -118,6 +123,26 @@ same results-quiet /dev/null -k --results rq 'echo {}; echo e >&2' ::: a
 [ -s results-quiet.s.err ] && fail "--results: stderr has $(cat results-quiet.s.err)"
 [ "$(wc -c <big.s)" = 20000000 ] || fail "big: $(wc -c <big.s) bytes, not 20000000"
 grep -q '^err a$' stderr.s.err || fail "stderr: the commands' stderr is not on stderr"
+
+# --line-buffer: each line as it is written, whole, both streams, each
+# line tagged; the commands take turns through files (./after F waits
+# for F, 10 s at most), and a line has 0.2 s to be printed before the
+# other command's.
+printf '#!/bin/sh\nfor i in $(seq 100); do [ -e "$1" ] && exit 0; sleep 0.1; done; exit 1\n' >after
+chmod +x after
+same lb-j1 /dev/null -j1 --lb 'echo {}; echo e{} >&2; printf x{}' ::: a b
+lb_a='echo a1; echo e1 >&2; sleep 0.2; touch f1; ./after f2; echo a2; printf a3; sleep 0.2; touch f3'
+lb_b='./after f1; echo b1; echo e2 >&2; sleep 0.2; touch f2; ./after f3; echo b2; rm -f f1 f2 f3'
+same lb-tag /dev/null --line-buffer --tag ::: "$lb_a" "$lb_b"
+for c in lb-j1 lb-tag; do
+    cmp -s "$c.p.err" "$c.s.err" || fail "$c: stderr differs: $(diff "$c.p.err" "$c.s.err")"
+done
+printf '%s\ta1\n%s\tb1\n%s\ta2\n%s\ta3%s\tb2\n' "$lb_a" "$lb_b" "$lb_a" "$lb_a" "$lb_b" >lb-want
+cmp -s lb-tag.s lb-want || fail "--lb --tag printed: $(cat lb-tag.s)"
+# -k: the oldest command's lines, then each later one's when it is oldest
+same lb-keep /dev/null --lb -k 'sleep 0.{}; echo {}; echo {}{}' ::: 3 1 2
+# (--lb --retries: GNU parallel prints a failed run's lines only when it
+# read them before the run ended, so its output varies: parallel-stream.sh)
 
 # Joblogs: every column but Starttime, JobRuntime and Host, by Seq.
 joblog_cols() { awk -F '\t' 'NR > 1 { print $1 "\t" $5 "\t" $6 "\t" $7 "\t" $8 "\t" $9 }' "$1" | sort -n; }

@@ -119,6 +119,13 @@ rc=$?
     fail "-X2 said: $(cat bad.log)"
 "$SP" --halt sometimes echo ::: a >bad.out 2>bad.log
 [ $? = 255 ] && [ "$(wc -l <bad.log)" = 1 ] || fail "a bad --halt: $(cat bad.log)"
+# --line-buffer with what it cannot go with: one line naming it.
+for o in "--jobdir $T/lbj" "--results lbr" "--max-copies 2"; do
+    "$SP" --lb $o echo ::: a >bad.out 2>bad.log
+    [ $? = 255 ] && [ "$(wc -l <bad.log)" = 1 ] && [ ! -s bad.out ] &&
+        grep -q -- "--line-buffer does not go with ${o% *}" bad.log || fail "--lb $o: $(cat bad.log)"
+done
+[ ! -e "$T/lbj" ] && [ ! -e lbr ] || fail "a refused --lb made its directories"
 # GNU parallel's features not here are refused, not run wrong.
 "$SP" echo '{= s/a/b/ =}' ::: a >bad.out 2>bad.log
 [ $? = 255 ] && [ "$(wc -l <bad.log)" = 1 ] && [ ! -s bad.out ] || fail "{= =}: $(cat bad.log)"

@@ -27,6 +27,33 @@ rc=$?
 [ "$(cat out.before-b)" = a ] || fail "a was not printed within 3 s, before b came: '$(cat out.before-b)'"
 [ "$(sort out | tr '\n' ' ')" = "a b " ] || fail "a streamed input printed: $(cat out)"
 
+# --line-buffer: a line is printed as the command writes it, an
+# unfinished one only when it ends; with -k the oldest command's lines
+# as they come and the later ones' after it. The commands look at the
+# outputs 2 s after their first line, while they run.
+timeout -s KILL 60 "$SP" --lb ::: 'echo a; printf b; sleep 2; cp lb.out lb.before; echo c' \
+    >lb.out 2>lb.err &
+LB=$!
+timeout -s KILL 60 "$SP" -j 2 -k --lb ::: 'echo a; sleep 2; cp lbk.out lbk.before; echo a2' 'echo b' \
+    >lbk.out 2>lbk.err
+rc=$?
+wait "$LB" || fail "--lb: exit $?: $(cat lb.err)"
+[ "$rc" = 0 ] || fail "--lb -k: exit $rc: $(cat lbk.err)"
+[ "$(cat lb.before)" = a ] || fail "--lb: 2 s into the command, it had printed '$(cat lb.before)'"
+[ "$(tr '\n' ' ' <lb.out)" = "a bc " ] || fail "--lb printed: $(cat lb.out)"
+[ "$(cat lbk.before)" = a ] || fail "--lb -k: 2 s into the command, it had printed '$(cat lbk.before)'"
+[ "$(tr '\n' ' ' <lbk.out)" = "a a2 b " ] || fail "--lb -k printed: $(cat lbk.out)"
+# Long lines (several frames) of three commands at once come out whole;
+# each run of a command that --retries runs again prints its lines.
+"$SP" -j 3 --lb 'for i in 1 2 3; do head -c 30000 /dev/zero | tr "\0" {}; echo; done' ::: x y z |
+    awk '{ bad += length($0) != 30000 || $0 !~ ("^" substr($0, 1, 1) "+$") } END { print NR, bad + 0 }' \
+    >lbl.out
+[ "$(cat lbl.out)" = "9 0" ] || fail "--lb long lines: $(cat lbl.out) (lines, not whole)"
+"$SP" -j 1 --lb --retries 2 --tag 'echo try; exit 1' ::: a >lbr.out 2>lbr.err
+rc=$?
+[ "$rc" = 1 ] && [ "$(tr '\t\n' ': ' <lbr.out)" = "a:try a:try " ] ||
+    fail "--lb --retries 2: exit $rc, printed $(cat lbr.out) $(cat lbr.err)"
+
 # The input options stream too: --header : takes stdin's first line,
 # -N2 each two records, --colsep their columns, :::+ a source linked to
 # stdin; the first command runs before the rest of the input is written.

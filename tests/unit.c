@@ -12,6 +12,7 @@
 #include "joins.h"
 #include "alloc-policy.h"
 #include "cmdorder.h"
+#include "cmdlive.h"
 #include "cmdenv.h"
 #include "elfcheck.h"
 #include "resources.h"
@@ -55,6 +56,7 @@ int main(void)
         {"hashtab", spits_hashtab_selftest},
         {"idmap", spits_idmap_selftest},
         {"cmdorder", cmdorder_selftest},
+        {"cmdlive", cmdlive_selftest},
         {"jobdir", spits_jobdir_selftest},
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},

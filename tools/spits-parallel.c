@@ -15,6 +15,12 @@
  *
  * --resume and --resume-failed read the joblog here: the tasks they skip
  * are left out of the task stream, the others keep their numbers.
+ *
+ * --line-buffer: the workers write each command's lines as they come to
+ * a second FIFO in the job dir (cmdlive.h), which the main thread reads
+ * and prints while it waits for the job (par_run); the results carry no
+ * output then. The FIFO joins only this machine's task managers, so
+ * --jobdir (task managers from anywhere) refuses it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,7 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -36,6 +44,7 @@
 
 #include "cmdenv.h"
 #include "cmdfile.h"
+#include "cmdlive.h"
 #include "jobdir.h"
 #include "resources.h"
 #include "log.h"
@@ -97,6 +106,12 @@ typedef struct {
     char **names;                 /* --header: position names */
     size_t nnames;
     char **hwords;                /* --header: the words, {NAME} as {N} */
+    int lb;                       /* --line-buffer */
+    char lines[PATH_MAX];         /* --line-buffer: its FIFO (cmdlive.h) */
+    int linesfd;                  /* its read end (the main thread's), or -1 */
+    cmdlive_reader_t live;        /* the main thread's */
+    int live_failed;              /* the channel failed: said, status 255 */
+    int live_closed;              /* stdout was closed (| head): status 141 */
 } par_t;
 
 static void usage(FILE *f)
@@ -118,13 +133,17 @@ static void usage(FILE *f)
 "(nothing past the last), {0} as {}, {NAME} with --header. Without any,\n"
 "the arguments are appended. The command line runs in a shell, its\n"
 "arguments quoted, as with GNU parallel (plain command lines run without).\n"
-"Not here (refused, naming the option): {= =}, {+...}, --pipe, -X,\n"
-"--line-buffer and GNU parallel's other options.\n"
+"Not here (refused, naming the option): {= =}, {+...}, --pipe, -X and\n"
+"GNU parallel's other options.\n"
 "\n"
 "  -k, --keep-order       outputs in argument order (else as commands end)\n"
 "  -j, --jobs N           commands at once per local task manager (one per\n"
 "                         online core); with --jobdir, the TMs' own --workers\n"
 "      --tag              prefix each output line with the arguments and a tab\n"
+"      --line-buffer, --lb  print each line a command writes as it is\n"
+"                         written (whole lines; with -k the oldest\n"
+"                         command's, the others' when theirs is next); not\n"
+"                         with --jobdir, --results or --max-copies above 1\n"
 "      --joblog FILE      one line per command, GNU parallel's format (-:\n"
 "                         stdout)\n"
 "      --resume           with --joblog: skip the commands it has\n"
@@ -401,13 +420,9 @@ static int par_rm(const char *path, const struct stat *st, int flag, struct FTW 
     return remove(path);
 }
 
-/* A signal that stops the job also halts its commands now: the workers
- * read the halt file (modules/cmd.c) and kill the commands they run,
- * which are in process groups of their own that a terminal's Ctrl-C
- * does not reach. The feed is cut (a job manager waiting for input
- * stops), and the signal goes on to spits-run (a Ctrl-C from the
- * terminal reached it already). */
-static void par_stop(pid_t child, const char *halt_file, const siginfo_t *si)
+/* Halts the job's commands now: the workers read the halt file and kill
+ * the ones they run, and the feed is cut. */
+static void par_halt_now(const char *halt_file)
 {
     int fd = open(halt_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     pfeed_cut();
@@ -416,6 +431,17 @@ static void par_stop(pid_t child, const char *halt_file, const siginfo_t *si)
         (void)w;
         close(fd);
     }
+}
+
+/* A signal that stops the job also halts its commands now: the workers
+ * read the halt file (modules/cmd.c) and kill the commands they run,
+ * which are in process groups of their own that a terminal's Ctrl-C
+ * does not reach. The feed is cut (a job manager waiting for input
+ * stops), and the signal goes on to spits-run (a Ctrl-C from the
+ * terminal reached it already). */
+static void par_stop(pid_t child, const char *halt_file, const siginfo_t *si)
+{
+    par_halt_now(halt_file);
     if (!(si->si_signo == SIGINT && si->si_code == SI_KERNEL))
         kill(child, si->si_signo);
 }
@@ -429,20 +455,98 @@ static void par_die_with_parent(pid_t parent)
         _exit(128 + SIGTERM);
 }
 
+/* --line-buffer's FIFO, held open for reading (and writing: it never
+ * reads as ended while no worker has it open) for the job's life. */
+static int par_lines_open(par_t *p)
+{
+    snprintf(p->lines, sizeof p->lines, "%s%s", p->tasks, CMDLIVE_SUFFIX);
+    if ((unlink(p->lines) != 0 && errno != ENOENT) || mkfifo(p->lines, 0600) != 0 ||
+        (p->linesfd = open(p->lines, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
+        spits_error("cannot make the line channel %s: %s", p->lines, strerror(errno));
+        return -1;
+    }
+    if (cmdlive_reader_init(&p->live, p->keep, STDOUT_FILENO, STDERR_FILENO) != 0) {
+        spits_error("%s", "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* --line-buffer: prints what the line channel holds now (all of it, at
+ * the end: then finish prints what is held too). A stdout closed early
+ * (| head) halts the job quietly, as the job manager's SIGPIPE does
+ * without --line-buffer; a damaged channel or another output error is
+ * said once. The channel is still read, so that no worker waits on it. */
+static void par_lines(par_t *p, int end)
+{
+    int rc;
+    while ((rc = cmdlive_reader_read(&p->live, p->linesfd)) > 0)
+        if (!end)
+            break;                  /* (signals are looked at in between) */
+    if (end)
+        cmdlive_reader_finish(&p->live);
+    if (rc >= 0 && p->live.failed && p->live.fail_errno == EPIPE) {
+        if (!p->live_closed)
+            par_halt_now(p->halt_path);
+        p->live_closed = 1;
+    } else if ((rc < 0 || p->live.failed) && !p->live_failed) {
+        p->live_failed = 1;
+        spits_error("cannot print the commands' lines (--line-buffer): %s",
+                    strerror(p->live.failed ? p->live.fail_errno : errno));
+    }
+    if (rc < 0)
+        p->live.inlen = 0;          /* (a damaged frame: what follows is lost) */
+}
+
+/* The next signal of wait (a SIGCHLD, or one that stops the job); with
+ * --line-buffer, printing the line channel's lines until one comes. */
+static int par_next_signal(par_t *p, const sigset_t *wait, int sfd, siginfo_t *si)
+{
+    if (sfd < 0)
+        return sigwaitinfo(wait, si);
+    for (;;) {
+        struct signalfd_siginfo ss;
+        struct pollfd pf[2] = {{sfd, POLLIN, 0}, {p->linesfd, POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0 && errno != EINTR)
+            return -1;
+        if (pf[1].revents)
+            par_lines(p, 0);
+        if (pf[0].revents && read(sfd, &ss, sizeof ss) == (ssize_t)sizeof ss) {
+            memset(si, 0, sizeof *si);
+            si->si_signo = (int)ss.ssi_signo;
+            si->si_code = ss.ssi_code;
+            return si->si_signo;
+        }
+    }
+}
+
 /* Runs argv and waits for it, passing on the signals that stop a job.
  * They are blocked in every thread (the feed's from its start) and
- * taken here, with the child's end, by sigwaitinfo: no handler, and
+ * taken here, with the child's end, by sigwaitinfo (a signalfd with
+ * --line-buffer, whose lines are printed meanwhile): no handler, and
  * none left pending behind a blocking call. */
-static int par_run(char **argv, const char *halt_file)
+static int par_run(par_t *p, char **argv)
 {
-    int ws;
-    sigset_t wait, old;
+    int ws, sfd = -1;
+    sigset_t wait, old, pipe;
     pfeed_main_signals(&wait);
     pthread_sigmask(SIG_BLOCK, &wait, &old);
+    /* --line-buffer: a closed stdout is an EPIPE to take (par_lines) */
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    if (p->lb)
+        pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+    if (p->lb && (sfd = signalfd(-1, &wait, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+        spits_error("cannot wait for signals and lines at once: %s", strerror(errno));
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return -1;
+    }
     pid_t self = getpid(), pid = fork();
     if (pid < 0) {
         spits_error("cannot start %s: %s", argv[0], strerror(errno));
         pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (sfd >= 0)
+            close(sfd);
         return -1;
     }
     if (pid == 0) {
@@ -455,23 +559,30 @@ static int par_run(char **argv, const char *halt_file)
         fprintf(stderr, "spits-parallel: error: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    int rc = 0;
     for (;;) {
         siginfo_t si;
-        int sig = sigwaitinfo(&wait, &si);
+        int sig = par_next_signal(p, &wait, sfd, &si);
         if (sig == SIGCHLD) {
             pid_t w = waitpid(pid, &ws, WNOHANG);
             if (w == pid)
                 break;
             if (w < 0 && errno != EINTR) {
-                pthread_sigmask(SIG_SETMASK, &old, NULL);
-                return -1;
+                rc = -1;
+                break;
             }
         } else if (sig > 0) {
-            par_stop(pid, halt_file, &si);
+            par_stop(pid, p->halt_path, &si);
         }
     }
+    if (sfd >= 0) {
+        close(sfd);
+        par_lines(p, 1);                /* (the task managers are gone) */
+        while (sigtimedwait(&pipe, NULL, &(struct timespec){0, 0}) > 0)
+            ;                           /* (taken as EPIPE) */
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    return rc < 0 ? -1 : WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 
 /* What word w is: 0 an argument, 1 :::, 2 ::::, 3 :::+, 4 ::::+. */
@@ -535,7 +646,7 @@ static const char *par_option_name(const char *arg, int opt)
 }
 
 enum { O_PAR_COLSEP = 512, O_PAR_HEADER, O_PAR_RETRIES, O_PAR_DELAY, O_PAR_BAR,
-       O_PAR_ETA, O_PAR_PROGRESS };
+       O_PAR_ETA, O_PAR_PROGRESS, O_PAR_LB };
 
 /* The options of GNU parallel's input and retries (-N, -0, --colsep,
  * --header, --retries, --delay); 0, or -1 after saying why. */
@@ -553,6 +664,7 @@ static int par_more_options(par_t *p, int c, const char *arg)
     case O_PAR_BAR: p->progress = "bar"; break;
     case O_PAR_ETA: p->progress = "eta"; break;
     case O_PAR_PROGRESS: p->progress = "progress"; break;
+    case O_PAR_LB: p->lb = 1; break;
     case O_PAR_COLSEP:
         if (p->colsep)
             regfree(&p->colsep_re);
@@ -584,6 +696,19 @@ static int par_more_options(par_t *p, int c, const char *arg)
         break;
     }
     return 0;
+}
+
+/* What --line-buffer cannot go with, and why; NULL: nothing. */
+static const char *par_lb_conflict(const par_t *p)
+{
+    if (p->jobdir)
+        return "--jobdir: its lines reach this machine's task managers only, and with "
+               "--jobdir they may join from anywhere";
+    if (p->results)
+        return "--results: the outputs go to its files, not to the terminal";
+    if (p->max_copies && strcmp(p->max_copies, "1"))
+        return "--max-copies above 1: each copy's lines would be printed";
+    return NULL;
 }
 
 static int par_options(par_t *p, int argc, char **argv)
@@ -629,6 +754,10 @@ static int par_options(par_t *p, int argc, char **argv)
         {"bar", no_argument, NULL, O_PAR_BAR},
         {"eta", no_argument, NULL, O_PAR_ETA},
         {"progress", no_argument, NULL, O_PAR_PROGRESS},
+        {"line-buffer", no_argument, NULL, O_PAR_LB},
+        {"lb", no_argument, NULL, O_PAR_LB},
+        {"linebuffer", no_argument, NULL, O_PAR_LB},
+        {"line-buffered", no_argument, NULL, O_PAR_LB},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
@@ -734,7 +863,7 @@ static int par_options(par_t *p, int argc, char **argv)
         case 'V': printf("spits-parallel %s\n", PACKAGE_VERSION); exit(0);
         case 'N': case 'n': case '0': case O_PAR_COLSEP: case O_PAR_HEADER:
         case O_PAR_RETRIES: case O_PAR_DELAY: case O_PAR_BAR: case O_PAR_ETA:
-        case O_PAR_PROGRESS:
+        case O_PAR_PROGRESS: case O_PAR_LB:
             break;                      /* (par_more_options) */
         case ':':
             return par_bad("option '%s' needs a value", par_option_name(argv[at], optopt));
@@ -749,6 +878,8 @@ static int par_options(par_t *p, int argc, char **argv)
     if (p->tms && p->jobdir)
         return par_bad("%s", "--tms starts local task managers, --jobdir none: start "
                        "them with spits-tm --jobdir DIR (or spits-alloc)");
+    if (p->lb && par_lb_conflict(p))
+        return par_bad("--line-buffer does not go with %s", par_lb_conflict(p));
 
     /* The command, then the input sources. */
     int i = optind;
@@ -850,7 +981,9 @@ static int par_workdir(par_t *p)
     unlink(p->halt_path);
     unlink(done);                   /* (the module's notes of a past job) */
     unlink(spool);
-    return par_fifo(p);
+    if (par_fifo(p) != 0)
+        return -1;
+    return p->lb ? par_lines_open(p) : 0;
 }
 
 /* The joblog: a new one (the header), or with --resume* appended to. */
@@ -1107,6 +1240,8 @@ static int par_command(par_t *p, char **a, char *prog, char *module, char *jobs,
         }
     if (p->slots)
         a[n++] = "--slots";
+    if (p->lb)
+        a[n++] = "--line-buffer";
     a[n++] = "--status";
     a[n++] = p->status;
     a[n++] = p->tasks;
@@ -1160,6 +1295,10 @@ static void par_free(par_t *p)
     free(p->hwords);
     if (p->colsep)
         regfree(&p->colsep_re);
+    cmdlive_reader_clear(&p->live);
+    if (p->linesfd >= 0)
+        close(p->linesfd);
+    p->linesfd = -1;
     p->src = NULL;
     p->skip = NULL;
     p->nsrc = p->nskip = 0;
@@ -1169,6 +1308,7 @@ static int par_main(par_t *p, int argc, char **argv)
 {
     int rc;
     pfeed_t *feed = &p->feed;
+    p->linesfd = -1;
     if ((rc = par_options(p, argc, argv)) != 0)
         return rc;
     if (p->joblog && par_joblog_check(p) != 0)
@@ -1214,8 +1354,10 @@ static int par_main(par_t *p, int argc, char **argv)
         spits_info("the job manager runs in %s: start task managers with spits-tm "
                    "--jobdir %s (or spits-alloc --jobdir %s)", p->dir, p->dir, p->dir);
     fflush(stdout);
-    int jrc = par_run(a, p->halt_path);
-    rc = jrc < 0 ? PAR_ERROR : par_status(p, jrc);
+    int jrc = par_run(p, a);
+    rc = jrc < 0 || p->live_failed ? PAR_ERROR
+       : p->live_closed            ? 128 + SIGPIPE
+                                   : par_status(p, jrc);
     if (atomic_load(&feed->rc) != 0)
         rc = PAR_ERROR;                 /* (the input failed: said) */
 out:
