@@ -39,7 +39,7 @@ def out(workload, runtime, rate, note=""):
 def spits_job(d, job):
     """spits-jm JOB... in job dir d/job + one spits-tm (2 workers), CURVE
     on: the JM's exit status, its stdout and the seconds from the TM's
-    join to the end."""
+    join to the end, and its report."""
     jm = subprocess.Popen([ROOT + "/jobmanager/spits-jm", "-q", "--journal", "off",
                            "--jobdir", d + "/job", "--bind", "tcp://127.0.0.1:0"] + job,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -51,7 +51,14 @@ def spits_job(d, job):
     rep = json.load(open(d + "/job/report.json"))
     joins = [e["t"] for e in rep["timeline"]["tm_events"] if e["event"] == "join"]
     shutil.rmtree(d)
-    return jm.returncode, o, rep["seconds"] - (min(joins) if joins else 0)
+    return jm.returncode, o, rep["seconds"] - (min(joins) if joins else 0), rep
+
+
+def steady_rate(rep):
+    """Tasks/s once tasks flow: from the first timeline point (taken each
+    second) with tasks committed to the last."""
+    pts = [p for p in rep["timeline"]["points"] if p[1] > 0]
+    return (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0]) if len(pts) > 1 else 0
 
 
 def spits(workload):
@@ -59,7 +66,7 @@ def spits(workload):
     d = tempfile.mkdtemp(prefix="peers-spits.")
     n = N_SPITS_EMPTY if workload == "empty" else N[workload]
     args = {"empty": [], "10ms": ["-s", "10000"], "1MB": ["-t", str(MB)]}[workload]
-    rc, o, secs = spits_job(d, [ROOT + "/modules/.libs/bench.so", "-n", str(n)] + args)
+    rc, o, secs, _ = spits_job(d, [ROOT + "/modules/.libs/bench.so", "-n", str(n)] + args)
     if rc != 0 or b"checksum" not in o:
         raise RuntimeError("spits job failed")
     out(workload, "spits", n / secs, "%d tasks, from the TM's join" % n)
@@ -95,12 +102,15 @@ def spits_py(workload):
     n = N[workload] * (10 if workload == "empty" else 1)
     with open(d + "/job.py", "w") as f:
         f.write(PY_JOB)
-    rc, o, secs = spits_job(d, [d + "/job.py", str(n), workload])
+    rc, o, secs, rep = spits_job(d, [d + "/job.py", str(n), workload])
     if rc != 0 or o.split() != [b"committed", str(n).encode()]:
         raise RuntimeError("spits Python job failed: %r" % o)
     note = "%d tasks, from the TM's join; the Python functions Dask runs" % n
     if workload == "10ms":
+        steady = steady_rate(rep)
         note += "; %.1f%% of ideal (2 workers / 10 ms)" % (100 * n / secs / 200)
+        note += ("; %.1f%% once tasks flow (worker processes started)" % (100 * steady / 200)
+                 if steady else "; too short to tell the rate once tasks flow")
     out(workload, "spits-python", n / secs, note)
 
 
