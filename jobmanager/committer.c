@@ -265,12 +265,14 @@ int jm_committer_replay(jm_t *jm, jm_phase_t *p, const spits_jr_phase_t *rp)
  * it crashed or timed out. */
 static void joblog_add(jm_t *jm, const jm_phase_t *p, const jm_commit_t *c, int rc)
 {
+    const char *why = NULL;
     if (c->status != SPITS_ST_OK) {
         const jm_failure_t *f = (const jm_failure_t *)c->owned;
         rc = f && f->has_rc ? f->rc : -1;
+        why = f && f->why[0] ? f->why : NULL;
     }
     jm_joblog_add(jm->joblog, p->st.id, c->id, c->log_host, c->log_start, c->log_run,
-                  c->log_in, c->status == SPITS_ST_OK ? c->len : 0, rc);
+                  c->log_in, c->status == SPITS_ST_OK ? c->len : 0, rc, why);
 }
 
 void jm_committer_run(jm_t *jm, jm_phase_t *p)

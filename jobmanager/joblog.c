@@ -210,9 +210,10 @@ static char *joblog_frac(char *out, unsigned ms)
 
 void jm_joblog_add(jm_joblog_t *jl, uint32_t phase, uint64_t id, uint32_t host,
                    uint32_t start_ms, uint32_t run_ms, uint32_t in, uint32_t out,
-                   int exitval)
+                   int exitval, const char *why)
 {
-    if (spits_grow((void **)&jl->buf, &jl->cap, jl->len + JOBLOG_LINE_MAX, 1, 1 << 16) != 0)
+    size_t wl = why ? strlen(why) : 0;
+    if (spits_grow((void **)&jl->buf, &jl->cap, jl->len + JOBLOG_LINE_MAX + wl, 1, 1 << 16) != 0)
         return;                       /* out of memory: the line is lost */
     char *p = jl->buf + jl->len;
     p = joblog_uint(p, id);
@@ -246,6 +247,11 @@ void jm_joblog_add(jm_joblog_t *jl, uint32_t phase, uint64_t id, uint32_t host,
     p = joblog_uint(p, exitval < 0 ? -(uint64_t)exitval : (uint64_t)exitval);
     memcpy(p, "\t0\tphase ", 9);
     p = joblog_uint(p + 9, phase);
+    if (wl) {
+        memcpy(p, ": ", 2);
+        memcpy(p + 2, why, wl);
+        p += 2 + wl;
+    }
     *p++ = '\n';
     jl->len = (size_t)(p - jl->buf);
 }

@@ -10,7 +10,9 @@
  * (the wait in the TM's queue included), Send and Receive the task's and
  * the result's bytes, Exitval 0, or commit_pit's value when it failed,
  * or for a task given up (poison) the worker's return code (-1 when it
- * crashed or timed out), Signal 0, Command "phase N".
+ * crashed or timed out), Signal 0, Command "phase N", and for a poison
+ * task whose module said why its last run failed (failure.h), ": " and
+ * those words, escaped (no tab or newline).
  *
  * The dispatcher names TM hosts (jm_joblog_host, at a TM's join); the
  * committer adds lines and flushes them with one write per batch. Results
@@ -34,10 +36,11 @@ void jm_joblog_destroy(jm_joblog_t **jl);
 uint32_t jm_joblog_host(jm_joblog_t *jl, const char *host);
 /* Monotonic ms of the JM's start, which commits count their times from. */
 int64_t jm_joblog_epoch_ms(const jm_joblog_t *jl);
-/* Committer: one task's line, buffered. start_ms: ms after the epoch. */
+/* Committer: one task's line, buffered. start_ms: ms after the epoch;
+ * why: a poison task's words (escaped), or NULL. */
 void jm_joblog_add(jm_joblog_t *jl, uint32_t phase, uint64_t id, uint32_t host,
                    uint32_t start_ms, uint32_t run_ms, uint32_t in, uint32_t out,
-                   int exitval);
+                   int exitval, const char *why);
 /* Committer, after each batch: one write of the buffered lines. -1 (once
  * said) when the file cannot be written; lines are dropped then. */
 int jm_joblog_flush(jm_joblog_t *jl);

@@ -5,7 +5,7 @@
 # stuck behind a slow journal sync are named as waiting for the disk; a
 # poison task names the code its worker returned, its module's words
 # on why (spits_worker_error) and its host, in the
-# JM's log, report.json, report.html and spits-status.
+# JM's log, report.json, report.html, the joblog and spits-status.
 . "$(dirname "$0")/lib.sh"
 ST=$top_builddir/tools/spits-status
 FAULT=$top_builddir/tests/.libs/fault.so
@@ -53,7 +53,7 @@ grep -Eq "^  [0-9]+ result\(s\) received, not committed yet: waiting for the dis
 kill $TM_PID
 
 # 3. A poison task: the code its worker returned (1) and where.
-start_jm bad "$MODS/bench.so" -n 100 -f 42
+start_jm bad --joblog "$T/bad.jl" "$MODS/bench.so" -n 100 -f 42
 start_tm bad btm -n 2
 wait $JM_PID; rc=$?
 [ $rc = 3 ] || fail "spits-jm exited $rc, not 3"
@@ -63,6 +63,8 @@ grep -qx "spits-jm: error: task 42 of phase 1 failed (last run: failed) on $host
     "[(42, 'failed', 1, 'task 42 fails on purpose (-f)', '$host')]" ] || fail "report failed_tasks: $(json "$T/bad/report.json" "d['failed_tasks']")"
 grep -q "<tr class=\"failed-task\"><td class=\"n\">1</td><td class=\"n\">42</td><td>failed</td><td class=\"n\">1</td><td>task 42 fails on purpose (-f)</td><td>$host</td></tr>" \
     "$T/bad/report.html" || fail "report.html: $(grep failed-task "$T/bad/report.html")"
+[ "$(awk -F '\t' '$1 == 42 { print $7 "|" $9 }' "$T/bad.jl")" = "1|phase 1: task 42 fails on purpose (-f)" ] ||
+    fail "the joblog's line of task 42: $(grep '^42' "$T/bad.jl")"
 "$ST" --jobdir "$T/bad" | grep -qx "  failed: task 42 of phase 1, failed on $host, the worker returned 1: task 42 fails on purpose (-f)" ||
     fail "spits-status: $("$ST" --jobdir "$T/bad")"
 echo PASS

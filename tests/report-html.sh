@@ -74,7 +74,7 @@ field() { sed -n "s/^$1=//p" "$T/dom.txt"; }
 [ "$(field failed)" = 1 ] || fail "the page shows '$(field failed)' failed, not 1"
 [ "$(field status)" = failed ] || fail "the page shows status '$(field status)'"
 [ "$(field module)" = "$mdir/bench.so" ] || fail "the page shows module '$(field module)'"
-[ "$(field failed_rows)" = "[['1', '42', 'failed', '1', '$(hostname)']]" ] ||
+[ "$(field failed_rows)" = "[['1', '42', 'failed', '1', 'task 42 fails on purpose (-f)', '$(hostname)']]" ] ||
     fail "the page's failed tasks are $(field failed_rows), not task 42 of phase 1"
 [ "$(field points)" -ge 1 ] || fail "the page's timeline has no point"
 echo ok

@@ -128,7 +128,7 @@ expect() {
     [ "$(cat "$T/$1.serr")" = "$3" ] || fail "$1 said '$(cat "$T/$1.serr")', not '$3'"
 }
 serial taskfail "$MODS/bench.so" -n 10 -f 3
-expect taskfail 3 "spits-run: error: phase 1: task 3 failed: spits_worker_run returned 1; commit_job not called"
+expect taskfail 3 "spits-run: error: phase 1: task 3 failed: spits_worker_run returned 1: task 3 fails on purpose (-f); commit_job not called"
 # A crash kills the process (so gdb stops right there) and is named.
 # (ASan leaves the signal to spits's handler, as in crash-names.sh)
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0" serial crash "$TMODS/faulty.so" 10 segv=4

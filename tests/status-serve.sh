@@ -89,7 +89,7 @@ dom "$url"
 # host, pid, workers, busy now, queued (prefetched), done, failed, busy s, last heard
 [ "$(q "[len(r) for r in d['tms']]")" = "[9, 9]" ] && [ "$(q "all(r[4].isdigit() for r in d['tms'])")" = True ] ||
     fail "the TM rows are not host..queued..last heard: $(q "d['tms']")"
-[ "$(q "d['failed']")" = "[['1', '3', 'failed', '1', '$(hostname)']]" ] ||
+[ "$(q "d['failed']")" = "[['1', '3', 'failed', '1', 'task 3 fails on purpose (-f)', '$(hostname)']]" ] ||
     fail "the failed tasks read $(q "d['failed']"), not task 3 of phase 1"
 q "d['text']['model']" | grep -Eq '^so far, model: max\(N\*T/W, N\*S/BW\) = max\(' ||
     fail "no model line: '$(q "d['text'].get('model')")'"

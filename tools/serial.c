@@ -43,6 +43,7 @@
 
 #include "../jobmanager/joblog.h"
 #include "crash.h"
+#include "escape.h"
 #include "log.h"
 #include "modcall.h"
 #include "module.h"
@@ -174,9 +175,10 @@ static void serial_push(const void *data, spitssize_t size, spitsctx_t ctx)
 
 /* Task id's joblog line, as spits-jm writes it (joblog.h), if one is
  * kept: the worker started at start (spits_now_ms) and ran ran ms; out
- * result bytes; exitval commit_pit's value, or the failed worker's. */
+ * result bytes; exitval commit_pit's value, or the failed worker's, and
+ * why its words on that failure (escaped), or NULL. */
 static void serial_log(serial_t *s, uint32_t phase, uint64_t id, int64_t start,
-                       int64_t ran, size_t out, int exitval)
+                       int64_t ran, size_t out, int exitval, const char *why)
 {
     if (!s->joblog)
         return;
@@ -185,7 +187,7 @@ static void serial_log(serial_t *s, uint32_t phase, uint64_t id, int64_t start,
                   (uint32_t)(at < 0 ? 0 : at > UINT32_MAX ? UINT32_MAX : at),
                   (uint32_t)(ran < 0 ? 0 : ran > UINT32_MAX ? UINT32_MAX : ran),
                   (uint32_t)(s->task.buf.len > UINT32_MAX ? UINT32_MAX : s->task.buf.len),
-                  (uint32_t)(out > UINT32_MAX ? UINT32_MAX : out), exitval);
+                  (uint32_t)(out > UINT32_MAX ? UINT32_MAX : out), exitval, why);
     jm_joblog_flush(s->joblog);
 }
 
@@ -221,20 +223,25 @@ static int serial_task(serial_t *s, uint32_t phase, uint64_t id, int argc,
     int64_t ran = spits_now_ms() - start;
     if (spits_modcall_worker_run(&s->result.call, id, SERIAL_MAX_BYTES,
                                  SERIAL_LIMIT) != 0) {
-        serial_log(s, phase, id, start, ran, 0, rc ? rc : -1);
+        serial_log(s, phase, id, start, ran, 0, rc ? rc : -1, NULL);
         spits_error("phase %u: task %llu failed%s", phase,
                     (unsigned long long)id, then);
         return -1;
     }
     if (rc != 0) {
-        serial_log(s, phase, id, start, ran, 0, rc);
+        /* (escaped as the JM escapes a TM's: failure.h) */
+        char why[512];
+        const char *said = spits_module_worker_error(s->mod, worker);
+        spits_escape(why, sizeof why, said ? said : "");
+        serial_log(s, phase, id, start, ran, 0, rc, why[0] ? why : NULL);
         spits_error("phase %u: task %llu failed: spits_worker_run returned "
-                    "%d%s", phase, (unsigned long long)id, rc, then);
+                    "%d%s%s%s", phase, (unsigned long long)id, rc,
+                    why[0] ? ": " : "", why, then);
         return -1;
     }
     rc = spits_module_commit_pit(s->mod, committer, s->result.buf.data,
                                  (spitssize_t)s->result.buf.len);
-    serial_log(s, phase, id, start, ran, s->result.buf.len, rc);
+    serial_log(s, phase, id, start, ran, s->result.buf.len, rc, NULL);
     if (rc != 0)
         s->commit_errors++;
     if (rc != 0 && ++s->phase_commit_errors <= SERIAL_COMMIT_NAMED)
