@@ -85,7 +85,8 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
     d->st.tm_leaves++;
     if (refused) {
         d->st.tm_refusals++;
-        snprintf(d->st.last_refusal, sizeof d->st.last_refusal, "%s", refused);
+        /* (escaped: cut between characters, valid UTF-8 for STATUS) */
+        spits_escape(d->st.last_refusal, sizeof d->st.last_refusal, refused);
         spits_warn("%s %s:%ld refused the job: %s; %zu task(s) requeued",
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid,
                    spits_escape(safe, sizeof safe, refused), n);
@@ -347,10 +348,12 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 }
 
 /* STATS: a TM's busy time and runs so far (cumulative, so a lost one
- * costs nothing), and a relay's capacity now ("workers", "slots", capped
- * by its "tms": spits_relay_cap) or a TM's that planned its workers by the
- * job's resources (its plan's "workers" and "slots": taskmanager/plan.c) and the TMs behind it ("behind"; ignored
- * from a TM that joined as no relay). Only from a TM in the table:
+ * costs nothing); a relay's capacity now ("workers", "slots", capped by
+ * its "tms": spits_relay_cap) and the TMs behind it ("behind"); a TM's
+ * capacity as it planned its workers by the job's resources
+ * (taskmanager/plan.c), in the ranges its HELLO may have
+ * (spits_tm_capacity_ok; else the message is dropped), and no "behind"
+ * (ignored). Only from a TM in the table:
  * spits_stats_t (wire.h), and behind: {alive (0..2^40), joins, leaves,
  * losses (>= 0), tms: [{host, pid (0..2^40), workers (0..2^20), runs
  * (>= 0), relay (optional bool)}...]}. Anything out of range: the whole
@@ -365,6 +368,9 @@ void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
     j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
     if (!j || spits_stats_parse(j, &st, &why) != 0) {
         tmio_bad_message(d, why);
+    } else if (!t->id.relay && st.workers >= 0 && st.slots >= 0 &&
+               !spits_tm_capacity_ok(st.workers, st.slots)) {
+        tmio_bad_message(d, "STATS of a TM with no worker or slot, or over 4096 workers");
     } else if (behind_parse(json_object_get(j, "behind"), &behind) != 0) {
         tmio_bad_message(d, "STATS with a bad behind list");
     } else {

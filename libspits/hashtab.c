@@ -18,9 +18,12 @@ _Static_assert(crypto_shorthash_BYTES == sizeof(uint64_t), "SipHash gives 64 bit
 
 int spits_hashtab_init(spits_hashtab_t *t, size_t slot_size, int fn)
 {
-    assert(slot_size >= sizeof(uint64_t) && (slot_size & (slot_size - 1)) == 0);
-    assert(fn == SPITS_HASHTAB_MIX || fn == SPITS_HASHTAB_SIPHASH);
     memset(t, 0, sizeof *t);
+    /* (slots are found by shifting: a size of any other kind would run
+     * past the array) */
+    if (slot_size < sizeof(uint64_t) || (slot_size & (slot_size - 1)) != 0 ||
+        (fn != SPITS_HASHTAB_MIX && fn != SPITS_HASHTAB_SIPHASH))
+        return -1;
     if (!(t->slots = calloc(HASHTAB_MIN, slot_size)))
         return -1;
     t->size = slot_size;
@@ -314,6 +317,14 @@ int spits_hashtab_selftest(void)
         hashtab_t_churn, hashtab_t_wrap, hashtab_t_grow,
     };
     int rc = hashtab_t_keys();
+    spits_hashtab_t bad;
+    /* (a slot size the shifts cannot index, and no hash function) */
+    if (spits_hashtab_init(&bad, 24, SPITS_HASHTAB_MIX) != -1 ||
+        spits_hashtab_init(&bad, 4, SPITS_HASHTAB_MIX) != -1 ||
+        spits_hashtab_init(&bad, 16, 7) != -1) {
+        fprintf(stderr, "hashtab selftest: a bad slot size or function was taken\n");
+        rc = -1;
+    }
     for (size_t k = 0; k < sizeof tests / sizeof *tests; k++) {
         spits_hashtab_t t;
         if (spits_hashtab_init(&t, sizeof(t_slot_t), SPITS_HASHTAB_MIX) != 0)

@@ -59,7 +59,8 @@ typedef struct {
 
 /* An empty table of slots of slot_size bytes (a struct whose first member
  * is its uint64_t hash; a power of two), hashing with fn. 0, or -1 when
- * out of memory. */
+ * out of memory, or slot_size is no power of two of 8 bytes or more, or
+ * fn is neither of the two. */
 int spits_hashtab_init(spits_hashtab_t *t, size_t slot_size, int fn);
 /* Frees the slots (not what they point to) and forgets the key. */
 void spits_hashtab_free(spits_hashtab_t *t);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "mem.h"
 #include "resources.h"
 
@@ -151,7 +152,7 @@ static int gpus_add_list(const char *list, spits_res_have_t *h, char *err, size_
         size_t n = strcspn(p, ",");
         int ok = n > 0 && n < SPITS_RES_GPU_ID_MAX && h->ngpus < SPITS_RES_GPUS_MAX;
         for (size_t i = 0; ok && i < n; i++)
-            ok = isalnum((unsigned char)p[i]) || strchr("-_:", p[i]);
+            ok = isalnum((unsigned char)p[i]) || strchr("-_:/", p[i]);
         for (int k = 0; ok && k < h->ngpus; k++)
             ok = strlen(h->gpus[k]) != n || memcmp(h->gpus[k], p, n) != 0;
         if (!ok) {
@@ -244,9 +245,12 @@ void spits_res_gpus_auto(const char *const *env, const char *const *devs,
         h->gpu_from = vars[i].name;
         /* (set to nothing, or to what CUDA and Slurm write for none: the
          * job is given no GPU, whatever /dev shows) */
-        if (!*v || strcmp(v, "-1") == 0 || strcmp(v, "NoDevFiles") == 0 ||
-            gpus_add_list(v, h, err, sizeof err) != 0)
+        if (!*v || strcmp(v, "-1") == 0 || strcmp(v, "NoDevFiles") == 0) {
             h->ngpus = 0;
+        } else if (gpus_add_list(v, h, err, sizeof err) != 0) {
+            spits_warn("%s: %s; no GPU is taken from it", vars[i].name, err);
+            h->ngpus = 0;
+        }
         return;
     }
     h->gpu_kind = SPITS_GPU_NVIDIA;
@@ -498,6 +502,8 @@ int spits_res_selftest(void)
         const char *env4[] = {"CUDA_VISIBLE_DEVICES=", "SLURM_JOB_GPUS=1", NULL};
         const char *env5[] = {"ROCR_VISIBLE_DEVICES=0,1", "SLURM_JOB_GPUS=1", NULL};
         const char *env6[] = {"CUDA_VISIBLE_DEVICES_X=1", NULL};
+        const char *env7[] = {"CUDA_VISIBLE_DEVICES=GPU-8f2c4a1e-51b3-4c7d-9e0a-6b5d3c2f1a09,"
+                              "MIG-GPU-8f2c4a1e-51b3-4c7d-9e0a-6b5d3c2f1a09/1/0", NULL};
         spits_res_gpus_auto(env1, devs, h);
         CHECK(h->ngpus == 1 && strcmp(h->gpus[0], "2") == 0 &&
               h->gpu_kind == SPITS_GPU_NVIDIA &&
@@ -512,6 +518,8 @@ int spits_res_selftest(void)
         CHECK(h->ngpus == 0 && strcmp(h->gpu_from, "CUDA_VISIBLE_DEVICES") == 0);
         spits_res_gpus_auto(env5, devs, h);
         CHECK(h->ngpus == 2 && h->gpu_kind == SPITS_GPU_AMD);
+        spits_res_gpus_auto(env7, devs, h);
+        CHECK(h->ngpus == 2 && strcmp(h->gpus[1], "MIG-GPU-8f2c4a1e-51b3-4c7d-9e0a-6b5d3c2f1a09/1/0") == 0);
         spits_res_gpus_auto(env6, devs, h);
         CHECK(h->ngpus == 2 && strcmp(h->gpus[0], "1") == 0 &&
               strcmp(h->gpus[1], "3") == 0 && h->gpu_kind == SPITS_GPU_NVIDIA);

@@ -21,7 +21,7 @@
 
 #define SPITS_RES_CPUS_MAX 4096   /* --cpus-per-task's largest, and a TM's cores */
 #define SPITS_RES_GPUS_MAX 64     /* --gpus-per-task's largest, and a TM's GPUs */
-#define SPITS_RES_GPU_ID_MAX 40   /* one GPU's id (a number or a UUID), with NUL */
+#define SPITS_RES_GPU_ID_MAX 96   /* one GPU's id (a number, a GPU- or MIG- UUID), with NUL */
 
 /* A job's request per task; 0: not asked (that resource limits nothing). */
 typedef struct {

@@ -269,15 +269,18 @@ int spits_hello_parse(json_t *j, spits_hello_t *h, const char **why)
         *why = "HELLO with a relay's bad TM count";
         return -1;
     }
-    if (!h->relay && (h->workers < 1 || h->slots < 1)) {
-        *why = "HELLO of a TM with no worker or slot";
-        return -1;
-    }
-    if (!h->relay && h->workers > SPITS_TM_WORKERS_MAX) {
-        *why = "HELLO of a TM with over 4096 workers";
+    if (!h->relay && !spits_tm_capacity_ok(h->workers, h->slots)) {
+        *why = h->workers > SPITS_TM_WORKERS_MAX ? "HELLO of a TM with over 4096 workers"
+                                                 : "HELLO of a TM with no worker or slot";
         return -1;
     }
     return 0;
+}
+
+int spits_tm_capacity_ok(long workers, long slots)
+{
+    return workers >= 1 && workers <= SPITS_TM_WORKERS_MAX && slots >= 1 &&
+           slots <= SPITS_SLOTS_MAX;
 }
 
 int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why)
@@ -452,6 +455,10 @@ static int fail_selftest(void)
     rec.len = 4;
     rec.status = SPITS_ST_CRASHED;
     CHECK(spits_fail_parse(&rec, &rc, why, sizeof why) == 0);
+    /* a plain TM's capacity, in HELLO and in a re-planning STATS */
+    CHECK(spits_tm_capacity_ok(1, 1) && spits_tm_capacity_ok(4096, SPITS_SLOTS_MAX));
+    CHECK(!spits_tm_capacity_ok(0, 1) && !spits_tm_capacity_ok(1, 0) &&
+          !spits_tm_capacity_ok(4097, 8) && !spits_tm_capacity_ok(1, SPITS_SLOTS_MAX + 1));
     return 0;
 }
 

@@ -276,6 +276,11 @@ typedef struct {
 } spits_stats_t;
 int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why);
 
+/* Whether a TM that is no relay may have this many workers and slots
+ * (1..SPITS_TM_WORKERS_MAX, 1..SPITS_SLOTS_MAX): what its HELLO may say,
+ * and a STATS that re-plans its workers too (taskmanager/plan.c). */
+int spits_tm_capacity_ok(long workers, long slots);
+
 /* What a relay may claim is what it shows: SPITS_TM_WORKERS_MAX workers
  * for each of the tms TMs it says are behind it (-1, not said: none),
  * and no slots with no TM. Clamps *workers and *slots; the JM and a

@@ -227,10 +227,10 @@ int spits_worker_run(void *wp, const void *task, spitssize_t tasksz,
 {
     bench_worker_t *w = wp;
     const unsigned char *t = task;
+    w->why[0] = '\0';
     if (tasksz < 8)
         return 2;
     uint64_t id = get64(t);
-    w->why[0] = '\0';
     if ((uint64_t)tasksz != task_bytes(&w->cfg, id) ||
         !filled(t, &w->cfg, id, 8, (uint64_t)tasksz))
         return 2;

@@ -331,7 +331,13 @@ int cmdrun_exec(char *const *argv, const cmdrun_opts_t *o, cmdrun_t *r)
         }
     }
     /* --line-buffer: the lines left, and an unfinished last one, go out
-     * now (what is said below stays in the result) */
+     * now (what is said below stays in the result); a pipe still open (a
+     * failed poll) is read no more, so the take sees the stream's end */
+    for (int i = 0; i < 2; i++)
+        if (fd[i] >= 0) {
+            close(fd[i]);
+            fd[i] = -1;
+        }
     for (int i = 0; i < 2 && o->live; i++)
         if (cmdrun_take(r, &fd[i], i, o) < 0)
             rc = -1;

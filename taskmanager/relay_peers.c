@@ -119,9 +119,14 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
             relay_peers_capacity(p, t);
         } else if (!t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
             /* a TM that planned its workers by the job's resources
-             * (plan.c): its plan's counts, not its HELLO's */
-            credit_resize(&t->sched.credit, st.workers, st.slots);
-            relay_peers_capacity(p, t);
+             * (plan.c): its plan's counts, in its HELLO's ranges */
+            if (!spits_tm_capacity_ok(st.workers, st.slots)) {
+                *why = "STATS of a TM with no worker or slot, or over 4096 workers";
+                rc = -1;
+            } else {
+                credit_resize(&t->sched.credit, st.workers, st.slots);
+                relay_peers_capacity(p, t);
+            }
         }
     }
     json_decref(j);

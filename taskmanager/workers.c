@@ -15,6 +15,7 @@
  * instead of a thread of its own (tm_pool_virtual_turn, at the end).
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -413,6 +414,8 @@ int tm_pool_spawn(tm_pool_t *p)
 
 int tm_pool_reshape(tm_pool_t *p, int n, const tm_worker_res_t *res, int isolate)
 {
+    /* (tm.h: before tm_pool_start, nothing queued or running) */
+    assert(!p->opts.mod && p->queue.n == 0 && p->queue.running == 0);
     if (p->workers.spawned) {
         tm_pool_stop(p, INT_MAX);
         pthread_mutex_lock(&p->lock);
