@@ -680,6 +680,7 @@ void jm_disp_destroy(jm_disp_t **dp)
     sched_destroy(&d->sched);
     free(d->commit.buf);
     free(d->serve.due);
+    free(d->poison.list);
     pthread_mutex_destroy(&d->ctl.lock);
     pthread_cond_destroy(&d->ctl.cond);
     free(d);

@@ -131,12 +131,13 @@ typedef struct {
 } disp_status_t;
 
 /* The first poison tasks, for STATUS: noted by serve.c, read by
- * dispatch.c; the committer's list (phase.h) is the committer thread's. */
+ * dispatch.c; the committer's list (phase.h) is the committer thread's.
+ * The list is made at the first (most jobs have none). */
 typedef struct {
-    struct {
+    struct disp_poison_entry {
         uint32_t phase;
         jm_failure_t f;
-    } list[DISP_LIVE_FAILED];
+    } *list;                  /* DISP_LIVE_FAILED entries, or NULL */
     size_t n;
 } disp_poison_t;
 

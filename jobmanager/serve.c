@@ -433,29 +433,21 @@ static void joblog_note(jm_disp_t *d, const jm_tm_t *t, jm_commit_t *c)
     c->log_host = t ? t->id.log_host : 0;
 }
 
-static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
-                        uint64_t hash, jm_rx_t *rx)
+/* A poison task's record, note and log line. Rare: kept out of line so
+ * its buffers are no part of commit_note's frame on the per-task path. */
+static __attribute__((noinline, cold)) void commit_note_failed(jm_disp_t *d, const jm_tm_t *t,
+                                                               const spits_rec_t *rec,
+                                                               jm_commit_t *c)
 {
-    jm_commit_t *c = commit_slot(d, rx);
-    c->id = rec->id;
-    c->status = rec->status;
-    if (d->jm->joblog)
-        joblog_note(d, t, c);
-    if (rec->status == SPITS_ST_OK) {
-        c->hash = hash;
-        c->data = rec->data;
-        c->len = rec->len;
-        c->rx = rx;
-        d->commit.n_rx++;
-        return;
-    }
     jm_failure_t note, *f = malloc(sizeof *f);
     char how[sizeof note.why + 256];
     failure_note(&note, t, rec);
     if (f)
         *f = note;
     c->owned = (unsigned char *)f;
-    if (d->poison.n < DISP_LIVE_FAILED) {
+    if (!d->poison.list)
+        d->poison.list = calloc(DISP_LIVE_FAILED, sizeof *d->poison.list);
+    if (d->poison.list && d->poison.n < DISP_LIVE_FAILED) {
         d->poison.list[d->poison.n].phase = d->phase->st.id;
         d->poison.list[d->poison.n++].f = note;
     }
@@ -464,6 +456,25 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
                "it (poison task); the last run was %s", (unsigned long long)rec->id,
                d->phase->st.id, d->jm->opt.max_attempts,
                spits_wire_status_name(rec->status), how);
+}
+
+static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
+                        uint64_t hash, jm_rx_t *rx)
+{
+    jm_commit_t *c = commit_slot(d, rx);
+    c->id = rec->id;
+    c->status = rec->status;
+    if (d->jm->joblog)
+        joblog_note(d, t, c);
+    if (rec->status != SPITS_ST_OK) {
+        commit_note_failed(d, t, rec, c);
+        return;
+    }
+    c->hash = hash;
+    c->data = rec->data;
+    c->len = rec->len;
+    c->rx = rx;
+    d->commit.n_rx++;
 }
 
 /* A resumed phase: a result of a task this JM sent, from a TM that holds
