@@ -91,8 +91,9 @@ rc=$?
 [ $(($(date +%s) - start)) -lt 25 ] || fail "--halt now waited for the running commands"
 pgrep -f 'sleep 29.71' >/dev/null && fail "a command halted now is still running"
 
-# --timeout: killed, GNU parallel's -1 and signal 15 in the joblog.
-timeout -s KILL 60 "$SP" --timeout 0.5 --joblog jt 'sleep {}' ::: 0 30 >/dev/null 2>t.log
+# --timeout: killed, GNU parallel's -1 and signal 15 in the joblog. (3 s:
+# 'sleep 0' must never reach it, on a loaded machine as well)
+timeout -s KILL 60 "$SP" --timeout 3 --joblog jt 'sleep {}' ::: 0 30 >/dev/null 2>t.log
 rc=$?
 [ "$rc" = 1 ] || fail "--timeout exited $rc, not 1"
 [ "$(awk -F '\t' 'NR > 1 { print $1 "/" $7 "/" $8 }' jt | sort | tr '\n' ' ')" = "1/0/0 2/-1/15 " ] ||
