@@ -72,13 +72,10 @@ def spits(workload):
     out(workload, "spits", n / secs, "%d tasks, from the TM's join" % n)
 
 
-PY_JOB = """
-import os, sys, time
-N, KIND = int(sys.argv[1]), sys.argv[2]
-done = 0
-def generate(args):
-    for i in range(N):
-        yield os.urandom(%d) if KIND == "1MB" else i
+# The Python functions of each workload: Dask runs them, and the spits
+# Python job below is made of the same text.
+PY_FUNCS = """
+import time
 def noop(i):
     return i
 def nap(i):
@@ -86,7 +83,16 @@ def nap(i):
     return i
 def size(b):
     return len(b)
-execute = {"empty": noop, "10ms": nap, "1MB": size}[KIND]
+FUNCS = {"empty": noop, "10ms": nap, "1MB": size}
+"""
+PY_JOB = PY_FUNCS + """
+import os, sys
+N, KIND = int(sys.argv[1]), sys.argv[2]
+done = 0
+def generate(args):
+    for i in range(N):
+        yield os.urandom(%d) if KIND == "1MB" else i
+execute = FUNCS[KIND]
 def commit(result):
     global done
     done += 1
@@ -133,19 +139,11 @@ def dask_peer():
         c = Client("tcp://127.0.0.1:%d" % port, timeout=60)
         c.wait_for_workers(1, timeout=60)
 
-        def noop(i):
-            return i
-
-        def nap(i):
-            time.sleep(0.01)
-            return i
-
-        def size(b):
-            return len(b)
-
+        funcs = {}
+        exec(PY_FUNCS, funcs)
         for workload in N:
             n = N[workload]
-            fn = {"empty": noop, "10ms": nap, "1MB": size}[workload]
+            fn = funcs["FUNCS"][workload]
             data = [os.urandom(MB) for _ in range(n)] if workload == "1MB" else list(range(n))
             c.gather(c.map(fn, data[:10], pure=False))          # warm-up
             t = time.time()
