@@ -435,8 +435,9 @@ static void disp_control_only(jm_disp_t *d)
 }
 
 /* The job is over: END to every TM, and a moment for their BYEs
- * (router_end). Nothing is counted any more: the report is the job's as
- * it ended. */
+ * (router_end). Nothing is counted any more but the TMs' last STATS (so
+ * the report's runs and busy time are each TM's whole): the report is
+ * the job's as it ended. */
 static const void *disp_end_rid(void *arg, size_t k, size_t *ridlen)
 {
     const jm_tm_t *t = peertab_live_at(((jm_disp_t *)arg)->fleet.tab, k);
@@ -453,9 +454,18 @@ static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
     return 1;
 }
 
+static void disp_end_stats(void *arg, const void *rid, size_t ridlen, zmq_msg_t *body)
+{
+    jm_disp_t *d = arg;
+    jm_tm_t *t = peertab_find(d->fleet.tab, rid, ridlen);
+    if (t && t->peer.alive && !t->life.ended)
+        members_on_stats(d, t, body);
+}
+
 static void disp_end(jm_disp_t *d)
 {
-    router_peers_t peers = {peertab_live_count(d->fleet.tab), disp_end_rid, disp_end_bye, d};
+    router_peers_t peers = {peertab_live_count(d->fleet.tab), disp_end_rid, disp_end_bye, d,
+                            disp_end_stats};
     router_end(d->net.router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
 }
 

@@ -158,9 +158,12 @@ void router_end(void *sock, uint32_t phase, const router_peers_t *peers,
         zmq_msg_init(&body);
         if (zmq_msg_recv(&rid, sock, ZMQ_DONTWAIT) >= 0 && zmq_msg_more(&rid) &&
             (got_body = zmq_msg_recv(&body, sock, ZMQ_DONTWAIT) >= 0)) {
-            int bye = spits_wire_parse(zmq_msg_data(&body), zmq_msg_size(&body), &h,
-                                       &why) == 0 && h.type == SPITS_MSG_BYE;
-            if (bye && peers->bye(peers->arg, zmq_msg_data(&rid), zmq_msg_size(&rid)))
+            int ok = spits_wire_parse(zmq_msg_data(&body), zmq_msg_size(&body), &h,
+                                      &why) == 0;
+            int bye = ok && h.type == SPITS_MSG_BYE;
+            if (ok && h.type == SPITS_MSG_STATS && peers->stats)
+                peers->stats(peers->arg, zmq_msg_data(&rid), zmq_msg_size(&rid), &body);
+            else if (bye && peers->bye(peers->arg, zmq_msg_data(&rid), zmq_msg_size(&rid)))
                 waiting--;
             else if (!bye)
                 router_send_end(sock, zmq_msg_data(&rid), zmq_msg_size(&rid), phase);

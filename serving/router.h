@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <zmq.h>
 
 #include "conngen.h"
 #include "liveness.h"
@@ -62,12 +63,14 @@ size_t router_monitor_read(void *mon, conngen_t *gen, spits_zap_t *zap,
 /* The hop's TMs, for router_end: rid(arg, k) gives the routing id of
  * entry k of n (NULL: no TM alive there); bye(arg, rid, ridlen) says whether a BYE from rid is one
  * router_end still waits for (a TM of the n not heard saying it yet; it
- * notes it), 0 for anyone else. */
+ * notes it), 0 for anyone else. stats (NULL: none) takes the STATS a TM
+ * sends before its BYE: its last counts (wire.h). */
 typedef struct {
     size_t n;
     const void *(*rid)(void *arg, size_t k, size_t *ridlen);
     int (*bye)(void *arg, const void *rid, size_t ridlen);
     void *arg;
+    void (*stats)(void *arg, const void *rid, size_t ridlen, zmq_msg_t *body);
 } router_peers_t;
 
 /* The job is over: END (of wire phase phase) to each TM, then, for

@@ -231,7 +231,7 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
         return;
     /* The job is over: the TMs behind us are told so, as the JM does. */
     router_peers_t peers = {r->peers.tab ? peertab_live_count(r->peers.tab) : 0,
-                            relay_end_rid, relay_end_bye, &r->peers};
+                            relay_end_rid, relay_end_bye, &r->peers, NULL};
     if (job_over && r->sock.router)
         router_end(r->sock.router, r->job.phase, &peers, RELAY_END_WAIT_MS);
     loglimit_flush(&r->log.events, spits_now_ms(), 1);
