@@ -337,6 +337,11 @@ died:
     return SPITS_ST_CRASHED;
 }
 
+int tm_child_prestart(tm_child_t *c, const spits_module_t *mod)
+{
+    return c->pid ? 0 : child_start(c, mod);
+}
+
 /* --- the child ---------------------------------------------------------- */
 
 static int child_read(void *buf, size_t n)

@@ -193,6 +193,10 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
                       const tm_item_t *it, int64_t timeout_ms,
                       uint64_t max_result, spits_buf_t *result, char *why,
                       size_t whylen);
+/* Starts the child now, if it is not running, so that the module's load
+ * (an interpreter's start, for a .py job) overlaps the wait for the first
+ * task. 0, or -1 with errno (tm_child_run then tries again). */
+int tm_child_prestart(tm_child_t *c, const spits_module_t *mod);
 /* The child's side: spits-tm --worker-child MODULE, with the TM's private
  * copy of the module (spits_module_fd) as fd 4. */
 int tm_child_main(int argc, char **argv);

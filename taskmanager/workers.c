@@ -291,11 +291,25 @@ static void *worker_main(void *arg)
     worker_bind(w);
     spits_batch_begin(&w->local, SPITS_MSG_RESULTS, 0);
     spits_crash_worker();   /* (a crash report lists its task) */
+    int prestart = w->child != NULL;
     for (;;) {
         size_t k;
         pthread_mutex_lock(&p->lock);
-        while (p->queue.n == 0 && !p->queue.quit)
+        while (p->queue.n == 0 && !p->queue.quit) {
+            /* An --isolate child starts as soon as the module is known
+             * (tm_pool_start wakes us), not with the first task. */
+            if (prestart && p->opts.mod) {
+                const spits_module_t *mod = p->opts.mod;
+                prestart = 0;
+                pthread_mutex_unlock(&p->lock);
+                if (tm_child_prestart(w->child, mod) != 0)
+                    spits_debug("worker %d: no process yet (%s); its first task "
+                                "starts one", w->index, strerror(errno));
+                pthread_mutex_lock(&p->lock);
+                continue;
+            }
             pthread_cond_wait(&p->work, &p->lock);
+        }
         if (p->queue.quit) {
             pthread_mutex_unlock(&p->lock);
             break;
@@ -441,6 +455,7 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
     pthread_mutex_lock(&p->lock);
     p->opts.mod = mod;
     pthread_mutex_unlock(&p->lock);
+    pthread_cond_broadcast(&p->work);   /* (--isolate children start now) */
     if (p->opts.virtual_ns)
         return virtual_start(p);
     return tm_pool_spawn(p);
