@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "cancels.h"
 #include "committer.h"
 #include "dispatch_int.h"
 #include "generator.h"
@@ -39,34 +40,22 @@
 #include "wire.h"
 #include "zmqutil.h"
 
-/* Sends one CANCEL per TM for the copies the scheduler noted. The TM
- * answers each with a RETURNED record (queued copy) or a result that
- * counts as a duplicate (running copy), so its slot accounting stays
- * exact. */
+/* cancels.h's sink: a TM knows a task by the JM's id. */
+static int serve_cancel(void *arg, int slot, const void *buf, size_t len)
+{
+    jm_disp_t *d = arg;
+    jm_tm_t *t = peertab_at(d->fleet.tab, (size_t)slot);
+    return t && t->peer.alive ? tmio_send_tm(d, t, buf, len) : -1;
+}
+
+/* CANCEL to each TM for the copies the scheduler noted. */
 static void cancel_flush(jm_disp_t *d)
 {
-    size_t ncancel;
-    sched_cancel_t *cancels = sched_take_cancels(d->sched, &ncancel);
-    while (ncancel) {
-        int slot = cancels[0].slot;
-        size_t keep = 0, n = 0;
-        spits_batch_begin(&d->serve.out, SPITS_MSG_CANCEL, d->phase->st.id);
-        for (size_t i = 0; i < ncancel; i++) {
-            if (cancels[i].slot != slot) {
-                cancels[keep++] = cancels[i];
-                continue;
-            }
-            /* Out of memory: that copy runs on, and its result is a
-             * duplicate; nothing is lost. */
-            if (spits_batch_add(&d->serve.out, cancels[i].id, 0, 0))
-                n++;
-        }
-        ncancel = keep;
-        spits_batch_seal(&d->serve.out);
-        jm_tm_t *t = peertab_at(d->fleet.tab, (size_t)slot);
-        if (n && t && t->peer.alive &&
-            tmio_send_tm(d, t, d->serve.out.buf.data, d->serve.out.buf.len) == 0)
-            d->st.cancelled += n;
+    size_t n;
+    sched_cancel_t *cancels = sched_take_cancels(d->sched, &n);
+    if (n) {
+        cancels_sink_t sink = {serve_cancel, d, 0};
+        d->st.cancelled += cancels_send(cancels, n, d->phase->st.id, &d->serve.out, &sink);
     }
 }
 

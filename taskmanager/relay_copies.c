@@ -266,8 +266,7 @@ void relay_copies_cancels(tm_relay_t *r)
     sched_cancel_t *cv = sched_take_cancels(r->copies.sched, &n);
     const tm_phase_t *ph = r->tm->job.current;
     if (n && ph) {
-        relay_send_cancels(r, ph->wire, cv, n);
-        r->copies.cancelled += n;
+        r->copies.cancelled += relay_send_cancels(r, ph->wire, cv, n);
     }
     /* (before the task's entry is settled: settling then leaves these) */
     for (size_t i = 0; i < n; i++)

@@ -251,9 +251,9 @@ void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen);
 /* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
 void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type);
 /* Each TM named in c[0..m-1] (which it sorts) one CANCEL, of phase wire,
- * of its copies there: c[i].hash is a copy's upstream id (rl_copy_t). A
- * copy left out (no memory) runs on: its result is a duplicate. */
-void relay_send_cancels(tm_relay_t *r, uint32_t wire, sched_cancel_t *c, size_t m);
+ * of its copies there (serving/cancels.h): c[i].hash is a copy's upstream
+ * id (rl_copy_t). Returns the copies named in the messages that went. */
+size_t relay_send_cancels(tm_relay_t *r, uint32_t wire, sched_cancel_t *c, size_t m);
 
 /* relay_records.c */
 /* Hands the records gathered so far to the outbox. */

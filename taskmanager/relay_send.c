@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "cancels.h"
 #include "log.h"
 #include "relay_int.h"
 #include "router.h"
@@ -68,24 +69,16 @@ void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
 }
 
 
-static int relay_send_by_slot(const void *a, const void *b)
+/* cancels.h's sink: the TMs behind us know a task by upstream's id. */
+static int relay_send_cancel(void *arg, int slot, const void *buf, size_t len)
 {
-    const sched_cancel_t *x = a, *y = b;
-    return x->slot < y->slot ? -1 : x->slot > y->slot;
+    tm_relay_t *r = arg;
+    rl_tm_t *t = peertab_at(r->peers.tab, (size_t)slot);
+    return t && t->peer.alive ? relay_send_buf(r, t, buf, len, 0) : -1;
 }
 
-void relay_send_cancels(tm_relay_t *r, uint32_t wire, sched_cancel_t *c, size_t m)
+size_t relay_send_cancels(tm_relay_t *r, uint32_t wire, sched_cancel_t *c, size_t m)
 {
-    qsort(c, m, sizeof *c, relay_send_by_slot);
-    for (size_t i = 0; i < m;) {
-        size_t j = i, n = 0;
-        spits_batch_begin(&r->down.out, SPITS_MSG_CANCEL, wire);
-        for (; j < m && c[j].slot == c[i].slot; j++)
-            n += spits_batch_add(&r->down.out, c[j].hash, 0, 0) != NULL;
-        spits_batch_seal(&r->down.out);
-        rl_tm_t *t = peertab_at(r->peers.tab, (size_t)c[i].slot);
-        if (t && t->peer.alive && n)
-            relay_send_buf(r, t, r->down.out.buf.data, r->down.out.buf.len, 0);
-        i = j;
-    }
+    cancels_sink_t sink = {relay_send_cancel, r, 1};
+    return cancels_send(c, m, wire, &r->down.out, &sink);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "adopt.h"
+#include "cancels.h"
 #include "conngen.h"
 #include "credit.h"
 #include "joins.h"
@@ -60,6 +61,7 @@ int main(void)
         {"jobdir", spits_jobdir_selftest},
         {"journal", spits_journal_selftest},
         {"adopt", jm_adopt_selftest},
+        {"cancels", cancels_selftest},
         {"conngen", conngen_selftest},
         {"credit", credit_selftest},
         {"joins", joins_selftest},
