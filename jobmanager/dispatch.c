@@ -173,7 +173,7 @@ out:
  * its parts if it has any (disp_on_message takes them). */
 static void disp_recv(jm_disp_t *d)
 {
-    for (int i = 0; i < DISP_RECV_BURST; i++) {
+    for (int i = 0; i < SERVE_RECV_BURST; i++) {
         zmq_msg_t rid;
         zmq_msg_init(&rid);
         if (zmq_msg_recv(&rid, d->net.router, ZMQ_DONTWAIT) < 0) {

@@ -39,8 +39,6 @@
 #include "tmtable.h"
 #include "zap.h"
 
-#define DISP_BATCH_BYTES (4u << 20)  /* a TASKS message's soft size cap */
-#define DISP_RECV_BURST 256          /* messages per poll wake-up */
 #define DISP_TICK_MS 100
 #define DISP_REAP_WAIT_MS 250   /* a TM gone: its messages read first, this long at most */
 #define DISP_TRIM_MS 5000   /* free memory goes back at most this often */

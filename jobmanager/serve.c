@@ -213,7 +213,7 @@ static void serve_tm(jm_disp_t *d, jm_tm_t *t)
         refill_fresh(d);
     sched_clock(d->sched, d->clock.now);
     sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
-    size_t n = sched_pick(d->sched, &t->sched, SIZE_MAX, DISP_BATCH_BYTES,
+    size_t n = sched_pick(d->sched, &t->sched, SIZE_MAX, SERVE_BATCH_BYTES,
                           d->fleet.alive > 1);
     if ((int)n < credit_room(&t->sched.credit))
         d->serve.starved = 1;   /* (room left: more work may come for it) */
@@ -290,7 +290,7 @@ static void serve_all(jm_disp_t *d)
  * only when the rest may have changed: each tick (dispatch.c), when TMs
  * go (members.c drop), or when work is there (fresh tasks, or copies to
  * send again: failed, handed back, unsent) while a TM was left with
- * room. (A TM whose pick was cut by DISP_BATCH_BYTES, not by the work,
+ * room. (A TM whose pick was cut by SERVE_BATCH_BYTES, not by the work,
  * counts as left with room: with large tasks every turn walks them all,
  * as before.) Walking every TM on every turn costs the JM a share of its
  * CPU that grows with the TMs (docs/performance.md). A slot in the list whose TM left is skipped; one

@@ -23,12 +23,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "constants.h"
 #include "liveness.h"
 #include "peertab.h"
 #include "scheduler.h"
 
 #define JM_BEHIND_MAX 64     /* a relay's TMs listed (members.c) */
-#define JM_TMTAB_KEEP_DEAD 10000     /* the dispatcher's keep_dead */
+#define JM_TMTAB_KEEP_DEAD SERVE_KEEP_DEAD   /* the dispatcher's keep_dead */
 #define JM_TMTAB_LOST_MAX (1u << 18) /* fingerprints of evicted lost TMs */
 
 /* A TM's entry, in parts by concern; each part says who writes it. */

@@ -37,24 +37,19 @@
 #include "idmap.h"
 #include "liveness.h"
 #include "loglimit.h"
+#include "constants.h"
 #include "peertab.h"
 #include "scheduler.h"
 #include "tm_private.h"
 #include "zap.h"
 
 #define RELAY_RID_MAX PEERTAB_RID_MAX   /* longer routing ids are refused */
-/* Entries of TMs gone kept (so their return is a re-attach) before the
- * oldest is evicted and its slot reused. Fewer than the JM's 10000: an
- * entry here is 1.5 KB (its "below"), a relay serves a part of the
- * fleet, and forgetting one costs only its being counted as a join. */
-#define RELAY_KEEP_DEAD 1024
 #define RELAY_ID_MAX 40            /* a relay's id: its routing id, as text */
 #define RELAY_BELOW_MAX 32         /* relay ids in a HELLO's "below" */
 #define RELAY_BATCH_MAX 1024       /* tasks in one TASKS message */
-#define RELAY_BATCH_BYTES (64u << 20)  /* ...and task bytes in one */
 
 /* A TM behind this relay (or a relay behind it). An entry is kept once
- * it is gone (its return is then a re-attach) until RELAY_KEEP_DEAD newer
+ * it is gone (its return is then a re-attach) until SERVE_KEEP_DEAD newer
  * ones went (peertab.h). All of it is written as the TM joins
  * (relay_recv.c), then as each part says. */
 
@@ -322,7 +317,7 @@ rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
  * O(1), whatever the number of TMs. */
 void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
 /* t is gone: it counts no more, and its entry is dead (evicted, and its
- * slot reused, after RELAY_KEEP_DEAD more went). Its copies must be
+ * slot reused, after SERVE_KEEP_DEAD more went). Its copies must be
  * taken first (relay_copies_gone does), but for a TM's BYE to the
  * relay's END as it closes (relay.c relay_end_bye): no slot is reused
  * after, and its copies go back upstream with the relay's. */

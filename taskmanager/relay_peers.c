@@ -6,7 +6,7 @@
  *
  * Table: serving/peertab.h's, the JM's too (keyed SipHash of the routing
  * id, stable entries, a live set for the loops, the dead kept up to
- * RELAY_KEEP_DEAD); what is the relay's is the rest of rl_tm_t.
+ * SERVE_KEEP_DEAD); what is the relay's is the rest of rl_tm_t.
  *
  * Loops: each relay's HELLO names it ("id", its routing id) and the
  * relays it knows to be behind it ("below": the live relays in its table
@@ -50,7 +50,7 @@ static int relay_peers_evict(peertab_entry_t *e, void *arg)
 int relay_peers_init(rl_peers_t *p)
 {
     memset(p, 0, sizeof *p);
-    p->tab = peertab_new(sizeof(rl_tm_t), RELAY_KEEP_DEAD, 0, relay_peers_evict, p);
+    p->tab = peertab_new(sizeof(rl_tm_t), SERVE_KEEP_DEAD, 0, relay_peers_evict, p);
     return p->tab ? 0 : -1;
 }
 

@@ -32,7 +32,6 @@
 #include "relay_int.h"
 #include "zmqutil.h"
 
-#define RELAY_RECV_BURST 1024      /* messages a turn, so tasks still go out */
 
 
 /* A malformed message: counted, and said at most every 10 s. */
@@ -310,7 +309,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
 
 void relay_recv_burst(tm_relay_t *r)
 {
-    for (int i = 0; i < RELAY_RECV_BURST && !r->tm->done; i++) {
+    for (int i = 0; i < SERVE_RECV_BURST && !r->tm->done; i++) {
         zmq_msg_t rid, body;
         zmq_msg_init(&rid);
         if (zmq_msg_recv(&rid, r->sock.router, ZMQ_DONTWAIT) < 0) {

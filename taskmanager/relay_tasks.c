@@ -86,7 +86,7 @@ static void relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t, int workers_first, i
          * generator waiting for room allows them) */
         sched_gen_state(s, 0, !sched_has_fresh(s));
         sched_clock(s, r->tm->now);
-        size_t n = sched_pick(s, &t->sched, want, RELAY_BATCH_BYTES, others);
+        size_t n = sched_pick(s, &t->sched, want, SERVE_BATCH_BYTES, others);
         if (!n)
             return;
         sched_task_t *const *p = sched_picked(s);

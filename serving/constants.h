@@ -1,0 +1,20 @@
+/*
+ * constants.h - the numbers every hop serves its TMs by: the JM's
+ * dispatcher and a relay alike.
+ */
+#ifndef SPITS_SERVING_CONSTANTS_H
+#define SPITS_SERVING_CONSTANTS_H
+
+/* A TASKS message's soft cap in task bytes (a larger task still goes,
+ * alone): one TM's batch must not hold the others' for long. */
+#define SERVE_BATCH_BYTES (4u << 20)
+/* Messages read per poll wake-up before the turn's other work (serving,
+ * ticks), so a flood of results never starves the sends. */
+#define SERVE_RECV_BURST 256
+/* Entries of TMs gone kept, so that a return is a re-attach (its results
+ * and runs count once), before the oldest is evicted and its slot reused
+ * (peertab.h). A relay's entry holds its "below" list, 1.5 KB, so at
+ * most 15 MB at a relay that saw that many TMs leave. */
+#define SERVE_KEEP_DEAD 10000
+
+#endif
