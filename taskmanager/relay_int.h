@@ -69,6 +69,9 @@ typedef struct {
  * read by relay_peers.c for HELLO's "below"). */
 typedef struct {
     int draining;
+    int stalled;                 /* its pipe was full: no tasks until it
+                                    speaks (relay_send.c sets it,
+                                    relay_recv.c clears it) */
     long attach;                 /* the outage number it last said */
     liveness_t live;             /* heard, sent, its connection (liveness.h) */
 } rl_tm_status_t;
@@ -236,7 +239,7 @@ struct tm_relay {
 
 /* relay_send.c */
 /* Sends buf to t (more: frames follow), noting when; -1 (errno) when it
- * did not go. */
+ * did not go: EAGAIN marks t stalled, as the JM does (tmio.c). */
 int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
                    int more);
 /* An empty message of type to t. */

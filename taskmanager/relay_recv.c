@@ -127,6 +127,7 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     sched_joined(r->copies.sched, &t->sched, held);
     t->status.attach = h.attach;
     t->status.draining = 0;
+    t->status.stalled = 0;
     liveness_heard(&t->status.live, r->tm->now);
     t->stats.sent_at_hello = t->sched.sent;
     t->id.relay_id[0] = 0;
@@ -249,8 +250,10 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad_peer(r, t, why);
         return;
     }
-    if (t)
+    if (t) {
         liveness_heard(&t->status.live, r->tm->now);
+        t->status.stalled = 0;
+    }
     int fd = spits_zmq_msg_fd(msg);
     int rc = spits_parts_recv(&parts, r->sock.router, &h, msg, SPITS_MSG_RESULTS, &why);
     if (rc != 0) {

@@ -9,6 +9,7 @@
  * and nothing of the other relay files.
  */
 #define _DEFAULT_SOURCE
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -20,8 +21,11 @@
 int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
                    int more)
 {
-    if (router_send(r->sock.router, t->peer.rid, t->peer.ridlen, buf, len, more) != 0)
+    if (router_send(r->sock.router, t->peer.rid, t->peer.ridlen, buf, len, more) != 0) {
+        if (errno == EAGAIN)
+            t->status.stalled = 1;
         return -1;
+    }
     t->status.live.last_sent = r->tm->now;
     return 0;
 }
