@@ -115,9 +115,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_RESULTS:
         /* Results from a TM we lost still count: work is never thrown
          * away while its task is unfinished. */
-        if (t && t->gate.settle_until &&
-            (t->gate.settle_records -= (int64_t)h.count) <= 0)
-            t->gate.settle_until = 0;
+        if (t)
+            joins_settle_results(&t->gate.settle, h.count);
         serve_on_results(d, t, &h, rx, unrun);
         /* (its cancels may have lost another TM, and the table may have
          * evicted t's dead entry for it: look again) */

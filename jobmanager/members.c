@@ -98,18 +98,11 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
     peertab_set_alive(d->fleet.tab, t, 0);
 }
 
-/* A TM back from an outage sends its results right after WELCOME. Wait
- * for them before sending it tasks, or it would be sent (and run again)
- * the very tasks it holds results for. A loaded or slowed TM (a busy
- * node, a sanitizer) can take seconds to send them: the wait is a quarter
- * of --tm-timeout, 2 s at least; one that never sends them is served
- * then. */
+/* Its pending results come right after WELCOME: no tasks till then
+ * (serving/joins.h). */
 static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
 {
-    int64_t wait = d->fleet.liveness.timeout_ms / 4 > 2000
-                       ? d->fleet.liveness.timeout_ms / 4 : 2000;
-    t->gate.settle_until = pending > 0 ? d->clock.now + wait : 0;
-    t->gate.settle_records = pending;
+    joins_settle_begin(&t->gate.settle, pending, d->clock.now, d->fleet.liveness.timeout_ms);
 }
 
 /* HELLO said whether t is a relay (endpoint: where its TMs connect, or

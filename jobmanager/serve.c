@@ -247,7 +247,7 @@ static int serve_wants(const jm_disp_t *d, const jm_tm_t *t)
 {
     return t->peer.alive && !t->life.stalled && !t->life.draining &&
            credit_room(&t->sched.credit) > 0 &&
-           t->gate.settle_until <= d->clock.now && !atomic_load(&jm_abort);
+           joins_settle_open(&t->gate.settle, d->clock.now) && !atomic_load(&jm_abort);
 }
 
 /* t spoke: the next serve looks at it (its credit, stall or settling may

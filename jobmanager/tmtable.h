@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "constants.h"
+#include "joins.h"
 #include "liveness.h"
 #include "peertab.h"
 #include "scheduler.h"
@@ -76,16 +77,15 @@ typedef struct {
 } jm_tm_life_t;
 
 /* What holds its sends back, or brings it to the next serve: serve.c
- * (due), members.c (settle_* at a HELLO), dispatch.c (settle_records
- * counted down). Its credit itself (workers, slots, held) is in its
+ * (due), members.c (settle at a HELLO), dispatch.c (its results
+ * counted in). Its credit itself (workers, slots, held) is in its
  * sched_peer_t (serving/scheduler.h): members.c at a HELLO or STATS, the
  * scheduler as copies go and records come, serve.c to decide and to
  * grow its slots. */
 typedef struct {
     int due;                 /* in the dispatcher's due list (serve.c) */
-    int64_t settle_until;    /* re-attached with results: serve it only
-                                once they are in (or by this time) */
-    int64_t settle_records;  /* results it said it holds, not yet in */
+    joins_settle_t settle;   /* re-attached with results: serve it only
+                                once they are in (serving/joins.h) */
 } jm_tm_gate_t;
 
 /* What it did, beyond the scheduler's counts (sched_peer_t: sent, done,

@@ -31,6 +31,13 @@ long joins_pending(const spits_hello_t *h, const char *job_id)
     return joins_other_job(h, job_id) ? 0 : h->pending;
 }
 
+void joins_settle_begin(joins_settle_t *s, long pending, int64_t now, int64_t timeout_ms)
+{
+    int64_t wait = timeout_ms / 4 > 2000 ? timeout_ms / 4 : 2000;
+    s->until = pending > 0 ? now + wait : 0;
+    s->records = pending;
+}
+
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
 
 #ifdef SPITS_SELFTEST
@@ -77,6 +84,25 @@ int joins_selftest(void)
     CHECK(joins_held(&h, "job-b") == 0 && joins_pending(&h, "job-b") == 0);
     h.job_id = NULL;   /* (an older TM) */
     CHECK(joins_held(&h, "job-b") == 3 && joins_pending(&h, "job-b") == 2);
+
+    /* Settling: open with nothing pending; else shut until the results
+     * are in or the wait (a quarter of the timeout, 2 s at least) ends. */
+    joins_settle_t s;
+    joins_settle_begin(&s, 0, 1000, 60000);
+    CHECK(s.until == 0 && joins_settle_open(&s, 1000));
+    joins_settle_begin(&s, 5, 1000, 60000);
+    CHECK(s.until == 16000 && !joins_settle_open(&s, 1000));
+    CHECK(!joins_settle_open(&s, 15999) && joins_settle_open(&s, 16000));
+    joins_settle_results(&s, 3);
+    CHECK(s.records == 2 && !joins_settle_open(&s, 1001));
+    joins_settle_results(&s, 2);
+    CHECK(s.until == 0 && joins_settle_open(&s, 1001));
+    joins_settle_results(&s, 4);   /* (more after: stays open) */
+    CHECK(s.until == 0);
+    joins_settle_begin(&s, 1, 1000, 4000);
+    CHECK(s.until == 3000 && s.records == 1);
+    joins_settle_results(&s, 7);
+    CHECK(s.until == 0 && joins_settle_open(&s, 1000));
     return 0;
 }
 

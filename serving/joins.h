@@ -54,6 +54,30 @@ joins_kind_t joins_kind(const joins_known_t *k, const spits_hello_t *h);
 long joins_held(const spits_hello_t *h, const char *job_id);
 long joins_pending(const spits_hello_t *h, const char *job_id);
 
+/* A TM back from an outage sends the results it holds right after the
+ * WELCOME. The hop sends it tasks only once they are in, or it would send
+ * (and run again) the very tasks it holds results for; a loaded or slowed
+ * TM can take seconds to send them, so the wait ends a quarter of
+ * --tm-timeout after the HELLO (2 s at least), results or not. */
+typedef struct {
+    int64_t until;           /* 0: open */
+    int64_t records;         /* results it said it holds, not yet in */
+} joins_settle_t;
+
+/* At its HELLO: pending results are to come (joins_pending). */
+void joins_settle_begin(joins_settle_t *s, long pending, int64_t now, int64_t timeout_ms);
+/* A RESULTS message of count records came from it. */
+static inline void joins_settle_results(joins_settle_t *s, uint32_t count)
+{
+    if (s->until && (s->records -= (int64_t)count) <= 0)
+        s->until = 0;
+}
+/* Whether it may be sent tasks now. */
+static inline int joins_settle_open(const joins_settle_t *s, int64_t now)
+{
+    return s->until <= now;
+}
+
 #ifdef SPITS_SELFTEST
 int joins_selftest(void);
 #endif

@@ -33,11 +33,12 @@
 #define SPITS_TM_RELAY_INT_H
 
 #include "conngen.h"
+#include "constants.h"
 #include "credit.h"
 #include "idmap.h"
+#include "joins.h"
 #include "liveness.h"
 #include "loglimit.h"
-#include "constants.h"
 #include "peertab.h"
 #include "scheduler.h"
 #include "tm_private.h"
@@ -72,6 +73,8 @@ typedef struct {
     int stalled;                 /* its pipe was full: no tasks until it
                                     speaks (relay_send.c sets it,
                                     relay_recv.c clears it) */
+    joins_settle_t settle;       /* re-attached with results: no tasks
+                                    until they are in (relay_recv.c) */
     long attach;                 /* the outage number it last said */
     liveness_t live;             /* heard, sent, its connection (liveness.h) */
 } rl_tm_status_t;

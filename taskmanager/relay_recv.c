@@ -62,8 +62,11 @@ static void relay_recv_bad_peer(tm_relay_t *r, rl_tm_t *t, const char *why)
 static void relay_recv_hello_again(tm_relay_t *r, rl_tm_t *t, const spits_hello_t *h,
                                    long held)
 {
-    if (t->sched.sent == t->stats.sent_at_hello)
+    if (t->sched.sent == t->stats.sent_at_hello) {
         sched_joined(r->copies.sched, &t->sched, held);
+        joins_settle_begin(&t->status.settle, joins_pending(h, r->job.id), r->tm->now,
+                           r->live.hop.timeout_ms);
+    }
     if (h->attach > t->status.attach)
         t->status.attach = h->attach;
     relay_send_job(r, t, SPITS_MSG_WELCOME);
@@ -128,6 +131,8 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     t->status.attach = h.attach;
     t->status.draining = 0;
     t->status.stalled = 0;
+    joins_settle_begin(&t->status.settle, joins_pending(&h, r->job.id), r->tm->now,
+                       r->live.hop.timeout_ms);
     liveness_heard(&t->status.live, r->tm->now);
     t->stats.sent_at_hello = t->sched.sent;
     t->id.relay_id[0] = 0;
@@ -269,6 +274,8 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_hello(r, entry, rid, ridlen, msg);
         break;
     case SPITS_MSG_RESULTS:
+        if (t)
+            joins_settle_results(&t->status.settle, h.count);
         relay_recv_results(r, t, &h, msg, &parts, 0);
         if (!t)
             relay_send_who(r, rid, ridlen);

@@ -75,7 +75,8 @@ static void relay_tasks_serve_tm(tm_relay_t *r, rl_tm_t *t, int workers_first, i
 {
     sched_t *s = r->copies.sched;
     int room;
-    while (t->peer.alive && !t->status.draining && !t->status.stalled && !r->tm->done &&
+    while (t->peer.alive && !t->status.draining && !t->status.stalled &&
+           joins_settle_open(&t->status.settle, r->tm->now) && !r->tm->done &&
            (room = workers_first ? credit_room_workers(&t->sched.credit)
                                  : credit_room(&t->sched.credit)) > 0) {
         size_t want = (size_t)room < RELAY_BATCH_MAX ? (size_t)room : RELAY_BATCH_MAX;
