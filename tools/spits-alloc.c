@@ -74,6 +74,7 @@ typedef struct {
     alloc_limits_t lim;
     double interval;
     int dry_run;
+    int print_options;        /* --sbatch-options: print them, and exit */
     /* the state kept in DIR/alloc.json */
     char name[64];            /* its jobs' name in the queue */
     char real_dir[PATH_MAX];  /* the job dir, absolute (for sbatch) */
@@ -118,6 +119,9 @@ static const char *usage_text =
 "      --gres NAME          ask for GPUs as --gres=NAME:COUNT (NAME gpu, or\n"
 "                           gpu:TYPE), not --gpus-per-task=COUNT\n"
 "  -i, --interval SEC       how often it looks, at least 2 (10)\n"
+"      --sbatch-options     print the options a TM job asks Slurm for (from\n"
+"                           DIR/jm.json), for sbatch spits-tm.sbatch by hand,\n"
+"                           and exit\n"
 "  -n, --dry-run            decide and log, submit and cancel nothing (with\n"
 "                           no squeue, as if none of its jobs were queued)\n"
 "  -q, --quiet              errors only\n"
@@ -328,6 +332,11 @@ static int alloc_request_read(const alloc_t *a, spits_res_req_t *req, char *err,
         return -1;
     }
     json_t *doc = json_load_file(path, 0, &je);
+    if (!doc && access(path, F_OK) != 0) {
+        snprintf(err, errlen, "no job in %s yet (no %s): its spits-jm says what its "
+                 "tasks need, start it first", a->dir, SPITS_ANNOUNCE_FILE);
+        return -1;
+    }
     if (!doc) {
         snprintf(err, errlen, "cannot read the job's request from %s: %s", path, je.text);
         return -1;
@@ -339,26 +348,40 @@ static int alloc_request_read(const alloc_t *a, spits_res_req_t *req, char *err,
     return rc;
 }
 
+/* The sbatch options a TM job asks for (alloc-request.h), into opts,
+ * pointed to by pre, and said (each followed by a blank). Their count,
+ * or -1 after saying why the request cannot be read. */
+static int alloc_request_opts(const alloc_t *a, char opts[][ALLOC_REQ_LEN], char *pre[],
+                              char *said, size_t saidlen)
+{
+    char err[PATH_MAX + 512];
+    spits_res_req_t req;
+    if (alloc_request_read(a, &req, err, sizeof err) != 0) {
+        spits_error("%s", err);
+        return -1;
+    }
+    int n = alloc_request_args(&req, a->lim.workers_per_job, a->gres, a->sbatch_args,
+                               a->nsbatch, opts);
+    said[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        pre[i] = opts[i];
+        snprintf(said + strlen(said), saidlen - strlen(said), "%s ", opts[i]);
+    }
+    return n;
+}
+
 /* Submits n jobs, each asking Slurm for what the job's request needs
  * (alloc-request.h). 0, or -1 when sbatch refused the request itself or
  * the request cannot be read. */
 static int alloc_submit(alloc_t *a, int n, int time_min)
 {
-    char err[PATH_MAX + 512], opts[ALLOC_REQ_MAX][ALLOC_REQ_LEN];
+    char err[512], opts[ALLOC_REQ_MAX][ALLOC_REQ_LEN];
     char said[ALLOC_REQ_MAX * (ALLOC_REQ_LEN + 1)], *pre[ALLOC_REQ_MAX];
-    spits_res_req_t req;
 
-    if (alloc_request_read(a, &req, err, sizeof err) != 0) {
-        spits_error("%s", err);
+    int npre = alloc_request_opts(a, opts, pre, said, sizeof said);
+    if (npre < 0) {
         a->stop_why = "no request to read";
         return -1;
-    }
-    int npre = alloc_request_args(&req, a->lim.workers_per_job, a->gres, a->sbatch_args,
-                                  a->nsbatch, opts);
-    said[0] = '\0';
-    for (int i = 0; i < npre; i++) {
-        pre[i] = opts[i];
-        snprintf(said + strlen(said), sizeof said - strlen(said), "%s ", opts[i]);
     }
     for (int i = 0; i < n; i++) {
         if (a->dry_run) {
@@ -607,7 +630,7 @@ static int alloc_beside_me(const char *name, char *out, size_t len)
 static int alloc_options(alloc_t *a, int argc, char **argv)
 {
     enum { OPT_TIME = 256, OPT_MIN_TIME, OPT_MAX_QUEUED, OPT_MAX_JOBS, OPT_MAX_TOTAL,
-           OPT_PER_JOB, OPT_GRES };
+           OPT_PER_JOB, OPT_GRES, OPT_PRINT };
     static const struct option longopts[] = {
         {"jobdir", required_argument, NULL, 'd'},
         {"script", required_argument, NULL, 's'},
@@ -621,6 +644,7 @@ static int alloc_options(alloc_t *a, int argc, char **argv)
         {"gres", required_argument, NULL, OPT_GRES},
         {"interval", required_argument, NULL, 'i'},
         {"dry-run", no_argument, NULL, 'n'},
+        {"sbatch-options", no_argument, NULL, OPT_PRINT},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -664,6 +688,7 @@ static int alloc_options(alloc_t *a, int argc, char **argv)
                                         "scheduler is asked that often), not '%s'", optarg);
             break;
         case 'n': a->dry_run = 1; break;
+        case OPT_PRINT: a->print_options = 1; break;
         case 'q': spits_log_init("spits-alloc", SPITS_LOG_ERROR); break;
         case 'v': spits_log_init("spits-alloc", SPITS_LOG_DEBUG); break;
         case 'h': fputs(usage_text, stdout); exit(0);
@@ -702,7 +727,7 @@ static int alloc_options(alloc_t *a, int argc, char **argv)
             a->script = script;
         }
     }
-    if (access(a->script, R_OK) != 0)
+    if (!a->print_options && access(a->script, R_OK) != 0)
         return spits_bad_option("cannot read the TM job script '%s' (give --script FILE)",
                                 a->script);
     alloc_beside_me("spits-status", a->status_exe, sizeof a->status_exe);
@@ -762,6 +787,15 @@ int main(int argc, char **argv)
     spits_log_init("spits-alloc", SPITS_LOG_INFO);
     if ((rc = alloc_options(&a, argc, argv)) != 0)
         return rc;
+    if (a.print_options) {
+        char opts[ALLOC_REQ_MAX][ALLOC_REQ_LEN], said[ALLOC_REQ_MAX * (ALLOC_REQ_LEN + 1)];
+        char *pre[ALLOC_REQ_MAX];
+        int n = alloc_request_opts(&a, opts, pre, said, sizeof said);
+        if (n < 0)
+            return 1;
+        printf("%.*s\n", (int)(strlen(said) ? strlen(said) - 1 : 0), said);
+        return 0;
+    }
     if (sodium_init() < 0)
         return 1;
     if (spits_jobdir_prepare(a.dir, err, sizeof err) != 0 ||
