@@ -24,6 +24,11 @@
 #   i. spits-parallel --jobdir (the job manager only) and two
 #      spits-tm.sbatch jobs: the sweep's output equals a local run's, byte
 #      for byte, and every TM job COMPLETED with exit 0.
+#   j. a job of 2 cores a task (spits-jm --cpus-per-task 2): a 1-CPU TM
+#      job's TM finds 1 core in Slurm's affinity mask and refuses it
+#      (with task/affinity); spits-alloc reads the request from jm.json
+#      and submits with --cpus-per-task=2; Slurm gives the job 2 CPUs
+#      (scontrol), its TM runs 1 worker on both cores, OMP_NUM_THREADS=2.
 #
 # Run as root: installs slurm-wlm and munge with apt-get when missing.
 # Prints "SKIP: <reason>" and exits 77 when it cannot run (not root, no
@@ -141,7 +146,7 @@ munged --socket="$T/munge.sock" --key-file="$T/munge.key" --pid-file="$T/munged.
     skip "munged does not start: $(tail -n 1 "$T/munged.log" 2>/dev/null)"
 started=1
 
-write_conf() { # SELECT_TYPE SELECT_PARAMS OVERSUBSCRIBE
+write_conf() { # SELECT_TYPE SELECT_PARAMS OVERSUBSCRIBE TASK_PLUGIN
     cat >"$T/slurm.conf" <<EOF
 ClusterName=spitstest
 SlurmctldHost=$H(127.0.0.1)
@@ -160,7 +165,7 @@ SlurmctldLogFile=$T/slurmctld.log
 SlurmdLogFile=$T/slurmd.log
 MailProg=/bin/true
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=$4
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SelectType=$1
@@ -198,14 +203,21 @@ stop_cluster() {
 }
 
 export SLURM_CONF=$T/slurm.conf
-write_conf select/cons_tres CR_Core NO
-if ! start_cluster; then
+# task/affinity binds each task to the CPUs Slurm gave it, as clusters
+# do (or task/cgroup): a TM's affinity mask is then its allocation.
+write_conf select/cons_tres CR_Core NO task/affinity
+start_cluster || {
+    echo "task/affinity did not come up; trying task/none"
+    stop_cluster
+    write_conf select/cons_tres CR_Core NO task/none
+    start_cluster
+} || {
     echo "select/cons_tres did not come up; trying select/linear"
     stop_cluster
-    write_conf select/linear "" FORCE:4
-    start_cluster || skip "slurmctld/slurmd did not bring node $H to idle within 30 s ($(grep -hE 'fatal|error' "$T"/slurm*.log 2>/dev/null | tail -n 1))"
-fi
-echo "cluster up: $(grep ^SelectType "$T/slurm.conf" | tr '\n' ' ')node $H, $NCPU CPUs, ports $PORT1/$PORT2"
+    write_conf select/linear "" FORCE:4 task/none
+    start_cluster
+} || skip "slurmctld/slurmd did not bring node $H to idle within 30 s ($(grep -hE 'fatal|error' "$T"/slurm*.log 2>/dev/null | tail -n 1))"
+echo "cluster up: $(grep -E '^(SelectType|TaskPlugin)' "$T/slurm.conf" | tr '\n' ' ')node $H, $NCPU CPUs, ports $PORT1/$PORT2"
 
 # ---- helpers ------------------------------------------------------------------
 ln -s "$top_builddir/jobmanager/spits-jm" "$top_builddir/taskmanager/spits-tm" "$T/bin/"
@@ -579,4 +591,64 @@ for j in $tms; do job_ok "$j"; done
 cmp -s "$T/i.local" "$T/i.out" ||
     fail "i: the Slurm sweep's output differs from the local one: $(diff "$T/i.local" "$T/i.out" | head -5)"
 echo "i: spits-parallel --jobdir with 2 spits-tm.sbatch jobs: the local run's 80 lines ($((SECONDS - t0))s)"
+# ---- j. a job's request per task: what Slurm gives, what the TM runs ---------
+t0=$SECONDS
+D=$T/run/j
+TMODS=$top_builddir/tests/modules/.libs
+[ -e "$TMODS/restrace.so" ] || make -s -C "$top_builddir/tests/modules" restrace.la >/dev/null 2>&1 ||
+    fail "j: cannot build the restrace test module"
+mkdir -p "$D"
+"$T/bin/spits-jm" --jobdir "$D" --bind tcp://127.0.0.1:0 --cpus-per-task 2 \
+    "$TMODS/restrace.so" 4 100 "$T/j.trace" >"$D.out" 2>"$T/j.jm.log" &
+jm=$!
+BG_PIDS="$BG_PIDS $jm"
+for i in $(seq 100); do [ -e "$D/jm.json" ] && break; sleep 0.1; done
+opts=$("$ALLOC" --jobdir "$D" --sbatch-options 2>&1)
+[ "$opts" = "--cpus-per-task=2" ] || fail "j: spits-alloc --sbatch-options: '$opts'"
+# A TM job of 1 CPU (sbatch by hand, without the options) cannot run a
+# task: its TM finds 1 core in the affinity mask Slurm set, says so and
+# exits 1. (With task/none no mask is set: it would see every core.)
+affinity=
+if grep -q "^TaskPlugin=task/affinity" "$T/slurm.conf"; then
+    affinity=1
+    one=$(PATH=$top_builddir/taskmanager:$PATH SPITS_JOBDIR=$D submit spits-tm --cpus-per-task=1 "$SCRIPTS/spits-tm.sbatch")
+    wait_gone 30 "$one"
+    info=$(timeout 5 scontrol show job "$one" 2>&1)
+    case $info in *JobState=FAILED*ExitCode=1:0*) ;;
+        *) fail "j: the 1-CPU TM job: $(printf '%s\n' "$info" | grep -oE '(JobState|ExitCode)=[^ ]*' | tr '\n' ' ')" ;; esac
+    grep -q "cannot run a task of job .* (--cpus-per-task 2): 0 workers: 1 core at 2 per task" "$(out_of "$one" spits-tm)" ||
+        fail "j: the 1-CPU TM job's TM: $(cat "$(out_of "$one" spits-tm)")"
+fi
+# spits-alloc asks Slurm for the request it reads from jm.json: a job of
+# 2 CPUs, whose TM runs 1 worker on both cores, OMP_NUM_THREADS=2.
+SPITS_BIN=$T/bin alloc "$D" --max-total 1 -- -o "$T/out/%x-%j.out" >"$T/j.alloc.log" 2>&1 &
+a=$!
+BG_PIDS="$BG_PIDS $a"
+wait_exit $jm 60 || fail "j: the JM exited $?: $(tail -n 3 "$T/j.jm.log")"
+wait_exit $a 30 || fail "j: spits-alloc exited $?: $(tail -n 3 "$T/j.alloc.log")"
+id=$(json "$D/alloc.json" "d['jobs'][0]['id']")
+grep -q "submitted job $id (--cpus-per-task=2 --time=" "$T/j.alloc.log" ||
+    fail "j: spits-alloc's submission: $(grep submit "$T/j.alloc.log")"
+wait_gone 30 "$id"
+job_ok "$id"
+info=$(timeout 5 scontrol show job "$id" 2>&1)
+case $info in *" NumCPUs=2 "*"CPUs/Task=2 "*) ;;
+    *) fail "j: Slurm gave job $id: $(printf '%s\n' "$info" | grep -oE '(NumCPUs|CPUs/Task)=[^ ]*' | tr '\n' ' ')" ;; esac
+f=$(out_of "$id" "$(json "$D/alloc.json" "d['name']")")
+# per task, its cores and OMP_NUM_THREADS; then how many core sets in all
+got=$("$PY" - "$T/j.trace" <<'PY'
+import sys
+t = [dict(x.split('=', 1) for x in l.split()[3:]) for l in open(sys.argv[1])]
+print(len(t), {len(x['CPUS'].split(',')) for x in t}, {x['OMP'] for x in t}, len({x['CPUS'] for x in t}))
+PY
+)
+# (with task/none a TM sees every core of the node, and may run 2 workers)
+[ "${got% *}" = "4 {2} {'2'}" ] && { [ -z "$affinity" ] || [ "${got##* }" = 1 ]; } ||
+    fail "j: the tasks did not all run on one set of 2 cores with OMP_NUM_THREADS=2 ($got): $(cat "$T/j.trace")"
+if [ -n "$affinity" ]; then
+    grep -q "spits-tm: 1 worker: 2 cores at 2 per task .*(--cpus-per-task 2)$" "$f" || fail "j: the TM's plan: $(grep -m3 spits-tm "$f")"
+fi
+[ "$(json "$D/report.json" "d['status'], d['resources']")" = "ok {'cpus_per_task': 2}" ] ||
+    fail "j: report.json: $(json "$D/report.json" "d['status'], d.get('resources')")"
+echo "j: --cpus-per-task 2: ${affinity:+a 1-CPU TM job refused it; }spits-alloc asked Slurm for it (NumCPUs=2 CPUs/Task=2), 1 worker on 2 cores ($((SECONDS - t0))s)"
 echo ok
