@@ -153,14 +153,14 @@ PIDS="$PIDS $apid"
 wait_for "grep -q 'submitted job 4242' $T/out" 30 "the first sbatch"
 kill -TERM $apid
 wait $apid
-[ "$(head -n 6 "$T/sbatch.argv" | tr '\n' ' ')" = "--parsable --cpus-per-task=4 --gpus-per-task=2 --mem=200M -p cpu " ] &&
+[ "$(head -n 6 "$T/sbatch.argv" | tr '\n' ' ')" = "--parsable --cpus-per-task=4 --gres=gpu:2 --mem=200M -p cpu " ] &&
     sed -n 7p "$T/sbatch.argv" | grep -q -- "^--job-name=spits-tm-" ||
     fail "6: sbatch's arguments for a job of 2 cores, a GPU and 100M a task: $(cat "$T/sbatch.argv")"
-grep -q "submitted job 4242 (--cpus-per-task=4 --gpus-per-task=2 --mem=200M --time=60)" "$T/out" ||
+grep -q "submitted job 4242 (--cpus-per-task=4 --gres=gpu:2 --mem=200M --time=60)" "$T/out" ||
     fail "6: the submission line: $(cat "$T/out")"
 echo "6: a job of 2 cores, a GPU and 100M a task: sbatch $(head -n 4 "$T/sbatch.argv" | tr '\n' ' ')..."
 # --sbatch-options prints them, for sbatch by hand; -c after -- is the user's.
-[ "$("$ALLOC" --jobdir "$T/req" --sbatch-options)" = "--cpus-per-task=2 --gpus-per-task=1 --mem=100M" ] &&
+[ "$("$ALLOC" --jobdir "$T/req" --sbatch-options)" = "--cpus-per-task=2 --gres=gpu:1 --mem=100M" ] &&
     [ "$("$ALLOC" --jobdir "$T/req" --sbatch-options --gres gpu:a100 -- -c 8)" = "--gres=gpu:a100:1 --mem=100M" ] ||
     fail "6: --sbatch-options: $("$ALLOC" --jobdir "$T/req" --sbatch-options 2>&1)"
 "$ALLOC" --jobdir "$T/none" --sbatch-options >"$T/out" 2>&1

@@ -74,12 +74,9 @@ int alloc_request_args(const spits_res_req_t *r, int workers, const char *gres,
     if (!(asked & ASK_CPUS))
         snprintf(out[n++], ALLOC_REQ_LEN, "--cpus-per-task=%lld",
                  w * (r->cpus ? r->cpus : 1));
-    if (r->gpus && !(asked & ASK_GPUS)) {
-        if (gres)
-            snprintf(out[n++], ALLOC_REQ_LEN, "--gres=%.100s:%lld", gres, w * r->gpus);
-        else
-            snprintf(out[n++], ALLOC_REQ_LEN, "--gpus-per-task=%lld", w * r->gpus);
-    }
+    if (r->gpus && !(asked & ASK_GPUS))
+        snprintf(out[n++], ALLOC_REQ_LEN, "--gres=%.100s:%lld", gres ? gres : "gpu",
+                 w * r->gpus);
     if (r->mem && !(asked & ASK_MEM))
         snprintf(out[n++], ALLOC_REQ_LEN, "--mem=%lldM",
                  w * (long long)((r->mem + (1u << 20) - 1) >> 20));
@@ -119,25 +116,25 @@ int alloc_request_selftest(void)
     CHECK(request_is(&cpus, 1, NULL, "", "--cpus-per-task=2"));
     CHECK(request_is(&cpus, 0, NULL, "-p cpu", "--cpus-per-task=2"));
     CHECK(request_is(&cpus, 3, NULL, "", "--cpus-per-task=6"));
-    CHECK(request_is(&all, 2, NULL, "", "--cpus-per-task=8 --gpus-per-task=2 --mem=3072M"));
+    CHECK(request_is(&all, 2, NULL, "", "--cpus-per-task=8 --gres=gpu:2 --mem=3072M"));
     CHECK(request_is(&all, 2, "gpu:a100", "", "--cpus-per-task=8 --gres=gpu:a100:2 --mem=3072M"));
     /* memory alone: a core per worker, and megabytes rounded up */
     CHECK(request_is(&mem, 3, NULL, "", "--cpus-per-task=3 --mem=300M"));
     CHECK(request_is(&odd, 1, NULL, "", "--cpus-per-task=1 --mem=2M"));
     /* the user's own word for a resource wins, in every form */
-    CHECK(request_is(&all, 1, NULL, "-c 16", "--gpus-per-task=1 --mem=1536M"));
-    CHECK(request_is(&all, 1, NULL, "-Hc16", "--gpus-per-task=1 --mem=1536M"));
-    CHECK(request_is(&all, 1, NULL, "--cpus-per-t=16", "--gpus-per-task=1 --mem=1536M"));
+    CHECK(request_is(&all, 1, NULL, "-c 16", "--gres=gpu:1 --mem=1536M"));
+    CHECK(request_is(&all, 1, NULL, "-Hc16", "--gres=gpu:1 --mem=1536M"));
+    CHECK(request_is(&all, 1, NULL, "--cpus-per-t=16", "--gres=gpu:1 --mem=1536M"));
     CHECK(request_is(&all, 1, NULL, "--gres=gpu:4", "--cpus-per-task=4 --mem=1536M"));
     CHECK(request_is(&all, 1, NULL, "--gres gpu:v100:4", "--cpus-per-task=4 --mem=1536M"));
     CHECK(request_is(&all, 1, NULL, "-G2", "--cpus-per-task=4 --mem=1536M"));
-    CHECK(request_is(&all, 1, NULL, "--mem-per-cpu=1G", "--cpus-per-task=4 --gpus-per-task=1"));
+    CHECK(request_is(&all, 1, NULL, "--mem-per-cpu=1G", "--cpus-per-task=4 --gres=gpu:1"));
     CHECK(request_is(&all, 1, NULL, "--exclusive", ""));
     /* ...and words that only look like one do not */
     CHECK(request_is(&all, 1, NULL, "--gres=nic:1 --gres-flags=enforce-binding "
                      "--mem-bind=local --gpu-bind=closest --cpu-freq=high --export=ALL -p c",
-                     "--cpus-per-task=4 --gpus-per-task=1 --mem=1536M"));
-    CHECK(request_is(&all, 1, NULL, "-pc", "--cpus-per-task=4 --gpus-per-task=1 --mem=1536M"));
+                     "--cpus-per-task=4 --gres=gpu:1 --mem=1536M"));
+    CHECK(request_is(&all, 1, NULL, "-pc", "--cpus-per-task=4 --gres=gpu:1 --mem=1536M"));
     return failures;
 }
 #endif
