@@ -29,6 +29,10 @@
 #      (with task/affinity); spits-alloc reads the request from jm.json
 #      and submits with --cpus-per-task=2; Slurm gives the job 2 CPUs
 #      (scontrol), its TM runs 1 worker on both cores, OMP_NUM_THREADS=2.
+#   k. a job of 1 GPU a task, on 2 stand-in GPUs (gres/gpu over device
+#      nodes with /dev/null's numbers): spits-alloc submits with
+#      --gres=gpu:2, the TM finds Slurm's 2 GPUs and runs 2 workers, each
+#      task sees one, both are used, tasks at once never share one.
 #
 # Run as root: installs slurm-wlm and munge with apt-get when missing.
 # Prints "SKIP: <reason>" and exits 77 when it cannot run (not root, no
@@ -146,7 +150,7 @@ munged --socket="$T/munge.sock" --key-file="$T/munge.key" --pid-file="$T/munged.
     skip "munged does not start: $(tail -n 1 "$T/munged.log" 2>/dev/null)"
 started=1
 
-write_conf() { # SELECT_TYPE SELECT_PARAMS OVERSUBSCRIBE TASK_PLUGIN
+write_conf() { # SELECT_TYPE SELECT_PARAMS OVERSUBSCRIBE TASK_PLUGIN (and $GRES)
     cat >"$T/slurm.conf" <<EOF
 ClusterName=spitstest
 SlurmctldHost=$H(127.0.0.1)
@@ -174,7 +178,8 @@ MpiDefault=none
 ReturnToService=2
 MinJobAge=600
 KillWait=5
-NodeName=$H NodeAddr=127.0.0.1 CPUs=$NCPU State=UNKNOWN
+${GRES:+GresTypes=gpu}
+NodeName=$H NodeAddr=127.0.0.1 CPUs=$NCPU ${GRES:+Gres=$GRES }State=UNKNOWN
 PartitionName=spits Nodes=$H Default=YES MaxTime=INFINITE State=UP OverSubscribe=$3
 EOF
 }
@@ -204,11 +209,20 @@ stop_cluster() {
 
 export SLURM_CONF=$T/slurm.conf
 # task/affinity binds each task to the CPUs Slurm gave it, as clusters
-# do (or task/cgroup): a TM's affinity mask is then its allocation.
+# do (or task/cgroup): a TM's affinity mask is then its allocation. Two
+# stand-in GPUs for part k: character devices with /dev/null's numbers,
+# which gres/gpu hands out as GPUs 0 and 1, setting CUDA_VISIBLE_DEVICES
+# and SLURM_JOB_GPUS; nothing opens them.
+GRES=
+mkdir -p "$T/dev" && mknod "$T/dev/nvidia0" c 1 3 2>/dev/null && mknod "$T/dev/nvidia1" c 1 3 2>/dev/null &&
+    printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s/dev/nvidia[0-1]\n' "$H" "$T" >"$T/gres.conf" &&
+    GRES=gpu:2
 write_conf select/cons_tres CR_Core NO task/affinity
 start_cluster || {
-    echo "task/affinity did not come up; trying task/none"
+    echo "task/affinity${GRES:+ and 2 stand-in GPUs} did not come up; trying task/none"
     stop_cluster
+    GRES=
+    rm -f "$T/gres.conf"
     write_conf select/cons_tres CR_Core NO task/none
     start_cluster
 } || {
@@ -217,7 +231,7 @@ start_cluster || {
     write_conf select/linear "" FORCE:4 task/none
     start_cluster
 } || skip "slurmctld/slurmd did not bring node $H to idle within 30 s ($(grep -hE 'fatal|error' "$T"/slurm*.log 2>/dev/null | tail -n 1))"
-echo "cluster up: $(grep -E '^(SelectType|TaskPlugin)' "$T/slurm.conf" | tr '\n' ' ')node $H, $NCPU CPUs, ports $PORT1/$PORT2"
+echo "cluster up: $(grep -E '^(SelectType|TaskPlugin)' "$T/slurm.conf" | tr '\n' ' ')node $H, $NCPU CPUs${GRES:+, $GRES}, ports $PORT1/$PORT2"
 
 # ---- helpers ------------------------------------------------------------------
 ln -s "$top_builddir/jobmanager/spits-jm" "$top_builddir/taskmanager/spits-tm" "$T/bin/"
@@ -651,4 +665,47 @@ fi
 [ "$(json "$D/report.json" "d['status'], d['resources']")" = "ok {'cpus_per_task': 2}" ] ||
     fail "j: report.json: $(json "$D/report.json" "d['status'], d.get('resources')")"
 echo "j: --cpus-per-task 2: ${affinity:+a 1-CPU TM job refused it; }spits-alloc asked Slurm for it (NumCPUs=2 CPUs/Task=2), 1 worker on 2 cores ($((SECONDS - t0))s)"
+# ---- k. a GPU job: spits-alloc asks for Slurm's GPUs, the TM's workers share them
+if [ -n "$GRES" ]; then
+    t0=$SECONDS
+    D=$T/run/k
+    mkdir -p "$D"
+    "$T/bin/spits-jm" --jobdir "$D" --bind tcp://127.0.0.1:0 --gpus-per-task 1 \
+        "$TMODS/restrace.so" 6 300 "$T/k.trace" >"$D.out" 2>"$T/k.jm.log" &
+    jm=$!
+    BG_PIDS="$BG_PIDS $jm"
+    for i in $(seq 100); do [ -e "$D/jm.json" ] && break; sleep 0.1; done
+    SPITS_BIN=$T/bin alloc "$D" --max-total 1 --workers-per-job 2 -- -o "$T/out/%x-%j.out" >"$T/k.alloc.log" 2>&1 &
+    a=$!
+    BG_PIDS="$BG_PIDS $a"
+    wait_exit $jm 60 || fail "k: the JM exited $?: $(tail -n 3 "$T/k.jm.log")"
+    wait_exit $a 30 || fail "k: spits-alloc exited $?: $(tail -n 3 "$T/k.alloc.log")"
+    id=$(json "$D/alloc.json" "d['jobs'][0]['id']")
+    grep -q "submitted job $id (--cpus-per-task=2 --gres=gpu:2 --time=" "$T/k.alloc.log" ||
+        fail "k: spits-alloc's submission: $(grep submit "$T/k.alloc.log")"
+    wait_gone 30 "$id"
+    job_ok "$id"
+    info=$(timeout 5 scontrol show job "$id" 2>&1)
+    case $info in *" NumCPUs=2 "*"TresPerNode=gres:gpu:2"*) ;;
+        *) fail "k: Slurm gave job $id: $(printf '%s\n' "$info" | grep -oE '(NumCPUs|TresPerNode)=[^ ]*' | tr '\n' ' ')" ;; esac
+    f=$(out_of "$id" "$(json "$D/alloc.json" "d['name']")")
+    grep -q "spits-tm: 2 workers: 2 GPUs at 1 per task" "$f" || fail "k: the TM's plan: $(grep -m3 spits-tm "$f")"
+    # each task saw one of the two, in both variables; both were used;
+    # tasks at the same time had different ones
+    got=$("$PY" - "$T/k.trace" <<'PY'
+import sys
+t = []
+for l in open(sys.argv[1]):
+    f = l.split()
+    t.append((int(f[1]), int(f[2]), dict(x.split('=', 1) for x in f[3:])))
+overlap = lambda a, b: a[0] < b[1] and b[0] < a[1]
+print(len(t), sorted({x[2]['CUDA'] for x in t}), all(x[2]['CUDA'] == x[2]['GPUS'] for x in t),
+      any(overlap(a, b) and a[2]['CUDA'] == b[2]['CUDA'] for a in t for b in t if a is not b))
+PY
+)
+    [ "$got" = "6 ['0', '1'] True False" ] || fail "k: the tasks' GPUs ($got): $(cat "$T/k.trace")"
+    echo "k: --gpus-per-task 1: spits-alloc asked for --gres=gpu:2, the TM ran 2 workers on Slurm's GPUs 0 and 1 ($((SECONDS - t0))s)"
+else
+    echo "k: skipped: no stand-in GPUs (mknod failed, or the cluster came up without them)"
+fi
 echo ok
