@@ -606,17 +606,46 @@ cmp -s "$T/i.local" "$T/i.out" ||
     fail "i: the Slurm sweep's output differs from the local one: $(diff "$T/i.local" "$T/i.out" | head -5)"
 echo "i: spits-parallel --jobdir with 2 spits-tm.sbatch jobs: the local run's 80 lines ($((SECONDS - t0))s)"
 # ---- j. a job's request per task: what Slurm gives, what the TM runs ---------
-t0=$SECONDS
-D=$T/run/j
 TMODS=$top_builddir/tests/modules/.libs
 [ -e "$TMODS/restrace.so" ] || make -s -C "$top_builddir/tests/modules" restrace.la >/dev/null 2>&1 ||
     fail "j: cannot build the restrace test module"
-mkdir -p "$D"
-"$T/bin/spits-jm" --jobdir "$D" --bind tcp://127.0.0.1:0 --cpus-per-task 2 \
-    "$TMODS/restrace.so" 4 100 "$T/j.trace" >"$D.out" 2>"$T/j.jm.log" &
-jm=$!
-BG_PIDS="$BG_PIDS $jm"
-for i in $(seq 100); do [ -e "$D/jm.json" ] && break; sleep 0.1; done
+# restrace_jm NAME JM_OPTIONS... TASKS MS: a JM on this machine whose
+# tasks record their variables and affinity in $T/NAME.trace; JM_PID,
+# once its jm.json is there
+restrace_jm() {
+    local name=$1 d=$T/run/$1
+    shift
+    mkdir -p "$d"
+    "$T/bin/spits-jm" --jobdir "$d" --bind tcp://127.0.0.1:0 "${@:1:$#-2}" "$TMODS/restrace.so" \
+        "${@:$#-1}" "$T/$name.trace" >"$d.out" 2>"$T/$name.jm.log" &
+    JM_PID=$!
+    BG_PIDS="$BG_PIDS $JM_PID"
+    for _ in $(seq 100); do [ -e "$d/jm.json" ] && return 0; sleep 0.1; done
+    fail "$name: the JM did not start: $(tail -n 3 "$T/$name.jm.log")"
+}
+# alloc_one NAME WANT ALLOC_OPTIONS...: spits-alloc submits one TM job
+# for NAME's job, whose submission line must show WANT; both end. The
+# job's id in ID, its output file in OUTF, Slurm's view of it in INFO.
+alloc_one() {
+    local name=$1 want=$2 d=$T/run/$1 a
+    shift 2
+    SPITS_BIN=$T/bin alloc "$d" --max-total 1 "$@" -- -o "$T/out/%x-%j.out" >"$T/$name.alloc.log" 2>&1 &
+    a=$!
+    BG_PIDS="$BG_PIDS $a"
+    wait_exit $JM_PID 60 || fail "$name: the JM exited $?: $(tail -n 3 "$T/$name.jm.log")"
+    wait_exit $a 30 || fail "$name: spits-alloc exited $?: $(tail -n 3 "$T/$name.alloc.log")"
+    ID=$(json "$d/alloc.json" "d['jobs'][0]['id']")
+    grep -q "submitted job $ID ($want --time=" "$T/$name.alloc.log" ||
+        fail "$name: spits-alloc's submission: $(grep submit "$T/$name.alloc.log")"
+    wait_gone 30 "$ID"
+    job_ok "$ID"
+    OUTF=$(out_of "$ID" "$(json "$d/alloc.json" "d['name']")")
+    INFO=$(timeout 5 scontrol show job "$ID" 2>&1)
+}
+
+t0=$SECONDS
+D=$T/run/j
+restrace_jm j --cpus-per-task 2 4 100
 opts=$("$ALLOC" --jobdir "$D" --sbatch-options 2>&1)
 [ "$opts" = "--cpus-per-task=2" ] || fail "j: spits-alloc --sbatch-options: '$opts'"
 # A TM job of 1 CPU (sbatch by hand, without the options) cannot run a
@@ -635,20 +664,9 @@ if grep -q "^TaskPlugin=task/affinity" "$T/slurm.conf"; then
 fi
 # spits-alloc asks Slurm for the request it reads from jm.json: a job of
 # 2 CPUs, whose TM runs 1 worker on both cores, OMP_NUM_THREADS=2.
-SPITS_BIN=$T/bin alloc "$D" --max-total 1 -- -o "$T/out/%x-%j.out" >"$T/j.alloc.log" 2>&1 &
-a=$!
-BG_PIDS="$BG_PIDS $a"
-wait_exit $jm 60 || fail "j: the JM exited $?: $(tail -n 3 "$T/j.jm.log")"
-wait_exit $a 30 || fail "j: spits-alloc exited $?: $(tail -n 3 "$T/j.alloc.log")"
-id=$(json "$D/alloc.json" "d['jobs'][0]['id']")
-grep -q "submitted job $id (--cpus-per-task=2 --time=" "$T/j.alloc.log" ||
-    fail "j: spits-alloc's submission: $(grep submit "$T/j.alloc.log")"
-wait_gone 30 "$id"
-job_ok "$id"
-info=$(timeout 5 scontrol show job "$id" 2>&1)
-case $info in *" NumCPUs=2 "*"CPUs/Task=2 "*) ;;
-    *) fail "j: Slurm gave job $id: $(printf '%s\n' "$info" | grep -oE '(NumCPUs|CPUs/Task)=[^ ]*' | tr '\n' ' ')" ;; esac
-f=$(out_of "$id" "$(json "$D/alloc.json" "d['name']")")
+alloc_one j "--cpus-per-task=2"
+case $INFO in *" NumCPUs=2 "*"CPUs/Task=2 "*) ;;
+    *) fail "j: Slurm gave job $ID: $(printf '%s\n' "$INFO" | grep -oE '(NumCPUs|CPUs/Task)=[^ ]*' | tr '\n' ' ')" ;; esac
 # per task, its cores and OMP_NUM_THREADS; then how many core sets in all
 got=$("$PY" - "$T/j.trace" <<'PY'
 import sys
@@ -660,36 +678,21 @@ PY
 [ "${got% *}" = "4 {2} {'2'}" ] && { [ -z "$affinity" ] || [ "${got##* }" = 1 ]; } ||
     fail "j: the tasks did not all run on one set of 2 cores with OMP_NUM_THREADS=2 ($got): $(cat "$T/j.trace")"
 if [ -n "$affinity" ]; then
-    grep -q "spits-tm: 1 worker: 2 cores at 2 per task .*(--cpus-per-task 2)$" "$f" || fail "j: the TM's plan: $(grep -m3 spits-tm "$f")"
+    grep -q "spits-tm: 1 worker: 2 cores at 2 per task .*(--cpus-per-task 2)$" "$OUTF" ||
+        fail "j: the TM's plan: $(grep -m3 spits-tm "$OUTF")"
 fi
 [ "$(json "$D/report.json" "d['status'], d['resources']")" = "ok {'cpus_per_task': 2}" ] ||
     fail "j: report.json: $(json "$D/report.json" "d['status'], d.get('resources')")"
 echo "j: --cpus-per-task 2: ${affinity:+a 1-CPU TM job refused it; }spits-alloc asked Slurm for it (NumCPUs=2 CPUs/Task=2), 1 worker on 2 cores ($((SECONDS - t0))s)"
+
 # ---- k. a GPU job: spits-alloc asks for Slurm's GPUs, the TM's workers share them
 if [ -n "$GRES" ]; then
     t0=$SECONDS
-    D=$T/run/k
-    mkdir -p "$D"
-    "$T/bin/spits-jm" --jobdir "$D" --bind tcp://127.0.0.1:0 --gpus-per-task 1 \
-        "$TMODS/restrace.so" 6 300 "$T/k.trace" >"$D.out" 2>"$T/k.jm.log" &
-    jm=$!
-    BG_PIDS="$BG_PIDS $jm"
-    for i in $(seq 100); do [ -e "$D/jm.json" ] && break; sleep 0.1; done
-    SPITS_BIN=$T/bin alloc "$D" --max-total 1 --workers-per-job 2 -- -o "$T/out/%x-%j.out" >"$T/k.alloc.log" 2>&1 &
-    a=$!
-    BG_PIDS="$BG_PIDS $a"
-    wait_exit $jm 60 || fail "k: the JM exited $?: $(tail -n 3 "$T/k.jm.log")"
-    wait_exit $a 30 || fail "k: spits-alloc exited $?: $(tail -n 3 "$T/k.alloc.log")"
-    id=$(json "$D/alloc.json" "d['jobs'][0]['id']")
-    grep -q "submitted job $id (--cpus-per-task=2 --gres=gpu:2 --time=" "$T/k.alloc.log" ||
-        fail "k: spits-alloc's submission: $(grep submit "$T/k.alloc.log")"
-    wait_gone 30 "$id"
-    job_ok "$id"
-    info=$(timeout 5 scontrol show job "$id" 2>&1)
-    case $info in *" NumCPUs=2 "*"TresPerNode=gres:gpu:2"*) ;;
-        *) fail "k: Slurm gave job $id: $(printf '%s\n' "$info" | grep -oE '(NumCPUs|TresPerNode)=[^ ]*' | tr '\n' ' ')" ;; esac
-    f=$(out_of "$id" "$(json "$D/alloc.json" "d['name']")")
-    grep -q "spits-tm: 2 workers: 2 GPUs at 1 per task" "$f" || fail "k: the TM's plan: $(grep -m3 spits-tm "$f")"
+    restrace_jm k --gpus-per-task 1 6 300
+    alloc_one k "--cpus-per-task=2 --gres=gpu:2" --workers-per-job 2
+    case $INFO in *" NumCPUs=2 "*"TresPerNode=gres:gpu:2"*) ;;
+        *) fail "k: Slurm gave job $ID: $(printf '%s\n' "$INFO" | grep -oE '(NumCPUs|TresPerNode)=[^ ]*' | tr '\n' ' ')" ;; esac
+    grep -q "spits-tm: 2 workers: 2 GPUs at 1 per task" "$OUTF" || fail "k: the TM's plan: $(grep -m3 spits-tm "$OUTF")"
     # each task saw one of the two, in both variables; both were used;
     # tasks at the same time had different ones
     got=$("$PY" - "$T/k.trace" <<'PY'
