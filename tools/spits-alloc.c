@@ -319,8 +319,9 @@ static void alloc_cancel(alloc_t *a, int n, const char *why)
     free(ids);
 }
 
-/* The job's resource request, from DIR/jm.json (none asked: zeros). 0,
- * or -1 with err set. */
+/* The job's resource request, from DIR/jm.json (none asked: zeros). 0;
+ * 1 when there is no jm.json (no JM yet, or one resuming), -1 when it
+ * cannot be read; err says why. */
 static int alloc_request_read(const alloc_t *a, spits_res_req_t *req, char *err,
                               size_t errlen)
 {
@@ -335,7 +336,7 @@ static int alloc_request_read(const alloc_t *a, spits_res_req_t *req, char *err,
     if (!doc && access(path, F_OK) != 0) {
         snprintf(err, errlen, "no job in %s yet (no %s): its spits-jm says what its "
                  "tasks need, start it first", a->dir, SPITS_ANNOUNCE_FILE);
-        return -1;
+        return 1;
     }
     if (!doc) {
         snprintf(err, errlen, "cannot read the job's request from %s: %s", path, je.text);
@@ -349,15 +350,21 @@ static int alloc_request_read(const alloc_t *a, spits_res_req_t *req, char *err,
 }
 
 /* The sbatch options a TM job asks for (alloc-request.h), into opts,
- * pointed to by pre, and said (each followed by a blank). Their count,
- * or -1 after saying why the request cannot be read. */
+ * pointed to by pre, and said (each followed by a blank). Their count;
+ * -1 after saying why the request cannot be read (an error; a warning
+ * only, with *missing set, when there is no jm.json). */
 static int alloc_request_opts(const alloc_t *a, char opts[][ALLOC_REQ_LEN], char *pre[],
-                              char *said, size_t saidlen)
+                              char *said, size_t saidlen, int *missing)
 {
     char err[PATH_MAX + 512];
     spits_res_req_t req;
-    if (alloc_request_read(a, &req, err, sizeof err) != 0) {
-        spits_error("%s", err);
+    int rc = alloc_request_read(a, &req, err, sizeof err);
+    *missing = rc > 0;
+    if (rc != 0) {
+        if (rc > 0 && !a->print_options)
+            spits_warn("%s: submitting nothing this time", err);
+        else
+            spits_error("%s", err);
         return -1;
     }
     int n = alloc_request_args(&req, a->lim.workers_per_job, a->gres, a->sbatch_args,
@@ -378,7 +385,10 @@ static int alloc_submit(alloc_t *a, int n, int time_min)
     char err[512], opts[ALLOC_REQ_MAX][ALLOC_REQ_LEN];
     char said[ALLOC_REQ_MAX * (ALLOC_REQ_LEN + 1)], *pre[ALLOC_REQ_MAX];
 
-    int npre = alloc_request_opts(a, opts, pre, said, sizeof said);
+    int missing;
+    int npre = alloc_request_opts(a, opts, pre, said, sizeof said, &missing);
+    if (npre < 0 && missing)
+        return 0;      /* (a JM resuming rewrites it) */
     if (npre < 0) {
         a->stop_why = "no request to read";
         return -1;
@@ -790,7 +800,8 @@ int main(int argc, char **argv)
     if (a.print_options) {
         char opts[ALLOC_REQ_MAX][ALLOC_REQ_LEN], said[ALLOC_REQ_MAX * (ALLOC_REQ_LEN + 1)];
         char *pre[ALLOC_REQ_MAX];
-        int n = alloc_request_opts(&a, opts, pre, said, sizeof said);
+        int missing;
+        int n = alloc_request_opts(&a, opts, pre, said, sizeof said, &missing);
         if (n < 0)
             return 1;
         printf("%.*s\n", (int)(strlen(said) ? strlen(said) - 1 : 0), said);
