@@ -8,8 +8,9 @@
  * job, or of one that never committed anything, is replaced. --resume takes everything that defines the job from the
  * journal - job id, module (whose BLAKE2b hash must still match, unless
  * --module-changed accepts a fixed one: jm.json and the report then name
- * both hashes) and the
- * module's arguments - so the same phases and tasks are generated again
+ * both hashes), the module's arguments and its resource request per task
+ * (options that repeat it may be given, others are refused) - so the same
+ * phases and tasks are generated again
  * (phase.c and generator.c check that they are).
  */
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "journal.h"
 #include "log.h"
 #include "phase.h"
+#include "resources.h"
 #include "stop.h"
 #include "util.h"
 
@@ -92,6 +94,12 @@ int jm_recovery_start(jm_t *jm, int margc, const char **margv, char *err,
     json_t *doc = json_pack("{s:i, s:s, s:s, s:s, s:o}", "version", 1,
                             "job_id", jm->job_id, "module", jm->module_path,
                             "module_hash", jm->module_hash, "argv", argv);
+    /* (the request is the job's: a resume keeps it) */
+    json_t *res = spits_res_req_json(&jm->opt.res);
+    if (doc && res)
+        json_object_set_new(doc, "resources", res);
+    else
+        json_decref(res);
     int rc = doc ? spits_journal_add_json(jm->journal, SPITS_JR_JOB, 0, 0, doc) : -1;
     json_decref(doc);
     if (rc != 0) {
@@ -100,6 +108,34 @@ int jm_recovery_start(jm_t *jm, int margc, const char **margv, char *err,
         return -1;
     }
     return spits_journal_sync(jm->journal, err, errlen);
+}
+
+/* The resumed job's request is the one in its journal: options that
+ * repeat it are fine, one that differs is refused (as a module or
+ * arguments that differ are). 0, or -1 with err set. */
+static int resume_request(jm_t *jm, const json_t *saved, const char *id, char *err,
+                          size_t errlen)
+{
+    spits_res_req_t was, *opt = &jm->opt.res;
+    const char *why = NULL;
+    char was_text[128], opt_text[128];
+    if (spits_res_req_parse(saved, &was, &why) != 0) {
+        snprintf(err, errlen, "%s/%s: the job record holds %s", jm->opt.jobdir,
+                 SPITS_JOURNAL_FILE, why);
+        return -1;
+    }
+    if ((opt->cpus && opt->cpus != was.cpus) || (opt->gpus && opt->gpus != was.gpus) ||
+        (opt->mem && opt->mem != was.mem)) {
+        spits_res_req_describe(&was, was_text, sizeof was_text);
+        spits_res_req_describe(opt, opt_text, sizeof opt_text);
+        snprintf(err, errlen, "job %s in %s asks %s per task (its journal), not %s: a "
+                 "resumed job keeps its request; give none of --cpus-per-task, "
+                 "--gpus-per-task, --mem-per-task, or the same", id, jm->opt.jobdir,
+                 was_text, opt_text);
+        return -1;
+    }
+    *opt = was;
+    return 0;
 }
 
 int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
@@ -137,6 +173,8 @@ int jm_recovery_resume(jm_t *jm, const char *modarg, char ***margv_out,
                  mod, modarg);
         return -1;
     }
+    if (resume_request(jm, json_object_get(jr->job, "resources"), id, err, errlen) != 0)
+        return -1;
     /* The bytes hashed here are the ones loaded: a module changed after
      * this check cannot slip in. */
     if (!(jm->image = spits_image_read(mod, err, errlen)))

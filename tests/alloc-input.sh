@@ -2,7 +2,8 @@
 # spits-alloc's bad input, with no Slurm: sbatch options it must not pass
 # on (in every form sbatch reads them), no squeue or sbatch, a controller
 # that cannot be found, a job dir whose job is over, a dry run with no
-# queue, and the count of tasks left while the module still generates.
+# queue, the count of tasks left while the module still generates, and
+# the job's request per task in sbatch's options.
 # Slurm's commands are absent (PATH is a directory without them) or
 # stand-in scripts that record their arguments.
 . "$(dirname "$0")/lib.sh"
@@ -70,6 +71,8 @@ refused "sbatch would print its help" --he
 # a value is a value, and the word after a flag is the job script
 refused "'job.sh' is no sbatch option: sbatch would take it for the job script" -p cpu -H job.sh
 refused "drop the second '--'" -p cpu -- x
+alloc 5 "$T/none" --jobdir "$T/opts" --dry-run --gres "gpu 2"
+one_error 2 "--gres wants a generic resource name such as gpu or gpu:a100, not 'gpu 2'" "--gres 'gpu 2'"
 echo "1: forbidden sbatch options refused in every form, each with its reason"
 
 # --- 2. a job dir whose job is over: exit 0 at once -------------------------
@@ -112,7 +115,7 @@ echo "3: no sbatch: exit 1"
 
 # --- 4. a dry run decides without a queue ---------------------------------
 alloc 8 "$T/none" --jobdir "$T/live" -i 2 --dry-run
-grep -q "(dry run) would submit a job (--time=60)" "$T/out" ||
+grep -q "(dry run) would submit: sbatch --parsable --job-name=spits-tm-[0-9a-f]* --time=60 $top_srcdir/tools/slurm/spits-tm.sbatch $T/live\$" "$T/out" ||
     fail "4: the dry run with no squeue decided nothing: $(cat "$T/out")"
 grep -q "(dry run) squeue: not found on PATH.*deciding as if no job of ours were queued" "$T/out" ||
     fail "4: the dry run did not say it has no queue: $(cat "$T/out")"
@@ -136,3 +139,31 @@ grep -Eq "at least [0-9]+ task\(s\) of" <<<"$line" || fail "5: not a floor: $lin
 grep -qx -- "--time-min=5" "$T/sbatch.argv" && grep -qx -- "--job-name=spits-tm-[0-9a-f]*" "$T/sbatch.argv" ||
     fail "5: sbatch did not get the options: $(cat "$T/sbatch.argv" 2>/dev/null)"
 echo "5: $line"
+
+# --- 6. the job's request per task goes to sbatch -------------------------
+# Each TM job asks for --workers-per-job tasks' worth of it, before the
+# options after --, which may override it (-p is no resource).
+start_jm req --cpus-per-task 2 --gpus-per-task 1 --mem-per-task 100M "$MODS/bench.so" -n 1000000 -s 20000
+wait_for "[ -s $T/req/jm.json ]" 30 "the JM to announce itself"
+rm -f "$T/sbatch.argv"
+timeout -s TERM 60 env PATH="$T/fake" "$ALLOC" --script "$top_srcdir/tools/slurm/spits-tm.sbatch" \
+    --jobdir "$T/req" -i 2 --max-total 1 --workers-per-job 2 -- -p cpu >"$T/out" 2>&1 &
+apid=$!
+PIDS="$PIDS $apid"
+wait_for "grep -q 'submitted job 4242' $T/out" 30 "the first sbatch"
+kill -TERM $apid
+wait $apid
+[ "$(head -n 6 "$T/sbatch.argv" | tr '\n' ' ')" = "--parsable --cpus-per-task=4 --gres=gpu:2 --mem=200M -p cpu " ] &&
+    sed -n 7p "$T/sbatch.argv" | grep -q -- "^--job-name=spits-tm-" ||
+    fail "6: sbatch's arguments for a job of 2 cores, a GPU and 100M a task: $(cat "$T/sbatch.argv")"
+grep -q "submitted job 4242 (--cpus-per-task=4 --gres=gpu:2 --mem=200M --time=60)" "$T/out" ||
+    fail "6: the submission line: $(cat "$T/out")"
+echo "6: a job of 2 cores, a GPU and 100M a task: sbatch $(head -n 4 "$T/sbatch.argv" | tr '\n' ' ')..."
+# --sbatch-options prints them, for sbatch by hand; -c after -- is the user's.
+[ "$("$ALLOC" --jobdir "$T/req" --sbatch-options)" = "--cpus-per-task=2 --gres=gpu:1 --mem=100M" ] &&
+    [ "$("$ALLOC" --jobdir "$T/req" --sbatch-options --gres gpu:a100 -- -c 8)" = "--gres=gpu:a100:1 --mem=100M" ] ||
+    fail "6: --sbatch-options: $("$ALLOC" --jobdir "$T/req" --sbatch-options 2>&1)"
+"$ALLOC" --jobdir "$T/none" --sbatch-options >"$T/out" 2>&1
+rc=$?
+one_error 1 "no job in $T/none yet (no jm.json): its spits-jm says what its tasks need, start it first" "--sbatch-options, no job"
+echo "6: --sbatch-options: $("$ALLOC" --jobdir "$T/req" --sbatch-options)"

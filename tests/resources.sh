@@ -5,7 +5,8 @@
 # many workers as its GPUs and cores allow, each owning its own (the
 # restrace module records, per task, its variables, affinity and times);
 # a TM that can run no worker says why and leaves non-zero while the job
-# waits. With nvidia-smi, one job runs on the real GPUs.
+# waits, and resumes with its request from the journal. With nvidia-smi,
+# one job runs on the real GPUs.
 . "$(dirname "$0")/lib.sh"
 MOD=$TMODS/restrace.so
 
@@ -146,6 +147,23 @@ wait $jm
 [ ! -e "$T/n1.trace" ] || fail "n1: a task ran"
 [ "$(json "$T/n1/report.json" "(d['counters']['tm_refusals'], d['counters']['tm_losses'])")" = "(1, 0)" ] ||
     fail "n1: report.json does not count one refusal and no loss"
+
+# The stopped job resumes with its request from the journal: another one
+# on the command line is one error line; none at all keeps it, and a TM
+# with 2 GPUs runs 2 workers.
+"$JM" --resume --jobdir "$T/n1" --bind tcp://127.0.0.1:0 --gpus-per-task 2 >"$T/n1.bad" 2>&1 &&
+    fail "n1: a resume with another request was accepted"
+[ "$(grep -c . "$T/n1.bad")" = 1 ] &&
+    grep -q "error: job .* in $T/n1 asks --gpus-per-task 1 per task (its journal), not --gpus-per-task 2: a resumed job keeps its request" "$T/n1.bad" ||
+    fail "n1: a conflicting request on resume: $(cat "$T/n1.bad")"
+start_jm n1 --resume
+start_tm n1 n1.tm2 --gpus 0,1
+wait $TM_PID || fail "n1: the TM of the resumed job exited $?: $(cat "$T/n1.tm2.log")"
+wait $JM_PID || fail "n1: the resumed job exited $?: $(cat "$T/n1.jm.log")"
+grep -q "2 workers: 2 GPUs at 1 per task (--gpus-per-task 1)" "$T/n1.tm2.log" ||
+    fail "n1: the resumed job's TM: $(cat "$T/n1.tm2.log")"
+[ "$(json "$T/n1/report.json" "(d['resumed'], d['status'], d['resources'])")" = "(True, 'ok', {'gpus_per_task': 1})" ] ||
+    fail "n1: the resumed job's report.json: $(json "$T/n1/report.json" "(d['resumed'], d['status'], d.get('resources'))")"
 
 # 5. A real GPU: every task sees one of the TM's own (--gpus auto).
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then

@@ -24,6 +24,15 @@
 #   i. spits-parallel --jobdir (the job manager only) and two
 #      spits-tm.sbatch jobs: the sweep's output equals a local run's, byte
 #      for byte, and every TM job COMPLETED with exit 0.
+#   j. a job of 2 cores a task (spits-jm --cpus-per-task 2): a 1-CPU TM
+#      job's TM finds 1 core in Slurm's affinity mask and refuses it
+#      (with task/affinity); spits-alloc reads the request from jm.json
+#      and submits with --cpus-per-task=2; Slurm gives the job 2 CPUs
+#      (scontrol), its TM runs 1 worker on both cores, OMP_NUM_THREADS=2.
+#   k. a job of 1 GPU a task, on 2 stand-in GPUs (gres/gpu over device
+#      nodes with /dev/null's numbers): spits-alloc submits with
+#      --gres=gpu:2, the TM finds Slurm's 2 GPUs and runs 2 workers, each
+#      task sees one, both are used, tasks at once never share one.
 #
 # Run as root: installs slurm-wlm and munge with apt-get when missing.
 # Prints "SKIP: <reason>" and exits 77 when it cannot run (not root, no
@@ -141,7 +150,7 @@ munged --socket="$T/munge.sock" --key-file="$T/munge.key" --pid-file="$T/munged.
     skip "munged does not start: $(tail -n 1 "$T/munged.log" 2>/dev/null)"
 started=1
 
-write_conf() { # SELECT_TYPE SELECT_PARAMS OVERSUBSCRIBE
+write_conf() { # SELECT_TYPE SELECT_PARAMS OVERSUBSCRIBE TASK_PLUGIN (and $GRES)
     cat >"$T/slurm.conf" <<EOF
 ClusterName=spitstest
 SlurmctldHost=$H(127.0.0.1)
@@ -160,7 +169,7 @@ SlurmctldLogFile=$T/slurmctld.log
 SlurmdLogFile=$T/slurmd.log
 MailProg=/bin/true
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=$4
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SelectType=$1
@@ -169,7 +178,8 @@ MpiDefault=none
 ReturnToService=2
 MinJobAge=600
 KillWait=5
-NodeName=$H NodeAddr=127.0.0.1 CPUs=$NCPU State=UNKNOWN
+${GRES:+GresTypes=gpu}
+NodeName=$H NodeAddr=127.0.0.1 CPUs=$NCPU ${GRES:+Gres=$GRES }State=UNKNOWN
 PartitionName=spits Nodes=$H Default=YES MaxTime=INFINITE State=UP OverSubscribe=$3
 EOF
 }
@@ -198,14 +208,30 @@ stop_cluster() {
 }
 
 export SLURM_CONF=$T/slurm.conf
-write_conf select/cons_tres CR_Core NO
-if ! start_cluster; then
+# task/affinity binds each task to the CPUs Slurm gave it, as clusters
+# do (or task/cgroup): a TM's affinity mask is then its allocation. Two
+# stand-in GPUs for part k: character devices with /dev/null's numbers,
+# which gres/gpu hands out as GPUs 0 and 1, setting CUDA_VISIBLE_DEVICES
+# and SLURM_JOB_GPUS; nothing opens them.
+GRES=
+mkdir -p "$T/dev" && mknod "$T/dev/nvidia0" c 1 3 2>/dev/null && mknod "$T/dev/nvidia1" c 1 3 2>/dev/null &&
+    printf 'AutoDetect=off\nNodeName=%s Name=gpu File=%s/dev/nvidia[0-1]\n' "$H" "$T" >"$T/gres.conf" &&
+    GRES=gpu:2
+write_conf select/cons_tres CR_Core NO task/affinity
+start_cluster || {
+    echo "task/affinity${GRES:+ and 2 stand-in GPUs} did not come up; trying task/none"
+    stop_cluster
+    GRES=
+    rm -f "$T/gres.conf"
+    write_conf select/cons_tres CR_Core NO task/none
+    start_cluster
+} || {
     echo "select/cons_tres did not come up; trying select/linear"
     stop_cluster
-    write_conf select/linear "" FORCE:4
-    start_cluster || skip "slurmctld/slurmd did not bring node $H to idle within 30 s ($(grep -hE 'fatal|error' "$T"/slurm*.log 2>/dev/null | tail -n 1))"
-fi
-echo "cluster up: $(grep ^SelectType "$T/slurm.conf" | tr '\n' ' ')node $H, $NCPU CPUs, ports $PORT1/$PORT2"
+    write_conf select/linear "" FORCE:4 task/none
+    start_cluster
+} || skip "slurmctld/slurmd did not bring node $H to idle within 30 s ($(grep -hE 'fatal|error' "$T"/slurm*.log 2>/dev/null | tail -n 1))"
+echo "cluster up: $(grep -E '^(SelectType|TaskPlugin)' "$T/slurm.conf" | tr '\n' ' ')node $H, $NCPU CPUs${GRES:+, $GRES}, ports $PORT1/$PORT2"
 
 # ---- helpers ------------------------------------------------------------------
 ln -s "$top_builddir/jobmanager/spits-jm" "$top_builddir/taskmanager/spits-tm" "$T/bin/"
@@ -579,4 +605,110 @@ for j in $tms; do job_ok "$j"; done
 cmp -s "$T/i.local" "$T/i.out" ||
     fail "i: the Slurm sweep's output differs from the local one: $(diff "$T/i.local" "$T/i.out" | head -5)"
 echo "i: spits-parallel --jobdir with 2 spits-tm.sbatch jobs: the local run's 80 lines ($((SECONDS - t0))s)"
+# ---- j. a job's request per task: what Slurm gives, what the TM runs ---------
+TMODS=$top_builddir/tests/modules/.libs
+[ -e "$TMODS/restrace.so" ] || make -s -C "$top_builddir/tests/modules" restrace.la >/dev/null 2>&1 ||
+    fail "j: cannot build the restrace test module"
+# restrace_jm NAME JM_OPTIONS... TASKS MS: a JM on this machine whose
+# tasks record their variables and affinity in $T/NAME.trace; JM_PID,
+# once its jm.json is there
+restrace_jm() {
+    local name=$1 d=$T/run/$1
+    shift
+    mkdir -p "$d"
+    "$T/bin/spits-jm" --jobdir "$d" --bind tcp://127.0.0.1:0 "${@:1:$#-2}" "$TMODS/restrace.so" \
+        "${@:$#-1}" "$T/$name.trace" >"$d.out" 2>"$T/$name.jm.log" &
+    JM_PID=$!
+    BG_PIDS="$BG_PIDS $JM_PID"
+    for _ in $(seq 100); do [ -e "$d/jm.json" ] && return 0; sleep 0.1; done
+    fail "$name: the JM did not start: $(tail -n 3 "$T/$name.jm.log")"
+}
+# alloc_one NAME WANT ALLOC_OPTIONS...: spits-alloc submits one TM job
+# for NAME's job, whose submission line must show WANT; both end. The
+# job's id in ID, its output file in OUTF, Slurm's view of it in INFO.
+alloc_one() {
+    local name=$1 want=$2 d=$T/run/$1 a
+    shift 2
+    SPITS_BIN=$T/bin alloc "$d" --max-total 1 "$@" -- -o "$T/out/%x-%j.out" >"$T/$name.alloc.log" 2>&1 &
+    a=$!
+    BG_PIDS="$BG_PIDS $a"
+    wait_exit $JM_PID 60 || fail "$name: the JM exited $?: $(tail -n 3 "$T/$name.jm.log")"
+    wait_exit $a 30 || fail "$name: spits-alloc exited $?: $(tail -n 3 "$T/$name.alloc.log")"
+    ID=$(json "$d/alloc.json" "d['jobs'][0]['id']")
+    grep -q "submitted job $ID ($want --time=" "$T/$name.alloc.log" ||
+        fail "$name: spits-alloc's submission: $(grep submit "$T/$name.alloc.log")"
+    wait_gone 30 "$ID"
+    job_ok "$ID"
+    OUTF=$(out_of "$ID" "$(json "$d/alloc.json" "d['name']")")
+    INFO=$(timeout 5 scontrol show job "$ID" 2>&1)
+}
+
+t0=$SECONDS
+D=$T/run/j
+restrace_jm j --cpus-per-task 2 4 100
+opts=$("$ALLOC" --jobdir "$D" --sbatch-options 2>&1)
+[ "$opts" = "--cpus-per-task=2" ] || fail "j: spits-alloc --sbatch-options: '$opts'"
+# A TM job of 1 CPU (sbatch by hand, without the options) cannot run a
+# task: its TM finds 1 core in the affinity mask Slurm set, says so and
+# exits 1. (With task/none no mask is set: it would see every core.)
+affinity=
+if grep -q "^TaskPlugin=task/affinity" "$T/slurm.conf"; then
+    affinity=1
+    one=$(PATH=$top_builddir/taskmanager:$PATH SPITS_JOBDIR=$D submit spits-tm --cpus-per-task=1 "$SCRIPTS/spits-tm.sbatch")
+    wait_gone 30 "$one"
+    info=$(timeout 5 scontrol show job "$one" 2>&1)
+    case $info in *JobState=FAILED*ExitCode=1:0*) ;;
+        *) fail "j: the 1-CPU TM job: $(printf '%s\n' "$info" | grep -oE '(JobState|ExitCode)=[^ ]*' | tr '\n' ' ')" ;; esac
+    grep -q "cannot run a task of job .* (--cpus-per-task 2): 0 workers: 1 core at 2 per task" "$(out_of "$one" spits-tm)" ||
+        fail "j: the 1-CPU TM job's TM: $(cat "$(out_of "$one" spits-tm)")"
+fi
+# spits-alloc asks Slurm for the request it reads from jm.json: a job of
+# 2 CPUs, whose TM runs 1 worker on both cores, OMP_NUM_THREADS=2.
+alloc_one j "--cpus-per-task=2"
+case $INFO in *" NumCPUs=2 "*"CPUs/Task=2 "*) ;;
+    *) fail "j: Slurm gave job $ID: $(printf '%s\n' "$INFO" | grep -oE '(NumCPUs|CPUs/Task)=[^ ]*' | tr '\n' ' ')" ;; esac
+# per task, its cores and OMP_NUM_THREADS; then how many core sets in all
+got=$("$PY" - "$T/j.trace" <<'PY'
+import sys
+t = [dict(x.split('=', 1) for x in l.split()[3:]) for l in open(sys.argv[1])]
+print(len(t), {len(x['CPUS'].split(',')) for x in t}, {x['OMP'] for x in t}, len({x['CPUS'] for x in t}))
+PY
+)
+# (with task/none a TM sees every core of the node, and may run 2 workers)
+[ "${got% *}" = "4 {2} {'2'}" ] && { [ -z "$affinity" ] || [ "${got##* }" = 1 ]; } ||
+    fail "j: the tasks did not all run on one set of 2 cores with OMP_NUM_THREADS=2 ($got): $(cat "$T/j.trace")"
+if [ -n "$affinity" ]; then
+    grep -q "spits-tm: 1 worker: 2 cores at 2 per task .*(--cpus-per-task 2)$" "$OUTF" ||
+        fail "j: the TM's plan: $(grep -m3 spits-tm "$OUTF")"
+fi
+[ "$(json "$D/report.json" "d['status'], d['resources']")" = "ok {'cpus_per_task': 2}" ] ||
+    fail "j: report.json: $(json "$D/report.json" "d['status'], d.get('resources')")"
+echo "j: --cpus-per-task 2: ${affinity:+a 1-CPU TM job refused it; }spits-alloc asked Slurm for it (NumCPUs=2 CPUs/Task=2), 1 worker on 2 cores ($((SECONDS - t0))s)"
+
+# ---- k. a GPU job: spits-alloc asks for Slurm's GPUs, the TM's workers share them
+if [ -n "$GRES" ]; then
+    t0=$SECONDS
+    restrace_jm k --gpus-per-task 1 6 300
+    alloc_one k "--cpus-per-task=2 --gres=gpu:2" --workers-per-job 2
+    case $INFO in *" NumCPUs=2 "*"TresPerNode=gres:gpu:2"*) ;;
+        *) fail "k: Slurm gave job $ID: $(printf '%s\n' "$INFO" | grep -oE '(NumCPUs|TresPerNode)=[^ ]*' | tr '\n' ' ')" ;; esac
+    grep -q "spits-tm: 2 workers: 2 GPUs at 1 per task" "$OUTF" || fail "k: the TM's plan: $(grep -m3 spits-tm "$OUTF")"
+    # each task saw one of the two, in both variables; both were used;
+    # tasks at the same time had different ones
+    got=$("$PY" - "$T/k.trace" <<'PY'
+import sys
+t = []
+for l in open(sys.argv[1]):
+    f = l.split()
+    t.append((int(f[1]), int(f[2]), dict(x.split('=', 1) for x in f[3:])))
+overlap = lambda a, b: a[0] < b[1] and b[0] < a[1]
+print(len(t), sorted({x[2]['CUDA'] for x in t}), all(x[2]['CUDA'] == x[2]['GPUS'] for x in t),
+      any(overlap(a, b) and a[2]['CUDA'] == b[2]['CUDA'] for a in t for b in t if a is not b))
+PY
+)
+    [ "$got" = "6 ['0', '1'] True False" ] || fail "k: the tasks' GPUs ($got): $(cat "$T/k.trace")"
+    echo "k: --gpus-per-task 1: spits-alloc asked for --gres=gpu:2, the TM ran 2 workers on Slurm's GPUs 0 and 1 ($((SECONDS - t0))s)"
+else
+    echo "k: skipped: no stand-in GPUs (mknod failed, or the cluster came up without them)"
+fi
 echo ok

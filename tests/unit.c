@@ -12,6 +12,7 @@
 #include "credit.h"
 #include "joins.h"
 #include "alloc-policy.h"
+#include "alloc-request.h"
 #include "cmdorder.h"
 #include "cmdlive.h"
 #include "cmdenv.h"
@@ -89,6 +90,7 @@ int main(void)
         {"svgplot", spits_svgplot_selftest},
         {"reporthtml", spits_reporthtml_selftest},
         {"alloc-policy", alloc_policy_selftest},
+        {"alloc-request", alloc_request_selftest},
         {"cmdenv", cmdenv_selftest},
         {"parallel-args", pargs_selftest},
     };

@@ -222,7 +222,7 @@ static const struct {
 /* sbatch's short options that take a value (its getopt string): what
  * follows one in the same word is its value, not more options. A letter
  * not here is read as a flag, so that nothing bundled after it escapes. */
-static const char alloc_valued[] = "AaBbCcDdeFGiJLMmNnopqStwx";
+const char alloc_sbatch_valued[] = "AaBbCcDdeFGiJLMmNnopqStwx";
 
 /* The refused option that a long option word ("--NAME[=VALUE]") may be
  * to sbatch, or -1. getopt_long takes any prefix of a name that is
@@ -247,7 +247,7 @@ static int alloc_refused_short(const char *word, int *valued)
         for (size_t r = 0; r < sizeof alloc_refused / sizeof *alloc_refused; r++)
             if (*c == alloc_refused[r].letter)
                 return (int)r;
-        if (strchr(alloc_valued, *c)) {
+        if (strchr(alloc_sbatch_valued, *c)) {
             *valued = c[1] == '\0';
             break;
         }
@@ -306,28 +306,43 @@ int alloc_sbatch_check(char *const args[], int nargs, char *err, size_t errlen)
     return 0;
 }
 
-long alloc_sbatch(const char *name, char *const args[], int nargs, int time_min,
-                  const char *script, const char *jobdir, char *err, size_t errlen)
+char **alloc_sbatch_argv(const char *name, char *const pre[], int npre,
+                        char *const args[], int nargs, int time_min, const char *script,
+                        const char *jobdir, char bufs[2][256])
 {
-    char out[16384], line[512], jname[256], targ[32];
-    char **argv = calloc((size_t)nargs + 8, sizeof *argv);
+    char **argv = calloc((size_t)npre + (size_t)nargs + 8, sizeof *argv);
     int k = 0;
+
+    if (!argv)
+        return NULL;
+    snprintf(bufs[0], 256, "--job-name=%s", name);
+    snprintf(bufs[1], 256, "--time=%d", time_min);
+    argv[k++] = "sbatch";
+    argv[k++] = "--parsable";
+    for (int i = 0; i < npre; i++)   /* first: the user's options override them */
+        argv[k++] = pre[i];
+    for (int i = 0; i < nargs; i++)
+        argv[k++] = args[i];
+    argv[k++] = bufs[0];    /* last: ours, whatever the options said */
+    argv[k++] = bufs[1];
+    argv[k++] = (char *)script;
+    argv[k++] = (char *)jobdir;
+    argv[k] = NULL;
+    return argv;
+}
+
+long alloc_sbatch(const char *name, char *const pre[], int npre, char *const args[],
+                  int nargs, int time_min, const char *script, const char *jobdir,
+                  char *err, size_t errlen)
+{
+    char out[16384], line[512], bufs[2][256];
+    char **argv = alloc_sbatch_argv(name, pre, npre, args, nargs, time_min, script,
+                                    jobdir, bufs);
 
     if (!argv) {
         snprintf(err, errlen, "out of memory");
         return 0;
     }
-    snprintf(jname, sizeof jname, "--job-name=%s", name);
-    snprintf(targ, sizeof targ, "--time=%d", time_min);
-    argv[k++] = "sbatch";
-    argv[k++] = "--parsable";
-    for (int i = 0; i < nargs; i++)
-        argv[k++] = args[i];
-    argv[k++] = jname;      /* last: ours, whatever the options said */
-    argv[k++] = targ;
-    argv[k++] = (char *)script;
-    argv[k++] = (char *)jobdir;
-    argv[k] = NULL;
     int rc = alloc_run(argv, 1, out, sizeof out, NULL, 60);
     free(argv);
 

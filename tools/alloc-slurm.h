@@ -39,14 +39,28 @@ int alloc_squeue(const char *name, alloc_qjob_t *jobs, size_t max, char *err,
  * attached), and why; or a word sbatch would take for the job script. */
 int alloc_sbatch_check(char *const args[], int nargs, char *err, size_t errlen);
 
-/* Submits one job: sbatch --parsable [args...] --job-name=NAME
- * --time=MIN SCRIPT JOBDIR (ours last: they win). The job id; 0 when
+/* sbatch's short options that take a value (its getopt string): in a
+ * word of short options, what follows one of these is its value. */
+extern const char alloc_sbatch_valued[];
+
+/* The command line that submits one job: sbatch --parsable [pre...]
+ * [args...] --job-name=NAME --time=MIN SCRIPT JOBDIR. pre (options
+ * spits-alloc derives) come before the user's args, which override
+ * them; the name and time come last: they win. A calloc'd, NULL-ended
+ * array whose strings are the arguments' and bufs'; NULL when out of
+ * memory. */
+char **alloc_sbatch_argv(const char *name, char *const pre[], int npre,
+                        char *const args[], int nargs, int time_min, const char *script,
+                        const char *jobdir, char bufs[2][256]);
+
+/* Submits one job (alloc_sbatch_argv's command line). The job id; 0 when
  * sbatch failed for a reason that may pass (the controller busy or
  * unreachable, a QOS submit limit, a signal: err says it); -1 when sbatch
  * refused the request itself (a bad partition, account or option: err has
  * sbatch's words); ALLOC_NOT_FOUND when there is no sbatch to run. */
-long alloc_sbatch(const char *name, char *const args[], int nargs, int time_min,
-                  const char *script, const char *jobdir, char *err, size_t errlen);
+long alloc_sbatch(const char *name, char *const pre[], int npre, char *const args[],
+                  int nargs, int time_min, const char *script, const char *jobdir,
+                  char *err, size_t errlen);
 
 /* Cancels those of the jobs still pending (scancel --state=PENDING
  * ID...): one that started meanwhile is left to run. 0, or -1 with err

@@ -39,9 +39,11 @@
 #include <unistd.h>
 
 #include "alloc-policy.h"
+#include "alloc-request.h"
 #include "alloc-slurm.h"
 #include "jobdir.h"
 #include "log.h"
+#include "resources.h"
 #include "selfexe.h"
 #include "util.h"
 
@@ -65,12 +67,14 @@ typedef struct {
 typedef struct {
     /* options */
     const char *dir, *script;
+    const char *gres;         /* --gres NAME: GPUs as --gres=NAME:N */
     char status_exe[PATH_MAX];
     char **sbatch_args;
     int nsbatch;
     alloc_limits_t lim;
     double interval;
     int dry_run;
+    int print_options;        /* --sbatch-options: print them, and exit */
     /* the state kept in DIR/alloc.json */
     char name[64];            /* its jobs' name in the queue */
     char real_dir[PATH_MAX];  /* the job dir, absolute (for sbatch) */
@@ -109,8 +113,15 @@ static const char *usage_text =
 "      --max-queued N       its jobs pending at once (4)\n"
 "      --max-jobs N         its jobs pending or running at once (16)\n"
 "      --max-total N        its jobs submitted in all (100)\n"
-"      --workers-per-job N  workers one job brings (learned from the TMs)\n"
+"      --workers-per-job N  workers one job brings (learned from the TMs); a\n"
+"                           job asks Slurm for N tasks' worth of the job's\n"
+"                           request (1 when not given)\n"
+"      --gres NAME          the generic resource GPUs are asked as (gpu; a\n"
+"                           type: gpu:a100): --gres=NAME:COUNT\n"
 "  -i, --interval SEC       how often it looks, at least 2 (10)\n"
+"      --sbatch-options     print the options a TM job asks Slurm for (from\n"
+"                           DIR/jm.json), for sbatch spits-tm.sbatch by hand,\n"
+"                           and exit\n"
 "  -n, --dry-run            decide and log, submit and cancel nothing (with\n"
 "                           no squeue, as if none of its jobs were queued)\n"
 "  -q, --quiet              errors only\n"
@@ -118,7 +129,11 @@ static const char *usage_text =
 "  -h, --help               this help\n"
 "  -V, --version            print the version\n"
 "\n"
-"Everything after -- goes to sbatch (partition, account, nodes, CPUs), as in\n"
+"Each job asks Slurm for what the job's tasks need (DIR/jm.json, from\n"
+"spits-jm --cpus-per-task, --gpus-per-task, --mem-per-task): for its one\n"
+"spits-tm, --cpus-per-task=N*CPUS, --gres=gpu:N*GPUS and --mem=N*MEM,\n"
+"for N workers. Everything after -- goes to sbatch after those (partition,\n"
+"account, nodes), and a resource named there (or --exclusive) is left to it:\n"
 "  $ spits-alloc --jobdir DIR -- --partition=cpu --cpus-per-task=16\n"
 "\n"
 "It sets the job name and time and submits single jobs, so --job-name,\n"
@@ -304,16 +319,93 @@ static void alloc_cancel(alloc_t *a, int n, const char *why)
     free(ids);
 }
 
-/* Submits n jobs. 0, or -1 when sbatch refused the request itself. */
+/* The job's resource request, from DIR/jm.json (none asked: zeros). 0;
+ * 1 when there is no jm.json (no JM yet, or one resuming), -1 when it
+ * cannot be read; err says why. */
+static int alloc_request_read(const alloc_t *a, spits_res_req_t *req, char *err,
+                              size_t errlen)
+{
+    char path[PATH_MAX];
+    json_error_t je;
+    const char *why = NULL;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", a->dir, SPITS_ANNOUNCE_FILE) >= sizeof path) {
+        snprintf(err, errlen, "the job dir's path is too long");
+        return -1;
+    }
+    json_t *doc = json_load_file(path, 0, &je);
+    if (!doc && access(path, F_OK) != 0) {
+        snprintf(err, errlen, "no job in %s yet (no %s): its spits-jm says what its "
+                 "tasks need, start it first", a->dir, SPITS_ANNOUNCE_FILE);
+        return 1;
+    }
+    if (!doc) {
+        snprintf(err, errlen, "cannot read the job's request from %s: %s", path, je.text);
+        return -1;
+    }
+    int rc = spits_res_req_parse(json_object_get(doc, "resources"), req, &why);
+    json_decref(doc);
+    if (rc != 0)
+        snprintf(err, errlen, "%s holds %s", path, why);
+    return rc;
+}
+
+/* The sbatch options a TM job asks for (alloc-request.h), into opts,
+ * pointed to by pre, and said (each followed by a blank). Their count;
+ * -1 after saying why the request cannot be read (an error; a warning
+ * only, with *missing set, when there is no jm.json). */
+static int alloc_request_opts(const alloc_t *a, char opts[][ALLOC_REQ_LEN], char *pre[],
+                              char *said, size_t saidlen, int *missing)
+{
+    char err[PATH_MAX + 512];
+    spits_res_req_t req;
+    int rc = alloc_request_read(a, &req, err, sizeof err);
+    *missing = rc > 0;
+    if (rc != 0) {
+        if (rc > 0 && !a->print_options)
+            spits_warn("%s: submitting nothing this time", err);
+        else
+            spits_error("%s", err);
+        return -1;
+    }
+    int n = alloc_request_args(&req, a->lim.workers_per_job, a->gres, a->sbatch_args,
+                               a->nsbatch, opts);
+    said[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        pre[i] = opts[i];
+        snprintf(said + strlen(said), saidlen - strlen(said), "%s ", opts[i]);
+    }
+    return n;
+}
+
+/* Submits n jobs, each asking Slurm for what the job's request needs
+ * (alloc-request.h). 0, or -1 when sbatch refused the request itself or
+ * the request cannot be read. */
 static int alloc_submit(alloc_t *a, int n, int time_min)
 {
-    char err[512];
+    char err[512], opts[ALLOC_REQ_MAX][ALLOC_REQ_LEN];
+    char said[ALLOC_REQ_MAX * (ALLOC_REQ_LEN + 1)], *pre[ALLOC_REQ_MAX];
+
+    int missing;
+    int npre = alloc_request_opts(a, opts, pre, said, sizeof said, &missing);
+    if (npre < 0 && missing)
+        return 0;      /* (a JM resuming rewrites it) */
+    if (npre < 0) {
+        a->stop_why = "no request to read";
+        return -1;
+    }
     for (int i = 0; i < n; i++) {
         if (a->dry_run) {
-            spits_info("(dry run) would submit a job (--time=%d)", time_min);
+            char bufs[2][256], line[4096] = "";
+            char **argv = alloc_sbatch_argv(a->name, pre, npre, a->sbatch_args, a->nsbatch,
+                                            time_min, a->script, a->real_dir, bufs);
+            for (int k = 0; argv && argv[k]; k++)
+                snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s",
+                         k ? " " : "", argv[k]);
+            free(argv);
+            spits_info("(dry run) would submit: %s", line);
             continue;
         }
-        long id = alloc_sbatch(a->name, a->sbatch_args, a->nsbatch, time_min,
+        long id = alloc_sbatch(a->name, pre, npre, a->sbatch_args, a->nsbatch, time_min,
                                a->script, a->real_dir, err, sizeof err);
         if (id == ALLOC_NOT_FOUND) {
             spits_error("%s: spits-alloc submits with Slurm's sbatch", err);
@@ -338,7 +430,7 @@ static int alloc_submit(alloc_t *a, int n, int time_min)
                        "%s, where a restart finds it)", id, a->name);
         a->submitted++;
         alloc_save(a, 0);
-        spits_info("submitted job %ld (--time=%d)", id, time_min);
+        spits_info("submitted job %ld (%s--time=%d)", id, said, time_min);
     }
     return 0;
 }
@@ -548,7 +640,7 @@ static int alloc_beside_me(const char *name, char *out, size_t len)
 static int alloc_options(alloc_t *a, int argc, char **argv)
 {
     enum { OPT_TIME = 256, OPT_MIN_TIME, OPT_MAX_QUEUED, OPT_MAX_JOBS, OPT_MAX_TOTAL,
-           OPT_PER_JOB };
+           OPT_PER_JOB, OPT_GRES, OPT_PRINT };
     static const struct option longopts[] = {
         {"jobdir", required_argument, NULL, 'd'},
         {"script", required_argument, NULL, 's'},
@@ -559,8 +651,10 @@ static int alloc_options(alloc_t *a, int argc, char **argv)
         {"max-jobs", required_argument, NULL, OPT_MAX_JOBS},
         {"max-total", required_argument, NULL, OPT_MAX_TOTAL},
         {"workers-per-job", required_argument, NULL, OPT_PER_JOB},
+        {"gres", required_argument, NULL, OPT_GRES},
         {"interval", required_argument, NULL, 'i'},
         {"dry-run", no_argument, NULL, 'n'},
+        {"sbatch-options", no_argument, NULL, OPT_PRINT},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -590,12 +684,21 @@ static int alloc_options(alloc_t *a, int argc, char **argv)
         case OPT_MAX_JOBS: rc = alloc_int_opt("--max-jobs", optarg, 1, 100000, &v); a->lim.max_running = (int)v; break;
         case OPT_MAX_TOTAL: rc = alloc_int_opt("--max-total", optarg, 1, ALLOC_QUEUE_MAX, &v); a->lim.max_total = v; break;
         case OPT_PER_JOB: rc = alloc_int_opt("--workers-per-job", optarg, 1, 1000000, &v); a->lim.workers_per_job = (int)v; break;
+        case OPT_GRES:
+            if (!optarg[0] || strlen(optarg) > 100 ||
+                strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                               "0123456789_-.:") != strlen(optarg))
+                return spits_bad_option("--gres wants a generic resource name such as "
+                                        "gpu or gpu:a100, not '%s'", optarg);
+            a->gres = optarg;
+            break;
         case 'i':
             if (spits_parse_seconds(optarg, 86400, &a->interval) || a->interval < 2)
                 return spits_bad_option("--interval wants seconds, at least 2 (the "
                                         "scheduler is asked that often), not '%s'", optarg);
             break;
         case 'n': a->dry_run = 1; break;
+        case OPT_PRINT: a->print_options = 1; break;
         case 'q': spits_log_init("spits-alloc", SPITS_LOG_ERROR); break;
         case 'v': spits_log_init("spits-alloc", SPITS_LOG_DEBUG); break;
         case 'h': fputs(usage_text, stdout); exit(0);
@@ -634,7 +737,7 @@ static int alloc_options(alloc_t *a, int argc, char **argv)
             a->script = script;
         }
     }
-    if (access(a->script, R_OK) != 0)
+    if (!a->print_options && access(a->script, R_OK) != 0)
         return spits_bad_option("cannot read the TM job script '%s' (give --script FILE)",
                                 a->script);
     alloc_beside_me("spits-status", a->status_exe, sizeof a->status_exe);
@@ -694,6 +797,16 @@ int main(int argc, char **argv)
     spits_log_init("spits-alloc", SPITS_LOG_INFO);
     if ((rc = alloc_options(&a, argc, argv)) != 0)
         return rc;
+    if (a.print_options) {
+        char opts[ALLOC_REQ_MAX][ALLOC_REQ_LEN], said[ALLOC_REQ_MAX * (ALLOC_REQ_LEN + 1)];
+        char *pre[ALLOC_REQ_MAX];
+        int missing;
+        int n = alloc_request_opts(&a, opts, pre, said, sizeof said, &missing);
+        if (n < 0)
+            return 1;
+        printf("%.*s\n", (int)(strlen(said) ? strlen(said) - 1 : 0), said);
+        return 0;
+    }
     if (sodium_init() < 0)
         return 1;
     if (spits_jobdir_prepare(a.dir, err, sizeof err) != 0 ||
