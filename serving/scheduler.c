@@ -1,6 +1,7 @@
 /*
  * scheduler.c - the scheduler of a hop that serves TMs (see scheduler.h for what
- * it decides).
+ * it decides). Its state is struct sched (scheduler_int.h); the third pick
+ * step, copies of late tasks, is schedlate.c's.
  *
  * Per-task state lives in the task itself (sched_task_t: copies,
  * holders, attempts, in_retry, out_ms, copy_ms); per-TM credit in the
@@ -22,47 +23,10 @@
 #include "retryq.h"
 #include "ring.h"
 #include "scheduler.h"
+#include "scheduler_int.h"
+#include "schedlate.h"
 #include "util.h"
 #include "wire.h"
-
-/* The tasks TM slot holds a copy of, in no order. */
-typedef struct {
-    sched_task_t **tasks;
-    size_t n, cap;
-} held_t;
-
-struct sched {
-    int max_copies, max_attempts;
-    int64_t rec_start_ms;            /* the last record's task: its newest */
-    uint32_t rec_len;                /* ...copy's start and its size */
-    held_t *held;                    /* by TM slot */
-    size_t nheld;
-    sched_stats_t *st;
-    spits_ring_t *ring;              /* sent, not resolved: by id */
-    sched_task_t *fresh, *fresh_tail;   /* from the generator, not sent yet */
-    uint64_t fresh_next;             /* one past the last task that left
-                                        fresh, sent or resolved early */
-    int gen_done, gen_waiting;
-    retryq_t retry;
-    uint64_t version;
-    sched_task_t **picked;              /* the last pick */
-    size_t npicked, cappicked;
-    sched_cancel_t *cancels;      /* copies to cancel, not taken yet */
-    size_t ncancel, capcancel;
-    uint64_t freed_bytes;            /* of tasks resolved this phase */
-    uint64_t taken_bytes;            /* of fresh tasks picked (or resolved
-                                        early) this phase */
-    uint64_t task_bytes_sent;        /* of every copy sent */
-    int64_t now;                     /* the owner's clock, ms */
-    uint64_t released;               /* bytes of parts libzmq let go of */
-    int send_idle;                   /* ...none over the last tick while
-                                        parts waited (sched_set_backlog) */
-    late_t late;                  /* when a copy is late */
-    uint64_t finished;               /* results committed this phase */
-    int64_t late_after;              /* the bound last seen by a scan */
-    sched_hooks_t hooks;             /* the owner's */
-    int broken;
-};
 
 sched_t *sched_new(int max_copies, int max_attempts, sched_stats_t *st)
 {
@@ -150,14 +114,6 @@ int sched_broken(const sched_t *s)
 }
 
 /* --- task copies ------------------------------------------------------- */
-
-static int held_by(const sched_task_t *task, int slot)
-{
-    for (int i = 0; i < SCHED_MAX_COPIES; i++)
-        if (task->holders[i] == slot)
-            return 1;
-    return 0;
-}
 
 /* Slot's list, grown to take one more. NULL: no memory. */
 static held_t *held_room(sched_t *s, int slot)
@@ -337,20 +293,6 @@ void sched_set_hooks(sched_t *s, const sched_hooks_t *hooks)
 
 /* --- tasks out --------------------------------------------------------- */
 
-static int picked_add(sched_t *s, size_t n, sched_task_t *task)
-{
-    if (n == s->cappicked) {
-        size_t cap = s->cappicked ? s->cappicked * 2 : 256;
-        sched_task_t **p = realloc(s->picked, cap * sizeof *p);
-        if (!p)
-            return -1;
-        s->picked = p;
-        s->cappicked = cap;
-    }
-    s->picked[n] = task;
-    return 0;
-}
-
 /* 1. Tasks with no copy out. */
 static size_t pick_retries(sched_t *s, sched_peer_t *t, size_t room, size_t *bytes,
                            size_t max_bytes, int others)
@@ -401,104 +343,6 @@ static size_t pick_fresh(sched_t *s, size_t n, size_t room, size_t *bytes,
     return n;
 }
 
-/* When the newest copy of a task left the hop: when libzmq let go of its
- * part (part_done sets left_ms, then drops its reference: seen here once
- * refs is 1; on libzmq's clock, which may be ahead of ours), or when it
- * was sent (an inline task, or a part still in the hop). left_ms is the
- * task's, not the copy's: a part of an older copy let go of after the
- * newest was sent (its TM's connection dropped) restarts the newest's
- * clock, and a part of an older copy still in the hop holds the newest to
- * copy_due's rule for waiting parts. Both only delay a copy. */
-static int64_t copy_start(const sched_t *s, sched_task_t *task)
-{
-    if (atomic_load_explicit(&task->refs, memory_order_acquire) > 1)
-        return task->copy_ms;
-    int64_t left = atomic_load_explicit(&task->left_ms, memory_order_relaxed);
-    left = left < s->now ? left : s->now;
-    return left > task->copy_ms ? left : task->copy_ms;
-}
-
-/* The lateness bound now; a new one may make tasks late for any TM. */
-static int64_t late_bound(sched_t *s)
-{
-    int64_t after = late_after(&s->late, s->finished, spits_ring_count(s->ring));
-    if (after != s->late_after) {
-        s->late_after = after;
-        s->version++;
-    }
-    return after;
-}
-
-/* A task t could be sent another copy of, but for its age. */
-static int copy_candidate(const sched_t *s, const sched_task_t *task, const sched_peer_t *t)
-{
-    return task->copies > 0 && task->copies < s->max_copies && !held_by(task, t->slot);
-}
-
-/* When the newest copy of a task is late: the bound after its clock
- * started. The clock starts when the copy left the hop: when libzmq let
- * go of its part (a large task, which may wait seconds in the hop's send
- * backlog: backlog.h), or when it was sent (a task sent inline). A part
- * still in the hop is not late while it waits its turn, only once it is
- * stuck (backlog.h; then from when it was sent); INT64_MAX until then.
- * (Any part of the task still in the hop counts: refs.) */
-static int64_t copy_due(const sched_t *s, sched_task_t *task, int64_t after)
-{
-    if (atomic_load_explicit(&task->refs, memory_order_acquire) > 1)
-        return s->released >= task->stuck_at || s->send_idle ? task->copy_ms + after
-                                                             : INT64_MAX;
-    return copy_start(s, task) + after;
-}
-
-/* 3. No fresh task: copies of late tasks (lateness.h), oldest first: out
- * longer than the bound since their newest copy left the hop. Tasks enter the
- * ring in id order, so the scan stops at the first one too young to be
- * late. A fruitless scan notes when the next task may become late. */
-static size_t pick_copies(sched_t *s, sched_peer_t *t, size_t n, size_t room,
-                          size_t *bytes, size_t max_bytes)
-{
-    if (s->fresh || s->max_copies < 2 || !(s->gen_done || s->gen_waiting) ||
-        n >= room || *bytes >= max_bytes)
-        return n;
-    int64_t after = late_bound(s);
-    if (after == LATE_NEVER ||
-        (t->scan_version == s->version && s->now < t->scan_until))
-        return n;
-    int64_t until = s->now + after;     /* no task put from now on is late sooner */
-    size_t found = 0;
-    for (uint64_t id = spits_ring_low(s->ring);
-         id < spits_ring_next(s->ring) && n < room && *bytes < max_bytes; id++) {
-        sched_task_t *task = spits_ring_get(s->ring, id);
-        if (!task)
-            continue;
-        if (s->now - task->out_ms < after) {
-            until = task->out_ms + after < until ? task->out_ms + after : until;
-            break;
-        }
-        if (!copy_candidate(s, task, t))
-            continue;
-        int64_t due = copy_due(s, task, after);
-        if (s->now < due) {
-            /* (a part waiting in the hop may be stuck at any tick, which
-             * moves no version: look again then) */
-            if (due == INT64_MAX)
-                due = s->now + SCHED_STUCK_LOOK_MS;
-            until = due < until ? due : until;
-            continue;
-        }
-        if (picked_add(s, n, task) != 0)
-            break;
-        n++;
-        found++;
-        *bytes += task->len;
-    }
-    if (!found) {                       /* nothing until something changes */
-        t->scan_version = s->version;
-        t->scan_until = until;
-    }
-    return n;
-}
-
 size_t sched_pick(sched_t *s, sched_peer_t *t, size_t max_n, size_t max_bytes,
                   int others)
 {
@@ -510,7 +354,10 @@ size_t sched_pick(sched_t *s, sched_peer_t *t, size_t max_n, size_t max_bytes,
         return s->npicked = 0;
     n = pick_retries(s, t, room, &bytes, max_bytes, others);
     n = pick_fresh(s, n, room, &bytes, max_bytes);
-    n = pick_copies(s, t, n, room, &bytes, max_bytes);
+    /* (a copy's address goes out: bytes itself stays in a register in
+     * steps 1 and 2, where it counts every task) */
+    size_t late_bytes = bytes;
+    n = schedlate_pick(s, t, n, room, &late_bytes, max_bytes);
     return s->npicked = n;
 }
 

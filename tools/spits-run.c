@@ -37,41 +37,10 @@
 #include "jobdir.h"
 #include "log.h"
 #include "pyjob.h"
+#include "run.h"
+#include "run-jobdir.h"
 #include "serial.h"
 #include "util.h"
-
-#define MAX_TMS 1024
-
-typedef struct {
-    const char *jobdir;
-    char tmpdir[PATH_MAX];
-    int keep;
-    int no_keep;            /* --no-keep: a failed job's dir goes too */
-    int jm_crashed;         /* the signal the JM died of, unsent (or 0) */
-    int failed;             /* the job's exit status, when it failed (or 0) */
-    int tm_crashed;         /* a TM died of a signal (its crash file) */
-    long workers, tms;
-    const char *max_copies, *max_attempts, *bind, *commit_errors, *progress;
-    const char *joblog, *journal;   /* passed to spits-jm */
-    const char *cpus_per_task, *gpus_per_task, *mem_per_task;   /* ...too */
-    int workers_given;      /* --workers: passed on (else a TM's own) */
-    const char *prefetch, *task_timeout;   /* passed to spits-tm */
-    int isolate;
-    int resume;             /* --resume: spits-jm --resume on --jobdir */
-    int module_changed;     /* --module-changed: passed with --resume */
-    int keep_going;         /* --keep-going: spits-jm's, or serial.c's */
-    int serial;             /* --serial: serial.c, in this process */
-    const char *not_serial; /* an option given that --serial has no use for */
-    int verbosity;          /* -1 quiet, 0 default, >0 verbose */
-    char jm_path[PATH_MAX], tm_path[PATH_MAX];
-    pid_t jm;
-    pid_t tm[MAX_TMS];
-    int tm_status[MAX_TMS];
-    int errpipe[2];         /* the TMs' stderr: the JM reads [0] (-1: none) */
-    char errpipe_arg[16];   /* [0] as --relay-fd's argument */
-    char left[4096];        /* an unfinished line read after the JM ended */
-    size_t nleft;
-} run_t;
 
 static void usage(FILE *f)
 {
@@ -162,13 +131,6 @@ static pid_t spawn(char **argv, const sigset_t *mask, int keep_fd, int err_fd)
     execv(argv[0], argv);
     fprintf(stderr, "spits-run: error: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag,
-                    struct FTW *ftw)
-{
-    (void)st; (void)flag; (void)ftw;
-    return remove(path);
 }
 
 static int status_of(int wstatus)
@@ -272,187 +234,6 @@ static int run_jm_crashed(int ws, int sent)
     /* SIGPIPE: its stdout was closed (| head), as for any filter */
     return WIFSIGNALED(ws) && WTERMSIG(ws) != SIGPIPE &&
            !(sent && (WTERMSIG(ws) == SIGINT || WTERMSIG(ws) == SIGTERM));
-}
-
-static int run_has_report(const char *dir)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, SPITS_REPORT_FILE);
-    return access(path, F_OK) == 0;
-}
-
-/* The temporary job dir goes, unless --keep, or the job failed or a
- * process of it crashed: then what says why (report.json, crash files,
- * the journal to resume from) is kept, in one line. (A few tries: a
- * child's last file may still be on its way at the first.) */
-static void run_cleanup(run_t *r)
-{
-    if (!r->tmpdir[0])
-        return;
-    if (r->jm_crashed) {
-        spits_error("the job manager died of SIG%s; job dir kept: %s "
-                    "(spits-status --jobdir %s says where it crashed)",
-                    sigabbrev_np(r->jm_crashed), r->tmpdir, r->tmpdir);
-        return;
-    }
-    /* (a JM that failed before its job began, such as on a module it
-     * could not load, leaves nothing to keep) */
-    if (r->failed && !r->no_keep && run_has_report(r->tmpdir)) {
-        spits_error("the job failed (exit status %d); job dir kept: %s "
-                    "(its report.json%s; spits-status --jobdir %s)", r->failed,
-                    r->tmpdir, r->tm_crashed ? " and crashes/" : "", r->tmpdir);
-        return;
-    }
-    if (r->tm_crashed && !r->no_keep) {
-        spits_warn("a task manager crashed; job dir kept: %s (its crash "
-                   "report is in %s/crashes)", r->tmpdir, r->tmpdir);
-        return;
-    }
-    if (r->keep) {
-        spits_info("job dir kept: %s", r->tmpdir);
-        return;
-    }
-    for (int i = 0; i < 5; i++) {
-        if (nftw(r->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ||
-            access(r->tmpdir, F_OK) != 0)
-            return;
-        usleep(100000);
-    }
-    spits_warn("cannot remove the temporary job dir %s: %s", r->tmpdir,
-               strerror(errno));
-}
-
-/* The JM crashed: its crash.json gets the source line (the JM's handler
- * could only write the module's offset). */
-static void run_resolve_crash(const run_t *r)
-{
-    char path[PATH_MAX], err[PATH_MAX + 128];
-    snprintf(path, sizeof path, "%s/%s", r->jobdir, SPITS_CRASH_FILE);
-    json_t *doc = spits_crash_read(path, err, sizeof err);
-    if (doc && spits_crash_resolve(doc) &&
-        spits_json_write_atomic(path, doc, 0644, err, sizeof err) != 0)
-        spits_warn("%s", err);
-    json_decref(doc);
-}
-
-/* Waits until the JM has removed the run before's report.json (a new run
- * of the dir does that first), has exited, or a stop signal is pending;
- * at most a minute. The JM is not reaped here. */
-static void run_wait_replaced(run_t *r, const sigset_t *stops)
-{
-    for (int waited = 0; waited < 60000 && run_has_report(r->jobdir); waited += 10) {
-        siginfo_t si = {0};
-        sigset_t pending;
-        if (waitid(P_PID, (id_t)r->jm, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-            si.si_pid == r->jm)
-            return;
-        sigpending(&pending);
-        for (int sig = 1; sig < NSIG; sig++)
-            if (sig != SIGCHLD && sigismember(stops, sig) == 1 &&
-                sigismember(&pending, sig) == 1)
-                return;
-        usleep(10000);
-    }
-}
-
-/* The JM has written jm.json, which it does once its signal handlers are
- * set (a stale one of an earlier run says so too early, as before). */
-static int run_jm_announced(const run_t *r)
-{
-    char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/jm.json", r->jobdir ? r->jobdir : ".") >=
-        (int)sizeof path)
-        return 1;
-    return access(path, F_OK) == 0;
-}
-
-/* How long the JM may outlive the last TM before it is stopped: a job
- * that ended tells its TMs to exit first, and exits itself soon after. */
-#define RUN_ORPHAN_MS 3000
-
-/* How many TMs the JM has, those that joined it from elsewhere too:
- * spits-status --json's tms_alive (at most 10 s to answer); -1 when it
- * cannot tell. Only asked once every local TM has gone. */
-static long run_jm_tms(const run_t *r)
-{
-    char prog[PATH_MAX];
-    int fd[2];
-    size_t n = 0, cap = 4 << 20;
-    char *buf;
-    if (spits_find_beside("spits-run", "spits-status", "SPITS_STATUS", "tools", X_OK,
-                          prog) != 0 || !(buf = malloc(cap)))
-        return -1;
-    if (pipe2(fd, O_CLOEXEC) != 0) {
-        free(buf);
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(fd[1], STDOUT_FILENO);
-        if (null >= 0)
-            dup2(null, STDERR_FILENO);
-        execl(prog, prog, "--jobdir", r->jobdir, "--json", (char *)NULL);
-        _exit(127);
-    }
-    close(fd[1]);
-    int64_t until = spits_now_ms() + 10000;
-    while (pid > 0 && n < cap - 1) {
-        struct pollfd pf = {fd[0], POLLIN, 0};
-        int64_t left = until - spits_now_ms();
-        if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
-            break;
-        ssize_t k = read(fd[0], buf + n, cap - 1 - n);
-        if (k <= 0 && !(k < 0 && errno == EINTR))
-            break;
-        n += k > 0 ? (size_t)k : 0;
-    }
-    close(fd[0]);
-    buf[n] = '\0';
-    if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-    }
-    const char *t = strstr(buf, "\"tms_alive\"");
-    long alive = -1;
-    if (t && (t = strchr(t, ':')))
-        alive = strtol(t + 1, NULL, 10);
-    free(buf);
-    return alive;
-}
-
-/* 1 once every TM has been gone (exited, some with status 0) for
- * RUN_ORPHAN_MS while the JM runs, has not written its report and has no
- * TM that joined from elsewhere: nothing would do the work left, so
- * the job is stopped, with one line saying what to do. *since holds when
- * the last one left (0: some still run). */
-static int run_orphaned(run_t *r, int64_t *since)
-{
-    for (long i = 0; i < r->tms; i++)
-        if (r->tm[i] > 0) {
-            *since = 0;
-            return 0;
-        }
-    int64_t now = spits_now_ms();
-    if (run_has_report(r->jobdir))
-        return 0;                       /* the job ended: the JM is exiting */
-    if (!*since)
-        *since = now;
-    if (now - *since < RUN_ORPHAN_MS)
-        return 0;
-    if (run_jm_tms(r) > 0) {
-        *since = spits_now_ms();        /* others joined it: they work on */
-        return 0;
-    }
-    if (r->tmpdir[0])
-        spits_error("every task manager has exited with work left; stopping the job "
-                    "(with --jobdir DIR it could be resumed: spits-run --resume "
-                    "--jobdir DIR)");
-    else
-        spits_error("every task manager has exited with work left; stopping the job: "
-                    "resume it with spits-run --resume --jobdir %s (or start task "
-                    "managers with spits-tm --jobdir %s)", r->jobdir, r->jobdir);
-    return 1;
 }
 
 #define JM_ARGS_MAX (40 + 256)
@@ -727,17 +508,17 @@ int main(int argc, char **argv)
 
     /* The JM: spits-jm --jobdir DIR --bind EP [knobs] MODULE ARGS... */
     char *jargv[JM_ARGS_MAX];
-    int stale = r.jobdir != r.tmpdir && run_has_report(r.jobdir);
+    int stale = r.jobdir != r.tmpdir && rundir_has_report(r.jobdir);
     jm_args(&r, jargv, 0, argc, argv);
     r.jm = spawn(jargv, &orig, r.errpipe[0], -1);
     if (r.jm < 0) {
-        run_cleanup(&r);
+        rundir_cleanup(&r);
         return 1;
     }
     /* A job dir that holds a finished run: TMs started now could read its
      * report before the JM replaces it, and leave. */
     if (stale)
-        run_wait_replaced(&r, &block);
+        rundir_wait_replaced(&r, &block);
 
     char *targv[TM_ARGS_MAX];
     int signalled = 0, tms_failed = 0, gave_up = 0, waits_for_jm = 0, orphaned = 0;
@@ -795,12 +576,12 @@ int main(int argc, char **argv)
         /* (once the JM has announced itself: a SIGTERM before it set its
          * handlers would end it with no report; 30 s at most) */
         if (tms_failed == r.tms && !signalled && !gave_up &&
-            (run_jm_announced(&r) || ++waits_for_jm > 150)) {
+            (rundir_jm_announced(&r) || ++waits_for_jm > 150)) {
             spits_error("every task manager failed; stopping the job");
             kill(r.jm, SIGTERM);
             gave_up = 1;
         }
-        if (!signalled && !gave_up && run_orphaned(&r, &tms_gone_at)) {
+        if (!signalled && !gave_up && rundir_orphaned(&r, &tms_gone_at)) {
             kill(r.jm, SIGTERM);
             gave_up = orphaned = 1;
         }
@@ -811,7 +592,7 @@ int main(int argc, char **argv)
     stop_tms(&r, SIGKILL, 1000);
     errpipe_drain(&r, 1);
     if (r.jm_crashed)
-        run_resolve_crash(&r);
+        rundir_resolve_crash(&r);
     /* Stopped as asked: the status says by which signal (the JM was sent
      * SIGINT or SIGTERM for it). */
     int stopped = status == 0 || status == 128 + SIGINT || status == 128 + SIGTERM;
@@ -829,6 +610,6 @@ int main(int argc, char **argv)
     if (status != 0 && !signalled &&
         (gave_up || (status != 128 + SIGINT && status != 128 + SIGTERM)))
         r.failed = final;
-    run_cleanup(&r);
+    rundir_cleanup(&r);
     return final;
 }
