@@ -294,6 +294,7 @@ static void serve_live_part(const json_t *d, const serve_view_t *v, FILE *f)
     }
     serve_timeline(d, f);
     serve_tms(json_object_get(d, "tms"), serve_int(d, "tms_alive"), v, f);
+    spits_html_workers(json_object_get(d, "tms"), f);
     spits_html_failed(d, (size_t)serve_int(k, "failed"), f);
 }
 
