@@ -2,9 +2,10 @@
  * reporthtml.c - a finished job as one self-contained web page, from its
  * report.json document: what a person checking a campaign from a laptop
  * wants first (the end state, the counts, the model line), then the
- * commit timeline (svgplot.c, inline), the Task Managers and the failed
- * tasks. Inline CSS and SVG only: no script, no fetch, no font or image
- * from anywhere, so it opens offline. Every string from the report (the
+ * commit timeline (svgplot.c, inline), the Task Managers, their workers
+ * (with a job's resource request: what each owned) and the failed tasks.
+ * Inline CSS and SVG only: no script, no fetch, no font or image from
+ * anywhere, so it opens offline. Every string from the report (the
  * module path, argv, host names, error text) is escaped. Long lists are
  * cut to a bound and say how many more report.json has, so the page of a
  * 10^7-task job on thousands of TMs stays small.
@@ -355,6 +356,12 @@ int spits_reporthtml_selftest(void)
     for (int i = 0; i < SPITS_HTML_TMS + 7; i++)
         json_array_append_new(tms, json_pack("{s:s, s:i, s:i}", "host", "h", "pid", i,
                                              "done", i == 30 ? 1000 : i));
+    /* the busiest TM's workers: more than the page lists, with markup */
+    json_t *workers = json_array();
+    for (int i = 0; i < SPITS_HTML_ROWS + 3; i++)
+        json_array_append_new(workers, json_pack("{s:s, s:i, s:i, s:f}", "cpus", "<b>",
+                                                 "mem", 1 << 21, "runs", i, "busy_s", 0.5));
+    json_object_set_new(json_array_get(tms, 30), "worker_res", workers);
     for (int i = 0; i < SPITS_HTML_ROWS + 3; i++)
         json_array_append_new(failed, json_pack("{s:i, s:i, s:s}", "phase", 1,
                                                 "task", i, "reason", "crashed"));
@@ -371,6 +378,11 @@ int spits_reporthtml_selftest(void)
           !strstr(buf, "id=\"count-committed\">12345<") ||
           !strstr(buf, "and 7 more TMs") || !strstr(buf, "and 3 more failed tasks") ||
           !strstr(buf, "<polyline class=\"timeline\"") || !strstr(buf, "resumable</b>") ||
+          strstr(buf, "<b>") || !strstr(buf, "and 3 more workers") ||
+          !strstr(buf, "<tr class=\"worker\"><td>h:30</td><td class=\"n\">99</td>"
+                       "<td>&lt;b&gt;</td><td>none</td><td class=\"n\">2 MiB</td>"
+                       "<td class=\"n\">99</td><td class=\"n\">0.5</td></tr>") ||
+          strstr(buf, "<td class=\"n\">100</td><td>&lt;b&gt;") ||
           strstr(buf, "<tr class=\"tm\"><td>h</td><td class=\"n\">30<") !=
               strstr(buf, "<tr class=\"tm\">");
     free(buf);

@@ -418,7 +418,8 @@ static int svgplot_selftest_marks(void)
         "{\"t\":0,\"event\":\"join\",\"pid\":7,\"host\":\"a\"},"
         "{\"t\":0,\"event\":\"join\",\"pid\":8,\"host\":\"b\"},"
         "{\"t\":1.5,\"event\":\"lost\",\"pid\":8,\"host\":\"b\"}]},"
-        "\"tms\":[{\"host\":\"a\",\"pid\":7,\"workers\":1,\"busy_s\":1,\"done\":1},"
+        "\"tms\":[{\"host\":\"a\",\"pid\":7,\"workers\":1,\"busy_s\":1,\"done\":1,"
+        "\"worker_res\":[{\"cpus\":\"0\"},{\"gpus\":\"0,G<1>\",\"runs\":3,\"busy_s\":0.5}]},"
         "{\"host\":\"b\",\"pid\":8,\"workers\":1,\"busy_s\":1,\"done\":0}]}", 0, NULL);
     char *buf = NULL;
     size_t len = 0;
@@ -436,6 +437,13 @@ static int svgplot_selftest_marks(void)
           !strstr(buf, ">task manager joined</text>") ||
           !strstr(buf, "The job committed 1 task in 2.00 s with 2 task managers (ok).") ||
           strstr(buf, ">2.5</text>") || strstr(buf, ">50</text>");
+    /* a's worker 1 owned two GPUs: a lane each, its busy share of a's 2 s */
+    const char *g = buf ? strstr(buf, "class=\"gpulane\"") : NULL;
+    bad = bad || !g || !strstr(buf, ">a:7 GPU 0</text>") ||
+          !strstr(buf, ">a:7 GPU G&lt;1&gt;</text>") || strstr(buf, "G<1>") ||
+          !strstr(g + 1, "class=\"gpulane\"") ||
+          strstr(strstr(g + 1, "class=\"gpulane\"") + 1, "class=\"gpulane\"") ||
+          !strstr(buf, "worker 1: 3 tasks, busy 0.5 s (25%)");
     free(buf);
     json_decref(rep);
     return bad ? -1 : 0;

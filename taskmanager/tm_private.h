@@ -28,6 +28,7 @@
  *   job.c       the job this TM runs: its module and its phases
  *   plan.c      its workers planned by the job's resource request: how
  *               many, and the cores and GPUs each owns
+ *   planview.c  that plan and each worker's work, as STATS tells the JM
  *   options.c   the command line, --end-time and the Slurm end time
  *   crash.c     a fatal signal named, and a crash file for the JM
  *   workers.c, outbox.c, isolate.c: the pool the workers share (tm.h)
