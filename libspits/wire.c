@@ -5,7 +5,9 @@
  * a message costs no allocation per task once the buffer has grown. The
  * reader hands out pointers into the received frame: no copies.
  */
+#define _GNU_SOURCE     /* (the self-test's cpu_set_t) */
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -621,6 +623,20 @@ static int worker_res_selftest(void)
     json_decref(j);
     CHECK(spits_cpulist_ok("0-4095") && spits_cpulist_ok("1,3,5-7") &&
           !spits_cpulist_ok(NULL) && !spits_cpulist_ok("1-1"));
+    /* what a TM writes (resources.h), every other core of 4096 too, is
+     * what this takes */
+    {
+        static char list[SPITS_CPULIST_MAX + 1];
+        size_t size = CPU_ALLOC_SIZE(SPITS_RES_CPUS_MAX);
+        cpu_set_t *set = CPU_ALLOC(SPITS_RES_CPUS_MAX);
+        CHECK(set);
+        CPU_ZERO_S(size, set);
+        for (int c = 0; c < SPITS_RES_CPUS_MAX; c += 2)
+            CPU_SET_S((size_t)c, size, set);
+        size_t n = spits_res_cpulist(set, size, list, sizeof list);
+        CPU_FREE(set);
+        CHECK(n > 0 && spits_cpulist_ok(list) && strncmp(list, "0,2,4,", 6) == 0);
+    }
     return 0;
 }
 

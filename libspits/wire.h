@@ -297,7 +297,7 @@ int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why);
  * ignored (readers rebuild it from these: spits_worker_res_copy). 0, or
  * -1 with *why naming the problem. A relay passes a TM's array up as it
  * is, in its STATS's behind list. */
-#define SPITS_CPULIST_MAX 8192
+#define SPITS_CPULIST_MAX 10240   /* (any set of cores: every other one of 4096 is 9684) */
 int spits_worker_res_check(const json_t *a, long workers, const char **why);
 /* A checked worker_res rebuilt from its known keys only (a new
  * reference; NULL without memory). */

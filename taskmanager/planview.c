@@ -5,42 +5,17 @@
  * that report.json, report.html and the live page show them.
  *
  * Only the first SPITS_WORKERS_LISTED workers are listed, and no more
- * than keep their cores and GPUs within PLANVIEW_TEXT_MAX bytes, so a
- * STATS stays far below SPITS_CONTROL_MAX whatever the machine. Runs on
+ * than keep their cores and GPUs within PLANVIEW_TEXT_MAX bytes (and each
+ * one's cores within SPITS_CPULIST_MAX), so a STATS stays far below
+ * SPITS_CONTROL_MAX whatever the machine. Runs on
  * the main thread; the counts are the workers' (tm.h tm_pool_stats_t),
  * read relaxed.
  */
-#define _GNU_SOURCE
-#include <sched.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "tm_private.h"
 
 #define PLANVIEW_TEXT_MAX (24u << 10)
-
-/* The cores of set as a cpulist ("0-3,8") in out; its length, or 0 when
- * it does not fit len. */
-static size_t planview_cpulist(const void *set, size_t size, char *out, size_t len)
-{
-    size_t n = 0;
-    out[0] = '\0';
-    for (int c = 0; c < SPITS_RES_CPUS_MAX; c++) {
-        if (!CPU_ISSET_S((size_t)c, size, (const cpu_set_t *)set))
-            continue;
-        int e = c;
-        while (e + 1 < SPITS_RES_CPUS_MAX && CPU_ISSET_S((size_t)e + 1, size,
-                                                         (const cpu_set_t *)set))
-            e++;
-        int w = e > c ? snprintf(out + n, len - n, "%s%d-%d", n ? "," : "", c, e)
-                      : snprintf(out + n, len - n, "%s%d", n ? "," : "", c);
-        if (w < 0 || (size_t)w >= len - n)
-            return 0;
-        n += (size_t)w;
-        c = e;
-    }
-    return n;
-}
 
 /* How many workers are listed. */
 static int planview_listed(const tm_plan_t *p)
@@ -56,7 +31,11 @@ json_t *tm_planview_res(const tm_plan_t *p)
     for (int i = 0; a && i < planview_listed(p); i++) {
         const tm_worker_res_t *r = &p->res[i];
         json_t *o = json_object();
-        size_t n = r->cpus ? planview_cpulist(r->cpus, r->cpus_size, cpus, sizeof cpus) : 0;
+        size_t n = r->cpus ? spits_res_cpulist(r->cpus, r->cpus_size, cpus, sizeof cpus) : 0;
+        if (r->cpus && n == 0) {
+            json_decref(o);   /* (too many runs to list: it and the rest go unlisted) */
+            break;
+        }
         if (n)
             json_object_set_new(o, "cpus", json_string(cpus));
         for (char **e = r->env; e && *e; e++)
