@@ -135,10 +135,11 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
                 relay_peers_capacity(p, t);
             }
         }
-        /* (a TM's own, kept as it said it: upstream checks it again) */
+        /* (a TM's own, checked, passed up as it said it: keys of a later
+         * release too; upstream checks it again) */
         if (!t->id.relay_id[0] && st.worker_res) {
             json_decref(t->stats.worker_res);
-            t->stats.worker_res = spits_worker_res_copy(st.worker_res);
+            t->stats.worker_res = json_incref(st.worker_res);
             t->stats.worker_res_bytes = json_dumpb(t->stats.worker_res, NULL, 0,
                                                    JSON_COMPACT);
         }
