@@ -137,7 +137,7 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
         }
         /* (a TM's own, checked, passed up as it said it: keys of a later
          * release too; upstream checks it again) */
-        if (!t->id.relay_id[0] && st.worker_res) {
+        if (rc == 0 && !t->id.relay_id[0] && st.worker_res) {
             json_decref(t->stats.worker_res);
             t->stats.worker_res = json_incref(st.worker_res);
             t->stats.worker_res_bytes = json_dumpb(t->stats.worker_res, NULL, 0,
