@@ -134,6 +134,7 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
             "done", (json_int_t)t->sched.done, "failed", (json_int_t)t->sched.failed,
             "busy_s", t->stats.busy_s, "runs", (json_int_t)t->stats.runs);
         jm_status_relay_fields(row, t);
+        jm_status_worker_fields(row, t);
         json_array_append_new(a, row);
     }
     free(v);

@@ -275,10 +275,16 @@ static json_t *behind_tm(json_t *v)
         return NULL;
     char h[128];    /* bounded as the JM's own TMs' (tmtable.h host) */
     spits_escape(h, sizeof h, host);
+    json_t *res = json_object_get(v, "worker_res");
+    const char *why;
+    if (res && spits_worker_res_check(res, workers, &why) != 0)
+        return NULL;
     json_t *o = json_pack("{s:s, s:I, s:i, s:I}", "host", h, "pid", (json_int_t)pid,
                           "workers", (int)workers, "runs", (json_int_t)runs);
     if (o && json_is_true(relay))
         json_object_set_new(o, "relay", json_true());
+    if (o && res)
+        json_object_set_new(o, "worker_res", spits_worker_res_copy(res));
     return o;
 }
 
@@ -340,6 +346,23 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
         d->st.peak_workers = d->fleet.alive_workers;
 }
 
+/* A planned TM's workers: what each owns, as it joins, and how busy
+ * each was so far, from any STATS (checked by spits_stats_parse). */
+static void set_workers(jm_tm_t *t, const spits_stats_t *st)
+{
+    if (st->worker_res) {
+        json_decref(t->stats.workers);
+        t->stats.workers = spits_worker_res_copy(st->worker_res);
+    }
+    for (size_t i = 0; i < json_array_size(st->worker_runs); i++) {
+        json_t *w = json_array_get(t->stats.workers, i);
+        if (!w)
+            break;
+        json_object_set(w, "runs", json_array_get(st->worker_runs, i));
+        json_object_set(w, "busy_s", json_array_get(st->worker_busy, i));
+    }
+}
+
 /* STATS: a TM's busy time and runs so far (cumulative, so a lost one
  * costs nothing); a relay's capacity now ("workers", "slots", capped by
  * its "tms": spits_relay_cap) and the TMs behind it ("behind"); a TM's
@@ -349,8 +372,10 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
  * (ignored). Only from a TM in the table:
  * spits_stats_t (wire.h), and behind: {alive (0..2^40), joins, leaves,
  * losses (>= 0), tms: [{host, pid (0..2^40), workers (0..2^20), runs
- * (>= 0), relay (optional bool)}...]}. Anything out of range: the whole
- * message is dropped. */
+ * (>= 0), relay (optional bool), worker_res (optional: a planned TM's,
+ * as the relay got it; wire.h)}...]}; a planned TM's worker_res and
+ * counts (set_workers). Anything out of range: the whole message is
+ * dropped. */
 void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
 {
     const char *why = NULL;
@@ -382,6 +407,8 @@ void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
             /* a TM that planned its workers by the job's resources */
             set_capacity(d, t, st.workers, st.slots);
         }
+        if (!t->id.relay)
+            set_workers(t, &st);
         if (behind && t->id.relay) {
             json_decref(t->id.behind);
             t->id.behind = json_incref(behind);

@@ -49,6 +49,12 @@ void jm_status_relay_fields(json_t *row, const jm_tm_t *t)
     json_object_set_new(row, "behind", behind);
 }
 
+void jm_status_worker_fields(json_t *row, const jm_tm_t *t)
+{
+    if (row && t->stats.workers)
+        json_object_set_new(row, "worker_res", json_deep_copy(t->stats.workers));
+}
+
 uint64_t jm_status_behind_relays(const peertab_t *tms)
 {
     uint64_t n = 0;
@@ -133,12 +139,15 @@ static json_t *status_gone(const peertab_t *tms)
             v[n++] = t;
     }
     qsort(v, n, sizeof *v, status_cmp_gone);
-    for (size_t i = 0; i < n && i < JM_STATUS_GONE; i++)
-        json_array_append_new(rows, json_pack(
+    for (size_t i = 0; i < n && i < JM_STATUS_GONE; i++) {
+        json_t *row = json_pack(
             "{s:s, s:I, s:i, s:I, s:I, s:f, s:s}", "host", v[i]->id.host,
             "pid", (json_int_t)v[i]->id.pid, "workers", v[i]->sched.credit.workers,
             "done", (json_int_t)v[i]->sched.done, "failed", (json_int_t)v[i]->sched.failed,
-            "busy_s", v[i]->stats.busy_s, "gone", v[i]->life.lost ? "lost" : "left"));
+            "busy_s", v[i]->stats.busy_s, "gone", v[i]->life.lost ? "lost" : "left");
+        jm_status_worker_fields(row, v[i]);
+        json_array_append_new(rows, row);
+    }
     free(v);
     return rows;
 }
@@ -165,6 +174,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
             "last_heard_s", (now_ms - t->life.live.last_heard) / 1000.0,
             "draining", t->life.draining, "busy_s", t->stats.busy_s);
         jm_status_relay_fields(row, t);
+        jm_status_worker_fields(row, t);
         json_array_append_new(rows, row);
     }
     free(v);

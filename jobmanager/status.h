@@ -54,6 +54,10 @@ void jm_tm_split(const struct jm_tm *t, uint64_t *running, uint64_t *queued);
  * tms: [{host, pid, workers, runs, relay (only if true)}...]} (all 0 and
  * [] before its first STATS says); another TM's row is left as it is. */
 void jm_status_relay_fields(json_t *row, const struct jm_tm *t);
+/* A planned TM's row (the same lists, and STATUS's tms_gone) gets
+ * "worker_res": [{cpus, gpus, mem, runs, busy_s}...], its workers in
+ * order (tmtable.h stats.workers); another's is left as it is. */
+void jm_status_worker_fields(json_t *row, const struct jm_tm *t);
 /* The TMs behind the live relays, by their last STATS. */
 uint64_t jm_status_behind_relays(const struct peertab *tms);
 /* The progress line for l: on a terminal (tty) the bar redrawn in place

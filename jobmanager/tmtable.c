@@ -25,6 +25,8 @@ static int jm_tmtab_evict(peertab_entry_t *e, void *arg)
     sum->busy_s += tm->stats.busy_s;
     json_decref(tm->id.behind);
     tm->id.behind = NULL;
+    json_decref(tm->stats.workers);
+    tm->stats.workers = NULL;
     return tm->life.lost;
 }
 
@@ -40,8 +42,10 @@ void jm_tmtab_destroy(peertab_t **tab)
         return;
     for (size_t s = 0; s < peertab_slots(*tab); s++) {
         jm_tm_t *tm = peertab_at(*tab, s);
-        if (tm)
+        if (tm) {
             json_decref(tm->id.behind);
+            json_decref(tm->stats.workers);
+        }
     }
     peertab_destroy(tab);
 }

@@ -98,6 +98,11 @@ typedef struct {
     long running;            /* its tasks running and queued as its last */
     long queued;             /* ...STATS said; -1: unknown (not said yet,
                                 an older TM, a relay) */
+    json_t *workers;         /* a planned TM's workers as its STATS said
+                                (wire.h worker_res, with runs and busy_s
+                                added from worker_runs, worker_busy_s):
+                                [{cpus, gpus, mem, runs, busy_s}...], or
+                                NULL; the entry's own, freed with it */
 } jm_tm_stats_t;
 
 typedef struct jm_tm jm_tm_t;

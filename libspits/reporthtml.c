@@ -2,9 +2,10 @@
  * reporthtml.c - a finished job as one self-contained web page, from its
  * report.json document: what a person checking a campaign from a laptop
  * wants first (the end state, the counts, the model line), then the
- * commit timeline (svgplot.c, inline), the Task Managers and the failed
- * tasks. Inline CSS and SVG only: no script, no fetch, no font or image
- * from anywhere, so it opens offline. Every string from the report (the
+ * commit timeline (svgplot.c, inline), the Task Managers, their workers
+ * (with a job's resource request: what each owned) and the failed tasks.
+ * Inline CSS and SVG only: no script, no fetch, no font or image from
+ * anywhere, so it opens offline. Every string from the report (the
  * module path, argv, host names, error text) is escaped. Long lists are
  * cut to a bound and say how many more report.json has, so the page of a
  * 10^7-task job on thousands of TMs stays small.
@@ -185,6 +186,65 @@ static void html_tms(const json_t *top, size_t total, FILE *f)
     html_more(f, total, json_array_size(top), "TMs");
 }
 
+/* One worker's row: its TM, number, cores, GPUs, memory and work. */
+static void html_worker(const json_t *t, const char *via, size_t i, const json_t *w,
+                        FILE *f)
+{
+    const json_t *mem = json_object_get(w, "mem"), *busy = json_object_get(w, "busy_s");
+    const char *cpus = json_string_value(json_object_get(w, "cpus"));
+    const char *gpus = json_string_value(json_object_get(w, "gpus"));
+    fputs("<tr class=\"worker\"><td>", f);
+    spits_xml_escape(f, html_str(t, "host"));
+    fprintf(f, ":%lld", html_int(t, "pid"));
+    if (via) {
+        fputs(" (via ", f);
+        spits_xml_escape(f, via);
+        fputs(")", f);
+    }
+    fprintf(f, "</td><td class=\"n\">%zu</td><td>", i);
+    spits_xml_escape(f, cpus ? cpus : "shared");
+    fputs("</td><td>", f);
+    spits_xml_escape(f, gpus ? gpus : "none");
+    if (json_is_integer(mem))
+        fprintf(f, "</td><td class=\"n\">%.0f MiB", json_integer_value(mem) / 1048576.0);
+    else
+        fputs("</td><td class=\"n\">not limited", f);
+    /* (a TM behind a relay: its counts stay with the relay) */
+    if (json_is_number(busy))
+        fprintf(f, "</td><td class=\"n\">%lld</td><td class=\"n\">%.1f</td></tr>\n",
+                html_int(w, "runs"), json_number_value(busy));
+    else
+        fputs("</td><td class=\"n\"></td><td class=\"n\"></td></tr>\n", f);
+}
+
+void spits_html_workers(const json_t *top, FILE *f)
+{
+    const json_t *t, *w, *b;
+    size_t i, k, j, shown = 0, total = 0;
+    json_array_foreach(top, i, t) {
+        total += json_array_size(json_object_get(t, "worker_res"));
+        json_array_foreach(json_object_get(json_object_get(t, "behind"), "tms"), j, b)
+            total += json_array_size(json_object_get(b, "worker_res"));
+    }
+    if (total == 0)
+        return;
+    fputs("<h2>Workers</h2>\n<p>What each worker owned by the job's resource request "
+          "(cores, GPUs, memory), and what it did.</p>\n<table id=\"workers\"><tr>"
+          "<th>task manager</th><th>worker</th><th>cores</th><th>GPUs</th>"
+          "<th>memory</th><th>tasks</th><th>busy s</th></tr>\n", f);
+    json_array_foreach(top, i, t) {
+        json_array_foreach(json_object_get(t, "worker_res"), k, w)
+            if (shown++ < SPITS_HTML_ROWS)
+                html_worker(t, NULL, k, w, f);
+        json_array_foreach(json_object_get(json_object_get(t, "behind"), "tms"), j, b)
+            json_array_foreach(json_object_get(b, "worker_res"), k, w)
+                if (shown++ < SPITS_HTML_ROWS)
+                    html_worker(b, html_str(t, "host"), k, w, f);
+    }
+    fputs("</table>\n", f);
+    html_more(f, total, total < SPITS_HTML_ROWS ? total : SPITS_HTML_ROWS, "workers");
+}
+
 void spits_html_failed(const json_t *rep, size_t total, FILE *f)
 {
     const json_t *failed = json_object_get(rep, "failed_tasks"), *t;
@@ -246,6 +306,7 @@ int spits_report_html(const json_t *rep, FILE *f)
     html_counts(rep, f);
     spits_html_timeline(rep, top, f);
     html_tms(top, json_array_size(tms), f);
+    spits_html_workers(top, f);
     spits_html_failed(rep, 0, f);
     html_phases(rep, f);
     fprintf(f, "<p class=\"more\">written by spits %s; every number is in "
@@ -295,6 +356,12 @@ int spits_reporthtml_selftest(void)
     for (int i = 0; i < SPITS_HTML_TMS + 7; i++)
         json_array_append_new(tms, json_pack("{s:s, s:i, s:i}", "host", "h", "pid", i,
                                              "done", i == 30 ? 1000 : i));
+    /* the busiest TM's workers: more than the page lists, with markup */
+    json_t *workers = json_array();
+    for (int i = 0; i < SPITS_HTML_ROWS + 3; i++)
+        json_array_append_new(workers, json_pack("{s:s, s:i, s:i, s:f}", "cpus", "<b>",
+                                                 "mem", 1 << 21, "runs", i, "busy_s", 0.5));
+    json_object_set_new(json_array_get(tms, 30), "worker_res", workers);
     for (int i = 0; i < SPITS_HTML_ROWS + 3; i++)
         json_array_append_new(failed, json_pack("{s:i, s:i, s:s}", "phase", 1,
                                                 "task", i, "reason", "crashed"));
@@ -311,6 +378,11 @@ int spits_reporthtml_selftest(void)
           !strstr(buf, "id=\"count-committed\">12345<") ||
           !strstr(buf, "and 7 more TMs") || !strstr(buf, "and 3 more failed tasks") ||
           !strstr(buf, "<polyline class=\"timeline\"") || !strstr(buf, "resumable</b>") ||
+          strstr(buf, "<b>") || !strstr(buf, "and 3 more workers") ||
+          !strstr(buf, "<tr class=\"worker\"><td>h:30</td><td class=\"n\">99</td>"
+                       "<td>&lt;b&gt;</td><td>none</td><td class=\"n\">2 MiB</td>"
+                       "<td class=\"n\">99</td><td class=\"n\">0.5</td></tr>") ||
+          strstr(buf, "<td class=\"n\">100</td><td>&lt;b&gt;") ||
           strstr(buf, "<tr class=\"tm\"><td>h</td><td class=\"n\">30<") !=
               strstr(buf, "<tr class=\"tm\">");
     free(buf);

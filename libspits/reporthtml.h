@@ -38,6 +38,11 @@ extern const char *const spits_html_css;
  * a lane for each TM of top. */
 void spits_html_timeline(const json_t *rep, json_t *top, FILE *f);
 
+/* The "Workers" section: a row for each worker of top's TMs (their
+ * "worker_res", and that of the TMs behind a relay of top), cut to
+ * SPITS_HTML_ROWS; nothing when none says its workers. */
+void spits_html_workers(const json_t *top, FILE *f);
+
 /* The "Failed tasks" section of rep's failed_tasks, cut to
  * SPITS_HTML_ROWS, of total in all (0: as many as the list holds). */
 void spits_html_failed(const json_t *rep, size_t total, FILE *f);

@@ -417,6 +417,29 @@ int spits_res_worker_first_cpu(const spits_res_req_t *r, int i)
 
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
 
+size_t spits_res_cpulist(const void *set, size_t size, char *out, size_t len)
+{
+    const cpu_set_t *cs = set;
+    size_t n = 0;
+    out[0] = '\0';
+    for (int c = 0; c < SPITS_RES_CPUS_MAX; c++) {
+        if (!CPU_ISSET_S((size_t)c, size, cs))
+            continue;
+        int e = c;
+        while (e + 1 < SPITS_RES_CPUS_MAX && CPU_ISSET_S((size_t)e + 1, size, cs))
+            e++;
+        int w = e > c ? snprintf(out + n, len - n, "%s%d-%d", n ? "," : "", c, e)
+                      : snprintf(out + n, len - n, "%s%d", n ? "," : "", c);
+        if (w < 0 || (size_t)w >= len - n) {
+            out[0] = '\0';
+            return 0;
+        }
+        n += (size_t)w;
+        c = e;
+    }
+    return n;
+}
+
 #ifdef SPITS_SELFTEST
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "resources selftest: %s:%d: %s\n", \
                       __FILE__, __LINE__, #c); goto fail; } } while (0)
@@ -581,6 +604,23 @@ int spits_res_selftest(void)
     CHECK(spits_res_plan(&r, h, 0, NULL, why, sizeof why) == 0 &&
           strcmp(why, "0 workers: 0 GPUs at 1 per task (64 cores at 2 per task "
                       "would allow 32)") == 0);
+
+    /* A worker's cores as a cpulist: runs joined, a buffer too small
+     * gives none. */
+    {
+        char list[16];
+        size_t size = CPU_ALLOC_SIZE(SPITS_RES_CPUS_MAX);
+        cpu_set_t *set = CPU_ALLOC(SPITS_RES_CPUS_MAX);
+        CHECK(set);
+        CPU_ZERO_S(size, set);
+        static const int on[] = {0, 1, 2, 5, 7, 8, 4095};
+        for (size_t i = 0; i < sizeof on / sizeof on[0]; i++)
+            CPU_SET_S((size_t)on[i], size, set);
+        size_t n = spits_res_cpulist(set, size, list, sizeof list);
+        int small = spits_res_cpulist(set, size, list + 15, 1) == 0 && list[15] == '\0';
+        CPU_FREE(set);
+        CHECK(n == 14 && strcmp(list, "0-2,5,7-8,4095") == 0 && small);
+    }
 
     /* This machine: at least one core, and memory known. */
     CHECK(spits_res_have_host(h, err, sizeof err) == 0 && h->ncpus >= 1 && h->mem > 0);

@@ -103,6 +103,11 @@ void spits_res_worker_gpus(const spits_res_req_t *r, const spits_res_have_t *h,
 /* Worker i's cores: h->cpus[first .. first + r->cpus). */
 int spits_res_worker_first_cpu(const spits_res_req_t *r, int i);
 
+/* The cores of a cpu_set_t of size bytes (below SPITS_RES_CPUS_MAX) as a
+ * cpulist ("0-3,8": the form wire.h's worker_res takes) in out; its
+ * length, or 0 (out "") when it does not fit len. */
+size_t spits_res_cpulist(const void *set, size_t size, char *out, size_t len);
+
 int spits_res_selftest(void);
 
 #endif

@@ -298,13 +298,76 @@ static void plot_lane(const json_t *t, const json_t *evs, const plot_scale_t *s,
                 x1, y + 15);
 }
 
+/* The GPU lanes of the tms list: one per GPU id of each of its TMs'
+ * workers (worker_res), SPITS_SVG_GPU_LANES at most. Calls lane for each
+ * (NULL: counts only); how many. */
+typedef void plot_gpu_fn(const json_t *tm, const json_t *w, size_t worker,
+                         const char *id, size_t n, void *arg);
+static size_t plot_gpus(const json_t *tms, plot_gpu_fn *lane, void *arg)
+{
+    size_t n = 0, i, k;
+    const json_t *t, *w;
+    json_array_foreach(tms, i, t) {
+        json_array_foreach(json_object_get(t, "worker_res"), k, w) {
+            const char *g = json_string_value(json_object_get(w, "gpus"));
+            char id[SPITS_SVG_GPU_ID];
+            while (g && *g && n < SPITS_SVG_GPU_LANES) {
+                size_t len = strcspn(g, ",");
+                snprintf(id, sizeof id, "%.*s", (int)len, g);
+                if (lane)
+                    lane(t, w, k, id, n, arg);
+                n++;
+                g += len + (g[len] == ',');
+            }
+        }
+    }
+    return n;
+}
+
+typedef struct {
+    const json_t *evs;
+    const plot_scale_t *s;
+    int y;
+    FILE *f;
+} plot_gpu_ctx_t;
+
+/* One GPU's lane: its TM's time in the job, and the share of it the
+ * worker that owned the GPU was busy, with the tasks it ran. */
+static void plot_gpu_lane(const json_t *t, const json_t *w, size_t worker,
+                          const char *id, size_t n, void *arg)
+{
+    plot_gpu_ctx_t *c = arg;
+    int lost, y = c->y + (int)n * LANE_H;
+    double st = lane_start(c->evs, t), e = lane_end(c->evs, t, st, c->s->end, &lost);
+    double x0 = plot_x(c->s, st), x1 = plot_x(c->s, e);
+    double busy = json_number_value(json_object_get(w, "busy_s"));
+    double share = plot_share(e > st ? busy / (e - st) : 0);
+    fprintf(c->f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" font-size=\"10\">",
+            PLOT_X - 4, y + 12);
+    spits_xml_escape(c->f, json_string_value(json_object_get(t, "host")));
+    fprintf(c->f, ":%lld GPU ", (long long)json_integer_value(json_object_get(t, "pid")));
+    spits_xml_escape(c->f, id);
+    fprintf(c->f, "</text>\n<rect class=\"gpulane\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+                  "height=\"%d\" fill=\"#cfc\"/>\n", x0, y + 2, x1 - x0 > 1 ? x1 - x0 : 1,
+            LANE_H - 4);
+    fprintf(c->f, "<rect class=\"gpubusy\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" "
+                  "height=\"%d\" fill=\"#393\"/>\n", x0, y + 14,
+            x1 > x0 ? (x1 - x0) * share : 0, 5);
+    int left = x0 > PLOT_X + PLOT_W * 0.6;
+    fprintf(c->f, "<text class=\"gpulabel\" x=\"%.1f\" y=\"%d\" font-size=\"10\"%s>"
+                  "worker %zu: %lld tasks, busy %.1f s (%.0f%%)</text>\n",
+            left ? x0 - 4 : x0 + 4, y + 12, left ? " text-anchor=\"end\"" : "", worker,
+            (long long)json_integer_value(json_object_get(w, "runs")), busy, share * 100);
+}
+
 int spits_svgplot_write(const json_t *rep, FILE *f)
 {
     json_t *tl = json_object_get(rep, "timeline");
     json_t *pts = json_object_get(tl, "points"), *tms = json_object_get(rep, "tms");
     plot_scale_t s = {json_number_value(json_object_get(rep, "seconds")), 1};
-    size_t ntm = json_array_size(tms);
-    int h = LANES_Y + 8 + (int)ntm * LANE_H + 10;
+    size_t ntm = json_array_size(tms), ngpu = plot_gpus(tms, NULL, NULL);
+    int gpus_y = LANES_Y + 8 + (int)ntm * LANE_H + 30;
+    int h = ngpu ? gpus_y + 8 + (int)ngpu * LANE_H + 10 : LANES_Y + 8 + (int)ntm * LANE_H + 10;
 
     if (!json_is_array(pts) || json_array_size(pts) == 0 || !(s.end > 0))
         return -1;
@@ -329,6 +392,14 @@ int spits_svgplot_write(const json_t *rep, FILE *f)
             "workers were busy.</text>\n", 8, LANES_Y - 14, 8, LANES_Y);
     for (size_t i = 0; i < ntm; i++, y += LANE_H)
         plot_lane(json_array_get(tms, i), json_object_get(tl, "tm_events"), &s, y, f);
+    if (ngpu) {
+        plot_gpu_ctx_t c = {json_object_get(tl, "tm_events"), &s, gpus_y + 8, f};
+        fprintf(f, "<text x=\"%d\" y=\"%d\">Each GPU's lane runs with its task "
+                "manager's; the dark bar is the share of that time the worker</text>\n"
+                "<text x=\"%d\" y=\"%d\">that owned it was busy.</text>\n",
+                8, gpus_y - 14, 8, gpus_y);
+        plot_gpus(tms, plot_gpu_lane, &c);
+    }
     fprintf(f, "</svg>\n");
     return 0;
 }
@@ -347,7 +418,8 @@ static int svgplot_selftest_marks(void)
         "{\"t\":0,\"event\":\"join\",\"pid\":7,\"host\":\"a\"},"
         "{\"t\":0,\"event\":\"join\",\"pid\":8,\"host\":\"b\"},"
         "{\"t\":1.5,\"event\":\"lost\",\"pid\":8,\"host\":\"b\"}]},"
-        "\"tms\":[{\"host\":\"a\",\"pid\":7,\"workers\":1,\"busy_s\":1,\"done\":1},"
+        "\"tms\":[{\"host\":\"a\",\"pid\":7,\"workers\":1,\"busy_s\":1,\"done\":1,"
+        "\"worker_res\":[{\"cpus\":\"0\"},{\"gpus\":\"0,G<1>\",\"runs\":3,\"busy_s\":0.5}]},"
         "{\"host\":\"b\",\"pid\":8,\"workers\":1,\"busy_s\":1,\"done\":0}]}", 0, NULL);
     char *buf = NULL;
     size_t len = 0;
@@ -365,6 +437,13 @@ static int svgplot_selftest_marks(void)
           !strstr(buf, ">task manager joined</text>") ||
           !strstr(buf, "The job committed 1 task in 2.00 s with 2 task managers (ok).") ||
           strstr(buf, ">2.5</text>") || strstr(buf, ">50</text>");
+    /* a's worker 1 owned two GPUs: a lane each, its busy share of a's 2 s */
+    const char *g = buf ? strstr(buf, "class=\"gpulane\"") : NULL;
+    bad = bad || !g || !strstr(buf, ">a:7 GPU 0</text>") ||
+          !strstr(buf, ">a:7 GPU G&lt;1&gt;</text>") || strstr(buf, "G<1>") ||
+          !strstr(g + 1, "class=\"gpulane\"") ||
+          strstr(strstr(g + 1, "class=\"gpulane\"") + 1, "class=\"gpulane\"") ||
+          !strstr(buf, "worker 1: 3 tasks, busy 0.5 s (25%)");
     free(buf);
     json_decref(rep);
     return bad ? -1 : 0;

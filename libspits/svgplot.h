@@ -1,7 +1,7 @@
 /*
  * svgplot.h - a finished job drawn as SVG from its report.json document:
- * the commit timeline with the TMs' joins and leaves, and one lane per TM
- * (svgplot.c). spits-plot writes it to a file; the JM inlines it into
+ * the commit timeline with the TMs' joins and leaves, one lane per TM
+ * and one per GPU its workers owned (svgplot.c). spits-plot writes it to a file; the JM inlines it into
  * DIR/report.html.
  */
 #ifndef SPITS_SVGPLOT_H
@@ -16,8 +16,12 @@
 int spits_svgplot_check(const json_t *rep, char *what, size_t len);
 
 /* Writes rep as one <svg> element to f, a lane for each entry of rep's
- * "tms" (the caller bounds that list). 0, or -1 when rep has no timeline
- * to draw (no points, or no length). */
+ * "tms" (the caller bounds that list), and under them a lane for each
+ * GPU their workers owned (a tms entry's "worker_res": report.json), at
+ * most SPITS_SVG_GPU_LANES. 0, or -1 when rep has no timeline to draw
+ * (no points, or no length). */
+#define SPITS_SVG_GPU_LANES 64
+#define SPITS_SVG_GPU_ID 100   /* a GPU id drawn, cut to this with its NUL */
 int spits_svgplot_write(const json_t *rep, FILE *f);
 
 /* Writes s to f with & < > " ' escaped, safe in XML/HTML text and in a

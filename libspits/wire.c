@@ -5,12 +5,15 @@
  * a message costs no allocation per task once the buffer has grown. The
  * reader hands out pointers into the received frame: no copies.
  */
+#define _GNU_SOURCE     /* (the self-test's cpu_set_t) */
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bytes.h"
 #include "escape.h"
+#include "resources.h"
 #include "wire.h"
 
 int spits_buf_reserve(spits_buf_t *b, size_t more)
@@ -242,6 +245,8 @@ static int json_opt_long(const json_t *j, const char *key, long min, long max,
     return json_object_get(j, key) ? spits_json_long(j, key, min, max, out) : 0;
 }
 
+static int stats_worker_counts(const spits_stats_t *s);
+
 int spits_hello_parse(json_t *j, spits_hello_t *h, const char **why)
 {
     memset(h, 0, sizeof *h);
@@ -304,7 +309,120 @@ int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why)
         *why = "STATS with bad running or queued";
         return -1;
     }
+    s->worker_res = json_object_get(j, "worker_res");
+    s->worker_runs = json_object_get(j, "worker_runs");
+    s->worker_busy = json_object_get(j, "worker_busy_s");
+    if (s->worker_res && spits_worker_res_check(s->worker_res, s->workers, why) != 0)
+        return -1;
+    if (stats_worker_counts(s) != 0) {
+        *why = "STATS with bad worker_runs or worker_busy_s";
+        return -1;
+    }
     return 0;
+}
+
+/* worker_runs and worker_busy_s: both or neither, as long as each other,
+ * SPITS_WORKERS_LISTED and workers at most. */
+static int stats_worker_counts(const spits_stats_t *s)
+{
+    size_t i, n = json_array_size(s->worker_runs);
+    json_t *v;
+    if (!s->worker_runs && !s->worker_busy)
+        return 0;
+    if (!json_is_array(s->worker_runs) || !json_is_array(s->worker_busy) ||
+        json_array_size(s->worker_busy) != n || n > SPITS_WORKERS_LISTED ||
+        (long)n > s->workers)
+        return -1;
+    json_array_foreach(s->worker_runs, i, v)
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return -1;
+    json_array_foreach(s->worker_busy, i, v)
+        if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e12)
+            return -1;
+    return 0;
+}
+
+int spits_cpulist_ok(const char *s)
+{
+    long prev = -1;
+    if (!s || !*s || strlen(s) > SPITS_CPULIST_MAX)
+        return 0;
+    for (;;) {
+        long a = 0, b;
+        int digits = 0;
+        for (; *s >= '0' && *s <= '9' && digits < 5; s++, digits++)
+            a = a * 10 + (*s - '0');
+        if (!digits || a <= prev || a >= SPITS_RES_CPUS_MAX)
+            return 0;
+        b = a;
+        if (*s == '-') {
+            s++;
+            b = 0;
+            for (digits = 0; *s >= '0' && *s <= '9' && digits < 5; s++, digits++)
+                b = b * 10 + (*s - '0');
+            if (!digits || b <= a || b >= SPITS_RES_CPUS_MAX)
+                return 0;
+        }
+        prev = b;
+        if (*s == '\0')
+            return 1;
+        if (*s++ != ',')
+            return 0;
+    }
+}
+
+/* Whether g is a GPU list as --gpus takes it, "none" aside. */
+static int gpulist_ok(const char *g, spits_res_have_t *h)
+{
+    char err[256];
+    return g && strcmp(g, "none") != 0 && spits_res_gpus_list(g, h, err, sizeof err) == 0;
+}
+
+int spits_worker_res_check(const json_t *a, long workers, const char **why)
+{
+    size_t i;
+    json_t *w;
+    if (!json_is_array(a) || json_array_size(a) > SPITS_WORKERS_LISTED ||
+        (long)json_array_size(a) > workers) {
+        *why = "worker_res that is no array of at most 64 workers, and of its workers";
+        return -1;
+    }
+    spits_res_have_t *h = malloc(sizeof *h);
+    if (!h) {
+        *why = "out of memory checking worker_res";
+        return -1;
+    }
+    json_array_foreach(a, i, w) {
+        json_t *cpus = json_object_get(w, "cpus"), *gpus = json_object_get(w, "gpus");
+        long mem;
+        if (!json_is_object(w) || (cpus && !spits_cpulist_ok(json_string_value(cpus))) ||
+            (gpus && !gpulist_ok(json_string_value(gpus), h)) ||
+            json_opt_long(w, "mem", 1, 1L << 50, 0, &mem) != 0) {
+            *why = "worker_res with a bad worker (cpus, gpus or mem)";
+            free(h);
+            return -1;
+        }
+    }
+    free(h);
+    return 0;
+}
+
+json_t *spits_worker_res_copy(const json_t *a)
+{
+    size_t i;
+    json_t *w, *out = json_array();
+    json_array_foreach(a, i, w) {
+        json_t *o = json_object(), *v;
+        if (!o || json_array_append_new(out, o) != 0) {
+            json_decref(out);
+            return NULL;
+        }
+        static const char *const keys[] = {"cpus", "gpus", "mem"};
+        for (size_t k = 0; k < 3; k++)
+            if ((v = json_object_get(w, keys[k])))
+                json_object_set(o, keys[k], v);
+    }
+    return out;
 }
 
 void spits_relay_cap(long tms, long *workers, long *slots)
@@ -419,6 +537,108 @@ int spits_fail_parse(const spits_rec_t *rec, int32_t *rc, char *why,
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "wire selftest: %s:%d: %s\n", \
                       __FILE__, __LINE__, #c); return -1; } } while (0)
 #include <stdio.h>
+
+/* A planned TM's STATS: its workers' resources and counts round-trip;
+ * every bad field, and every truncation of the frame, is refused. */
+static int worker_res_selftest(void)
+{
+    const char *why = NULL;
+    spits_stats_t st;
+    spits_buf_t out = {0};
+    spits_hdr_t h;
+    json_t *j = json_loads("{\"busy_s\":2.5,\"runs\":7,\"workers\":2,\"slots\":4,"
+        "\"worker_res\":[{\"cpus\":\"0-1,6\",\"gpus\":\"0,GPU-9b\",\"mem\":1024,"
+        "\"later\":1},{\"cpus\":\"2\"}],\"worker_runs\":[3,4],"
+        "\"worker_busy_s\":[1.5,1]}", 0, NULL);
+    CHECK(j && spits_stats_parse(j, &st, &why) == 0 && st.worker_res &&
+          json_array_size(st.worker_res) == 2 && json_array_size(st.worker_runs) == 2);
+    json_t *copy = spits_worker_res_copy(st.worker_res);
+    char *text = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+    CHECK(text && strcmp(text, "[{\"cpus\":\"0-1,6\",\"gpus\":\"0,GPU-9b\","
+                               "\"mem\":1024},{\"cpus\":\"2\"}]") == 0);
+    free(text);
+    json_decref(copy);
+    /* every truncation of the frame: no JSON object, or no STATS */
+    CHECK(spits_wire_encode_json(&out, SPITS_MSG_STATS, 1, j) == 0);
+    for (size_t cut = 0; cut < out.len; cut++) {
+        json_t *t = NULL;
+        int ok = spits_wire_parse(out.data, cut, &h, &why) == 0 &&
+                 (t = spits_wire_decode_json(out.data, cut, &why)) &&
+                 spits_stats_parse(t, &st, &why) == 0;
+        json_decref(t);
+        CHECK(!ok);
+    }
+    spits_buf_free(&out);
+    /* bad workers: each one refused, naming worker_res */
+    static const char *const bad[] = {
+        "{\"cpus\":\"1-0\"}", "{\"cpus\":\"0,0\"}", "{\"cpus\":\"2,1\"}",
+        "{\"cpus\":\"a\"}", "{\"cpus\":\"4096\"}", "{\"cpus\":\"0-\"}",
+        "{\"cpus\":\",1\"}", "{\"cpus\":\"1,\"}", "{\"cpus\":\"\"}",
+        "{\"cpus\":\"000001\"}", "{\"cpus\":3}", "{\"gpus\":\"none\"}",
+        "{\"gpus\":\"0,,1\"}", "{\"gpus\":\"0,0\"}", "{\"gpus\":\"0 1\"}",
+        "{\"gpus\":[0]}", "{\"mem\":0}", "{\"mem\":\"1G\"}", "{\"mem\":1.5}", "[]", "3"};
+    json_t *res = json_object_get(j, "worker_res");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_array_set_new(res, 1, json_loads(bad[i], JSON_DECODE_ANY, NULL));
+        CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "worker_res"));
+    }
+    json_array_set_new(res, 1, json_pack("{s:s}", "cpus", "4095"));
+    CHECK(spits_stats_parse(j, &st, &why) == 0);
+    /* more workers listed than it has, or than a STATS lists */
+    json_object_set_new(j, "workers", json_integer(1));
+    CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "worker_res"));
+    json_object_del(j, "workers");
+    CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "worker_res"));
+    json_object_set_new(j, "workers", json_integer(SPITS_TM_WORKERS_MAX));
+    for (int i = 2; i < SPITS_WORKERS_LISTED; i++)
+        json_array_append_new(res, json_object());
+    json_object_del(j, "worker_runs");
+    json_object_del(j, "worker_busy_s");
+    CHECK(spits_stats_parse(j, &st, &why) == 0);
+    json_array_append_new(res, json_object());
+    CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "worker_res"));
+    json_object_set_new(j, "worker_res", json_object());
+    CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "worker_res"));
+    json_object_del(j, "worker_res");
+    /* the counts: both, of one length, whole runs, busy in range */
+    static const char *const counts[][2] = {
+        {"[1]", NULL}, {NULL, "[1]"}, {"[1,2]", "[1]"}, {"[-1]", "[1]"},
+        {"[1.5]", "[1]"}, {"[1]", "[-1]"}, {"[1]", "[1e13]"}, {"[1]", "[\"1\"]"},
+        {"{}", "{}"}};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        json_object_del(j, "worker_runs");
+        json_object_del(j, "worker_busy_s");
+        if (counts[i][0])
+            json_object_set_new(j, "worker_runs", json_loads(counts[i][0], 0, NULL));
+        if (counts[i][1])
+            json_object_set_new(j, "worker_busy_s", json_loads(counts[i][1], 0, NULL));
+        CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "worker_runs"));
+    }
+    json_object_set_new(j, "worker_runs", json_loads("[0,9]", 0, NULL));
+    json_object_set_new(j, "worker_busy_s", json_loads("[0,1e12]", 0, NULL));
+    CHECK(spits_stats_parse(j, &st, &why) == 0 && st.worker_res == NULL &&
+          json_integer_value(json_array_get(st.worker_runs, 1)) == 9);
+    json_object_set_new(j, "workers", json_integer(1));
+    CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "worker_runs"));
+    json_decref(j);
+    CHECK(spits_cpulist_ok("0-4095") && spits_cpulist_ok("1,3,5-7") &&
+          !spits_cpulist_ok(NULL) && !spits_cpulist_ok("1-1"));
+    /* what a TM writes (resources.h), every other core of 4096 too, is
+     * what this takes */
+    {
+        static char list[SPITS_CPULIST_MAX + 1];
+        size_t size = CPU_ALLOC_SIZE(SPITS_RES_CPUS_MAX);
+        cpu_set_t *set = CPU_ALLOC(SPITS_RES_CPUS_MAX);
+        CHECK(set);
+        CPU_ZERO_S(size, set);
+        for (int c = 0; c < SPITS_RES_CPUS_MAX; c += 2)
+            CPU_SET_S((size_t)c, size, set);
+        size_t n = spits_res_cpulist(set, size, list, sizeof list);
+        CPU_FREE(set);
+        CHECK(n > 0 && spits_cpulist_ok(list) && strncmp(list, "0,2,4,", 6) == 0);
+    }
+    return 0;
+}
 
 /* A FAILED record's payload: code and words, cut between characters,
  * escaped on the way in; a bare code, and none at all. */
@@ -720,6 +940,9 @@ int spits_wire_selftest(void)
         CHECK(spits_stats_parse(j, &st, &why) == -1 && strstr(why, "runs"));
         json_decref(j);
     }
+
+    if (worker_res_selftest() != 0)
+        return -1;
 
     /* Versions and types. */
     b.buf.data[2] = SPITS_PROTO_VERSION + 1;

@@ -268,13 +268,42 @@ int spits_hello_parse(json_t *j, spits_hello_t *h, const char **why);
  * slots and tms (a relay's capacity, in HELLO's ranges, and the TMs it
  * comes from), and optional running and queued (a TM's tasks of the job
  * in its workers' hands and waiting for them, 0..SPITS_SLOTS_MAX): each
- * -1 when absent (an older TM, a relay). */
+ * -1 when absent (an older TM, a relay).
+ *
+ * A TM that planned its workers by the job's resources (taskmanager/
+ * plan.c) says what each owns in the STATS it sends as it joins (after
+ * each WELCOME that joins it), and how busy each was in every STATS:
+ * "worker_res" (spits_worker_res_check) and "worker_runs" (integers,
+ * >= 0) with "worker_busy_s" (numbers, 0..1e12), one entry per worker
+ * in worker order, for its first SPITS_WORKERS_LISTED workers at most
+ * and never more than its "workers", which it then says too. Pointers
+ * into the document; NULL when absent. */
+#define SPITS_WORKERS_LISTED 64
 typedef struct {
     double busy_s;
     long runs, workers, slots, tms;
     long running, queued;
+    json_t *worker_res;
+    json_t *worker_runs, *worker_busy;
 } spits_stats_t;
 int spits_stats_parse(const json_t *j, spits_stats_t *s, const char **why);
+
+/* What worker_res may say: an array of at most SPITS_WORKERS_LISTED and
+ * at most workers objects, worker i's at i, each with optional "cpus"
+ * (its cores, a Linux cpulist: "0-3,8", ascending, each below
+ * SPITS_RES_CPUS_MAX; absent: it shares the TM's), "gpus" (its GPU ids,
+ * as --gpus lists them: resources.h; absent: none) and "mem" (its
+ * --mem-per-task bytes, 1..2^50; absent: not limited). Other keys are
+ * ignored (readers rebuild it from these: spits_worker_res_copy). 0, or
+ * -1 with *why naming the problem. A relay passes a TM's array up as it
+ * is, in its STATS's behind list. */
+#define SPITS_CPULIST_MAX 10240   /* (any set of cores: every other one of 4096 is 9684) */
+int spits_worker_res_check(const json_t *a, long workers, const char **why);
+/* A checked worker_res rebuilt from its known keys only (a new
+ * reference; NULL without memory). */
+json_t *spits_worker_res_copy(const json_t *a);
+/* Whether s is a cpulist as worker_res's "cpus" says. */
+int spits_cpulist_ok(const char *s);
 
 /* Whether a TM that is no relay may have this many workers and slots
  * (1..SPITS_TM_WORKERS_MAX, 1..SPITS_SLOTS_MAX): what its HELLO may say,

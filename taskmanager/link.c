@@ -420,8 +420,9 @@ void tm_link_send_hello(tm_t *tm)
  * results (at most 10 a second) and before BYE: the JM's per-TM busy time,
  * its performance model's task time and its running/queued split come
  * from these. A relay has no workers of its own: it says neither count
- * (the JM then estimates them). */
-void tm_link_send_stats(tm_t *tm)
+ * (the JM then estimates them). A planned TM adds its workers' counts,
+ * and as it joins, what each owns (planview.c). */
+static void link_stats(tm_t *tm, int joined)
 {
     spits_buf_t buf = {0};
     long long busy = atomic_load_explicit(&tm->pool.stats.busy_ns, memory_order_relaxed);
@@ -439,6 +440,10 @@ void tm_link_send_stats(tm_t *tm)
     if (stats && tm->plan.planned) {
         json_object_set_new(stats, "workers", json_integer(tm->plan.workers));
         json_object_set_new(stats, "slots", json_integer(tm->plan.slots));
+        tm_planview_counts(tm, stats);
+        /* (what each worker owns: once a join, wire.h) */
+        if (joined)
+            json_object_set_new(stats, "worker_res", tm_planview_res(&tm->plan));
     }
     if (stats && tm->relay)
         tm_relay_stats(tm->relay, stats);   /* (its TMs' runs, who is behind) */
@@ -447,6 +452,16 @@ void tm_link_send_stats(tm_t *tm)
         tm_link_send(tm, buf.data, buf.len);
     json_decref(stats);
     spits_buf_free(&buf);
+}
+
+void tm_link_send_stats(tm_t *tm)
+{
+    link_stats(tm, 0);
+}
+
+void tm_link_send_join_stats(tm_t *tm)
+{
+    link_stats(tm, 1);
 }
 
 const char *tm_link_gone_hint(tm_t *tm, char *buf, size_t len)

@@ -150,7 +150,7 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
                      json_string_value(json_object_get(welcome, "result_parts")));
     /* (the JM sized our slots by HELLO's counts: the plan's, at once) */
     if (joining && tm->plan.planned)
-        tm_link_send_stats(tm);
+        tm_link_send_join_stats(tm);
     json_decref(welcome);
 }
 

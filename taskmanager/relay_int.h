@@ -98,6 +98,10 @@ typedef struct {
     uint64_t runs;
     double busy_s;
     uint64_t sent_at_hello;
+    json_t *worker_res;          /* a planned TM's, as its join STATS said
+                                    (wire.h), passed up in behind; NULL:
+                                    none. The entry's own (relay_peers.c) */
+    size_t worker_res_bytes;     /* ...its size as JSON text */
 } rl_tm_stats_t;
 
 typedef struct {

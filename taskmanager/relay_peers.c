@@ -30,6 +30,7 @@
 #define RELAY_HEARD_MS 10000       /* a relay's HELLO counts this long for loops */
 #define RELAY_LOOP_FATAL_MS 10000  /* a loop with no job above it, this long */
 #define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
+#define RELAY_RES_BYTES (32u << 10) /* their worker_res in one STATS, at most */
 #define RELAY_STATS_MIN_MS 250     /* capacity changes go up this often at most, */
                                    /* ...but slots doubled go at once */
 
@@ -44,6 +45,7 @@ static int relay_peers_evict(peertab_entry_t *e, void *arg)
     const rl_tm_t *t = (const rl_tm_t *)e;
     p->runs_gone += t->stats.runs;
     p->busy_gone += t->stats.busy_s;
+    json_decref(t->stats.worker_res);
     return 0;
 }
 
@@ -56,6 +58,11 @@ int relay_peers_init(rl_peers_t *p)
 
 void relay_peers_free(rl_peers_t *p)
 {
+    for (size_t s = 0; p->tab && s < peertab_slots(p->tab); s++) {
+        rl_tm_t *t = peertab_at(p->tab, s);
+        if (t)
+            json_decref(t->stats.worker_res);
+    }
     peertab_destroy(&p->tab);
 }
 
@@ -127,6 +134,14 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
                 credit_resize(&t->sched.credit, st.workers, st.slots);
                 relay_peers_capacity(p, t);
             }
+        }
+        /* (a TM's own, checked, passed up as it said it: keys of a later
+         * release too; upstream checks it again) */
+        if (rc == 0 && !t->id.relay_id[0] && st.worker_res) {
+            json_decref(t->stats.worker_res);
+            t->stats.worker_res = json_incref(st.worker_res);
+            t->stats.worker_res_bytes = json_dumpb(t->stats.worker_res, NULL, 0,
+                                                   JSON_COMPACT);
         }
     }
     json_decref(j);
@@ -279,6 +294,7 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
             busy += t->stats.busy_s;
         }
     }
+    size_t res_bytes = 0;
     for (size_t i = 0; i < alive; i++) {
         const rl_tm_t *t = peertab_live_at(p->tab, i);
         if (json_array_size(list) < RELAY_BEHIND_LISTED) {
@@ -288,6 +304,10 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
                                   "runs", (json_int_t)t->stats.runs);
             if (e && t->id.relay_id[0])
                 json_object_set_new(e, "relay", json_true());
+            /* (its workers' resources, while the STATS stays small) */
+            if (e && t->stats.worker_res &&
+                (res_bytes += t->stats.worker_res_bytes) <= RELAY_RES_BYTES)
+                json_object_set(e, "worker_res", t->stats.worker_res);
             json_array_append_new(list, e);
         }
     }

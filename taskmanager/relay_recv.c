@@ -120,6 +120,8 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
         r->peers.busy_gone += t->stats.busy_s;
         t->stats.runs = 0;
         t->stats.busy_s = 0;
+        json_decref(t->stats.worker_res);   /* (its plan is said anew) */
+        t->stats.worker_res = NULL;
     }
     spits_escape(t->id.host, sizeof t->id.host, h.host);   /* (for our log) */
     t->id.pid = h.pid;

@@ -157,12 +157,20 @@ typedef struct {
     tm_virtual_t *virt;       /* virtual workers' slots (workers.c) */
 } tm_pool_workers_t;
 
+/* One worker's share of the counters below. */
+typedef struct {
+    atomic_llong busy_ns, runs;
+} tm_worker_count_t;
+
 /* Counters: added by the workers (once per chunk), read by the main
- * thread (STATS, --end-time). */
+ * thread (STATS, --end-time). worker is made by tm_pool_reshape for a
+ * pool whose workers own resources (one entry each; else NULL), and
+ * each worker adds to its own entry only. */
 typedef struct {
     atomic_llong task_ns;     /* a recent task's run time (0: none yet) */
     atomic_llong busy_ns;     /* time spent running tasks, and */
     atomic_llong runs;        /* how many ran */
+    tm_worker_count_t *worker;
 } tm_pool_stats_t;
 
 typedef struct {

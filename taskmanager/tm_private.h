@@ -28,6 +28,7 @@
  *   job.c       the job this TM runs: its module and its phases
  *   plan.c      its workers planned by the job's resource request: how
  *               many, and the cores and GPUs each owns
+ *   planview.c  that plan and each worker's work, as STATS tells the JM
  *   options.c   the command line, --end-time and the Slurm end time
  *   crash.c     a fatal signal named, and a crash file for the JM
  *   workers.c, outbox.c, isolate.c: the pool the workers share (tm.h)
@@ -262,6 +263,8 @@ void tm_link_welcomed(tm_t *tm, long long heartbeat_ms, const char *parts_to);
  * for its WELCOME as after a loss. */
 void tm_link_asked_who(tm_t *tm);
 void tm_link_send_stats(tm_t *tm);
+/* The STATS of a planned TM as it joins: with what each worker owns. */
+void tm_link_send_join_stats(tm_t *tm);
 /* Acts on the monitor's events: a dropped connection or a bad handshake. */
 void tm_link_on_monitor(tm_t *tm);
 /* Heartbeats, a silent JM, looking for it again, HELLO retries. */
@@ -323,6 +326,17 @@ typedef struct {
 int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req,
                   char *refusal, size_t len);
 void tm_plan_free(tm_plan_t *plan);
+
+/* ==== planview.c: the plan as STATS tells it (wire.h worker_res)
+ *
+ * Main thread; reads the plan and the pool's per-worker counts.
+ */
+
+/* Each listed worker's cores, GPUs and memory: STATS's worker_res (a new
+ * reference; NULL without memory). Of a planned TM only. */
+json_t *tm_planview_res(const tm_plan_t *p);
+/* Adds worker_runs and worker_busy_s to stats, if tm planned its workers. */
+void tm_planview_counts(const tm_t *tm, json_t *stats);
 
 /* ==== protocol.c: the JM's messages
  *

@@ -341,6 +341,11 @@ static void *worker_main(void *arg)
             atomic_fetch_add_explicit(&p->stats.busy_ns, spent, memory_order_relaxed);
             atomic_fetch_add_explicit(&p->stats.runs, (long long)ran,
                                       memory_order_relaxed);
+            if (p->stats.worker) {
+                tm_worker_count_t *c = &p->stats.worker[w->index];
+                atomic_fetch_add_explicit(&c->busy_ns, spent, memory_order_relaxed);
+                atomic_fetch_add_explicit(&c->runs, (long long)ran, memory_order_relaxed);
+            }
         }
         worker_flush(w, k);
     }
@@ -438,8 +443,18 @@ int tm_pool_reshape(tm_pool_t *p, int n, const tm_worker_res_t *res, int isolate
         p->workers.spawned = 0;
     }
     pthread_t *threads = calloc((size_t)n, sizeof *threads);
-    if (!threads)
+    tm_worker_count_t *counts = res ? calloc((size_t)n, sizeof *counts) : NULL;
+    if (!threads || (res && !counts)) {
+        free(threads);
+        free(counts);
         return -1;
+    }
+    for (int i = 0; counts && i < n; i++) {
+        atomic_init(&counts[i].busy_ns, 0);
+        atomic_init(&counts[i].runs, 0);
+    }
+    free(p->stats.worker);
+    p->stats.worker = counts;
     free(p->workers.threads);
     p->workers.threads = threads;
     p->workers.n = n;
@@ -690,6 +705,7 @@ void tm_pool_destroy(tm_pool_t *p)
     tm_outbox_free(p);
     free(p->queue.q);
     free(p->workers.threads);
+    free(p->stats.worker);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->work);
 }

@@ -5,8 +5,10 @@
 # many workers as its GPUs and cores allow, each owning its own (the
 # restrace module records, per task, its variables, affinity and times);
 # a TM that can run no worker says why and leaves non-zero while the job
-# waits, and resumes with its request from the journal. With nvidia-smi,
-# one job runs on the real GPUs.
+# waits, and resumes with its request from the journal. report.json,
+# report.html and the live page list each worker's cores, GPUs and
+# memory, with a lane per GPU. With nvidia-smi, one job runs on the real
+# GPUs.
 . "$(dirname "$0")/lib.sh"
 MOD=$TMODS/restrace.so
 
@@ -59,10 +61,54 @@ run_job() {
     [ "$(wc -l <"$T/$name.trace")" = "$n" ] || fail "$name: not $n tasks traced"
 }
 
+# workers NAME [ENTRY]: each worker of report.json's first TM (or of the
+# entry ENTRY names) as (cores, GPUs, memory)
+workers() {
+    json "$T/$1/report.json" "[(w.get('cpus'), w.get('gpus'), w.get('mem')) for w in ${2:-d['tms'][0]}['worker_res']]"
+}
+
 # 1. --gpus-per-task 1 on --gpus 0,1,2,3: 4 workers, each task sees one
 #    id (in both variables: a --gpus list names no vendor), tasks at the
-#    same time never share one, and all four are used.
-run_job g1 12 --gpus-per-task 1 -- --gpus 0,1,2,3
+#    same time never share one, and all four are used. The live page,
+#    while it runs, and report.json and report.html after, show each
+#    worker's GPU, with a lane per GPU.
+start_jm g1 --gpus-per-task 1 "$MOD" 12 500 "$T/g1.trace"
+wait_for "[ -s $T/g1/jm.json ]" 30 "g1's JM to announce itself"
+start_serve g1
+start_tm g1 g1.tm --gpus 0,1,2,3
+wait_for "[ \"\$(live g1 \"[w['gpus'] for w in d['tms'][0]['worker_res']]\")\" = \"['0', '1', '2', '3']\" ]" \
+    10 "the live status to list the workers' GPUs"
+curl -s --max-time 10 -o "$T/g1.live.html" "${BASE}live?token=$TOKEN" || fail "g1: no live part"
+[ "$(grep -c '<tr class="worker"><td>[^<]*:'$TM_PID'</td><td class="n">[0-3]</td><td>shared</td><td>[0-3]</td><td class="n">not limited</td>' "$T/g1.live.html")" = 4 ] ||
+    fail "g1: the live page does not list the 4 workers: $(grep -c worker "$T/g1.live.html")"
+[ "$(grep -c 'class="gpulane"' "$T/g1.live.html")" = 4 ] || fail "g1: the live page has not 4 GPU lanes"
+wait $TM_PID || fail "g1: spits-tm exited $?: $(cat "$T/g1.tm.log")"
+wait $JM_PID || fail "g1: spits-jm exited $?: $(cat "$T/g1.jm.log")"
+[ "$(wc -l <"$T/g1.trace")" = 12 ] || fail "g1: not 12 tasks traced"
+[ "$(workers g1)" = "[(None, '0', None), (None, '1', None), (None, '2', None), (None, '3', None)]" ] ||
+    fail "g1: report.json's workers: $(workers g1)"
+# (each worker's runs: at most the tasks traced on its GPU (the last
+# STATS may predate the last results), together the TM's runs)
+runs=$($PY - "$T/g1/report.json" "$T/g1.trace" <<'PYEOF'
+import json, sys
+tm = json.load(open(sys.argv[1]))['tms'][0]
+traced = {}
+for line in open(sys.argv[2]):
+    g = dict(x.split('=', 1) for x in line.split()[3:])['GPUS']
+    traced[g] = traced.get(g, 0) + 1
+ws = tm['worker_res']
+print(all(0 <= w['runs'] <= traced.get(w['gpus'], 0) and w['busy_s'] >= 0 for w in ws) and
+      sum(w['runs'] for w in ws) == tm['runs'] > 0)
+PYEOF
+)
+[ "$runs" = True ] || fail "g1: the workers' runs are not the tasks traced on their GPUs"
+for g in 0 1 2 3; do
+    grep -q "<tr class=\"worker\"><td>[^<]*:$TM_PID</td><td class=\"n\">$g</td><td>shared</td><td>$g</td>" "$T/g1/report.html" ||
+        fail "g1: report.html has no row for worker $g"
+    grep -q ">[^<]*:$TM_PID GPU $g</text>" "$T/g1/report.html" || fail "g1: report.html has no lane for GPU $g"
+done
+[ "$(grep -c 'class="gpulane"' "$T/g1/report.html")" = 4 ] || fail "g1: report.html has not 4 GPU lanes"
+kill $SERVE_PID
 grep -q "4 workers: 4 GPUs at 1 per task (--gpus-per-task 1)" "$T/g1.tm.log" ||
     fail "g1: the TM does not say why 4 workers: $(cat "$T/g1.tm.log")"
 grep -q "with 4 worker(s)" "$T/g1.tm.log" || fail "g1: did not join with 4 workers"
@@ -86,6 +132,11 @@ wait $TM_PID || fail "g2: spits-tm exited $?: $(cat "$T/g2.tm.log")"
 wait $JM_PID || fail "g2: spits-jm exited $?"
 wait $relay || fail "g2: the relay exited $?"
 grep -q "2 workers: 4 GPUs at 2 per task" "$T/g2.tm.log" || fail "g2: $(cat "$T/g2.tm.log")"
+# (the relay passes the TM's workers up, in its behind list)
+[ "$(workers g2 "d['tms'][0]['behind']['tms'][0]")" = "[(None, '0,1', None), (None, '2,3', None)]" ] ||
+    fail "g2: report.json's workers behind the relay: $(workers g2 "d['tms'][0]['behind']['tms'][0]")"
+grep -q '<tr class="worker"><td>[^<]*:[0-9]* (via [^<]*)</td><td class="n">1</td><td>shared</td><td>2,3</td>' "$T/g2/report.html" ||
+    fail "g2: report.html does not list the workers behind the relay"
 check g2 "sorted(set(x[3]['GPUS'] for x in t)) == ['0,1', '2,3']" "ids not 0,1 and 2,3"
 check g2 "not any(overlap(a, b) and a[3]['GPUS'] == b[3]['GPUS'] for a in t for b in t if a is not b)" \
     "two tasks at the same time shared GPUs"
@@ -109,11 +160,19 @@ wait $JM_PID || fail "c2: spits-jm exited $?"
 grep -q "1 worker: 2 cores at 2 per task (--cpus-per-task 2)" "$T/c2.tm.log" || fail "c2: $(cat "$T/c2.tm.log")"
 check c2 "all(x[3]['CPUS'] == '$cores' and x[3]['OMP'] == '2' and x[3]['CUDA'] == '-' for x in t)" \
     "a task did not run on both cores with OMP_NUM_THREADS=2"
-start_jm c1 --cpus-per-task 1 "$MOD" 8 150 "$T/c1.trace"
+start_jm c1 --cpus-per-task 1 --mem-per-task 64M "$MOD" 8 150 "$T/c1.trace"
 taskset -c "$cores" "$TM" --jobdir "$T/c1" --wait 60 >"$T/c1.tm.log" 2>&1 ||
     fail "c1: spits-tm exited $?: $(cat "$T/c1.tm.log")"
 wait $JM_PID || fail "c1: spits-jm exited $?"
 grep -q "2 workers: 2 cores at 1 per task" "$T/c1.tm.log" || fail "c1: $(cat "$T/c1.tm.log")"
+# (report.json: each worker's cores and memory, and no GPU; so the page)
+both=$($PY -c "a, b = $cores; print('%d-%d' % (a, b) if b == a + 1 else '%d,%d' % (a, b))")
+[ "$(workers c2)" = "[('$both', None, None)]" ] || fail "c2: report.json's workers: $(workers c2)"
+[ "$(workers c1)" = "[('${cores%,*}', None, 67108864), ('${cores#*,}', None, 67108864)]" ] ||
+    fail "c1: report.json's workers: $(workers c1)"
+grep -q "<tr class=\"worker\"><td>[^<]*</td><td class=\"n\">1</td><td>${cores#*,}</td><td>none</td><td class=\"n\">64 MiB</td>" "$T/c1/report.html" ||
+    fail "c1: report.html does not list worker 1's core and memory"
+! grep -q 'class="gpulane"' "$T/c1/report.html" || fail "c1: report.html has GPU lanes"
 check c1 "all(x[3]['CPUS'] in '$cores'.split(',') and x[3]['OMP'] == '1' for x in t)" "a task not on one core"
 check c1 "not any(overlap(a, b) and a[3]['CPUS'] == b[3]['CPUS'] for a in t for b in t if a is not b)" \
     "two tasks at the same time shared a core"

@@ -8,7 +8,8 @@
  * below it one lane per Task Manager: from when it joined until it left
  * (or the job ended), labelled with the tasks it did, and inside it a
  * darker bar as long as the share of that time its workers were busy
- * (busy_s / (workers x time in the job)). The drawing is libspits'
+ * (busy_s / (workers x time in the job)); then, for a job whose workers
+ * owned GPUs, a lane per GPU (svgplot.h). The drawing is libspits'
  * svgplot.c (which the JM's report.html inlines too); FILE.png is that SVG
  * rendered by rsvg-convert (Debian's librsvg2-bin), run directly, without
  * a shell, through a pipe. Either is drawn in memory first and replaces

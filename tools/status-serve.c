@@ -3,12 +3,13 @@
  *
  * GET /?token=T is the page: while the job runs, its state, a progress bar
  * with rate and ETA, the counts, the performance model so far, the commit
- * timeline so far (with lanes for the busiest TMs), the Task Managers (50
- * rows a page, sorted by any column: &sort=KEY&page=N) and the failed
- * tasks, all drawn on the server so that it shows without JavaScript.
- * A small inline script fetches /live (that part alone, same view) every
- * 2 s and swaps it in without reloading the page. /status.json is the
- * document itself. Once the job is over, the page is its report
+ * timeline so far (with lanes for the busiest TMs and their GPUs), the
+ * Task Managers (50 rows a page, sorted by any column: &sort=KEY&page=N),
+ * their workers (reporthtml.c spits_html_workers) and the failed tasks,
+ * all drawn on the server so that it shows without JavaScript. A small
+ * inline script fetches /live (that part alone, same view) every 2 s and
+ * swaps it in without reloading the page. /status.json is the document
+ * itself. Once the job is over, the page is its report
  * (reporthtml.c) and /live answers 409. The data is what spits-status
  * reads anyway (the fetch callback): nothing here can send the JM
  * anything but STATUS.
@@ -294,6 +295,7 @@ static void serve_live_part(const json_t *d, const serve_view_t *v, FILE *f)
     }
     serve_timeline(d, f);
     serve_tms(json_object_get(d, "tms"), serve_int(d, "tms_alive"), v, f);
+    spits_html_workers(json_object_get(d, "tms"), f);
     spits_html_failed(d, (size_t)serve_int(k, "failed"), f);
 }
 
