@@ -23,6 +23,15 @@
  *                    a returned failure, its RESULTS payload (wire.h: the
  *                    code, then the module's words on it, if any)
  *
+ * With a --mem-per-task limit the worker thread measures its child's
+ * peak resident memory (VmHWM, which the kernel keeps per process) every
+ * CHILD_MEM_POLL_MS while a task runs and once as it ends; a child over
+ * the limit is killed and its task fails with a record that says so. A
+ * high-water mark the kernel keeps is what makes the cause sure: a
+ * refused allocation (RLIMIT_AS) leaves no trace, and a cgroup of its
+ * own is seldom the TM's to make. Every worker process asks the kernel's
+ * OOM killer to take it first (oom_score_adj 1000).
+ *
  * A tm_child_t belongs to one worker thread; nothing else touches it.
  */
 #include <errno.h>
@@ -42,6 +51,7 @@
 #include "bytes.h"
 #include "log.h"
 #include "push.h"
+#include "resources.h"
 #include "selfexe.h"
 #include "tm.h"
 #include "util.h"
@@ -53,19 +63,27 @@ extern char **environ;
  * TM checked against the JM's hash, whatever the file on disk holds now. */
 #define CHILD_MODULE_FD 4
 
+/* How often a task's process is measured while it runs, with a
+ * --mem-per-task limit (and once more as it ends). */
+#define CHILD_MEM_POLL_MS 50
+
 struct tm_child {
     char *const *env;          /* on top of the TM's (borrowed), or NULL */
+    uint64_t mem_limit;        /* --mem-per-task, bytes (0: none) */
     pid_t pid;                 /* 0: not running */
     int fd;
+    int status_fd;             /* the child's /proc/PID/status, with a limit */
     const tm_phase_t *phase;   /* the phase the child's instance is for */
 };
 
-tm_child_t *tm_child_new(char *const *env)
+tm_child_t *tm_child_new(char *const *env, uint64_t mem_limit)
 {
     tm_child_t *c = calloc(1, sizeof *c);
     if (c) {
         c->fd = -1;
+        c->status_fd = -1;
         c->env = env;
+        c->mem_limit = mem_limit;
     }
     return c;
 }
@@ -103,7 +121,9 @@ static void child_reap(tm_child_t *c, char *why, size_t whylen)
     int st = 0;
     if (c->fd >= 0)
         close(c->fd);
-    c->fd = -1;
+    if (c->status_fd >= 0)
+        close(c->status_fd);
+    c->fd = c->status_fd = -1;
     while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
         ;
     if (WIFSIGNALED(st))
@@ -128,6 +148,67 @@ void tm_child_destroy(tm_child_t **cp)
     }
     free(c);
     *cp = NULL;
+}
+
+/* The child's status file, which the kernel keeps for the process
+ * (its pid, across its exec): read again at offset 0, it is new. */
+static int child_open_status(tm_child_t *c)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)c->pid);
+    c->status_fd = open(path, O_RDONLY | O_CLOEXEC);
+    return c->status_fd >= 0 ? 0 : -1;
+}
+
+/* The child's peak resident memory so far (VmHWM), in bytes; 0 when it
+ * cannot be read (the process is gone: its end tells then). */
+static uint64_t child_peak(const tm_child_t *c)
+{
+    char buf[4096];
+    ssize_t n = pread(c->status_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *hwm = strstr(buf, "\nVmHWM:");
+    return hwm ? strtoull(hwm + 7, NULL, 10) * 1024 : 0;
+}
+
+/* Whether the child went over its limit; if so it is killed and why
+ * says so, for the task's record and the log. */
+static int child_over(tm_child_t *c, char *why, size_t whylen)
+{
+    uint64_t peak = child_peak(c);
+    if (peak <= c->mem_limit)
+        return 0;
+    char limit[32], ended[64];
+    kill(c->pid, SIGKILL);
+    child_reap(c, ended, sizeof ended);
+    spits_res_size_text(c->mem_limit, limit, sizeof limit);
+    snprintf(why, whylen, "exceeded --mem-per-task %s: its process reached %.0fM "
+             "resident", limit, (double)peak / (1 << 20));
+    return 1;
+}
+
+/* Waits until the child has written (0), is past the deadline (-2) or
+ * over its limit (-3: killed, why says so), measuring it meanwhile. */
+static int child_await(tm_child_t *c, int64_t deadline, char *why, size_t whylen)
+{
+    for (;;) {
+        int wait_ms = CHILD_MEM_POLL_MS;
+        if (deadline) {
+            int64_t left = deadline - spits_now_ms();
+            if (left <= 0)
+                return -2;
+            if (left < wait_ms)
+                wait_ms = (int)left;
+        }
+        struct pollfd pfd = {c->fd, POLLIN, 0};
+        int rc = poll(&pfd, 1, wait_ms);
+        if (rc > 0 || (rc < 0 && errno != EINTR))
+            return 0;   /* (read_all meets what it is: data, an end, an error) */
+        if (child_over(c, why, whylen))
+            return -3;
+    }
 }
 
 static int child_start(tm_child_t *c, const spits_module_t *mod)
@@ -197,6 +278,14 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
     c->pid = pid;
     c->fd = sv[0];
     c->phase = NULL;
+    if (c->mem_limit && child_open_status(c) != 0) {
+        int err = errno;
+        char why[64];
+        kill(pid, SIGKILL);
+        child_reap(c, why, sizeof why);
+        errno = err;    /* (no process runs unmeasured under a limit) */
+        return -1;
+    }
     return 0;
 }
 
@@ -309,6 +398,8 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
         spits_debug("a worker process was found dead (%s); starting another", why);
         why[0] = '\0';
     }
+    if (c->mem_limit && (rc = child_await(c, deadline, why, whylen)) != 0)
+        goto ended;
     if ((rc = read_all(c->fd, hdr, 8, deadline)) != 0)
         goto ended;
     uint32_t status = get_u32(hdr), len = get_u32(hdr + 4);
@@ -323,9 +414,20 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
     }
     if ((rc = read_all(c->fd, result->data, len, deadline)) != 0)
         goto ended;
+    /* (a peak too short for child_await to see, or the last one) */
+    if (c->mem_limit && child_over(c, why, whylen)) {
+        rc = -3;
+        goto ended;
+    }
     result->len = len;
     return status == 0 ? SPITS_ST_OK : SPITS_ST_FAILED;
 ended:
+    if (rc == -3) {
+        /* a failure the worker did not return: its record says why */
+        result->len = spits_buf_reserve(result, 4 + SPITS_FAIL_TEXT_MAX) == 0
+                      ? spits_fail_payload(result->data, TM_FAIL_RC_LIMIT, why) : 0;
+        return SPITS_ST_FAILED;
+    }
     if (rc == -2) {
         kill(c->pid, SIGKILL);
         child_reap(c, why, whylen);
@@ -384,6 +486,17 @@ static int child_pushes_ok(const child_result_t *r)
     return 0;
 }
 
+/* The kernel's OOM killer, short of memory, takes a worker process
+ * before anything else: a task is lost, not the TM and all it holds. */
+static void child_oom_first(void)
+{
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "1000", 4) != 4)
+        spits_debug("cannot raise this worker's oom_score_adj: %s", strerror(errno));
+    if (fd >= 0)
+        close(fd);
+}
+
 int tm_child_main(int argc, char **argv)
 {
     char err[1024];
@@ -396,6 +509,7 @@ int tm_child_main(int argc, char **argv)
     int pargc = 0;
 
     spits_log_init("spits-tm worker", SPITS_LOG_INFO);
+    child_oom_first();
     /* stdout is the TM's pipe (tm.c): each line goes at once, so a worker
      * that is killed (a timeout) loses no finished line. */
     setvbuf(stdout, NULL, _IOLBF, 0);
