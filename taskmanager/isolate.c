@@ -19,14 +19,19 @@
  *                    phase's argv; the child rebuilds its worker instance
  *                    'T' u32 len, bytes: run this task
  *   child -> parent  u32 status (0 ok, 1 the worker returned non-zero or
- *                    could not be made), u32 len, bytes: the result; for
- *                    a returned failure, its RESULTS payload (wire.h: the
- *                    code, then the module's words on it, if any)
+ *                    could not be made), u32 len, u32 the largest peak
+ *                    resident KiB of the processes it started and waited
+ *                    for (getrusage's RUSAGE_CHILDREN), bytes: the result;
+ *                    for a returned failure, its RESULTS payload (wire.h:
+ *                    the code, then the module's words on it, if any)
  *
  * With a --mem-per-task limit the worker thread measures its child's
  * peak resident memory (VmHWM, which the kernel keeps per process) every
- * CHILD_MEM_POLL_MS while a task runs and once as it ends; a child over
- * the limit is killed and its task fails with a record that says so. A
+ * CHILD_MEM_POLL_MS while a task runs and once as it ends, with the
+ * largest peak of the processes the child started (a command of
+ * spits-parallel's) as the task ends; a child over the limit is killed
+ * and its task fails with a record that says so. Both are high-water
+ * marks: earlier tasks stayed under, so a mark over is this task's. A
  * high-water mark the kernel keeps is what makes the cause sure: a
  * refused allocation (RLIMIT_AS) leaves no trace, and a cgroup of its
  * own is seldom the TM's to make. Every worker process asks the kernel's
@@ -43,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -173,19 +179,22 @@ static uint64_t child_peak(const tm_child_t *c)
     return hwm ? strtoull(hwm + 7, NULL, 10) * 1024 : 0;
 }
 
-/* Whether the child went over its limit; if so it is killed and why
- * says so, for the task's record and the log. */
-static int child_over(tm_child_t *c, char *why, size_t whylen)
+/* Whether the child, or a process it started (peak of the largest, in
+ * bytes), went over its limit; if so it is killed and why says so, for
+ * the task's record and the log. */
+static int child_over(tm_child_t *c, uint64_t started_peak, char *why, size_t whylen)
 {
     uint64_t peak = child_peak(c);
-    if (peak <= c->mem_limit)
+    int own = peak > c->mem_limit;
+    if (!own && started_peak <= c->mem_limit)
         return 0;
     char limit[32], ended[64];
     kill(c->pid, SIGKILL);
     child_reap(c, ended, sizeof ended);
     spits_res_size_text(c->mem_limit, limit, sizeof limit);
-    snprintf(why, whylen, "exceeded --mem-per-task %s: its process reached %.0fM "
-             "resident", limit, (double)peak / (1 << 20));
+    snprintf(why, whylen, "exceeded --mem-per-task %s: %s reached %.1fM resident",
+             limit, own ? "its process" : "a process it started",
+             (double)(own ? peak : started_peak) / (1 << 20));
     return 1;
 }
 
@@ -206,7 +215,7 @@ static int child_await(tm_child_t *c, int64_t deadline, char *why, size_t whylen
         int rc = poll(&pfd, 1, wait_ms);
         if (rc > 0 || (rc < 0 && errno != EINTR))
             return 0;   /* (read_all meets what it is: data, an end, an error) */
-        if (child_over(c, why, whylen))
+        if (child_over(c, 0, why, whylen))
             return -3;
     }
 }
@@ -372,7 +381,7 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
                       uint64_t max_result, spits_buf_t *result, char *why,
                       size_t whylen)
 {
-    unsigned char hdr[8];
+    unsigned char hdr[12];
     int64_t deadline = timeout_ms > 0 ? spits_now_ms() + timeout_ms : 0;
     int rc;
 
@@ -400,9 +409,10 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
     }
     if (c->mem_limit && (rc = child_await(c, deadline, why, whylen)) != 0)
         goto ended;
-    if ((rc = read_all(c->fd, hdr, 8, deadline)) != 0)
+    if ((rc = read_all(c->fd, hdr, 12, deadline)) != 0)
         goto ended;
     uint32_t status = get_u32(hdr), len = get_u32(hdr + 4);
+    uint64_t started_peak = (uint64_t)get_u32(hdr + 8) * 1024;
     if (len > max_result || spits_buf_reserve(result, len) != 0) {
         char ended_by[64];
         kill(c->pid, SIGKILL);
@@ -415,7 +425,7 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
     if ((rc = read_all(c->fd, result->data, len, deadline)) != 0)
         goto ended;
     /* (a peak too short for child_await to see, or the last one) */
-    if (c->mem_limit && child_over(c, why, whylen)) {
+    if (c->mem_limit && child_over(c, started_peak, why, whylen)) {
         rc = -3;
         goto ended;
     }
@@ -574,14 +584,18 @@ int tm_child_main(int argc, char **argv)
         if ((result.pushes <= 1 && result.fault == SPITS_PUSH_OK) ||
             child_pushes_ok(&result))
             status = rc != 0, returned = rc != 0;
-        unsigned char rh[8], failed[4 + SPITS_FAIL_TEXT_MAX];
+        unsigned char rh[12], failed[4 + SPITS_FAIL_TEXT_MAX];
+        struct rusage ru;
         /* (a failure sends its record's payload: workers.c reports it) */
         size_t len = status == 0 ? result.buf.len
                      : returned ? spits_fail_payload(failed, rc,
                                       spits_module_worker_error(mod, &inst)) : 0;
         put_u32(rh, status);
         put_u32(rh + 4, (uint32_t)len);
-        struct iovec iov[2] = {{rh, 8}, {status == 0 ? result.buf.data : failed, len}};
+        put_u32(rh + 8, getrusage(RUSAGE_CHILDREN, &ru) == 0 && ru.ru_maxrss > 0
+                        ? (uint32_t)(ru.ru_maxrss < UINT32_MAX ? ru.ru_maxrss : UINT32_MAX)
+                        : 0);
+        struct iovec iov[2] = {{rh, 12}, {status == 0 ? result.buf.data : failed, len}};
         if (write_all(CHILD_FD, iov, iov[1].iov_len ? 2 : 1) != 0)
             return 1;
     }
