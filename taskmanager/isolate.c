@@ -8,8 +8,9 @@
  *
  * The child is the TM binary itself (/proc/self/exe, or in the bundle its
  * wrapper: selfexe.h), exec'd in a hidden
- * mode (spits-tm --worker-child MODULE ORIGIN: the module's path for
- * messages and the directory its $ORIGIN run path means) with one end of a socketpair as
+ * mode (spits-tm --worker-child MODULE ORIGIN MEASURE: the module's path
+ * for messages, the directory its $ORIGIN run path means, and "1" when a
+ * --mem-per-task limit wants the peaks of what it starts, else "0") with one end of a socketpair as
  * fd 3 and the TM's private copy of the module as fd 4; exec, not a bare fork, because the TM is multithreaded and a forked
  * copy of it may only call async-signal-safe functions. It dies with the
  * worker thread that started it (PR_SET_PDEATHSIG).
@@ -21,7 +22,8 @@
  *   child -> parent  u32 status (0 ok, 1 the worker returned non-zero or
  *                    could not be made), u32 len, u32 the largest peak
  *                    resident KiB of the processes it started and waited
- *                    for (getrusage's RUSAGE_CHILDREN), bytes: the result;
+ *                    for (getrusage's RUSAGE_CHILDREN; 0 unless MEASURE),
+ *                    bytes: the result;
  *                    for a returned failure, its RESULTS payload (wire.h:
  *                    the code, then the module's words on it, if any)
  *
@@ -276,7 +278,7 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
         if (getppid() != parent)
             _exit(127);
         char *args[] = {"spits-tm", "--worker-child", (char *)module_path,
-                        (char *)(origin ? origin : ""), NULL};
+                        (char *)(origin ? origin : ""), c->mem_limit ? "1" : "0", NULL};
         execve(self, args, env);
         _exit(127);
     }
@@ -529,10 +531,11 @@ int tm_child_main(int argc, char **argv)
      * TM set both to SIG_IGN before exec already; this is for clarity. */
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
-    if (argc != 4) {
+    if (argc != 5) {
         spits_error("--worker-child is spits-tm's own: not for use by hand");
         return 2;
     }
+    int measure = strcmp(argv[4], "1") == 0;
     spits_image_t *img = spits_image_read_fd(CHILD_MODULE_FD, argv[2],
                                              argv[3][0] ? argv[3] : NULL,
                                              err, sizeof err);
@@ -592,7 +595,7 @@ int tm_child_main(int argc, char **argv)
                                       spits_module_worker_error(mod, &inst)) : 0;
         put_u32(rh, status);
         put_u32(rh + 4, (uint32_t)len);
-        put_u32(rh + 8, getrusage(RUSAGE_CHILDREN, &ru) == 0 && ru.ru_maxrss > 0
+        put_u32(rh + 8, measure && getrusage(RUSAGE_CHILDREN, &ru) == 0 && ru.ru_maxrss > 0
                         ? (uint32_t)(ru.ru_maxrss < UINT32_MAX ? ru.ru_maxrss : UINT32_MAX)
                         : 0);
         struct iovec iov[2] = {{rh, 12}, {status == 0 ? result.buf.data : failed, len}};
