@@ -126,15 +126,13 @@ static int plan_env(tm_plan_t *p, const spits_res_have_t *h, int i)
  * them; tm_pool_start starts them after the module loads): setenv races
  * with getenv in any other thread, and the TM's others (libzmq's, the
  * stdout forwarder) read no variable. */
-static int plan_threads_env(const tm_worker_res_t *r)
+static int plan_threads_env(int cpus)
 {
-    for (int k = 0; r->env && k < PLAN_THREAD_VARS && r->env[k]; k++) {
-        char *eq = strchr(r->env[k], '=');
-        char name[32];
-        snprintf(name, sizeof name, "%.*s", (int)(eq - r->env[k]), r->env[k]);
-        if (setenv(name, eq + 1, 1) != 0)
+    char v[16];
+    snprintf(v, sizeof v, "%d", cpus);
+    for (int k = 0; k < PLAN_THREAD_VARS; k++)
+        if (setenv(plan_thread_vars[k], v, 1) != 0)
             return -1;
-    }
     return 0;
 }
 
@@ -195,7 +193,7 @@ int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req,
     int procs = tm->opts.isolate || req->gpus > 0 || req->mem > 0;
     if (plan_build(p, h, n) != 0 ||
         tm_pool_reshape(&tm->pool, n, p->res, procs, req->mem) != 0 ||
-        (!procs && req->cpus && plan_threads_env(&p->res[0]) != 0)) {
+        (!procs && req->cpus && plan_threads_env(req->cpus) != 0)) {
         spits_error("cannot plan %d worker(s): %s", n, strerror(errno ? errno : ENOMEM));
         free(h);
         return -1;
