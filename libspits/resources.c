@@ -108,7 +108,7 @@ int spits_res_req_parse(const json_t *j, spits_res_req_t *r, const char **why)
 }
 
 /* "512M"-like, exact when it can be. */
-static void size_text(uint64_t b, char *out, size_t len)
+void spits_res_size_text(uint64_t b, char *out, size_t len)
 {
     static const char units[] = "KMGT";
     int u = -1;
@@ -117,7 +117,7 @@ static void size_text(uint64_t b, char *out, size_t len)
         u++;
     }
     if (u < 0)
-        snprintf(out, len, "%" PRIu64, b);
+        snprintf(out, len, "%" PRIu64 "B", b);
     else
         snprintf(out, len, "%" PRIu64 "%c", b, units[u]);
 }
@@ -132,7 +132,7 @@ void spits_res_req_describe(const spits_res_req_t *r, char *out, size_t len)
     if (r->gpus && n < len)
         n += (size_t)snprintf(out + n, len - n, " --gpus-per-task %d", r->gpus);
     if (r->mem && n < len) {
-        size_text(r->mem, mem, sizeof mem);
+        spits_res_size_text(r->mem, mem, sizeof mem);
         snprintf(out + n, len - n, " --mem-per-task %s", mem);
     }
     if (out[0])
@@ -366,8 +366,8 @@ int spits_res_plan(const spits_res_req_t *r, const spits_res_have_t *h, int cap,
                  h->ncpus, h->ncpus == 1 ? "" : "s", r->cpus);
     }
     if (r->mem) {
-        size_text(h->mem, a, sizeof a);
-        size_text(r->mem, b, sizeof b);
+        spits_res_size_text(h->mem, a, sizeof a);
+        spits_res_size_text(r->mem, b, sizeof b);
         lim[n].allows = (long)(h->mem / r->mem);
         snprintf(lim[n++].text, sizeof lim[0].text, "%s of memory at %s per task",
                  h->mem ? a : "unknown", b);

@@ -64,6 +64,9 @@ int spits_res_req_any(const spits_res_req_t *r);
 json_t *spits_res_req_json(const spits_res_req_t *r);
 /* The reverse (j NULL: nothing asked). 0, or -1 with *why set. */
 int spits_res_req_parse(const json_t *j, spits_res_req_t *r, const char **why);
+/* A size in --mem-per-task's units: "512M", "3G"; "1000B" when not a
+ * whole number of K. */
+void spits_res_size_text(uint64_t b, char *out, size_t len);
 /* "--cpus-per-task 2 --gpus-per-task 1", or "none". */
 void spits_res_req_describe(const spits_res_req_t *r, char *out, size_t len);
 

@@ -8,8 +8,9 @@
  *
  * The child is the TM binary itself (/proc/self/exe, or in the bundle its
  * wrapper: selfexe.h), exec'd in a hidden
- * mode (spits-tm --worker-child MODULE ORIGIN: the module's path for
- * messages and the directory its $ORIGIN run path means) with one end of a socketpair as
+ * mode (spits-tm --worker-child MODULE ORIGIN MEASURE: the module's path
+ * for messages, the directory its $ORIGIN run path means, and "1" when a
+ * --mem-per-task limit wants the peaks of what it starts, else "0") with one end of a socketpair as
  * fd 3 and the TM's private copy of the module as fd 4; exec, not a bare fork, because the TM is multithreaded and a forked
  * copy of it may only call async-signal-safe functions. It dies with the
  * worker thread that started it (PR_SET_PDEATHSIG).
@@ -19,9 +20,24 @@
  *                    phase's argv; the child rebuilds its worker instance
  *                    'T' u32 len, bytes: run this task
  *   child -> parent  u32 status (0 ok, 1 the worker returned non-zero or
- *                    could not be made), u32 len, bytes: the result; for
- *                    a returned failure, its RESULTS payload (wire.h: the
- *                    code, then the module's words on it, if any)
+ *                    could not be made), u32 len, u32 the largest peak
+ *                    resident KiB of the processes it started and waited
+ *                    for (getrusage's RUSAGE_CHILDREN; 0 unless MEASURE),
+ *                    bytes: the result;
+ *                    for a returned failure, its RESULTS payload (wire.h:
+ *                    the code, then the module's words on it, if any)
+ *
+ * With a --mem-per-task limit the worker thread measures its child's
+ * peak resident memory (VmHWM, which the kernel keeps per process) every
+ * CHILD_MEM_POLL_MS while a task runs and once as it ends, with the
+ * largest peak of the processes the child started (a command of
+ * spits-parallel's) as the task ends; a child over the limit is killed
+ * and its task fails with a record that says so. Both are high-water
+ * marks: earlier tasks stayed under, so a mark over is this task's. A
+ * high-water mark the kernel keeps is what makes the cause sure: a
+ * refused allocation (RLIMIT_AS) leaves no trace, and a cgroup of its
+ * own is seldom the TM's to make. Every worker process asks the kernel's
+ * OOM killer to take it first (oom_score_adj 1000).
  *
  * A tm_child_t belongs to one worker thread; nothing else touches it.
  */
@@ -34,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -42,6 +59,7 @@
 #include "bytes.h"
 #include "log.h"
 #include "push.h"
+#include "resources.h"
 #include "selfexe.h"
 #include "tm.h"
 #include "util.h"
@@ -53,19 +71,27 @@ extern char **environ;
  * TM checked against the JM's hash, whatever the file on disk holds now. */
 #define CHILD_MODULE_FD 4
 
+/* How often a task's process is measured while it runs, with a
+ * --mem-per-task limit (and once more as it ends). */
+#define CHILD_MEM_POLL_MS 50
+
 struct tm_child {
     char *const *env;          /* on top of the TM's (borrowed), or NULL */
+    uint64_t mem_limit;        /* --mem-per-task, bytes (0: none) */
     pid_t pid;                 /* 0: not running */
     int fd;
+    int status_fd;             /* the child's /proc/PID/status, with a limit */
     const tm_phase_t *phase;   /* the phase the child's instance is for */
 };
 
-tm_child_t *tm_child_new(char *const *env)
+tm_child_t *tm_child_new(char *const *env, uint64_t mem_limit)
 {
     tm_child_t *c = calloc(1, sizeof *c);
     if (c) {
         c->fd = -1;
+        c->status_fd = -1;
         c->env = env;
+        c->mem_limit = mem_limit;
     }
     return c;
 }
@@ -103,7 +129,9 @@ static void child_reap(tm_child_t *c, char *why, size_t whylen)
     int st = 0;
     if (c->fd >= 0)
         close(c->fd);
-    c->fd = -1;
+    if (c->status_fd >= 0)
+        close(c->status_fd);
+    c->fd = c->status_fd = -1;
     while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
         ;
     if (WIFSIGNALED(st))
@@ -128,6 +156,70 @@ void tm_child_destroy(tm_child_t **cp)
     }
     free(c);
     *cp = NULL;
+}
+
+/* The child's status file, which the kernel keeps for the process
+ * (its pid, across its exec): read again at offset 0, it is new. */
+static int child_open_status(tm_child_t *c)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)c->pid);
+    c->status_fd = open(path, O_RDONLY | O_CLOEXEC);
+    return c->status_fd >= 0 ? 0 : -1;
+}
+
+/* The child's peak resident memory so far (VmHWM), in bytes; 0 when it
+ * cannot be read (the process is gone: its end tells then). */
+static uint64_t child_peak(const tm_child_t *c)
+{
+    char buf[4096];
+    ssize_t n = pread(c->status_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *hwm = strstr(buf, "\nVmHWM:");
+    return hwm ? strtoull(hwm + 7, NULL, 10) * 1024 : 0;
+}
+
+/* Whether the child, or a process it started (peak of the largest, in
+ * bytes), went over its limit; if so it is killed and why says so, for
+ * the task's record and the log. */
+static int child_over(tm_child_t *c, uint64_t started_peak, char *why, size_t whylen)
+{
+    uint64_t peak = child_peak(c);
+    int own = peak > c->mem_limit;
+    if (!own && started_peak <= c->mem_limit)
+        return 0;
+    char limit[32], ended[64];
+    kill(c->pid, SIGKILL);
+    child_reap(c, ended, sizeof ended);
+    spits_res_size_text(c->mem_limit, limit, sizeof limit);
+    snprintf(why, whylen, "exceeded --mem-per-task %s: %s reached %.1fM resident",
+             limit, own ? "its process" : "a process it started",
+             (double)(own ? peak : started_peak) / (1 << 20));
+    return 1;
+}
+
+/* Waits until the child has written (0), is past the deadline (-2) or
+ * over its limit (-3: killed, why says so), measuring it meanwhile. */
+static int child_await(tm_child_t *c, int64_t deadline, char *why, size_t whylen)
+{
+    for (;;) {
+        int wait_ms = CHILD_MEM_POLL_MS;
+        if (deadline) {
+            int64_t left = deadline - spits_now_ms();
+            if (left <= 0)
+                return -2;
+            if (left < wait_ms)
+                wait_ms = (int)left;
+        }
+        struct pollfd pfd = {c->fd, POLLIN, 0};
+        int rc = poll(&pfd, 1, wait_ms);
+        if (rc > 0 || (rc < 0 && errno != EINTR))
+            return 0;   /* (read_all meets what it is: data, an end, an error) */
+        if (child_over(c, 0, why, whylen))
+            return -3;
+    }
 }
 
 static int child_start(tm_child_t *c, const spits_module_t *mod)
@@ -186,7 +278,7 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
         if (getppid() != parent)
             _exit(127);
         char *args[] = {"spits-tm", "--worker-child", (char *)module_path,
-                        (char *)(origin ? origin : ""), NULL};
+                        (char *)(origin ? origin : ""), c->mem_limit ? "1" : "0", NULL};
         execve(self, args, env);
         _exit(127);
     }
@@ -197,6 +289,14 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
     c->pid = pid;
     c->fd = sv[0];
     c->phase = NULL;
+    if (c->mem_limit && child_open_status(c) != 0) {
+        int err = errno;
+        char why[64];
+        kill(pid, SIGKILL);
+        child_reap(c, why, sizeof why);
+        errno = err;    /* (no process runs unmeasured under a limit) */
+        return -1;
+    }
     return 0;
 }
 
@@ -283,7 +383,7 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
                       uint64_t max_result, spits_buf_t *result, char *why,
                       size_t whylen)
 {
-    unsigned char hdr[8];
+    unsigned char hdr[12];
     int64_t deadline = timeout_ms > 0 ? spits_now_ms() + timeout_ms : 0;
     int rc;
 
@@ -309,9 +409,12 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
         spits_debug("a worker process was found dead (%s); starting another", why);
         why[0] = '\0';
     }
-    if ((rc = read_all(c->fd, hdr, 8, deadline)) != 0)
+    if (c->mem_limit && (rc = child_await(c, deadline, why, whylen)) != 0)
+        goto ended;
+    if ((rc = read_all(c->fd, hdr, 12, deadline)) != 0)
         goto ended;
     uint32_t status = get_u32(hdr), len = get_u32(hdr + 4);
+    uint64_t started_peak = (uint64_t)get_u32(hdr + 8) * 1024;
     if (len > max_result || spits_buf_reserve(result, len) != 0) {
         char ended_by[64];
         kill(c->pid, SIGKILL);
@@ -323,9 +426,20 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
     }
     if ((rc = read_all(c->fd, result->data, len, deadline)) != 0)
         goto ended;
+    /* (a peak too short for child_await to see, or the last one) */
+    if (c->mem_limit && child_over(c, started_peak, why, whylen)) {
+        rc = -3;
+        goto ended;
+    }
     result->len = len;
     return status == 0 ? SPITS_ST_OK : SPITS_ST_FAILED;
 ended:
+    if (rc == -3) {
+        /* a failure the worker did not return: its record says why */
+        result->len = spits_buf_reserve(result, 4 + SPITS_FAIL_TEXT_MAX) == 0
+                      ? spits_fail_payload(result->data, TM_FAIL_RC_LIMIT, why) : 0;
+        return SPITS_ST_FAILED;
+    }
     if (rc == -2) {
         kill(c->pid, SIGKILL);
         child_reap(c, why, whylen);
@@ -384,6 +498,17 @@ static int child_pushes_ok(const child_result_t *r)
     return 0;
 }
 
+/* The kernel's OOM killer, short of memory, takes a worker process
+ * before anything else: a task is lost, not the TM and all it holds. */
+static void child_oom_first(void)
+{
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "1000", 4) != 4)
+        spits_debug("cannot raise this worker's oom_score_adj: %s", strerror(errno));
+    if (fd >= 0)
+        close(fd);
+}
+
 int tm_child_main(int argc, char **argv)
 {
     char err[1024];
@@ -396,6 +521,7 @@ int tm_child_main(int argc, char **argv)
     int pargc = 0;
 
     spits_log_init("spits-tm worker", SPITS_LOG_INFO);
+    child_oom_first();
     /* stdout is the TM's pipe (tm.c): each line goes at once, so a worker
      * that is killed (a timeout) loses no finished line. */
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -405,10 +531,11 @@ int tm_child_main(int argc, char **argv)
      * TM set both to SIG_IGN before exec already; this is for clarity. */
     signal(SIGTERM, SIG_IGN);
     signal(SIGINT, SIG_IGN);
-    if (argc != 4) {
+    if (argc != 5) {
         spits_error("--worker-child is spits-tm's own: not for use by hand");
         return 2;
     }
+    int measure = strcmp(argv[4], "1") == 0;
     spits_image_t *img = spits_image_read_fd(CHILD_MODULE_FD, argv[2],
                                              argv[3][0] ? argv[3] : NULL,
                                              err, sizeof err);
@@ -460,14 +587,18 @@ int tm_child_main(int argc, char **argv)
         if ((result.pushes <= 1 && result.fault == SPITS_PUSH_OK) ||
             child_pushes_ok(&result))
             status = rc != 0, returned = rc != 0;
-        unsigned char rh[8], failed[4 + SPITS_FAIL_TEXT_MAX];
+        unsigned char rh[12], failed[4 + SPITS_FAIL_TEXT_MAX];
+        struct rusage ru;
         /* (a failure sends its record's payload: workers.c reports it) */
         size_t len = status == 0 ? result.buf.len
                      : returned ? spits_fail_payload(failed, rc,
                                       spits_module_worker_error(mod, &inst)) : 0;
         put_u32(rh, status);
         put_u32(rh + 4, (uint32_t)len);
-        struct iovec iov[2] = {{rh, 8}, {status == 0 ? result.buf.data : failed, len}};
+        put_u32(rh + 8, measure && getrusage(RUSAGE_CHILDREN, &ru) == 0 && ru.ru_maxrss > 0
+                        ? (uint32_t)(ru.ru_maxrss < UINT32_MAX ? ru.ru_maxrss : UINT32_MAX)
+                        : 0);
+        struct iovec iov[2] = {{rh, 12}, {status == 0 ? result.buf.data : failed, len}};
         if (write_all(CHILD_FD, iov, iov[1].iov_len ? 2 : 1) != 0)
             return 1;
     }

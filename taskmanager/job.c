@@ -134,10 +134,10 @@ static int load_module(tm_t *tm, const char *announced, const char *want_hash)
         return -1;
     }
     if (spits_pyjob_is(path) && !tm->pool.opts.isolate && !tm->job.shared &&
-        tm->opts.workers > 1)
+        tm->pool.workers.n > 1)
         spits_warn("%s is a Python job: its %d worker threads take turns on "
                    "one interpreter; start spits-tm with --isolate (or "
-                   "--module %s) for a process each", path, tm->opts.workers,
+                   "--module %s) for a process each", path, tm->pool.workers.n,
                    path);
     if (tm->job.shared)
         *tm->job.shared = tm->job.mod;    /* the caller's from now on */

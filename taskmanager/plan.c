@@ -12,13 +12,15 @@
  * i*N .. i*N+N-1 of the mask and GPUs i*G .. i*G+G-1 of the list. A
  * GPU runtime reads its variables once per process, so workers with
  * GPUs run in processes of their own (--isolate), each with its ids in
- * CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES (both when the kind is
- * unknown) and SPITS_GPUS. OMP_NUM_THREADS, MKL_NUM_THREADS,
- * OPENBLAS_NUM_THREADS and SPITS_CPUS_PER_TASK (which tells the command
- * module these are the worker's: modules/cmdenv.h) are the same for
- * every worker: set in the TM's
- * own environment, before the module is loaded and before any worker
- * thread runs again. HELLO and STATS say the new counts (link.c).
+ * CUDA_VISIBLE_DEVICES, or ROCR_VISIBLE_DEVICES and ZE_AFFINITY_MASK
+ * (all three when the kind is unknown), and SPITS_GPUS. A --mem-per-task
+ * limit holds a process (isolate.c measures each), so it makes workers
+ * processes too. OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS
+ * and SPITS_CPUS_PER_TASK (which tells the command module these are the
+ * worker's: modules/cmdenv.h) go in a process worker's environment with
+ * its GPUs' variables, made as the process starts; thread workers share
+ * the TM's, where they are set once no worker thread runs and before the
+ * module loads. HELLO and STATS say the new counts (link.c).
  *
  * The plan is made once: a later job of another request runs on it.
  */
@@ -32,9 +34,16 @@
 #include "log.h"
 #include "tm_private.h"
 
-/* Variables a GPU worker's process gets: at most these, and SPITS_GPUS. */
-#define PLAN_GPU_VARS 3
-#define PLAN_VAR_MAX (32 + SPITS_RES_GPUS_MAX * SPITS_RES_GPU_ID_MAX)
+/* A worker's variables: the thread counts, then its GPUs' (CUDA's,
+ * ROCm's, Level Zero's, SPITS_GPUS). */
+#define PLAN_THREAD_VARS 4
+#define PLAN_GPU_VARS 4
+#define PLAN_VARS (PLAN_THREAD_VARS + PLAN_GPU_VARS)
+#define PLAN_NAME_MAX 32          /* a name, '=' and a thread count */
+
+static const char *const plan_thread_vars[PLAN_THREAD_VARS] = {
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+    "SPITS_CPUS_PER_TASK"};
 
 static int plan_have(const tm_opts_t *o, const spits_res_req_t *req,
                      spits_res_have_t *h)
@@ -68,37 +77,61 @@ static int plan_cpus(tm_worker_res_t *r, const spits_res_req_t *req,
     return 0;
 }
 
-/* Worker i's variables, in its slice of p->gpu_env. */
-static void plan_gpus(tm_plan_t *p, const spits_res_have_t *h, int i)
+/* Appends "NAME=VALUE" to env at *n, its text at *s (room left: *room). */
+static void plan_put(char **env, int *n, char **s, size_t *room, const char *name,
+                     const char *value)
 {
-    char ids[SPITS_RES_GPUS_MAX * SPITS_RES_GPU_ID_MAX];
-    char **env = p->res[i].env;
-    char *s = p->gpu_env + (size_t)i * (PLAN_GPU_VARS + 1) * PLAN_VAR_MAX;
-    int n = 0;
-    spits_res_worker_gpus(&p->req, h, i, ids, sizeof ids);
-    if (h->gpu_kind != SPITS_GPU_AMD) {
-        env[n] = s + (size_t)n * PLAN_VAR_MAX;
-        snprintf(env[n++], PLAN_VAR_MAX, "CUDA_VISIBLE_DEVICES=%s", ids);
-    }
-    if (h->gpu_kind != SPITS_GPU_NVIDIA) {
-        env[n] = s + (size_t)n * PLAN_VAR_MAX;
-        snprintf(env[n++], PLAN_VAR_MAX, "ROCR_VISIBLE_DEVICES=%s", ids);
-    }
-    env[n] = s + (size_t)n * PLAN_VAR_MAX;
-    snprintf(env[n++], PLAN_VAR_MAX, "SPITS_GPUS=%s", ids);
-    env[n] = NULL;
+    int k = snprintf(*s, *room, "%s=%s", name, value);
+    env[(*n)++] = *s;
+    *s += k + 1;
+    *room -= (size_t)k + 1;
 }
 
-/* The worker-wide thread counts, before the module and its libraries
- * load (they read them once). */
+/* Worker i's variables, in one block with their strings (freed as
+ * res[i].env): the thread counts (--cpus-per-task) and its GPUs' ids
+ * (--gpus-per-task). A kind of GPU not known for sure gets each
+ * variable that may apply: /dev/dri's render nodes are AMD's or
+ * Intel's. 0, or -1 when out of memory. */
+static int plan_env(tm_plan_t *p, const spits_res_have_t *h, int i)
+{
+    char ids[SPITS_RES_GPUS_MAX * SPITS_RES_GPU_ID_MAX] = "", count[16];
+    if (p->req.gpus)
+        spits_res_worker_gpus(&p->req, h, i, ids, sizeof ids);
+    snprintf(count, sizeof count, "%d", p->req.cpus);
+    size_t room = PLAN_VARS * (PLAN_NAME_MAX + strlen(ids) + 1);
+    char **env = calloc(1, (PLAN_VARS + 1) * sizeof *env + room);
+    if (!env)
+        return -1;
+    char *s = (char *)(env + PLAN_VARS + 1);
+    int n = 0;
+    for (int k = 0; p->req.cpus && k < PLAN_THREAD_VARS; k++)
+        plan_put(env, &n, &s, &room, plan_thread_vars[k], count);
+    if (p->req.gpus) {
+        if (h->gpu_kind != SPITS_GPU_AMD)
+            plan_put(env, &n, &s, &room, "CUDA_VISIBLE_DEVICES", ids);
+        if (h->gpu_kind != SPITS_GPU_NVIDIA) {
+            plan_put(env, &n, &s, &room, "ROCR_VISIBLE_DEVICES", ids);
+            plan_put(env, &n, &s, &room, "ZE_AFFINITY_MASK", ids);
+        }
+        plan_put(env, &n, &s, &room, "SPITS_GPUS", ids);
+    }
+    env[n] = NULL;
+    p->res[i].env = env;
+    return 0;
+}
+
+/* Thread workers share the TM's environment: the thread counts go
+ * there, for the module and its libraries, which read them once as they
+ * load. Called with no worker thread running (tm_pool_reshape stopped
+ * them; tm_pool_start starts them after the module loads): setenv races
+ * with getenv in any other thread, and the TM's others (libzmq's, the
+ * stdout forwarder) read no variable. */
 static int plan_threads_env(int cpus)
 {
-    static const char *const vars[] = {"OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                       "OPENBLAS_NUM_THREADS", "SPITS_CPUS_PER_TASK"};
     char v[16];
     snprintf(v, sizeof v, "%d", cpus);
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (setenv(vars[i], v, 1) != 0)
+    for (int k = 0; k < PLAN_THREAD_VARS; k++)
+        if (setenv(plan_thread_vars[k], v, 1) != 0)
             return -1;
     return 0;
 }
@@ -109,19 +142,11 @@ static int plan_build(tm_plan_t *p, const spits_res_have_t *h, int n)
     if (!p->res)
         return -1;
     p->workers = n;   /* (what tm_plan_free frees, planned or not) */
-    if (p->req.gpus) {
-        p->gpu_env = malloc((size_t)n * (PLAN_GPU_VARS + 1) * PLAN_VAR_MAX);
-        if (!p->gpu_env)
-            return -1;
-    }
     for (int i = 0; i < n; i++) {
         if (p->req.cpus && plan_cpus(&p->res[i], &p->req, h, i) != 0)
             return -1;
-        if (p->req.gpus) {
-            if (!(p->res[i].env = calloc(PLAN_GPU_VARS + 1, sizeof *p->res[i].env)))
-                return -1;
-            plan_gpus(p, h, i);
-        }
+        if ((p->req.cpus || p->req.gpus) && plan_env(p, h, i) != 0)
+            return -1;
     }
     return 0;
 }
@@ -163,8 +188,12 @@ int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req,
         return -1;
     }
     p->req = *req;
-    if (plan_build(p, h, n) != 0 || (req->cpus && plan_threads_env(req->cpus) != 0) ||
-        tm_pool_reshape(&tm->pool, n, p->res, tm->opts.isolate || req->gpus > 0) != 0) {
+    /* Processes for GPUs, as a GPU runtime reads its variables once per
+     * process, and for --mem-per-task, a limit on a process */
+    int procs = tm->opts.isolate || req->gpus > 0 || req->mem > 0;
+    if (plan_build(p, h, n) != 0 ||
+        tm_pool_reshape(&tm->pool, n, p->res, procs, req->mem) != 0 ||
+        (!procs && req->cpus && plan_threads_env(req->cpus) != 0)) {
         spits_error("cannot plan %d worker(s): %s", n, strerror(errno ? errno : ENOMEM));
         free(h);
         return -1;
@@ -172,6 +201,9 @@ int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req,
     p->planned = 1;
     p->slots = n + (tm->opts.prefetch_given ? tm->opts.prefetch : n);
     spits_info("%s (%s)", why, asked);
+    if (req->mem && !tm->opts.isolate && !req->gpus)
+        spits_info("each worker is a process (--isolate), so that --mem-per-task "
+                   "limits each task");
     free(h);
     return 0;
 }
@@ -183,6 +215,5 @@ void tm_plan_free(tm_plan_t *p)
         free(p->res[i].env);
     }
     free(p->res);
-    free(p->gpu_env);
     memset(p, 0, sizeof *p);
 }

@@ -119,7 +119,8 @@ typedef struct {
 /* One worker's own resources (plan.c), set before its thread starts and
  * never changed while it lives: its cores, which its thread (and so its
  * --isolate process, forked from it) is bound to, and the variables its
- * process gets on top of the TM's (its GPUs). */
+ * process gets on top of the TM's (the thread counts, its GPUs' ids);
+ * thread workers have the thread counts in the TM's own environment. */
 typedef struct {
     void *cpus;               /* a cpu_set_t of cpus_size bytes; NULL: the
                                  TM's cores, shared */
@@ -144,6 +145,9 @@ typedef struct {
                                  it and hands their records back */
     const tm_worker_res_t *res;  /* worker i's: res[i] (NULL: none); set
                                     by tm_pool_reshape */
+    uint64_t mem_limit;       /* --mem-per-task: each worker process's peak
+                                 resident bytes (0: none); isolate only;
+                                 set by tm_pool_reshape */
 } tm_pool_opts_t;
 
 /* The workers: made, started and stopped by the main thread, which alone
@@ -188,15 +192,23 @@ typedef struct {
     tm_pool_stats_t stats;
 } tm_pool_t;
 
+/* The code in a FAILED record of a task the TM ended, not the worker:
+ * one over --mem-per-task (joblog's Exitval, as for a crash). */
+#define TM_FAIL_RC_LIMIT (-1)
+
 /* isolate.c: one worker's child process (spits-tm --isolate). */
 typedef struct tm_child tm_child_t;
 /* env: what its process gets on top of the TM's environment (NULL:
- * none; borrowed: it must outlive the child). */
-tm_child_t *tm_child_new(char *const *env);
+ * none; borrowed: it must outlive the child); mem_limit: the most
+ * resident memory it may reach (0: no limit). */
+tm_child_t *tm_child_new(char *const *env, uint64_t mem_limit);
 void tm_child_destroy(tm_child_t **c);
 /* Runs a task in the child (started, or restarted, as needed). Returns the
  * record status: OK or FAILED as the worker said, CRASHED if the child
- * died (why says how), TIMEOUT past timeout_ms (0: none). */
+ * died (why says how), TIMEOUT past timeout_ms (0: none). A child whose
+ * resident memory went over mem_limit, as the task ran or by its end, is
+ * killed and the task FAILED: why says so, and result holds the record's
+ * payload (wire.h) with the code TM_FAIL_RC_LIMIT and those words. */
 uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
                       const tm_item_t *it, int64_t timeout_ms,
                       uint64_t max_result, spits_buf_t *result, char *why,
@@ -220,7 +232,8 @@ int tm_pool_spawn(tm_pool_t *p);
  * from now on, worker i owning res[i] (borrowed, or NULL), in processes
  * of their own if isolate. Threads spawned already are stopped first:
  * they hold nothing yet. Returns 0, or -1 with errno set. */
-int tm_pool_reshape(tm_pool_t *p, int n, const tm_worker_res_t *res, int isolate);
+int tm_pool_reshape(tm_pool_t *p, int n, const tm_worker_res_t *res, int isolate,
+                    uint64_t mem_limit);
 /* The TM joined a job: its workers run mod's tasks (virtual slots are
  * made; threads are spawned if they were not). Once only. Returns 0, or
  * -1 with errno set (none then runs). */

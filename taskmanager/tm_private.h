@@ -313,8 +313,7 @@ typedef struct {
     int planned;                 /* a request came, and the pool follows it */
     spits_res_req_t req;         /* the request planned by */
     int workers, slots;          /* what the plan allows, and with prefetch */
-    tm_worker_res_t *res;        /* worker i's cores and GPUs */
-    char *gpu_env;               /* the strings res[i].env points into */
+    tm_worker_res_t *res;        /* worker i's cores, GPUs and variables */
 } tm_plan_t;
 
 /* WELCOME's request as the TM first joins job: finds what

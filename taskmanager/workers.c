@@ -137,8 +137,9 @@ static uint32_t worker_run_isolated(worker_t *w, const tm_item_t *it)
                    (unsigned long long)it->id, why);
     else if (why[0])
         spits_error("task %llu: %s", (unsigned long long)it->id, why);
-    /* (the child sends a returned failure's payload as its result) */
-    if (status == SPITS_ST_FAILED && !why[0] && w->result.len >= 4 &&
+    /* (the child sends a returned failure's payload as its result; so
+     * does tm_child_run for one over --mem-per-task) */
+    if (status == SPITS_ST_FAILED && w->result.len >= 4 &&
         w->result.len <= sizeof w->failed) {
         memcpy(w->failed, w->result.data, w->result.len);
         w->failed_len = w->result.len;
@@ -380,7 +381,8 @@ static worker_t *worker_new(tm_pool_t *p, int index)
     worker_t *w = calloc(1, sizeof *w);
     if (!w || !(w->chunk = malloc(WORKER_CHUNK_MAX * sizeof *w->chunk)) ||
         (p->opts.isolate &&
-         !(w->child = tm_child_new(p->opts.res ? p->opts.res[index].env : NULL)))) {
+         !(w->child = tm_child_new(p->opts.res ? p->opts.res[index].env : NULL,
+                                   p->opts.mem_limit)))) {
         if (w)
             free(w->chunk);
         free(w);
@@ -431,7 +433,8 @@ int tm_pool_spawn(tm_pool_t *p)
     return 0;
 }
 
-int tm_pool_reshape(tm_pool_t *p, int n, const tm_worker_res_t *res, int isolate)
+int tm_pool_reshape(tm_pool_t *p, int n, const tm_worker_res_t *res, int isolate,
+                    uint64_t mem_limit)
 {
     /* (tm.h: before tm_pool_start, nothing queued or running) */
     assert(!p->opts.mod && p->queue.n == 0 && p->queue.running == 0);
@@ -460,6 +463,7 @@ int tm_pool_reshape(tm_pool_t *p, int n, const tm_worker_res_t *res, int isolate
     p->workers.n = n;
     p->opts.res = res;
     p->opts.isolate = isolate;
+    p->opts.mem_limit = mem_limit;
     return 0;
 }
 

@@ -5,10 +5,10 @@
 # many workers as its GPUs and cores allow, each owning its own (the
 # restrace module records, per task, its variables, affinity and times);
 # a TM that can run no worker says why and leaves non-zero while the job
-# waits, and resumes with its request from the journal. report.json,
-# report.html and the live page list each worker's cores, GPUs and
-# memory, with a lane per GPU. With nvidia-smi, one job runs on the real
-# GPUs.
+# waits, and resumes with its request from the journal; a task over
+# --mem-per-task fails, and only it. report.json, report.html and the
+# live page list each worker's cores, GPUs and memory, with a lane per
+# GPU. With nvidia-smi, one job runs on the real GPUs.
 . "$(dirname "$0")/lib.sh"
 MOD=$TMODS/restrace.so
 
@@ -30,7 +30,7 @@ bad "$top_builddir/tools/spits-parallel" --mem-per-task 0 echo ::: a "--mem-per-
 bad "$TM" --gpus 0,,1 --jobdir "$T" "--gpus wants auto, none or a list"
 
 # check NAME: python over NAME's trace, every line a task:
-# (id, start, end, {CUDA, ROCR, GPUS, OMP, CPUS})
+# (id, start, end, {CUDA, ROCR, ZE, GPUS, OMP, OOM, CPUS})
 check() {
     local name=$1 expr=$2 what=$3
     local got
@@ -68,7 +68,7 @@ workers() {
 }
 
 # 1. --gpus-per-task 1 on --gpus 0,1,2,3: 4 workers, each task sees one
-#    id (in both variables: a --gpus list names no vendor), tasks at the
+#    id (in each variable: a --gpus list names no vendor), tasks at the
 #    same time never share one, and all four are used. The live page,
 #    while it runs, and report.json and report.html after, show each
 #    worker's GPU, with a lane per GPU.
@@ -112,7 +112,7 @@ kill $SERVE_PID
 grep -q "4 workers: 4 GPUs at 1 per task (--gpus-per-task 1)" "$T/g1.tm.log" ||
     fail "g1: the TM does not say why 4 workers: $(cat "$T/g1.tm.log")"
 grep -q "with 4 worker(s)" "$T/g1.tm.log" || fail "g1: did not join with 4 workers"
-check g1 "all(x[3]['GPUS'] in '0123' and len(x[3]['GPUS']) == 1 and x[3]['CUDA'] == x[3]['GPUS'] == x[3]['ROCR'] for x in t)" \
+check g1 "all(x[3]['GPUS'] in '0123' and len(x[3]['GPUS']) == 1 and x[3]['CUDA'] == x[3]['GPUS'] == x[3]['ROCR'] == x[3]['ZE'] for x in t)" \
     "a task did not see exactly one id"
 check g1 "not any(overlap(a, b) and a[3]['GPUS'] == b[3]['GPUS'] for a in t for b in t if a is not b)" \
     "two tasks at the same time shared a GPU"
@@ -158,7 +158,7 @@ taskset -c "$cores" "$TM" --jobdir "$T/c2" --wait 60 >"$T/c2.tm.log" 2>&1 ||
     fail "c2: spits-tm exited $?: $(cat "$T/c2.tm.log")"
 wait $JM_PID || fail "c2: spits-jm exited $?"
 grep -q "1 worker: 2 cores at 2 per task (--cpus-per-task 2)" "$T/c2.tm.log" || fail "c2: $(cat "$T/c2.tm.log")"
-check c2 "all(x[3]['CPUS'] == '$cores' and x[3]['OMP'] == '2' and x[3]['CUDA'] == '-' for x in t)" \
+check c2 "all(x[3]['CPUS'] == '$cores' and x[3]['OMP'] == '2' and x[3]['CUDA'] == x[3]['ZE'] == '-' for x in t)" \
     "a task did not run on both cores with OMP_NUM_THREADS=2"
 start_jm c1 --cpus-per-task 1 --mem-per-task 64M "$MOD" 8 150 "$T/c1.trace"
 taskset -c "$cores" "$TM" --jobdir "$T/c1" --wait 60 >"$T/c1.tm.log" 2>&1 ||
@@ -224,7 +224,45 @@ grep -q "2 workers: 2 GPUs at 1 per task (--gpus-per-task 1)" "$T/n1.tm2.log" ||
 [ "$(json "$T/n1/report.json" "(d['resumed'], d['status'], d['resources'])")" = "(True, 'ok', {'gpus_per_task': 1})" ] ||
     fail "n1: the resumed job's report.json: $(json "$T/n1/report.json" "(d['resumed'], d['status'], d.get('resources'))")"
 
-# 5. A real GPU: every task sees one of the TM's own (--gpus auto).
+# 5. --mem-per-task 64M (with --cpus-per-task 1): each worker is a
+#    process, with OMP_NUM_THREADS=1 and oom_score_adj 1000; task 0 touches
+#    200M and fails, "exceeded --mem-per-task 64M", in the TM's log, the
+#    joblog and report.json; the other tasks commit; the TM goes on.
+start_jm m1 --cpus-per-task 1 --mem-per-task 64M --max-attempts 1 --joblog "$T/m1.jl" \
+    "$MOD" 6 100 "$T/m1.trace" 200
+taskset -c "$cores" "$TM" --jobdir "$T/m1" --wait 60 >"$T/m1.tm.log" 2>&1 ||
+    fail "m1: spits-tm exited $?: $(cat "$T/m1.tm.log")"
+wait $JM_PID
+[ $? = 3 ] || fail "m1: spits-jm did not exit 3 (task 0 failed): $(cat "$T/m1.jm.log")"
+over="exceeded --mem-per-task 64M: its process reached"
+grep -q "each worker is a process (--isolate), so that --mem-per-task limits each task" \
+    "$T/m1.tm.log" || fail "m1: $(cat "$T/m1.tm.log")"
+# (the peak, in MiB with a decimal: over 64, and at most the task's 200
+# with the worker's own few)
+peak=$(sed -n "s/^spits-tm: error: task 0: $over \([0-9]*\.[0-9]\)M resident$/\1/p" "$T/m1.tm.log")
+[ -n "$peak" ] && awk -v p="$peak" 'BEGIN { exit !(p > 64 && p < 240) }' ||
+    fail "m1: the TM's log does not say task 0 $over 64-240M: $(cat "$T/m1.tm.log")"
+[ "$(awk -F '\t' '$1 == 0 { print $7, $9 }' "$T/m1.jl")" = "-1 phase 1: $over ${peak}M resident" ] ||
+    fail "m1: joblog: $(cat "$T/m1.jl")"
+[ "$(json "$T/m1/report.json" "([(f['task'], f['reason'], f['return_code'], f['error']) for f in d['failed_tasks']], d['counters']['committed'])")" = \
+  "([(0, 'failed', -1, '$over ${peak}M resident')], 5)" ] ||
+    fail "m1: report.json: $(json "$T/m1/report.json" "d['failed_tasks']")"
+[ "$(wc -l <"$T/m1.trace")" = 5 ] || fail "m1: not 5 tasks traced"
+check m1 "sorted(x[0] for x in t) == [1, 2, 3, 4, 5] and all(x[3]['OMP'] == '1' and x[3]['OOM'] == '1000' for x in t)" \
+    "a task without OMP_NUM_THREADS=1 or oom_score_adj 1000"
+
+# A command of spits-parallel's over the limit fails its task too (the
+# largest peak of the processes a worker process waited for; dd's buffer
+# is 96M, filled).
+"$top_builddir/tools/spits-parallel" --mem-per-task 64M \
+    "if [ {} = big ]; then dd if=/dev/zero of=/dev/null bs=96M count=1 2>/dev/null; fi; echo {}" \
+    ::: a big c \
+    >"$T/pm.out" 2>"$T/pm.err" && fail "pm: spits-parallel exited 0"
+[ "$(sort "$T/pm.out" | tr '\n' ' ')" = "a c " ] || fail "pm: $(cat "$T/pm.out")"
+grep -q "task 1 of phase 1 failed (last run: failed) on .*: exceeded --mem-per-task 64M: a process it started reached [0-9.]*M resident$" \
+    "$T/pm.err" || fail "pm: $(cat "$T/pm.err")"
+
+# 6. A real GPU: every task sees one of the TM's own (--gpus auto).
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
     run_job r1 4 --gpus-per-task 1 -- --gpus auto
     check r1 "all(len(x[3]['GPUS']) > 0 and x[3]['CUDA'] == x[3]['GPUS'] for x in t)" "a task saw no GPU"

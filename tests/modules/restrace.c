@@ -3,17 +3,22 @@
  * tests/resources.sh, which checks a job's resource request against what
  * each task saw.
  *
- *   restrace N SLEEP_MS FILE
+ *   restrace N SLEEP_MS FILE [HOG_MB]
  *
  * N tasks; each appends one line to FILE (one write, O_APPEND) and sleeps
  * SLEEP_MS, so tasks on different workers overlap in time:
  *
- *   TASK START_NS END_NS CUDA=.. ROCR=.. GPUS=.. OMP=.. CPUS=0,1
+ *   TASK START_NS END_NS CUDA=.. ROCR=.. ZE=.. GPUS=.. OMP=.. OOM=.. CPUS=0,1
  *
  * with the variables CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
- * SPITS_GPUS and OMP_NUM_THREADS ("-" when unset), the calling thread's
- * affinity (sched_getaffinity) and the start and end of the task on
+ * ZE_AFFINITY_MASK, SPITS_GPUS and OMP_NUM_THREADS ("-" when unset), the
+ * process's oom_score_adj, the calling thread's affinity
+ * (sched_getaffinity) and the start and end of the task on
  * CLOCK_MONOTONIC, which every process of the machine shares.
+ *
+ * With HOG_MB, task 0 instead allocates and touches HOG_MB megabytes,
+ * sleeps SLEEP_MS with them and writes no line (a test of
+ * --mem-per-task); the committer then expects N - 1 results.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -28,7 +33,7 @@
 #include "spits.h"
 
 typedef struct { int64_t n, next; } rt_job_t;
-typedef struct { int64_t sleep_ms; char path[4096]; } rt_worker_t;
+typedef struct { int64_t sleep_ms, hog_mb; char path[4096]; } rt_worker_t;
 typedef struct { int64_t n, seen; } rt_co_t;
 
 static int64_t rt_now_ns(void)
@@ -36,6 +41,17 @@ static int64_t rt_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* This process's oom_score_adj ("-" when unreadable). */
+static void rt_oom(char *out, size_t len)
+{
+    FILE *f = fopen("/proc/self/oom_score_adj", "re");
+    if (!f || !fgets(out, (int)len, f))
+        snprintf(out, len, "-");
+    out[strcspn(out, "\n")] = '\0';
+    if (f)
+        fclose(f);
 }
 
 static const char *rt_env(const char *name)
@@ -75,6 +91,7 @@ void *spits_worker_new(int argc, const char *argv[])
     rt_worker_t *w = calloc(1, sizeof *w);
     if (w) {
         w->sleep_ms = atoll(argv[2]);
+        w->hog_mb = argc > 4 ? atoll(argv[4]) : 0;
         snprintf(w->path, sizeof w->path, "%s", argv[3]);
     }
     return w;
@@ -85,25 +102,38 @@ int spits_worker_run(void *wp, const void *task, spitssize_t sz,
 {
     rt_worker_t *w = wp;
     int64_t id;
-    char line[1024], cpus[512] = "";
+    char line[1024], cpus[512] = "", oom[16];
     cpu_set_t set;
     if (sz != sizeof id)
         return 1;
     memcpy(&id, task, sizeof id);
     int64_t start = rt_now_ns();
     struct timespec ts = {(time_t)(w->sleep_ms / 1000), (long)(w->sleep_ms % 1000) * 1000000};
+    if (id == 0 && w->hog_mb > 0) {
+        size_t size = (size_t)w->hog_mb << 20;
+        volatile char *hog = malloc(size);   /* (volatile: kept, and touched) */
+        if (!hog)
+            return 2;
+        for (size_t k = 0; k < size; k += 4096)
+            hog[k] = 1;
+        nanosleep(&ts, NULL);
+        free((void *)hog);
+        push(&id, sizeof id, ctx);
+        return 0;
+    }
     nanosleep(&ts, NULL);
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         return 1;
+    rt_oom(oom, sizeof oom);
     size_t n = 0;
     for (int c = 0; c < CPU_SETSIZE && n < sizeof cpus - 8; c++)
         if (CPU_ISSET(c, &set))
             n += (size_t)snprintf(cpus + n, sizeof cpus - n, "%s%d", n ? "," : "", c);
     int len = snprintf(line, sizeof line,
-                       "%lld %lld %lld CUDA=%s ROCR=%s GPUS=%s OMP=%s CPUS=%s\n",
+                       "%lld %lld %lld CUDA=%s ROCR=%s ZE=%s GPUS=%s OMP=%s OOM=%s CPUS=%s\n",
                        (long long)id, (long long)start, (long long)rt_now_ns(),
                        rt_env("CUDA_VISIBLE_DEVICES"), rt_env("ROCR_VISIBLE_DEVICES"),
-                       rt_env("SPITS_GPUS"), rt_env("OMP_NUM_THREADS"), cpus);
+                       rt_env("ZE_AFFINITY_MASK"), rt_env("SPITS_GPUS"), rt_env("OMP_NUM_THREADS"), oom, cpus);
     int fd = open(w->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0 || len <= 0 || (size_t)len >= sizeof line ||
         write(fd, line, (size_t)len) != len) {
@@ -126,7 +156,7 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         return NULL;
     rt_co_t *c = calloc(1, sizeof *c);
     if (c)
-        c->n = atoll(argv[1]);
+        c->n = atoll(argv[1]) - (argc > 4 && atoll(argv[4]) > 0);
     return c;
 }
 
