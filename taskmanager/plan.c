@@ -208,6 +208,21 @@ int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req,
     return 0;
 }
 
+int tm_plan_same(const tm_t *tm, const char *job, const spits_res_req_t *req,
+                 char *refusal, size_t len)
+{
+    const spits_res_req_t *had = &tm->plan.req;   /* (zero: none asked) */
+    char asked[128], planned[128];
+    if (req->cpus == had->cpus && req->gpus == had->gpus && req->mem == had->mem)
+        return 0;
+    spits_res_req_describe(req, asked, sizeof asked);
+    spits_res_req_describe(had, planned, sizeof planned);
+    snprintf(refusal, len, "job %s asks for %s per task, but this task manager's "
+             "workers were planned for %s; start a new task manager for it", job,
+             asked, planned);
+    return -1;
+}
+
 void tm_plan_free(tm_plan_t *p)
 {
     for (int i = 0; p->res && i < p->workers; i++) {

@@ -109,8 +109,9 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
      * a relay runs no task, it passes the request on; --simulate's
      * virtual workers own nothing) */
     char refusal[sizeof tm->job.refused];
-    if (!tm->pool_started && !tm->relay && !tm->pool.opts.virtual_ns &&
-        tm_plan_apply(tm, job, &req, refusal, sizeof refusal) != 0) {
+    if (!tm->relay && !tm->pool.opts.virtual_ns &&
+        (tm->pool_started ? tm_plan_same(tm, job, &req, refusal, sizeof refusal)
+                          : tm_plan_apply(tm, job, &req, refusal, sizeof refusal)) != 0) {
         if (refusal[0])   /* (its BYE says why: the JM logs it) */
             tm_job_refuse(tm, "%s", refusal);
         tm->done = -1;

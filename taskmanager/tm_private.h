@@ -324,6 +324,12 @@ typedef struct {
  */
 int tm_plan_apply(tm_t *tm, const char *job, const spits_res_req_t *req,
                   char *refusal, size_t len);
+/* A later WELCOME's request (of a job joined again, or of the next job
+ * in the job dir): the workers stay as planned, so a request that is not
+ * the one they were planned by (none, if the first job asked nothing) is
+ * refused. 0, or -1 with refusal set. */
+int tm_plan_same(const tm_t *tm, const char *job, const spits_res_req_t *req,
+                 char *refusal, size_t len);
 void tm_plan_free(tm_plan_t *plan);
 
 /* ==== planview.c: the plan as STATS tells it (wire.h worker_res)

@@ -5,7 +5,8 @@
 # refusal, not a loss), and a new TM runs the new module. A job that failed
 # is resumed with its module fixed only when --module-changed says so:
 # then only the task that failed runs again, and jm.json and report.json
-# name both hashes.
+# name both hashes. A TM whose workers were planned for one request
+# refuses the next job in the dir that asks for another.
 . "$(dirname "$0")/lib.sh"
 
 seq 1 500 >"$T/in.txt"
@@ -44,6 +45,28 @@ wait $jm2; rc=$?
 grep -q "^pi = 3.14" "$T/a2.out" || fail "job 2 printed: $(cat "$T/a2.out")"
 [ "$(json "$T/a/report.json" "(d['counters']['tm_refusals'], d['counters']['tm_losses'])")" = "(1, 0)" ] \
     || fail "report counters: $(json "$T/a/report.json" "d['counters']")"
+
+# The next job in a dir asks for 2 cores a task: a TM whose workers were
+# planned for none refuses it in one line (exit 1) and runs none of it.
+cp "$MODS/bench.so" "$T/r.so"
+start_jm r --journal off --heartbeat 0.2 "$T/r.so" -n 100000 -s 20000
+jm1=$JM_PID
+start_tm r r.tm1 -n 2
+tm1=$TM_PID
+wait_for "grep -q 'joined job' $T/r.tm1.log" 60 "the TM to join job r"
+kill -9 "$(json "$T/r/jm.json" "d['pid']")"
+wait $jm1 2>/dev/null
+timeout -s KILL 60 "$JM" --jobdir "$T/r" --bind tcp://127.0.0.1:0 --journal off \
+    --heartbeat 0.2 --cpus-per-task 2 "$T/r.so" -n 10 >"$T/r2.out" 2>"$T/r2.jm.log" &
+jm2=$!
+PIDS="$PIDS $jm2"
+wait $tm1; rc=$?
+[ $rc = 1 ] || fail "a TM planned for no request exited $rc on a job asking 2 cores: $(tail -3 "$T/r.tm1.log")"
+job2=$(json "$T/r/jm.json" "d['job_id']")
+[ "$(grep -c "error: job $job2 asks for --cpus-per-task 2 per task, but this task manager's workers were planned for none; start a new task manager for it\$" "$T/r.tm1.log")" = 1 ] \
+    || fail "the TM said: $(tail -3 "$T/r.tm1.log")"
+kill $jm2 2>/dev/null
+wait $jm2 2>/dev/null
 
 # A task fails (once, but --max-attempts 1 gives up on it): exit 3.
 mkdir "$T/flaky"
