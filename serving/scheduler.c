@@ -2260,6 +2260,9 @@ static int sched_directed_lifecycle(void)
     far.slot = 1000;
     n = 7;
     D_CHECK(!sched_held(s, &far, &n) && n == 0);
+    far.slot = 2;           /* (one past the lists of slots 0 and 1) */
+    n = 7;
+    D_CHECK(!sched_held(s, &far, &n) && n == 0);
     D_CHECK(sched_taken_bytes(s) == 3 * 604 && sched_freed_bytes(s) == 3);
 
     /* records: the copy's start and size; a hand-back counted */
@@ -2319,6 +2322,38 @@ out:
     return rc || s ? -1 : 0;
 }
 
+/* The time a quick copy took, at its edges: 0 ms (back within the ms it
+ * left), 1 ms, and from its send while a part of it is still in the hop
+ * (refs 2), however late the transport let go of another part. */
+static int sched_directed_turn_edges(void)
+{
+    sched_stats_t st;
+    sched_peer_t tm[3], *a = &tm[0], *b = &tm[1], *c = &tm[2];
+    int rc = -1;
+    sched_t *s = d_start(&st, tm, 3, 1, 3, 1);
+
+    D_CHECK(s);
+    a->credit.workers = b->credit.workers = c->credit.workers = 1;
+    D_CHECK(d_take(s, a, 10, 1 << 20, 1, D_IDS(0), 0) == 0);
+    D_CHECK(d_take(s, b, 10, 1 << 20, 1, D_IDS(1), 0) == 0);
+    D_CHECK(d_take(s, c, 10, 1 << 20, 1, D_IDS(2), 0) == 0);
+    D_CHECK(d_rec(s, b, 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(b->turn_n == 1 && b->turn_win == 0 && b->turn_ms == 0);
+    sched_clock(s, 11);
+    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(a->turn_n == 1 && a->turn_win == 1 && a->turn_ms == 1);
+    sched_task_t *t = (sched_task_t *)sched_task(s, 2);
+    atomic_store(&t->refs, 2);
+    atomic_store(&t->left_ms, 15);
+    sched_clock(s, 20);
+    D_CHECK(d_rec(s, c, 1, 2, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(c->turn_n == 1 && c->turn_win == 10 && c->turn_ms == 10);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
 int sched_selftest(void)
 {
     if (sched_directed() != 0 || sched_directed_parts() != 0 ||
@@ -2330,7 +2365,7 @@ int sched_selftest(void)
         sched_directed_turnaround() != 0 || sched_directed_drop() != 0 ||
         sched_directed_fresh_tail() != 0 || sched_directed_new_phase() != 0 ||
         sched_directed_rescan(0) != 0 || sched_directed_rescan(1) != 0 ||
-        sched_directed_lifecycle() != 0)
+        sched_directed_lifecycle() != 0 || sched_directed_turn_edges() != 0)
         return -1;
 
     static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {SCHED_MAX_COPIES, 3}};
