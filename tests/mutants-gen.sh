@@ -3,7 +3,7 @@
 # (tests/mutants-gen.py: operators swapped, constants off by one,
 # statements deleted, in the files of tests/mutants-gen.files). The whole
 # set takes minutes, so the suite runs a fixed stride of it
-# (MUT_GEN_STRIDE, default 16: the same mutants while the code
+# (MUT_GEN_STRIDE, default 8: the same mutants while the code
 # is the same) on both cores; `tests/mutants-gen.py --all` runs them all.
 # It fails if the kill rate over the mutants run, those listed in
 # tests/mutants.equiv aside, is under 90 %, or if that list names a
@@ -17,7 +17,7 @@ if sanitized; then
     echo "SKIP: the mutants are built without sanitizers; the plain build's check runs them"
     exit 77
 fi
-[ $# -gt 0 ] || set -- --sample "${MUT_GEN_STRIDE:-16}"
+[ $# -gt 0 ] || set -- --sample "${MUT_GEN_STRIDE:-8}"
 python3 "$top_srcdir/tests/mutants-gen.py" --jobs 2 "$@" >"$T/out" 2>&1
 rc=$?
 cat "$T/out"
