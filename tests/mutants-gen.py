@@ -22,6 +22,9 @@ entry that matches no mutant is an error, so the list cannot rot.
 
   mutants-gen.py [--all | --sample N] [--jobs J] [--list] [FILE...]
 
+A line of tests/mutants-gen.files may name a second file after the first:
+the one whose self-test covers it (a file with no self-test of its own).
+
 --all runs every mutant; --sample N every Nth of the sorted list (a fixed
 stride, so the same mutants while the code is the same). --list prints
 the mutants' keys and runs none. The exit status is non-zero if the kill
@@ -421,11 +424,13 @@ def main():
     ap.add_argument("files", nargs="*")
     a = ap.parse_args()
 
-    files = a.files
-    if not files:
-        with open(FILES_LIST) as f:
-            files = [l.split("#")[0].strip() for l in f]
-        files = [x for x in files if x]
+    tests_in = {}       # file: the file whose self-test runs its mutants
+    with open(FILES_LIST) as f:
+        for l in f:
+            w = l.split("#")[0].split()
+            if w:
+                tests_in[w[0]] = w[1] if len(w) > 1 else w[0]
+    files = a.files or list(tests_in)
     equiv, errors = read_equiv(EQUIV)
 
     muts = []           # (path, text, site)
@@ -433,7 +438,12 @@ def main():
     for path in files:
         with open(os.path.join(TOP_SRC, path)) as f:
             text = f.read()
-        fns[path] = selftest_name(text, path)
+        tpath = tests_in.get(path, path)
+        if tpath == path:
+            fns[path] = selftest_name(text, path)
+        else:
+            with open(os.path.join(TOP_SRC, tpath)) as f:
+                fns[path] = selftest_name(f.read(), tpath)
         for st in sites(path, text):
             muts.append((path, text, st))
     keys = {}
