@@ -454,12 +454,12 @@ def main():
     for k in equiv:
         if k not in keys and k.split(" | ")[0] in files:
             errors.append("%s: no such mutant: %s" % (EQUIV, k))
+    for e in errors:
+        print("mutants-gen: " + e, file=sys.stderr)
     if a.list:
         for m in muts:
             print(("= " if m[2].key in equiv else "") + m[2].key)
         return 1 if errors else 0
-    for e in errors:
-        print("mutants-gen: " + e, file=sys.stderr)
     if errors:
         return 1
 
