@@ -113,6 +113,24 @@ int credit_selftest(void)
     credit_set(&c, 1, 1);
     credit_spend(&c, 1);
     CHECK(credit_grow(&c, 500, 1, 1000000, 1e-9) == 1 && c.slots == 126);
+    /* ...but a short task counts as its own time: 0.5 ms, 1.25 * 1 / 0.5,
+     * 3. No work timed asks for nothing. */
+    credit_set(&c, 1, 1);
+    credit_spend(&c, 1);
+    CHECK(credit_grow(&c, 1000, 100, 10, 0.0) == 0 && c.slots == 1);
+    CHECK(credit_grow(&c, 1000, 1, 1, 0.0005) == 1 && c.slots == 3);
+    /* One run of 1 s against a 7994 ms turn: 9.9925, so 10. */
+    credit_set(&c, 1, 1);
+    credit_spend(&c, 1);
+    CHECK(credit_grow(&c, 1000, 7994, 1, 1.0) == 1 && c.slots == 10);
+    /* A need of exactly the slots asks for no more; one of exactly the
+     * cap gets the cap. */
+    credit_set(&c, 4, 5);
+    credit_spend(&c, 1);
+    CHECK(credit_grow(&c, 1000, 100, 10, 1.0) == 0 && c.slots == 5);
+    credit_set(&c, 4, 4);
+    credit_spend(&c, 1);
+    CHECK(credit_grow(&c, 5, 100, 10, 1.0) == 1 && c.slots == 5);
     return 0;
 }
 

@@ -79,6 +79,11 @@ int joins_selftest(void)
     k.sent_since = 0;
     CHECK(joins_kind(&k, &h) == JOINS_AGAIN);
 
+    /* Attach 0 is an outage said like any other. */
+    h.attach = 0;
+    k = (joins_known_t){1, 100, 0, 1};
+    CHECK(joins_kind(&k, &h) == JOINS_AGAIN);
+
     /* What it holds counts on this job only. */
     CHECK(joins_held(&h, "job-a") == 3 && joins_pending(&h, "job-a") == 2);
     CHECK(joins_held(&h, "job-b") == 0 && joins_pending(&h, "job-b") == 0);

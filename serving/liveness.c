@@ -98,6 +98,12 @@ int liveness_selftest(void)
     CHECK(h.busy_logged_at == t0 + 5000);
     p.quiet = 2001;
     CHECK(liveness_judge(&h, &l, t0 + 6000, 0, probe_fake, &p, "h", 1) == LIVENESS_LOST);
+    /* (the next line once a full LIVENESS_BUSY_LOG_MS has passed) */
+    p.quiet = 0;
+    liveness_judge(&h, &l, t0 + 4999 + LIVENESS_BUSY_LOG_MS, 0, probe_fake, &p, "h", 1);
+    CHECK(h.busy_logged_at == t0 + 5000);
+    liveness_judge(&h, &l, t0 + 5000 + LIVENESS_BUSY_LOG_MS, 0, probe_fake, &p, "h", 1);
+    CHECK(h.busy_logged_at == t0 + 5000 + LIVENESS_BUSY_LOG_MS);
     /* A busy TM whose heartbeat is not due yet is fine. */
     l.last_sent = t0 + 5900;
     p.quiet = 10;
@@ -107,7 +113,19 @@ int liveness_selftest(void)
     CHECK(liveness_stall(&h, t0, t0 + 999) == 0 && h.heard_floor == 0);
     h.timeout_ms = 400;   /* (4 ticks are more than half of it) */
     CHECK(liveness_stall(&h, t0, t0 + 399) == 0 && h.heard_floor == 0);
+    /* ...on either side of where the two cross... */
+    h.timeout_ms = 900;
+    CHECK(liveness_stall(&h, t0, t0 + 449) == 0 && h.heard_floor == 0);
+    h.timeout_ms = 700;
+    CHECK(liveness_stall(&h, t0, t0 + 399) == 0 && h.heard_floor == 0);
+    h.timeout_ms = 900;
+    CHECK(liveness_stall(&h, t0, t0 + 450) == 1 && h.heard_floor == t0 + 450);
+    h.timeout_ms = 400;
+    /* ...and one of exactly that is one. */
+    CHECK(liveness_stall(&h, t0, t0 + 400) == 1 && h.heard_floor == t0 + 400);
     h.timeout_ms = 2000;
+    CHECK(liveness_stall(&h, t0, t0 + 1000) == 1 && h.heard_floor == t0 + 1000);
+    h.heard_floor = 0;
     /* ...one is: silence counts from its end, a full timeout. */
     CHECK(liveness_stall(&h, t0 + 1000, t0 + 10000) == 1 && h.heard_floor == t0 + 10000);
     CHECK(liveness_judge(&h, &l, t0 + 12000, 0, probe_fake, &p, "h", 1) == LIVENESS_HEARTBEAT);

@@ -2040,6 +2040,167 @@ out:
     return rc;
 }
 
+/* The release hook of sched_directed_lifecycle: counts, notes a task
+ * released still linked to another (next), then frees. */
+typedef struct {
+    int released, linked;
+} l_release_t;
+
+static void l_release(void *arg, sched_task_t *task)
+{
+    l_release_t *r = arg;
+    r->released++;
+    r->linked += task->next != NULL;
+    free(task);
+}
+
+static int l_early(void *arg, const sched_task_t *task)
+{
+    (void)arg;
+    return task->id == 0;
+}
+
+/* A task's fresh state; what sched_holds, sched_held and sched_recorded
+ * say; a TM joining forgets its last scan; picks and cancels of more
+ * than their arrays' first sizes; every task released once, unlinked,
+ * with its bytes taken and freed; a reset keeps nothing of the phase; a
+ * task's sent count stops at 255; a failed run's status is kept. */
+static int sched_directed_lifecycle(void)
+{
+    enum { NT = 700, NP = 600 };
+    sched_stats_t st;
+    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1], far;
+    l_release_t rel = {0, 0};
+    sched_task_t x;
+    int rc = -1;
+    size_t n;
+    sched_t *s = d_start(&st, tm, 2, NP, NT, 3);
+
+    memset(&x, 0xa5, sizeof x);
+    sched_task_init(&x);
+    D_CHECK(x.copies == 0 && x.attempts == 0 && x.in_retry == 0 && x.sent == 0 &&
+            x.last_status == 0 && x.failed_on == -1 && x.out_ms == 0 && x.copy_ms == 0 &&
+            x.stuck_at == 0 && atomic_load(&x.left_ms) == 0 && atomic_load(&x.refs) == 1);
+    for (int i = 0; i < SCHED_MAX_COPIES; i++)
+        D_CHECK(x.holders[i] == -1 && x.held_ix[i] == 0xa5a5a5a5u);
+    D_CHECK(s);
+    sched_set_hooks(s, &(sched_hooks_t){.release = l_release, .release_arg = &rel,
+                                        .early = l_early});
+    D_CHECK(sched_mean_task_bytes(s) == 0);
+    a->scan_version = 77, a->scan_until = 99;
+    sched_joined(s, a, 0);
+    D_CHECK(a->scan_version == 0 && a->scan_until == 0);
+
+    /* 0 resolves early; a takes 1..600 in one pick, b the next 3 */
+    sched_clock(s, 5);
+    D_CHECK(sched_pick(s, a, SIZE_MAX, 1 << 20, 1) == NP && rel.released == 1);
+    for (size_t i = 0; i < NP; i++)
+        D_CHECK(sched_picked(s)[i]->id == i + 1 && !sched_picked(s)[i]->next &&
+                sched_picked(s)[i]->out_ms == 5);
+    sched_sent(s, a, NP);
+    b->credit.slots = 3;
+    D_CHECK(d_take(s, b, 5, 1 << 20, 1, D_IDS(601, 602, 603), 0) == 0);
+    D_CHECK(sched_holds(s, 0, 1) == 1 && sched_holds(s, 1, 1) == 0 &&
+            sched_holds(s, 1, 601) == 1 && sched_holds(s, 0, 999) == -1);
+    /* (601 is b's first: its place in b's list is 0, a's slot) */
+    D_CHECK(sched_holds(s, 0, 601) == 0);
+    far.slot = 1000;
+    n = 7;
+    D_CHECK(!sched_held(s, &far, &n) && n == 0);
+    far.slot = 2;           /* (one past the lists of slots 0 and 1) */
+    n = 7;
+    D_CHECK(!sched_held(s, &far, &n) && n == 0);
+    D_CHECK(sched_taken_bytes(s) == 3 * 604 && sched_freed_bytes(s) == 3);
+
+    /* records: the copy's start and size; a hand-back counted */
+    sched_clock(s, 9);
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    int64_t start = -1;
+    uint32_t len = 0;
+    sched_recorded(s, &start, &len);
+    D_CHECK(start == 5 && len == 3);
+    D_CHECK(d_rec(s, b, 1, 601, SPITS_ST_RETURNED, SCHED_REC_RETURNED) == 0);
+    D_CHECK(st.returned == 1);
+
+    /* 601 goes to b and back 300 times: its sent count stops at 255; a
+     * crash is kept */
+    for (int i = 0; i < 300; i++) {
+        D_CHECK(d_take(s, b, 10, 1 << 20, 1, D_IDS(601), 0) == 0);
+        D_CHECK(d_rec(s, b, 1, 601, SPITS_ST_RETURNED, SCHED_REC_RETURNED) == 0);
+    }
+    D_CHECK(sched_task(s, 601)->sent == 255);
+    D_CHECK(d_rec(s, a, 1, 2, SPITS_ST_CRASHED, SCHED_REC_RETRY) == 0);
+    D_CHECK(sched_task(s, 2)->last_status == SPITS_ST_CRASHED && sched_holds(s, 0, 2) == 0);
+
+    /* 3..600 resolved elsewhere: a cancel for each copy, in order */
+    for (uint64_t id = 3; id <= NP; id++)
+        D_CHECK(sched_drop(s, id) == 1);
+    sched_cancel_t *c = sched_take_cancels(s, &n);
+    D_CHECK(n == NP - 2);
+    for (size_t i = 0; i < n; i++)
+        D_CHECK(c[i].slot == 0 && c[i].id == i + 3 && c[i].hash == m_hash(i + 3));
+    D_CHECK(rel.released == NP && rel.linked == 0);
+    /* a fresh one dropped: released unlinked */
+    D_CHECK(sched_drop(s, 650) == 1 && rel.released == NP + 1 && rel.linked == 0);
+    D_CHECK(sched_drop(s, 602) == 1);     /* (a cancel left for the reset) */
+
+    /* a new phase: nothing of the last one is left (the fresh tasks are
+     * released as they are linked) */
+    D_CHECK(sched_pick(s, a, 1, 1 << 20, 1) == 1 && sched_picked(s)[0]->id == 601);
+    sched_sent(s, a, 1);
+    D_CHECK(sched_has_retries(s) && sched_held(s, b, &n) && n == 1);
+    D_CHECK(sched_held(s, a, &n) && n == 1);
+    D_CHECK(sched_reset(s) == 0);
+    D_CHECK(!sched_has_retries(s) && !sched_has_fresh(s) && sched_in_flight(s) == 0);
+    D_CHECK(sched_take_cancels(s, &n) && n == 0);
+    D_CHECK(!sched_held(s, a, &n) || n == 0);
+    D_CHECK(!sched_held(s, b, &n) || n == 0);
+    D_CHECK(rel.released == NT);
+    int linked = rel.linked;
+    D_CHECK(sched_taken_bytes(s) == 0 && sched_freed_bytes(s) == 0);
+
+    /* fresh tasks given back: released unlinked, their bytes taken and freed */
+    D_CHECK(d_tasks(s, 0, 5, 4) == 0 && sched_give_back(s) == 5);
+    D_CHECK(rel.released == NT + 5 && rel.linked == linked);
+    D_CHECK(sched_taken_bytes(s) == 20 && sched_freed_bytes(s) == 20);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc || s ? -1 : 0;
+}
+
+/* The time a quick copy took, at its edges: 0 ms (back within the ms it
+ * left), 1 ms, and from its send while a part of it is still in the hop
+ * (refs 2), however late the transport let go of another part. */
+static int sched_directed_turn_edges(void)
+{
+    sched_stats_t st;
+    sched_peer_t tm[3], *a = &tm[0], *b = &tm[1], *c = &tm[2];
+    int rc = -1;
+    sched_t *s = d_start(&st, tm, 3, 1, 3, 1);
+
+    D_CHECK(s);
+    a->credit.workers = b->credit.workers = c->credit.workers = 1;
+    D_CHECK(d_take(s, a, 10, 1 << 20, 1, D_IDS(0), 0) == 0);
+    D_CHECK(d_take(s, b, 10, 1 << 20, 1, D_IDS(1), 0) == 0);
+    D_CHECK(d_take(s, c, 10, 1 << 20, 1, D_IDS(2), 0) == 0);
+    D_CHECK(d_rec(s, b, 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(b->turn_n == 1 && b->turn_win == 0 && b->turn_ms == 0);
+    sched_clock(s, 11);
+    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(a->turn_n == 1 && a->turn_win == 1 && a->turn_ms == 1);
+    sched_task_t *t = (sched_task_t *)sched_task(s, 2);
+    atomic_store(&t->refs, 2);
+    atomic_store(&t->left_ms, 15);
+    sched_clock(s, 20);
+    D_CHECK(d_rec(s, c, 1, 2, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(c->turn_n == 1 && c->turn_win == 10 && c->turn_ms == 10);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
 int sched_selftest(void)
 {
     if (sched_directed() != 0 || sched_directed_parts() != 0 ||
@@ -2050,7 +2211,8 @@ int sched_selftest(void)
         sched_directed_cancels() != 0 || sched_directed_slot_reuse() != 0 ||
         sched_directed_turnaround() != 0 || sched_directed_drop() != 0 ||
         sched_directed_fresh_tail() != 0 || sched_directed_new_phase() != 0 ||
-        sched_directed_rescan(0) != 0 || sched_directed_rescan(1) != 0)
+        sched_directed_rescan(0) != 0 || sched_directed_rescan(1) != 0 ||
+        sched_directed_lifecycle() != 0 || sched_directed_turn_edges() != 0)
         return -1;
 
     static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {SCHED_MAX_COPIES, 3}};
