@@ -58,8 +58,11 @@ static int cancels_fake_send(void *arg, int slot, const void *buf, size_t len)
         return -1;
     f->slots[f->msgs] = slot;
     spits_reader_init(&r, buf, len);
-    while (spits_reader_next(&r, &rec) && f->nids[f->msgs] < 8)
+    while (spits_reader_next(&r, &rec) && f->nids[f->msgs] < 8) {
+        if (rec.status != 0 || rec.len != 0)
+            return -1;   /* (a CANCEL record is an id alone) */
         f->ids[f->msgs][f->nids[f->msgs]++] = rec.id;
+    }
     f->msgs++;
     return 0;
 }
@@ -77,6 +80,9 @@ int cancels_selftest(void)
 {
     spits_batch_t out;
     memset(&out, 0, sizeof out);
+    sched_cancel_t lo = {1, 0, 0}, hi = {2, 0, 0};
+    CHECK(cancels_by_slot(&lo, &hi) == -1 && cancels_by_slot(&hi, &lo) == 1 &&
+          cancels_by_slot(&lo, &lo) == 0);
     for (int by_hash = 0; by_hash < 2; by_hash++) {
         /* slots interleaved: 3, 1, 3, 7 (gone), 1, 3 */
         sched_cancel_t c[] = {{3, 10, 110}, {1, 11, 111}, {3, 12, 112},
@@ -100,8 +106,9 @@ int cancels_selftest(void)
     memset(&f, 0, sizeof f);
     cancels_sink_t sink = {cancels_fake_send, &f, 0};
     CHECK(cancels_send(NULL, 0, 5, &out, &sink) == 0 && f.msgs == 0);
-    sched_cancel_t one = {0, 42, 0};
-    CHECK(cancels_send(&one, 1, 5, &out, &sink) == 1);
+    /* only the n given: the next entry, of the same slot, is not one */
+    sched_cancel_t two[2] = {{0, 42, 0}, {0, 43, 0}};
+    CHECK(cancels_send(two, 1, 5, &out, &sink) == 1);
     CHECK(f.msgs == 1 && f.slots[0] == 0 && f.nids[0] == 1 && f.ids[0][0] == 42);
     spits_batch_free(&out);
     return 0;

@@ -106,6 +106,10 @@ int joins_selftest(void)
     CHECK(s.until == 0);
     joins_settle_begin(&s, 1, 1000, 4000);
     CHECK(s.until == 3000 && s.records == 1);
+    joins_settle_begin(&s, 1, 0, 7000);     /* (a quarter is 1750: 2 s) */
+    CHECK(s.until == 2000);
+    joins_settle_begin(&s, 1, 0, 8004);     /* (a quarter is 2001) */
+    CHECK(s.until == 2001);
     joins_settle_results(&s, 7);
     CHECK(s.until == 0 && joins_settle_open(&s, 1000));
     return 0;

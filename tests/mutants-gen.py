@@ -472,7 +472,7 @@ def main():
         todo = [m for m in todo if m[2].key in want]
     cc = shlex.split(os.environ.get("MUT_CC", "cc"))
     xflags = shlex.split(os.environ.get("MUT_CFLAGS", ""))
-    libs = shlex.split(os.environ.get("MUT_LIBS", "-lsodium -lm"))
+    libs = shlex.split(os.environ.get("MUT_LIBS", "-lzmq -ljansson -lsodium -lm"))
     flags = ["-O0", "-w", "-pthread", "-I" + os.path.join(TOP_SRC, "serving"),
              "-I" + os.path.join(TOP_SRC, "libspits")] + xflags + ["-DSPITS_SELFTEST"]
     libspits = os.path.join(TOP_BUILD, "libspits", ".libs", "libspits-test.a")
