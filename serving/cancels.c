@@ -19,7 +19,8 @@ size_t cancels_send(sched_cancel_t *c, size_t n, uint32_t phase, spits_batch_t *
                     const cancels_sink_t *sink)
 {
     size_t sent = 0;
-    qsort(c, n, sizeof *c, cancels_by_slot);
+    if (n)   /* (c may be NULL then, which qsort does not take) */
+        qsort(c, n, sizeof *c, cancels_by_slot);
     for (size_t i = 0; i < n;) {
         size_t j = i, named = 0;
         spits_batch_begin(out, SPITS_MSG_CANCEL, phase);
