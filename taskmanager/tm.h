@@ -15,7 +15,8 @@
  *                 the main thread acts on it (drain).
  *
  * They meet in tm_pool_t, under one mutex: the main thread appends the
- * tasks of a message in chunks; a worker takes a chunk of tasks at
+ * tasks of a message in chunks (poolqueue.c, which also takes queued
+ * tasks back out for a CANCEL, a phase change or a drain); a worker takes a chunk of tasks at
  * once and hands back a chunk of results at once to the outbox (outbox.c,
  * which owns every record going back to the JM), then writes the main
  * thread's eventfd if the outbox was empty. Task bytes are never copied:

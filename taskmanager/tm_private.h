@@ -23,6 +23,7 @@
  *   link.c      the socket to the JM: finding it, connecting, security,
  *               sending, heartbeats, looking for a JM that went silent,
  *               moving between the relays of --via and the JM
+ *   linksay.c   what goes over that socket: any message, HELLO, STATS
  *   relay_peers.c  who is behind a relay (relay_int.h), for relay.c and
  *               for HELLO and STATS (link.c)
  *   job.c       the job this TM runs: its module and its phases
