@@ -25,7 +25,7 @@
  *               moving between the relays of --via and the JM
  *   linksay.c   what goes over that socket: any message, HELLO, STATS
  *   relay_peers.c  who is behind a relay (relay_int.h), for relay.c and
- *               for HELLO and STATS (link.c)
+ *               for HELLO and STATS (linksay.c)
  *   job.c       the job this TM runs: its module and its phases
  *   plan.c      its workers planned by the job's resource request: how
  *               many, and the cores and GPUs each owns
