@@ -34,30 +34,36 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 
 /* --- receiving --------------------------------------------------------- */
 
-/* The TMs a send found gone (tmio.c) are declared lost after each stage
- * of the loop. A TM that drained sent its last RESULTS, STATS and BYE
- * and closed: a send that found its connection gone may come before
- * they are read. So while messages wait (DISP_REAP_WAIT_MS at most),
- * they are read first, and it leaves instead of being lost. A gone TM's
- * HELLO (force) finds it lost first: it reconnected, and re-attaches
- * after its loss. */
+/* The server's hop (serving/server.h): what is the JM's in serving. */
+static void disp_hop_lost(void *arg, server_peer_t *p, const char *why)
+{
+    members_lost(arg, (jm_tm_t *)p, why);
+}
+
+/* Messages wait: a gone TM's BYE may be among them (server_reap). */
+static int disp_hop_pending(void *arg)
+{
+    return router_pending(((jm_disp_t *)arg)->net.router);
+}
+
+static int disp_hop_stopping(void *arg)
+{
+    (void)arg;
+    return atomic_load(&jm_abort);
+}
+
+static void disp_hop_who(void *arg, const server_peer_t *p, const char **host, long *pid)
+{
+    (void)arg;
+    *host = ((const jm_tm_t *)p)->id.host;
+    *pid = ((const jm_tm_t *)p)->id.pid;
+}
+
+/* The TMs a send found gone are declared lost after each stage of the
+ * loop (server_reap), their waiting messages read first. */
 static void disp_reap(jm_disp_t *d, int force)
 {
-    if (!d->fleet.gone)
-        return;
-    int events = 0;
-    size_t len = sizeof events;
-    if (!force && d->clock.now - d->fleet.gone_at < DISP_REAP_WAIT_MS &&
-        zmq_getsockopt(d->net.router, ZMQ_EVENTS, &events, &len) == 0 &&
-        (events & ZMQ_POLLIN))
-        return;
-    d->fleet.gone = 0;
-    /* (from the end: a TM declared lost leaves the live set) */
-    for (size_t i = peertab_live_count(d->fleet.tab); i-- > 0;) {
-        jm_tm_t *t = peertab_live_at(d->fleet.tab, i);
-        if (t->life.gone)
-            members_lost(d, t, "disconnected");
-    }
+    server_reap(d->srv, force);
 }
 
 void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
@@ -82,7 +88,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
      * whose BYE this is (the last message waiting, so nothing else keeps
      * the reaping off). The loop reaps after each stage; only a gone TM's
      * HELLO must find it lost first. */
-    if (t && t->life.gone && h.type == SPITS_MSG_HELLO) {
+    if (t && t->sv.gone && h.type == SPITS_MSG_HELLO) {
         disp_reap(d, 1);
         t = peertab_find(d->fleet.tab, rid, ridlen);   /* (reaped: still held, dead) */
     }
@@ -104,10 +110,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     }
     d->st.bytes_in += spits_parts_bytes(&rx->parts);
     d->st.results_as_parts += rx->parts.n;
-    if (t) {
-        liveness_heard(&t->life.live, d->clock.now);
-        t->life.stalled = 0;
-    }
+    if (t)
+        server_heard(d->srv, &t->sv);
     switch (h.type) {
     case SPITS_MSG_HELLO:
         members_on_hello(d, t, rid, ridlen, &rx->msg);
@@ -116,18 +120,18 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         /* Results from a TM we lost still count: work is never thrown
          * away while its task is unfinished. */
         if (t)
-            joins_settle_results(&t->gate.settle, h.count);
+            joins_settle_results(&t->sv.settle, h.count);
         serve_on_results(d, t, &h, rx, unrun);
         /* (its cancels may have lost another TM, and the table may have
          * evicted t's dead entry for it: look again) */
         t = peertab_find(d->fleet.tab, rid, ridlen);
         if (unrun)
             members_bad_peer(d, t, why);
-        if (!t || !t->peer.alive)
+        if (!t || !t->sv.peer.alive)
             tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
     case SPITS_MSG_HEARTBEAT:
-        if (!t || !t->peer.alive)
+        if (!t || !t->sv.peer.alive)
             tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
         break;
     case SPITS_MSG_STATUS:
@@ -139,8 +143,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_DRAIN:
         /* Leaving soon: it hands back its queued tasks and finishes the
          * running ones; it gets nothing new. */
-        if (t && t->peer.alive && !t->life.draining) {
-            t->life.draining = 1;
+        if (t && t->sv.peer.alive && !t->sv.draining) {
+            t->sv.draining = 1;
             if (loglimit_allow(&d->logs.draining, d->clock.now))
                 spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
         }
@@ -159,9 +163,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     /* (looked up again: HELLO adds it, and a handler that lost another
      * TM may have evicted its entry) */
     if ((t = peertab_find(d->fleet.tab, rid, ridlen))) {
-        liveness_conn(&t->life.live, fd, conngen_of(d->net.conngen, fd));
-        if (t->peer.alive)
-            serve_due(d, t);
+        liveness_conn(&t->sv.live, fd, conngen_of(d->net.conngen, fd));
+        server_due(d->srv, &t->sv);
     }
 out:
     jm_rx_release(rx, 1);       /* the dispatcher's own reference */
@@ -224,30 +227,6 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
         tmio_send_to(d, rid, ridlen, d->status.buf.data, d->status.buf.len, 0);
 }
 
-static void disp_tick(jm_disp_t *d)
-{
-    unsigned char hb[SPITS_HDR_SIZE];
-    int probing = d->clock.now < d->clock.probe_until;
-
-    spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, d->phase ? d->phase->st.id : 0);
-    /* From the end: a TM declared lost leaves the live set, and the last
-     * one (seen already) takes its place. */
-    for (size_t i = peertab_live_count(d->fleet.tab); i-- > 0;) {
-        jm_tm_t *t = peertab_live_at(d->fleet.tab, i);
-        int v = liveness_judge(&d->fleet.liveness, &t->life.live, d->clock.now, probing,
-                               router_probe, d->net.conngen, t->id.host, t->id.pid);
-        if (v == LIVENESS_LOST) {
-            char why[64];
-            snprintf(why, sizeof why, "silent for %.1f s",
-                     (d->clock.now - t->life.live.last_heard) / 1000.0);
-            members_lost(d, t, why);
-        } else if (v == LIVENESS_HEARTBEAT) {
-            /* With ROUTER_MANDATORY a vanished peer fails the send. */
-            tmio_send_tm(d, t, hb, sizeof hb);
-        }
-    }
-}
-
 /* A job no TM has joined for DISP_NO_TM_MS: most often none was started
  * (or they wait on another dir), so the command that starts one is said,
  * once, with the job dir as a TM elsewhere must name it. */
@@ -298,7 +277,7 @@ static void disp_log_flush(jm_disp_t *d, int force)
 static void disp_monitor(jm_disp_t *d)
 {
     if (router_monitor_read(d->net.mon, d->net.conngen, d->net.zap, d->clock.now))
-        d->clock.probe_until = d->clock.now + LIVENESS_PROBE_MS;
+        server_probe_until(d->srv, d->clock.now + LIVENESS_PROBE_MS);
 }
 
 /* A signal stops the job: the generator and the committer give up, and
@@ -325,7 +304,8 @@ static void disp_stop_phase(jm_disp_t *d)
 void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
 {
     d->phase = p;
-    d->serve.all = 1;
+    server_phase(d->srv, p->st.id);
+    server_due_all(d->srv);
     if (d->stopping)
         disp_stop_phase(d);
     jm_adopt_destroy(&d->adopt);
@@ -440,14 +420,14 @@ static void disp_control_only(jm_disp_t *d)
 static const void *disp_end_rid(void *arg, size_t k, size_t *ridlen)
 {
     const jm_tm_t *t = peertab_live_at(((jm_disp_t *)arg)->fleet.tab, k);
-    *ridlen = t->peer.ridlen;
-    return t->peer.rid;
+    *ridlen = t->sv.peer.ridlen;
+    return t->sv.peer.rid;
 }
 
 static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
 {
     jm_tm_t *t = peertab_find(((jm_disp_t *)arg)->fleet.tab, rid, ridlen);
-    if (!t || !t->peer.alive || t->life.ended)
+    if (!t || !t->sv.peer.alive || t->life.ended)
         return 0;
     t->life.ended = 1;
     return 1;
@@ -457,7 +437,7 @@ static void disp_end_stats(void *arg, const void *rid, size_t ridlen, zmq_msg_t 
 {
     jm_disp_t *d = arg;
     jm_tm_t *t = peertab_find(d->fleet.tab, rid, ridlen);
-    if (t && t->peer.alive && !t->life.ended)
+    if (t && t->sv.peer.alive && !t->life.ended)
         members_on_stats(d, t, body);
 }
 
@@ -483,9 +463,9 @@ static void *disp_main(void *arg)
     d->clock.next_tick = d->clock.now + DISP_TICK_MS;
     for (;;) {
         long timeout = (long)(d->clock.next_tick - d->clock.now);
-        if (d->clock.now < d->clock.probe_until && timeout > 50)
+        if (server_probing(d->srv) && timeout > 50)
             timeout = 50;
-        if (d->serve.all)
+        if (server_serve_due(d->srv))
             timeout = 0;   /* (a TM went during the last serve) */
         if (zmq_poll(items, nitems, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR) {
             jm_fatal("the dispatcher cannot poll its sockets: %s; stopping "
@@ -495,7 +475,8 @@ static void *disp_main(void *arg)
         }
         int64_t before = d->clock.now;
         d->clock.now = spits_now_ms();
-        liveness_stall(&d->fleet.liveness, before, d->clock.now);
+        server_clock(d->srv, d->clock.now);
+        liveness_stall(server_rules(d->srv), before, d->clock.now);
         if (items[1].revents & ZMQ_POLLIN)
             spits_wake_drain(d->net.wake_fd);
         if (atomic_load(&d->ctl.pending) && disp_control(d))
@@ -510,14 +491,13 @@ static void *disp_main(void *arg)
         /* While probing after a disconnect, read whatever came first: a
          * drained TM's BYE must be seen before a heartbeat to its closed
          * connection fails and calls it lost. */
-        if ((items[0].revents & ZMQ_POLLIN) || d->clock.now < d->clock.probe_until)
+        if ((items[0].revents & ZMQ_POLLIN) || server_probing(d->srv))
             disp_recv(d);
-        if (d->clock.now >= d->clock.next_tick || d->clock.now < d->clock.probe_until) {
-            disp_tick(d);
+        if (d->clock.now >= d->clock.next_tick || server_probing(d->srv)) {
+            server_tick(d->srv);
             jm_backlog_tick(&d->backlog, d->clock.now, jm_backlog_released());
             disp_log_flush(d, 0);
             disp_trim(d);
-            d->serve.all = 1;   /* (time passed: settling, late tasks) */
             dispview_live_update(d);
             jm_timeline_sample(&d->timeline, d->clock.now, d->resolved_before +
                                (d->phase ? d->live.resolved : 0));
@@ -593,12 +573,8 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     pthread_mutex_init(&d->ctl.lock, NULL);
     pthread_cond_init(&d->ctl.cond, NULL);
     atomic_init(&d->ctl.pending, 0);
-    d->fleet.liveness = (liveness_hop_t){.prefix = "", .loop = "the dispatcher",
-                                   .tick_ms = DISP_TICK_MS};
-    d->fleet.liveness.hb_ms = (int64_t)(jm->opt.heartbeat * 1000);
     jm_timeline_init(&d->timeline, jm->started);
     jm_progress_init(&d->progress, jm->opt.progress);
-    d->fleet.liveness.timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000);
     d->fleet.tab = jm_tmtab_new(jm->opt.keep_dead, &d->fleet.evicted);
     d->logs.joined.what = "TM joins";
     d->logs.reattached.what = "TM re-attaches";
@@ -613,8 +589,20 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->net.wake_fd = spits_wake_open();
     d->net.zctx = zmq_ctx_new();
     d->net.conngen = conngen_new();
+    if (d->fleet.tab && d->sched && d->net.conngen) {
+        server_cfg_t cfg = {
+            .tab = d->fleet.tab, .sched = d->sched,
+            .hop = {d, tmio_hop_send, serve_refill, serve_send_tasks, disp_hop_lost,
+                    disp_hop_pending, disp_hop_stopping, disp_hop_who},
+            .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,
+                      .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
+                      .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},
+            .probe = router_probe, .probe_arg = d->net.conngen,
+            .reap_wait_ms = DISP_REAP_WAIT_MS};
+        d->srv = server_new(&cfg);
+    }
     if (!d->fleet.tab || !d->commit.buf || !d->sched || d->net.wake_fd < 0 || !d->net.zctx ||
-        !d->net.conngen) {
+        !d->net.conngen || !d->srv) {
         snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
         goto fail;
     }
@@ -686,9 +674,9 @@ void jm_disp_destroy(jm_disp_t **dp)
     conngen_destroy(&d->net.conngen);
     spits_batch_free(&d->serve.out);
     spits_buf_free(&d->status.buf);
+    server_destroy(&d->srv);
     sched_destroy(&d->sched);
     free(d->commit.buf);
-    free(d->serve.due);
     free(d->poison.list);
     pthread_mutex_destroy(&d->ctl.lock);
     pthread_cond_destroy(&d->ctl.cond);

@@ -32,6 +32,7 @@
 #include "loglimit.h"
 #include "phase.h"
 #include "scheduler.h"
+#include "server.h"
 #include "status.h"
 #include "stop.h"
 #include "taskpool.h"
@@ -72,28 +73,20 @@ typedef struct {
     int end, stop, ack;
 } disp_ctl_t;
 
-/* The TMs as a whole: the table and what is counted over it (members.c;
- * gone: tmio.c sets it, dispatch.c clears it). */
+/* The TMs as a whole: the table and what is counted over it
+ * (members.c). */
 typedef struct {
     peertab_t *tab;                  /* of jm_tm_t (tmtable.h) */
     jm_tm_totals_t evicted;          /* ...what its evicted entries did */
     size_t alive;
     int64_t alive_workers;           /* workers of the TMs alive now (64
                                         bits: 2,048 TMs may claim 2^31) */
-    liveness_hop_t liveness;         /* the TMs' loss rules (liveness.h) */
-    int gone;                        /* a TM was marked gone (tmio.c) */
-    int64_t gone_at;                 /* ...first, since the last reaping */
     int no_tm_said;                  /* "start a TM with ..." was said */
 } disp_fleet_t;
 
-/* Which TMs to serve next and the message being built: serve.c, and
- * all set by dispatch.c and members.c when every TM may have room. */
+/* The TASKS message being built (serve.c; which TMs are served next is
+ * the server's, serving/server.h). */
 typedef struct {
-    size_t rr;                       /* round-robin start */
-    int *due;                        /* slots of TMs heard from since the */
-    size_t ndue, capdue;             /* ...last serve */
-    int all;                         /* the next serve walks every TM */
-    int starved;                     /* a TM was left with room unfilled */
     spits_batch_t out;
     uint64_t part_min;               /* tasks this large go as parts */
     jm_taskpool_batch_t pool_batch;  /* resolved tasks' cells, not yet
@@ -115,7 +108,7 @@ typedef struct {
 
 /* The loop's clock and when each timer is due next (dispatch.c). */
 typedef struct {
-    int64_t now, next_tick, probe_until;
+    int64_t now, next_tick;
     int64_t trim_at;                 /* disp_trim: not before, */
     uint64_t gone_at_trim;           /* ...nor before TMs left since */
     int64_t bad_logged_at;           /* a malformed message (tmio.c) */
@@ -164,6 +157,9 @@ struct jm_disp {
     int stopping;                    /* a signal stopped the job */
 
     disp_fleet_t fleet;
+    server_t *srv;                   /* sends, serving, the tick, losses
+                                        (serving/server.h; its hop:
+                                        dispatch.c disp_hop) */
     disp_serve_t serve;
     disp_commit_t commit;
     disp_pub_t pub;
@@ -197,8 +193,11 @@ static inline void disp_check_sched(jm_disp_t *d)
  * counted; 0 or -1 with errno. */
 int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len, int more);
-/* To a known TM; one whose connection is gone is marked gone (t->life.gone,
- * d->fleet.gone) for the loop to declare lost (dispatch.c disp_reap). */
+/* The server's send (server_hop_t.send): to routing id of p, counted. */
+int tmio_hop_send(void *d, server_peer_t *p, const void *buf, size_t len, int more);
+/* To a known TM, through the server: one whose connection is gone is
+ * marked for the server to reap (server_reap), one whose pipe is full
+ * stalled. */
 int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 /* The same, for the first frame of a message whose parts the caller sends
  * next (ZMQ_SNDMORE); once it is taken, the parts are too (ROUTER). */
@@ -218,8 +217,12 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p);
 void disp_phase_end(jm_disp_t *d);
 
 /* serve.c */
+/* The server's serve, after the backlog is told to the scheduler. */
 void serve_tms(jm_disp_t *d);
-void serve_due(jm_disp_t *d, jm_tm_t *t);
+/* The server's source and sink of tasks (server_hop_t): the generator's
+ * queue, and TASKS messages built from the task pool's tasks. */
+size_t serve_refill(void *d, size_t want);
+size_t serve_send_tasks(void *d, server_peer_t *p, sched_task_t *const *tasks, size_t n);
 void serve_publish_window(jm_disp_t *d);
 void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx,
                       int unrun);

@@ -68,7 +68,7 @@ void dispview_live_update(jm_disp_t *d)
 json_t *dispview_status_doc(jm_disp_t *d)
 {
     json_t *doc = jm_status_json(d->jm, &d->live, d->fleet.tab, d->clock.now,
-                                 2 * d->fleet.liveness.hb_ms);
+                                 2 * server_rules(d->srv)->hb_ms);
     if (!doc)
         return NULL;
     if (!d->phase)
@@ -128,10 +128,10 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
         jm_tm_t *t = v[i];
         spits_iso_time(t->id.joined, when, sizeof when);
         json_t *row = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:I, s:f, s:I}",
-            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->sched.credit.workers,
+            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->sv.sched.credit.workers,
             "joined", when, "reattaches", (json_int_t)t->id.reattaches,
-            "sent", (json_int_t)t->sched.sent,
-            "done", (json_int_t)t->sched.done, "failed", (json_int_t)t->sched.failed,
+            "sent", (json_int_t)t->sv.sched.sent,
+            "done", (json_int_t)t->sv.sched.done, "failed", (json_int_t)t->sv.sched.failed,
             "busy_s", t->stats.busy_s, "runs", (json_int_t)t->stats.runs);
         jm_status_relay_fields(row, t);
         jm_status_worker_fields(row, t);
@@ -150,9 +150,9 @@ json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
         if (!t)
             continue;
         sum.reattaches += t->id.reattaches;
-        sum.sent += t->sched.sent;
-        sum.done += t->sched.done;
-        sum.failed += t->sched.failed;
+        sum.sent += t->sv.sched.sent;
+        sum.done += t->sv.sched.done;
+        sum.failed += t->sv.sched.failed;
         sum.runs += t->stats.runs;
         sum.busy_s += t->stats.busy_s;
     }

@@ -28,12 +28,12 @@
  * older dead TM). The number of copies taken back. */
 static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 {
-    d->serve.all = 1;   /* (its copies are requeued for the others) */
-    t->life.gone = 0;
-    d->fleet.alive_workers -= t->sched.credit.workers;
+    server_due_all(d->srv);   /* (its copies are requeued for the others) */
+    t->sv.gone = 0;
+    d->fleet.alive_workers -= t->sv.sched.credit.workers;
     d->fleet.alive--;
     jm_timeline_event(&d->timeline, why, t);
-    size_t n = sched_lost(d->sched, &t->sched);
+    size_t n = sched_lost(d->sched, &t->sv.sched);
     disp_check_sched(d);
     return n;
 }
@@ -41,7 +41,7 @@ static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 {
     char crashed[320];
-    if (!t->peer.alive)
+    if (!t->sv.peer.alive)
         return;
     /* A TM that died of a signal says so in its crash file. */
     if (jm_crashes_tm_lost(d->jm, t->id.host, t->id.pid, t->id.joined, crashed,
@@ -61,7 +61,7 @@ void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 void members_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why)
 {
     char lost[160];
-    if (!t || !t->peer.alive)
+    if (!t || !t->sv.peer.alive)
         return;
     snprintf(lost, sizeof lost, "a bad peer: %s", why ? why : "a malformed message");
     members_lost(d, t, lost);
@@ -75,7 +75,7 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
     char safe[512];
     json_t *body = NULL;
 
-    if (!t->peer.alive)
+    if (!t->sv.peer.alive)
         return;
     if (zmq_msg_size(msg) > SPITS_HDR_SIZE &&
         (body = spits_wire_decode_json(zmq_msg_data((zmq_msg_t *)msg),
@@ -102,7 +102,7 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
  * (serving/joins.h). */
 static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
 {
-    joins_settle_begin(&t->gate.settle, pending, d->clock.now, d->fleet.liveness.timeout_ms);
+    joins_settle_begin(&t->sv.settle, pending, d->clock.now, server_rules(d->srv)->timeout_ms);
 }
 
 /* HELLO said whether t is a relay (endpoint: where its TMs connect, or
@@ -127,9 +127,9 @@ static void set_relay(jm_tm_t *t, const char *endpoint)
 static void hello_again(jm_disp_t *d, jm_tm_t *t, long attach, long held,
                         long pending)
 {
-    if (t->sched.sent == t->stats.sent_at_hello) {
+    if (t->sv.sched.sent == t->stats.sent_at_hello) {
         /* Nothing sent since: what it holds now is what it has of ours. */
-        sched_joined(d->sched, &t->sched, held);
+        sched_joined(d->sched, &t->sv.sched, held);
         settle(d, t, pending);
     }
     /* (Else the copy's held and pending predate the tasks sent since.) */
@@ -151,7 +151,7 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
                        t->id.pid, t->id.relay_ep);
         else
             spits_info("TM %s:%ld joined with %d worker(s)", t->id.host, t->id.pid,
-                       t->sched.credit.workers);
+                       t->sv.sched.credit.workers);
         return;
     }
     if (t->life.lost) {
@@ -162,7 +162,7 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
     t->id.reattaches++;
     if (loglimit_allow(&d->logs.reattached, d->clock.now))
         spits_info("TM %s:%ld re-attached with %d worker(s)", t->id.host, t->id.pid,
-                   t->sched.credit.workers);
+                   t->sv.sched.credit.workers);
 }
 
 /* The entry of a TM saying HELLO unknown to the table: new, or lost so
@@ -210,8 +210,8 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     /* (counted as ours, what a TM of another job holds would keep its
      * slots full for good: serving/joins.h) */
     long held = joins_held(&h, d->jm->job_id), pending = joins_pending(&h, d->jm->job_id);
-    joins_known_t known = {t && t->peer.alive, t ? t->id.pid : 0, t ? t->id.attach : -1,
-                           t && t->sched.sent != t->stats.sent_at_hello};
+    joins_known_t known = {t && t->sv.peer.alive, t ? t->id.pid : 0, t ? t->id.attach : -1,
+                           t && t->sv.sched.sent != t->stats.sent_at_hello};
     joins_kind_t kind = joins_kind(&known, &h);
     int first = 0;
     if (kind == JOINS_AGAIN) {
@@ -242,17 +242,15 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
     set_relay(t, relay_ep);
     if (attach > t->id.attach)
         t->id.attach = attach;
-    credit_set(&t->sched.credit, workers, slots);
+    credit_set(&t->sv.sched.credit, workers, slots);
     t->stats.running = t->stats.queued = -1;   /* (until its next STATS) */
-    sched_joined(d->sched, &t->sched, held);
-    t->stats.sent_at_hello = t->sched.sent;
-    t->life.stalled = 0;
-    t->life.draining = 0;
-    t->life.live.last_heard = d->clock.now;
+    sched_joined(d->sched, &t->sv.sched, held);
+    t->stats.sent_at_hello = t->sv.sched.sent;
+    server_peer_join(d->srv, &t->sv);
     t->id.joined = spits_wall_time();
     settle(d, t, pending);
     d->fleet.alive++;
-    d->fleet.alive_workers += t->sched.credit.workers;
+    d->fleet.alive_workers += t->sv.sched.credit.workers;
     if (d->fleet.alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->fleet.alive_workers;
     jm_timeline_event(&d->timeline, JM_TL_JOIN, t);
@@ -337,11 +335,11 @@ static int behind_parse(json_t *v, json_t **out)
  * dead one's capacity is set by its next HELLO. */
 static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
 {
-    if (!t || !t->peer.alive)
+    if (!t || !t->sv.peer.alive)
         return;
-    int before = t->sched.credit.workers;
-    credit_resize(&t->sched.credit, workers, slots);
-    d->fleet.alive_workers += t->sched.credit.workers - before;
+    int before = t->sv.sched.credit.workers;
+    credit_resize(&t->sv.sched.credit, workers, slots);
+    d->fleet.alive_workers += t->sv.sched.credit.workers - before;
     if (d->fleet.alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->fleet.alive_workers;
 }

@@ -40,23 +40,13 @@
 #include "wire.h"
 #include "zmqutil.h"
 
-/* cancels.h's sink: a TM knows a task by the JM's id. */
-static int serve_cancel(void *arg, int slot, const void *buf, size_t len)
-{
-    jm_disp_t *d = arg;
-    jm_tm_t *t = peertab_at(d->fleet.tab, (size_t)slot);
-    return t && t->peer.alive ? tmio_send_tm(d, t, buf, len) : -1;
-}
-
 /* CANCEL to each TM for the copies the scheduler noted. */
 static void cancel_flush(jm_disp_t *d)
 {
     size_t n;
     sched_cancel_t *cancels = sched_take_cancels(d->sched, &n);
-    if (n) {
-        cancels_sink_t sink = {serve_cancel, d, 0};
-        d->st.cancelled += cancels_send(cancels, n, d->phase->st.id, &d->serve.out, &sink);
-    }
+    if (n)
+        d->st.cancelled += server_cancels(d->srv, d->phase->st.id, cancels, n, 0);
 }
 
 /* The window in tasks: --window, or twice the workers of the TMs alive
@@ -102,7 +92,7 @@ void serve_publish_window(jm_disp_t *d)
  * through the genq. Taken after the unlock, it could be: the tasks would
  * reach the scheduler out of order, the older ones could never enter its
  * ring, and the job would hang. */
-static void refill_fresh(jm_disp_t *d)
+static size_t refill_fresh(jm_disp_t *d)
 {
     jm_genq_t *q = &d->phase->genq;
     jm_task_t *lent_tail;
@@ -117,6 +107,16 @@ static void refill_fresh(jm_disp_t *d)
     pthread_mutex_unlock(&q->lock);
     sched_add_fresh(d->sched, head, tail);
     sched_add_fresh(d->sched, lent, lent_tail);
+    return (head != NULL) + (lent != NULL);
+}
+
+/* The server's source: all the generator has made (want is no bound: a
+ * task made must not wait), while it may make more. */
+size_t serve_refill(void *arg, size_t want)
+{
+    jm_disp_t *d = arg;
+    (void)want;
+    return d->phase && !d->gen_done ? refill_fresh(d) : 0;
 }
 
 /* The scheduler's early-result hook: a fresh task whose result a
@@ -185,7 +185,7 @@ static void part_done(void *data, void *arg)
  * handed to libzmq (part_done takes both back). */
 typedef struct {
     jm_disp_t *d;
-    jm_task_t *const *picked;
+    sched_task_t *const *picked;
 } serve_batch_t;
 
 static void serve_item(void *arg, size_t k, taskbatch_item_t *it)
@@ -206,119 +206,40 @@ static void *serve_item_hold(void *arg, size_t k)
     return task;
 }
 
-/* Sends TM t the copies the scheduler picks for it, as one TASKS message. */
-static void serve_tm(jm_disp_t *d, jm_tm_t *t)
+/* The server's sink: the n copies picked for TM p, as one TASKS message,
+ * large ones as parts; all of them went, or none. */
+size_t serve_send_tasks(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n)
 {
-    if (!sched_has_fresh(d->sched) && !d->gen_done)
-        refill_fresh(d);
-    sched_clock(d->sched, d->clock.now);
-    sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
-    size_t n = sched_pick(d->sched, &t->sched, SIZE_MAX, SERVE_BATCH_BYTES,
-                          d->fleet.alive > 1);
-    if ((int)n < credit_room(&t->sched.credit))
-        d->serve.starved = 1;   /* (room left: more work may come for it) */
-    if (!n)
-        return;
-
-    serve_batch_t batch = {d, sched_picked(d->sched)};
+    jm_disp_t *d = arg;
+    jm_tm_t *t = (jm_tm_t *)p;
+    serve_batch_t batch = {d, tasks};
     taskbatch_src_t src = {serve_item, serve_item_hold, part_done, &batch};
     taskbatch_sent_t sent;
     long parts = taskbatch_build(&d->serve.out, d->phase->st.id, d->serve.part_min, n, &src);
     if (parts < 0) {
         jm_fatal("out of memory building a batch of %zu task(s); "
                  "stopping the job", n);
-        sched_unsent(d->sched, n);
-    } else if ((parts ? tmio_send_tm_more : tmio_send_tm)(d, t, d->serve.out.buf.data,
-                                                          d->serve.out.buf.len) == 0) {
-        taskbatch_send_parts(d->net.router, d->serve.part_min, n, parts, &src, &sent);
-        d->st.bytes_out += sent.bytes;
-        d->st.sent_as_parts += sent.parts;
-        if (sent.failed)
-            jm_fatal("out of memory sending %zu task(s) as parts; stopping the "
-                     "job", sent.failed);
-        sched_sent(d->sched, &t->sched, n);
-    } else {
-        sched_unsent(d->sched, n);   /* every picked task without a copy goes back */
+        return 0;
     }
-    disp_check_sched(d);
+    if ((parts ? tmio_send_tm_more : tmio_send_tm)(d, t, d->serve.out.buf.data,
+                                                   d->serve.out.buf.len) != 0)
+        return 0;
+    taskbatch_send_parts(d->net.router, d->serve.part_min, n, parts, &src, &sent);
+    d->st.bytes_out += sent.bytes;
+    d->st.sent_as_parts += sent.parts;
+    if (sent.failed)
+        jm_fatal("out of memory sending %zu task(s) as parts; stopping the "
+                 "job", sent.failed);
+    return n;
 }
 
-static int serve_wants(const jm_disp_t *d, const jm_tm_t *t)
-{
-    return t->peer.alive && !t->life.stalled && !t->life.draining &&
-           credit_room(&t->sched.credit) > 0 &&
-           joins_settle_open(&t->gate.settle, d->clock.now) && !atomic_load(&jm_abort);
-}
-
-/* t spoke: the next serve looks at it (its credit, stall or settling may
- * have changed). */
-void serve_due(jm_disp_t *d, jm_tm_t *t)
-{
-    disp_serve_t *sv = &d->serve;
-    if (t->gate.due || sv->all)
-        return;
-    if (spits_grow((void **)&sv->due, &sv->capdue, sv->ndue + 1, sizeof *sv->due, 64) != 0) {
-        sv->all = 1;   /* (no memory for the list: walk them all) */
-        return;
-    }
-    sv->due[sv->ndue++] = t->peer.slot;
-    t->gate.due = 1;
-}
-
-/* Every live TM, round robin from a moving start. */
-static void serve_all(jm_disp_t *d)
-{
-    size_t ntm = peertab_live_count(d->fleet.tab);
-    for (size_t k = 0; k < ntm; k++) {
-        /* A TM lost on a failed send leaves the live set, which then
-         * skips or repeats one TM in this round: either is harmless. */
-        size_t now_live = peertab_live_count(d->fleet.tab);
-        if (!now_live)
-            break;
-        jm_tm_t *t = peertab_live_at(d->fleet.tab, (d->serve.rr + k) % now_live);
-        if (serve_wants(d, t))
-            serve_tm(d, t);
-    }
-    d->serve.rr++;
-}
-
-/* A TM gets tasks only when it has room, and room only comes from what
- * it says (its results, HELLO, STATS, or speaking after a stall), from
- * time (settling, copies of late tasks) or from work that appears (fresh
- * tasks, copies requeued from a TM gone). So a serve looks at the TMs
- * heard from since the last (the due list), and walks every live TM
- * only when the rest may have changed: each tick (dispatch.c), when TMs
- * go (members.c drop), or when work is there (fresh tasks, or copies to
- * send again: failed, handed back, unsent) while a TM was left with
- * room. (A TM whose pick was cut by SERVE_BATCH_BYTES, not by the work,
- * counts as left with room: with large tasks every turn walks them all,
- * as before.) Walking every TM on every turn costs the JM a share of its
- * CPU that grows with the TMs (docs/performance.md). A slot in the list whose TM left is skipped; one
- * reused by a new TM serves that one, which is harmless. */
+/* The TMs with room get tasks (server_serve), as the backlog of parts
+ * allows copies of tasks stuck in it. */
 void serve_tms(jm_disp_t *d)
 {
-    if (d->phase && d->serve.starved && !d->serve.all) {
-        if (!sched_has_fresh(d->sched) && !d->gen_done)
-            refill_fresh(d);
-        if (sched_has_fresh(d->sched) || sched_has_retries(d->sched))
-            d->serve.all = 1;
-    }
-    int all = d->serve.all;
-    size_t ndue = d->serve.ndue;
-    d->serve.ndue = 0;
-    d->serve.all = 0;
-    if (all)
-        d->serve.starved = 0;   /* (serve_tm says it again if so) */
-    for (size_t i = 0; i < ndue; i++) {
-        jm_tm_t *t = peertab_at(d->fleet.tab, (size_t)d->serve.due[i]);
-        if (!t || !t->gate.due)
-            continue;
-        t->gate.due = 0;
-        if (!all && d->phase && serve_wants(d, t))
-            serve_tm(d, t);
-    }
-    if (all && d->phase && peertab_live_count(d->fleet.tab))
-        serve_all(d);
+    sched_set_backlog(d->sched, jm_backlog_released(), d->backlog.idle);
+    server_serve(d->srv);
+    disp_check_sched(d);
 }
 
 /* The most slots a TM may have: SLOTS_MAX tasks, SLOTS_BYTES of tasks,
@@ -342,7 +263,7 @@ static void grow_slots(jm_disp_t *d, jm_tm_t *t)
 {
     if (!d->phase || sched_exhausted(d->sched))
         return;
-    credit_grow(&t->sched.credit, slots_cap(d), t->sched.turn_ms, t->stats.runs, t->stats.busy_s);
+    credit_grow(&t->sv.sched.credit, slots_cap(d), t->sv.sched.turn_ms, t->stats.runs, t->stats.busy_s);
 }
 
 /* A result of a task this JM has not sent: after --resume, work a TM did
@@ -474,7 +395,7 @@ static void commit_note(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec,
 static int unvouched_result(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *rec)
 {
     if (rec->status != SPITS_ST_OK || rec->foreign || rec->id < d->adopt_below ||
-        (t && sched_holds(d->sched, t->sched.slot, rec->id) != 0) ||
+        (t && sched_holds(d->sched, t->sv.sched.slot, rec->id) != 0) ||
         (!t && sched_holds(d->sched, -2, rec->id) < 0))
         return 0;
     d->adopt_dropped++;
@@ -495,12 +416,12 @@ void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
     spits_reader_t r;
     spits_rec_t rec;
     uint64_t hash;
-    sched_peer_t *sp = t ? &t->sched : NULL;
+    sched_peer_t *sp = t ? &t->sv.sched : NULL;
 
     sched_clock(d->sched, d->clock.now);
-    sched_credit(d->sched, t && t->peer.alive ? &t->sched : NULL, h->count - h->foreign);
+    sched_credit(d->sched, t && t->sv.peer.alive ? &t->sv.sched : NULL, h->count - h->foreign);
     d->st.foreign_results += h->foreign;
-    if (t && t->peer.alive)
+    if (t && t->sv.peer.alive)
         grow_slots(d, t);
     if (!d->phase || h->phase != d->phase->st.id) {
         d->st.stale += h->count;

@@ -67,8 +67,8 @@ uint64_t jm_status_behind_relays(const peertab_t *tms)
 
 void jm_tm_split(const jm_tm_t *t, uint64_t *running, uint64_t *queued)
 {
-    long held = t->sched.credit.outstanding > 0 ? t->sched.credit.outstanding : 0;
-    long run = t->stats.running >= 0 ? t->stats.running : t->sched.credit.workers;
+    long held = t->sv.sched.credit.outstanding > 0 ? t->sv.sched.credit.outstanding : 0;
+    long run = t->stats.running >= 0 ? t->stats.running : t->sv.sched.credit.workers;
     /* (a STATS is up to a second old: what it says may have come back) */
     if (run > held)
         run = held;
@@ -104,8 +104,8 @@ static size_t status_pick(const peertab_t *tms, int64_t now_ms, int64_t quiet_ms
     if (n > listed && (all = malloc(n * sizeof *all))) {
         for (size_t i = 0; i < n; i++) {
             jm_tm_t *t = peertab_live_at(tms, i);
-            all[i] = (status_pick_t){t, t->id.relay || t->life.draining ||
-                                        now_ms - t->life.live.last_heard >= quiet_ms};
+            all[i] = (status_pick_t){t, t->id.relay || t->sv.draining ||
+                                        now_ms - t->sv.live.last_heard >= quiet_ms};
         }
         qsort(all, n, sizeof *all, status_cmp_notable);
     }
@@ -120,7 +120,7 @@ static size_t status_pick(const peertab_t *tms, int64_t now_ms, int64_t quiet_ms
 static int status_cmp_gone(const void *a, const void *b)
 {
     const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
-    int64_t xh = x->life.live.last_heard, yh = y->life.live.last_heard;
+    int64_t xh = x->sv.live.last_heard, yh = y->sv.live.last_heard;
     return xh < yh ? 1 : xh > yh ? -1 : 0;
 }
 
@@ -135,15 +135,15 @@ static json_t *status_gone(const peertab_t *tms)
         return rows;
     for (size_t s = 0; s < slots; s++) {
         jm_tm_t *t = peertab_at(tms, s);
-        if (t && !t->peer.alive)
+        if (t && !t->sv.peer.alive)
             v[n++] = t;
     }
     qsort(v, n, sizeof *v, status_cmp_gone);
     for (size_t i = 0; i < n && i < JM_STATUS_GONE; i++) {
         json_t *row = json_pack(
             "{s:s, s:I, s:i, s:I, s:I, s:f, s:s}", "host", v[i]->id.host,
-            "pid", (json_int_t)v[i]->id.pid, "workers", v[i]->sched.credit.workers,
-            "done", (json_int_t)v[i]->sched.done, "failed", (json_int_t)v[i]->sched.failed,
+            "pid", (json_int_t)v[i]->id.pid, "workers", v[i]->sv.sched.credit.workers,
+            "done", (json_int_t)v[i]->sv.sched.done, "failed", (json_int_t)v[i]->sv.sched.failed,
             "busy_s", v[i]->stats.busy_s, "gone", v[i]->life.lost ? "lost" : "left");
         jm_status_worker_fields(row, v[i]);
         json_array_append_new(rows, row);
@@ -167,12 +167,12 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         jm_tm_split(t, &busy, &queued);
         json_t *row = json_pack(
             "{s:s, s:I, s:i, s:I, s:I, s:i, s:I, s:I, s:f, s:b, s:f}",
-            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->sched.credit.workers,
+            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->sv.sched.credit.workers,
             "busy", (json_int_t)busy, "queued", (json_int_t)queued,
-            "held", t->sched.credit.outstanding, "done", (json_int_t)t->sched.done,
-            "failed", (json_int_t)t->sched.failed,
-            "last_heard_s", (now_ms - t->life.live.last_heard) / 1000.0,
-            "draining", t->life.draining, "busy_s", t->stats.busy_s);
+            "held", t->sv.sched.credit.outstanding, "done", (json_int_t)t->sv.sched.done,
+            "failed", (json_int_t)t->sv.sched.failed,
+            "last_heard_s", (now_ms - t->sv.live.last_heard) / 1000.0,
+            "draining", t->sv.draining, "busy_s", t->stats.busy_s);
         jm_status_relay_fields(row, t);
         jm_status_worker_fields(row, t);
         json_array_append_new(rows, row);

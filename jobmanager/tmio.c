@@ -3,10 +3,10 @@
  * what they could not read from them.
  *
  * serve.c, members.c and dispatch.c send through here, so a message's
- * bytes are counted in one place and a TM whose connection is gone
- * (EHOSTUNREACH: ROUTER_MANDATORY) is handled one way: it is marked
- * gone, and the loop (dispatch.c disp_reap) has members.c declare it
- * lost once the turn's work is done. Sending never calls up into the
+ * bytes are counted in one place, and a message to a known TM goes
+ * through the server (serving/server.h), which marks a TM whose
+ * connection is gone (EHOSTUNREACH: ROUTER_MANDATORY) for its reaping,
+ * and one whose pipe is full as stalled. Sending never calls up into the
  * files that send: this file is below all three.
  *
  * The dispatcher thread's, as all of dispatch_int.h.
@@ -28,33 +28,19 @@ int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
     return 0;
 }
 
-static int send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len, int more)
+int tmio_hop_send(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
 {
-    if (tmio_send_to(d, t->peer.rid, t->peer.ridlen, buf, len, more) == 0) {
-        t->life.live.last_sent = d->clock.now;
-        return 0;
-    }
-    if (errno == EHOSTUNREACH) {
-        /* (members.c declares it lost at the end of the turn: the
-         * dispatcher's loop, dispatch.c, reaps what went) */
-        t->life.gone = 1;
-        if (!d->fleet.gone)
-            d->fleet.gone_at = d->clock.now;
-        d->fleet.gone = 1;
-    } else if (errno == EAGAIN)
-        t->life.stalled = 1;
-    return -1;
+    return tmio_send_to(arg, p->peer.rid, p->peer.ridlen, buf, len, more);
 }
 
-/* Sends to a known TM; a TM that is gone is marked for the reaping. */
 int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
 {
-    return send_tm(d, t, buf, len, 0);
+    return server_send(d->srv, &t->sv, buf, len, 0);
 }
 
 int tmio_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
 {
-    return send_tm(d, t, buf, len, ZMQ_SNDMORE);
+    return server_send(d->srv, &t->sv, buf, len, ZMQ_SNDMORE);
 }
 
 void tmio_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type)
@@ -72,8 +58,8 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
                              "job_id", d->jm->job_id,
                              "module", d->jm->module_path,
                              "module_hash", d->jm->module_hash,
-                             "heartbeat_ms", (json_int_t)d->fleet.liveness.hb_ms,
-                             "timeout_ms", (json_int_t)d->fleet.liveness.timeout_ms,
+                             "heartbeat_ms", (json_int_t)server_rules(d->srv)->hb_ms,
+                             "timeout_ms", (json_int_t)server_rules(d->srv)->timeout_ms,
                              "max_task_bytes", (json_int_t)d->jm->opt.max_task,
                              /* (a relay's scheduler follows it) */
                              "max_copies", d->jm->opt.max_copies,
@@ -91,7 +77,7 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
      * passing this WELCOME on does not give its TMs. */
     if (body && type == SPITS_MSG_WELCOME && d->serve.part_min != UINT64_MAX)
         json_object_set_new(body, "result_parts",
-                            json_stringn((const char *)t->peer.rid, t->peer.ridlen));
+                            json_stringn((const char *)t->sv.peer.rid, t->sv.peer.ridlen));
     if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
         tmio_send_tm(d, t, buf.data, buf.len);
     else

@@ -8,7 +8,7 @@
 #include "tmtable.h"
 
 /* (peertab hands out entries as their header: it must come first) */
-_Static_assert(offsetof(jm_tm_t, peer) == 0, "jm_tm_t begins with its peertab_entry_t");
+_Static_assert(offsetof(jm_tm_t, sv) == 0, "jm_tm_t begins with its server_peer_t");
 
 /* An evicted TM: its counters go into the totals, its relay's list is
  * freed; its fingerprint is kept if it was lost (peertab_evict_fn). */
@@ -18,9 +18,9 @@ static int jm_tmtab_evict(peertab_entry_t *e, void *arg)
     jm_tm_totals_t *sum = arg;
     sum->tms++;
     sum->reattaches += tm->id.reattaches;
-    sum->sent += tm->sched.sent;
-    sum->done += tm->sched.done;
-    sum->failed += tm->sched.failed;
+    sum->sent += tm->sv.sched.sent;
+    sum->done += tm->sv.sched.done;
+    sum->failed += tm->sv.sched.failed;
     sum->runs += tm->stats.runs;
     sum->busy_s += tm->stats.busy_s;
     json_decref(tm->id.behind);
@@ -55,7 +55,7 @@ jm_tm_t *jm_tmtab_add(peertab_t *tab, const void *rid, size_t len)
     jm_tm_t *tm = peertab_add(tab, rid, len);
     if (tm) {
         tm->stats.running = tm->stats.queued = -1;
-        tm->sched.slot = tm->peer.slot;
+        server_peer_init(&tm->sv);
     }
     return tm;
 }
@@ -65,15 +65,15 @@ jm_tm_t *jm_tmtab_add(peertab_t *tab, const void *rid, size_t len)
 int jm_tm_cmp_done_desc(const void *a, const void *b)
 {
     const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
-    uint64_t xd = x->sched.done, yd = y->sched.done;
-    return xd < yd ? 1 : xd > yd ? -1 : x->peer.slot - y->peer.slot;
+    uint64_t xd = x->sv.sched.done, yd = y->sv.sched.done;
+    return xd < yd ? 1 : xd > yd ? -1 : x->sv.peer.slot - y->sv.peer.slot;
 }
 
 int jm_tm_cmp_joined(const void *a, const void *b)
 {
     const jm_tm_t *x = *(jm_tm_t *const *)a, *y = *(jm_tm_t *const *)b;
     double xj = x->id.joined, yj = y->id.joined;
-    return xj < yj ? -1 : xj > yj ? 1 : x->peer.slot - y->peer.slot;
+    return xj < yj ? -1 : xj > yj ? 1 : x->sv.peer.slot - y->sv.peer.slot;
 }
 
 #ifdef SPITS_SELFTEST
@@ -92,8 +92,8 @@ static int check_live(const peertab_t *t, const unsigned char *alive)
         return -1;
     for (size_t i = 0; i < want; i++) {
         jm_tm_t *tm = peertab_live_at(t, i);
-        if (!tm->peer.alive || tm->peer.live_ix != i ||
-            !alive[tm->peer.rid[0] | tm->peer.rid[1] << 8])
+        if (!tm->sv.peer.alive || tm->sv.peer.live_ix != i ||
+            !alive[tm->sv.peer.rid[0] | tm->sv.peer.rid[1] << 8])
             return -1;
     }
     return 0;
@@ -125,7 +125,7 @@ int jm_tmtab_selftest(void)
         if (alive[k]) {
             lost[k] = (seed >> 20) & 1;
             tm->life.lost = lost[k];
-            tm->sched.sent++;
+            tm->sv.sched.sent++;
             sent++;
             if (!tm->id.behind)
                 tm->id.behind = json_incref(behind);
@@ -137,7 +137,7 @@ int jm_tmtab_selftest(void)
             if (was_lost != (!tm && seen[k] && lost[k]))
                 rc = -1;
             if (!tm && (!(tm = jm_tmtab_add(t, rid, 2)) || tm->stats.running != -1 ||
-                        tm->stats.queued != -1 || tm->sched.slot != tm->peer.slot)) {
+                        tm->stats.queued != -1 || tm->sv.sched.slot != tm->sv.peer.slot)) {
                 rc = -1;
                 break;
             }
@@ -156,7 +156,7 @@ int jm_tmtab_selftest(void)
     size_t holding = 0;
     for (size_t s = 0; rc == 0 && s < peertab_slots(t); s++) {
         jm_tm_t *tm = peertab_at(t, s);
-        held += tm ? tm->sched.sent : 0;
+        held += tm ? tm->sv.sched.sent : 0;
         holding += tm && tm->id.behind;
     }
     if (rc == 0 && (held + evicted.sent != sent || back == 0 ||

@@ -28,6 +28,7 @@
 #include "liveness.h"
 #include "peertab.h"
 #include "scheduler.h"
+#include "server.h"
 
 #define JM_BEHIND_MAX 64     /* a relay's TMs listed (members.c) */
 #define JM_TMTAB_KEEP_DEAD SERVE_KEEP_DEAD   /* the dispatcher's keep_dead */
@@ -36,7 +37,7 @@
 /* A TM's entry, in parts by concern; each part says who writes it. */
 
 /* Who it is: members.c from its HELLO (a relay's STATS: behind); its
- * routing id and slot are the table's (jm_tm_t.peer). */
+ * routing id and slot are the table's (jm_tm_t.sv.peer). */
 typedef struct {
     char host[128];          /* as its HELLO said, escaped (escape.h) */
     uint32_t log_host;       /* host's number in --joblog (joblog.h) */
@@ -57,36 +58,14 @@ typedef struct {
     long behind_alive;       /* ...its "alive" (0 without behind) */
 } jm_tm_id_t;
 
-/* Whether it may be served (whether it is there: peer.alive, set by
- * peertab_set_alive only); members.c clears the flags on a HELLO, the
- * files named set them. */
+/* Whether it is lost or ended: members.c clears lost on a HELLO; the
+ * files named set them. Whether it may be served (alive, gone, stalled,
+ * draining, settling) and its liveness are its server_peer_t's
+ * (serving/server.h; draining: dispatch.c sets it). */
 typedef struct {
     int lost;                /* declared lost and not back (members.c) */
-    int gone;                /* a send found its connection gone: lost at
-                                the end of the turn (tmio.c, dispatch.c) */
-    int stalled;             /* its pipe was full: wait until it speaks
-                                (tmio.c; cleared by dispatch.c) */
-    int draining;            /* said DRAIN: it gets no more tasks
-                                (dispatch.c) */
     int ended;               /* said BYE after the job's END (dispatch.c) */
-    liveness_t live;         /* last heard (dispatch.c) and sent (tmio.c),
-                                and the connection its last message came
-                                over: how long it has brought no bytes
-                                tells a slow transfer from a dead TM
-                                (liveness.h) */
 } jm_tm_life_t;
-
-/* What holds its sends back, or brings it to the next serve: serve.c
- * (due), members.c (settle at a HELLO), dispatch.c (its results
- * counted in). Its credit itself (workers, slots, held) is in its
- * sched_peer_t (serving/scheduler.h): members.c at a HELLO or STATS, the
- * scheduler as copies go and records come, serve.c to decide and to
- * grow its slots. */
-typedef struct {
-    int due;                 /* in the dispatcher's due list (serve.c) */
-    joins_settle_t settle;   /* re-attached with results: serve it only
-                                once they are in (serving/joins.h) */
-} jm_tm_gate_t;
 
 /* What it did, beyond the scheduler's counts (sched_peer_t: sent, done,
  * failed, turn_*): members.c (sent_at_hello at a HELLO, the rest from its
@@ -107,12 +86,12 @@ typedef struct {
 
 typedef struct jm_tm jm_tm_t;
 struct jm_tm {
-    peertab_entry_t peer;    /* the table's (rid, slot, alive): first */
+    server_peer_t sv;        /* the server's (serving/server.h): the
+                                table's part, its credit and the
+                                scheduler's counts (sv.sched), liveness,
+                                settling; first */
     jm_tm_id_t id;
     jm_tm_life_t life;
-    sched_peer_t sched;      /* its credit, and what the scheduler counts
-                                (sched.slot: peer.slot, set as it is made) */
-    jm_tm_gate_t gate;
     jm_tm_stats_t stats;
 };
 

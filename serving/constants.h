@@ -8,6 +8,10 @@
 /* A TASKS message's soft cap in task bytes (a larger task still goes,
  * alone): one TM's batch must not hold the others' for long. */
 #define SERVE_BATCH_BYTES (4u << 20)
+/* ...and its cap in copies: the most slots a TM is given, so a batch is
+ * one message whatever the TM's room (each message costs the hop as much
+ * as hundreds of empty tasks under CURVE). */
+#define SERVE_BATCH_TASKS 65536
 /* Messages read per poll wake-up before the turn's other work (serving,
  * ticks), so a flood of results never starves the sends. */
 #define SERVE_RECV_BURST 256

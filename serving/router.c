@@ -176,6 +176,13 @@ void router_end(void *sock, uint32_t phase, const router_peers_t *peers,
     }
 }
 
+int router_pending(void *sock)
+{
+    int events = 0;
+    size_t len = sizeof events;
+    return zmq_getsockopt(sock, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN);
+}
+
 int64_t router_probe(const liveness_t *l, void *gen)
 {
     return conngen_same(gen, l->fd, l->fd_gen) ? spits_tcp_quiet_ms(l->fd) : -1;

@@ -81,6 +81,8 @@ typedef struct {
  * or a straggler, gets END again. */
 void router_end(void *sock, uint32_t phase, const router_peers_t *peers,
                 int64_t wait_ms);
+/* Whether a message waits to be read on sock. */
+int router_pending(void *sock);
 /* liveness_probe_fn over a conngen_t (arg): how long l's connection has
  * been quiet, while its fd is still that connection. */
 int64_t router_probe(const liveness_t *l, void *gen);

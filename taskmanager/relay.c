@@ -10,12 +10,12 @@
  * on a ROUTER socket of its own, speaking the JM's side of the same
  * protocol (wire.h). Its files, top down (relay_int.h says which owns what):
  *
- *   relay.c           this file: set-up and tear-down, and the turn:
- *                     messages in, tasks out, heartbeats and losses
+ *   relay.c           this file: set-up and tear-down, the server's hop,
+ *                     and the turn: messages in, tasks out, heartbeats
+ *                     and losses (the server's: serving/server.h)
  *   relay_upstream.c  upstream's WELCOME, PHASE, CANCEL and drain
  *   relay_recv.c      the TMs' HELLO, RESULTS, STATS, DRAIN, BYE
- *   relay_tasks.c     tasks down to each TM with room, as the scheduler
- *                     picks them
+ *   relay_tasks.c     the server's source (the pool) and sink (TASKS)
  *   relay_copies.c    the copies upstream sent: the scheduler's tasks
  *   relay_records.c   records upstream
  *   relay_send.c      messages down to one TM
@@ -55,56 +55,80 @@
 #define RELAY_TICK_MS 100          /* heartbeats and silence, checked this often */
 #define RELAY_MONITOR_EP "inproc://spits-relay-monitor"
 #define RELAY_END_WAIT_MS 2000     /* the most it waits for BYEs after END */
+#define RELAY_REAP_WAIT_MS 250     /* a TM gone: its messages read first, this long at most */
 
 /* --- timers ------------------------------------------------------------- */
 
 static void relay_tick(tm_relay_t *r)
 {
     tm_t *tm = r->tm;
-    if (tm->now < r->live.next_tick)
+    if (tm->now < r->live.next_tick && !server_probing(r->srv))
         return;
     r->live.next_tick = tm->now + RELAY_TICK_MS;
     loglimit_flush(&r->log.events, tm->now, 0);
-    /* (from the end: a TM dropped leaves the live set, the last taking
-     * its place) */
-    for (size_t i = peertab_live_count(r->peers.tab); i-- > 0;) {
-        rl_tm_t *t = peertab_live_at(r->peers.tab, i);
-        int v = liveness_judge(&r->live.hop, &t->status.live, tm->now,
-                               tm->now < r->live.probe_until, router_probe,
-                               r->sock.conngen, t->id.host, t->id.pid);
-        if (v == LIVENESS_LOST) {
-            char why[64];
-            snprintf(why, sizeof why, "lost (silent for %.0f s)",
-                     (tm->now - t->status.live.last_heard) / 1000.0);
-            relay_copies_gone(r, t, why, 1);
-        } else if (v == LIVENESS_HEARTBEAT &&
-                   relay_send_empty(r, t, SPITS_MSG_HEARTBEAT) != 0 &&
-                   errno == EHOSTUNREACH) {
-            /* Its connection is gone (ROUTER_MANDATORY): a TM killed
-             * with its copies gives them back within a heartbeat, not
-             * after the job's --tm-timeout. */
-            relay_copies_gone(r, t, "disconnected", 1);
-        }
-    }
+    server_tick(r->srv);
+}
+
+/* --- the server's hop (serving/server.h) --------------------------------- */
+
+static void relay_hop_lost(void *arg, server_peer_t *p, const char *why)
+{
+    char lost[96];
+    snprintf(lost, sizeof lost, "lost (%s)", why);
+    relay_copies_gone(arg, (rl_tm_t *)p, lost, 1);
+}
+
+static int relay_hop_pending(void *arg)
+{
+    return router_pending(((tm_relay_t *)arg)->sock.router);
+}
+
+static int relay_hop_stopping(void *arg)
+{
+    return ((tm_relay_t *)arg)->tm->done != 0;
+}
+
+static void relay_hop_who(void *arg, const server_peer_t *p, const char **host, long *pid)
+{
+    (void)arg;
+    *host = ((const rl_tm_t *)p)->id.host;
+    *pid = ((const rl_tm_t *)p)->id.pid;
+}
+
+static server_t *relay_server(tm_relay_t *r)
+{
+    server_cfg_t cfg = {
+        .tab = r->peers.tab, .sched = r->copies.sched,
+        .hop = {r, relay_send_hop, relay_tasks_refill, relay_tasks_send, relay_hop_lost,
+                relay_hop_pending, relay_hop_stopping, relay_hop_who},
+        .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
+                  .hb_ms = 1000, .tick_ms = RELAY_TICK_MS},
+        .probe = router_probe, .probe_arg = r->sock.conngen,
+        .reap_wait_ms = RELAY_REAP_WAIT_MS};
+    return server_new(&cfg);
 }
 
 void tm_relay_turn(tm_t *tm)
 {
     tm_relay_t *r = tm->relay;
     /* (a stall of spits-tm's loop is not its TMs' silence) */
+    server_clock(r->srv, tm->now);
     if (r->live.last_turn)
-        liveness_stall(&r->live.hop, r->live.last_turn, tm->now);
+        liveness_stall(server_rules(r->srv), r->live.last_turn, tm->now);
     r->live.last_turn = tm->now;
     if (r->sock.zap)
         spits_zap_handle(r->sock.zap, tm->now);
     if (router_monitor_read(r->sock.mon, r->sock.conngen, r->sock.zap, tm->now))
-        r->live.probe_until = tm->now + LIVENESS_PROBE_MS;
+        server_probe_until(r->srv, tm->now + LIVENESS_PROBE_MS);
     relay_recv_burst(r);
+    server_reap(r->srv, 0);
     /* (draining, copies handed back here are not sent again: upstream) */
     if (tm->drain.active)
         relay_copies_give_back(r);
     relay_tasks_serve(r);
+    server_reap(r->srv, 0);
     relay_tick(r);
+    server_reap(r->srv, 0);
 }
 
 /* --- set-up and tear-down ----------------------------------------------- */
@@ -153,14 +177,11 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     if (r)
         r->tm = tm;
     if (!r || relay_peers_init(&r->peers) != 0 || relay_copies_init(r) != 0 ||
-        !(r->sock.conngen = conngen_new())) {
+        !(r->sock.conngen = conngen_new()) || !(r->srv = relay_server(r))) {
         spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    r->live.hop = (liveness_hop_t){.prefix = "relay: ", .loop = "the relay",
-                                   .timeout_ms = 10000, .hb_ms = 1000,
-                                   .tick_ms = RELAY_TICK_MS};
     r->log.events.what = "TM events";
     r->down.part_min = spits_parts_min();
     /* (the job's max_task as the link knows it so far: relay_upstream_max_msg
@@ -209,14 +230,14 @@ void *tm_relay_zap_socket(const tm_relay_t *r)
 static const void *relay_end_rid(void *arg, size_t k, size_t *ridlen)
 {
     const rl_tm_t *t = peertab_live_at(((rl_peers_t *)arg)->tab, k);
-    *ridlen = t->peer.ridlen;
-    return t->peer.rid;
+    *ridlen = t->sv.peer.ridlen;
+    return t->sv.peer.rid;
 }
 
 static int relay_end_bye(void *arg, const void *rid, size_t ridlen)
 {
     rl_tm_t *t = peertab_find(((rl_peers_t *)arg)->tab, rid, ridlen);
-    if (!t || !t->peer.alive)
+    if (!t || !t->sv.peer.alive)
         return 0;
     /* (its END is answered; the relay is closing, so its copies go back
      * with the relay's and no TM takes its slot) */
@@ -240,6 +261,7 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
         zmq_close(r->sock.router);
     spits_zap_destroy(&r->sock.zap);
     conngen_destroy(&r->sock.conngen);
+    server_destroy(&r->srv);
     relay_copies_free(r);
     relay_peers_free(&r->peers);
     json_decref(r->job.body);

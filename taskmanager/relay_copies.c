@@ -266,7 +266,7 @@ void relay_copies_cancels(tm_relay_t *r)
     sched_cancel_t *cv = sched_take_cancels(r->copies.sched, &n);
     const tm_phase_t *ph = r->tm->job.current;
     if (n && ph) {
-        r->copies.cancelled += relay_send_cancels(r, ph->wire, cv, n);
+        r->copies.cancelled += server_cancels(r->srv, ph->wire, cv, n, 1);
     }
     /* (before the task's entry is settled: settling then leaves these) */
     for (size_t i = 0; i < n; i++)
@@ -320,14 +320,14 @@ void relay_copies_cancel_queued(tm_relay_t *r)
     for (size_t i = peertab_live_count(p->tab); i-- > 0;) {
         rl_tm_t *t = peertab_live_at(p->tab, i);
         size_t n;
-        sched_task_t *const *held = sched_held(r->copies.sched, &t->sched, &n);
+        sched_task_t *const *held = sched_held(r->copies.sched, &t->sv.sched, &n);
         sched_cancel_t *cv = malloc((n ? n : 1) * sizeof *cv);
         if (!cv)
             continue;   /* (its copies run on; the drain waits for them) */
         for (size_t k = 0; k < n; k++)
-            cv[k] = (sched_cancel_t){t->peer.slot, held[k]->id, held[k]->hash};
+            cv[k] = (sched_cancel_t){t->sv.peer.slot, held[k]->id, held[k]->hash};
         if (n)
-            relay_send_cancels(r, ph->wire, cv, n);
+            server_cancels(r->srv, ph->wire, cv, n, 1);
         free(cv);
     }
 }
@@ -335,10 +335,12 @@ void relay_copies_cancel_queued(tm_relay_t *r)
 void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
 {
     rl_peers_t *p = &r->peers;
-    if (!t->peer.alive)
+    if (!t->sv.peer.alive)
         return;
-    size_t n = sched_lost(r->copies.sched, &t->sched);
+    size_t n = sched_lost(r->copies.sched, &t->sv.sched);
     relay_peers_gone(p, t);
+    t->sv.gone = 0;
+    server_due_all(r->srv);   /* (its copies run again on the others) */
     if (lost)
         p->losses++;
     else

@@ -2,16 +2,16 @@
  * relay_int.h - a relay's state (spits-tm --serve), shared by its files,
  * each of which depends only on those listed below it:
  *
- *   relay.c           set-up, tear-down (sock), and the turn: messages
- *                     in, tasks out, heartbeats and losses by the JM's
- *                     rules (live)
+ *   relay.c           set-up, tear-down (sock), the server's hop (srv:
+ *                     serving/server.h, which serves, ticks and loses
+ *                     the TMs by the JM's rules), and the turn (live)
  *   relay_upstream.c  upstream's WELCOME, PHASE, CANCEL and drain, passed
- *                     on to the TMs behind (job, live.hop's timeouts,
+ *                     on to the TMs behind (job, the server's timeouts,
  *                     sock.max_task)
  *   relay_recv.c      the TMs' messages: joins, results (foreign ones
  *                     too), STATS, DRAIN, BYE (log's counts)
- *   relay_tasks.c     tasks down to each TM with room, as the scheduler
- *                     picks them (down)
+ *   relay_tasks.c     the server's source (the pool) and sink (TASKS
+ *                     down to a TM) (down)
  *   relay_copies.c    the copies upstream sent this relay: the
  *                     scheduler's tasks (serving/scheduler.h), made from
  *                     the pool's items, and their answers upstream when
@@ -25,9 +25,9 @@
  *                     capacity and "behind")
  *
  * All of it is spits-tm's main thread's (tm_private.h). What every hop
- * does alike (the table of TMs, the loss rules, credit, the scheduler,
- * TASKS messages, sends, event lines) is serving/'s, which the JM uses
- * too.
+ * does alike (the server: sends, serving, the tick, losses; the table of
+ * TMs, credit, the scheduler, TASKS messages, event lines) is serving/'s,
+ * which the JM uses too.
  */
 #ifndef SPITS_TM_RELAY_INT_H
 #define SPITS_TM_RELAY_INT_H
@@ -41,13 +41,13 @@
 #include "loglimit.h"
 #include "peertab.h"
 #include "scheduler.h"
+#include "server.h"
 #include "tm_private.h"
 #include "zap.h"
 
 #define RELAY_RID_MAX PEERTAB_RID_MAX   /* longer routing ids are refused */
 #define RELAY_ID_MAX 40            /* a relay's id: its routing id, as text */
 #define RELAY_BELOW_MAX 32         /* relay ids in a HELLO's "below" */
-#define RELAY_BATCH_MAX 1024       /* tasks in one TASKS message */
 
 /* A TM behind this relay (or a relay behind it). An entry is kept once
  * it is gone (its return is then a re-attach) until SERVE_KEEP_DEAD newer
@@ -64,19 +64,11 @@ typedef struct {
     long tms;                    /* a relay: the TMs it says are behind it */
 } rl_tm_id_t;
 
-/* Whether it is there: alive (peer.alive: relay_recv.c as it joins,
- * relay_peers_gone as it goes) and draining (relay_recv.c), its liveness (heard: relay_recv.c;
- * sent: relay_send.c; judged by relay.c's tick; a relay's last heard
- * read by relay_peers.c for HELLO's "below"). */
+/* The outage number it last said (relay_recv.c). Whether it is there,
+ * draining, stalled, gone or settling, and its liveness, are its
+ * server_peer_t's (serving/server.h; draining: relay_recv.c). */
 typedef struct {
-    int draining;
-    int stalled;                 /* its pipe was full: no tasks until it
-                                    speaks (relay_send.c sets it,
-                                    relay_recv.c clears it) */
-    joins_settle_t settle;       /* re-attached with results: no tasks
-                                    until they are in (relay_recv.c) */
-    long attach;                 /* the outage number it last said */
-    liveness_t live;             /* heard, sent, its connection (liveness.h) */
+    long attach;
 } rl_tm_status_t;
 
 /* What it adds to relay_peers.c's sums now (relay_peers.c). Its credit
@@ -105,11 +97,12 @@ typedef struct {
 } rl_tm_stats_t;
 
 typedef struct {
-    peertab_entry_t peer;        /* the table's (rid, slot, alive): first */
+    server_peer_t sv;            /* the server's (serving/server.h): the
+                                    table's part, its credit and the
+                                    scheduler's counts (sv.sched),
+                                    liveness, settling; first */
     rl_tm_id_t id;
     rl_tm_status_t status;
-    sched_peer_t sched;          /* its credit, and the scheduler's counts
-                                    (sched.slot: peer.slot, relay_peers.c) */
     rl_tm_share_t share;
     rl_tm_stats_t stats;
 } rl_tm_t;
@@ -162,9 +155,7 @@ typedef struct {
  * by relay_upstream.c from the job), judged by relay.c's tick; hop.hb_ms
  * read by relay_peers.c. */
 typedef struct {
-    liveness_hop_t hop;          /* the TMs' loss rules, the JM's */
     int64_t last_turn;           /* when tm_relay_turn last ran */
-    int64_t probe_until;         /* a connection closed: probing (liveness.h) */
     int64_t next_tick;
 } rl_live_t;
 
@@ -172,8 +163,7 @@ typedef struct {
  * part_min is set by relay.c, read by relay_send.c for WELCOME). */
 typedef struct {
     uint64_t part_min;           /* tasks this large go down as parts */
-    size_t rr;                   /* round-robin start of the next serve */
-    spits_batch_t out;           /* TASKS, CANCEL being built */
+    spits_batch_t out;           /* TASKS being built */
 } rl_down_t;
 
 /* A copy upstream sent this relay, as the scheduler holds it: a
@@ -234,6 +224,8 @@ typedef struct {
 
 struct tm_relay {
     tm_t *tm;
+    server_t *srv;               /* sends, serving, the tick, losses
+                                    (serving/server.h; its hop: relay.c) */
     rl_sock_t sock;
     rl_peers_t peers;
     rl_copies_t copies;
@@ -245,8 +237,10 @@ struct tm_relay {
 };
 
 /* relay_send.c */
-/* Sends buf to t (more: frames follow), noting when; -1 (errno) when it
- * did not go: EAGAIN marks t stalled, as the JM does (tmio.c). */
+/* The server's send (server_hop_t.send): router_send to p. */
+int relay_send_hop(void *r, server_peer_t *p, const void *buf, size_t len, int more);
+/* Sends buf to t (more: frames follow) through the server: -1 (errno)
+ * when it did not go, t then marked stalled or gone (server_send). */
 int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
                    int more);
 /* An empty message of type to t. */
@@ -255,10 +249,6 @@ int relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type);
 void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen);
 /* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
 void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type);
-/* Each TM named in c[0..m-1] (which it sorts) one CANCEL, of phase wire,
- * of its copies there (serving/cancels.h): c[i].hash is a copy's upstream
- * id (rl_copy_t). Returns the copies named in the messages that went. */
-size_t relay_send_cancels(tm_relay_t *r, uint32_t wire, sched_cancel_t *c, size_t m);
 
 /* relay_records.c */
 /* Hands the records gathered so far to the outbox. */
@@ -308,7 +298,13 @@ void relay_copies_cancel_queued(tm_relay_t *r);
 void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, int lost);
 
 /* relay_tasks.c */
-/* Each TM with room gets what the pool has, round robin. */
+/* The server's source (server_hop_t.refill): copies from the pool. */
+size_t relay_tasks_refill(void *r, size_t want);
+/* The server's sink (server_hop_t.send_tasks): copies down to a TM, one
+ * TASKS message per phase. */
+size_t relay_tasks_send(void *r, server_peer_t *p, sched_task_t *const *tasks, size_t n);
+/* The TMs with room get what the pool has (server_serve), while the
+ * relay has a job and does not drain. */
 void relay_tasks_serve(tm_relay_t *r);
 
 /* relay_recv.c */

@@ -35,7 +35,7 @@
                                    /* ...but slots doubled go at once */
 
 /* (peertab hands out entries as their header: it must come first) */
-_Static_assert(offsetof(rl_tm_t, peer) == 0, "rl_tm_t begins with its peertab_entry_t");
+_Static_assert(offsetof(rl_tm_t, sv) == 0, "rl_tm_t begins with its server_peer_t");
 
 /* An entry evicted: its runs and busy time go into the totals (its
  * copies were settled as it went). */
@@ -71,7 +71,7 @@ rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
     rl_tm_t *t = peertab_add(p->tab, rid, ridlen);
     if (t) {
         t->status.attach = -1;
-        t->sched.slot = t->peer.slot;
+        server_peer_init(&t->sv);
     }
     return t;
 }
@@ -79,13 +79,13 @@ rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 /* (Clamped to what a HELLO or STATS may say: wire.h.) */
 void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
 {
-    int counts = t->peer.alive && !t->status.draining;
-    p->sum_workers += (counts ? t->sched.credit.workers : 0) - t->share.workers;
-    p->sum_slots += (counts ? t->sched.credit.slots : 0) - t->share.slots;
+    int counts = t->sv.peer.alive && !t->sv.draining;
+    p->sum_workers += (counts ? t->sv.sched.credit.workers : 0) - t->share.workers;
+    p->sum_slots += (counts ? t->sv.sched.credit.slots : 0) - t->share.slots;
     long tms = !counts ? 0 : t->id.relay_id[0] ? (t->id.tms > 0 ? t->id.tms : 0) : 1;
     p->sum_tms += tms - t->share.tms;
-    t->share.workers = counts ? t->sched.credit.workers : 0;
-    t->share.slots = counts ? t->sched.credit.slots : 0;
+    t->share.workers = counts ? t->sv.sched.credit.workers : 0;
+    t->share.slots = counts ? t->sv.sched.credit.slots : 0;
     t->share.tms = tms;
     long long workers = p->sum_workers, slots = p->sum_slots;
     if (workers > SPITS_WORKERS_MAX)
@@ -113,7 +113,7 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
 
     if (!j || spits_stats_parse(j, &st, why) != 0) {
         rc = -1;
-    } else if (t && t->peer.alive) {
+    } else if (t && t->sv.peer.alive) {
         t->stats.busy_s = st.busy_s;
         t->stats.runs = (uint64_t)st.runs;
         /* A relay behind us: its capacity follows its TMs, as much as
@@ -122,7 +122,7 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
             if (st.tms >= 0)
                 t->id.tms = st.tms;
             spits_relay_cap(t->id.tms, &st.workers, &st.slots);
-            credit_resize(&t->sched.credit, st.workers, st.slots);
+            credit_resize(&t->sv.sched.credit, st.workers, st.slots);
             relay_peers_capacity(p, t);
         } else if (!t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
             /* a TM that planned its workers by the job's resources
@@ -131,7 +131,7 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
                 *why = "STATS of a TM with no worker or slot, or over 4096 workers";
                 rc = -1;
             } else {
-                credit_resize(&t->sched.credit, st.workers, st.slots);
+                credit_resize(&t->sv.sched.credit, st.workers, st.slots);
                 relay_peers_capacity(p, t);
             }
         }
@@ -248,7 +248,7 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
     for (size_t i = 0; i < peertab_live_count(p->tab) && listed < RELAY_BELOW_MAX; i++) {
         const rl_tm_t *t = peertab_live_at(p->tab, i);
         if (!t->id.relay_id[0] ||
-            now - t->status.live.last_heard > 3 * r->live.hop.hb_ms)
+            now - t->sv.live.last_heard > 3 * server_rules(r->srv)->hb_ms)
             continue;
         json_array_append_new(below, json_string(t->id.relay_id));
         listed++;
@@ -300,7 +300,7 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
         if (json_array_size(list) < RELAY_BEHIND_LISTED) {
             json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->id.host,
                                   "pid", (json_int_t)t->id.pid,
-                                  "workers", t->sched.credit.workers,
+                                  "workers", t->sv.sched.credit.workers,
                                   "runs", (json_int_t)t->stats.runs);
             if (e && t->id.relay_id[0])
                 json_object_set_new(e, "relay", json_true());

@@ -62,10 +62,10 @@ static void relay_recv_bad_peer(tm_relay_t *r, rl_tm_t *t, const char *why)
 static void relay_recv_hello_again(tm_relay_t *r, rl_tm_t *t, const spits_hello_t *h,
                                    long held)
 {
-    if (t->sched.sent == t->stats.sent_at_hello) {
-        sched_joined(r->copies.sched, &t->sched, held);
-        joins_settle_begin(&t->status.settle, joins_pending(h, r->job.id), r->tm->now,
-                           r->live.hop.timeout_ms);
+    if (t->sv.sched.sent == t->stats.sent_at_hello) {
+        sched_joined(r->copies.sched, &t->sv.sched, held);
+        joins_settle_begin(&t->sv.settle, joins_pending(h, r->job.id), r->tm->now,
+                           server_rules(r->srv)->timeout_ms);
     }
     if (h->attach > t->status.attach)
         t->status.attach = h->attach;
@@ -96,8 +96,8 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     }
     /* (what a TM of another job holds is not this job's, as in the JM) */
     long held = joins_held(&h, r->job.id);
-    joins_known_t known = {t && t->peer.alive, t ? t->id.pid : 0, t ? t->status.attach : -1,
-                           t && t->sched.sent != t->stats.sent_at_hello};
+    joins_known_t known = {t && t->sv.peer.alive, t ? t->id.pid : 0, t ? t->status.attach : -1,
+                           t && t->sv.sched.sent != t->stats.sent_at_hello};
     joins_kind_t kind = joins_kind(&known, &h);
     if (kind == JOINS_AGAIN) {
         relay_recv_hello_again(r, t, &h, held);
@@ -128,15 +128,13 @@ static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
     t->id.tms = h.tms;
     if (h.relay)   /* (as much as its TMs can have: wire.h) */
         spits_relay_cap(h.tms, &h.workers, &h.slots);
-    credit_set(&t->sched.credit, h.workers, h.slots);
-    sched_joined(r->copies.sched, &t->sched, held);
+    credit_set(&t->sv.sched.credit, h.workers, h.slots);
+    sched_joined(r->copies.sched, &t->sv.sched, held);
     t->status.attach = h.attach;
-    t->status.draining = 0;
-    t->status.stalled = 0;
-    joins_settle_begin(&t->status.settle, joins_pending(&h, r->job.id), r->tm->now,
-                       r->live.hop.timeout_ms);
-    liveness_heard(&t->status.live, r->tm->now);
-    t->stats.sent_at_hello = t->sched.sent;
+    server_peer_join(r->srv, &t->sv);
+    joins_settle_begin(&t->sv.settle, joins_pending(&h, r->job.id), r->tm->now,
+                       server_rules(r->srv)->timeout_ms);
+    t->stats.sent_at_hello = t->sv.sched.sent;
     t->id.relay_id[0] = 0;
     t->id.nbelow = nbelow;
     memcpy(t->id.below, below, sizeof below);
@@ -183,7 +181,7 @@ static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
                                zmq_msg_t *msg, spits_parts_t *parts, int no_payload)
 {
     sched_t *s = r->copies.sched;
-    sched_peer_t *sp = t ? &t->sched : NULL;
+    sched_peer_t *sp = t ? &t->sv.sched : NULL;
     spits_reader_t reader;
     spits_rec_t rec;
     uint64_t done[RELAY_UNQUEUE_MAX], up;
@@ -250,17 +248,15 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
     }
     /* (a HELLO takes the entry of a TM gone too: it re-attaches) */
     rl_tm_t *entry = peertab_find(r->peers.tab, rid, ridlen);
-    rl_tm_t *t = entry && entry->peer.alive ? entry : NULL;
+    rl_tm_t *t = entry && entry->sv.peer.alive ? entry : NULL;
     if (spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &h, &why) != 0) {
         if (zmq_msg_more(msg))
             spits_zmq_drop_frames(r->sock.router);
         relay_recv_bad_peer(r, t, why);
         return;
     }
-    if (t) {
-        liveness_heard(&t->status.live, r->tm->now);
-        t->status.stalled = 0;
-    }
+    if (t)
+        server_heard(r->srv, &t->sv);
     int fd = spits_zmq_msg_fd(msg);
     int rc = spits_parts_recv(&parts, r->sock.router, &h, msg, SPITS_MSG_RESULTS, &why);
     if (rc != 0) {
@@ -271,13 +267,20 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad_peer(r, t, why);
         return;
     }
+    /* A TM whose connection a send found gone, back: lost first, then it
+     * re-attaches (as at the JM). */
+    if (t && t->sv.gone && h.type == SPITS_MSG_HELLO) {
+        server_reap(r->srv, 1);
+        entry = peertab_find(r->peers.tab, rid, ridlen);
+        t = NULL;
+    }
     switch (h.type) {
     case SPITS_MSG_HELLO:
         relay_recv_hello(r, entry, rid, ridlen, msg);
         break;
     case SPITS_MSG_RESULTS:
         if (t)
-            joins_settle_results(&t->status.settle, h.count);
+            joins_settle_results(&t->sv.settle, h.count);
         relay_recv_results(r, t, &h, msg, &parts, 0);
         if (!t)
             relay_send_who(r, rid, ridlen);
@@ -293,8 +296,8 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
             relay_recv_bad(r, why);
         break;
     case SPITS_MSG_DRAIN:
-        if (t && !t->status.draining) {
-            t->status.draining = 1;
+        if (t && !t->sv.draining) {
+            t->sv.draining = 1;
             relay_peers_capacity(&r->peers, t);
             if (loglimit_allow(&r->log.events, r->tm->now))
                 spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
@@ -314,8 +317,10 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad(r, "a JM-to-TM message sent to a relay");
     }
     /* (looked up again: a HELLO adds it) */
-    if ((entry = peertab_find(r->peers.tab, rid, ridlen)) && entry->peer.alive)
-        liveness_conn(&entry->status.live, fd, conngen_of(r->sock.conngen, fd));
+    if ((entry = peertab_find(r->peers.tab, rid, ridlen)) && entry->sv.peer.alive) {
+        liveness_conn(&entry->sv.live, fd, conngen_of(r->sock.conngen, fd));
+        server_due(r->srv, &entry->sv);
+    }
     spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
 }
 

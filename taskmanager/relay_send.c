@@ -3,7 +3,8 @@
  * relay_int.h): a buffer to one TM on the relay's ROUTER socket (which
  * notes when we last sent to it, for its heartbeats), an empty message,
  * WHO to a peer we do not know, the job's WELCOME or PHASE as upstream
- * sent it, and CANCELs of copies, one message per TM.
+ * sent it. A message to a known TM goes through the server (serving/
+ * server.h), which marks it stalled or gone as the send says.
  *
  * The lowest of the relay's files: it uses the socket (serving/router.h)
  * and nothing of the other relay files.
@@ -13,21 +14,21 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "cancels.h"
 #include "log.h"
 #include "relay_int.h"
 #include "router.h"
 
+/* The server's send (server_hop_t.send). */
+int relay_send_hop(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
+{
+    tm_relay_t *r = arg;
+    return router_send(r->sock.router, p->peer.rid, p->peer.ridlen, buf, len, more);
+}
+
 int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
                    int more)
 {
-    if (router_send(r->sock.router, t->peer.rid, t->peer.ridlen, buf, len, more) != 0) {
-        if (errno == EAGAIN)
-            t->status.stalled = 1;
-        return -1;
-    }
-    t->status.live.last_sent = r->tm->now;
-    return 0;
+    return server_send(r->srv, &t->sv, buf, len, more);
 }
 
 int relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type)
@@ -62,7 +63,7 @@ void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
      * (wire.h). */
     if (body && type == SPITS_MSG_WELCOME && r->down.part_min != UINT64_MAX)
         json_object_set_new(body, "result_parts",
-                            json_stringn((const char *)t->peer.rid, t->peer.ridlen));
+                            json_stringn((const char *)t->sv.peer.rid, t->sv.peer.ridlen));
     if (body && spits_wire_encode_json(&buf, type, r->job.phase, body) == 0)
         relay_send_buf(r, t, buf.data, buf.len, 0);
     else
@@ -72,17 +73,3 @@ void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
     spits_buf_free(&buf);
 }
 
-
-/* cancels.h's sink: the TMs behind us know a task by upstream's id. */
-static int relay_send_cancel(void *arg, int slot, const void *buf, size_t len)
-{
-    tm_relay_t *r = arg;
-    rl_tm_t *t = peertab_at(r->peers.tab, (size_t)slot);
-    return t && t->peer.alive ? relay_send_buf(r, t, buf, len, 0) : -1;
-}
-
-size_t relay_send_cancels(tm_relay_t *r, uint32_t wire, sched_cancel_t *c, size_t m)
-{
-    cancels_sink_t sink = {relay_send_cancel, r, 1};
-    return cancels_send(c, m, wire, &r->down.out, &sink);
-}

@@ -49,8 +49,11 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
              json_string_value(json_object_get(copy, "job_id")));
     json_int_t hb = json_integer_value(json_object_get(copy, "heartbeat_ms"));
     json_int_t timeout = json_integer_value(json_object_get(copy, "timeout_ms"));
-    r->live.hop.hb_ms = hb > 0 ? hb : 1000;
-    r->live.hop.timeout_ms = timeout > 0 ? timeout : 10 * r->live.hop.hb_ms;
+    liveness_hop_t *rules = server_rules(r->srv);
+    rules->hb_ms = hb > 0 ? hb : 1000;
+    rules->timeout_ms = timeout > 0 ? timeout : 10 * rules->hb_ms;
+    server_phase(r->srv, phase);
+    server_due_all(r->srv);   /* (a job, or a phase: every TM may be served) */
     relay_upstream_max_msg(r);
     json_t *mc = json_object_get(copy, "max_copies");
     if (json_is_integer(mc))

@@ -107,7 +107,7 @@ for i in 1 2 3; do grep -q "trying the job manager" "$T/c.tm$i.log" || fail "c: 
 relayed c1 60
 c1=($TMS)
 kill -9 "${c1[0]}"
-wait_for "grep -q 'TM [^ ]*:${c1[0]} disconnected; [1-9][0-9]* task(s) to run again' $T/c1.r.log" 10 \
+wait_for "grep -q 'TM [^ ]*:${c1[0]} lost (disconnected); [1-9][0-9]* task(s) to run again' $T/c1.r.log" 10 \
     "c1: the relay taking back the killed TM's copies"
 wait $JM_PID || fail "c1: spits-jm exited $?"
 exact c1 3000

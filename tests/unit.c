@@ -38,6 +38,7 @@
 #include "parallel-args.h"
 #include "ring.h"
 #include "scheduler.h"
+#include "server.h"
 #include "taskpool.h"
 #include "svgplot.h"
 #include "term.h"
@@ -68,6 +69,7 @@ int main(void)
         {"joins", joins_selftest},
         {"liveness", liveness_selftest},
         {"peertab", peertab_selftest},
+        {"server", server_selftest},
         {"lateness", late_selftest},
         {"backlog", jm_backlog_selftest},
         {"scheduler", sched_selftest},

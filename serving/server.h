@@ -1,0 +1,162 @@
+/*
+ * server.h - the part of a hop that serves the TMs below it, written once
+ * and instantiated twice: by the JM's dispatcher (jobmanager/dispatch.c)
+ * and by a relay (taskmanager/relay.c).
+ *
+ * A server holds the peers' common state (server_peer_t, the first member
+ * of each hop's table entry), and does for both hops:
+ *   - sends to one peer (server_send): the time it was last sent to, a
+ *     full pipe (EAGAIN) stalls it until it speaks, a gone connection
+ *     (EHOSTUNREACH) marks it to be reaped;
+ *   - the serve loop (server_serve): round robin over the peers heard
+ *     from since the last serve (or all of them when anything may have
+ *     given one room), first up to each one's idle workers, then its
+ *     prefetch, in TASKS messages of at most SERVE_BATCH_TASKS copies
+ *     and SERVE_BATCH_BYTES bytes, none to a peer draining, stalled,
+ *     gone or settling;
+ *   - the tick (server_tick): each live peer judged by the liveness
+ *     rules, a heartbeat to the quiet, the silent lost;
+ *   - the reaping of peers whose connection is gone (server_reap), after
+ *     the messages already waiting are read (a drained TM's last BYE);
+ *   - the CANCELs the scheduler noted (server_cancels).
+ *
+ * What differs between the hops is its hop (server_hop_t): where fresh
+ * tasks come from (the JM's generator; a relay's upstream), how a batch
+ * of picked copies becomes a message, and what losing a peer means. The
+ * server never touches a socket: every byte goes through hop.send.
+ *
+ * Threads: a server and its peers are its hop's loop thread's (the
+ * dispatcher thread; spits-tm's main thread). Its hop's functions are
+ * called on that thread only, from inside the server's calls.
+ */
+#ifndef SPITS_SERVING_SERVER_H
+#define SPITS_SERVING_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "joins.h"
+#include "liveness.h"
+#include "peertab.h"
+#include "scheduler.h"
+
+/* What both hops keep of a peer to serve it: the first member of their
+ * table entry, so the table's entries are server_peer_t too. */
+typedef struct {
+    peertab_entry_t peer;    /* the table's (rid, slot, alive): first */
+    sched_peer_t sched;      /* its credit, the scheduler's counts
+                                (sched.slot: peer.slot, server_peer_init) */
+    liveness_t live;         /* heard (server_heard), sent (server_send) */
+    joins_settle_t settle;   /* re-attached with results: not served until
+                                they are in (the hop's HELLO, RESULTS) */
+    int draining;            /* said DRAIN: no more tasks (the hop) */
+    int stalled;             /* its pipe was full: no tasks until it
+                                speaks (server_send sets, server_heard
+                                clears) */
+    int gone;                /* its connection is gone: lost at the next
+                                server_reap (server_send) */
+    int due;                 /* in the due list (server_due) */
+} server_peer_t;
+
+_Static_assert(offsetof(server_peer_t, peer) == 0,
+               "server_peer_t begins with its peertab_entry_t");
+
+typedef struct server server_t;
+
+/* What a hop plugs in. Every function gets arg; all are required. */
+typedef struct {
+    void *arg;
+    /* buf to p (more: frames follow): 0, or -1 with errno (EAGAIN: its
+     * pipe is full; EHOSTUNREACH: its connection is gone). */
+    int (*send)(void *arg, server_peer_t *p, const void *buf, size_t len, int more);
+    /* The source: moves fresh tasks (up to about want; more is allowed)
+     * into the scheduler, and says the source's state to it
+     * (sched_gen_state). Returns 0 when it moved none, which ends the
+     * refills of this serve. */
+    size_t (*refill)(void *arg, size_t want);
+    /* Sends p the n picked copies (server_send for each frame, so its
+     * marks follow); returns how many went, a prefix of them. */
+    size_t (*send_tasks)(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n);
+    /* p is lost (why: for the log): its copies go back to the scheduler
+     * (sched_lost), and it leaves the live set (peertab_set_alive 0,
+     * checked by an assert on return). */
+    void (*lost)(void *arg, server_peer_t *p, const char *why);
+    /* Whether messages wait to be read (a gone peer's last ones may). */
+    int (*pending)(void *arg);
+    /* Whether the hop stops (no more tasks go). */
+    int (*stopping)(void *arg);
+    /* p's host and pid, for log lines. */
+    void (*who)(void *arg, const server_peer_t *p, const char **host, long *pid);
+} server_hop_t;
+
+typedef struct {
+    peertab_t *tab;          /* of entries starting with server_peer_t;
+                                the hop's */
+    sched_t *sched;          /* the hop's */
+    server_hop_t hop;
+    liveness_hop_t rules;    /* the loss rules (timeouts set later:
+                                server_rules) */
+    liveness_probe_fn *probe;    /* how long a peer's connection has been */
+    void *probe_arg;             /* ...quiet (serving/router.h) */
+    int64_t reap_wait_ms;    /* the most a gone peer waits for the
+                                messages still to be read */
+} server_cfg_t;
+
+/* What the server counts; the hop reads them. */
+typedef struct {
+    uint64_t heartbeats;
+} server_stats_t;
+
+/* A server (NULL: no memory). cfg's pointers must outlive it. */
+server_t *server_new(const server_cfg_t *cfg);
+void server_destroy(server_t **s);
+
+/* The loss rules, as the hop's loop runs them. */
+liveness_hop_t *server_rules(server_t *s);
+const server_stats_t *server_stats(const server_t *s);
+/* The hop's clock (monotonic ms) as its loop turns; and the wire phase
+ * its heartbeats carry. */
+void server_clock(server_t *s, int64_t now);
+void server_phase(server_t *s, uint32_t wire);
+/* A connection closed: every peer gets a heartbeat each tick until then,
+ * so the one whose connection it was fails its send at once. */
+void server_probe_until(server_t *s, int64_t until);
+int server_probing(const server_t *s);
+
+/* A new entry's common part: nothing held, its scheduler slot its table
+ * slot. */
+void server_peer_init(server_peer_t *p);
+/* p joined or re-attached (alive): heard now, no marks left from
+ * before (the hop then calls server_due). */
+void server_peer_join(server_t *s, server_peer_t *p);
+/* p spoke: heard now, and no longer stalled (the hop then calls
+ * server_due once it handled the message). */
+void server_heard(server_t *s, server_peer_t *p);
+/* The next serve looks at p (its room may have changed). */
+void server_due(server_t *s, server_peer_t *p);
+/* The next serve looks at every peer (work appeared, or time passed). */
+void server_due_all(server_t *s);
+/* Whether a serve is due (the hop's poll then does not sleep). */
+int server_serve_due(const server_t *s);
+
+/* buf to p (more: frames follow): 0, or -1 with errno, p marked. */
+int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more);
+/* The serve loop (above). The hop calls it only while it may serve. */
+void server_serve(server_t *s);
+/* Judges every live peer; a heartbeat goes to the quiet ones (its
+ * header: hb, SPITS_HDR_SIZE bytes), the silent ones are lost. */
+void server_tick(server_t *s);
+/* Peers whose connection is gone are lost, once no message waits to be
+ * read or reap_wait_ms passed since the first was marked (force: now). */
+void server_reap(server_t *s, int force);
+/* The n CANCELs c (the scheduler's: sched_take_cancels) of wire phase
+ * wire go to the peers holding the copies (cancels.h; by_hash: the peers
+ * know a task by its hash). Returns the copies named in the messages
+ * that went. */
+size_t server_cancels(server_t *s, uint32_t wire, sched_cancel_t *c, size_t n, int by_hash);
+
+#ifdef SPITS_SELFTEST
+int server_selftest(void);
+#endif
+
+#endif
