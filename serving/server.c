@@ -92,8 +92,8 @@ int server_probing(const server_t *s)
 
 void server_peer_init(server_peer_t *p)
 {
+    /* (the rest is zero: peertab_add's entries are) */
     p->sched.slot = p->peer.slot;
-    p->draining = p->stalled = p->gone = p->due = 0;
 }
 
 void server_peer_join(server_t *s, server_peer_t *p)
@@ -139,16 +139,14 @@ int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int 
         p->live.last_sent = s->now;
         return 0;
     }
-    int err = errno;
-    if (err == EHOSTUNREACH && !p->gone) {
+    if (errno == EHOSTUNREACH && !p->gone) {
         p->gone = 1;
         if (!s->gone)
             s->gone_at = s->now;
         s->gone = 1;
-    } else if (err == EAGAIN) {
+    } else if (errno == EAGAIN) {
         p->stalled = 1;
     }
-    errno = err;
     return -1;
 }
 
@@ -176,14 +174,15 @@ static void server_serve_peer(server_t *s, server_peer_t *p, int workers_first, 
         if (!s->dry && !sched_has_fresh(sc) && h->refill(h->arg, want) == 0)
             s->dry = 1;
         size_t n = sched_pick(sc, &p->sched, want, SERVE_BATCH_BYTES, others);
-        size_t sent = n ? h->send_tasks(h->arg, p, sched_picked(sc), n) : 0;
-        if (n)
+        if (n) {
+            size_t sent = h->send_tasks(h->arg, p, sched_picked(sc), n);
             sched_sent_part(sc, &p->sched, sent);
-        if (sent < n)
-            return;
+            if (sent < n)
+                return;
+        }
         if (n < want) {
             /* (work or bytes ran out with room left: more may come) */
-            if (!workers_first && credit_room(&p->sched.credit) > 0)
+            if (!workers_first)
                 s->starved = 1;
             return;
         }
@@ -322,35 +321,42 @@ size_t server_cancels(server_t *s, uint32_t wire, sched_cancel_t *c, size_t n, i
 #ifdef SPITS_SELFTEST
 #include <string.h>
 
-/* A hop of three peers (slots 0, 1, 2) with 2 workers and 4 slots each,
- * whose sends are noted in a log ("slot:n " per TASKS message) and fail
- * as a peer's fail says, once; its source has avail tasks. */
-typedef struct {
-    server_peer_t sp;
-} st_peer_t;
+/* A hop of up to 4 peers (slots 0..3), 2 workers each, whose sends are
+ * noted: TASKS in a log ("slot:n " each), the last message's bytes and
+ * flags; a peer's send fails as its fail says, once. Its source has
+ * avail tasks, and moves want at a time. */
+#define ST_PEERS 4
 
 typedef struct {
     server_t *s;
     sched_t *sc;
     peertab_t *tab;
+    sched_stats_t st;
+    server_peer_t *p[ST_PEERS];
     uint64_t next_id, avail;
-    int fail[3];                 /* errno of a peer's next send (once) */
+    int refills;
+    int fail[ST_PEERS];          /* errno of a peer's next send (once) */
     char log[256];
-    int lost_slot;
-    char lost_why[64];
+    uint64_t last_id;            /* the first copy of the last TASKS */
+    unsigned char last[SPITS_HDR_SIZE];  /* the last short message */
+    int last_more;
+    int lost_slot;               /* the last lost */
+    char lost[128];              /* "slot why; " of each lost */
     int pending, stopping;
-    int64_t quiet;               /* what the probe says */
+    int64_t rec_start;           /* sched_recorded of the last result */
 } st_hop_t;
 
 static int st_send(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
 {
     st_hop_t *h = arg;
-    (void)buf, (void)len, (void)more;
     if (h->fail[p->peer.slot]) {
         errno = h->fail[p->peer.slot];
         h->fail[p->peer.slot] = 0;
         return -1;
     }
+    if (len <= sizeof h->last)
+        memcpy(h->last, buf, len);
+    h->last_more = more;
     return 0;
 }
 
@@ -359,6 +365,7 @@ static size_t st_refill(void *arg, size_t want)
     st_hop_t *h = arg;
     size_t n = 0;
     sched_task_t *head = NULL, *tail = NULL;
+    h->refills++;
     for (; n < want && h->avail; n++, h->avail--) {
         sched_task_t *t = calloc(1, sizeof *t);
         if (!t)
@@ -381,12 +388,12 @@ static size_t st_refill(void *arg, size_t want)
 static size_t st_send_tasks(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n)
 {
     st_hop_t *h = arg;
-    char one[16];
-    (void)tasks;
+    char one[24];
     if (server_send(h->s, p, "T", 1, 0) != 0)
         return 0;
     snprintf(one, sizeof one, "%d:%zu ", p->peer.slot, n);
     strncat(h->log, one, sizeof h->log - strlen(h->log) - 1);
+    h->last_id = tasks[0]->id;
     return n;
 }
 
@@ -395,8 +402,9 @@ static void st_lost(void *arg, server_peer_t *p, const char *why)
     st_hop_t *h = arg;
     sched_lost(h->sc, &p->sched);
     peertab_set_alive(h->tab, p, 0);
+    size_t at = strlen(h->lost);
     h->lost_slot = p->peer.slot;
-    snprintf(h->lost_why, sizeof h->lost_why, "%s", why);
+    snprintf(h->lost + at, sizeof h->lost - at, "%d %s; ", p->peer.slot, why);
 }
 
 static int st_pending(void *arg)
@@ -418,8 +426,51 @@ static void st_who(void *arg, const server_peer_t *p, const char **host, long *p
 
 static int64_t st_probe(const liveness_t *l, void *arg)
 {
-    (void)l;
-    return ((st_hop_t *)arg)->quiet;
+    (void)l, (void)arg;
+    return -1;
+}
+
+/* A world of n peers of slots slots each, alive and due, at 1000 ms,
+ * with avail tasks to come: 0, or -1. */
+static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
+{
+    server_cfg_t cfg = {
+        .hop = {h, st_send, st_refill, st_send_tasks, st_lost, st_pending,
+                st_stopping, st_who},
+        .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
+                  .tick_ms = 100},
+        .probe = st_probe, .reap_wait_ms = 250};
+    memset(h, 0, sizeof *h);
+    h->avail = avail;
+    h->lost_slot = -1;
+    h->sc = sched_new(1, 3, &h->st);
+    h->tab = peertab_new(sizeof(server_peer_t), 4, 16, NULL, NULL);
+    cfg.tab = h->tab;
+    cfg.sched = h->sc;
+    if (!h->sc || !h->tab || !(h->s = server_new(&cfg)))
+        return -1;
+    server_clock(h->s, 1000);
+    for (int i = 0; i < n; i++) {
+        char rid[2] = {(char)('a' + i), 0};
+        server_peer_t *p = h->p[i] = peertab_add(h->tab, rid, 1);
+        if (!p || p->peer.slot != i)
+            return -1;
+        server_peer_init(p);
+        credit_set(&p->sched.credit, 2, slots);
+        sched_joined(h->sc, &p->sched, 0);
+        peertab_set_alive(h->tab, p, 1);
+        server_peer_join(h->s, p);
+        p->live.last_sent = 1000;
+        server_due(h->s, p);
+    }
+    return 0;
+}
+
+static void st_world_end(st_hop_t *h)
+{
+    server_destroy(&h->s);
+    sched_destroy(&h->sc);
+    peertab_destroy(&h->tab);
 }
 
 /* The log so far is want; it starts again. */
@@ -432,74 +483,67 @@ static int st_log_is(st_hop_t *h, const char *want)
     return ok;
 }
 
-/* One result of the copies p holds comes back: a slot of room. */
-static void st_result(st_hop_t *h, server_peer_t *p)
+/* A record of the oldest copy p holds (status st) comes back: a slot of
+ * room, and (due) p spoke. Returns its task id. */
+static uint64_t st_record(st_hop_t *h, server_peer_t *p, uint32_t st, int due)
 {
     size_t n;
     uint64_t hash;
+    uint32_t len;
     sched_task_t *const *held = sched_held(h->sc, &p->sched, &n);
+    uint64_t id = UINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (held[i]->id < id)
+            id = held[i]->id;
     if (!n)
-        return;
-    uint64_t id = held[0]->id;
+        return UINT64_MAX;
     sched_credit(h->sc, &p->sched, 1);
-    sched_record(h->sc, &p->sched, id, SPITS_ST_OK, 0, &hash);
-    server_heard(h->s, p);
-    server_due(h->s, p);
+    if (sched_record(h->sc, &p->sched, id, st, 0, &hash) == SCHED_REC_COMMIT)
+        sched_recorded(h->sc, &h->rec_start, &len);
+    if (due) {
+        server_heard(h->s, p);
+        server_due(h->s, p);
+    }
+    return id;
+}
+
+static uint64_t st_result(st_hop_t *h, server_peer_t *p)
+{
+    return st_record(h, p, SPITS_ST_OK, 1);
 }
 
 #define S_CHECK(c) do { if (!(c)) { fprintf(stderr, "server selftest: " \
     "failed at line %d: %s\n", __LINE__, #c); goto out; } } while (0)
 
-int server_selftest(void)
+/* Who is served, in what order, and who is not. */
+static int st_serving(void)
 {
-    static sched_stats_t st;
-    st_hop_t h = {.avail = 100, .lost_slot = -1, .quiet = -1};
-    server_peer_t *p[3] = {NULL};
+    st_hop_t h;
+    server_peer_t **p = h.p;
     int rc = -1;
-    server_cfg_t cfg = {
-        .hop = {&h, st_send, st_refill, st_send_tasks, st_lost, st_pending,
-                st_stopping, st_who},
-        .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
-                  .tick_ms = 100},
-        .probe = st_probe, .probe_arg = &h, .reap_wait_ms = 250};
-
-    h.sc = sched_new(1, 3, &st);
-    h.tab = peertab_new(sizeof(st_peer_t), 4, 16, NULL, NULL);
-    S_CHECK(h.sc && h.tab);
-    cfg.tab = h.tab;
-    cfg.sched = h.sc;
-    h.s = server_new(&cfg);
-    S_CHECK(h.s);
-    server_clock(h.s, 1000);
-    for (int i = 0; i < 3; i++) {
-        char rid[2] = {(char)('a' + i), 0};
-        p[i] = peertab_add(h.tab, rid, 1);
-        S_CHECK(p[i] && p[i]->peer.slot == i);
-        server_peer_init(p[i]);
-        credit_set(&p[i]->sched.credit, 2, 4);
-        sched_joined(h.sc, &p[i]->sched, 0);
-        p[i]->live.last_heard = p[i]->live.last_sent = 1000;
-    }
-    /* Two alive: each first up to its workers, then its prefetch. */
-    peertab_set_alive(h.tab, p[0], 1);
-    peertab_set_alive(h.tab, p[1], 1);
+    S_CHECK(st_world(&h, 3, 4, 1000) == 0);
+    /* A join clears what an earlier life left, and is heard. */
+    peertab_set_alive(h.tab, p[2], 0);
+    p[0]->draining = p[0]->stalled = p[0]->gone = 1;
+    p[0]->live.last_heard = 0;
     server_peer_join(h.s, p[0]);
-    server_peer_join(h.s, p[1]);
-    server_due(h.s, p[0]);
-    server_due(h.s, p[1]);
+    S_CHECK(!p[0]->draining && !p[0]->stalled && !p[0]->gone && p[0]->live.last_heard == 1000);
+    /* The due ones, first up to their workers, then their prefetch. */
     S_CHECK(!server_serve_due(h.s));
     server_serve(h.s);
     S_CHECK(st_log_is(&h, "0:2 1:2 0:2 1:2 ") && !server_serve_due(h.s));
-    /* Nothing due: nothing sent. A result makes its peer due: only it is
-     * looked at. */
+    /* Nothing due: nothing sent; a result makes its peer due: only it is
+     * looked at, and the copy was timed by the serve's clock. */
+    server_clock(h.s, 1010);
     server_serve(h.s);
     S_CHECK(st_log_is(&h, ""));
     st_result(&h, p[1]);
+    S_CHECK(h.rec_start == 1000);
     server_serve(h.s);
     S_CHECK(st_log_is(&h, "1:1 "));
 
     /* A full pipe stalls a peer until it speaks; what it was picked goes
-     * to the next peer with room. */
+     * to the next with room. */
     st_result(&h, p[0]);
     st_result(&h, p[1]);
     h.fail[0] = EAGAIN;
@@ -508,16 +552,37 @@ int server_selftest(void)
     server_due(h.s, p[0]);
     server_serve(h.s);
     S_CHECK(st_log_is(&h, ""));
+    server_clock(h.s, 1020);
     server_heard(h.s, p[0]);
+    S_CHECK(!p[0]->stalled && p[0]->live.last_heard == 1020);
     server_due(h.s, p[0]);
     server_serve(h.s);
-    S_CHECK(!p[0]->stalled && st_log_is(&h, "0:1 "));
+    S_CHECK(st_log_is(&h, "0:1 "));
+
+    /* Only the due list of this serve: not the last one's, nor past its
+     * end (p1, with room, was listed second two serves ago). */
+    st_record(&h, p[1], SPITS_ST_OK, 0);
+    st_record(&h, p[0], SPITS_ST_OK, 0);
+    server_due(h.s, p[0]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:1 "));
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, ""));
+    st_record(&h, p[0], SPITS_ST_OK, 0);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, ""));
+    server_due(h.s, p[0]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:1 "));
+    server_due(h.s, p[1]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "1:1 "));
 
     /* Draining, settling and a stopping hop get nothing. */
     st_result(&h, p[0]);
     st_result(&h, p[1]);
     p[0]->draining = 1;
-    joins_settle_begin(&p[1]->settle, 1, 1000, 5000);
+    joins_settle_begin(&p[1]->settle, 1, 1020, 5000);
     server_serve(h.s);
     S_CHECK(st_log_is(&h, ""));
     joins_settle_results(&p[1]->settle, 1);
@@ -527,59 +592,224 @@ int server_selftest(void)
     server_serve(h.s);
     S_CHECK(st_log_is(&h, ""));
     h.stopping = 0;
-    server_due_all(h.s);
-    server_serve(h.s);   /* (the second walk of all: it starts at 1) */
-    S_CHECK(st_log_is(&h, "1:1 0:1 "));
 
-    /* The source runs dry with room left: the peer is starved, and fresh
-     * work later is served without any peer speaking. */
-    h.avail = 0;
-    st_result(&h, p[0]);
-    st_result(&h, p[1]);
-    server_serve(h.s);
-    S_CHECK(st_log_is(&h, "") && !server_serve_due(h.s));
-    h.avail = 10;
-    server_serve(h.s);
-    S_CHECK(st_log_is(&h, "0:1 1:1 "));
-
-    /* A gone connection: marked, nothing more sent to it, lost only once
-     * no message waits (or reap_wait_ms passed). */
-    st_result(&h, p[0]);
-    st_result(&h, p[1]);
-    h.fail[1] = EHOSTUNREACH;
-    server_serve(h.s);
-    S_CHECK(p[1]->gone && p[1]->peer.alive && st_log_is(&h, "0:1 "));
-    h.pending = 1;
-    server_reap(h.s, 0);
-    S_CHECK(p[1]->peer.alive && h.lost_slot == -1);
-    server_clock(h.s, 1250);
-    server_reap(h.s, 0);
-    S_CHECK(!p[1]->peer.alive && h.lost_slot == 1 && !strcmp(h.lost_why, "disconnected"));
-    S_CHECK(!p[1]->gone && server_serve_due(h.s));
-    /* Its 4 copies run again on peer 0, as it has room: 1 slot. */
-    S_CHECK(sched_has_retries(h.sc));
-    st_result(&h, p[0]);
-    server_serve(h.s);
-    S_CHECK(st_log_is(&h, "0:1 "));
-
-    /* The tick: a quiet peer gets a heartbeat, a silent one is lost. */
+    /* Walks of all go round, one further each time. */
     peertab_set_alive(h.tab, p[2], 1);
     server_peer_join(h.s, p[2]);
-    p[0]->live.last_heard = 1250;
-    p[0]->live.last_sent = 1250;
-    p[2]->live.last_heard = 100;
-    h.lost_slot = -1;
-    server_clock(h.s, 1400);
-    server_tick(h.s);
-    S_CHECK(h.lost_slot == 2 && !strcmp(h.lost_why, "silent for 1.3 s"));
-    S_CHECK(server_stats(h.s)->heartbeats == 1 && p[0]->live.last_sent == 1400);
-    server_tick(h.s);
-    S_CHECK(server_stats(h.s)->heartbeats == 1 && server_serve_due(h.s));
+    st_record(&h, p[2], SPITS_ST_OK, 0);   /* (none held: no room change) */
+    server_due_all(h.s);
+    server_serve(h.s);   /* (the second walk: from 1) */
+    S_CHECK(st_log_is(&h, "2:2 1:1 2:2 0:1 "));
+    for (int i = 0; i < 3; i++)
+        st_record(&h, p[i], SPITS_ST_OK, 0);
+    server_due_all(h.s);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "2:1 0:1 1:1 "));
+    for (int i = 0; i < 3; i++)
+        st_record(&h, p[i], SPITS_ST_OK, 0);
+    server_due_all(h.s);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:1 1:1 2:1 "));
     rc = 0;
 out:
-    server_destroy(&h.s);
-    sched_destroy(&h.sc);
-    peertab_destroy(&h.tab);
+    st_world_end(&h);
+    return rc;
+}
+
+/* The source is asked once a serve when dry, and a peer left with room
+ * is served when work comes, without speaking. */
+static int st_refills(void)
+{
+    st_hop_t h;
+    server_peer_t **p = h.p;
+    int rc = -1;
+    S_CHECK(st_world(&h, 2, 4, 8) == 0);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 1:2 0:2 1:2 ") && h.refills == 4 && !h.avail);
+    /* Dry: one refill for both peers. */
+    st_result(&h, p[0]);
+    st_result(&h, p[1]);
+    h.refills = 0;
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "") && h.refills == 1 && !server_serve_due(h.s));
+    /* A walk of all asks the source again. */
+    h.avail = 10;
+    server_due_all(h.s);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:1 1:1 ") && h.refills == 3);
+    /* ...and filled them: nothing starved, nothing asked. */
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "") && h.refills == 3);
+    /* Starved with the source dry: asked once for the serve. */
+    h.avail = 0;
+    st_result(&h, p[0]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "") && h.refills == 4);
+    st_result(&h, p[1]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "") && h.refills == 5);
+    /* Work comes: both served, neither having spoken. */
+    h.avail = 10;
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "1:1 0:1 "));
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
+/* A failed task runs again elsewhere while another peer is alive, on
+ * the same one when it is alone. */
+static int st_retries(void)
+{
+    st_hop_t h;
+    server_peer_t **p = h.p;
+    int rc = -1;
+    S_CHECK(st_world(&h, 2, 2, 100) == 0);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 1:2 "));
+    uint64_t failed = st_record(&h, p[0], SPITS_ST_FAILED, 1);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:1 ") && h.last_id != failed);
+    st_result(&h, p[1]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "1:1 ") && h.last_id == failed);
+    /* Alone. */
+    peertab_set_alive(h.tab, p[1], 0);
+    sched_lost(h.sc, &p[1]->sched);
+    st_result(&h, p[0]);
+    st_result(&h, p[0]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 "));
+    failed = st_record(&h, p[0], SPITS_ST_FAILED, 1);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:1 ") && h.last_id == failed);
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
+/* Gone peers are lost once their messages are read; the tick beats the
+ * quiet and loses the silent. */
+static int st_losses(void)
+{
+    st_hop_t h;
+    server_peer_t **p = h.p;
+    spits_hdr_t hdr;
+    const char *why;
+    int rc = -1;
+    S_CHECK(st_world(&h, 3, 4, 100) == 0);
+    server_phase(h.s, 7);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 1:2 2:2 0:2 1:2 2:2 "));
+    /* A gone connection (the first live peer): marked, nothing more
+     * sent to it, lost once no message waits, or reap_wait_ms passed. */
+    st_result(&h, p[0]);
+    st_result(&h, p[1]);
+    h.fail[0] = EHOSTUNREACH;
+    server_serve(h.s);
+    S_CHECK(p[0]->gone && p[0]->peer.alive && st_log_is(&h, "1:1 "));
+    server_due(h.s, p[0]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, ""));
+    h.pending = 1;
+    server_clock(h.s, 1249);
+    server_reap(h.s, 0);
+    S_CHECK(p[0]->peer.alive && h.lost_slot == -1);
+    server_clock(h.s, 1250);
+    server_reap(h.s, 0);
+    S_CHECK(!p[0]->peer.alive && !strcmp(h.lost, "0 disconnected; "));
+    S_CHECK(!p[0]->gone && server_serve_due(h.s));
+    /* Its copies run again on the others. */
+    st_result(&h, p[2]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "2:1 "));
+
+    /* The tick: a heartbeat of the phase to the quiet (one that fails is
+     * not counted), the silent lost; then every peer is looked at. */
+    p[1]->live.last_heard = p[2]->live.last_heard = 1250;
+    p[1]->live.last_sent = 1250;
+    p[2]->live.last_sent = 1350;
+    server_clock(h.s, 1350);
+    h.fail[1] = EAGAIN;
+    server_tick(h.s);
+    S_CHECK(server_stats(h.s)->heartbeats == 0 && p[1]->stalled && h.lost_slot == 0);
+    server_serve(h.s);
+    p[1]->stalled = 0;
+    S_CHECK(!server_serve_due(h.s));
+    server_clock(h.s, 1450);
+    server_tick(h.s);
+    S_CHECK(server_stats(h.s)->heartbeats == 2 && p[2]->live.last_sent == 1450);
+    S_CHECK(server_serve_due(h.s) && h.last_more == 0);
+    S_CHECK(spits_wire_parse(h.last, SPITS_HDR_SIZE, &hdr, &why) == 0 &&
+            hdr.type == SPITS_MSG_HEARTBEAT && hdr.phase == 7);
+    /* Probing: every peer beats each tick, until the probe ends. */
+    server_probe_until(h.s, 1460);
+    server_clock(h.s, 1459);
+    S_CHECK(server_probing(h.s));
+    server_tick(h.s);
+    S_CHECK(server_stats(h.s)->heartbeats == 4);
+    server_clock(h.s, 1460);
+    S_CHECK(!server_probing(h.s));
+    server_tick(h.s);
+    S_CHECK(server_stats(h.s)->heartbeats == 4);
+    /* Silent past the timeout, in tenths of a second. */
+    p[1]->live.last_heard = 1460 - 1051;
+    p[2]->live.last_heard = 1460 - 1250;
+    server_tick(h.s);
+    S_CHECK(!strcmp(h.lost, "0 disconnected; 1 silent for 1.1 s; 2 silent for 1.2 s; "));
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
+/* A peer of more room than a batch's cap gets several messages. */
+static int st_big(void)
+{
+    st_hop_t h;
+    int rc = -1;
+    S_CHECK(st_world(&h, 1, SERVE_BATCH_TASKS + 100, SERVE_BATCH_TASKS + 100) == 0);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 0:65536 0:98 "));
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
+/* CANCELs go to live peers only, one message each, alone. */
+static int st_cancels(void)
+{
+    st_hop_t h;
+    int rc = -1;
+    S_CHECK(st_world(&h, 2, 4, 0) == 0);
+    S_CHECK(server_cancels(h.s, 1, NULL, 0, 0) == 0);
+    peertab_set_alive(h.tab, h.p[1], 0);
+    sched_cancel_t c[3] = {{1, 5, 0}, {0, 6, 0}, {0, 7, 0}};
+    h.last_more = -1;
+    S_CHECK(server_cancels(h.s, 1, c, 3, 0) == 2 && h.last_more == 0);
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
+int server_selftest(void)
+{
+    server_t *s = NULL;
+    st_hop_t h;
+    int rc = 0;
+    if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels())
+        rc = -1;
+    if (st_world(&h, 0, 0, 0) == 0) {
+        s = h.s;
+        server_destroy(&h.s);
+        if (h.s || !s)
+            rc = -1;
+    }
+    st_world_end(&h);
     return rc;
 }
 #endif
