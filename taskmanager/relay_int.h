@@ -279,8 +279,9 @@ int relay_copies_swallow(tm_relay_t *r, uint64_t id);
  * them. */
 void relay_copies_cancels(tm_relay_t *r);
 /* The copies the scheduler released are answered upstream (RETURNED,
- * unless marked answered) and freed; the records are flushed. Call after
- * every call into the scheduler that may resolve a task. */
+ * unless marked answered) and freed; the records are flushed. Called
+ * after every call into the scheduler that may resolve a task: relay.c
+ * asserts at each turn's end that none is left. */
 void relay_copies_settle(tm_relay_t *r);
 /* Upstream resolved ids of phase ph (its CANCEL): the copies behind us
  * are cancelled, and ours answered. */
