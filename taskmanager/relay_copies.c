@@ -255,6 +255,8 @@ size_t relay_copies_take(tm_relay_t *r, size_t want)
             break;
     }
     sched_add_fresh(c->sched, head, tail);
+    if (took)   /* (upstream still feeds us: lateness.h) */
+        late_starve_note(&c->starve, 0, r->tm->now);
     if (c->released || r->rec.ph)
         relay_copies_settle(r);
     return took;
