@@ -88,14 +88,20 @@ int late_selftest(void)
     LCHECK(late_median(&l) == 3 && late_after(&l, 1, 0) == LATE_FLOOR_MS);
 
     /* A fed hop's source is out of work only after serves short of work
-     * for LATE_STARVED_MS in a row; one that fed every TM restarts it. */
+     * for LATE_STARVED_MS in a row; before that, one that fed every TM
+     * (or found no room) restarts the clock, after it only new work. */
     late_starve_t st = {0};
     LCHECK(!late_starve_out(&st, 1000000));
+    late_starve_note(&st, 1, 1000);
+    late_starve_note(&st, 0, 1050);
+    LCHECK(!st.since && !late_starve_out(&st, 1000 + 10 * LATE_STARVED_MS));
     late_starve_note(&st, 1, 1000);
     late_starve_note(&st, 1, 1000 + LATE_STARVED_MS - 1);
     LCHECK(!late_starve_out(&st, 1000 + LATE_STARVED_MS - 1));
     LCHECK(late_starve_out(&st, 1000 + LATE_STARVED_MS));
     late_starve_note(&st, 0, 1000 + LATE_STARVED_MS);
+    LCHECK(late_starve_out(&st, 1000 + 10 * LATE_STARVED_MS));
+    late_starve_fed(&st);
     LCHECK(!late_starve_out(&st, 1000 + 10 * LATE_STARVED_MS));
     late_starve_note(&st, 1, 5000);
     LCHECK(!late_starve_out(&st, 5000 + LATE_STARVED_MS / 2) &&

@@ -78,28 +78,37 @@ int64_t late_after(const late_t *l, uint64_t finished, uint64_t in_flight);
  * later, so a dry pool is the rule there, not a sign that the work ran
  * out. It takes its source to be out of fresh work once a TM's room has
  * gone unfilled for want of work, and no new work came, for
- * LATE_STARVED_MS (the least time a copy can be late); a serve that fed
- * every TM or found no room, or new work, restarts the clock. */
+ * LATE_STARVED_MS (the least time a copy can be late). New work restarts
+ * the clock; so does a serve that fed every TM or found no room, until
+ * the source is taken to be out: then only new work does (room that
+ * opens later is not made to wait again). */
 #define LATE_STARVED_MS LATE_FLOOR_MS
 
 typedef struct {
     int64_t since;             /* serves short of work since (ms; 0: not) */
 } late_starve_t;
 
-/* A serve at now: short, a TM was left with room for want of work (0 as
- * well: new work came). */
-static inline void late_starve_note(late_starve_t *st, int short_of_work, int64_t now)
-{
-    if (!short_of_work)
-        st->since = 0;
-    else if (!st->since)
-        st->since = now > 0 ? now : 1;
-}
-
 /* Whether the source is taken to be out of fresh work at now. */
 static inline int late_starve_out(const late_starve_t *st, int64_t now)
 {
     return st->since && now - st->since >= LATE_STARVED_MS;
+}
+
+/* A serve at now: short, a TM was left with room for want of work. */
+static inline void late_starve_note(late_starve_t *st, int short_of_work, int64_t now)
+{
+    if (short_of_work) {
+        if (!st->since)
+            st->since = now > 0 ? now : 1;
+    } else if (!late_starve_out(st, now)) {
+        st->since = 0;
+    }
+}
+
+/* New work came from the source (or a new phase began). */
+static inline void late_starve_fed(late_starve_t *st)
+{
+    st->since = 0;
 }
 
 #ifdef SPITS_SELFTEST
