@@ -87,9 +87,9 @@ int late_selftest(void)
     late_sample(&l, 3);
     LCHECK(late_median(&l) == 3 && late_after(&l, 1, 0) == LATE_FLOOR_MS);
 
-    /* A fed hop's source is out of work only after serves short of work
-     * for LATE_STARVED_MS in a row; before that, one that fed every TM
-     * (or found no room) restarts the clock, after it only new work. */
+    /* A fed hop's source is out of work only after refills short of
+     * work for LATE_STARVED_MS in a row; before that, one that got all it
+     * asked restarts the clock, after it only new work. */
     late_starve_t st = {0};
     LCHECK(!late_starve_out(&st, 1000000));
     late_starve_note(&st, 1, 1000);

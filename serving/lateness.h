@@ -79,9 +79,9 @@ int64_t late_after(const late_t *l, uint64_t finished, uint64_t in_flight);
  * out. It takes its source to be out of fresh work once a TM's room has
  * gone unfilled for want of work, and no new work came, for
  * LATE_STARVED_MS (the least time a copy can be late). New work restarts
- * the clock; so does a serve that fed every TM or found no room, until
- * the source is taken to be out: then only new work does (room that
- * opens later is not made to wait again). */
+ * the clock; so does a refill that got all it asked, until the source is
+ * taken to be out: then only new work does (room that opens later is not
+ * made to wait again). */
 #define LATE_STARVED_MS LATE_FLOOR_MS
 
 typedef struct {
@@ -94,7 +94,7 @@ static inline int late_starve_out(const late_starve_t *st, int64_t now)
     return st->since && now - st->since >= LATE_STARVED_MS;
 }
 
-/* A serve at now: short, a TM was left with room for want of work. */
+/* A refill at now: short, it got less than the TMs' room asked. */
 static inline void late_starve_note(late_starve_t *st, int short_of_work, int64_t now)
 {
     if (short_of_work) {

@@ -202,7 +202,7 @@ typedef struct {
     size_t nspare;
     uint64_t cancelled;          /* copies the TMs behind were told to
                                     cancel */
-    late_starve_t starve;        /* serves that left a TM's room unfilled
+    late_starve_t starve;        /* refills that left a TM's room unfilled
                                     (relay_tasks.c): copies of late tasks
                                     go only once upstream seems out of
                                     work (lateness.h) */
