@@ -71,6 +71,46 @@ int64_t late_median(const late_t *l);
  * quantile of finished plus in_flight; LATE_NEVER before. */
 int64_t late_after(const late_t *l, uint64_t finished, uint64_t in_flight);
 
+/* Copies of late tasks go only when there is no fresh work to send, and
+ * none to come (scheduler.h: the JM's generator done, or waiting for
+ * window room). A hop fed by another (a relay) cannot ask a generator:
+ * its source fills the room it has as records go up, one round trip
+ * later, so a dry pool is the rule there, not a sign that the work ran
+ * out. It takes its source to be out of fresh work once a TM's room has
+ * gone unfilled for want of work, and no new work came, for
+ * LATE_STARVED_MS (the least time a copy can be late). New work restarts
+ * the clock; so does a refill that got all it asked, until the source is
+ * taken to be out: then only new work does (room that opens later is not
+ * made to wait again). */
+#define LATE_STARVED_MS LATE_FLOOR_MS
+
+typedef struct {
+    int64_t since;             /* serves short of work since (ms; 0: not) */
+} late_starve_t;
+
+/* Whether the source is taken to be out of fresh work at now. */
+static inline int late_starve_out(const late_starve_t *st, int64_t now)
+{
+    return st->since && now - st->since >= LATE_STARVED_MS;
+}
+
+/* A refill at now: short, it got less than the TMs' room asked. */
+static inline void late_starve_note(late_starve_t *st, int short_of_work, int64_t now)
+{
+    if (short_of_work) {
+        if (!st->since)
+            st->since = now > 0 ? now : 1;
+    } else if (!late_starve_out(st, now)) {
+        st->since = 0;
+    }
+}
+
+/* New work came from the source (or a new phase began). */
+static inline void late_starve_fed(late_starve_t *st)
+{
+    st->since = 0;
+}
+
 #ifdef SPITS_SELFTEST
 int late_selftest(void);
 #endif

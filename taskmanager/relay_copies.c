@@ -255,6 +255,8 @@ size_t relay_copies_take(tm_relay_t *r, size_t want)
             break;
     }
     sched_add_fresh(c->sched, head, tail);
+    if (took)   /* (upstream still feeds us: lateness.h) */
+        late_starve_fed(&c->starve);
     if (c->released || r->rec.ph)
         relay_copies_settle(r);
     return took;
@@ -299,6 +301,7 @@ void relay_copies_reset(tm_relay_t *r)
     }
     (void)sched_take_cancels(r->copies.sched, &n);   /* (the TMs drop the
                                                          old phase's own) */
+    late_starve_fed(&r->copies.starve);   /* (a new phase's work is to come) */
     relay_copies_settle(r);
     /* (every task is settled: what is left are counts of the old phase's
      * cancelled copies, which must not drop the new phase's records) */

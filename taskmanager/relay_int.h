@@ -37,6 +37,7 @@
 #include "credit.h"
 #include "idmap.h"
 #include "joins.h"
+#include "lateness.h"
 #include "liveness.h"
 #include "loglimit.h"
 #include "peertab.h"
@@ -201,6 +202,10 @@ typedef struct {
     size_t nspare;
     uint64_t cancelled;          /* copies the TMs behind were told to
                                     cancel */
+    late_starve_t starve;        /* refills that left a TM's room unfilled
+                                    (relay_tasks.c): copies of late tasks
+                                    go only once upstream seems out of
+                                    work (lateness.h) */
     int closing;                 /* the relay ends: nothing goes up */
 } rl_copies_t;
 

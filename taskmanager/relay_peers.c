@@ -31,8 +31,8 @@
 #define RELAY_LOOP_FATAL_MS 10000  /* a loop with no job above it, this long */
 #define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
 #define RELAY_RES_BYTES (32u << 10) /* their worker_res in one STATS, at most */
-#define RELAY_STATS_MIN_MS 250     /* capacity changes go up this often at most, */
-                                   /* ...but slots doubled go at once */
+#define RELAY_STATS_MIN_MS 250     /* capacity that fell goes up this often at
+                                      most; capacity that grew, at once */
 
 /* (peertab hands out entries as their header: it must come first) */
 _Static_assert(offsetof(rl_tm_t, sv) == 0, "rl_tm_t begins with its server_peer_t");
@@ -265,15 +265,15 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
                      (json_int_t)relay_peers_tms(p));
 }
 
-/* A relay filling up as its TMs join is not held back: while its slots
- * double (4, 8, 16, ... of a burst of joins) each doubling goes up at
- * once, so upstream sends it work for them at once; smaller changes, a
- * TM at a time under churn, go up every RELAY_STATS_MIN_MS at most. */
+/* Slots that grew go up in the turn they grew: a TM that joined has idle
+ * workers, and only upstream can send it work (the relay holds what it
+ * was told to, no more), so any wait here is its wait. A burst of joins
+ * read in one turn is one STATS. Slots that fell (a TM left or drains)
+ * idle no one: they go up every RELAY_STATS_MIN_MS at most. */
 int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)
 {
     const rl_peers_t *p = &r->peers;
-    return p->cap_dirty && (since_last >= RELAY_STATS_MIN_MS ||
-                            (p->slots > 0 && p->slots >= 2LL * p->told_slots));
+    return p->cap_dirty && (since_last >= RELAY_STATS_MIN_MS || p->slots > p->told_slots);
 }
 
 /* Runs and busy time: each entry's, alive or gone, as its last STATS

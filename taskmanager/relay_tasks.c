@@ -82,14 +82,19 @@ size_t relay_tasks_send(void *arg, server_peer_t *p, sched_task_t *const *tasks,
     return start;
 }
 
-/* Copies from the pool, up to want; the scheduler is told whether the
- * pool has run dry (late copies may go then, as the JM's generator
- * waiting for room allows them). */
+/* Copies from the pool, up to want; the scheduler is told whether
+ * upstream seems out of work: late copies may go then, as the JM's once
+ * its generator has nothing. A pool dry until upstream's next copies
+ * come is not that: upstream must have left the room unfilled a while
+ * (serving/lateness.h late_starve). */
 size_t relay_tasks_refill(void *arg, size_t want)
 {
     tm_relay_t *r = arg;
+    rl_copies_t *c = &r->copies;
     size_t n = relay_copies_take(r, want);
-    sched_gen_state(r->copies.sched, 0, !sched_has_fresh(r->copies.sched));
+    late_starve_note(&c->starve, n < want, r->tm->now);
+    sched_gen_state(c->sched, 0, !sched_has_fresh(c->sched) &&
+                                     late_starve_out(&c->starve, r->tm->now));
     return n;
 }
 
