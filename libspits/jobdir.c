@@ -329,6 +329,9 @@ int spits_announce_read(const char *dir, spits_announce_t *a, char *err,
     if (spits_jobdir_check(dir, err, errlen) != 0)
         return -1;
     json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!doc && access(path, F_OK) != 0 && errno == ENOENT)
+        return 1;   /* (removed as we read it: a JM starting over clears
+                       the old one before it writes its own) */
     if (!doc) {
         snprintf(err, errlen, "%s: %s (line %d)", path, jerr.text, jerr.line);
         return -1;
