@@ -294,9 +294,8 @@ static void worker_prestart(worker_t *w, const spits_module_t *mod)
     int64_t t0 = now_ns();
     int rc = tm_child_prestart(w->child, mod, p->opts.start_wait_ms, why, sizeof why);
     if (rc == -2)
-        spits_warn("worker %d: its process did not start within %.1f s: the task "
-                   "manager joins without waiting more, and its first task waits "
-                   "for it", w->index, p->opts.start_wait_ms / 1000.0);
+        spits_warn("worker %d: its process did not start within %.1f s; its first "
+                   "task waits for it", w->index, p->opts.start_wait_ms / 1000.0);
     else if (rc != 0)   /* (the process said why, as it ended) */
         spits_debug("worker %d: its process ended as it started (%s); its first "
                     "task starts another", w->index, why);

@@ -63,6 +63,13 @@ if _mark:
     time.sleep(0.5)
     with open(_mark, "a") as f:
         f.write("%.6f\n" % time.time())
+_hang = os.environ.get("SPITS_TEST_START_HANG")
+if _hang:
+    try:
+        os.close(os.open(_hang, os.O_CREAT | os.O_EXCL))
+        time.sleep(2)       # (the first process only)
+    except FileExistsError:
+        pass
 PY
 start_jm early "$T/squares.py" 3000
 SPITS_TEST_START_MARK="$T/early.marks" PYTHONPATH="$T/slowsite" start_tm early tmearly -n 2 -v
@@ -89,6 +96,21 @@ printf '%s\n' "2 of 2 worker process(es) started in" "joined job" |
     cmp -s - "$T/tmearly.order" ||
     fail "the TM's log does not say the workers started, then the join: $(cat "$T/tmearly.log")"
 echo "a TM with a job dir joins once its worker processes started"
+# A worker process slow to start (the first one, 2 s) is waited for no
+# longer than --wait (here 1 s): the TM says so and joins, that
+# worker's first task waits for it, and the job ends with the exact sum.
+# (Under a sanitizer the other worker may be slow too: one line each.)
+start_jm hang "$T/squares.py" 3000
+wait_for "test -s '$T/hang/jm.json'" 30 "the hang job's jm.json"
+SPITS_TEST_START_HANG="$T/hang.once" PYTHONPATH="$T/slowsite" start_tm hang tmhang -n 2 --wait 1
+wait "$JM_PID" || fail "a job whose worker is slow to start exited $?: $(cat "$T/hang.jm.log")"
+[ "$(cat "$T/hang.out")" = "$sum3000" ] || fail "the job with a slow worker printed '$(cat "$T/hang.out")'"
+grep -o "worker [01]: its process did not start within 1.0 s; its first task waits for it\|joined job" \
+    "$T/tmhang.log" | sed 's/worker [01]/worker N/' | uniq >"$T/tmhang.order"
+printf '%s\n' "worker N: its process did not start within 1.0 s; its first task waits for it" \
+    "joined job" | cmp -s - "$T/tmhang.order" ||
+    fail "the TM did not say a worker was slow, then join: $(cat "$T/tmhang.log")"
+echo "a worker process slow to start: not waited for past --wait"
 
 # python.so named as the module, the file its first argument: worker
 # threads (one interpreter), the same sum.
