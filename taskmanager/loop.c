@@ -183,8 +183,8 @@ int tm_loop_signalled(void)
  * HELLO once each is ready, or given up on (workers.c, isolate.c): the
  * JM counts its slots from then, and no task waits for an interpreter's
  * start. Each worker waits pool.opts.start_wait_ms for its process (and
- * says so if that passes); this wait, a second more, backs theirs up. A signal or
- * a failed pool ends it (the loop then acts on them). */
+ * says so if that passes); this wait, a second more, backs theirs up.
+ * A signal or a failed pool ends it (the loop then acts on them). */
 static void await_workers(tm_t *tm)
 {
     int64_t start = spits_now_ms(), end = start + tm->pool.opts.start_wait_ms + 1000;
