@@ -307,6 +307,11 @@ int spits_announce_parse(const json_t *doc, spits_announce_t *a, char *err,
         return -1;
     }
     a->pid = (long)json_integer_value(v);
+    const char *why;
+    if (spits_res_req_parse(json_object_get(doc, "resources"), &a->req, &why) != 0) {
+        snprintf(err, errlen, "field 'resources': %s", why);
+        return -1;
+    }
     v = json_object_get(doc, "started_unix");
     a->started_unix = json_is_number(v) ? json_number_value(v) : 0;
     return 0;
@@ -324,6 +329,9 @@ int spits_announce_read(const char *dir, spits_announce_t *a, char *err,
     if (spits_jobdir_check(dir, err, errlen) != 0)
         return -1;
     json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!doc && access(path, F_OK) != 0 && errno == ENOENT)
+        return 1;   /* (removed as we read it: a JM starting over clears
+                       the old one before it writes its own) */
     if (!doc) {
         snprintf(err, errlen, "%s: %s (line %d)", path, jerr.text, jerr.line);
         return -1;
@@ -444,6 +452,20 @@ int spits_jobdir_selftest(void)
     CHECK(b.curve == 1 && strcmp(b.server_key, a.server_key) == 0 &&
           strcmp(b.module_hash, a.module_hash) == 0);
     CHECK(b.started_unix == a.started_unix);
+    CHECK(b.req.cpus == 0 && b.req.gpus == 0 && b.req.mem == 0);
+    /* The job's request per task, as the TM plans its workers by it
+     * before it joins; one that is no request is refused, named. */
+    a.resources = json_pack("{s:i, s:I}", "cpus_per_task", 2, "mem_per_task",
+                            (json_int_t)1 << 30);
+    CHECK(a.resources && spits_announce_write(dir, &a, err, sizeof err) == 0);
+    CHECK(spits_announce_read(dir, &b, err, sizeof err) == 0);
+    CHECK(b.req.cpus == 2 && b.req.gpus == 0 && b.req.mem == (uint64_t)1 << 30);
+    json_object_set_new(a.resources, "cpus_per_task", json_string("two"));
+    CHECK(spits_announce_write(dir, &a, err, sizeof err) == 0);
+    CHECK(spits_announce_read(dir, &b, err, sizeof err) == -1);
+    CHECK(strstr(err, "jm.json: field 'resources': resources that are not") != NULL);
+    json_decref(a.resources);
+    a.resources = NULL;
 
     /* One JM per dir: a second lock is refused, naming the running job. */
     int lfd = spits_jobdir_lock(dir, err, sizeof err);

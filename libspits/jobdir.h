@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <jansson.h>
 
+#include "resources.h"
+
 #define SPITS_ANNOUNCE_FILE "jm.json"
 #define SPITS_REPORT_FILE "report.json"
 #define SPITS_ANNOUNCE_VERSION 1
@@ -37,6 +39,7 @@ typedef struct {
     double started_unix;
     json_t *resources;        /* what each task needs (resources.h), or
                                  NULL; written only, borrowed */
+    spits_res_req_t req;      /* ...as read (all 0: none asked) */
 } spits_announce_t;
 
 /* Creates DIR (and parents) with mode 0700 if missing, and checks that it

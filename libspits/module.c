@@ -40,6 +40,7 @@ typedef int (*worker_run_fn)(void *, const void *, spitssize_t, spitspush_t,
 typedef int (*commit_pit_fn)(void *, const void *, spitssize_t);
 typedef int (*commit_job_fn)(void *, spitspush_t, spitsctx_t);
 typedef const char *(*worker_error_fn)(void *);
+typedef void (*worker_prepare_fn)(void);
 typedef void *(*metrics_new_fn)(unsigned);
 typedef void (*metrics_free_fn)(void *);
 
@@ -56,6 +57,7 @@ struct spits_module {
     worker_run_fn worker_run;
     free_fn worker_free;
     worker_error_fn worker_error;   /* optional: why a run failed */
+    worker_prepare_fn worker_prepare;   /* optional: a worker process's start */
     void *committer_new;   /* same type as manager_new */
     commit_pit_fn commit_pit;
     commit_job_fn commit_job;
@@ -79,7 +81,7 @@ static const char *mod_fn[] = {
     "spits_worker_new", "spits_worker_run", "spits_committer_new",
     "spits_committer_commit_pit", "spits_committer_commit_job",
     "spits_main", "spits_job_manager_finalize", "spits_worker_finalize",
-    "spits_worker_error", "spits_committer_finalize", "spits_metrics_new", "spits_metrics_delete",
+    "spits_worker_error", "spits_worker_prepare", "spits_committer_finalize", "spits_metrics_new", "spits_metrics_delete",
     "spits_get_metrics_list", "spits_get_metrics_last_values",
     "spits_free_ptr", "spits_get_metrics_history", "spits_free_metric_list",
     "spits_free_metrics_history"};
@@ -350,6 +352,7 @@ spits_module_t *spits_module_load(spits_image_t **imgp, char *err,
     m->worker_run = (worker_run_fn)sym(dl, "spits_worker_run");
     m->worker_free = (free_fn)sym(dl, "spits_worker_finalize");
     m->worker_error = (worker_error_fn)sym(dl, "spits_worker_error");
+    m->worker_prepare = (worker_prepare_fn)sym(dl, "spits_worker_prepare");
     m->committer_new = sym(dl, "spits_committer_new");
     m->commit_pit = (commit_pit_fn)sym(dl, "spits_committer_commit_pit");
     m->commit_job = (commit_job_fn)sym(dl, "spits_committer_commit_job");
@@ -501,6 +504,15 @@ const char *spits_module_worker_error(spits_module_t *m, spits_inst_t *in)
     const char *why = m->worker_error(in->obj);
     spits_crash_leave(was);
     return why && why[0] ? why : NULL;
+}
+
+void spits_module_worker_prepare(spits_module_t *m)
+{
+    if (!m->worker_prepare)
+        return;
+    const char *was = spits_crash_enter("spits_worker_prepare");
+    m->worker_prepare();
+    spits_crash_leave(was);
 }
 
 void spits_module_worker_free(spits_module_t *m, spits_inst_t *in)

@@ -65,6 +65,10 @@ int spits_module_worker_run(spits_module_t *m, spits_inst_t *in,
  * docs/module-guide.md: const char *spits_worker_error(void *worker)); else,
  * or if it says nothing, NULL. Valid until the instance's next call. */
 const char *spits_module_worker_error(spits_module_t *m, spits_inst_t *in);
+/* A worker process's slow start (an interpreter's), before its first
+ * worker is made, if the module exports spits_worker_prepare (a spits
+ * extension, see docs/module-guide.md: void spits_worker_prepare(void)). */
+void spits_module_worker_prepare(spits_module_t *m);
 void spits_module_worker_free(spits_module_t *m, spits_inst_t *in);
 
 int spits_module_committer_new(spits_module_t *m, spits_inst_t *in, int argc,

@@ -110,6 +110,11 @@ void spits_worker_finalize(void *w);                        /* optional */
  * worker's last run failed, called after a run that returned non-zero.
  * The text (NULL or "": none) is reported with the failed task. */
 const char *spits_worker_error(void *w);
+/* Optional, a spits extension: called once in a worker process (spits-tm
+ * --isolate, or a Python job's) before its first spits_worker_new, as the
+ * task manager starts and before it joins the job: the process's slow
+ * start (an interpreter, a runtime) then costs no task its time. */
+void spits_worker_prepare(void);
 
 /* Commits one task's result; 0 is success. */
 int spits_committer_commit_pit(void *c, const void *result, spitssize_t resultsz);

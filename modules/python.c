@@ -27,6 +27,10 @@
  * the journal, where the result already is, lets --resume commit it
  * again. SystemExit anywhere is exit() with its code.
  *
+ * A worker process (spits-tm --isolate) starts its interpreter early,
+ * through spits_worker_prepare, before its TM says HELLO; the job file
+ * runs at its first spits_worker_new, which brings the phase's argv.
+ *
  * Phases: a job file that defines spits_main(args, run) calls run(args)
  * once a phase, as a C module's spits_main calls its runner; run returns
  * the value finish() returned (the phase's final result, encoded as a
@@ -303,28 +307,17 @@ static int py_load_file(const char *path, int argc, const char **argv)
     return 0;
 }
 
-/* The interpreter and the job file, once a process. 0, or -1 after
- * saying why. */
-static int py_setup(int argc, const char **argv)
-{
-    int first, rc = 0;
-    const char *path = py_job_file(argc, argv, &first);
+/* Why the interpreter could not start ("": it did, or was not tried):
+ * said once, as it failed; later roles fail quietly. Under py_lock. */
+static char py_start_failed[256];
 
-    if (!path) {
-        fprintf(stderr, "python: no job file: give JOB.py (spits-run JOB.py "
-                "ARGS)\n");
+/* The interpreter, once a process, without the job file (which needs
+ * the role's argv): spits_worker_prepare starts it ahead of the first
+ * task. Caller holds py_lock. 0, or -1 after saying why. */
+static int py_start(void)
+{
+    if (py_start_failed[0])
         return -1;
-    }
-    pthread_mutex_lock(&py_lock);
-    if (py_script) {
-        if (strcmp(py_script, path) != 0) {
-            fprintf(stderr, "python: this process runs %s already, not %s\n",
-                    py_script, path);
-            rc = -1;
-        }
-        pthread_mutex_unlock(&py_lock);
-        return rc;
-    }
     if (!Py_IsInitialized()) {
         /* Extension modules (numpy's, for one) are not linked against
          * libpython and need its symbols global; this module was loaded
@@ -349,10 +342,40 @@ static int py_setup(int argc, const char **argv)
         if (PyStatus_Exception(st)) {
             fprintf(stderr, "python: cannot start the interpreter: %s\n",
                     st.err_msg ? st.err_msg : "unknown error");
-            pthread_mutex_unlock(&py_lock);
+            snprintf(py_start_failed, sizeof py_start_failed, "%s",
+                     st.err_msg ? st.err_msg : "unknown error");
             return -1;
         }
         PyEval_SaveThread();
+    }
+    return 0;
+}
+
+/* The interpreter and the job file, once a process. 0, or -1 after
+ * saying why. */
+static int py_setup(int argc, const char **argv)
+{
+    int first, rc = 0;
+    const char *path = py_job_file(argc, argv, &first);
+
+    if (!path) {
+        fprintf(stderr, "python: no job file: give JOB.py (spits-run JOB.py "
+                "ARGS)\n");
+        return -1;
+    }
+    pthread_mutex_lock(&py_lock);
+    if (py_script) {
+        if (strcmp(py_script, path) != 0) {
+            fprintf(stderr, "python: this process runs %s already, not %s\n",
+                    py_script, path);
+            rc = -1;
+        }
+        pthread_mutex_unlock(&py_lock);
+        return rc;
+    }
+    if (py_start() != 0) {
+        pthread_mutex_unlock(&py_lock);
+        return -1;
     }
     PyGILState_STATE g = PyGILState_Ensure();
     rc = py_load_file(path, argc - (first - 1), argv + (first - 1));
@@ -479,6 +502,23 @@ void spits_job_manager_finalize(void *jm)
     PyGILState_Release(g);
     free(gen->buf.p);
     free(gen);
+}
+
+/* A worker process starts its interpreter, and imports pickle, before
+ * the TM joins the job (isolate.c); the job file runs with the first
+ * worker's argv, which only the job manager's WELCOME tells. */
+void spits_worker_prepare(void)
+{
+    pthread_mutex_lock(&py_lock);
+    if (py_start() == 0) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        PyObject *pickle = PyImport_ImportModule("pickle");
+        if (!pickle)
+            PyErr_Clear();   /* (py_load_file imports it again, and says why) */
+        Py_XDECREF(pickle);
+        PyGILState_Release(g);
+    }
+    pthread_mutex_unlock(&py_lock);
 }
 
 void *spits_worker_new(int argc, const char *argv[])

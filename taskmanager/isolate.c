@@ -15,7 +15,16 @@
  * copy of it may only call async-signal-safe functions. It dies with the
  * worker thread that started it (PR_SET_PDEATHSIG).
  *
+ * A worker thread starts its child as soon as the module is known
+ * (tm_child_prestart): with a job dir, before the TM says HELLO, and the
+ * TM joins once each child said it is ready, or a bound passed (tm.c
+ * tm_setup_start_wait_ms). A child not ready by then is waited for by
+ * its first task, within the task's --task-timeout.
+ *
  * The pipe protocol, all integers little endian:
+ *   child -> parent  'R' once, when the module is loaded and its worker
+ *                    process prepared (spits_worker_prepare: a Python
+ *                    job's interpreter): the process is ready for tasks
  *   parent -> child  'P' u32 argc, then argc times (u32 len, bytes): the
  *                    phase's argv; the child rebuilds its worker instance
  *                    'T' u32 len, bytes: run this task
@@ -82,6 +91,7 @@ struct tm_child {
     int fd;
     int status_fd;             /* the child's /proc/PID/status, with a limit */
     const tm_phase_t *phase;   /* the phase the child's instance is for */
+    int ready;                 /* its 'R' was read */
 };
 
 tm_child_t *tm_child_new(char *const *env, uint64_t mem_limit)
@@ -142,6 +152,7 @@ static void child_reap(tm_child_t *c, char *why, size_t whylen)
         snprintf(why, whylen, "wait status %d", st);
     c->pid = 0;
     c->phase = NULL;
+    c->ready = 0;
 }
 
 void tm_child_destroy(tm_child_t **cp)
@@ -289,6 +300,7 @@ static int child_start(tm_child_t *c, const spits_module_t *mod)
     c->pid = pid;
     c->fd = sv[0];
     c->phase = NULL;
+    c->ready = 0;
     if (c->mem_limit && child_open_status(c) != 0) {
         int err = errno;
         char why[64];
@@ -378,6 +390,22 @@ static int send_phase(tm_child_t *c, const tm_phase_t *ph)
     return rc;
 }
 
+/* Reads the child's 'R' by the deadline (0: none), if not read yet. 0;
+ * -1 it ended, or wrote something else; -2 timeout. */
+static int child_ready(tm_child_t *c, int64_t deadline)
+{
+    unsigned char r;
+    if (c->ready)
+        return 0;
+    int rc = read_all(c->fd, &r, 1, deadline);
+    if (rc == 0 && r != 'R') {
+        kill(c->pid, SIGKILL);   /* (not ours, whatever runs: reaped next) */
+        rc = -1;
+    }
+    c->ready = rc == 0;
+    return rc;
+}
+
 uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
                       const tm_item_t *it, int64_t timeout_ms,
                       uint64_t max_result, spits_buf_t *result, char *why,
@@ -397,6 +425,10 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
             snprintf(why, whylen, "cannot start a worker process: %s", strerror(errno));
             return SPITS_ST_FAILED;
         }
+        /* (a process that dies as it starts is the task's crash, as one
+         * that dies running it) */
+        if ((rc = child_ready(c, deadline)) != 0)
+            goto ended;
         hdr[0] = 'T';
         put_u32(hdr + 1, it->len);
         struct iovec iov[2] = {{hdr, 5}, {(void *)it->data, it->len}};
@@ -451,9 +483,20 @@ died:
     return SPITS_ST_CRASHED;
 }
 
-int tm_child_prestart(tm_child_t *c, const spits_module_t *mod)
+int tm_child_prestart(tm_child_t *c, const spits_module_t *mod, int64_t wait_ms,
+                      char *why, size_t whylen)
 {
-    return c->pid ? 0 : child_start(c, mod);
+    why[0] = '\0';
+    if (!c->pid && child_start(c, mod) != 0) {
+        snprintf(why, whylen, "%s", strerror(errno));
+        return -1;
+    }
+    int rc = child_ready(c, spits_now_ms() + (wait_ms > 0 ? wait_ms : 1));
+    if (rc == -2)
+        return -2;   /* (left to start: its first task waits for it) */
+    if (rc != 0)
+        child_reap(c, why, whylen);
+    return rc;
 }
 
 /* --- the child ---------------------------------------------------------- */
@@ -545,6 +588,11 @@ int tm_child_main(int argc, char **argv)
         spits_error("%s", err);
         return 1;
     }
+    /* Ready for tasks once the module's slow start is done (a Python
+     * job's interpreter): the TM joins the job then. */
+    spits_module_worker_prepare(mod);
+    if (write(CHILD_FD, "R", 1) != 1)
+        return 1;
     for (;;) {
         unsigned char h[5];
         if (child_read(h, 5) != 0)

@@ -92,8 +92,10 @@ int tm_job_refuse(tm_t *tm, const char *fmt, ...)
 
 /* Loads the module the JM names (or --module's copy), refusing a file
  * whose hash differs from the JM's: a stale copy on a node-local disk must
- * not run the job. */
-static int load_module(tm_t *tm, const char *announced, const char *want_hash)
+ * not run the job. Early (before HELLO, from jm.json), what goes wrong is
+ * left for WELCOME's load to say: the JM then hears the refusal. */
+static int load_module(tm_t *tm, const char *announced, const char *want_hash,
+                       int early)
 {
     char err[1024];
     const char *path = tm->opts.module_override ? tm->opts.module_override
@@ -101,6 +103,8 @@ static int load_module(tm_t *tm, const char *announced, const char *want_hash)
     spits_image_t *img;
 
     if (!realpath(path, tm->job.module_path)) {
+        if (early)
+            return -1;
         spits_error("cannot load module %s: %s", path, strerror(errno));
         return -1;
     }
@@ -118,7 +122,12 @@ static int load_module(tm_t *tm, const char *announced, const char *want_hash)
     /* The copy whose hash is checked is the one loaded (and the one
      * --isolate's children load): the file may change in between. */
     if (!(img = spits_image_read(tm->job.module_path, err, sizeof err))) {
-        spits_error("%s", err);
+        if (!early)
+            spits_error("%s", err);
+        return -1;
+    }
+    if (early && strcmp(spits_image_hash(img), want_hash) != 0) {
+        spits_image_free(&img);
         return -1;
     }
     if (strcmp(spits_image_hash(img), want_hash) != 0) {
@@ -130,7 +139,8 @@ static int load_module(tm_t *tm, const char *announced, const char *want_hash)
     }
     tm->job.mod = spits_module_load(&img, err, sizeof err);
     if (!tm->job.mod) {
-        spits_error("%s", err);
+        if (!early)
+            spits_error("%s", err);
         return -1;
     }
     if (spits_pyjob_is(path) && !tm->pool.opts.isolate && !tm->job.shared &&
@@ -167,7 +177,7 @@ int tm_job_join(tm_t *tm, const char *job_id, const char *module,
     if (tm->relay)
         return 0;    /* it runs no task: the TMs behind it check the module */
     if (!tm->job.mod)
-        return load_module(tm, module, want_hash);
+        return load_module(tm, module, want_hash, 0);
     if (!tm->opts.module_override && strcmp(module, tm->job.module_path) != 0)
         return tm_job_refuse(tm, "the job manager now runs module %s, not %s; start "
                       "a new task manager for it", module, tm->job.module_path);
@@ -181,9 +191,25 @@ int tm_job_join(tm_t *tm, const char *job_id, const char *module,
     return 0;
 }
 
-void tm_job_expect(tm_job_t *job, const char *job_id)
+void tm_job_expect(tm_job_t *job, const spits_announce_t *a)
 {
-    snprintf(job->job_id, sizeof job->job_id, "%s", job_id);
+    snprintf(job->job_id, sizeof job->job_id, "%s", a->job_id);
+    snprintf(job->expect_module, sizeof job->expect_module, "%s", a->module);
+    snprintf(job->expect_hash, sizeof job->expect_hash, "%s", a->module_hash);
+    job->expect_req = a->req;
+}
+
+int tm_job_preload(tm_t *tm)
+{
+    if (tm->job.mod)
+        return 0;
+    if (!tm->job.expect_module[0] ||
+        load_module(tm, tm->job.expect_module, tm->job.expect_hash, 1) != 0) {
+        spits_debug("module %s not loaded before joining: loaded as the job "
+                    "manager welcomes us", tm->job.expect_module);
+        return -1;
+    }
+    return 0;
 }
 
 void tm_job_free(tm_job_t *job)

@@ -644,7 +644,7 @@ int tm_link_find_jm(tm_t *tm)
     }
     snprintf(tm->link.hops.jm_endpoint, sizeof tm->link.hops.jm_endpoint, "%s",
              announce.endpoint);
-    tm_job_expect(&tm->job, announce.job_id);
+    tm_job_expect(&tm->job, &announce);
     /* A Python job's workers are processes (pyjob.h): they are made
      * before HELLO, so jm.json is what tells. */
     if (spits_pyjob_is(announce.module) && !tm->opts.isolate &&

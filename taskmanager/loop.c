@@ -24,6 +24,7 @@
 #define _DEFAULT_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -178,8 +179,38 @@ int tm_loop_signalled(void)
     return atomic_load(&tm_signal) != 0;
 }
 
+/* A TM whose worker processes started before it joined (tm.c) says
+ * HELLO once each is ready, or given up on (workers.c, isolate.c): the
+ * JM counts its slots from then, and no task waits for an interpreter's
+ * start. Each worker waits pool.opts.start_wait_ms for its process (and
+ * says so if that passes); this wait, a second more, backs theirs up.
+ * A signal or a failed pool ends it (the loop then acts on them). */
+static void await_workers(tm_t *tm)
+{
+    int64_t start = spits_now_ms(), end = start + tm->pool.opts.start_wait_ms + 1000;
+    int n = tm->pool.workers.n, ready;
+
+    while ((ready = tm_pool_ready_count(&tm->pool)) < n && !tm_signal &&
+           !tm_pool_failed(&tm->pool)) {
+        int64_t left = end - spits_now_ms();
+        if (left <= 0) {
+            spits_warn("%d of %d worker process(es) not started within %.1f s: "
+                       "joining without them", n - ready, n,
+                       (double)(end - start) / 1000);
+            break;
+        }
+        struct pollfd pfd = {tm->wake_fd, POLLIN, 0};
+        if (poll(&pfd, 1, left < 100 ? (int)left : 100) > 0)
+            spits_wake_drain(tm->wake_fd);
+    }
+    spits_debug("%d of %d worker process(es) started in %.3f s; joining", ready, n,
+                (spits_now_ms() - start) / 1000.0);
+}
+
 void tm_loop_begin(tm_t *tm)
 {
+    if (tm->pool_early)
+        await_workers(tm);
     tm->now = spits_now_ms();
     tm->first_deadline = tm->now + (int64_t)(tm->opts.wait * 1000);
     if (tm->opts.end_wall > 0)

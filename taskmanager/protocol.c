@@ -40,9 +40,15 @@ static void bad_message(tm_t *tm, const char *why)
 }
 
 /* The workers run the job's module from now on (their threads started
- * before HELLO), the first time the TM joins a job. */
+ * before HELLO), the first time the TM joins a job. A pool started
+ * before HELLO (tm.c) takes the JM's limits now: no task was queued yet,
+ * and a worker reads them only for a task it takes under the lock. */
 static int start_workers(tm_t *tm)
 {
+    if (tm->pool_started && tm->pool_early) {
+        tm->pool.opts.max_result = (uint64_t)tm->link.max_task;
+        tm->pool_early = 0;
+    }
     if (tm->pool_started)
         return 0;
     tm->pool.opts.max_result = (uint64_t)tm->link.max_task;
@@ -110,8 +116,9 @@ static void on_welcome(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
      * virtual workers own nothing) */
     char refusal[sizeof tm->job.refused];
     if (!tm->relay && !tm->pool.opts.virtual_ns &&
-        (tm->pool_started ? tm_plan_same(tm, job, &req, refusal, sizeof refusal)
-                          : tm_plan_apply(tm, job, &req, refusal, sizeof refusal)) != 0) {
+        (tm->pool_started || tm->plan.planned
+             ? tm_plan_same(tm, job, &req, refusal, sizeof refusal)
+             : tm_plan_apply(tm, job, &req, refusal, sizeof refusal)) != 0) {
         if (refusal[0])   /* (its BYE says why: the JM logs it) */
             tm_job_refuse(tm, "%s", refusal);
         tm->done = -1;

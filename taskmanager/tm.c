@@ -6,7 +6,8 @@
  * Finds the JM (waiting for DIR/jm.json if need be), starts its worker
  * threads, says HELLO with the number of tasks it can hold (workers +
  * prefetch), and loads the module the JM announces, which the workers
- * then run. Then it queues the tasks the JM
+ * then run. Worker processes start before HELLO when jm.json tells the
+ * module (tm_setup_early). Then it queues the tasks the JM
  * sends, ships results back in batches, and exits 0 when the JM says the
  * job is over.
  *
@@ -84,6 +85,55 @@ static void tm_stdout_stop(void)
     spits_linefwd_stop(&tm_stdout);
 }
 
+/* A worker's process start that takes longer than this is not waited
+ * for before joining (its first task waits for it instead): --wait, up
+ * to its default, so that a TM told to wait an hour for its JM (Slurm's
+ * scripts) does not idle its other workers that long behind one that
+ * hangs; --task-timeout, if shorter, as the first task would wait no
+ * longer either. */
+#define TM_START_WAIT_MAX_S 60.0
+
+static int64_t tm_setup_start_wait_ms(const tm_opts_t *o)
+{
+    double s = o->wait < TM_START_WAIT_MAX_S ? o->wait : TM_START_WAIT_MAX_S;
+    if (o->task_timeout > 0 && o->task_timeout < s)
+        s = o->task_timeout;
+    return (int64_t)(s * 1000);
+}
+
+/* With a job dir, a TM whose workers are processes (--isolate, a Python
+ * job, a request for GPUs or memory per task) starts them before it
+ * joins: jm.json names the module, its hash and the request, so the
+ * workers are planned, the module is checked and loaded, and each worker
+ * process starts (a Python job's interpreter with it) now; the loop says
+ * HELLO once they are ready (loop.c), as the JM counts a TM's slots
+ * from its join. Thread workers have nothing to start, and a relay runs
+ * none: they join at once. Returns 1 when the pool started, 0 when it is
+ * left for WELCOME (what went wrong is said then), -1 on an error
+ * (said). */
+static int tm_setup_early(tm_t *tm)
+{
+    const spits_res_req_t *req = &tm->job.expect_req;
+    char refusal[sizeof tm->job.refused];
+
+    if (!tm->job.expect_module[0] || tm->relay ||
+        !(tm->opts.isolate || req->gpus || req->mem))
+        return 0;
+    if (tm_plan_apply(tm, tm->job.job_id, req, refusal, sizeof refusal) != 0 ||
+        tm_job_preload(tm) != 0)
+        return 0;
+    tm->pool.opts.max_result = (uint64_t)tm->link.max_task;
+    tm->pool.opts.part_min = spits_parts_min();
+    if (tm_pool_start(&tm->pool, tm->job.mod) != 0) {
+        spits_error("cannot start %d worker threads: %s", tm->pool.workers.n,
+                    strerror(errno));
+        return -1;
+    }
+    tm->pool_started = 1;
+    tm->pool_early = 1;
+    return 1;
+}
+
 /* Everything between the options and the loop. Returns -1 to run the
  * loop, or the exit status. */
 static int tm_setup(tm_t *tm)
@@ -108,6 +158,7 @@ static int tm_setup(tm_t *tm)
     }
     tm->pool.opts.isolate = tm->opts.isolate;
     tm->pool.opts.task_timeout_ms = (int64_t)(tm->opts.task_timeout * 1000);
+    tm->pool.opts.start_wait_ms = tm_setup_start_wait_ms(&tm->opts);
 
     /* A dead --isolate child must not kill us through its pipe. */
     signal(SIGPIPE, SIG_IGN);
@@ -115,8 +166,11 @@ static int tm_setup(tm_t *tm)
     tm_loop_catch_signals(tm->wake_fd);
     if (tm->opts.serve && !(tm->relay = tm_relay_new(tm)))
         return 1;
-    /* The workers exist before we say HELLO (tm.h tm_pool_spawn). */
-    if (tm_pool_spawn(&tm->pool) != 0) {
+    /* The workers exist before we say HELLO (tm.h tm_pool_spawn), and
+     * their processes run, when they can start now. */
+    if ((rc = tm_setup_early(tm)) < 0)
+        return 1;
+    if (rc == 0 && tm_pool_spawn(&tm->pool) != 0) {
         spits_error("cannot start %d worker threads: %s", tm->opts.workers,
                     strerror(errno));
         return 1;

@@ -130,9 +130,11 @@ typedef struct {
 } tm_worker_res_t;
 
 /* Limits and options, written by the main thread before any task is
- * queued (isolate, task_timeout_ms, virtual_ns and remote before
- * tm_pool_spawn; max_result and part_min as the TM joins, before
- * tm_pool_start; mod by tm_pool_start, under the lock); read by the
+ * queued (isolate, task_timeout_ms, start_wait_ms, virtual_ns and remote
+ * before tm_pool_spawn; max_result and part_min before tm_pool_start,
+ * and again at the first WELCOME of a pool started before HELLO, when no
+ * task was queued yet: workers read them only for a task, taken under
+ * the lock; mod by tm_pool_start, under the lock); read by the
  * workers. */
 typedef struct {
     spits_module_t *mod;
@@ -146,6 +148,9 @@ typedef struct {
                                  it and hands their records back */
     const tm_worker_res_t *res;  /* worker i's: res[i] (NULL: none); set
                                     by tm_pool_reshape */
+    int64_t start_wait_ms;    /* how long a worker waits for its process
+                                 to be ready before its first task comes
+                                 (isolate only; tm.c sets it) */
     uint64_t mem_limit;       /* --mem-per-task: each worker process's peak
                                  resident bytes (0: none); isolate only;
                                  set by tm_pool_reshape */
@@ -158,6 +163,8 @@ typedef struct {
     int n;
     pthread_t *threads;
     atomic_int alive;
+    atomic_int ready;         /* --isolate: workers whose process start is
+                                 over, ready or not (tm_pool_ready_count) */
     int spawned;              /* the threads were started */
     tm_virtual_t *virt;       /* virtual workers' slots (workers.c) */
 } tm_pool_workers_t;
@@ -214,10 +221,13 @@ uint32_t tm_child_run(tm_child_t *c, const spits_module_t *mod,
                       const tm_item_t *it, int64_t timeout_ms,
                       uint64_t max_result, spits_buf_t *result, char *why,
                       size_t whylen);
-/* Starts the child now, if it is not running, so that the module's load
- * (an interpreter's start, for a .py job) overlaps the wait for the first
- * task. 0, or -1 with errno (tm_child_run then tries again). */
-int tm_child_prestart(tm_child_t *c, const spits_module_t *mod);
+/* Starts the child now, if it is not running, and waits up to wait_ms
+ * for it to be ready (its module loaded, its spits_worker_prepare run: a
+ * .py job's interpreter), so that this start is no task's. 0; -1 and
+ * why: it could not start, or ended (reaped: tm_child_run starts
+ * another); -2: not ready yet (left to start: tm_child_run waits). */
+int tm_child_prestart(tm_child_t *c, const spits_module_t *mod, int64_t wait_ms,
+                      char *why, size_t whylen);
 /* The child's side: spits-tm --worker-child MODULE, with the TM's private
  * copy of the module (spits_module_fd) as fd 4. */
 int tm_child_main(int argc, char **argv);
@@ -276,6 +286,10 @@ void tm_pool_set_job(tm_pool_t *p, unsigned job);
  * each goes to the outbox as a RETURNED record. Returns how many. */
 size_t tm_pool_cancel(tm_pool_t *p, const tm_phase_t *ph, uint64_t *ids,
                       size_t n);
+/* --isolate: how many workers are done starting their process (ready,
+ * or given up on: tm_child_prestart), from tm_pool_start on; each wakes
+ * the main thread as it counts itself. */
+int tm_pool_ready_count(tm_pool_t *p);
 /* Tasks running now (taken by workers, not yet handed back). */
 size_t tm_pool_running(tm_pool_t *p);
 /* The held tasks (tm_pool_held) split: *running in the workers' hands

@@ -46,6 +46,7 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "jobdir.h"
 #include "keys.h"
 #include "resources.h"
 #include "tm.h"
@@ -119,6 +120,11 @@ typedef struct {
     tm_phase_t *current;
     char refused[512];           /* why this TM refused the JM's job (its
                                     BYE says so), or "" */
+    /* What jm.json announces (tm_job_expect), for a TM that starts its
+     * workers before it joins (tm.c): "" without a job dir. */
+    char expect_module[PATH_MAX];
+    char expect_hash[65];
+    spits_res_req_t expect_req;
 } tm_job_t;
 
 /* Joins job_id (WELCOME): loads the module the JM names if its hash is
@@ -129,8 +135,13 @@ int tm_job_join(tm_t *tm, const char *job_id, const char *module,
 /* Makes phase wire (argv a JSON array) the current one. Returns 0, or
  * -1 (logged) when out of memory. */
 int tm_job_enter_phase(tm_t *tm, uint32_t wire, json_t *argv);
-/* The job jm.json announces (link.c): what HELLO says we expect. */
-void tm_job_expect(tm_job_t *job, const char *job_id);
+/* The job jm.json announces (link.c): what HELLO says we expect, and
+ * the module and request the workers may start with before it. */
+void tm_job_expect(tm_job_t *job, const spits_announce_t *a);
+/* Before HELLO: loads the module jm.json announces, if its hash is the
+ * announced one. 0, or -1 (said at debug level only: WELCOME's
+ * tm_job_join tries again and says why). */
+int tm_job_preload(tm_t *tm);
 /* Refuses the JM's job: says why, and keeps it for BYE. Returns -1. */
 int tm_job_refuse(tm_t *tm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tm_job_free(tm_job_t *job);
@@ -478,7 +489,10 @@ struct tm_state {
                                     report.json) */
     tm_relay_t *relay;           /* --serve: the TMs behind us (relay.c) */
     tm_pool_t pool;              /* shared with the workers (tm.h) */
-    int pool_started;            /* workers run (from the first WELCOME) */
+    int pool_started;            /* workers run (from the first WELCOME,
+                                    or before HELLO: pool_early) */
+    int pool_early;              /* they started before HELLO, from jm.json
+                                    (tm.c), and no WELCOME came yet */
     int wake_fd;                 /* the eventfd workers and signals write */
 };
 

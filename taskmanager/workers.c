@@ -284,6 +284,28 @@ static void worker_bind(worker_t *w)
     }
 }
 
+/* --isolate: the worker's process starts, and is waited for (up to
+ * opts.start_wait_ms), before any task comes; the main thread counts
+ * the workers done with it (tm_pool_ready_count) before HELLO. */
+static void worker_prestart(worker_t *w, const spits_module_t *mod)
+{
+    tm_pool_t *p = w->pool;
+    char why[160];
+    int64_t t0 = now_ns();
+    int rc = tm_child_prestart(w->child, mod, p->opts.start_wait_ms, why, sizeof why);
+    if (rc == -2)
+        spits_warn("worker %d: its process did not start within %.1f s; its first "
+                   "task waits for it", w->index, p->opts.start_wait_ms / 1000.0);
+    else if (rc != 0)   /* (the process said why, as it ended) */
+        spits_debug("worker %d: its process ended as it started (%s); its first "
+                    "task starts another", w->index, why);
+    else
+        spits_debug("worker %d: its process started in %.3f s", w->index,
+                    (double)(now_ns() - t0) / 1e9);
+    atomic_fetch_add(&p->workers.ready, 1);
+    spits_wake_signal(p->wake_fd);
+}
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
@@ -303,9 +325,7 @@ static void *worker_main(void *arg)
                 const spits_module_t *mod = p->opts.mod;
                 prestart = 0;
                 pthread_mutex_unlock(&p->lock);
-                if (tm_child_prestart(w->child, mod) != 0)
-                    spits_debug("worker %d: no process yet (%s); its first task "
-                                "starts one", w->index, strerror(errno));
+                worker_prestart(w, mod);
                 pthread_mutex_lock(&p->lock);
                 continue;
             }
@@ -363,6 +383,7 @@ int tm_pool_init(tm_pool_t *p, int nworkers, int wake_fd)
     p->workers.n = nworkers;
     p->wake_fd = wake_fd;
     atomic_init(&p->workers.alive, 0);
+    atomic_init(&p->workers.ready, 0);
     atomic_init(&p->draining, 0);
     atomic_init(&p->failed, NULL);
     atomic_init(&p->stats.task_ns, 0);
@@ -478,6 +499,11 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod)
     if (p->opts.virtual_ns)
         return virtual_start(p);
     return tm_pool_spawn(p);
+}
+
+int tm_pool_ready_count(tm_pool_t *p)
+{
+    return atomic_load(&p->workers.ready);
 }
 
 size_t tm_pool_running(tm_pool_t *p)

@@ -42,8 +42,11 @@ grep -q "task 17 crashed its worker process (signal 11, Segmentation fault); a n
 wait $tm || fail "the TM exited $?"
 no_children once
 
-# 2. Segfaults every time, with two TMs: a poison task.
-start_jm segv "$F" 100 segv=42
+# 2. Segfaults every time, with two TMs: a poison task. Each task takes
+# 10 ms, so that the job outlasts the second TM's join (its worker
+# processes start first): a TM that never joined a job that failed waits
+# for its --resume.
+start_jm segv "$F" 100 segv=42 sleep=10000
 jm=$JM_PID
 SPITS_TEST_TAG=segv1 start_tm segv segv.tm1 -n 2 --isolate; t1=$TM_PID
 SPITS_TEST_TAG=segv2 start_tm segv segv.tm2 -n 2 --isolate; t2=$TM_PID

@@ -51,6 +51,67 @@ sum3000="sum of squares = $("$PY" -c 'print(sum(x * x for x in range(3000)))')"
 [ "$(cat "$T/sq.out")" = "$sum3000" ] || fail "spits-jm squares.py printed '$(cat "$T/sq.out")'"
 grep -q "squares.py is a Python job: each worker is a process" "$T/tmsq.log" ||
     fail "the TM's workers are not processes: $(cat "$T/tmsq.log")"
+# A TM that learns the job from jm.json says HELLO once its worker
+# processes have started their interpreters (slowed by 0.5 s here, by a
+# sitecustomize that only the TM's processes run): the JM's join time
+# comes after both starts, and the TM's log says so in that order.
+mkdir -p "$T/slowsite"
+cat >"$T/slowsite/sitecustomize.py" <<'PY'
+import os, time
+_mark = os.environ.get("SPITS_TEST_START_MARK")
+if _mark:
+    time.sleep(0.5)
+    with open(_mark, "a") as f:
+        f.write("%.6f\n" % time.time())
+_hang = os.environ.get("SPITS_TEST_START_HANG")
+if _hang:
+    try:
+        os.close(os.open(_hang, os.O_CREAT | os.O_EXCL))
+        time.sleep(2)       # (the first process only)
+    except FileExistsError:
+        pass
+PY
+start_jm early "$T/squares.py" 3000
+SPITS_TEST_START_MARK="$T/early.marks" PYTHONPATH="$T/slowsite" start_tm early tmearly -n 2 -v
+wait "$JM_PID" || fail "spits-jm squares.py (early) exited $?: $(cat "$T/early.jm.log")"
+[ "$(cat "$T/early.out")" = "$sum3000" ] || fail "the early TM's job printed '$(cat "$T/early.out")'"
+"$PY" - "$T/early" "$T/early.marks" <<'PY' || fail "the TM joined before its worker processes started: $(cat "$T/tmearly.log")"
+import json, sys
+d, marks = sys.argv[1], sys.argv[2]
+ready = [float(l) for l in open(marks)]
+started = json.load(open(d + "/jm.json"))["started_unix"]
+rep = json.load(open(d + "/report.json"))
+joins = [started + e["t"] for e in rep["timeline"]["tm_events"] if e["event"] == "join"]
+assert len(ready) == 2, "%d worker process starts, not 2" % len(ready)
+assert len(joins) == 1, "%d joins, not 1" % len(joins)
+# (the JM's clock and the workers' are this machine's; 50 ms for the
+# float the timeline keeps)
+assert joins[0] >= max(ready) - 0.05, "joined %.3f s before the last start" % (
+    max(ready) - joins[0])
+assert joins[0] < max(ready) + 10, "joined %.1f s after the last start" % (
+    joins[0] - max(ready))
+PY
+grep -o "2 of 2 worker process(es) started in\|joined job" "$T/tmearly.log" >"$T/tmearly.order"
+printf '%s\n' "2 of 2 worker process(es) started in" "joined job" |
+    cmp -s - "$T/tmearly.order" ||
+    fail "the TM's log does not say the workers started, then the join: $(cat "$T/tmearly.log")"
+echo "a TM with a job dir joins once its worker processes started"
+# A worker process slow to start (the first one, 2 s) is waited for no
+# longer than --wait (here 1 s): the TM says so and joins, that
+# worker's first task waits for it, and the job ends with the exact sum.
+# (Under a sanitizer the other worker may be slow too: one line each.)
+start_jm hang "$T/squares.py" 3000
+wait_for "test -s '$T/hang/jm.json'" 30 "the hang job's jm.json"
+SPITS_TEST_START_HANG="$T/hang.once" PYTHONPATH="$T/slowsite" start_tm hang tmhang -n 2 --wait 1
+wait "$JM_PID" || fail "a job whose worker is slow to start exited $?: $(cat "$T/hang.jm.log")"
+[ "$(cat "$T/hang.out")" = "$sum3000" ] || fail "the job with a slow worker printed '$(cat "$T/hang.out")'"
+grep -o "worker [01]: its process did not start within 1.0 s; its first task waits for it\|joined job" \
+    "$T/tmhang.log" | sed 's/worker [01]/worker N/' | uniq >"$T/tmhang.order"
+printf '%s\n' "worker N: its process did not start within 1.0 s; its first task waits for it" \
+    "joined job" | cmp -s - "$T/tmhang.order" ||
+    fail "the TM did not say a worker was slow, then join: $(cat "$T/tmhang.log")"
+echo "a worker process slow to start: not waited for past --wait"
+
 # python.so named as the module, the file its first argument: worker
 # threads (one interpreter), the same sum.
 pyrun sqthreads "$MODS/python.so" "$T/squares.py" 3000
