@@ -597,8 +597,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
             .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,
                       .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
                       .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},
-            .probe = router_probe, .probe_arg = d->net.conngen,
-            .reap_wait_ms = DISP_REAP_WAIT_MS};
+            .probe = router_probe, .probe_arg = d->net.conngen};
         d->srv = server_new(&cfg);
     }
     if (!d->fleet.tab || !d->commit.buf || !d->sched || d->net.wake_fd < 0 || !d->net.zctx ||

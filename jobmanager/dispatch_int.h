@@ -41,7 +41,6 @@
 #include "zap.h"
 
 #define DISP_TICK_MS 100
-#define DISP_REAP_WAIT_MS 250   /* a TM gone: its messages read first, this long at most */
 #define DISP_TRIM_MS 5000   /* free memory goes back at most this often */
 #define DISP_LIVE_FAILED 100         /* poison tasks STATUS names */
 #define DISP_END_WAIT_MS 2000        /* the most it waits for BYEs after END */

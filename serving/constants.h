@@ -20,5 +20,9 @@
  * (peertab.h). A relay's entry holds its "below" list, 1.5 KB, so at
  * most 15 MB at a relay that saw that many TMs leave. */
 #define SERVE_KEEP_DEAD 10000
+/* A TM whose send found its connection gone: the messages waiting are
+ * read first (a drained TM's last BYE), this long at most, before it is
+ * lost (server_reap). */
+#define SERVE_REAP_WAIT_MS 250
 
 #endif

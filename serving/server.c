@@ -291,9 +291,9 @@ void server_reap(server_t *s, int force)
         return;
     /* A drained TM sent its last RESULTS, STATS and BYE and closed: a
      * send may find its connection gone before they are read. So they
-     * are read first, for reap_wait_ms at most, and it leaves instead of
-     * being lost. */
-    if (!force && s->now - s->gone_at < s->cfg.reap_wait_ms && h->pending(h->arg))
+     * are read first, for SERVE_REAP_WAIT_MS at most, and it leaves
+     * instead of being lost. */
+    if (!force && s->now - s->gone_at < SERVE_REAP_WAIT_MS && h->pending(h->arg))
         return;
     s->gone = 0;
     for (size_t i = peertab_live_count(s->cfg.tab); i-- > 0;) {
@@ -439,7 +439,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
                 st_stopping, st_who},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
-        .probe = st_probe, .reap_wait_ms = 250};
+        .probe = st_probe};
     memset(h, 0, sizeof *h);
     h->avail = avail;
     h->lost_slot = -1;
@@ -704,7 +704,7 @@ static int st_losses(void)
     server_serve(h.s);
     S_CHECK(st_log_is(&h, "0:2 1:2 2:2 0:2 1:2 2:2 "));
     /* A gone connection (the first live peer): marked, nothing more
-     * sent to it, lost once no message waits, or reap_wait_ms passed. */
+     * sent to it, lost once no message waits, or SERVE_REAP_WAIT_MS passed. */
     st_result(&h, p[0]);
     st_result(&h, p[1]);
     h.fail[0] = EHOSTUNREACH;
@@ -714,10 +714,10 @@ static int st_losses(void)
     server_serve(h.s);
     S_CHECK(st_log_is(&h, ""));
     h.pending = 1;
-    server_clock(h.s, 1249);
+    server_clock(h.s, 1000 + SERVE_REAP_WAIT_MS - 1);
     server_reap(h.s, 0);
     S_CHECK(p[0]->peer.alive && h.lost_slot == -1);
-    server_clock(h.s, 1250);
+    server_clock(h.s, 1000 + SERVE_REAP_WAIT_MS);
     server_reap(h.s, 0);
     S_CHECK(!p[0]->peer.alive && !strcmp(h.lost, "0 disconnected; "));
     S_CHECK(!p[0]->gone && server_serve_due(h.s));

@@ -98,8 +98,6 @@ typedef struct {
                                 server_rules) */
     liveness_probe_fn *probe;    /* how long a peer's connection has been */
     void *probe_arg;             /* ...quiet (serving/router.h) */
-    int64_t reap_wait_ms;    /* the most a gone peer waits for the
-                                messages still to be read */
 } server_cfg_t;
 
 /* What the server counts; the hop reads them. */
@@ -147,7 +145,8 @@ void server_serve(server_t *s);
  * header: hb, SPITS_HDR_SIZE bytes), the silent ones are lost. */
 void server_tick(server_t *s);
 /* Peers whose connection is gone are lost, once no message waits to be
- * read or reap_wait_ms passed since the first was marked (force: now). */
+ * read or SERVE_REAP_WAIT_MS passed since the first was marked (force:
+ * now). */
 void server_reap(server_t *s, int force);
 /* The n CANCELs c (the scheduler's: sched_take_cancels) of wire phase
  * wire go to the peers holding the copies (cancels.h; by_hash: the peers

@@ -56,7 +56,6 @@
 #define RELAY_TICK_MS 100          /* heartbeats and silence, checked this often */
 #define RELAY_MONITOR_EP "inproc://spits-relay-monitor"
 #define RELAY_END_WAIT_MS 2000     /* the most it waits for BYEs after END */
-#define RELAY_REAP_WAIT_MS 250     /* a TM gone: its messages read first, this long at most */
 
 /* --- timers ------------------------------------------------------------- */
 
@@ -104,8 +103,7 @@ static server_t *relay_server(tm_relay_t *r)
                 relay_hop_pending, relay_hop_stopping, relay_hop_who},
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = RELAY_TICK_MS},
-        .probe = router_probe, .probe_arg = r->sock.conngen,
-        .reap_wait_ms = RELAY_REAP_WAIT_MS};
+        .probe = router_probe, .probe_arg = r->sock.conngen};
     return server_new(&cfg);
 }
 
