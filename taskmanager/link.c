@@ -25,6 +25,7 @@
  * waits for its own upstream), is left for the next, round
  * and round, until --reconnect-timeout (or, before the first WELCOME,
  * --wait) gives up; a relay that refuses the handshake is left at once.
+ * Each round that found no hop doubles the wait (TM_HOP_DOUBLINGS_MAX).
  * Each move is a new socket, so the new hop counts a re-attach and our
  * HELLO says what we hold; unsent results wait for its WELCOME. jm.json
  * only ever moves the JM's hop: a relay that works is kept. All hops
@@ -89,6 +90,7 @@ void tm_link_welcomed(tm_t *tm, long long heartbeat_ms, const char *parts_to)
     tm->link.status.result_parts = parts_to && strcmp(parts_to, tm->link.routing_id) == 0;
     tm->link.status.welcomed = 1;
     tm->link.hops.welcomed = 1;
+    tm->link.hops.rounds = 0;
     tm->link.status.state = TM_READY;
 }
 
@@ -223,6 +225,8 @@ static void hop_next(tm_t *tm, int level, const char *why)
 
     snprintf(from, sizeof from, "%s at %s", hop_what(tm), link->hops.endpoint);
     link->hops.hop = (link->hops.hop + 1) % (tm->opts.n_via + 1);
+    if (link->hops.hop == 0 && link->hops.rounds < TM_HOP_DOUBLINGS_MAX)
+        link->hops.rounds++;
     snprintf(link->hops.endpoint, sizeof link->hops.endpoint, "%s",
              tm_link_relayed(tm) ? tm->opts.via[link->hops.hop] : link->hops.jm_endpoint);
     spits_log(level, "%s %s; trying the %s at %s", from, why, hop_what(tm),
@@ -502,8 +506,8 @@ void tm_link_timers(tm_t *tm)
     /* With relays, a hop silent too long is left for the next; but the
      * JM's first refusal keeps its own rule (the job's end is ruled out
      * first, above). */
-    int64_t patience = tm->link.hops.up && !tm->link.hops.welcomed
-                           ? TM_HOP_PATIENCE_MS : TM_HOP_TIMEOUT_MS;
+    int64_t patience = (tm->link.hops.up && !tm->link.hops.welcomed
+                            ? TM_HOP_PATIENCE_MS : TM_HOP_TIMEOUT_MS) << tm->link.hops.rounds;
     if (tm->opts.n_via && tm->now - tm->link.hops.since > patience &&
         !(tm->link.refused.since && !tm_link_relayed(tm))) {
         hop_next(tm, SPITS_LOG_INFO, "not answering");

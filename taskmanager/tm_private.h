@@ -171,6 +171,11 @@ static inline uint32_t tm_job_wire(const tm_job_t *job)
  * its own upstream) has, before its first WELCOME on it. */
 #define TM_HOP_TIMEOUT_MS 3000
 #define TM_HOP_PATIENCE_MS 15000
+/* Each round of hops that all failed doubles both, up to this many
+ * times (3 s, 6 s, 12 s, 24 s): a machine slow enough that no handshake
+ * completes in 3 s still gets one in, and a TM whose hops are all down
+ * asks less often. A WELCOME starts them over. */
+#define TM_HOP_DOUBLINGS_MAX 3
 
 /* Where the connection to the JM is. */
 enum { TM_CONNECTING, TM_READY, TM_LOST };
@@ -187,6 +192,8 @@ typedef struct {
     char endpoint[512];          /* the current hop's: a relay's or jm_endpoint */
     char jm_endpoint[512];       /* the JM's own (jm.json's, or --connect) */
     int hop;
+    int rounds;                  /* full rounds without a WELCOME (each
+                                    doubles the wait: TM_HOP_DOUBLINGS_MAX) */
     int64_t since;
     int up;                      /* this socket's handshake succeeded... */
     int welcomed;                /* ...and a WELCOME came over it */
