@@ -292,6 +292,14 @@ void relay_copies_give_back(tm_relay_t *r)
         relay_copies_settle(r);
 }
 
+void relay_copies_orphans(tm_relay_t *r)
+{
+    if (peertab_live_count(r->peers.tab))
+        return;
+    while (relay_copies_take(r, SERVE_BATCH_TASKS))
+        relay_copies_give_back(r);
+}
+
 void relay_copies_reset(tm_relay_t *r)
 {
     size_t n;

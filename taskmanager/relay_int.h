@@ -294,6 +294,10 @@ void relay_copies_drop(tm_relay_t *r, const tm_phase_t *ph, const uint64_t *ids,
 /* The copies nothing runs (fresh, or to run again) go back upstream: no
  * TM is left behind, or the relay drains. */
 void relay_copies_give_back(tm_relay_t *r);
+/* With no TM behind, the copies waiting in the pool go back upstream
+ * too: upstream sent them before it heard that the last TM left, and
+ * nothing here would ever take them. */
+void relay_copies_orphans(tm_relay_t *r);
 /* A new phase: every copy held goes back (the TMs drop their own). */
 void relay_copies_reset(tm_relay_t *r);
 /* A drain: every copy the TMs behind hold is cancelled (those queued

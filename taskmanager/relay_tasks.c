@@ -103,5 +103,6 @@ void relay_tasks_serve(tm_relay_t *r)
     tm_t *tm = r->tm;
     if (!r->job.body || !tm->pool_started || tm->drain.active)
         return;
+    relay_copies_orphans(r);
     server_serve(r->srv);
 }
