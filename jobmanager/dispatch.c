@@ -593,7 +593,8 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         server_cfg_t cfg = {
             .tab = d->fleet.tab, .sched = d->sched,
             .hop = {d, tmio_hop_send, serve_refill, serve_send_tasks, disp_hop_lost,
-                    disp_hop_pending, disp_hop_stopping, disp_hop_who},
+                    disp_hop_pending, disp_hop_stopping, disp_hop_who, members_hop_add,
+                    members_hop_joined, members_hop_welcome},
             .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,
                       .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
                       .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},

@@ -39,7 +39,8 @@ server_t *server_new(const server_cfg_t *cfg)
 {
     const server_hop_t *h = &cfg->hop;
     assert(cfg->tab && cfg->sched && cfg->probe && h->send && h->refill &&
-           h->send_tasks && h->lost && h->pending && h->stopping && h->who);
+           h->send_tasks && h->lost && h->pending && h->stopping && h->who &&
+           h->add && h->joined && h->welcome);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
@@ -94,6 +95,7 @@ void server_peer_init(server_peer_t *p)
 {
     /* (the rest is zero: peertab_add's entries are) */
     p->sched.slot = p->peer.slot;
+    p->proc.attach = -1;
 }
 
 void server_peer_join(server_t *s, server_peer_t *p)
@@ -303,6 +305,74 @@ void server_reap(server_t *s, int force)
     }
 }
 
+/* --- HELLO -------------------------------------------------------------- */
+
+/* What a TM holds of ours (and its pending results) count only as of a
+ * HELLO after which nothing was sent to it: with copies sent since, its
+ * HELLO predates them. */
+static void server_hello_take(server_t *s, server_peer_t *p, const spits_hello_t *h,
+                              const char *job_id)
+{
+    sched_joined(s->cfg.sched, &p->sched, joins_held(h, job_id));
+    joins_settle_begin(&p->settle, joins_pending(h, job_id), s->now,
+                       s->cfg.rules.timeout_ms);
+}
+
+/* (server.h) */
+server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *rid,
+                                    size_t ridlen, const spits_hello_t *h,
+                                    const char *job_id, void *ctx)
+{
+    const server_hop_t *hop = &s->cfg.hop;
+    const char *host;
+    long pid = 0;
+    if (p)
+        hop->who(hop->arg, p, &host, &pid);
+    joins_known_t known = {p && p->peer.alive, pid, p ? p->proc.attach : -1,
+                           p && p->sched.sent != p->proc.sent_at_hello};
+    joins_kind_t kind = joins_kind(&known, h);
+    if (kind == JOINS_AGAIN) {
+        if (p->sched.sent == p->proc.sent_at_hello)
+            server_hello_take(s, p, h, job_id);
+        if (h->attach > p->proc.attach)
+            p->proc.attach = h->attach;
+        hop->welcome(hop->arg, p);
+        return SERVER_HELLO_AGAIN;
+    }
+    if (kind == JOINS_RECONNECT)
+        server_lose(s, p, "reconnected");
+    int first = 0, renewed = p && pid != h->pid;
+    if (!p && !(p = hop->add(hop->arg, rid, ridlen, &first)))
+        return SERVER_HELLO_NO_ENTRY;
+    assert(!p->peer.alive && p->sched.slot == p->peer.slot);
+    if (peertab_set_alive(s->cfg.tab, p, 1) != 0)
+        return SERVER_HELLO_NO_ROOM;
+    if (renewed) {
+        s->st.runs_gone += p->proc.runs;
+        s->st.busy_gone += p->proc.busy_s;
+        p->proc.runs = 0;
+        p->proc.busy_s = 0;
+    }
+    long workers = h->workers, slots = h->slots;
+    if (h->relay)   /* (as much as its TMs can have: wire.h) */
+        spits_relay_cap(h->tms, &workers, &slots);
+    credit_set(&p->sched.credit, workers, slots);
+    server_hello_take(s, p, h, job_id);
+    p->proc.attach = h->attach;
+    p->proc.sent_at_hello = p->sched.sent;
+    server_peer_join(s, p);
+    if (first)
+        s->st.joins++;
+    else
+        s->st.reattaches++;
+    server_join_t j = {h, first, renewed, ctx};
+    hop->joined(hop->arg, p, &j);
+    hop->who(hop->arg, p, &host, &pid);
+    assert(p->peer.alive && pid == h->pid);
+    hop->welcome(hop->arg, p);
+    return first ? SERVER_HELLO_JOINED : SERVER_HELLO_REATTACHED;
+}
+
 /* --- cancels ------------------------------------------------------------ */
 
 static int server_cancel_send(void *arg, int slot, const void *buf, size_t len)
@@ -344,6 +414,10 @@ typedef struct {
     char lost[128];              /* "slot why; " of each lost */
     int pending, stopping;
     int64_t rec_start;           /* sched_recorded of the last result */
+    long pid[ST_PEERS];          /* each peer's process (who) */
+    int add_first;               /* what add says of a new entry; -1: none */
+    char joins[128];             /* "slot first|again[ renewed]; " of each */
+    int welcomes[ST_PEERS];
 } st_hop_t;
 
 static int st_send(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
@@ -419,9 +493,33 @@ static int st_stopping(void *arg)
 
 static void st_who(void *arg, const server_peer_t *p, const char **host, long *pid)
 {
-    (void)arg;
     *host = "h";
-    *pid = p->peer.slot;
+    *pid = ((st_hop_t *)arg)->pid[p->peer.slot];
+}
+
+static server_peer_t *st_add(void *arg, const void *rid, size_t len, int *first)
+{
+    st_hop_t *h = arg;
+    server_peer_t *p = h->add_first < 0 ? NULL : peertab_add(h->tab, rid, len);
+    if (p) {
+        server_peer_init(p);
+        *first = h->add_first;
+    }
+    return p;
+}
+
+static void st_joined(void *arg, server_peer_t *p, const server_join_t *j)
+{
+    st_hop_t *h = arg;
+    size_t at = strlen(h->joins);
+    h->pid[p->peer.slot] = j->h->pid;
+    snprintf(h->joins + at, sizeof h->joins - at, "%d %s%s; ", p->peer.slot,
+             j->first ? "first" : "again", j->renewed ? " renewed" : "");
+}
+
+static void st_welcome(void *arg, server_peer_t *p)
+{
+    ((st_hop_t *)arg)->welcomes[p->peer.slot]++;
 }
 
 static int64_t st_probe(const liveness_t *l, void *arg)
@@ -436,13 +534,14 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 {
     server_cfg_t cfg = {
         .hop = {h, st_send, st_refill, st_send_tasks, st_lost, st_pending,
-                st_stopping, st_who},
+                st_stopping, st_who, st_add, st_joined, st_welcome},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
         .probe = st_probe};
     memset(h, 0, sizeof *h);
     h->avail = avail;
     h->lost_slot = -1;
+    h->add_first = 1;
     h->sc = sched_new(1, 3, &h->st);
     h->tab = peertab_new(sizeof(server_peer_t), 4, 16, NULL, NULL);
     cfg.tab = h->tab;
@@ -456,6 +555,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
         if (!p || p->peer.slot != i)
             return -1;
         server_peer_init(p);
+        h->pid[i] = i;
         credit_set(&p->sched.credit, 2, slots);
         sched_joined(h->sc, &p->sched, 0);
         peertab_set_alive(h->tab, p, 1);
@@ -473,14 +573,19 @@ static void st_world_end(st_hop_t *h)
     peertab_destroy(&h->tab);
 }
 
-/* The log so far is want; it starts again. */
+/* A log (of what, for the message) so far is want; it starts again. */
+static int st_text_is(char *log, const char *what, const char *want)
+{
+    int ok = strcmp(log, want) == 0;
+    if (!ok)
+        fprintf(stderr, "server selftest: %s \"%s\", expected \"%s\"\n", what, log, want);
+    log[0] = 0;
+    return ok;
+}
+
 static int st_log_is(st_hop_t *h, const char *want)
 {
-    int ok = strcmp(h->log, want) == 0;
-    if (!ok)
-        fprintf(stderr, "server selftest: sent \"%s\", expected \"%s\"\n", h->log, want);
-    h->log[0] = 0;
-    return ok;
+    return st_text_is(h->log, "sent", want);
 }
 
 /* A record of the oldest copy p holds (status st) comes back: a slot of
@@ -796,12 +901,136 @@ out:
     return rc;
 }
 
+static int st_joins_are(st_hop_t *h, const char *want)
+{
+    return st_text_is(h->joins, "joins", want);
+}
+
+/* HELLO: a join, repeats with and without copies sent since, a
+ * re-attach with results pending (not served until they are in), a
+ * reconnect of a new process, a relay's capacity, and no entry. */
+static int st_hello(void)
+{
+    st_hop_t h;
+    int rc = -1;
+    const server_stats_t *ss;
+    spits_hello_t hi = {"n", 100, 2, 4, 0, 0, 1, "job", NULL, -1};
+    S_CHECK(st_world(&h, 0, 0, 100) == 0);
+    ss = server_stats(h.s);
+    /* A join: alive, its credit, its proc, WELCOME; then served. */
+    S_CHECK(server_on_hello(h.s, NULL, "a", 1, &hi, "job", NULL) == SERVER_HELLO_JOINED);
+    server_peer_t *a = peertab_find(h.tab, "a", 1);
+    S_CHECK(a && a->peer.alive && a->peer.slot == 0 && a->sched.slot == 0);
+    S_CHECK(a->sched.credit.workers == 2 && a->sched.credit.slots == 4);
+    S_CHECK(a->proc.attach == 1 && a->proc.sent_at_hello == 0 && a->settle.until == 0);
+    S_CHECK(ss->joins == 1 && ss->reattaches == 0 && h.welcomes[0] == 1);
+    S_CHECK(st_joins_are(&h, "0 first; ") && a->live.last_heard == 1000);
+    server_due(h.s, a);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 0:2 ") && a->sched.sent == 4);
+
+    /* A repeat with copies sent since: answered, what it says it holds
+     * predates them, nothing lost. */
+    hi.held = 0;
+    hi.pending = 3;
+    S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_AGAIN);
+    S_CHECK(h.welcomes[0] == 2 && a->sched.credit.outstanding == 4 && a->settle.until == 0);
+    S_CHECK(st_joins_are(&h, "") && h.lost[0] == 0 && a->proc.sent_at_hello == 0);
+    /* ...a later one of an older outage leaves its attach. */
+    hi.attach = 0;
+    S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_AGAIN);
+    S_CHECK(a->proc.attach == 1 && h.welcomes[0] == 3);
+
+    /* A repeat with nothing sent since: what it holds and its pending
+     * results are taken, as at a join; a higher attach is kept. */
+    hi = (spits_hello_t){"m", 200, 2, 4, 0, 0, 1, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, NULL, "b", 1, &hi, "job", NULL) == SERVER_HELLO_JOINED);
+    server_peer_t *b = peertab_find(h.tab, "b", 1);
+    S_CHECK(b && b->peer.slot == 1 && st_joins_are(&h, "1 first; "));
+    /* ...of another job: none of it counts. */
+    hi.held = 1;
+    hi.pending = 2;
+    hi.attach = 2;
+    S_CHECK(server_on_hello(h.s, b, "b", 1, &hi, "other", NULL) == SERVER_HELLO_AGAIN);
+    S_CHECK(b->sched.credit.outstanding == 0 && b->settle.until == 0 && b->proc.attach == 2);
+    hi.attach = 3;
+    S_CHECK(server_on_hello(h.s, b, "b", 1, &hi, "job", NULL) == SERVER_HELLO_AGAIN);
+    S_CHECK(b->sched.credit.outstanding == 1 && b->settle.until == 3000 &&
+            b->settle.records == 2 && b->proc.attach == 3 && h.welcomes[1] == 3);
+    S_CHECK(ss->joins == 2 && ss->reattaches == 0);
+
+    /* A re-attach after a loss, with results pending: no tasks until
+     * they are in. */
+    h.fail[0] = EHOSTUNREACH;
+    S_CHECK(server_send(h.s, a, "x", 1, 0) == -1 && a->gone);
+    server_reap(h.s, 1);
+    S_CHECK(!a->peer.alive && !strcmp(h.lost, "0 disconnected; "));
+    hi = (spits_hello_t){"n", 100, 2, 4, 0, 2, 2, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(a->peer.alive && a->proc.attach == 2 && a->proc.sent_at_hello == 4);
+    S_CHECK(ss->joins == 2 && ss->reattaches == 1 && st_joins_are(&h, "0 again; "));
+    S_CHECK(a->settle.until == 3000 && h.welcomes[0] == 4);
+    server_due(h.s, a);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, ""));
+    joins_settle_results(&a->settle, 2);
+    server_due(h.s, a);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 0:2 ") && a->sched.sent == 8);
+
+    /* A new process on its routing id, copies sent since: the old one
+     * is lost, its runs go to the totals, the new one joins. */
+    a->proc.runs = 7;
+    a->proc.busy_s = 1.5;
+    hi = (spits_hello_t){"n", 101, 3, 6, 0, 0, 0, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(!strcmp(h.lost, "0 disconnected; 0 reconnected; ") && a->peer.alive);
+    S_CHECK(st_joins_are(&h, "0 again renewed; ") && h.pid[0] == 101);
+    S_CHECK(a->proc.runs == 0 && a->proc.busy_s == 0 && ss->runs_gone == 7 &&
+            ss->busy_gone == 1.5 && ss->reattaches == 2 && ss->joins == 2);
+    S_CHECK(a->sched.credit.workers == 3 && a->sched.credit.slots == 6 &&
+            a->sched.credit.outstanding == 0 && a->proc.attach == 0);
+    /* ...its old process's copies run again (on it: b settles). */
+    server_due(h.s, a);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:3 0:3 "));
+
+    /* A relay: its capacity is what its TMs can have. */
+    json_t *relay = json_object();
+    hi = (spits_hello_t){"r", 300, 9000, 50, 0, 0, 0, "job", relay, 2};
+    S_CHECK(server_on_hello(h.s, NULL, "c", 1, &hi, "job", NULL) == SERVER_HELLO_JOINED);
+    server_peer_t *c = peertab_find(h.tab, "c", 1);
+    S_CHECK(c && c->sched.credit.workers == 2 * SPITS_TM_WORKERS_MAX &&
+            c->sched.credit.slots == 50);
+    hi.tms = 0;
+    hi.pid = 301;
+    S_CHECK(server_on_hello(h.s, c, "c", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(c->sched.credit.workers == 0 && c->sched.credit.slots == 0);
+    json_decref(relay);
+    S_CHECK(st_joins_are(&h, "2 first; 2 again renewed; "));
+
+    /* A routing id the hop knew once: a re-attach; none made: nothing. */
+    h.add_first = 0;
+    hi = (spits_hello_t){"o", 400, 1, 1, 0, 0, 0, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, NULL, "d", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(st_joins_are(&h, "3 again; ") && ss->joins == 3 && ss->reattaches == 4);
+    h.add_first = -1;
+    S_CHECK(server_on_hello(h.s, NULL, "e", 1, &hi, "job", NULL) == SERVER_HELLO_NO_ENTRY);
+    S_CHECK(st_joins_are(&h, "") && ss->joins == 3 && ss->reattaches == 4 &&
+            peertab_live_count(h.tab) == 4);
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
 int server_selftest(void)
 {
     server_t *s = NULL;
     st_hop_t h;
     int rc = 0;
-    if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels())
+    if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
+        st_hello())
         rc = -1;
     if (st_world(&h, 0, 0, 0) == 0) {
         s = h.s;
