@@ -245,6 +245,7 @@ void members_hop_joined(void *d, server_peer_t *p, const server_join_t *j);
 void members_hop_welcome(void *d, server_peer_t *p);
 void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body);
 void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
+void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused);
 /* A malformed message's sender t (NULL: unknown), if live, is dropped as
  * a bad peer: lost, its copies requeued (the caller counts the message
  * with tmio_bad_message) */

@@ -67,20 +67,11 @@ void members_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why)
     members_lost(d, t, lost);
 }
 
-/* BYE: it left on purpose (drained, done, or refusing the job, which its
- * BYE then says), so it is not lost. */
-void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
+/* (server_hop_t.lost with left) t left on purpose (drained, done, or
+ * refusing the job: refused, its BYE's reason), so it is not lost. */
+void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused)
 {
-    const char *why = NULL, *refused = NULL;
     char safe[512];
-    json_t *body = NULL;
-
-    if (!t->sv.peer.alive)
-        return;
-    if (zmq_msg_size(msg) > SPITS_HDR_SIZE &&
-        (body = spits_wire_decode_json(zmq_msg_data((zmq_msg_t *)msg),
-                                       zmq_msg_size(msg), &why)))
-        refused = json_string_value(json_object_get(body, "refused"));
     size_t n = drop(d, t, JM_TL_LEAVE);
     d->st.tm_leaves++;
     if (refused) {
@@ -94,8 +85,23 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
         spits_info("%s %s:%ld left; %zu task(s) requeued",
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, n);
     }
-    json_decref(body);
     peertab_set_alive(d->fleet.tab, t, 0);
+}
+
+/* BYE: it left on purpose (its BYE may say it refused the job). */
+void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
+{
+    const char *why = NULL, *refused = NULL;
+    json_t *body = NULL;
+
+    if (!t->sv.peer.alive)
+        return;
+    if (zmq_msg_size(msg) > SPITS_HDR_SIZE &&
+        (body = spits_wire_decode_json(zmq_msg_data((zmq_msg_t *)msg),
+                                       zmq_msg_size(msg), &why)))
+        refused = json_string_value(json_object_get(body, "refused"));
+    server_on_bye(d->srv, &t->sv, refused);
+    json_decref(body);
 }
 
 /* HELLO said whether t is a relay (endpoint: where its TMs connect, or

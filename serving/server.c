@@ -95,7 +95,6 @@ void server_peer_init(server_peer_t *p)
 {
     /* (the rest is zero: peertab_add's entries are) */
     p->sched.slot = p->peer.slot;
-    p->proc.attach = -1;
 }
 
 void server_peer_join(server_t *s, server_peer_t *p)
@@ -250,11 +249,11 @@ void server_serve(server_t *s)
 
 /* --- losses ------------------------------------------------------------- */
 
-static void server_lose(server_t *s, server_peer_t *p, const char *why)
+static void server_lose(server_t *s, server_peer_t *p, const char *why, int left)
 {
     p->gone = 0;
     server_due_all(s);   /* (its copies run again on the others) */
-    s->cfg.hop.lost(s->cfg.hop.arg, p, why);
+    s->cfg.hop.lost(s->cfg.hop.arg, p, why, left);
     assert(!p->peer.alive);
 }
 
@@ -276,7 +275,7 @@ void server_tick(server_t *s)
             char why[64];
             snprintf(why, sizeof why, "silent for %.1f s",
                      (double)(s->now - p->live.last_heard) / 1000.0);
-            server_lose(s, p, why);
+            server_lose(s, p, why, 0);
         } else if (v == LIVENESS_HEARTBEAT && !p->gone &&
                    server_send(s, p, hb, sizeof hb, 0) == 0) {
             s->st.heartbeats++;
@@ -301,7 +300,7 @@ void server_reap(server_t *s, int force)
     for (size_t i = peertab_live_count(s->cfg.tab); i-- > 0;) {
         server_peer_t *p = peertab_live_at(s->cfg.tab, i);
         if (p->gone)
-            server_lose(s, p, "disconnected");
+            server_lose(s, p, "disconnected", 0);
     }
 }
 
@@ -325,11 +324,20 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
 {
     const server_hop_t *hop = &s->cfg.hop;
     const char *host;
-    long pid = 0;
-    if (p)
-        hop->who(hop->arg, p, &host, &pid);
-    joins_known_t known = {p && p->peer.alive, pid, p ? p->proc.attach : -1,
-                           p && p->sched.sent != p->proc.sent_at_hello};
+    long pid;
+    /* (only it: the other gone peers' messages may still wait; the
+     * newest dead entry is never evicted, so p stays good) */
+    if (p && p->gone)
+        server_lose(s, p, "disconnected", 0);
+    joins_known_t known = {0};
+    int renewed = 0;
+    if (p) {
+        hop->who(hop->arg, p, &host, &known.pid);
+        known.alive = p->peer.alive;
+        known.attach = p->proc.attach;
+        known.sent_since = p->sched.sent != p->proc.sent_at_hello;
+        renewed = known.pid != h->pid;
+    }
     joins_kind_t kind = joins_kind(&known, h);
     if (kind == JOINS_AGAIN) {
         if (p->sched.sent == p->proc.sent_at_hello)
@@ -340,8 +348,8 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
         return SERVER_HELLO_AGAIN;
     }
     if (kind == JOINS_RECONNECT)
-        server_lose(s, p, "reconnected");
-    int first = 0, renewed = p && pid != h->pid;
+        server_lose(s, p, "reconnected", 0);
+    int first = 0;
     if (!p && !(p = hop->add(hop->arg, rid, ridlen, &first)))
         return SERVER_HELLO_NO_ENTRY;
     assert(!p->peer.alive && p->sched.slot == p->peer.slot);
@@ -371,6 +379,31 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
     assert(p->peer.alive && pid == h->pid);
     hop->welcome(hop->arg, p);
     return first ? SERVER_HELLO_JOINED : SERVER_HELLO_REATTACHED;
+}
+
+/* --- the other messages ------------------------------------------------ */
+
+void server_on_message(server_t *s, server_peer_t *p, const spits_hdr_t *h)
+{
+    if (!p || !p->peer.alive)
+        return;
+    server_heard(s, p);
+    if (h->type == SPITS_MSG_RESULTS)
+        joins_settle_results(&p->settle, h->count);
+}
+
+int server_on_drain(server_peer_t *p)
+{
+    if (!p || !p->peer.alive || p->draining)
+        return 0;
+    p->draining = 1;
+    return 1;
+}
+
+void server_on_bye(server_t *s, server_peer_t *p, const char *why)
+{
+    if (p->peer.alive)
+        server_lose(s, p, why, 1);
 }
 
 /* --- cancels ------------------------------------------------------------ */
@@ -471,14 +504,15 @@ static size_t st_send_tasks(void *arg, server_peer_t *p, sched_task_t *const *ta
     return n;
 }
 
-static void st_lost(void *arg, server_peer_t *p, const char *why)
+static void st_lost(void *arg, server_peer_t *p, const char *why, int left)
 {
     st_hop_t *h = arg;
     sched_lost(h->sc, &p->sched);
     peertab_set_alive(h->tab, p, 0);
     size_t at = strlen(h->lost);
     h->lost_slot = p->peer.slot;
-    snprintf(h->lost + at, sizeof h->lost - at, "%d %s; ", p->peer.slot, why);
+    snprintf(h->lost + at, sizeof h->lost - at, "%d %s%s; ", p->peer.slot,
+             left ? "left " : "", why ? why : "-");
 }
 
 static int st_pending(void *arg)
@@ -1024,13 +1058,85 @@ out:
     return rc;
 }
 
+/* The other messages: each heard from a live peer, RESULTS settling
+ * it, DRAIN, BYE, and a HELLO from a peer whose connection is gone. */
+static int st_messages(void)
+{
+    st_hop_t h;
+    server_peer_t **p = h.p;
+    int rc = -1;
+    spits_hdr_t res = {.type = SPITS_MSG_RESULTS, .count = 2};
+    spits_hdr_t stats = {.type = SPITS_MSG_STATS, .count = 2};
+    S_CHECK(st_world(&h, 3, 4, 100) == 0);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 1:2 2:2 0:2 1:2 2:2 "));
+    /* Heard, no longer stalled; a RESULTS counts towards its settling,
+     * another message does not. */
+    joins_settle_begin(&p[0]->settle, 3, 1000, 1000);
+    p[0]->stalled = 1;
+    server_clock(h.s, 1100);
+    server_on_message(h.s, p[0], &stats);
+    S_CHECK(!p[0]->stalled && p[0]->live.last_heard == 1100 && p[0]->settle.records == 3);
+    server_on_message(h.s, p[0], &res);
+    S_CHECK(p[0]->settle.records == 1 && p[0]->settle.until == 3000);
+    server_on_message(h.s, p[0], &res);
+    S_CHECK(p[0]->settle.until == 0);
+    server_on_message(h.s, NULL, &res);
+
+    /* DRAIN: its first only; no more tasks to it. */
+    S_CHECK(server_on_drain(p[1]) == 1 && p[1]->draining);
+    S_CHECK(server_on_drain(p[1]) == 0 && server_on_drain(NULL) == 0);
+    st_record(&h, p[1], SPITS_ST_OK, 1);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, ""));
+
+    /* BYE: it left (not lost), its copies run again on the others; a
+     * second is nothing; a dead peer is not heard. */
+    server_on_bye(h.s, p[1], NULL);
+    S_CHECK(!p[1]->peer.alive && !strcmp(h.lost, "1 left -; ") && server_serve_due(h.s));
+    server_on_bye(h.s, p[1], "x");
+    server_on_drain(p[1]);
+    S_CHECK(!strcmp(h.lost, "1 left -; "));
+    p[1]->stalled = 1;
+    p[1]->live.last_heard = 5;
+    server_on_message(h.s, p[1], &res);
+    S_CHECK(p[1]->stalled && p[1]->live.last_heard == 5);
+    st_result(&h, p[0]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:1 "));
+
+    /* A HELLO from a peer whose connection a send found gone: lost
+     * first, then it re-attaches. */
+    h.fail[2] = EHOSTUNREACH;
+    S_CHECK(server_send(h.s, p[2], "x", 1, 0) == -1 && p[2]->gone);
+    h.pending = 1;
+    spits_hello_t hi = {"h", 2, 2, 4, 0, 0, -1, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, p[2], "c", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(!strcmp(h.lost, "1 left -; 2 disconnected; ") && p[2]->peer.alive && !p[2]->gone);
+    S_CHECK(st_joins_are(&h, "2 again; ") && server_stats(h.s)->reattaches == 1);
+    /* ...or says it refused the job. */
+    server_on_bye(h.s, p[2], "no gpu");
+    S_CHECK(!strcmp(h.lost, "1 left -; 2 disconnected; 2 left no gpu; "));
+
+    /* A HELLO of a new outage, copies sent since: a reconnect. */
+    h.lost[0] = 0;
+    hi = (spits_hello_t){"h", 0, 2, 4, 0, 0, 1, "job", NULL, -1};
+    S_CHECK(p[0]->proc.attach == 0 && p[0]->sched.sent > p[0]->proc.sent_at_hello);
+    S_CHECK(server_on_hello(h.s, p[0], "a", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(!strcmp(h.lost, "0 reconnected; ") && st_joins_are(&h, "0 again; "));
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
 int server_selftest(void)
 {
     server_t *s = NULL;
     st_hop_t h;
     int rc = 0;
     if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
-        st_hello())
+        st_hello() || st_messages())
         rc = -1;
     if (st_world(&h, 0, 0, 0) == 0) {
         s = h.s;

@@ -101,10 +101,11 @@ typedef struct {
     /* Sends p the n picked copies (server_send for each frame, so its
      * marks follow); returns how many went, a prefix of them. */
     size_t (*send_tasks)(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n);
-    /* p is lost (why: for the log): its copies go back to the scheduler
+    /* p is lost (why: for the log), or it left (left: its BYE; why: the
+     * job it refused, or NULL): its copies go back to the scheduler
      * (sched_lost), and it leaves the live set (peertab_set_alive 0,
      * checked by an assert on return). */
-    void (*lost)(void *arg, server_peer_t *p, const char *why);
+    void (*lost)(void *arg, server_peer_t *p, const char *why, int left);
     /* Whether messages wait to be read (a gone peer's last ones may). */
     int (*pending)(void *arg);
     /* Whether the hop stops (no more tasks go). */
@@ -187,8 +188,9 @@ typedef enum {
 } server_hello_kind_t;
 
 /* HELLO h (parsed, and accepted by the hop) from routing id rid, whose
- * entry is p (NULL: none; alive or not), to a hop serving job job_id:
- * what it is follows joins.h's rules.
+ * entry is p (NULL: none; alive or not), to a hop serving job job_id.
+ * A p whose connection a send found gone is lost first (server_reap),
+ * then it re-attaches. What it is follows joins.h's rules:
  *   - a repeat: with nothing sent since its last HELLO, what it holds
  *     and its pending results are taken as at a join; it gets WELCOME;
  *   - a reconnect: it is lost ("reconnected", hop.lost), then joins;
@@ -202,6 +204,19 @@ typedef enum {
 server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *rid,
                                     size_t ridlen, const spits_hello_t *h,
                                     const char *job_id, void *ctx);
+
+/* A message of header h from the routing id of entry p (alive or not;
+ * NULL: none), parsed and its frames read, before the hop handles it: a
+ * live p is heard (server_heard), and a RESULTS of its counts towards
+ * its settle wait. */
+void server_on_message(server_t *s, server_peer_t *p, const spits_hdr_t *h);
+/* DRAIN from p (alive or not, or NULL): a live p gets no more tasks.
+ * Returns 1 when it is its first (the hop logs it), else 0. The hop
+ * answers it after every task sent to it, so none is on its way. */
+int server_on_drain(server_peer_t *p);
+/* BYE from p (alive or not): a live p left on purpose (why: the job it
+ * refused, or NULL), not lost (hop.lost with left). */
+void server_on_bye(server_t *s, server_peer_t *p, const char *why);
 
 /* buf to p (more: frames follow): 0, or -1 with errno, p marked. */
 int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more);

@@ -71,11 +71,11 @@ static void relay_tick(tm_relay_t *r)
 
 /* --- the server's hop (serving/server.h) --------------------------------- */
 
-static void relay_hop_lost(void *arg, server_peer_t *p, const char *why)
+static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int left)
 {
     char lost[96];
     snprintf(lost, sizeof lost, "lost (%s)", why);
-    relay_copies_gone(arg, (rl_tm_t *)p, lost, 1);
+    relay_copies_gone(arg, (rl_tm_t *)p, left ? "left" : lost, !left);
 }
 
 static int relay_hop_pending(void *arg)

@@ -231,8 +231,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad_peer(r, t, why);
         return;
     }
-    if (t)
-        server_heard(r->srv, &t->sv);
+    server_on_message(r->srv, t ? &t->sv : NULL, &h);
     int fd = spits_zmq_msg_fd(msg);
     int rc = spits_parts_recv(&parts, r->sock.router, &h, msg, SPITS_MSG_RESULTS, &why);
     if (rc != 0) {
@@ -243,20 +242,11 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad_peer(r, t, why);
         return;
     }
-    /* A TM whose connection a send found gone, back: lost first, then it
-     * re-attaches (as at the JM). */
-    if (t && t->sv.gone && h.type == SPITS_MSG_HELLO) {
-        server_reap(r->srv, 1);
-        entry = peertab_find(r->peers.tab, rid, ridlen);
-        t = NULL;
-    }
     switch (h.type) {
     case SPITS_MSG_HELLO:
         relay_recv_hello(r, entry, rid, ridlen, msg);
         break;
     case SPITS_MSG_RESULTS:
-        if (t)
-            joins_settle_results(&t->sv.settle, h.count);
         relay_recv_results(r, t, &h, msg, &parts, 0);
         if (!t)
             relay_send_who(r, rid, ridlen);
@@ -272,8 +262,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
             relay_recv_bad(r, why);
         break;
     case SPITS_MSG_DRAIN:
-        if (t && !t->sv.draining) {
-            t->sv.draining = 1;
+        if (server_on_drain(t ? &t->sv : NULL)) {
             relay_peers_capacity(&r->peers, t);
             if (loglimit_allow(&r->log.events, r->tm->now))
                 spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
@@ -285,7 +274,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         break;
     case SPITS_MSG_BYE:
         if (t)
-            relay_copies_gone(r, t, "left", 0);
+            server_on_bye(r->srv, &t->sv, NULL);
         break;
     case SPITS_MSG_STATUS:
         break;   /* (spits-status asks the JM) */
