@@ -155,10 +155,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     }
     /* (looked up again: HELLO adds it, and a handler that lost another
      * TM may have evicted its entry) */
-    if ((t = peertab_find(d->fleet.tab, rid, ridlen))) {
-        liveness_conn(&t->sv.live, fd, conngen_of(d->net.conngen, fd));
-        server_due(d->srv, &t->sv);
-    }
+    t = peertab_find(d->fleet.tab, rid, ridlen);
+    server_on_handled(d->srv, t ? &t->sv : NULL, fd, conngen_of(d->net.conngen, fd));
 out:
     jm_rx_release(rx, 1);       /* the dispatcher's own reference */
 }

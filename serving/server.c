@@ -392,6 +392,14 @@ void server_on_message(server_t *s, server_peer_t *p, const spits_hdr_t *h)
         joins_settle_results(&p->settle, h->count);
 }
 
+void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen)
+{
+    if (!p || !p->peer.alive)
+        return;
+    liveness_conn(&p->live, fd, gen);
+    server_due(s, p);
+}
+
 int server_on_drain(server_peer_t *p)
 {
     if (!p || !p->peer.alive || p->draining)
@@ -1083,6 +1091,12 @@ static int st_messages(void)
     S_CHECK(p[0]->settle.until == 0);
     server_on_message(h.s, NULL, &res);
 
+    /* Handled: its connection noted, and it is due; not a dead one. */
+    server_on_handled(h.s, p[0], 7, 3);
+    S_CHECK(p[0]->live.fd == 7 && p[0]->live.fd_gen == 3 && p[0]->due);
+    server_on_handled(h.s, NULL, 8, 4);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "") && !p[0]->due);
     /* DRAIN: its first only; no more tasks to it. */
     S_CHECK(server_on_drain(p[1]) == 1 && p[1]->draining);
     S_CHECK(server_on_drain(p[1]) == 0 && server_on_drain(NULL) == 0);
@@ -1100,7 +1114,8 @@ static int st_messages(void)
     p[1]->stalled = 1;
     p[1]->live.last_heard = 5;
     server_on_message(h.s, p[1], &res);
-    S_CHECK(p[1]->stalled && p[1]->live.last_heard == 5);
+    server_on_handled(h.s, p[1], 9, 9);
+    S_CHECK(p[1]->stalled && p[1]->live.last_heard == 5 && p[1]->live.fd != 9 && !p[1]->due);
     st_result(&h, p[0]);
     server_serve(h.s);
     S_CHECK(st_log_is(&h, "0:1 "));

@@ -210,6 +210,11 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
  * live p is heard (server_heard), and a RESULTS of its counts towards
  * its settle wait. */
 void server_on_message(server_t *s, server_peer_t *p, const spits_hdr_t *h);
+/* ...and after the hop handled it, p (its entry looked up again: a
+ * HELLO adds one, a loss may evict one; NULL: none) spoke on connection
+ * fd of generation gen (liveness_conn), and its room may have changed
+ * (server_due): for a live p only. */
+void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen);
 /* DRAIN from p (alive or not, or NULL): a live p gets no more tasks.
  * Returns 1 when it is its first (the hop logs it), else 0. The hop
  * answers it after every task sent to it, so none is on its way. */

@@ -282,10 +282,8 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad(r, "a JM-to-TM message sent to a relay");
     }
     /* (looked up again: a HELLO adds it) */
-    if ((entry = peertab_find(r->peers.tab, rid, ridlen)) && entry->sv.peer.alive) {
-        liveness_conn(&entry->sv.live, fd, conngen_of(r->sock.conngen, fd));
-        server_due(r->srv, &entry->sv);
-    }
+    entry = peertab_find(r->peers.tab, rid, ridlen);
+    server_on_handled(r->srv, entry ? &entry->sv : NULL, fd, conngen_of(r->sock.conngen, fd));
     spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
 }
 
