@@ -35,9 +35,12 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 /* --- receiving --------------------------------------------------------- */
 
 /* The server's hop (serving/server.h): what is the JM's in serving. */
-static void disp_hop_lost(void *arg, server_peer_t *p, const char *why)
+static void disp_hop_lost(void *arg, server_peer_t *p, const char *why, int left)
 {
-    members_lost(arg, (jm_tm_t *)p, why);
+    if (left)
+        members_left(arg, (jm_tm_t *)p, why);
+    else
+        members_lost(arg, (jm_tm_t *)p, why);
 }
 
 /* Messages wait: a gone TM's BYE may be among them (server_reap). */
@@ -84,14 +87,9 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         members_bad_peer(d, t, why);
         goto out;
     }
-    /* Reaping here, before the message is handled, would lose a gone TM
-     * whose BYE this is (the last message waiting, so nothing else keeps
-     * the reaping off). The loop reaps after each stage; only a gone TM's
-     * HELLO must find it lost first. */
-    if (t && t->sv.gone && h.type == SPITS_MSG_HELLO) {
-        disp_reap(d, 1);
-        t = peertab_find(d->fleet.tab, rid, ridlen);   /* (reaped: still held, dead) */
-    }
+    /* (no reaping here, before the message is handled: it would lose a
+     * gone TM whose BYE this is. The loop reaps after each stage; a gone
+     * TM's HELLO finds it lost first: server_on_hello) */
     /* Only RESULTS may have parts (a message's frames are all here:
      * disp_recv took the first). Nothing a peer sends stops the job: a
      * message whose frames do not fit its records, or not in memory, is
@@ -110,8 +108,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     }
     d->st.bytes_in += spits_parts_bytes(&rx->parts);
     d->st.results_as_parts += rx->parts.n;
-    if (t)
-        server_heard(d->srv, &t->sv);
+    server_on_message(d->srv, t ? &t->sv : NULL, &h);
     switch (h.type) {
     case SPITS_MSG_HELLO:
         members_on_hello(d, t, rid, ridlen, &rx->msg);
@@ -119,8 +116,6 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_RESULTS:
         /* Results from a TM we lost still count: work is never thrown
          * away while its task is unfinished. */
-        if (t)
-            joins_settle_results(&t->sv.settle, h.count);
         serve_on_results(d, t, &h, rx, unrun);
         /* (its cancels may have lost another TM, and the table may have
          * evicted t's dead entry for it: look again) */
@@ -143,11 +138,9 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     case SPITS_MSG_DRAIN:
         /* Leaving soon: it hands back its queued tasks and finishes the
          * running ones; it gets nothing new. */
-        if (t && t->sv.peer.alive && !t->sv.draining) {
-            t->sv.draining = 1;
-            if (loglimit_allow(&d->logs.draining, d->clock.now))
-                spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
-        }
+        if (server_on_drain(t ? &t->sv : NULL) &&
+            loglimit_allow(&d->logs.draining, d->clock.now))
+            spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
         /* The answer goes after every task sent to it (one connection
          * keeps their order): once the TM has it, none is on its way,
          * and it leaves with every copy it held answered. */
@@ -162,10 +155,8 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     }
     /* (looked up again: HELLO adds it, and a handler that lost another
      * TM may have evicted its entry) */
-    if ((t = peertab_find(d->fleet.tab, rid, ridlen))) {
-        liveness_conn(&t->sv.live, fd, conngen_of(d->net.conngen, fd));
-        server_due(d->srv, &t->sv);
-    }
+    t = peertab_find(d->fleet.tab, rid, ridlen);
+    server_on_handled(d->srv, t ? &t->sv : NULL, fd, conngen_of(d->net.conngen, fd));
 out:
     jm_rx_release(rx, 1);       /* the dispatcher's own reference */
 }
@@ -593,7 +584,8 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         server_cfg_t cfg = {
             .tab = d->fleet.tab, .sched = d->sched,
             .hop = {d, tmio_hop_send, serve_refill, serve_send_tasks, disp_hop_lost,
-                    disp_hop_pending, disp_hop_stopping, disp_hop_who},
+                    disp_hop_pending, disp_hop_stopping, disp_hop_who, members_hop_add,
+                    members_hop_joined, members_hop_welcome},
             .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,
                       .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
                       .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},

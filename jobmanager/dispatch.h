@@ -31,8 +31,9 @@ typedef struct {
     uint64_t bytes_in, bytes_out;
     /* TMs, counted per event; a TM is one spits-tm process, known by the
      * routing id it keeps for life (README: "Counting Task Managers"). */
-    uint64_t tm_joins;        /* first HELLOs: distinct TMs */
-    uint64_t tm_reattaches;   /* HELLOs of a TM already known */
+    uint64_t tm_joins;        /* first HELLOs: distinct TMs (the */
+    uint64_t tm_reattaches;   /* ...server's, server_stats) and HELLOs of
+                                 a TM already known */
     uint64_t tm_losses;       /* TMs declared lost (silent, disconnected,
                                  or replaced by their own new HELLO) */
     uint64_t tm_leaves;       /* TMs that said BYE */

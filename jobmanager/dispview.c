@@ -132,7 +132,7 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
             "joined", when, "reattaches", (json_int_t)t->id.reattaches,
             "sent", (json_int_t)t->sv.sched.sent,
             "done", (json_int_t)t->sv.sched.done, "failed", (json_int_t)t->sv.sched.failed,
-            "busy_s", t->stats.busy_s, "runs", (json_int_t)t->stats.runs);
+            "busy_s", t->sv.proc.busy_s, "runs", (json_int_t)t->sv.proc.runs);
         jm_status_relay_fields(row, t);
         jm_status_worker_fields(row, t);
         json_array_append_new(a, row);
@@ -145,6 +145,8 @@ json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
 {
     jm_tm_totals_t sum = d->fleet.evicted;
     sum.done += d->st.sched.done_evicted;   /* from TMs evicted before they sent them */
+    sum.runs += server_stats(d->srv)->runs_gone;   /* (of processes an entry outlived) */
+    sum.busy_s += server_stats(d->srv)->busy_gone;
     for (size_t s = 0; s < peertab_slots(d->fleet.tab); s++) {
         const jm_tm_t *t = peertab_at(d->fleet.tab, s);
         if (!t)
@@ -153,8 +155,8 @@ json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
         sum.sent += t->sv.sched.sent;
         sum.done += t->sv.sched.done;
         sum.failed += t->sv.sched.failed;
-        sum.runs += t->stats.runs;
-        sum.busy_s += t->stats.busy_s;
+        sum.runs += t->sv.proc.runs;
+        sum.busy_s += t->sv.proc.busy_s;
     }
     uint64_t distinct = d->st.tm_joins;
     return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I}",

@@ -67,20 +67,11 @@ void members_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why)
     members_lost(d, t, lost);
 }
 
-/* BYE: it left on purpose (drained, done, or refusing the job, which its
- * BYE then says), so it is not lost. */
-void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
+/* (server_hop_t.lost with left) t left on purpose (drained, done, or
+ * refusing the job: refused, its BYE's reason), so it is not lost. */
+void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused)
 {
-    const char *why = NULL, *refused = NULL;
     char safe[512];
-    json_t *body = NULL;
-
-    if (!t->sv.peer.alive)
-        return;
-    if (zmq_msg_size(msg) > SPITS_HDR_SIZE &&
-        (body = spits_wire_decode_json(zmq_msg_data((zmq_msg_t *)msg),
-                                       zmq_msg_size(msg), &why)))
-        refused = json_string_value(json_object_get(body, "refused"));
     size_t n = drop(d, t, JM_TL_LEAVE);
     d->st.tm_leaves++;
     if (refused) {
@@ -94,15 +85,23 @@ void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
         spits_info("%s %s:%ld left; %zu task(s) requeued",
                    t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, n);
     }
-    json_decref(body);
     peertab_set_alive(d->fleet.tab, t, 0);
 }
 
-/* Its pending results come right after WELCOME: no tasks till then
- * (serving/joins.h). */
-static void settle(jm_disp_t *d, jm_tm_t *t, long pending)
+/* BYE: it left on purpose (its BYE may say it refused the job). */
+void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
 {
-    joins_settle_begin(&t->sv.settle, pending, d->clock.now, server_rules(d->srv)->timeout_ms);
+    const char *why = NULL, *refused = NULL;
+    json_t *body = NULL;
+
+    if (!t->sv.peer.alive)
+        return;
+    if (zmq_msg_size(msg) > SPITS_HDR_SIZE &&
+        (body = spits_wire_decode_json(zmq_msg_data((zmq_msg_t *)msg),
+                                       zmq_msg_size(msg), &why)))
+        refused = json_string_value(json_object_get(body, "refused"));
+    server_on_bye(d->srv, &t->sv, refused);
+    json_decref(body);
 }
 
 /* HELLO said whether t is a relay (endpoint: where its TMs connect, or
@@ -118,32 +117,11 @@ static void set_relay(jm_tm_t *t, const char *endpoint)
     }
 }
 
-/* A HELLO from a live TM that starts no new outage: a copy it queued
- * before our WELCOME reached it (it says HELLO every second until then,
- * and a stopped JM gets them all at once), or a new outage in which
- * nothing was lost since nothing had been sent to it. Nothing is lost or
- * requeued; it is answered again (a TM that is READY with that attach
- * number takes WELCOME as a no-op). */
-static void hello_again(jm_disp_t *d, jm_tm_t *t, long attach, long held,
-                        long pending)
-{
-    if (t->sv.sched.sent == t->stats.sent_at_hello) {
-        /* Nothing sent since: what it holds now is what it has of ours. */
-        sched_joined(d->sched, &t->sv.sched, held);
-        settle(d, t, pending);
-    }
-    /* (Else the copy's held and pending predate the tasks sent since.) */
-    if (attach > t->id.attach)
-        t->id.attach = attach;
-    tmio_send_phase(d, t, SPITS_MSG_WELCOME);
-}
-
 /* A join (its first HELLO) or a re-attach (a later one, or the first
  * since the table forgot it, lost), counted and logged as which it is. */
 static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 {
     if (first) {
-        d->st.tm_joins++;
         if (!loglimit_allow(&d->logs.joined, d->clock.now))
             return;
         if (t->id.relay)
@@ -158,32 +136,62 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
         t->life.lost = 0;
         d->st.tms_lost_now--;
     }
-    d->st.tm_reattaches++;
     t->id.reattaches++;
     if (loglimit_allow(&d->logs.reattached, d->clock.now))
         spits_info("TM %s:%ld re-attached with %d worker(s)", t->id.host, t->id.pid,
                    t->sv.sched.credit.workers);
 }
 
-/* The entry of a TM saying HELLO unknown to the table: new, or lost so
- * long ago that its entry was evicted (then its return is a re-attach,
- * and *first is 0). NULL: a bad routing id, or no memory. */
-static jm_tm_t *hello_entry(jm_disp_t *d, const unsigned char *rid,
-                            size_t ridlen, int *first)
+/* (server_hop_t.add) The entry of a TM saying HELLO unknown to the
+ * table: new, or lost so long ago that its entry was evicted (then its
+ * return is a re-attach, and *first is 0). */
+server_peer_t *members_hop_add(void *arg, const void *rid, size_t ridlen, int *first)
 {
+    jm_disp_t *d = arg;
     jm_tm_t *t = jm_tmtab_add(d->fleet.tab, rid, ridlen);
     if (!t)
         return NULL;   /* (its fingerprint, if any, is kept for its next HELLO) */
     int was_lost = peertab_take_lost(d->fleet.tab, rid, ridlen);
     t->life.lost = was_lost;
     *first = !was_lost;
-    return t;
+    return &t->sv;
+}
+
+/* (server_hop_t.joined; ctx: its relay endpoint, or NULL) Who it is,
+ * the fleet's counts, the timeline and the log line. */
+void members_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
+{
+    jm_disp_t *d = arg;
+    jm_tm_t *t = (jm_tm_t *)p;
+    /* (stored escaped: it goes to our log, report.json and spits-status) */
+    spits_escape(t->id.host, sizeof t->id.host, j->h->host);
+    if (d->jm->joblog)
+        t->id.log_host = jm_joblog_host(d->jm->joblog, t->id.host);
+    t->id.pid = j->h->pid;
+    set_relay(t, j->ctx);
+    t->stats.running = t->stats.queued = -1;   /* (until its next STATS) */
+    t->id.joined = spits_wall_time();
+    d->fleet.alive++;
+    d->fleet.alive_workers += t->sv.sched.credit.workers;
+    if (d->fleet.alive_workers > d->st.peak_workers)
+        d->st.peak_workers = d->fleet.alive_workers;
+    jm_timeline_event(&d->timeline, JM_TL_JOIN, t);
+    /* (the server counts them; report.json and STATUS read d->st) */
+    d->st.tm_joins = server_stats(d->srv)->joins;
+    d->st.tm_reattaches = server_stats(d->srv)->reattaches;
+    count_hello(d, t, j->first);
+}
+
+/* (server_hop_t.welcome) */
+void members_hop_welcome(void *arg, server_peer_t *p)
+{
+    tmio_send_phase(arg, (jm_tm_t *)p, SPITS_MSG_WELCOME);
 }
 
 /* HELLO (wire.h spits_hello_t; a relay, spits-tm --serve, says "relay":
  * {endpoint}, and its workers and slots may start at 0 and change with
- * its STATS): a join, a repeat or a reconnect by serving/joins.h's
- * rules, which the relay's TMs meet too. */
+ * its STATS): a join, a repeat or a reconnect (server_on_hello), as at a
+ * relay. */
 void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                      size_t ridlen, zmq_msg_t *body)
 {
@@ -203,60 +211,13 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         json_decref(j);
         return;
     }
-    const char *host = h.host;
-    long pid = h.pid, workers = h.workers, slots = h.slots, attach = h.attach;
-    if (h.relay)
-        spits_relay_cap(h.tms, &workers, &slots);
-    /* (counted as ours, what a TM of another job holds would keep its
-     * slots full for good: serving/joins.h) */
-    long held = joins_held(&h, d->jm->job_id), pending = joins_pending(&h, d->jm->job_id);
-    joins_known_t known = {t && t->sv.peer.alive, t ? t->id.pid : 0, t ? t->id.attach : -1,
-                           t && t->sv.sched.sent != t->stats.sent_at_hello};
-    joins_kind_t kind = joins_kind(&known, &h);
-    int first = 0;
-    if (kind == JOINS_AGAIN) {
-        json_decref(j);
-        hello_again(d, t, attach, held, pending);
-        return;
-    }
-    if (kind == JOINS_RECONNECT)
-        members_lost(d, t, "reconnected");
-    if (!t) {
-        t = hello_entry(d, rid, ridlen, &first);
-        if (!t) {
-            tmio_bad_message(d, "bad routing id");
-            json_decref(j);
-            return;
-        }
-    }
-    if (peertab_set_alive(d->fleet.tab, t, 1) != 0) {
+    server_hello_kind_t k = server_on_hello(d->srv, t ? &t->sv : NULL, rid, ridlen, &h,
+                                            d->jm->job_id, (void *)relay_ep);
+    if (k == SERVER_HELLO_NO_ENTRY)
+        tmio_bad_message(d, "bad routing id");
+    else if (k == SERVER_HELLO_NO_ROOM)
         tmio_bad_message(d, "out of memory adding a TM");
-        json_decref(j);
-        return;
-    }
-    /* (stored escaped: it goes to our log, report.json and spits-status) */
-    spits_escape(t->id.host, sizeof t->id.host, host);
-    if (d->jm->joblog)
-        t->id.log_host = jm_joblog_host(d->jm->joblog, t->id.host);
-    t->id.pid = pid;
-    set_relay(t, relay_ep);
-    if (attach > t->id.attach)
-        t->id.attach = attach;
-    credit_set(&t->sv.sched.credit, workers, slots);
-    t->stats.running = t->stats.queued = -1;   /* (until its next STATS) */
-    sched_joined(d->sched, &t->sv.sched, held);
-    t->stats.sent_at_hello = t->sv.sched.sent;
-    server_peer_join(d->srv, &t->sv);
-    t->id.joined = spits_wall_time();
-    settle(d, t, pending);
-    d->fleet.alive++;
-    d->fleet.alive_workers += t->sv.sched.credit.workers;
-    if (d->fleet.alive_workers > d->st.peak_workers)
-        d->st.peak_workers = d->fleet.alive_workers;
-    jm_timeline_event(&d->timeline, JM_TL_JOIN, t);
     json_decref(j);
-    count_hello(d, t, first);
-    tmio_send_phase(d, t, SPITS_MSG_WELCOME);
 }
 
 /* One TM of a relay's "behind" list, checked, as report.json and STATUS
@@ -390,8 +351,8 @@ void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
     } else if (behind_parse(json_object_get(j, "behind"), &behind) != 0) {
         tmio_bad_message(d, "STATS with a bad behind list");
     } else {
-        t->stats.busy_s = st.busy_s;
-        t->stats.runs = (uint64_t)st.runs;
+        t->sv.proc.busy_s = st.busy_s;
+        t->sv.proc.runs = (uint64_t)st.runs;
         t->stats.running = st.running;
         t->stats.queued = st.queued;
         /* (a TM's capacity is its HELLO's; a relay's, what it shows:

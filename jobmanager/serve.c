@@ -263,7 +263,7 @@ static void grow_slots(jm_disp_t *d, jm_tm_t *t)
 {
     if (!d->phase || sched_exhausted(d->sched))
         return;
-    credit_grow(&t->sv.sched.credit, slots_cap(d), t->sv.sched.turn_ms, t->stats.runs, t->stats.busy_s);
+    credit_grow(&t->sv.sched.credit, slots_cap(d), t->sv.sched.turn_ms, t->sv.proc.runs, t->sv.proc.busy_s);
 }
 
 /* A result of a task this JM has not sent: after --resume, work a TM did

@@ -144,7 +144,7 @@ static json_t *status_gone(const peertab_t *tms)
             "{s:s, s:I, s:i, s:I, s:I, s:f, s:s}", "host", v[i]->id.host,
             "pid", (json_int_t)v[i]->id.pid, "workers", v[i]->sv.sched.credit.workers,
             "done", (json_int_t)v[i]->sv.sched.done, "failed", (json_int_t)v[i]->sv.sched.failed,
-            "busy_s", v[i]->stats.busy_s, "gone", v[i]->life.lost ? "lost" : "left");
+            "busy_s", v[i]->sv.proc.busy_s, "gone", v[i]->life.lost ? "lost" : "left");
         jm_status_worker_fields(row, v[i]);
         json_array_append_new(rows, row);
     }
@@ -172,7 +172,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
             "held", t->sv.sched.credit.outstanding, "done", (json_int_t)t->sv.sched.done,
             "failed", (json_int_t)t->sv.sched.failed,
             "last_heard_s", (now_ms - t->sv.live.last_heard) / 1000.0,
-            "draining", t->sv.draining, "busy_s", t->stats.busy_s);
+            "draining", t->sv.draining, "busy_s", t->sv.proc.busy_s);
         jm_status_relay_fields(row, t);
         jm_status_worker_fields(row, t);
         json_array_append_new(rows, row);

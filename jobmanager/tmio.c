@@ -71,7 +71,7 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
         json_object_set_new(body, "resources", res);
     /* The outage it answers: the TM waits for the answer to its latest. */
     if (body && type == SPITS_MSG_WELCOME)
-        json_object_set_new(body, "attach", json_integer(t->id.attach));
+        json_object_set_new(body, "attach", json_integer(t->sv.proc.attach));
     /* Its large results may come as parts (wire.h), as large tasks go:
      * said with its own routing id, which a relay of an earlier release
      * passing this WELCOME on does not give its TMs. */

@@ -44,8 +44,6 @@ typedef struct {
     long pid;
     double joined;           /* wall clock */
     uint32_t reattaches;     /* its HELLOs after its first */
-    long attach;             /* the highest "attach" (outage number) of
-                                its HELLOs welcomed */
     int relay;               /* joined as a relay (HELLO "relay") */
     char relay_ep[256];      /* ...its endpoint for TMs, escaped, cut */
     json_t *behind;          /* ...its TMs as of its last STATS: {alive,
@@ -68,12 +66,9 @@ typedef struct {
 } jm_tm_life_t;
 
 /* What it did, beyond the scheduler's counts (sched_peer_t: sent, done,
- * failed, turn_*): members.c (sent_at_hello at a HELLO, the rest from its
- * STATS). */
+ * failed, turn_*) and its process's runs and busy time (server_proc_t):
+ * members.c, from its STATS. */
 typedef struct {
-    uint64_t sent_at_hello;  /* sched.sent as of its last HELLO */
-    double busy_s;           /* its workers' time on tasks, from STATS */
-    uint64_t runs;           /* task runs, from STATS */
     long running;            /* its tasks running and queued as its last */
     long queued;             /* ...STATS said; -1: unknown (not said yet,
                                 an older TM, a relay) */

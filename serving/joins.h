@@ -2,11 +2,11 @@
  * joins.h - what a HELLO from a TM below this hop is: a join, a repeat,
  * or a reconnect after an outage; the rules, written once.
  *
- * Part of serving/: the JM (members.c members_on_hello) and a relay
- * (relay_recv.c) each ask joins_kind of every HELLO from a routing id
- * they know, and count what a TM says it holds by joins_held, so a TM
- * joins, repeats itself and is lost on reconnecting by the same rules on
- * every hop:
+ * Part of serving/: the server (server.c server_on_hello), which both
+ * the JM and a relay run, asks joins_kind of every HELLO from a routing
+ * id they know, and counts what a TM says it holds by joins_held, so a
+ * TM joins, repeats itself and is lost on reconnecting by the same rules
+ * on every hop:
  * - no live entry: a join (a re-attach, if the hop knew it once);
  * - a live entry of the same process whose HELLO starts no new outage
  *   (its attach number, counted up by the TM at each outage, is not past

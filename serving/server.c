@@ -39,7 +39,8 @@ server_t *server_new(const server_cfg_t *cfg)
 {
     const server_hop_t *h = &cfg->hop;
     assert(cfg->tab && cfg->sched && cfg->probe && h->send && h->refill &&
-           h->send_tasks && h->lost && h->pending && h->stopping && h->who);
+           h->send_tasks && h->lost && h->pending && h->stopping && h->who &&
+           h->add && h->joined && h->welcome);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
@@ -248,11 +249,11 @@ void server_serve(server_t *s)
 
 /* --- losses ------------------------------------------------------------- */
 
-static void server_lose(server_t *s, server_peer_t *p, const char *why)
+static void server_lose(server_t *s, server_peer_t *p, const char *why, int left)
 {
     p->gone = 0;
     server_due_all(s);   /* (its copies run again on the others) */
-    s->cfg.hop.lost(s->cfg.hop.arg, p, why);
+    s->cfg.hop.lost(s->cfg.hop.arg, p, why, left);
     assert(!p->peer.alive);
 }
 
@@ -274,7 +275,7 @@ void server_tick(server_t *s)
             char why[64];
             snprintf(why, sizeof why, "silent for %.1f s",
                      (double)(s->now - p->live.last_heard) / 1000.0);
-            server_lose(s, p, why);
+            server_lose(s, p, why, 0);
         } else if (v == LIVENESS_HEARTBEAT && !p->gone &&
                    server_send(s, p, hb, sizeof hb, 0) == 0) {
             s->st.heartbeats++;
@@ -299,8 +300,118 @@ void server_reap(server_t *s, int force)
     for (size_t i = peertab_live_count(s->cfg.tab); i-- > 0;) {
         server_peer_t *p = peertab_live_at(s->cfg.tab, i);
         if (p->gone)
-            server_lose(s, p, "disconnected");
+            server_lose(s, p, "disconnected", 0);
     }
+}
+
+/* --- HELLO -------------------------------------------------------------- */
+
+/* What a TM holds of ours (and its pending results) count only as of a
+ * HELLO after which nothing was sent to it: with copies sent since, its
+ * HELLO predates them. */
+static void server_hello_take(server_t *s, server_peer_t *p, const spits_hello_t *h,
+                              const char *job_id)
+{
+    sched_joined(s->cfg.sched, &p->sched, joins_held(h, job_id));
+    joins_settle_begin(&p->settle, joins_pending(h, job_id), s->now,
+                       s->cfg.rules.timeout_ms);
+}
+
+/* (server.h) */
+server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *rid,
+                                    size_t ridlen, const spits_hello_t *h,
+                                    const char *job_id, void *ctx)
+{
+    const server_hop_t *hop = &s->cfg.hop;
+    const char *host;
+    long pid;
+    /* (only it: the other gone peers' messages may still wait; the
+     * newest dead entry is never evicted, so p stays good) */
+    if (p && p->gone)
+        server_lose(s, p, "disconnected", 0);
+    joins_known_t known = {0};
+    int renewed = 0;
+    if (p) {
+        hop->who(hop->arg, p, &host, &known.pid);
+        known.alive = p->peer.alive;
+        known.attach = p->proc.attach;
+        known.sent_since = p->sched.sent != p->proc.sent_at_hello;
+        renewed = known.pid != h->pid;
+    }
+    joins_kind_t kind = joins_kind(&known, h);
+    if (kind == JOINS_AGAIN) {
+        if (p->sched.sent == p->proc.sent_at_hello)
+            server_hello_take(s, p, h, job_id);
+        if (h->attach > p->proc.attach)
+            p->proc.attach = h->attach;
+        hop->welcome(hop->arg, p);
+        return SERVER_HELLO_AGAIN;
+    }
+    if (kind == JOINS_RECONNECT)
+        server_lose(s, p, "reconnected", 0);
+    int first = 0;
+    if (!p && !(p = hop->add(hop->arg, rid, ridlen, &first)))
+        return SERVER_HELLO_NO_ENTRY;
+    assert(!p->peer.alive && p->sched.slot == p->peer.slot);
+    if (peertab_set_alive(s->cfg.tab, p, 1) != 0)
+        return SERVER_HELLO_NO_ROOM;
+    if (renewed) {
+        s->st.runs_gone += p->proc.runs;
+        s->st.busy_gone += p->proc.busy_s;
+        p->proc.runs = 0;
+        p->proc.busy_s = 0;
+    }
+    long workers = h->workers, slots = h->slots;
+    if (h->relay)   /* (as much as its TMs can have: wire.h) */
+        spits_relay_cap(h->tms, &workers, &slots);
+    credit_set(&p->sched.credit, workers, slots);
+    server_hello_take(s, p, h, job_id);
+    p->proc.attach = h->attach;
+    p->proc.sent_at_hello = p->sched.sent;
+    server_peer_join(s, p);
+    if (first)
+        s->st.joins++;
+    else
+        s->st.reattaches++;
+    server_join_t j = {h, first, renewed, ctx};
+    hop->joined(hop->arg, p, &j);
+    hop->who(hop->arg, p, &host, &pid);
+    assert(p->peer.alive && pid == h->pid);
+    hop->welcome(hop->arg, p);
+    return first ? SERVER_HELLO_JOINED : SERVER_HELLO_REATTACHED;
+}
+
+/* --- the other messages ------------------------------------------------ */
+
+void server_on_message(server_t *s, server_peer_t *p, const spits_hdr_t *h)
+{
+    if (!p || !p->peer.alive)
+        return;
+    server_heard(s, p);
+    if (h->type == SPITS_MSG_RESULTS)
+        joins_settle_results(&p->settle, h->count);
+}
+
+void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen)
+{
+    if (!p || !p->peer.alive)
+        return;
+    liveness_conn(&p->live, fd, gen);
+    server_due(s, p);
+}
+
+int server_on_drain(server_peer_t *p)
+{
+    if (!p || !p->peer.alive || p->draining)
+        return 0;
+    p->draining = 1;
+    return 1;
+}
+
+void server_on_bye(server_t *s, server_peer_t *p, const char *why)
+{
+    if (p->peer.alive)
+        server_lose(s, p, why, 1);
 }
 
 /* --- cancels ------------------------------------------------------------ */
@@ -344,6 +455,10 @@ typedef struct {
     char lost[128];              /* "slot why; " of each lost */
     int pending, stopping;
     int64_t rec_start;           /* sched_recorded of the last result */
+    long pid[ST_PEERS];          /* each peer's process (who) */
+    int add_first;               /* what add says of a new entry; -1: none */
+    char joins[128];             /* "slot first|again[ renewed]; " of each */
+    int welcomes[ST_PEERS];
 } st_hop_t;
 
 static int st_send(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
@@ -397,14 +512,15 @@ static size_t st_send_tasks(void *arg, server_peer_t *p, sched_task_t *const *ta
     return n;
 }
 
-static void st_lost(void *arg, server_peer_t *p, const char *why)
+static void st_lost(void *arg, server_peer_t *p, const char *why, int left)
 {
     st_hop_t *h = arg;
     sched_lost(h->sc, &p->sched);
     peertab_set_alive(h->tab, p, 0);
     size_t at = strlen(h->lost);
     h->lost_slot = p->peer.slot;
-    snprintf(h->lost + at, sizeof h->lost - at, "%d %s; ", p->peer.slot, why);
+    snprintf(h->lost + at, sizeof h->lost - at, "%d %s%s; ", p->peer.slot,
+             left ? "left " : "", why ? why : "-");
 }
 
 static int st_pending(void *arg)
@@ -419,9 +535,33 @@ static int st_stopping(void *arg)
 
 static void st_who(void *arg, const server_peer_t *p, const char **host, long *pid)
 {
-    (void)arg;
     *host = "h";
-    *pid = p->peer.slot;
+    *pid = ((st_hop_t *)arg)->pid[p->peer.slot];
+}
+
+static server_peer_t *st_add(void *arg, const void *rid, size_t len, int *first)
+{
+    st_hop_t *h = arg;
+    server_peer_t *p = h->add_first < 0 ? NULL : peertab_add(h->tab, rid, len);
+    if (p) {
+        server_peer_init(p);
+        *first = h->add_first;
+    }
+    return p;
+}
+
+static void st_joined(void *arg, server_peer_t *p, const server_join_t *j)
+{
+    st_hop_t *h = arg;
+    size_t at = strlen(h->joins);
+    h->pid[p->peer.slot] = j->h->pid;
+    snprintf(h->joins + at, sizeof h->joins - at, "%d %s%s; ", p->peer.slot,
+             j->first ? "first" : "again", j->renewed ? " renewed" : "");
+}
+
+static void st_welcome(void *arg, server_peer_t *p)
+{
+    ((st_hop_t *)arg)->welcomes[p->peer.slot]++;
 }
 
 static int64_t st_probe(const liveness_t *l, void *arg)
@@ -436,13 +576,14 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 {
     server_cfg_t cfg = {
         .hop = {h, st_send, st_refill, st_send_tasks, st_lost, st_pending,
-                st_stopping, st_who},
+                st_stopping, st_who, st_add, st_joined, st_welcome},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
         .probe = st_probe};
     memset(h, 0, sizeof *h);
     h->avail = avail;
     h->lost_slot = -1;
+    h->add_first = 1;
     h->sc = sched_new(1, 3, &h->st);
     h->tab = peertab_new(sizeof(server_peer_t), 4, 16, NULL, NULL);
     cfg.tab = h->tab;
@@ -456,6 +597,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
         if (!p || p->peer.slot != i)
             return -1;
         server_peer_init(p);
+        h->pid[i] = i;
         credit_set(&p->sched.credit, 2, slots);
         sched_joined(h->sc, &p->sched, 0);
         peertab_set_alive(h->tab, p, 1);
@@ -473,14 +615,19 @@ static void st_world_end(st_hop_t *h)
     peertab_destroy(&h->tab);
 }
 
-/* The log so far is want; it starts again. */
+/* A log (of what, for the message) so far is want; it starts again. */
+static int st_text_is(char *log, const char *what, const char *want)
+{
+    int ok = strcmp(log, want) == 0;
+    if (!ok)
+        fprintf(stderr, "server selftest: %s \"%s\", expected \"%s\"\n", what, log, want);
+    log[0] = 0;
+    return ok;
+}
+
 static int st_log_is(st_hop_t *h, const char *want)
 {
-    int ok = strcmp(h->log, want) == 0;
-    if (!ok)
-        fprintf(stderr, "server selftest: sent \"%s\", expected \"%s\"\n", h->log, want);
-    h->log[0] = 0;
-    return ok;
+    return st_text_is(h->log, "sent", want);
 }
 
 /* A record of the oldest copy p holds (status st) comes back: a slot of
@@ -796,12 +943,215 @@ out:
     return rc;
 }
 
+static int st_joins_are(st_hop_t *h, const char *want)
+{
+    return st_text_is(h->joins, "joins", want);
+}
+
+/* HELLO: a join, repeats with and without copies sent since, a
+ * re-attach with results pending (not served until they are in), a
+ * reconnect of a new process, a relay's capacity, and no entry. */
+static int st_hello(void)
+{
+    st_hop_t h;
+    int rc = -1;
+    const server_stats_t *ss;
+    spits_hello_t hi = {"n", 100, 2, 4, 0, 0, 1, "job", NULL, -1};
+    S_CHECK(st_world(&h, 0, 0, 100) == 0);
+    ss = server_stats(h.s);
+    /* A join: alive, its credit, its proc, WELCOME; then served. */
+    S_CHECK(server_on_hello(h.s, NULL, "a", 1, &hi, "job", NULL) == SERVER_HELLO_JOINED);
+    server_peer_t *a = peertab_find(h.tab, "a", 1);
+    S_CHECK(a && a->peer.alive && a->peer.slot == 0 && a->sched.slot == 0);
+    S_CHECK(a->sched.credit.workers == 2 && a->sched.credit.slots == 4);
+    S_CHECK(a->proc.attach == 1 && a->proc.sent_at_hello == 0 && a->settle.until == 0);
+    S_CHECK(ss->joins == 1 && ss->reattaches == 0 && h.welcomes[0] == 1);
+    S_CHECK(st_joins_are(&h, "0 first; ") && a->live.last_heard == 1000);
+    server_due(h.s, a);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 0:2 ") && a->sched.sent == 4);
+
+    /* A repeat with copies sent since: answered, what it says it holds
+     * predates them, nothing lost. */
+    hi.held = 0;
+    hi.pending = 3;
+    S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_AGAIN);
+    S_CHECK(h.welcomes[0] == 2 && a->sched.credit.outstanding == 4 && a->settle.until == 0);
+    S_CHECK(st_joins_are(&h, "") && h.lost[0] == 0 && a->proc.sent_at_hello == 0);
+    /* ...a later one of an older outage leaves its attach. */
+    hi.attach = 0;
+    S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_AGAIN);
+    S_CHECK(a->proc.attach == 1 && h.welcomes[0] == 3);
+
+    /* A repeat with nothing sent since: what it holds and its pending
+     * results are taken, as at a join; a higher attach is kept. */
+    hi = (spits_hello_t){"m", 200, 2, 4, 0, 0, 1, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, NULL, "b", 1, &hi, "job", NULL) == SERVER_HELLO_JOINED);
+    server_peer_t *b = peertab_find(h.tab, "b", 1);
+    S_CHECK(b && b->peer.slot == 1 && st_joins_are(&h, "1 first; "));
+    /* ...of another job: none of it counts. */
+    hi.held = 1;
+    hi.pending = 2;
+    hi.attach = 2;
+    S_CHECK(server_on_hello(h.s, b, "b", 1, &hi, "other", NULL) == SERVER_HELLO_AGAIN);
+    S_CHECK(b->sched.credit.outstanding == 0 && b->settle.until == 0 && b->proc.attach == 2);
+    hi.attach = 3;
+    S_CHECK(server_on_hello(h.s, b, "b", 1, &hi, "job", NULL) == SERVER_HELLO_AGAIN);
+    S_CHECK(b->sched.credit.outstanding == 1 && b->settle.until == 3000 &&
+            b->settle.records == 2 && b->proc.attach == 3 && h.welcomes[1] == 3);
+    S_CHECK(ss->joins == 2 && ss->reattaches == 0);
+
+    /* A re-attach after a loss, with results pending: no tasks until
+     * they are in. */
+    h.fail[0] = EHOSTUNREACH;
+    S_CHECK(server_send(h.s, a, "x", 1, 0) == -1 && a->gone);
+    server_reap(h.s, 1);
+    S_CHECK(!a->peer.alive && !strcmp(h.lost, "0 disconnected; "));
+    hi = (spits_hello_t){"n", 100, 2, 4, 0, 2, 2, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(a->peer.alive && a->proc.attach == 2 && a->proc.sent_at_hello == 4);
+    S_CHECK(ss->joins == 2 && ss->reattaches == 1 && st_joins_are(&h, "0 again; "));
+    S_CHECK(a->settle.until == 3000 && h.welcomes[0] == 4);
+    server_due(h.s, a);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, ""));
+    joins_settle_results(&a->settle, 2);
+    server_due(h.s, a);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 0:2 ") && a->sched.sent == 8);
+
+    /* A new process on its routing id, copies sent since: the old one
+     * is lost, its runs go to the totals, the new one joins. */
+    a->proc.runs = 7;
+    a->proc.busy_s = 1.5;
+    hi = (spits_hello_t){"n", 101, 3, 6, 0, 0, 0, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(!strcmp(h.lost, "0 disconnected; 0 reconnected; ") && a->peer.alive);
+    S_CHECK(st_joins_are(&h, "0 again renewed; ") && h.pid[0] == 101);
+    S_CHECK(a->proc.runs == 0 && a->proc.busy_s == 0 && ss->runs_gone == 7 &&
+            ss->busy_gone == 1.5 && ss->reattaches == 2 && ss->joins == 2);
+    S_CHECK(a->sched.credit.workers == 3 && a->sched.credit.slots == 6 &&
+            a->sched.credit.outstanding == 0 && a->proc.attach == 0);
+    /* ...its old process's copies run again (on it: b settles). */
+    server_due(h.s, a);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:3 0:3 "));
+
+    /* A relay: its capacity is what its TMs can have. */
+    json_t *relay = json_object();
+    hi = (spits_hello_t){"r", 300, 9000, 50, 0, 0, 0, "job", relay, 2};
+    S_CHECK(server_on_hello(h.s, NULL, "c", 1, &hi, "job", NULL) == SERVER_HELLO_JOINED);
+    server_peer_t *c = peertab_find(h.tab, "c", 1);
+    S_CHECK(c && c->sched.credit.workers == 2 * SPITS_TM_WORKERS_MAX &&
+            c->sched.credit.slots == 50);
+    hi.tms = 0;
+    hi.pid = 301;
+    S_CHECK(server_on_hello(h.s, c, "c", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(c->sched.credit.workers == 0 && c->sched.credit.slots == 0);
+    json_decref(relay);
+    S_CHECK(st_joins_are(&h, "2 first; 2 again renewed; "));
+
+    /* A routing id the hop knew once: a re-attach; none made: nothing. */
+    h.add_first = 0;
+    hi = (spits_hello_t){"o", 400, 1, 1, 0, 0, 0, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, NULL, "d", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(st_joins_are(&h, "3 again; ") && ss->joins == 3 && ss->reattaches == 4);
+    h.add_first = -1;
+    S_CHECK(server_on_hello(h.s, NULL, "e", 1, &hi, "job", NULL) == SERVER_HELLO_NO_ENTRY);
+    S_CHECK(st_joins_are(&h, "") && ss->joins == 3 && ss->reattaches == 4 &&
+            peertab_live_count(h.tab) == 4);
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
+/* The other messages: each heard from a live peer, RESULTS settling
+ * it, DRAIN, BYE, and a HELLO from a peer whose connection is gone. */
+static int st_messages(void)
+{
+    st_hop_t h;
+    server_peer_t **p = h.p;
+    int rc = -1;
+    spits_hdr_t res = {.type = SPITS_MSG_RESULTS, .count = 2};
+    spits_hdr_t stats = {.type = SPITS_MSG_STATS, .count = 2};
+    S_CHECK(st_world(&h, 3, 4, 100) == 0);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 1:2 2:2 0:2 1:2 2:2 "));
+    /* Heard, no longer stalled; a RESULTS counts towards its settling,
+     * another message does not. */
+    joins_settle_begin(&p[0]->settle, 3, 1000, 1000);
+    p[0]->stalled = 1;
+    server_clock(h.s, 1100);
+    server_on_message(h.s, p[0], &stats);
+    S_CHECK(!p[0]->stalled && p[0]->live.last_heard == 1100 && p[0]->settle.records == 3);
+    server_on_message(h.s, p[0], &res);
+    S_CHECK(p[0]->settle.records == 1 && p[0]->settle.until == 3000);
+    server_on_message(h.s, p[0], &res);
+    S_CHECK(p[0]->settle.until == 0);
+    server_on_message(h.s, NULL, &res);
+
+    /* Handled: its connection noted, and it is due; not a dead one. */
+    server_on_handled(h.s, p[0], 7, 3);
+    S_CHECK(p[0]->live.fd == 7 && p[0]->live.fd_gen == 3 && p[0]->due);
+    server_on_handled(h.s, NULL, 8, 4);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "") && !p[0]->due);
+    /* DRAIN: its first only; no more tasks to it. */
+    S_CHECK(server_on_drain(p[1]) == 1 && p[1]->draining);
+    S_CHECK(server_on_drain(p[1]) == 0 && server_on_drain(NULL) == 0);
+    st_record(&h, p[1], SPITS_ST_OK, 1);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, ""));
+
+    /* BYE: it left (not lost), its copies run again on the others; a
+     * second is nothing; a dead peer is not heard. */
+    server_on_bye(h.s, p[1], NULL);
+    S_CHECK(!p[1]->peer.alive && !strcmp(h.lost, "1 left -; ") && server_serve_due(h.s));
+    server_on_bye(h.s, p[1], "x");
+    server_on_drain(p[1]);
+    S_CHECK(!strcmp(h.lost, "1 left -; "));
+    p[1]->stalled = 1;
+    p[1]->live.last_heard = 5;
+    server_on_message(h.s, p[1], &res);
+    server_on_handled(h.s, p[1], 9, 9);
+    S_CHECK(p[1]->stalled && p[1]->live.last_heard == 5 && p[1]->live.fd != 9 && !p[1]->due);
+    st_result(&h, p[0]);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:1 "));
+
+    /* A HELLO from a peer whose connection a send found gone: lost
+     * first, then it re-attaches. */
+    h.fail[2] = EHOSTUNREACH;
+    S_CHECK(server_send(h.s, p[2], "x", 1, 0) == -1 && p[2]->gone);
+    h.pending = 1;
+    spits_hello_t hi = {"h", 2, 2, 4, 0, 0, -1, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, p[2], "c", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(!strcmp(h.lost, "1 left -; 2 disconnected; ") && p[2]->peer.alive && !p[2]->gone);
+    S_CHECK(st_joins_are(&h, "2 again; ") && server_stats(h.s)->reattaches == 1);
+    /* ...or says it refused the job. */
+    server_on_bye(h.s, p[2], "no gpu");
+    S_CHECK(!strcmp(h.lost, "1 left -; 2 disconnected; 2 left no gpu; "));
+
+    /* A HELLO of a new outage, copies sent since: a reconnect. */
+    h.lost[0] = 0;
+    hi = (spits_hello_t){"h", 0, 2, 4, 0, 0, 1, "job", NULL, -1};
+    S_CHECK(p[0]->proc.attach == 0 && p[0]->sched.sent > p[0]->proc.sent_at_hello);
+    S_CHECK(server_on_hello(h.s, p[0], "a", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(!strcmp(h.lost, "0 reconnected; ") && st_joins_are(&h, "0 again; "));
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
 int server_selftest(void)
 {
     server_t *s = NULL;
     st_hop_t h;
     int rc = 0;
-    if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels())
+    if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
+        st_hello() || st_messages())
         rc = -1;
     if (st_world(&h, 0, 0, 0) == 0) {
         s = h.s;

@@ -18,11 +18,14 @@
  *     rules, a heartbeat to the quiet, the silent lost;
  *   - the reaping of peers whose connection is gone (server_reap), after
  *     the messages already waiting are read (a drained TM's last BYE);
- *   - the CANCELs the scheduler noted (server_cancels).
+ *   - the CANCELs the scheduler noted (server_cancels);
+ *   - a HELLO (server_on_hello): a join, a repeat, a re-attach that
+ *     waits for its results, or a reconnect, by joins.h's rules.
  *
  * What differs between the hops is its hop (server_hop_t): where fresh
  * tasks come from (the JM's generator; a relay's upstream), how a batch
- * of picked copies becomes a message, and what losing a peer means. The
+ * of picked copies becomes a message, what losing a peer means, and who
+ * a peer that joins is (its table entry, identity, log line, WELCOME). The
  * server never touches a socket: every byte goes through hop.send.
  *
  * Threads: a server and its peers are its hop's loop thread's (the
@@ -40,6 +43,17 @@
 #include "peertab.h"
 #include "scheduler.h"
 
+/* What a peer's process said of itself (server_on_hello; runs and
+ * busy_s: the hop, from its STATS). Over the process's life: a new
+ * process on the same routing id starts them anew. */
+typedef struct {
+    long attach;             /* the outage number it last joined with, or
+                                the highest of its repeats (-1: none) */
+    uint64_t sent_at_hello;  /* sched.sent as of its last HELLO */
+    uint64_t runs;           /* its task runs, as its last STATS said */
+    double busy_s;           /* ...its workers' time on tasks */
+} server_proc_t;
+
 /* What both hops keep of a peer to serve it: the first member of their
  * table entry, so the table's entries are server_peer_t too. */
 typedef struct {
@@ -48,7 +62,8 @@ typedef struct {
                                 (sched.slot: peer.slot, server_peer_init) */
     liveness_t live;         /* heard (server_heard), sent (server_send) */
     joins_settle_t settle;   /* re-attached with results: not served until
-                                they are in (the hop's HELLO, RESULTS) */
+                                they are in (server_on_hello; the hop's
+                                RESULTS) */
     int draining;            /* said DRAIN: no more tasks (the hop) */
     int stalled;             /* its pipe was full: no tasks until it
                                 speaks (server_send sets, server_heard
@@ -56,12 +71,21 @@ typedef struct {
     int gone;                /* its connection is gone: lost at the next
                                 server_reap (server_send) */
     int due;                 /* in the due list (server_due) */
+    server_proc_t proc;
 } server_peer_t;
 
 _Static_assert(offsetof(server_peer_t, peer) == 0,
                "server_peer_t begins with its peertab_entry_t");
 
 typedef struct server server_t;
+
+/* A join or re-attach, as server_on_hello tells its hop (hop.joined). */
+typedef struct {
+    const spits_hello_t *h;  /* its HELLO */
+    int first;               /* its first join here (else a re-attach) */
+    int renewed;             /* an entry of another process before */
+    void *ctx;               /* the hop's, as it called server_on_hello */
+} server_join_t;
 
 /* What a hop plugs in. Every function gets arg; all are required. */
 typedef struct {
@@ -77,16 +101,29 @@ typedef struct {
     /* Sends p the n picked copies (server_send for each frame, so its
      * marks follow); returns how many went, a prefix of them. */
     size_t (*send_tasks)(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n);
-    /* p is lost (why: for the log): its copies go back to the scheduler
+    /* p is lost (why: for the log), or it left (left: its BYE; why: the
+     * job it refused, or NULL): its copies go back to the scheduler
      * (sched_lost), and it leaves the live set (peertab_set_alive 0,
      * checked by an assert on return). */
-    void (*lost)(void *arg, server_peer_t *p, const char *why);
+    void (*lost)(void *arg, server_peer_t *p, const char *why, int left);
     /* Whether messages wait to be read (a gone peer's last ones may). */
     int (*pending)(void *arg);
     /* Whether the hop stops (no more tasks go). */
     int (*stopping)(void *arg);
     /* p's host and pid, for log lines. */
     void (*who)(void *arg, const server_peer_t *p, const char **host, long *pid);
+    /* HELLO (server_on_hello). A new table entry for rid, dead, its
+     * common part server_peer_init'ed; *first: 0 when the hop knew the
+     * routing id once (its return is a re-attach). NULL: none (a bad
+     * routing id, no memory). */
+    server_peer_t *(*add)(void *arg, const void *rid, size_t len, int *first);
+    /* p joined or re-attached: the server made it alive and set its
+     * common part (credit, scheduler, settle, proc); the hop sets who it
+     * is (who then says the HELLO's pid: an assert checks), and counts
+     * and logs the join. No WELCOME yet. */
+    void (*joined)(void *arg, server_peer_t *p, const server_join_t *j);
+    /* Sends p the job's WELCOME, its attach number p->proc.attach. */
+    void (*welcome)(void *arg, server_peer_t *p);
 } server_hop_t;
 
 typedef struct {
@@ -103,6 +140,10 @@ typedef struct {
 /* What the server counts; the hop reads them. */
 typedef struct {
     uint64_t heartbeats;
+    uint64_t joins;          /* first joins: distinct peers */
+    uint64_t reattaches;     /* joins of a routing id known before */
+    uint64_t runs_gone;      /* proc.runs and busy_s of entries that a */
+    double busy_gone;        /* ...new process on their routing id took */
 } server_stats_t;
 
 /* A server (NULL: no memory). cfg's pointers must outlive it. */
@@ -136,6 +177,51 @@ void server_due(server_t *s, server_peer_t *p);
 void server_due_all(server_t *s);
 /* Whether a serve is due (the hop's poll then does not sleep). */
 int server_serve_due(const server_t *s);
+
+/* What server_on_hello did. */
+typedef enum {
+    SERVER_HELLO_NO_ROOM = -2,   /* no memory to make it live */
+    SERVER_HELLO_NO_ENTRY = -1,  /* hop.add made no entry */
+    SERVER_HELLO_AGAIN = 0,      /* a repeat: answered again */
+    SERVER_HELLO_JOINED,         /* a first join */
+    SERVER_HELLO_REATTACHED,     /* a join of a routing id known before */
+} server_hello_kind_t;
+
+/* HELLO h (parsed, and accepted by the hop) from routing id rid, whose
+ * entry is p (NULL: none; alive or not), to a hop serving job job_id.
+ * A p whose connection a send found gone is lost first (server_reap),
+ * then it re-attaches. What it is follows joins.h's rules:
+ *   - a repeat: with nothing sent since its last HELLO, what it holds
+ *     and its pending results are taken as at a join; it gets WELCOME;
+ *   - a reconnect: it is lost ("reconnected", hop.lost), then joins;
+ *   - a join: an entry (hop.add when there is none) made alive, its
+ *     credit (a relay's capped: spits_relay_cap), what it holds, its
+ *     settle wait for its pending results, its proc (runs and busy_s
+ *     moved to the stats when a new process took the entry); then
+ *     hop.joined (ctx: the hop's, passed on), then WELCOME (hop.welcome).
+ * The hop then calls server_due. A negative result: no join, nothing
+ * sent (the hop says why). */
+server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *rid,
+                                    size_t ridlen, const spits_hello_t *h,
+                                    const char *job_id, void *ctx);
+
+/* A message of header h from the routing id of entry p (alive or not;
+ * NULL: none), parsed and its frames read, before the hop handles it: a
+ * live p is heard (server_heard), and a RESULTS of its counts towards
+ * its settle wait. */
+void server_on_message(server_t *s, server_peer_t *p, const spits_hdr_t *h);
+/* ...and after the hop handled it, p (its entry looked up again: a
+ * HELLO adds one, a loss may evict one; NULL: none) spoke on connection
+ * fd of generation gen (liveness_conn), and its room may have changed
+ * (server_due): for a live p only. */
+void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen);
+/* DRAIN from p (alive or not, or NULL): a live p gets no more tasks.
+ * Returns 1 when it is its first (the hop logs it), else 0. The hop
+ * answers it after every task sent to it, so none is on its way. */
+int server_on_drain(server_peer_t *p);
+/* BYE from p (alive or not): a live p left on purpose (why: the job it
+ * refused, or NULL), not lost (hop.lost with left). */
+void server_on_bye(server_t *s, server_peer_t *p, const char *why);
 
 /* buf to p (more: frames follow): 0, or -1 with errno, p marked. */
 int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more);

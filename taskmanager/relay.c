@@ -71,11 +71,11 @@ static void relay_tick(tm_relay_t *r)
 
 /* --- the server's hop (serving/server.h) --------------------------------- */
 
-static void relay_hop_lost(void *arg, server_peer_t *p, const char *why)
+static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int left)
 {
     char lost[96];
     snprintf(lost, sizeof lost, "lost (%s)", why);
-    relay_copies_gone(arg, (rl_tm_t *)p, lost, 1);
+    relay_copies_gone(arg, (rl_tm_t *)p, left ? "left" : lost, !left);
 }
 
 static int relay_hop_pending(void *arg)
@@ -100,7 +100,8 @@ static server_t *relay_server(tm_relay_t *r)
     server_cfg_t cfg = {
         .tab = r->peers.tab, .sched = r->copies.sched,
         .hop = {r, relay_send_hop, relay_tasks_refill, relay_tasks_send, relay_hop_lost,
-                relay_hop_pending, relay_hop_stopping, relay_hop_who},
+                relay_hop_pending, relay_hop_stopping, relay_hop_who, relay_recv_hop_add,
+                relay_recv_hop_joined, relay_recv_hop_welcome},
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = RELAY_TICK_MS},
         .probe = router_probe, .probe_arg = r->sock.conngen};

@@ -65,13 +65,6 @@ typedef struct {
     long tms;                    /* a relay: the TMs it says are behind it */
 } rl_tm_id_t;
 
-/* The outage number it last said (relay_recv.c). Whether it is there,
- * draining, stalled, gone or settling, and its liveness, are its
- * server_peer_t's (serving/server.h; draining: relay_recv.c). */
-typedef struct {
-    long attach;
-} rl_tm_status_t;
-
 /* What it adds to relay_peers.c's sums now (relay_peers.c). Its credit
  * itself (workers, slots, held) is in its sched_peer_t (serving/
  * scheduler.h): set at its HELLO (relay_recv.c) or a relay's STATS
@@ -82,18 +75,14 @@ typedef struct {
     long tms;                    /* the TMs it counts for: 1, a relay its own */
 } rl_tm_share_t;
 
-/* From its STATS (relay_peers.c), for the relay's own: cumulative over
- * the process's life, kept while it is gone (relay_recv.c starts them
- * at 0 for a new process only); and the copies
- * sent to it as of its last HELLO (relay_recv.c): whether anything was
- * sent since (sched.sent; serving/joins.h). */
+/* From its join STATS (relay_peers.c), for the relay's own "behind";
+ * its runs and busy time are its server_proc_t's (serving/server.h). */
 typedef struct {
-    uint64_t runs;
-    double busy_s;
-    uint64_t sent_at_hello;
     json_t *worker_res;          /* a planned TM's, as its join STATS said
                                     (wire.h), passed up in behind; NULL:
-                                    none. The entry's own (relay_peers.c) */
+                                    none. The entry's own (relay_peers.c;
+                                    relay_recv.c drops it for a new
+                                    process) */
     size_t worker_res_bytes;     /* ...its size as JSON text */
 } rl_tm_stats_t;
 
@@ -103,7 +92,6 @@ typedef struct {
                                     scheduler's counts (sv.sched),
                                     liveness, settling; first */
     rl_tm_id_t id;
-    rl_tm_status_t status;
     rl_tm_share_t share;
     rl_tm_stats_t stats;
 } rl_tm_t;
@@ -122,9 +110,9 @@ typedef struct {
     int workers, slots;          /* ...clamped to what a HELLO may say */
     int cap_dirty;               /* ...changed since the last STATS */
     int told_slots;              /* ...slots as the last STATS said */
-    uint64_t joins, reattaches, leaves, losses;
+    uint64_t leaves, losses;     /* (joins: the server's, server_stats) */
     uint64_t runs_gone;          /* runs and busy time of entries evicted */
-    double busy_gone;            /* ...or replaced by a new process */
+    double busy_gone;            /* ...(a new process's: server_stats) */
     rl_heard_t heard[RELAY_BELOW_MAX];
     int64_t loop_since;          /* HELLOs of a loop refused since (0: none) */
 } rl_peers_t;
@@ -320,6 +308,11 @@ void relay_tasks_serve(tm_relay_t *r);
 /* relay_recv.c */
 /* The messages waiting on the socket, up to a burst. */
 void relay_recv_burst(tm_relay_t *r);
+/* The server's hop (server_hop_t add, joined, welcome): HELLO's parts
+ * that are the relay's. */
+server_peer_t *relay_recv_hop_add(void *r, const void *rid, size_t ridlen, int *first);
+void relay_recv_hop_joined(void *r, server_peer_t *p, const server_join_t *j);
+void relay_recv_hop_welcome(void *r, server_peer_t *p);
 
 /* relay_peers.c */
 int relay_peers_init(rl_peers_t *p);

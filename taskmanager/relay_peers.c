@@ -43,8 +43,8 @@ static int relay_peers_evict(peertab_entry_t *e, void *arg)
 {
     rl_peers_t *p = arg;
     const rl_tm_t *t = (const rl_tm_t *)e;
-    p->runs_gone += t->stats.runs;
-    p->busy_gone += t->stats.busy_s;
+    p->runs_gone += t->sv.proc.runs;
+    p->busy_gone += t->sv.proc.busy_s;
     json_decref(t->stats.worker_res);
     return 0;
 }
@@ -69,10 +69,8 @@ void relay_peers_free(rl_peers_t *p)
 rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 {
     rl_tm_t *t = peertab_add(p->tab, rid, ridlen);
-    if (t) {
-        t->status.attach = -1;
+    if (t)
         server_peer_init(&t->sv);
-    }
     return t;
 }
 
@@ -114,8 +112,8 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
     if (!j || spits_stats_parse(j, &st, why) != 0) {
         rc = -1;
     } else if (t && t->sv.peer.alive) {
-        t->stats.busy_s = st.busy_s;
-        t->stats.runs = (uint64_t)st.runs;
+        t->sv.proc.busy_s = st.busy_s;
+        t->sv.proc.runs = (uint64_t)st.runs;
         /* A relay behind us: its capacity follows its TMs, as much as
          * they can have (wire.h spits_relay_cap). */
         if (t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
@@ -277,21 +275,23 @@ int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)
 }
 
 /* Runs and busy time: each entry's, alive or gone, as its last STATS
- * said (a TM's are cumulative over its life), and the evicted ones'. A TM
+ * said (a TM's are cumulative over its life), the evicted ones', and
+ * those of processes whose entry a new one took (the server's). A TM
  * lost and back is one entry: its runs count once. */
 void tm_relay_stats(tm_relay_t *r, json_t *stats)
 {
     rl_peers_t *p = &r->peers;
-    uint64_t runs = p->runs_gone;
-    double busy = p->busy_gone;
+    const server_stats_t *ss = server_stats(r->srv);
+    uint64_t runs = p->runs_gone + ss->runs_gone;
+    double busy = p->busy_gone + ss->busy_gone;
     size_t alive = peertab_live_count(p->tab);
     json_t *list = json_array();
 
     for (size_t s = 0; s < peertab_slots(p->tab); s++) {
         const rl_tm_t *t = peertab_at(p->tab, s);
         if (t) {
-            runs += t->stats.runs;
-            busy += t->stats.busy_s;
+            runs += t->sv.proc.runs;
+            busy += t->sv.proc.busy_s;
         }
     }
     size_t res_bytes = 0;
@@ -301,7 +301,7 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
             json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->id.host,
                                   "pid", (json_int_t)t->id.pid,
                                   "workers", t->sv.sched.credit.workers,
-                                  "runs", (json_int_t)t->stats.runs);
+                                  "runs", (json_int_t)t->sv.proc.runs);
             if (e && t->id.relay_id[0])
                 json_object_set_new(e, "relay", json_true());
             /* (its workers' resources, while the STATS stays small) */
@@ -319,7 +319,7 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
     json_object_set_new(stats, "behind",
                         json_pack("{s:I, s:I, s:I, s:I, s:o}",
                                   "alive", (json_int_t)alive,
-                                  "joins", (json_int_t)p->joins,
+                                  "joins", (json_int_t)ss->joins,
                                   "leaves", (json_int_t)p->leaves,
                                   "losses", (json_int_t)p->losses, "tms", list));
     p->cap_dirty = 0;

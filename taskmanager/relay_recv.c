@@ -56,101 +56,77 @@ static void relay_recv_bad_peer(tm_relay_t *r, rl_tm_t *t, const char *why)
     relay_copies_gone(r, t, lost, 1);
 }
 
-/* A HELLO that starts no new outage (serving/joins.h): answered again;
- * with nothing sent since its last, what it holds now is what it has of
- * ours (as the JM's hello_again). */
-static void relay_recv_hello_again(tm_relay_t *r, rl_tm_t *t, const spits_hello_t *h,
-                                   long held)
+/* A relay's place in a chain of relays, as its HELLO said (the
+ * context of server_on_hello's join). */
+typedef struct {
+    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];
+    int nbelow;
+} rl_hello_ctx_t;
+
+/* (server_hop_t.add) */
+server_peer_t *relay_recv_hop_add(void *arg, const void *rid, size_t ridlen, int *first)
 {
-    if (t->sv.sched.sent == t->stats.sent_at_hello) {
-        sched_joined(r->copies.sched, &t->sv.sched, held);
-        joins_settle_begin(&t->sv.settle, joins_pending(h, r->job.id), r->tm->now,
-                           server_rules(r->srv)->timeout_ms);
-    }
-    if (h->attach > t->status.attach)
-        t->status.attach = h->attach;
-    relay_send_job(r, t, SPITS_MSG_WELCOME);
+    rl_tm_t *t = relay_peers_add(&((tm_relay_t *)arg)->peers, rid, ridlen);
+    *first = 1;
+    return t ? &t->sv : NULL;
 }
 
-/* HELLO: a TM (or a relay) joins, re-attaches, or repeats itself. */
+/* (server_hop_t.joined; ctx: an rl_hello_ctx_t) Who it is, what it adds
+ * to the relay's capacity, and the log line. */
+void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
+{
+    tm_relay_t *r = arg;
+    rl_tm_t *t = (rl_tm_t *)p;
+    const spits_hello_t *h = j->h;
+    const rl_hello_ctx_t *c = j->ctx;
+    if (j->renewed) {
+        json_decref(t->stats.worker_res);   /* (its plan is said anew) */
+        t->stats.worker_res = NULL;
+    }
+    spits_escape(t->id.host, sizeof t->id.host, h->host);   /* (for our log) */
+    t->id.pid = h->pid;
+    t->id.tms = h->tms;
+    t->id.relay_id[0] = 0;
+    t->id.nbelow = c->nbelow;
+    memcpy(t->id.below, c->below, sizeof c->below);
+    if (h->relay)
+        snprintf(t->id.relay_id, sizeof t->id.relay_id, "%s",
+                 json_string_value(json_object_get(h->relay, "id")));
+    relay_peers_capacity(&r->peers, t);
+    if (loglimit_allow(&r->log.events, r->tm->now))
+        spits_info("relay: %s %s:%ld %s with %d worker(s)",
+                   h->relay ? "relay" : "TM", t->id.host, h->pid,
+                   j->first ? "joined" : "re-attached", t->sv.sched.credit.workers);
+}
+
+/* (server_hop_t.welcome) */
+void relay_recv_hop_welcome(void *arg, server_peer_t *p)
+{
+    relay_send_job(arg, (rl_tm_t *)p, SPITS_MSG_WELCOME);
+}
+
+/* HELLO: a TM (or a relay) joins, re-attaches, or repeats itself
+ * (server_on_hello), once it passes the relay's own checks. */
 static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
                              size_t ridlen, zmq_msg_t *msg)
 {
     const char *why = NULL;
     spits_hello_t h;
-    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];
-    int nbelow = 0, loop = 0;
+    rl_hello_ctx_t c = {.nbelow = 0};
+    int loop = 0;
     json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
 
     if (!j || spits_hello_parse(j, &h, &why) != 0 ||
-        (h.relay && (loop = relay_peers_check_loop(r, h.relay, below, &nbelow)) < 0)) {
+        (h.relay && (loop = relay_peers_check_loop(r, h.relay, c.below, &c.nbelow)) < 0)) {
         relay_recv_bad(r, why ? why : "HELLO with a bad relay id");
         json_decref(j);
         return;
     }
-    if (loop || !r->job.body) {
-        /* A loop is refused (relay_peers.c); with no job yet, it says
-         * HELLO again each second. */
-        json_decref(j);
-        return;
-    }
-    /* (what a TM of another job holds is not this job's, as in the JM) */
-    long held = joins_held(&h, r->job.id);
-    joins_known_t known = {t && t->sv.peer.alive, t ? t->id.pid : 0, t ? t->status.attach : -1,
-                           t && t->sv.sched.sent != t->stats.sent_at_hello};
-    joins_kind_t kind = joins_kind(&known, &h);
-    if (kind == JOINS_AGAIN) {
-        relay_recv_hello_again(r, t, &h, held);
-        json_decref(j);
-        return;
-    }
-    int first = !t;
-    if (kind == JOINS_RECONNECT)
-        relay_copies_gone(r, t, "reconnected", 1);
-    if ((!t && !(t = relay_peers_add(&r->peers, rid, ridlen))) ||
-        peertab_set_alive(r->peers.tab, t, 1) != 0) {
+    /* A loop is refused (relay_peers.c); with no job yet, it says HELLO
+     * again each second. */
+    if (!loop && r->job.body &&
+        server_on_hello(r->srv, t ? &t->sv : NULL, rid, ridlen, &h, r->job.id, &c) < 0)
         relay_recv_bad(r, "no room to add a task manager");
-        json_decref(j);
-        return;
-    }
-    /* Runs are counted per process (STATS: cumulative over its life): a
-     * TM back counts on; a new one's entry starts at 0, the old's kept. */
-    if (!first && t->id.pid != h.pid) {
-        r->peers.runs_gone += t->stats.runs;
-        r->peers.busy_gone += t->stats.busy_s;
-        t->stats.runs = 0;
-        t->stats.busy_s = 0;
-        json_decref(t->stats.worker_res);   /* (its plan is said anew) */
-        t->stats.worker_res = NULL;
-    }
-    spits_escape(t->id.host, sizeof t->id.host, h.host);   /* (for our log) */
-    t->id.pid = h.pid;
-    t->id.tms = h.tms;
-    if (h.relay)   /* (as much as its TMs can have: wire.h) */
-        spits_relay_cap(h.tms, &h.workers, &h.slots);
-    credit_set(&t->sv.sched.credit, h.workers, h.slots);
-    sched_joined(r->copies.sched, &t->sv.sched, held);
-    t->status.attach = h.attach;
-    server_peer_join(r->srv, &t->sv);
-    joins_settle_begin(&t->sv.settle, joins_pending(&h, r->job.id), r->tm->now,
-                       server_rules(r->srv)->timeout_ms);
-    t->stats.sent_at_hello = t->sv.sched.sent;
-    t->id.relay_id[0] = 0;
-    t->id.nbelow = nbelow;
-    memcpy(t->id.below, below, sizeof below);
-    if (h.relay)
-        snprintf(t->id.relay_id, sizeof t->id.relay_id, "%s",
-                 json_string_value(json_object_get(h.relay, "id")));
-    if (first)
-        r->peers.joins++;
-    else
-        r->peers.reattaches++;
-    relay_peers_capacity(&r->peers, t);
-    if (loglimit_allow(&r->log.events, r->tm->now))
-        spits_info("relay: %s %s:%ld %s with %ld worker(s)",
-                   h.relay ? "relay" : "TM", t->id.host, h.pid,
-                   first ? "joined" : "re-attached", h.workers);
-    relay_send_job(r, t, SPITS_MSG_WELCOME);
     json_decref(j);
 }
 
@@ -255,8 +231,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad_peer(r, t, why);
         return;
     }
-    if (t)
-        server_heard(r->srv, &t->sv);
+    server_on_message(r->srv, t ? &t->sv : NULL, &h);
     int fd = spits_zmq_msg_fd(msg);
     int rc = spits_parts_recv(&parts, r->sock.router, &h, msg, SPITS_MSG_RESULTS, &why);
     if (rc != 0) {
@@ -267,20 +242,11 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad_peer(r, t, why);
         return;
     }
-    /* A TM whose connection a send found gone, back: lost first, then it
-     * re-attaches (as at the JM). */
-    if (t && t->sv.gone && h.type == SPITS_MSG_HELLO) {
-        server_reap(r->srv, 1);
-        entry = peertab_find(r->peers.tab, rid, ridlen);
-        t = NULL;
-    }
     switch (h.type) {
     case SPITS_MSG_HELLO:
         relay_recv_hello(r, entry, rid, ridlen, msg);
         break;
     case SPITS_MSG_RESULTS:
-        if (t)
-            joins_settle_results(&t->sv.settle, h.count);
         relay_recv_results(r, t, &h, msg, &parts, 0);
         if (!t)
             relay_send_who(r, rid, ridlen);
@@ -296,8 +262,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
             relay_recv_bad(r, why);
         break;
     case SPITS_MSG_DRAIN:
-        if (t && !t->sv.draining) {
-            t->sv.draining = 1;
+        if (server_on_drain(t ? &t->sv : NULL)) {
             relay_peers_capacity(&r->peers, t);
             if (loglimit_allow(&r->log.events, r->tm->now))
                 spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
@@ -309,7 +274,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         break;
     case SPITS_MSG_BYE:
         if (t)
-            relay_copies_gone(r, t, "left", 0);
+            server_on_bye(r->srv, &t->sv, NULL);
         break;
     case SPITS_MSG_STATUS:
         break;   /* (spits-status asks the JM) */
@@ -317,10 +282,8 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         relay_recv_bad(r, "a JM-to-TM message sent to a relay");
     }
     /* (looked up again: a HELLO adds it) */
-    if ((entry = peertab_find(r->peers.tab, rid, ridlen)) && entry->sv.peer.alive) {
-        liveness_conn(&entry->sv.live, fd, conngen_of(r->sock.conngen, fd));
-        server_due(r->srv, &entry->sv);
-    }
+    entry = peertab_find(r->peers.tab, rid, ridlen);
+    server_on_handled(r->srv, entry ? &entry->sv : NULL, fd, conngen_of(r->sock.conngen, fd));
     spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
 }
 

@@ -52,7 +52,7 @@ void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
     spits_buf_t buf = {0};
     json_t *body = json_copy(r->job.body);
     if (body && type == SPITS_MSG_WELCOME)
-        json_object_set_new(body, "attach", json_integer(t->status.attach));
+        json_object_set_new(body, "attach", json_integer(t->sv.proc.attach));
     /* Who answers: a TM says "(relay)" by this, whatever option led it
      * here. */
     if (body && type == SPITS_MSG_WELCOME)
