@@ -137,7 +137,12 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
         d->st.tms_lost_now--;
     }
     t->id.reattaches++;
-    if (loglimit_allow(&d->logs.reattached, d->clock.now))
+    if (!loglimit_allow(&d->logs.reattached, d->clock.now))
+        return;
+    if (t->id.relay)
+        spits_info("relay %s:%ld re-attached, serving TMs at %s", t->id.host,
+                   t->id.pid, t->id.relay_ep);
+    else
         spits_info("TM %s:%ld re-attached with %d worker(s)", t->id.host, t->id.pid,
                    t->sv.sched.credit.workers);
 }
