@@ -113,6 +113,15 @@ int sched_broken(const sched_t *s)
     return s->broken;
 }
 
+/* TM t's credit changed: its running share counted again. O(1): a call
+ * per batch of copies or records, never a loop over TMs. */
+static void peer_recount(sched_t *s, sched_peer_t *t)
+{
+    int now = credit_running(&t->credit);
+    s->running += (uint64_t)(int64_t)(now - t->running);
+    t->running = now;
+}
+
 /* --- task copies ------------------------------------------------------- */
 
 /* Slot's list, grown to take one more. NULL: no memory. */

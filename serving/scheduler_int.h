@@ -85,15 +85,6 @@ static inline int picked_add(sched_t *s, size_t n, sched_task_t *task)
     return 0;
 }
 
-/* TM t's credit changed: its running share counted again. O(1): a call
- * per batch of copies or records, never a loop over TMs. */
-static inline void peer_recount(sched_t *s, sched_peer_t *t)
-{
-    int now = credit_running(&t->credit);
-    s->running += (uint64_t)(int64_t)(now - t->running);
-    t->running = now;
-}
-
 /* The tasks in flight the quantile gate counts (lateness.h): those that
  * can be running, at most the ring's. */
 static inline uint64_t gate_in_flight(const sched_t *s)
