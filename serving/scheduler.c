@@ -2264,43 +2264,95 @@ out:
     return rc;
 }
 
-/* The quantile gate counts the tasks that can be running, not those
- * queued in a TM's prefetch: a (2 workers) is sent 500 tasks at 0 ms and
- * answers none (stopped); b (2 workers, 20 slots) ran 20 that all came
- * back at 1000 ms. 20 finished against a's 2 running: once no fresh task
- * is left, b gets copies of a's oldest tasks as they become late, at
- * 1534 ms (1.5 x the median, 1000 ms, counted as its bucket's top: 1023),
- * not before. While a relay's STATS says a has 300 workers, 300 of its
- * copies can be running and none is late; back at 2, they are. */
-static int sched_directed_hoard(void)
+/* ids[0..n-1]: first, first + 1, ... */
+static uint64_t *d_run(uint64_t *ids, uint64_t first, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        ids[i] = first + i;
+    return ids;
+}
+
+/* The start of the hoarding cases: a (2 workers) is sent 500 tasks at
+ * 0 ms and answers none (stopped); b (2 workers, 20 slots) ran 20 sent
+ * at 0 ms that all came back at 1000 ms; the other TMs (2 workers, 20
+ * slots) got none, and ntasks - 520 fresh tasks are left. NULL if it went
+ * wrong (said). */
+static sched_t *hoard_start(sched_stats_t *st, sched_peer_t *tm, int ntm, uint64_t ntasks)
 {
     static uint64_t ids[500];
-    sched_stats_t st;
-    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
-    int rc = -1;
-    sched_t *s = d_start(&st, tm, 2, 20, 520, 10);
+    sched_peer_t *a = &tm[0], *b = &tm[1];
+    sched_t *s = d_start(st, tm, ntm, 20, ntasks, 10);
 
     D_CHECK(s);
     sched_gen_state(s, 1, 0);
     d_hello(s, a, 2, 500);
-    d_hello(s, b, 2, 20);
-    for (uint64_t i = 0; i < 500; i++)
-        ids[i] = i;
-    D_CHECK(d_take(s, b, 0, 1 << 20, 1, ids, 20, 0) == 0);
-    for (uint64_t i = 0; i < 500; i++)
-        ids[i] = 20 + i;
-    D_CHECK(d_take(s, a, 0, 1 << 20, 1, ids, 500, 0) == 0);
-    D_CHECK(!sched_has_fresh(s) && sched_in_flight(s) == 520);
+    for (int i = 1; i < ntm; i++)
+        d_hello(s, &tm[i], 2, 20);
+    D_CHECK(d_take(s, b, 0, 1 << 20, 1, d_run(ids, 0, 20), 20, 0) == 0);
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, d_run(ids, 20, 500), 500, 0) == 0);
     sched_clock(s, 1000);
     for (uint64_t id = 0; id < 20; id++)
         D_CHECK(d_rec(s, b, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    return s;
+out:
+    sched_destroy(&s);
+    return NULL;
+}
+
+/* The quantile gate counts the tasks that can be running, not those
+ * queued in a TM's prefetch (hoard_start): 20 finished against a's 2
+ * running, and no fresh task left, so b gets copies of a's oldest tasks
+ * as they become late, at 1534 ms (1.5 x the median, 1000 ms, counted as
+ * its bucket's top: 1023), not before. While a relay's STATS says a has
+ * 300 workers, 300 of its copies can be running and none is late; back
+ * at 2, they are. */
+static int sched_directed_hoard(void)
+{
+    uint64_t ids[20];
+    sched_stats_t st;
+    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
+    int rc = -1;
+    sched_t *s = hoard_start(&st, tm, 2, 520);
+
+    D_CHECK(s && !sched_has_fresh(s) && sched_in_flight(s) == 500);
     D_CHECK(sched_late_after(s) == 1534);
     D_CHECK(d_pick(s, b, 1533, D_NONE) == 0);
     sched_resized(s, a, 300, -1);
     D_CHECK(sched_late_after(s) == LATE_NEVER && d_pick(s, b, 1534, D_NONE) == 0);
     sched_resized(s, a, 2, -1);
     D_CHECK(sched_late_after(s) == 1534);
-    D_CHECK(d_pick(s, b, 1534, ids, 20) == 0);
+    D_CHECK(d_pick(s, b, 1534, d_run(ids, 20, 20), 20) == 0);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
+/* A lower bound reaches a TM whose scan found nothing under the higher
+ * one (hoard_start): b's scan at 1400 ms (a's 500 tasks, out since 0 ms,
+ * late at 1534 ms) waits for nothing once c's 20 tasks, sent at 1000 ms,
+ * come back at 1500 ms: the median falls to 500 ms (bucket top 511), the
+ * bound to 766 ms, and b gets copies of a's oldest at once: with nothing
+ * else between (bump 0), or after another change of version (bump 1:
+ * max_copies set again). */
+static int sched_directed_bound_drop(int bump)
+{
+    uint64_t ids[20];
+    sched_stats_t st;
+    sched_peer_t tm[3], *b = &tm[1], *c = &tm[2];
+    int rc = -1;
+    sched_t *s = hoard_start(&st, tm, 3, 540);
+
+    D_CHECK(s);
+    D_CHECK(d_take(s, c, 1000, 1 << 20, 1, d_run(ids, 520, 20), 20, 0) == 0);
+    D_CHECK(d_pick(s, b, 1400, D_NONE) == 0 && sched_late_after(s) == 1534);
+    if (bump)
+        sched_set_max_copies(s, 2);    /* (as before: a version of its own) */
+    sched_clock(s, 1500);
+    for (uint64_t id = 520; id < 540; id++)
+        D_CHECK(d_rec(s, c, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(sched_late_after(s) == 766);
+    D_CHECK(d_pick(s, b, 1500, d_run(ids, 20, 20), 20) == 0);
     rc = 0;
 out:
     sched_destroy(&s);
@@ -2319,7 +2371,8 @@ int sched_selftest(void)
         sched_directed_fresh_tail() != 0 || sched_directed_new_phase() != 0 ||
         sched_directed_rescan(0) != 0 || sched_directed_rescan(1) != 0 ||
         sched_directed_lifecycle() != 0 || sched_directed_turn_edges() != 0 ||
-        sched_directed_hoard() != 0)
+        sched_directed_hoard() != 0 || sched_directed_bound_drop(0) != 0 ||
+        sched_directed_bound_drop(1) != 0)
         return -1;
 
     static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {SCHED_MAX_COPIES, 3}};
