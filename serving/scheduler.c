@@ -731,8 +731,13 @@ const sched_task_t *sched_task(const sched_t *s, uint64_t id)
  * copy of a task already out is picked only when the task is late by the
  * model's reckoning (its newest copy out at least the bound, the bound
  * within a bucket of 1.5 x the exact median of the clean times, and only
- * once half of the tasks in the ring finished), and every late task a TM
- * could take is picked when it has room left. */
+ * once the finished tasks are half of those finished or running: of the
+ * tasks picked and not resolved, at most the copies each live TM holds
+ * up to its workers), and every late task a TM could take is picked when
+ * it has room left. The scheduler's running sum, and each TM's share,
+ * equal the model's after every step, through TMs' workers changing (a
+ * relay's STATS: sched_resized; a HELLO again: credit_set, then
+ * sched_joined). */
 
 #define M_TASKS 300
 #define M_TMS 5
