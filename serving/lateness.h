@@ -12,7 +12,10 @@
  * in a TM's prefetch has not started: it says nothing about task times,
  * and counted, a TM that hoards a deep prefetch and then stalls (a far
  * link, a stopped node) would hold the gate shut for the very tasks that
- * need copies. Here a task's time is what the hop sees, from a copy leaving
+ * need copies. That is once the source is done (the scheduler's
+ * gen_done); while it may still add tasks, every copy in flight counts:
+ * the queued ones run soon, and a generator that lags for a moment would
+ * otherwise send copies of healthy TMs' queues mid-phase. Here a task's time is what the hop sees, from a copy leaving
  * the hop (a large task's part may wait in the hop's own send backlog
  * first) to its result. That includes the wait in the TM's
  * prefetch queue, and so does the age of a copy still out, so the two

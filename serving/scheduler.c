@@ -879,7 +879,8 @@ static void m_bound(model_t *m, int64_t *lo, int64_t *hi)
 {
     int64_t v[LATE_WINDOW];
     uint64_t ring = m->ring_open, running = m_running(m);
-    ring = running < ring ? running : ring;
+    if (m->gen_done)
+        ring = running < ring ? running : ring;
     int n = m->ntimes < LATE_WINDOW ? m->ntimes : LATE_WINDOW;
     *lo = *hi = LATE_NEVER;
     if (!n || (double)m->finished < LATE_QUANTILE * (double)(m->finished + ring))
@@ -1615,6 +1616,58 @@ static void d_release(void *arg, sched_task_t *task)
 {
     (*(int *)arg)++;
     free(task);
+}
+
+/* While the source may still add tasks (neither done nor waiting), no
+ * copy of a late task goes, even with the fresh list empty and the gate
+ * open; once it waits, the copy goes. */
+static int sched_directed_generating(void)
+{
+    sched_stats_t st;
+    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
+    int rc = -1;
+    sched_t *s = d_start(&st, tm, 2, 4, 4, 10);
+
+    D_CHECK(s);
+    d_hello(s, a, 1, 1);
+    D_CHECK(d_pick(s, a, 0, D_IDS(0)) == 0 && d_pick(s, b, 0, D_IDS(1, 2, 3)) == 0);
+    sched_clock(s, 100);
+    for (uint64_t id = 1; id < 4; id++)
+        D_CHECK(d_rec(s, b, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(!sched_has_fresh(s) && sched_late_after(s) == 154);   /* (1.5 x the median's bucket) */
+    D_CHECK(d_pick(s, b, 1000, D_NONE) == 0);
+    sched_gen_state(s, 0, 1);
+    D_CHECK(d_pick(s, b, 1000, D_IDS(0)) == 0);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
+/* The gate counts every copy in flight while the source may add tasks,
+ * and only those that can run once it is done: a holds 3 with 1 worker,
+ * b finished 2. */
+static int sched_directed_gate(void)
+{
+    sched_stats_t st;
+    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
+    int rc = -1;
+    sched_t *s = d_start(&st, tm, 2, 4, 5, 10);
+
+    D_CHECK(s);
+    d_hello(s, a, 1, 3);
+    D_CHECK(d_pick(s, a, 0, D_IDS(0, 1, 2)) == 0 && d_pick(s, b, 0, D_IDS(3, 4)) == 0);
+    sched_clock(s, 100);
+    for (uint64_t id = 3; id < 5; id++)
+        D_CHECK(d_rec(s, b, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    sched_gen_state(s, 0, 1);   /* 2 of 2 + 3 in flight: shut */
+    D_CHECK(sched_late_after(s) == LATE_NEVER && d_pick(s, b, 1000, D_NONE) == 0);
+    sched_gen_state(s, 1, 0);   /* 2 of 2 + 1 that can run: open */
+    D_CHECK(sched_late_after(s) == 154 && d_pick(s, b, 1000, D_IDS(0, 1, 2)) == 0);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
 }
 
 /* A pick takes at most max_n; a task resolved elsewhere (a relay's
@@ -2373,6 +2426,7 @@ int sched_selftest(void)
         sched_directed_foreign() != 0 ||
         sched_directed_cancels() != 0 || sched_directed_slot_reuse() != 0 ||
         sched_directed_turnaround() != 0 || sched_directed_drop() != 0 ||
+        sched_directed_generating() != 0 || sched_directed_gate() != 0 ||
         sched_directed_fresh_tail() != 0 || sched_directed_new_phase() != 0 ||
         sched_directed_rescan(0) != 0 || sched_directed_rescan(1) != 0 ||
         sched_directed_lifecycle() != 0 || sched_directed_turn_edges() != 0 ||

@@ -85,12 +85,14 @@ static inline int picked_add(sched_t *s, size_t n, sched_task_t *task)
     return 0;
 }
 
-/* The tasks in flight the quantile gate counts (lateness.h): those that
- * can be running, at most the ring's. */
+/* The tasks in flight the quantile gate counts (lateness.h): the ring's
+ * while the source may still add tasks (those queued in prefetch run
+ * soon, and a copy would only double them), and once it is done, those
+ * that can be running, at most the ring's. */
 static inline uint64_t gate_in_flight(const sched_t *s)
 {
     uint64_t ring = spits_ring_count(s->ring);
-    return s->running < ring ? s->running : ring;
+    return s->gen_done && s->running < ring ? s->running : ring;
 }
 
 /* When the newest copy of a task left the hop: when libzmq let go of its
