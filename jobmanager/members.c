@@ -304,7 +304,7 @@ static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
     if (!t || !t->sv.peer.alive)
         return;
     int before = t->sv.sched.credit.workers;
-    sched_resized(d->sched, &t->sv.sched, workers, slots);
+    credit_resize(&t->sv.sched.credit, workers, slots);
     d->fleet.alive_workers += t->sv.sched.credit.workers - before;
     if (d->fleet.alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->fleet.alive_workers;

@@ -51,15 +51,6 @@ int credit_selftest(void)
     CHECK(c.workers == 4 && c.slots == 6 && c.asked == 6 && c.outstanding == 2);
     CHECK(credit_room(&c) == 4 && credit_room_workers(&c) == 2);
     CHECK(credit_quick(&c, 0) && credit_quick(&c, 1) && !credit_quick(&c, 2));
-    /* Running: what it holds, up to its workers (one if it says none). */
-    CHECK(credit_running(&c) == 2);
-    credit_hold(&c, 5);
-    CHECK(credit_running(&c) == 4);
-    c.workers = 0;
-    CHECK(credit_running(&c) == 1);
-    c.workers = 4;
-    credit_hold(&c, 0);
-    CHECK(credit_running(&c) == 0);
     /* Holding more than its slots counts as its slots. */
     credit_hold(&c, 9);
     CHECK(c.outstanding == 6 && credit_room(&c) == 0 && credit_room_workers(&c) == 0);

@@ -14,8 +14,7 @@
  *   (a record of a copy this hop did not count: held from before, or its
  *   loss already forgotten); a TM gone holds nothing;
  * - its room is slots - held; to fill idle workers before queues, the
- *   room up to its workers first (credit_room_workers); of what it
- *   holds, up to its workers can be running (credit_running);
+ *   room up to its workers first (credit_room_workers);
  * - a relay's STATS moves its workers and its ask as the TMs behind it
  *   come and go: slots follow the ask up at once, and down by as much as
  *   it fell, so prefetch grown on top of the ask is kept; never below it;
@@ -82,15 +81,6 @@ static inline int credit_room_workers(const credit_t *c)
 {
     int cap = c->workers > 0 && c->workers < c->slots ? c->workers : c->slots;
     return c->outstanding < cap ? cap - c->outstanding : 0;
-}
-
-/* Of the copies it holds, those that can be running now: up to its
- * workers (one when it says none); the rest wait in its prefetch queue.
- * (The scheduler's quantile gate sums them: scheduler.h.) */
-static inline int credit_running(const credit_t *c)
-{
-    int cap = c->workers > 1 ? c->workers : 1;
-    return c->outstanding < cap ? c->outstanding : cap;
 }
 
 /* Copy i of a batch now being sent to it (i from 0) finds a worker idle

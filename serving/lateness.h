@@ -3,19 +3,8 @@
  *
  * Spark's speculation is the model: a task is late once it has run longer
  * than a multiple of the median time of the finished tasks, and only once
- * a quantile of the stage's tasks has finished (before that the median
- * says little). A phase here has no known size, and copies of late tasks
- * go only once no fresh task is left, so the gate's tasks are those
- * finished and those in flight; and of those in flight it counts only
- * what can be running: on each live TM, its copies up to its workers
- * (credit.h credit_running), at most the tasks in flight. A copy queued
- * in a TM's prefetch has not started: it says nothing about task times,
- * and counted, a TM that hoards a deep prefetch and then stalls (a far
- * link, a stopped node) would hold the gate shut for the very tasks that
- * need copies. That is once the source is done (the scheduler's
- * gen_done); while it may still add tasks, every copy in flight counts:
- * the queued ones run soon, and a generator that lags for a moment would
- * otherwise send copies of healthy TMs' queues mid-phase. Here a task's time is what the hop sees, from a copy leaving
+ * a quantile of the tasks has finished (before that the median says
+ * little). Here a task's time is what the hop sees, from a copy leaving
  * the hop (a large task's part may wait in the hop's own send backlog
  * first) to its result. That includes the wait in the TM's
  * prefetch queue, and so does the age of a copy still out, so the two
@@ -79,8 +68,7 @@ static inline void late_sample(late_t *l, int64_t ms)
 int64_t late_median(const late_t *l);
 /* How long a copy must be out to be late, in ms: max(multiplier x median,
  * floor) once there is a sample and the finished tasks are at least the
- * quantile of finished plus in_flight (the tasks that can be running, as
- * above); LATE_NEVER before. */
+ * quantile of finished plus in_flight; LATE_NEVER before. */
 int64_t late_after(const late_t *l, uint64_t finished, uint64_t in_flight);
 
 /* Copies of late tasks go only when there is no fresh work to send, and

@@ -113,15 +113,6 @@ int sched_broken(const sched_t *s)
     return s->broken;
 }
 
-/* TM t's credit changed: its running share counted again. O(1): a call
- * per batch of copies or records, never a loop over TMs. */
-static void peer_recount(sched_t *s, sched_peer_t *t)
-{
-    int now = credit_running(&t->credit);
-    s->running += (uint64_t)(int64_t)(now - t->running);
-    t->running = now;
-}
-
 /* --- task copies ------------------------------------------------------- */
 
 /* Slot's list, grown to take one more. NULL: no memory. */
@@ -383,7 +374,8 @@ void sched_set_backlog(sched_t *s, uint64_t released, int idle)
 
 int64_t sched_late_after(const sched_t *s)
 {
-    return s->ring ? late_after(&s->late, s->finished, gate_in_flight(s)) : LATE_NEVER;
+    return s->ring ? late_after(&s->late, s->finished, spits_ring_count(s->ring))
+                   : LATE_NEVER;
 }
 
 sched_task_t *const *sched_picked(const sched_t *s)
@@ -406,7 +398,6 @@ void sched_sent(sched_t *s, sched_peer_t *t, size_t n)
     s->st->sent += n;
     t->sent += n;
     credit_spend(&t->credit, n);
-    peer_recount(s, t);
     s->npicked = 0;
 }
 
@@ -433,10 +424,9 @@ void sched_unsent(sched_t *s, size_t n)
 
 void sched_credit(sched_t *s, sched_peer_t *t, uint64_t count)
 {
-    if (t) {
+    (void)s;
+    if (t)
         credit_back(&t->credit, count);
-        peer_recount(s, t);
-    }
 }
 
 /* A failed, crashed or timed-out run: retried, or past max_attempts given
@@ -549,16 +539,9 @@ sched_cancel_t *sched_take_cancels(sched_t *s, size_t *n)
 void sched_joined(sched_t *s, sched_peer_t *t, long held)
 {
     credit_hold(&t->credit, held);
-    peer_recount(s, t);
     t->scan_version = 0;
     t->scan_until = 0;
     s->version++;
-}
-
-void sched_resized(sched_t *s, sched_peer_t *t, long workers, long slots)
-{
-    credit_resize(&t->credit, workers, slots);
-    peer_recount(s, t);
 }
 
 size_t sched_lost(sched_t *s, sched_peer_t *t)
@@ -567,7 +550,6 @@ size_t sched_lost(sched_t *s, sched_peer_t *t)
     held_t *h = (size_t)t->slot < s->nheld ? &s->held[t->slot] : NULL;
 
     credit_gone(&t->credit);
-    peer_recount(s, t);
     while (h && h->n) {
         sched_task_t *task = h->tasks[h->n - 1];
         if (!drop_holder(s, task, t->slot)) {
@@ -731,13 +713,8 @@ const sched_task_t *sched_task(const sched_t *s, uint64_t id)
  * copy of a task already out is picked only when the task is late by the
  * model's reckoning (its newest copy out at least the bound, the bound
  * within a bucket of 1.5 x the exact median of the clean times, and only
- * once the finished tasks are half of those finished or running: of the
- * tasks picked and not resolved, at most the copies each live TM holds
- * up to its workers), and every late task a TM could take is picked when
- * it has room left. The scheduler's running sum, and each TM's share,
- * equal the model's after every step, through TMs' workers changing (a
- * relay's STATS: sched_resized; a HELLO again: credit_set, then
- * sched_joined). */
+ * once half of the tasks in the ring finished), and every late task a TM
+ * could take is picked when it has room left. */
 
 #define M_TASKS 300
 #define M_TMS 5
@@ -859,28 +836,12 @@ static int m_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The copies that can be running by the model's reckoning: of each live
- * TM's, up to its workers (one if it says none). */
-static uint64_t m_running(const model_t *m)
-{
-    uint64_t n = 0;
-    for (int i = 0; i < m->ntms; i++) {
-        const mtm_t *x = &m->tms[i];
-        int cap = x->tm.credit.workers > 1 ? x->tm.credit.workers : 1;
-        n += x->alive ? (uint64_t)(x->nheld < cap ? x->nheld : cap) : 0;
-    }
-    return n;
-}
-
 /* The lateness bound by the model's own reckoning: [*lo, *hi], or both
- * LATE_NEVER. In flight counts the tasks that can be running: at most
- * the copies that can be, and the tasks picked and not resolved. */
+ * LATE_NEVER. */
 static void m_bound(model_t *m, int64_t *lo, int64_t *hi)
 {
     int64_t v[LATE_WINDOW];
-    uint64_t ring = m->ring_open, running = m_running(m);
-    if (m->gen_done)
-        ring = running < ring ? running : ring;
+    uint64_t ring = m->ring_open;
     int n = m->ntimes < LATE_WINDOW ? m->ntimes : LATE_WINDOW;
     *lo = *hi = LATE_NEVER;
     if (!n || (double)m->finished < LATE_QUANTILE * (double)(m->finished + ring))
@@ -1179,24 +1140,6 @@ static int m_lose(model_t *m, mtm_t *x)
     return 0;
 }
 
-/* Live TM x's workers change as its owner learns them: a relay's STATS
- * (its ask too, but never below what it holds), or a HELLO again from
- * a live TM (credit_set, then sched_joined with what it holds). */
-static int m_resize(model_t *m, mtm_t *x)
-{
-    long workers = m_rand(m, 5) ? (long)m_rand(m, 4) : -1;
-    long slots = x->nheld + (long)m_rand(m, 4);
-    if (m_rand(m, 2)) {
-        sched_resized(m->s, &x->tm, workers, m_rand(m, 2) ? -1 : slots);
-        MCHECK(m, x->tm.credit.slots >= x->nheld);
-        MCHECK(m, workers < 0 || x->tm.credit.workers == workers);
-    } else {
-        credit_set(&x->tm.credit, workers < 0 ? 0 : workers, slots > 0 ? slots : 1);
-        sched_joined(m->s, &x->tm, x->nheld);
-    }
-    return 0;
-}
-
 static int m_invariants(model_t *m)
 {
     int known[M_TASKS] = {0};           /* copies the JM knows of, by task */
@@ -1214,7 +1157,6 @@ static int m_invariants(model_t *m)
                   x->tm.failed == x->failed);
         if (x->alive)
             MCHECK(m, x->tm.credit.outstanding == x->nheld && x->nheld <= x->tm.credit.slots);
-        MCHECK(m, x->tm.running == (x->alive ? credit_running(&x->tm.credit) : 0));
         for (int j = 0; j < x->nheld; j++)
             known[x->held[j].id] += x->held[j].known;
     }
@@ -1223,7 +1165,6 @@ static int m_invariants(model_t *m)
     while (low < m->generated && m_resolved(m, low))
         low++;
     MCHECK(m, sched_low(m->s) == low);
-    MCHECK(m, m->s->running == m_running(m));
     for (uint64_t id = low; id < m->generated; id++) {
         const sched_task_t *t = sched_task(m->s, id);
         MCHECK(m, !t || !m_resolved(m, id));
@@ -1243,7 +1184,7 @@ static int m_step(model_t *m)
     m->now += m_rand(m, 40);
     /* Serves outnumber answers, and answers are small, so copies pile up
      * on tasks and max_copies binds. */
-    switch (m_rand(m, 18)) {
+    switch (m_rand(m, 17)) {
     case 0:
         return m->generated < M_TASKS ? m_generate(m) : 0;
     case 1:
@@ -1263,8 +1204,6 @@ static int m_step(model_t *m)
         return (x = m_any(m, 1)) ? m_serve(m, x) : 0;
     case 16:
         return m_foreign(m);
-    case 17:
-        return (x = m_any(m, 1)) ? m_resize(m, x) : 0;
     default:
         x = &m->tms[m->ntms ? m_rand(m, (uint32_t)m->ntms) : 0];
         if (!m->ntms || !x->nheld || (!x->alive && !x->zombie) ||
@@ -1604,70 +1543,11 @@ static sched_t *d_start(sched_stats_t *st, sched_peer_t *tm, int ntm, int slots,
     return s;
 }
 
-/* TM t says HELLO again, holding nothing: workers and slots as given. */
-static void d_hello(sched_t *s, sched_peer_t *t, int workers, int slots)
-{
-    credit_set(&t->credit, workers, slots);
-    sched_joined(s, t, 0);
-}
-
 /* The release hook of sched_directed_drop: counts, then frees. */
 static void d_release(void *arg, sched_task_t *task)
 {
     (*(int *)arg)++;
     free(task);
-}
-
-/* While the source may still add tasks (neither done nor waiting), no
- * copy of a late task goes, even with the fresh list empty and the gate
- * open; once it waits, the copy goes. */
-static int sched_directed_generating(void)
-{
-    sched_stats_t st;
-    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
-    int rc = -1;
-    sched_t *s = d_start(&st, tm, 2, 4, 4, 10);
-
-    D_CHECK(s);
-    d_hello(s, a, 1, 1);
-    D_CHECK(d_pick(s, a, 0, D_IDS(0)) == 0 && d_pick(s, b, 0, D_IDS(1, 2, 3)) == 0);
-    sched_clock(s, 100);
-    for (uint64_t id = 1; id < 4; id++)
-        D_CHECK(d_rec(s, b, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
-    D_CHECK(!sched_has_fresh(s) && sched_late_after(s) == 154);   /* (1.5 x the median's bucket) */
-    D_CHECK(d_pick(s, b, 1000, D_NONE) == 0);
-    sched_gen_state(s, 0, 1);
-    D_CHECK(d_pick(s, b, 1000, D_IDS(0)) == 0);
-    rc = 0;
-out:
-    sched_destroy(&s);
-    return rc;
-}
-
-/* The gate counts every copy in flight while the source may add tasks,
- * and only those that can run once it is done: a holds 3 with 1 worker,
- * b finished 2. */
-static int sched_directed_gate(void)
-{
-    sched_stats_t st;
-    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
-    int rc = -1;
-    sched_t *s = d_start(&st, tm, 2, 4, 5, 10);
-
-    D_CHECK(s);
-    d_hello(s, a, 1, 3);
-    D_CHECK(d_pick(s, a, 0, D_IDS(0, 1, 2)) == 0 && d_pick(s, b, 0, D_IDS(3, 4)) == 0);
-    sched_clock(s, 100);
-    for (uint64_t id = 3; id < 5; id++)
-        D_CHECK(d_rec(s, b, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
-    sched_gen_state(s, 0, 1);   /* 2 of 2 + 3 in flight: shut */
-    D_CHECK(sched_late_after(s) == LATE_NEVER && d_pick(s, b, 1000, D_NONE) == 0);
-    sched_gen_state(s, 1, 0);   /* 2 of 2 + 1 that can run: open */
-    D_CHECK(sched_late_after(s) == 154 && d_pick(s, b, 1000, D_IDS(0, 1, 2)) == 0);
-    rc = 0;
-out:
-    sched_destroy(&s);
-    return rc;
 }
 
 /* A pick takes at most max_n; a task resolved elsewhere (a relay's
@@ -2094,8 +1974,8 @@ out:
 /* A new phase (sched_reset) starts from nothing: no results, task times,
  * window or generator state of the last one, and the last one's unsent
  * tasks gone. Phase 1: tasks of 100 ms, two left unsent; phase 2: tasks
- * of 1 to 1.6 s, all four running at once, so copies start only once
- * half of them finished, at 1.5 x phase 2's median. */
+ * of 1 to 1.6 s, so copies start only once half of them finished, at
+ * 1.5 x phase 2's median. */
 static int sched_directed_new_phase(void)
 {
     sched_stats_t st;
@@ -2115,7 +1995,6 @@ static int sched_directed_new_phase(void)
     D_CHECK(!sched_exhausted(s) && sched_late_after(s) == LATE_NEVER);
     D_CHECK(d_tasks(s, 0, 4, 10) == 0);
     sched_gen_state(s, 1, 0);
-    d_hello(s, a, 4, 4);               /* (all four run at once) */
     D_CHECK(d_take(s, a, 1000, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
     sched_clock(s, 2000);
     D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
@@ -2322,101 +2201,6 @@ out:
     return rc;
 }
 
-/* ids[0..n-1]: first, first + 1, ... */
-static uint64_t *d_run(uint64_t *ids, uint64_t first, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        ids[i] = first + i;
-    return ids;
-}
-
-/* The start of the hoarding cases: a (2 workers) is sent 500 tasks at
- * 0 ms and answers none (stopped); b (2 workers, 20 slots) ran 20 sent
- * at 0 ms that all came back at 1000 ms; the other TMs (2 workers, 20
- * slots) got none, and ntasks - 520 fresh tasks are left. NULL if it went
- * wrong (said). */
-static sched_t *hoard_start(sched_stats_t *st, sched_peer_t *tm, int ntm, uint64_t ntasks)
-{
-    static uint64_t ids[500];
-    sched_peer_t *a = &tm[0], *b = &tm[1];
-    sched_t *s = d_start(st, tm, ntm, 20, ntasks, 10);
-
-    D_CHECK(s);
-    sched_gen_state(s, 1, 0);
-    d_hello(s, a, 2, 500);
-    for (int i = 1; i < ntm; i++)
-        d_hello(s, &tm[i], 2, 20);
-    D_CHECK(d_take(s, b, 0, 1 << 20, 1, d_run(ids, 0, 20), 20, 0) == 0);
-    D_CHECK(d_take(s, a, 0, 1 << 20, 1, d_run(ids, 20, 500), 500, 0) == 0);
-    sched_clock(s, 1000);
-    for (uint64_t id = 0; id < 20; id++)
-        D_CHECK(d_rec(s, b, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
-    return s;
-out:
-    sched_destroy(&s);
-    return NULL;
-}
-
-/* The quantile gate counts the tasks that can be running, not those
- * queued in a TM's prefetch (hoard_start): 20 finished against a's 2
- * running, and no fresh task left, so b gets copies of a's oldest tasks
- * as they become late, at 1534 ms (1.5 x the median, 1000 ms, counted as
- * its bucket's top: 1023), not before. While a relay's STATS says a has
- * 300 workers, 300 of its copies can be running and none is late; back
- * at 2, they are. */
-static int sched_directed_hoard(void)
-{
-    uint64_t ids[20];
-    sched_stats_t st;
-    sched_peer_t tm[2], *a = &tm[0], *b = &tm[1];
-    int rc = -1;
-    sched_t *s = hoard_start(&st, tm, 2, 520);
-
-    D_CHECK(s && !sched_has_fresh(s) && sched_in_flight(s) == 500);
-    D_CHECK(sched_late_after(s) == 1534);
-    D_CHECK(d_pick(s, b, 1533, D_NONE) == 0);
-    sched_resized(s, a, 300, -1);
-    D_CHECK(sched_late_after(s) == LATE_NEVER && d_pick(s, b, 1534, D_NONE) == 0);
-    sched_resized(s, a, 2, -1);
-    D_CHECK(sched_late_after(s) == 1534);
-    D_CHECK(d_pick(s, b, 1534, d_run(ids, 20, 20), 20) == 0);
-    rc = 0;
-out:
-    sched_destroy(&s);
-    return rc;
-}
-
-/* A lower bound reaches a TM whose scan found nothing under the higher
- * one (hoard_start): b's scan at 1400 ms (a's 500 tasks, out since 0 ms,
- * late at 1534 ms) waits for nothing once c's 20 tasks, sent at 1000 ms,
- * come back at 1500 ms: the median falls to 500 ms (bucket top 511), the
- * bound to 766 ms, and b gets copies of a's oldest at once: with nothing
- * else between (bump 0), or after another change of version (bump 1:
- * max_copies set again). */
-static int sched_directed_bound_drop(int bump)
-{
-    uint64_t ids[20];
-    sched_stats_t st;
-    sched_peer_t tm[3], *b = &tm[1], *c = &tm[2];
-    int rc = -1;
-    sched_t *s = hoard_start(&st, tm, 3, 540);
-
-    D_CHECK(s);
-    D_CHECK(d_take(s, c, 1000, 1 << 20, 1, d_run(ids, 520, 20), 20, 0) == 0);
-    D_CHECK(d_pick(s, b, 1400, D_NONE) == 0 && sched_late_after(s) == 1534);
-    if (bump)
-        sched_set_max_copies(s, 2);    /* (as before: a version of its own) */
-    sched_clock(s, 1500);
-    for (uint64_t id = 520; id < 540; id++)
-        D_CHECK(d_rec(s, c, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
-    D_CHECK(sched_late_after(s) == 766);
-    D_CHECK(d_pick(s, b, 1500, d_run(ids, 20, 20), 20) == 0);
-    rc = 0;
-out:
-    sched_destroy(&s);
-    return rc;
-}
-
 int sched_selftest(void)
 {
     if (sched_directed() != 0 || sched_directed_parts() != 0 ||
@@ -2426,12 +2210,9 @@ int sched_selftest(void)
         sched_directed_foreign() != 0 ||
         sched_directed_cancels() != 0 || sched_directed_slot_reuse() != 0 ||
         sched_directed_turnaround() != 0 || sched_directed_drop() != 0 ||
-        sched_directed_generating() != 0 || sched_directed_gate() != 0 ||
         sched_directed_fresh_tail() != 0 || sched_directed_new_phase() != 0 ||
         sched_directed_rescan(0) != 0 || sched_directed_rescan(1) != 0 ||
-        sched_directed_lifecycle() != 0 || sched_directed_turn_edges() != 0 ||
-        sched_directed_hoard() != 0 || sched_directed_bound_drop(0) != 0 ||
-        sched_directed_bound_drop(1) != 0)
+        sched_directed_lifecycle() != 0 || sched_directed_turn_edges() != 0)
         return -1;
 
     static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {SCHED_MAX_COPIES, 3}};

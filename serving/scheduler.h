@@ -24,10 +24,7 @@
  * every copy sent comes back as exactly one record (wire.h): sched_sent
  * adds the copies, sched_credit takes back one per record received,
  * sched_joined sets what a (re-)joining TM says it holds, and a lost TM
- * holds nothing. It also keeps the sum of each TM's credit_running
- * (credit.h), counted again in O(1) whenever it changes a TM's credit, or
- * its owner does: sched_joined after credit_set, sched_resized for a
- * relay's STATS.
+ * holds nothing.
  *
  * A TM with room gets, in this order:
  *   1. tasks whose every copy was lost (dead TM, failed run, handed back):
@@ -37,9 +34,7 @@
  *   3. when there are none (no more will come, or the source waits, as
  *      the JM's generator does for window room), a copy of the oldest
  *      late task (lateness.h: out longer than 1.5 times the median time
- *      of the finished tasks, once they are half of those finished or
- *      running: of the tasks in flight, only those each TM's workers can
- *      be running count, credit_running, not those queued in prefetch)
+ *      of the finished tasks, once half of the phase's tasks finished)
  *      that it does not run already and that has fewer than max_copies
  *      copies out. A copy's time starts when it left the hop: a large
  *      task's part may wait in the hop's own send backlog first, and is
@@ -131,8 +126,6 @@ typedef struct {
                                 the last SCHED_TURN_WINDOW such copies */
     int64_t turn_win;        /* ...the least of the window so far */
     int turn_n;              /* ...and how many it has seen */
-    int running;             /* its share of the scheduler's running sum:
-                                credit_running when last counted */
     uint64_t sent, done, failed;  /* copies sent to it, results and failed
                                      runs from it */
 } sched_peer_t;
@@ -289,9 +282,6 @@ size_t sched_give_back(sched_t *s);
 
 /* TM t (re-)joined holding held copies. */
 void sched_joined(sched_t *s, sched_peer_t *t, long held);
-/* TM t's workers and ask changed (a relay's STATS; credit_resize's
- * arguments): always through here, so the running sum follows. */
-void sched_resized(sched_t *s, sched_peer_t *t, long workers, long slots);
 /* TM t is gone: its copies are taken back (those left with no copy go to
  * the retry queue). Returns how many. */
 size_t sched_lost(sched_t *s, sched_peer_t *t);

@@ -56,8 +56,6 @@ struct sched {
                                         parts waited (sched_set_backlog) */
     late_t late;                  /* when a copy is late */
     uint64_t finished;               /* results committed this phase */
-    uint64_t running;                /* sum of the live TMs' running
-                                        shares (sched_peer_t.running) */
     int64_t late_after;              /* the bound last seen by a scan */
     sched_hooks_t hooks;             /* the owner's */
     int broken;
@@ -83,16 +81,6 @@ static inline int picked_add(sched_t *s, size_t n, sched_task_t *task)
     }
     s->picked[n] = task;
     return 0;
-}
-
-/* The tasks in flight the quantile gate counts (lateness.h): the ring's
- * while the source may still add tasks (those queued in prefetch run
- * soon, and a copy would only double them), and once it is done, those
- * that can be running, at most the ring's. */
-static inline uint64_t gate_in_flight(const sched_t *s)
-{
-    uint64_t ring = spits_ring_count(s->ring);
-    return s->gen_done && s->running < ring ? s->running : ring;
 }
 
 /* When the newest copy of a task left the hop: when libzmq let go of its

@@ -332,10 +332,9 @@ void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
  * after, and its copies go back upstream with the relay's. */
 void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);
 /* A STATS body from t (NULL, or not alive: only checked): its runs and
- * busy time, and a relay's capacity (in sc, the relay's scheduler: its
- * running sum follows). -1 (why says what) when malformed. */
-int relay_peers_stats(rl_peers_t *p, sched_t *sc, rl_tm_t *t, const void *data,
-                      size_t len, const char **why);
+ * busy time, and a relay's capacity. -1 (why says what) when malformed. */
+int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
+                      const char **why);
 /* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and
  * those behind it noted in t's below, and heard), 1 when it is a loop: our
  * own id among them (logged; the HELLO is refused; tm->done -1 when the

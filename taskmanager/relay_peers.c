@@ -102,8 +102,8 @@ void relay_peers_gone(rl_peers_t *p, rl_tm_t *t)
     relay_peers_capacity(p, t);
 }
 
-int relay_peers_stats(rl_peers_t *p, sched_t *sc, rl_tm_t *t, const void *data,
-                      size_t len, const char **why)
+int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
+                      const char **why)
 {
     json_t *j = spits_wire_decode_json(data, len, why);
     spits_stats_t st;
@@ -120,7 +120,7 @@ int relay_peers_stats(rl_peers_t *p, sched_t *sc, rl_tm_t *t, const void *data,
             if (st.tms >= 0)
                 t->id.tms = st.tms;
             spits_relay_cap(t->id.tms, &st.workers, &st.slots);
-            sched_resized(sc, &t->sv.sched, st.workers, st.slots);
+            credit_resize(&t->sv.sched.credit, st.workers, st.slots);
             relay_peers_capacity(p, t);
         } else if (!t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
             /* a TM that planned its workers by the job's resources
@@ -129,7 +129,7 @@ int relay_peers_stats(rl_peers_t *p, sched_t *sc, rl_tm_t *t, const void *data,
                 *why = "STATS of a TM with no worker or slot, or over 4096 workers";
                 rc = -1;
             } else {
-                sched_resized(sc, &t->sv.sched, st.workers, st.slots);
+                credit_resize(&t->sv.sched.credit, st.workers, st.slots);
                 relay_peers_capacity(p, t);
             }
         }

@@ -257,8 +257,8 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         break;
     case SPITS_MSG_STATS:
         /* (a peer that never said HELLO: not even parsed) */
-        if (t && relay_peers_stats(&r->peers, r->copies.sched, t, zmq_msg_data(msg),
-                                   zmq_msg_size(msg), &why) != 0)
+        if (t && relay_peers_stats(&r->peers, t, zmq_msg_data(msg), zmq_msg_size(msg),
+                                   &why) != 0)
             relay_recv_bad(r, why);
         break;
     case SPITS_MSG_DRAIN:

@@ -3,10 +3,7 @@
 # 1. A TM stopped with SIGSTOP for the rest of the job holds tasks it will
 #    never finish; once fresh tasks run out, the circular queue re-sends
 #    copies of them to the other TMs, so the job finishes (long before
-#    --tm-timeout: no TM is declared lost) with the exact result. It asks
-#    a deep prefetch (700 of the 800 tasks; the JM's adaptive prefetch
-#    may grow it on a slow machine): the tasks queued there are not
-#    running, and do not keep the lateness quantile from being met. The
+#    --tm-timeout: no TM is declared lost) with the exact result. The
 #    time is printed next to the same job's time without that TM; how
 #    close it comes is the benchmarks' to measure, not this test's.
 # 2. A TM stopped past --tm-timeout is declared dead and its tasks are
@@ -30,7 +27,7 @@ base=$(json "$T/base/report.json" "d['seconds']")
 # With it: three TMs, one stopped once the job is under way.
 start_jm strag --tm-timeout 60 "${args[@]}"
 jm=$JM_PID
-start_tm strag victim -n 2 -p 700; victim=$TM_PID
+start_tm strag victim -n 2; victim=$TM_PID
 wait_for "grep -q joined $T/strag.jm.log" 30 "the victim to join"
 start_tm strag s1 -n 2; s1=$TM_PID
 start_tm strag s2 -n 2; s2=$TM_PID
