@@ -225,7 +225,9 @@ static void hop_next(tm_t *tm, int level, const char *why)
 
     snprintf(from, sizeof from, "%s at %s", hop_what(tm), link->hops.endpoint);
     link->hops.hop = (link->hops.hop + 1) % (tm->opts.n_via + 1);
-    if (link->hops.hop == 0 && link->hops.rounds < TM_HOP_DOUBLINGS_MAX)
+    /* (a round ends at the last hop; one that had welcomed us answered) */
+    if (link->hops.hop == 0 && !link->hops.welcomed &&
+        link->hops.rounds < TM_HOP_DOUBLINGS_MAX)
         link->hops.rounds++;
     snprintf(link->hops.endpoint, sizeof link->hops.endpoint, "%s",
              tm_link_relayed(tm) ? tm->opts.via[link->hops.hop] : link->hops.jm_endpoint);

@@ -74,7 +74,8 @@ static void relay_tick(tm_relay_t *r)
 static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int left)
 {
     char lost[96];
-    snprintf(lost, sizeof lost, "lost (%s)", why);
+    if (!left)   /* (a BYE's why is the job it refused, or NULL) */
+        snprintf(lost, sizeof lost, "lost (%s)", why);
     relay_copies_gone(arg, (rl_tm_t *)p, left ? "left" : lost, !left);
 }
 
