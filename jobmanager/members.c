@@ -117,19 +117,25 @@ static void set_relay(jm_tm_t *t, const char *endpoint)
     }
 }
 
+/* "TM h:p <verb> with N worker(s)", or for a relay, "relay h:p <verb>,
+ * serving TMs at X". */
+static void log_hello(const jm_tm_t *t, const char *verb)
+{
+    if (t->id.relay)
+        spits_info("relay %s:%ld %s, serving TMs at %s", t->id.host, t->id.pid, verb,
+                   t->id.relay_ep);
+    else
+        spits_info("TM %s:%ld %s with %d worker(s)", t->id.host, t->id.pid, verb,
+                   t->sv.sched.credit.workers);
+}
+
 /* A join (its first HELLO) or a re-attach (a later one, or the first
  * since the table forgot it, lost), counted and logged as which it is. */
 static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
 {
     if (first) {
-        if (!loglimit_allow(&d->logs.joined, d->clock.now))
-            return;
-        if (t->id.relay)
-            spits_info("relay %s:%ld joined, serving TMs at %s", t->id.host,
-                       t->id.pid, t->id.relay_ep);
-        else
-            spits_info("TM %s:%ld joined with %d worker(s)", t->id.host, t->id.pid,
-                       t->sv.sched.credit.workers);
+        if (loglimit_allow(&d->logs.joined, d->clock.now))
+            log_hello(t, "joined");
         return;
     }
     if (t->life.lost) {
@@ -137,14 +143,8 @@ static void count_hello(jm_disp_t *d, jm_tm_t *t, int first)
         d->st.tms_lost_now--;
     }
     t->id.reattaches++;
-    if (!loglimit_allow(&d->logs.reattached, d->clock.now))
-        return;
-    if (t->id.relay)
-        spits_info("relay %s:%ld re-attached, serving TMs at %s", t->id.host,
-                   t->id.pid, t->id.relay_ep);
-    else
-        spits_info("TM %s:%ld re-attached with %d worker(s)", t->id.host, t->id.pid,
-                   t->sv.sched.credit.workers);
+    if (loglimit_allow(&d->logs.reattached, d->clock.now))
+        log_hello(t, "re-attached");
 }
 
 /* (server_hop_t.add) The entry of a TM saying HELLO unknown to the
