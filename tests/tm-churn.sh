@@ -13,8 +13,11 @@ n=600
 waves=3 per=10
 # A sanitizer's runtime makes each TM several times heavier: fewer TMs,
 # still more dead ones than the table keeps (the sleeper is forgotten).
-sanitized && waves=2 per=4
-start_jm c --keep-dead-tms 5 --tm-timeout 3 --heartbeat 0.5 \
+# Its TMs can also stall for seconds on a loaded machine: a longer
+# --tm-timeout keeps the sleeper the only TM lost while alive.
+tmt=3
+sanitized && waves=2 per=4 tmt=12
+start_jm c --keep-dead-tms 5 --tm-timeout $tmt --heartbeat 0.5 \
     "$MODS/bench.so" -n $n -s 20000 -G "$T/c.gate"
 jm=$JM_PID
 # counts EXPR: EXPR over the live JM's tm_counts (c; spits-status --json)
