@@ -267,11 +267,14 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
  * workers, and only upstream can send it work (the relay holds what it
  * was told to, no more), so any wait here is its wait. A burst of joins
  * read in one turn is one STATS. Slots that fell (a TM left or drains)
- * idle no one: they go up every RELAY_STATS_MIN_MS at most. */
+ * idle no one: they go up every RELAY_STATS_MIN_MS at most, unless none
+ * is left: what upstream sends then only comes back to it (a relay with
+ * no TM gives its copies back), so that goes up at once too. */
 int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)
 {
     const rl_peers_t *p = &r->peers;
-    return p->cap_dirty && (since_last >= RELAY_STATS_MIN_MS || p->slots > p->told_slots);
+    return p->cap_dirty && (since_last >= RELAY_STATS_MIN_MS || p->slots > p->told_slots ||
+                            (p->slots == 0 && p->told_slots > 0));
 }
 
 /* Runs and busy time: each entry's, alive or gone, as its last STATS
