@@ -35,11 +35,16 @@ cleanup() {
     # Children first: a JM runs under timeout, which cannot pass on a KILL.
     for p in $PIDS; do pkill -9 -P "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
     wait 2>/dev/null
+    # SPITS_TEST_KEEP=DIR keeps a failed test's files in DIR (debugging).
+    if [ -n "$FAILED" ] && [ -n "${SPITS_TEST_KEEP:-}" ]; then
+        mkdir -p "$SPITS_TEST_KEEP" && cp -r "$T" "$SPITS_TEST_KEEP/"
+    fi
     rm -rf "$T"
 }
 trap cleanup EXIT
 
 fail() {
+    FAILED=1
     echo "FAIL: $*"
     for f in "$T"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done
     exit 1
