@@ -490,9 +490,11 @@ void tm_link_timers(tm_t *tm)
         return;
     }
     /* Looking (LOST) or reconnecting (CONNECTING) alike: a JM unheard of
-     * for --reconnect-timeout is given up. */
+     * for --reconnect-timeout is given up, unless its connection still
+     * brings bytes (a large message arriving late is no lost JM). */
     if (tm->link.status.welcomed &&
-        tm->now - tm->link.live.last_heard > (int64_t)(tm->opts.reconnect * 1000)) {
+        tm->now - tm->link.live.last_heard > (int64_t)(tm->opts.reconnect * 1000) &&
+        !jm_busy(tm)) {
         char hint[PATH_MAX + 256];
         tm_link_gone_hint(tm, hint, sizeof hint);
         if (tm->opts.n_via)
