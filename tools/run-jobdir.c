@@ -127,8 +127,18 @@ int rundir_jm_announced(const run_t *r)
 }
 
 /* How long the JM may outlive the last TM before it is stopped: a job
- * that ended tells its TMs to exit first, and exits itself soon after. */
+ * that ended tells its TMs to exit first, and exits itself soon after;
+ * a TM started by hand joins within it. $SPITS_RUN_ORPHAN_S sets it (for
+ * the tests, where a sanitizer's TM may take longer to join). */
 #define RUN_ORPHAN_MS 3000
+
+static int64_t orphan_ms(void)
+{
+    const char *e = getenv("SPITS_RUN_ORPHAN_S");
+    double s;
+    return e && spits_parse_seconds(e, 3600, &s) == 0 && s > 0 ? (int64_t)(s * 1000)
+                                                               : RUN_ORPHAN_MS;
+}
 
 /* How many TMs the JM has, those that joined it from elsewhere too:
  * spits-status --json's tms_alive (at most 10 s to answer); -1 when it
@@ -182,7 +192,7 @@ static long run_jm_tms(const run_t *r)
 }
 
 /* 1 once every TM has been gone (exited, some with status 0) for
- * RUN_ORPHAN_MS while the JM runs, has not written its report and has no
+ * orphan_ms() while the JM runs, has not written its report and has no
  * TM that joined from elsewhere: nothing would do the work left, so
  * the job is stopped, with one line saying what to do. *since holds when
  * the last one left (0: some still run). */
@@ -198,7 +208,7 @@ int rundir_orphaned(run_t *r, int64_t *since)
         return 0;                       /* the job ended: the JM is exiting */
     if (!*since)
         *since = now;
-    if (now - *since < RUN_ORPHAN_MS)
+    if (now - *since < orphan_ms())
         return 0;
     if (run_jm_tms(r) > 0) {
         *since = spits_now_ms();        /* others joined it: they work on */
