@@ -19,12 +19,15 @@ sp_of() { pgrep -P "$1" -x spits-parallel; }
 jm_of() { pgrep -f "spits-jm .*$TMPDIR/spits-parallel-" | head -1; }
 
 # The first line's command runs while the input's next line is not
-# written yet: the writer looks at the output before it writes b.
-(echo a; sleep 3; cp out out.before-b; echo b) |
+# written yet: the writer waits for a's output (30 s at most: a
+# sanitizer's JM and TMs start slowly) before it writes b.
+(echo a
+ for _ in $(seq 300); do [ -s out ] && break; sleep 0.1; done
+ cp out out.before-b; echo b) |
     timeout -s KILL 60 "$SP" -j 2 echo >out 2>err.log
 rc=$?
 [ "$rc" = 0 ] || fail "a streamed input: exit $rc: $(cat err.log)"
-[ "$(cat out.before-b)" = a ] || fail "a was not printed within 3 s, before b came: '$(cat out.before-b)'"
+[ "$(cat out.before-b)" = a ] || fail "a was not printed within 30 s, before b came: '$(cat out.before-b)'"
 [ "$(sort out | tr '\n' ' ')" = "a b " ] || fail "a streamed input printed: $(cat out)"
 
 # --line-buffer: a line is printed as the command writes it, an
