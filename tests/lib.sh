@@ -36,7 +36,7 @@ cleanup() {
     for p in $PIDS; do pkill -9 -P "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
     wait 2>/dev/null
     # SPITS_TEST_KEEP=DIR keeps a failed test's files in DIR (debugging).
-    if [ -n "$FAILED" ] && [ -n "${SPITS_TEST_KEEP:-}" ]; then
+    if [ -n "${FAILED:-}" ] && [ -n "${SPITS_TEST_KEEP:-}" ]; then
         mkdir -p "$SPITS_TEST_KEEP" && cp -r "$T" "$SPITS_TEST_KEEP/"
     fi
     rm -rf "$T"
