@@ -62,7 +62,6 @@ typedef struct {
     char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
     char below[RELAY_BELOW_MAX][RELAY_ID_MAX];   /* ...and the relays behind it */
     int nbelow;
-    long tms;                    /* a relay: the TMs it says are behind it */
 } rl_tm_id_t;
 
 /* What it adds to relay_peers.c's sums now (relay_peers.c). Its credit
@@ -331,8 +330,9 @@ void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
  * relay's END as it closes (relay.c relay_end_bye): no slot is reused
  * after, and its copies go back upstream with the relay's. */
 void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);
-/* A STATS body from t (NULL, or not alive: only checked): its runs and
- * busy time, and a relay's capacity. -1 (why says what) when malformed. */
+/* A STATS body from t (alive or not): server_on_stats, then the
+ * relay's sums and a planned TM's worker_res. -1 (why says what) when
+ * malformed. */
 int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
                       const char **why);
 /* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and

@@ -85,7 +85,6 @@ void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
     }
     spits_escape(t->id.host, sizeof t->id.host, h->host);   /* (for our log) */
     t->id.pid = h->pid;
-    t->id.tms = h->tms;
     t->id.relay_id[0] = 0;
     t->id.nbelow = c->nbelow;
     memcpy(t->id.below, c->below, sizeof c->below);
