@@ -187,10 +187,10 @@ void members_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
     count_hello(d, t, j->first);
 }
 
-/* (server_hop_t.welcome) */
-void members_hop_welcome(void *arg, server_peer_t *p)
+/* (server_hop_t.job) */
+void members_hop_job(void *arg, server_peer_t *p, int type)
 {
-    tmio_send_phase(arg, (jm_tm_t *)p, SPITS_MSG_WELCOME);
+    tmio_send_phase(arg, (jm_tm_t *)p, type);
 }
 
 /* HELLO (wire.h spits_hello_t; a relay, spits-tm --serve, says "relay":

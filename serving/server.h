@@ -21,7 +21,8 @@
  *   - the CANCELs the scheduler noted (server_cancels);
  *   - a HELLO (server_on_hello): a join, a repeat, a re-attach that
  *     waits for its results, or a reconnect, by joins.h's rules;
- *   - a STATS (server_on_stats): a peer's runs, busy time and capacity.
+ *   - a STATS (server_on_stats): a peer's runs, busy time and capacity;
+ *   - which peers get a new phase's PHASE (server_send_phase).
  *
  * What differs between the hops is its hop (server_hop_t): where fresh
  * tasks come from (the JM's generator; a relay's upstream), how a batch
@@ -126,8 +127,9 @@ typedef struct {
      * is (who then says the HELLO's pid: an assert checks), and counts
      * and logs the join. No WELCOME yet. */
     void (*joined)(void *arg, server_peer_t *p, const server_join_t *j);
-    /* Sends p the job's WELCOME, its attach number p->proc.attach. */
-    void (*welcome)(void *arg, server_peer_t *p);
+    /* Sends p the job's message of type (wire.h): WELCOME, with its
+     * attach number p->proc.attach, or PHASE (server_send_phase). */
+    void (*job)(void *arg, server_peer_t *p, int type);
 } server_hop_t;
 
 typedef struct {
@@ -202,7 +204,7 @@ typedef enum {
  *     credit (a relay's capped: spits_relay_cap), what it holds, its
  *     settle wait for its pending results, its proc (runs and busy_s
  *     moved to the stats when a new process took the entry); then
- *     hop.joined (ctx: the hop's, passed on), then WELCOME (hop.welcome).
+ *     hop.joined (ctx: the hop's, passed on), then WELCOME (hop.job).
  * The hop then calls server_due. A negative result: no join, nothing
  * sent (the hop says why). */
 server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *rid,
@@ -237,6 +239,11 @@ int server_on_drain(server_peer_t *p);
 /* BYE from p (alive or not): a live p left on purpose (why: the job it
  * refused, or NULL), not lost (hop.lost with left). */
 void server_on_bye(server_t *s, server_peer_t *p, const char *why);
+
+/* A new phase began (server_phase said its wire phase; the scheduler
+ * holds none of the last one's copies): every live peer whose
+ * connection is not gone gets PHASE (hop.job), the last joined first. */
+void server_send_phase(server_t *s);
 
 /* buf to p (more: frames follow): 0, or -1 with errno, p marked. */
 int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more);

@@ -307,11 +307,11 @@ void relay_tasks_serve(tm_relay_t *r);
 /* relay_recv.c */
 /* The messages waiting on the socket, up to a burst. */
 void relay_recv_burst(tm_relay_t *r);
-/* The server's hop (server_hop_t add, joined, welcome): HELLO's parts
+/* The server's hop (server_hop_t add, joined, job): HELLO's parts
  * that are the relay's. */
 server_peer_t *relay_recv_hop_add(void *r, const void *rid, size_t ridlen, int *first);
 void relay_recv_hop_joined(void *r, server_peer_t *p, const server_join_t *j);
-void relay_recv_hop_welcome(void *r, server_peer_t *p);
+void relay_recv_hop_job(void *r, server_peer_t *p, int type);
 
 /* relay_peers.c */
 int relay_peers_init(rl_peers_t *p);

@@ -98,10 +98,10 @@ void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
                    j->first ? "joined" : "re-attached", t->sv.sched.credit.workers);
 }
 
-/* (server_hop_t.welcome) */
-void relay_recv_hop_welcome(void *arg, server_peer_t *p)
+/* (server_hop_t.job) */
+void relay_recv_hop_job(void *arg, server_peer_t *p, int type)
 {
-    relay_send_job(arg, (rl_tm_t *)p, SPITS_MSG_WELCOME);
+    relay_send_job(arg, (rl_tm_t *)p, type);
 }
 
 /* HELLO: a TM (or a relay) joins, re-attaches, or repeats itself
