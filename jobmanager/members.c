@@ -1,7 +1,8 @@
 /*
  * members.c - the TMs of a job as the dispatcher sees them: joining and
  * re-attaching (HELLO, answered with WELCOME), reporting their workers'
- * busy time and, for a relay, its capacity now (STATS), and being lost
+ * busy time and, for a relay, its capacity now (STATS; the part both
+ * hops share is serving/server.c's server_on_stats), and being lost
  * (silence, a failed send) or leaving (BYE). A lost or departed TM's
  * copies go back to the scheduler; a TM that says HELLO again after an
  * outage re-attaches as the same TM (its routing id, kept for the life
