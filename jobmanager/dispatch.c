@@ -314,8 +314,7 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     serve_set_hooks(d);
     d->gen_done = 0;
     d->pub.low = d->pub.freed = d->pub.taken = d->pub.window = 0;
-    for (size_t i = peertab_live_count(d->fleet.tab); i-- > 0;)
-        tmio_send_phase(d, peertab_live_at(d->fleet.tab, i), SPITS_MSG_PHASE);
+    server_send_phase(d->srv);
 }
 
 /* Says once per phase how many early results were not adopted, and why
@@ -585,7 +584,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
             .tab = d->fleet.tab, .sched = d->sched,
             .hop = {d, tmio_hop_send, serve_refill, serve_send_tasks, disp_hop_lost,
                     disp_hop_pending, disp_hop_stopping, disp_hop_who, members_hop_add,
-                    members_hop_joined, members_hop_welcome},
+                    members_hop_joined, members_hop_job},
             .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,
                       .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
                       .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},

@@ -242,7 +242,7 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
                       size_t ridlen, zmq_msg_t *body);
 server_peer_t *members_hop_add(void *d, const void *rid, size_t ridlen, int *first);
 void members_hop_joined(void *d, server_peer_t *p, const server_join_t *j);
-void members_hop_welcome(void *d, server_peer_t *p);
+void members_hop_job(void *d, server_peer_t *p, int type);
 void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body);
 void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
 void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused);

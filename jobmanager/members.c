@@ -1,7 +1,8 @@
 /*
  * members.c - the TMs of a job as the dispatcher sees them: joining and
  * re-attaching (HELLO, answered with WELCOME), reporting their workers'
- * busy time and, for a relay, its capacity now (STATS), and being lost
+ * busy time and, for a relay, its capacity now (STATS; the part both
+ * hops share is serving/server.c's server_on_stats), and being lost
  * (silence, a failed send) or leaving (BYE). A lost or departed TM's
  * copies go back to the scheduler; a TM that says HELLO again after an
  * outage re-attaches as the same TM (its routing id, kept for the life
@@ -187,10 +188,10 @@ void members_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
     count_hello(d, t, j->first);
 }
 
-/* (server_hop_t.welcome) */
-void members_hop_welcome(void *arg, server_peer_t *p)
+/* (server_hop_t.job) */
+void members_hop_job(void *arg, server_peer_t *p, int type)
 {
-    tmio_send_phase(arg, (jm_tm_t *)p, SPITS_MSG_WELCOME);
+    tmio_send_phase(arg, (jm_tm_t *)p, type);
 }
 
 /* HELLO (wire.h spits_hello_t; a relay, spits-tm --serve, says "relay":
@@ -292,19 +293,14 @@ static int behind_parse(json_t *v, json_t **out)
     return *out ? 0 : -1;
 }
 
-/* A relay's new capacity, from its STATS: the workers and slots of the
- * TMs behind it now (-1: not said). Workers count in alive_workers as a
- * HELLO's do. Slots follow its ask by credit_resize's rule (serving/
- * credit.h), which keeps the prefetch grown on top (serve.c grow_slots),
- * since a relay says STATS every few seconds. Copies it holds past its
- * slots just get no company until they come back. Only for a live TM: a
- * dead one's capacity is set by its next HELLO. */
-static void set_capacity(jm_disp_t *d, jm_tm_t *t, long workers, long slots)
+/* A live TM's capacity as its STATS changed it (server_on_stats):
+ * workers count in alive_workers as a HELLO's do. Its slots follow its
+ * ask by credit_resize's rule (serving/credit.h), which keeps the
+ * prefetch grown on top (serve.c grow_slots), since a relay says STATS
+ * every few seconds. Copies it holds past its slots just get no company
+ * until they come back. */
+static void recount_workers(jm_disp_t *d, jm_tm_t *t, int before)
 {
-    if (!t || !t->sv.peer.alive)
-        return;
-    int before = t->sv.sched.credit.workers;
-    credit_resize(&t->sv.sched.credit, workers, slots);
     d->fleet.alive_workers += t->sv.sched.credit.workers - before;
     if (d->fleet.alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->fleet.alive_workers;
@@ -327,18 +323,14 @@ static void set_workers(jm_tm_t *t, const spits_stats_t *st)
     }
 }
 
-/* STATS: a TM's busy time and runs so far (cumulative, so a lost one
- * costs nothing); a relay's capacity now ("workers", "slots", capped by
- * its "tms": spits_relay_cap) and the TMs behind it ("behind"); a TM's
- * capacity as it planned its workers by the job's resources
- * (taskmanager/plan.c), in the ranges its HELLO may have
- * (spits_tm_capacity_ok; else the message is dropped), and no "behind"
- * (ignored). Only from a TM in the table:
- * spits_stats_t (wire.h), and behind: {alive (0..2^40), joins, leaves,
- * losses (>= 0), tms: [{host, pid (0..2^40), workers (0..2^20), runs
- * (>= 0), relay (optional bool), worker_res (optional: a planned TM's,
- * as the relay got it; wire.h)}...]}; a planned TM's worker_res and
- * counts (set_workers). Anything out of range: the whole message is
+/* STATS: a TM's busy time, runs and capacity (server_on_stats: a
+ * relay's capped by its "tms", or else by its behind's "alive"); the
+ * TMs behind a relay ("behind"); a planned TM's worker_res and counts
+ * (set_workers). Only from a TM in the table: spits_stats_t (wire.h),
+ * and behind: {alive (0..2^40), joins, leaves, losses (>= 0), tms:
+ * [{host, pid (0..2^40), workers (0..2^20), runs (>= 0), relay
+ * (optional bool), worker_res (optional: a planned TM's, as the relay
+ * got it; wire.h)}...]}. Anything out of range: the whole message is
  * dropped. */
 void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
 {
@@ -347,36 +339,29 @@ void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
     spits_stats_t st;
     if (!t)
         return;   /* (a peer that never said HELLO: not even parsed) */
+    int before = t->sv.sched.credit.workers, changed;
     j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
     if (!j || spits_stats_parse(j, &st, &why) != 0) {
         tmio_bad_message(d, why);
-    } else if (!t->id.relay && st.workers >= 0 && st.slots >= 0 &&
-               !spits_tm_capacity_ok(st.workers, st.slots)) {
-        tmio_bad_message(d, "STATS of a TM with no worker or slot, or over 4096 workers");
     } else if (behind_parse(json_object_get(j, "behind"), &behind) != 0) {
         tmio_bad_message(d, "STATS with a bad behind list");
     } else {
-        t->sv.proc.busy_s = st.busy_s;
-        t->sv.proc.runs = (uint64_t)st.runs;
-        t->stats.running = st.running;
-        t->stats.queued = st.queued;
-        /* (a TM's capacity is its HELLO's; a relay's, what it shows:
-         * the TMs it says it has, or else those its behind counts) */
-        long tms = st.tms >= 0 ? st.tms
-                   : (long)json_integer_value(json_object_get(behind, "alive"));
-        if (t->id.relay) {
-            spits_relay_cap(tms, &st.workers, &st.slots);
-            set_capacity(d, t, st.workers, st.slots);
-        } else if (st.workers >= 0 && st.slots >= 0) {
-            /* a TM that planned its workers by the job's resources */
-            set_capacity(d, t, st.workers, st.slots);
-        }
-        if (!t->id.relay)
-            set_workers(t, &st);
-        if (behind && t->id.relay) {
-            json_decref(t->id.behind);
-            t->id.behind = json_incref(behind);
-            t->id.behind_alive = (long)json_integer_value(json_object_get(behind, "alive"));
+        if (st.tms < 0 && behind)
+            st.tms = (long)json_integer_value(json_object_get(behind, "alive"));
+        if ((changed = server_on_stats(&t->sv, &st, &why)) < 0) {
+            tmio_bad_message(d, why);
+        } else {
+            if (changed)
+                recount_workers(d, t, before);
+            t->stats.running = st.running;
+            t->stats.queued = st.queued;
+            if (!t->id.relay)
+                set_workers(t, &st);
+            if (behind && t->id.relay) {
+                json_decref(t->id.behind);
+                t->id.behind = json_incref(behind);
+                t->id.behind_alive = (long)json_integer_value(json_object_get(behind, "alive"));
+            }
         }
     }
     json_decref(behind);

@@ -258,7 +258,7 @@ static int slots_cap(jm_disp_t *d)
 
 /* Adaptive prefetch (serving/credit.h credit_grow), while there is work
  * to give; slots never shrink here (a relay's may, when the TMs behind
- * it leave: members.c set_capacity). */
+ * it leave: serving/server.c server_on_stats). */
 static void grow_slots(jm_disp_t *d, jm_tm_t *t)
 {
     if (!d->phase || sched_exhausted(d->sched))

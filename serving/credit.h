@@ -90,7 +90,8 @@ static inline int credit_quick(const credit_t *c, size_t i)
     return c->outstanding + (long)i < c->workers;
 }
 
-/* A relay's STATS: its workers and its ask now (each -1: not said). */
+/* A STATS (server_on_stats): its workers and its ask now (each -1: not
+ * said). */
 void credit_resize(credit_t *c, long workers, long slots);
 
 /* Adaptive prefetch, while there is work to give; cap: the most slots a

@@ -40,7 +40,7 @@ server_t *server_new(const server_cfg_t *cfg)
     const server_hop_t *h = &cfg->hop;
     assert(cfg->tab && cfg->sched && cfg->probe && h->send && h->refill &&
            h->send_tasks && h->lost && h->pending && h->stopping && h->who &&
-           h->add && h->joined && h->welcome);
+           h->add && h->joined && h->job);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
@@ -344,7 +344,7 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
             server_hello_take(s, p, h, job_id);
         if (h->attach > p->proc.attach)
             p->proc.attach = h->attach;
-        hop->welcome(hop->arg, p);
+        hop->job(hop->arg, p, SPITS_MSG_WELCOME);
         return SERVER_HELLO_AGAIN;
     }
     if (kind == JOINS_RECONNECT)
@@ -368,6 +368,8 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
     server_hello_take(s, p, h, job_id);
     p->proc.attach = h->attach;
     p->proc.sent_at_hello = p->sched.sent;
+    p->proc.relay = h->relay != NULL;
+    p->proc.tms = h->tms;
     server_peer_join(s, p);
     if (first)
         s->st.joins++;
@@ -377,7 +379,7 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
     hop->joined(hop->arg, p, &j);
     hop->who(hop->arg, p, &host, &pid);
     assert(p->peer.alive && pid == h->pid);
-    hop->welcome(hop->arg, p);
+    hop->job(hop->arg, p, SPITS_MSG_WELCOME);
     return first ? SERVER_HELLO_JOINED : SERVER_HELLO_REATTACHED;
 }
 
@@ -408,10 +410,41 @@ int server_on_drain(server_peer_t *p)
     return 1;
 }
 
+int server_on_stats(server_peer_t *p, const spits_stats_t *st, const char **why)
+{
+    long workers = st->workers, slots = st->slots;
+    int planned = !p->proc.relay && workers >= 0 && slots >= 0;
+    if (planned && !spits_tm_capacity_ok(workers, slots)) {
+        *why = "STATS of a TM with no worker or slot, or over 4096 workers";
+        return -1;
+    }
+    p->proc.runs = (uint64_t)st->runs;
+    p->proc.busy_s = st->busy_s;
+    if (p->proc.relay && st->tms >= 0)
+        p->proc.tms = st->tms;
+    if (!p->peer.alive || !(planned || p->proc.relay))
+        return 0;   /* (a dead one's capacity is its next HELLO's) */
+    if (p->proc.relay)   /* (as much as its TMs can have: wire.h) */
+        spits_relay_cap(p->proc.tms, &workers, &slots);
+    credit_resize(&p->sched.credit, workers, slots);
+    return 1;
+}
+
 void server_on_bye(server_t *s, server_peer_t *p, const char *why)
 {
     if (p->peer.alive)
         server_lose(s, p, why, 1);
+}
+
+/* --- a new phase -------------------------------------------------------- */
+
+void server_send_phase(server_t *s)
+{
+    for (size_t i = peertab_live_count(s->cfg.tab); i-- > 0;) {
+        server_peer_t *p = peertab_live_at(s->cfg.tab, i);
+        if (!p->gone)   /* (lost at the next reap: its send would fail) */
+            s->cfg.hop.job(s->cfg.hop.arg, p, SPITS_MSG_PHASE);
+    }
 }
 
 /* --- cancels ------------------------------------------------------------ */
@@ -459,6 +492,7 @@ typedef struct {
     int add_first;               /* what add says of a new entry; -1: none */
     char joins[128];             /* "slot first|again[ renewed]; " of each */
     int welcomes[ST_PEERS];
+    char phases[32];             /* "slot " of each PHASE */
 } st_hop_t;
 
 static int st_send(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
@@ -559,9 +593,14 @@ static void st_joined(void *arg, server_peer_t *p, const server_join_t *j)
              j->first ? "first" : "again", j->renewed ? " renewed" : "");
 }
 
-static void st_welcome(void *arg, server_peer_t *p)
+static void st_job(void *arg, server_peer_t *p, int type)
 {
-    ((st_hop_t *)arg)->welcomes[p->peer.slot]++;
+    st_hop_t *h = arg;
+    size_t at = strlen(h->phases);
+    if (type == SPITS_MSG_WELCOME)
+        h->welcomes[p->peer.slot]++;
+    else if (type == SPITS_MSG_PHASE)
+        snprintf(h->phases + at, sizeof h->phases - at, "%d ", p->peer.slot);
 }
 
 static int64_t st_probe(const liveness_t *l, void *arg)
@@ -576,7 +615,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 {
     server_cfg_t cfg = {
         .hop = {h, st_send, st_refill, st_send_tasks, st_lost, st_pending,
-                st_stopping, st_who, st_add, st_joined, st_welcome},
+                st_stopping, st_who, st_add, st_joined, st_job},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
         .probe = st_probe};
@@ -1145,13 +1184,111 @@ out:
     return rc;
 }
 
+/* A new phase: PHASE to each live peer, the last joined first, none to
+ * one whose connection is gone or that left. */
+static int st_phase(void)
+{
+    st_hop_t h;
+    server_peer_t **p = h.p;
+    int rc = -1;
+    S_CHECK(st_world(&h, 4, 2, 0) == 0);
+    server_send_phase(h.s);
+    S_CHECK(!strcmp(h.phases, "3 2 1 0 ") && h.welcomes[0] == 0);
+    h.phases[0] = 0;
+    h.fail[1] = EHOSTUNREACH;
+    S_CHECK(server_send(h.s, p[1], "x", 1, 0) == -1 && p[1]->gone);
+    server_on_bye(h.s, p[3], NULL);
+    server_send_phase(h.s);
+    S_CHECK(!strcmp(h.phases, "2 0 ") && h.lost[0] && h.welcomes[2] == 0);
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
+/* STATS: runs and busy time of any entry; a live TM's planned
+ * capacity (a bad one: nothing changes), a relay's capped by the TMs
+ * it says, or else by its HELLO's; a dead one's credit untouched. */
+static int st_stats(void)
+{
+    st_hop_t h;
+    int rc = -1;
+    const char *why = NULL;
+    spits_stats_t st = {1.5, 7, -1, -1, -1, -1, -1, NULL, NULL, NULL};
+    spits_hello_t hi = {"n", 100, 2, 4, 0, 0, 0, "job", NULL, -1};
+    json_t *relay = json_object();
+    S_CHECK(relay && st_world(&h, 0, 0, 0) == 0);
+    S_CHECK(server_on_hello(h.s, NULL, "a", 1, &hi, "job", NULL) == SERVER_HELLO_JOINED);
+    server_peer_t *a = peertab_find(h.tab, "a", 1);
+    S_CHECK(a && !a->proc.relay && a->proc.tms == -1);
+    /* A TM: runs and busy time; no capacity said, none changed. */
+    S_CHECK(server_on_stats(a, &st, &why) == 0 && why == NULL);
+    S_CHECK(a->proc.runs == 7 && a->proc.busy_s == 1.5 && a->sched.credit.workers == 2 &&
+            a->sched.credit.slots == 4);
+    /* ...its plan's counts, both said; one alone is not a plan. */
+    st.workers = 3;
+    st.runs = 9;
+    S_CHECK(server_on_stats(a, &st, &why) == 0 && a->sched.credit.workers == 2 &&
+            a->proc.runs == 9);
+    st.workers = -1;
+    st.slots = 5;
+    S_CHECK(server_on_stats(a, &st, &why) == 0 && a->sched.credit.slots == 4 &&
+            why == NULL);
+    st.workers = 3;
+    st.slots = 0;
+    S_CHECK(server_on_stats(a, &st, &why) == -1 && a->sched.credit.workers == 2);
+    st.slots = 5;
+    S_CHECK(server_on_stats(a, &st, &why) == 1 && a->sched.credit.workers == 3 &&
+            a->sched.credit.slots == 5 && a->sched.credit.asked == 5);
+    /* ...a capacity no HELLO may have: why, and nothing noted. */
+    st.workers = 0;
+    st.runs = 11;
+    S_CHECK(server_on_stats(a, &st, &why) == -1 && why && strstr(why, "no worker"));
+    S_CHECK(a->proc.runs == 9 && a->sched.credit.workers == 3 && a->sched.credit.slots == 5);
+    st.workers = SPITS_TM_WORKERS_MAX + 1;
+    S_CHECK(server_on_stats(a, &st, &why) == -1 && a->proc.runs == 9);
+
+    /* A relay of 2 TMs: capped by them; a STATS without tms keeps
+     * them, one with tms 0 leaves it no workers and no slots. */
+    hi = (spits_hello_t){"r", 300, 10, 20, 0, 0, 0, "job", relay, 2};
+    S_CHECK(server_on_hello(h.s, NULL, "b", 1, &hi, "job", NULL) == SERVER_HELLO_JOINED);
+    server_peer_t *b = peertab_find(h.tab, "b", 1);
+    S_CHECK(b && b->proc.relay && b->proc.tms == 2 && b->sched.credit.workers == 10);
+    st = (spits_stats_t){2.5, 4, 9000, 30, -1, -1, -1, NULL, NULL, NULL};
+    S_CHECK(server_on_stats(b, &st, &why) == 1 && b->proc.runs == 4 && b->proc.tms == 2);
+    S_CHECK(b->sched.credit.workers == 2 * SPITS_TM_WORKERS_MAX && b->sched.credit.slots == 30);
+    st.tms = 1;
+    S_CHECK(server_on_stats(b, &st, &why) == 1 && b->proc.tms == 1 &&
+            b->sched.credit.workers == SPITS_TM_WORKERS_MAX);
+    st.tms = 0;
+    S_CHECK(server_on_stats(b, &st, &why) == 1 && b->proc.tms == 0 &&
+            b->sched.credit.workers == 0 && b->sched.credit.slots == 0);
+    /* ...no capacity said: nothing changes, it is still a resize. */
+    st = (spits_stats_t){3.5, 6, -1, -1, -1, -1, -1, NULL, NULL, NULL};
+    S_CHECK(server_on_stats(b, &st, &why) == 1 && b->proc.tms == 0 &&
+            b->sched.credit.workers == 0 && b->proc.busy_s == 3.5);
+
+    /* A dead one: its runs noted, its credit is its next HELLO's. */
+    server_on_bye(h.s, a, NULL);
+    S_CHECK(!a->peer.alive && !strcmp(h.lost, "0 left -; "));
+    st = (spits_stats_t){4.5, 12, 1, 1, -1, -1, -1, NULL, NULL, NULL};
+    S_CHECK(server_on_stats(a, &st, &why) == 0 && a->proc.runs == 12 &&
+            a->proc.busy_s == 4.5 && a->sched.credit.workers == 3 &&
+            a->sched.credit.slots == 5);
+    rc = 0;
+out:
+    json_decref(relay);
+    st_world_end(&h);
+    return rc;
+}
+
 int server_selftest(void)
 {
     server_t *s = NULL;
     st_hop_t h;
     int rc = 0;
     if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
-        st_hello() || st_messages())
+        st_hello() || st_messages() || st_stats() || st_phase())
         rc = -1;
     if (st_world(&h, 0, 0, 0) == 0) {
         s = h.s;

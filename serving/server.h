@@ -20,7 +20,9 @@
  *     the messages already waiting are read (a drained TM's last BYE);
  *   - the CANCELs the scheduler noted (server_cancels);
  *   - a HELLO (server_on_hello): a join, a repeat, a re-attach that
- *     waits for its results, or a reconnect, by joins.h's rules.
+ *     waits for its results, or a reconnect, by joins.h's rules;
+ *   - a STATS (server_on_stats): a peer's runs, busy time and capacity;
+ *   - which peers get a new phase's PHASE (server_send_phase).
  *
  * What differs between the hops is its hop (server_hop_t): where fresh
  * tasks come from (the JM's generator; a relay's upstream), how a batch
@@ -43,8 +45,8 @@
 #include "peertab.h"
 #include "scheduler.h"
 
-/* What a peer's process said of itself (server_on_hello; runs and
- * busy_s: the hop, from its STATS). Over the process's life: a new
+/* What a peer's process said of itself (server_on_hello, and
+ * server_on_stats from its STATS). Over the process's life: a new
  * process on the same routing id starts them anew. */
 typedef struct {
     long attach;             /* the outage number it last joined with, or
@@ -52,6 +54,9 @@ typedef struct {
     uint64_t sent_at_hello;  /* sched.sent as of its last HELLO */
     uint64_t runs;           /* its task runs, as its last STATS said */
     double busy_s;           /* ...its workers' time on tasks */
+    int relay;               /* a relay (its HELLO said so) */
+    long tms;                /* ...the TMs behind it, as its HELLO or a
+                                later STATS said (-1: not said) */
 } server_proc_t;
 
 /* What both hops keep of a peer to serve it: the first member of their
@@ -122,8 +127,9 @@ typedef struct {
      * is (who then says the HELLO's pid: an assert checks), and counts
      * and logs the join. No WELCOME yet. */
     void (*joined)(void *arg, server_peer_t *p, const server_join_t *j);
-    /* Sends p the job's WELCOME, its attach number p->proc.attach. */
-    void (*welcome)(void *arg, server_peer_t *p);
+    /* Sends p the job's message of type (wire.h): WELCOME, with its
+     * attach number p->proc.attach, or PHASE (server_send_phase). */
+    void (*job)(void *arg, server_peer_t *p, int type);
 } server_hop_t;
 
 typedef struct {
@@ -198,7 +204,7 @@ typedef enum {
  *     credit (a relay's capped: spits_relay_cap), what it holds, its
  *     settle wait for its pending results, its proc (runs and busy_s
  *     moved to the stats when a new process took the entry); then
- *     hop.joined (ctx: the hop's, passed on), then WELCOME (hop.welcome).
+ *     hop.joined (ctx: the hop's, passed on), then WELCOME (hop.job).
  * The hop then calls server_due. A negative result: no join, nothing
  * sent (the hop says why). */
 server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *rid,
@@ -215,6 +221,17 @@ void server_on_message(server_t *s, server_peer_t *p, const spits_hdr_t *h);
  * fd of generation gen (liveness_conn), and its room may have changed
  * (server_due): for a live p only. */
 void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen);
+/* STATS st (parsed: spits_stats_t) from p (alive or not): its runs and
+ * busy time (and a relay's TMs, when said) are noted, and a live p's
+ * credit follows the capacity it says (credit_resize): a relay's what
+ * its TMs can have (spits_relay_cap), a TM's the counts of the plan it
+ * made by the job's resources, when it says both. Returns 1 when p's
+ * credit may have changed (the hop recounts its sums), 0 when not, or
+ * -1 with *why when a TM says a capacity no HELLO may have
+ * (spits_tm_capacity_ok): then nothing changed. The hop keeps what is
+ * its own (a planned TM's workers, a relay's list of TMs); its
+ * server_on_handled makes p due. */
+int server_on_stats(server_peer_t *p, const spits_stats_t *st, const char **why);
 /* DRAIN from p (alive or not, or NULL): a live p gets no more tasks.
  * Returns 1 when it is its first (the hop logs it), else 0. The hop
  * answers it after every task sent to it, so none is on its way. */
@@ -222,6 +239,11 @@ int server_on_drain(server_peer_t *p);
 /* BYE from p (alive or not): a live p left on purpose (why: the job it
  * refused, or NULL), not lost (hop.lost with left). */
 void server_on_bye(server_t *s, server_peer_t *p, const char *why);
+
+/* A new phase began (server_phase said its wire phase; the scheduler
+ * holds none of the last one's copies): every live peer whose
+ * connection is not gone gets PHASE (hop.job), the last joined first. */
+void server_send_phase(server_t *s);
 
 /* buf to p (more: frames follow): 0, or -1 with errno, p marked. */
 int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more);

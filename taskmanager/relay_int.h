@@ -62,7 +62,6 @@ typedef struct {
     char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
     char below[RELAY_BELOW_MAX][RELAY_ID_MAX];   /* ...and the relays behind it */
     int nbelow;
-    long tms;                    /* a relay: the TMs it says are behind it */
 } rl_tm_id_t;
 
 /* What it adds to relay_peers.c's sums now (relay_peers.c). Its credit
@@ -308,11 +307,11 @@ void relay_tasks_serve(tm_relay_t *r);
 /* relay_recv.c */
 /* The messages waiting on the socket, up to a burst. */
 void relay_recv_burst(tm_relay_t *r);
-/* The server's hop (server_hop_t add, joined, welcome): HELLO's parts
+/* The server's hop (server_hop_t add, joined, job): HELLO's parts
  * that are the relay's. */
 server_peer_t *relay_recv_hop_add(void *r, const void *rid, size_t ridlen, int *first);
 void relay_recv_hop_joined(void *r, server_peer_t *p, const server_join_t *j);
-void relay_recv_hop_welcome(void *r, server_peer_t *p);
+void relay_recv_hop_job(void *r, server_peer_t *p, int type);
 
 /* relay_peers.c */
 int relay_peers_init(rl_peers_t *p);
@@ -331,8 +330,9 @@ void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
  * relay's END as it closes (relay.c relay_end_bye): no slot is reused
  * after, and its copies go back upstream with the relay's. */
 void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);
-/* A STATS body from t (NULL, or not alive: only checked): its runs and
- * busy time, and a relay's capacity. -1 (why says what) when malformed. */
+/* A STATS body from t (alive or not): server_on_stats, then the
+ * relay's sums and a planned TM's worker_res. -1 (why says what) when
+ * malformed. */
 int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
                       const char **why);
 /* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and

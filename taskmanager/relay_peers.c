@@ -80,7 +80,7 @@ void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
     int counts = t->sv.peer.alive && !t->sv.draining;
     p->sum_workers += (counts ? t->sv.sched.credit.workers : 0) - t->share.workers;
     p->sum_slots += (counts ? t->sv.sched.credit.slots : 0) - t->share.slots;
-    long tms = !counts ? 0 : t->id.relay_id[0] ? (t->id.tms > 0 ? t->id.tms : 0) : 1;
+    long tms = !counts ? 0 : t->id.relay_id[0] ? (t->sv.proc.tms > 0 ? t->sv.proc.tms : 0) : 1;
     p->sum_tms += tms - t->share.tms;
     t->share.workers = counts ? t->sv.sched.credit.workers : 0;
     t->share.slots = counts ? t->sv.sched.credit.slots : 0;
@@ -107,40 +107,21 @@ int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
 {
     json_t *j = spits_wire_decode_json(data, len, why);
     spits_stats_t st;
-    int rc = 0;
+    int rc = -1;
 
-    if (!j || spits_stats_parse(j, &st, why) != 0) {
-        rc = -1;
-    } else if (t && t->sv.peer.alive) {
-        t->sv.proc.busy_s = st.busy_s;
-        t->sv.proc.runs = (uint64_t)st.runs;
-        /* A relay behind us: its capacity follows its TMs, as much as
-         * they can have (wire.h spits_relay_cap). */
-        if (t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
-            if (st.tms >= 0)
-                t->id.tms = st.tms;
-            spits_relay_cap(t->id.tms, &st.workers, &st.slots);
-            credit_resize(&t->sv.sched.credit, st.workers, st.slots);
+    if (j && spits_stats_parse(j, &st, why) == 0 &&
+        (rc = server_on_stats(&t->sv, &st, why)) >= 0) {
+        if (rc)
             relay_peers_capacity(p, t);
-        } else if (!t->id.relay_id[0] && st.workers >= 0 && st.slots >= 0) {
-            /* a TM that planned its workers by the job's resources
-             * (plan.c): its plan's counts, in its HELLO's ranges */
-            if (!spits_tm_capacity_ok(st.workers, st.slots)) {
-                *why = "STATS of a TM with no worker or slot, or over 4096 workers";
-                rc = -1;
-            } else {
-                credit_resize(&t->sv.sched.credit, st.workers, st.slots);
-                relay_peers_capacity(p, t);
-            }
-        }
         /* (a TM's own, checked, passed up as it said it: keys of a later
          * release too; upstream checks it again) */
-        if (rc == 0 && !t->id.relay_id[0] && st.worker_res) {
+        if (!t->sv.proc.relay && st.worker_res) {
             json_decref(t->stats.worker_res);
             t->stats.worker_res = json_incref(st.worker_res);
             t->stats.worker_res_bytes = json_dumpb(t->stats.worker_res, NULL, 0,
                                                    JSON_COMPACT);
         }
+        rc = 0;
     }
     json_decref(j);
     return rc;

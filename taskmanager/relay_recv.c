@@ -85,7 +85,6 @@ void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
     }
     spits_escape(t->id.host, sizeof t->id.host, h->host);   /* (for our log) */
     t->id.pid = h->pid;
-    t->id.tms = h->tms;
     t->id.relay_id[0] = 0;
     t->id.nbelow = c->nbelow;
     memcpy(t->id.below, c->below, sizeof c->below);
@@ -99,10 +98,10 @@ void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
                    j->first ? "joined" : "re-attached", t->sv.sched.credit.workers);
 }
 
-/* (server_hop_t.welcome) */
-void relay_recv_hop_welcome(void *arg, server_peer_t *p)
+/* (server_hop_t.job) */
+void relay_recv_hop_job(void *arg, server_peer_t *p, int type)
 {
-    relay_send_job(arg, (rl_tm_t *)p, SPITS_MSG_WELCOME);
+    relay_send_job(arg, (rl_tm_t *)p, type);
 }
 
 /* HELLO: a TM (or a relay) joins, re-attaches, or repeats itself

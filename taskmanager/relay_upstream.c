@@ -61,8 +61,7 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     if (!phase_changed)
         return;
     relay_copies_reset(r);
-    for (size_t i = peertab_live_count(r->peers.tab); i-- > 0;)
-        relay_send_job(r, peertab_live_at(r->peers.tab, i), SPITS_MSG_PHASE);
+    server_send_phase(r->srv);
 }
 
 void tm_relay_cancel(tm_t *tm, const tm_phase_t *ph, const uint64_t *ids, size_t n)
