@@ -148,7 +148,7 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
         break;
     case SPITS_MSG_BYE:
         if (t)
-            members_on_bye(d, t, &rx->msg);
+            server_on_bye(d->srv, &t->sv, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
         break;
     default:
         tmio_bad_message(d, "a JM-to-TM message sent to the JM");

@@ -250,6 +250,5 @@ void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused);
  * a bad peer: lost, its copies requeued (the caller counts the message
  * with tmio_bad_message) */
 void members_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why);
-void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg);
 
 #endif

@@ -89,22 +89,6 @@ void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused)
     peertab_set_alive(d->fleet.tab, t, 0);
 }
 
-/* BYE: it left on purpose (its BYE may say it refused the job). */
-void members_on_bye(jm_disp_t *d, jm_tm_t *t, const zmq_msg_t *msg)
-{
-    const char *why = NULL, *refused = NULL;
-    json_t *body = NULL;
-
-    if (!t->sv.peer.alive)
-        return;
-    if (zmq_msg_size(msg) > SPITS_HDR_SIZE &&
-        (body = spits_wire_decode_json(zmq_msg_data((zmq_msg_t *)msg),
-                                       zmq_msg_size(msg), &why)))
-        refused = json_string_value(json_object_get(body, "refused"));
-    server_on_bye(d->srv, &t->sv, refused);
-    json_decref(body);
-}
-
 /* HELLO said whether t is a relay (endpoint: where its TMs connect, or
  * NULL). A TM that is no relay (now) has no TMs behind it. */
 static void set_relay(jm_tm_t *t, const char *endpoint)

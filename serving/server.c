@@ -430,10 +430,15 @@ int server_on_stats(server_peer_t *p, const spits_stats_t *st, const char **why)
     return 1;
 }
 
-void server_on_bye(server_t *s, server_peer_t *p, const char *why)
+void server_on_bye(server_t *s, server_peer_t *p, const void *msg, size_t len)
 {
-    if (p->peer.alive)
-        server_lose(s, p, why, 1);
+    const char *bad = NULL;
+    json_t *body = NULL;
+    if (!p->peer.alive)
+        return;
+    body = spits_wire_decode_json(msg, len, &bad);   /* (a bare header: NULL) */
+    server_lose(s, p, json_string_value(json_object_get(body, "refused")), 1);
+    json_decref(body);
 }
 
 /* --- a new phase -------------------------------------------------------- */
@@ -671,6 +676,29 @@ static int st_log_is(st_hop_t *h, const char *want)
 
 /* A record of the oldest copy p holds (status st) comes back: a slot of
  * room, and (due) p spoke. Returns its task id. */
+/* A BYE to p as a TM sends it: a bare header, or a body saying the job
+ * it refused (refused: "{...}" is sent as it is, no JSON built). */
+static void st_bye(st_hop_t *h, server_peer_t *p, const char *refused)
+{
+    spits_buf_t b = {0};
+    json_t *body = refused && refused[0] != '{' ? json_pack("{s:s}", "refused", refused) : NULL;
+    if (!refused) {
+        unsigned char hdr[SPITS_HDR_SIZE];
+        spits_wire_encode_empty(hdr, SPITS_MSG_BYE, 0);
+        server_on_bye(h->s, p, hdr, sizeof hdr);
+        return;
+    }
+    if (body && spits_wire_encode_json(&b, SPITS_MSG_BYE, 0, body) == 0) {
+        server_on_bye(h->s, p, b.data, b.len);
+    } else if (!body && spits_buf_reserve(&b, SPITS_HDR_SIZE + strlen(refused)) == 0) {
+        spits_wire_encode_empty(b.data, SPITS_MSG_BYE, 0);
+        memcpy(b.data + SPITS_HDR_SIZE, refused, strlen(refused));
+        server_on_bye(h->s, p, b.data, SPITS_HDR_SIZE + strlen(refused));
+    }
+    json_decref(body);
+    spits_buf_free(&b);
+}
+
 static uint64_t st_record(st_hop_t *h, server_peer_t *p, uint32_t st, int due)
 {
     size_t n;
@@ -1145,9 +1173,9 @@ static int st_messages(void)
 
     /* BYE: it left (not lost), its copies run again on the others; a
      * second is nothing; a dead peer is not heard. */
-    server_on_bye(h.s, p[1], NULL);
+    st_bye(&h, p[1], NULL);
     S_CHECK(!p[1]->peer.alive && !strcmp(h.lost, "1 left -; ") && server_serve_due(h.s));
-    server_on_bye(h.s, p[1], "x");
+    st_bye(&h, p[1], "x");
     server_on_drain(p[1]);
     S_CHECK(!strcmp(h.lost, "1 left -; "));
     p[1]->stalled = 1;
@@ -1169,8 +1197,18 @@ static int st_messages(void)
     S_CHECK(!strcmp(h.lost, "1 left -; 2 disconnected; ") && p[2]->peer.alive && !p[2]->gone);
     S_CHECK(st_joins_are(&h, "2 again; ") && server_stats(h.s)->reattaches == 1);
     /* ...or says it refused the job. */
-    server_on_bye(h.s, p[2], "no gpu");
+    st_bye(&h, p[2], "no gpu");
     S_CHECK(!strcmp(h.lost, "1 left -; 2 disconnected; 2 left no gpu; "));
+    /* ...or sends a body that is no JSON object, or says nothing of a
+     * refusal: it left all the same. */
+    S_CHECK(server_on_hello(h.s, p[2], "c", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    st_bye(&h, p[2], "{\"refused\": 7, \"x\"");
+    S_CHECK(!p[2]->peer.alive &&
+            !strcmp(h.lost, "1 left -; 2 disconnected; 2 left no gpu; 2 left -; "));
+    S_CHECK(server_on_hello(h.s, p[2], "c", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    st_bye(&h, p[2], "{\"refused\": 7}");
+    S_CHECK(!strcmp(h.lost, "1 left -; 2 disconnected; 2 left no gpu; 2 left -; 2 left -; "));
+    S_CHECK(st_joins_are(&h, "2 again; 2 again; "));
 
     /* A HELLO of a new outage, copies sent since: a reconnect. */
     h.lost[0] = 0;
@@ -1197,7 +1235,7 @@ static int st_phase(void)
     h.phases[0] = 0;
     h.fail[1] = EHOSTUNREACH;
     S_CHECK(server_send(h.s, p[1], "x", 1, 0) == -1 && p[1]->gone);
-    server_on_bye(h.s, p[3], NULL);
+    st_bye(&h, p[3], NULL);
     server_send_phase(h.s);
     S_CHECK(!strcmp(h.phases, "2 0 ") && h.lost[0] && h.welcomes[2] == 0);
     rc = 0;
@@ -1269,7 +1307,7 @@ static int st_stats(void)
             b->sched.credit.workers == 0 && b->proc.busy_s == 3.5);
 
     /* A dead one: its runs noted, its credit is its next HELLO's. */
-    server_on_bye(h.s, a, NULL);
+    st_bye(&h, a, NULL);
     S_CHECK(!a->peer.alive && !strcmp(h.lost, "0 left -; "));
     st = (spits_stats_t){4.5, 12, 1, 1, -1, -1, -1, NULL, NULL, NULL};
     S_CHECK(server_on_stats(a, &st, &why) == 0 && a->proc.runs == 12 &&

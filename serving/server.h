@@ -236,9 +236,11 @@ int server_on_stats(server_peer_t *p, const spits_stats_t *st, const char **why)
  * Returns 1 when it is its first (the hop logs it), else 0. The hop
  * answers it after every task sent to it, so none is on its way. */
 int server_on_drain(server_peer_t *p);
-/* BYE from p (alive or not): a live p left on purpose (why: the job it
- * refused, or NULL), not lost (hop.lost with left). */
-void server_on_bye(server_t *s, server_peer_t *p, const char *why);
+/* BYE from p (alive or not; msg, len: the whole frame): a live p left
+ * on purpose, not lost: hop.lost with left, and why the job it refused
+ * (the body's "refused"), or NULL when the body says none or is no JSON
+ * object (a BYE is a departure whatever its body). */
+void server_on_bye(server_t *s, server_peer_t *p, const void *msg, size_t len);
 
 /* A new phase began (server_phase said its wire phase; the scheduler
  * holds none of the last one's copies): every live peer whose

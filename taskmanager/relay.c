@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "jobdir.h"
 #include "keys.h"
 #include "log.h"
@@ -73,10 +74,15 @@ static void relay_tick(tm_relay_t *r)
 
 static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int left)
 {
-    char lost[96];
-    if (!left)   /* (a BYE's why is the job it refused, or NULL) */
-        snprintf(lost, sizeof lost, "lost (%s)", why);
-    relay_copies_gone(arg, (rl_tm_t *)p, left ? "left" : lost, !left);
+    char gone[320], safe[256];
+    if (!left)
+        snprintf(gone, sizeof gone, "lost (%s)", why);
+    else if (why)   /* (a BYE's why: the job it refused, escaped for the log) */
+        snprintf(gone, sizeof gone, "refused the job: %s",
+                 spits_escape(safe, sizeof safe, why));
+    else
+        snprintf(gone, sizeof gone, "left");
+    relay_copies_gone(arg, (rl_tm_t *)p, gone, !left);
 }
 
 static int relay_hop_pending(void *arg)

@@ -273,7 +273,7 @@ static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
         break;
     case SPITS_MSG_BYE:
         if (t)
-            server_on_bye(r->srv, &t->sv, NULL);
+            server_on_bye(r->srv, &t->sv, zmq_msg_data(msg), zmq_msg_size(msg));
         break;
     case SPITS_MSG_STATUS:
         break;   /* (spits-status asks the JM) */

@@ -198,6 +198,15 @@ kill -0 $jm || fail "n1: the job did not wait"
 # (its BYE says why: the JM logs it, and counts a refusal, not a loss)
 wait_for "grep -q 'refused the job: cannot run a task of job .*: 0 workers: 0 GPUs at 1 per task' '$T/n1.jm.log'" \
     10 "the JM to log why the TM refused the job"
+# ...and one behind a relay: the relay logs why, and the job waits on.
+port=$(free_port)
+start_relay n1 n1.relay "$port"; relay=$RELAY_PID
+wait_for "grep -q 'joined job' '$T/n1.relay.log'" 30 "n1: the relay to join"
+"$TM" --jobdir "$T/n1" --via "tcp://127.0.0.1:$port" --wait 60 --gpus none \
+    >"$T/n1.tm2.log" 2>&1 && fail "n1: the TM behind the relay exited 0"
+wait_for "grep -q 'relay: TM .* refused the job: cannot run a task of job .*: 0 workers: 0 GPUs at 1 per task' '$T/n1.relay.log'" \
+    10 "the relay to log why the TM refused the job"
+kill -TERM $relay; wait $relay
 "$top_builddir/tools/spits-status" --jobdir "$T/n1" >"$T/n1.status" || fail "n1: spits-status failed"
 grep -q "^  refused by 1 task manager(s); the last: cannot run a task of job .* (--gpus-per-task 1): 0 workers: 0 GPUs at 1 per task; GPUs from --gpus$" \
     "$T/n1.status" || fail "n1: spits-status does not say why: $(cat "$T/n1.status")"
