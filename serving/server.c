@@ -674,8 +674,6 @@ static int st_log_is(st_hop_t *h, const char *want)
     return st_text_is(h->log, "sent", want);
 }
 
-/* A record of the oldest copy p holds (status st) comes back: a slot of
- * room, and (due) p spoke. Returns its task id. */
 /* A BYE to p as a TM sends it: a bare header, or a body saying the job
  * it refused (refused: "{...}" is sent as it is, no JSON built). */
 static void st_bye(st_hop_t *h, server_peer_t *p, const char *refused)
@@ -699,6 +697,8 @@ static void st_bye(st_hop_t *h, server_peer_t *p, const char *refused)
     spits_buf_free(&b);
 }
 
+/* A record of the oldest copy p holds (status st) comes back: a slot of
+ * room, and (due) p spoke. Returns its task id. */
 static uint64_t st_record(st_hop_t *h, server_peer_t *p, uint32_t st, int due)
 {
     size_t n;
