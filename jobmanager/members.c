@@ -54,7 +54,7 @@ void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
     d->st.tms_lost_now++;
     if (loglimit_allow(&d->logs.lost, d->clock.now))
         spits_info("%s %s:%ld lost (%s); %zu task(s) requeued",
-                   t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
+                   t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
     peertab_set_alive(d->fleet.tab, t, 0);
 }
 
@@ -80,11 +80,11 @@ void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused)
         /* (escaped: cut between characters, valid UTF-8 for STATUS) */
         spits_escape(d->st.last_refusal, sizeof d->st.last_refusal, refused);
         spits_warn("%s %s:%ld refused the job: %s; %zu task(s) requeued",
-                   t->id.relay ? "relay" : "TM", t->id.host, t->id.pid,
+                   t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid,
                    spits_escape(safe, sizeof safe, refused), n);
     } else if (loglimit_allow(&d->logs.left, d->clock.now)) {
         spits_info("%s %s:%ld left; %zu task(s) requeued",
-                   t->id.relay ? "relay" : "TM", t->id.host, t->id.pid, n);
+                   t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid, n);
     }
     peertab_set_alive(d->fleet.tab, t, 0);
 }
@@ -93,9 +93,8 @@ void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused)
  * NULL). A TM that is no relay (now) has no TMs behind it. */
 static void set_relay(jm_tm_t *t, const char *endpoint)
 {
-    t->id.relay = endpoint != NULL;
     spits_escape(t->id.relay_ep, sizeof t->id.relay_ep, endpoint ? endpoint : "");
-    if (!t->id.relay) {
+    if (!endpoint) {
         json_decref(t->id.behind);
         t->id.behind = NULL;
         t->id.behind_alive = 0;
@@ -106,7 +105,7 @@ static void set_relay(jm_tm_t *t, const char *endpoint)
  * serving TMs at X". */
 static void log_hello(const jm_tm_t *t, const char *verb)
 {
-    if (t->id.relay)
+    if (t->sv.proc.relay)
         spits_info("relay %s:%ld %s, serving TMs at %s", t->id.host, t->id.pid, verb,
                    t->id.relay_ep);
     else
@@ -339,9 +338,9 @@ void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
                 recount_workers(d, t, before);
             t->stats.running = st.running;
             t->stats.queued = st.queued;
-            if (!t->id.relay)
+            if (!t->sv.proc.relay)
                 set_workers(t, &st);
-            if (behind && t->id.relay) {
+            if (behind && t->sv.proc.relay) {
                 json_decref(t->id.behind);
                 t->id.behind = json_incref(behind);
                 t->id.behind_alive = (long)json_integer_value(json_object_get(behind, "alive"));

@@ -39,7 +39,7 @@ json_t *jm_usage_json(void)
 
 void jm_status_relay_fields(json_t *row, const jm_tm_t *t)
 {
-    if (!row || !t->id.relay)
+    if (!row || !t->sv.proc.relay)
         return;
     json_t *behind = t->id.behind ? json_incref(t->id.behind)
         : json_pack("{s:i, s:i, s:i, s:i, s:[], s:b}", "alive", 0, "joins", 0,
@@ -60,7 +60,7 @@ uint64_t jm_status_behind_relays(const peertab_t *tms)
     uint64_t n = 0;
     for (size_t i = 0; i < peertab_live_count(tms); i++) {
         const jm_tm_t *t = peertab_live_at(tms, i);
-        n += t->id.relay ? (uint64_t)t->id.behind_alive : 0;
+        n += t->sv.proc.relay ? (uint64_t)t->id.behind_alive : 0;
     }
     return n;
 }
@@ -104,7 +104,7 @@ static size_t status_pick(const peertab_t *tms, int64_t now_ms, int64_t quiet_ms
     if (n > listed && (all = malloc(n * sizeof *all))) {
         for (size_t i = 0; i < n; i++) {
             jm_tm_t *t = peertab_live_at(tms, i);
-            all[i] = (status_pick_t){t, t->id.relay || t->sv.draining ||
+            all[i] = (status_pick_t){t, t->sv.proc.relay || t->sv.draining ||
                                         now_ms - t->sv.live.last_heard >= quiet_ms};
         }
         qsort(all, n, sizeof *all, status_cmp_notable);

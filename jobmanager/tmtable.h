@@ -44,8 +44,8 @@ typedef struct {
     long pid;
     double joined;           /* wall clock */
     uint32_t reattaches;     /* its HELLOs after its first */
-    int relay;               /* joined as a relay (HELLO "relay") */
-    char relay_ep[256];      /* ...its endpoint for TMs, escaped, cut */
+    char relay_ep[256];      /* a relay's (sv.proc.relay) endpoint for
+                                TMs, escaped, cut */
     json_t *behind;          /* ...its TMs as of its last STATS: {alive,
                                 joins, leaves, losses, tms: [at most
                                 JM_BEHIND_MAX {host, pid, workers, runs,
