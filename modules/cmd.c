@@ -64,7 +64,7 @@
  *
  * TASKFILE.done lists the commands written out, so that a job manager
  * resumed from its journal (which commits every result again) writes
- * nothing twice. A command may still run twice (a copy re-sent after
+ * nothing twice (cmddone.h). A command may still run twice (a copy re-sent after
  * its TM was lost, or --max-copies above 1): only one result is written.
  *
  * Its files: this one, the job manager and the workers; cmdcommit.c the

@@ -2,7 +2,7 @@
  * cmdcommit.c - the command module's committer (its part in spits-jm, with
  * the job manager of cmd.c): each result's outputs to stdout and stderr
  * (in task order with --keep-order: cmdorder.h), --results files, the
- * joblog, TASKFILE.done, --progress and --halt, and the exit status
+ * joblog, TASKFILE.done (cmddone.h), --progress and --halt, and the exit status
  * (cmd.c's header says what each does). It owns what the job manager and
  * the workers read of it: whether the job halted (cmdcommit_halted), the
  * tasks made so far (cmdcommit_made) and the count of running commands
@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cmdcommit.h"
+#include "cmddone.h"
 #include "cmdfile.h"
 #include "cmdopts.h"
 #include "cmdorder.h"
@@ -85,9 +86,7 @@ void cmdcommit_running_unmap(_Atomic long *running)
 typedef struct {
     cmdopts_t o;
     cmdorder_t held;              /* --keep-order: results waiting */
-    uint64_t *emitted;            /* task numbers a past life wrote out, sorted */
-    size_t nemitted;
-    int done;                     /* TASKFILE.done, appended to, or -1 */
+    cmddone_t notes;              /* TASKFILE.done */
     int joblog;                   /* fd, or -1 */
     uint64_t failed;
     int halt_rc;                  /* set once halted: the exit status */
@@ -160,20 +159,6 @@ static void cmd_result_file(cmd_co_t *c, const char *dir, const char *name, cons
         fd = -1;
     if (fd >= 0)
         close(fd);
-}
-
-/* Whether a past life of the job manager wrote task seq out. */
-static int cmd_emitted(const cmd_co_t *c, uint64_t seq)
-{
-    size_t lo = 0, hi = c->nemitted;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->emitted[mid] < seq)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < c->nemitted && c->emitted[lo] == seq;
 }
 
 /* A result (sz bytes): its header, and the index and record of the task
@@ -259,11 +244,9 @@ static void cmd_emit(cmd_co_t *c, const unsigned char *buf, size_t len)
         cmd_write_tagged(STDERR_FILENO, tag, err, r.errlen);
     }
     cmd_joblog(c, &r, &rec);
-    uint64_t done[2] = {r.seq, r.exitval != 0 || r.signal != 0};
-    if (c->done >= 0 && cmd_write_all(c->done, (const char *)done, sizeof done) != 0) {
+    if (c->notes.fd >= 0 && cmddone_note(&c->notes, r.seq, r.exitval != 0 || r.signal != 0)) {
         fprintf(stderr, "cmd: cannot write %s.done: %s\n", c->o.taskfile, strerror(errno));
-        close(c->done);
-        c->done = -1;
+        cmddone_close(&c->notes);
     }
 }
 
@@ -290,40 +273,18 @@ static void cmd_flush(cmd_co_t *c, int gaps)
     }
 }
 
-static int cmd_u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* TASKFILE.done: what a past life of the job manager wrote out (pairs
- * of task number and failed flag), then kept open to add to. */
+/* TASKFILE.done: what past lives of the job manager wrote out, and the
+ * cut of what they wrote without a note (cmddone.h). */
 static int cmd_done_load(cmd_co_t *c)
 {
-    char path[PATH_MAX];
-    uint64_t rec[2];
+    char path[PATH_MAX], err[PATH_MAX + 128];
     snprintf(path, sizeof path, "%s.done", c->o.taskfile);
-    c->done = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
-    if (c->done < 0) {
-        fprintf(stderr, "cmd: cannot open %s: %s\n", path, strerror(errno));
+    if (cmddone_open(&c->notes, path, c->o.results ? -1 : STDOUT_FILENO, c->joblog, err,
+                     sizeof err) != 0) {
+        fprintf(stderr, "cmd: %s\n", err);
         return -3;
     }
-    size_t cap = 0;
-    while (read(c->done, rec, sizeof rec) == (ssize_t)sizeof rec) {
-        if (c->nemitted == cap) {
-            cap = cap ? cap * 2 : 1024;
-            uint64_t *e = realloc(c->emitted, cap * sizeof *e);
-            if (!e) {
-                fprintf(stderr, "cmd: out of memory reading %s\n", path);
-                return -3;
-            }
-            c->emitted = e;
-        }
-        c->emitted[c->nemitted++] = rec[0];
-        c->failed += rec[1] != 0;
-    }
-    if (c->nemitted)   /* (qsort takes no NULL, even for 0 items) */
-        qsort(c->emitted, c->nemitted, sizeof *c->emitted, cmd_u64_cmp);
+    c->failed += c->notes.failed;
     return 0;
 }
 
@@ -337,18 +298,20 @@ void *spits_committer_new(int argc, const char *argv[], const void *ji,
         free(c);
         return NULL;
     }
-    c->joblog = c->done = -1;
+    c->joblog = c->notes.fd = -1;
     c->running = cmdcommit_running_map(&c->o);
     c->t0 = c->shown = cmd_now();
     c->tty = c->o.progress && isatty(STDERR_FILENO);
-    rc = cmd_done_load(c);
-    if (rc == 0 && c->o.joblog && !strcmp(c->o.joblog, "-"))
+    rc = 0;
+    if (c->o.joblog && !strcmp(c->o.joblog, "-"))
         c->joblog = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);   /* GNU parallel's - */
-    else if (rc == 0 && c->o.joblog &&
+    else if (c->o.joblog &&
         (c->joblog = open(c->o.joblog, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666)) < 0) {
         fprintf(stderr, "cmd: cannot open the joblog %s: %s\n", c->o.joblog, strerror(errno));
         rc = -3;
     }
+    if (rc == 0)
+        rc = cmd_done_load(c);
     if (rc == 0) {
         char said[sizeof CMD_STOPPED];
         int fd = open(c->o.haltfile, O_RDONLY | O_CLOEXEC);
@@ -447,7 +410,7 @@ int spits_committer_commit_pit(void *co, const void *result, spitssize_t sz)
      * life (--resume) is not written again. Either keeps its place in
      * the order. */
     if (r.flags & (CMDRES_SKIPPED | CMDRES_HALTED) || (c->halted && c->o.halt_now) ||
-        (c->nemitted && cmd_emitted(c, r.seq))) {
+        cmddone_written(&c->notes, r.seq)) {
         if (c->o.keep && cmdorder_put(&c->held, index, &cmd_nothing, 0) < 0)
             return 1;
         if (c->o.keep)
@@ -515,9 +478,7 @@ void spits_committer_finalize(void *co)
     }
     cmdorder_clear(&c->held, cmd_held_free);
     cmdcommit_running_unmap(c->running);
-    free(c->emitted);
-    if (c->done >= 0)
-        close(c->done);
+    cmddone_close(&c->notes);
     if (c->joblog >= 0)
         close(c->joblog);
     free(c);

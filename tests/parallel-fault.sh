@@ -41,7 +41,7 @@ lost=$(json "$T/sweep/report.json" "[t['sent'] - t['done'] for t in d['tms'] if 
 # The job manager killed with SIGKILL mid-sweep, then spits-jm --resume:
 # the two lives' outputs together are every line once, in order (the
 # module notes what it wrote, so the journal's replay writes nothing
-# twice), and so is the joblog.
+# twice, and cuts what it wrote without a note), and so is the joblog.
 timeout -s KILL 120 "$SP" -k --jobdir "$T/rj" --bind tcp://127.0.0.1:0 --joblog rj.jl \
     'sleep 0.01; echo "line {}"' ::: $(seq 300) >rj.out 2>rj.log &
 SP_PID=$!
@@ -54,6 +54,11 @@ wait "$SP_PID"
 rc=$?
 [ "$rc" = 255 ] || fail "spits-parallel whose JM was killed exited $rc, not 255"
 [ "$(wc -l <rj.out)" -lt 300 ] || fail "the sweep ended before its JM was killed"
+# As if the kill came between a command's writes and its note in
+# parallel.tasks.done: output that no note covers, which the resumed
+# life cuts (it writes that command again).
+printf 'line 9999 cut sh' >>rj.out
+printf '9999\t:\t1' >>rj.jl
 timeout -s KILL 120 "$JM" -q --resume --jobdir "$T/rj" >>rj.out 2>rj2.log &
 JM_PID=$!
 PIDS="$PIDS $JM_PID"

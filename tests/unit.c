@@ -14,6 +14,7 @@
 #include "alloc-policy.h"
 #include "alloc-request.h"
 #include "cmdorder.h"
+#include "cmddone.h"
 #include "cmdlive.h"
 #include "cmdenv.h"
 #include "elfcheck.h"
@@ -59,6 +60,7 @@ int main(void)
         {"hashtab", spits_hashtab_selftest},
         {"idmap", spits_idmap_selftest},
         {"cmdorder", cmdorder_selftest},
+        {"cmddone", cmddone_selftest},
         {"cmdlive", cmdlive_selftest},
         {"jobdir", spits_jobdir_selftest},
         {"journal", spits_journal_selftest},
