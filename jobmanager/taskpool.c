@@ -164,7 +164,7 @@ static void *tp_generator(void *arg)
 static int tp_threads(void)
 {
     tp_pipe_t pp = {jm_taskpool_new(), PTHREAD_MUTEX_INITIALIZER, NULL, 0};
-    jm_taskpool_batch_t b = {NULL, NULL, 0};
+    jm_taskpool_batch_t b = {.head = NULL};
     pthread_t th;
     int got = 0, bad = 0;
 
@@ -195,7 +195,7 @@ static int tp_threads(void)
 int jm_taskpool_selftest(void)
 {
     jm_taskpool_t *pool = jm_taskpool_new();
-    jm_taskpool_batch_t b = {NULL, NULL, 0};
+    jm_taskpool_batch_t b = {.head = NULL};
     jm_task_t *spare = NULL, *cells[TASKPOOL_BATCH], *again[TASKPOOL_BATCH];
     if (!pool)
         return -1;

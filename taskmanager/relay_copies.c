@@ -358,7 +358,7 @@ void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
         p->leaves++;
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s; %zu task(s) to run again",
-                   t->id.relay_id[0] ? "relay" : "TM", t->id.host, t->id.pid, why, n);
+                   t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
     /* (with no TM left behind, nothing would run them here) */
     if (!peertab_live_count(p->tab))
         relay_copies_give_back(r);

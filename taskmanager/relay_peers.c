@@ -80,7 +80,7 @@ void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
     int counts = t->sv.peer.alive && !t->sv.draining;
     p->sum_workers += (counts ? t->sv.sched.credit.workers : 0) - t->share.workers;
     p->sum_slots += (counts ? t->sv.sched.credit.slots : 0) - t->share.slots;
-    long tms = !counts ? 0 : t->id.relay_id[0] ? (t->sv.proc.tms > 0 ? t->sv.proc.tms : 0) : 1;
+    long tms = !counts ? 0 : t->sv.proc.relay ? (t->sv.proc.tms > 0 ? t->sv.proc.tms : 0) : 1;
     p->sum_tms += tms - t->share.tms;
     t->share.workers = counts ? t->sv.sched.credit.workers : 0;
     t->share.slots = counts ? t->sv.sched.credit.slots : 0;
@@ -286,7 +286,7 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
                                   "pid", (json_int_t)t->id.pid,
                                   "workers", t->sv.sched.credit.workers,
                                   "runs", (json_int_t)t->sv.proc.runs);
-            if (e && t->id.relay_id[0])
+            if (e && t->sv.proc.relay)
                 json_object_set_new(e, "relay", json_true());
             /* (its workers' resources, while the STATS stays small) */
             if (e && t->stats.worker_res &&
