@@ -407,34 +407,15 @@ static void disp_control_only(jm_disp_t *d)
  * (router_end). Nothing is counted any more but the TMs' last STATS (so
  * the report's runs and busy time are each TM's whole): the report is
  * the job's as it ended. */
-static const void *disp_end_rid(void *arg, size_t k, size_t *ridlen)
+static void disp_end_stats(void *arg, server_peer_t *p, zmq_msg_t *body)
 {
-    const jm_tm_t *t = peertab_live_at(((jm_disp_t *)arg)->fleet.tab, k);
-    *ridlen = t->sv.peer.ridlen;
-    return t->sv.peer.rid;
-}
-
-static int disp_end_bye(void *arg, const void *rid, size_t ridlen)
-{
-    jm_tm_t *t = peertab_find(((jm_disp_t *)arg)->fleet.tab, rid, ridlen);
-    if (!t || !t->sv.peer.alive || t->life.ended)
-        return 0;
-    t->life.ended = 1;
-    return 1;
-}
-
-static void disp_end_stats(void *arg, const void *rid, size_t ridlen, zmq_msg_t *body)
-{
-    jm_disp_t *d = arg;
-    jm_tm_t *t = peertab_find(d->fleet.tab, rid, ridlen);
-    if (t && t->sv.peer.alive && !t->life.ended)
-        members_on_stats(d, t, body);
+    members_on_stats(arg, (jm_tm_t *)p, body);
 }
 
 static void disp_end(jm_disp_t *d)
 {
-    router_peers_t peers = {peertab_live_count(d->fleet.tab), disp_end_rid, disp_end_bye, d,
-                            disp_end_stats};
+    server_end_t e = {d->srv, NULL, disp_end_stats, d};
+    router_peers_t peers = server_end_peers(&e);
     router_end(d->net.router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
 }
 

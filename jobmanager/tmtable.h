@@ -56,13 +56,12 @@ typedef struct {
     long behind_alive;       /* ...its "alive" (0 without behind) */
 } jm_tm_id_t;
 
-/* Whether it is lost or ended: members.c clears lost on a HELLO; the
- * files named set them. Whether it may be served (alive, gone, stalled,
- * draining, settling) and its liveness are its server_peer_t's
- * (serving/server.h; draining: dispatch.c sets it). */
+/* Whether it is lost: members.c sets it, and clears it on a HELLO.
+ * Whether it may be served (alive, gone, stalled, draining, settling),
+ * its liveness and whether it answered the job's END are its
+ * server_peer_t's (serving/server.h; draining: dispatch.c sets it). */
 typedef struct {
     int lost;                /* declared lost and not back (members.c) */
-    int ended;               /* said BYE after the job's END (dispatch.c) */
 } jm_tm_life_t;
 
 /* What it did, beyond the scheduler's counts (sched_peer_t: sent, done,

@@ -452,6 +452,43 @@ void server_send_phase(server_t *s)
     }
 }
 
+/* --- the job's end ------------------------------------------------------ */
+
+static const void *server_end_rid(void *arg, size_t k, size_t *ridlen)
+{
+    const server_end_t *e = arg;
+    const server_peer_t *p = peertab_live_at(e->s->cfg.tab, k);
+    *ridlen = p->peer.ridlen;
+    return p->peer.rid;
+}
+
+static int server_end_bye(void *arg, const void *rid, size_t ridlen)
+{
+    const server_end_t *e = arg;
+    server_peer_t *p = peertab_find(e->s->cfg.tab, rid, ridlen);
+    if (!p || !p->peer.alive || p->ended)
+        return 0;
+    p->ended = 1;
+    if (e->bye)
+        e->bye(e->arg, p);
+    return 1;
+}
+
+static void server_end_stats(void *arg, const void *rid, size_t ridlen, zmq_msg_t *body)
+{
+    const server_end_t *e = arg;
+    server_peer_t *p = peertab_find(e->s->cfg.tab, rid, ridlen);
+    if (p && p->peer.alive && !p->ended)
+        e->stats(e->arg, p, body);
+}
+
+router_peers_t server_end_peers(const server_end_t *e)
+{
+    router_peers_t r = {peertab_live_count(e->s->cfg.tab), server_end_rid, server_end_bye,
+                        (void *)e, e->stats ? server_end_stats : NULL};
+    return r;
+}
+
 /* --- cancels ------------------------------------------------------------ */
 
 static int server_cancel_send(void *arg, int slot, const void *buf, size_t len)
@@ -1244,6 +1281,67 @@ out:
     return rc;
 }
 
+/* The job's end: the live peers' routing ids, then each one's first BYE
+ * (not a dead peer's, a stranger's or a repeat) to bye; a STATS to
+ * stats until its peer ended or left the live set. */
+static void st_end_bye(void *arg, server_peer_t *p)
+{
+    st_hop_t *h = arg;
+    char one[8];
+    snprintf(one, sizeof one, "b%d ", p->peer.slot);
+    strncat(h->log, one, sizeof h->log - strlen(h->log) - 1);
+    if (p->peer.slot == 1)      /* (as a relay's does: it leaves) */
+        peertab_set_alive(h->tab, p, 0);
+}
+
+static void st_end_stats(void *arg, server_peer_t *p, zmq_msg_t *body)
+{
+    st_hop_t *h = arg;
+    char one[8];
+    snprintf(one, sizeof one, "s%d:%zu ", p->peer.slot, zmq_msg_size(body));
+    strncat(h->log, one, sizeof h->log - strlen(h->log) - 1);
+}
+
+static int st_end(void)
+{
+    st_hop_t h;
+    server_peer_t **p = h.p;
+    zmq_msg_t body;
+    size_t len;
+    int rc = -1;
+    zmq_msg_init_size(&body, 3);
+    S_CHECK(st_world(&h, 4, 2, 0) == 0);
+    st_bye(&h, p[2], NULL);
+    server_end_t e = {h.s, st_end_bye, st_end_stats, &h};
+    router_peers_t r = server_end_peers(&e);
+    S_CHECK(r.n == 3 && r.arg == &e && r.stats);
+    char rids[4] = "";
+    for (size_t k = 0; k < r.n; k++) {
+        const char *rid = r.rid(r.arg, k, &len);
+        S_CHECK(rid && len == 1);
+        rids[k] = rid[0];
+    }
+    S_CHECK(strchr(rids, 'a') && strchr(rids, 'b') && strchr(rids, 'd') && !strchr(rids, 'c'));
+    r.stats(r.arg, "a", 1, &body);
+    S_CHECK(r.bye(r.arg, "c", 1) == 0 && r.bye(r.arg, "z", 1) == 0);
+    S_CHECK(r.bye(r.arg, "a", 1) == 1 && p[0]->ended == 1 && r.bye(r.arg, "a", 1) == 0);
+    r.stats(r.arg, "a", 1, &body);
+    S_CHECK(r.bye(r.arg, "b", 1) == 1 && !p[1]->peer.alive);
+    r.stats(r.arg, "b", 1, &body);
+    r.stats(r.arg, "d", 1, &body);
+    r.stats(r.arg, "c", 1, &body);
+    S_CHECK(!strcmp(h.log, "s0:3 b0 b1 s3:3 ") && !p[3]->ended);
+    server_end_t quiet = {h.s, NULL, NULL, NULL};
+    r = server_end_peers(&quiet);
+    S_CHECK(r.n == 2 && !r.stats && r.bye(r.arg, "d", 1) == 1 && p[3]->ended);
+    S_CHECK(!strcmp(h.log, "s0:3 b0 b1 s3:3 "));
+    rc = 0;
+out:
+    zmq_msg_close(&body);
+    st_world_end(&h);
+    return rc;
+}
+
 /* STATS: runs and busy time of any entry; a live TM's planned
  * capacity (a bad one: nothing changes), a relay's capped by the TMs
  * it says, or else by its HELLO's; a dead one's credit untouched. */
@@ -1326,7 +1424,7 @@ int server_selftest(void)
     st_hop_t h;
     int rc = 0;
     if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
-        st_hello() || st_messages() || st_stats() || st_phase())
+        st_hello() || st_messages() || st_stats() || st_phase() || st_end())
         rc = -1;
     if (st_world(&h, 0, 0, 0) == 0) {
         s = h.s;

@@ -22,7 +22,9 @@
  *   - a HELLO (server_on_hello): a join, a repeat, a re-attach that
  *     waits for its results, or a reconnect, by joins.h's rules;
  *   - a STATS (server_on_stats): a peer's runs, busy time and capacity;
- *   - which peers get a new phase's PHASE (server_send_phase).
+ *   - which peers get a new phase's PHASE (server_send_phase);
+ *   - at the job's end, which peers router_end waits for
+ *     (server_end_peers).
  *
  * What differs between the hops is its hop (server_hop_t): where fresh
  * tasks come from (the JM's generator; a relay's upstream), how a batch
@@ -43,6 +45,7 @@
 #include "joins.h"
 #include "liveness.h"
 #include "peertab.h"
+#include "router.h"
 #include "scheduler.h"
 
 /* What a peer's process said of itself (server_on_hello, and
@@ -76,6 +79,8 @@ typedef struct {
     int gone;                /* its connection is gone: lost at the next
                                 server_reap (server_send) */
     int due;                 /* in the due list (server_due) */
+    int ended;               /* said BYE to the job's END
+                                (server_end_peers) */
     server_proc_t proc;
 } server_peer_t;
 
@@ -246,6 +251,20 @@ void server_on_bye(server_t *s, server_peer_t *p, const void *msg, size_t len);
  * holds none of the last one's copies): every live peer whose
  * connection is not gone gets PHASE (hop.job), the last joined first. */
 void server_send_phase(server_t *s);
+
+/* The job is over: what router_end (serving/router.h) needs of the
+ * live peers, from server_end_peers. Each live peer's first BYE marks it
+ * ended and goes to bye (NULL: nothing more; it may make p leave the live
+ * set); a STATS of a live peer not ended yet goes to stats (NULL:
+ * dropped). It must outlive the router_end call. */
+typedef struct {
+    server_t *s;
+    void (*bye)(void *arg, server_peer_t *p);
+    void (*stats)(void *arg, server_peer_t *p, zmq_msg_t *body);
+    void *arg;
+} server_end_t;
+
+router_peers_t server_end_peers(const server_end_t *e);
 
 /* buf to p (more: frames follow): 0, or -1 with errno, p marked. */
 int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more);

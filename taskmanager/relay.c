@@ -236,23 +236,12 @@ void *tm_relay_zap_socket(const tm_relay_t *r)
     return r->sock.zap ? spits_zap_socket(r->sock.zap) : NULL;
 }
 
-/* The TMs behind us, for router_end (relay_end). */
-static const void *relay_end_rid(void *arg, size_t k, size_t *ridlen)
+/* (server_end_t.bye) A TM behind us answered the job's END; the relay
+ * is closing, so its copies go back with the relay's and no TM takes
+ * its slot. */
+static void relay_end_bye(void *arg, server_peer_t *p)
 {
-    const rl_tm_t *t = peertab_live_at(((rl_peers_t *)arg)->tab, k);
-    *ridlen = t->sv.peer.ridlen;
-    return t->sv.peer.rid;
-}
-
-static int relay_end_bye(void *arg, const void *rid, size_t ridlen)
-{
-    rl_tm_t *t = peertab_find(((rl_peers_t *)arg)->tab, rid, ridlen);
-    if (!t || !t->sv.peer.alive)
-        return 0;
-    /* (its END is answered; the relay is closing, so its copies go back
-     * with the relay's and no TM takes its slot) */
-    relay_peers_gone(arg, t);
-    return 1;
+    relay_peers_gone(arg, (rl_tm_t *)p);
 }
 
 void tm_relay_destroy(tm_relay_t **rp, int job_over)
@@ -261,10 +250,11 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     if (!r)
         return;
     /* The job is over: the TMs behind us are told so, as the JM does. */
-    router_peers_t peers = {r->peers.tab ? peertab_live_count(r->peers.tab) : 0,
-                            relay_end_rid, relay_end_bye, &r->peers, NULL};
-    if (job_over && r->sock.router)
+    server_end_t e = {r->srv, relay_end_bye, NULL, &r->peers};
+    if (job_over && r->sock.router && r->srv) {
+        router_peers_t peers = server_end_peers(&e);
         router_end(r->sock.router, r->job.phase, &peers, RELAY_END_WAIT_MS);
+    }
     loglimit_flush(&r->log.events, spits_now_ms(), 1);
     router_monitor_close(r->sock.router, &r->sock.mon);
     if (r->sock.router)
