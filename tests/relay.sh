@@ -61,13 +61,18 @@ done
 
 # 2. Two levels: JM <- r1 <- r2 <- 2 TMs, and 1 TM straight on r1.
 n=$mid
-start_jm b "$MODS/bench.so" -n $n -s 2000
+start_jm b "$MODS/bench.so" -n $n -s 2000 -G "$T/b.gate"
 p1=$(free_port); p2=$(free_port)
 start_relay b b.r1 "$p1"; r1=$RELAY_PID
 start_relay b b.r2 "$p2" --via "tcp://127.0.0.1:$p1"; r2=$RELAY_PID
 start_tm b b.tm1 -n 2 --via "tcp://127.0.0.1:$p2"; t1=$TM_PID
 start_tm b b.tm2 -n 2 --via "tcp://127.0.0.1:$p2"; t2=$TM_PID
 start_tm b b.tm3 -n 2 --via "tcp://127.0.0.1:$p1"; t3=$TM_PID
+# (the job ends only once every TM is in: two could run it all before a
+# slow third one's start)
+wait_for "[ \$(grep -c 'relay: TM .* joined' $T/b.r2.log) = 2 ] && grep -q 'relay: TM .* joined' $T/b.r1.log" \
+    30 "b: r2's 2 TMs and r1's own TM to join"
+touch "$T/b.gate"
 wait $JM_PID || fail "b: spits-jm exited $?"
 exact b $n
 for p in $t1 $t2 $t3 $r1 $r2; do wait "$p" || fail "b: a TM or relay exited $?"; done
