@@ -244,7 +244,7 @@ static void cmd_emit(cmd_co_t *c, const unsigned char *buf, size_t len)
         cmd_write_tagged(STDERR_FILENO, tag, err, r.errlen);
     }
     cmd_joblog(c, &r, &rec);
-    if (c->notes.fd >= 0 && cmddone_note(&c->notes, r.seq, r.exitval != 0 || r.signal != 0)) {
+    if (cmddone_note(&c->notes, r.seq, r.exitval != 0 || r.signal != 0) != 0) {
         fprintf(stderr, "cmd: cannot write %s.done: %s\n", c->o.taskfile, strerror(errno));
         cmddone_close(&c->notes);
     }

@@ -52,10 +52,10 @@ static uint64_t cmddone_pos(int fd)
  * holds more: that tail is a command no note covers. */
 static int cmddone_cut(int fd, const cmddone_stream_t *past)
 {
-    cmddone_stream_t now = cmddone_stream_now(fd);
     struct stat st;
-    if (!now.ino || now.dev != past->dev || now.ino != past->ino ||
-        past->end == CMDDONE_NONE || fstat(fd, &st) != 0 || (uint64_t)st.st_size <= past->end)
+    if (fd < 0 || !past->ino || past->end == CMDDONE_NONE || fstat(fd, &st) != 0 ||
+        !S_ISREG(st.st_mode) || (uint64_t)st.st_dev != past->dev ||
+        (uint64_t)st.st_ino != past->ino || (uint64_t)st.st_size <= past->end)
         return 0;
     if (ftruncate(fd, (off_t)past->end) != 0 || lseek(fd, (off_t)past->end, SEEK_SET) < 0)
         return -1;
@@ -176,9 +176,9 @@ int cmddone_written(const cmddone_t *d, uint64_t seq)
 
 int cmddone_note(cmddone_t *d, uint64_t seq, int failed)
 {
-    uint64_t rec[4] = {seq, failed != 0, cmddone_pos(d->out), cmddone_pos(d->log)};
     if (d->fd < 0)
         return 0;
+    uint64_t rec[4] = {seq, failed != 0, cmddone_pos(d->out), cmddone_pos(d->log)};
     ssize_t n = write(d->fd, rec, sizeof rec);
     if (n == (ssize_t)sizeof rec)
         return 0;
@@ -198,8 +198,6 @@ void cmddone_close(cmddone_t *d)
 }
 
 #ifdef SPITS_SELFTEST
-#include <stdlib.h>
-
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "cmddone: %s:%d: %s\n", \
                       __FILE__, __LINE__, #c); goto fail; } } while (0)
 

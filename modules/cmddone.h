@@ -52,7 +52,8 @@ typedef struct {
 int cmddone_open(cmddone_t *d, const char *path, int out, int log, char *err, size_t errlen);
 /* Whether a past life wrote task seq out. */
 int cmddone_written(const cmddone_t *d, uint64_t seq);
-/* Notes task seq written out (after its writes); 0, or -1 (errno). */
+/* Notes task seq written out (after its writes): 0 (also when no list
+ * is open: a failed write closed it), or -1 (errno). */
 int cmddone_note(cmddone_t *d, uint64_t seq, int failed);
 void cmddone_close(cmddone_t *d);
 
