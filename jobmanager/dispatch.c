@@ -5,8 +5,9 @@
  * on its wake eventfd (new tasks from the generator, requests from the
  * main thread, signals and fatal errors: stop.c), on the socket monitor
  * (peer disconnects, failed handshakes) and on the ZAP handler
- * (libspits/zap.c). Each turn it receives a burst of messages and routes
- * them (TASKS and results: serve.c; HELLO, STATS, BYE: members.c), runs
+ * (libspits/zap.c). Each turn it receives a burst of messages, which
+ * the server (serving/server.c) parses and routes to the JM's handlers
+ * (results: serve.c; HELLO, STATS: members.c; STATUS: here), runs
  * the timers (heartbeats, lost TMs, the live view, the timeline, the
  * progress line) and serves every TM with room. Its state is in
  * dispatch_int.h; the main thread reaches it only through the control
@@ -62,6 +63,38 @@ static void disp_hop_who(void *arg, const server_peer_t *p, const char **host, l
     *pid = ((const jm_tm_t *)p)->id.pid;
 }
 
+/* (the rest of a message's frames) */
+static int disp_hop_rest(void *arg, const spits_hdr_t *h, zmq_msg_t *first,
+                         spits_parts_t *parts, const char **why)
+{
+    return router_rest(((jm_disp_t *)arg)->net.router, h, first, parts, why);
+}
+
+static void disp_hop_bad(void *arg, const char *why)
+{
+    tmio_bad_message(arg, why);
+}
+
+/* Leaving soon: it hands back its queued tasks and finishes the running
+ * ones; it gets nothing new. */
+static void disp_hop_drain(void *arg, server_peer_t *p)
+{
+    jm_disp_t *d = arg;
+    jm_tm_t *t = (jm_tm_t *)p;
+    if (loglimit_allow(&d->logs.draining, d->clock.now))
+        spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
+}
+
+static void disp_hop_status(void *arg, server_msg_t *m)
+{
+    on_status(arg, m->rid, m->ridlen);
+}
+
+static void disp_hop_reply(void *arg, const void *rid, size_t ridlen, int type)
+{
+    tmio_send_empty(arg, rid, ridlen, type);
+}
+
 /* The TMs a send found gone are declared lost after each stage of the
  * loop (server_reap), their waiting messages read first. */
 static void disp_reap(jm_disp_t *d, int force)
@@ -71,93 +104,14 @@ static void disp_reap(jm_disp_t *d, int force)
 
 void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
 {
-    const unsigned char *rid = zmq_msg_data(ridmsg);
-    size_t ridlen = zmq_msg_size(ridmsg);
-    size_t len = zmq_msg_size(&rx->msg);
-    int fd = spits_zmq_msg_fd(&rx->msg);
-    spits_hdr_t h;
-    const char *why;
-
-    d->st.bytes_in += len;
-    jm_tm_t *t = peertab_find(d->fleet.tab, rid, ridlen);
-    if (spits_wire_parse(zmq_msg_data(&rx->msg), len, &h, &why) != 0) {
-        if (zmq_msg_more(&rx->msg))
-            spits_zmq_drop_frames(d->net.router);
-        tmio_bad_message(d, why);
-        members_bad_peer(d, t, why);
-        goto out;
-    }
+    server_msg_t m = {.rid = zmq_msg_data(ridmsg), .ridlen = zmq_msg_size(ridmsg),
+                      .msg = &rx->msg, .parts = &rx->parts, .hop = rx};
     /* (no reaping here, before the message is handled: it would lose a
      * gone TM whose BYE this is. The loop reaps after each stage; a gone
      * TM's HELLO finds it lost first: server_on_hello) */
-    /* Only RESULTS may have parts (a message's frames are all here:
-     * disp_recv took the first). Nothing a peer sends stops the job: a
-     * message whose frames do not fit its records, or not in memory, is
-     * dropped and its sender with it (members_bad_peer). */
-    int rc = spits_parts_recv(&rx->parts, d->net.router, &h, &rx->msg,
-                              SPITS_MSG_RESULTS, &why), unrun = 0;
-    if (rc != 0) {
-        if (rc == -2)
-            why = "no memory for its parts";
-        tmio_bad_message(d, why);
-        if (h.type != SPITS_MSG_RESULTS) {
-            members_bad_peer(d, t, why);
-            goto out;
-        }
-        unrun = 1;   /* its records still answer their copies, unrun */
-    }
-    d->st.bytes_in += spits_parts_bytes(&rx->parts);
-    d->st.results_as_parts += rx->parts.n;
-    server_on_message(d->srv, t ? &t->sv : NULL, &h);
-    switch (h.type) {
-    case SPITS_MSG_HELLO:
-        members_on_hello(d, t, rid, ridlen, &rx->msg);
-        break;
-    case SPITS_MSG_RESULTS:
-        /* Results from a TM we lost still count: work is never thrown
-         * away while its task is unfinished. */
-        serve_on_results(d, t, &h, rx, unrun);
-        /* (its cancels may have lost another TM, and the table may have
-         * evicted t's dead entry for it: look again) */
-        t = peertab_find(d->fleet.tab, rid, ridlen);
-        if (unrun)
-            members_bad_peer(d, t, why);
-        if (!t || !t->sv.peer.alive)
-            tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
-        break;
-    case SPITS_MSG_HEARTBEAT:
-        if (!t || !t->sv.peer.alive)
-            tmio_send_empty(d, rid, ridlen, SPITS_MSG_WHO);
-        break;
-    case SPITS_MSG_STATUS:
-        on_status(d, rid, ridlen);
-        break;
-    case SPITS_MSG_STATS:
-        members_on_stats(d, t, &rx->msg);
-        break;
-    case SPITS_MSG_DRAIN:
-        /* Leaving soon: it hands back its queued tasks and finishes the
-         * running ones; it gets nothing new. */
-        if (server_on_drain(t ? &t->sv : NULL) &&
-            loglimit_allow(&d->logs.draining, d->clock.now))
-            spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
-        /* The answer goes after every task sent to it (one connection
-         * keeps their order): once the TM has it, none is on its way,
-         * and it leaves with every copy it held answered. */
-        tmio_send_empty(d, rid, ridlen, SPITS_MSG_DRAIN);
-        break;
-    case SPITS_MSG_BYE:
-        if (t)
-            server_on_bye(d->srv, &t->sv, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
-        break;
-    default:
-        tmio_bad_message(d, "a JM-to-TM message sent to the JM");
-    }
-    /* (looked up again: HELLO adds it, and a handler that lost another
-     * TM may have evicted its entry) */
-    t = peertab_find(d->fleet.tab, rid, ridlen);
-    server_on_handled(d->srv, t ? &t->sv : NULL, fd, conngen_of(d->net.conngen, fd));
-out:
+    server_on_frames(d->srv, &m);
+    d->st.bytes_in = server_stats(d->srv)->bytes_in;
+    d->st.results_as_parts = server_stats(d->srv)->results_as_parts;
     jm_rx_release(rx, 1);       /* the dispatcher's own reference */
 }
 
@@ -565,11 +519,16 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
             .tab = d->fleet.tab, .sched = d->sched,
             .hop = {d, tmio_hop_send, serve_refill, serve_send_tasks, disp_hop_lost,
                     disp_hop_pending, disp_hop_stopping, disp_hop_who, members_hop_add,
-                    members_hop_joined, members_hop_job},
+                    members_hop_joined, members_hop_job, .rest = disp_hop_rest,
+                    .bad = disp_hop_bad, .hello = members_hop_hello,
+                    .results = serve_hop_results, .stats = members_hop_stats,
+                    .drain = disp_hop_drain, .status = disp_hop_status,
+                    .reply = disp_hop_reply},
             .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,
                       .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
                       .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},
-            .probe = router_probe, .probe_arg = d->net.conngen};
+            .probe = router_probe, .probe_arg = d->net.conngen,
+            .conngen = d->net.conngen};
         d->srv = server_new(&cfg);
     }
     if (!d->fleet.tab || !d->commit.buf || !d->sched || d->net.wake_fd < 0 || !d->net.zctx ||

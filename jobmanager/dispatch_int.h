@@ -223,8 +223,8 @@ void serve_tms(jm_disp_t *d);
 size_t serve_refill(void *d, size_t want);
 size_t serve_send_tasks(void *d, server_peer_t *p, sched_task_t *const *tasks, size_t n);
 void serve_publish_window(jm_disp_t *d);
-void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h, jm_rx_t *rx,
-                      int unrun);
+/* The server's RESULTS (server_hop_t.results; m->hop: its jm_rx_t) */
+void serve_hop_results(void *d, server_peer_t *p, server_msg_t *m);
 /* The scheduler's hooks (serving/scheduler.h): resolved tasks back to the
  * task pool, and, with d->adopt (a resumed phase), fresh tasks resolved
  * from the early results kept there. Set again as d->adopt changes. */
@@ -238,17 +238,13 @@ void dispview_live_update(jm_disp_t *d);
 json_t *dispview_status_doc(jm_disp_t *d);
 
 /* members.c */
-void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
-                      size_t ridlen, zmq_msg_t *body);
+void members_hop_hello(void *d, server_peer_t *p, server_msg_t *m);
+void members_hop_stats(void *d, server_peer_t *p, server_msg_t *m);
 server_peer_t *members_hop_add(void *d, const void *rid, size_t ridlen, int *first);
 void members_hop_joined(void *d, server_peer_t *p, const server_join_t *j);
 void members_hop_job(void *d, server_peer_t *p, int type);
 void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body);
 void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
 void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused);
-/* A malformed message's sender t (NULL: unknown), if live, is dropped as
- * a bad peer: lost, its copies requeued (the caller counts the message
- * with tmio_bad_message) */
-void members_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why);
 
 #endif

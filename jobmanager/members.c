@@ -59,15 +59,6 @@ void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
 }
 
 /* (dispatch_int.h) */
-void members_bad_peer(jm_disp_t *d, jm_tm_t *t, const char *why)
-{
-    char lost[160];
-    if (!t || !t->sv.peer.alive)
-        return;
-    snprintf(lost, sizeof lost, "a bad peer: %s", why ? why : "a malformed message");
-    members_lost(d, t, lost);
-}
-
 /* (server_hop_t.lost with left) t left on purpose (drained, done, or
  * refusing the job: refused, its BYE's reason), so it is not lost. */
 void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused)
@@ -181,9 +172,10 @@ void members_hop_job(void *arg, server_peer_t *p, int type)
  * {endpoint}, and its workers and slots may start at 0 and change with
  * its STATS): a join, a repeat or a reconnect (server_on_hello), as at a
  * relay. */
-void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
-                     size_t ridlen, zmq_msg_t *body)
+void members_hop_hello(void *arg, server_peer_t *p, server_msg_t *m)
 {
+    jm_disp_t *d = arg;
+    zmq_msg_t *body = m->msg;
     const char *why = NULL;
     spits_hello_t h;
     json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
@@ -200,7 +192,7 @@ void members_on_hello(jm_disp_t *d, jm_tm_t *t, const unsigned char *rid,
         json_decref(j);
         return;
     }
-    server_hello_kind_t k = server_on_hello(d->srv, t ? &t->sv : NULL, rid, ridlen, &h,
+    server_hello_kind_t k = server_on_hello(d->srv, p, m->rid, m->ridlen, &h,
                                             d->jm->job_id, (void *)relay_ep);
     if (k == SERVER_HELLO_NO_ENTRY)
         tmio_bad_message(d, "bad routing id");
@@ -315,6 +307,11 @@ static void set_workers(jm_tm_t *t, const spits_stats_t *st)
  * (optional bool), worker_res (optional: a planned TM's, as the relay
  * got it; wire.h)}...]}. Anything out of range: the whole message is
  * dropped. */
+void members_hop_stats(void *d, server_peer_t *p, server_msg_t *m)
+{
+    members_on_stats(d, (jm_tm_t *)p, m->msg);
+}
+
 void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
 {
     const char *why = NULL;

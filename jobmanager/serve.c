@@ -410,9 +410,13 @@ static int unvouched_result(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *r
  * so it lives until the last of them is (jm_rx_release). With unrun (its
  * parts did not match its records), every record is taken as a copy
  * handed back unrun: it then runs again, and nothing is lost. */
-void serve_on_results(jm_disp_t *d, jm_tm_t *t, const spits_hdr_t *h,
-                       jm_rx_t *rx, int unrun)
+void serve_hop_results(void *arg, server_peer_t *p, server_msg_t *m)
 {
+    jm_disp_t *d = arg;
+    jm_tm_t *t = (jm_tm_t *)p;
+    const spits_hdr_t *h = &m->h;
+    jm_rx_t *rx = m->hop;
+    int unrun = m->unrun;
     spits_reader_t r;
     spits_rec_t rec;
     uint64_t hash;

@@ -176,6 +176,16 @@ void router_end(void *sock, uint32_t phase, const router_peers_t *peers,
     }
 }
 
+int router_rest(void *sock, const spits_hdr_t *h, zmq_msg_t *first, spits_parts_t *parts,
+                const char **why)
+{
+    if (h)
+        return spits_parts_recv(parts, sock, h, first, SPITS_MSG_RESULTS, why);
+    if (zmq_msg_more(first))
+        spits_zmq_drop_frames(sock);
+    return 0;
+}
+
 int router_pending(void *sock)
 {
     int events = 0;

@@ -19,6 +19,7 @@
 
 #include "conngen.h"
 #include "liveness.h"
+#include "parts.h"
 #include "zap.h"
 
 /* The largest message a TM may send a hop whose largest task or result
@@ -81,6 +82,11 @@ typedef struct {
  * or a straggler, gets END again. */
 void router_end(void *sock, uint32_t phase, const router_peers_t *peers,
                 int64_t wait_ms);
+/* The rest of first's message on sock (server_hop_t.rest): with h (its
+ * header), a RESULTS' parts into *parts (spits_parts_recv); with h NULL,
+ * dropped. */
+int router_rest(void *sock, const spits_hdr_t *h, zmq_msg_t *first, spits_parts_t *parts,
+                const char **why);
 /* Whether a message waits to be read on sock. */
 int router_pending(void *sock);
 /* liveness_probe_fn over a conngen_t (arg): how long l's connection has

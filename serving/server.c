@@ -16,6 +16,7 @@
 #include "server.h"
 #include "util.h"
 #include "wire.h"
+#include "zmqutil.h"
 
 struct server {
     server_cfg_t cfg;
@@ -40,7 +41,8 @@ server_t *server_new(const server_cfg_t *cfg)
     const server_hop_t *h = &cfg->hop;
     assert(cfg->tab && cfg->sched && cfg->probe && h->send && h->refill &&
            h->send_tasks && h->lost && h->pending && h->stopping && h->who &&
-           h->add && h->joined && h->job);
+           h->add && h->joined && h->job && h->rest && h->bad && h->hello && h->results &&
+           h->stats && h->drain && h->reply);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
@@ -402,6 +404,110 @@ void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen)
     server_due(s, p);
 }
 
+/* p (alive) sent a malformed message: it is lost. */
+static void server_bad_peer(server_t *s, server_peer_t *p, const char *why)
+{
+    char lost[160];
+    if (!p || !p->peer.alive)
+        return;
+    snprintf(lost, sizeof lost, "a bad peer: %s", why);
+    s->cfg.hop.lost(s->cfg.hop.arg, p, lost, 0);
+    assert(!p->peer.alive);
+}
+
+static server_peer_t *server_find(server_t *s, const server_msg_t *m)
+{
+    return peertab_find(s->cfg.tab, m->rid, m->ridlen);
+}
+
+/* The handlers, by m's type (server_on_frames). */
+static void server_route(server_t *s, server_peer_t *p, server_msg_t *m)
+{
+    const server_hop_t *hop = &s->cfg.hop;
+    switch (m->h.type) {
+    case SPITS_MSG_HELLO:
+        hop->hello(hop->arg, p, m);
+        break;
+    case SPITS_MSG_RESULTS:
+        hop->results(hop->arg, p, m);
+        break;
+    case SPITS_MSG_HEARTBEAT:
+        break;
+    case SPITS_MSG_STATUS:
+        if (hop->status)
+            hop->status(hop->arg, m);
+        break;
+    case SPITS_MSG_STATS:
+        if (p)   /* (a peer that never said HELLO: not even parsed) */
+            hop->stats(hop->arg, p, m);
+        break;
+    case SPITS_MSG_DRAIN:
+        if (server_on_drain(p))
+            hop->drain(hop->arg, p);
+        hop->reply(hop->arg, m->rid, m->ridlen, SPITS_MSG_DRAIN);
+        break;
+    case SPITS_MSG_BYE:
+        if (p)
+            server_on_bye(s, p, zmq_msg_data(m->msg), zmq_msg_size(m->msg));
+        break;
+    default:
+        hop->bad(hop->arg, "a message only a job manager or a relay sends");
+    }
+}
+
+void server_on_frames(server_t *s, server_msg_t *m)
+{
+    const server_hop_t *hop = &s->cfg.hop;
+    const char *why = "a malformed message";
+    size_t len = zmq_msg_size(m->msg);
+    int fd = spits_zmq_msg_fd(m->msg);
+
+    assert(m->parts && m->parts->n == 0);
+    m->unrun = 0;
+    s->st.bytes_in += len;
+    if (m->ridlen == 0 || m->ridlen > PEERTAB_RID_MAX) {
+        hop->rest(hop->arg, NULL, m->msg, NULL, NULL);
+        hop->bad(hop->arg, "a routing id of a bad size");
+        return;
+    }
+    /* (a dead entry too: a HELLO re-attaches it, its RESULTS still
+     * count, its STATS say its last runs) */
+    server_peer_t *p = server_find(s, m);
+    if (spits_wire_parse(zmq_msg_data(m->msg), len, &m->h, &why) != 0) {
+        hop->rest(hop->arg, NULL, m->msg, NULL, NULL);
+        hop->bad(hop->arg, why);
+        server_bad_peer(s, p, why);
+        return;
+    }
+    /* Only RESULTS may have parts. Nothing a peer sends stops the hop: a
+     * message whose frames do not fit, or not in memory, is dropped and
+     * its sender with it. */
+    int rc = hop->rest(hop->arg, &m->h, m->msg, m->parts, &why);
+    if (rc != 0) {
+        why = rc == -2 ? "no memory for its parts" : why;
+        hop->bad(hop->arg, why);
+        if (m->h.type != SPITS_MSG_RESULTS) {
+            server_bad_peer(s, p, why);
+            return;
+        }
+        m->unrun = 1;
+    }
+    s->st.bytes_in += spits_parts_bytes(m->parts);
+    s->st.results_as_parts += m->parts->n;
+    server_on_message(s, p, &m->h);
+    server_route(s, p, m);
+    /* (looked up again: a HELLO adds an entry; a loss in a handler may
+     * evict one) */
+    p = server_find(s, m);
+    if (m->unrun)
+        server_bad_peer(s, p, why);
+    /* (a peer not alive says HELLO again) */
+    if ((m->h.type == SPITS_MSG_RESULTS || m->h.type == SPITS_MSG_HEARTBEAT) &&
+        (!p || !p->peer.alive))
+        hop->reply(hop->arg, m->rid, m->ridlen, SPITS_MSG_WHO);
+    server_on_handled(s, p, fd, s->cfg.conngen ? conngen_of(s->cfg.conngen, fd) : 0);
+}
+
 int server_on_drain(server_peer_t *p)
 {
     if (!p || !p->peer.alive || p->draining)
@@ -535,6 +641,12 @@ typedef struct {
     char joins[128];             /* "slot first|again[ renewed]; " of each */
     int welcomes[ST_PEERS];
     char phases[32];             /* "slot " of each PHASE */
+    char msgs[256];              /* what the message handlers were given */
+    int rest_rc;                 /* what rest returns... */
+    size_t rest_parts;           /* ...and how many empty parts it adds
+                                    to a RESULTS */
+    int rest_drops;              /* rest calls that dropped frames */
+    int hello_joins;             /* the hello handler joins the peer */
 } st_hop_t;
 
 static int st_send(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
@@ -645,6 +757,80 @@ static void st_job(void *arg, server_peer_t *p, int type)
         snprintf(h->phases + at, sizeof h->phases - at, "%d ", p->peer.slot);
 }
 
+/* The message handlers note "what slot" in msgs (slot -1: none; a
+ * trailing d: a dead entry; u: unrun). */
+static void st_note(st_hop_t *h, const char *what, const server_peer_t *p, const char *more)
+{
+    size_t at = strlen(h->msgs);
+    snprintf(h->msgs + at, sizeof h->msgs - at, "%s %d%s%s; ", what, p ? p->peer.slot : -1,
+             p && !p->peer.alive ? "d" : "", more);
+}
+
+static int st_rest(void *arg, const spits_hdr_t *hd, zmq_msg_t *first, spits_parts_t *parts,
+                   const char **why)
+{
+    st_hop_t *h = arg;
+    (void)first;
+    if (!hd) {
+        h->rest_drops++;
+        return 0;
+    }
+    for (size_t i = 0; !h->rest_rc && hd->type == SPITS_MSG_RESULTS && i < h->rest_parts; i++) {
+        zmq_msg_t m;
+        zmq_msg_init_size(&m, 3);
+        if (spits_parts_add(parts, &m) != 0)
+            zmq_msg_close(&m);
+    }
+    *why = "parts that do not fit";
+    return h->rest_rc;
+}
+
+static void st_bad(void *arg, const char *why)
+{
+    st_hop_t *h = arg;
+    size_t at = strlen(h->msgs);
+    snprintf(h->msgs + at, sizeof h->msgs - at, "bad %s; ", why);
+}
+
+static void st_hello_msg(void *arg, server_peer_t *p, server_msg_t *m)
+{
+    st_hop_t *h = arg;
+    spits_hello_t hi = {"h", 9, 2, 4, 0, 0, -1, "job", NULL, -1};
+    st_note(h, "hello", p, "");
+    if (h->hello_joins)
+        server_on_hello(h->s, p, m->rid, m->ridlen, &hi, "job", NULL);
+}
+
+static void st_results(void *arg, server_peer_t *p, server_msg_t *m)
+{
+    st_note(arg, "results", p, m->unrun ? "u" : "");
+}
+
+static void st_stats_msg(void *arg, server_peer_t *p, server_msg_t *m)
+{
+    (void)m;
+    st_note(arg, "stats", p, "");
+}
+
+static void st_drain(void *arg, server_peer_t *p)
+{
+    st_note(arg, "drain", p, "");
+}
+
+static void st_status(void *arg, server_msg_t *m)
+{
+    (void)m;
+    st_note(arg, "status", NULL, "");
+}
+
+static void st_reply(void *arg, const void *rid, size_t ridlen, int type)
+{
+    char more[8];
+    snprintf(more, sizeof more, " %.*s", (int)ridlen, (const char *)rid);
+    st_note(arg, type == SPITS_MSG_WHO ? "who" : type == SPITS_MSG_DRAIN ? "drained" : "?",
+            NULL, more);
+}
+
 static int64_t st_probe(const liveness_t *l, void *arg)
 {
     (void)l, (void)arg;
@@ -657,7 +843,10 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 {
     server_cfg_t cfg = {
         .hop = {h, st_send, st_refill, st_send_tasks, st_lost, st_pending,
-                st_stopping, st_who, st_add, st_joined, st_job},
+                st_stopping, st_who, st_add, st_joined, st_job, .rest = st_rest,
+                .bad = st_bad, .hello = st_hello_msg, .results = st_results,
+                .stats = st_stats_msg, .drain = st_drain, .status = st_status,
+                .reply = st_reply},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
         .probe = st_probe};
@@ -1418,13 +1607,154 @@ out:
     return rc;
 }
 
+/* A message of type (a RESULTS of n records) from routing id rid, as
+ * server_on_frames takes it; bad: a header that does not parse. */
+static void st_frames(st_hop_t *h, const char *rid, int type, int n, int bad)
+{
+    spits_batch_t b = {0};
+    spits_parts_t parts = {0};
+    zmq_msg_t msg;
+    spits_batch_begin(&b, type, 0);
+    for (int i = 0; i < n; i++)
+        spits_batch_add(&b, (uint64_t)i, SPITS_ST_OK, 0);
+    spits_batch_seal(&b);
+    if (bad)
+        b.buf.data[0] ^= 0xff;
+    zmq_msg_init_size(&msg, b.buf.len);
+    memcpy(zmq_msg_data(&msg), b.buf.data, b.buf.len);
+    /* (unrun set wrong: the server's to set) */
+    server_msg_t m = {.rid = rid, .ridlen = strlen(rid), .msg = &msg, .parts = &parts,
+                      .unrun = 1};
+    server_on_frames(h->s, &m);
+    spits_parts_free(&parts);
+    zmq_msg_close(&msg);
+    spits_batch_free(&b);
+}
+
+static int st_msgs_are(st_hop_t *h, const char *want)
+{
+    return st_text_is(h->msgs, "handled", want);
+}
+
+/* server_on_frames: each type to its handler, WHO to a peer not alive,
+ * DRAIN answered to anyone, and a bad message's sender lost. */
+static int st_frames_route(void)
+{
+    st_hop_t h;
+    server_peer_t **p = h.p;
+    int rc = -1;
+    S_CHECK(st_world(&h, 3, 4, 0) == 0);
+    server_serve(h.s);
+    S_CHECK(!p[0]->due);
+    /* To each handler; a live sender is heard, and due after. */
+    server_clock(h.s, 1500);
+    p[0]->stalled = 1;
+    h.rest_parts = 2;
+    st_frames(&h, "a", SPITS_MSG_RESULTS, 2, 0);
+    S_CHECK(st_msgs_are(&h, "results 0; ") && !p[0]->stalled &&
+            p[0]->live.last_heard == 1500 && p[0]->due);
+    /* (its connection: a message made here has no descriptor) */
+    S_CHECK(p[0]->live.fd == -1 && p[0]->live.fd_gen == 0 && p[1]->live.fd == 0);
+    S_CHECK(server_stats(h.s)->results_as_parts == 2 &&
+            server_stats(h.s)->bytes_in == SPITS_HDR_SIZE + 2 * SPITS_REC_SIZE + 6);
+    h.rest_parts = 0;
+    st_frames(&h, "a", SPITS_MSG_HELLO, 0, 0);
+    st_frames(&h, "b", SPITS_MSG_STATS, 0, 0);
+    st_frames(&h, "c", SPITS_MSG_STATUS, 0, 0);
+    st_frames(&h, "c", SPITS_MSG_HEARTBEAT, 0, 0);
+    S_CHECK(st_msgs_are(&h, "hello 0; stats 1; status -1; "));
+    /* An unknown routing id: its HELLO has no entry, its STATS is
+     * dropped, its RESULTS and HEARTBEAT get WHO. */
+    st_frames(&h, "z", SPITS_MSG_HELLO, 0, 0);
+    st_frames(&h, "z", SPITS_MSG_STATS, 0, 0);
+    st_frames(&h, "z", SPITS_MSG_RESULTS, 1, 0);
+    st_frames(&h, "z", SPITS_MSG_HEARTBEAT, 0, 0);
+    S_CHECK(st_msgs_are(&h, "hello -1; results -1; who -1 z; who -1 z; "));
+    /* DRAIN: its first to the hop; each answered, an unknown one's too. */
+    st_frames(&h, "b", SPITS_MSG_DRAIN, 0, 0);
+    st_frames(&h, "b", SPITS_MSG_DRAIN, 0, 0);
+    st_frames(&h, "z", SPITS_MSG_DRAIN, 0, 0);
+    S_CHECK(st_msgs_are(&h, "drain 1; drained -1 b; drained -1 b; drained -1 z; ") &&
+            p[1]->draining);
+    /* A message only a hop sends. */
+    st_frames(&h, "a", SPITS_MSG_TASKS, 0, 0);
+    S_CHECK(st_msgs_are(&h, "bad a message only a job manager or a relay sends; ") &&
+            p[0]->peer.alive);
+    /* A header that does not parse: its frames dropped, its sender lost;
+     * a routing id of a bad size: dropped, no one lost. */
+    char rid[PEERTAB_RID_MAX + 2];
+    memset(rid, 'y', sizeof rid - 1);
+    rid[sizeof rid - 1] = 0;
+    st_frames(&h, "", SPITS_MSG_HEARTBEAT, 0, 0);
+    st_frames(&h, rid, SPITS_MSG_HEARTBEAT, 0, 0);
+    rid[PEERTAB_RID_MAX] = 0;
+    st_frames(&h, rid, SPITS_MSG_STATUS, 0, 0);
+    S_CHECK(h.rest_drops == 2 && !h.lost[0] &&
+            st_msgs_are(&h, "bad a routing id of a bad size; "
+                            "bad a routing id of a bad size; status -1; "));
+    h.rest_drops = 0;
+    st_frames(&h, "c", SPITS_MSG_HEARTBEAT, 0, 1);
+    S_CHECK(h.rest_drops == 1 && !p[2]->peer.alive && !strncmp(h.lost, "2 a bad peer: ", 14));
+    h.lost[0] = h.msgs[0] = 0;
+    /* A dead entry: its HELLO (a re-attach) and STATS are the hop's; its
+     * RESULTS too, then WHO; its BYE and DRAIN change nothing. */
+    st_frames(&h, "c", SPITS_MSG_STATS, 0, 0);
+    st_frames(&h, "c", SPITS_MSG_HELLO, 0, 0);
+    st_frames(&h, "c", SPITS_MSG_RESULTS, 1, 0);
+    st_frames(&h, "c", SPITS_MSG_BYE, 0, 0);
+    st_frames(&h, "c", SPITS_MSG_DRAIN, 0, 0);
+    S_CHECK(st_msgs_are(&h, "stats 2d; hello 2d; results 2d; who -1 c; drained -1 c; ") &&
+            !h.lost[0] && !p[2]->draining);
+    /* RESULTS whose parts do not fit: its records answer their copies
+     * unrun, then its sender is lost, then WHO; any other such message:
+     * lost, not handled. */
+    h.rest_rc = -1;
+    st_frames(&h, "a", SPITS_MSG_RESULTS, 1, 0);
+    S_CHECK(st_msgs_are(&h, "bad parts that do not fit; results 0u; who -1 a; ") &&
+            !strcmp(h.lost, "0 a bad peer: parts that do not fit; "));
+    h.lost[0] = 0;
+    h.rest_rc = -2;
+    st_frames(&h, "b", SPITS_MSG_RESULTS, 1, 0);
+    S_CHECK(st_msgs_are(&h, "bad no memory for its parts; results 1u; who -1 b; ") &&
+            !strcmp(h.lost, "1 a bad peer: no memory for its parts; "));
+    /* A HELLO that joins: the entry it made is the one handled. */
+    h.lost[0] = 0;
+    h.rest_rc = 0;
+    h.hello_joins = 1;
+    st_frames(&h, "d", SPITS_MSG_HELLO, 0, 0);
+    p[3] = peertab_find(h.tab, "d", 1);
+    S_CHECK(st_msgs_are(&h, "hello -1; ") && p[3] && p[3]->peer.alive &&
+            p[3]->live.fd == -1 && p[3]->due);
+    h.hello_joins = 0;
+    /* Any other message whose frames do not fit: lost, not handled. */
+    h.rest_rc = -1;
+    st_frames(&h, "d", SPITS_MSG_STATS, 0, 0);
+    S_CHECK(st_msgs_are(&h, "bad parts that do not fit; ") &&
+            !strcmp(h.lost, "3 a bad peer: parts that do not fit; "));
+    h.hello_joins = 1;
+    h.rest_rc = 0;
+    st_frames(&h, "d", SPITS_MSG_HELLO, 0, 0);
+    S_CHECK(st_msgs_are(&h, "hello 3d; ") && p[3]->peer.alive);
+    /* BYE: it left, and is told WHO if it speaks again. */
+    h.lost[0] = 0;
+    h.rest_rc = 0;
+    st_frames(&h, "d", SPITS_MSG_BYE, 0, 0);
+    st_frames(&h, "d", SPITS_MSG_HEARTBEAT, 0, 0);
+    S_CHECK(!strcmp(h.lost, "3 left -; ") && st_msgs_are(&h, "who -1 d; "));
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
 int server_selftest(void)
 {
     server_t *s = NULL;
     st_hop_t h;
     int rc = 0;
     if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
-        st_hello() || st_messages() || st_stats() || st_phase() || st_end())
+        st_hello() || st_messages() || st_stats() || st_phase() || st_end() ||
+        st_frames_route())
         rc = -1;
     if (st_world(&h, 0, 0, 0) == 0) {
         s = h.s;

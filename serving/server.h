@@ -19,6 +19,9 @@
  *   - the reaping of peers whose connection is gone (server_reap), after
  *     the messages already waiting are read (a drained TM's last BYE);
  *   - the CANCELs the scheduler noted (server_cancels);
+ *   - each message a peer sends (server_on_frames): parsed, its frames
+ *     read, routed to the hop's handler by type, a malformed one's
+ *     sender lost, WHO to a peer it does not know, DRAIN answered;
  *   - a HELLO (server_on_hello): a join, a repeat, a re-attach that
  *     waits for its results, or a reconnect, by joins.h's rules;
  *   - a STATS (server_on_stats): a peer's runs, busy time and capacity;
@@ -28,9 +31,11 @@
  *
  * What differs between the hops is its hop (server_hop_t): where fresh
  * tasks come from (the JM's generator; a relay's upstream), how a batch
- * of picked copies becomes a message, what losing a peer means, and who
- * a peer that joins is (its table entry, identity, log line, WELCOME). The
- * server never touches a socket: every byte goes through hop.send.
+ * of picked copies becomes a message, what losing a peer means, who a
+ * peer that joins is (its table entry, identity, log line, WELCOME), and
+ * where results go (the JM's committer; a relay's upstream). The server
+ * never touches a socket: every byte goes through hop.send, hop.reply
+ * and hop.rest.
  *
  * Threads: a server and its peers are its hop's loop thread's (the
  * dispatcher thread; spits-tm's main thread). Its hop's functions are
@@ -43,6 +48,7 @@
 #include <stdint.h>
 
 #include "joins.h"
+#include "parts.h"
 #include "liveness.h"
 #include "peertab.h"
 #include "router.h"
@@ -88,6 +94,21 @@ _Static_assert(offsetof(server_peer_t, peer) == 0,
                "server_peer_t begins with its peertab_entry_t");
 
 typedef struct server server_t;
+
+/* A message from a peer, as the hop received its first frame
+ * (server_on_frames reads the rest through hop.rest). */
+typedef struct {
+    const void *rid;         /* its routing id */
+    size_t ridlen;
+    zmq_msg_t *msg;          /* its first frame */
+    spits_parts_t *parts;    /* where a RESULTS' parts go: the hop's, empty;
+                                the hop frees them after */
+    void *hop;               /* the hop's, passed on (the JM's jm_rx_t) */
+    spits_hdr_t h;           /* its header (server_on_frames parses it) */
+    int unrun;               /* a RESULTS whose frames did not fit its
+                                records: each record is a copy handed
+                                back unrun, and its sender is lost */
+} server_msg_t;
 
 /* A join or re-attach, as server_on_hello tells its hop (hop.joined). */
 typedef struct {
@@ -135,6 +156,29 @@ typedef struct {
     /* Sends p the job's message of type (wire.h): WELCOME, with its
      * attach number p->proc.attach, or PHASE (server_send_phase). */
     void (*job)(void *arg, server_peer_t *p, int type);
+
+    /* The messages (server_on_frames). p is the entry of the message's
+     * routing id, alive or not, or NULL where said. */
+    /* Reads the rest of first's message (its parts into *parts, by
+     * spits_parts_recv's rules for h, a RESULTS: 0, -1 with *why, -2 out
+     * of memory); h NULL: drops them. */
+    int (*rest)(void *arg, const spits_hdr_t *h, zmq_msg_t *first, spits_parts_t *parts,
+                const char **why);
+    /* A malformed message (why): counted, said now and then. */
+    void (*bad)(void *arg, const char *why);
+    /* HELLO (p or NULL): parsed and checked by the hop, which then
+     * calls server_on_hello. */
+    void (*hello)(void *arg, server_peer_t *p, server_msg_t *m);
+    /* RESULTS (p or NULL): its records to the scheduler and the sink. */
+    void (*results)(void *arg, server_peer_t *p, server_msg_t *m);
+    /* STATS: parsed by the hop, which calls server_on_stats. */
+    void (*stats)(void *arg, server_peer_t *p, server_msg_t *m);
+    /* A live p's first DRAIN (server_on_drain): it logs and recounts. */
+    void (*drain)(void *arg, server_peer_t *p);
+    /* STATUS: answered to m->rid (NULL: a hop that has none). */
+    void (*status)(void *arg, server_msg_t *m);
+    /* An empty message of type (wire.h: WHO, DRAIN) to routing id rid. */
+    void (*reply)(void *arg, const void *rid, size_t ridlen, int type);
 } server_hop_t;
 
 typedef struct {
@@ -146,6 +190,8 @@ typedef struct {
                                 server_rules) */
     liveness_probe_fn *probe;    /* how long a peer's connection has been */
     void *probe_arg;             /* ...quiet (serving/router.h) */
+    const conngen_t *conngen;    /* its connections' generations (NULL:
+                                    0 for all) */
 } server_cfg_t;
 
 /* What the server counts; the hop reads them. */
@@ -155,6 +201,8 @@ typedef struct {
     uint64_t reattaches;     /* joins of a routing id known before */
     uint64_t runs_gone;      /* proc.runs and busy_s of entries that a */
     double busy_gone;        /* ...new process on their routing id took */
+    uint64_t bytes_in;       /* of every message received, parts too */
+    uint64_t results_as_parts;   /* results whose bytes came as a part */
 } server_stats_t;
 
 /* A server (NULL: no memory). cfg's pointers must outlive it. */
@@ -216,15 +264,26 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
                                     size_t ridlen, const spits_hello_t *h,
                                     const char *job_id, void *ctx);
 
-/* A message of header h from the routing id of entry p (alive or not;
- * NULL: none), parsed and its frames read, before the hop handles it: a
- * live p is heard (server_heard), and a RESULTS of its counts towards
- * its settle wait. */
+/* A message m from a peer, whose first frame the hop received (m->h is
+ * the server's to fill). It is parsed, the rest of its frames read
+ * (hop.rest), and handed to the hop by type:
+ *   - a bad routing id or header, or frames that do not fit (hop.bad):
+ *     dropped, and its sender, if alive, is lost as a bad peer; but a
+ *     RESULTS whose parts do not fit still answers its copies, unrun
+ *     (m->unrun), before its sender is lost;
+ *   - HELLO, RESULTS, STATS (a known entry only), STATUS: the hop's;
+ *   - a RESULTS or HEARTBEAT from a peer not alive (after it) gets WHO,
+ *     so that it says HELLO again;
+ *   - DRAIN: server_on_drain (its first: hop.drain), and the answer, to
+ *     anyone, after every task sent to it (one connection keeps their
+ *     order), so that once it has it none is on its way;
+ *   - BYE: server_on_bye; a message only a hop sends: bad.
+ * A live sender is heard before its message is handled (server_heard; a
+ * RESULTS counts towards its settle wait) and made due after it, with
+ * its connection noted (liveness_conn). */
+void server_on_frames(server_t *s, server_msg_t *m);
+/* ...its parts, before the handlers (the self-test's hook). */
 void server_on_message(server_t *s, server_peer_t *p, const spits_hdr_t *h);
-/* ...and after the hop handled it, p (its entry looked up again: a
- * HELLO adds one, a loss may evict one; NULL: none) spoke on connection
- * fd of generation gen (liveness_conn), and its room may have changed
- * (server_due): for a live p only. */
 void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen);
 /* STATS st (parsed: spits_stats_t) from p (alive or not): its runs and
  * busy time (and a relay's TMs, when said) are noted, and a live p's

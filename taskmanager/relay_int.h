@@ -235,10 +235,9 @@ int relay_send_hop(void *r, server_peer_t *p, const void *buf, size_t len, int m
  * when it did not go, t then marked stalled or gone (server_send). */
 int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
                    int more);
-/* An empty message of type to t. */
-int relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type);
-/* A peer we do not know (we lost it, or restarted): it is told WHO. */
-void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen);
+/* The server's reply (server_hop_t.reply): an empty message of type
+ * to routing id rid, whether the relay knows it or not. */
+void relay_send_reply(void *r, const void *rid, size_t ridlen, int type);
 /* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
 void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type);
 
@@ -307,11 +306,18 @@ void relay_tasks_serve(tm_relay_t *r);
 /* relay_recv.c */
 /* The messages waiting on the socket, up to a burst. */
 void relay_recv_burst(tm_relay_t *r);
-/* The server's hop (server_hop_t add, joined, job): HELLO's parts
- * that are the relay's. */
+/* The server's hop (server_hop_t): what the relay does with its TMs'
+ * messages (server_on_frames). */
 server_peer_t *relay_recv_hop_add(void *r, const void *rid, size_t ridlen, int *first);
 void relay_recv_hop_joined(void *r, server_peer_t *p, const server_join_t *j);
 void relay_recv_hop_job(void *r, server_peer_t *p, int type);
+int relay_recv_hop_rest(void *r, const spits_hdr_t *h, zmq_msg_t *first,
+                        spits_parts_t *parts, const char **why);
+void relay_recv_hop_bad(void *r, const char *why);
+void relay_recv_hop_hello(void *r, server_peer_t *p, server_msg_t *m);
+void relay_recv_hop_results(void *r, server_peer_t *p, server_msg_t *m);
+void relay_recv_hop_stats(void *r, server_peer_t *p, server_msg_t *m);
+void relay_recv_hop_drain(void *r, server_peer_t *p);
 
 /* relay_peers.c */
 int relay_peers_init(rl_peers_t *p);

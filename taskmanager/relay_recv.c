@@ -1,9 +1,11 @@
 /*
- * relay_recv.c - a relay's messages from the TMs behind it (see
- * relay_int.h), as a JM takes them:
+ * relay_recv.c - what a relay does with its TMs' messages: the hop's
+ * handlers (server_hop_t) that the server (serving/server.c,
+ * server_on_frames) calls once it parsed a message and routed it:
  *
- *   HELLO      a TM joins (or re-attaches): it gets the job's WELCOME as
- *              the relay got it, with its own attach number
+ *   HELLO      a TM joins (or re-attaches), unless it closes a loop of
+ *              relays: it gets the job's WELCOME as the relay got it,
+ *              with its own attach number
  *   RESULTS    each record of a copy this relay holds goes to the
  *              scheduler (serving/scheduler.h), as the JM's do: the
  *              first result of a task, or its failed run, goes upstream,
@@ -14,46 +16,39 @@
  *              copy of that task still queued here goes back unrun; a
  *              result that came as a part goes up as one, the same frame
  *              shared (zmq_msg_copy), not copied
- *   DRAIN, BYE, STATS, HEARTBEAT as a JM takes them
+ *   STATS      a live TM's counts and capacity (relay_peers.c)
+ *   DRAIN      a live TM's capacity leaves the relay's
  *
  * A TM gets back one slot per record but foreign ones, as at the JM
  * (serve.c). Malformed messages are counted and said at most every 10 s.
  *
- * Uses relay_copies.c, relay_records.c, relay_send.c and relay_peers.c;
- * called by relay.c's turn.
+ * Uses relay_copies.c, relay_records.c and relay_peers.c; relay.c's
+ * turn reads the socket (relay_recv_burst).
  */
 #define _DEFAULT_SOURCE
 #include <stdio.h>
 #include <string.h>
 
 #include "escape.h"
-#include "joins.h"
 #include "log.h"
 #include "relay_int.h"
-#include "zmqutil.h"
 
-
-
-/* A malformed message: counted, and said at most every 10 s. */
-static void relay_recv_bad(tm_relay_t *r, const char *why)
+/* (server_hop_t.bad) A malformed message: counted, and said at most
+ * every 10 s. */
+void relay_recv_hop_bad(void *arg, const char *why)
 {
+    tm_relay_t *r = arg;
     r->log.bad++;
     if (loglimit_every(&r->log.bad_logged_at, r->tm->now, 10000))
         spits_warn("relay: dropped a malformed message from a task manager "
                    "(%s); %llu so far", why, (unsigned long long)r->log.bad);
 }
 
-
-/* ...from t (NULL: unknown, or gone), which is then dropped as a bad
- * peer, as the JM drops one (dispatch.c): lost, its copies run again. */
-static void relay_recv_bad_peer(tm_relay_t *r, rl_tm_t *t, const char *why)
+/* (server_hop_t.rest) */
+int relay_recv_hop_rest(void *arg, const spits_hdr_t *h, zmq_msg_t *first,
+                        spits_parts_t *parts, const char **why)
 {
-    char lost[160];
-    relay_recv_bad(r, why);
-    if (!t)
-        return;
-    snprintf(lost, sizeof lost, "lost (a bad peer: %s)", why);
-    relay_copies_gone(r, t, lost, 1);
+    return router_rest(((tm_relay_t *)arg)->sock.router, h, first, parts, why);
 }
 
 /* A relay's place in a chain of relays, as its HELLO said (the
@@ -104,29 +99,49 @@ void relay_recv_hop_job(void *arg, server_peer_t *p, int type)
     relay_send_job(arg, (rl_tm_t *)p, type);
 }
 
-/* HELLO: a TM (or a relay) joins, re-attaches, or repeats itself
- * (server_on_hello), once it passes the relay's own checks. */
-static void relay_recv_hello(tm_relay_t *r, rl_tm_t *t, const void *rid,
-                             size_t ridlen, zmq_msg_t *msg)
+/* (server_hop_t.hello) A TM (or a relay) joins, re-attaches, or repeats
+ * itself (server_on_hello), once it passes the relay's own checks. */
+void relay_recv_hop_hello(void *arg, server_peer_t *p, server_msg_t *m)
 {
+    tm_relay_t *r = arg;
     const char *why = NULL;
     spits_hello_t h;
     rl_hello_ctx_t c = {.nbelow = 0};
     int loop = 0;
-    json_t *j = spits_wire_decode_json(zmq_msg_data(msg), zmq_msg_size(msg), &why);
+    json_t *j = spits_wire_decode_json(zmq_msg_data(m->msg), zmq_msg_size(m->msg), &why);
 
     if (!j || spits_hello_parse(j, &h, &why) != 0 ||
         (h.relay && (loop = relay_peers_check_loop(r, h.relay, c.below, &c.nbelow)) < 0)) {
-        relay_recv_bad(r, why ? why : "HELLO with a bad relay id");
+        relay_recv_hop_bad(r, why ? why : "HELLO with a bad relay id");
         json_decref(j);
         return;
     }
     /* A loop is refused (relay_peers.c); with no job yet, it says HELLO
      * again each second. */
     if (!loop && r->job.body &&
-        server_on_hello(r->srv, t ? &t->sv : NULL, rid, ridlen, &h, r->job.id, &c) < 0)
-        relay_recv_bad(r, "no room to add a task manager");
+        server_on_hello(r->srv, p, m->rid, m->ridlen, &h, r->job.id, &c) < 0)
+        relay_recv_hop_bad(r, "no room to add a task manager");
     json_decref(j);
+}
+
+/* (server_hop_t.stats) Of a live TM only. */
+void relay_recv_hop_stats(void *arg, server_peer_t *p, server_msg_t *m)
+{
+    tm_relay_t *r = arg;
+    const char *why = NULL;
+    if (p->peer.alive && relay_peers_stats(&r->peers, (rl_tm_t *)p, zmq_msg_data(m->msg),
+                                           zmq_msg_size(m->msg), &why) != 0)
+        relay_recv_hop_bad(r, why);
+}
+
+/* (server_hop_t.drain) */
+void relay_recv_hop_drain(void *arg, server_peer_t *p)
+{
+    tm_relay_t *r = arg;
+    rl_tm_t *t = (rl_tm_t *)p;
+    relay_peers_capacity(&r->peers, t);
+    if (loglimit_allow(&r->log.events, r->tm->now))
+        spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
 }
 
 #define RELAY_UNQUEUE_MAX 64   /* foreign results' ids unqueued at once */
@@ -205,91 +220,19 @@ static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
     relay_copies_settle(r);
 }
 
-/* One message from rid: its first frame, msg, with its other frames
- * still to be read (parts of RESULTS; the rest is dropped). */
-static void relay_recv_message(tm_relay_t *r, zmq_msg_t *ridmsg, zmq_msg_t *msg)
+/* (server_hop_t.results) From a live TM; any other's go up as
+ * foreign. */
+void relay_recv_hop_results(void *arg, server_peer_t *p, server_msg_t *m)
 {
-    const void *rid = zmq_msg_data(ridmsg);
-    size_t ridlen = zmq_msg_size(ridmsg);
-    spits_hdr_t h;
-    spits_parts_t parts;
-    const char *why = NULL;
-
-    if (ridlen == 0 || ridlen > RELAY_RID_MAX) {
-        if (zmq_msg_more(msg))
-            spits_zmq_drop_frames(r->sock.router);
-        relay_recv_bad(r, "a routing id of a bad size");
-        return;
-    }
-    /* (a HELLO takes the entry of a TM gone too: it re-attaches) */
-    rl_tm_t *entry = peertab_find(r->peers.tab, rid, ridlen);
-    rl_tm_t *t = entry && entry->sv.peer.alive ? entry : NULL;
-    if (spits_wire_parse(zmq_msg_data(msg), zmq_msg_size(msg), &h, &why) != 0) {
-        if (zmq_msg_more(msg))
-            spits_zmq_drop_frames(r->sock.router);
-        relay_recv_bad_peer(r, t, why);
-        return;
-    }
-    server_on_message(r->srv, t ? &t->sv : NULL, &h);
-    int fd = spits_zmq_msg_fd(msg);
-    int rc = spits_parts_recv(&parts, r->sock.router, &h, msg, SPITS_MSG_RESULTS, &why);
-    if (rc != 0) {
-        /* Its records still answer copies, unrun; then it goes. */
-        why = rc == -2 ? "no memory for its parts" : why;
-        if (h.type == SPITS_MSG_RESULTS)
-            relay_recv_results(r, t, &h, msg, &parts, 1);
-        relay_recv_bad_peer(r, t, why);
-        return;
-    }
-    switch (h.type) {
-    case SPITS_MSG_HELLO:
-        relay_recv_hello(r, entry, rid, ridlen, msg);
-        break;
-    case SPITS_MSG_RESULTS:
-        relay_recv_results(r, t, &h, msg, &parts, 0);
-        if (!t)
-            relay_send_who(r, rid, ridlen);
-        break;
-    case SPITS_MSG_HEARTBEAT:
-        if (!t)
-            relay_send_who(r, rid, ridlen);
-        break;
-    case SPITS_MSG_STATS:
-        /* (a peer that never said HELLO: not even parsed) */
-        if (t && relay_peers_stats(&r->peers, t, zmq_msg_data(msg), zmq_msg_size(msg),
-                                   &why) != 0)
-            relay_recv_bad(r, why);
-        break;
-    case SPITS_MSG_DRAIN:
-        if (server_on_drain(t ? &t->sv : NULL)) {
-            relay_peers_capacity(&r->peers, t);
-            if (loglimit_allow(&r->log.events, r->tm->now))
-                spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
-        }
-        /* The answer goes after every task sent to it (one connection
-         * keeps their order): once it has it, none is on its way. */
-        if (t)
-            relay_send_empty(r, t, SPITS_MSG_DRAIN);
-        break;
-    case SPITS_MSG_BYE:
-        if (t)
-            server_on_bye(r->srv, &t->sv, zmq_msg_data(msg), zmq_msg_size(msg));
-        break;
-    case SPITS_MSG_STATUS:
-        break;   /* (spits-status asks the JM) */
-    default:
-        relay_recv_bad(r, "a JM-to-TM message sent to a relay");
-    }
-    /* (looked up again: a HELLO adds it) */
-    entry = peertab_find(r->peers.tab, rid, ridlen);
-    server_on_handled(r->srv, entry ? &entry->sv : NULL, fd, conngen_of(r->sock.conngen, fd));
-    spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
+    rl_tm_t *t = p && p->peer.alive ? (rl_tm_t *)p : NULL;
+    relay_recv_results(arg, t, &m->h, m->msg, m->parts, m->unrun);
 }
 
 void relay_recv_burst(tm_relay_t *r)
 {
     for (int i = 0; i < SERVE_RECV_BURST && !r->tm->done; i++) {
         zmq_msg_t rid, body;
+        spits_parts_t parts = {0};
         zmq_msg_init(&rid);
         if (zmq_msg_recv(&rid, r->sock.router, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&rid);
@@ -298,12 +241,14 @@ void relay_recv_burst(tm_relay_t *r)
         zmq_msg_init(&body);
         if (!zmq_msg_more(&rid) ||
             zmq_msg_recv(&body, r->sock.router, ZMQ_DONTWAIT) < 0) {
-            relay_recv_bad(r, "no body");
+            relay_recv_hop_bad(r, "no body");
         } else {
-            relay_recv_message(r, &rid, &body);
+            server_msg_t m = {.rid = zmq_msg_data(&rid), .ridlen = zmq_msg_size(&rid),
+                              .msg = &body, .parts = &parts};
+            server_on_frames(r->srv, &m);
+            spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
         }
         zmq_msg_close(&body);
         zmq_msg_close(&rid);
     }
 }
-

@@ -31,19 +31,13 @@ int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
     return server_send(r->srv, &t->sv, buf, len, more);
 }
 
-int relay_send_empty(tm_relay_t *r, rl_tm_t *t, int type)
+/* (server_hop_t.reply) */
+void relay_send_reply(void *arg, const void *rid, size_t ridlen, int type)
 {
+    tm_relay_t *r = arg;
     unsigned char hdr[SPITS_HDR_SIZE];
     spits_wire_encode_empty(hdr, type, r->job.phase);
-    return relay_send_buf(r, t, hdr, sizeof hdr, 0);
-}
-
-/* A peer we do not know (we lost it, or restarted): say HELLO. */
-void relay_send_who(tm_relay_t *r, const void *rid, size_t ridlen)
-{
-    unsigned char who[SPITS_HDR_SIZE];
-    spits_wire_encode_empty(who, SPITS_MSG_WHO, r->job.phase);
-    router_send(r->sock.router, rid, ridlen, who, sizeof who, 0);
+    router_send(r->sock.router, rid, ridlen, hdr, sizeof hdr, 0);
 }
 
 /* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
