@@ -223,8 +223,9 @@ void serve_tms(jm_disp_t *d);
 size_t serve_refill(void *d, size_t want);
 size_t serve_send_tasks(void *d, server_peer_t *p, sched_task_t *const *tasks, size_t n);
 void serve_publish_window(jm_disp_t *d);
-/* The server's RESULTS (server_hop_t.results; m->hop: its jm_rx_t) */
-void serve_hop_results(void *d, server_peer_t *p, server_msg_t *m);
+/* The server's RESULTS (server_hop_t.results; it->m->hop: the message's
+ * jm_rx_t): results to the committer */
+void serve_hop_results(void *d, server_peer_t *p, server_recs_t *it);
 /* The scheduler's hooks (serving/scheduler.h): resolved tasks back to the
  * task pool, and, with d->adopt (a resumed phase), fresh tasks resolved
  * from the early results kept there. Set again as d->adopt changes. */

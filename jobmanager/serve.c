@@ -12,13 +12,11 @@
  * What it gains: spits_parts_min (parts.h).
  * Large results come the same way, as parts of a RESULTS message that
  * the dispatcher received whole (disp_on_message), and are committed
- * from them as from its frame. A RESULTS message gives back one credit
- * per record, but for its foreign records
- * (wire.h: a relay forwarding a result of a copy it was never sent, so
- * none of its credit is spent on it); each record's outcome comes
- * from the scheduler, and results go to the committer straight from the
- * received message, in chunks of a fixed size, so no count a peer claims
- * sizes an allocation. Copies of a committed task still out are
+ * from them as from its frame. The server (serving/server.c) gives the
+ * TM its credit back and hands over a RESULTS' records (server_recs_t),
+ * each of which goes to the scheduler; results then go to the committer
+ * straight from the received message, in chunks of a fixed size, so no
+ * count a peer claims sizes an allocation. Copies of a committed task still out are
  * cancelled. The generator learns how far the window moved
  * (serve_publish_window). All of it runs on the dispatcher thread.
  */
@@ -403,27 +401,17 @@ static int unvouched_result(jm_disp_t *d, const jm_tm_t *t, const spits_rec_t *r
     return 1;
 }
 
-/* RESULTS: every record gives its TM a slot back (wire.h) but a foreign
- * one (a relay's, of a copy sent elsewhere), and each is a result, a
- * failed run or a copy handed back unrun (serving/scheduler.c decides; a foreign
- * one resolves its task or does nothing, scheduler.h). rx is the message; results are committed straight from it,
- * so it lives until the last of them is (jm_rx_release). With unrun (its
- * parts did not match its records), every record is taken as a copy
- * handed back unrun: it then runs again, and nothing is lost. */
-void serve_hop_results(void *arg, server_peer_t *p, server_msg_t *m)
+/* The server's RESULTS (server_hop_t.results): results go to the
+ * committer straight from the message they came in (a jm_rx_t), which
+ * lives until the last of them is committed (jm_rx_release). */
+void serve_hop_results(void *arg, server_peer_t *p, server_recs_t *it)
 {
     jm_disp_t *d = arg;
     jm_tm_t *t = (jm_tm_t *)p;
-    const spits_hdr_t *h = &m->h;
-    jm_rx_t *rx = m->hop;
-    int unrun = m->unrun;
-    spits_reader_t r;
-    spits_rec_t rec;
+    jm_rx_t *rx = it->m->hop;
+    const spits_hdr_t *h = &it->m->h;
     uint64_t hash;
-    sched_peer_t *sp = t ? &t->sv.sched : NULL;
 
-    sched_clock(d->sched, d->clock.now);
-    sched_credit(d->sched, t && t->sv.peer.alive ? &t->sv.sched : NULL, h->count - h->foreign);
     d->st.foreign_results += h->foreign;
     if (t && t->sv.peer.alive)
         grow_slots(d, t);
@@ -431,23 +419,20 @@ void serve_hop_results(void *arg, server_peer_t *p, server_msg_t *m)
         d->st.stale += h->count;
         return;
     }
-    spits_reader_init(&r, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
-    spits_reader_parts(&r, rx->parts.view);
-    while (spits_reader_next(&r, &rec)) {
-        if (unrun)
-            rec.status = SPITS_ST_RETURNED;
-        if (d->adopt && unvouched_result(d, t, &rec))
+    while (server_recs_next(it)) {
+        const spits_rec_t *rec = &it->rec;
+        if (d->adopt && unvouched_result(d, t, rec))
             continue;
-        switch (sched_record(d->sched, sp, rec.id, rec.status, rec.foreign, &hash)) {
+        switch (server_recs_record(it, rec->id, &hash)) {
         case SCHED_REC_COMMIT:
         case SCHED_REC_POISON:
-            commit_note(d, t, &rec, hash, rx);
+            commit_note(d, t, rec, hash, rx);
             break;
         case SCHED_REC_RETRY:
-            spits_debug("task %llu failed; retrying", (unsigned long long)rec.id);
+            spits_debug("task %llu failed; retrying", (unsigned long long)rec->id);
             break;
         case SCHED_REC_UNKNOWN:
-            on_unknown_record(d, &rec);
+            on_unknown_record(d, rec);
             break;
         default:
             break;

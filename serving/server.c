@@ -41,8 +41,9 @@ server_t *server_new(const server_cfg_t *cfg)
     const server_hop_t *h = &cfg->hop;
     assert(cfg->tab && cfg->sched && cfg->probe && h->send && h->refill &&
            h->send_tasks && h->lost && h->pending && h->stopping && h->who &&
-           h->add && h->joined && h->job && h->rest && h->bad && h->hello && h->results &&
-           h->stats && h->drain && h->reply);
+           h->add && h->joined && h->job && h->rest && h->bad && h->hello &&
+           h->results && h->stats && h->drain &&
+           h->reply);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
@@ -420,6 +421,18 @@ static server_peer_t *server_find(server_t *s, const server_msg_t *m)
     return peertab_find(s->cfg.tab, m->rid, m->ridlen);
 }
 
+/* RESULTS: the scheduler's clock, a live sender's slots back (but for
+ * foreign records), then its records to the hop (server_recs_t). */
+static void server_on_results(server_t *s, server_peer_t *p, server_msg_t *m)
+{
+    server_recs_t it = {.m = m, .sched = s->cfg.sched, .sp = p ? &p->sched : NULL};
+    sched_clock(it.sched, s->now);
+    sched_credit(it.sched, p && p->peer.alive ? it.sp : NULL, m->h.count - m->h.foreign);
+    spits_reader_init(&it.reader, zmq_msg_data(m->msg), zmq_msg_size(m->msg));
+    spits_reader_parts(&it.reader, m->parts->view);
+    s->cfg.hop.results(s->cfg.hop.arg, p, &it);
+}
+
 /* The handlers, by m's type (server_on_frames). */
 static void server_route(server_t *s, server_peer_t *p, server_msg_t *m)
 {
@@ -429,7 +442,7 @@ static void server_route(server_t *s, server_peer_t *p, server_msg_t *m)
         hop->hello(hop->arg, p, m);
         break;
     case SPITS_MSG_RESULTS:
-        hop->results(hop->arg, p, m);
+        server_on_results(s, p, m);
         break;
     case SPITS_MSG_HEARTBEAT:
         break;
@@ -647,6 +660,8 @@ typedef struct {
                                     to a RESULTS */
     int rest_drops;              /* rest calls that dropped frames */
     int hello_joins;             /* the hello handler joins the peer */
+    int sink_drop;               /* st_results drops the records */
+    char sink[256];              /* what st_results was given */
 } st_hop_t;
 
 static int st_send(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
@@ -775,12 +790,18 @@ static int st_rest(void *arg, const spits_hdr_t *hd, zmq_msg_t *first, spits_par
         h->rest_drops++;
         return 0;
     }
+    /* (told apart by their sizes and bytes: 3 'a's, 4 'b's...) */
     for (size_t i = 0; !h->rest_rc && hd->type == SPITS_MSG_RESULTS && i < h->rest_parts; i++) {
         zmq_msg_t m;
-        zmq_msg_init_size(&m, 3);
+        zmq_msg_init_size(&m, 3 + i);
+        memset(zmq_msg_data(&m), 'a' + (int)i, 3 + i);
         if (spits_parts_add(parts, &m) != 0)
             zmq_msg_close(&m);
     }
+    if (parts && parts->n && (parts->view = calloc(parts->n, sizeof *parts->view)))
+        for (size_t i = 0; i < parts->n; i++)
+            parts->view[i] = (spits_part_t){zmq_msg_data(&parts->msgs[i]),
+                                            zmq_msg_size(&parts->msgs[i])};
     *why = "parts that do not fit";
     return h->rest_rc;
 }
@@ -801,9 +822,36 @@ static void st_hello_msg(void *arg, server_peer_t *p, server_msg_t *m)
         server_on_hello(h->s, p, m->rid, m->ridlen, &hi, "job", NULL);
 }
 
-static void st_results(void *arg, server_peer_t *p, server_msg_t *m)
+/* RESULTS: "results" in msgs; unless drop, each record to sink, as
+ * "OUTCOME:ID:HASH:PART " (c commit, p poison, r retry, u unknown, t
+ * returned; x a record the hop keeps: ids 90 to 99; PART: the frame's
+ * size and first byte, or -), then "end"; an id of 1000 or more is the
+ * task 1000 less. */
+static void st_results(void *arg, server_peer_t *p, server_recs_t *it)
 {
-    st_note(arg, "results", p, m->unrun ? "u" : "");
+    st_hop_t *h = arg;
+    st_note(h, "results", p, it->m->unrun ? "u" : "");
+    if (h->sink_drop)
+        return;
+    while (server_recs_next(it)) {
+        const spits_rec_t *rec = &it->rec;
+        char size[24] = "-", what = 'x';
+        uint64_t hash = 0;
+        if (it->frame)   /* (and its bytes, as the record's data) */
+            snprintf(size, sizeof size, "%zu%c", zmq_msg_size(it->frame),
+                     rec->data ? rec->data[0] : '?');
+        if (rec->id < 90 || rec->id > 99) {
+            sched_outcome_t o = server_recs_record(it, rec->id >= 1000 ? rec->id - 1000 :
+                                                   rec->id, &hash);
+            what = o == SCHED_REC_COMMIT ? 'c' : o == SCHED_REC_POISON ? 'p' :
+                   o == SCHED_REC_RETRY ? 'r' : o == SCHED_REC_UNKNOWN ? 'u' :
+                   o == SCHED_REC_RETURNED ? 't' : '?';
+        }
+        size_t at = strlen(h->sink);
+        snprintf(h->sink + at, sizeof h->sink - at, "%c:%llu:%llu:%s ", what,
+                 (unsigned long long)rec->id, (unsigned long long)hash, size);
+    }
+    strncat(h->sink, "end", sizeof h->sink - strlen(h->sink) - 1);
 }
 
 static void st_stats_msg(void *arg, server_peer_t *p, server_msg_t *m)
@@ -844,7 +892,8 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
     server_cfg_t cfg = {
         .hop = {h, st_send, st_refill, st_send_tasks, st_lost, st_pending,
                 st_stopping, st_who, st_add, st_joined, st_job, .rest = st_rest,
-                .bad = st_bad, .hello = st_hello_msg, .results = st_results,
+                .bad = st_bad, .hello = st_hello_msg,
+                .results = st_results,
                 .stats = st_stats_msg, .drain = st_drain, .status = st_status,
                 .reply = st_reply},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
@@ -1631,6 +1680,38 @@ static void st_frames(st_hop_t *h, const char *rid, int type, int n, int bad)
     spits_batch_free(&b);
 }
 
+/* A RESULTS from rid of n records: ids, their statuses (with
+ * SPITS_REC_FOREIGN), each inline (1 byte) or as a part (part[i]). */
+static void st_results_msg(st_hop_t *h, const char *rid, int n, const uint64_t *ids,
+                           const uint32_t *st, const int *part)
+{
+    spits_batch_t b = {0};
+    spits_parts_t parts = {0};
+    zmq_msg_t msg;
+    size_t nparts = 0;
+    spits_batch_begin(&b, SPITS_MSG_RESULTS, 0);
+    for (int i = 0; i < n; i++) {
+        if (part[i]) {
+            spits_batch_add_part(&b, ids[i], st[i], (uint32_t)(3 + nparts));
+            nparts++;
+        } else {
+            unsigned char *at = spits_batch_add(&b, ids[i], st[i], 1);
+            if (at)
+                *at = 'r';
+        }
+    }
+    spits_batch_seal(&b);
+    zmq_msg_init_size(&msg, b.buf.len);
+    memcpy(zmq_msg_data(&msg), b.buf.data, b.buf.len);
+    h->rest_parts = nparts;
+    server_msg_t m = {.rid = rid, .ridlen = strlen(rid), .msg = &msg, .parts = &parts};
+    server_on_frames(h->s, &m);
+    h->rest_parts = 0;
+    spits_parts_free(&parts);
+    zmq_msg_close(&msg);
+    spits_batch_free(&b);
+}
+
 static int st_msgs_are(st_hop_t *h, const char *want)
 {
     return st_text_is(h->msgs, "handled", want);
@@ -1656,7 +1737,7 @@ static int st_frames_route(void)
     /* (its connection: a message made here has no descriptor) */
     S_CHECK(p[0]->live.fd == -1 && p[0]->live.fd_gen == 0 && p[1]->live.fd == 0);
     S_CHECK(server_stats(h.s)->results_as_parts == 2 &&
-            server_stats(h.s)->bytes_in == SPITS_HDR_SIZE + 2 * SPITS_REC_SIZE + 6);
+            server_stats(h.s)->bytes_in == SPITS_HDR_SIZE + 2 * SPITS_REC_SIZE + 3 + 4);
     h.rest_parts = 0;
     st_frames(&h, "a", SPITS_MSG_HELLO, 0, 0);
     st_frames(&h, "b", SPITS_MSG_STATS, 0, 0);
@@ -1747,6 +1828,96 @@ out:
     return rc;
 }
 
+/* RESULTS: a live sender's slots back but for foreign records; each
+ * record to the hop with its own part, and to the scheduler by the id
+ * the hop gives, the verdict with the task's hash; unrun: every record a
+ * copy handed back; a sender not alive still counts. */
+static int st_intake(void)
+{
+    st_hop_t h;
+    server_peer_t **p = h.p;
+    int rc = -1;
+    size_t n;
+    uint64_t a[4], b[4];
+    char want[256];
+    S_CHECK(st_world(&h, 2, 4, 100) == 0);
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 1:2 0:2 1:2 "));
+    for (int k = 0; k < 2; k++) {
+        sched_task_t *const *held = sched_held(h.sc, &p[k]->sched, &n);
+        S_CHECK(n == 4 && p[k]->sched.credit.outstanding == 4);
+        for (size_t i = 0; i < n; i++) {
+            (k ? b : a)[i] = held[i]->id;
+            held[i]->hash = 70 + 10 * (uint64_t)k + i;
+        }
+    }
+    /* A result, and a foreign result of a task p[1] holds: one slot back,
+     * both tasks resolved; the first, a copy that ran on arrival, took
+     * 250 ms by the server's clock. */
+    server_clock(h.s, 1250);
+    uint64_t ids1[] = {a[0], b[0]};
+    uint32_t st1[] = {SPITS_ST_OK, SPITS_ST_OK | SPITS_REC_FOREIGN};
+    int part1[] = {0, 0};
+    st_results_msg(&h, "a", 2, ids1, st1, part1);
+    snprintf(want, sizeof want, "c:%llu:70:- c:%llu:80:- end", (unsigned long long)a[0],
+             (unsigned long long)b[0]);
+    S_CHECK(st_text_is(h.sink, "sink", want) && st_msgs_are(&h, "results 0; "));
+    S_CHECK(p[0]->sched.credit.outstanding == 3 && p[1]->sched.credit.outstanding == 4 &&
+            p[0]->sched.done == 2 && p[0]->sched.turn_ms == 250);
+    /* A result as a part, a failed run of the task 1000 less (retried), a
+     * record the hop keeps (its part the second), and a copy handed
+     * back. */
+    uint64_t ids2[] = {a[1], 1000 + a[2], 95, a[3]};
+    uint32_t st2[] = {SPITS_ST_OK, SPITS_ST_FAILED, SPITS_ST_OK, SPITS_ST_RETURNED};
+    int part2[] = {1, 0, 1, 0};
+    st_results_msg(&h, "a", 4, ids2, st2, part2);
+    snprintf(want, sizeof want, "c:%llu:71:3a r:%llu:0:- x:95:0:4b t:%llu:0:- end",
+             (unsigned long long)a[1], (unsigned long long)(1000 + a[2]),
+             (unsigned long long)a[3]);
+    S_CHECK(st_text_is(h.sink, "sink", want) && st_msgs_are(&h, "results 0; ") &&
+            p[0]->sched.credit.outstanding == 0 && p[0]->sched.done == 3 &&
+            p[0]->sched.failed == 1);
+    S_CHECK(sched_held(h.sc, &p[0]->sched, &n) && n == 0);
+    /* From a routing id no entry has: still counted. */
+    uint64_t ids3[] = {b[1]};
+    uint32_t st3[] = {SPITS_ST_OK};
+    int part3[] = {0};
+    st_results_msg(&h, "z", 1, ids3, st3, part3);
+    snprintf(want, sizeof want, "c:%llu:81:- end", (unsigned long long)b[1]);
+    S_CHECK(st_text_is(h.sink, "sink", want) && st_msgs_are(&h, "results -1; who -1 z; ") &&
+            p[1]->sched.credit.outstanding == 4);
+    /* Parts that do not fit: each record a copy handed back, then its
+     * sender lost; from it, dead, a result still counts on its entry. */
+    h.rest_rc = -1;
+    uint64_t ids4[] = {b[2], b[3]};
+    int part4[] = {0, 0};
+    uint32_t st4[] = {SPITS_ST_OK, SPITS_ST_OK};
+    st_results_msg(&h, "b", 2, ids4, st4, part4);
+    snprintf(want, sizeof want, "t:%llu:0:- t:%llu:0:- end", (unsigned long long)b[2],
+             (unsigned long long)b[3]);
+    S_CHECK(st_text_is(h.sink, "sink", want) && !p[1]->peer.alive &&
+            st_msgs_are(&h, "bad parts that do not fit; results 1u; who -1 b; "));
+    h.rest_rc = 0;
+    uint64_t done = p[1]->sched.done;
+    st_results_msg(&h, "b", 1, ids4, st4, part4);
+    snprintf(want, sizeof want, "c:%llu:82:- end", (unsigned long long)b[2]);
+    S_CHECK(st_text_is(h.sink, "sink", want) && p[1]->sched.done == done + 1);
+    /* A hop that drops them all still gave the slots back. */
+    server_serve(h.s);
+    S_CHECK(sched_held(h.sc, &p[0]->sched, &n) && n == 4);
+    h.log[0] = h.msgs[0] = 0;
+    h.sink_drop = 1;
+    uint64_t ids5[] = {sched_held(h.sc, &p[0]->sched, &n)[0]->id};
+    st_results_msg(&h, "a", 1, ids5, st3, part3);
+    S_CHECK(st_text_is(h.sink, "sink", "") && st_msgs_are(&h, "results 0; ") &&
+            p[0]->sched.credit.outstanding == 3 && sched_held(h.sc, &p[0]->sched, &n) &&
+            n == 4);
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
 int server_selftest(void)
 {
     server_t *s = NULL;
@@ -1754,7 +1925,7 @@ int server_selftest(void)
     int rc = 0;
     if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
         st_hello() || st_messages() || st_stats() || st_phase() || st_end() ||
-        st_frames_route())
+        st_frames_route() || st_intake())
         rc = -1;
     if (st_world(&h, 0, 0, 0) == 0) {
         s = h.s;

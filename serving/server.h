@@ -22,6 +22,8 @@
  *   - each message a peer sends (server_on_frames): parsed, its frames
  *     read, routed to the hop's handler by type, a malformed one's
  *     sender lost, WHO to a peer it does not know, DRAIN answered;
+ *   - a RESULTS up to its records (credit back, the scheduler's clock),
+ *     which the hop walks inline (server_recs_t);
  *   - a HELLO (server_on_hello): a join, a repeat, a re-attach that
  *     waits for its results, or a reconnect, by joins.h's rules;
  *   - a STATS (server_on_stats): a peer's runs, busy time and capacity;
@@ -118,7 +120,45 @@ typedef struct {
     void *ctx;               /* the hop's, as it called server_on_hello */
 } server_join_t;
 
-/* What a hop plugs in. Every function gets arg; all are required. */
+/* A RESULTS' records, as the server hands them to its hop (hop.results):
+ * it has set the scheduler's clock and given a live sender a slot back
+ * for each record but foreign ones (wire.h). The hop walks them
+ * (server_recs_next) and gives the scheduler each that answers one of
+ * its tasks (server_recs_record), acting on the verdict: the JM commits,
+ * a relay sends the result up. Inline: this is the per-task path. */
+typedef struct {
+    spits_rec_t rec;         /* the record (its status RETURNED when unrun) */
+    zmq_msg_t *frame;        /* the frame its payload came in, or NULL */
+    server_msg_t *m;
+    spits_reader_t reader;
+    sched_t *sched;
+    sched_peer_t *sp;        /* the sender's entry, alive or not, or NULL */
+    size_t part;             /* the next part */
+} server_recs_t;
+
+/* The next record into it->rec and it->frame: 1, or 0 after the last. */
+static inline int server_recs_next(server_recs_t *it)
+{
+    if (!spits_reader_next(&it->reader, &it->rec))
+        return 0;
+    it->frame = it->rec.part && !it->m->unrun ? &it->m->parts->msgs[it->part++] : NULL;
+    if (it->m->unrun)
+        it->rec.status = SPITS_ST_RETURNED;
+    return 1;
+}
+
+/* The current record answers the scheduler's task id: its verdict
+ * (sched_record; *hash: the task's, when it resolved it). A record of a
+ * sender not alive still counts: work is never thrown away while its
+ * task is unfinished. */
+static inline sched_outcome_t server_recs_record(server_recs_t *it, uint64_t id,
+                                                 uint64_t *hash)
+{
+    return sched_record(it->sched, it->sp, id, it->rec.status, it->rec.foreign, hash);
+}
+
+/* What a hop plugs in. Every function gets arg; all are required but
+ * where said. */
 typedef struct {
     void *arg;
     /* buf to p (more: frames follow): 0, or -1 with errno (EAGAIN: its
@@ -169,8 +209,9 @@ typedef struct {
     /* HELLO (p or NULL): parsed and checked by the hop, which then
      * calls server_on_hello. */
     void (*hello)(void *arg, server_peer_t *p, server_msg_t *m);
-    /* RESULTS (p or NULL): its records to the scheduler and the sink. */
-    void (*results)(void *arg, server_peer_t *p, server_msg_t *m);
+    /* RESULTS (p or NULL): its records (server_recs_t), to the hop's
+     * sink (the JM's committer; a relay's upstream). */
+    void (*results)(void *arg, server_peer_t *p, server_recs_t *recs);
     /* STATS: parsed by the hop, which calls server_on_stats. */
     void (*stats)(void *arg, server_peer_t *p, server_msg_t *m);
     /* A live p's first DRAIN (server_on_drain): it logs and recounts. */
@@ -271,7 +312,8 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
  *     dropped, and its sender, if alive, is lost as a bad peer; but a
  *     RESULTS whose parts do not fit still answers its copies, unrun
  *     (m->unrun), before its sender is lost;
- *   - HELLO, RESULTS, STATS (a known entry only), STATUS: the hop's;
+ *   - RESULTS: its records (server_recs_t), to hop.results;
+ *   - HELLO, STATS (a known entry only), STATUS: the hop's;
  *   - a RESULTS or HEARTBEAT from a peer not alive (after it) gets WHO,
  *     so that it says HELLO again;
  *   - DRAIN: server_on_drain (its first: hop.drain), and the answer, to

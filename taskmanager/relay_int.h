@@ -315,7 +315,7 @@ int relay_recv_hop_rest(void *r, const spits_hdr_t *h, zmq_msg_t *first,
                         spits_parts_t *parts, const char **why);
 void relay_recv_hop_bad(void *r, const char *why);
 void relay_recv_hop_hello(void *r, server_peer_t *p, server_msg_t *m);
-void relay_recv_hop_results(void *r, server_peer_t *p, server_msg_t *m);
+void relay_recv_hop_results(void *r, server_peer_t *p, server_recs_t *it);
 void relay_recv_hop_stats(void *r, server_peer_t *p, server_msg_t *m);
 void relay_recv_hop_drain(void *r, server_peer_t *p);
 

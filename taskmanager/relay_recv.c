@@ -6,8 +6,9 @@
  *   HELLO      a TM joins (or re-attaches), unless it closes a loop of
  *              relays: it gets the job's WELCOME as the relay got it,
  *              with its own attach number
- *   RESULTS    each record of a copy this relay holds goes to the
- *              scheduler (serving/scheduler.h), as the JM's do: the
+ *   RESULTS    (the server's sink) each record of a copy this relay
+ *              holds goes to the scheduler (serving/scheduler.h), as the
+ *              JM's do: the
  *              first result of a task, or its failed run, goes upstream,
  *              its other copies are cancelled, a copy handed back runs
  *              again; other results (a TM that joined holding work from
@@ -151,81 +152,65 @@ void relay_recv_hop_drain(void *arg, server_peer_t *p)
  * goes back unrun instead of down to a TM, which would run the task
  * again; typically the JM re-sent it to us when the TM's old hop died.
  * A copy already down with a TM is the JM's to cancel. */
-static void relay_recv_unqueue(tm_relay_t *r, const tm_phase_t *ph, uint64_t *ids,
-                               size_t *n)
+static void relay_recv_unqueue(tm_relay_t *r, uint64_t *ids, size_t *n)
 {
     if (!*n)
         return;
     relay_records_flush(r);
-    tm_pool_cancel(&r->tm->pool, ph, ids, *n);
+    tm_pool_cancel(&r->tm->pool, r->tm->job.current, ids, *n);
     *n = 0;
 }
 
-/* The records of a RESULTS message from t (NULL: a TM we do not know, or
- * one gone): each of a copy this relay holds goes to the scheduler (see
- * the header); any other result goes up as foreign, and a copy of its
- * task still queued here goes back unrun (relay_recv_unqueue). With
- * no_payload (a message whose frames did not fit its records), every
- * record is taken as a copy handed back unrun, and nothing goes up. */
-static void relay_recv_results(tm_relay_t *r, rl_tm_t *t, const spits_hdr_t *h,
-                               zmq_msg_t *msg, spits_parts_t *parts, int no_payload)
+/* Not a copy held here: work it did for another hop (or for us before
+ * we counted it lost), or a copy told to cancel. */
+static void relay_recv_other(tm_relay_t *r, const spits_hdr_t *h, const spits_rec_t *rec,
+                             zmq_msg_t *part, uint64_t *done, size_t *ndone)
 {
-    sched_t *s = r->copies.sched;
-    sched_peer_t *sp = t ? &t->sv.sched : NULL;
-    spits_reader_t reader;
-    spits_rec_t rec;
-    uint64_t done[RELAY_UNQUEUE_MAX], up;
-    size_t ndone = 0;
     const tm_phase_t *cur = r->tm->job.current;
-    size_t k = 0;   /* the next part */
-
-    sched_clock(s, r->tm->now);
-    sched_credit(s, sp, h->count - h->foreign);
-    spits_reader_init(&reader, zmq_msg_data(msg), zmq_msg_size(msg));
-    spits_reader_parts(&reader, parts->view);
-    while (spits_reader_next(&reader, &rec)) {
-        zmq_msg_t *part = rec.part && !no_payload ? &parts->msgs[k++] : NULL;
-        sched_task_t *task = rec.foreign ? NULL : relay_copies_find(r, rec.id, h->phase);
-        if (task) {
-            uint32_t status = no_payload ? SPITS_ST_RETURNED : rec.status;
-            sched_outcome_t o = sched_record(s, sp, task->id, status, 0, &up);
-            if (o == SCHED_REC_COMMIT || o == SCHED_REC_POISON) {
-                /* (released, not yet freed: relay_copies_settle) */
-                relay_records_add(r, rl_copy(task)->phase, rec.id, rec.status, rec.data,
-                                  rec.len, part, 1);
-                rl_copy(task)->answered = 1;
-            }
-            continue;
-        }
-        /* A copy told to cancel (its task resolved): nothing more. */
-        if (!rec.foreign && relay_copies_swallow(r, rec.id))
-            continue;
-        /* Not a copy held here: work it did for another hop (or for us
-         * before we counted it lost). A result may still be the first; a
-         * copy handed back is nothing to anyone. */
-        if (no_payload || rec.status == SPITS_ST_RETURNED || !cur ||
-            h->phase != cur->wire)
-            continue;
-        relay_records_add(r, cur, rec.id, rec.status | SPITS_REC_FOREIGN, rec.data,
-                          rec.len, part, 0);
-        r->log.foreign++;
-        if (rec.status != SPITS_ST_OK)
-            continue;
-        done[ndone++] = rec.id;
-        if (ndone == RELAY_UNQUEUE_MAX)
-            relay_recv_unqueue(r, cur, done, &ndone);
-    }
-    relay_recv_unqueue(r, cur, done, &ndone);
-    relay_copies_cancels(r);
-    relay_copies_settle(r);
+    /* A copy told to cancel (its task resolved): nothing more. */
+    if (!rec->foreign && relay_copies_swallow(r, rec->id))
+        return;
+    /* A result may still be the first; a copy handed back is nothing to
+     * anyone. */
+    if (rec->status == SPITS_ST_RETURNED || !cur || h->phase != cur->wire)
+        return;
+    relay_records_add(r, cur, rec->id, rec->status | SPITS_REC_FOREIGN, rec->data,
+                      rec->len, part, 0);
+    r->log.foreign++;
+    if (rec->status != SPITS_ST_OK)
+        return;
+    done[(*ndone)++] = rec->id;
+    if (*ndone == RELAY_UNQUEUE_MAX)
+        relay_recv_unqueue(r, done, ndone);
 }
 
-/* (server_hop_t.results) From a live TM; any other's go up as
- * foreign. */
-void relay_recv_hop_results(void *arg, server_peer_t *p, server_msg_t *m)
+/* (server_hop_t.results) A record of a copy this relay holds goes to the
+ * scheduler; its first result or failed run goes upstream. Any other
+ * record is the relay's (relay_recv_other). */
+void relay_recv_hop_results(void *arg, server_peer_t *p, server_recs_t *it)
 {
-    rl_tm_t *t = p && p->peer.alive ? (rl_tm_t *)p : NULL;
-    relay_recv_results(arg, t, &m->h, m->msg, m->parts, m->unrun);
+    tm_relay_t *r = arg;
+    uint64_t done[RELAY_UNQUEUE_MAX], hash;
+    size_t ndone = 0;
+    (void)p;
+    while (server_recs_next(it)) {
+        const spits_rec_t *rec = &it->rec;
+        sched_task_t *task = rec->foreign ? NULL : relay_copies_find(r, rec->id, it->m->h.phase);
+        if (!task) {
+            relay_recv_other(r, &it->m->h, rec, it->frame, done, &ndone);
+            continue;
+        }
+        sched_outcome_t o = server_recs_record(it, task->id, &hash);
+        if (o == SCHED_REC_COMMIT || o == SCHED_REC_POISON) {
+            /* (released, not yet freed: relay_copies_settle) */
+            relay_records_add(r, rl_copy(task)->phase, rec->id, rec->status, rec->data,
+                              rec->len, it->frame, 1);
+            rl_copy(task)->answered = 1;
+        }
+    }
+    relay_recv_unqueue(r, done, &ndone);
+    relay_copies_cancels(r);
+    relay_copies_settle(r);
 }
 
 void relay_recv_burst(tm_relay_t *r)
