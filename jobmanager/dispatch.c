@@ -520,7 +520,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
             .hop = {d, tmio_hop_send, serve_refill, serve_send_tasks, disp_hop_lost,
                     disp_hop_pending, disp_hop_stopping, disp_hop_who, members_hop_add,
                     members_hop_joined, members_hop_job, .rest = disp_hop_rest,
-                    .bad = disp_hop_bad, .hello = members_hop_hello,
+                    .bad = disp_hop_bad, .accept = members_hop_accept,
                     .results = serve_hop_results, .stats = members_hop_stats,
                     .drain = disp_hop_drain, .status = disp_hop_status,
                     .reply = disp_hop_reply},
@@ -528,7 +528,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                       .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
                       .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},
             .probe = router_probe, .probe_arg = d->net.conngen,
-            .conngen = d->net.conngen};
+            .conngen = d->net.conngen, .job_id = jm->job_id};
         d->srv = server_new(&cfg);
     }
     if (!d->fleet.tab || !d->commit.buf || !d->sched || d->net.wake_fd < 0 || !d->net.zctx ||

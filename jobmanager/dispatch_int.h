@@ -239,7 +239,8 @@ void dispview_live_update(jm_disp_t *d);
 json_t *dispview_status_doc(jm_disp_t *d);
 
 /* members.c */
-void members_hop_hello(void *d, server_peer_t *p, server_msg_t *m);
+int members_hop_accept(void *d, server_peer_t *p, const spits_hello_t *h, void **ctx,
+                       const char **why);
 void members_hop_stats(void *d, server_peer_t *p, server_msg_t *m);
 server_peer_t *members_hop_add(void *d, const void *rid, size_t ridlen, int *first);
 void members_hop_joined(void *d, server_peer_t *p, const server_join_t *j);

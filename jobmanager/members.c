@@ -168,37 +168,20 @@ void members_hop_job(void *arg, server_peer_t *p, int type)
     tmio_send_phase(arg, (jm_tm_t *)p, type);
 }
 
-/* HELLO (wire.h spits_hello_t; a relay, spits-tm --serve, says "relay":
- * {endpoint}, and its workers and slots may start at 0 and change with
- * its STATS): a join, a repeat or a reconnect (server_on_hello), as at a
- * relay. */
-void members_hop_hello(void *arg, server_peer_t *p, server_msg_t *m)
+/* (server_hop_t.accept) HELLO (wire.h spits_hello_t; a relay, spits-tm
+ * --serve, says "relay": {endpoint}, and its workers and slots may start
+ * at 0 and change with its STATS): a relay says where its TMs connect. */
+int members_hop_accept(void *arg, server_peer_t *p, const spits_hello_t *h, void **ctx,
+                       const char **why)
 {
-    jm_disp_t *d = arg;
-    zmq_msg_t *body = m->msg;
-    const char *why = NULL;
-    spits_hello_t h;
-    json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
-
-    if (!j || spits_hello_parse(j, &h, &why) != 0) {
-        tmio_bad_message(d, why);
-        json_decref(j);
-        return;
+    (void)arg, (void)p;
+    const char *relay_ep = json_string_value(json_object_get(h->relay, "endpoint"));
+    if (h->relay && !relay_ep) {
+        *why = "HELLO with a relay without an endpoint";
+        return -1;
     }
-    /* A relay says where its TMs connect. */
-    const char *relay_ep = json_string_value(json_object_get(h.relay, "endpoint"));
-    if (h.relay && !relay_ep) {
-        tmio_bad_message(d, "HELLO with a relay without an endpoint");
-        json_decref(j);
-        return;
-    }
-    server_hello_kind_t k = server_on_hello(d->srv, p, m->rid, m->ridlen, &h,
-                                            d->jm->job_id, (void *)relay_ep);
-    if (k == SERVER_HELLO_NO_ENTRY)
-        tmio_bad_message(d, "bad routing id");
-    else if (k == SERVER_HELLO_NO_ROOM)
-        tmio_bad_message(d, "out of memory adding a TM");
-    json_decref(j);
+    *ctx = (void *)relay_ep;
+    return 1;
 }
 
 /* One TM of a relay's "behind" list, checked, as report.json and STATUS

@@ -41,7 +41,7 @@ server_t *server_new(const server_cfg_t *cfg)
     const server_hop_t *h = &cfg->hop;
     assert(cfg->tab && cfg->sched && cfg->probe && h->send && h->refill &&
            h->send_tasks && h->lost && h->pending && h->stopping && h->who &&
-           h->add && h->joined && h->job && h->rest && h->bad && h->hello &&
+           h->add && h->joined && h->job && h->rest && h->bad && h->accept && cfg->job_id &&
            h->results && h->stats && h->drain &&
            h->reply);
     server_t *s = calloc(1, sizeof *s);
@@ -433,13 +433,37 @@ static void server_on_results(server_t *s, server_peer_t *p, server_msg_t *m)
     s->cfg.hop.results(s->cfg.hop.arg, p, &it);
 }
 
+/* HELLO: parsed, then by the hop's rules, a join (server_on_hello). */
+static void server_on_hello_msg(server_t *s, server_peer_t *p, server_msg_t *m)
+{
+    const server_hop_t *hop = &s->cfg.hop;
+    const char *why = NULL;
+    spits_hello_t h;
+    void *ctx = NULL;
+    int ok = -1;
+    json_t *j = spits_wire_decode_json(zmq_msg_data(m->msg), zmq_msg_size(m->msg), &why);
+
+    if (j && spits_hello_parse(j, &h, &why) == 0)
+        ok = hop->accept(hop->arg, p, &h, &ctx, &why);
+    if (ok < 0) {
+        hop->bad(hop->arg, why ? why : "a bad HELLO");
+    } else if (ok > 0) {
+        server_hello_kind_t k = server_on_hello(s, p, m->rid, m->ridlen, &h, s->cfg.job_id, ctx);
+        if (k == SERVER_HELLO_NO_ENTRY)
+            hop->bad(hop->arg, "HELLO from a routing id no entry can take");
+        else if (k == SERVER_HELLO_NO_ROOM)
+            hop->bad(hop->arg, "out of memory adding a task manager");
+    }
+    json_decref(j);
+}
+
 /* The handlers, by m's type (server_on_frames). */
 static void server_route(server_t *s, server_peer_t *p, server_msg_t *m)
 {
     const server_hop_t *hop = &s->cfg.hop;
     switch (m->h.type) {
     case SPITS_MSG_HELLO:
-        hop->hello(hop->arg, p, m);
+        server_on_hello_msg(s, p, m);
         break;
     case SPITS_MSG_RESULTS:
         server_on_results(s, p, m);
@@ -659,7 +683,8 @@ typedef struct {
     size_t rest_parts;           /* ...and how many empty parts it adds
                                     to a RESULTS */
     int rest_drops;              /* rest calls that dropped frames */
-    int hello_joins;             /* the hello handler joins the peer */
+    int hello_joins;             /* accept says 1 (else 0: not now)... */
+    int hello_bad;               /* ...or -1 */
     int sink_drop;               /* st_results drops the records */
     char sink[256];              /* what st_results was given */
 } st_hop_t;
@@ -813,13 +838,16 @@ static void st_bad(void *arg, const char *why)
     snprintf(h->msgs + at, sizeof h->msgs - at, "bad %s; ", why);
 }
 
-static void st_hello_msg(void *arg, server_peer_t *p, server_msg_t *m)
+static int st_accept(void *arg, server_peer_t *p, const spits_hello_t *hi, void **ctx,
+                     const char **why)
 {
     st_hop_t *h = arg;
-    spits_hello_t hi = {"h", 9, 2, 4, 0, 0, -1, "job", NULL, -1};
-    st_note(h, "hello", p, "");
-    if (h->hello_joins)
-        server_on_hello(h->s, p, m->rid, m->ridlen, &hi, "job", NULL);
+    char pid[24];
+    snprintf(pid, sizeof pid, " pid %ld", hi->pid);
+    st_note(h, "hello", p, pid);
+    *ctx = NULL;
+    *why = "not accepted";
+    return h->hello_bad ? -1 : h->hello_joins;
 }
 
 /* RESULTS: "results" in msgs; unless drop, each record to sink, as
@@ -892,13 +920,13 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
     server_cfg_t cfg = {
         .hop = {h, st_send, st_refill, st_send_tasks, st_lost, st_pending,
                 st_stopping, st_who, st_add, st_joined, st_job, .rest = st_rest,
-                .bad = st_bad, .hello = st_hello_msg,
+                .bad = st_bad, .accept = st_accept,
                 .results = st_results,
                 .stats = st_stats_msg, .drain = st_drain, .status = st_status,
                 .reply = st_reply},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
-        .probe = st_probe};
+        .probe = st_probe, .job_id = "job"};
     memset(h, 0, sizeof *h);
     h->avail = avail;
     h->lost_slot = -1;
@@ -1667,6 +1695,13 @@ static void st_frames(st_hop_t *h, const char *rid, int type, int n, int bad)
     for (int i = 0; i < n; i++)
         spits_batch_add(&b, (uint64_t)i, SPITS_ST_OK, 0);
     spits_batch_seal(&b);
+    if (type == SPITS_MSG_HELLO) {   /* (n < 0: its pid and the rest missing) */
+        json_t *j = n < 0 ? json_pack("{s:s}", "host", "h")
+                          : json_pack("{s:s, s:i, s:i, s:i, s:i, s:s}", "host", "h", "pid", 9,
+                                      "workers", 2, "slots", 4, "held", 0, "job_id", "job");
+        spits_wire_encode_json(&b.buf, SPITS_MSG_HELLO, 0, j);
+        json_decref(j);
+    }
     if (bad)
         b.buf.data[0] ^= 0xff;
     zmq_msg_init_size(&msg, b.buf.len);
@@ -1743,14 +1778,14 @@ static int st_frames_route(void)
     st_frames(&h, "b", SPITS_MSG_STATS, 0, 0);
     st_frames(&h, "c", SPITS_MSG_STATUS, 0, 0);
     st_frames(&h, "c", SPITS_MSG_HEARTBEAT, 0, 0);
-    S_CHECK(st_msgs_are(&h, "hello 0; stats 1; status -1; "));
+    S_CHECK(st_msgs_are(&h, "hello 0 pid 9; stats 1; status -1; "));
     /* An unknown routing id: its HELLO has no entry, its STATS is
      * dropped, its RESULTS and HEARTBEAT get WHO. */
     st_frames(&h, "z", SPITS_MSG_HELLO, 0, 0);
     st_frames(&h, "z", SPITS_MSG_STATS, 0, 0);
     st_frames(&h, "z", SPITS_MSG_RESULTS, 1, 0);
     st_frames(&h, "z", SPITS_MSG_HEARTBEAT, 0, 0);
-    S_CHECK(st_msgs_are(&h, "hello -1; results -1; who -1 z; who -1 z; "));
+    S_CHECK(st_msgs_are(&h, "hello -1 pid 9; results -1; who -1 z; who -1 z; "));
     /* DRAIN: its first to the hop; each answered, an unknown one's too. */
     st_frames(&h, "b", SPITS_MSG_DRAIN, 0, 0);
     st_frames(&h, "b", SPITS_MSG_DRAIN, 0, 0);
@@ -1784,7 +1819,7 @@ static int st_frames_route(void)
     st_frames(&h, "c", SPITS_MSG_RESULTS, 1, 0);
     st_frames(&h, "c", SPITS_MSG_BYE, 0, 0);
     st_frames(&h, "c", SPITS_MSG_DRAIN, 0, 0);
-    S_CHECK(st_msgs_are(&h, "stats 2d; hello 2d; results 2d; who -1 c; drained -1 c; ") &&
+    S_CHECK(st_msgs_are(&h, "stats 2d; hello 2d pid 9; results 2d; who -1 c; drained -1 c; ") &&
             !h.lost[0] && !p[2]->draining);
     /* RESULTS whose parts do not fit: its records answer their copies
      * unrun, then its sender is lost, then WHO; any other such message:
@@ -1804,7 +1839,7 @@ static int st_frames_route(void)
     h.hello_joins = 1;
     st_frames(&h, "d", SPITS_MSG_HELLO, 0, 0);
     p[3] = peertab_find(h.tab, "d", 1);
-    S_CHECK(st_msgs_are(&h, "hello -1; ") && p[3] && p[3]->peer.alive &&
+    S_CHECK(st_msgs_are(&h, "hello -1 pid 9; ") && p[3] && p[3]->peer.alive &&
             p[3]->live.fd == -1 && p[3]->due);
     h.hello_joins = 0;
     /* Any other message whose frames do not fit: lost, not handled. */
@@ -1815,7 +1850,23 @@ static int st_frames_route(void)
     h.hello_joins = 1;
     h.rest_rc = 0;
     st_frames(&h, "d", SPITS_MSG_HELLO, 0, 0);
-    S_CHECK(st_msgs_are(&h, "hello 3d; ") && p[3]->peer.alive);
+    S_CHECK(st_msgs_are(&h, "hello 3d pid 9; ") && p[3]->peer.alive && p[3]->proc.attach == -1);
+    /* A HELLO whose body does not parse, one the hop refuses, and one
+     * from a routing id no entry can take: counted, no one joins. */
+    st_frames(&h, "e", SPITS_MSG_HELLO, -1, 0);
+    h.hello_bad = 1;
+    st_frames(&h, "e", SPITS_MSG_HELLO, 0, 0);
+    h.hello_bad = 0;
+    h.add_first = -1;
+    st_frames(&h, "e", SPITS_MSG_HELLO, 0, 0);
+    h.add_first = 1;
+    S_CHECK(st_msgs_are(&h, "bad HELLO without host/pid/workers/slots/held; "
+                            "hello -1 pid 9; bad not accepted; "
+                            "hello -1 pid 9; bad HELLO from a routing id no entry can take; ") &&
+            !peertab_find(h.tab, "e", 1));
+    /* ...and a repeat of a live one: answered again. */
+    st_frames(&h, "d", SPITS_MSG_HELLO, 0, 0);
+    S_CHECK(st_msgs_are(&h, "hello 3 pid 9; ") && p[3]->peer.alive && h.welcomes[3] == 3);
     /* BYE: it left, and is told WHO if it speaks again. */
     h.lost[0] = 0;
     h.rest_rc = 0;

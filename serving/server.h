@@ -206,9 +206,13 @@ typedef struct {
                 const char **why);
     /* A malformed message (why): counted, said now and then. */
     void (*bad)(void *arg, const char *why);
-    /* HELLO (p or NULL): parsed and checked by the hop, which then
-     * calls server_on_hello. */
-    void (*hello)(void *arg, server_peer_t *p, server_msg_t *m);
+    /* HELLO h (parsed; its strings and JSON live until the join is
+     * done) from p (or NULL): the hop's own rules. 1: it may join, with
+     * *ctx (the hop's, for hop.joined: server_join_t.ctx); 0: not now
+     * (dropped, not counted: it says HELLO again); -1: a bad HELLO (*why
+     * says why). */
+    int (*accept)(void *arg, server_peer_t *p, const spits_hello_t *h, void **ctx,
+                  const char **why);
     /* RESULTS (p or NULL): its records (server_recs_t), to the hop's
      * sink (the JM's committer; a relay's upstream). */
     void (*results)(void *arg, server_peer_t *p, server_recs_t *recs);
@@ -233,6 +237,8 @@ typedef struct {
     void *probe_arg;             /* ...quiet (serving/router.h) */
     const conngen_t *conngen;    /* its connections' generations (NULL:
                                     0 for all) */
+    const char *job_id;          /* the job a HELLO joins (the hop's; read
+                                    at each HELLO) */
 } server_cfg_t;
 
 /* What the server counts; the hop reads them. */
@@ -313,7 +319,9 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
  *     RESULTS whose parts do not fit still answers its copies, unrun
  *     (m->unrun), before its sender is lost;
  *   - RESULTS: its records (server_recs_t), to hop.results;
- *   - HELLO, STATS (a known entry only), STATUS: the hop's;
+ *   - HELLO: parsed, the hop's rules (hop.accept), server_on_hello for
+ *     the job cfg.job_id;
+ *   - STATS (a known entry only), STATUS: the hop's;
  *   - a RESULTS or HEARTBEAT from a peer not alive (after it) gets WHO,
  *     so that it says HELLO again;
  *   - DRAIN: server_on_drain (its first: hop.drain), and the answer, to

@@ -214,6 +214,14 @@ typedef struct {
     loglimit_t events;           /* TM joins, leaves, losses, loops */
 } rl_log_t;
 
+/* A relay's place in a chain of relays, as the HELLO being taken said
+ * (relay_recv_hop_accept's, for relay_recv_hop_joined, within one
+ * server_on_frames). */
+typedef struct {
+    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];
+    int nbelow;
+} rl_hello_ctx_t;
+
 struct tm_relay {
     tm_t *tm;
     server_t *srv;               /* sends, serving, the tick, losses
@@ -225,6 +233,7 @@ struct tm_relay {
     rl_live_t live;
     rl_down_t down;
     rl_rec_t rec;
+    rl_hello_ctx_t hello;
     rl_log_t log;
 };
 
@@ -314,7 +323,8 @@ void relay_recv_hop_job(void *r, server_peer_t *p, int type);
 int relay_recv_hop_rest(void *r, const spits_hdr_t *h, zmq_msg_t *first,
                         spits_parts_t *parts, const char **why);
 void relay_recv_hop_bad(void *r, const char *why);
-void relay_recv_hop_hello(void *r, server_peer_t *p, server_msg_t *m);
+int relay_recv_hop_accept(void *r, server_peer_t *p, const spits_hello_t *h, void **ctx,
+                          const char **why);
 void relay_recv_hop_results(void *r, server_peer_t *p, server_recs_t *it);
 void relay_recv_hop_stats(void *r, server_peer_t *p, server_msg_t *m);
 void relay_recv_hop_drain(void *r, server_peer_t *p);

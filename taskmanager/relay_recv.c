@@ -52,13 +52,6 @@ int relay_recv_hop_rest(void *arg, const spits_hdr_t *h, zmq_msg_t *first,
     return router_rest(((tm_relay_t *)arg)->sock.router, h, first, parts, why);
 }
 
-/* A relay's place in a chain of relays, as its HELLO said (the
- * context of server_on_hello's join). */
-typedef struct {
-    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];
-    int nbelow;
-} rl_hello_ctx_t;
-
 /* (server_hop_t.add) */
 server_peer_t *relay_recv_hop_add(void *arg, const void *rid, size_t ridlen, int *first)
 {
@@ -100,29 +93,25 @@ void relay_recv_hop_job(void *arg, server_peer_t *p, int type)
     relay_send_job(arg, (rl_tm_t *)p, type);
 }
 
-/* (server_hop_t.hello) A TM (or a relay) joins, re-attaches, or repeats
- * itself (server_on_hello), once it passes the relay's own checks. */
-void relay_recv_hop_hello(void *arg, server_peer_t *p, server_msg_t *m)
+/* (server_hop_t.accept) A TM (or a relay) may join, re-attach, or
+ * repeat itself, unless it closes a loop of relays (relay_peers.c) or
+ * the relay has no job yet: then it says HELLO again each second. */
+int relay_recv_hop_accept(void *arg, server_peer_t *p, const spits_hello_t *h, void **ctx,
+                          const char **why)
 {
     tm_relay_t *r = arg;
-    const char *why = NULL;
-    spits_hello_t h;
-    rl_hello_ctx_t c = {.nbelow = 0};
+    rl_hello_ctx_t *c = &r->hello;
     int loop = 0;
-    json_t *j = spits_wire_decode_json(zmq_msg_data(m->msg), zmq_msg_size(m->msg), &why);
-
-    if (!j || spits_hello_parse(j, &h, &why) != 0 ||
-        (h.relay && (loop = relay_peers_check_loop(r, h.relay, c.below, &c.nbelow)) < 0)) {
-        relay_recv_hop_bad(r, why ? why : "HELLO with a bad relay id");
-        json_decref(j);
-        return;
+    (void)p;
+    c->nbelow = 0;
+    if (h->relay && (loop = relay_peers_check_loop(r, h->relay, c->below, &c->nbelow)) < 0) {
+        *why = "HELLO with a bad relay id";
+        return -1;
     }
-    /* A loop is refused (relay_peers.c); with no job yet, it says HELLO
-     * again each second. */
-    if (!loop && r->job.body &&
-        server_on_hello(r->srv, p, m->rid, m->ridlen, &h, r->job.id, &c) < 0)
-        relay_recv_hop_bad(r, "no room to add a task manager");
-    json_decref(j);
+    if (loop || !r->job.body)
+        return 0;
+    *ctx = c;
+    return 1;
 }
 
 /* (server_hop_t.stats) Of a live TM only. */
