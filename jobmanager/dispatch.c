@@ -363,7 +363,7 @@ static void disp_control_only(jm_disp_t *d)
  * the job's as it ended. */
 static void disp_end_stats(void *arg, server_peer_t *p, zmq_msg_t *body)
 {
-    members_on_stats(arg, (jm_tm_t *)p, body);
+    server_take_stats(((jm_disp_t *)arg)->srv, p, body);
 }
 
 static void disp_end(jm_disp_t *d)
@@ -521,7 +521,8 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                     disp_hop_pending, disp_hop_stopping, disp_hop_who, members_hop_add,
                     members_hop_joined, members_hop_job, .rest = disp_hop_rest,
                     .bad = disp_hop_bad, .accept = members_hop_accept,
-                    .results = serve_hop_results, .stats = members_hop_stats,
+                    .results = serve_hop_results, .stats_check = members_hop_stats_check,
+                    .stats = members_hop_stats,
                     .drain = disp_hop_drain, .status = disp_hop_status,
                     .reply = disp_hop_reply},
             .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,

@@ -241,11 +241,13 @@ json_t *dispview_status_doc(jm_disp_t *d);
 /* members.c */
 int members_hop_accept(void *d, server_peer_t *p, const spits_hello_t *h, void **ctx,
                        const char **why);
-void members_hop_stats(void *d, server_peer_t *p, server_msg_t *m);
+int members_hop_stats_check(void *d, server_peer_t *p, json_t *body, spits_stats_t *st,
+                            const char **why);
+void members_hop_stats(void *d, server_peer_t *p, json_t *body, const spits_stats_t *st,
+                       int changed, int before);
 server_peer_t *members_hop_add(void *d, const void *rid, size_t ridlen, int *first);
 void members_hop_joined(void *d, server_peer_t *p, const server_join_t *j);
 void members_hop_job(void *d, server_peer_t *p, int type);
-void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body);
 void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
 void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused);
 

@@ -289,45 +289,40 @@ static void set_workers(jm_tm_t *t, const spits_stats_t *st)
  * [{host, pid (0..2^40), workers (0..2^20), runs (>= 0), relay
  * (optional bool), worker_res (optional: a planned TM's, as the relay
  * got it; wire.h)}...]}. Anything out of range: the whole message is
- * dropped. */
-void members_hop_stats(void *d, server_peer_t *p, server_msg_t *m)
+ * dropped (server_take_stats). */
+int members_hop_stats_check(void *arg, server_peer_t *p, json_t *body, spits_stats_t *st,
+                            const char **why)
 {
-    members_on_stats(d, (jm_tm_t *)p, m->msg);
+    json_t *behind;
+    (void)arg, (void)p;
+    if (behind_parse(json_object_get(body, "behind"), &behind) != 0) {
+        *why = "STATS with a bad behind list";
+        return -1;
+    }
+    if (st->tms < 0 && behind)
+        st->tms = (long)json_integer_value(json_object_get(behind, "alive"));
+    json_decref(behind);
+    return 0;
 }
 
-void members_on_stats(jm_disp_t *d, jm_tm_t *t, zmq_msg_t *body)
+void members_hop_stats(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
+                       int changed, int before)
 {
-    const char *why = NULL;
-    json_t *j, *behind = NULL;
-    spits_stats_t st;
-    if (!t)
-        return;   /* (a peer that never said HELLO: not even parsed) */
-    int before = t->sv.sched.credit.workers, changed;
-    j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
-    if (!j || spits_stats_parse(j, &st, &why) != 0) {
-        tmio_bad_message(d, why);
-    } else if (behind_parse(json_object_get(j, "behind"), &behind) != 0) {
-        tmio_bad_message(d, "STATS with a bad behind list");
-    } else {
-        if (st.tms < 0 && behind)
-            st.tms = (long)json_integer_value(json_object_get(behind, "alive"));
-        if ((changed = server_on_stats(&t->sv, &st, &why)) < 0) {
-            tmio_bad_message(d, why);
-        } else {
-            if (changed)
-                recount_workers(d, t, before);
-            t->stats.running = st.running;
-            t->stats.queued = st.queued;
-            if (!t->sv.proc.relay)
-                set_workers(t, &st);
-            if (behind && t->sv.proc.relay) {
-                json_decref(t->id.behind);
-                t->id.behind = json_incref(behind);
-                t->id.behind_alive = (long)json_integer_value(json_object_get(behind, "alive"));
-            }
-        }
+    jm_disp_t *d = arg;
+    jm_tm_t *t = (jm_tm_t *)p;
+    json_t *behind = NULL;
+    if (changed)
+        recount_workers(d, t, before);
+    t->stats.running = st->running;
+    t->stats.queued = st->queued;
+    if (!t->sv.proc.relay)
+        set_workers(t, st);
+    /* (checked already: members_hop_stats_check) */
+    if (t->sv.proc.relay && behind_parse(json_object_get(body, "behind"), &behind) == 0 &&
+        behind) {
+        json_decref(t->id.behind);
+        t->id.behind = behind;
+        t->id.behind_alive = (long)json_integer_value(json_object_get(behind, "alive"));
     }
-    json_decref(behind);
-    json_decref(j);
 }
 

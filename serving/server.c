@@ -433,6 +433,23 @@ static void server_on_results(server_t *s, server_peer_t *p, server_msg_t *m)
     s->cfg.hop.results(s->cfg.hop.arg, p, &it);
 }
 
+void server_take_stats(server_t *s, server_peer_t *p, zmq_msg_t *body)
+{
+    const server_hop_t *hop = &s->cfg.hop;
+    const char *why = NULL;
+    spits_stats_t st;
+    int before = p->sched.credit.workers, changed;
+    json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
+
+    if (j && spits_stats_parse(j, &st, &why) == 0 &&
+        (!hop->stats_check || hop->stats_check(hop->arg, p, j, &st, &why) == 0) &&
+        (changed = server_on_stats(p, &st, &why)) >= 0)
+        hop->stats(hop->arg, p, j, &st, changed, before);
+    else
+        hop->bad(hop->arg, why ? why : "a bad STATS");
+    json_decref(j);
+}
+
 /* HELLO: parsed, then by the hop's rules, a join (server_on_hello). */
 static void server_on_hello_msg(server_t *s, server_peer_t *p, server_msg_t *m)
 {
@@ -476,7 +493,7 @@ static void server_route(server_t *s, server_peer_t *p, server_msg_t *m)
         break;
     case SPITS_MSG_STATS:
         if (p)   /* (a peer that never said HELLO: not even parsed) */
-            hop->stats(hop->arg, p, m);
+            server_take_stats(s, p, m->msg);
         break;
     case SPITS_MSG_DRAIN:
         if (server_on_drain(p))
@@ -685,6 +702,7 @@ typedef struct {
     int rest_drops;              /* rest calls that dropped frames */
     int hello_joins;             /* accept says 1 (else 0: not now)... */
     int hello_bad;               /* ...or -1 */
+    int stats_bad;               /* stats_check says -1 */
     int sink_drop;               /* st_results drops the records */
     char sink[256];              /* what st_results was given */
 } st_hop_t;
@@ -882,10 +900,23 @@ static void st_results(void *arg, server_peer_t *p, server_recs_t *it)
     strncat(h->sink, "end", sizeof h->sink - strlen(h->sink) - 1);
 }
 
-static void st_stats_msg(void *arg, server_peer_t *p, server_msg_t *m)
+static int st_stats_check(void *arg, server_peer_t *p, json_t *body, spits_stats_t *st,
+                          const char **why)
 {
-    (void)m;
-    st_note(arg, "stats", p, "");
+    st_hop_t *h = arg;
+    (void)body, (void)st;
+    st_note(h, "check", p, "");
+    *why = "not checked";
+    return h->stats_bad ? -1 : 0;
+}
+
+static void st_stats_msg(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
+                         int changed, int before)
+{
+    char more[64];
+    snprintf(more, sizeof more, " runs %ld changed %d before %d slots %d%s", st->runs, changed,
+             before, p->sched.credit.slots, json_object_get(body, "runs") ? "" : " nobody");
+    st_note(arg, "stats", p, more);
 }
 
 static void st_drain(void *arg, server_peer_t *p)
@@ -921,7 +952,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
         .hop = {h, st_send, st_refill, st_send_tasks, st_lost, st_pending,
                 st_stopping, st_who, st_add, st_joined, st_job, .rest = st_rest,
                 .bad = st_bad, .accept = st_accept,
-                .results = st_results,
+                .results = st_results, .stats_check = st_stats_check,
                 .stats = st_stats_msg, .drain = st_drain, .status = st_status,
                 .reply = st_reply},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
@@ -1695,6 +1726,13 @@ static void st_frames(st_hop_t *h, const char *rid, int type, int n, int bad)
     for (int i = 0; i < n; i++)
         spits_batch_add(&b, (uint64_t)i, SPITS_ST_OK, 0);
     spits_batch_seal(&b);
+    if (type == SPITS_MSG_STATS) {   /* (n -1: its runs missing; -2: no worker) */
+        json_t *j = n == -1 ? json_pack("{s:f}", "busy_s", 1.5)
+                            : json_pack("{s:f, s:i, s:i, s:i}", "busy_s", 1.5, "runs", 7,
+                                        "workers", n == -2 ? 0 : 2, "slots", 6);
+        spits_wire_encode_json(&b.buf, SPITS_MSG_STATS, 0, j);
+        json_decref(j);
+    }
     if (type == SPITS_MSG_HELLO) {   /* (n < 0: its pid and the rest missing) */
         json_t *j = n < 0 ? json_pack("{s:s}", "host", "h")
                           : json_pack("{s:s, s:i, s:i, s:i, s:i, s:s}", "host", "h", "pid", 9,
@@ -1778,7 +1816,18 @@ static int st_frames_route(void)
     st_frames(&h, "b", SPITS_MSG_STATS, 0, 0);
     st_frames(&h, "c", SPITS_MSG_STATUS, 0, 0);
     st_frames(&h, "c", SPITS_MSG_HEARTBEAT, 0, 0);
-    S_CHECK(st_msgs_are(&h, "hello 0 pid 9; stats 1; status -1; "));
+    S_CHECK(st_msgs_are(&h, "hello 0 pid 9; check 1; stats 1 runs 7 changed 1 before 2 "
+                            "slots 6; status -1; "));
+    /* A STATS that does not parse, or that the hop's check refuses:
+     * counted, nothing taken. */
+    st_frames(&h, "b", SPITS_MSG_STATS, -1, 0);
+    h.stats_bad = 1;
+    st_frames(&h, "b", SPITS_MSG_STATS, 0, 0);
+    h.stats_bad = 0;
+    st_frames(&h, "b", SPITS_MSG_STATS, -2, 0);
+    S_CHECK(st_msgs_are(&h, "bad STATS without busy_s/runs; check 1; bad not checked; check 1; "
+                            "bad STATS of a TM with no worker or slot, or over 4096 workers; ") &&
+            p[1]->proc.runs == 7 && p[1]->peer.alive);
     /* An unknown routing id: its HELLO has no entry, its STATS is
      * dropped, its RESULTS and HEARTBEAT get WHO. */
     st_frames(&h, "z", SPITS_MSG_HELLO, 0, 0);
@@ -1819,7 +1868,8 @@ static int st_frames_route(void)
     st_frames(&h, "c", SPITS_MSG_RESULTS, 1, 0);
     st_frames(&h, "c", SPITS_MSG_BYE, 0, 0);
     st_frames(&h, "c", SPITS_MSG_DRAIN, 0, 0);
-    S_CHECK(st_msgs_are(&h, "stats 2d; hello 2d pid 9; results 2d; who -1 c; drained -1 c; ") &&
+    S_CHECK(st_msgs_are(&h, "check 2d; stats 2d runs 7 changed 0 before 2 slots 4; "
+                            "hello 2d pid 9; results 2d; who -1 c; drained -1 c; ") &&
             !h.lost[0] && !p[2]->draining);
     /* RESULTS whose parts do not fit: its records answer their copies
      * unrun, then its sender is lost, then WHO; any other such message:

@@ -216,8 +216,16 @@ typedef struct {
     /* RESULTS (p or NULL): its records (server_recs_t), to the hop's
      * sink (the JM's committer; a relay's upstream). */
     void (*results)(void *arg, server_peer_t *p, server_recs_t *recs);
-    /* STATS: parsed by the hop, which calls server_on_stats. */
-    void (*stats)(void *arg, server_peer_t *p, server_msg_t *m);
+    /* STATS st (parsed; body: its JSON) from p (alive or not), before
+     * the server takes it (server_on_stats): the hop's own parts (the
+     * JM: a relay's list of TMs behind it, which may also say st->tms).
+     * 0, or -1 with *why: the whole message is dropped. NULL: none. */
+    int (*stats_check)(void *arg, server_peer_t *p, json_t *body, spits_stats_t *st,
+                       const char **why);
+    /* ...and after it: what the hop keeps of it (changed: p's credit may
+     * have changed, from before workers: the hop recounts its sums). */
+    void (*stats)(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
+                  int changed, int before);
     /* A live p's first DRAIN (server_on_drain): it logs and recounts. */
     void (*drain)(void *arg, server_peer_t *p);
     /* STATUS: answered to m->rid (NULL: a hop that has none). */
@@ -321,7 +329,8 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
  *   - RESULTS: its records (server_recs_t), to hop.results;
  *   - HELLO: parsed, the hop's rules (hop.accept), server_on_hello for
  *     the job cfg.job_id;
- *   - STATS (a known entry only), STATUS: the hop's;
+ *   - STATS (a known entry only): server_take_stats;
+ *   - STATUS: the hop's;
  *   - a RESULTS or HEARTBEAT from a peer not alive (after it) gets WHO,
  *     so that it says HELLO again;
  *   - DRAIN: server_on_drain (its first: hop.drain), and the answer, to
@@ -346,6 +355,11 @@ void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen);
  * its own (a planned TM's workers, a relay's list of TMs); its
  * server_on_handled makes p due. */
 int server_on_stats(server_peer_t *p, const spits_stats_t *st, const char **why);
+/* A STATS frame from p (alive or not): parsed, the hop's checks
+ * (hop.stats_check), server_on_stats, then the hop's (hop.stats); a bad
+ * one is counted (hop.bad) and changes nothing. Also for a STATS that
+ * comes while the job ends (server_end_t.stats). */
+void server_take_stats(server_t *s, server_peer_t *p, zmq_msg_t *body);
 /* DRAIN from p (alive or not, or NULL): a live p gets no more tasks.
  * Returns 1 when it is its first (the hop logs it), else 0. The hop
  * answers it after every task sent to it, so none is on its way. */

@@ -110,7 +110,7 @@ static server_t *relay_server(tm_relay_t *r)
                 relay_hop_pending, relay_hop_stopping, relay_hop_who, relay_recv_hop_add,
                 relay_recv_hop_joined, relay_recv_hop_job, .rest = relay_recv_hop_rest,
                 .bad = relay_recv_hop_bad, .accept = relay_recv_hop_accept,
-                .results = relay_recv_hop_results, .stats = relay_recv_hop_stats,
+                .results = relay_recv_hop_results, .stats = relay_peers_hop_stats,
                 .drain = relay_recv_hop_drain, .reply = relay_send_reply},
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = RELAY_TICK_MS},

@@ -326,7 +326,6 @@ void relay_recv_hop_bad(void *r, const char *why);
 int relay_recv_hop_accept(void *r, server_peer_t *p, const spits_hello_t *h, void **ctx,
                           const char **why);
 void relay_recv_hop_results(void *r, server_peer_t *p, server_recs_t *it);
-void relay_recv_hop_stats(void *r, server_peer_t *p, server_msg_t *m);
 void relay_recv_hop_drain(void *r, server_peer_t *p);
 
 /* relay_peers.c */
@@ -346,11 +345,10 @@ void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
  * relay's END as it closes (relay.c relay_end_bye): no slot is reused
  * after, and its copies go back upstream with the relay's. */
 void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);
-/* A STATS body from t (alive or not): server_on_stats, then the
- * relay's sums and a planned TM's worker_res. -1 (why says what) when
- * malformed. */
-int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
-                      const char **why);
+/* (server_hop_t.stats) A STATS the server took from a TM (alive or
+ * not): the relay's sums, and a planned TM's worker_res. */
+void relay_peers_hop_stats(void *r, server_peer_t *p, json_t *body, const spits_stats_t *st,
+                           int changed, int before);
 /* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and
  * those behind it noted in t's below, and heard), 1 when it is a loop: our
  * own id among them (logged; the HELLO is refused; tm->done -1 when the

@@ -102,29 +102,21 @@ void relay_peers_gone(rl_peers_t *p, rl_tm_t *t)
     relay_peers_capacity(p, t);
 }
 
-int relay_peers_stats(rl_peers_t *p, rl_tm_t *t, const void *data, size_t len,
-                      const char **why)
+void relay_peers_hop_stats(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
+                           int changed, int before)
 {
-    json_t *j = spits_wire_decode_json(data, len, why);
-    spits_stats_t st;
-    int rc = -1;
-
-    if (j && spits_stats_parse(j, &st, why) == 0 &&
-        (rc = server_on_stats(&t->sv, &st, why)) >= 0) {
-        if (rc)
-            relay_peers_capacity(p, t);
-        /* (a TM's own, checked, passed up as it said it: keys of a later
-         * release too; upstream checks it again) */
-        if (!t->sv.proc.relay && st.worker_res) {
-            json_decref(t->stats.worker_res);
-            t->stats.worker_res = json_incref(st.worker_res);
-            t->stats.worker_res_bytes = json_dumpb(t->stats.worker_res, NULL, 0,
-                                                   JSON_COMPACT);
-        }
-        rc = 0;
+    tm_relay_t *r = arg;
+    rl_tm_t *t = (rl_tm_t *)p;
+    (void)body, (void)before;
+    if (changed)
+        relay_peers_capacity(&r->peers, t);
+    /* (a TM's own, checked, passed up as it said it: keys of a later
+     * release too; upstream checks it again) */
+    if (!t->sv.proc.relay && st->worker_res) {
+        json_decref(t->stats.worker_res);
+        t->stats.worker_res = json_incref(st->worker_res);
+        t->stats.worker_res_bytes = json_dumpb(t->stats.worker_res, NULL, 0, JSON_COMPACT);
     }
-    json_decref(j);
-    return rc;
 }
 
 /* Notes id as heard now (the oldest note makes room). */

@@ -17,7 +17,6 @@
  *              copy of that task still queued here goes back unrun; a
  *              result that came as a part goes up as one, the same frame
  *              shared (zmq_msg_copy), not copied
- *   STATS      a live TM's counts and capacity (relay_peers.c)
  *   DRAIN      a live TM's capacity leaves the relay's
  *
  * A TM gets back one slot per record but foreign ones, as at the JM
@@ -112,16 +111,6 @@ int relay_recv_hop_accept(void *arg, server_peer_t *p, const spits_hello_t *h, v
         return 0;
     *ctx = c;
     return 1;
-}
-
-/* (server_hop_t.stats) Of a live TM only. */
-void relay_recv_hop_stats(void *arg, server_peer_t *p, server_msg_t *m)
-{
-    tm_relay_t *r = arg;
-    const char *why = NULL;
-    if (p->peer.alive && relay_peers_stats(&r->peers, (rl_tm_t *)p, zmq_msg_data(m->msg),
-                                           zmq_msg_size(m->msg), &why) != 0)
-        relay_recv_hop_bad(r, why);
 }
 
 /* (server_hop_t.drain) */
