@@ -21,12 +21,13 @@
  *   - the CANCELs the scheduler noted (server_cancels);
  *   - each message a peer sends (server_on_frames): parsed, its frames
  *     read, routed to the hop's handler by type, a malformed one's
- *     sender lost, WHO to a peer it does not know, DRAIN answered;
+ *     sender lost, WHO to a peer not alive after its RESULTS or
+ *     HEARTBEAT, DRAIN answered;
  *   - a RESULTS up to its records (credit back, the scheduler's clock),
  *     which the hop walks inline (server_recs_t);
- *   - a HELLO (server_on_hello): a join, a repeat, a re-attach that
+ *   - a HELLO: a join, a repeat, a re-attach that
  *     waits for its results, or a reconnect, by joins.h's rules;
- *   - a STATS (server_on_stats): a peer's runs, busy time and capacity;
+ *   - a STATS (server_take_stats): a peer's runs, busy time and capacity;
  *   - which peers get a new phase's PHASE (server_send_phase);
  *   - at the job's end, which peers router_end waits for
  *     (server_end_peers).
@@ -56,8 +57,7 @@
 #include "router.h"
 #include "scheduler.h"
 
-/* What a peer's process said of itself (server_on_hello, and
- * server_on_stats from its STATS). Over the process's life: a new
+/* What a peer's process said of itself (its HELLO, and its STATS). Over the process's life: a new
  * process on the same routing id starts them anew. */
 typedef struct {
     long attach;             /* the outage number it last joined with, or
@@ -117,7 +117,7 @@ typedef struct {
     const spits_hello_t *h;  /* its HELLO */
     int first;               /* its first join here (else a re-attach) */
     int renewed;             /* an entry of another process before */
-    void *ctx;               /* the hop's, as it called server_on_hello */
+    void *ctx;               /* the hop's, as its accept said */
 } server_join_t;
 
 /* A RESULTS' records, as the server hands them to its hop (hop.results):
@@ -183,7 +183,7 @@ typedef struct {
     int (*stopping)(void *arg);
     /* p's host and pid, for log lines. */
     void (*who)(void *arg, const server_peer_t *p, const char **host, long *pid);
-    /* HELLO (server_on_hello). A new table entry for rid, dead, its
+    /* HELLO. A new table entry for rid, dead, its
      * common part server_peer_init'ed; *first: 0 when the hop knew the
      * routing id once (its return is a re-attach). NULL: none (a bad
      * routing id, no memory). */
@@ -217,7 +217,7 @@ typedef struct {
      * sink (the JM's committer; a relay's upstream). */
     void (*results)(void *arg, server_peer_t *p, server_recs_t *recs);
     /* STATS st (parsed; body: its JSON) from p (alive or not), before
-     * the server takes it (server_on_stats): the hop's own parts (the
+     * the server takes it: the hop's own parts (the
      * JM: a relay's list of TMs behind it, which may also say st->tms).
      * 0, or -1 with *why: the whole message is dropped. NULL: none. */
     int (*stats_check)(void *arg, server_peer_t *p, json_t *body, spits_stats_t *st,
@@ -226,7 +226,8 @@ typedef struct {
      * have changed, from before workers: the hop recounts its sums). */
     void (*stats)(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
                   int changed, int before);
-    /* A live p's first DRAIN (server_on_drain): it logs and recounts. */
+    /* A live p's first DRAIN (it gets no more tasks): the hop logs and
+     * recounts. */
     void (*drain)(void *arg, server_peer_t *p);
     /* STATUS: answered to m->rid (NULL: a hop that has none). */
     void (*status)(void *arg, server_msg_t *m);
@@ -292,33 +293,6 @@ void server_due_all(server_t *s);
 /* Whether a serve is due (the hop's poll then does not sleep). */
 int server_serve_due(const server_t *s);
 
-/* What server_on_hello did. */
-typedef enum {
-    SERVER_HELLO_NO_ROOM = -2,   /* no memory to make it live */
-    SERVER_HELLO_NO_ENTRY = -1,  /* hop.add made no entry */
-    SERVER_HELLO_AGAIN = 0,      /* a repeat: answered again */
-    SERVER_HELLO_JOINED,         /* a first join */
-    SERVER_HELLO_REATTACHED,     /* a join of a routing id known before */
-} server_hello_kind_t;
-
-/* HELLO h (parsed, and accepted by the hop) from routing id rid, whose
- * entry is p (NULL: none; alive or not), to a hop serving job job_id.
- * A p whose connection a send found gone is lost first (server_reap),
- * then it re-attaches. What it is follows joins.h's rules:
- *   - a repeat: with nothing sent since its last HELLO, what it holds
- *     and its pending results are taken as at a join; it gets WELCOME;
- *   - a reconnect: it is lost ("reconnected", hop.lost), then joins;
- *   - a join: an entry (hop.add when there is none) made alive, its
- *     credit (a relay's capped: spits_relay_cap), what it holds, its
- *     settle wait for its pending results, its proc (runs and busy_s
- *     moved to the stats when a new process took the entry); then
- *     hop.joined (ctx: the hop's, passed on), then WELCOME (hop.job).
- * The hop then calls server_due. A negative result: no join, nothing
- * sent (the hop says why). */
-server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *rid,
-                                    size_t ridlen, const spits_hello_t *h,
-                                    const char *job_id, void *ctx);
-
 /* A message m from a peer, whose first frame the hop received (m->h is
  * the server's to fill). It is parsed, the rest of its frames read
  * (hop.rest), and handed to the hop by type:
@@ -327,48 +301,31 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
  *     RESULTS whose parts do not fit still answers its copies, unrun
  *     (m->unrun), before its sender is lost;
  *   - RESULTS: its records (server_recs_t), to hop.results;
- *   - HELLO: parsed, the hop's rules (hop.accept), server_on_hello for
- *     the job cfg.job_id;
+ *   - HELLO: parsed, the hop's rules (hop.accept), then for the job
+ *     cfg.job_id a repeat, a reconnect, a join or a re-attach (joins.h);
  *   - STATS (a known entry only): server_take_stats;
  *   - STATUS: the hop's;
  *   - a RESULTS or HEARTBEAT from a peer not alive (after it) gets WHO,
  *     so that it says HELLO again;
- *   - DRAIN: server_on_drain (its first: hop.drain), and the answer, to
- *     anyone, after every task sent to it (one connection keeps their
- *     order), so that once it has it none is on its way;
- *   - BYE: server_on_bye; a message only a hop sends: bad.
+ *   - DRAIN: a live sender gets no more tasks (its first: hop.drain),
+ *     and the answer goes to anyone, after every task sent to it (one
+ *     connection keeps their order), so that once it has it none is on
+ *     its way;
+ *   - BYE: a live sender left (hop.lost with left); a message only a hop
+ *     sends: bad.
  * A live sender is heard before its message is handled (server_heard; a
  * RESULTS counts towards its settle wait) and made due after it, with
  * its connection noted (liveness_conn). */
 void server_on_frames(server_t *s, server_msg_t *m);
-/* ...its parts, before the handlers (the self-test's hook). */
-void server_on_message(server_t *s, server_peer_t *p, const spits_hdr_t *h);
-void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen);
-/* STATS st (parsed: spits_stats_t) from p (alive or not): its runs and
- * busy time (and a relay's TMs, when said) are noted, and a live p's
- * credit follows the capacity it says (credit_resize): a relay's what
- * its TMs can have (spits_relay_cap), a TM's the counts of the plan it
- * made by the job's resources, when it says both. Returns 1 when p's
- * credit may have changed (the hop recounts its sums), 0 when not, or
- * -1 with *why when a TM says a capacity no HELLO may have
- * (spits_tm_capacity_ok): then nothing changed. The hop keeps what is
- * its own (a planned TM's workers, a relay's list of TMs); its
- * server_on_handled makes p due. */
-int server_on_stats(server_peer_t *p, const spits_stats_t *st, const char **why);
 /* A STATS frame from p (alive or not): parsed, the hop's checks
- * (hop.stats_check), server_on_stats, then the hop's (hop.stats); a bad
- * one is counted (hop.bad) and changes nothing. Also for a STATS that
- * comes while the job ends (server_end_t.stats). */
+ * (hop.stats_check), then its runs and busy time (and a relay's TMs) are
+ * noted, and a live p's credit follows the capacity it says: a relay's
+ * what its TMs can have (spits_relay_cap), a TM's the counts of the plan
+ * it made by the job's resources, when it says both; then the hop's
+ * (hop.stats). A bad one, or a TM's capacity no HELLO may have, is
+ * counted (hop.bad) and changes nothing. Also for a STATS that comes
+ * while the job ends (server_end_t.stats). */
 void server_take_stats(server_t *s, server_peer_t *p, zmq_msg_t *body);
-/* DRAIN from p (alive or not, or NULL): a live p gets no more tasks.
- * Returns 1 when it is its first (the hop logs it), else 0. The hop
- * answers it after every task sent to it, so none is on its way. */
-int server_on_drain(server_peer_t *p);
-/* BYE from p (alive or not; msg, len: the whole frame): a live p left
- * on purpose, not lost: hop.lost with left, and why the job it refused
- * (the body's "refused"), or NULL when the body says none or is no JSON
- * object (a BYE is a departure whatever its body). */
-void server_on_bye(server_t *s, server_peer_t *p, const void *msg, size_t len);
 
 /* A new phase began (server_phase said its wire phase; the scheduler
  * holds none of the last one's copies): every live peer whose

@@ -46,7 +46,6 @@
 #include "tm_private.h"
 #include "zap.h"
 
-#define RELAY_RID_MAX PEERTAB_RID_MAX   /* longer routing ids are refused */
 #define RELAY_ID_MAX 40            /* a relay's id: its routing id, as text */
 #define RELAY_BELOW_MAX 32         /* relay ids in a HELLO's "below" */
 

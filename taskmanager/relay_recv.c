@@ -6,9 +6,8 @@
  *   HELLO      a TM joins (or re-attaches), unless it closes a loop of
  *              relays: it gets the job's WELCOME as the relay got it,
  *              with its own attach number
- *   RESULTS    (the server's sink) each record of a copy this relay
- *              holds goes to the scheduler (serving/scheduler.h), as the
- *              JM's do: the
+ *   RESULTS    (the relay's sink: upstream) each record of a copy
+ *              this relay holds goes to the scheduler, as the JM's do: the
  *              first result of a task, or its failed run, goes upstream,
  *              its other copies are cancelled, a copy handed back runs
  *              again; other results (a TM that joined holding work from
@@ -26,6 +25,7 @@
  * turn reads the socket (relay_recv_burst).
  */
 #define _DEFAULT_SOURCE
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -67,6 +67,7 @@ void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
     rl_tm_t *t = (rl_tm_t *)p;
     const spits_hello_t *h = j->h;
     const rl_hello_ctx_t *c = j->ctx;
+    assert(c == &r->hello);   /* (relay_recv_hop_accept's, this same message's) */
     if (j->renewed) {
         json_decref(t->stats.worker_res);   /* (its plan is said anew) */
         t->stats.worker_res = NULL;

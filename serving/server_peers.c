@@ -1,0 +1,85 @@
+/*
+ * server_peers.c - a server's peers one by one (see server.h): a new or
+ * joining entry, heard, due at the next serve, sent to (its marks: last
+ * sent, stalled on a full pipe, gone with its connection) and lost. The
+ * serve loop (server.c) and the messages (server_recv.c) call these; its
+ * self-test is server.c's.
+ */
+#include <assert.h>
+#include <errno.h>
+
+#include "server_int.h"
+#include "util.h"
+
+/* --- peers ------------------------------------------------------------- */
+
+void server_peer_init(server_peer_t *p)
+{
+    /* (the rest is zero: peertab_add's entries are) */
+    p->sched.slot = p->peer.slot;
+}
+
+void server_peer_join(server_t *s, server_peer_t *p)
+{
+    p->draining = p->stalled = p->gone = 0;
+    p->live.last_heard = s->now;
+}
+
+void server_heard(server_t *s, server_peer_t *p)
+{
+    liveness_heard(&p->live, s->now);
+    p->stalled = 0;
+}
+
+void server_due(server_t *s, server_peer_t *p)
+{
+    assert(!s->serving);
+    if (p->due || s->all || !p->peer.alive)
+        return;
+    if (spits_grow((void **)&s->due, &s->capdue, s->ndue + 1, sizeof *s->due, 64) != 0) {
+        s->all = 1;   /* (no memory for the list: walk them all) */
+        return;
+    }
+    s->due[s->ndue++] = p->peer.slot;
+    p->due = 1;
+}
+
+void server_due_all(server_t *s)
+{
+    s->all = 1;
+}
+
+int server_serve_due(const server_t *s)
+{
+    return s->all;
+}
+
+/* --- sending ------------------------------------------------------------ */
+
+int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more)
+{
+    if (s->cfg.hop.send(s->cfg.hop.arg, p, buf, len, more) == 0) {
+        p->live.last_sent = s->now;
+        return 0;
+    }
+    if (errno == EHOSTUNREACH && !p->gone) {
+        p->gone = 1;
+        if (!s->gone)
+            s->gone_at = s->now;
+        s->gone = 1;
+    } else if (errno == EAGAIN) {
+        p->stalled = 1;
+    }
+    return -1;
+}
+
+/* --- losses ------------------------------------------------------------ */
+
+void server_lose(server_t *s, server_peer_t *p, const char *why, int left)
+{
+    assert(!s->walking);
+    p->gone = 0;
+    server_due_all(s);   /* (its copies run again on the others) */
+    s->cfg.hop.lost(s->cfg.hop.arg, p, why, left);
+    assert(!p->peer.alive);
+}
