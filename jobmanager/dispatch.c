@@ -551,7 +551,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         router_curve(d->net.zctx, d->net.router, jm->keys.client_public,
                      jm->keys.server_secret, &d->net.zap, err, errlen) != 0)
         goto fail;
-    if (zmq_bind(d->net.router, jm->opt.bind) != 0) {
+    if (spits_zmq_bind(d->net.router, jm->opt.bind) != 0) {
         snprintf(err, errlen, "cannot bind %s: %s", jm->opt.bind, zmq_strerror(errno));
         goto fail;
     }

@@ -36,7 +36,7 @@ spits_zap_t *spits_zap_new(void *zctx, const char *client_public, char *err,
         !zmq_z85_decode(z->client_key, client_public) ||
         !(z->sock = zmq_socket(zctx, ZMQ_REP)) ||
         zmq_setsockopt(z->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
-        zmq_bind(z->sock, ZAP_EP) != 0) {
+        spits_zmq_bind(z->sock, ZAP_EP) != 0) {
         snprintf(err, errlen, "cannot set up the ZAP handler: %s",
                  z ? zmq_strerror(errno) : "out of memory");
         spits_zap_destroy(&z);

@@ -46,6 +46,30 @@ int spits_zmq_msg_send_more(zmq_msg_t *m, void *sock, int flags)
     return rc;
 }
 
+int spits_zmq_bind(void *sock, const char *ep)
+{
+    int rc;
+    while ((rc = zmq_bind(sock, ep)) != 0 && errno == EINTR)
+        ;
+    return rc;
+}
+
+int spits_zmq_connect(void *sock, const char *ep)
+{
+    int rc;
+    while ((rc = zmq_connect(sock, ep)) != 0 && errno == EINTR)
+        ;
+    return rc;
+}
+
+int spits_zmq_monitor(void *sock, const char *ep, int events)
+{
+    int rc;
+    while ((rc = zmq_socket_monitor(sock, ep, events)) != 0 && errno == EINTR)
+        ;
+    return rc;
+}
+
 void spits_zmq_drop_frames(void *sock)
 {
     zmq_msg_t f;

@@ -19,6 +19,13 @@
  * zmq_msg_send's results (m is empty once sent). */
 int spits_zmq_send_more(void *sock, const void *buf, size_t len, int flags);
 int spits_zmq_msg_send_more(zmq_msg_t *m, void *sock, int flags);
+/* zmq_bind, zmq_connect and zmq_socket_monitor, called again while a
+ * signal interrupts them (EINTR): libzmq reads its socket's command
+ * mailbox first, and a signal there (a terminal resize, a child's exit,
+ * a timer) would fail the call though nothing is wrong. Their results. */
+int spits_zmq_bind(void *sock, const char *ep);
+int spits_zmq_connect(void *sock, const char *ep);
+int spits_zmq_monitor(void *sock, const char *ep, int events);
 /* Reads and drops the rest of a multipart message. libzmq delivers a
  * message's frames all at once, so this never waits. */
 void spits_zmq_drop_frames(void *sock);

@@ -82,15 +82,15 @@ int router_send(void *sock, const void *rid, size_t ridlen, const void *buf,
 
 int router_monitor_open(void *ctx, void *sock, const char *ep, void **mon)
 {
-    if (zmq_socket_monitor(sock, ep, ZMQ_EVENT_DISCONNECTED |
-                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0 ||
+    if (spits_zmq_monitor(sock, ep, ZMQ_EVENT_DISCONNECTED |
+                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0 ||
         !(*mon = zmq_socket(ctx, ZMQ_PAIR)) ||
         /* No limit: libzmq's I/O thread blocks on a full monitor pipe, and
          * once the hop stops reading (at the end, when every TM
          * disconnects at once) that would deadlock the socket's close. */
         zmq_setsockopt(*mon, ZMQ_RCVHWM, &(int){0}, sizeof(int)) != 0 ||
-        zmq_connect(*mon, ep) != 0)
+        spits_zmq_connect(*mon, ep) != 0)
         return -1;
     zmq_setsockopt(*mon, ZMQ_LINGER, &(int){0}, sizeof(int));
     return 0;

@@ -176,15 +176,15 @@ static int monitor_start(tm_t *tm)
     /* (unique in the context, which --simulate's TMs share) */
     snprintf(endpoint, sizeof endpoint, "inproc://spits-tm-monitor-%s-%u",
              link->routing_id, ++link->monitor_gen);
-    if (zmq_socket_monitor(link->socket, endpoint,
-                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
-                           ZMQ_EVENT_DISCONNECTED) != 0 ||
+    if (spits_zmq_monitor(link->socket, endpoint,
+                          ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                          ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                          ZMQ_EVENT_HANDSHAKE_SUCCEEDED |
+                          ZMQ_EVENT_DISCONNECTED) != 0 ||
         !(link->monitor = zmq_socket(link->context, ZMQ_PAIR)) ||
         zmq_setsockopt(link->monitor, ZMQ_RCVHWM, &(int){0}, sizeof(int)) != 0 ||
-        zmq_connect(link->monitor, endpoint) != 0) {
+        spits_zmq_connect(link->monitor, endpoint) != 0) {
         spits_error("cannot monitor the socket: %s", zmq_strerror(errno));
         return -1;
     }
@@ -356,7 +356,7 @@ int tm_link_connect(tm_t *tm)
     zmq_setsockopt(link->socket, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
     zmq_setsockopt(link->socket, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(link->socket, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    if (zmq_connect(link->socket, link->hops.endpoint) != 0) {
+    if (spits_zmq_connect(link->socket, link->hops.endpoint) != 0) {
         spits_error("cannot connect to %s: %s", link->hops.endpoint, zmq_strerror(errno));
         return -1;
     }

@@ -218,7 +218,7 @@ tm_relay_t *tm_relay_new(tm_t *tm)
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    if (zmq_bind(r->sock.router, tm->opts.serve) != 0 ||
+    if (spits_zmq_bind(r->sock.router, tm->opts.serve) != 0 ||
         zmq_getsockopt(r->sock.router, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
         spits_error("relay: cannot bind %s: %s", tm->opts.serve, zmq_strerror(errno));
         tm_relay_destroy(&r, 0);

@@ -19,6 +19,12 @@
  * SPITS_FAULT_FORK: the Nth fork (from 1) of each process fails with
  * EAGAIN, as at a process limit (spits-run's children inherit the
  * variable, and count their own).
+ *
+ * SPITS_FAULT_EINTR (set): every other call of each of zmq_bind,
+ * zmq_connect and zmq_socket_monitor, the first one first, fails with
+ * EINTR, as when a signal arrives while libzmq reads the socket's
+ * commands (nothing is bound or connected): a caller that calls again
+ * goes on, one that takes EINTR for an error fails.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -120,4 +126,41 @@ int fdatasync(int fd)
     if (!real)
         real = (fdatasync_fn)dlsym(RTLD_NEXT, "fdatasync");
     return real(fd);
+}
+
+/* 1 when this call of one kind (calls: how many came before) is to fail
+ * with EINTR (SPITS_FAULT_EINTR): the first, the third... */
+static int eintr_due(atomic_int *calls)
+{
+    if (!getenv("SPITS_FAULT_EINTR") || atomic_fetch_add(calls, 1) % 2)
+        return 0;
+    errno = EINTR;
+    return 1;
+}
+
+int zmq_bind(void *sock, const char *ep)
+{
+    static atomic_int calls;
+    static int (*real)(void *, const char *);
+    if (!real)
+        real = (int (*)(void *, const char *))dlsym(RTLD_NEXT, "zmq_bind");
+    return eintr_due(&calls) ? -1 : real(sock, ep);
+}
+
+int zmq_connect(void *sock, const char *ep)
+{
+    static atomic_int calls;
+    static int (*real)(void *, const char *);
+    if (!real)
+        real = (int (*)(void *, const char *))dlsym(RTLD_NEXT, "zmq_connect");
+    return eintr_due(&calls) ? -1 : real(sock, ep);
+}
+
+int zmq_socket_monitor(void *sock, const char *ep, int events)
+{
+    static atomic_int calls;
+    static int (*real)(void *, const char *, int);
+    if (!real)
+        real = (int (*)(void *, const char *, int))dlsym(RTLD_NEXT, "zmq_socket_monitor");
+    return eintr_due(&calls) ? -1 : real(sock, ep, events);
 }

@@ -12,6 +12,9 @@
 # exit 1, and commit_job never runs on a phase that made no task.
 # 4. Memory runs out keeping commit_job's final result (faultmem.so fails
 # the 8 MiB buffer of a 5 MB result): the job is an error, not ok.
+# 5. A signal interrupts libzmq's bind, connect and monitor calls
+# (fault.so fails every other one with EINTR) in the JM and a TM: each
+# calls again, and the job is exact.
 . "$(dirname "$0")/lib.sh"
 
 FAULT=$top_builddir/tests/.libs/fault.so
@@ -70,6 +73,15 @@ rc=$?
 [ -s "$T/nogen.out" ] && fail "commit_job ran: $(cat "$T/nogen.out")"
 [ "$(json "$T/nogen/report.json" "(d['status'], d['exit_code'], d['counters']['committed'])")" = \
   "('error', 1, 0)" ] || fail "report: $(json "$T/nogen/report.json" "d['status'], d['counters']")"
+
+# 5.
+export LD_PRELOAD=$FAULT SPITS_FAULT_EINTR=1
+start_jm intr "$MODS/bench.so" -n 50; jm=$JM_PID
+start_tm intr intr.tm -n 2
+wait $jm; rc=$?
+unset LD_PRELOAD SPITS_FAULT_EINTR
+[ $rc = 0 ] || fail "bind and connect interrupted by a signal: exit $rc: $(tail -3 "$T/intr.jm.log" "$T/intr.tm.log")"
+[ "$(cat "$T/intr.out")" = "$(bench_checksum 50)" ] || fail "interrupted calls: '$(cat "$T/intr.out")'"
 
 # 2 and 4. (Not under a sanitizer: its runtime owns malloc.)
 if sanitized; then

@@ -36,6 +36,7 @@
 #include "status-serve.h"
 #include "util.h"
 #include "wire.h"
+#include "zmqutil.h"
 
 static void usage(FILE *f)
 {
@@ -395,7 +396,7 @@ static json_t *ask(void *ctx, const spits_announce_t *a, const spits_keys_t *k,
         zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, k->client_public, SPITS_Z85_KEY);
         zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, k->client_secret, SPITS_Z85_KEY);
     }
-    if (zmq_connect(s, a->endpoint) != 0) {
+    if (spits_zmq_connect(s, a->endpoint) != 0) {
         snprintf(err, errlen, "cannot connect to %s: %s", a->endpoint, zmq_strerror(errno));
         zmq_close(s);
         return NULL;

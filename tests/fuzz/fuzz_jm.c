@@ -28,6 +28,7 @@
 #include "dispatch_int.h"
 #include "generator.h"
 #include "phase.h"
+#include "zmqutil.h"
 
 #define F_TASKS 48
 #define F_TMS 3
@@ -195,7 +196,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
         tms[k].sock = zmq_socket(d->net.zctx, ZMQ_DEALER);
         zmq_setsockopt(tms[k].sock, ZMQ_ROUTING_ID, tms[k].rid, strlen(tms[k].rid));
         zmq_setsockopt(tms[k].sock, ZMQ_LINGER, &(int){0}, sizeof(int));
-        if (zmq_connect(tms[k].sock, bind) != 0)
+        if (spits_zmq_connect(tms[k].sock, bind) != 0)   /* (libFuzzer's timer: EINTR) */
             abort();
     }
     p->st.id = 1;
