@@ -35,6 +35,7 @@
 #include "conngen.h"
 #include "constants.h"
 #include "credit.h"
+#include "hopchain.h"
 #include "idmap.h"
 #include "joins.h"
 #include "lateness.h"
@@ -46,9 +47,6 @@
 #include "tm_private.h"
 #include "zap.h"
 
-#define RELAY_ID_MAX 40            /* a relay's id: its routing id, as text */
-#define RELAY_BELOW_MAX 32         /* relay ids in a HELLO's "below" */
-
 /* A TM behind this relay (or a relay behind it). An entry is kept once
  * it is gone (its return is then a re-attach) until SERVE_KEEP_DEAD newer
  * ones went (peertab.h). All of it is written as the TM joins
@@ -58,9 +56,8 @@
 typedef struct {
     char host[64];
     long pid;
-    char relay_id[RELAY_ID_MAX]; /* a relay: its id ("" for a TM) */
-    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];   /* ...and the relays behind it */
-    int nbelow;
+    hopchain_place_t place;      /* a relay's id and those behind it (id
+                                    "": a TM) */
 } rl_tm_id_t;
 
 /* What it adds to relay_peers.c's sums now (relay_peers.c). Its credit
@@ -94,12 +91,6 @@ typedef struct {
     rl_tm_stats_t stats;
 } rl_tm_t;
 
-/* A relay id heard in a HELLO, directly or in its "below" (loops). */
-typedef struct {
-    char id[RELAY_ID_MAX];
-    int64_t at;
-} rl_heard_t;
-
 /* Who is behind the relay (relay_peers.c). */
 typedef struct {
     peertab_t *tab;              /* of rl_tm_t; loops walk its live set */
@@ -111,8 +102,7 @@ typedef struct {
     uint64_t leaves, losses;     /* (joins: the server's, server_stats) */
     uint64_t runs_gone;          /* runs and busy time of entries evicted */
     double busy_gone;            /* ...(a new process's: server_stats) */
-    rl_heard_t heard[RELAY_BELOW_MAX];
-    int64_t loop_since;          /* HELLOs of a loop refused since (0: none) */
+    hopchain_t chain;            /* relays heard, loops (hopchain.h) */
 } rl_peers_t;
 
 /* The socket the TMs behind us talk to: made by relay.c, which also reads
@@ -213,14 +203,6 @@ typedef struct {
     loglimit_t events;           /* TM joins, leaves, losses, loops */
 } rl_log_t;
 
-/* A relay's place in a chain of relays, as the HELLO being taken said
- * (relay_recv_hop_accept's, for relay_recv_hop_joined, within one
- * server_on_frames). */
-typedef struct {
-    char below[RELAY_BELOW_MAX][RELAY_ID_MAX];
-    int nbelow;
-} rl_hello_ctx_t;
-
 struct tm_relay {
     tm_t *tm;
     server_t *srv;               /* sends, serving, the tick, losses
@@ -232,7 +214,9 @@ struct tm_relay {
     rl_live_t live;
     rl_down_t down;
     rl_rec_t rec;
-    rl_hello_ctx_t hello;
+    hopchain_place_t hello;      /* the place the HELLO being taken said
+                                    (relay_recv_hop_accept's, for
+                                    relay_recv_hop_joined) */
     rl_log_t log;
 };
 
@@ -348,12 +332,10 @@ void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);
  * not): the relay's sums, and a planned TM's worker_res. */
 void relay_peers_hop_stats(void *r, server_peer_t *p, json_t *body, const spits_stats_t *st,
                            int changed, int before);
-/* A relay's HELLO said "relay": {"id", "below"}. Returns 0 (its id and
- * those behind it noted in t's below, and heard), 1 when it is a loop: our
- * own id among them (logged; the HELLO is refused; tm->done -1 when the
- * relay is its own upstream, or the loop lasts while we have no job), or
- * -1 when malformed. */
-int relay_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
-                           int *nbelow);
+/* A relay's HELLO said "relay" (hopchain.h): 0 (its place in *place,
+ * its ids heard), 1 when it is a loop (logged; the HELLO is refused;
+ * tm->done -1 when the relay is its own upstream, or the loop lasts while
+ * we have no job), or -1 when malformed. */
+int relay_peers_check_loop(tm_relay_t *r, const json_t *relay, hopchain_place_t *place);
 
 #endif

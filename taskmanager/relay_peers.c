@@ -8,15 +8,8 @@
  * id, stable entries, a live set for the loops, the dead kept up to
  * SERVE_KEEP_DEAD); what is the relay's is the rest of rl_tm_t.
  *
- * Loops: each relay's HELLO names it ("id", its routing id) and the
- * relays it knows to be behind it ("below": the live relays in its table
- * and those heard from in the last RELAY_HEARD_MS, with what they said
- * was behind them). A relay that finds its own id there is upstream of
- * itself. Its own HELLO coming back (its upstream is its own endpoint) is
- * an error at once. Otherwise the HELLO is refused, so that the relay
- * sending it moves on to its next hop (spits-tm --via); only a loop that
- * lasts RELAY_LOOP_FATAL_MS while this relay has no job (nothing above
- * it: a ring of relays) stops it, with the loop named.
+ * Loops: serving/hopchain.h's rules; what is the relay's is what they
+ * mean (a log line, or the relay stops) and its own HELLO's "below".
  */
 #define _DEFAULT_SOURCE
 #include <stddef.h>
@@ -24,11 +17,10 @@
 #include <string.h>
 
 #include "escape.h"
+#include "hopchain.h"
 #include "log.h"
 #include "relay_int.h"
 
-#define RELAY_HEARD_MS 10000       /* a relay's HELLO counts this long for loops */
-#define RELAY_LOOP_FATAL_MS 10000  /* a loop with no job above it, this long */
 #define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
 #define RELAY_RES_BYTES (32u << 10) /* their worker_res in one STATS, at most */
 #define RELAY_STATS_MIN_MS 250     /* capacity that fell goes up this often at
@@ -119,76 +111,30 @@ void relay_peers_hop_stats(void *arg, server_peer_t *p, json_t *body, const spit
     }
 }
 
-/* Notes id as heard now (the oldest note makes room). */
-static void relay_peers_heard(rl_peers_t *p, const char *id, int64_t now)
+int relay_peers_check_loop(tm_relay_t *r, const json_t *relay, hopchain_place_t *place)
 {
-    rl_heard_t *slot = &p->heard[0];
-    for (int k = 0; k < RELAY_BELOW_MAX; k++) {
-        if (strcmp(p->heard[k].id, id) == 0) {
-            slot = &p->heard[k];
-            break;
-        }
-        if (p->heard[k].at < slot->at)
-            slot = &p->heard[k];
-    }
-    snprintf(slot->id, sizeof slot->id, "%s", id);
-    slot->at = now;
-}
-
-int relay_peers_check_loop(tm_relay_t *r, json_t *relay, char below[][RELAY_ID_MAX],
-                           int *nbelow)
-{
-    rl_peers_t *p = &r->peers;
-    const char *me = r->tm->link.routing_id;
-    const char *id = json_string_value(json_object_get(relay, "id"));
     const char *ep = json_string_value(json_object_get(relay, "endpoint"));
-    json_t *list = json_object_get(relay, "below");
-    int64_t now = r->tm->now;
-    size_t i;
-    json_t *v;
-
-    *nbelow = 0;
-    if (!id || strlen(id) >= RELAY_ID_MAX || (list && !json_is_array(list)))
-        return -1;
-    if (strcmp(id, me) == 0) {
+    char sep[256], sid[HOPCHAIN_ID_MAX * 4];
+    hopchain_verdict_t v = hopchain_check(&r->peers.chain, r->tm->link.routing_id, relay,
+                                          r->job.body != NULL, r->tm->now, place);
+    if (v == HOPCHAIN_BAD || v == HOPCHAIN_OK)
+        return v == HOPCHAIN_OK ? 0 : -1;
+    /* (a peer's strings, escaped for the log: escape.h) */
+    spits_escape(sep, sizeof sep, ep ? ep : "?");
+    spits_escape(sid, sizeof sid, place->id);
+    if (v == HOPCHAIN_SELF)
         spits_error("relay loop: this relay's upstream (%s) is itself; point "
                     "it at the job manager or at another relay",
                     r->tm->link.hops.endpoint);
-        r->tm->done = -1;
-        return 1;
-    }
-    int loop = 0;
-    json_array_foreach(list, i, v) {
-        const char *b = json_string_value(v);
-        if (!b || strlen(b) >= RELAY_ID_MAX)
-            continue;
-        loop |= strcmp(b, me) == 0;
-        if (*nbelow < RELAY_BELOW_MAX)
-            snprintf(below[(*nbelow)++], RELAY_ID_MAX, "%s", b);
-    }
-    if (!loop) {
-        /* Heard, with what is behind it: a ring of relays not yet welcomed
-         * is found through these (nothing above them ever answers). */
-        relay_peers_heard(p, id, now);
-        for (int k = 0; k < *nbelow; k++)
-            relay_peers_heard(p, below[k], now);
-        return 0;
-    }
-    if (!p->loop_since)
-        p->loop_since = now;
-    /* (a peer's strings, escaped for the log: escape.h) */
-    char sep[256], sid[RELAY_ID_MAX * 4];
-    spits_escape(sep, sizeof sep, ep ? ep : "?");
-    spits_escape(sid, sizeof sid, id);
-    if (!r->job.body && now - p->loop_since >= RELAY_LOOP_FATAL_MS) {
+    else if (v == HOPCHAIN_FATAL)
         spits_error("relay loop: the relay at %s (%s), behind this one, is "
                     "also upstream of it; a relay must not point at a relay "
                     "behind it", sep, sid);
-        r->tm->done = -1;
-    } else if (loglimit_allow(&r->log.events, r->tm->now)) {
+    else if (loglimit_allow(&r->log.events, r->tm->now))
         spits_warn("relay: refused the relay at %s (%s): this relay is behind "
                    "it (a loop); it should move on to another hop", sep, sid);
-    }
+    if (v != HOPCHAIN_LOOP)
+        r->tm->done = -1;
     return 1;
 }
 
@@ -211,26 +157,18 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
 {
     const rl_peers_t *p = &r->peers;
     json_t *below = json_array();
-    size_t listed = 0;
     int64_t now = r->tm->now;
 
     /* Relays behind us still talking (a lost one may be elsewhere now),
      * and those heard from lately. */
-    for (size_t i = 0; i < peertab_live_count(p->tab) && listed < RELAY_BELOW_MAX; i++) {
+    for (size_t i = 0; i < peertab_live_count(p->tab); i++) {
         const rl_tm_t *t = peertab_live_at(p->tab, i);
-        if (!t->id.relay_id[0] ||
-            now - t->sv.live.last_heard > 3 * server_rules(r->srv)->hb_ms)
-            continue;
-        json_array_append_new(below, json_string(t->id.relay_id));
-        listed++;
-        for (int k = 0; k < t->id.nbelow && listed < RELAY_BELOW_MAX; k++, listed++)
-            json_array_append_new(below, json_string(t->id.below[k]));
+        if (t->id.place.id[0] &&
+            now - t->sv.live.last_heard <= 3 * server_rules(r->srv)->hb_ms &&
+            hopchain_list_place(below, &t->id.place))
+            break;
     }
-    for (int k = 0; k < RELAY_BELOW_MAX && listed < RELAY_BELOW_MAX; k++)
-        if (p->heard[k].id[0] && now - p->heard[k].at < RELAY_HEARD_MS) {
-            json_array_append_new(below, json_string(p->heard[k].id));
-            listed++;
-        }
+    hopchain_list_heard(&p->chain, below, now);
     return json_pack("{s:s, s:s, s:o, s:I}", "id", r->tm->link.routing_id,
                      "endpoint", r->sock.endpoint, "below", below, "tms",
                      (json_int_t)relay_peers_tms(p));

@@ -59,27 +59,21 @@ server_peer_t *relay_recv_hop_add(void *arg, const void *rid, size_t ridlen, int
     return t ? &t->sv : NULL;
 }
 
-/* (server_hop_t.joined; ctx: an rl_hello_ctx_t) Who it is, what it adds
- * to the relay's capacity, and the log line. */
+/* (server_hop_t.joined; ctx: the HELLO's hopchain_place_t) Who it is,
+ * what it adds to the relay's capacity, and the log line. */
 void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
 {
     tm_relay_t *r = arg;
     rl_tm_t *t = (rl_tm_t *)p;
     const spits_hello_t *h = j->h;
-    const rl_hello_ctx_t *c = j->ctx;
-    assert(c == &r->hello);   /* (relay_recv_hop_accept's, this same message's) */
+    assert(j->ctx == &r->hello);   /* (relay_recv_hop_accept's, this same message's) */
     if (j->renewed) {
         json_decref(t->stats.worker_res);   /* (its plan is said anew) */
         t->stats.worker_res = NULL;
     }
     spits_escape(t->id.host, sizeof t->id.host, h->host);   /* (for our log) */
     t->id.pid = h->pid;
-    t->id.relay_id[0] = 0;
-    t->id.nbelow = c->nbelow;
-    memcpy(t->id.below, c->below, sizeof c->below);
-    if (h->relay)
-        snprintf(t->id.relay_id, sizeof t->id.relay_id, "%s",
-                 json_string_value(json_object_get(h->relay, "id")));
+    t->id.place = r->hello;
     relay_peers_capacity(&r->peers, t);
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s with %d worker(s)",
@@ -100,17 +94,17 @@ int relay_recv_hop_accept(void *arg, server_peer_t *p, const spits_hello_t *h, v
                           const char **why)
 {
     tm_relay_t *r = arg;
-    rl_hello_ctx_t *c = &r->hello;
     int loop = 0;
     (void)p;
-    c->nbelow = 0;
-    if (h->relay && (loop = relay_peers_check_loop(r, h->relay, c->below, &c->nbelow)) < 0) {
+    r->hello.id[0] = 0;
+    r->hello.nbelow = 0;
+    if (h->relay && (loop = relay_peers_check_loop(r, h->relay, &r->hello)) < 0) {
         *why = "HELLO with a bad relay id";
         return -1;
     }
     if (loop || !r->job.body)
         return 0;
-    *ctx = c;
+    *ctx = &r->hello;
     return 1;
 }
 

@@ -44,7 +44,7 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     json_decref(r->job.body);
     r->job.body = copy;
     r->job.phase = phase;
-    r->peers.loop_since = 0;
+    hopchain_job(&r->peers.chain);
     snprintf(r->job.id, sizeof r->job.id, "%s",
              json_string_value(json_object_get(copy, "job_id")));
     json_int_t hb = json_integer_value(json_object_get(copy, "heartbeat_ms"));

@@ -10,6 +10,7 @@
 #include "cancels.h"
 #include "conngen.h"
 #include "credit.h"
+#include "hopchain.h"
 #include "joins.h"
 #include "alloc-policy.h"
 #include "alloc-request.h"
@@ -69,6 +70,7 @@ int main(void)
         {"conngen", conngen_selftest},
         {"credit", credit_selftest},
         {"joins", joins_selftest},
+        {"hopchain", hopchain_selftest},
         {"liveness", liveness_selftest},
         {"peertab", peertab_selftest},
         {"server", server_selftest},
