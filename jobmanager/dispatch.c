@@ -36,12 +36,12 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 /* --- receiving --------------------------------------------------------- */
 
 /* The server's hop (serving/server.h): what is the JM's in serving. */
-static void disp_hop_lost(void *arg, server_peer_t *p, const char *why, int left)
+static void disp_hop_lost(void *arg, server_peer_t *p, const char *why, int left, size_t n)
 {
     if (left)
-        members_left(arg, (jm_tm_t *)p, why);
+        members_left(arg, (jm_tm_t *)p, why, n);
     else
-        members_lost(arg, (jm_tm_t *)p, why);
+        members_lost(arg, (jm_tm_t *)p, why, n);
 }
 
 /* Messages wait: a gone TM's BYE may be among them (server_reap). */

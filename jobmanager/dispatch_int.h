@@ -77,7 +77,6 @@ typedef struct {
 typedef struct {
     peertab_t *tab;                  /* of jm_tm_t (tmtable.h) */
     jm_tm_totals_t evicted;          /* ...what its evicted entries did */
-    size_t alive;
     int64_t alive_workers;           /* workers of the TMs alive now (64
                                         bits: 2,048 TMs may claim 2^31) */
     int no_tm_said;                  /* "start a TM with ..." was said */
@@ -248,7 +247,7 @@ void members_hop_stats(void *d, server_peer_t *p, json_t *body, const spits_stat
 server_peer_t *members_hop_add(void *d, const void *rid, size_t ridlen, int *first);
 void members_hop_joined(void *d, server_peer_t *p, const server_join_t *j);
 void members_hop_job(void *d, server_peer_t *p, int type);
-void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why);
-void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused);
+void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why, size_t n);
+void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused, size_t n);
 
 #endif

@@ -47,7 +47,7 @@ void dispview_live_update(jm_disp_t *d)
     l->duplicates = d->st.sched.duplicates;
     l->requeued = d->st.sched.requeued;
     l->running = l->queued = 0;
-    l->tms_alive = d->fleet.alive;
+    l->tms_alive = peertab_live_count(d->fleet.tab);
     l->tm_joins = d->st.tm_joins;
     l->tm_reattaches = d->st.tm_reattaches;
     l->tm_losses = d->st.tm_losses;

@@ -24,48 +24,40 @@
 #include "util.h"
 #include "wire.h"
 
-/* t is gone, for now at least: its copies go back to the scheduler, and
- * it leaves the live set (the last step: the table may then evict an
- * older dead TM). The number of copies taken back. */
-static size_t drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
+/* What a TM gone means to the JM: its workers, the timeline, and the
+ * server's counts copied for report.json and STATUS (d->st). */
+static void drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 {
-    server_due_all(d->srv);   /* (its copies are requeued for the others) */
-    t->sv.gone = 0;
     d->fleet.alive_workers -= t->sv.sched.credit.workers;
-    d->fleet.alive--;
     jm_timeline_event(&d->timeline, why, t);
-    size_t n = sched_lost(d->sched, &t->sv.sched);
     disp_check_sched(d);
-    return n;
+    d->st.tm_losses = server_stats(d->srv)->losses;
+    d->st.tm_leaves = server_stats(d->srv)->leaves;
 }
 
-void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why)
+/* (server_hop_t.lost without left) t was lost: the server took n copies
+ * back. */
+void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why, size_t n)
 {
     char crashed[320];
-    if (!t->sv.peer.alive)
-        return;
     /* A TM that died of a signal says so in its crash file. */
     if (jm_crashes_tm_lost(d->jm, t->id.host, t->id.pid, t->id.joined, crashed,
                            sizeof crashed))
         why = crashed;
-    size_t n = drop(d, t, JM_TL_LOST);
-    d->st.tm_losses++;
+    drop(d, t, JM_TL_LOST);
     t->life.lost = 1;
     d->st.tms_lost_now++;
     if (loglimit_allow(&d->logs.lost, d->clock.now))
         spits_info("%s %s:%ld lost (%s); %zu task(s) requeued",
                    t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
-    peertab_set_alive(d->fleet.tab, t, 0);
 }
 
-/* (dispatch_int.h) */
 /* (server_hop_t.lost with left) t left on purpose (drained, done, or
  * refusing the job: refused, its BYE's reason), so it is not lost. */
-void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused)
+void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused, size_t n)
 {
     char safe[512];
-    size_t n = drop(d, t, JM_TL_LEAVE);
-    d->st.tm_leaves++;
+    drop(d, t, JM_TL_LEAVE);
     if (refused) {
         d->st.tm_refusals++;
         /* (escaped: cut between characters, valid UTF-8 for STATUS) */
@@ -77,7 +69,6 @@ void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused)
         spits_info("%s %s:%ld left; %zu task(s) requeued",
                    t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid, n);
     }
-    peertab_set_alive(d->fleet.tab, t, 0);
 }
 
 /* HELLO said whether t is a relay (endpoint: where its TMs connect, or
@@ -151,7 +142,6 @@ void members_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
     set_relay(t, j->ctx);
     t->stats.running = t->stats.queued = -1;   /* (until its next STATS) */
     t->id.joined = spits_wall_time();
-    d->fleet.alive++;
     d->fleet.alive_workers += t->sv.sched.credit.workers;
     if (d->fleet.alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->fleet.alive_workers;

@@ -246,7 +246,8 @@ static int slots_cap(jm_disp_t *d)
 {
     uint64_t mean = sched_mean_task_bytes(d->sched);
     uint64_t cap = SLOTS_BYTES / (mean ? mean : 1);
-    uint64_t share = disp_window(d) / (d->fleet.alive ? d->fleet.alive : 1);
+    size_t alive = peertab_live_count(d->fleet.tab);
+    uint64_t share = disp_window(d) / (alive ? alive : 1);
     if (cap > SLOTS_MAX)
         cap = SLOTS_MAX;
     if (cap > share)

@@ -309,6 +309,7 @@ typedef struct {
     unsigned char last[SPITS_HDR_SIZE];  /* the last short message */
     int last_more;
     int lost_slot;               /* the last lost */
+    size_t lost_n;               /* ...its copies to run again */
     char lost[128];              /* "slot why; " of each lost */
     int pending, stopping;
     int64_t rec_start;           /* sched_recorded of the last result */
@@ -380,11 +381,11 @@ static size_t st_send_tasks(void *arg, server_peer_t *p, sched_task_t *const *ta
     return n;
 }
 
-static void st_lost(void *arg, server_peer_t *p, const char *why, int left)
+static void st_lost(void *arg, server_peer_t *p, const char *why, int left, size_t n)
 {
     st_hop_t *h = arg;
-    sched_lost(h->sc, &p->sched);
-    peertab_set_alive(h->tab, p, 0);
+    assert(!p->peer.alive && p->share.workers == 0);
+    h->lost_n = n;
     size_t at = strlen(h->lost);
     h->lost_slot = p->peer.slot;
     snprintf(h->lost + at, sizeof h->lost - at, "%d %s%s; ", p->peer.slot,
@@ -1407,6 +1408,75 @@ static void st_results_msg(st_hop_t *h, const char *rid, int n, const uint64_t *
     spits_batch_free(&b);
 }
 
+/* The capacity of the live peers, but of those draining: each one's
+ * share follows it after each message, and as it leaves; losses and
+ * leaves counted, with the copies each had. */
+static int st_capacity(void)
+{
+    st_hop_t h;
+    int rc = -1;
+    const server_cap_t *cap;
+    const server_stats_t *ss;
+    json_t *relay = json_object();
+    S_CHECK(relay && st_world(&h, 0, 0, 100) == 0);
+    cap = server_capacity(h.s);
+    ss = server_stats(h.s);
+    h.hello_joins = 1;
+    st_frames(&h, "a", SPITS_MSG_HELLO, 0, 0);
+    st_frames(&h, "b", SPITS_MSG_HELLO, 0, 0);
+    server_peer_t *a = peertab_find(h.tab, "a", 1), *b = peertab_find(h.tab, "b", 1);
+    S_CHECK(a && b && a->peer.alive && b->peer.alive);
+    S_CHECK(cap->workers == 4 && cap->slots == 8 && cap->tms == 2);
+    S_CHECK(a->share.workers == 2 && a->share.slots == 4 && a->share.tms == 1);
+    /* A STATS that changes b's plan: its share follows. */
+    st_frames(&h, "b", SPITS_MSG_STATS, 0, 0);
+    S_CHECK(b->sched.credit.slots == 6 && cap->workers == 4 && cap->slots == 10);
+    /* A relay of 3 TMs (its HELLO taken, then handled). */
+    spits_hello_t hi = {"r", 300, 10, 20, 0, 0, 0, "job", relay, 3};
+    S_CHECK(server_on_hello(h.s, NULL, "c", 1, &hi, "job", NULL) == SERVER_HELLO_JOINED);
+    server_peer_t *c = peertab_find(h.tab, "c", 1);
+    S_CHECK(c && cap->tms == 2);
+    server_on_handled(h.s, c, -1, 0);
+    S_CHECK(cap->workers == 14 && cap->slots == 30 && cap->tms == 5);
+    /* ...a relay's TMs not said, or none, count none. */
+    c->proc.tms = -1;
+    server_on_handled(h.s, c, -1, 0);
+    S_CHECK(c->share.tms == 0 && cap->tms == 2);
+    c->proc.tms = 1;
+    server_on_handled(h.s, c, -1, 0);
+    S_CHECK(c->share.tms == 1 && cap->tms == 3);
+    c->proc.tms = 3;
+    server_on_handled(h.s, c, -1, 0);
+    /* a drains: it counts no more. */
+    st_frames(&h, "a", SPITS_MSG_DRAIN, 0, 0);
+    S_CHECK(a->draining && a->share.workers == 0 && a->share.tms == 0);
+    S_CHECK(cap->workers == 12 && cap->slots == 26 && cap->tms == 4);
+    /* b, served, leaves: its copies go back, counted as a leave. */
+    server_due(h.s, b);
+    server_serve(h.s);
+    uint64_t held = b->sched.credit.outstanding;
+    S_CHECK(held == 6);
+    st_frames(&h, "b", SPITS_MSG_BYE, 0, 0);
+    S_CHECK(!b->peer.alive && h.lost_n == held && ss->leaves == 1 && ss->losses == 0);
+    S_CHECK(cap->workers == 10 && cap->slots == 20 && cap->tms == 3);
+    /* c is lost (silent past the timeout); a leaves at the job's end,
+     * not counted. */
+    server_clock(h.s, 1000 + 5000);
+    server_tick(h.s);
+    S_CHECK(!c->peer.alive && !a->peer.alive && ss->losses == 2 && ss->leaves == 1);
+    S_CHECK(cap->workers == 0 && cap->slots == 0 && cap->tms == 0 && h.lost_n == 0);
+    st_frames(&h, "b", SPITS_MSG_HELLO, 0, 0);
+    S_CHECK(b->peer.alive && cap->workers == 2 && cap->tms == 1);
+    server_leave(h.s, b);
+    S_CHECK(!b->peer.alive && cap->workers == 0 && cap->slots == 0 && cap->tms == 0 &&
+            ss->leaves == 1 && ss->losses == 2);
+    rc = 0;
+out:
+    json_decref(relay);
+    st_world_end(&h);
+    return rc;
+}
+
 static int st_msgs_are(st_hop_t *h, const char *want)
 {
     return st_text_is(h->msgs, "handled", want);
@@ -1658,7 +1728,7 @@ int server_selftest(void)
     server_t *s = NULL;
     st_hop_t h;
     int rc = 0;
-    if (st_serving() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
+    if (st_serving() || st_capacity() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
         st_hello() || st_messages() || st_stats() || st_phase() || st_end() ||
         st_frames_route() || st_intake())
         rc = -1;

@@ -18,6 +18,10 @@
  *     rules, a heartbeat to the quiet, the silent lost;
  *   - the reaping of peers whose connection is gone (server_reap), after
  *     the messages already waiting are read (a drained TM's last BYE);
+ *   - a peer lost or gone: its copies back to the scheduler, out of the
+ *     live set, counted (server_lose), then the hop's own (hop.lost);
+ *   - the live peers' capacity, summed as each one's changes
+ *     (server_capacity);
  *   - the CANCELs the scheduler noted (server_cancels);
  *   - each message a peer sends (server_on_frames): parsed, its frames
  *     read, routed to the hop's handler by type, a malformed one's
@@ -70,6 +74,12 @@ typedef struct {
                                 later STATS said (-1: not said) */
 } server_proc_t;
 
+/* What a peer adds to its server's capacity now (server_capacity). */
+typedef struct {
+    int workers, slots;
+    long tms;                /* the TMs it is: 1, a relay as it said */
+} server_share_t;
+
 /* What both hops keep of a peer to serve it: the first member of their
  * table entry, so the table's entries are server_peer_t too. */
 typedef struct {
@@ -90,6 +100,7 @@ typedef struct {
     int ended;               /* said BYE to the job's END
                                 (server_end_peers) */
     server_proc_t proc;
+    server_share_t share;    /* (server_capacity's) */
 } server_peer_t;
 
 _Static_assert(offsetof(server_peer_t, peer) == 0,
@@ -173,10 +184,10 @@ typedef struct {
      * marks follow); returns how many went, a prefix of them. */
     size_t (*send_tasks)(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n);
     /* p is lost (why: for the log), or it left (left: its BYE; why: the
-     * job it refused, or NULL): its copies go back to the scheduler
-     * (sched_lost), and it leaves the live set (peertab_set_alive 0,
-     * checked by an assert on return). */
-    void (*lost)(void *arg, server_peer_t *p, const char *why, int left);
+     * job it refused, or NULL). The server took its copies back (n of
+     * them to run again: sched_lost), made it dead and counted it; the
+     * hop logs it and does its own. */
+    void (*lost)(void *arg, server_peer_t *p, const char *why, int left, size_t n);
     /* Whether messages wait to be read (a gone peer's last ones may). */
     int (*pending)(void *arg);
     /* Whether the hop stops (no more tasks go). */
@@ -254,12 +265,20 @@ typedef struct {
 typedef struct {
     uint64_t heartbeats;
     uint64_t joins;          /* first joins: distinct peers */
+    uint64_t leaves, losses; /* peers that left (BYE), and were lost */
     uint64_t reattaches;     /* joins of a routing id known before */
     uint64_t runs_gone;      /* proc.runs and busy_s of entries that a */
     double busy_gone;        /* ...new process on their routing id took */
     uint64_t bytes_in;       /* of every message received, parts too */
     uint64_t results_as_parts;   /* results whose bytes came as a part */
 } server_stats_t;
+
+/* The live peers' capacity, but of those draining: what the TMs below
+ * this hop can take. Sums of each one's share, which follows it after
+ * each message it sends, and when it leaves the live set. */
+typedef struct {
+    long long workers, slots, tms;
+} server_cap_t;
 
 /* A server (NULL: no memory). cfg's pointers must outlive it. */
 server_t *server_new(const server_cfg_t *cfg);
@@ -268,6 +287,7 @@ void server_destroy(server_t **s);
 /* The loss rules, as the hop's loop runs them. */
 liveness_hop_t *server_rules(server_t *s);
 const server_stats_t *server_stats(const server_t *s);
+const server_cap_t *server_capacity(const server_t *s);
 /* The hop's clock (monotonic ms) as its loop turns; and the wire phase
  * its heartbeats carry. */
 void server_clock(server_t *s, int64_t now);
@@ -283,6 +303,9 @@ void server_peer_init(server_peer_t *p);
 /* p joined or re-attached (alive): heard now, no marks left from
  * before (the hop then calls server_due). */
 void server_peer_join(server_t *s, server_peer_t *p);
+/* p (alive) leaves the live set, not lost: the job ended, and its BYE
+ * came (server_end_t.bye); its copies go with the hop's. */
+void server_leave(server_t *s, server_peer_t *p);
 /* p spoke: heard now, and no longer stalled (the hop then calls
  * server_due once it handled the message). */
 void server_heard(server_t *s, server_peer_t *p);

@@ -26,12 +26,16 @@ struct server {
     int64_t gone_at;             /* ...the first, since the last reaping */
     spits_batch_t out;           /* CANCELs being built */
     server_stats_t st;
+    server_cap_t cap;            /* sums of the peers' shares */
 };
 
-/* p is lost (why), or left (left): hop.lost, and the others get its
- * copies (server_peers.c). Not while a RESULTS' records are walked: the walk
- * holds p's scheduler entry. */
+/* A live p is lost (why), or left (left): its copies go back to the
+ * scheduler for the others, it leaves the live set and is counted, then
+ * hop.lost (server_peers.c). Not while a RESULTS' records are walked:
+ * the walk holds p's scheduler entry. */
 void server_lose(server_t *s, server_peer_t *p, const char *why, int left);
+/* p's share of the capacity follows it (alive, draining, credit). */
+void server_share(server_t *s, server_peer_t *p);
 
 /* The pieces of server_on_frames (server_recv.c). What server_on_hello
  * did: */

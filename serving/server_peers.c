@@ -75,11 +75,42 @@ int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int 
 
 /* --- losses ------------------------------------------------------------ */
 
+void server_share(server_t *s, server_peer_t *p)
+{
+    int counts = p->peer.alive && !p->draining;
+    server_share_t now = {0, 0, 0};
+    if (counts)
+        now = (server_share_t){p->sched.credit.workers, p->sched.credit.slots,
+                               !p->proc.relay ? 1 : p->proc.tms > 0 ? p->proc.tms : 0};
+    s->cap.workers += now.workers - p->share.workers;
+    s->cap.slots += now.slots - p->share.slots;
+    s->cap.tms += now.tms - p->share.tms;
+    p->share = now;
+}
+
+const server_cap_t *server_capacity(const server_t *s)
+{
+    return &s->cap;
+}
+
+void server_leave(server_t *s, server_peer_t *p)
+{
+    peertab_set_alive(s->cfg.tab, p, 0);   /* (never fails going dead) */
+    server_share(s, p);
+}
+
 void server_lose(server_t *s, server_peer_t *p, const char *why, int left)
 {
     assert(!s->walking);
     p->gone = 0;
+    if (!p->peer.alive)
+        return;
+    size_t n = sched_lost(s->cfg.sched, &p->sched);
     server_due_all(s);   /* (its copies run again on the others) */
-    s->cfg.hop.lost(s->cfg.hop.arg, p, why, left);
-    assert(!p->peer.alive);
+    server_leave(s, p);
+    if (left)
+        s->st.leaves++;
+    else
+        s->st.losses++;
+    s->cfg.hop.lost(s->cfg.hop.arg, p, why, left, n);
 }

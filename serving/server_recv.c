@@ -110,6 +110,7 @@ void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen)
     if (!p || !p->peer.alive)
         return;
     liveness_conn(&p->live, fd, gen);
+    server_share(s, p);
     server_due(s, p);
 }
 

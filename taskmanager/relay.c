@@ -72,7 +72,7 @@ static void relay_tick(tm_relay_t *r)
 
 /* --- the server's hop (serving/server.h) --------------------------------- */
 
-static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int left)
+static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int left, size_t n)
 {
     char gone[320], safe[256];
     if (!left)
@@ -82,7 +82,7 @@ static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int lef
                  spits_escape(safe, sizeof safe, why));
     else
         snprintf(gone, sizeof gone, "left");
-    relay_copies_gone(arg, (rl_tm_t *)p, gone, !left);
+    relay_copies_gone(arg, (rl_tm_t *)p, gone, n);
 }
 
 static int relay_hop_pending(void *arg)
@@ -245,7 +245,7 @@ void *tm_relay_zap_socket(const tm_relay_t *r)
  * its slot. */
 static void relay_end_bye(void *arg, server_peer_t *p)
 {
-    relay_peers_gone(arg, (rl_tm_t *)p);
+    server_leave(arg, p);
 }
 
 void tm_relay_destroy(tm_relay_t **rp, int job_over)
@@ -254,7 +254,7 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     if (!r)
         return;
     /* The job is over: the TMs behind us are told so, as the JM does. */
-    server_end_t e = {r->srv, relay_end_bye, NULL, &r->peers};
+    server_end_t e = {r->srv, relay_end_bye, NULL, r->srv};
     if (job_over && r->sock.router && r->srv) {
         router_peers_t peers = server_end_peers(&e);
         router_end(r->sock.router, r->job.phase, &peers, RELAY_END_WAIT_MS);

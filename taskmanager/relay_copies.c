@@ -343,23 +343,12 @@ void relay_copies_cancel_queued(tm_relay_t *r)
     }
 }
 
-void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, int lost)
+void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, size_t n)
 {
-    rl_peers_t *p = &r->peers;
-    if (!t->sv.peer.alive)
-        return;
-    size_t n = sched_lost(r->copies.sched, &t->sv.sched);
-    relay_peers_gone(p, t);
-    t->sv.gone = 0;
-    server_due_all(r->srv);   /* (its copies run again on the others) */
-    if (lost)
-        p->losses++;
-    else
-        p->leaves++;
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s; %zu task(s) to run again",
                    t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
     /* (with no TM left behind, nothing would run them here) */
-    if (!peertab_live_count(p->tab))
+    if (!peertab_live_count(r->peers.tab))
         relay_copies_give_back(r);
 }

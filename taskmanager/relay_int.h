@@ -60,16 +60,6 @@ typedef struct {
                                     "": a TM) */
 } rl_tm_id_t;
 
-/* What it adds to relay_peers.c's sums now (relay_peers.c). Its credit
- * itself (workers, slots, held) is in its sched_peer_t (serving/
- * scheduler.h): set at its HELLO (relay_recv.c) or a relay's STATS
- * (relay_peers.c); the scheduler's as copies go down and records come
- * back. */
-typedef struct {
-    int workers, slots;
-    long tms;                    /* the TMs it counts for: 1, a relay its own */
-} rl_tm_share_t;
-
 /* From its join STATS (relay_peers.c), for the relay's own "behind";
  * its runs and busy time are its server_proc_t's (serving/server.h). */
 typedef struct {
@@ -87,19 +77,13 @@ typedef struct {
                                     scheduler's counts (sv.sched),
                                     liveness, settling; first */
     rl_tm_id_t id;
-    rl_tm_share_t share;
     rl_tm_stats_t stats;
 } rl_tm_t;
 
 /* Who is behind the relay (relay_peers.c). */
 typedef struct {
     peertab_t *tab;              /* of rl_tm_t; loops walk its live set */
-    long long sum_workers, sum_slots;  /* over live TMs not draining */
-    long long sum_tms;           /* ...and the TMs they are (a relay: its) */
-    int workers, slots;          /* ...clamped to what a HELLO may say */
-    int cap_dirty;               /* ...changed since the last STATS */
-    int told_slots;              /* ...slots as the last STATS said */
-    uint64_t leaves, losses;     /* (joins: the server's, server_stats) */
+    int told_workers, told_slots;    /* capacity as the last STATS said */
     uint64_t runs_gone;          /* runs and busy time of entries evicted */
     double busy_gone;            /* ...(a new process's: server_stats) */
     hopchain_t chain;            /* relays heard, loops (hopchain.h) */
@@ -281,9 +265,10 @@ void relay_copies_reset(tm_relay_t *r);
 /* A drain: every copy the TMs behind hold is cancelled (those queued
  * come back at once; those running finish). */
 void relay_copies_cancel_queued(tm_relay_t *r);
-/* t is gone (lost, or it left; why says how, for the log): its copies
- * run again on the others (or go back upstream, with none left). */
-void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, int lost);
+/* t is gone (lost, or it left; why says how, for the log), n of its
+ * copies to run again on the others (or to go back upstream, with none
+ * left): the log line. */
+void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, size_t n);
 
 /* relay_tasks.c */
 /* The server's source (server_hop_t.refill): copies from the pool. */
@@ -318,16 +303,6 @@ void relay_peers_free(rl_peers_t *p);
 /* A new entry for rid, not alive yet (peertab_add). NULL when out of
  * memory. */
 rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
-/* t's alive, draining, workers or slots changed (a join, a drain, a
- * relay's STATS): its share of the relay's workers and slots follows, in
- * O(1), whatever the number of TMs. */
-void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t);
-/* t is gone: it counts no more, and its entry is dead (evicted, and its
- * slot reused, after SERVE_KEEP_DEAD more went). Its copies must be
- * taken first (relay_copies_gone does), but for a TM's BYE to the
- * relay's END as it closes (relay.c relay_end_bye): no slot is reused
- * after, and its copies go back upstream with the relay's. */
-void relay_peers_gone(rl_peers_t *p, rl_tm_t *t);
 /* (server_hop_t.stats) A STATS the server took from a TM (alive or
  * not): the relay's sums, and a planned TM's worker_res. */
 void relay_peers_hop_stats(void *r, server_peer_t *p, json_t *body, const spits_stats_t *st,

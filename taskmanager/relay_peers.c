@@ -66,42 +66,11 @@ rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
     return t;
 }
 
-/* (Clamped to what a HELLO or STATS may say: wire.h.) */
-void relay_peers_capacity(rl_peers_t *p, rl_tm_t *t)
-{
-    int counts = t->sv.peer.alive && !t->sv.draining;
-    p->sum_workers += (counts ? t->sv.sched.credit.workers : 0) - t->share.workers;
-    p->sum_slots += (counts ? t->sv.sched.credit.slots : 0) - t->share.slots;
-    long tms = !counts ? 0 : t->sv.proc.relay ? (t->sv.proc.tms > 0 ? t->sv.proc.tms : 0) : 1;
-    p->sum_tms += tms - t->share.tms;
-    t->share.workers = counts ? t->sv.sched.credit.workers : 0;
-    t->share.slots = counts ? t->sv.sched.credit.slots : 0;
-    t->share.tms = tms;
-    long long workers = p->sum_workers, slots = p->sum_slots;
-    if (workers > SPITS_WORKERS_MAX)
-        workers = SPITS_WORKERS_MAX;
-    if (slots > SPITS_SLOTS_MAX)
-        slots = SPITS_SLOTS_MAX;
-    if (workers != p->workers || slots != p->slots)
-        p->cap_dirty = 1;
-    p->workers = (int)workers;
-    p->slots = (int)slots;
-}
-
-void relay_peers_gone(rl_peers_t *p, rl_tm_t *t)
-{
-    peertab_set_alive(p->tab, t, 0);   /* (never fails going dead) */
-    relay_peers_capacity(p, t);
-}
-
 void relay_peers_hop_stats(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
                            int changed, int before)
 {
-    tm_relay_t *r = arg;
     rl_tm_t *t = (rl_tm_t *)p;
-    (void)body, (void)before;
-    if (changed)
-        relay_peers_capacity(&r->peers, t);
+    (void)arg, (void)body, (void)before, (void)changed;
     /* (a TM's own, checked, passed up as it said it: keys of a later
      * release too; upstream checks it again) */
     if (!t->sv.proc.relay && st->worker_res) {
@@ -140,17 +109,21 @@ int relay_peers_check_loop(tm_relay_t *r, const json_t *relay, hopchain_place_t 
 
 /* --- what upstream is told ---------------------------------------------- */
 
-/* The TMs behind us whose capacity counts, as far as a HELLO or STATS
- * may say (upstream caps our workers by them: spits_relay_cap). */
-static long relay_peers_tms(const rl_peers_t *p)
+/* The capacity of the TMs behind us (server_capacity), as far as a
+ * HELLO or STATS may say (wire.h; upstream caps our workers by the TMs:
+ * spits_relay_cap). */
+static void relay_peers_cap(const tm_relay_t *r, int *workers, int *slots, long *tms)
 {
-    return p->sum_tms > SPITS_RELAY_TMS_MAX ? SPITS_RELAY_TMS_MAX : (long)p->sum_tms;
+    const server_cap_t *c = server_capacity(r->srv);
+    *workers = c->workers > SPITS_WORKERS_MAX ? SPITS_WORKERS_MAX : (int)c->workers;
+    *slots = c->slots > SPITS_SLOTS_MAX ? SPITS_SLOTS_MAX : (int)c->slots;
+    *tms = c->tms > SPITS_RELAY_TMS_MAX ? SPITS_RELAY_TMS_MAX : (long)c->tms;
 }
 
 void tm_relay_capacity(const tm_relay_t *r, int *workers, int *slots)
 {
-    *workers = r->peers.workers;
-    *slots = r->peers.slots;
+    long tms;
+    relay_peers_cap(r, workers, slots, &tms);
 }
 
 json_t *tm_relay_hello_json(const tm_relay_t *r)
@@ -169,9 +142,11 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
             break;
     }
     hopchain_list_heard(&p->chain, below, now);
+    int workers, slots;
+    long tms;
+    relay_peers_cap(r, &workers, &slots, &tms);
     return json_pack("{s:s, s:s, s:o, s:I}", "id", r->tm->link.routing_id,
-                     "endpoint", r->sock.endpoint, "below", below, "tms",
-                     (json_int_t)relay_peers_tms(p));
+                     "endpoint", r->sock.endpoint, "below", below, "tms", (json_int_t)tms);
 }
 
 /* Slots that grew go up in the turn they grew: a TM that joined has idle
@@ -184,8 +159,13 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
 int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)
 {
     const rl_peers_t *p = &r->peers;
-    return p->cap_dirty && (since_last >= RELAY_STATS_MIN_MS || p->slots > p->told_slots ||
-                            (p->slots == 0 && p->told_slots > 0));
+    int workers, slots;
+    long tms;
+    relay_peers_cap(r, &workers, &slots, &tms);
+    if (workers == p->told_workers && slots == p->told_slots)
+        return 0;
+    return since_last >= RELAY_STATS_MIN_MS || slots > p->told_slots ||
+           (slots == 0 && p->told_slots > 0);
 }
 
 /* Runs and busy time: each entry's, alive or gone, as its last STATS
@@ -200,6 +180,9 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
     double busy = p->busy_gone + ss->busy_gone;
     size_t alive = peertab_live_count(p->tab);
     json_t *list = json_array();
+    int workers, slots;
+    long tms;
+    relay_peers_cap(r, &workers, &slots, &tms);
 
     for (size_t s = 0; s < peertab_slots(p->tab); s++) {
         const rl_tm_t *t = peertab_at(p->tab, s);
@@ -227,15 +210,15 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
     }
     json_object_set_new(stats, "runs", json_integer((json_int_t)runs));
     json_object_set_new(stats, "busy_s", json_real(busy));
-    json_object_set_new(stats, "workers", json_integer(p->workers));
-    json_object_set_new(stats, "slots", json_integer(p->slots));
-    json_object_set_new(stats, "tms", json_integer((json_int_t)relay_peers_tms(p)));
+    json_object_set_new(stats, "workers", json_integer(workers));
+    json_object_set_new(stats, "slots", json_integer(slots));
+    json_object_set_new(stats, "tms", json_integer((json_int_t)tms));
     json_object_set_new(stats, "behind",
                         json_pack("{s:I, s:I, s:I, s:I, s:o}",
                                   "alive", (json_int_t)alive,
                                   "joins", (json_int_t)ss->joins,
-                                  "leaves", (json_int_t)p->leaves,
-                                  "losses", (json_int_t)p->losses, "tms", list));
-    p->cap_dirty = 0;
-    p->told_slots = p->slots;
+                                  "leaves", (json_int_t)ss->leaves,
+                                  "losses", (json_int_t)ss->losses, "tms", list));
+    p->told_workers = workers;
+    p->told_slots = slots;
 }

@@ -60,7 +60,7 @@ server_peer_t *relay_recv_hop_add(void *arg, const void *rid, size_t ridlen, int
 }
 
 /* (server_hop_t.joined; ctx: the HELLO's hopchain_place_t) Who it is,
- * what it adds to the relay's capacity, and the log line. */
+ * and the log line. */
 void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
 {
     tm_relay_t *r = arg;
@@ -74,7 +74,6 @@ void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
     spits_escape(t->id.host, sizeof t->id.host, h->host);   /* (for our log) */
     t->id.pid = h->pid;
     t->id.place = r->hello;
-    relay_peers_capacity(&r->peers, t);
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s with %d worker(s)",
                    h->relay ? "relay" : "TM", t->id.host, h->pid,
@@ -113,7 +112,6 @@ void relay_recv_hop_drain(void *arg, server_peer_t *p)
 {
     tm_relay_t *r = arg;
     rl_tm_t *t = (rl_tm_t *)p;
-    relay_peers_capacity(&r->peers, t);
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
 }
