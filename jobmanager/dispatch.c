@@ -47,7 +47,7 @@ static void disp_hop_lost(void *arg, server_peer_t *p, const char *why, int left
 /* Messages wait: a gone TM's BYE may be among them (server_reap). */
 static int disp_hop_pending(void *arg)
 {
-    return router_pending(((jm_disp_t *)arg)->net.router);
+    return router_pending(((jm_disp_t *)arg)->net.l.sock);
 }
 
 static int disp_hop_stopping(void *arg)
@@ -67,7 +67,7 @@ static void disp_hop_who(void *arg, const server_peer_t *p, const char **host, l
 static int disp_hop_rest(void *arg, const spits_hdr_t *h, zmq_msg_t *first,
                          spits_parts_t *parts, const char **why)
 {
-    return router_rest(((jm_disp_t *)arg)->net.router, h, first, parts, why);
+    return router_rest(((jm_disp_t *)arg)->net.l.sock, h, first, parts, why);
 }
 
 static void disp_hop_bad(void *arg, const char *why)
@@ -123,7 +123,7 @@ static void disp_recv(jm_disp_t *d)
     for (int i = 0; i < SERVE_RECV_BURST; i++) {
         zmq_msg_t rid;
         zmq_msg_init(&rid);
-        if (zmq_msg_recv(&rid, d->net.router, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(&rid, d->net.l.sock, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&rid);
             return;
         }
@@ -134,13 +134,13 @@ static void disp_recv(jm_disp_t *d)
         }
         jm_rx_t *rx = jm_rx_new();
         if (!rx) {
-            spits_zmq_drop_frames(d->net.router);
+            spits_zmq_drop_frames(d->net.l.sock);
             zmq_msg_close(&rid);
             jm_fatal("out of memory receiving a message; "
                  "stopping the job");
             return;
         }
-        if (zmq_msg_recv(&rx->msg, d->net.router, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(&rx->msg, d->net.l.sock, ZMQ_DONTWAIT) < 0) {
             tmio_bad_message(d, "no body");
         } else {
             disp_on_message(d, &rid, rx);
@@ -221,7 +221,7 @@ static void disp_log_flush(jm_disp_t *d, int force)
 
 static void disp_monitor(jm_disp_t *d)
 {
-    if (router_monitor_read(d->net.mon, d->net.conngen, d->net.zap, d->clock.now))
+    if (router_monitor_read(d->net.l.mon, d->net.conngen, d->net.l.zap, d->clock.now))
         server_probe_until(d->srv, d->clock.now + LIVENESS_PROBE_MS);
 }
 
@@ -370,19 +370,19 @@ static void disp_end(jm_disp_t *d)
 {
     server_end_t e = {d->srv, NULL, disp_end_stats, d};
     router_peers_t peers = server_end_peers(&e);
-    router_end(d->net.router, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
+    router_end(d->net.l.sock, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
 }
 
 static void *disp_main(void *arg)
 {
     jm_disp_t *d = arg;
     zmq_pollitem_t items[4] = {
-        {d->net.router, 0, ZMQ_POLLIN, 0},
+        {d->net.l.sock, 0, ZMQ_POLLIN, 0},
         {NULL, d->net.wake_fd, ZMQ_POLLIN, 0},
-        {d->net.mon, 0, ZMQ_POLLIN, 0},
-        {d->net.zap ? spits_zap_socket(d->net.zap) : NULL, 0, ZMQ_POLLIN, 0},
+        {d->net.l.mon, 0, ZMQ_POLLIN, 0},
+        {d->net.l.zap ? spits_zap_socket(d->net.l.zap) : NULL, 0, ZMQ_POLLIN, 0},
     };
-    int nitems = d->net.zap ? 4 : 3;
+    int nitems = d->net.l.zap ? 4 : 3;
 
     d->clock.now = d->clock.started_ms = spits_now_ms();
     d->clock.next_tick = d->clock.now + DISP_TICK_MS;
@@ -411,8 +411,8 @@ static void *disp_main(void *arg)
             disp_stop_phase(d);
         if (items[2].revents & ZMQ_POLLIN)
             disp_monitor(d);
-        if (d->net.zap && (items[3].revents & ZMQ_POLLIN))
-            spits_zap_handle(d->net.zap, d->clock.now);
+        if (d->net.l.zap && (items[3].revents & ZMQ_POLLIN))
+            spits_zap_handle(d->net.l.zap, d->clock.now);
         /* While probing after a disconnect, read whatever came first: a
          * drained TM's BYE must be seen before a heartbeat to its closed
          * connection fails and calls it lost. */
@@ -486,8 +486,6 @@ void jm_disp_stop(jm_disp_t *d)
 jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
 {
     jm_disp_t *d = calloc(1, sizeof *d);
-    char bound[512];
-    size_t blen = sizeof bound;
 
     if (!d) {
         snprintf(err, errlen, "out of memory");
@@ -544,26 +542,11 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                  jm->opt.io_threads, zmq_strerror(errno));
         goto fail;
     }
-    if (!(d->net.router = router_new(d->net.zctx, jm->opt.max_task, err, errlen)))
-        goto fail;
     d->serve.part_min = spits_parts_min();
-    if (!jm->opt.insecure &&
-        router_curve(d->net.zctx, d->net.router, jm->keys.client_public,
-                     jm->keys.server_secret, &d->net.zap, err, errlen) != 0)
+    if (router_listen(&d->net.l, d->net.zctx, jm->opt.bind, jm->opt.max_task,
+                      jm->opt.insecure ? NULL : jm->keys.client_public,
+                      jm->keys.server_secret, MONITOR_EP, err, errlen) != 0)
         goto fail;
-    if (spits_zmq_bind(d->net.router, jm->opt.bind) != 0) {
-        snprintf(err, errlen, "cannot bind %s: %s", jm->opt.bind, zmq_strerror(errno));
-        goto fail;
-    }
-    if (zmq_getsockopt(d->net.router, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
-        snprintf(err, errlen, "cannot read the bound endpoint: %s", zmq_strerror(errno));
-        goto fail;
-    }
-    spits_zmq_reachable(bound, d->net.endpoint, sizeof d->net.endpoint);
-    if (router_monitor_open(d->net.zctx, d->net.router, MONITOR_EP, &d->net.mon) != 0) {
-        snprintf(err, errlen, "cannot monitor the socket: %s", zmq_strerror(errno));
-        goto fail;
-    }
     return d;
 fail:
     jm_disp_destroy(&d);
@@ -581,7 +564,7 @@ int jm_disp_start(jm_disp_t *d)
     return 0;
 }
 
-const char *jm_disp_endpoint(const jm_disp_t *d) { return d->net.endpoint; }
+const char *jm_disp_endpoint(const jm_disp_t *d) { return d->net.l.endpoint; }
 int jm_disp_wake_fd(const jm_disp_t *d) { return d->net.wake_fd; }
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d) { return &d->st; }
 
@@ -593,11 +576,7 @@ void jm_disp_destroy(jm_disp_t **dp)
     jm_disp_stop(d);
     if (d->phase)
         disp_phase_end(d);
-    /* The monitor goes first, while its reader still exists. */
-    router_monitor_close(d->net.router, &d->net.mon);
-    spits_zap_destroy(&d->net.zap);
-    if (d->net.router)
-        zmq_close(d->net.router);
+    router_listen_close(&d->net.l);
     if (d->net.zctx)
         zmq_ctx_term(d->net.zctx);
     spits_wake_close(&d->net.wake_fd);

@@ -31,6 +31,7 @@
 #include "liveness.h"
 #include "loglimit.h"
 #include "phase.h"
+#include "router.h"
 #include "scheduler.h"
 #include "server.h"
 #include "status.h"
@@ -55,9 +56,8 @@
  * jm_disp_new (dispatch.c), then only read (conngen's contents follow
  * the monitor's events, dispatch.c). */
 typedef struct {
-    void *zctx, *router, *mon;
-    spits_zap_t *zap;                /* NULL with --insecure */
-    char endpoint[512];
+    void *zctx;
+    router_listen_t l;               /* the TMs' socket (serving/router.h) */
     int wake_fd;
     conngen_t *conngen;              /* which connection each fd is now */
 } disp_net_t;

@@ -22,7 +22,7 @@
 int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len, int more)
 {
-    if (router_send(d->net.router, rid, ridlen, buf, len, more) != 0)
+    if (router_send(d->net.l.sock, rid, ridlen, buf, len, more) != 0)
         return -1;
     d->st.bytes_out += len;
     return 0;

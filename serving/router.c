@@ -14,7 +14,7 @@
 #include "wire.h"
 #include "zmqutil.h"
 
-void *router_new(void *ctx, long long max_task, char *err, size_t errlen)
+static void *router_new(void *ctx, long long max_task, char *err, size_t errlen)
 {
     int one = 1, linger = 1000, hwm = 100000;
     /* Thousands of TMs may connect at once (a job array starting): with
@@ -53,9 +53,9 @@ void router_max_msg(void *sock, long long max_task)
     zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
 }
 
-int router_curve(void *ctx, void *sock, const char *client_public,
-                 const char *server_secret, spits_zap_t **zap, char *err,
-                 size_t errlen)
+static int router_curve(void *ctx, void *sock, const char *client_public,
+                        const char *server_secret, spits_zap_t **zap, char *err,
+                        size_t errlen)
 {
     int server = 1;
     /* The ZAP handler must be bound before any handshake can start. */
@@ -80,7 +80,7 @@ int router_send(void *sock, const void *rid, size_t ridlen, const void *buf,
     return 0;
 }
 
-int router_monitor_open(void *ctx, void *sock, const char *ep, void **mon)
+static int router_monitor_open(void *ctx, void *sock, const char *ep, void **mon)
 {
     if (spits_zmq_monitor(sock, ep, ZMQ_EVENT_DISCONNECTED |
                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
@@ -96,13 +96,49 @@ int router_monitor_open(void *ctx, void *sock, const char *ep, void **mon)
     return 0;
 }
 
-void router_monitor_close(void *sock, void **mon)
+static void router_monitor_close(void *sock, void **mon)
 {
     if (sock)
         zmq_socket_monitor(sock, NULL, 0);
     if (*mon)
         zmq_close(*mon);
     *mon = NULL;
+}
+
+int router_listen(router_listen_t *l, void *ctx, const char *bind, long long max_task,
+                  const char *client_public, const char *server_secret,
+                  const char *mon_ep, char *err, size_t errlen)
+{
+    char bound[512];
+    size_t blen = sizeof bound;
+    memset(l, 0, sizeof *l);
+    if (!(l->sock = router_new(ctx, max_task, err, errlen)))
+        return -1;
+    if (router_monitor_open(ctx, l->sock, mon_ep, &l->mon) != 0) {
+        snprintf(err, errlen, "cannot monitor the socket: %s", zmq_strerror(errno));
+    } else if (!client_public ||
+               router_curve(ctx, l->sock, client_public, server_secret, &l->zap, err,
+                            errlen) == 0) {
+        if (spits_zmq_bind(l->sock, bind) != 0) {
+            snprintf(err, errlen, "cannot bind %s: %s", bind, zmq_strerror(errno));
+        } else if (zmq_getsockopt(l->sock, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
+            snprintf(err, errlen, "cannot read the bound endpoint: %s", zmq_strerror(errno));
+        } else {
+            spits_zmq_reachable(bound, l->endpoint, sizeof l->endpoint);
+            return 0;
+        }
+    }
+    router_listen_close(l);
+    return -1;
+}
+
+void router_listen_close(router_listen_t *l)
+{
+    router_monitor_close(l->sock, &l->mon);
+    spits_zap_destroy(&l->zap);
+    if (l->sock)
+        zmq_close(l->sock);
+    l->sock = NULL;
 }
 
 size_t router_monitor_read(void *mon, conngen_t *gen, spits_zap_t *zap, int64_t now)

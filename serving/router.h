@@ -28,34 +28,41 @@
  * the hop sees it. */
 #define ROUTER_MAX_MSG(max_task) (2 * (int64_t)(max_task) + (16LL << 20))
 
-/* A ROUTER socket in ctx, set as every hop's: ROUTER_MANDATORY (a send
- * to a vanished TM fails, which is how a lost TM is found), HANDOVER (a
- * TM re-attaching under its routing id takes it over from its dead
- * connection), a listen backlog for thousands of TMs connecting at once,
- * high water marks for large batches, and ROUTER_MAX_MSG(max_task) (no
- * bound while max_task is 0: not known yet). NULL
- * (err says why) on failure. */
-void *router_new(void *ctx, long long max_task, char *err, size_t errlen);
+/* A hop's listening ROUTER socket, its CURVE handler and its monitor:
+ * what the JM and a relay each open once. */
+typedef struct {
+    void *sock;
+    spits_zap_t *zap;            /* NULL: no CURVE (--insecure) */
+    void *mon;                   /* its monitor (router_monitor_read) */
+    char endpoint[512];          /* where TMs reach it */
+} router_listen_t;
+
+/* Opens l in ctx, bound at bind. The socket is set as every hop's:
+ * ROUTER_MANDATORY (a send to a vanished TM fails, which is how a lost
+ * TM is found), HANDOVER (a TM re-attaching under its routing id takes
+ * it over from its dead connection), a listen backlog for thousands of
+ * TMs connecting at once, high water marks for large batches, and
+ * ROUTER_MAX_MSG(max_task) (no bound while max_task is 0: not known
+ * yet). Unless client_public is NULL, it is a CURVE server with
+ * server_secret, whose ZAP handler admits only client_public: what the
+ * JM and a relay both do, so a TM's key file works for both. Its
+ * monitor (disconnects, failed handshakes) is at inproc endpoint
+ * mon_ep. 0, or -1 (err says why; l closed). */
+int router_listen(router_listen_t *l, void *ctx, const char *bind, long long max_task,
+                  const char *client_public, const char *server_secret,
+                  const char *mon_ep, char *err, size_t errlen);
+/* Closes what router_listen opened (the monitor first, while its reader
+ * still exists); l may be all zero. */
+void router_listen_close(router_listen_t *l);
 /* A TM's largest message follows the job's max_task (for connections
  * made from now on, as libzmq applies it). */
 void router_max_msg(void *sock, long long max_task);
-/* CURVE server with server_secret, and the ZAP handler (*zap, in ctx)
- * that admits only client_public: what the JM and a relay both do, so a
- * TM's key file works for both. -1 (err says why) on failure. */
-int router_curve(void *ctx, void *sock, const char *client_public,
-                 const char *server_secret, spits_zap_t **zap, char *err,
-                 size_t errlen);
 /* Sends one message to routing id rid: its first frame (more:
  * ZMQ_SNDMORE, its parts follow), without waiting. 0, or -1 with errno
  * (EHOSTUNREACH: the peer's connection is gone; EAGAIN: its pipe is
  * full). */
 int router_send(void *sock, const void *rid, size_t ridlen, const void *buf,
                 size_t len, int more);
-/* Starts sock's monitor at inproc endpoint ep (disconnects and failed
- * handshakes) and connects *mon to it. 0, or -1 with errno. */
-int router_monitor_open(void *ctx, void *sock, const char *ep, void **mon);
-/* Stops it (before sock closes, while its reader still exists). */
-void router_monitor_close(void *sock, void **mon);
 /* Reads what the monitor said: each disconnect starts a new generation
  * of its fd in gen; a failed handshake is zap's to count (NULL: none).
  * Returns how many connections closed. */

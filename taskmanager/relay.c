@@ -87,7 +87,7 @@ static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int lef
 
 static int relay_hop_pending(void *arg)
 {
-    return router_pending(((tm_relay_t *)arg)->sock.router);
+    return router_pending(((tm_relay_t *)arg)->sock.l.sock);
 }
 
 static int relay_hop_stopping(void *arg)
@@ -127,9 +127,9 @@ void tm_relay_turn(tm_t *tm)
     if (r->live.last_turn)
         liveness_stall(server_rules(r->srv), r->live.last_turn, tm->now);
     r->live.last_turn = tm->now;
-    if (r->sock.zap)
-        spits_zap_handle(r->sock.zap, tm->now);
-    if (router_monitor_read(r->sock.mon, r->sock.conngen, r->sock.zap, tm->now))
+    if (r->sock.l.zap)
+        spits_zap_handle(r->sock.l.zap, tm->now);
+    if (router_monitor_read(r->sock.l.mon, r->sock.conngen, r->sock.l.zap, tm->now))
         server_probe_until(r->srv, tm->now + LIVENESS_PROBE_MS);
     relay_recv_burst(r);
     server_reap(r->srv, 0);
@@ -147,36 +147,28 @@ void tm_relay_turn(tm_t *tm)
 
 /* --- set-up and tear-down ----------------------------------------------- */
 
-/* CURVE server with the job's server key, and the ZAP handler that admits
- * only the job's client key: what the JM does, so a TM's key file works
- * for both. */
-static int relay_security(tm_relay_t *r)
+/* The job's keys (CURVE: the JM's server key, and the client key it
+ * admits), so a TM's key file works for the relay as for the JM: 0, or
+ * -1 (said). */
+static int relay_keys(tm_relay_t *r, spits_keys_t *keys)
 {
     tm_t *tm = r->tm;
     char path[PATH_MAX], err[1024];
-    spits_keys_t keys;
 
-    if (tm->opts.insecure)
-        return 0;
     if (tm->opts.key_file)
         snprintf(path, sizeof path, "%s", tm->opts.key_file);
     else
         snprintf(path, sizeof path, "%s/%s", tm->opts.jobdir, SPITS_JM_KEY_FILE);
-    if (spits_keys_read(path, &keys, 1, err, sizeof err) != 0) {
+    if (spits_keys_read(path, keys, 1, err, sizeof err) != 0) {
         spits_error("%s (a relay serves with the job's server key: give it "
                     "the job dir's %s, or a copy with --key-file)", err,
                     SPITS_JM_KEY_FILE);
         return -1;
     }
     if (tm->link.keys.server_public[0] &&
-        strcmp(keys.server_public, tm->link.keys.server_public) != 0) {
+        strcmp(keys->server_public, tm->link.keys.server_public) != 0) {
         spits_error("%s is not the key of the job this relay joins (a stale "
                     "copy?)", path);
-        return -1;
-    }
-    if (router_curve(tm->link.context, r->sock.router, keys.client_public,
-                     keys.server_secret, &r->sock.zap, err, sizeof err) != 0) {
-        spits_error("relay: %s", err);
         return -1;
     }
     return 0;
@@ -185,8 +177,8 @@ static int relay_security(tm_relay_t *r)
 tm_relay_t *tm_relay_new(tm_t *tm)
 {
     tm_relay_t *r = calloc(1, sizeof *r);
-    char bound[512], err[256];
-    size_t blen = sizeof bound;
+    spits_keys_t keys;
+    char err[256];
 
     if (r)
         r->tm = tm;
@@ -201,43 +193,30 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     /* (the job's max_task as the link knows it so far: relay_upstream_max_msg
      * follows it) */
     r->sock.max_task = tm->link.max_task;
-    r->sock.router = router_new(tm->link.context, r->sock.max_task, err,
-                                sizeof err);
-    if (!r->sock.router) {
+    if (!tm->opts.insecure && relay_keys(r, &keys) != 0) {
+        tm_relay_destroy(&r, 0);
+        return NULL;
+    }
+    if (router_listen(&r->sock.l, tm->link.context, tm->opts.serve, r->sock.max_task,
+                      tm->opts.insecure ? NULL : keys.client_public, keys.server_secret,
+                      RELAY_MONITOR_EP, err, sizeof err) != 0) {
         spits_error("relay: %s", err);
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    if (router_monitor_open(tm->link.context, r->sock.router, RELAY_MONITOR_EP,
-                            &r->sock.mon) != 0) {
-        spits_error("relay: cannot monitor its socket: %s", zmq_strerror(errno));
-        tm_relay_destroy(&r, 0);
-        return NULL;
-    }
-    if (relay_security(r) != 0) {
-        tm_relay_destroy(&r, 0);
-        return NULL;
-    }
-    if (spits_zmq_bind(r->sock.router, tm->opts.serve) != 0 ||
-        zmq_getsockopt(r->sock.router, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
-        spits_error("relay: cannot bind %s: %s", tm->opts.serve, zmq_strerror(errno));
-        tm_relay_destroy(&r, 0);
-        return NULL;
-    }
-    spits_zmq_reachable(bound, r->sock.endpoint, sizeof r->sock.endpoint);
-    spits_info("relay: serving task managers at %s", r->sock.endpoint);
+    spits_info("relay: serving task managers at %s", r->sock.l.endpoint);
     tm->pool.opts.remote = 1;
     return r;
 }
 
 void *tm_relay_socket(const tm_relay_t *r)
 {
-    return r->sock.router;
+    return r->sock.l.sock;
 }
 
 void *tm_relay_zap_socket(const tm_relay_t *r)
 {
-    return r->sock.zap ? spits_zap_socket(r->sock.zap) : NULL;
+    return r->sock.l.zap ? spits_zap_socket(r->sock.l.zap) : NULL;
 }
 
 /* (server_end_t.bye) A TM behind us answered the job's END; the relay
@@ -255,15 +234,12 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
         return;
     /* The job is over: the TMs behind us are told so, as the JM does. */
     server_end_t e = {r->srv, relay_end_bye, NULL, r->srv};
-    if (job_over && r->sock.router && r->srv) {
+    if (job_over && r->sock.l.sock && r->srv) {
         router_peers_t peers = server_end_peers(&e);
-        router_end(r->sock.router, r->job.phase, &peers, RELAY_END_WAIT_MS);
+        router_end(r->sock.l.sock, r->job.phase, &peers, RELAY_END_WAIT_MS);
     }
     loglimit_flush(&r->log.events, spits_now_ms(), 1);
-    router_monitor_close(r->sock.router, &r->sock.mon);
-    if (r->sock.router)
-        zmq_close(r->sock.router);
-    spits_zap_destroy(&r->sock.zap);
+    router_listen_close(&r->sock.l);
     conngen_destroy(&r->sock.conngen);
     server_destroy(&r->srv);
     relay_copies_free(r);

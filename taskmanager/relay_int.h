@@ -94,10 +94,7 @@ typedef struct {
  * relay_send.c, relay_tasks.c and relay_upstream.c, whose max_task
  * follows the job's; endpoint is told upstream (relay_peers.c). */
 typedef struct {
-    void *router;                /* the TMs behind us */
-    spits_zap_t *zap;            /* NULL with --insecure */
-    char endpoint[512];          /* where they reach us */
-    void *mon;                   /* the router's monitor (serving/router.h) */
+    router_listen_t l;           /* the TMs behind us (serving/router.h) */
     conngen_t *conngen;          /* ...which connection each fd is now */
     long long max_task;          /* the ROUTER's message bound follows it */
 } rl_sock_t;

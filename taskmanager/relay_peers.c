@@ -146,7 +146,7 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
     long tms;
     relay_peers_cap(r, &workers, &slots, &tms);
     return json_pack("{s:s, s:s, s:o, s:I}", "id", r->tm->link.routing_id,
-                     "endpoint", r->sock.endpoint, "below", below, "tms", (json_int_t)tms);
+                     "endpoint", r->sock.l.endpoint, "below", below, "tms", (json_int_t)tms);
 }
 
 /* Slots that grew go up in the turn they grew: a TM that joined has idle

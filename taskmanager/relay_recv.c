@@ -48,7 +48,7 @@ void relay_recv_hop_bad(void *arg, const char *why)
 int relay_recv_hop_rest(void *arg, const spits_hdr_t *h, zmq_msg_t *first,
                         spits_parts_t *parts, const char **why)
 {
-    return router_rest(((tm_relay_t *)arg)->sock.router, h, first, parts, why);
+    return router_rest(((tm_relay_t *)arg)->sock.l.sock, h, first, parts, why);
 }
 
 /* (server_hop_t.add) */
@@ -190,13 +190,13 @@ void relay_recv_burst(tm_relay_t *r)
         zmq_msg_t rid, body;
         spits_parts_t parts = {0};
         zmq_msg_init(&rid);
-        if (zmq_msg_recv(&rid, r->sock.router, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(&rid, r->sock.l.sock, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&rid);
             return;
         }
         zmq_msg_init(&body);
         if (!zmq_msg_more(&rid) ||
-            zmq_msg_recv(&body, r->sock.router, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_recv(&body, r->sock.l.sock, ZMQ_DONTWAIT) < 0) {
             relay_recv_hop_bad(r, "no body");
         } else {
             server_msg_t m = {.rid = zmq_msg_data(&rid), .ridlen = zmq_msg_size(&rid),

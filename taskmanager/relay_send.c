@@ -22,7 +22,7 @@
 int relay_send_hop(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
 {
     tm_relay_t *r = arg;
-    return router_send(r->sock.router, p->peer.rid, p->peer.ridlen, buf, len, more);
+    return router_send(r->sock.l.sock, p->peer.rid, p->peer.ridlen, buf, len, more);
 }
 
 int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
@@ -37,7 +37,7 @@ void relay_send_reply(void *arg, const void *rid, size_t ridlen, int type)
     tm_relay_t *r = arg;
     unsigned char hdr[SPITS_HDR_SIZE];
     spits_wire_encode_empty(hdr, type, r->job.phase);
-    router_send(r->sock.router, rid, ridlen, hdr, sizeof hdr, 0);
+    router_send(r->sock.l.sock, rid, ridlen, hdr, sizeof hdr, 0);
 }
 
 /* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */

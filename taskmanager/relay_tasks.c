@@ -60,7 +60,7 @@ static int relay_tasks_send_phase(tm_relay_t *r, rl_tm_t *t, sched_task_t *const
     if (relay_send_buf(r, t, r->down.out.buf.data, r->down.out.buf.len,
                        parts ? ZMQ_SNDMORE : 0) != 0)
         return -1;
-    taskbatch_send_parts(r->sock.router, r->down.part_min, n, parts, &src, &done);
+    taskbatch_send_parts(r->sock.l.sock, r->down.part_min, n, parts, &src, &done);
     if (done.failed)
         spits_error("relay: out of memory sending %zu task(s) as parts; TM "
                     "%s:%ld drops that message", done.failed, t->id.host, t->id.pid);

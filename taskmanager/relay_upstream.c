@@ -24,7 +24,7 @@ static void relay_upstream_max_msg(tm_relay_t *r)
     if (r->sock.max_task == r->tm->link.max_task)
         return;
     r->sock.max_task = r->tm->link.max_task;
-    router_max_msg(r->sock.router, r->sock.max_task);
+    router_max_msg(r->sock.l.sock, r->sock.max_task);
 }
 
 void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
