@@ -100,8 +100,8 @@ typedef struct {
 } rl_sock_t;
 
 /* The job as upstream told it: written by relay_upstream.c; read by
- * relay_send.c (WELCOME, PHASE), relay_recv.c, relay_tasks.c and
- * relay_peers.c (is there a job yet), relay.c (END's phase). */
+ * relay_recv.c (WELCOME, PHASE), relay_tasks.c and relay_peers.c (is
+ * there a job yet), relay.c (END's phase). */
 typedef struct {
     json_t *body;                /* the job's WELCOME/PHASE body, as upstream
                                     sent it (no attach); NULL before any */
@@ -117,8 +117,8 @@ typedef struct {
     int64_t next_tick;
 } rl_live_t;
 
-/* Tasks down (relay_tasks.c; out is also relay_send.c's, for CANCEL;
- * part_min is set by relay.c, read by relay_send.c for WELCOME). */
+/* Tasks down (relay_tasks.c; part_min is set by relay.c, read by
+ * relay_recv.c for WELCOME). */
 typedef struct {
     uint64_t part_min;           /* tasks this large go down as parts */
     spits_batch_t out;           /* TASKS being built */
@@ -204,15 +204,9 @@ struct tm_relay {
 /* relay_send.c */
 /* The server's send (server_hop_t.send): router_send to p. */
 int relay_send_hop(void *r, server_peer_t *p, const void *buf, size_t len, int more);
-/* Sends buf to t (more: frames follow) through the server: -1 (errno)
- * when it did not go, t then marked stalled or gone (server_send). */
-int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
-                   int more);
 /* The server's reply (server_hop_t.reply): an empty message of type
  * to routing id rid, whether the relay knows it or not. */
 void relay_send_reply(void *r, const void *rid, size_t ridlen, int type);
-/* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
-void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type);
 
 /* relay_records.c */
 /* Hands the records gathered so far to the outbox. */

@@ -80,11 +80,36 @@ void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
                    j->first ? "joined" : "re-attached", t->sv.sched.credit.workers);
 }
 
-/* (server_hop_t.job) */
+/* (server_hop_t.job) The job's WELCOME (with t's attach) or PHASE, as
+ * upstream sent it. */
 void relay_recv_hop_job(void *arg, server_peer_t *p, int type)
 {
-    relay_send_job(arg, (rl_tm_t *)p, type);
+    tm_relay_t *r = arg;
+    rl_tm_t *t = (rl_tm_t *)p;
+    spits_buf_t buf = {0};
+    json_t *body = json_copy(r->job.body);
+    if (body && type == SPITS_MSG_WELCOME)
+        json_object_set_new(body, "attach", json_integer(t->sv.proc.attach));
+    /* Who answers: a TM says "(relay)" by this, whatever option led it
+     * here. */
+    if (body && type == SPITS_MSG_WELCOME)
+        json_object_set_new(body, "relay", json_true());
+    /* The relay takes its TMs' large results as parts (but under
+     * ThreadSanitizer: spits_parts_min), whatever upstream takes (results.c sends them inline
+     * to an upstream that takes none); said to each with its routing id
+     * (wire.h). */
+    if (body && type == SPITS_MSG_WELCOME && r->down.part_min != UINT64_MAX)
+        json_object_set_new(body, "result_parts",
+                            json_stringn((const char *)t->sv.peer.rid, t->sv.peer.ridlen));
+    if (body && spits_wire_encode_json(&buf, type, r->job.phase, body) == 0)
+        server_send(r->srv, p, buf.data, buf.len, 0);
+    else
+        spits_error("relay: out of memory encoding a %s message",
+                    spits_wire_type_name(type));
+    json_decref(body);
+    spits_buf_free(&buf);
 }
+
 
 /* (server_hop_t.accept) A TM (or a relay) may join, re-attach, or
  * repeat itself, unless it closes a loop of relays (relay_peers.c) or

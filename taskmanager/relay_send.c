@@ -25,12 +25,6 @@ int relay_send_hop(void *arg, server_peer_t *p, const void *buf, size_t len, int
     return router_send(r->sock.l.sock, p->peer.rid, p->peer.ridlen, buf, len, more);
 }
 
-int relay_send_buf(tm_relay_t *r, rl_tm_t *t, const void *buf, size_t len,
-                   int more)
-{
-    return server_send(r->srv, &t->sv, buf, len, more);
-}
-
 /* (server_hop_t.reply) */
 void relay_send_reply(void *arg, const void *rid, size_t ridlen, int type)
 {
@@ -39,31 +33,3 @@ void relay_send_reply(void *arg, const void *rid, size_t ridlen, int type)
     spits_wire_encode_empty(hdr, type, r->job.phase);
     router_send(r->sock.l.sock, rid, ridlen, hdr, sizeof hdr, 0);
 }
-
-/* The job's WELCOME (with t's attach) or PHASE, as upstream sent it. */
-void relay_send_job(tm_relay_t *r, rl_tm_t *t, int type)
-{
-    spits_buf_t buf = {0};
-    json_t *body = json_copy(r->job.body);
-    if (body && type == SPITS_MSG_WELCOME)
-        json_object_set_new(body, "attach", json_integer(t->sv.proc.attach));
-    /* Who answers: a TM says "(relay)" by this, whatever option led it
-     * here. */
-    if (body && type == SPITS_MSG_WELCOME)
-        json_object_set_new(body, "relay", json_true());
-    /* The relay takes its TMs' large results as parts (but under
-     * ThreadSanitizer: spits_parts_min), whatever upstream takes (results.c sends them inline
-     * to an upstream that takes none); said to each with its routing id
-     * (wire.h). */
-    if (body && type == SPITS_MSG_WELCOME && r->down.part_min != UINT64_MAX)
-        json_object_set_new(body, "result_parts",
-                            json_stringn((const char *)t->sv.peer.rid, t->sv.peer.ridlen));
-    if (body && spits_wire_encode_json(&buf, type, r->job.phase, body) == 0)
-        relay_send_buf(r, t, buf.data, buf.len, 0);
-    else
-        spits_error("relay: out of memory encoding a %s message",
-                    spits_wire_type_name(type));
-    json_decref(body);
-    spits_buf_free(&buf);
-}
-

@@ -57,8 +57,8 @@ static int relay_tasks_send_phase(tm_relay_t *r, rl_tm_t *t, sched_task_t *const
         spits_error("relay: out of memory sending %zu task(s)", n);
         return -1;
     }
-    if (relay_send_buf(r, t, r->down.out.buf.data, r->down.out.buf.len,
-                       parts ? ZMQ_SNDMORE : 0) != 0)
+    if (server_send(r->srv, &t->sv, r->down.out.buf.data, r->down.out.buf.len,
+                    parts ? ZMQ_SNDMORE : 0) != 0)
         return -1;
     taskbatch_send_parts(r->sock.l.sock, r->down.part_min, n, parts, &src, &done);
     if (done.failed)
