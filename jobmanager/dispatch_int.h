@@ -241,9 +241,9 @@ json_t *dispview_status_doc(jm_disp_t *d);
 int members_hop_accept(void *d, server_peer_t *p, const spits_hello_t *h, void **ctx,
                        const char **why);
 int members_hop_stats_check(void *d, server_peer_t *p, json_t *body, spits_stats_t *st,
-                            const char **why);
+                            json_t **behind, const char **why);
 void members_hop_stats(void *d, server_peer_t *p, json_t *body, const spits_stats_t *st,
-                       int changed, int before);
+                       json_t *behind, int changed, int before);
 server_peer_t *members_hop_add(void *d, const void *rid, size_t ridlen, int *first);
 void members_hop_joined(void *d, server_peer_t *p, const server_join_t *j);
 void members_hop_job(void *d, server_peer_t *p, int type);

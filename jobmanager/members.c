@@ -11,6 +11,7 @@
  * so the copies of one HELLO it queued to a stopped JM are told from a
  * new outage. Runs on the dispatcher thread.
  */
+#include <assert.h>
 #include <limits.h>
 #include <stdio.h>
 
@@ -279,39 +280,39 @@ static void set_workers(jm_tm_t *t, const spits_stats_t *st)
  * [{host, pid (0..2^40), workers (0..2^20), runs (>= 0), relay
  * (optional bool), worker_res (optional: a planned TM's, as the relay
  * got it; wire.h)}...]}. Anything out of range: the whole message is
- * dropped (server_take_stats). */
+ * dropped (server_take_stats). The check parses behind into *behind,
+ * which the server hands to members_hop_stats and releases after. */
 int members_hop_stats_check(void *arg, server_peer_t *p, json_t *body, spits_stats_t *st,
-                            const char **why)
+                            json_t **behind, const char **why)
 {
-    json_t *behind;
     (void)arg, (void)p;
-    if (behind_parse(json_object_get(body, "behind"), &behind) != 0) {
+    if (behind_parse(json_object_get(body, "behind"), behind) != 0) {
         *why = "STATS with a bad behind list";
         return -1;
     }
-    if (st->tms < 0 && behind)
-        st->tms = (long)json_integer_value(json_object_get(behind, "alive"));
-    json_decref(behind);
+    if (st->tms < 0 && *behind)
+        st->tms = (long)json_integer_value(json_object_get(*behind, "alive"));
     return 0;
 }
 
 void members_hop_stats(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
-                       int changed, int before)
+                       json_t *behind, int changed, int before)
 {
     jm_disp_t *d = arg;
     jm_tm_t *t = (jm_tm_t *)p;
-    json_t *behind = NULL;
+    /* (behind: members_hop_stats_check's of this body, there when it
+     * says one) */
+    assert(!behind == !json_object_get(body, "behind"));
+    (void)body;
     if (changed)
         recount_workers(d, t, before);
     t->stats.running = st->running;
     t->stats.queued = st->queued;
     if (!t->sv.proc.relay)
         set_workers(t, st);
-    /* (checked already: members_hop_stats_check) */
-    if (t->sv.proc.relay && behind_parse(json_object_get(body, "behind"), &behind) == 0 &&
-        behind) {
+    if (t->sv.proc.relay && behind) {
         json_decref(t->id.behind);
-        t->id.behind = behind;
+        t->id.behind = json_incref(behind);
         t->id.behind_alive = (long)json_integer_value(json_object_get(behind, "alive"));
     }
 }

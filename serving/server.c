@@ -326,6 +326,7 @@ typedef struct {
     int hello_joins;             /* accept says 1 (else 0: not now)... */
     int hello_bad;               /* ...or -1 */
     int stats_bad;               /* stats_check says -1 */
+    json_t *stats_parsed;        /* what stats_check parses (NULL: none) */
     int sink_drop;               /* st_results drops the records */
     char sink[256];              /* what st_results was given */
 } st_hop_t;
@@ -524,21 +525,25 @@ static void st_results(void *arg, server_peer_t *p, server_recs_t *it)
 }
 
 static int st_stats_check(void *arg, server_peer_t *p, json_t *body, spits_stats_t *st,
-                          const char **why)
+                          json_t **parsed, const char **why)
 {
     st_hop_t *h = arg;
     (void)body, (void)st;
     st_note(h, "check", p, "");
     *why = "not checked";
+    if (h->stats_parsed)   /* (refused or not: the server releases it) */
+        *parsed = json_incref(h->stats_parsed);
     return h->stats_bad ? -1 : 0;
 }
 
 static void st_stats_msg(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
-                         int changed, int before)
+                         json_t *parsed, int changed, int before)
 {
-    char more[64];
-    snprintf(more, sizeof more, " runs %ld changed %d before %d slots %d%s", st->runs, changed,
-             before, p->sched.credit.slots, json_object_get(body, "runs") ? "" : " nobody");
+    st_hop_t *h = arg;
+    char more[80];
+    snprintf(more, sizeof more, " runs %ld changed %d before %d slots %d%s%s", st->runs, changed,
+             before, p->sched.credit.slots, json_object_get(body, "runs") ? "" : " nobody",
+             !parsed ? "" : parsed == h->stats_parsed ? " parsed" : " parsed?");
     st_note(arg, "stats", p, more);
 }
 
@@ -1723,6 +1728,33 @@ out:
     return rc;
 }
 
+/* server_take_stats: what the hop's check parsed goes to its stats,
+ * and the server releases it whether the message is taken, refused by
+ * the check or refused by server_on_stats after the check. */
+static int st_stats_parsed(void)
+{
+    st_hop_t h;
+    int rc = -1;
+    json_t *parsed = json_object();
+    S_CHECK(st_world(&h, 2, 4, 0) == 0 && parsed);
+    h.stats_parsed = parsed;
+    st_frames(&h, "b", SPITS_MSG_STATS, 0, 0);
+    S_CHECK(st_msgs_are(&h, "check 1; stats 1 runs 7 changed 1 before 2 slots 6 parsed; ") &&
+            parsed->refcount == 1);
+    h.stats_bad = 1;
+    st_frames(&h, "b", SPITS_MSG_STATS, 0, 0);
+    h.stats_bad = 0;
+    S_CHECK(st_msgs_are(&h, "check 1; bad not checked; ") && parsed->refcount == 1);
+    st_frames(&h, "b", SPITS_MSG_STATS, -2, 0);
+    S_CHECK(st_msgs_are(&h, "check 1; bad STATS of a TM with no worker or slot, or over "
+                            "4096 workers; ") && parsed->refcount == 1);
+    rc = 0;
+out:
+    st_world_end(&h);
+    json_decref(parsed);
+    return rc;
+}
+
 int server_selftest(void)
 {
     server_t *s = NULL;
@@ -1730,7 +1762,7 @@ int server_selftest(void)
     int rc = 0;
     if (st_serving() || st_capacity() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
         st_hello() || st_messages() || st_stats() || st_phase() || st_end() ||
-        st_frames_route() || st_intake())
+        st_frames_route() || st_intake() || st_stats_parsed())
         rc = -1;
     if (st_world(&h, 0, 0, 0) == 0) {
         s = h.s;

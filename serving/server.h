@@ -230,13 +230,17 @@ typedef struct {
     /* STATS st (parsed; body: its JSON) from p (alive or not), before
      * the server takes it: the hop's own parts (the
      * JM: a relay's list of TMs behind it, which may also say st->tms).
-     * 0, or -1 with *why: the whole message is dropped. NULL: none. */
+     * 0, or -1 with *why: the whole message is dropped. What it parsed
+     * of them may go in *parsed (a new reference; NULL before), for
+     * stats: the server releases it once the message is taken or
+     * dropped, so a refusal after the check leaks nothing. NULL: none. */
     int (*stats_check)(void *arg, server_peer_t *p, json_t *body, spits_stats_t *st,
-                       const char **why);
-    /* ...and after it: what the hop keeps of it (changed: p's credit may
-     * have changed, from before workers: the hop recounts its sums). */
+                       json_t **parsed, const char **why);
+    /* ...and after it: what the hop keeps of it (parsed: the check's,
+     * borrowed, or NULL; changed: p's credit may have changed, from
+     * before workers: the hop recounts its sums). */
     void (*stats)(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
-                  int changed, int before);
+                  json_t *parsed, int changed, int before);
     /* A live p's first DRAIN (it gets no more tasks): the hop logs and
      * recounts. */
     void (*drain)(void *arg, server_peer_t *p);
@@ -345,7 +349,8 @@ void server_on_frames(server_t *s, server_msg_t *m);
  * noted, and a live p's credit follows the capacity it says: a relay's
  * what its TMs can have (spits_relay_cap), a TM's the counts of the plan
  * it made by the job's resources, when it says both; then the hop's
- * (hop.stats). A bad one, or a TM's capacity no HELLO may have, is
+ * (hop.stats, with what the check parsed; released after, taken or
+ * not). A bad one, or a TM's capacity no HELLO may have, is
  * counted (hop.bad) and changes nothing. Also for a STATS that comes
  * while the job ends (server_end_t.stats). */
 void server_take_stats(server_t *s, server_peer_t *p, zmq_msg_t *body);

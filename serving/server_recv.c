@@ -149,14 +149,16 @@ void server_take_stats(server_t *s, server_peer_t *p, zmq_msg_t *body)
     const char *why = NULL;
     spits_stats_t st;
     int before = p->sched.credit.workers, changed;
+    json_t *parsed = NULL;   /* (the check's, for hop.stats: released here either way) */
     json_t *j = spits_wire_decode_json(zmq_msg_data(body), zmq_msg_size(body), &why);
 
     if (j && spits_stats_parse(j, &st, &why) == 0 &&
-        (!hop->stats_check || hop->stats_check(hop->arg, p, j, &st, &why) == 0) &&
+        (!hop->stats_check || hop->stats_check(hop->arg, p, j, &st, &parsed, &why) == 0) &&
         (changed = server_on_stats(p, &st, &why)) >= 0)
-        hop->stats(hop->arg, p, j, &st, changed, before);
+        hop->stats(hop->arg, p, j, &st, parsed, changed, before);
     else
         hop->bad(hop->arg, why ? why : "a bad STATS");
+    json_decref(parsed);
     json_decref(j);
 }
 

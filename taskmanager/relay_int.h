@@ -297,7 +297,7 @@ rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
 /* (server_hop_t.stats) A STATS the server took from a TM (alive or
  * not): the relay's sums, and a planned TM's worker_res. */
 void relay_peers_hop_stats(void *r, server_peer_t *p, json_t *body, const spits_stats_t *st,
-                           int changed, int before);
+                           json_t *parsed, int changed, int before);
 /* A relay's HELLO said "relay" (hopchain.h): 0 (its place in *place,
  * its ids heard), 1 when it is a loop (logged; the HELLO is refused;
  * tm->done -1 when the relay is its own upstream, or the loop lasts while

@@ -67,10 +67,10 @@ rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
 }
 
 void relay_peers_hop_stats(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
-                           int changed, int before)
+                           json_t *parsed, int changed, int before)
 {
     rl_tm_t *t = (rl_tm_t *)p;
-    (void)arg, (void)body, (void)before, (void)changed;
+    (void)arg, (void)body, (void)parsed, (void)before, (void)changed;
     /* (a TM's own, checked, passed up as it said it: keys of a later
      * release too; upstream checks it again) */
     if (!t->sv.proc.relay && st->worker_res) {
