@@ -110,8 +110,6 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
      * gone TM whose BYE this is. The loop reaps after each stage; a gone
      * TM's HELLO finds it lost first: server_on_hello) */
     server_on_frames(d->srv, &m);
-    d->st.bytes_in = server_stats(d->srv)->bytes_in;
-    d->st.results_as_parts = server_stats(d->srv)->results_as_parts;
     jm_rx_release(rx, 1);       /* the dispatcher's own reference */
 }
 
@@ -567,6 +565,7 @@ int jm_disp_start(jm_disp_t *d)
 const char *jm_disp_endpoint(const jm_disp_t *d) { return d->net.l.endpoint; }
 int jm_disp_wake_fd(const jm_disp_t *d) { return d->net.wake_fd; }
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d) { return &d->st; }
+const server_stats_t *jm_disp_server_stats(const jm_disp_t *d) { return server_stats(d->srv); }
 
 void jm_disp_destroy(jm_disp_t **dp)
 {

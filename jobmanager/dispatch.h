@@ -10,13 +10,13 @@
 #include <stdint.h>
 
 #include "jm.h"
+#include "server.h"
 
 typedef struct {
     sched_stats_t sched;      /* the scheduler's (sent, resent, duplicates,
                                  requeued, retried, crashed, timed_out,
                                  poison, done_evicted: serving/scheduler.h) */
     uint64_t sent_as_parts;   /* task copies sent with the bytes as a part */
-    uint64_t results_as_parts;  /* results received with their bytes as a part */
     uint64_t cancelled;       /* copies cancelled after another committed */
     uint64_t adopted;         /* results a re-attached TM computed for tasks
                                  this JM had not sent yet (after --resume) */
@@ -28,7 +28,8 @@ typedef struct {
                                  were not sent (wire.h SPITS_REC_FOREIGN);
                                  no credit back for them */
     uint64_t bad_messages;    /* malformed messages dropped */
-    uint64_t bytes_in, bytes_out;
+    uint64_t bytes_out;       /* (bytes_in, results_as_parts: the
+                                 server's, jm_disp_server_stats) */
     /* TMs, counted per event; a TM is one spits-tm process, known by the
      * routing id it keeps for life (README: "Counting Task Managers"). */
     uint64_t tm_joins;        /* first HELLOs: distinct TMs (the */
@@ -56,4 +57,8 @@ void jm_disp_phase_end(jm_disp_t *d);
 void jm_disp_stop(jm_disp_t *d);
 void jm_disp_destroy(jm_disp_t **d);
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d);
+/* What the dispatcher's server counted of what came in (bytes_in,
+ * results_as_parts). The dispatcher's thread writes them as messages
+ * come: read them on that thread, or once jm_disp_stop has joined it. */
+const server_stats_t *jm_disp_server_stats(const jm_disp_t *d);
 #endif
