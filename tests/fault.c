@@ -138,29 +138,32 @@ static int eintr_due(atomic_int *calls)
     return 1;
 }
 
+/* The body of an interposer of fn, of pointer type type: every other
+ * call fails with EINTR (eintr_due), the rest go to the real fn with
+ * args. Each interposer keeps its own count and real function. */
+#define EINTR_OR_REAL(fn, type, args)                                   \
+    do {                                                                \
+        static atomic_int calls;                                        \
+        static type real;                                               \
+        if (!real)                                                      \
+            real = (type)dlsym(RTLD_NEXT, #fn);                         \
+        return eintr_due(&calls) ? -1 : real args;                      \
+    } while (0)
+
+typedef int (*endpoint_fn)(void *, const char *);
+typedef int (*monitor_fn)(void *, const char *, int);
+
 int zmq_bind(void *sock, const char *ep)
 {
-    static atomic_int calls;
-    static int (*real)(void *, const char *);
-    if (!real)
-        real = (int (*)(void *, const char *))dlsym(RTLD_NEXT, "zmq_bind");
-    return eintr_due(&calls) ? -1 : real(sock, ep);
+    EINTR_OR_REAL(zmq_bind, endpoint_fn, (sock, ep));
 }
 
 int zmq_connect(void *sock, const char *ep)
 {
-    static atomic_int calls;
-    static int (*real)(void *, const char *);
-    if (!real)
-        real = (int (*)(void *, const char *))dlsym(RTLD_NEXT, "zmq_connect");
-    return eintr_due(&calls) ? -1 : real(sock, ep);
+    EINTR_OR_REAL(zmq_connect, endpoint_fn, (sock, ep));
 }
 
 int zmq_socket_monitor(void *sock, const char *ep, int events)
 {
-    static atomic_int calls;
-    static int (*real)(void *, const char *, int);
-    if (!real)
-        real = (int (*)(void *, const char *, int))dlsym(RTLD_NEXT, "zmq_socket_monitor");
-    return eintr_due(&calls) ? -1 : real(sock, ep, events);
+    EINTR_OR_REAL(zmq_socket_monitor, monitor_fn, (sock, ep, events));
 }
