@@ -44,12 +44,6 @@ static void disp_hop_lost(void *arg, server_peer_t *p, const char *why, int left
         members_lost(arg, (jm_tm_t *)p, why, n);
 }
 
-/* Messages wait: a gone TM's BYE may be among them (server_reap). */
-static int disp_hop_pending(void *arg)
-{
-    return router_pending(((jm_disp_t *)arg)->net.l.sock);
-}
-
 static int disp_hop_stopping(void *arg)
 {
     (void)arg;
@@ -61,13 +55,6 @@ static void disp_hop_who(void *arg, const server_peer_t *p, const char **host, l
     (void)arg;
     *host = ((const jm_tm_t *)p)->id.host;
     *pid = ((const jm_tm_t *)p)->id.pid;
-}
-
-/* (the rest of a message's frames) */
-static int disp_hop_rest(void *arg, const spits_hdr_t *h, zmq_msg_t *first,
-                         spits_parts_t *parts, const char **why)
-{
-    return router_rest(((jm_disp_t *)arg)->net.l.sock, h, first, parts, why);
 }
 
 static void disp_hop_bad(void *arg, const char *why)
@@ -88,11 +75,6 @@ static void disp_hop_drain(void *arg, server_peer_t *p)
 static void disp_hop_status(void *arg, server_msg_t *m)
 {
     on_status(arg, m->rid, m->ridlen);
-}
-
-static void disp_hop_reply(void *arg, const void *rid, size_t ridlen, int type)
-{
-    tmio_send_empty(arg, rid, ridlen, type);
 }
 
 /* The TMs a send found gone are declared lost after each stage of the
@@ -510,26 +492,8 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     d->net.wake_fd = spits_wake_open();
     d->net.zctx = zmq_ctx_new();
     d->net.conngen = conngen_new();
-    if (d->fleet.tab && d->sched && d->net.conngen) {
-        server_cfg_t cfg = {
-            .tab = d->fleet.tab, .sched = d->sched,
-            .hop = {d, tmio_hop_send, serve_refill, serve_send_tasks, disp_hop_lost,
-                    disp_hop_pending, disp_hop_stopping, disp_hop_who, members_hop_add,
-                    members_hop_joined, members_hop_job, .rest = disp_hop_rest,
-                    .bad = disp_hop_bad, .accept = members_hop_accept,
-                    .results = serve_hop_results, .stats_check = members_hop_stats_check,
-                    .stats = members_hop_stats,
-                    .drain = disp_hop_drain, .status = disp_hop_status,
-                    .reply = disp_hop_reply},
-            .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,
-                      .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
-                      .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},
-            .probe = router_probe, .probe_arg = d->net.conngen,
-            .conngen = d->net.conngen, .job_id = jm->job_id};
-        d->srv = server_new(&cfg);
-    }
     if (!d->fleet.tab || !d->commit.buf || !d->sched || d->net.wake_fd < 0 || !d->net.zctx ||
-        !d->net.conngen || !d->srv) {
+        !d->net.conngen) {
         snprintf(err, errlen, "cannot set up the dispatcher: %s", strerror(errno));
         goto fail;
     }
@@ -545,6 +509,24 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                       jm->opt.insecure ? NULL : jm->keys.client_public,
                       jm->keys.server_secret, MONITOR_EP, err, errlen) != 0)
         goto fail;
+    server_cfg_t cfg = {
+        .tab = d->fleet.tab, .sched = d->sched,
+        .hop = {d, serve_refill, serve_send_tasks, disp_hop_lost, disp_hop_stopping,
+                disp_hop_who, members_hop_add, members_hop_joined, members_hop_job,
+                .bad = disp_hop_bad, .accept = members_hop_accept,
+                .results = serve_hop_results, .stats_check = members_hop_stats_check,
+                .stats = members_hop_stats, .drain = disp_hop_drain,
+                .status = disp_hop_status},
+        .io = router_io(d->net.l.sock),
+        .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,
+                  .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
+                  .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},
+        .probe = router_probe, .probe_arg = d->net.conngen,
+        .conngen = d->net.conngen, .job_id = jm->job_id};
+    if (!(d->srv = server_new(&cfg))) {
+        snprintf(err, errlen, "cannot set up the dispatcher: out of memory");
+        goto fail;
+    }
     return d;
 fail:
     jm_disp_destroy(&d);

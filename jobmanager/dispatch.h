@@ -28,8 +28,9 @@ typedef struct {
                                  were not sent (wire.h SPITS_REC_FOREIGN);
                                  no credit back for them */
     uint64_t bad_messages;    /* malformed messages dropped */
-    uint64_t bytes_out;       /* (bytes_in, results_as_parts: the
-                                 server's, jm_disp_server_stats) */
+    uint64_t bytes_out;       /* tasks' parts and STATUS answers (the
+                                 rest, bytes_in and results_as_parts:
+                                 the server's, jm_disp_server_stats) */
     /* TMs, counted per event; a TM is one spits-tm process, known by the
      * routing id it keeps for life (README: "Counting Task Managers"). */
     uint64_t tm_joins;        /* first HELLOs: distinct TMs (the */
@@ -57,7 +58,7 @@ void jm_disp_phase_end(jm_disp_t *d);
 void jm_disp_stop(jm_disp_t *d);
 void jm_disp_destroy(jm_disp_t **d);
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d);
-/* What the dispatcher's server counted of what came in (bytes_in,
+/* What the dispatcher's server counted (bytes_in, bytes_out,
  * results_as_parts). The dispatcher's thread writes them as messages
  * come: read them on that thread, or once jm_disp_stop has joined it. */
 const server_stats_t *jm_disp_server_stats(const jm_disp_t *d);

@@ -187,12 +187,10 @@ static inline void disp_check_sched(jm_disp_t *d)
                  "requeued); stopping the job");
 }
 
-/* tmio.c: a message to routing id rid (more: ZMQ_SNDMORE), its bytes
- * counted; 0 or -1 with errno. */
+/* tmio.c: a message to routing id rid (more: ZMQ_SNDMORE) not through
+ * the server (a STATUS answer), its bytes counted; 0 or -1 with errno. */
 int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len, int more);
-/* The server's send (server_hop_t.send): to routing id of p, counted. */
-int tmio_hop_send(void *d, server_peer_t *p, const void *buf, size_t len, int more);
 /* To a known TM, through the server: one whose connection is gone is
  * marked for the server to reap (server_reap), one whose pipe is full
  * stalled. */
@@ -200,7 +198,6 @@ int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 /* The same, for the first frame of a message whose parts the caller sends
  * next (ZMQ_SNDMORE); once it is taken, the parts are too (ROUTER). */
 int tmio_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
-void tmio_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type);
 /* WELCOME or PHASE: the job and its current phase */
 void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type);
 /* A malformed message: counted, logged now and then */

@@ -87,7 +87,7 @@ json_t *dispview_status_doc(jm_disp_t *d)
         json_object_set_new(doc, "refusals",
                             json_pack("{s:I, s:s}", "count", (json_int_t)d->st.tm_refusals,
                                       "last", d->st.last_refusal));
-    json_object_set_new(doc, "model", jm_model_json(&d->st, server_stats(d->srv)->bytes_in,
+    json_object_set_new(doc, "model", jm_model_json(&d->st, server_stats(d->srv),
         totals, json_object_get(doc, "jm"), resolved,
         json_number_value(json_object_get(doc, "elapsed_s")), NULL, 0));
     json_decref(totals);

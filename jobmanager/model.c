@@ -10,13 +10,13 @@
 #include "model.h"
 #include "reporthtml.h"
 
-json_t *jm_model_json(const jm_disp_stats_t *ds, uint64_t bytes_in, const json_t *totals,
+json_t *jm_model_json(const jm_disp_stats_t *ds, const server_stats_t *ss, const json_t *totals,
                       const json_t *usage, uint64_t n, double measured_s,
                       char *line, size_t linelen)
 {
     double busy = json_number_value(json_object_get(totals, "busy_s"));
     double runs = (double)json_integer_value(json_object_get(totals, "runs"));
-    double bytes = (double)(bytes_in + ds->bytes_out);
+    double bytes = (double)(ss->bytes_in + ss->bytes_out + ds->bytes_out);
     double task_s = runs > 0 ? busy / runs : -1;
     double s = n ? bytes / (double)n : 0;
     double cpu = json_number_value(json_object_get(usage, "cpu_user_s")) +

@@ -46,6 +46,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     /* (after jm_disp_stop has joined the dispatcher's thread: jm.c end_with) */
     const jm_disp_stats_t *ds = jm_disp_stats(jm->disp);
     const server_stats_t *ss = jm_disp_server_stats(jm->disp);
+    uint64_t bytes_out = ds->bytes_out + ss->bytes_out;
     json_t *phases = json_array(), *failed = json_array();
     uint64_t generated = 0, committed = 0, nfailed = 0, commit_errors = 0;
     uint64_t replayed = 0, extra_pushes = 0;
@@ -107,10 +108,10 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "timeline", jm_dispview_timeline_json(jm->disp),
         "bandwidth", json_pack("{s:f, s:f}",
             "in_mb_s", finished > jm->started ? ss->bytes_in / 1e6 / (finished - jm->started) : 0.0,
-            "out_mb_s", finished > jm->started ? ds->bytes_out / 1e6 / (finished - jm->started) : 0.0),
+            "out_mb_s", finished > jm->started ? bytes_out / 1e6 / (finished - jm->started) : 0.0),
         "phases", phases, "failed_tasks", failed,
         "tms", tms, "tm_totals", totals,
-        "model", jm_model_json(ds, ss->bytes_in, totals, usage, committed - replayed + nfailed,
+        "model", jm_model_json(ds, ss, totals, usage, committed - replayed + nfailed,
                                makespan, model, sizeof model),
         "counters",
         "generated", (json_int_t)generated, "committed", (json_int_t)committed,
@@ -129,7 +130,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "stale", (json_int_t)ds->stale, "bogus", (json_int_t)ds->bogus,
         "foreign_results", (json_int_t)ds->foreign_results,
         "bad_messages", (json_int_t)ds->bad_messages,
-        "bytes_in", (json_int_t)ss->bytes_in, "bytes_out", (json_int_t)ds->bytes_out,
+        "bytes_in", (json_int_t)ss->bytes_in, "bytes_out", (json_int_t)bytes_out,
         /* A TM joins once: tms (distinct TMs) and tm_joins are one count,
          * under both names (README: "Counting Task Managers"). */
         "tms", (json_int_t)ds->tm_joins, "tm_joins", (json_int_t)ds->tm_joins,

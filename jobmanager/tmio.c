@@ -28,11 +28,6 @@ int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
     return 0;
 }
 
-int tmio_hop_send(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
-{
-    return tmio_send_to(arg, p->peer.rid, p->peer.ridlen, buf, len, more);
-}
-
 int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
 {
     return server_send(d->srv, &t->sv, buf, len, 0);
@@ -41,13 +36,6 @@ int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
 int tmio_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
 {
     return server_send(d->srv, &t->sv, buf, len, ZMQ_SNDMORE);
-}
-
-void tmio_send_empty(jm_disp_t *d, const void *rid, size_t ridlen, int type)
-{
-    unsigned char hdr[SPITS_HDR_SIZE];
-    spits_wire_encode_empty(hdr, type, d->phase ? d->phase->st.id : 0);
-    tmio_send_to(d, rid, ridlen, hdr, sizeof hdr, 0);
 }
 
 void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)

@@ -229,6 +229,11 @@ int router_pending(void *sock)
     return zmq_getsockopt(sock, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN);
 }
 
+router_io_t router_io(void *sock)
+{
+    return (router_io_t){sock, router_send, router_rest, router_pending};
+}
+
 int64_t router_probe(const liveness_t *l, void *gen)
 {
     return conngen_same(gen, l->fd, l->fd_gen) ? spits_tcp_quiet_ms(l->fd) : -1;

@@ -1,9 +1,10 @@
 /*
  * router.h - a hop's ROUTER socket towards the TMs below it: sending to
- * one by routing id, and the socket's monitor.
+ * one by routing id, the rest of a message's frames, and the socket's
+ * monitor; router_io gives them to the hop's server (serving/server.h).
  *
  * Part of serving/: the JM's dispatcher (dispatch.c) and a relay
- * (taskmanager/relay.c; relay_send.c sends) each serve their TMs on a ROUTER socket with
+ * (taskmanager/relay.c) each serve their TMs on a ROUTER socket with
  * ROUTER_MANDATORY (a send to a peer whose connection is gone fails with
  * EHOSTUNREACH: how a hop finds a TM gone within a heartbeat) and watch
  * it with a monitor: each closed connection starts a new generation of
@@ -96,6 +97,24 @@ int router_rest(void *sock, const spits_hdr_t *h, zmq_msg_t *first, spits_parts_
                 const char **why);
 /* Whether a message waits to be read on sock. */
 int router_pending(void *sock);
+
+/* The socket side of a hop's server (serving/server.h): what it sends
+ * to a routing id, reads of a message past its first frame, and whether
+ * more wait. Each gets arg. */
+typedef struct {
+    void *arg;
+    /* as router_send */
+    int (*send)(void *arg, const void *rid, size_t ridlen, const void *buf, size_t len,
+                int more);
+    /* as router_rest */
+    int (*rest)(void *arg, const spits_hdr_t *h, zmq_msg_t *first, spits_parts_t *parts,
+                const char **why);
+    /* as router_pending */
+    int (*pending)(void *arg);
+} router_io_t;
+
+/* A ROUTER's: router_send, router_rest and router_pending on sock. */
+router_io_t router_io(void *sock);
 /* liveness_probe_fn over a conngen_t (arg): how long l's connection has
  * been quiet, while its fd is still that connection. */
 int64_t router_probe(const liveness_t *l, void *gen);

@@ -25,11 +25,10 @@
 server_t *server_new(const server_cfg_t *cfg)
 {
     const server_hop_t *h = &cfg->hop;
-    assert(cfg->tab && cfg->sched && cfg->probe && h->send && h->refill &&
-           h->send_tasks && h->lost && h->pending && h->stopping && h->who &&
-           h->add && h->joined && h->job && h->rest && h->bad && h->accept && cfg->job_id &&
-           h->results && h->stats && h->drain &&
-           h->reply);
+    assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.rest &&
+           cfg->io.pending && h->refill && h->send_tasks && h->lost && h->stopping &&
+           h->who && h->add && h->joined && h->job && h->bad && h->accept && cfg->job_id &&
+           h->results && h->stats && h->drain);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
@@ -206,14 +205,14 @@ void server_tick(server_t *s)
 
 void server_reap(server_t *s, int force)
 {
-    const server_hop_t *h = &s->cfg.hop;
+    const router_io_t *io = &s->cfg.io;
     if (!s->gone)
         return;
     /* A drained TM sent its last RESULTS, STATS and BYE and closed: a
      * send may find its connection gone before they are read. So they
      * are read first, for SERVE_REAP_WAIT_MS at most, and it leaves
      * instead of being lost. */
-    if (!force && s->now - s->gone_at < SERVE_REAP_WAIT_MS && h->pending(h->arg))
+    if (!force && s->now - s->gone_at < SERVE_REAP_WAIT_MS && io->pending(io->arg))
         return;
     s->gone = 0;
     for (size_t i = peertab_live_count(s->cfg.tab); i-- > 0;) {
@@ -331,9 +330,23 @@ typedef struct {
     char sink[256];              /* what st_results was given */
 } st_hop_t;
 
-static int st_send(void *arg, server_peer_t *p, const void *buf, size_t len, int more)
+static void st_reply(st_hop_t *h, const void *rid, size_t ridlen, int type);
+
+/* (cfg.io.send) An empty WHO or DRAIN to a routing id with no live entry
+ * is a reply (st_reply); anything else goes to a live peer. */
+static int st_send(void *arg, const void *rid, size_t ridlen, const void *buf, size_t len,
+                   int more)
 {
     st_hop_t *h = arg;
+    server_peer_t *p = peertab_find(h->tab, rid, ridlen);
+    spits_hdr_t hd;
+    const char *why;
+    if ((!p || !p->peer.alive) && spits_wire_parse(buf, len, &hd, &why) == 0 &&
+        (hd.type == SPITS_MSG_WHO || hd.type == SPITS_MSG_DRAIN)) {
+        st_reply(h, rid, ridlen, more ? -1 : hd.type);   /* (a reply is one frame) */
+        return 0;
+    }
+    assert(p && p->peer.alive);
     if (h->fail[p->peer.slot]) {
         errno = h->fail[p->peer.slot];
         h->fail[p->peer.slot] = 0;
@@ -558,11 +571,11 @@ static void st_status(void *arg, server_msg_t *m)
     st_note(arg, "status", NULL, "");
 }
 
-static void st_reply(void *arg, const void *rid, size_t ridlen, int type)
+static void st_reply(st_hop_t *h, const void *rid, size_t ridlen, int type)
 {
     char more[8];
     snprintf(more, sizeof more, " %.*s", (int)ridlen, (const char *)rid);
-    st_note(arg, type == SPITS_MSG_WHO ? "who" : type == SPITS_MSG_DRAIN ? "drained" : "?",
+    st_note(h, type == SPITS_MSG_WHO ? "who" : type == SPITS_MSG_DRAIN ? "drained" : "?",
             NULL, more);
 }
 
@@ -577,12 +590,11 @@ static int64_t st_probe(const liveness_t *l, void *arg)
 static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 {
     server_cfg_t cfg = {
-        .hop = {h, st_send, st_refill, st_send_tasks, st_lost, st_pending,
-                st_stopping, st_who, st_add, st_joined, st_job, .rest = st_rest,
-                .bad = st_bad, .accept = st_accept,
+        .hop = {h, st_refill, st_send_tasks, st_lost, st_stopping, st_who, st_add,
+                st_joined, st_job, .bad = st_bad, .accept = st_accept,
                 .results = st_results, .stats_check = st_stats_check,
-                .stats = st_stats_msg, .drain = st_drain, .status = st_status,
-                .reply = st_reply},
+                .stats = st_stats_msg, .drain = st_drain, .status = st_status},
+        .io = {h, st_send, st_rest, st_pending},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
         .probe = st_probe, .job_id = "job"};
@@ -1433,6 +1445,13 @@ static int st_capacity(void)
     S_CHECK(a && b && a->peer.alive && b->peer.alive);
     S_CHECK(cap->workers == 4 && cap->slots == 8 && cap->tms == 2);
     S_CHECK(a->share.workers == 2 && a->share.slots == 4 && a->share.tms == 1);
+    /* Bytes out: each send that went, and replies to anyone. */
+    uint64_t out = ss->bytes_out;
+    S_CHECK(server_send(h.s, a, "xyz", 3, 0) == 0 && ss->bytes_out == out + 3);
+    h.fail[a->peer.slot] = EAGAIN;
+    S_CHECK(server_send(h.s, a, "xyz", 3, 0) == -1 && a->stalled && ss->bytes_out == out + 3);
+    st_frames(&h, "z", SPITS_MSG_HEARTBEAT, 0, 0);   /* (WHO to a stranger) */
+    S_CHECK(ss->bytes_out == out + 3 + SPITS_HDR_SIZE && strstr(h.msgs, "who -1 z"));
     /* A STATS that changes b's plan: its share follows. */
     st_frames(&h, "b", SPITS_MSG_STATS, 0, 0);
     S_CHECK(b->sched.credit.slots == 6 && cap->workers == 4 && cap->slots == 10);

@@ -41,8 +41,8 @@
  * of picked copies becomes a message, what losing a peer means, who a
  * peer that joins is (its table entry, identity, log line, WELCOME), and
  * where results go (the JM's committer; a relay's upstream). The server
- * never touches a socket: every byte goes through hop.send, hop.reply
- * and hop.rest.
+ * never touches a socket itself: every byte goes through cfg.io (the
+ * hop's ROUTER's, router_io; a self-test's own).
  *
  * Threads: a server and its peers are its hop's loop thread's (the
  * dispatcher thread; spits-tm's main thread). Its hop's functions are
@@ -109,7 +109,7 @@ _Static_assert(offsetof(server_peer_t, peer) == 0,
 typedef struct server server_t;
 
 /* A message from a peer, as the hop received its first frame
- * (server_on_frames reads the rest through hop.rest). */
+ * (server_on_frames reads the rest through cfg.io.rest). */
 typedef struct {
     const void *rid;         /* its routing id */
     size_t ridlen;
@@ -172,9 +172,6 @@ static inline sched_outcome_t server_recs_record(server_recs_t *it, uint64_t id,
  * where said. */
 typedef struct {
     void *arg;
-    /* buf to p (more: frames follow): 0, or -1 with errno (EAGAIN: its
-     * pipe is full; EHOSTUNREACH: its connection is gone). */
-    int (*send)(void *arg, server_peer_t *p, const void *buf, size_t len, int more);
     /* The source: moves fresh tasks (up to about want; more is allowed)
      * into the scheduler, and says the source's state to it
      * (sched_gen_state). Returns 0 when it moved none, which ends the
@@ -188,8 +185,6 @@ typedef struct {
      * them to run again: sched_lost), made it dead and counted it; the
      * hop logs it and does its own. */
     void (*lost)(void *arg, server_peer_t *p, const char *why, int left, size_t n);
-    /* Whether messages wait to be read (a gone peer's last ones may). */
-    int (*pending)(void *arg);
     /* Whether the hop stops (no more tasks go). */
     int (*stopping)(void *arg);
     /* p's host and pid, for log lines. */
@@ -210,11 +205,6 @@ typedef struct {
 
     /* The messages (server_on_frames). p is the entry of the message's
      * routing id, alive or not, or NULL where said. */
-    /* Reads the rest of first's message (its parts into *parts, by
-     * spits_parts_recv's rules for h, a RESULTS: 0, -1 with *why, -2 out
-     * of memory); h NULL: drops them. */
-    int (*rest)(void *arg, const spits_hdr_t *h, zmq_msg_t *first, spits_parts_t *parts,
-                const char **why);
     /* A malformed message (why): counted, said now and then. */
     void (*bad)(void *arg, const char *why);
     /* HELLO h (parsed; its strings and JSON live until the join is
@@ -246,8 +236,6 @@ typedef struct {
     void (*drain)(void *arg, server_peer_t *p);
     /* STATUS: answered to m->rid (NULL: a hop that has none). */
     void (*status)(void *arg, server_msg_t *m);
-    /* An empty message of type (wire.h: WHO, DRAIN) to routing id rid. */
-    void (*reply)(void *arg, const void *rid, size_t ridlen, int type);
 } server_hop_t;
 
 typedef struct {
@@ -255,6 +243,8 @@ typedef struct {
                                 the hop's */
     sched_t *sched;          /* the hop's */
     server_hop_t hop;
+    router_io_t io;          /* its socket (router_io), or a self-test's:
+                                every byte to and from the peers */
     liveness_hop_t rules;    /* the loss rules (timeouts set later:
                                 server_rules) */
     liveness_probe_fn *probe;    /* how long a peer's connection has been */
@@ -274,6 +264,7 @@ typedef struct {
     uint64_t runs_gone;      /* proc.runs and busy_s of entries that a */
     double busy_gone;        /* ...new process on their routing id took */
     uint64_t bytes_in;       /* of every message received, parts too */
+    uint64_t bytes_out;      /* of every message sent but tasks' parts */
     uint64_t results_as_parts;   /* results whose bytes came as a part */
 } server_stats_t;
 
@@ -322,7 +313,7 @@ int server_serve_due(const server_t *s);
 
 /* A message m from a peer, whose first frame the hop received (m->h is
  * the server's to fill). It is parsed, the rest of its frames read
- * (hop.rest), and handed to the hop by type:
+ * (cfg.io.rest), and handed to the hop by type:
  *   - a bad routing id or header, or frames that do not fit (hop.bad):
  *     dropped, and its sender, if alive, is lost as a bad peer; but a
  *     RESULTS whose parts do not fit still answers its copies, unrun

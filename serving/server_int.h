@@ -34,6 +34,9 @@ struct server {
  * hop.lost (server_peers.c). Not while a RESULTS' records are walked:
  * the walk holds p's scheduler entry. */
 void server_lose(server_t *s, server_peer_t *p, const char *why, int left);
+/* An empty message of type (wire.h: WHO, DRAIN) to routing id rid,
+ * known or not (no marks: server_send's are a known peer's). */
+void server_reply(server_t *s, const void *rid, size_t ridlen, int type);
 /* p's share of the capacity follows it (alive, draining, credit). */
 void server_share(server_t *s, server_peer_t *p);
 

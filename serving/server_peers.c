@@ -58,8 +58,9 @@ int server_serve_due(const server_t *s)
 
 int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more)
 {
-    if (s->cfg.hop.send(s->cfg.hop.arg, p, buf, len, more) == 0) {
+    if (s->cfg.io.send(s->cfg.io.arg, p->peer.rid, p->peer.ridlen, buf, len, more) == 0) {
         p->live.last_sent = s->now;
+        s->st.bytes_out += len;
         return 0;
     }
     if (errno == EHOSTUNREACH && !p->gone) {
@@ -71,6 +72,14 @@ int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int 
         p->stalled = 1;
     }
     return -1;
+}
+
+void server_reply(server_t *s, const void *rid, size_t ridlen, int type)
+{
+    unsigned char hdr[SPITS_HDR_SIZE];
+    spits_wire_encode_empty(hdr, type, s->wire);
+    if (s->cfg.io.send(s->cfg.io.arg, rid, ridlen, hdr, sizeof hdr, 0) == 0)
+        s->st.bytes_out += sizeof hdr;
 }
 
 /* --- losses ------------------------------------------------------------ */

@@ -215,7 +215,7 @@ static void server_route(server_t *s, server_peer_t *p, server_msg_t *m)
             spits_wire_encode_empty(hdr, SPITS_MSG_DRAIN, s->wire);
             server_send(s, p, hdr, sizeof hdr, 0);
         } else {
-            hop->reply(hop->arg, m->rid, m->ridlen, SPITS_MSG_DRAIN);
+            server_reply(s, m->rid, m->ridlen, SPITS_MSG_DRAIN);
         }
         break;
     case SPITS_MSG_BYE:
@@ -230,6 +230,7 @@ static void server_route(server_t *s, server_peer_t *p, server_msg_t *m)
 void server_on_frames(server_t *s, server_msg_t *m)
 {
     const server_hop_t *hop = &s->cfg.hop;
+    const router_io_t *io = &s->cfg.io;
     const char *why = "a malformed message";
     size_t len = zmq_msg_size(m->msg);
     int fd = spits_zmq_msg_fd(m->msg);
@@ -238,7 +239,7 @@ void server_on_frames(server_t *s, server_msg_t *m)
     m->unrun = 0;
     s->st.bytes_in += len;
     if (m->ridlen == 0 || m->ridlen > PEERTAB_RID_MAX) {
-        hop->rest(hop->arg, NULL, m->msg, NULL, NULL);
+        io->rest(io->arg, NULL, m->msg, NULL, NULL);
         hop->bad(hop->arg, "a routing id of a bad size");
         return;
     }
@@ -246,7 +247,7 @@ void server_on_frames(server_t *s, server_msg_t *m)
      * count, its STATS say its last runs) */
     server_peer_t *p = server_find(s, m);
     if (spits_wire_parse(zmq_msg_data(m->msg), len, &m->h, &why) != 0) {
-        hop->rest(hop->arg, NULL, m->msg, NULL, NULL);
+        io->rest(io->arg, NULL, m->msg, NULL, NULL);
         hop->bad(hop->arg, why);
         server_bad_peer(s, p, why);
         return;
@@ -254,7 +255,7 @@ void server_on_frames(server_t *s, server_msg_t *m)
     /* Only RESULTS may have parts. Nothing a peer sends stops the hop: a
      * message whose frames do not fit, or not in memory, is dropped and
      * its sender with it. */
-    int rc = hop->rest(hop->arg, &m->h, m->msg, m->parts, &why);
+    int rc = io->rest(io->arg, &m->h, m->msg, m->parts, &why);
     if (rc != 0) {
         why = rc == -2 ? "no memory for its parts" : why;
         hop->bad(hop->arg, why);
@@ -276,7 +277,7 @@ void server_on_frames(server_t *s, server_msg_t *m)
     /* (a peer not alive says HELLO again) */
     if ((m->h.type == SPITS_MSG_RESULTS || m->h.type == SPITS_MSG_HEARTBEAT) &&
         (!p || !p->peer.alive))
-        hop->reply(hop->arg, m->rid, m->ridlen, SPITS_MSG_WHO);
+        server_reply(s, m->rid, m->ridlen, SPITS_MSG_WHO);
     server_on_handled(s, p, fd, s->cfg.conngen ? conngen_of(s->cfg.conngen, fd) : 0);
 }
 

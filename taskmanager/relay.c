@@ -18,7 +18,6 @@
  *   relay_tasks.c     the server's source (the pool) and sink (TASKS)
  *   relay_copies.c    the copies upstream sent: the scheduler's tasks
  *   relay_records.c   records upstream
- *   relay_send.c      messages down to one TM
  *   relay_peers.c     who is behind: the table of TMs, loops of relays
  *
  * Nothing here cannot be lost. A TM that goes silent for the job's
@@ -85,11 +84,6 @@ static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int lef
     relay_copies_gone(arg, (rl_tm_t *)p, gone, n);
 }
 
-static int relay_hop_pending(void *arg)
-{
-    return router_pending(((tm_relay_t *)arg)->sock.l.sock);
-}
-
 static int relay_hop_stopping(void *arg)
 {
     return ((tm_relay_t *)arg)->tm->done != 0;
@@ -106,12 +100,12 @@ static server_t *relay_server(tm_relay_t *r)
 {
     server_cfg_t cfg = {
         .tab = r->peers.tab, .sched = r->copies.sched,
-        .hop = {r, relay_send_hop, relay_tasks_refill, relay_tasks_send, relay_hop_lost,
-                relay_hop_pending, relay_hop_stopping, relay_hop_who, relay_recv_hop_add,
-                relay_recv_hop_joined, relay_recv_hop_job, .rest = relay_recv_hop_rest,
+        .hop = {r, relay_tasks_refill, relay_tasks_send, relay_hop_lost, relay_hop_stopping,
+                relay_hop_who, relay_recv_hop_add, relay_recv_hop_joined, relay_recv_hop_job,
                 .bad = relay_recv_hop_bad, .accept = relay_recv_hop_accept,
                 .results = relay_recv_hop_results, .stats = relay_peers_hop_stats,
-                .drain = relay_recv_hop_drain, .reply = relay_send_reply},
+                .drain = relay_recv_hop_drain},
+        .io = router_io(r->sock.l.sock),
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = RELAY_TICK_MS},
         .probe = router_probe, .probe_arg = r->sock.conngen, .conngen = r->sock.conngen,
@@ -183,7 +177,7 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     if (r)
         r->tm = tm;
     if (!r || relay_peers_init(&r->peers) != 0 || relay_copies_init(r) != 0 ||
-        !(r->sock.conngen = conngen_new()) || !(r->srv = relay_server(r))) {
+        !(r->sock.conngen = conngen_new())) {
         spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
         return NULL;
@@ -201,6 +195,11 @@ tm_relay_t *tm_relay_new(tm_t *tm)
                       tm->opts.insecure ? NULL : keys.client_public, keys.server_secret,
                       RELAY_MONITOR_EP, err, sizeof err) != 0) {
         spits_error("relay: %s", err);
+        tm_relay_destroy(&r, 0);
+        return NULL;
+    }
+    if (!(r->srv = relay_server(r))) {
+        spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
         return NULL;
     }

@@ -34,7 +34,7 @@
  * caller has marked those it answered. Settled tasks are kept (up to
  * RELAY_SPARE_MAX) and made again, so the hot path does not allocate.
  *
- * Uses relay_records.c and relay_send.c; called by relay.c,
+ * Uses relay_records.c; called by relay.c,
  * relay_upstream.c, relay_recv.c and relay_tasks.c.
  */
 #define _DEFAULT_SOURCE

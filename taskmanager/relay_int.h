@@ -17,7 +17,6 @@
  *                     the pool's items, and their answers upstream when
  *                     they are resolved or given back (held; extra)
  *   relay_records.c   records upstream (rec)
- *   relay_send.c      messages down to one TM
  *   relay_peers.c     who is behind: the table of TMs (and relays) by
  *                     routing id (a serving/peertab.h), their capacity and
  *                     STATS, loops of relays, and what the relay tells
@@ -90,9 +89,9 @@ typedef struct {
 } rl_peers_t;
 
 /* The socket the TMs behind us talk to: made by relay.c, which also reads
- * its monitor each turn; read from by relay_recv.c, sent on by
- * relay_send.c, relay_tasks.c and relay_upstream.c, whose max_task
- * follows the job's; endpoint is told upstream (relay_peers.c). */
+ * its monitor each turn; read from by relay_recv.c, sent on by the
+ * server (its io) and relay_tasks.c (parts); its max_task follows the
+ * job's (relay_upstream.c); endpoint is told upstream (relay_peers.c). */
 typedef struct {
     router_listen_t l;           /* the TMs behind us (serving/router.h) */
     conngen_t *conngen;          /* ...which connection each fd is now */
@@ -201,13 +200,6 @@ struct tm_relay {
     rl_log_t log;
 };
 
-/* relay_send.c */
-/* The server's send (server_hop_t.send): router_send to p. */
-int relay_send_hop(void *r, server_peer_t *p, const void *buf, size_t len, int more);
-/* The server's reply (server_hop_t.reply): an empty message of type
- * to routing id rid, whether the relay knows it or not. */
-void relay_send_reply(void *r, const void *rid, size_t ridlen, int type);
-
 /* relay_records.c */
 /* Hands the records gathered so far to the outbox. */
 void relay_records_flush(tm_relay_t *r);
@@ -279,8 +271,6 @@ void relay_recv_burst(tm_relay_t *r);
 server_peer_t *relay_recv_hop_add(void *r, const void *rid, size_t ridlen, int *first);
 void relay_recv_hop_joined(void *r, server_peer_t *p, const server_join_t *j);
 void relay_recv_hop_job(void *r, server_peer_t *p, int type);
-int relay_recv_hop_rest(void *r, const spits_hdr_t *h, zmq_msg_t *first,
-                        spits_parts_t *parts, const char **why);
 void relay_recv_hop_bad(void *r, const char *why);
 int relay_recv_hop_accept(void *r, server_peer_t *p, const spits_hello_t *h, void **ctx,
                           const char **why);

@@ -8,7 +8,7 @@
  * running) goes back as exactly one record with held set
  * (relay_copies.c keeps that rule); foreign results go up without.
  *
- * The lowest of the relay's files with relay_send.c: it uses the pool
+ * The lowest of the relay's files: it uses the pool
  * (tm.h), nothing above.
  */
 #define _DEFAULT_SOURCE

@@ -44,13 +44,6 @@ void relay_recv_hop_bad(void *arg, const char *why)
                    "(%s); %llu so far", why, (unsigned long long)r->log.bad);
 }
 
-/* (server_hop_t.rest) */
-int relay_recv_hop_rest(void *arg, const spits_hdr_t *h, zmq_msg_t *first,
-                        spits_parts_t *parts, const char **why)
-{
-    return router_rest(((tm_relay_t *)arg)->sock.l.sock, h, first, parts, why);
-}
-
 /* (server_hop_t.add) */
 server_peer_t *relay_recv_hop_add(void *arg, const void *rid, size_t ridlen, int *first)
 {

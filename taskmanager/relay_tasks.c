@@ -6,7 +6,7 @@
  * one TASKS message per phase, large payloads as parts without a copy
  * (serving/taskbatch.h).
  *
- * Uses relay_copies.c and relay_send.c; called by relay.c's turn and by
+ * Uses relay_copies.c; called by relay.c's turn and by
  * the server.
  * libzmq's I/O thread only calls relay_tasks_part_done, which drops a
  * reference with an atomic.

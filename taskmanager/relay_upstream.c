@@ -7,7 +7,7 @@
  * queued behind us cancelled, so they come back at once).
  *
  * Called by protocol.c and loop.c (tm_relay_on_job, tm_relay_cancel,
- * tm_relay_drain); uses relay_copies.c and relay_send.c.
+ * tm_relay_drain); uses relay_copies.c.
  */
 #define _DEFAULT_SOURCE
 #include <stdio.h>
