@@ -50,13 +50,6 @@ static int disp_hop_stopping(void *arg)
     return atomic_load(&jm_abort);
 }
 
-static void disp_hop_who(void *arg, const server_peer_t *p, const char **host, long *pid)
-{
-    (void)arg;
-    *host = ((const jm_tm_t *)p)->id.host;
-    *pid = ((const jm_tm_t *)p)->id.pid;
-}
-
 static void disp_hop_bad(void *arg, const char *why)
 {
     tmio_bad_message(arg, why);
@@ -69,7 +62,7 @@ static void disp_hop_drain(void *arg, server_peer_t *p)
     jm_disp_t *d = arg;
     jm_tm_t *t = (jm_tm_t *)p;
     if (loglimit_allow(&d->logs.draining, d->clock.now))
-        spits_info("TM %s:%ld is draining", t->id.host, t->id.pid);
+        spits_info("TM %s:%ld is draining", t->sv.proc.host, t->sv.proc.pid);
 }
 
 static void disp_hop_status(void *arg, server_msg_t *m)
@@ -512,7 +505,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     server_cfg_t cfg = {
         .tab = d->fleet.tab, .sched = d->sched,
         .hop = {d, serve_refill, serve_send_tasks, disp_hop_lost, disp_hop_stopping,
-                disp_hop_who, members_hop_add, members_hop_joined, members_hop_job,
+                members_hop_add, members_hop_joined, members_hop_job,
                 .bad = disp_hop_bad, .accept = members_hop_accept,
                 .results = serve_hop_results, .stats_check = members_hop_stats_check,
                 .stats = members_hop_stats, .drain = disp_hop_drain,

@@ -128,7 +128,7 @@ json_t *jm_dispview_tms_json(const jm_disp_t *d)
         jm_tm_t *t = v[i];
         spits_iso_time(t->id.joined, when, sizeof when);
         json_t *row = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:I, s:I, s:f, s:I}",
-            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->sv.sched.credit.workers,
+            "host", t->sv.proc.host, "pid", (json_int_t)t->sv.proc.pid, "workers", t->sv.sched.credit.workers,
             "joined", when, "reattaches", (json_int_t)t->id.reattaches,
             "sent", (json_int_t)t->sv.sched.sent,
             "done", (json_int_t)t->sv.sched.done, "failed", (json_int_t)t->sv.sched.failed,

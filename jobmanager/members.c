@@ -42,7 +42,7 @@ void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why, size_t n)
 {
     char crashed[320];
     /* A TM that died of a signal says so in its crash file. */
-    if (jm_crashes_tm_lost(d->jm, t->id.host, t->id.pid, t->id.joined, crashed,
+    if (jm_crashes_tm_lost(d->jm, t->sv.proc.host, t->sv.proc.pid, t->id.joined, crashed,
                            sizeof crashed))
         why = crashed;
     drop(d, t, JM_TL_LOST);
@@ -50,7 +50,7 @@ void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why, size_t n)
     d->st.tms_lost_now++;
     if (loglimit_allow(&d->logs.lost, d->clock.now))
         spits_info("%s %s:%ld lost (%s); %zu task(s) requeued",
-                   t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
+                   t->sv.proc.relay ? "relay" : "TM", t->sv.proc.host, t->sv.proc.pid, why, n);
 }
 
 /* (server_hop_t.lost with left) t left on purpose (drained, done, or
@@ -64,11 +64,11 @@ void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused, size_t n)
         /* (escaped: cut between characters, valid UTF-8 for STATUS) */
         spits_escape(d->st.last_refusal, sizeof d->st.last_refusal, refused);
         spits_warn("%s %s:%ld refused the job: %s; %zu task(s) requeued",
-                   t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid,
+                   t->sv.proc.relay ? "relay" : "TM", t->sv.proc.host, t->sv.proc.pid,
                    spits_escape(safe, sizeof safe, refused), n);
     } else if (loglimit_allow(&d->logs.left, d->clock.now)) {
         spits_info("%s %s:%ld left; %zu task(s) requeued",
-                   t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid, n);
+                   t->sv.proc.relay ? "relay" : "TM", t->sv.proc.host, t->sv.proc.pid, n);
     }
 }
 
@@ -89,10 +89,10 @@ static void set_relay(jm_tm_t *t, const char *endpoint)
 static void log_hello(const jm_tm_t *t, const char *verb)
 {
     if (t->sv.proc.relay)
-        spits_info("relay %s:%ld %s, serving TMs at %s", t->id.host, t->id.pid, verb,
+        spits_info("relay %s:%ld %s, serving TMs at %s", t->sv.proc.host, t->sv.proc.pid, verb,
                    t->id.relay_ep);
     else
-        spits_info("TM %s:%ld %s with %d worker(s)", t->id.host, t->id.pid, verb,
+        spits_info("TM %s:%ld %s with %d worker(s)", t->sv.proc.host, t->sv.proc.pid, verb,
                    t->sv.sched.credit.workers);
 }
 
@@ -135,11 +135,8 @@ void members_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
 {
     jm_disp_t *d = arg;
     jm_tm_t *t = (jm_tm_t *)p;
-    /* (stored escaped: it goes to our log, report.json and spits-status) */
-    spits_escape(t->id.host, sizeof t->id.host, j->h->host);
     if (d->jm->joblog)
-        t->id.log_host = jm_joblog_host(d->jm->joblog, t->id.host);
-    t->id.pid = j->h->pid;
+        t->id.log_host = jm_joblog_host(d->jm->joblog, t->sv.proc.host);
     set_relay(t, j->ctx);
     t->stats.running = t->stats.queued = -1;   /* (until its next STATS) */
     t->id.joined = spits_wall_time();

@@ -327,7 +327,7 @@ static void failure_note(jm_failure_t *f, const jm_tm_t *t, const spits_rec_t *r
     f->status = rec->status;
     f->has_rc = spits_fail_parse(rec, &f->rc, f->why, sizeof f->why);
     if (t)
-        snprintf(f->host, sizeof f->host, "%s", t->id.host);
+        snprintf(f->host, sizeof f->host, "%s", t->sv.proc.host);
 }
 
 /* A resolution for the committer: a result in rx, or a poison task (its

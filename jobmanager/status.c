@@ -141,8 +141,8 @@ static json_t *status_gone(const peertab_t *tms)
     qsort(v, n, sizeof *v, status_cmp_gone);
     for (size_t i = 0; i < n && i < JM_STATUS_GONE; i++) {
         json_t *row = json_pack(
-            "{s:s, s:I, s:i, s:I, s:I, s:f, s:s}", "host", v[i]->id.host,
-            "pid", (json_int_t)v[i]->id.pid, "workers", v[i]->sv.sched.credit.workers,
+            "{s:s, s:I, s:i, s:I, s:I, s:f, s:s}", "host", v[i]->sv.proc.host,
+            "pid", (json_int_t)v[i]->sv.proc.pid, "workers", v[i]->sv.sched.credit.workers,
             "done", (json_int_t)v[i]->sv.sched.done, "failed", (json_int_t)v[i]->sv.sched.failed,
             "busy_s", v[i]->sv.proc.busy_s, "gone", v[i]->life.lost ? "lost" : "left");
         jm_status_worker_fields(row, v[i]);
@@ -167,7 +167,7 @@ json_t *jm_status_json(const jm_t *jm, const jm_live_t *l,
         jm_tm_split(t, &busy, &queued);
         json_t *row = json_pack(
             "{s:s, s:I, s:i, s:I, s:I, s:i, s:I, s:I, s:f, s:b, s:f}",
-            "host", t->id.host, "pid", (json_int_t)t->id.pid, "workers", t->sv.sched.credit.workers,
+            "host", t->sv.proc.host, "pid", (json_int_t)t->sv.proc.pid, "workers", t->sv.sched.credit.workers,
             "busy", (json_int_t)busy, "queued", (json_int_t)queued,
             "held", t->sv.sched.credit.outstanding, "done", (json_int_t)t->sv.sched.done,
             "failed", (json_int_t)t->sv.sched.failed,

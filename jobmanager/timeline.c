@@ -37,9 +37,9 @@ void jm_timeline_event(jm_timeline_t *tl, jm_tl_kind_t kind, const jm_tm_t *tm)
     }
     tl->events[tl->nevents].t = (float)(spits_wall_time() - tl->started);
     tl->events[tl->nevents].kind = kind;
-    tl->events[tl->nevents].pid = tm->id.pid;
+    tl->events[tl->nevents].pid = tm->sv.proc.pid;
     snprintf(tl->events[tl->nevents++].host, sizeof tl->events[0].host, "%.63s",
-             tm->id.host);
+             tm->sv.proc.host);
 }
 
 json_t *jm_timeline_json(const jm_timeline_t *tl, uint64_t resolved,

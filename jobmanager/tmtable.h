@@ -39,9 +39,7 @@
 /* Who it is: members.c from its HELLO (a relay's STATS: behind); its
  * routing id and slot are the table's (jm_tm_t.sv.peer). */
 typedef struct {
-    char host[128];          /* as its HELLO said, escaped (escape.h) */
-    uint32_t log_host;       /* host's number in --joblog (joblog.h) */
-    long pid;
+    uint32_t log_host;       /* sv.proc.host's number in --joblog (joblog.h) */
     double joined;           /* wall clock */
     uint32_t reattaches;     /* its HELLOs after its first */
     char relay_ep[256];      /* a relay's (sv.proc.relay) endpoint for

@@ -27,7 +27,7 @@ server_t *server_new(const server_cfg_t *cfg)
     const server_hop_t *h = &cfg->hop;
     assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.rest &&
            cfg->io.pending && h->refill && h->send_tasks && h->lost && h->stopping &&
-           h->who && h->add && h->joined && h->job && h->bad && h->accept && cfg->job_id &&
+           h->add && h->joined && h->job && h->bad && h->accept && cfg->job_id &&
            h->results && h->stats && h->drain);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -184,11 +184,8 @@ void server_tick(server_t *s)
      * its place) */
     for (size_t i = peertab_live_count(s->cfg.tab); i-- > 0;) {
         server_peer_t *p = peertab_live_at(s->cfg.tab, i);
-        const char *host;
-        long pid;
-        s->cfg.hop.who(s->cfg.hop.arg, p, &host, &pid);
         int v = liveness_judge(&s->cfg.rules, &p->live, s->now, probing, s->cfg.probe,
-                               s->cfg.probe_arg, host, pid);
+                               s->cfg.probe_arg, p->proc.host, p->proc.pid);
         if (v == LIVENESS_LOST) {
             char why[64];
             snprintf(why, sizeof why, "silent for %.1f s",
@@ -312,7 +309,7 @@ typedef struct {
     char lost[128];              /* "slot why; " of each lost */
     int pending, stopping;
     int64_t rec_start;           /* sched_recorded of the last result */
-    long pid[ST_PEERS];          /* each peer's process (who) */
+    long pid[ST_PEERS];          /* each peer's process, as joined saw it */
     int add_first;               /* what add says of a new entry; -1: none */
     char joins[128];             /* "slot first|again[ renewed]; " of each */
     int welcomes[ST_PEERS];
@@ -416,12 +413,6 @@ static int st_stopping(void *arg)
     return ((st_hop_t *)arg)->stopping;
 }
 
-static void st_who(void *arg, const server_peer_t *p, const char **host, long *pid)
-{
-    *host = "h";
-    *pid = ((st_hop_t *)arg)->pid[p->peer.slot];
-}
-
 static server_peer_t *st_add(void *arg, const void *rid, size_t len, int *first)
 {
     st_hop_t *h = arg;
@@ -437,7 +428,7 @@ static void st_joined(void *arg, server_peer_t *p, const server_join_t *j)
 {
     st_hop_t *h = arg;
     size_t at = strlen(h->joins);
-    h->pid[p->peer.slot] = j->h->pid;
+    h->pid[p->peer.slot] = p->proc.pid;   /* (the server's, set before) */
     snprintf(h->joins + at, sizeof h->joins - at, "%d %s%s; ", p->peer.slot,
              j->first ? "first" : "again", j->renewed ? " renewed" : "");
 }
@@ -590,7 +581,7 @@ static int64_t st_probe(const liveness_t *l, void *arg)
 static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 {
     server_cfg_t cfg = {
-        .hop = {h, st_refill, st_send_tasks, st_lost, st_stopping, st_who, st_add,
+        .hop = {h, st_refill, st_send_tasks, st_lost, st_stopping, st_add,
                 st_joined, st_job, .bad = st_bad, .accept = st_accept,
                 .results = st_results, .stats_check = st_stats_check,
                 .stats = st_stats_msg, .drain = st_drain, .status = st_status},
@@ -615,7 +606,8 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
         if (!p || p->peer.slot != i)
             return -1;
         server_peer_init(p);
-        h->pid[i] = i;
+        p->proc.pid = h->pid[i] = i;
+        snprintf(p->proc.host, sizeof p->proc.host, "h");
         credit_set(&p->sched.credit, 2, slots);
         sched_joined(h->sc, &p->sched, 0);
         peertab_set_alive(h->tab, p, 1);
@@ -997,7 +989,7 @@ static int st_hello(void)
     st_hop_t h;
     int rc = -1;
     const server_stats_t *ss;
-    spits_hello_t hi = {"n", 100, 2, 4, 0, 0, 1, "job", NULL, -1};
+    spits_hello_t hi = {"n\n", 100, 2, 4, 0, 0, 1, "job", NULL, -1};
     S_CHECK(st_world(&h, 0, 0, 100) == 0);
     ss = server_stats(h.s);
     /* A join: alive, its credit, its proc, WELCOME; then served. */
@@ -1006,6 +998,7 @@ static int st_hello(void)
     S_CHECK(a && a->peer.alive && a->peer.slot == 0 && a->sched.slot == 0);
     S_CHECK(a->sched.credit.workers == 2 && a->sched.credit.slots == 4);
     S_CHECK(a->proc.attach == 1 && a->proc.sent_at_hello == 0 && a->settle.until == 0);
+    S_CHECK(a->proc.pid == 100 && a->proc.host[0] == 'n' && !strchr(a->proc.host, '\n'));
     S_CHECK(ss->joins == 1 && ss->reattaches == 0 && h.welcomes[0] == 1);
     S_CHECK(st_joins_are(&h, "0 first; ") && a->live.last_heard == 1000);
     server_due(h.s, a);
@@ -1068,7 +1061,8 @@ static int st_hello(void)
     hi = (spits_hello_t){"n", 101, 3, 6, 0, 0, 0, "job", NULL, -1};
     S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
     S_CHECK(!strcmp(h.lost, "0 disconnected; 0 reconnected; ") && a->peer.alive);
-    S_CHECK(st_joins_are(&h, "0 again renewed; ") && h.pid[0] == 101);
+    S_CHECK(st_joins_are(&h, "0 again renewed; ") && h.pid[0] == 101 &&
+            a->proc.pid == 101 && strcmp(a->proc.host, "n") == 0);
     S_CHECK(a->proc.runs == 0 && a->proc.busy_s == 0 && ss->runs_gone == 7 &&
             ss->busy_gone == 1.5 && ss->reattaches == 2 && ss->joins == 2);
     S_CHECK(a->sched.credit.workers == 3 && a->sched.credit.slots == 6 &&

@@ -64,6 +64,8 @@
 /* What a peer's process said of itself (its HELLO, and its STATS). Over the process's life: a new
  * process on the same routing id starts them anew. */
 typedef struct {
+    char host[128];          /* its host, escaped (escape.h), and its */
+    long pid;                /* ...process, as its last join said */
     long attach;             /* the outage number it last joined with, or
                                 the highest of its repeats (-1: none) */
     uint64_t sent_at_hello;  /* sched.sent as of its last HELLO */
@@ -187,17 +189,15 @@ typedef struct {
     void (*lost)(void *arg, server_peer_t *p, const char *why, int left, size_t n);
     /* Whether the hop stops (no more tasks go). */
     int (*stopping)(void *arg);
-    /* p's host and pid, for log lines. */
-    void (*who)(void *arg, const server_peer_t *p, const char **host, long *pid);
     /* HELLO. A new table entry for rid, dead, its
      * common part server_peer_init'ed; *first: 0 when the hop knew the
      * routing id once (its return is a re-attach). NULL: none (a bad
      * routing id, no memory). */
     server_peer_t *(*add)(void *arg, const void *rid, size_t len, int *first);
     /* p joined or re-attached: the server made it alive and set its
-     * common part (credit, scheduler, settle, proc); the hop sets who it
-     * is (who then says the HELLO's pid: an assert checks), and counts
-     * and logs the join. No WELCOME yet. */
+     * common part (credit, scheduler, settle, proc: its host and pid too);
+     * the hop sets the rest of who it is, and counts and logs the join.
+     * No WELCOME yet. */
     void (*joined)(void *arg, server_peer_t *p, const server_join_t *j);
     /* Sends p the job's message of type (wire.h): WELCOME, with its
      * attach number p->proc.attach, or PHASE (server_send_phase). */

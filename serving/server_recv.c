@@ -10,6 +10,7 @@
 #include <assert.h>
 #include <stdio.h>
 
+#include "escape.h"
 #include "joins.h"
 #include "server_int.h"
 #include "wire.h"
@@ -34,8 +35,6 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
                                     const char *job_id, void *ctx)
 {
     const server_hop_t *hop = &s->cfg.hop;
-    const char *host;
-    long pid;
     /* (only it: the other gone peers' messages may still wait; the
      * newest dead entry is never evicted, so p stays good) */
     if (p && p->gone)
@@ -43,7 +42,7 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
     joins_known_t known = {0};
     int renewed = 0;
     if (p) {
-        hop->who(hop->arg, p, &host, &known.pid);
+        known.pid = p->proc.pid;
         known.alive = p->peer.alive;
         known.attach = p->proc.attach;
         known.sent_since = p->sched.sent != p->proc.sent_at_hello;
@@ -77,6 +76,8 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
         spits_relay_cap(h->tms, &workers, &slots);
     credit_set(&p->sched.credit, workers, slots);
     server_hello_take(s, p, h, job_id);
+    spits_escape(p->proc.host, sizeof p->proc.host, h->host);   /* (for the log) */
+    p->proc.pid = h->pid;
     p->proc.attach = h->attach;
     p->proc.sent_at_hello = p->sched.sent;
     p->proc.relay = h->relay != NULL;
@@ -88,8 +89,7 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
         s->st.reattaches++;
     server_join_t j = {h, first, renewed, ctx};
     hop->joined(hop->arg, p, &j);
-    hop->who(hop->arg, p, &host, &pid);
-    assert(p->peer.alive && pid == h->pid);
+    assert(p->peer.alive);
     hop->job(hop->arg, p, SPITS_MSG_WELCOME);
     return first ? SERVER_HELLO_JOINED : SERVER_HELLO_REATTACHED;
 }

@@ -89,19 +89,12 @@ static int relay_hop_stopping(void *arg)
     return ((tm_relay_t *)arg)->tm->done != 0;
 }
 
-static void relay_hop_who(void *arg, const server_peer_t *p, const char **host, long *pid)
-{
-    (void)arg;
-    *host = ((const rl_tm_t *)p)->id.host;
-    *pid = ((const rl_tm_t *)p)->id.pid;
-}
-
 static server_t *relay_server(tm_relay_t *r)
 {
     server_cfg_t cfg = {
         .tab = r->peers.tab, .sched = r->copies.sched,
         .hop = {r, relay_tasks_refill, relay_tasks_send, relay_hop_lost, relay_hop_stopping,
-                relay_hop_who, relay_recv_hop_add, relay_recv_hop_joined, relay_recv_hop_job,
+                relay_recv_hop_add, relay_recv_hop_joined, relay_recv_hop_job,
                 .bad = relay_recv_hop_bad, .accept = relay_recv_hop_accept,
                 .results = relay_recv_hop_results, .stats = relay_peers_hop_stats,
                 .drain = relay_recv_hop_drain},

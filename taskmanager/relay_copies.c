@@ -347,7 +347,7 @@ void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, size_t n)
 {
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s; %zu task(s) to run again",
-                   t->sv.proc.relay ? "relay" : "TM", t->id.host, t->id.pid, why, n);
+                   t->sv.proc.relay ? "relay" : "TM", t->sv.proc.host, t->sv.proc.pid, why, n);
     /* (with no TM left behind, nothing would run them here) */
     if (!peertab_live_count(r->peers.tab))
         relay_copies_give_back(r);

@@ -51,14 +51,6 @@
  * ones went (peertab.h). All of it is written as the TM joins
  * (relay_recv.c), then as each part says. */
 
-/* Who it is: set as it joins (its routing id: rl_tm_t.peer). */
-typedef struct {
-    char host[64];
-    long pid;
-    hopchain_place_t place;      /* a relay's id and those behind it (id
-                                    "": a TM) */
-} rl_tm_id_t;
-
 /* From its join STATS (relay_peers.c), for the relay's own "behind";
  * its runs and busy time are its server_proc_t's (serving/server.h). */
 typedef struct {
@@ -75,7 +67,8 @@ typedef struct {
                                     table's part, its credit and the
                                     scheduler's counts (sv.sched),
                                     liveness, settling; first */
-    rl_tm_id_t id;
+    hopchain_place_t place;      /* a relay's id and those behind it (id
+                                    "": a TM), set as it joins */
     rl_tm_stats_t stats;
 } rl_tm_t;
 

@@ -136,9 +136,9 @@ json_t *tm_relay_hello_json(const tm_relay_t *r)
      * and those heard from lately. */
     for (size_t i = 0; i < peertab_live_count(p->tab); i++) {
         const rl_tm_t *t = peertab_live_at(p->tab, i);
-        if (t->id.place.id[0] &&
+        if (t->place.id[0] &&
             now - t->sv.live.last_heard <= 3 * server_rules(r->srv)->hb_ms &&
-            hopchain_list_place(below, &t->id.place))
+            hopchain_list_place(below, &t->place))
             break;
     }
     hopchain_list_heard(&p->chain, below, now);
@@ -195,8 +195,8 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
     for (size_t i = 0; i < alive; i++) {
         const rl_tm_t *t = peertab_live_at(p->tab, i);
         if (json_array_size(list) < RELAY_BEHIND_LISTED) {
-            json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->id.host,
-                                  "pid", (json_int_t)t->id.pid,
+            json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->sv.proc.host,
+                                  "pid", (json_int_t)t->sv.proc.pid,
                                   "workers", t->sv.sched.credit.workers,
                                   "runs", (json_int_t)t->sv.proc.runs);
             if (e && t->sv.proc.relay)

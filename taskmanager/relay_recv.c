@@ -64,12 +64,10 @@ void relay_recv_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
         json_decref(t->stats.worker_res);   /* (its plan is said anew) */
         t->stats.worker_res = NULL;
     }
-    spits_escape(t->id.host, sizeof t->id.host, h->host);   /* (for our log) */
-    t->id.pid = h->pid;
-    t->id.place = r->hello;
+    t->place = r->hello;
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s with %d worker(s)",
-                   h->relay ? "relay" : "TM", t->id.host, h->pid,
+                   h->relay ? "relay" : "TM", t->sv.proc.host, h->pid,
                    j->first ? "joined" : "re-attached", t->sv.sched.credit.workers);
 }
 
@@ -131,7 +129,7 @@ void relay_recv_hop_drain(void *arg, server_peer_t *p)
     tm_relay_t *r = arg;
     rl_tm_t *t = (rl_tm_t *)p;
     if (loglimit_allow(&r->log.events, r->tm->now))
-        spits_info("relay: TM %s:%ld is draining", t->id.host, t->id.pid);
+        spits_info("relay: TM %s:%ld is draining", t->sv.proc.host, t->sv.proc.pid);
 }
 
 #define RELAY_UNQUEUE_MAX 64   /* foreign results' ids unqueued at once */

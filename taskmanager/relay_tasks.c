@@ -63,7 +63,7 @@ static int relay_tasks_send_phase(tm_relay_t *r, rl_tm_t *t, sched_task_t *const
     taskbatch_send_parts(r->sock.l.sock, r->down.part_min, n, parts, &src, &done);
     if (done.failed)
         spits_error("relay: out of memory sending %zu task(s) as parts; TM "
-                    "%s:%ld drops that message", done.failed, t->id.host, t->id.pid);
+                    "%s:%ld drops that message", done.failed, t->sv.proc.host, t->sv.proc.pid);
     return 0;
 }
 
