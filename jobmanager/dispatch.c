@@ -50,11 +50,6 @@ static int disp_hop_stopping(void *arg)
     return atomic_load(&jm_abort);
 }
 
-static void disp_hop_bad(void *arg, const char *why)
-{
-    tmio_bad_message(arg, why);
-}
-
 /* Leaving soon: it hands back its queued tasks and finishes the running
  * ones; it gets nothing new. */
 static void disp_hop_drain(void *arg, server_peer_t *p)
@@ -102,7 +97,7 @@ static void disp_recv(jm_disp_t *d)
         }
         if (!zmq_msg_more(&rid)) {
             zmq_msg_close(&rid);
-            tmio_bad_message(d, "no body");
+            server_bad(d->srv, "no body");
             continue;
         }
         jm_rx_t *rx = jm_rx_new();
@@ -114,7 +109,7 @@ static void disp_recv(jm_disp_t *d)
             return;
         }
         if (zmq_msg_recv(&rx->msg, d->net.l.sock, ZMQ_DONTWAIT) < 0) {
-            tmio_bad_message(d, "no body");
+            server_bad(d->srv, "no body");
         } else {
             disp_on_message(d, &rid, rx);
             rx = NULL;
@@ -506,7 +501,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         .tab = d->fleet.tab, .sched = d->sched,
         .hop = {d, serve_refill, serve_send_tasks, disp_hop_lost, disp_hop_stopping,
                 members_hop_add, members_hop_joined, members_hop_job,
-                .bad = disp_hop_bad, .accept = members_hop_accept,
+                .accept = members_hop_accept,
                 .results = serve_hop_results, .stats_check = members_hop_stats_check,
                 .stats = members_hop_stats, .drain = disp_hop_drain,
                 .status = disp_hop_status},

@@ -27,7 +27,6 @@ typedef struct {
     uint64_t foreign_results; /* records relays forwarded for copies they
                                  were not sent (wire.h SPITS_REC_FOREIGN);
                                  no credit back for them */
-    uint64_t bad_messages;    /* malformed messages dropped */
     uint64_t bytes_out;       /* tasks' parts and STATUS answers (the
                                  rest, bytes_in and results_as_parts:
                                  the server's, jm_disp_server_stats) */

@@ -109,7 +109,6 @@ typedef struct {
     int64_t now, next_tick;
     int64_t trim_at;                 /* disp_trim: not before, */
     uint64_t gone_at_trim;           /* ...nor before TMs left since */
-    int64_t bad_logged_at;           /* a malformed message (tmio.c) */
     int64_t started_ms;              /* when the loop started */
 } disp_clock_t;
 
@@ -200,8 +199,6 @@ int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 int tmio_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 /* WELCOME or PHASE: the job and its current phase */
 void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type);
-/* A malformed message: counted, logged now and then */
-void tmio_bad_message(jm_disp_t *d, const char *why);
 
 /* dispatch.c */
 /* One message from a peer (rx: its body, whose reference this takes) */

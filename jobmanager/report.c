@@ -129,7 +129,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "journal_syncs", (json_int_t)(jm->journal ? spits_journal_syncs(jm->journal) : 0),
         "stale", (json_int_t)ds->stale, "bogus", (json_int_t)ds->bogus,
         "foreign_results", (json_int_t)ds->foreign_results,
-        "bad_messages", (json_int_t)ds->bad_messages,
+        "bad_messages", (json_int_t)ss->bad,
         "bytes_in", (json_int_t)ss->bytes_in, "bytes_out", (json_int_t)bytes_out,
         /* A TM joins once: tms (distinct TMs) and tm_joins are one count,
          * under both names (README: "Counting Task Managers"). */

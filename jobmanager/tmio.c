@@ -1,13 +1,13 @@
 /*
- * tmio.c - what the dispatcher's files write to the TMs, and the count of
- * what they could not read from them.
+ * tmio.c - what the dispatcher's files write to the TMs themselves: a
+ * STATUS answer, TASKS, WELCOME and PHASE.
  *
- * serve.c, members.c and dispatch.c send through here, so a message's
- * bytes are counted in one place, and a message to a known TM goes
- * through the server (serving/server.h), which marks a TM whose
- * connection is gone (EHOSTUNREACH: ROUTER_MANDATORY) for its reaping,
- * and one whose pipe is full as stalled. Sending never calls up into the
- * files that send: this file is below all three.
+ * serve.c, members.c and dispatch.c send through here. A message to a
+ * known TM goes through the server (serving/server.h), which counts its
+ * bytes and marks a TM whose connection is gone (EHOSTUNREACH:
+ * ROUTER_MANDATORY) for its reaping, and one whose pipe is full as
+ * stalled. Sending never calls up into the files that send: this file
+ * is below all three.
  *
  * The dispatcher thread's, as all of dispatch_int.h.
  */
@@ -73,14 +73,4 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
                     spits_wire_type_name(type));
     json_decref(body);
     spits_buf_free(&buf);
-}
-
-/* A malformed message from a peer: counted, said now and then. */
-void tmio_bad_message(jm_disp_t *d, const char *why)
-{
-    d->st.bad_messages++;
-    /* Logged at most every 10 s: a hostile peer must not flood the log. */
-    if (loglimit_every(&d->clock.bad_logged_at, d->clock.now, 10000))
-        spits_warn("dropped a malformed message (%s); %llu so far", why,
-                   (unsigned long long)d->st.bad_messages);
 }

@@ -27,7 +27,7 @@ server_t *server_new(const server_cfg_t *cfg)
     const server_hop_t *h = &cfg->hop;
     assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.rest &&
            cfg->io.pending && h->refill && h->send_tasks && h->lost && h->stopping &&
-           h->add && h->joined && h->job && h->bad && h->accept && cfg->job_id &&
+           h->add && h->joined && h->job && h->accept && cfg->job_id &&
            h->results && h->stats && h->drain);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -1578,8 +1578,10 @@ static int st_frames_route(void)
             st_msgs_are(&h, "bad a routing id of a bad size; "
                             "bad a routing id of a bad size; status -1; "));
     h.rest_drops = 0;
+    uint64_t bad = server_stats(h.s)->bad;
     st_frames(&h, "c", SPITS_MSG_HEARTBEAT, 0, 1);
     S_CHECK(h.rest_drops == 1 && !p[2]->peer.alive && !strncmp(h.lost, "2 a bad peer: ", 14));
+    S_CHECK(server_stats(h.s)->bad == bad + 1 && !strncmp(h.msgs, "bad ", 4));
     h.lost[0] = h.msgs[0] = 0;
     /* A dead entry: its HELLO (a re-attach) and STATS are the hop's; its
      * RESULTS too, then WHO; its BYE and DRAIN change nothing. */

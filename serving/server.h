@@ -205,7 +205,8 @@ typedef struct {
 
     /* The messages (server_on_frames). p is the entry of the message's
      * routing id, alive or not, or NULL where said. */
-    /* A malformed message (why): counted, said now and then. */
+    /* A malformed message (why), after server_bad counted it (NULL:
+     * nothing more). */
     void (*bad)(void *arg, const char *why);
     /* HELLO h (parsed; its strings and JSON live until the join is
      * done) from p (or NULL): the hop's own rules. 1: it may join, with
@@ -265,6 +266,7 @@ typedef struct {
     double busy_gone;        /* ...new process on their routing id took */
     uint64_t bytes_in;       /* of every message received, parts too */
     uint64_t bytes_out;      /* of every message sent but tasks' parts */
+    uint64_t bad;            /* malformed messages dropped (server_bad) */
     uint64_t results_as_parts;   /* results whose bytes came as a part */
 } server_stats_t;
 
@@ -365,6 +367,9 @@ typedef struct {
 
 router_peers_t server_end_peers(const server_end_t *e);
 
+/* A malformed message (why) was dropped: counted, and said at most
+ * every 10 s (a hostile peer must not flood the log), then hop.bad. */
+void server_bad(server_t *s, const char *why);
 /* buf to p (more: frames follow): 0, or -1 with errno, p marked. */
 int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more);
 /* The serve loop (above). The hop calls it only while it may serve. */

@@ -24,6 +24,7 @@ struct server {
                                     lost (asserts: server_lose) */
     int gone;                    /* a peer is marked gone */
     int64_t gone_at;             /* ...the first, since the last reaping */
+    int64_t bad_logged_at;       /* a malformed message last said */
     spits_batch_t out;           /* CANCELs being built */
     server_stats_t st;
     server_cap_t cap;            /* sums of the peers' shares */

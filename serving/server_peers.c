@@ -8,6 +8,8 @@
 #include <assert.h>
 #include <errno.h>
 
+#include "log.h"
+#include "loglimit.h"
 #include "server_int.h"
 #include "util.h"
 
@@ -80,6 +82,16 @@ void server_reply(server_t *s, const void *rid, size_t ridlen, int type)
     spits_wire_encode_empty(hdr, type, s->wire);
     if (s->cfg.io.send(s->cfg.io.arg, rid, ridlen, hdr, sizeof hdr, 0) == 0)
         s->st.bytes_out += sizeof hdr;
+}
+
+void server_bad(server_t *s, const char *why)
+{
+    s->st.bad++;
+    if (loglimit_every(&s->bad_logged_at, s->now, 10000))
+        spits_warn("%sdropped a malformed message (%s); %llu so far", s->cfg.rules.prefix,
+                   why, (unsigned long long)s->st.bad);
+    if (s->cfg.hop.bad)
+        s->cfg.hop.bad(s->cfg.hop.arg, why);
 }
 
 /* --- losses ------------------------------------------------------------ */

@@ -3,7 +3,7 @@
  * parsed, its frames read and routed by type (server_on_frames); HELLO's
  * joins, repeats and re-attaches; a RESULTS up to its records, which the
  * hop walks (server_recs_t); STATS, DRAIN and BYE. Bad input is counted
- * (hop.bad) and its sender, if alive, lost as a bad peer. It calls
+ * (server_bad) and its sender, if alive, lost as a bad peer. It calls
  * server.c (losses, due peers), joins.c and the scheduler, and its hop's
  * functions; its self-test is server.c's.
  */
@@ -157,7 +157,7 @@ void server_take_stats(server_t *s, server_peer_t *p, zmq_msg_t *body)
         (changed = server_on_stats(p, &st, &why)) >= 0)
         hop->stats(hop->arg, p, j, &st, parsed, changed, before);
     else
-        hop->bad(hop->arg, why ? why : "a bad STATS");
+        server_bad(s, why ? why : "a bad STATS");
     json_decref(parsed);
     json_decref(j);
 }
@@ -175,13 +175,13 @@ static void server_on_hello_msg(server_t *s, server_peer_t *p, server_msg_t *m)
     if (j && spits_hello_parse(j, &h, &why) == 0)
         ok = hop->accept(hop->arg, p, &h, &ctx, &why);
     if (ok < 0) {
-        hop->bad(hop->arg, why ? why : "a bad HELLO");
+        server_bad(s, why ? why : "a bad HELLO");
     } else if (ok > 0) {
         server_hello_kind_t k = server_on_hello(s, p, m->rid, m->ridlen, &h, s->cfg.job_id, ctx);
         if (k == SERVER_HELLO_NO_ENTRY)
-            hop->bad(hop->arg, "HELLO from a routing id no entry can take");
+            server_bad(s, "HELLO from a routing id no entry can take");
         else if (k == SERVER_HELLO_NO_ROOM)
-            hop->bad(hop->arg, "out of memory adding a task manager");
+            server_bad(s, "out of memory adding a task manager");
     }
     json_decref(j);
 }
@@ -223,13 +223,12 @@ static void server_route(server_t *s, server_peer_t *p, server_msg_t *m)
             server_on_bye(s, p, zmq_msg_data(m->msg), zmq_msg_size(m->msg));
         break;
     default:
-        hop->bad(hop->arg, "a message only a job manager or a relay sends");
+        server_bad(s, "a message only a job manager or a relay sends");
     }
 }
 
 void server_on_frames(server_t *s, server_msg_t *m)
 {
-    const server_hop_t *hop = &s->cfg.hop;
     const router_io_t *io = &s->cfg.io;
     const char *why = "a malformed message";
     size_t len = zmq_msg_size(m->msg);
@@ -240,7 +239,7 @@ void server_on_frames(server_t *s, server_msg_t *m)
     s->st.bytes_in += len;
     if (m->ridlen == 0 || m->ridlen > PEERTAB_RID_MAX) {
         io->rest(io->arg, NULL, m->msg, NULL, NULL);
-        hop->bad(hop->arg, "a routing id of a bad size");
+        server_bad(s, "a routing id of a bad size");
         return;
     }
     /* (a dead entry too: a HELLO re-attaches it, its RESULTS still
@@ -248,7 +247,7 @@ void server_on_frames(server_t *s, server_msg_t *m)
     server_peer_t *p = server_find(s, m);
     if (spits_wire_parse(zmq_msg_data(m->msg), len, &m->h, &why) != 0) {
         io->rest(io->arg, NULL, m->msg, NULL, NULL);
-        hop->bad(hop->arg, why);
+        server_bad(s, why);
         server_bad_peer(s, p, why);
         return;
     }
@@ -258,7 +257,7 @@ void server_on_frames(server_t *s, server_msg_t *m)
     int rc = io->rest(io->arg, &m->h, m->msg, m->parts, &why);
     if (rc != 0) {
         why = rc == -2 ? "no memory for its parts" : why;
-        hop->bad(hop->arg, why);
+        server_bad(s, why);
         if (m->h.type != SPITS_MSG_RESULTS) {
             server_bad_peer(s, p, why);
             return;

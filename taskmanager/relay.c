@@ -95,7 +95,7 @@ static server_t *relay_server(tm_relay_t *r)
         .tab = r->peers.tab, .sched = r->copies.sched,
         .hop = {r, relay_tasks_refill, relay_tasks_send, relay_hop_lost, relay_hop_stopping,
                 relay_recv_hop_add, relay_recv_hop_joined, relay_recv_hop_job,
-                .bad = relay_recv_hop_bad, .accept = relay_recv_hop_accept,
+                .accept = relay_recv_hop_accept,
                 .results = relay_recv_hop_results, .stats = relay_peers_hop_stats,
                 .drain = relay_recv_hop_drain},
         .io = router_io(r->sock.l.sock),

@@ -167,12 +167,9 @@ typedef struct {
     size_t done;                 /* ...of which copies this relay held */
 } rl_rec_t;
 
-/* What went wrong or odd, counted and said at most every 10 s
- * (relay_recv.c's), and the log lines of TM events (relay.c,
- * relay_recv.c, relay_records.c, relay_peers.c). */
+/* The log lines of TM events (relay.c, relay_recv.c, relay_copies.c,
+ * relay_peers.c), at a bounded rate. */
 typedef struct {
-    uint64_t foreign, bad;
-    int64_t bad_logged_at;
     loglimit_t events;           /* TM joins, leaves, losses, loops */
 } rl_log_t;
 
@@ -264,7 +261,6 @@ void relay_recv_burst(tm_relay_t *r);
 server_peer_t *relay_recv_hop_add(void *r, const void *rid, size_t ridlen, int *first);
 void relay_recv_hop_joined(void *r, server_peer_t *p, const server_join_t *j);
 void relay_recv_hop_job(void *r, server_peer_t *p, int type);
-void relay_recv_hop_bad(void *r, const char *why);
 int relay_recv_hop_accept(void *r, server_peer_t *p, const spits_hello_t *h, void **ctx,
                           const char **why);
 void relay_recv_hop_results(void *r, server_peer_t *p, server_recs_t *it);

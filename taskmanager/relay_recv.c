@@ -33,17 +33,6 @@
 #include "log.h"
 #include "relay_int.h"
 
-/* (server_hop_t.bad) A malformed message: counted, and said at most
- * every 10 s. */
-void relay_recv_hop_bad(void *arg, const char *why)
-{
-    tm_relay_t *r = arg;
-    r->log.bad++;
-    if (loglimit_every(&r->log.bad_logged_at, r->tm->now, 10000))
-        spits_warn("relay: dropped a malformed message from a task manager "
-                   "(%s); %llu so far", why, (unsigned long long)r->log.bad);
-}
-
 /* (server_hop_t.add) */
 server_peer_t *relay_recv_hop_add(void *arg, const void *rid, size_t ridlen, int *first)
 {
@@ -163,7 +152,6 @@ static void relay_recv_other(tm_relay_t *r, const spits_hdr_t *h, const spits_re
         return;
     relay_records_add(r, cur, rec->id, rec->status | SPITS_REC_FOREIGN, rec->data,
                       rec->len, part, 0);
-    r->log.foreign++;
     if (rec->status != SPITS_ST_OK)
         return;
     done[(*ndone)++] = rec->id;
@@ -213,7 +201,7 @@ void relay_recv_burst(tm_relay_t *r)
         zmq_msg_init(&body);
         if (!zmq_msg_more(&rid) ||
             zmq_msg_recv(&body, r->sock.l.sock, ZMQ_DONTWAIT) < 0) {
-            relay_recv_hop_bad(r, "no body");
+            server_bad(r->srv, "no body");
         } else {
             server_msg_t m = {.rid = zmq_msg_data(&rid), .ridlen = zmq_msg_size(&rid),
                               .msg = &body, .parts = &parts};
