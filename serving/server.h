@@ -316,7 +316,7 @@ int server_serve_due(const server_t *s);
 /* A message m from a peer, whose first frame the hop received (m->h is
  * the server's to fill). It is parsed, the rest of its frames read
  * (cfg.io.rest), and handed to the hop by type:
- *   - a bad routing id or header, or frames that do not fit (hop.bad):
+ *   - a bad routing id or header, or frames that do not fit (server_bad):
  *     dropped, and its sender, if alive, is lost as a bad peer; but a
  *     RESULTS whose parts do not fit still answers its copies, unrun
  *     (m->unrun), before its sender is lost;
@@ -344,7 +344,7 @@ void server_on_frames(server_t *s, server_msg_t *m);
  * it made by the job's resources, when it says both; then the hop's
  * (hop.stats, with what the check parsed; released after, taken or
  * not). A bad one, or a TM's capacity no HELLO may have, is
- * counted (hop.bad) and changes nothing. Also for a STATS that comes
+ * counted (server_bad) and changes nothing. Also for a STATS that comes
  * while the job ends (server_end_t.stats). */
 void server_take_stats(server_t *s, server_peer_t *p, zmq_msg_t *body);
 

@@ -64,7 +64,7 @@ typedef enum {
  *     moved to the stats when a new process took the entry); then
  *     hop.joined (ctx: the hop's, passed on), then WELCOME (hop.job).
  * server_on_frames then makes it due. A negative result: no join,
- * nothing sent (server_on_frames counts it: hop.bad). */
+ * nothing sent (server_on_frames counts it: server_bad). */
 server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *rid,
                                     size_t ridlen, const spits_hello_t *h,
                                     const char *job_id, void *ctx);
