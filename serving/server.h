@@ -306,6 +306,11 @@ void server_leave(server_t *s, server_peer_t *p);
 /* p spoke: heard now, and no longer stalled (the hop then calls
  * server_due once it handled the message). */
 void server_heard(server_t *s, server_peer_t *p);
+/* A live p is lost (why), or left (left): its copies go back to the
+ * scheduler for the others, it leaves the live set and is counted, then
+ * hop.lost. Not from inside hop.results: the records' walk holds p's
+ * scheduler entry (asserted). */
+void server_lose(server_t *s, server_peer_t *p, const char *why, int left);
 /* The next serve looks at p (its room may have changed). */
 void server_due(server_t *s, server_peer_t *p);
 /* The next serve looks at every peer (work appeared, or time passed). */

@@ -30,11 +30,6 @@ struct server {
     server_cap_t cap;            /* sums of the peers' shares */
 };
 
-/* A live p is lost (why), or left (left): its copies go back to the
- * scheduler for the others, it leaves the live set and is counted, then
- * hop.lost (server_peers.c). Not while a RESULTS' records are walked:
- * the walk holds p's scheduler entry. */
-void server_lose(server_t *s, server_peer_t *p, const char *why, int left);
 /* An empty message of type (wire.h: WHO, DRAIN) to routing id rid,
  * known or not (no marks: server_send's are a known peer's). */
 void server_reply(server_t *s, const void *rid, size_t ridlen, int type);

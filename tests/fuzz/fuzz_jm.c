@@ -27,6 +27,7 @@
 #include "committer.h"
 #include "dispatch_int.h"
 #include "generator.h"
+#include "log.h"
 #include "phase.h"
 #include "zmqutil.h"
 
@@ -245,7 +246,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t len)
                 goto done;
             jm_tm_t *m = peertab_find(d->fleet.tab, t->rid, strlen(t->rid));
             if (m)
-                members_lost(d, m, "fuzz");
+                server_lose(d->srv, &m->sv, "fuzz", 0);
             i += 1;
         }
         }
