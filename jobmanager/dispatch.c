@@ -354,6 +354,7 @@ static void *disp_main(void *arg)
 
     d->clock.now = d->clock.started_ms = spits_now_ms();
     d->clock.next_tick = d->clock.now + DISP_TICK_MS;
+    server_turn(d->srv, d->clock.now);
     for (;;) {
         long timeout = (long)(d->clock.next_tick - d->clock.now);
         if (server_probing(d->srv) && timeout > 50)
@@ -366,10 +367,8 @@ static void *disp_main(void *arg)
             disp_control_only(d);
             break;
         }
-        int64_t before = d->clock.now;
         d->clock.now = spits_now_ms();
-        server_clock(d->srv, d->clock.now);
-        liveness_stall(server_rules(d->srv), before, d->clock.now);
+        server_turn(d->srv, d->clock.now);
         if (items[1].revents & ZMQ_POLLIN)
             spits_wake_drain(d->net.wake_fd);
         if (atomic_load(&d->ctl.pending) && disp_control(d))

@@ -62,6 +62,14 @@ void server_clock(server_t *s, int64_t now)
     s->now = now;
 }
 
+void server_turn(server_t *s, int64_t now)
+{
+    if (s->turn_at)
+        liveness_stall(&s->cfg.rules, s->turn_at, now);
+    s->turn_at = now;
+    s->now = now;
+}
+
 void server_phase(server_t *s, uint32_t wire)
 {
     s->wire = wire;
@@ -872,6 +880,29 @@ out:
 
 /* Gone peers are lost once their messages are read; the tick beats the
  * quiet and loses the silent. */
+/* The hop's turns: one that came late is its own stall, and its
+ * peers get their timeout anew from its end; the first turn is none. */
+static int st_turns(void)
+{
+    st_hop_t h;
+    int rc = -1;
+    S_CHECK(st_world(&h, 1, 4, 0) == 0);
+    server_turn(h.s, 1000);
+    server_tick(h.s);
+    S_CHECK(h.p[0]->peer.alive && h.lost_slot == -1);
+    server_turn(h.s, 1000 + 5000);
+    server_tick(h.s);
+    S_CHECK(h.p[0]->peer.alive && h.lost_slot == -1);
+    for (int k = 1; k <= 41; k++)   /* (turns on time: no stall) */
+        server_turn(h.s, 1000 + 5000 + 100 * k);
+    server_tick(h.s);
+    S_CHECK(!h.p[0]->peer.alive && h.lost_slot == 0 && strstr(h.lost, "silent for 9."));
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
 static int st_losses(void)
 {
     st_hop_t h;
@@ -1775,7 +1806,7 @@ int server_selftest(void)
     server_t *s = NULL;
     st_hop_t h;
     int rc = 0;
-    if (st_serving() || st_capacity() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
+    if (st_serving() || st_capacity() || st_turns() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
         st_hello() || st_messages() || st_stats() || st_phase() || st_end() ||
         st_frames_route() || st_intake() || st_stats_parsed())
         rc = -1;

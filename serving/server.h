@@ -290,6 +290,10 @@ const server_cap_t *server_capacity(const server_t *s);
 void server_clock(server_t *s, int64_t now);
 void server_phase(server_t *s, uint32_t wire);
 /* A connection closed: every peer gets a heartbeat each tick until then,
+/* The hop's loop turned, at now: the clock, and a turn that came late
+ * is the hop's own stall, not its peers' silence (liveness_stall, from
+ * the last turn). */
+void server_turn(server_t *s, int64_t now);
  * so the one whose connection it was fails its send at once. */
 void server_probe_until(server_t *s, int64_t until);
 int server_probing(const server_t *s);

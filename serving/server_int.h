@@ -11,6 +11,7 @@
 struct server {
     server_cfg_t cfg;
     int64_t now;
+    int64_t turn_at;             /* the hop's last turn (server_turn) */
     int64_t probe_until;
     uint32_t wire;               /* the phase heartbeats carry */
     size_t rr;                   /* round-robin start of the next walk */

@@ -109,11 +109,7 @@ static server_t *relay_server(tm_relay_t *r)
 void tm_relay_turn(tm_t *tm)
 {
     tm_relay_t *r = tm->relay;
-    /* (a stall of spits-tm's loop is not its TMs' silence) */
-    server_clock(r->srv, tm->now);
-    if (r->live.last_turn)
-        liveness_stall(server_rules(r->srv), r->live.last_turn, tm->now);
-    r->live.last_turn = tm->now;
+    server_turn(r->srv, tm->now);
     if (r->sock.l.zap)
         spits_zap_handle(r->sock.l.zap, tm->now);
     if (router_monitor_read(r->sock.l.mon, r->sock.conngen, r->sock.l.zap, tm->now))

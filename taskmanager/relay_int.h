@@ -101,11 +101,10 @@ typedef struct {
     char id[64];
 } rl_job_t;
 
-/* When a TM behind us is lost: the rules (liveness.h; their timeouts set
- * by relay_upstream.c from the job), judged by relay.c's tick; hop.hb_ms
- * read by relay_peers.c. */
+/* When the server's tick is due next (relay.c); its loss rules
+ * (liveness.h) are the server's, their timeouts set by relay_upstream.c
+ * from the job. */
 typedef struct {
-    int64_t last_turn;           /* when tm_relay_turn last ran */
     int64_t next_tick;
 } rl_live_t;
 
