@@ -1508,8 +1508,8 @@ static int st_capacity(void)
     st_frames(&h, "b", SPITS_MSG_BYE, 0, 0);
     S_CHECK(!b->peer.alive && h.lost_n == held && ss->leaves == 1 && ss->losses == 0);
     S_CHECK(cap->workers == 10 && cap->slots == 20 && cap->tms == 3);
-    /* c is lost (silent past the timeout); a leaves at the job's end,
-     * not counted. */
+    /* a (draining) and c are lost, silent past the timeout; b, back,
+     * leaves at the job's end, not counted. */
     server_clock(h.s, 1000 + 5000);
     server_tick(h.s);
     S_CHECK(!c->peer.alive && !a->peer.alive && ss->losses == 2 && ss->leaves == 1);

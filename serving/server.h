@@ -41,8 +41,10 @@
  * of picked copies becomes a message, what losing a peer means, who a
  * peer that joins is (its table entry, identity, log line, WELCOME), and
  * where results go (the JM's committer; a relay's upstream). The server
- * never touches a socket itself: every byte goes through cfg.io (the
- * hop's ROUTER's, router_io; a self-test's own).
+ * never touches a socket itself: its sends to peers, its replies and
+ * the rest of a message's frames go through cfg.io (the hop's ROUTER's,
+ * router_io; a self-test's own). The hop reads a message's first frames,
+ * and sends tasks' parts (taskbatch.h) and the job's END (router.h).
  *
  * Threads: a server and its peers are its hop's loop thread's (the
  * dispatcher thread; spits-tm's main thread). Its hop's functions are
@@ -245,7 +247,7 @@ typedef struct {
     sched_t *sched;          /* the hop's */
     server_hop_t hop;
     router_io_t io;          /* its socket (router_io), or a self-test's:
-                                every byte to and from the peers */
+                                sends, replies, the rest of messages */
     liveness_hop_t rules;    /* the loss rules (timeouts set later:
                                 server_rules) */
     liveness_probe_fn *probe;    /* how long a peer's connection has been */
@@ -288,12 +290,12 @@ const server_cap_t *server_capacity(const server_t *s);
 /* The hop's clock (monotonic ms) as its loop turns; and the wire phase
  * its heartbeats carry. */
 void server_clock(server_t *s, int64_t now);
-void server_phase(server_t *s, uint32_t wire);
-/* A connection closed: every peer gets a heartbeat each tick until then,
 /* The hop's loop turned, at now: the clock, and a turn that came late
  * is the hop's own stall, not its peers' silence (liveness_stall, from
  * the last turn). */
 void server_turn(server_t *s, int64_t now);
+void server_phase(server_t *s, uint32_t wire);
+/* A connection closed: every peer gets a heartbeat each tick until then,
  * so the one whose connection it was fails its send at once. */
 void server_probe_until(server_t *s, int64_t until);
 int server_probing(const server_t *s);
@@ -304,17 +306,17 @@ void server_peer_init(server_peer_t *p);
 /* p joined or re-attached (alive): heard now, no marks left from
  * before (the hop then calls server_due). */
 void server_peer_join(server_t *s, server_peer_t *p);
+/* A live p is lost (why), or left (left): its copies go back to the
+ * scheduler for the others, it leaves the live set and is counted, then
+ * hop.lost. Not from inside hop.results: the records' walk holds p's
+ * scheduler entry (asserted). */
+void server_lose(server_t *s, server_peer_t *p, const char *why, int left);
 /* p (alive) leaves the live set, not lost: the job ended, and its BYE
  * came (server_end_t.bye); its copies go with the hop's. */
 void server_leave(server_t *s, server_peer_t *p);
 /* p spoke: heard now, and no longer stalled (the hop then calls
  * server_due once it handled the message). */
 void server_heard(server_t *s, server_peer_t *p);
-/* A live p is lost (why), or left (left): its copies go back to the
- * scheduler for the others, it leaves the live set and is counted, then
- * hop.lost. Not from inside hop.results: the records' walk holds p's
- * scheduler entry (asserted). */
-void server_lose(server_t *s, server_peer_t *p, const char *why, int left);
 /* The next serve looks at p (its room may have changed). */
 void server_due(server_t *s, server_peer_t *p);
 /* The next serve looks at every peer (work appeared, or time passed). */

@@ -18,8 +18,8 @@
  *                     they are resolved or given back (held; extra)
  *   relay_records.c   records upstream (rec)
  *   relay_peers.c     who is behind: the table of TMs (and relays) by
- *                     routing id (a serving/peertab.h), their capacity and
- *                     STATS, loops of relays, and what the relay tells
+ *                     routing id (a serving/peertab.h), their STATS,
+ *                     loops of relays, and what the relay tells
  *                     upstream about them (HELLO's "relay", STATS'
  *                     capacity and "behind")
  *
@@ -75,7 +75,8 @@ typedef struct {
 /* Who is behind the relay (relay_peers.c). */
 typedef struct {
     peertab_t *tab;              /* of rl_tm_t; loops walk its live set */
-    int told_workers, told_slots;    /* capacity as the last STATS said */
+    int told_workers, told_slots;    /* capacity as the last STATS said
+                                        (-1: upstream's is unknown) */
     uint64_t runs_gone;          /* runs and busy time of entries evicted */
     double busy_gone;            /* ...(a new process's: server_stats) */
     hopchain_t chain;            /* relays heard, loops (hopchain.h) */

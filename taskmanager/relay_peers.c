@@ -1,8 +1,8 @@
 /*
  * relay_peers.c - who is behind a relay (see relay_int.h): the table of
- * TMs, found by routing id; their capacity, summed for upstream; loops
- * of relays; and the "relay" object of HELLO and the STATS fields that
- * tell upstream about them.
+ * TMs, found by routing id; loops of relays; and the "relay" object of
+ * HELLO and the STATS fields that tell upstream about them (their
+ * capacity: the server's sums, server_capacity).
  *
  * Table: serving/peertab.h's, the JM's too (keyed SipHash of the routing
  * id, stable entries, a live set for the loops, the dead kept up to

@@ -90,7 +90,6 @@ void relay_recv_hop_job(void *arg, server_peer_t *p, int type)
     spits_buf_free(&buf);
 }
 
-
 /* (server_hop_t.accept) A TM (or a relay) may join, re-attach, or
  * repeat itself, unless it closes a loop of relays (relay_peers.c) or
  * the relay has no job yet: then it says HELLO again each second. */

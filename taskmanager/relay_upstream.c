@@ -41,6 +41,10 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     }
     json_object_del(copy, "attach");
     json_object_del(copy, "result_parts");   /* (upstream's, to this relay) */
+    /* (a WELCOME: upstream took our capacity from our HELLO, which may
+     * differ from our last STATS; the next turn tells it anew) */
+    if (type == SPITS_MSG_WELCOME)
+        r->peers.told_workers = r->peers.told_slots = -1;
     json_decref(r->job.body);
     r->job.body = copy;
     r->job.phase = phase;
