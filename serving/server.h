@@ -287,13 +287,13 @@ void server_destroy(server_t **s);
 liveness_hop_t *server_rules(server_t *s);
 const server_stats_t *server_stats(const server_t *s);
 const server_cap_t *server_capacity(const server_t *s);
-/* The hop's clock (monotonic ms) as its loop turns; and the wire phase
- * its heartbeats carry. */
+/* The hop's clock (monotonic ms). */
 void server_clock(server_t *s, int64_t now);
 /* The hop's loop turned, at now: the clock, and a turn that came late
  * is the hop's own stall, not its peers' silence (liveness_stall, from
  * the last turn). */
 void server_turn(server_t *s, int64_t now);
+/* The wire phase its heartbeats and replies carry. */
 void server_phase(server_t *s, uint32_t wire);
 /* A connection closed: every peer gets a heartbeat each tick until then,
  * so the one whose connection it was fails its send at once. */
