@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "behind.h"
 #include "crashes.h"
 #include "dispatch_int.h"
 #include "escape.h"
@@ -171,73 +172,6 @@ int members_hop_accept(void *arg, server_peer_t *p, const spits_hello_t *h, void
     return 1;
 }
 
-/* One TM of a relay's "behind" list, checked, as report.json and STATUS
- * show it (a new reference), or NULL: a bad one. */
-static json_t *behind_tm(json_t *v)
-{
-    const char *host = json_string_value(json_object_get(v, "host"));
-    json_t *relay = json_object_get(v, "relay");
-    long pid, workers, runs;
-    if (!host || spits_json_long(v, "pid", 0, 1L << 40, &pid) ||
-        spits_json_long(v, "workers", 0, SPITS_WORKERS_MAX, &workers) ||
-        spits_json_long(v, "runs", 0, LONG_MAX, &runs) ||
-        (relay && !json_is_boolean(relay)))
-        return NULL;
-    char h[128];    /* bounded as the JM's own TMs' (server_proc_t host) */
-    spits_escape(h, sizeof h, host);
-    json_t *res = json_object_get(v, "worker_res");
-    const char *why;
-    if (res && spits_worker_res_check(res, workers, &why) != 0)
-        return NULL;
-    json_t *o = json_pack("{s:s, s:I, s:i, s:I}", "host", h, "pid", (json_int_t)pid,
-                          "workers", (int)workers, "runs", (json_int_t)runs);
-    if (o && json_is_true(relay))
-        json_object_set_new(o, "relay", json_true());
-    if (o && res)
-        json_object_set_new(o, "worker_res", spits_worker_res_copy(res));
-    return o;
-}
-
-/* A relay's STATS "behind": the TMs behind it, checked and rebuilt from
- * the fields known only (so a peer sizes none of the JM's memory past
- * JM_BEHIND_MAX TMs; more are cut). Its document is parsed only from a
- * known TM and from a frame of SPITS_CONTROL_MAX bytes at most (wire.h),
- * so its parse is bounded too. 0 with *out (a new reference, NULL when v
- * is absent), or -1: bad. */
-static int behind_parse(json_t *v, json_t **out)
-{
-    long alive, joins, leaves, losses;
-    json_t *list = json_object_get(v, "tms"), *tm;
-    size_t i;
-
-    *out = NULL;
-    if (!v)
-        return 0;
-    if (!json_is_object(v) || spits_json_long(v, "alive", 0, 1L << 40, &alive) ||
-        spits_json_long(v, "joins", 0, LONG_MAX, &joins) ||
-        spits_json_long(v, "leaves", 0, LONG_MAX, &leaves) ||
-        spits_json_long(v, "losses", 0, LONG_MAX, &losses) ||
-        !json_is_array(list))
-        return -1;
-    json_t *tms = json_array();
-    json_array_foreach(list, i, tm) {
-        json_t *o = behind_tm(tm);
-        if (!o) {
-            json_decref(tms);
-            return -1;
-        }
-        if (i < JM_BEHIND_MAX)
-            json_array_append_new(tms, o);
-        else
-            json_decref(o);
-    }
-    *out = json_pack("{s:I, s:I, s:I, s:I, s:o, s:b}", "alive", (json_int_t)alive,
-                     "joins", (json_int_t)joins, "leaves", (json_int_t)leaves,
-                     "losses", (json_int_t)losses, "tms", tms,
-                     "truncated", json_array_size(list) > JM_BEHIND_MAX);
-    return *out ? 0 : -1;
-}
-
 /* A live TM's capacity as its STATS changed it (server_on_stats):
  * workers count in alive_workers as a HELLO's do. Its slots follow its
  * ask by credit_resize's rule (serving/credit.h), which keeps the
@@ -272,17 +206,15 @@ static void set_workers(jm_tm_t *t, const spits_stats_t *st)
  * relay's capped by its "tms", or else by its behind's "alive"); the
  * TMs behind a relay ("behind"); a planned TM's worker_res and counts
  * (set_workers). Only from a TM in the table: spits_stats_t (wire.h),
- * and behind: {alive (0..2^40), joins, leaves, losses (>= 0), tms:
- * [{host, pid (0..2^40), workers (0..2^20), runs (>= 0), relay
- * (optional bool), worker_res (optional: a planned TM's, as the relay
- * got it; wire.h)}...]}. Anything out of range: the whole message is
+ * and behind (behind.h). Anything out of range: the whole message is
  * dropped (server_take_stats). The check parses behind into *behind,
  * which the server hands to members_hop_stats and releases after. */
 int members_hop_stats_check(void *arg, server_peer_t *p, json_t *body, spits_stats_t *st,
                             json_t **behind, const char **why)
 {
     (void)arg, (void)p;
-    if (behind_parse(json_object_get(body, "behind"), behind) != 0) {
+    const char *bad;
+    if (spits_behind_parse(json_object_get(body, "behind"), behind, &bad) != 0) {
         *why = "STATS with a bad behind list";
         return -1;
     }

@@ -30,7 +30,6 @@
 #include "scheduler.h"
 #include "server.h"
 
-#define JM_BEHIND_MAX 64     /* a relay's TMs listed (members.c) */
 #define JM_TMTAB_KEEP_DEAD SERVE_KEEP_DEAD   /* the dispatcher's keep_dead */
 #define JM_TMTAB_LOST_MAX (1u << 18) /* fingerprints of evicted lost TMs */
 
@@ -44,13 +43,11 @@ typedef struct {
     uint32_t reattaches;     /* its HELLOs after its first */
     char relay_ep[256];      /* a relay's (sv.proc.relay) endpoint for
                                 TMs, escaped, cut */
-    json_t *behind;          /* ...its TMs as of its last STATS: {alive,
-                                joins, leaves, losses, tms: [at most
-                                JM_BEHIND_MAX {host, pid, workers, runs,
-                                relay}]}, built by members.c from the
-                                checked fields only; NULL: none said. The
-                                entry's own: replaced by members.c, freed
-                                with the entry (tmtable.c) */
+    json_t *behind;          /* ...its TMs as of its last STATS, checked
+                                and rebuilt (spits_behind_parse,
+                                behind.h); NULL: none said. The entry's
+                                own: replaced by members.c, freed with
+                                the entry (tmtable.c) */
     long behind_alive;       /* ...its "alive" (0 without behind) */
 } jm_tm_id_t;
 

@@ -16,13 +16,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "behind.h"
 #include "escape.h"
 #include "hopchain.h"
 #include "log.h"
 #include "relay_int.h"
 
-#define RELAY_BEHIND_LISTED 64     /* TMs listed in STATS (the rest: counts) */
-#define RELAY_RES_BYTES (32u << 10) /* their worker_res in one STATS, at most */
 #define RELAY_STATS_MIN_MS 250     /* capacity that fell goes up this often at
                                       most; capacity that grew, at once */
 
@@ -179,7 +178,6 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
     uint64_t runs = p->runs_gone + ss->runs_gone;
     double busy = p->busy_gone + ss->busy_gone;
     size_t alive = peertab_live_count(p->tab);
-    json_t *list = json_array();
     int workers, slots;
     long tms;
     relay_peers_cap(r, &workers, &slots, &tms);
@@ -191,34 +189,22 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
             busy += t->sv.proc.busy_s;
         }
     }
+    json_t *behind = spits_behind_new(alive, ss->joins, ss->leaves, ss->losses);
     size_t res_bytes = 0;
-    for (size_t i = 0; i < alive; i++) {
+    for (size_t i = 0; behind && i < alive; i++) {
         const rl_tm_t *t = peertab_live_at(p->tab, i);
-        if (json_array_size(list) < RELAY_BEHIND_LISTED) {
-            json_t *e = json_pack("{s:s, s:I, s:i, s:I}", "host", t->sv.proc.host,
-                                  "pid", (json_int_t)t->sv.proc.pid,
-                                  "workers", t->sv.sched.credit.workers,
-                                  "runs", (json_int_t)t->sv.proc.runs);
-            if (e && t->sv.proc.relay)
-                json_object_set_new(e, "relay", json_true());
-            /* (its workers' resources, while the STATS stays small) */
-            if (e && t->stats.worker_res &&
-                (res_bytes += t->stats.worker_res_bytes) <= RELAY_RES_BYTES)
-                json_object_set(e, "worker_res", t->stats.worker_res);
-            json_array_append_new(list, e);
-        }
+        spits_behind_tm_t b = {t->sv.proc.host, t->sv.proc.pid, t->sv.sched.credit.workers,
+                               t->sv.proc.runs, t->sv.proc.relay, t->stats.worker_res,
+                               t->stats.worker_res_bytes};
+        if (!spits_behind_add(behind, &b, &res_bytes))
+            break;
     }
     json_object_set_new(stats, "runs", json_integer((json_int_t)runs));
     json_object_set_new(stats, "busy_s", json_real(busy));
     json_object_set_new(stats, "workers", json_integer(workers));
     json_object_set_new(stats, "slots", json_integer(slots));
     json_object_set_new(stats, "tms", json_integer((json_int_t)tms));
-    json_object_set_new(stats, "behind",
-                        json_pack("{s:I, s:I, s:I, s:I, s:o}",
-                                  "alive", (json_int_t)alive,
-                                  "joins", (json_int_t)ss->joins,
-                                  "leaves", (json_int_t)ss->leaves,
-                                  "losses", (json_int_t)ss->losses, "tms", list));
+    json_object_set_new(stats, "behind", behind);
     p->told_workers = workers;
     p->told_slots = slots;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "adopt.h"
+#include "behind.h"
 #include "cancels.h"
 #include "conngen.h"
 #include "credit.h"
@@ -57,6 +58,7 @@ int main(void)
         int (*fn)(void);
     } tests[] = {
         {"wire", spits_wire_selftest},
+        {"behind", spits_behind_selftest},
         {"ring", spits_ring_selftest},
         {"hashtab", spits_hashtab_selftest},
         {"idmap", spits_idmap_selftest},
