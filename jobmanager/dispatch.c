@@ -146,7 +146,7 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
 static void disp_hint_no_tm(jm_disp_t *d)
 {
     char abs[PATH_MAX];
-    if (d->fleet.no_tm_said || !d->phase || d->st.tm_joins ||
+    if (d->fleet.no_tm_said || !d->phase || server_stats(d->srv)->joins ||
         d->clock.now - d->clock.started_ms < DISP_NO_TM_MS)
         return;
     d->fleet.no_tm_said = 1;
@@ -168,7 +168,7 @@ static void disp_hint_no_tm(jm_disp_t *d)
  * fault their pages in again. */
 static void disp_trim(jm_disp_t *d)
 {
-    uint64_t gone = d->st.tm_losses + d->st.tm_leaves;
+    uint64_t gone = server_stats(d->srv)->losses + server_stats(d->srv)->leaves;
     if (gone == d->clock.gone_at_trim || d->clock.now < d->clock.trim_at ||
         sched_mean_task_bytes(d->sched) >= SPITS_PART_MIN)
         return;

@@ -31,13 +31,9 @@ typedef struct {
                                  rest, bytes_in and results_as_parts:
                                  the server's, jm_disp_server_stats) */
     /* TMs, counted per event; a TM is one spits-tm process, known by the
-     * routing id it keeps for life (README: "Counting Task Managers"). */
-    uint64_t tm_joins;        /* first HELLOs: distinct TMs (the */
-    uint64_t tm_reattaches;   /* ...server's, server_stats) and HELLOs of
-                                 a TM already known */
-    uint64_t tm_losses;       /* TMs declared lost (silent, disconnected,
-                                 or replaced by their own new HELLO) */
-    uint64_t tm_leaves;       /* TMs that said BYE */
+     * routing id it keeps for life (README: "Counting Task Managers").
+     * Its joins, re-attaches, losses and leaves are the server's
+     * (server_stats_t: jm_disp_server_stats). */
     uint64_t tm_refusals;     /* of which, refusing the job (a changed
                                  module, resources it cannot meet), with
                                  the reason */
@@ -58,7 +54,7 @@ void jm_disp_stop(jm_disp_t *d);
 void jm_disp_destroy(jm_disp_t **d);
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d);
 /* What the dispatcher's server counted (bytes_in, bytes_out,
- * results_as_parts). The dispatcher's thread writes them as messages
+ * results_as_parts; the TMs' joins, reattaches, losses, leaves). The dispatcher's thread writes them as messages
  * come: read them on that thread, or once jm_disp_stop has joined it. */
 const server_stats_t *jm_disp_server_stats(const jm_disp_t *d);
 #endif

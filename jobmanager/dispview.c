@@ -48,10 +48,11 @@ void dispview_live_update(jm_disp_t *d)
     l->requeued = d->st.sched.requeued;
     l->running = l->queued = 0;
     l->tms_alive = peertab_live_count(d->fleet.tab);
-    l->tm_joins = d->st.tm_joins;
-    l->tm_reattaches = d->st.tm_reattaches;
-    l->tm_losses = d->st.tm_losses;
-    l->tm_leaves = d->st.tm_leaves;
+    const server_stats_t *ss = server_stats(d->srv);
+    l->tm_joins = ss->joins;
+    l->tm_reattaches = ss->reattaches;
+    l->tm_losses = ss->losses;
+    l->tm_leaves = ss->leaves;
     l->tms_lost_now = d->st.tms_lost_now;
     for (size_t i = 0; i < peertab_live_count(d->fleet.tab); i++) {
         uint64_t running, queued;
@@ -158,7 +159,7 @@ json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
         sum.runs += t->sv.proc.runs;
         sum.busy_s += t->sv.proc.busy_s;
     }
-    uint64_t distinct = d->st.tm_joins;
+    uint64_t distinct = server_stats(d->srv)->joins;
     return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I}",
         "tms", (json_int_t)distinct, "listed", (json_int_t)listed,
         "left_out", (json_int_t)(distinct > listed ? distinct - listed : 0),

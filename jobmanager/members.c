@@ -25,15 +25,12 @@
 #include "util.h"
 #include "wire.h"
 
-/* What a TM gone means to the JM: its workers, the timeline, and the
- * server's counts copied for report.json and STATUS (d->st). */
+/* What a TM gone means to the JM: its workers and the timeline. */
 static void drop(jm_disp_t *d, jm_tm_t *t, jm_tl_kind_t why)
 {
     d->fleet.alive_workers -= t->sv.sched.credit.workers;
     jm_timeline_event(&d->timeline, why, t);
     disp_check_sched(d);
-    d->st.tm_losses = server_stats(d->srv)->losses;
-    d->st.tm_leaves = server_stats(d->srv)->leaves;
 }
 
 /* (server_hop_t.lost without left) t was lost: the server took n copies
@@ -144,9 +141,6 @@ void members_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
     if (d->fleet.alive_workers > d->st.peak_workers)
         d->st.peak_workers = d->fleet.alive_workers;
     jm_timeline_event(&d->timeline, JM_TL_JOIN, t);
-    /* (the server counts them; report.json and STATUS read d->st) */
-    d->st.tm_joins = server_stats(d->srv)->joins;
-    d->st.tm_reattaches = server_stats(d->srv)->reattaches;
     count_hello(d, t, j->first);
 }
 

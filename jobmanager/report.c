@@ -133,9 +133,9 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "bytes_in", (json_int_t)ss->bytes_in, "bytes_out", (json_int_t)bytes_out,
         /* A TM joins once: tms (distinct TMs) and tm_joins are one count,
          * under both names (README: "Counting Task Managers"). */
-        "tms", (json_int_t)ds->tm_joins, "tm_joins", (json_int_t)ds->tm_joins,
-        "tm_reattaches", (json_int_t)ds->tm_reattaches,
-        "tm_losses", (json_int_t)ds->tm_losses, "tm_leaves", (json_int_t)ds->tm_leaves,
+        "tms", (json_int_t)ss->joins, "tm_joins", (json_int_t)ss->joins,
+        "tm_reattaches", (json_int_t)ss->reattaches,
+        "tm_losses", (json_int_t)ss->losses, "tm_leaves", (json_int_t)ss->leaves,
         "tm_refusals", (json_int_t)ds->tm_refusals,
         "tms_lost_for_good", (json_int_t)ds->tms_lost_now);
     if (!doc) {
@@ -186,9 +186,9 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
                (unsigned long long)nfailed,
                (unsigned long long)ds->sched.resent, (unsigned long long)ds->sched.returned,
                (unsigned long long)ds->sched.duplicates,
-               (unsigned long long)ds->tm_joins,
-               (unsigned long long)ds->tm_reattaches,
-               (unsigned long long)ds->tm_losses,
+               (unsigned long long)ss->joins,
+               (unsigned long long)ss->reattaches,
+               (unsigned long long)ss->losses,
                (unsigned long long)ds->tms_lost_now, secs,
                secs > 0 ? committed / secs : 0.0);
     if (model[0])
