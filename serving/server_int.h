@@ -32,8 +32,9 @@ struct server {
 };
 
 /* An empty message of type (wire.h: WHO, DRAIN) to routing id rid,
- * known or not (no marks: server_send's are a known peer's). */
-void server_reply(server_t *s, const void *rid, size_t ridlen, int type);
+ * whose entry is p (NULL: none): to a live p through server_send (its
+ * marks), to anyone else without. */
+void server_reply(server_t *s, server_peer_t *p, const void *rid, size_t ridlen, int type);
 /* p's share of the capacity follows it (alive, draining, credit). */
 void server_share(server_t *s, server_peer_t *p);
 

@@ -76,11 +76,13 @@ int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int 
     return -1;
 }
 
-void server_reply(server_t *s, const void *rid, size_t ridlen, int type)
+void server_reply(server_t *s, server_peer_t *p, const void *rid, size_t ridlen, int type)
 {
     unsigned char hdr[SPITS_HDR_SIZE];
     spits_wire_encode_empty(hdr, type, s->wire);
-    if (s->cfg.io.send(s->cfg.io.arg, rid, ridlen, hdr, sizeof hdr, 0) == 0)
+    if (p && p->peer.alive)   /* (as any message to it: its marks) */
+        server_send(s, p, hdr, sizeof hdr, 0);
+    else if (s->cfg.io.send(s->cfg.io.arg, rid, ridlen, hdr, sizeof hdr, 0) == 0)
         s->st.bytes_out += sizeof hdr;
 }
 

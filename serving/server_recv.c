@@ -210,13 +210,7 @@ static void server_route(server_t *s, server_peer_t *p, server_msg_t *m)
     case SPITS_MSG_DRAIN:
         if (server_on_drain(p))
             hop->drain(hop->arg, p);
-        if (p && p->peer.alive) {   /* (sent as any message to it: its marks) */
-            unsigned char hdr[SPITS_HDR_SIZE];
-            spits_wire_encode_empty(hdr, SPITS_MSG_DRAIN, s->wire);
-            server_send(s, p, hdr, sizeof hdr, 0);
-        } else {
-            server_reply(s, m->rid, m->ridlen, SPITS_MSG_DRAIN);
-        }
+        server_reply(s, p, m->rid, m->ridlen, SPITS_MSG_DRAIN);
         break;
     case SPITS_MSG_BYE:
         if (p)
@@ -276,7 +270,7 @@ void server_on_frames(server_t *s, server_msg_t *m)
     /* (a peer not alive says HELLO again) */
     if ((m->h.type == SPITS_MSG_RESULTS || m->h.type == SPITS_MSG_HEARTBEAT) &&
         (!p || !p->peer.alive))
-        server_reply(s, m->rid, m->ridlen, SPITS_MSG_WHO);
+        server_reply(s, p, m->rid, m->ridlen, SPITS_MSG_WHO);
     server_on_handled(s, p, fd, s->cfg.conngen ? conngen_of(s->cfg.conngen, fd) : 0);
 }
 

@@ -274,7 +274,7 @@ void relay_peers_free(rl_peers_t *p);
  * memory. */
 rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen);
 /* (server_hop_t.stats) A STATS the server took from a TM (alive or
- * not): the relay's sums, and a planned TM's worker_res. */
+ * not): a planned TM's worker_res, passed up in the relay's STATS. */
 void relay_peers_hop_stats(void *r, server_peer_t *p, json_t *body, const spits_stats_t *st,
                            json_t *parsed, int changed, int before);
 /* A relay's HELLO said "relay" (hopchain.h): 0 (its place in *place,
