@@ -15,6 +15,9 @@ wait_for "grep -q joined $T/job.jm.log" 30 "the TM to join"
 # Every task but the gated last one committed: from here the live view
 # holds still until the gate opens, so each figure is exact.
 wait_for "[ \"\$(committed job)\" = $((n - 1)) ]" 60 "all but the gated task to commit"
+# The TM's STATS say where the gated task is: a STATS sent before a
+# worker took it says it queued, the next (within a second) running.
+wait_for "[ \"\$(live job \"d['tasks']['running']\")\" = 1 ]" 30 "the gated task to show as running"
 kill -0 $jm 2>/dev/null || fail "the job ended too soon"
 "$ST" --jobdir "$T/job" >"$T/table" || fail "spits-status exited $?"
 grep -q "^job [0-9a-f]*, phase 1, running for " "$T/table" || fail "table: $(cat "$T/table")"
