@@ -2,7 +2,7 @@
  * liveness.h - is a TM below this hop alive: the rules, written once.
  *
  * Part of serving/: the JM's dispatcher (dispatch.c) and a relay
- * (taskmanager/relay.c, relay_recv.c) each embed a liveness_t in their entry of a TM
+ * (taskmanager/relay.c) each embed a liveness_t in their entry of a TM
  * and a liveness_hop_t in themselves, and run liveness_judge over their
  * live TMs once a tick, so a TM is lost on every hop by the same rules:
  * - silence: counted from the TM's last message, or from the end of the

@@ -4,8 +4,8 @@
  * Part of serving/: the JM's dispatcher (jobmanager/tmtable.c makes its
  * table of jm_tm_t; dispatch.c, members.c, serve.c, status.c and
  * dispview.c use it) and a relay (taskmanager/relay_peers.c makes its
- * table of rl_tm_t; relay.c, relay_recv.c, relay_tasks.c, relay_records.c
- * and relay_upstream.c use it) keep the peers on their ROUTER socket here.
+ * table of rl_tm_t; relay.c and relay_copies.c use it) keep the peers on
+ * their ROUTER socket here.
  *
  * Each entry is the caller's own struct, of a size given at peertab_new,
  * whose FIRST member is a peertab_entry_t (the table's part of it).

@@ -3,7 +3,7 @@
  * ones as parts.
  *
  * Part of serving/: the JM's dispatcher (serve.c) sends the copies the
- * scheduler picked, a relay (taskmanager/relay_tasks.c) the copies it took
+ * scheduler picked, a relay (taskmanager/relay_copies.c) the copies it took
  * from its pool; both build the message and send its parts here. A task
  * of part_min bytes or more (spits_parts_min) goes as a part of its own
  * (wire.h), straight from the caller's memory: no copy into the batch

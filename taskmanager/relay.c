@@ -6,35 +6,19 @@
  * (protocol.c), pool queue and outbox (workers.c, outbox.c) and results
  * path (results.c), so it joins, re-attaches, drains and leaves as a TM
  * does. What differs is who runs the tasks: the pool is remote
- * (pool.opts.remote) and the relay hands its tasks to the TMs behind it,
- * on a ROUTER socket of its own, speaking the JM's side of the same
- * protocol (wire.h). Its files, top down (relay_int.h says which owns what):
- *
- *   relay.c           this file: set-up and tear-down, the server's hop,
- *                     and the turn: messages in, tasks out, heartbeats
- *                     and losses (the server's: serving/server.h)
- *   relay_upstream.c  upstream's WELCOME, PHASE, CANCEL and drain
- *   relay_recv.c      the TMs' HELLO, RESULTS, STATS, DRAIN, BYE
- *   relay_tasks.c     the server's source (the pool) and sink (TASKS)
- *   relay_copies.c    the copies upstream sent: the scheduler's tasks
- *   relay_records.c   records upstream
- *   relay_peers.c     who is behind: the table of TMs, loops of relays
+ * (pool.opts.remote), and the relay hands its tasks to the TMs behind it
+ * through a server of its own (serving/server.h, the JM's too), speaking
+ * the JM's side of the same protocol (wire.h). This file sets it up,
+ * turns it, and passes on what upstream tells it; relay_int.h lists the
+ * others.
  *
  * Nothing here cannot be lost. A TM that goes silent for the job's
- * --tm-timeout, or whose connection is gone, is lost, by the JM's own
- * rules and code (serving/liveness.c: a connection still bringing bytes
- * is not silence, nor is a stall of this loop): its copies run again on
- * the relay's other TMs at once (or go back upstream as RETURNED
- * records, when none is left), without waiting for the JM's own
- * timeout; and, as at the JM, copies of late tasks even out the tail
- * (serving/scheduler.h, the JM's scheduler). A relay that dies costs its
- * copies, which the JM re-sends after --tm-timeout; its TMs fall back to
- * their next hop (spits-tm --via) with their results.
- *
- * Threads: all of it runs on spits-tm's main thread (tm_private.h); the
- * pool is reached through its own functions (tm.h). libzmq's I/O thread
- * only calls relay_tasks_part_done, which drops a reference with an
- * atomic.
+ * --tm-timeout, or whose connection is gone, is lost by the JM's own rules
+ * and code (serving/liveness.c): its copies run again on the relay's
+ * other TMs at once (or go back upstream as RETURNED records, when none
+ * is left), without waiting for the JM's own timeout. A relay that dies
+ * costs its copies, which the JM sends again after --tm-timeout; its TMs
+ * fall back to their next hop (spits-tm --via) with their results.
  */
 #define _DEFAULT_SOURCE
 #include <assert.h>
@@ -62,9 +46,9 @@
 static void relay_tick(tm_relay_t *r)
 {
     tm_t *tm = r->tm;
-    if (tm->now < r->live.next_tick && !server_probing(r->srv))
+    if (tm->now < r->next_tick && !server_probing(r->srv))
         return;
-    r->live.next_tick = tm->now + RELAY_TICK_MS;
+    r->next_tick = tm->now + RELAY_TICK_MS;
     loglimit_flush(&r->log.events, tm->now, 0);
     server_tick(r->srv);
 }
@@ -89,21 +73,72 @@ static int relay_hop_stopping(void *arg)
     return ((tm_relay_t *)arg)->tm->done != 0;
 }
 
-static server_t *relay_server(tm_relay_t *r)
+/* The job's WELCOME (with p's attach) or PHASE, as upstream sent it. */
+static void relay_hop_job(void *arg, server_peer_t *p, int type)
+{
+    tm_relay_t *r = arg;
+    spits_buf_t buf = {0};
+    json_t *body = json_copy(r->job.body);
+    if (body && type == SPITS_MSG_WELCOME) {
+        json_object_set_new(body, "attach", json_integer(p->proc.attach));
+        /* (a TM says "(relay)" by this, whatever option led it here) */
+        json_object_set_new(body, "relay", json_true());
+        /* (the relay takes large results as parts, whatever upstream takes;
+         * said with the TM's routing id: wire.h) */
+        if (r->part_min != UINT64_MAX)
+            json_object_set_new(body, "result_parts",
+                                json_stringn((const char *)p->peer.rid, p->peer.ridlen));
+    }
+    if (body && spits_wire_encode_json(&buf, type, r->job.phase, body) == 0)
+        server_send(r->srv, p, buf.data, buf.len, 0);
+    else
+        spits_error("relay: out of memory encoding a %s message",
+                    spits_wire_type_name(type));
+    json_decref(body);
+    spits_buf_free(&buf);
+}
+
+static server_t *relay_server(tm_relay_t *r, sched_t *sched)
 {
     server_cfg_t cfg = {
-        .tab = r->peers.tab, .sched = r->copies.sched,
-        .hop = {r, relay_tasks_refill, relay_tasks_send, relay_hop_lost, relay_hop_stopping,
-                relay_recv_hop_add, relay_recv_hop_joined, relay_recv_hop_job,
-                .accept = relay_recv_hop_accept,
-                .results = relay_recv_hop_results, .stats = relay_peers_hop_stats,
-                .drain = relay_recv_hop_drain},
+        .tab = r->peers.tab, .sched = sched,
+        .hop = {r, relay_copies_refill, relay_copies_send, relay_hop_lost, relay_hop_stopping,
+                relay_peers_hop_add, relay_peers_hop_joined, relay_hop_job,
+                .accept = relay_peers_hop_accept,
+                .results = relay_copies_results, .stats = relay_peers_hop_stats,
+                .drain = relay_peers_hop_drain},
         .io = router_io(r->sock.l.sock),
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = RELAY_TICK_MS},
         .probe = router_probe, .probe_arg = r->sock.conngen, .conngen = r->sock.conngen,
         .job_id = r->job.id};
     return server_new(&cfg);
+}
+
+/* The TMs' messages waiting, up to a burst, to the server. */
+static void relay_recv(tm_relay_t *r)
+{
+    for (int i = 0; i < SERVE_RECV_BURST && !r->tm->done; i++) {
+        zmq_msg_t rid, body;
+        spits_parts_t parts = {0};
+        zmq_msg_init(&rid);
+        if (zmq_msg_recv(&rid, r->sock.l.sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&rid);
+            return;
+        }
+        zmq_msg_init(&body);
+        if (!zmq_msg_more(&rid) ||
+            zmq_msg_recv(&body, r->sock.l.sock, ZMQ_DONTWAIT) < 0) {
+            server_bad(r->srv, "no body");
+        } else {
+            server_msg_t m = {.rid = zmq_msg_data(&rid), .ridlen = zmq_msg_size(&rid),
+                              .msg = &body, .parts = &parts};
+            server_on_frames(r->srv, &m);
+            spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
+        }
+        zmq_msg_close(&body);
+        zmq_msg_close(&rid);
+    }
 }
 
 void tm_relay_turn(tm_t *tm)
@@ -114,18 +149,16 @@ void tm_relay_turn(tm_t *tm)
         spits_zap_handle(r->sock.l.zap, tm->now);
     if (router_monitor_read(r->sock.l.mon, r->sock.conngen, r->sock.l.zap, tm->now))
         server_probe_until(r->srv, tm->now + LIVENESS_PROBE_MS);
-    relay_recv_burst(r);
+    relay_recv(r);
     server_reap(r->srv, 0);
     /* (draining, copies handed back here are not sent again: upstream) */
     if (tm->drain.active)
         relay_copies_give_back(r);
-    relay_tasks_serve(r);
+    relay_copies_serve(r);
     server_reap(r->srv, 0);
     relay_tick(r);
     server_reap(r->srv, 0);
-    /* (a task the scheduler released is answered upstream in the same
-     * step: relay_copies_settle after each call that may release one) */
-    assert(!r->copies.released);
+    assert(!relay_copies_unsettled(r));
 }
 
 /* --- set-up and tear-down ----------------------------------------------- */
@@ -163,17 +196,19 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     spits_keys_t keys;
     char err[256];
 
+    sched_t *sched = NULL;
+
     if (r)
         r->tm = tm;
-    if (!r || relay_peers_init(&r->peers) != 0 || relay_copies_init(r) != 0 ||
+    if (!r || relay_peers_init(&r->peers) != 0 || !(sched = relay_copies_init(r)) ||
         !(r->sock.conngen = conngen_new())) {
         spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
         return NULL;
     }
     r->log.events.what = "TM events";
-    r->down.part_min = spits_parts_min();
-    /* (the job's max_task as the link knows it so far: relay_upstream_max_msg
+    r->part_min = spits_parts_min();
+    /* (the job's max_task as the link knows it so far: relay_max_msg
      * follows it) */
     r->sock.max_task = tm->link.max_task;
     if (!tm->opts.insecure && relay_keys(r, &keys) != 0) {
@@ -187,7 +222,7 @@ tm_relay_t *tm_relay_new(tm_t *tm)
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    if (!(r->srv = relay_server(r))) {
+    if (!(r->srv = relay_server(r, sched))) {
         spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
         return NULL;
@@ -233,9 +268,73 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     relay_copies_free(r);
     relay_peers_free(&r->peers);
     json_decref(r->job.body);
-    spits_batch_free(&r->down.out);
-    spits_batch_free(&r->rec.batch);
-    spits_parts_free(&r->rec.parts);
     free(r);
     *rp = NULL;
+}
+
+/* --- what upstream tells ----------------------------------------------- */
+
+/* The largest message a TM may send us follows the job's largest task or
+ * result (for connections made from now on, as libzmq applies it). */
+static void relay_max_msg(tm_relay_t *r)
+{
+    if (r->sock.max_task == r->tm->link.max_task)
+        return;
+    r->sock.max_task = r->tm->link.max_task;
+    router_max_msg(r->sock.l.sock, r->sock.max_task);
+}
+
+void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
+{
+    tm_relay_t *r = tm->relay;
+    json_t *copy = json_deep_copy(body);
+    int phase_changed = r->job.body && phase != r->job.phase;
+
+    if (!copy) {
+        spits_error("relay: out of memory keeping the job's %s",
+                    spits_wire_type_name(type));
+        tm->done = -1;
+        return;
+    }
+    json_object_del(copy, "attach");
+    json_object_del(copy, "result_parts");   /* (upstream's, to this relay) */
+    /* (a WELCOME: upstream took our capacity from our HELLO, which may
+     * differ from our last STATS; the next turn tells it anew) */
+    if (type == SPITS_MSG_WELCOME)
+        r->peers.told_workers = r->peers.told_slots = -1;
+    json_decref(r->job.body);
+    r->job.body = copy;
+    r->job.phase = phase;
+    hopchain_job(&r->peers.chain);
+    snprintf(r->job.id, sizeof r->job.id, "%s",
+             json_string_value(json_object_get(copy, "job_id")));
+    json_int_t hb = json_integer_value(json_object_get(copy, "heartbeat_ms"));
+    json_int_t timeout = json_integer_value(json_object_get(copy, "timeout_ms"));
+    liveness_hop_t *rules = server_rules(r->srv);
+    rules->hb_ms = hb > 0 ? hb : 1000;
+    rules->timeout_ms = timeout > 0 ? timeout : 10 * rules->hb_ms;
+    server_phase(r->srv, phase);
+    server_due_all(r->srv);   /* (a job, or a phase: every TM may be served) */
+    relay_max_msg(r);
+    json_t *mc = json_object_get(copy, "max_copies");
+    if (json_is_integer(mc))
+        relay_copies_set_max(r, (int)json_integer_value(mc));
+    if (!phase_changed)
+        return;
+    relay_copies_reset(r);
+    server_send_phase(r->srv);
+}
+
+void tm_relay_cancel(tm_t *tm, const tm_phase_t *ph, const uint64_t *ids, size_t n)
+{
+    relay_copies_drop(tm->relay, ph, ids, n);
+}
+
+void tm_relay_drain(tm_t *tm)
+{
+    /* What the TMs behind have queued comes back at once (RETURNED), and
+     * what they run finishes: the drain then waits for no prefetch. What
+     * comes back goes upstream (relay.c's turn gives back what nothing
+     * runs while the relay drains). */
+    relay_copies_cancel_queued(tm->relay);
 }

@@ -1,41 +1,46 @@
 /*
- * relay_copies.c - the task copies upstream sent a relay (see
- * relay_int.h), held by the scheduler every hop shares
- * (serving/scheduler.h), as the JM's dispatcher holds its tasks.
+ * relay_copies.c - a relay's source and sink (see relay_int.h): the task
+ * copies upstream sent it, held by the scheduler every hop shares
+ * (serving/scheduler.h), sent down to the TMs behind as TASKS, and
+ * answered upstream.
  *
- * A copy comes out of the pool (tm_pool_take, which counts it running
+ * In: a copy comes out of the pool (tm_pool_take, which counts it running
  * upstream) as a scheduler task numbered in the order they came, its
- * upstream id kept as the task's hash, its bytes left in the message
- * they came in (one reference to it, the copy's). The scheduler then
- * sends it to the TMs behind (relay_tasks.c), again when a TM holding
- * it is lost or hands it back, and, once nothing fresh is left, a second
- * copy of one that is late, as the JM does; its first result resolves
- * it, and the other copies are cancelled. The rule upstream is the JM's
- * own: each copy goes back as exactly one record: its result or failed
- * run (relay_recv.c marks it answered), or RETURNED when it is released
- * unanswered: resolved above (upstream's CANCEL), given back (no TM
- * left behind, or a drain), or at a new phase. A failed run is not run
- * again here (max_attempts 1): it goes up, and the JM counts attempts.
+ * upstream id kept as the task's hash, its bytes left in the message they
+ * came in (one reference, the copy's). The scheduler sends it down, again
+ * when a TM holding it is lost or hands it back, and, once upstream seems
+ * out of work (serving/lateness.h), a second copy of one that is late.
  *
- * A copy upstream sends again while one is held here (it lost track of
- * us across an outage) is not held twice but counted in extra, and
- * answered RETURNED with the first.
+ * Out: each copy goes back as exactly one record, as the JM's rule is:
+ * its first result or failed run (not run again here: the JM counts
+ * attempts), or RETURNED when it is released unanswered: resolved above
+ * (upstream's CANCEL), given back (no TM left behind, or a drain), or at
+ * a new phase. Records go up as one RESULTS batch per phase through the
+ * outbox (results.c sends it, as a TM's); a result that came as a part
+ * goes up as one, the frame shared (zmq_msg_copy), not copied.
  *
- * A task resolved here (its first result) or above (upstream's CANCEL)
- * is released at once, but its other copies behind us, told to cancel,
- * each still send a record: byid keeps a count of them in its place (an
- * entry with no task), and their records are dropped as they come
- * (relay_copies_swallow), so that a late result is not passed up as
- * another hop's (foreign). A count whose TM is lost before it answers
- * stays until the phase ends.
+ * A record of no copy held here is work a TM did for another hop (or for
+ * us before we counted it lost): it goes up flagged SPITS_REC_FOREIGN,
+ * which gives upstream no credit back, and a copy of that task still in
+ * the pool goes back unrun rather than down to run again.
  *
- * The scheduler releases tasks from inside its calls; they wait in a
- * list until relay_copies_settle answers and frees them, after the
- * caller has marked those it answered. Settled tasks are kept (up to
- * RELAY_SPARE_MAX) and made again, so the hot path does not allocate.
+ * Repeats: a copy upstream sends again while one is held (it lost track
+ * of us across an outage) is counted in extra and answered RETURNED with
+ * the first. A resolved task is released at once, but its other copies
+ * behind us, told to cancel, each still send a record: byid keeps a count
+ * of them in the task's place, and those records are dropped rather than
+ * passed up as foreign (a count whose TM is lost stays until the phase
+ * ends).
  *
- * Uses relay_records.c; called by relay.c,
- * relay_upstream.c, relay_recv.c and relay_tasks.c.
+ * The scheduler releases tasks from inside its calls; they wait in a list
+ * until relay_copies_settle answers and frees them, after the caller
+ * marked those it answered. Each function here that calls the scheduler
+ * settles before it returns, and relay.c asserts at each turn's end that
+ * none is left (relay_copies_unsettled). Settled tasks are kept (up to
+ * RELAY_SPARE_MAX) and made again: the per-task path does not allocate.
+ *
+ * libzmq's I/O thread only calls relay_copies_part_done, which drops a
+ * reference with an atomic.
  */
 #define _DEFAULT_SOURCE
 #include <stdlib.h>
@@ -43,8 +48,98 @@
 
 #include "log.h"
 #include "relay_int.h"
+#include "taskbatch.h"
 
 #define RELAY_SPARE_MAX 65536      /* settled tasks kept to be made again */
+#define RELAY_UNQUEUE_MAX 64       /* foreign results' ids unqueued at once */
+
+/* A copy, as the scheduler holds it: a sched_task_t (id: our number for
+ * it; hash: upstream's id) whose data bytes are this. */
+typedef struct {
+    const tm_phase_t *phase;
+    tm_rx_t *rx;                 /* the message its bytes are in: one
+                                    reference, the copy's */
+    const unsigned char *bytes;  /* ...its bytes (the task's len of them) */
+    int answered;                /* its record went upstream */
+} rl_copy_t;
+
+static inline rl_copy_t *rl_copy(sched_task_t *task)
+{
+    return (rl_copy_t *)(void *)task->data;
+}
+
+struct rl_copies {
+    sched_t *sched;
+    sched_stats_t st;            /* the scheduler's counts */
+    spits_idmap_t *byid;         /* upstream id -> (0, its task), or (copies
+                                    told to cancel, NULL) */
+    spits_idmap_t *extra;        /* upstream id -> (repeats, phase) */
+    uint64_t next_id;            /* the next task's own number */
+    sched_task_t *released;      /* released, not yet settled */
+    sched_task_t *spare;         /* settled, to be made again */
+    size_t nspare;
+    uint64_t cancelled;          /* copies behind told to cancel */
+    late_starve_t starve;        /* refills that left a TM's room unfilled */
+    int closing;                 /* the relay ends: nothing goes up */
+    spits_batch_t down;          /* TASKS being built */
+    spits_batch_t up;            /* records of phase up_ph being gathered */
+    spits_parts_t up_parts;      /* ...and the parts they name */
+    const tm_phase_t *up_ph;
+    size_t up_held;              /* ...of which answer copies held here */
+};
+
+/* --- records up --------------------------------------------------------- */
+
+/* Hands the records gathered so far to the outbox. */
+static void relay_copies_flush(tm_relay_t *r)
+{
+    rl_copies_t *c = r->copies;
+    if (!c->up_ph)
+        return;
+    tm_pool_remote_done(&r->tm->pool, c->up_ph, c->up.count ? &c->up : NULL, &c->up_parts,
+                        c->up_held);
+    c->up_ph = NULL;
+    c->up_held = 0;
+}
+
+/* Adds a record of phase ph for upstream, its payload inline, or, given
+ * part (the frame it came in), as that frame shared; held: it answers a
+ * copy taken from the pool (counted running there). */
+static void relay_copies_answer(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
+                                uint32_t status, const void *data, uint32_t len,
+                                zmq_msg_t *part, int held)
+{
+    rl_copies_t *c = r->copies;
+    unsigned char *dst = NULL;
+    int rc = 0;
+    if (ph != c->up_ph) {
+        relay_copies_flush(r);
+        c->up_ph = ph;
+        spits_batch_begin(&c->up, SPITS_MSG_RESULTS, ph->wire);
+    }
+    if (part) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        rc = zmq_msg_copy(&m, part) == 0 && spits_parts_add(&c->up_parts, &m) == 0 ? 0 : -1;
+        zmq_msg_close(&m);
+        if (rc == 0 && spits_batch_add_part(&c->up, id, status,
+                                            (uint32_t)zmq_msg_size(part)) != 0) {
+            spits_parts_drop_last(&c->up_parts);
+            rc = -1;
+        }
+    } else if (!(dst = spits_batch_add(&c->up, id, status, len))) {
+        rc = -1;
+    } else if (len) {
+        memcpy(dst, data, len);
+    }
+    /* (unanswered, its copy would stay held upstream: the relay stops, and
+     * the JM sends its copies elsewhere) */
+    if (rc != 0)
+        tm_pool_fail(&r->tm->pool, "out of memory queueing results");
+    c->up_held += held != 0;
+}
+
+/* --- copies held -------------------------------------------------------- */
 
 /* The scheduler's release hook: settled later (relay_copies_settle). */
 static void relay_copies_release(void *arg, sched_task_t *task)
@@ -54,55 +149,47 @@ static void relay_copies_release(void *arg, sched_task_t *task)
     c->released = task;
 }
 
-int relay_copies_init(tm_relay_t *r)
+sched_t *relay_copies_init(tm_relay_t *r)
 {
-    rl_copies_t *c = &r->copies;
-    if (!(c->sched = sched_new(2, 1, &c->st)) || !(c->byid = spits_idmap_new()) ||
+    rl_copies_t *c = r->copies = calloc(1, sizeof *c);
+    if (!c || !(c->sched = sched_new(2, 1, &c->st)) || !(c->byid = spits_idmap_new()) ||
         !(c->extra = spits_idmap_new()))
-        return -1;
+        return NULL;
     sched_hooks_t h = {relay_copies_release, NULL, c, NULL, NULL};
     sched_set_hooks(c->sched, &h);
-    return 0;
+    return c->sched;
 }
 
 void relay_copies_set_max(tm_relay_t *r, int max_copies)
 {
     if (max_copies >= 1 && max_copies <= SCHED_MAX_COPIES)
-        sched_set_max_copies(r->copies.sched, max_copies);
+        sched_set_max_copies(r->copies->sched, max_copies);
 }
 
-/* The copies of upstream id sent again while it was held here go back
- * unrun. */
-static void relay_copies_settle_extra(tm_relay_t *r, uint64_t id)
+/* Answers and frees the tasks the scheduler released (RETURNED, unless
+ * answered), with the repeats of each; flushes the records. */
+static void relay_copies_settle(tm_relay_t *r)
 {
-    int more;
-    void *ph;
-    if (!spits_idmap_count(r->copies.extra) ||
-        !spits_idmap_get(r->copies.extra, id, &more, &ph))
-        return;
-    spits_idmap_del(r->copies.extra, id);
-    for (int k = 0; k < more; k++)
-        relay_records_add(r, ph, id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
-}
-
-void relay_copies_settle(tm_relay_t *r)
-{
-    rl_copies_t *c = &r->copies;
+    rl_copies_t *c = r->copies;
     while (c->released) {
         sched_task_t *task = c->released;
         rl_copy_t *cp = rl_copy(task);
+        int more;
+        void *ph;
         c->released = task->next;
-        if (!c->closing) {
-            if (!cp->answered)
-                relay_records_add(r, cp->phase, task->hash, SPITS_ST_RETURNED, NULL,
-                                  0, NULL, 1);
-            relay_copies_settle_extra(r, task->hash);
+        if (!c->closing && !cp->answered)
+            relay_copies_answer(r, cp->phase, task->hash, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
+        if (!c->closing && spits_idmap_count(c->extra) &&
+            spits_idmap_get(c->extra, task->hash, &more, &ph)) {
+            spits_idmap_del(c->extra, task->hash);
+            while (more-- > 0)
+                relay_copies_answer(r, ph, task->hash, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
         }
         /* (its entry, unless a count of cancelled copies took its place;
          * one probe: tasks' entries have owner 0, counts 1 or more) */
         void *held;
         if (spits_idmap_take(c->byid, task->hash, 0, &held) && held != task)
-            spits_idmap_put(c->byid, task->hash, 0, held);   /* (not ours) */
+            spits_idmap_put(c->byid, task->hash, 0, held);
         tm_rx_release(cp->rx, 1);
         if (c->nspare < RELAY_SPARE_MAX) {
             task->next = c->spare;
@@ -112,17 +199,23 @@ void relay_copies_settle(tm_relay_t *r)
             free(task);
         }
     }
-    relay_records_flush(r);
-    /* (a copy the scheduler could not keep would never be answered: the
-     * relay stops, and the JM sends its copies elsewhere) */
+    relay_copies_flush(r);
+    /* (a copy the scheduler could not keep would never be answered) */
     if (c->sched && sched_broken(c->sched))
         tm_pool_fail(&r->tm->pool, "out of memory in the relay's scheduler");
 }
 
+int relay_copies_unsettled(const tm_relay_t *r)
+{
+    return r->copies->released != NULL;
+}
+
 void relay_copies_free(tm_relay_t *r)
 {
-    rl_copies_t *c = &r->copies;
-    if (c->st.sent)   /* (a relay that served) */
+    rl_copies_t *c = r->copies;
+    if (!c)
+        return;
+    if (c->st.sent)
         spits_info("relay: %llu task copies sent down, %llu sent again, %llu "
                    "cancelled", (unsigned long long)c->st.sent,
                    (unsigned long long)c->st.resent, (unsigned long long)c->cancelled);
@@ -136,33 +229,26 @@ void relay_copies_free(tm_relay_t *r)
     }
     spits_idmap_destroy(&c->byid);
     spits_idmap_destroy(&c->extra);
+    spits_batch_free(&c->down);
+    spits_batch_free(&c->up);
+    spits_parts_free(&c->up_parts);
+    free(c);
+    r->copies = NULL;
 }
 
-sched_task_t *relay_copies_find(tm_relay_t *r, uint64_t id, uint32_t wire)
+/* The copy held of upstream id, of phase wire, or NULL. */
+static sched_task_t *relay_copies_find(rl_copies_t *c, uint64_t id, uint32_t wire)
 {
     void *task;
-    if (!spits_idmap_get(r->copies.byid, id, NULL, &task) || !task ||
+    if (!spits_idmap_get(c->byid, id, NULL, &task) || !task ||
         rl_copy(task)->phase->wire != wire)
         return NULL;
     return task;
 }
 
-int relay_copies_swallow(tm_relay_t *r, uint64_t id)
-{
-    int more;
-    void *task;
-    if (!spits_idmap_get(r->copies.byid, id, &more, &task) || task)
-        return 0;
-    if (more > 1)
-        spits_idmap_put(r->copies.byid, id, more - 1, NULL);   /* (no growth) */
-    else
-        spits_idmap_del(r->copies.byid, id);
-    return 1;
-}
-
-/* A copy of upstream id behind us was told to cancel: its record is to
- * be dropped (see the top). Out of memory: it may then pass up as
- * foreign, which the JM takes as a duplicate. */
+/* A copy of upstream id behind us was told to cancel: its record is to be
+ * dropped. Out of memory, it may pass up as foreign: the JM takes that as
+ * a duplicate. */
 static void relay_copies_tomb(rl_copies_t *c, uint64_t id)
 {
     int more;
@@ -172,8 +258,23 @@ static void relay_copies_tomb(rl_copies_t *c, uint64_t id)
     spits_idmap_put(c->byid, id, more + 1, NULL);
 }
 
-/* A task for item (its reference moves in), from the spare ones first;
- * NULL when out of memory. */
+/* A record of a copy of id told to cancel: 1 (counted off; it is
+ * dropped), else 0. */
+static int relay_copies_swallow(rl_copies_t *c, uint64_t id)
+{
+    int more;
+    void *task;
+    if (!spits_idmap_get(c->byid, id, &more, &task) || task)
+        return 0;
+    if (more > 1)
+        spits_idmap_put(c->byid, id, more - 1, NULL);
+    else
+        spits_idmap_del(c->byid, id);
+    return 1;
+}
+
+/* A task for item (its reference moves in), a spare one first; NULL when
+ * out of memory. */
 static sched_task_t *relay_copies_make(rl_copies_t *c, const tm_item_t *item)
 {
     sched_task_t *task = c->spare;
@@ -193,24 +294,25 @@ static sched_task_t *relay_copies_make(rl_copies_t *c, const tm_item_t *item)
     return task;
 }
 
-/* A task made and not used goes back to the spare ones. */
-static void relay_copies_unmake(rl_copies_t *c, sched_task_t *task)
+/* Item, one of a task held already, is a repeat: answered with the
+ * first (or at once, RETURNED, when out of memory). */
+static void relay_copies_repeat(tm_relay_t *r, const tm_item_t *it)
 {
-    task->next = c->spare;
-    c->spare = task;
-    c->nspare++;
+    rl_copies_t *c = r->copies;
+    int more;
+    void *ph;
+    if (!spits_idmap_get(c->extra, it->id, &more, &ph))
+        more = 0;
+    if (spits_idmap_put(c->extra, it->id, more + 1, (void *)it->phase) != 0)
+        relay_copies_answer(r, it->phase, it->id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
+    tm_rx_release(it->rx, 1);
 }
 
-/* Out of memory holding a copy: it goes back upstream unrun. */
-static void relay_copies_refuse(tm_relay_t *r, const tm_item_t *item)
+/* Takes up to want copies from the pool into the scheduler; returns how
+ * many it took. */
+static size_t relay_copies_take(tm_relay_t *r, size_t want)
 {
-    relay_records_add(r, item->phase, item->id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
-    tm_rx_release(item->rx, 1);
-}
-
-size_t relay_copies_take(tm_relay_t *r, size_t want)
-{
-    rl_copies_t *c = &r->copies;
+    rl_copies_t *c = r->copies;
     tm_item_t items[64];
     sched_task_t *head = NULL, *tail = NULL;
     size_t took = 0;
@@ -220,31 +322,29 @@ size_t relay_copies_take(tm_relay_t *r, size_t want)
         size_t n = tm_pool_take(&r->tm->pool, items, k);
         for (size_t i = 0; i < n; i++) {
             const tm_item_t *it = &items[i];
-            int more, rc;
-            void *ph;
+            int rc = -1;
             sched_task_t *task = relay_copies_make(c, it);
             /* (one probe: mapped already, it is held, or a count) */
             if (task && (rc = spits_idmap_add(c->byid, it->id, 0, task)) == 1) {
-                if (relay_copies_find(r, it->id, it->phase->wire)) {
-                    /* held already: answered with the one held */
-                    relay_copies_unmake(c, task);
-                    if (!spits_idmap_get(c->extra, it->id, &more, &ph))
-                        more = 0;
-                    if (spits_idmap_put(c->extra, it->id, more + 1, (void *)it->phase) != 0)
-                        relay_copies_refuse(r, it);
-                    else
-                        tm_rx_release(it->rx, 1);
+                if (relay_copies_find(c, it->id, it->phase->wire)) {
+                    task->next = c->spare;   /* (unmade) */
+                    c->spare = task;
+                    c->nspare++;
+                    relay_copies_repeat(r, it);
                     continue;
                 }
                 rc = spits_idmap_put(c->byid, it->id, 0, task);
             }
-            if (!task || rc < 0) {
+            if (rc < 0) {
                 spits_error("relay: out of memory holding a task; handing it back "
                             "upstream");
-                if (task)
+                if (task) {
                     relay_copies_release(c, task);   /* (settled: RETURNED) */
-                else
-                    relay_copies_refuse(r, it);
+                } else {
+                    relay_copies_answer(r, it->phase, it->id, SPITS_ST_RETURNED, NULL, 0,
+                                        NULL, 1);
+                    tm_rx_release(it->rx, 1);
+                }
                 continue;
             }
             *(tail ? &tail->next : &head) = task;
@@ -255,32 +355,34 @@ size_t relay_copies_take(tm_relay_t *r, size_t want)
             break;
     }
     sched_add_fresh(c->sched, head, tail);
-    if (took)   /* (upstream still feeds us: lateness.h) */
+    if (took)
         late_starve_fed(&c->starve);
-    if (c->released || r->rec.ph)
+    if (c->released || c->up_ph)
         relay_copies_settle(r);
     return took;
 }
 
-void relay_copies_cancels(tm_relay_t *r)
+/* The copies the scheduler noted for cancelling go to the TMs holding
+ * them, their records to be dropped (before the task's entry is settled:
+ * settling then leaves these). */
+static void relay_copies_cancels(tm_relay_t *r)
 {
+    rl_copies_t *c = r->copies;
     size_t n;
-    sched_cancel_t *cv = sched_take_cancels(r->copies.sched, &n);
+    sched_cancel_t *cv = sched_take_cancels(c->sched, &n);
     const tm_phase_t *ph = r->tm->job.current;
-    if (n && ph) {
-        r->copies.cancelled += server_cancels(r->srv, ph->wire, cv, n, 1);
-    }
-    /* (before the task's entry is settled: settling then leaves these) */
+    if (n && ph)
+        c->cancelled += server_cancels(r->srv, ph->wire, cv, n, 1);
     for (size_t i = 0; i < n; i++)
-        relay_copies_tomb(&r->copies, cv[i].hash);
+        relay_copies_tomb(c, cv[i].hash);
 }
 
 void relay_copies_drop(tm_relay_t *r, const tm_phase_t *ph, const uint64_t *ids, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        sched_task_t *task = relay_copies_find(r, ids[i], ph->wire);
+        sched_task_t *task = relay_copies_find(r->copies, ids[i], ph->wire);
         if (task)
-            sched_drop(r->copies.sched, task->id);
+            sched_drop(r->copies->sched, task->id);
     }
     relay_copies_cancels(r);
     relay_copies_settle(r);
@@ -288,50 +390,40 @@ void relay_copies_drop(tm_relay_t *r, const tm_phase_t *ph, const uint64_t *ids,
 
 void relay_copies_give_back(tm_relay_t *r)
 {
-    if (sched_give_back(r->copies.sched))
+    if (sched_give_back(r->copies->sched))
         relay_copies_settle(r);
-}
-
-void relay_copies_orphans(tm_relay_t *r)
-{
-    if (peertab_live_count(r->peers.tab))
-        return;
-    while (relay_copies_take(r, SERVE_BATCH_TASKS))
-        relay_copies_give_back(r);
 }
 
 void relay_copies_reset(tm_relay_t *r)
 {
+    rl_copies_t *c = r->copies;
     size_t n;
-    if (sched_reset(r->copies.sched) != 0) {
-        tm_pool_fail(&r->tm->pool, "out of memory starting a phase");
-        return;
+    spits_idmap_t *fresh = NULL;
+    if (sched_reset(c->sched) == 0) {
+        (void)sched_take_cancels(c->sched, &n);   /* (the TMs drop the old
+                                                     phase's own) */
+        late_starve_fed(&c->starve);
+        relay_copies_settle(r);
+        fresh = spits_idmap_new();
     }
-    (void)sched_take_cancels(r->copies.sched, &n);   /* (the TMs drop the
-                                                         old phase's own) */
-    late_starve_fed(&r->copies.starve);   /* (a new phase's work is to come) */
-    relay_copies_settle(r);
-    /* (every task is settled: what is left are counts of the old phase's
-     * cancelled copies, which must not drop the new phase's records) */
-    spits_idmap_t *fresh = spits_idmap_new();
     if (!fresh) {
         tm_pool_fail(&r->tm->pool, "out of memory starting a phase");
         return;
     }
-    spits_idmap_destroy(&r->copies.byid);
-    r->copies.byid = fresh;
+    /* (what is left are counts of the old phase's cancelled copies, which
+     * must not drop the new phase's records) */
+    spits_idmap_destroy(&c->byid);
+    c->byid = fresh;
 }
 
 void relay_copies_cancel_queued(tm_relay_t *r)
 {
     const tm_phase_t *ph = r->tm->job.current;
-    rl_peers_t *p = &r->peers;
-    if (!ph)
-        return;
-    for (size_t i = peertab_live_count(p->tab); i-- > 0;) {
-        rl_tm_t *t = peertab_live_at(p->tab, i);
+    peertab_t *tab = r->peers.tab;
+    for (size_t i = peertab_live_count(tab); ph && i-- > 0;) {
+        rl_tm_t *t = peertab_live_at(tab, i);
         size_t n;
-        sched_task_t *const *held = sched_held(r->copies.sched, &t->sv.sched, &n);
+        sched_task_t *const *held = sched_held(r->copies->sched, &t->sv.sched, &n);
         sched_cancel_t *cv = malloc((n ? n : 1) * sizeof *cv);
         if (!cv)
             continue;   /* (its copies run on; the drain waits for them) */
@@ -348,7 +440,155 @@ void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, size_t n)
     if (loglimit_allow(&r->log.events, r->tm->now))
         spits_info("relay: %s %s:%ld %s; %zu task(s) to run again",
                    t->sv.proc.relay ? "relay" : "TM", t->sv.proc.host, t->sv.proc.pid, why, n);
-    /* (with no TM left behind, nothing would run them here) */
-    if (!peertab_live_count(r->peers.tab))
+    if (!peertab_live_count(r->peers.tab))   /* (nothing would run them here) */
         relay_copies_give_back(r);
+}
+
+/* --- tasks down (the server's source and sink) -------------------------- */
+
+size_t relay_copies_refill(void *arg, size_t want)
+{
+    tm_relay_t *r = arg;
+    rl_copies_t *c = r->copies;
+    size_t n = relay_copies_take(r, want);
+    /* (late copies may go once upstream seems out of work, as the JM's once
+     * its generator has nothing; a pool dry until upstream's next copies
+     * come is not that: late_starve) */
+    late_starve_note(&c->starve, n < want, r->tm->now);
+    sched_gen_state(c->sched, 0, !sched_has_fresh(c->sched) &&
+                                     late_starve_out(&c->starve, r->tm->now));
+    return n;
+}
+
+/* libzmq is done with a part: its reference to the message goes (on
+ * libzmq's I/O thread: the count is atomic). */
+static void relay_copies_part_done(void *data, void *rx)
+{
+    (void)data;
+    tm_rx_release(rx, 1);
+}
+
+static void relay_copies_item(void *arg, size_t k, taskbatch_item_t *it)
+{
+    sched_task_t *task = ((sched_task_t *const *)arg)[k];
+    *it = (taskbatch_item_t){task->hash, rl_copy(task)->bytes, task->len};
+}
+
+static void *relay_copies_item_hold(void *arg, size_t k)
+{
+    tm_rx_t *rx = rl_copy(((sched_task_t *const *)arg)[k])->rx;
+    tm_rx_hold(rx, 1);
+    return rx;
+}
+
+/* Sends t the n copies picked of one phase as one TASKS message, large
+ * ones as parts (serving/taskbatch.h): 0, or -1 when they did not go. */
+static int relay_copies_send_phase(tm_relay_t *r, rl_tm_t *t, sched_task_t *const *tasks,
+                                   size_t n)
+{
+    spits_batch_t *out = &r->copies->down;
+    taskbatch_src_t src = {relay_copies_item, relay_copies_item_hold, relay_copies_part_done,
+                           (void *)tasks};
+    taskbatch_sent_t done;
+    long parts = taskbatch_build(out, rl_copy(tasks[0])->phase->wire, r->part_min, n, &src);
+
+    if (parts < 0) {
+        spits_error("relay: out of memory sending %zu task(s)", n);
+        return -1;
+    }
+    if (server_send(r->srv, &t->sv, out->buf.data, out->buf.len, parts ? ZMQ_SNDMORE : 0))
+        return -1;
+    taskbatch_send_parts(r->sock.l.sock, r->part_min, n, parts, &src, &done);
+    if (done.failed)
+        spits_error("relay: out of memory sending %zu task(s) as parts; TM "
+                    "%s:%ld drops that message", done.failed, t->sv.proc.host, t->sv.proc.pid);
+    return 0;
+}
+
+/* One message per phase (a phase change leaves a few of the old); the
+ * first that fails keeps the rest back, to run again. */
+size_t relay_copies_send(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n)
+{
+    size_t start = 0;
+    for (size_t i = 1; i <= n; i++)
+        if (i == n || rl_copy(tasks[i])->phase != rl_copy(tasks[start])->phase) {
+            if (relay_copies_send_phase(arg, (rl_tm_t *)p, tasks + start, i - start) != 0)
+                break;
+            start = i;
+        }
+    return start;
+}
+
+void relay_copies_serve(tm_relay_t *r)
+{
+    tm_t *tm = r->tm;
+    if (!r->job.body || !tm->pool_started || tm->drain.active)
+        return;
+    /* With no TM behind, the copies waiting in the pool go back upstream:
+     * it sent them before it heard that the last TM left. */
+    while (!peertab_live_count(r->peers.tab) && relay_copies_take(r, SERVE_BATCH_TASKS))
+        relay_copies_give_back(r);
+    server_serve(r->srv);
+}
+
+/* --- records in (the server's RESULTS) ---------------------------------- */
+
+/* Our queued copies of tasks whose foreign results just went up (flushed
+ * first, so upstream reads the result before) go back unrun rather than
+ * down to a TM, which would run them again. A copy already down with a TM
+ * is upstream's to cancel. */
+static void relay_copies_unqueue(tm_relay_t *r, uint64_t *ids, size_t *n)
+{
+    if (!*n)
+        return;
+    relay_copies_flush(r);
+    tm_pool_cancel(&r->tm->pool, r->tm->job.current, ids, *n);
+    *n = 0;
+}
+
+/* A record of no copy held here (see the top). */
+static void relay_copies_other(tm_relay_t *r, const spits_hdr_t *h, const spits_rec_t *rec,
+                               zmq_msg_t *part, uint64_t *done, size_t *ndone)
+{
+    const tm_phase_t *cur = r->tm->job.current;
+    if (!rec->foreign && relay_copies_swallow(r->copies, rec->id))
+        return;
+    /* (a result may still be the first; a copy handed back is nothing to
+     * anyone) */
+    if (rec->status == SPITS_ST_RETURNED || !cur || h->phase != cur->wire)
+        return;
+    relay_copies_answer(r, cur, rec->id, rec->status | SPITS_REC_FOREIGN, rec->data, rec->len,
+                        part, 0);
+    if (rec->status != SPITS_ST_OK)
+        return;
+    done[(*ndone)++] = rec->id;
+    if (*ndone == RELAY_UNQUEUE_MAX)
+        relay_copies_unqueue(r, done, ndone);
+}
+
+void relay_copies_results(void *arg, server_peer_t *p, server_recs_t *it)
+{
+    tm_relay_t *r = arg;
+    uint64_t done[RELAY_UNQUEUE_MAX], hash;
+    size_t ndone = 0;
+    (void)p;
+    while (server_recs_next(it)) {
+        const spits_rec_t *rec = &it->rec;
+        sched_task_t *task =
+            rec->foreign ? NULL : relay_copies_find(r->copies, rec->id, it->m->h.phase);
+        if (!task) {
+            relay_copies_other(r, &it->m->h, rec, it->frame, done, &ndone);
+            continue;
+        }
+        sched_outcome_t o = server_recs_record(it, task->id, &hash);
+        if (o == SCHED_REC_COMMIT || o == SCHED_REC_POISON) {
+            /* (released, not yet settled) */
+            relay_copies_answer(r, rl_copy(task)->phase, rec->id, rec->status, rec->data,
+                                rec->len, it->frame, 1);
+            rl_copy(task)->answered = 1;
+        }
+    }
+    relay_copies_unqueue(r, done, &ndone);
+    relay_copies_cancels(r);
+    relay_copies_settle(r);
 }

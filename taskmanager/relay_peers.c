@@ -1,17 +1,17 @@
 /*
  * relay_peers.c - who is behind a relay (see relay_int.h): the table of
- * TMs, found by routing id; loops of relays; and the "relay" object of
- * HELLO and the STATS fields that tell upstream about them (their
- * capacity: the server's sums, server_capacity).
+ * TMs (and relays) by routing id, their joins, loops of relays, and what
+ * upstream is told of them: HELLO's "relay" object, and STATS' capacity
+ * (the server's sums, server_capacity) and "behind".
  *
  * Table: serving/peertab.h's, the JM's too (keyed SipHash of the routing
- * id, stable entries, a live set for the loops, the dead kept up to
- * SERVE_KEEP_DEAD); what is the relay's is the rest of rl_tm_t.
- *
- * Loops: serving/hopchain.h's rules; what is the relay's is what they
- * mean (a log line, or the relay stops) and its own HELLO's "below".
+ * id, stable entries, a live set, the dead kept up to SERVE_KEEP_DEAD);
+ * what is the relay's is the rest of rl_tm_t. Loops: serving/hopchain.h's
+ * rules; what is the relay's is what they mean (a log line, or the relay
+ * stops) and its own HELLO's "below".
  */
 #define _DEFAULT_SOURCE
+#include <assert.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,7 +36,7 @@ static int relay_peers_evict(peertab_entry_t *e, void *arg)
     const rl_tm_t *t = (const rl_tm_t *)e;
     p->runs_gone += t->sv.proc.runs;
     p->busy_gone += t->sv.proc.busy_s;
-    json_decref(t->stats.worker_res);
+    json_decref(t->worker_res);
     return 0;
 }
 
@@ -52,17 +52,9 @@ void relay_peers_free(rl_peers_t *p)
     for (size_t s = 0; p->tab && s < peertab_slots(p->tab); s++) {
         rl_tm_t *t = peertab_at(p->tab, s);
         if (t)
-            json_decref(t->stats.worker_res);
+            json_decref(t->worker_res);
     }
     peertab_destroy(&p->tab);
-}
-
-rl_tm_t *relay_peers_add(rl_peers_t *p, const void *rid, size_t ridlen)
-{
-    rl_tm_t *t = peertab_add(p->tab, rid, ridlen);
-    if (t)
-        server_peer_init(&t->sv);
-    return t;
 }
 
 void relay_peers_hop_stats(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
@@ -73,13 +65,17 @@ void relay_peers_hop_stats(void *arg, server_peer_t *p, json_t *body, const spit
     /* (a TM's own, checked, passed up as it said it: keys of a later
      * release too; upstream checks it again) */
     if (!t->sv.proc.relay && st->worker_res) {
-        json_decref(t->stats.worker_res);
-        t->stats.worker_res = json_incref(st->worker_res);
-        t->stats.worker_res_bytes = json_dumpb(t->stats.worker_res, NULL, 0, JSON_COMPACT);
+        json_decref(t->worker_res);
+        t->worker_res = json_incref(st->worker_res);
+        t->worker_res_bytes = json_dumpb(t->worker_res, NULL, 0, JSON_COMPACT);
     }
 }
 
-int relay_peers_check_loop(tm_relay_t *r, const json_t *relay, hopchain_place_t *place)
+/* A relay's HELLO said "relay": 0 (its place in *place), 1 when it is a
+ * loop (logged; the HELLO is refused; tm->done -1 when the relay is its
+ * own upstream, or the loop lasts while we have no job), -1 when
+ * malformed. */
+static int relay_peers_check_loop(tm_relay_t *r, const json_t *relay, hopchain_place_t *place)
 {
     const char *ep = json_string_value(json_object_get(relay, "endpoint"));
     char sep[256], sid[HOPCHAIN_ID_MAX * 4];
@@ -104,6 +100,61 @@ int relay_peers_check_loop(tm_relay_t *r, const json_t *relay, hopchain_place_t 
     if (v != HOPCHAIN_LOOP)
         r->tm->done = -1;
     return 1;
+}
+
+/* --- joins (the server's hop) -------------------------------------------- */
+
+server_peer_t *relay_peers_hop_add(void *arg, const void *rid, size_t ridlen, int *first)
+{
+    rl_tm_t *t = peertab_add(((tm_relay_t *)arg)->peers.tab, rid, ridlen);
+    if (t)
+        server_peer_init(&t->sv);
+    *first = 1;
+    return t ? &t->sv : NULL;
+}
+
+/* A TM (or a relay) may join, re-attach or repeat itself, unless it closes
+ * a loop of relays or the relay has no job yet: it then says HELLO again
+ * each second. */
+int relay_peers_hop_accept(void *arg, server_peer_t *p, const spits_hello_t *h, void **ctx,
+                           const char **why)
+{
+    tm_relay_t *r = arg;
+    int loop = 0;
+    (void)p;
+    r->peers.hello.id[0] = 0;
+    r->peers.hello.nbelow = 0;
+    if (h->relay && (loop = relay_peers_check_loop(r, h->relay, &r->peers.hello)) < 0) {
+        *why = "HELLO with a bad relay id";
+        return -1;
+    }
+    if (loop || !r->job.body)
+        return 0;
+    *ctx = &r->peers.hello;
+    return 1;
+}
+
+void relay_peers_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
+{
+    tm_relay_t *r = arg;
+    rl_tm_t *t = (rl_tm_t *)p;
+    assert(j->ctx == &r->peers.hello);   /* (this same message's accept) */
+    if (j->renewed) {   /* (a new process: its plan is said anew) */
+        json_decref(t->worker_res);
+        t->worker_res = NULL;
+    }
+    t->place = r->peers.hello;
+    if (loglimit_allow(&r->log.events, r->tm->now))
+        spits_info("relay: %s %s:%ld %s with %d worker(s)",
+                   j->h->relay ? "relay" : "TM", t->sv.proc.host, j->h->pid,
+                   j->first ? "joined" : "re-attached", t->sv.sched.credit.workers);
+}
+
+void relay_peers_hop_drain(void *arg, server_peer_t *p)
+{
+    tm_relay_t *r = arg;
+    if (loglimit_allow(&r->log.events, r->tm->now))
+        spits_info("relay: TM %s:%ld is draining", p->proc.host, p->proc.pid);
 }
 
 /* --- what upstream is told ---------------------------------------------- */
@@ -194,8 +245,8 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
     for (size_t i = 0; behind && i < alive; i++) {
         const rl_tm_t *t = peertab_live_at(p->tab, i);
         spits_behind_tm_t b = {t->sv.proc.host, t->sv.proc.pid, t->sv.sched.credit.workers,
-                               t->sv.proc.runs, t->sv.proc.relay, t->stats.worker_res,
-                               t->stats.worker_res_bytes};
+                               t->sv.proc.runs, t->sv.proc.relay, t->worker_res,
+                               t->worker_res_bytes};
         if (!spits_behind_add(behind, &b, &res_bytes))
             break;
     }

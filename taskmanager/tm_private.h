@@ -19,7 +19,7 @@
  *   results.c   records from the outbox (outbox.c, the one owner of what
  *               goes back to the JM), kept until sent
  *   relay.c     --serve: a relay; the TMs behind it run the pool's tasks
- *               (its other files: relay_int.h)
+ *               (relay_copies.c: its source and sink; relay_int.h)
  *   link.c      the socket to the JM: finding it, connecting, security,
  *               sending, heartbeats, looking for a JM that went silent,
  *               moving between the relays of --via and the JM
@@ -426,8 +426,7 @@ int tm_loop_signalled(void);
 /* ==== relay.c: --serve (each function takes the tm_t whose relay it is)
  *
  * Its state is its own (relay_int.h); tm_t holds only the pointer. What
- * upstream tells it (tm_relay_on_job, _cancel, _drain) is
- * relay_upstream.c's; what it tells upstream, relay_peers.c's.
+ * it tells upstream is relay_peers.c's.
  */
 
 /* Binds --serve's endpoint with the job's server key (after the link's
