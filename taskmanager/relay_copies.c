@@ -217,8 +217,9 @@ void relay_copies_free(tm_relay_t *r)
         return;
     if (c->st.sent)
         spits_info("relay: %llu task copies sent down, %llu sent again, %llu "
-                   "cancelled", (unsigned long long)c->st.sent,
-                   (unsigned long long)c->st.resent, (unsigned long long)c->cancelled);
+                   "cancelled, %llu duplicate record(s)", (unsigned long long)c->st.sent,
+                   (unsigned long long)c->st.resent, (unsigned long long)c->cancelled,
+                   (unsigned long long)c->st.duplicates);
     c->closing = 1;
     sched_destroy(&c->sched);
     relay_copies_settle(r);

@@ -24,7 +24,7 @@
  *                                    ROUTER bound to ENDPOINT) that answers
  *                                    each HELLO for SEC seconds with a
  *                                    WELCOME claiming max_task_bytes BYTES
- *   (manyparts, bigstats, bigrelay: KEYFILE "-" for plain ZeroMQ, to a
+ *   (manyparts, bigstats, bigrelay, dupes: KEYFILE "-" for plain ZeroMQ, to a
  *   JM or relay of --insecure)
  *   hostile manyparts ENDPOINT KEYFILE N  an authenticated peer that says
  *                                    HELLO and, once welcomed, sends RESULTS
@@ -42,6 +42,13 @@
  *                                    gives it (with SEC: stays SEC seconds
  *                                    instead), then says BYE; exit 0 if it
  *                                    was welcomed
+ *   hostile dupes ENDPOINT KEYFILE SEC  an authenticated peer that runs
+ *                                    the bench module's tasks as its
+ *                                    worker would, but answers each task
+ *                                    with two records in one RESULTS, for
+ *                                    SEC seconds at most or until END (then
+ *                                    BYE); prints the tasks it answered;
+ *                                    exit 0 if it answered any, else 3
  *   hostile named ENDPOINT KEYFILE HOST SEC  an authenticated peer that says
  *                                    HELLO as host HOST (escape sequences,
  *                                    say; JSON takes valid UTF-8 only),
@@ -223,6 +230,84 @@ static int welcomed(void *s, long relay_tms, int relay)
     }
     fprintf(stderr, "hostile: no WELCOME\n");
     return 3;
+}
+
+/* bench's result of its task id: id, splitmix64(id) (modules/bench.c). */
+static void bench_result(unsigned char *out, uint64_t id)
+{
+    uint64_t z = id + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    memcpy(out, &id, 8);
+    memcpy(out + 8, &z, 8);
+}
+
+/* Answers every task twice in one RESULTS (see the top): 0 once END came
+ * after it answered any, 3 otherwise. */
+static int dupes(void *s, int sec)
+{
+    spits_batch_t b = {0};
+    uint64_t answered = 0;
+    int ended = 0;
+    if (welcomed(s, 0, 0) != 0)
+        return 3;
+    void *watch = zmq_stopwatch_start();
+    long next_hb = 1000;
+    while (!ended) {
+        long now = (long)(zmq_stopwatch_intermediate(watch) / 1000);
+        zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+        unsigned char hdr[SPITS_HDR_SIZE];
+        if (now >= sec * 1000L)
+            break;
+        if (now >= next_hb) {
+            spits_wire_encode_empty(hdr, SPITS_MSG_HEARTBEAT, 0);
+            zmq_send(s, hdr, sizeof hdr, ZMQ_DONTWAIT);
+            next_hb = now + 1000;
+        }
+        if (zmq_poll(&it, 1, 200) <= 0)
+            continue;
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, s, 0) < SPITS_HDR_SIZE || zmq_msg_more(&m)) {
+            zmq_msg_close(&m);   /* (bench's small tasks come inline) */
+            continue;
+        }
+        spits_hdr_t h;
+        const char *why;
+        const unsigned char *f = zmq_msg_data(&m);
+        if (f[3] == SPITS_MSG_END) {
+            ended = 1;
+        } else if (f[3] == SPITS_MSG_TASKS &&
+                   spits_wire_parse(f, zmq_msg_size(&m), &h, &why) == 0) {
+            spits_reader_t rd;
+            spits_rec_t rec;
+            spits_batch_begin(&b, SPITS_MSG_RESULTS, h.phase);
+            spits_reader_init(&rd, f, zmq_msg_size(&m));
+            while (spits_reader_next(&rd, &rec)) {
+                uint64_t id;
+                if (rec.len < 8)
+                    continue;
+                memcpy(&id, rec.data, 8);
+                for (int k = 0; k < 2; k++)
+                    bench_result(spits_batch_add(&b, rec.id, SPITS_ST_OK, 16), id);
+                answered++;
+            }
+            spits_batch_seal(&b);
+            zmq_send(s, b.buf.data, b.buf.len, 0);
+        }
+        zmq_msg_close(&m);
+    }
+    zmq_stopwatch_stop(watch);
+    unsigned char bye[SPITS_HDR_SIZE];
+    spits_wire_encode_empty(bye, SPITS_MSG_BYE, 0);
+    zmq_send(s, bye, sizeof bye, 0);
+    zmq_setsockopt(s, ZMQ_LINGER, &(int){5000}, sizeof(int));
+    spits_batch_free(&b);
+    printf("%llu\n", (unsigned long long)answered);
+    if (!ended)
+        fprintf(stderr, "hostile: no END within %d s\n", sec);
+    return ended && answered ? 0 : 3;
 }
 
 /* RESULTS claiming n parts (each 1 byte, a task never sent), one part
@@ -507,14 +592,17 @@ int main(int argc, char **argv)
         zmq_close(s);
     } else if (argc >= 5 && (strcmp(argv[1], "manyparts") == 0 ||
                              strcmp(argv[1], "bigstats") == 0 ||
-                             strcmp(argv[1], "bigrelay") == 0)) {
+                             strcmp(argv[1], "bigrelay") == 0 ||
+                             strcmp(argv[1], "dupes") == 0)) {
         int plain = strcmp(argv[3], "-") == 0;
         if (!plain && spits_keys_read(argv[3], &k, 0, err, sizeof err) != 0) {
             fprintf(stderr, "hostile: %s\n", err);
             return 1;
         }
         void *s = dealer(ctx, argv[2], plain ? NULL : &k, NULL);
-        if (argv[1][0] == 'm')
+        if (argv[1][0] == 'd')
+            rc = dupes(s, atoi(argv[4]));
+        else if (argv[1][0] == 'm')
             rc = manyparts(s, strtoull(argv[4], NULL, 10));
         else if (argv[1][3] == 's')
             rc = bigstats(s, strtoul(argv[4], NULL, 10));

@@ -2,7 +2,8 @@
 # Security: CurveZMQ by default with the job's keys in the job dir, a peer
 # without them gets nothing, mismatched settings fail with a clear message
 # on the TM's side, a module that differs from the JM's is refused, and a
-# live job survives hostile peers with its result exact.
+# live job survives hostile peers with its result exact, a peer that
+# answers every task twice included, direct and behind a relay.
 . "$(dirname "$0")/lib.sh"
 
 H=$top_builddir/tests/hostile
@@ -117,4 +118,30 @@ timeout 60 "$TM" --connect "$cep" --key-file "$T/exported.key" -n 2 >"$T/c.tm.lo
     || fail "the TM with the exported key exited $?"
 wait $jmc || fail "job c exited $?"
 [ "$(cat "$T/c.out")" = "$(bench_checksum 300)" ] || fail "job c printed '$(cat "$T/c.out")'"
+# 6. A peer holding the job's key answers every task twice in one RESULTS:
+# the JM commits each task once and counts each second record a
+# duplicate; behind a relay, the relay's scheduler takes the second as
+# its duplicate, and upstream sees none.
+n=1000
+start_jm d "$MODS/bench.so" -n $n
+wait_for "[ -s $T/d/jm.json ]" 30 "d's jm.json"
+dep=$(json "$T/d/jm.json" "d['endpoint']"); dep=tcp://127.0.0.1:${dep##*:}
+answered=$("$H" dupes "$dep" "$T/d/tm.key" 60) || fail "d: the doubling peer exited $?"
+wait $JM_PID || fail "d: spits-jm exited $?"
+[ "$answered" = $n ] || fail "d: the doubling peer answered $answered tasks"
+[ "$(cat "$T/d.out")" = "$(bench_checksum $n)" ] || fail "d: printed '$(cat "$T/d.out")'"
+[ "$(json "$T/d/report.json" "[d['counters'][k] for k in ('committed', 'duplicates')]")" = "[$n, $n]" ] \
+    || fail "d: $(json "$T/d/report.json" "d['counters']")"
+start_jm e "$MODS/bench.so" -n $n
+pe=$(free_port)
+start_relay e e.relay "$pe"; relay=$RELAY_PID
+answered=$("$H" dupes "tcp://127.0.0.1:$pe" "$T/e/tm.key" 60) || fail "e: the doubling peer exited $?"
+wait $JM_PID || fail "e: spits-jm exited $?"
+wait $relay || fail "e: the relay exited $?"
+[ "$answered" = $n ] || fail "e: the doubling peer answered $answered tasks"
+[ "$(cat "$T/e.out")" = "$(bench_checksum $n)" ] || fail "e: printed '$(cat "$T/e.out")'"
+[ "$(json "$T/e/report.json" "[d['counters'][k] for k in ('committed', 'duplicates')]")" = "[$n, 0]" ] \
+    || fail "e: $(json "$T/e/report.json" "d['counters']")"
+grep -q "relay: $n task copies sent down, 0 sent again, 0 cancelled, $n duplicate record(s)" \
+    "$T/e.relay.log" || fail "e: the relay's count: $(tail -1 "$T/e.relay.log")"
 echo ok
