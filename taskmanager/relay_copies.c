@@ -399,14 +399,14 @@ void relay_copies_reset(tm_relay_t *r)
 {
     rl_copies_t *c = r->copies;
     size_t n;
-    spits_idmap_t *fresh = NULL;
-    if (sched_reset(c->sched) == 0) {
+    int reset = sched_reset(c->sched) == 0;   /* (released all, even failing) */
+    if (reset) {
         (void)sched_take_cancels(c->sched, &n);   /* (the TMs drop the old
                                                      phase's own) */
         late_starve_fed(&c->starve);
-        relay_copies_settle(r);
-        fresh = spits_idmap_new();
     }
+    relay_copies_settle(r);
+    spits_idmap_t *fresh = reset ? spits_idmap_new() : NULL;
     if (!fresh) {
         tm_pool_fail(&r->tm->pool, "out of memory starting a phase");
         return;

@@ -48,7 +48,8 @@
  *                                    with two records in one RESULTS, for
  *                                    SEC seconds at most or until END (then
  *                                    BYE); prints the tasks it answered;
- *                                    exit 0 if it answered any, else 3
+ *                                    exit 0 if END came after it answered
+ *                                    any, else 3
  *   hostile named ENDPOINT KEYFILE HOST SEC  an authenticated peer that says
  *                                    HELLO as host HOST (escape sequences,
  *                                    say; JSON takes valid UTF-8 only),

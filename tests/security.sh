@@ -135,6 +135,7 @@ wait $JM_PID || fail "d: spits-jm exited $?"
 start_jm e "$MODS/bench.so" -n $n
 pe=$(free_port)
 start_relay e e.relay "$pe"; relay=$RELAY_PID
+wait_for "[ -s $T/e/tm.key ] && grep -q 'relay joined job' $T/e.relay.log" 30 "e's relay to join"
 answered=$("$H" dupes "tcp://127.0.0.1:$pe" "$T/e/tm.key" 60) || fail "e: the doubling peer exited $?"
 wait $JM_PID || fail "e: spits-jm exited $?"
 wait $relay || fail "e: the relay exited $?"
