@@ -146,8 +146,6 @@ json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
 {
     jm_tm_totals_t sum = d->fleet.evicted;
     sum.done += d->st.sched.done_evicted;   /* from TMs evicted before they sent them */
-    sum.runs += server_stats(d->srv)->runs_gone;   /* (of processes an entry outlived) */
-    sum.busy_s += server_stats(d->srv)->busy_gone;
     for (size_t s = 0; s < peertab_slots(d->fleet.tab); s++) {
         const jm_tm_t *t = peertab_at(d->fleet.tab, s);
         if (!t)
@@ -156,17 +154,16 @@ json_t *jm_dispview_tm_totals_json(const jm_disp_t *d, size_t listed)
         sum.sent += t->sv.sched.sent;
         sum.done += t->sv.sched.done;
         sum.failed += t->sv.sched.failed;
-        sum.runs += t->sv.proc.runs;
-        sum.busy_s += t->sv.proc.busy_s;
     }
-    uint64_t distinct = server_stats(d->srv)->joins;
+    const server_stats_t *ss = server_stats(d->srv);   /* (runs: every process's) */
+    uint64_t distinct = ss->joins;
     return json_pack("{s:I, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:f, s:I, s:I, s:I}",
         "tms", (json_int_t)distinct, "listed", (json_int_t)listed,
         "left_out", (json_int_t)(distinct > listed ? distinct - listed : 0),
         "truncated", distinct > listed,
         "reattaches", (json_int_t)sum.reattaches, "sent", (json_int_t)sum.sent,
         "done", (json_int_t)sum.done, "failed", (json_int_t)sum.failed,
-        "busy_s", sum.busy_s, "runs", (json_int_t)sum.runs,
+        "busy_s", ss->busy_s, "runs", (json_int_t)ss->runs,
         "lost_forgotten", (json_int_t)peertab_lost_forgotten(d->fleet.tab),
         "behind_relays", (json_int_t)jm_status_behind_relays(d->fleet.tab));
 }

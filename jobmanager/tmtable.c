@@ -21,8 +21,6 @@ static int jm_tmtab_evict(peertab_entry_t *e, void *arg)
     sum->sent += tm->sv.sched.sent;
     sum->done += tm->sv.sched.done;
     sum->failed += tm->sv.sched.failed;
-    sum->runs += tm->sv.proc.runs;
-    sum->busy_s += tm->sv.proc.busy_s;
     json_decref(tm->id.behind);
     tm->id.behind = NULL;
     json_decref(tm->stats.workers);

@@ -84,10 +84,10 @@ struct jm_tm {
     jm_tm_stats_t stats;
 };
 
-/* What the evicted entries add up to (report.json's TM totals). */
+/* What the evicted entries add up to (report.json's TM totals; their
+ * runs and busy time are the server's: server_stats). */
 typedef struct {
-    uint64_t tms, reattaches, sent, done, failed, runs;
-    double busy_s;
+    uint64_t tms, reattaches, sent, done, failed;
 } jm_tm_totals_t;
 
 /* A table of jm_tm_t; keep_dead >= 1: the dead entries kept before the

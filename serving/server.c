@@ -1087,15 +1087,19 @@ static int st_hello(void)
 
     /* A new process on its routing id, copies sent since: the old one
      * is lost, its runs go to the totals, the new one joins. */
-    a->proc.runs = 7;
-    a->proc.busy_s = 1.5;
+    spits_stats_t st = {1.5, 7, -1, -1, -1, -1, -1, NULL, NULL, NULL};
+    const char *why = NULL;
+    S_CHECK(server_on_stats(h.s, a, &st, &why) == 0 && ss->runs == 7 && ss->busy_s == 1.5);
     hi = (spits_hello_t){"n", 101, 3, 6, 0, 0, 0, "job", NULL, -1};
     S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
     S_CHECK(!strcmp(h.lost, "0 disconnected; 0 reconnected; ") && a->peer.alive);
     S_CHECK(st_joins_are(&h, "0 again renewed; ") && h.pid[0] == 101 &&
             a->proc.pid == 101 && strcmp(a->proc.host, "n") == 0);
-    S_CHECK(a->proc.runs == 0 && a->proc.busy_s == 0 && ss->runs_gone == 7 &&
-            ss->busy_gone == 1.5 && ss->reattaches == 2 && ss->joins == 2);
+    S_CHECK(a->proc.runs == 0 && a->proc.busy_s == 0 && ss->runs == 7 &&
+            ss->busy_s == 1.5 && ss->reattaches == 2 && ss->joins == 2);
+    st.runs = 2;
+    st.busy_s = 0.5;
+    S_CHECK(server_on_stats(h.s, a, &st, &why) == 0 && ss->runs == 9 && ss->busy_s == 2.0);
     S_CHECK(a->sched.credit.workers == 3 && a->sched.credit.slots == 6 &&
             a->sched.credit.outstanding == 0 && a->proc.attach == 0);
     /* ...its old process's copies run again (on it: b settles). */
@@ -1320,31 +1324,31 @@ static int st_stats(void)
     server_peer_t *a = peertab_find(h.tab, "a", 1);
     S_CHECK(a && !a->proc.relay && a->proc.tms == -1);
     /* A TM: runs and busy time; no capacity said, none changed. */
-    S_CHECK(server_on_stats(a, &st, &why) == 0 && why == NULL);
+    S_CHECK(server_on_stats(h.s, a, &st, &why) == 0 && why == NULL);
     S_CHECK(a->proc.runs == 7 && a->proc.busy_s == 1.5 && a->sched.credit.workers == 2 &&
             a->sched.credit.slots == 4);
     /* ...its plan's counts, both said; one alone is not a plan. */
     st.workers = 3;
     st.runs = 9;
-    S_CHECK(server_on_stats(a, &st, &why) == 0 && a->sched.credit.workers == 2 &&
+    S_CHECK(server_on_stats(h.s, a, &st, &why) == 0 && a->sched.credit.workers == 2 &&
             a->proc.runs == 9);
     st.workers = -1;
     st.slots = 5;
-    S_CHECK(server_on_stats(a, &st, &why) == 0 && a->sched.credit.slots == 4 &&
+    S_CHECK(server_on_stats(h.s, a, &st, &why) == 0 && a->sched.credit.slots == 4 &&
             why == NULL);
     st.workers = 3;
     st.slots = 0;
-    S_CHECK(server_on_stats(a, &st, &why) == -1 && a->sched.credit.workers == 2);
+    S_CHECK(server_on_stats(h.s, a, &st, &why) == -1 && a->sched.credit.workers == 2);
     st.slots = 5;
-    S_CHECK(server_on_stats(a, &st, &why) == 1 && a->sched.credit.workers == 3 &&
+    S_CHECK(server_on_stats(h.s, a, &st, &why) == 1 && a->sched.credit.workers == 3 &&
             a->sched.credit.slots == 5 && a->sched.credit.asked == 5);
     /* ...a capacity no HELLO may have: why, and nothing noted. */
     st.workers = 0;
     st.runs = 11;
-    S_CHECK(server_on_stats(a, &st, &why) == -1 && why && strstr(why, "no worker"));
+    S_CHECK(server_on_stats(h.s, a, &st, &why) == -1 && why && strstr(why, "no worker"));
     S_CHECK(a->proc.runs == 9 && a->sched.credit.workers == 3 && a->sched.credit.slots == 5);
     st.workers = SPITS_TM_WORKERS_MAX + 1;
-    S_CHECK(server_on_stats(a, &st, &why) == -1 && a->proc.runs == 9);
+    S_CHECK(server_on_stats(h.s, a, &st, &why) == -1 && a->proc.runs == 9);
 
     /* A relay of 2 TMs: capped by them; a STATS without tms keeps
      * them, one with tms 0 leaves it no workers and no slots. */
@@ -1353,26 +1357,28 @@ static int st_stats(void)
     server_peer_t *b = peertab_find(h.tab, "b", 1);
     S_CHECK(b && b->proc.relay && b->proc.tms == 2 && b->sched.credit.workers == 10);
     st = (spits_stats_t){2.5, 4, 9000, 30, -1, -1, -1, NULL, NULL, NULL};
-    S_CHECK(server_on_stats(b, &st, &why) == 1 && b->proc.runs == 4 && b->proc.tms == 2);
+    S_CHECK(server_on_stats(h.s, b, &st, &why) == 1 && b->proc.runs == 4 && b->proc.tms == 2);
     S_CHECK(b->sched.credit.workers == 2 * SPITS_TM_WORKERS_MAX && b->sched.credit.slots == 30);
     st.tms = 1;
-    S_CHECK(server_on_stats(b, &st, &why) == 1 && b->proc.tms == 1 &&
+    S_CHECK(server_on_stats(h.s, b, &st, &why) == 1 && b->proc.tms == 1 &&
             b->sched.credit.workers == SPITS_TM_WORKERS_MAX);
     st.tms = 0;
-    S_CHECK(server_on_stats(b, &st, &why) == 1 && b->proc.tms == 0 &&
+    S_CHECK(server_on_stats(h.s, b, &st, &why) == 1 && b->proc.tms == 0 &&
             b->sched.credit.workers == 0 && b->sched.credit.slots == 0);
     /* ...no capacity said: nothing changes, it is still a resize. */
     st = (spits_stats_t){3.5, 6, -1, -1, -1, -1, -1, NULL, NULL, NULL};
-    S_CHECK(server_on_stats(b, &st, &why) == 1 && b->proc.tms == 0 &&
+    S_CHECK(server_on_stats(h.s, b, &st, &why) == 1 && b->proc.tms == 0 &&
             b->sched.credit.workers == 0 && b->proc.busy_s == 3.5);
 
     /* A dead one: its runs noted, its credit is its next HELLO's. */
     st_bye(&h, a, NULL);
     S_CHECK(!a->peer.alive && !strcmp(h.lost, "0 left -; "));
     st = (spits_stats_t){4.5, 12, 1, 1, -1, -1, -1, NULL, NULL, NULL};
-    S_CHECK(server_on_stats(a, &st, &why) == 0 && a->proc.runs == 12 &&
+    S_CHECK(server_on_stats(h.s, a, &st, &why) == 0 && a->proc.runs == 12 &&
             a->proc.busy_s == 4.5 && a->sched.credit.workers == 3 &&
             a->sched.credit.slots == 5);
+    /* The totals: each process's last word, a refused one not taken. */
+    S_CHECK(server_stats(h.s)->runs == 12 + 6 && server_stats(h.s)->busy_s == 4.5 + 3.5);
     rc = 0;
 out:
     json_decref(relay);

@@ -264,8 +264,9 @@ typedef struct {
     uint64_t joins;          /* first joins: distinct peers */
     uint64_t leaves, losses; /* peers that left (BYE), and were lost */
     uint64_t reattaches;     /* joins of a routing id known before */
-    uint64_t runs_gone;      /* proc.runs and busy_s of entries that a */
-    double busy_gone;        /* ...new process on their routing id took */
+    uint64_t runs;           /* the runs and busy time of every process */
+    double busy_s;           /* ...that said any (STATS), as it last said:
+                                those evicted or renewed too */
     uint64_t bytes_in;       /* of every message received, parts too */
     uint64_t bytes_out;      /* of every message sent but tasks' parts */
     uint64_t bad;            /* malformed messages dropped (server_bad) */

@@ -81,7 +81,7 @@ void server_on_handled(server_t *s, server_peer_t *p, int fd, uint32_t gen);
  * -1 with *why when a TM says a capacity no HELLO may have
  * (spits_tm_capacity_ok): then nothing changed. The hop keeps what is
  * its own (a planned TM's workers, a relay's list of TMs). */
-int server_on_stats(server_peer_t *p, const spits_stats_t *st, const char **why);
+int server_on_stats(server_t *s, server_peer_t *p, const spits_stats_t *st, const char **why);
 /* DRAIN from p (alive or not, or NULL): a live p gets no more tasks.
  * Returns 1 when it is its first (the hop logs it), else 0. */
 int server_on_drain(server_peer_t *p);

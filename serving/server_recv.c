@@ -65,9 +65,7 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
     assert(!p->peer.alive && p->sched.slot == p->peer.slot);
     if (peertab_set_alive(s->cfg.tab, p, 1) != 0)
         return SERVER_HELLO_NO_ROOM;
-    if (renewed) {
-        s->st.runs_gone += p->proc.runs;
-        s->st.busy_gone += p->proc.busy_s;
+    if (renewed) {   /* (the old process's stay in the totals) */
         p->proc.runs = 0;
         p->proc.busy_s = 0;
     }
@@ -154,7 +152,7 @@ void server_take_stats(server_t *s, server_peer_t *p, zmq_msg_t *body)
 
     if (j && spits_stats_parse(j, &st, &why) == 0 &&
         (!hop->stats_check || hop->stats_check(hop->arg, p, j, &st, &parsed, &why) == 0) &&
-        (changed = server_on_stats(p, &st, &why)) >= 0)
+        (changed = server_on_stats(s, p, &st, &why)) >= 0)
         hop->stats(hop->arg, p, j, &st, parsed, changed, before);
     else
         server_bad(s, why ? why : "a bad STATS");
@@ -282,7 +280,7 @@ int server_on_drain(server_peer_t *p)
     return 1;
 }
 
-int server_on_stats(server_peer_t *p, const spits_stats_t *st, const char **why)
+int server_on_stats(server_t *s, server_peer_t *p, const spits_stats_t *st, const char **why)
 {
     long workers = st->workers, slots = st->slots;
     int planned = !p->proc.relay && workers >= 0 && slots >= 0;
@@ -290,6 +288,10 @@ int server_on_stats(server_peer_t *p, const spits_stats_t *st, const char **why)
         *why = "STATS of a TM with no worker or slot, or over 4096 workers";
         return -1;
     }
+    /* (the totals follow each process's last word: O(1), and what an
+     * entry evicted or renewed said stays counted) */
+    s->st.runs += (uint64_t)st->runs - p->proc.runs;
+    s->st.busy_s += st->busy_s - p->proc.busy_s;
     p->proc.runs = (uint64_t)st->runs;
     p->proc.busy_s = st->busy_s;
     if (p->proc.relay && st->tms >= 0)

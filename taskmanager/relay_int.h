@@ -44,8 +44,6 @@ typedef struct {
     peertab_t *tab;              /* of rl_tm_t */
     int told_workers, told_slots;    /* capacity as the last STATS said
                                         (-1: upstream's is unknown) */
-    uint64_t runs_gone;          /* runs and busy time of entries evicted */
-    double busy_gone;
     hopchain_t chain;            /* relays heard, loops */
     hopchain_place_t hello;      /* the place the HELLO being taken said
                                     (accept's, for joined) */

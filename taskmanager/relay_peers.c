@@ -28,22 +28,19 @@
 /* (peertab hands out entries as their header: it must come first) */
 _Static_assert(offsetof(rl_tm_t, sv) == 0, "rl_tm_t begins with its server_peer_t");
 
-/* An entry evicted: its runs and busy time go into the totals (its
- * copies were settled as it went). */
+/* An entry evicted (its copies were settled as it went; its runs stay
+ * in the server's totals). */
 static int relay_peers_evict(peertab_entry_t *e, void *arg)
 {
-    rl_peers_t *p = arg;
-    const rl_tm_t *t = (const rl_tm_t *)e;
-    p->runs_gone += t->sv.proc.runs;
-    p->busy_gone += t->sv.proc.busy_s;
-    json_decref(t->worker_res);
+    (void)arg;
+    json_decref(((const rl_tm_t *)e)->worker_res);
     return 0;
 }
 
 int relay_peers_init(rl_peers_t *p)
 {
     memset(p, 0, sizeof *p);
-    p->tab = peertab_new(sizeof(rl_tm_t), SERVE_KEEP_DEAD, 0, relay_peers_evict, p);
+    p->tab = peertab_new(sizeof(rl_tm_t), SERVE_KEEP_DEAD, 0, relay_peers_evict, NULL);
     return p->tab ? 0 : -1;
 }
 
@@ -218,28 +215,16 @@ int tm_relay_stats_due(const tm_relay_t *r, int64_t since_last)
            (slots == 0 && p->told_slots > 0);
 }
 
-/* Runs and busy time: each entry's, alive or gone, as its last STATS
- * said (a TM's are cumulative over its life), the evicted ones', and
- * those of processes whose entry a new one took (the server's). A TM
- * lost and back is one entry: its runs count once. */
+/* Runs and busy time: the server's totals, each process's last STATS (a
+ * TM's are cumulative over its life: one lost and back counts once). */
 void tm_relay_stats(tm_relay_t *r, json_t *stats)
 {
     rl_peers_t *p = &r->peers;
     const server_stats_t *ss = server_stats(r->srv);
-    uint64_t runs = p->runs_gone + ss->runs_gone;
-    double busy = p->busy_gone + ss->busy_gone;
     size_t alive = peertab_live_count(p->tab);
     int workers, slots;
     long tms;
     relay_peers_cap(r, &workers, &slots, &tms);
-
-    for (size_t s = 0; s < peertab_slots(p->tab); s++) {
-        const rl_tm_t *t = peertab_at(p->tab, s);
-        if (t) {
-            runs += t->sv.proc.runs;
-            busy += t->sv.proc.busy_s;
-        }
-    }
     json_t *behind = spits_behind_new(alive, ss->joins, ss->leaves, ss->losses);
     size_t res_bytes = 0;
     for (size_t i = 0; behind && i < alive; i++) {
@@ -250,8 +235,8 @@ void tm_relay_stats(tm_relay_t *r, json_t *stats)
         if (!spits_behind_add(behind, &b, &res_bytes))
             break;
     }
-    json_object_set_new(stats, "runs", json_integer((json_int_t)runs));
-    json_object_set_new(stats, "busy_s", json_real(busy));
+    json_object_set_new(stats, "runs", json_integer((json_int_t)ss->runs));
+    json_object_set_new(stats, "busy_s", json_real(ss->busy_s));
     json_object_set_new(stats, "workers", json_integer(workers));
     json_object_set_new(stats, "slots", json_integer(slots));
     json_object_set_new(stats, "tms", json_integer((json_int_t)tms));
