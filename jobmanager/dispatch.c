@@ -83,40 +83,25 @@ void disp_on_message(jm_disp_t *d, zmq_msg_t *ridmsg, jm_rx_t *rx)
     jm_rx_release(rx, 1);       /* the dispatcher's own reference */
 }
 
-/* Receives up to a burst of messages: a routing id frame, then a body
- * frame, which becomes a jm_rx_t (results are committed from it), with
- * its parts if it has any (disp_on_message takes them). */
-static void disp_recv(jm_disp_t *d)
+/* (server_hop_t.rx_new) A message's body becomes a jm_rx_t: results
+ * are committed from it, its parts with it. */
+static int disp_hop_rx_new(void *arg, server_rx_t *out)
 {
-    for (int i = 0; i < SERVE_RECV_BURST; i++) {
-        zmq_msg_t rid;
-        zmq_msg_init(&rid);
-        if (zmq_msg_recv(&rid, d->net.l.sock, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&rid);
-            return;
-        }
-        if (!zmq_msg_more(&rid)) {
-            zmq_msg_close(&rid);
-            server_bad(d->srv, "no body");
-            continue;
-        }
-        jm_rx_t *rx = jm_rx_new();
-        if (!rx) {
-            spits_zmq_drop_frames(d->net.l.sock);
-            zmq_msg_close(&rid);
-            jm_fatal("out of memory receiving a message; "
-                 "stopping the job");
-            return;
-        }
-        if (zmq_msg_recv(&rx->msg, d->net.l.sock, ZMQ_DONTWAIT) < 0) {
-            server_bad(d->srv, "no body");
-        } else {
-            disp_on_message(d, &rid, rx);
-            rx = NULL;
-        }
-        jm_rx_release(rx, 1);
-        zmq_msg_close(&rid);
+    jm_rx_t *rx = jm_rx_new();
+    (void)arg;
+    if (!rx) {
+        jm_fatal("out of memory receiving a message; stopping the job");
+        return -1;
     }
+    *out = (server_rx_t){&rx->msg, &rx->parts, rx};
+    return 0;
+}
+
+/* (server_hop_t.rx_done) The dispatcher's own reference. */
+static void disp_hop_rx_done(void *arg, server_rx_t *rx)
+{
+    (void)arg;
+    jm_rx_release(rx->hop, 1);
 }
 
 /* --- timers, monitor, control ------------------------------------------ */
@@ -384,7 +369,7 @@ static void *disp_main(void *arg)
          * drained TM's BYE must be seen before a heartbeat to its closed
          * connection fails and calls it lost. */
         if ((items[0].revents & ZMQ_POLLIN) || server_probing(d->srv))
-            disp_recv(d);
+            server_recv(d->srv);
         if (d->clock.now >= d->clock.next_tick || server_probing(d->srv)) {
             server_tick(d->srv);
             jm_backlog_tick(&d->backlog, d->clock.now, jm_backlog_released());
@@ -503,6 +488,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                 .accept = members_hop_accept,
                 .results = serve_hop_results, .stats_check = members_hop_stats_check,
                 .stats = members_hop_stats, .drain = disp_hop_drain,
+                .rx_new = disp_hop_rx_new, .rx_done = disp_hop_rx_done,
                 .status = disp_hop_status},
         .io = router_io(d->net.l.sock),
         .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,

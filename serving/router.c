@@ -229,9 +229,17 @@ int router_pending(void *sock)
     return zmq_getsockopt(sock, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN);
 }
 
+int router_recv(void *sock, zmq_msg_t *frame, int *more)
+{
+    if (zmq_msg_recv(frame, sock, ZMQ_DONTWAIT) < 0)
+        return -1;
+    *more = zmq_msg_more(frame);
+    return 0;
+}
+
 router_io_t router_io(void *sock)
 {
-    return (router_io_t){sock, router_send, router_rest, router_pending};
+    return (router_io_t){sock, router_send, router_rest, router_pending, router_recv};
 }
 
 int64_t router_probe(const liveness_t *l, void *gen)

@@ -97,10 +97,14 @@ int router_rest(void *sock, const spits_hdr_t *h, zmq_msg_t *first, spits_parts_
                 const char **why);
 /* Whether a message waits to be read on sock. */
 int router_pending(void *sock);
+/* The next frame waiting on sock, into frame (initialised): 0, with
+ * *more set when another frame of its message follows, or -1 when none
+ * waits. */
+int router_recv(void *sock, zmq_msg_t *frame, int *more);
 
 /* The socket side of a hop's server (serving/server.h): what it sends
- * to a routing id, reads of a message past its first frame, and whether
- * more wait. Each gets arg. */
+ * to a routing id, the frames it reads, and whether more wait. Each gets
+ * arg. */
 typedef struct {
     void *arg;
     /* as router_send */
@@ -111,9 +115,12 @@ typedef struct {
                 const char **why);
     /* as router_pending */
     int (*pending)(void *arg);
+    /* as router_recv */
+    int (*recv)(void *arg, zmq_msg_t *frame, int *more);
 } router_io_t;
 
-/* A ROUTER's: router_send, router_rest and router_pending on sock. */
+/* A ROUTER's: router_send, router_rest, router_pending and router_recv
+ * on sock. */
 router_io_t router_io(void *sock);
 /* liveness_probe_fn over a conngen_t (arg): how long l's connection has
  * been quiet, while its fd is still that connection. */

@@ -26,7 +26,7 @@ server_t *server_new(const server_cfg_t *cfg)
 {
     const server_hop_t *h = &cfg->hop;
     assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.rest &&
-           cfg->io.pending && h->refill && h->send_tasks && h->lost && h->stopping &&
+           cfg->io.pending && cfg->io.recv && h->rx_new && h->rx_done && h->refill && h->send_tasks && h->lost && h->stopping &&
            h->add && h->joined && h->job && h->accept && cfg->job_id &&
            h->results && h->stats && h->drain);
     server_t *s = calloc(1, sizeof *s);
@@ -333,6 +333,16 @@ typedef struct {
     json_t *stats_parsed;        /* what stats_check parses (NULL: none) */
     int sink_drop;               /* st_results drops the records */
     char sink[256];              /* what st_results was given */
+    const char *in[8];           /* frames server_recv reads: a routing id,
+                                    or, after it, "DRAIN" (a DRAIN); each
+                                    but the last of a message ends in '+' */
+    int nin, next_in;
+    int hb_left;                 /* then HEARTBEATs from "a", this many */
+    int rx_fail;                 /* rx_new says out of memory */
+    int rx_news, rx_dones;
+    int frames_made, frames_freed;   /* (server_recv closes each it read) */
+    zmq_msg_t rx_msg;
+    spits_parts_t rx_parts;
 } st_hop_t;
 
 static void st_reply(st_hop_t *h, const void *rid, size_t ridlen, int type);
@@ -414,6 +424,68 @@ static void st_lost(void *arg, server_peer_t *p, const char *why, int left, size
 static int st_pending(void *arg)
 {
     return ((st_hop_t *)arg)->pending;
+}
+
+static void st_frame_free(void *data, void *hint)
+{
+    free(data);
+    ((st_hop_t *)hint)->frames_freed++;
+}
+
+/* (cfg.io.recv) The frames of in, then hb_left HEARTBEATs. */
+static int st_recv(void *arg, zmq_msg_t *frame, int *more)
+{
+    st_hop_t *h = arg;
+    unsigned char hdr[SPITS_HDR_SIZE];
+    const char *f;
+    size_t len;
+    if (h->next_in < h->nin) {
+        f = h->in[h->next_in++];
+        len = strlen(f);
+        *more = len && f[len - 1] == '+';
+        len -= *more;
+        if (!strncmp(f, "DRAIN", 5)) {
+            spits_wire_encode_empty(hdr, SPITS_MSG_DRAIN, 0);
+            f = (const char *)hdr;
+            len = sizeof hdr;
+        }
+    } else if (h->hb_left > 0) {
+        *more = h->hb_left > 0 && (h->next_in++ - h->nin) % 2 == 0;
+        h->hb_left -= !*more;
+        spits_wire_encode_empty(hdr, SPITS_MSG_HEARTBEAT, 0);
+        f = *more ? "a" : (const char *)hdr;
+        len = *more ? 1 : sizeof hdr;
+    } else {
+        return -1;
+    }
+    void *copy = malloc(len ? len : 1);
+    assert(copy);
+    memcpy(copy, f, len);
+    zmq_msg_close(frame);
+    zmq_msg_init_data(frame, copy, len, st_frame_free, h);
+    h->frames_made++;
+    return 0;
+}
+
+static int st_rx_new(void *arg, server_rx_t *rx)
+{
+    st_hop_t *h = arg;
+    if (h->rx_fail)
+        return -1;
+    zmq_msg_init(&h->rx_msg);
+    memset(&h->rx_parts, 0, sizeof h->rx_parts);
+    *rx = (server_rx_t){&h->rx_msg, &h->rx_parts, h};
+    h->rx_news++;
+    return 0;
+}
+
+static void st_rx_done(void *arg, server_rx_t *rx)
+{
+    st_hop_t *h = arg;
+    assert(rx->msg == &h->rx_msg && rx->hop == h);
+    spits_parts_free(rx->parts);
+    zmq_msg_close(rx->msg);
+    h->rx_dones++;
 }
 
 static int st_stopping(void *arg)
@@ -592,8 +664,9 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
         .hop = {h, st_refill, st_send_tasks, st_lost, st_stopping, st_add,
                 st_joined, st_job, .bad = st_bad, .accept = st_accept,
                 .results = st_results, .stats_check = st_stats_check,
-                .stats = st_stats_msg, .drain = st_drain, .status = st_status},
-        .io = {h, st_send, st_rest, st_pending},
+                .stats = st_stats_msg, .drain = st_drain, .rx_new = st_rx_new,
+                .rx_done = st_rx_done, .status = st_status},
+        .io = {h, st_send, st_rest, st_pending, st_recv},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
         .probe = st_probe, .job_id = "job"};
@@ -1807,6 +1880,48 @@ out:
     return rc;
 }
 
+/* server_recv: messages in a burst, each through the hop's place; one
+ * with no body is bad; no place: the message dropped, the burst over;
+ * a burst reads SERVE_RECV_BURST messages at most. */
+static int st_recv_burst(void)
+{
+    st_hop_t h;
+    server_peer_t **p = h.p;
+    int rc = -1;
+    S_CHECK(st_world(&h, 3, 4, 0) == 0);
+    const char *first[] = {"a+", "DRAIN", "z", "b+", "DRAIN"};
+    memcpy(h.in, first, sizeof first);
+    h.nin = 5;
+    server_recv(h.s);
+    S_CHECK(st_msgs_are(&h, "drain 0; bad no body; drain 1; ") && h.next_in == 5 &&
+            h.rx_news == 2 && h.rx_dones == 2 && p[0]->draining && p[1]->draining);
+    const char *second[] = {"c+", "DRAIN+", "x", "z", "a+"};
+    memcpy(h.in, second, sizeof second);
+    h.nin = 5;
+    h.next_in = 0;
+    h.rx_fail = 1;
+    server_recv(h.s);
+    S_CHECK(st_msgs_are(&h, "") && h.next_in == 3 && !p[2]->draining && h.rx_news == 2);
+    h.rx_fail = 0;
+    server_recv(h.s);
+    S_CHECK(st_msgs_are(&h, "bad no body; bad no body; ") && h.next_in == 5 &&
+            h.rx_news == 3 && h.rx_dones == 3);
+    S_CHECK(h.frames_made == 10 && h.frames_freed == 10);
+    h.nin = h.next_in = 0;
+    h.hb_left = SERVE_RECV_BURST + 2;
+    server_clock(h.s, 1700);
+    server_recv(h.s);
+    S_CHECK(h.hb_left == 2 && h.rx_news == 3 + SERVE_RECV_BURST &&
+            h.rx_dones == h.rx_news && p[0]->live.last_heard == 1700 && st_msgs_are(&h, ""));
+    server_recv(h.s);
+    S_CHECK(h.hb_left == 0 && h.rx_dones == 5 + SERVE_RECV_BURST &&
+            h.frames_made == h.frames_freed);
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
 int server_selftest(void)
 {
     server_t *s = NULL;
@@ -1814,7 +1929,7 @@ int server_selftest(void)
     int rc = 0;
     if (st_serving() || st_capacity() || st_turns() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
         st_hello() || st_messages() || st_stats() || st_phase() || st_end() ||
-        st_frames_route() || st_intake() || st_stats_parsed())
+        st_frames_route() || st_intake() || st_stats_parsed() || st_recv_burst())
         rc = -1;
     if (st_world(&h, 0, 0, 0) == 0) {
         s = h.s;

@@ -127,6 +127,13 @@ typedef struct {
                                 back unrun, and its sender is lost */
 } server_msg_t;
 
+/* Where server_recv puts a message's body: the hop's (hop.rx_new). */
+typedef struct {
+    zmq_msg_t *msg;          /* its first frame: initialised, empty */
+    spits_parts_t *parts;    /* where a RESULTS' parts go: empty */
+    void *hop;               /* the hop's, as server_msg_t.hop */
+} server_rx_t;
+
 /* A join or re-attach, as server_on_hello tells its hop (hop.joined). */
 typedef struct {
     const spits_hello_t *h;  /* its HELLO */
@@ -237,6 +244,11 @@ typedef struct {
     /* A live p's first DRAIN (it gets no more tasks): the hop logs and
      * recounts. */
     void (*drain)(void *arg, server_peer_t *p);
+    /* A place for the next message server_recv reads: 0, or -1 when
+     * out of memory (the hop says so; the message is dropped, and the
+     * burst ends). Each is handed back to rx_done once handled. */
+    int (*rx_new)(void *arg, server_rx_t *rx);
+    void (*rx_done)(void *arg, server_rx_t *rx);
     /* STATUS: answered to m->rid (NULL: a hop that has none). */
     void (*status)(void *arg, server_msg_t *m);
 } server_hop_t;
@@ -349,6 +361,11 @@ int server_serve_due(const server_t *s);
  * RESULTS counts towards its settle wait) and made due after it, with
  * its connection noted (liveness_conn). */
 void server_on_frames(server_t *s, server_msg_t *m);
+/* The messages waiting on the hop's socket (cfg.io.recv), up to
+ * SERVE_RECV_BURST: each a routing id frame, then its body, into the
+ * hop's place (hop.rx_new), through server_on_frames. One with no body
+ * is malformed (server_bad). */
+void server_recv(server_t *s);
 /* A STATS frame from p (alive or not): parsed, the hop's checks
  * (hop.stats_check), then its runs and busy time (and a relay's TMs) are
  * noted, and a live p's credit follows the capacity it says: a relay's

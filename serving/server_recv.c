@@ -10,6 +10,7 @@
 #include <assert.h>
 #include <stdio.h>
 
+#include "constants.h"
 #include "escape.h"
 #include "joins.h"
 #include "server_int.h"
@@ -270,6 +271,41 @@ void server_on_frames(server_t *s, server_msg_t *m)
         (!p || !p->peer.alive))
         server_reply(s, p, m->rid, m->ridlen, SPITS_MSG_WHO);
     server_on_handled(s, p, fd, s->cfg.conngen ? conngen_of(s->cfg.conngen, fd) : 0);
+}
+
+void server_recv(server_t *s)
+{
+    const router_io_t *io = &s->cfg.io;
+    const server_hop_t *hop = &s->cfg.hop;
+    for (int i = 0; i < SERVE_RECV_BURST; i++) {
+        zmq_msg_t rid, rest;
+        server_rx_t rx;
+        int more;
+        zmq_msg_init(&rid);
+        if (io->recv(io->arg, &rid, &more) != 0) {
+            zmq_msg_close(&rid);
+            return;
+        }
+        if (!more) {
+            server_bad(s, "no body");
+        } else if (hop->rx_new(hop->arg, &rx) != 0) {
+            for (zmq_msg_init(&rest); more && io->recv(io->arg, &rest, &more) == 0;)
+                ;
+            zmq_msg_close(&rest);
+            zmq_msg_close(&rid);
+            return;
+        } else {
+            if (io->recv(io->arg, rx.msg, &more) != 0) {
+                server_bad(s, "no body");
+            } else {
+                server_msg_t m = {.rid = zmq_msg_data(&rid), .ridlen = zmq_msg_size(&rid),
+                                  .msg = rx.msg, .parts = rx.parts, .hop = rx.hop};
+                server_on_frames(s, &m);
+            }
+            hop->rx_done(hop->arg, &rx);
+        }
+        zmq_msg_close(&rid);
+    }
 }
 
 int server_on_drain(server_peer_t *p)

@@ -98,6 +98,24 @@ static void relay_hop_job(void *arg, server_peer_t *p, int type)
     spits_buf_free(&buf);
 }
 
+/* A TM's message is read into the relay's one place: what is passed up
+ * holds its own copy of its frames (zmq_msg_copy). */
+static int relay_hop_rx_new(void *arg, server_rx_t *rx)
+{
+    tm_relay_t *r = arg;
+    zmq_msg_init(&r->rx.msg);
+    memset(&r->rx.parts, 0, sizeof r->rx.parts);
+    *rx = (server_rx_t){&r->rx.msg, &r->rx.parts, NULL};
+    return 0;
+}
+
+static void relay_hop_rx_done(void *arg, server_rx_t *rx)
+{
+    (void)arg;
+    spits_parts_free(rx->parts);
+    zmq_msg_close(rx->msg);
+}
+
 static server_t *relay_server(tm_relay_t *r, sched_t *sched)
 {
     server_cfg_t cfg = {
@@ -106,39 +124,14 @@ static server_t *relay_server(tm_relay_t *r, sched_t *sched)
                 relay_peers_hop_add, relay_peers_hop_joined, relay_hop_job,
                 .accept = relay_peers_hop_accept,
                 .results = relay_copies_results, .stats = relay_peers_hop_stats,
-                .drain = relay_peers_hop_drain},
+                .drain = relay_peers_hop_drain, .rx_new = relay_hop_rx_new,
+                .rx_done = relay_hop_rx_done},
         .io = router_io(r->sock.l.sock),
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = RELAY_TICK_MS},
         .probe = router_probe, .probe_arg = r->sock.conngen, .conngen = r->sock.conngen,
         .job_id = r->job.id};
     return server_new(&cfg);
-}
-
-/* The TMs' messages waiting, up to a burst, to the server. */
-static void relay_recv(tm_relay_t *r)
-{
-    for (int i = 0; i < SERVE_RECV_BURST && !r->tm->done; i++) {
-        zmq_msg_t rid, body;
-        spits_parts_t parts = {0};
-        zmq_msg_init(&rid);
-        if (zmq_msg_recv(&rid, r->sock.l.sock, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&rid);
-            return;
-        }
-        zmq_msg_init(&body);
-        if (!zmq_msg_more(&rid) ||
-            zmq_msg_recv(&body, r->sock.l.sock, ZMQ_DONTWAIT) < 0) {
-            server_bad(r->srv, "no body");
-        } else {
-            server_msg_t m = {.rid = zmq_msg_data(&rid), .ridlen = zmq_msg_size(&rid),
-                              .msg = &body, .parts = &parts};
-            server_on_frames(r->srv, &m);
-            spits_parts_free(&parts);   /* (what is forwarded holds its own copy) */
-        }
-        zmq_msg_close(&body);
-        zmq_msg_close(&rid);
-    }
 }
 
 void tm_relay_turn(tm_t *tm)
@@ -149,7 +142,7 @@ void tm_relay_turn(tm_t *tm)
         spits_zap_handle(r->sock.l.zap, tm->now);
     if (router_monitor_read(r->sock.l.mon, r->sock.conngen, r->sock.l.zap, tm->now))
         server_probe_until(r->srv, tm->now + LIVENESS_PROBE_MS);
-    relay_recv(r);
+    server_recv(r->srv);
     server_reap(r->srv, 0);
     /* (draining, copies handed back here are not sent again: upstream) */
     if (tm->drain.active)

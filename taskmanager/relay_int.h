@@ -68,6 +68,10 @@ struct tm_relay {
         uint32_t phase;
         char id[64];
     } job;
+    struct {
+        zmq_msg_t msg;           /* the TMs' message being read */
+        spits_parts_t parts;
+    } rx;
     uint64_t part_min;           /* tasks and results this large go as parts */
     int64_t next_tick;
     struct {
