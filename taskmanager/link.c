@@ -327,6 +327,13 @@ int tm_link_connect(tm_t *tm)
     int64_t maxmsg = 2 * link->max_task + (16LL << 20);
 
     if (link->socket) {
+        /* Its monitor stops first, while our end still reads (as in
+         * serving/router.c): libzmq's I/O thread sends each event with a
+         * blocking send, and one sent once monitor_start has closed our
+         * end (the DISCONNECTED that follows the HANDSHAKE_FAILED a hop
+         * moved on for) blocks that thread for good, and with it every
+         * later connection of this TM. */
+        zmq_socket_monitor(link->socket, NULL, 0);
         zmq_close(link->socket);
         link->status.attach++;        /* with what the JM sent to it */
     }
