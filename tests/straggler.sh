@@ -48,12 +48,12 @@ if [ "$(json $r "d['counters']['tm_losses']")" = 0 ]; then
     # The stopped TM's copies of tasks that committed elsewhere were cancelled.
     [ "$(json $r "d['counters']['cancelled'] > 0")" = True ] || fail "no copy was cancelled"
 elif [ $((2 * held)) -gt $n ]; then
-    # The lateness gate's known weakness: on a loaded machine the JM's
-    # adaptive prefetch (serving/credit.h) can give the victim more than
-    # half the tasks before it stops (under TSan: 504 of 800 in CI, 428
-    # on a loaded 2-core machine). Then the finished tasks never reach
-    # half of the phase's (serving/lateness.h), no copy goes, and the job
-    # waits --tm-timeout, loses the TM and requeues what it held.
+    # The lateness gate's known weakness (docs/running.md, Stragglers): on
+    # a loaded machine the JM's adaptive prefetch (serving/credit.h) can
+    # give the victim more than half the tasks before it stops; then the
+    # finished tasks never reach half of those finished or out
+    # (serving/lateness.h), no copy goes, and the job waits --tm-timeout,
+    # loses the TM and requeues what it held.
     echo "straggler: the stopped TM held $held of $n tasks: it was lost, not copied"
     lost=1
     [ "$(json $r "d['counters']['tm_losses'] == 1 and d['counters']['requeued'] > 0")" = True ] ||
