@@ -29,7 +29,6 @@
 #include "stop.h"
 #include "util.h"
 #include "wake.h"
-#include "zmqutil.h"
 
 static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 

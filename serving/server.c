@@ -337,6 +337,7 @@ typedef struct {
                                     or, after it, "DRAIN" (a DRAIN); each
                                     but the last of a message ends in '+' */
     int nin, next_in;
+    int in_more;                 /* the last frame read had more after it */
     int hb_left;                 /* then HEARTBEATs from "a", this many */
     int rx_fail;                 /* rx_new says out of memory */
     int rx_news, rx_dones;
@@ -464,6 +465,7 @@ static int st_recv(void *arg, zmq_msg_t *frame, int *more)
     zmq_msg_close(frame);
     zmq_msg_init_data(frame, copy, len, st_frame_free, h);
     h->frames_made++;
+    h->in_more = *more;
     return 0;
 }
 
@@ -537,7 +539,12 @@ static int st_rest(void *arg, const spits_hdr_t *hd, zmq_msg_t *first, spits_par
 {
     st_hop_t *h = arg;
     (void)first;
-    if (!hd) {
+    if (!hd) {   /* (as router_rest: the frames left of its message) */
+        zmq_msg_t rest;
+        zmq_msg_init(&rest);
+        for (int more = h->in_more; more && st_recv(h, &rest, &more) == 0;)
+            ;
+        zmq_msg_close(&rest);
         h->rest_drops++;
         return 0;
     }

@@ -278,7 +278,7 @@ void server_recv(server_t *s)
     const router_io_t *io = &s->cfg.io;
     const server_hop_t *hop = &s->cfg.hop;
     for (int i = 0; i < SERVE_RECV_BURST; i++) {
-        zmq_msg_t rid, rest;
+        zmq_msg_t rid;
         server_rx_t rx;
         int more;
         zmq_msg_init(&rid);
@@ -289,9 +289,7 @@ void server_recv(server_t *s)
         if (!more) {
             server_bad(s, "no body");
         } else if (hop->rx_new(hop->arg, &rx) != 0) {
-            for (zmq_msg_init(&rest); more && io->recv(io->arg, &rest, &more) == 0;)
-                ;
-            zmq_msg_close(&rest);
+            io->rest(io->arg, NULL, &rid, NULL, NULL);   /* (its frames dropped) */
             zmq_msg_close(&rid);
             return;
         } else {

@@ -22,7 +22,6 @@
  */
 #define _DEFAULT_SOURCE
 #include <assert.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +34,6 @@
 #include "relay_int.h"
 #include "router.h"
 #include "util.h"
-#include "zmqutil.h"
 
 #define RELAY_TICK_MS 100          /* heartbeats and silence, checked this often */
 #define RELAY_MONITOR_EP "inproc://spits-relay-monitor"
@@ -188,7 +186,6 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     tm_relay_t *r = calloc(1, sizeof *r);
     spits_keys_t keys;
     char err[256];
-
     sched_t *sched = NULL;
 
     if (r)
