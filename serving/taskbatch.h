@@ -2,10 +2,10 @@
  * taskbatch.h - a TASKS message to one TM: small tasks inline, large
  * ones as parts.
  *
- * Part of serving/: the JM's dispatcher (serve.c) sends the copies the
- * scheduler picked, a relay (taskmanager/relay_copies.c) the copies it took
- * from its pool; both build the message and send its parts here. A task
- * of part_min bytes or more (spits_parts_min) goes as a part of its own
+ * Part of serving/: the JM's dispatcher (serve.c) and a relay
+ * (taskmanager/relay_copies.c) send the copies their scheduler picked;
+ * both build the message and send its parts here. A task of part_min
+ * bytes or more (spits_parts_min) goes as a part of its own
  * (wire.h), straight from the caller's memory: no copy into the batch
  * and none into ZeroMQ (zmq_msg_init_data). The caller says what its
  * items are (taskbatch_src_t), sends the batch's frame itself (its own

@@ -191,7 +191,8 @@ static void warn_no_room(tm_t *tm, uint64_t count)
 }
 
 /* Queues the tasks the reader yields, in chunks (nothing is sized by the
- * message's claimed count); with no rx, or once the queue cannot grow,
+ * message's claimed count), or hands them to the relay (which takes them
+ * all: relay_copies.c); with no rx, or once the queue cannot grow,
  * the rest go back as RETURNED records (outbox.c): the JM counts every
  * task it sends as held until a record comes back. Returns how many were
  * queued. */
@@ -206,6 +207,11 @@ static size_t take_tasks(tm_t *tm, uint32_t wire, spits_reader_t *reader, tm_rx_
         for (n = 0; n < TM_TASKS_CHUNK && spits_reader_next(reader, &record); n++)
             items[n] = (tm_item_t){record.id, record.data, record.len,
                                    tm->job.current, rx};
+        if (!full && tm->relay) {
+            tm_relay_take(tm, items, n);
+            queued += n;
+            continue;
+        }
         if (!full && tm_pool_push(&tm->pool, items, n) == 0) {
             queued += n;
             continue;

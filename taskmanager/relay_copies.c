@@ -4,10 +4,11 @@
  * (serving/scheduler.h), sent down to the TMs behind as TASKS, and
  * answered upstream.
  *
- * In: a copy comes out of the pool (tm_pool_take, which counts it running
- * upstream) as a scheduler task numbered in the order they came, its
- * upstream id kept as the task's hash, its bytes left in the message they
- * came in (one reference, the copy's). The scheduler sends it down, again
+ * In: a copy comes straight from upstream's TASKS (tm_relay_take, which
+ * counts it running in the pool) as a scheduler task numbered in the
+ * order they came, its upstream id kept as the task's hash, its bytes
+ * left in the message they came in (one reference, the copy's). With no
+ * TM behind, it goes back at once. The scheduler sends it down, again
  * when a TM holding it is lost or hands it back, and, once upstream seems
  * out of work (serving/lateness.h), a second copy of one that is late.
  *
@@ -21,8 +22,8 @@
  *
  * A record of no copy held here is work a TM did for another hop (or for
  * us before we counted it lost): it goes up flagged SPITS_REC_FOREIGN,
- * which gives upstream no credit back, and a copy of that task still in
- * the pool goes back unrun rather than down to run again.
+ * which gives upstream no credit back (a copy of that task we hold is
+ * upstream's to cancel, as its result commits).
  *
  * Repeats: a copy upstream sends again while one is held (it lost track
  * of us across an outage) is counted in extra and answered RETURNED with
@@ -51,7 +52,6 @@
 #include "taskbatch.h"
 
 #define RELAY_SPARE_MAX 65536      /* settled tasks kept to be made again */
-#define RELAY_UNQUEUE_MAX 64       /* foreign results' ids unqueued at once */
 
 /* A copy, as the scheduler holds it: a sched_task_t (id: our number for
  * it; hash: upstream's id) whose data bytes are this. */
@@ -309,58 +309,47 @@ static void relay_copies_repeat(tm_relay_t *r, const tm_item_t *it)
     tm_rx_release(it->rx, 1);
 }
 
-/* Takes up to want copies from the pool into the scheduler; returns how
- * many it took. */
-static size_t relay_copies_take(tm_relay_t *r, size_t want)
+void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n)
 {
+    tm_relay_t *r = tm->relay;
     rl_copies_t *c = r->copies;
-    tm_item_t items[64];
     sched_task_t *head = NULL, *tail = NULL;
-    size_t took = 0;
 
-    while (took < want) {
-        size_t k = want - took < 64 ? want - took : 64;
-        size_t n = tm_pool_take(&r->tm->pool, items, k);
-        for (size_t i = 0; i < n; i++) {
-            const tm_item_t *it = &items[i];
-            int rc = -1;
-            sched_task_t *task = relay_copies_make(c, it);
-            /* (one probe: mapped already, it is held, or a count) */
-            if (task && (rc = spits_idmap_add(c->byid, it->id, 0, task)) == 1) {
-                if (relay_copies_find(c, it->id, it->phase->wire)) {
-                    task->next = c->spare;   /* (unmade) */
-                    c->spare = task;
-                    c->nspare++;
-                    relay_copies_repeat(r, it);
-                    continue;
-                }
-                rc = spits_idmap_put(c->byid, it->id, 0, task);
-            }
-            if (rc < 0) {
-                spits_error("relay: out of memory holding a task; handing it back "
-                            "upstream");
-                if (task) {
-                    relay_copies_release(c, task);   /* (settled: RETURNED) */
-                } else {
-                    relay_copies_answer(r, it->phase, it->id, SPITS_ST_RETURNED, NULL, 0,
-                                        NULL, 1);
-                    tm_rx_release(it->rx, 1);
-                }
+    tm_pool_remote_taken(&tm->pool, n);
+    for (size_t i = 0; i < n; i++) {
+        const tm_item_t *it = &items[i];
+        int rc = -1;
+        sched_task_t *task = relay_copies_make(c, it);
+        /* (one probe: mapped already, it is held, or a count) */
+        if (task && (rc = spits_idmap_add(c->byid, it->id, 0, task)) == 1) {
+            if (relay_copies_find(c, it->id, it->phase->wire)) {
+                task->next = c->spare;   /* (unmade) */
+                c->spare = task;
+                c->nspare++;
+                relay_copies_repeat(r, it);
                 continue;
             }
-            *(tail ? &tail->next : &head) = task;
-            tail = task;
+            rc = spits_idmap_put(c->byid, it->id, 0, task);
         }
-        took += n;
-        if (n < k)
-            break;
+        if (rc < 0) {
+            spits_error("relay: out of memory holding a task; handing it back upstream");
+            if (task) {
+                relay_copies_release(c, task);   /* (settled: RETURNED) */
+            } else {
+                relay_copies_answer(r, it->phase, it->id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
+                tm_rx_release(it->rx, 1);
+            }
+            continue;
+        }
+        *(tail ? &tail->next : &head) = task;
+        tail = task;
     }
     sched_add_fresh(c->sched, head, tail);
-    if (took)
-        late_starve_fed(&c->starve);
-    if (c->released || c->up_ph)
-        relay_copies_settle(r);
-    return took;
+    late_starve_fed(&c->starve);
+    /* (upstream sent them before it heard that the last TM left) */
+    if (!peertab_live_count(r->peers.tab))
+        sched_give_back(c->sched);
+    relay_copies_settle(r);
 }
 
 /* The copies the scheduler noted for cancelling go to the TMs holding
@@ -447,18 +436,18 @@ void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, size_t n)
 
 /* --- tasks down (the server's source and sink) -------------------------- */
 
+/* Copies come as upstream sends them (tm_relay_take), so the server asks
+ * only once the scheduler has none fresh: late copies may go once
+ * upstream seems out of work, as the JM's once its generator has nothing;
+ * a wait for upstream's next copies is not that (late_starve). */
 size_t relay_copies_refill(void *arg, size_t want)
 {
     tm_relay_t *r = arg;
     rl_copies_t *c = r->copies;
-    size_t n = relay_copies_take(r, want);
-    /* (late copies may go once upstream seems out of work, as the JM's once
-     * its generator has nothing; a pool dry until upstream's next copies
-     * come is not that: late_starve) */
-    late_starve_note(&c->starve, n < want, r->tm->now);
-    sched_gen_state(c->sched, 0, !sched_has_fresh(c->sched) &&
-                                     late_starve_out(&c->starve, r->tm->now));
-    return n;
+    (void)want;
+    late_starve_note(&c->starve, 1, r->tm->now);
+    sched_gen_state(c->sched, 0, late_starve_out(&c->starve, r->tm->now));
+    return 0;
 }
 
 /* libzmq is done with a part: its reference to the message goes (on
@@ -523,33 +512,15 @@ size_t relay_copies_send(void *arg, server_peer_t *p, sched_task_t *const *tasks
 void relay_copies_serve(tm_relay_t *r)
 {
     tm_t *tm = r->tm;
-    if (!r->job.body || !tm->pool_started || tm->drain.active)
-        return;
-    /* With no TM behind, the copies waiting in the pool go back upstream:
-     * it sent them before it heard that the last TM left. */
-    while (!peertab_live_count(r->peers.tab) && relay_copies_take(r, SERVE_BATCH_TASKS))
-        relay_copies_give_back(r);
-    server_serve(r->srv);
+    if (r->job.body && tm->pool_started && !tm->drain.active)
+        server_serve(r->srv);
 }
 
 /* --- records in (the server's RESULTS) ---------------------------------- */
 
-/* Our queued copies of tasks whose foreign results just went up (flushed
- * first, so upstream reads the result before) go back unrun rather than
- * down to a TM, which would run them again. A copy already down with a TM
- * is upstream's to cancel. */
-static void relay_copies_unqueue(tm_relay_t *r, uint64_t *ids, size_t *n)
-{
-    if (!*n)
-        return;
-    relay_copies_flush(r);
-    tm_pool_cancel(&r->tm->pool, r->tm->job.current, ids, *n);
-    *n = 0;
-}
-
 /* A record of no copy held here (see the top). */
 static void relay_copies_other(tm_relay_t *r, const spits_hdr_t *h, const spits_rec_t *rec,
-                               zmq_msg_t *part, uint64_t *done, size_t *ndone)
+                               zmq_msg_t *part)
 {
     const tm_phase_t *cur = r->tm->job.current;
     if (!rec->foreign && relay_copies_swallow(r->copies, rec->id))
@@ -560,25 +531,19 @@ static void relay_copies_other(tm_relay_t *r, const spits_hdr_t *h, const spits_
         return;
     relay_copies_answer(r, cur, rec->id, rec->status | SPITS_REC_FOREIGN, rec->data, rec->len,
                         part, 0);
-    if (rec->status != SPITS_ST_OK)
-        return;
-    done[(*ndone)++] = rec->id;
-    if (*ndone == RELAY_UNQUEUE_MAX)
-        relay_copies_unqueue(r, done, ndone);
 }
 
 void relay_copies_results(void *arg, server_peer_t *p, server_recs_t *it)
 {
     tm_relay_t *r = arg;
-    uint64_t done[RELAY_UNQUEUE_MAX], hash;
-    size_t ndone = 0;
+    uint64_t hash;
     (void)p;
     while (server_recs_next(it)) {
         const spits_rec_t *rec = &it->rec;
         sched_task_t *task =
             rec->foreign ? NULL : relay_copies_find(r->copies, rec->id, it->m->h.phase);
         if (!task) {
-            relay_copies_other(r, &it->m->h, rec, it->frame, done, &ndone);
+            relay_copies_other(r, &it->m->h, rec, it->frame);
             continue;
         }
         sched_outcome_t o = server_recs_record(it, task->id, &hash);
@@ -589,7 +554,6 @@ void relay_copies_results(void *arg, server_peer_t *p, server_recs_t *it)
             rl_copy(task)->answered = 1;
         }
     }
-    relay_copies_unqueue(r, done, &ndone);
     relay_copies_cancels(r);
     relay_copies_settle(r);
 }

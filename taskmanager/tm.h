@@ -45,10 +45,11 @@
  * the queue, the outbox, the counts, is the same code.
  *
  * Remote slots (spits-tm --serve, a relay: relay.c): with opts.remote
- * set, no worker exists either. The main thread takes tasks out of the queue for
- * the TMs behind the relay (tm_pool_take: they count as running) and
- * puts their records back in the outbox (tm_pool_remote_done), so the
- * queue, held, drains, cancels and the outbox work as for workers.
+ * set, no worker exists either, and the queue stays empty: the main
+ * thread hands a TASKS message's tasks straight to the relay, which
+ * counts them running (tm_pool_remote_taken) and puts their records
+ * back in the outbox (tm_pool_remote_done), so held, drains and the
+ * outbox work as for workers.
  */
 #ifndef SPITS_TM_H
 #define SPITS_TM_H
@@ -254,11 +255,11 @@ int tm_pool_start(tm_pool_t *p, spits_module_t *mod);
  * tasks in the free ones. Main thread only. Returns when the next slot
  * is due (INT64_MAX: none runs). */
 int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns);
-/* Remote slots (pool.opts.remote, relay.c), main thread: takes up to max
- * queued tasks, which then count as running (held) until their records
- * come back through tm_pool_remote_done. Returns how many. */
-size_t tm_pool_take(tm_pool_t *p, tm_item_t *out, size_t max);
-/* done copies of phase ph taken with tm_pool_take are answered: their
+/* Remote slots (pool.opts.remote, relay.c), main thread: n tasks of a
+ * TASKS message went to the relay, and count as running (held) until
+ * their records come back through tm_pool_remote_done. */
+void tm_pool_remote_taken(tm_pool_t *p, size_t n);
+/* done copies of phase ph the relay took are answered: their
  * records (b, may be NULL when the caller has none to queue) and the
  * parts they name go to the outbox, unless ph is of a job the TM left
  * (parts is empty after, either way). 0, or -1 when out of memory (the

@@ -441,6 +441,10 @@ void *tm_relay_zap_socket(const tm_relay_t *r);
 /* One turn: their messages, tasks out to those with room, heartbeats and
  * losses. Records go to the outbox (results.c sends them). */
 void tm_relay_turn(tm_t *tm);
+/* Upstream's tasks (of a TASKS message, the current phase's; each holds
+ * a reference to its message): held and sent down, or handed back at
+ * once when no TM is behind. */
+void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n);
 /* Upstream said WELCOME or PHASE (body: its JSON): kept for the TMs
  * behind, who get PHASE too when the phase changed. */
 void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body);

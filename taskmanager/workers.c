@@ -579,14 +579,11 @@ int tm_pool_stop(tm_pool_t *p, int ms)
 
 /* ---- remote slots (spits-tm --serve: a relay) --------------------------- */
 
-size_t tm_pool_take(tm_pool_t *p, tm_item_t *out, size_t max)
+void tm_pool_remote_taken(tm_pool_t *p, size_t n)
 {
-    size_t n = 0;
     pthread_mutex_lock(&p->lock);
-    while (n < max && p->queue.n && !p->queue.quit)
-        out[n++] = pool_pop_locked(p);
+    p->queue.running += n;
     pthread_mutex_unlock(&p->lock);
-    return n;
 }
 
 int tm_pool_remote_done(tm_pool_t *p, const tm_phase_t *ph,

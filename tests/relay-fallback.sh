@@ -5,29 +5,32 @@
 # and re-sends A's copy of task 0 (which TM 1 still runs) to B; TM 1
 # moves to B. Then task 0 finishes, and its result reaches the JM through
 # B: it must commit task 0 once, and B's copy of it must never run.
-#   a. B's copy waits in B's own queue (TM 1, B's only TM, has no room):
-#      the result goes up flagged foreign, and B hands its copy back
-#      unrun as it passes;
+#   a. B's copy waits in B's scheduler, unsent (TM 1, B's only TM, has
+#      no room): the result answers it (not foreign), and it is never
+#      sent;
 #   b. B's copy went on to TM 2, behind B from the start, queued behind
 #      two tasks: B's scheduler holds it, so the result answers it (the
-#      same task: not foreign) and B cancels TM 2's copy itself (on
-#      084c61a the foreign result took B's copy instead, and TM 2 ran
-#      task 0 again; until the relay had a scheduler, the JM cancelled
-#      it).
+#      same task: not foreign) and B cancels TM 2's copy itself;
+#   c. A is stopped (SIGSTOP) instead: the JM, whose --tm-timeout is
+#      long, still counts A holding task 0 and sends no copy elsewhere,
+#      while TM 1 gives A up after its own few seconds of silence and
+#      moves to B. B holds no copy of task 0: the result goes up flagged
+#      foreign, and the JM commits it.
 # Expected, exactly: the output is the bench checksum, each task
-# committed once; 1 copy requeued (A's), 1 re-sent (to B), 1 foreign
-# result in a and none in b, no duplicate (no task ran twice), no retry;
-# B's done counts every task (its own copies' results, and the foreign
-# one).
+# committed once; in a and b, 1 copy requeued (A's), 1 re-sent (to B)
+# and no foreign result, in c none requeued or re-sent and 1 foreign
+# result; no duplicate (no task ran twice), no retry; B's done counts
+# every task (its own copies' results, and a foreign one).
 . "$(dirname "$0")/lib.sh"
 
-# fallback NAME N WINDOW SLEEP_US: the job (bench, N tasks of SLEEP_US,
-# held while $T/NAME.hold exists), relays A and B (ports PA, PB) and TM 1
-# on A, once it runs task 0; TM1 its pid
+# fallback NAME N WINDOW SLEEP_US [TM_TIMEOUT]: the job (bench, N tasks of
+# SLEEP_US, held while $T/NAME.hold exists; --tm-timeout 5 s unless
+# given), relays A and B (ports PA, PB) and TM 1 on A, once it runs task
+# 0; TM1 its pid
 fallback() {
-    local name=$1 n=$2 window=$3 sleep_us=$4
+    local name=$1 n=$2 window=$3 sleep_us=$4 tmt=${5:-5}
     touch "$T/$name.hold"
-    start_jm "$name" --max-copies 1 --window "$window" --tm-timeout 5 --heartbeat 0.5 \
+    start_jm "$name" --max-copies 1 --window "$window" --tm-timeout "$tmt" --heartbeat 0.5 \
         "$MODS/bench.so" -n "$n" -s "$sleep_us" -P "$T/$name.hold"
     JM1=$JM_PID
     PA=$(free_port); PB=$(free_port)
@@ -54,10 +57,10 @@ kill_a() {
         30 "$1: the JM to re-send A's copy to B"
 }
 
-# finish NAME N FOREIGN PIDS...: the hold lifted, the job ends, and its
-# counts are the expected ones (FOREIGN: foreign results)
+# finish NAME N 'REQUEUED, RESENT, FOREIGN' PIDS...: the hold lifted, the
+# job ends, and its counts are the expected ones
 finish() {
-    local name=$1 n=$2 foreign=$3 p got
+    local name=$1 n=$2 want="[$2, $3, 0, 0]" p got
     shift 3
     rm "$T/$name.hold"
     wait "$JM1" || fail "$name: spits-jm exited $?"
@@ -65,27 +68,34 @@ finish() {
     [ "$(cat "$T/$name.out")" = "$(bench_checksum "$n")" ] || fail "$name: bench printed '$(cat "$T/$name.out")'"
     local r=$T/$name/report.json c="d['counters']"
     got=$(json "$r" "[$c['committed'], $c['requeued'], $c['resent'], $c['foreign_results'], $c['duplicates'], $c['retried']]")
-    [ "$got" = "[$n, 1, 1, $foreign, 0, 0]" ] ||
-        fail "$name: committed, requeued, resent, foreign, duplicates, retried: $got, not [$n, 1, 1, $foreign, 0, 0]"
+    [ "$got" = "$want" ] ||
+        fail "$name: committed, requeued, resent, foreign, duplicates, retried: $got, not $want"
     got=$(json "$r" "[t['done'] for t in d['tms'] if t.get('endpoint') == 'tcp://127.0.0.1:$PB']")
     [ "$got" = "[$n]" ] || fail "$name: relay B's done: $got, not [$n]"
 }
 
-# --- a. B's copy waits in B's queue
+# a_holds_1 NAME: the JM counts relay A holding 1 task (task 0)
+a_holds_1() {
+    local got
+    # (the JM answers a status request from a copy built at most once a
+    # tick: the first one read may predate task 0's send; ask for 2 s at
+    # most)
+    for _ in $(seq 20); do
+        got=$(held "$1" "$PA")
+        [ "$got" = "[1]" ] && return
+        sleep 0.1
+    done
+    fail "$1: relay A holds $got task(s), not [1]"
+}
+
+# --- a. B's copy waits in B's scheduler
 # (--window 2: with two relays alive, each may hold one task, its share
 # of the window, so A holds just task 0, and B, its only TM busy with
-# task 0, queues its copy)
+# task 0, holds its copy unsent)
 fallback a 8 2 300000
-# (the JM answers a status request from a copy built at most once a tick:
-# the first one read may predate task 0's send; ask for 2 s at most)
-for i in $(seq 20); do
-    got=$(held a "$PA")
-    [ "$got" = "[1]" ] && break
-    sleep 0.1
-done
-[ "$got" = "[1]" ] || fail "a: relay A holds $got task(s), not [1]"
+a_holds_1 a
 kill_a a
-finish a 8 1 "$TM1"
+finish a 8 "1, 1, 0" "$TM1"
 
 # --- b. B's copy waits in TM 2's queue
 # (--window 4: A holds task 0; B, whose TM 2 has 1 worker and 3 more
@@ -98,7 +108,17 @@ wait_for "[ -e $T/b.hold.waiting-1 ] && [ \"\$(held b $PB)\" = '[3]' ]" 30 \
     "b: TM 2 to run task 1 and hold 2 and 3"
 [ "$(held b "$PA")" = "[1]" ] || fail "b: relay A holds $(held b "$PA") task(s), not [1]"
 kill_a b
-finish b 6 0 "$TM1" "$tm2"
+finish b 6 "1, 1, 0" "$TM1" "$tm2"
 grep -q "cancel: 1 of 1 copies were still queued and go back" "$T/b.tm2.log" ||
     fail "b: TM 2 was not told to cancel its queued copy of task 0"
+
+# --- c. B holds no copy of task 0
+fallback c 4 2 300000 60
+a_holds_1 c
+kill -STOP "$RA"
+wait_for "grep -q 'joined job .* at tcp://127.0.0.1:$PB (relay)' $T/c.tm1.log" 30 \
+    "c: TM 1 to join relay B"
+[ "$(held c "$PA")" = "[1]" ] || fail "c: relay A holds $(held c "$PA") task(s), not [1]"
+finish c 4 "0, 0, 1" "$TM1"
+{ kill -9 "$RA"; wait "$RA"; } 2>/dev/null
 exit 0
