@@ -390,26 +390,30 @@ const char *tm_link_gone_hint(tm_t *tm, char *buf, size_t len)
 }
 
 /* Looks at the job dir again: the job may be over, or the JM elsewhere. */
+/* Whether our job's report.json says it ended (tm->done set, said). A
+ * JM stopped by a signal told its TMs to stop; one that missed it stops
+ * too (a resumed JM gets new TMs, or the ones that kept going). A TM that
+ * never joined is such a new TM: it waits, for its --wait, for spits-jm
+ * --resume. */
+static int job_over(tm_t *tm)
+{
+    if (!tm->opts.jobdir || !tm->job.job_id[0] ||
+        !spits_jobdir_finished(tm->opts.jobdir, tm->job.job_id, tm->link.status.welcomed))
+        return 0;
+    spits_info("job %s is over (report.json written)", tm->job.job_id);
+    tm->done = 1;
+    tm->job_over = 1;
+    return 1;
+}
+
 static void look_for_jm(tm_t *tm)
 {
     spits_announce_t announce;
     char err[512];
 
     tm->link.live.last_look = tm->now;
-    if (!tm->opts.jobdir)
+    if (!tm->opts.jobdir || job_over(tm))
         return;
-    /* A JM stopped by a signal told its TMs to stop; one that missed it
-     * stops too (a resumed JM gets new TMs, or the ones that kept going).
-     * A TM that never joined is such a new TM: it waits, for its --wait,
-     * for spits-jm --resume. */
-    if (tm->job.job_id[0] &&
-        spits_jobdir_finished(tm->opts.jobdir, tm->job.job_id,
-                              tm->link.status.welcomed)) {
-        spits_info("job %s is over (report.json written)", tm->job.job_id);
-        tm->done = 1;
-        tm->job_over = 1;
-        return;
-    }
     if (spits_announce_read(tm->opts.jobdir, &announce, err, sizeof err) == 0 &&
         (strcmp(announce.endpoint, tm->link.hops.jm_endpoint) != 0 ||
          strcmp(announce.server_key, tm->link.keys.server_public) != 0)) {
@@ -498,11 +502,14 @@ void tm_link_timers(tm_t *tm)
     }
     /* Looking (LOST) or reconnecting (CONNECTING) alike: a JM unheard of
      * for --reconnect-timeout is given up, unless its connection still
-     * brings bytes (a large message arriving late is no lost JM). */
+     * brings bytes (a large message arriving late is no lost JM), or the
+     * job ended meanwhile (a TM stopped through its end). */
     if (tm->link.status.welcomed &&
         tm->now - tm->link.live.last_heard > (int64_t)(tm->opts.reconnect * 1000) &&
         !jm_busy(tm)) {
         char hint[PATH_MAX + 256];
+        if (job_over(tm))
+            return;
         tm_link_gone_hint(tm, hint, sizeof hint);
         if (tm->opts.n_via)
             spits_error("lost the job manager at %s and its %d relay(s): silent "

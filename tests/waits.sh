@@ -4,7 +4,8 @@
 # so a second in, and again every $SPITS_WAIT_REPEAT_S (a minute unless
 # set); a JM no TM joined says, once, how to start one; when the JM is
 # killed, its TM and spits-status say that its process is gone and that
-# spits-jm --resume continues the job.
+# spits-jm --resume continues the job; a TM stopped while its job ended
+# is told, once resumed, that the job is over.
 . "$(dirname "$0")/lib.sh"
 ST=$top_builddir/tools/spits-status
 host=$(hostname)
@@ -43,4 +44,20 @@ grep -q "^spits-tm: error: lost the job manager at tcp://127.0.0.1:[0-9]*: silen
 out=$("$ST" --jobdir "$T/job" 2>&1); rc=$?
 [ $rc = 1 ] && [ "$out" = "spits-status: error: job $(json "$T/job/jm.json" "d['job_id']"): no job manager answers; $gone" ] ||
     fail "spits-status: $rc $out"
+
+# A TM stopped (SIGSTOP) longer than its --reconnect-timeout, while the JM
+# counts it lost and the job ends on the other TM: resumed, it finds the
+# job over in report.json and exits 0, instead of calling the JM lost.
+start_jm end --tm-timeout 2 --heartbeat 0.5 "$MODS/bench.so" -n 100 -s 20000
+start_tm end end.stopped -n 1 --reconnect-timeout 2; stopped=$TM_PID
+start_tm end end.other -n 1; other=$TM_PID
+wait_for "[ \"\$(tm_done end $stopped)\" -ge 1 ] 2>/dev/null" 30 "the TM to be stopped to run a task"
+kill -STOP $stopped
+wait $JM_PID || fail "the job with a stopped TM: spits-jm exited $?"
+wait $other || fail "the other TM exited $?"
+sleep 2.5   # (past the stopped TM's --reconnect-timeout, had it not been already)
+kill -CONT $stopped
+wait $stopped || fail "the TM resumed after its job ended exited $?: $(tail -2 "$T/end.stopped.log")"
+tail -1 "$T/end.stopped.log" | grep -qx "spits-tm: job $(json "$T/end/report.json" "d['job_id']") is over (report.json written)" ||
+    fail "the resumed TM said: $(tail -3 "$T/end.stopped.log")"
 echo PASS
