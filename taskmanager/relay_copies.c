@@ -37,8 +37,11 @@
  * until relay_copies_settle answers and frees them, after the caller
  * marked those it answered. Each function here that calls the scheduler
  * settles before it returns, and relay.c asserts at each turn's end that
- * none is left (relay_copies_unsettled). Settled tasks are kept (up to
- * RELAY_SPARE_MAX) and made again: the per-task path does not allocate.
+ * none is left (relay_copies_unsettled). Tasks are made in slabs of
+ * RELAY_SLAB_TASKS, and settled ones kept to be made again, until the
+ * relay ends: the per-task path does not allocate, and the relay's task
+ * memory stays at its peak (what upstream had it hold at once, which its
+ * TMs' slots bound).
  *
  * libzmq's I/O thread only calls relay_copies_part_done, which drops a
  * reference with an atomic.
@@ -51,7 +54,7 @@
 #include "relay_int.h"
 #include "taskbatch.h"
 
-#define RELAY_SPARE_MAX 65536      /* settled tasks kept to be made again */
+#define RELAY_SLAB_TASKS 256       /* tasks made per allocation */
 
 /* A copy, as the scheduler holds it: a sched_task_t (id: our number for
  * it; hash: upstream's id) whose data bytes are this. */
@@ -68,6 +71,14 @@ static inline rl_copy_t *rl_copy(sched_task_t *task)
     return (rl_copy_t *)(void *)task->data;
 }
 
+/* A task and its copy, as a slab lays them out. */
+#define RL_TASK_BYTES ((sizeof(sched_task_t) + sizeof(rl_copy_t) + 7) & ~(size_t)7)
+
+typedef struct rl_slab {
+    struct rl_slab *next;
+    _Alignas(8) unsigned char tasks[];   /* RELAY_SLAB_TASKS of RL_TASK_BYTES */
+} rl_slab_t;
+
 struct rl_copies {
     sched_t *sched;
     sched_stats_t st;            /* the scheduler's counts */
@@ -76,8 +87,8 @@ struct rl_copies {
     spits_idmap_t *extra;        /* upstream id -> (repeats, phase) */
     uint64_t next_id;            /* the next task's own number */
     sched_task_t *released;      /* released, not yet settled */
-    sched_task_t *spare;         /* settled, to be made again */
-    size_t nspare;
+    sched_task_t *spare;         /* settled or never made, to be made */
+    rl_slab_t *slabs;            /* ...every task's memory */
     uint64_t cancelled;          /* copies behind told to cancel */
     late_starve_t starve;        /* refills that left a TM's room unfilled */
     int closing;                 /* the relay ends: nothing goes up */
@@ -191,13 +202,8 @@ static void relay_copies_settle(tm_relay_t *r)
         if (spits_idmap_take(c->byid, task->hash, 0, &held) && held != task)
             spits_idmap_put(c->byid, task->hash, 0, held);
         tm_rx_release(cp->rx, 1);
-        if (c->nspare < RELAY_SPARE_MAX) {
-            task->next = c->spare;
-            c->spare = task;
-            c->nspare++;
-        } else {
-            free(task);
-        }
+        task->next = c->spare;
+        c->spare = task;
     }
     relay_copies_flush(r);
     /* (a copy the scheduler could not keep would never be answered) */
@@ -223,10 +229,10 @@ void relay_copies_free(tm_relay_t *r)
     c->closing = 1;
     sched_destroy(&c->sched);
     relay_copies_settle(r);
-    while (c->spare) {
-        sched_task_t *next = c->spare->next;
-        free(c->spare);
-        c->spare = next;
+    while (c->slabs) {
+        rl_slab_t *next = c->slabs->next;
+        free(c->slabs);
+        c->slabs = next;
     }
     spits_idmap_destroy(&c->byid);
     spits_idmap_destroy(&c->extra);
@@ -274,17 +280,24 @@ static int relay_copies_swallow(rl_copies_t *c, uint64_t id)
     return 1;
 }
 
-/* A task for item (its reference moves in), a spare one first; NULL when
- * out of memory. */
+/* A task for item (its reference moves in), a spare one, or one of a new
+ * slab; NULL when out of memory. */
 static sched_task_t *relay_copies_make(rl_copies_t *c, const tm_item_t *item)
 {
-    sched_task_t *task = c->spare;
-    if (task) {
-        c->spare = task->next;
-        c->nspare--;
-    } else if (!(task = malloc(sizeof *task + sizeof(rl_copy_t)))) {
-        return NULL;
+    if (!c->spare) {
+        rl_slab_t *s = malloc(sizeof *s + RELAY_SLAB_TASKS * RL_TASK_BYTES);
+        if (!s)
+            return NULL;
+        s->next = c->slabs;
+        c->slabs = s;
+        for (size_t k = RELAY_SLAB_TASKS; k-- > 0;) {
+            sched_task_t *t = (sched_task_t *)(void *)(s->tasks + k * RL_TASK_BYTES);
+            t->next = c->spare;
+            c->spare = t;
+        }
     }
+    sched_task_t *task = c->spare;
+    c->spare = task->next;
     task->next = NULL;
     task->id = c->next_id++;
     task->hash = item->id;
@@ -325,7 +338,6 @@ void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n)
             if (relay_copies_find(c, it->id, it->phase->wire)) {
                 task->next = c->spare;   /* (unmade) */
                 c->spare = task;
-                c->nspare++;
                 relay_copies_repeat(r, it);
                 continue;
             }
