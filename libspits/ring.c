@@ -52,7 +52,7 @@ __attribute__((noinline)) static int ring_grow(spits_ring_t *r, uint64_t span)
     return 0;
 }
 
-int spits_ring_put(spits_ring_t *r, uint64_t id, void *item)
+int spits_ring_put_far(spits_ring_t *r, uint64_t id, void *item)
 {
     if (id < r->next || !item || id == UINT64_MAX)
         return -1;
@@ -64,21 +64,6 @@ int spits_ring_put(spits_ring_t *r, uint64_t id, void *item)
     r->next = id + 1;
     r->count++;
     return 0;
-}
-
-void *spits_ring_take(spits_ring_t *r, uint64_t id)
-{
-    void *item = spits_ring_get(r, id);
-    if (!item)
-        return NULL;
-    r->slots[id & (r->cap - 1)] = NULL;
-    r->count--;
-    if (r->count == 0)
-        r->low = r->next;
-    else
-        while (r->slots[r->low & (r->cap - 1)] == NULL)
-            r->low++;
-    return item;
 }
 
 uint64_t spits_ring_low(const spits_ring_t *r)

@@ -20,8 +20,8 @@
 
 typedef struct spits_ring spits_ring_t;
 
-/* (here only for spits_ring_get, inline: it is called for every record;
- * every other access is ring.c's) */
+/* (here only for spits_ring_get, put and take, inline: they run for
+ * every task; every other access is ring.c's) */
 struct spits_ring {
     void **slots;
     uint64_t cap;     /* power of two */
@@ -33,8 +33,20 @@ struct spits_ring {
 spits_ring_t *spits_ring_new(void);
 void spits_ring_destroy(spits_ring_t **ring);
 
+/* spits_ring_put when the ring is empty or must grow (ring.c). */
+int spits_ring_put_far(spits_ring_t *r, uint64_t id, void *item);
+
 /* Adds an item; id must be >= spits_ring_next(). -1: bad id or no memory. */
-int spits_ring_put(spits_ring_t *ring, uint64_t id, void *item);
+static inline int spits_ring_put(spits_ring_t *r, uint64_t id, void *item)
+{
+    if (id < r->next || !item || id == UINT64_MAX || !r->count || id - r->low >= r->cap)
+        return spits_ring_put_far(r, id, item);
+    r->slots[id & (r->cap - 1)] = item;
+    r->next = id + 1;
+    r->count++;
+    return 0;
+}
+
 /* The item with this id, or NULL if it was never put or was taken. */
 static inline void *spits_ring_get(const spits_ring_t *r, uint64_t id)
 {
@@ -42,8 +54,21 @@ static inline void *spits_ring_get(const spits_ring_t *r, uint64_t id)
         return NULL;
     return r->slots[id & (r->cap - 1)];
 }
+
 /* Removes and returns the item (NULL if absent). */
-void *spits_ring_take(spits_ring_t *ring, uint64_t id);
+static inline void *spits_ring_take(spits_ring_t *r, uint64_t id)
+{
+    void *item = spits_ring_get(r, id);
+    if (!item)
+        return NULL;
+    r->slots[id & (r->cap - 1)] = NULL;
+    if (--r->count == 0)
+        r->low = r->next;
+    else
+        while (r->slots[r->low & (r->cap - 1)] == NULL)
+            r->low++;
+    return item;
+}
 
 /* Oldest id present (== next when empty). */
 uint64_t spits_ring_low(const spits_ring_t *ring);
