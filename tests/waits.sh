@@ -46,13 +46,15 @@ out=$("$ST" --jobdir "$T/job" 2>&1); rc=$?
     fail "spits-status: $rc $out"
 
 # A TM stopped (SIGSTOP) longer than its --reconnect-timeout, while the JM
-# counts it lost and the job ends on the other TM: resumed, it finds the
-# job over in report.json and exits 0, instead of calling the JM lost.
-start_jm end --tm-timeout 2 --heartbeat 0.5 "$MODS/bench.so" -n 100 -s 20000
+# counts it lost (so it sends it no END) and the job ends on the other
+# TM: resumed, it finds the job over in report.json and exits 0, instead
+# of calling the JM lost.
+start_jm end --tm-timeout 2 --heartbeat 0.5 "$MODS/bench.so" -n 400 -s 20000
 start_tm end end.stopped -n 1 --reconnect-timeout 2; stopped=$TM_PID
 start_tm end end.other -n 1; other=$TM_PID
 wait_for "[ \"\$(tm_done end $stopped)\" -ge 1 ] 2>/dev/null" 30 "the TM to be stopped to run a task"
 kill -STOP $stopped
+wait_for "grep -q 'TM .*:$stopped lost (silent for' $T/end.jm.log" 30 "the JM to lose the stopped TM"
 wait $JM_PID || fail "the job with a stopped TM: spits-jm exited $?"
 wait $other || fail "the other TM exited $?"
 sleep 2.5   # (past the stopped TM's --reconnect-timeout, had it not been already)
