@@ -47,6 +47,17 @@ int liveness_judge(liveness_hop_t *h, const liveness_t *l, int64_t now,
     return LIVENESS_FINE;
 }
 
+int liveness_quiet(const liveness_hop_t *h, const liveness_t *l, int64_t now,
+                   liveness_probe_fn *probe, void *arg)
+{
+    int64_t heard = l->last_heard > h->heard_floor ? l->last_heard : h->heard_floor;
+    int64_t after = LIVENESS_QUIET_HBS * h->hb_ms;
+    if (now - heard <= after)
+        return 0;
+    int64_t quiet = probe(l, arg);
+    return quiet < 0 || quiet > after;
+}
+
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
 
 #ifdef SPITS_SELFTEST
@@ -134,6 +145,21 @@ int liveness_selftest(void)
     liveness_heard(&l, t0 + 11000);
     CHECK(liveness_judge(&h, &l, t0 + 13000, 0, probe_fake, &p, "h", 1) != LIVENESS_LOST);
     CHECK(liveness_judge(&h, &l, t0 + 13001, 0, probe_fake, &p, "h", 1) == LIVENESS_LOST);
+    /* Quiet past 3 heartbeat periods (600 ms) from its message or the
+     * stall's end, whichever is later, unless its connection brings
+     * bytes; the probe asked only then. */
+    p.asked = 0;
+    CHECK(!liveness_quiet(&h, &l, t0 + 11600, probe_fake, &p) && p.asked == 0);
+    CHECK(liveness_quiet(&h, &l, t0 + 11601, probe_fake, &p) && p.asked == 1);
+    p.quiet = 0;
+    CHECK(!liveness_quiet(&h, &l, t0 + 11601, probe_fake, &p));
+    p.quiet = 600;
+    CHECK(!liveness_quiet(&h, &l, t0 + 11601, probe_fake, &p));
+    p.quiet = 601;
+    CHECK(liveness_quiet(&h, &l, t0 + 11601, probe_fake, &p));
+    h.heard_floor = t0 + 11500;
+    CHECK(!liveness_quiet(&h, &l, t0 + 12100, probe_fake, &p) &&
+          liveness_quiet(&h, &l, t0 + 12101, probe_fake, &p));
     return 0;
 }
 

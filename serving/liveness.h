@@ -35,6 +35,11 @@
  * long: a heartbeat to every TM each tick, so that the one whose
  * connection it was fails its send (ROUTER_MANDATORY) at once. */
 #define LIVENESS_PROBE_MS 1500
+/* A TM silent for this many heartbeat periods, its connection bringing
+ * no bytes either, is quiet (liveness_quiet): not lost yet, but what it
+ * holds is taken for stalled, not running. A TM speaks at least once a
+ * period (its STATS or heartbeat). */
+#define LIVENESS_QUIET_HBS 3
 
 /* One TM, as its hop sees it. */
 typedef struct {
@@ -84,6 +89,12 @@ int liveness_stall(liveness_hop_t *h, int64_t before, int64_t now);
 int liveness_judge(liveness_hop_t *h, const liveness_t *l, int64_t now,
                    int probing, liveness_probe_fn *probe, void *arg,
                    const char *host, long pid);
+/* Whether the TM of l is quiet at now: silent (as for liveness_judge)
+ * for more than LIVENESS_QUIET_HBS heartbeat periods, and its connection
+ * too, as far as probe can tell (asked only then). A stopped or cut-off
+ * TM is quiet long before it is lost; one that is merely busy is not. */
+int liveness_quiet(const liveness_hop_t *h, const liveness_t *l, int64_t now,
+                   liveness_probe_fn *probe, void *arg);
 
 #ifdef SPITS_SELFTEST
 int liveness_selftest(void);

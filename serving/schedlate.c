@@ -19,7 +19,7 @@
 /* The lateness bound now; a new one may make tasks late for any TM. */
 static int64_t late_bound(sched_t *s)
 {
-    int64_t after = late_after(&s->late, s->finished, spits_ring_count(s->ring));
+    int64_t after = sched_bound(s);
     if (after != s->late_after) {
         s->late_after = after;
         s->version++;

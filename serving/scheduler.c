@@ -275,6 +275,11 @@ int sched_holds(const sched_t *s, int slot, uint64_t id)
     return 0;
 }
 
+void sched_set_quiet(sched_t *s, uint64_t copies)
+{
+    s->quiet = copies;
+}
+
 void sched_gen_state(sched_t *s, int done, int waiting)
 {
     s->gen_done = done;
@@ -374,8 +379,7 @@ void sched_set_backlog(sched_t *s, uint64_t released, int idle)
 
 int64_t sched_late_after(const sched_t *s)
 {
-    return s->ring ? late_after(&s->late, s->finished, spits_ring_count(s->ring))
-                   : LATE_NEVER;
+    return s->ring ? sched_bound(s) : LATE_NEVER;
 }
 
 sched_task_t *const *sched_picked(const sched_t *s)
@@ -2040,6 +2044,40 @@ out:
     return rc;
 }
 
+/* The gate and quiet TMs: a holds 8 of 10 tasks and b finished the other
+ * 2 (a second each). 2 finished of 10 is short of half: no copy goes.
+ * With 5 of a's copies counted quiet, 2 of 5 still is; with 6, 2 of 4 is
+ * half, and c gets copies of a's 8, all late; quiet again, none go. */
+static int sched_directed_quiet(void)
+{
+    sched_stats_t st;
+    sched_peer_t tm[3], *a = &tm[0], *b = &tm[1], *c = &tm[2];
+    int rc = -1;
+    sched_t *s = d_start(&st, tm, 3, 8, 10, 10);
+
+    D_CHECK(s);
+    sched_gen_state(s, 1, 0);
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 3, 4, 5, 6, 7), 0) == 0);
+    D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(8, 9), 0) == 0);
+    sched_clock(s, 1000);
+    D_CHECK(d_rec(s, b, 1, 8, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, b, 1, 9, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(sched_late_after(s) == LATE_NEVER && d_pick(s, c, 5000, D_NONE) == 0);
+    sched_set_quiet(s, 5);
+    D_CHECK(sched_late_after(s) == LATE_NEVER && d_pick(s, c, 5000, D_NONE) == 0);
+    sched_set_quiet(s, 6);
+    D_CHECK(sched_late_after(s) == 1534);
+    D_CHECK(d_pick(s, c, 5000, D_IDS(0, 1, 2, 3, 4, 5, 6, 7)) == 0);
+    sched_set_quiet(s, 100);   /* (more than are out: none running) */
+    D_CHECK(sched_late_after(s) == 1534);
+    sched_set_quiet(s, 0);
+    D_CHECK(sched_late_after(s) == LATE_NEVER);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
 /* The release hook of sched_directed_lifecycle: counts, notes a task
  * released still linked to another (next), then frees. */
 typedef struct {
@@ -2212,7 +2250,8 @@ int sched_selftest(void)
         sched_directed_turnaround() != 0 || sched_directed_drop() != 0 ||
         sched_directed_fresh_tail() != 0 || sched_directed_new_phase() != 0 ||
         sched_directed_rescan(0) != 0 || sched_directed_rescan(1) != 0 ||
-        sched_directed_lifecycle() != 0 || sched_directed_turn_edges() != 0)
+        sched_directed_lifecycle() != 0 || sched_directed_turn_edges() != 0 ||
+        sched_directed_quiet() != 0)
         return -1;
 
     static const int configs[][2] = {{1, 1}, {2, 3}, {3, 2}, {SCHED_MAX_COPIES, 3}};

@@ -56,10 +56,20 @@ struct sched {
                                         parts waited (sched_set_backlog) */
     late_t late;                  /* when a copy is late */
     uint64_t finished;               /* results committed this phase */
+    uint64_t quiet;                  /* copies on quiet TMs (sched_set_quiet) */
     int64_t late_after;              /* the bound last seen by a scan */
     sched_hooks_t hooks;             /* the owner's */
     int broken;
 };
+
+/* The lateness bound now (lateness.h): the tasks out count as running
+ * but for the copies quiet TMs hold (sched_set_quiet). */
+static inline int64_t sched_bound(const sched_t *s)
+{
+    uint64_t out = spits_ring_count(s->ring);
+    out -= s->quiet < out ? s->quiet : out;
+    return late_after(&s->late, s->finished, out);
+}
 
 static inline int held_by(const sched_task_t *task, int slot)
 {

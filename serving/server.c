@@ -187,6 +187,7 @@ void server_tick(server_t *s)
 {
     unsigned char hb[SPITS_HDR_SIZE];
     int probing = server_probing(s);
+    uint64_t quiet = 0;
     spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, s->wire);
     /* (from the end: a peer lost leaves the live set, the last taking
      * its place) */
@@ -199,11 +200,16 @@ void server_tick(server_t *s)
             snprintf(why, sizeof why, "silent for %.1f s",
                      (double)(s->now - p->live.last_heard) / 1000.0);
             server_lose(s, p, why, 0);
-        } else if (v == LIVENESS_HEARTBEAT && !p->gone &&
-                   server_send(s, p, hb, sizeof hb, 0) == 0) {
-            s->st.heartbeats++;
+            continue;
         }
+        if (v == LIVENESS_HEARTBEAT && !p->gone && server_send(s, p, hb, sizeof hb, 0) == 0)
+            s->st.heartbeats++;
+        if (p->sched.credit.outstanding > 0 &&
+            liveness_quiet(&s->cfg.rules, &p->live, s->now, s->cfg.probe, s->cfg.probe_arg))
+            quiet += (uint64_t)p->sched.credit.outstanding;
     }
+    /* (what quiet peers hold is stalled, not running: scheduler.h) */
+    sched_set_quiet(s->cfg.sched, quiet);
     /* (time passed: settling ends, copies become late) */
     server_due_all(s);
 }
@@ -292,6 +298,8 @@ size_t server_cancels(server_t *s, uint32_t wire, sched_cancel_t *c, size_t n, i
 
 #ifdef SPITS_SELFTEST
 #include <string.h>
+
+#include "scheduler_int.h"   /* (the quiet copies the tick sets) */
 
 /* A hop of up to 4 peers (slots 0..3), 2 workers each, whose sends are
  * noted: TASKS in a log ("slot:n " each), the last message's bytes and
@@ -1045,6 +1053,25 @@ static int st_losses(void)
     S_CHECK(!server_probing(h.s));
     server_tick(h.s);
     S_CHECK(server_stats(h.s)->heartbeats == 4);
+    /* Quiet past 3 heartbeat periods (300 ms): what it holds counts as
+     * stalled for the lateness gate, each tick anew. */
+    S_CHECK(p[1]->sched.credit.outstanding > 0 && p[2]->sched.credit.outstanding > 0);
+    p[1]->live.last_heard = 1460 - 301;
+    p[2]->live.last_heard = 1460 - 300;
+    server_tick(h.s);
+    S_CHECK(h.sc->quiet == (uint64_t)p[1]->sched.credit.outstanding);
+    int held = p[1]->sched.credit.outstanding;   /* (one copy counts too) */
+    p[1]->sched.credit.outstanding = 1;
+    server_tick(h.s);
+    p[1]->sched.credit.outstanding = held;
+    S_CHECK(h.sc->quiet == 1);
+    p[2]->live.last_heard = 1460 - 301;
+    server_tick(h.s);
+    S_CHECK(h.sc->quiet == (uint64_t)(p[1]->sched.credit.outstanding +
+                                      p[2]->sched.credit.outstanding));
+    p[1]->live.last_heard = p[2]->live.last_heard = 1460;
+    server_tick(h.s);
+    S_CHECK(h.sc->quiet == 0);
     /* Silent past the timeout, in tenths of a second. */
     p[1]->live.last_heard = 1460 - 1051;
     p[2]->live.last_heard = 1460 - 1250;

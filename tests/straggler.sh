@@ -1,12 +1,13 @@
 #!/bin/bash
 # Stragglers and dead links.
 # 1. A TM stopped with SIGSTOP for the rest of the job holds tasks it will
-#    never finish; once fresh tasks run out, the circular queue re-sends
-#    copies of them to the other TMs, so the job finishes (long before
-#    --tm-timeout: no TM is declared lost, unless the JM's adaptive
-#    prefetch gave it more than half the job) with the exact result. The
-#    time is printed next to the same job's time without that TM; how
-#    close it comes is the benchmarks' to measure, not this test's.
+#    never finish, most of the job's (a 700-task prefetch): once fresh
+#    tasks run out and it has been quiet for 3 heartbeats, the circular
+#    queue re-sends copies of them to the other TMs, so the job finishes
+#    (long before --tm-timeout: no TM is declared lost) with the exact
+#    result. The time is printed next to the same job's time without that
+#    TM; how close it comes is the benchmarks' to measure, not this
+#    test's.
 # 2. A TM stopped past --tm-timeout is declared dead and its tasks are
 #    requeued; when it comes back (SIGCONT) it rejoins, and its late
 #    results are committed or discarded as duplicates, never both (the
@@ -28,7 +29,7 @@ base=$(json "$T/base/report.json" "d['seconds']")
 # With it: three TMs, one stopped once the job is under way.
 start_jm strag --tm-timeout 60 "${args[@]}"
 jm=$JM_PID
-start_tm strag victim -n 2; victim=$TM_PID
+start_tm strag victim -n 2 -p 700; victim=$TM_PID
 wait_for "grep -q joined $T/strag.jm.log" 30 "the victim to join"
 start_tm strag s1 -n 2; s1=$TM_PID
 start_tm strag s2 -n 2; s2=$TM_PID
@@ -41,32 +42,21 @@ r=$T/strag/report.json
 with=$(json $r "d['seconds']")
 echo "straggler: ${with}s with a stopped TM, ${base}s without it ($(json $r "round(d['seconds'] / $base, 2)")x)"
 # What the stopped TM held: the copies sent to it that it never answered.
+# (More than half of them: the finished tasks never reach half of those
+# finished or out, serving/lateness.h, unless the stopped TM's copies
+# count as stalled once it is quiet, serving/liveness.h.)
 held=$(json $r "[t['sent'] - t['done'] for t in d['tms'] if t['pid'] == $victim][0]")
-lost=0
-if [ "$(json $r "d['counters']['tm_losses']")" = 0 ]; then
-    [ "$(json $r "d['counters']['resent'] > 0")" = True ] || fail "no copy was re-sent"
-    # The stopped TM's copies of tasks that committed elsewhere were cancelled.
-    [ "$(json $r "d['counters']['cancelled'] > 0")" = True ] || fail "no copy was cancelled"
-elif [ $((2 * held)) -gt $n ]; then
-    # The lateness gate's known weakness (docs/running.md, Stragglers): on
-    # a loaded machine the JM's adaptive prefetch (serving/credit.h) can
-    # give the victim more than half the tasks before it stops; then the
-    # finished tasks never reach half of those finished or out
-    # (serving/lateness.h), no copy goes, and the job waits --tm-timeout,
-    # loses the TM and requeues what it held.
-    echo "straggler: the stopped TM held $held of $n tasks: it was lost, not copied"
-    lost=1
-    [ "$(json $r "d['counters']['tm_losses'] == 1 and d['counters']['requeued'] > 0")" = True ] ||
-        fail "counters: $(json $r "d['counters']")"
-else
-    fail "a TM was declared lost, holding $held of $n tasks"
-fi
-# (Lost or not, it comes back after the job ended, past its
-# --reconnect-timeout when lost: it finds the job over and exits 0.)
+echo "straggler: the stopped TM held $held of $n tasks"
+[ $((2 * held)) -gt $n ] || fail "the stopped TM held $held of $n tasks, not most of them"
+[ "$(json $r "d['counters']['tm_losses']")" = 0 ] || fail "a TM was declared lost, holding $held of $n tasks"
+[ "$(json $r "d['counters']['resent'] > 0")" = True ] || fail "no copy was re-sent"
+# The stopped TM's copies of tasks that committed elsewhere were cancelled.
+[ "$(json $r "d['counters']['cancelled'] > 0")" = True ] || fail "no copy was cancelled"
+# (It comes back after the job ended: it finds the job over and exits 0.)
 kill -CONT $victim
 wait $victim
 rc=$?
-[ $rc = 0 ] || fail "the resumed straggler exited $rc (lost: $lost)"
+[ $rc = 0 ] || fail "the resumed straggler exited $rc"
 wait $s1; wait $s2
 
 # Dead past --tm-timeout, then back.
