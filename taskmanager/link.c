@@ -389,7 +389,6 @@ const char *tm_link_gone_hint(tm_t *tm, char *buf, size_t len)
     return buf;
 }
 
-/* Looks at the job dir again: the job may be over, or the JM elsewhere. */
 /* Whether our job's report.json says it ended (tm->done set, said). A
  * JM stopped by a signal told its TMs to stop; one that missed it stops
  * too (a resumed JM gets new TMs, or the ones that kept going). A TM that
@@ -406,6 +405,7 @@ static int job_over(tm_t *tm)
     return 1;
 }
 
+/* Looks at the job dir again: the job may be over, or the JM elsewhere. */
 static void look_for_jm(tm_t *tm)
 {
     spits_announce_t announce;

@@ -191,11 +191,11 @@ static void warn_no_room(tm_t *tm, uint64_t count)
 }
 
 /* Queues the tasks the reader yields, in chunks (nothing is sized by the
- * message's claimed count), or hands them to the relay (which takes them
- * all: relay_copies.c); with no rx, or once the queue cannot grow,
+ * message's claimed count), or hands them to the relay, which takes them
+ * all (relay_copies.c); with no rx, or once a TM's queue cannot grow,
  * the rest go back as RETURNED records (outbox.c): the JM counts every
  * task it sends as held until a record comes back. Returns how many were
- * queued. */
+ * queued or taken. */
 static size_t take_tasks(tm_t *tm, uint32_t wire, spits_reader_t *reader, tm_rx_t *rx)
 {
     tm_item_t *items = tm->proto.items;

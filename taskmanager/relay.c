@@ -3,7 +3,7 @@
  * reach it, or that should not all land on one JM.
  *
  * Upstream, a relay is a TM: the same link (link.c), protocol handlers
- * (protocol.c), pool queue and outbox (workers.c, outbox.c) and results
+ * (protocol.c), pool counts and outbox (workers.c, outbox.c) and results
  * path (results.c), so it joins, re-attaches, drains and leaves as a TM
  * does. What differs is who runs the tasks: the pool is remote
  * (pool.opts.remote), and the relay hands its tasks to the TMs behind it

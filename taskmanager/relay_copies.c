@@ -115,7 +115,7 @@ static void relay_copies_flush(tm_relay_t *r)
 
 /* Adds a record of phase ph for upstream, its payload inline, or, given
  * part (the frame it came in), as that frame shared; held: it answers a
- * copy taken from the pool (counted running there). */
+ * copy tm_relay_take took (counted running in the pool). */
 static void relay_copies_answer(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
                                 uint32_t status, const void *data, uint32_t len,
                                 zmq_msg_t *part, int held)
@@ -357,7 +357,9 @@ void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n)
         tail = task;
     }
     sched_add_fresh(c->sched, head, tail);
+    /* (new work: upstream is not out of it, whatever a refill found) */
     late_starve_fed(&c->starve);
+    sched_gen_state(c->sched, 0, 0);
     /* (upstream sent them before it heard that the last TM left) */
     if (!peertab_live_count(r->peers.tab))
         sched_give_back(c->sched);
@@ -559,6 +561,17 @@ void relay_copies_results(void *arg, server_peer_t *p, server_recs_t *it)
             continue;
         }
         sched_outcome_t o = server_recs_record(it, task->id, &hash);
+        if (o == SCHED_REC_UNKNOWN) {
+            /* (our copy, not sent down yet: a result answers it, and it
+             * is never sent; any other record is another hop's, as
+             * above) */
+            if (rec->status != SPITS_ST_OK) {
+                relay_copies_other(r, &it->m->h, rec, it->frame);
+                continue;
+            }
+            sched_drop(r->copies->sched, task->id);
+            o = SCHED_REC_COMMIT;
+        }
         if (o == SCHED_REC_COMMIT || o == SCHED_REC_POISON) {
             /* (released, not yet settled) */
             relay_copies_answer(r, rl_copy(task)->phase, rec->id, rec->status, rec->data,

@@ -96,6 +96,9 @@ fallback a 8 2 300000
 a_holds_1 a
 kill_a a
 finish a 8 "1, 1, 0" "$TM1"
+# (B's copy of task 0 never went down: B sent the other 7 tasks, once each)
+grep -q "relay: 7 task copies sent down, 0 sent again" "$T/a.rb.log" ||
+    fail "a: relay B sent its copy of task 0 down: $(grep 'copies sent down' "$T/a.rb.log")"
 
 # --- b. B's copy waits in TM 2's queue
 # (--window 4: A holds task 0; B, whose TM 2 has 1 worker and 3 more
