@@ -275,9 +275,31 @@ int sched_holds(const sched_t *s, int slot, uint64_t id)
     return 0;
 }
 
-void sched_set_quiet(sched_t *s, uint64_t copies)
+/* Whether every copy of task is on a quiet TM: counted at the lowest of
+ * their slots, so once. */
+static int stalled_at(const sched_t *s, const sched_task_t *task, int slot)
 {
-    s->quiet = copies;
+    int first = -1;
+    for (int i = 0; i < SCHED_MAX_COPIES; i++) {
+        int h = task->holders[i];
+        if (h < 0)
+            continue;
+        if ((size_t)h >= s->nheld || !s->held[h].quiet)
+            return 0;
+        first = first < 0 || h < first ? h : first;
+    }
+    return first == slot;
+}
+
+void sched_quiet(sched_t *s, int (*is_quiet)(void *arg, int slot), void *arg)
+{
+    uint64_t stalled = 0;
+    for (size_t k = 0; k < s->nheld; k++)
+        s->held[k].quiet = s->held[k].n && is_quiet(arg, (int)k);
+    for (size_t k = 0; k < s->nheld; k++)
+        for (size_t j = 0; s->held[k].quiet && j < s->held[k].n; j++)
+            stalled += (uint64_t)stalled_at(s, s->held[k].tasks[j], (int)k);
+    s->quiet = stalled;
 }
 
 void sched_gen_state(sched_t *s, int done, int waiting)
@@ -2044,12 +2066,22 @@ out:
     return rc;
 }
 
+/* sched_quiet's judge in sched_directed_quiet: the slots set in *arg. */
+static int d_quiet(void *arg, int slot)
+{
+    return (*(const unsigned *)arg >> slot) & 1;
+}
+
 /* The gate and quiet TMs: a holds 8 of 10 tasks and b finished the other
  * 2 (a second each). 2 finished of 10 is short of half: no copy goes.
- * With 5 of a's copies counted quiet, 2 of 5 still is; with 6, 2 of 4 is
- * half, and c gets copies of a's 8, all late; quiet again, none go. */
+ * With a quiet, its 8 are stalled: 2 of 2 is half, and c gets copies of
+ * them, all late. Then a task copied on c (not quiet) is running again;
+ * with c quiet too, each task counts once; with b alone quiet (it holds
+ * none), none do. Last, a's copy of 0 fails and a is lost: c alone holds
+ * 0, 1 and 2, which c quiet stalls. */
 static int sched_directed_quiet(void)
 {
+    unsigned quiet = 0;
     sched_stats_t st;
     sched_peer_t tm[3], *a = &tm[0], *b = &tm[1], *c = &tm[2];
     int rc = -1;
@@ -2062,16 +2094,27 @@ static int sched_directed_quiet(void)
     sched_clock(s, 1000);
     D_CHECK(d_rec(s, b, 1, 8, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
     D_CHECK(d_rec(s, b, 1, 9, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
-    D_CHECK(sched_late_after(s) == LATE_NEVER && d_pick(s, c, 5000, D_NONE) == 0);
-    sched_set_quiet(s, 5);
-    D_CHECK(sched_late_after(s) == LATE_NEVER && d_pick(s, c, 5000, D_NONE) == 0);
-    sched_set_quiet(s, 6);
-    D_CHECK(sched_late_after(s) == 1534);
-    D_CHECK(d_pick(s, c, 5000, D_IDS(0, 1, 2, 3, 4, 5, 6, 7)) == 0);
-    sched_set_quiet(s, 100);   /* (more than are out: none running) */
-    D_CHECK(sched_late_after(s) == 1534);
-    sched_set_quiet(s, 0);
-    D_CHECK(sched_late_after(s) == LATE_NEVER);
+    sched_quiet(s, d_quiet, &quiet);
+    D_CHECK(s->quiet == 0 && sched_late_after(s) == LATE_NEVER);
+    D_CHECK(d_pick(s, c, 5000, D_NONE) == 0);
+    quiet = 1u << a->slot;
+    sched_quiet(s, d_quiet, &quiet);
+    D_CHECK(s->quiet == 8 && sched_late_after(s) == 1534);
+    c->credit.slots = 3;
+    D_CHECK(d_pick(s, c, 5000, D_IDS(0, 1, 2)) == 0);
+    sched_quiet(s, d_quiet, &quiet);
+    D_CHECK(s->quiet == 5 && sched_late_after(s) == LATE_NEVER);
+    quiet |= 1u << c->slot;
+    sched_quiet(s, d_quiet, &quiet);
+    D_CHECK(s->quiet == 8);
+    quiet = 1u << b->slot;
+    sched_quiet(s, d_quiet, &quiet);
+    D_CHECK(s->quiet == 0);
+    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_FAILED, SCHED_REC_RETRY) == 0);
+    D_CHECK(sched_lost(s, a) == 7);
+    quiet = 1u << c->slot;
+    sched_quiet(s, d_quiet, &quiet);
+    D_CHECK(s->quiet == 3);
     rc = 0;
 out:
     sched_destroy(&s);

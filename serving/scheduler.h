@@ -237,12 +237,13 @@ void sched_set_backlog(sched_t *s, uint64_t released, int idle);
 /* How long a copy must be out to be late now, in ms (LATE_NEVER: no
  * copy is, too few tasks finished). */
 int64_t sched_late_after(const sched_t *s);
-/* The copies held now by TMs that went quiet (the owner's judgement,
- * liveness_quiet): the lateness gate (once half of the tasks out or
- * finished have finished) counts them as stalled, not running, so that
- * a stopped TM that holds most of the tasks does not keep every copy of
- * them from going. Set it each tick. */
-void sched_set_quiet(sched_t *s, uint64_t copies);
+/* Which TMs went quiet (is_quiet: the owner's judgement, liveness_quiet;
+ * asked once for each TM slot that holds a copy): a task whose every
+ * copy out is on a quiet TM counts as stalled, not running, in the
+ * lateness gate (once half of the tasks out or finished have finished),
+ * so that a stopped TM that holds most of the tasks does not keep every
+ * copy of them from going. Call it each tick. */
+void sched_quiet(sched_t *s, int (*is_quiet)(void *arg, int slot), void *arg);
 
 /* Picks copies for TM t: as many as it has room for, and at most max_n,
  * up to max_bytes of task bytes (one task always fits). others: other TMs are alive, so a

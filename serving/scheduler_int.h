@@ -26,6 +26,7 @@
 typedef struct {
     sched_task_t **tasks;
     size_t n, cap;
+    int quiet;                       /* its TM is quiet (sched_quiet) */
 } held_t;
 
 struct sched {
@@ -56,14 +57,14 @@ struct sched {
                                         parts waited (sched_set_backlog) */
     late_t late;                  /* when a copy is late */
     uint64_t finished;               /* results committed this phase */
-    uint64_t quiet;                  /* copies on quiet TMs (sched_set_quiet) */
+    uint64_t quiet;                  /* tasks out only on quiet TMs (sched_quiet) */
     int64_t late_after;              /* the bound last seen by a scan */
     sched_hooks_t hooks;             /* the owner's */
     int broken;
 };
 
 /* The lateness bound now (lateness.h): the tasks out count as running
- * but for the copies quiet TMs hold (sched_set_quiet). */
+ * but for those only quiet TMs hold (sched_quiet). */
 static inline int64_t sched_bound(const sched_t *s)
 {
     uint64_t out = spits_ring_count(s->ring);

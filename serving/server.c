@@ -183,11 +183,19 @@ void server_serve(server_t *s)
 
 /* --- the tick and reaping ---------------------------------------------- */
 
+/* (sched_quiet's judge) The peer in slot is alive and quiet. */
+static int server_quiet(void *arg, int slot)
+{
+    server_t *s = arg;
+    server_peer_t *p = peertab_at(s->cfg.tab, (size_t)slot);
+    return p && p->peer.alive &&
+           liveness_quiet(&s->cfg.rules, &p->live, s->now, s->cfg.probe, s->cfg.probe_arg);
+}
+
 void server_tick(server_t *s)
 {
     unsigned char hb[SPITS_HDR_SIZE];
     int probing = server_probing(s);
-    uint64_t quiet = 0;
     spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, s->wire);
     /* (from the end: a peer lost leaves the live set, the last taking
      * its place) */
@@ -200,16 +208,13 @@ void server_tick(server_t *s)
             snprintf(why, sizeof why, "silent for %.1f s",
                      (double)(s->now - p->live.last_heard) / 1000.0);
             server_lose(s, p, why, 0);
-            continue;
-        }
-        if (v == LIVENESS_HEARTBEAT && !p->gone && server_send(s, p, hb, sizeof hb, 0) == 0)
+        } else if (v == LIVENESS_HEARTBEAT && !p->gone &&
+                   server_send(s, p, hb, sizeof hb, 0) == 0) {
             s->st.heartbeats++;
-        if (p->sched.credit.outstanding > 0 &&
-            liveness_quiet(&s->cfg.rules, &p->live, s->now, s->cfg.probe, s->cfg.probe_arg))
-            quiet += (uint64_t)p->sched.credit.outstanding;
+        }
     }
-    /* (what quiet peers hold is stalled, not running: scheduler.h) */
-    sched_set_quiet(s->cfg.sched, quiet);
+    /* (what only quiet peers hold is stalled, not running: scheduler.h) */
+    sched_quiet(s->cfg.sched, server_quiet, s);
     /* (time passed: settling ends, copies become late) */
     server_due_all(s);
 }
@@ -1053,22 +1058,19 @@ static int st_losses(void)
     S_CHECK(!server_probing(h.s));
     server_tick(h.s);
     S_CHECK(server_stats(h.s)->heartbeats == 4);
-    /* Quiet past 3 heartbeat periods (300 ms): what it holds counts as
-     * stalled for the lateness gate, each tick anew. */
-    S_CHECK(p[1]->sched.credit.outstanding > 0 && p[2]->sched.credit.outstanding > 0);
+    /* Quiet past 3 heartbeat periods (300 ms): the tasks only it holds
+     * count as stalled for the lateness gate, each tick anew. */
+    size_t held1, held2;
+    (void)sched_held(h.sc, &p[1]->sched, &held1);
+    (void)sched_held(h.sc, &p[2]->sched, &held2);
+    S_CHECK(held1 > 0 && held2 > 0);
     p[1]->live.last_heard = 1460 - 301;
     p[2]->live.last_heard = 1460 - 300;
     server_tick(h.s);
-    S_CHECK(h.sc->quiet == (uint64_t)p[1]->sched.credit.outstanding);
-    int held = p[1]->sched.credit.outstanding;   /* (one copy counts too) */
-    p[1]->sched.credit.outstanding = 1;
-    server_tick(h.s);
-    p[1]->sched.credit.outstanding = held;
-    S_CHECK(h.sc->quiet == 1);
+    S_CHECK(h.sc->quiet == held1);
     p[2]->live.last_heard = 1460 - 301;
     server_tick(h.s);
-    S_CHECK(h.sc->quiet == (uint64_t)(p[1]->sched.credit.outstanding +
-                                      p[2]->sched.credit.outstanding));
+    S_CHECK(h.sc->quiet == held1 + held2);
     p[1]->live.last_heard = p[2]->live.last_heard = 1460;
     server_tick(h.s);
     S_CHECK(h.sc->quiet == 0);
