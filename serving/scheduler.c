@@ -96,6 +96,7 @@ int sched_reset(sched_t *s)
     s->freed_bytes = s->taken_bytes = 0;
     s->fresh_next = 0;
     s->finished = 0;
+    s->quiet = 0;
     late_reset(&s->late);
     s->version++;
     s->ring = spits_ring_new();

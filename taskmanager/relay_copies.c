@@ -569,7 +569,12 @@ void relay_copies_results(void *arg, server_peer_t *p, server_recs_t *it)
                 relay_copies_other(r, &it->m->h, rec, it->frame);
                 continue;
             }
-            sched_drop(r->copies->sched, task->id);
+            /* (dropped already: an earlier result in this message answered
+             * it, and it waits to be settled) */
+            if (!sched_drop(r->copies->sched, task->id)) {
+                r->copies->st.duplicates++;
+                continue;
+            }
             o = SCHED_REC_COMMIT;
         }
         if (o == SCHED_REC_COMMIT || o == SCHED_REC_POISON) {
