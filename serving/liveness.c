@@ -34,11 +34,18 @@ static int liveness_busy(liveness_hop_t *h, const liveness_t *l, int64_t now,
     return 1;
 }
 
+/* When silence counts from: the TM's last message, or the end of the
+ * hop's own last stall if that is later. */
+static int64_t liveness_since(const liveness_hop_t *h, const liveness_t *l)
+{
+    return l->last_heard > h->heard_floor ? l->last_heard : h->heard_floor;
+}
+
 int liveness_judge(liveness_hop_t *h, const liveness_t *l, int64_t now,
                    int probing, liveness_probe_fn *probe, void *arg,
                    const char *host, long pid)
 {
-    int64_t heard = l->last_heard > h->heard_floor ? l->last_heard : h->heard_floor;
+    int64_t heard = liveness_since(h, l);
     if (now - heard > h->timeout_ms &&
         !liveness_busy(h, l, now, probe(l, arg), host, pid))
         return LIVENESS_LOST;
@@ -50,7 +57,7 @@ int liveness_judge(liveness_hop_t *h, const liveness_t *l, int64_t now,
 int liveness_quiet(const liveness_hop_t *h, const liveness_t *l, int64_t now,
                    liveness_probe_fn *probe, void *arg)
 {
-    int64_t heard = l->last_heard > h->heard_floor ? l->last_heard : h->heard_floor;
+    int64_t heard = liveness_since(h, l);
     int64_t after = LIVENESS_QUIET_HBS * h->hb_ms;
     if (now - heard <= after)
         return 0;
