@@ -87,28 +87,25 @@ int late_selftest(void)
     late_sample(&l, 3);
     LCHECK(late_median(&l) == 3 && late_after(&l, 1, 0) == LATE_FLOOR_MS);
 
-    /* A fed hop's source is out of work only after refills short of
-     * work for LATE_STARVED_MS in a row; before that, one that got all it
-     * asked restarts the clock, after it only new work. */
+    /* A fed hop's source is out of work LATE_STARVED_MS after a TM's
+     * room first went unfilled (later notes do not restart the clock);
+     * only new work stops it. */
     late_starve_t st = {0};
     LCHECK(!late_starve_out(&st, 1000000));
-    late_starve_note(&st, 1, 1000);
-    late_starve_note(&st, 0, 1050);
-    LCHECK(!st.since && !late_starve_out(&st, 1000 + 10 * LATE_STARVED_MS));
-    late_starve_note(&st, 1, 1000);
-    late_starve_note(&st, 1, 1000 + LATE_STARVED_MS - 1);
+    late_starve_note(&st, 1000);
+    late_starve_note(&st, 1000 + LATE_STARVED_MS - 1);
     LCHECK(!late_starve_out(&st, 1000 + LATE_STARVED_MS - 1));
     LCHECK(late_starve_out(&st, 1000 + LATE_STARVED_MS));
-    late_starve_note(&st, 0, 1000 + LATE_STARVED_MS);
+    late_starve_note(&st, 1000 + LATE_STARVED_MS);
     LCHECK(late_starve_out(&st, 1000 + 10 * LATE_STARVED_MS));
     late_starve_fed(&st);
     LCHECK(!late_starve_out(&st, 1000 + 10 * LATE_STARVED_MS));
-    late_starve_note(&st, 1, 5000);
+    late_starve_note(&st, 5000);
     LCHECK(!late_starve_out(&st, 5000 + LATE_STARVED_MS / 2) &&
            late_starve_out(&st, 5000 + LATE_STARVED_MS));
     /* (a clock at 0 still starts it) */
     st.since = 0;
-    late_starve_note(&st, 1, 0);
+    late_starve_note(&st, 0);
     LCHECK(st.since && late_starve_out(&st, LATE_STARVED_MS + 1));
     return 0;
 }

@@ -75,13 +75,12 @@ int64_t late_after(const late_t *l, uint64_t finished, uint64_t in_flight);
  * none to come (scheduler.h: the JM's generator done, or waiting for
  * window room). A hop fed by another (a relay) cannot ask a generator:
  * its source fills the room it has as records go up, one round trip
- * later, so a dry pool is the rule there, not a sign that the work ran
+ * later, so running dry is the rule there, not a sign that the work ran
  * out. It takes its source to be out of fresh work once a TM's room has
  * gone unfilled for want of work, and no new work came, for
- * LATE_STARVED_MS (the least time a copy can be late). New work restarts
- * the clock; so does a refill that got all it asked, until the source is
- * taken to be out: then only new work does (room that opens later is not
- * made to wait again). */
+ * LATE_STARVED_MS (the least time a copy can be late). Only new work
+ * restarts the clock (room that opens later is not made to wait
+ * again). */
 #define LATE_STARVED_MS LATE_FLOOR_MS
 
 typedef struct {
@@ -94,15 +93,12 @@ static inline int late_starve_out(const late_starve_t *st, int64_t now)
     return st->since && now - st->since >= LATE_STARVED_MS;
 }
 
-/* A refill at now: short, it got less than the TMs' room asked. */
-static inline void late_starve_note(late_starve_t *st, int short_of_work, int64_t now)
+/* A TM's room went unfilled at now for want of work: the clock starts,
+ * unless it runs already. */
+static inline void late_starve_note(late_starve_t *st, int64_t now)
 {
-    if (short_of_work) {
-        if (!st->since)
-            st->since = now > 0 ? now : 1;
-    } else if (!late_starve_out(st, now)) {
-        st->since = 0;
-    }
+    if (!st->since)
+        st->since = now > 0 ? now : 1;
 }
 
 /* New work came from the source (or a new phase began). */

@@ -459,7 +459,7 @@ size_t relay_copies_refill(void *arg, size_t want)
     tm_relay_t *r = arg;
     rl_copies_t *c = r->copies;
     (void)want;
-    late_starve_note(&c->starve, 1, r->tm->now);
+    late_starve_note(&c->starve, r->tm->now);
     sched_gen_state(c->sched, 0, late_starve_out(&c->starve, r->tm->now));
     return 0;
 }
