@@ -194,9 +194,10 @@ int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
  * marked for the server to reap (server_reap), one whose pipe is full
  * stalled. */
 int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
-/* The same, for the first frame of a message whose parts the caller sends
- * next (ZMQ_SNDMORE); once it is taken, the parts are too (ROUTER). */
-int tmio_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
+/* The same, b's bytes (more: the first frame of a message whose parts the
+ * caller sends next, ZMQ_SNDMORE; once it is taken, the parts are too:
+ * ROUTER). Once sent, b holds nothing to read (server_send_buf). */
+int tmio_send_tm_buf(jm_disp_t *d, jm_tm_t *t, spits_buf_t *b, int more);
 /* WELCOME or PHASE: the job and its current phase */
 void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type);
 

@@ -219,8 +219,7 @@ size_t serve_send_tasks(void *arg, server_peer_t *p, sched_task_t *const *tasks,
                  "stopping the job", n);
         return 0;
     }
-    if ((parts ? tmio_send_tm_more : tmio_send_tm)(d, t, d->serve.out.buf.data,
-                                                   d->serve.out.buf.len) != 0)
+    if (tmio_send_tm_buf(d, t, &d->serve.out.buf, parts ? ZMQ_SNDMORE : 0) != 0)
         return 0;
     taskbatch_send_parts(d->net.l.sock, d->serve.part_min, n, parts, &src, &sent);
     d->st.bytes_out += sent.bytes;

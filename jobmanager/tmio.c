@@ -33,9 +33,9 @@ int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
     return server_send(d->srv, &t->sv, buf, len, 0);
 }
 
-int tmio_send_tm_more(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len)
+int tmio_send_tm_buf(jm_disp_t *d, jm_tm_t *t, spits_buf_t *b, int more)
 {
-    return server_send(d->srv, &t->sv, buf, len, ZMQ_SNDMORE);
+    return server_send_buf(d->srv, &t->sv, b, more);
 }
 
 void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)

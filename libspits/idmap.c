@@ -207,11 +207,6 @@ int spits_idmap_take_far(spits_idmap_t *m, uint64_t id, int owner, void **val)
     return 1;
 }
 
-size_t spits_idmap_count(const spits_idmap_t *m)
-{
-    return spits_hashtab_count(&m->t) + m->nwin;
-}
-
 #ifdef SPITS_SELFTEST
 #include <stdio.h>
 

@@ -57,7 +57,7 @@ static inline int spits_idmap_take(spits_idmap_t *m, uint64_t id, int owner, voi
 static inline int spits_idmap_get(const spits_idmap_t *m, uint64_t id, int *owner, void **val);
 /* Removes id; 1 if it was mapped, else 0. */
 int spits_idmap_del(spits_idmap_t *m, uint64_t id);
-size_t spits_idmap_count(const spits_idmap_t *m);
+static inline size_t spits_idmap_count(const spits_idmap_t *m);
 #ifdef SPITS_SELFTEST
 int spits_idmap_selftest(void);
 #endif
@@ -112,6 +112,11 @@ static inline int spits_idmap_get(const spits_idmap_t *m, uint64_t id, int *owne
     if (val)
         *val = e->val;
     return 1;
+}
+
+static inline size_t spits_idmap_count(const spits_idmap_t *m)
+{
+    return spits_hashtab_count(&m->t) + m->nwin;
 }
 
 #endif

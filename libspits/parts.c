@@ -138,10 +138,10 @@ int spits_parts_move(spits_parts_t *dst, spits_parts_t *src)
     return 0;
 }
 
-int spits_parts_send(void *sock, const void *first, size_t len,
-                     spits_parts_t *p, int flags)
+/* The parts after a first frame that went (sent: its send's result). */
+static int parts_send_rest(void *sock, int sent, spits_parts_t *p, int flags)
 {
-    if (zmq_send(sock, first, len, flags | (p->n ? ZMQ_SNDMORE : 0)) < 0)
+    if (sent < 0)
         return -1;
     int rc = 0;
     for (size_t i = 0; i < p->n; i++) {
@@ -153,6 +153,20 @@ int spits_parts_send(void *sock, const void *first, size_t len,
     }
     spits_parts_free(p);   /* (sent frames are empty now) */
     return rc;
+}
+
+int spits_parts_send(void *sock, const void *first, size_t len,
+                     spits_parts_t *p, int flags)
+{
+    return parts_send_rest(sock, zmq_send(sock, first, len, flags | (p->n ? ZMQ_SNDMORE : 0)),
+                           p, flags);
+}
+
+int spits_parts_send_buf(void *sock, spits_buf_t *first, spits_parts_t *p, int flags)
+{
+    return parts_send_rest(sock, spits_zmq_send_buf(sock, first,
+                                                    flags | (p->n ? ZMQ_SNDMORE : 0)),
+                           p, flags);
 }
 
 int spits_parts_inline(spits_batch_t *b, spits_parts_t *p)
@@ -234,7 +248,7 @@ static int selftest_send(void *a, spits_batch_t *batch, spits_parts_t *out,
         if (added != 0)
             return -1;
     }
-    if (spits_parts_send(a, batch->buf.data, batch->buf.len, out, 0) != 0)
+    if (spits_parts_send_buf(a, &batch->buf, out, 0) != 0)
         return -1;
     return zmq_send(a, "next", 4, 0) == 4 ? 0 : -1;
 }

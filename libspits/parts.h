@@ -60,6 +60,10 @@ int spits_parts_move(spits_parts_t *dst, spits_parts_t *src);
  * the message is cut, its frames are gone). */
 int spits_parts_send(void *sock, const void *first, size_t len,
                      spits_parts_t *p, int flags);
+/* The same, first's bytes: a large first frame moves into libzmq without
+ * a copy (spits_zmq_send_buf); once taken, first holds nothing to read.
+ * Not taken (-1), first is as it was. */
+int spits_parts_send_buf(void *sock, spits_buf_t *first, spits_parts_t *p, int flags);
 /* Makes b, a sealed batch whose records of parts name p's frames in
  * order, one with every payload inline (the flags but SPITS_REC_PART
  * kept), for a peer that takes no parts; p is then empty. 0, or -1 when

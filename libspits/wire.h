@@ -170,6 +170,10 @@ typedef struct {
 
 int spits_buf_reserve(spits_buf_t *b, size_t more);
 void spits_buf_free(spits_buf_t *b);
+/* Moves b's bytes to *out without a copy (out's own are not freed); b
+ * gets an empty buffer of its capacity, for a next message of about the
+ * same size. 0, or -1 when out of memory (b unchanged). */
+int spits_buf_move(spits_buf_t *b, spits_buf_t *out);
 
 /* Batch writer: a header, then records appended in place. */
 typedef struct {
@@ -189,6 +193,11 @@ int spits_batch_add_part(spits_batch_t *b, uint64_t id, uint32_t status,
                          uint32_t len);
 /* Patches the record count into the header; the batch is then sendable. */
 void spits_batch_seal(spits_batch_t *b);
+/* Moves b's records, as a batch of phase, to *out without a copy
+ * (spits_buf_move; out's own buffer is not freed); b is left empty, to be
+ * begun again. 0, or -1 when out of memory or b was never begun (b
+ * unchanged). */
+int spits_batch_move(spits_batch_t *b, spits_batch_t *out, uint32_t phase);
 void spits_batch_free(spits_batch_t *b);
 
 /* Parses and validates a message's first frame: its header and, for

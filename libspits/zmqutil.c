@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -43,6 +44,35 @@ int spits_zmq_msg_send_more(zmq_msg_t *m, void *sock, int flags)
     int rc;
     while ((rc = zmq_msg_send(m, sock, flags)) < 0 && errno == EINTR)
         ;
+    return rc;
+}
+
+static void zmqutil_buf_free(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+int spits_zmq_send_buf(void *sock, spits_buf_t *b, int flags)
+{
+    spits_buf_t moved;
+    zmq_msg_t m;
+    if (b->len < SPITS_ZMQ_MOVE_MIN || spits_buf_move(b, &moved) != 0)
+        return spits_zmq_send_more(sock, b->data, b->len, flags);
+    if (zmq_msg_init_data(&m, moved.data, moved.len, zmqutil_buf_free, NULL) != 0) {
+        free(b->data);   /* (put back as it was: it goes as a copy) */
+        *b = moved;
+        return spits_zmq_send_more(sock, b->data, b->len, flags);
+    }
+    int rc = spits_zmq_msg_send_more(&m, sock, flags);
+    if (rc < 0) {
+        /* (not taken: the bytes come back, for the caller's next try) */
+        int e = errno;
+        memcpy(b->data, zmq_msg_data(&m), moved.len);
+        b->len = moved.len;
+        zmq_msg_close(&m);
+        errno = e;
+    }
     return rc;
 }
 
@@ -128,8 +158,69 @@ int64_t spits_tcp_quiet_ms(int fd)
 /* --- self-test (compiled only with -DSPITS_SELFTEST, for tests/unit) --- */
 
 #ifdef SPITS_SELFTEST
+#define ZCHECK(c) do { if (!(c)) { printf("zmqutil: %s:%d: %s\n", __FILE__, __LINE__, #c); \
+                       goto out; } } while (0)
+
+/* spits_zmq_send_buf over inproc: a large buffer moves (b empty, its
+ * capacity kept) and arrives whole; a small one is copied (b as it was);
+ * a send refused (a DEALER with no peer: EAGAIN) gives the bytes back. */
+static int zmqutil_send_buf_selftest(void)
+{
+    void *ctx = zmq_ctx_new();
+    void *rx = ctx ? zmq_socket(ctx, ZMQ_PAIR) : NULL;
+    void *tx = ctx ? zmq_socket(ctx, ZMQ_PAIR) : NULL;
+    void *lone = ctx ? zmq_socket(ctx, ZMQ_DEALER) : NULL;
+    spits_buf_t b = {0};
+    zmq_msg_t m;
+    int rc = -1;
+    zmq_msg_init(&m);
+    ZCHECK(rx && tx && lone && zmq_bind(rx, "inproc://zmqutil-selftest") == 0 &&
+           zmq_connect(tx, "inproc://zmqutil-selftest") == 0);
+    for (int round = 0; round < 3; round++) {
+        size_t len = round == 1 ? SPITS_ZMQ_MOVE_MIN - 1 : SPITS_ZMQ_MOVE_MIN + 1000 * round;
+        b.len = 0;
+        ZCHECK(spits_buf_reserve(&b, len) == 0);
+        for (size_t i = 0; i < len; i++)
+            b.data[i] = (unsigned char)(i * 7 + round);
+        b.len = len;
+        const unsigned char *was = b.data;
+        size_t cap = b.cap;
+        ZCHECK(spits_zmq_send_buf(tx, &b, 0) == (int)len);
+        if (len >= SPITS_ZMQ_MOVE_MIN)
+            ZCHECK(b.len == 0 && b.cap == cap && b.data && b.data != was);
+        else
+            ZCHECK(b.len == len && b.data == was);
+        ZCHECK(zmq_msg_recv(&m, rx, 0) == (int)len);
+        const unsigned char *got = zmq_msg_data(&m);
+        for (size_t i = 0; i < len; i++)
+            ZCHECK(got[i] == (unsigned char)(i * 7 + round));
+    }
+    b.len = 0;
+    ZCHECK(spits_buf_reserve(&b, 3 * SPITS_ZMQ_MOVE_MIN) == 0);
+    memset(b.data, 'q', 3 * SPITS_ZMQ_MOVE_MIN);
+    b.len = 3 * SPITS_ZMQ_MOVE_MIN;
+    errno = 0;
+    ZCHECK(spits_zmq_send_buf(lone, &b, ZMQ_DONTWAIT) < 0 && errno == EAGAIN);
+    ZCHECK(b.len == 3 * SPITS_ZMQ_MOVE_MIN && b.data[0] == 'q' && b.data[b.len - 1] == 'q');
+    rc = 0;
+out:
+    zmq_msg_close(&m);
+    spits_buf_free(&b);
+    int linger = 0;
+    if (lone)
+        zmq_setsockopt(lone, ZMQ_LINGER, &linger, sizeof linger), zmq_close(lone);
+    if (tx)
+        zmq_close(tx);
+    if (rx)
+        zmq_close(rx);
+    if (ctx)
+        zmq_ctx_term(ctx);
+    return rc;
+}
+
 /* A loopback TCP pair: after bytes arrive, the receiver's connection has
- * been quiet a short while; what is no TCP connection says -1. */
+ * been quiet a short while; what is no TCP connection says -1; and
+ * spits_zmq_send_buf. */
 int spits_zmqutil_selftest(void)
 {
     struct sockaddr_in addr = {.sin_family = AF_INET,
@@ -162,7 +253,7 @@ int spits_zmqutil_selftest(void)
         printf("zmqutil: a pipe, a listener or -1 has a quiet time\n");
         goto out;
     }
-    rc = 0;
+    rc = zmqutil_send_buf_selftest();
 out:
     {
         int fds[] = {lsn, cli, srv, pipefd[0], pipefd[1]};

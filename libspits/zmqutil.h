@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <zmq.h>
 
+#include "wire.h"
+
 /* Sends a later frame of a message whose first frame sock took: a socket
  * takes them all (its high-water mark counts messages), but a signal can
  * interrupt the call, which then goes again: the socket must not stay
@@ -19,6 +21,13 @@
  * zmq_msg_send's results (m is empty once sent). */
 int spits_zmq_send_more(void *sock, const void *buf, size_t len, int flags);
 int spits_zmq_msg_send_more(zmq_msg_t *m, void *sock, int flags);
+/* Sends b's bytes as a frame (as spits_zmq_send_more). One of
+ * SPITS_ZMQ_MOVE_MIN bytes or more moves into libzmq without a copy
+ * (zmq_msg_init_data): b is then left empty, with a buffer of its
+ * capacity for the next message (spits_buf_move). A send that fails
+ * leaves b as it was. */
+#define SPITS_ZMQ_MOVE_MIN 4096
+int spits_zmq_send_buf(void *sock, spits_buf_t *b, int flags);
 /* zmq_bind, zmq_connect and zmq_socket_monitor, called again while a
  * signal interrupts them (EINTR): libzmq reads its socket's command
  * mailbox first, and a signal there (a terminal resize, a child's exit,

@@ -80,6 +80,14 @@ int router_send(void *sock, const void *rid, size_t ridlen, const void *buf,
     return 0;
 }
 
+int router_send_buf(void *sock, const void *rid, size_t ridlen, spits_buf_t *b, int more)
+{
+    if (zmq_send(sock, rid, ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        spits_zmq_send_buf(sock, b, ZMQ_DONTWAIT | more) < 0)
+        return -1;
+    return 0;
+}
+
 static int router_monitor_open(void *ctx, void *sock, const char *ep, void **mon)
 {
     if (spits_zmq_monitor(sock, ep, ZMQ_EVENT_DISCONNECTED |
@@ -239,7 +247,8 @@ int router_recv(void *sock, zmq_msg_t *frame, int *more)
 
 router_io_t router_io(void *sock)
 {
-    return (router_io_t){sock, router_send, router_rest, router_pending, router_recv};
+    return (router_io_t){sock, router_send, router_rest, router_pending, router_recv,
+                         router_send_buf};
 }
 
 int64_t router_probe(const liveness_t *l, void *gen)

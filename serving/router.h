@@ -64,6 +64,9 @@ void router_max_msg(void *sock, long long max_task);
  * full). */
 int router_send(void *sock, const void *rid, size_t ridlen, const void *buf,
                 size_t len, int more);
+/* As router_send, b's bytes: a large message moves into libzmq without a
+ * copy (spits_zmq_send_buf), leaving b empty. */
+int router_send_buf(void *sock, const void *rid, size_t ridlen, spits_buf_t *b, int more);
 /* Reads what the monitor said: each disconnect starts a new generation
  * of its fd in gen; a failed handshake is zap's to count (NULL: none).
  * Returns how many connections closed. */
@@ -117,6 +120,8 @@ typedef struct {
     int (*pending)(void *arg);
     /* as router_recv */
     int (*recv)(void *arg, zmq_msg_t *frame, int *more);
+    /* as router_send_buf */
+    int (*send_buf)(void *arg, const void *rid, size_t ridlen, spits_buf_t *b, int more);
 } router_io_t;
 
 /* A ROUTER's: router_send, router_rest, router_pending and router_recv

@@ -232,18 +232,6 @@ static void resolve(sched_t *s, sched_task_t *task)
 
 /* --- tasks in ---------------------------------------------------------- */
 
-void sched_task_init(sched_task_t *t)
-{
-    t->copies = t->attempts = t->in_retry = t->sent = t->last_status = 0;
-    t->failed_on = -1;
-    t->out_ms = t->copy_ms = 0;
-    t->stuck_at = 0;
-    atomic_init(&t->left_ms, 0);
-    atomic_init(&t->refs, 1);
-    for (int i = 0; i < SCHED_MAX_COPIES; i++)
-        t->holders[i] = -1;
-}
-
 void sched_add_fresh(sched_t *s, sched_task_t *head, sched_task_t *tail)
 {
     if (!head)

@@ -204,8 +204,19 @@ int sched_broken(const sched_t *s);
 /* --- tasks in ---------------------------------------------------------- */
 
 /* Sets a new task's scheduling state (no copy out, no attempt, no
- * holder), which only the scheduler reads and changes from then on. */
-void sched_task_init(sched_task_t *t);
+ * holder), which only the scheduler reads and changes from then on.
+ * Inline: once per task. */
+static inline void sched_task_init(sched_task_t *t)
+{
+    t->copies = t->attempts = t->in_retry = t->sent = t->last_status = 0;
+    t->failed_on = -1;
+    t->out_ms = t->copy_ms = 0;
+    t->stuck_at = 0;
+    atomic_init(&t->left_ms, 0);
+    atomic_init(&t->refs, 1);
+    for (int i = 0; i < SCHED_MAX_COPIES; i++)
+        t->holders[i] = -1;
+}
 
 /* Fresh tasks (the JM: from the generator), linked by next, ids
  * increasing. */

@@ -25,7 +25,7 @@
 server_t *server_new(const server_cfg_t *cfg)
 {
     const server_hop_t *h = &cfg->hop;
-    assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.rest &&
+    assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.send_buf && cfg->io.rest &&
            cfg->io.pending && cfg->io.recv && h->rx_new && h->rx_done && h->refill && h->send_tasks && h->lost && h->stopping &&
            h->add && h->joined && h->job && h->accept && cfg->job_id &&
            h->results && h->stats && h->drain);
@@ -387,6 +387,18 @@ static int st_send(void *arg, const void *rid, size_t ridlen, const void *buf, s
     return 0;
 }
 
+/* (cfg.io.send_buf) As st_send; what went is gone from b, as when the
+ * bytes move into libzmq, so no caller may read them after. */
+static int st_send_buf(void *arg, const void *rid, size_t ridlen, spits_buf_t *b, int more)
+{
+    int rc = st_send(arg, rid, ridlen, b->data, b->len, more);
+    if (rc == 0) {
+        memset(b->data, 0xee, b->len);
+        b->len = 0;
+    }
+    return rc;
+}
+
 static size_t st_refill(void *arg, size_t want)
 {
     st_hop_t *h = arg;
@@ -416,7 +428,9 @@ static size_t st_send_tasks(void *arg, server_peer_t *p, sched_task_t *const *ta
 {
     st_hop_t *h = arg;
     char one[24];
-    if (server_send(h->s, p, "T", 1, 0) != 0)
+    unsigned char t = 'T';
+    spits_buf_t b = {&t, 1, 1};
+    if (server_send_buf(h->s, p, &b, 0) != 0)
         return 0;
     snprintf(one, sizeof one, "%d:%zu ", p->peer.slot, n);
     strncat(h->log, one, sizeof h->log - strlen(h->log) - 1);
@@ -686,7 +700,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
                 .results = st_results, .stats_check = st_stats_check,
                 .stats = st_stats_msg, .drain = st_drain, .rx_new = st_rx_new,
                 .rx_done = st_rx_done, .status = st_status},
-        .io = {h, st_send, st_rest, st_pending, st_recv},
+        .io = {h, st_send, st_rest, st_pending, st_recv, st_send_buf},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
         .probe = st_probe, .job_id = "job"};
@@ -1590,6 +1604,16 @@ static int st_capacity(void)
     S_CHECK(server_send(h.s, a, "xyz", 3, 0) == 0 && ss->bytes_out == out + 3);
     h.fail[a->peer.slot] = EAGAIN;
     S_CHECK(server_send(h.s, a, "xyz", 3, 0) == -1 && a->stalled && ss->bytes_out == out + 3);
+    /* ...and a buffer's, counted before it is moved out. */
+    unsigned char four[4] = "wxyz";
+    spits_buf_t b4 = {four, 4, 4};
+    S_CHECK(server_send_buf(h.s, a, &b4, 0) == 0 && b4.len == 0 && ss->bytes_out == out + 7);
+    b4.len = 4;
+    a->stalled = 0;
+    h.fail[a->peer.slot] = EAGAIN;
+    S_CHECK(server_send_buf(h.s, a, &b4, 0) == -1 && a->stalled && b4.len == 4 &&
+            ss->bytes_out == out + 7);
+    out += 4;
     st_frames(&h, "z", SPITS_MSG_HEARTBEAT, 0, 0);   /* (WHO to a stranger) */
     S_CHECK(ss->bytes_out == out + 3 + SPITS_HDR_SIZE && strstr(h.msgs, "who -1 z"));
     /* A STATS that changes b's plan: its share follows. */

@@ -401,6 +401,10 @@ router_peers_t server_end_peers(const server_end_t *e);
 void server_bad(server_t *s, const char *why);
 /* buf to p (more: frames follow): 0, or -1 with errno, p marked. */
 int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more);
+/* As server_send, b's bytes, which may move into libzmq without a copy
+ * (router_send_buf): once it returns 0, b holds nothing to read (its
+ * capacity stays, for the next message). */
+int server_send_buf(server_t *s, server_peer_t *p, spits_buf_t *b, int more);
 /* The serve loop (above). The hop calls it only while it may serve. */
 void server_serve(server_t *s);
 /* Judges every live peer; a heartbeat goes to the quiet ones (its

@@ -58,9 +58,10 @@ int server_serve_due(const server_t *s)
 
 /* --- sending ------------------------------------------------------------ */
 
-int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more)
+/* A send of len bytes to p ended with rc (io's): p's marks. */
+static int server_sent(server_t *s, server_peer_t *p, int rc, size_t len)
 {
-    if (s->cfg.io.send(s->cfg.io.arg, p->peer.rid, p->peer.ridlen, buf, len, more) == 0) {
+    if (rc == 0) {
         p->live.last_sent = s->now;
         s->st.bytes_out += len;
         return 0;
@@ -74,6 +75,19 @@ int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int 
         p->stalled = 1;
     }
     return -1;
+}
+
+int server_send(server_t *s, server_peer_t *p, const void *buf, size_t len, int more)
+{
+    return server_sent(s, p, s->cfg.io.send(s->cfg.io.arg, p->peer.rid, p->peer.ridlen, buf,
+                                            len, more), len);
+}
+
+int server_send_buf(server_t *s, server_peer_t *p, spits_buf_t *b, int more)
+{
+    size_t len = b->len;
+    return server_sent(s, p, s->cfg.io.send_buf(s->cfg.io.arg, p->peer.rid, p->peer.ridlen, b,
+                                                more), len);
 }
 
 void server_reply(server_t *s, server_peer_t *p, const void *rid, size_t ridlen, int type)

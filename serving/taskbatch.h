@@ -54,15 +54,18 @@ typedef struct {
 /* Builds the TASKS message of n items of wire phase phase in out. The
  * number of parts to send after it, or -1 when out of memory. Inline, so
  * that the caller's src->item, a constant there, is inlined too: it runs
- * once per task. */
+ * once per task. (Read once, before the loop: the calls in it could
+ * change *src, as far as the compiler knows, and it would stay a call.) */
 static inline long taskbatch_build(spits_batch_t *out, uint32_t phase, uint64_t part_min,
                      size_t n, const taskbatch_src_t *src)
 {
     long parts = 0;
     taskbatch_item_t it;
+    void (*item)(void *, size_t, taskbatch_item_t *) = src->item;
+    void *arg = src->arg;
     spits_batch_begin(out, SPITS_MSG_TASKS, phase);
     for (size_t k = 0; k < n; k++) {
-        src->item(src->arg, k, &it);
+        item(arg, k, &it);
         if (it.len >= part_min) {
             if (spits_batch_add_part(out, it.id, 0, (uint32_t)it.len) != 0)
                 return -1;
@@ -73,7 +76,7 @@ static inline long taskbatch_build(spits_batch_t *out, uint32_t phase, uint64_t 
         if (!dst)
             return -1;
         if (it.len)
-            memcpy(dst, it.data, it.len);
+            spits_copy(dst, it.data, it.len);
     }
     spits_batch_seal(out);
     return parts;

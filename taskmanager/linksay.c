@@ -24,9 +24,9 @@ int tm_link_send(tm_t *tm, const void *buf, size_t len)
     return 0;
 }
 
-int tm_link_send_parts(tm_t *tm, const void *buf, size_t len, spits_parts_t *parts)
+int tm_link_send_parts(tm_t *tm, spits_buf_t *first, spits_parts_t *parts)
 {
-    int rc = spits_parts_send(tm->link.socket, buf, len, parts, ZMQ_DONTWAIT);
+    int rc = spits_parts_send_buf(tm->link.socket, first, parts, ZMQ_DONTWAIT);
     if (rc != -1)
         tm->link.live.last_sent = tm->now;
     return rc;

@@ -32,15 +32,26 @@
  * ZMQ_MAXMSGSIZE and a message holds the JM's commits of only so much. */
 #define OUTBOX_SEG_BYTES (4u << 20)
 
-/* The segment that takes len more bytes of records of (job, wire): the
- * last one, or a new one. Caller holds the lock. */
-static tm_seg_t *outbox_seg(tm_pool_t *p, unsigned job, uint32_t wire, size_t len)
+/* Records of this many bytes or more that would start a segment move into
+ * it (spits_batch_move) rather than be copied. */
+#define OUTBOX_MOVE_MIN 4096
+
+/* The last segment, if it takes len more bytes of records of (job, wire),
+ * or NULL. Caller holds the lock. */
+static tm_seg_t *outbox_last(tm_pool_t *p, unsigned job, uint32_t wire, size_t len)
 {
     tm_seg_t *seg = p->outbox.n ? &p->outbox.segs[p->outbox.n - 1] : NULL;
-
     if (seg && seg->job == job && seg->wire == wire &&
         (!seg->batch.count || seg->bytes + len <= OUTBOX_SEG_BYTES))
         return seg;
+    return NULL;
+}
+
+/* A new last segment of (job, wire): empty, or, given from, with from's
+ * records moved in (from is then empty). Caller holds the lock. */
+static tm_seg_t *outbox_new(tm_pool_t *p, unsigned job, uint32_t wire, spits_batch_t *from)
+{
+    tm_seg_t *seg;
     if (p->outbox.n == p->outbox.cap) {
         size_t cap = p->outbox.cap ? p->outbox.cap * 2 : 8;
         tm_seg_t *grown = realloc(p->outbox.segs, cap * sizeof *grown);
@@ -51,8 +62,8 @@ static tm_seg_t *outbox_seg(tm_pool_t *p, unsigned job, uint32_t wire, size_t le
     }
     seg = &p->outbox.segs[p->outbox.n];
     memset(seg, 0, sizeof *seg);
-    spits_batch_begin(&seg->batch, SPITS_MSG_RESULTS, wire);
-    if (!seg->batch.buf.data)
+    if (from ? spits_batch_move(from, &seg->batch, wire) != 0
+             : (spits_batch_begin(&seg->batch, SPITS_MSG_RESULTS, wire), !seg->batch.buf.data))
         return NULL;
     seg->job = job;
     seg->wire = wire;
@@ -60,15 +71,34 @@ static tm_seg_t *outbox_seg(tm_pool_t *p, unsigned job, uint32_t wire, size_t le
     return seg;
 }
 
-int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, const spits_batch_t *b,
+/* The segment that takes len more bytes of records of (job, wire): the
+ * last one, or a new one. Caller holds the lock. */
+static tm_seg_t *outbox_seg(tm_pool_t *p, unsigned job, uint32_t wire, size_t len)
+{
+    tm_seg_t *seg = outbox_last(p, job, wire, len);
+    return seg ? seg : outbox_new(p, job, wire, NULL);
+}
+
+int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, spits_batch_t *b,
                   spits_parts_t *parts)
 {
     if (b->buf.len < SPITS_HDR_SIZE)
         return -1;   /* (its begin ran out of memory) */
     size_t body = b->buf.len - SPITS_HDR_SIZE;
     size_t part_bytes = parts ? spits_parts_bytes(parts) : 0;
-    tm_seg_t *seg = outbox_seg(p, ph->job, ph->wire, body + part_bytes);
+    tm_seg_t *seg = outbox_last(p, ph->job, ph->wire, body + part_bytes);
 
+    /* (records that start a segment: large ones move in whole) */
+    if (!seg && body >= OUTBOX_MOVE_MIN && (seg = outbox_new(p, ph->job, ph->wire, b))) {
+        if (parts) {   /* (the list itself moves: its frames stay put) */
+            seg->parts = *parts;
+            *parts = (spits_parts_t){0};
+        }
+        seg->bytes = body + part_bytes;
+        return 0;
+    }
+    if (!seg)
+        seg = outbox_new(p, ph->job, ph->wire, NULL);
     if (!seg || spits_buf_reserve(&seg->batch.buf, body) != 0 ||
         (parts && spits_parts_move(&seg->parts, parts) != 0))
         return -1;

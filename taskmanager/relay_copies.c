@@ -113,12 +113,11 @@ static void relay_copies_flush(tm_relay_t *r)
     c->up_held = 0;
 }
 
-/* Adds a record of phase ph for upstream, its payload inline, or, given
- * part (the frame it came in), as that frame shared; held: it answers a
- * copy tm_relay_take took (counted running in the pool). */
-static void relay_copies_answer(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
-                                uint32_t status, const void *data, uint32_t len,
-                                zmq_msg_t *part, int held)
+/* relay_copies_answer's path for a record of a new phase, a part, or no
+ * memory. */
+static void relay_copies_answer_other(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
+                                      uint32_t status, const void *data, uint32_t len,
+                                      zmq_msg_t *part, int held)
 {
     rl_copies_t *c = r->copies;
     unsigned char *dst = NULL;
@@ -141,12 +140,29 @@ static void relay_copies_answer(tm_relay_t *r, const tm_phase_t *ph, uint64_t id
     } else if (!(dst = spits_batch_add(&c->up, id, status, len))) {
         rc = -1;
     } else if (len) {
-        memcpy(dst, data, len);
+        spits_copy(dst, data, len);
     }
     /* (unanswered, its copy would stay held upstream: the relay stops, and
      * the JM sends its copies elsewhere) */
     if (rc != 0)
         tm_pool_fail(&r->tm->pool, "out of memory queueing results");
+    c->up_held += held != 0;
+}
+
+/* Adds a record of phase ph for upstream, its payload inline, or, given
+ * part (the frame it came in), as that frame shared; held: it answers a
+ * copy tm_relay_take took (counted running in the pool). */
+static inline void relay_copies_answer(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
+                                       uint32_t status, const void *data, uint32_t len,
+                                       zmq_msg_t *part, int held)
+{
+    rl_copies_t *c = r->copies;
+    unsigned char *dst;
+    if (ph != c->up_ph || part || !(dst = spits_batch_add(&c->up, id, status, len))) {
+        relay_copies_answer_other(r, ph, id, status, data, len, part, held);
+        return;
+    }
+    spits_copy(dst, data, len);
     c->up_held += held != 0;
 }
 
@@ -182,6 +198,9 @@ void relay_copies_set_max(tm_relay_t *r, int max_copies)
 static void relay_copies_settle(tm_relay_t *r)
 {
     rl_copies_t *c = r->copies;
+    tm_rx_t *rx = NULL;   /* (references to drop: n of rx, for a run of
+                             copies of one message) */
+    size_t n = 0;
     while (c->released) {
         sched_task_t *task = c->released;
         rl_copy_t *cp = rl_copy(task);
@@ -201,10 +220,18 @@ static void relay_copies_settle(tm_relay_t *r)
         void *held;
         if (spits_idmap_take(c->byid, task->hash, 0, &held) && held != task)
             spits_idmap_put(c->byid, task->hash, 0, held);
-        tm_rx_release(cp->rx, 1);
+        if (cp->rx != rx) {
+            if (n)
+                tm_rx_release(rx, n);
+            rx = cp->rx;
+            n = 0;
+        }
+        n++;
         task->next = c->spare;
         c->spare = task;
     }
+    if (n)
+        tm_rx_release(rx, n);
     relay_copies_flush(r);
     /* (a copy the scheduler could not keep would never be answered) */
     if (c->sched && sched_broken(c->sched))
@@ -500,7 +527,7 @@ static int relay_copies_send_phase(tm_relay_t *r, rl_tm_t *t, sched_task_t *cons
         spits_error("relay: out of memory sending %zu task(s)", n);
         return -1;
     }
-    if (server_send(r->srv, &t->sv, out->buf.data, out->buf.len, parts ? ZMQ_SNDMORE : 0))
+    if (server_send_buf(r->srv, &t->sv, &out->buf, parts ? ZMQ_SNDMORE : 0))
         return -1;
     taskbatch_send_parts(r->sock.l.sock, r->part_min, n, parts, &src, &done);
     if (done.failed)
@@ -514,11 +541,13 @@ static int relay_copies_send_phase(tm_relay_t *r, rl_tm_t *t, sched_task_t *cons
 size_t relay_copies_send(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n)
 {
     size_t start = 0;
+    const tm_phase_t *ph = n ? rl_copy(tasks[0])->phase : NULL;
     for (size_t i = 1; i <= n; i++)
-        if (i == n || rl_copy(tasks[i])->phase != rl_copy(tasks[start])->phase) {
+        if (i == n || rl_copy(tasks[i])->phase != ph) {
             if (relay_copies_send_phase(arg, (rl_tm_t *)p, tasks + start, i - start) != 0)
                 break;
             start = i;
+            ph = i < n ? rl_copy(tasks[i])->phase : NULL;
         }
     return start;
 }

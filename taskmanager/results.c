@@ -80,8 +80,7 @@ void tm_results_send(tm_t *tm)
                              "manager (out of memory)");
             break;
         }
-        int rc = tm_link_send_parts(tm, seg->batch.buf.data, seg->batch.buf.len,
-                                    &seg->parts);
+        int rc = tm_link_send_parts(tm, &seg->batch.buf, &seg->parts);
         if (rc == -1)
             break;   /* (the socket is full or the JM away: next turn) */
         tm_seg_free(seg);

@@ -262,10 +262,11 @@ void tm_pool_remote_taken(tm_pool_t *p, size_t n);
 /* done copies of phase ph the relay took are answered: their
  * records (b, may be NULL when the caller has none to queue) and the
  * parts they name go to the outbox, unless ph is of a job the TM left
- * (parts is empty after, either way). 0, or -1 when out of memory (the
- * pool then fails, and the TM stops). */
+ * (parts is empty after, either way; b is to be begun again, as after
+ * tm_outbox_put). 0, or -1 when out of memory (the pool then fails, and
+ * the TM stops). */
 int tm_pool_remote_done(tm_pool_t *p, const tm_phase_t *ph,
-                        const spits_batch_t *b, spits_parts_t *parts, size_t done);
+                        spits_batch_t *b, spits_parts_t *parts, size_t done);
 /* Queues tasks of one message (the pool then holds one reference to rx
  * per task). Returns 0, or -1 when out of memory: nothing was queued. */
 int tm_pool_push(tm_pool_t *p, tm_item_t *items, size_t n);
@@ -316,8 +317,10 @@ void tm_rx_hold(tm_rx_t *rx, size_t n);
 /* outbox.c: every record going back to the JM is queued there (see its
  * header). Each returns 0, or -1 when out of memory. */
 /* A worker's results: its batch's records, and the parts they name
- * (moved in, *parts is then empty; NULL: none). Caller holds p->lock. */
-int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, const spits_batch_t *b,
+ * (moved in, *parts is then empty; NULL: none). b is to be begun again
+ * after (large records that start a segment move in without a copy).
+ * Caller holds p->lock. */
+int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, spits_batch_t *b,
                   spits_parts_t *parts);
 /* A RETURNED record for task id of (job, wire). Caller holds p->lock. */
 int tm_outbox_return_locked(tm_pool_t *p, unsigned job, uint32_t wire, uint64_t id);

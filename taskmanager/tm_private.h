@@ -266,9 +266,9 @@ int tm_link_find_jm(tm_t *tm);
 /* (Re)makes the socket and connects it to link.hops.endpoint. */
 int tm_link_connect(tm_t *tm);
 int tm_link_send(tm_t *tm, const void *buf, size_t len);
-/* A first frame then its parts (spits_parts_send: 0, -1 not taken, -2
- * cut). */
-int tm_link_send_parts(tm_t *tm, const void *buf, size_t len, spits_parts_t *parts);
+/* A first frame then its parts (spits_parts_send_buf: 0, -1 not taken,
+ * -2 cut; once taken, first holds nothing to read). */
+int tm_link_send_parts(tm_t *tm, spits_buf_t *first, spits_parts_t *parts);
 void tm_link_send_hello(tm_t *tm);
 /* A lost JM answers again (tm_link_heard, below). */
 void tm_link_found(tm_t *tm);

@@ -587,7 +587,7 @@ void tm_pool_remote_taken(tm_pool_t *p, size_t n)
 }
 
 int tm_pool_remote_done(tm_pool_t *p, const tm_phase_t *ph,
-                        const spits_batch_t *b, spits_parts_t *parts, size_t done)
+                        spits_batch_t *b, spits_parts_t *parts, size_t done)
 {
     int rc = 0;
     pthread_mutex_lock(&p->lock);
