@@ -81,10 +81,11 @@ static void worker_flush(worker_t *w, size_t done)
     tm_pool_t *p = w->pool;
     int was_empty;
 
+    /* (the put may move the records out: what it had is read first) */
+    uint64_t had = w->local.count;
     pthread_mutex_lock(&p->lock);
     was_empty = p->outbox.n == 0;
-    int lost = w->local.count &&
-               tm_outbox_put(p, w->local_phase, &w->local, &w->local_parts) != 0;
+    int lost = had && tm_outbox_put(p, w->local_phase, &w->local, &w->local_parts) != 0;
     p->queue.running -= done;
     /* (only for a while after the TM moved to another job) */
     for (size_t i = 0; i < done && p->queue.running_other; i++)
@@ -92,7 +93,7 @@ static void worker_flush(worker_t *w, size_t done)
     pthread_mutex_unlock(&p->lock);
     if (lost)
         tm_pool_fail(p, "out of memory queueing results");
-    else if (was_empty && w->local.count)
+    else if (was_empty && had)
         spits_wake_signal(p->wake_fd);
     spits_batch_begin(&w->local, SPITS_MSG_RESULTS, 0);
     spits_parts_free(&w->local_parts);   /* (moved out, or lost with them) */
