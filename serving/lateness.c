@@ -24,7 +24,8 @@ int64_t late_median(const late_t *l)
     uint32_t rank = (l->n + 1) / 2, seen = 0;
     if (!l->n)
         return 0;
-    for (unsigned b = 0; b < LATE_BUCKETS; b++)
+    /* (the counts add up to n: a median not below the last bucket is in it) */
+    for (unsigned b = 0; b < LATE_BUCKETS - 1; b++)
         if ((seen += l->counts[b]) >= rank)
             return late_top(b);
     return late_top(LATE_BUCKETS - 1);
@@ -86,6 +87,16 @@ int late_selftest(void)
     late_reset(&l);
     late_sample(&l, 3);
     LCHECK(late_median(&l) == 3 && late_after(&l, 1, 0) == LATE_FLOOR_MS);
+    /* The first bucket and the last. */
+    late_reset(&l);
+    late_sample(&l, 0);
+    LCHECK(late_median(&l) == 0);
+    late_sample(&l, 0xffffffffLL);
+    late_sample(&l, 0x1ffffffffLL);
+    LCHECK(late_median(&l) == 0xffffffffLL);
+    late_reset(&l);
+    late_sample(&l, 0xe0000000LL);   /* (the last but one) */
+    LCHECK(late_median(&l) == 0xefffffffLL);
 
     /* A fed hop's source is out of work LATE_STARVED_MS after a TM's
      * room first went unfilled (later notes do not restart the clock);
