@@ -53,16 +53,13 @@ void spits_parts_drop_last(spits_parts_t *p);
 /* Appends every frame of src to dst, in order (src is then empty). 0, or
  * -1 when out of memory (both untouched). */
 int spits_parts_move(spits_parts_t *dst, spits_parts_t *src);
-/* Sends first (len bytes) on sock, then every part, as one message; the
- * parts go to libzmq (the list is then empty). flags: ZMQ_DONTWAIT or 0.
- * 0; -1 when the first frame was not taken (errno; nothing sent, the list
+/* Sends first's bytes on sock, then every part, as one message; the
+ * parts go to libzmq (the list is then empty). A large first frame moves
+ * into libzmq without a copy (spits_zmq_send_buf): once taken, first
+ * holds nothing to read. flags: ZMQ_DONTWAIT or 0. 0; -1 when the first
+ * frame was not taken (errno; nothing sent, first as it was, the list
  * untouched); -2 when a later frame was not taken (a socket being closed:
  * the message is cut, its frames are gone). */
-int spits_parts_send(void *sock, const void *first, size_t len,
-                     spits_parts_t *p, int flags);
-/* The same, first's bytes: a large first frame moves into libzmq without
- * a copy (spits_zmq_send_buf); once taken, first holds nothing to read.
- * Not taken (-1), first is as it was. */
 int spits_parts_send_buf(void *sock, spits_buf_t *first, spits_parts_t *p, int flags);
 /* Makes b, a sealed batch whose records of parts name p's frames in
  * order, one with every payload inline (the flags but SPITS_REC_PART
