@@ -29,6 +29,7 @@
 #include "stop.h"
 #include "util.h"
 #include "wake.h"
+#include "zmqutil.h"
 
 static void on_status(jm_disp_t *d, const void *rid, size_t ridlen);
 
@@ -531,7 +532,7 @@ void jm_disp_destroy(jm_disp_t **dp)
         disp_phase_end(d);
     router_listen_close(&d->net.l);
     if (d->net.zctx)
-        zmq_ctx_term(d->net.zctx);
+        spits_zmq_ctx_term(d->net.zctx);
     spits_wake_close(&d->net.wake_fd);
     jm_tmtab_destroy(&d->fleet.tab);
     conngen_destroy(&d->net.conngen);

@@ -76,6 +76,14 @@ int spits_zmq_send_buf(void *sock, spits_buf_t *b, int flags)
     return rc;
 }
 
+int spits_zmq_ctx_term(void *ctx)
+{
+    int rc;
+    while ((rc = zmq_ctx_term(ctx)) != 0 && errno == EINTR)
+        ;
+    return rc;
+}
+
 int spits_zmq_bind(void *sock, const char *ep)
 {
     int rc;

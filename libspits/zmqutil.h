@@ -39,6 +39,11 @@ int spits_zmq_send_buf(void *sock, spits_buf_t *b, int flags);
  * mailbox first, and a signal there (a terminal resize, a child's exit,
  * a timer) would fail the call though nothing is wrong. Their results. */
 int spits_zmq_bind(void *sock, const char *ep);
+/* zmq_ctx_term, called again while a signal interrupts it (EINTR: a
+ * SIGTERM or SIGCHLD at exit): once interrupted it has stopped the
+ * context's threads without joining them, and the process would leave
+ * with the context half ended. Its result. */
+int spits_zmq_ctx_term(void *ctx);
 int spits_zmq_connect(void *sock, const char *ep);
 int spits_zmq_monitor(void *sock, const char *ep, int events);
 /* Reads and drops the rest of a multipart message. libzmq delivers a

@@ -460,7 +460,7 @@ static void sim_free(sim_t *sim)
             sim_tm_retire(sim, (uint32_t)i, 1);
     spits_module_close(&sim->mod);
     if (sim->context)
-        zmq_ctx_term(sim->context);
+        spits_zmq_ctx_term(sim->context);
     tm_loop_release_signals();   /* (before its fd number can be reused) */
     spits_wake_close(&sim->wake_fd);
     if (sim->ep >= 0)

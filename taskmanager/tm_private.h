@@ -51,6 +51,7 @@
 #include "resources.h"
 #include "tm.h"
 #include "wake.h"
+#include "zmqutil.h"
 
 typedef struct tm_state tm_t;
 typedef struct tm_relay tm_relay_t;
@@ -536,7 +537,7 @@ static inline int tm_link_relayed(const tm_t *tm)
 static inline void tm_free(tm_t *tm)
 {
     tm_link_destroy(tm);
-    zmq_ctx_term(tm->link.context);
+    spits_zmq_ctx_term(tm->link.context);
     tm_pool_destroy(&tm->pool);
     tm_plan_free(&tm->plan);   /* (after the workers: they borrow it) */
     tm_results_free(&tm->results);

@@ -530,7 +530,7 @@ int main(int argc, char **argv)
     if (serve) {
         serve_job_t job = {ctx, dir, timeout};
         rc = status_serve(serve, serve_fetch, &job);
-        zmq_ctx_term(ctx);
+        spits_zmq_ctx_term(ctx);
         return rc;
     }
     for (;;) {
@@ -592,6 +592,6 @@ int main(int argc, char **argv)
         struct timespec ts = {(time_t)watch, (long)((watch - (long)watch) * 1e9)};
         nanosleep(&ts, NULL);
     }
-    zmq_ctx_term(ctx);
+    spits_zmq_ctx_term(ctx);
     return rc;
 }
