@@ -207,13 +207,14 @@ void disp_phase_begin(jm_disp_t *d, jm_phase_t *p)
     if (d->stopping)
         disp_stop_phase(d);
     jm_adopt_destroy(&d->adopt);
-    if (sched_reset(d->sched) != 0 || (p->st.resumed &&
+    if (tmio_set_job(d) != 0 || sched_reset(d->sched) != 0 || (p->st.resumed &&
         !(d->adopt = jm_adopt_new((size_t)d->jm->opt.window_bytes)))) {
         /* The phase cannot run: stopped before anything is sent. */
         jm_fatal("out of memory starting phase %u; "
                  "stopping the job", p->st.id);
         disp_stop_phase(d);
         d->phase = NULL;
+        tmio_set_job(d);
         return;
     }
     /* Only a resumed phase has early results to adopt: asked of every
@@ -265,6 +266,7 @@ void disp_phase_end(jm_disp_t *d)
         adopt_dropped_log(d);
     d->adopt_dropped = d->adopt_below = 0;
     d->phase = NULL;
+    tmio_set_job(d);
     if (d->adopt) {
         /* Early results whose task was committed some other way. */
         d->st.sched.duplicates += jm_adopt_count(d->adopt);
@@ -484,7 +486,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
     server_cfg_t cfg = {
         .tab = d->fleet.tab, .sched = d->sched,
         .hop = {d, serve_refill, serve_send_tasks, disp_hop_lost, disp_hop_stopping,
-                members_hop_add, members_hop_joined, members_hop_job,
+                members_hop_add, members_hop_joined,
                 .accept = members_hop_accept,
                 .results = serve_hop_results, .stats_check = members_hop_stats_check,
                 .stats = members_hop_stats, .drain = disp_hop_drain,
@@ -495,8 +497,9 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                   .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
                   .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},
         .probe = router_probe, .probe_arg = d->net.conngen,
-        .conngen = d->net.conngen, .job_id = jm->job_id};
-    if (!(d->srv = server_new(&cfg))) {
+        .conngen = d->net.conngen, .job_id = jm->job_id,
+        .result_parts = d->serve.part_min != UINT64_MAX};
+    if (!(d->srv = server_new(&cfg)) || tmio_set_job(d) != 0) {
         snprintf(err, errlen, "cannot set up the dispatcher: out of memory");
         goto fail;
     }

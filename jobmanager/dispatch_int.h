@@ -198,8 +198,10 @@ int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
  * caller sends next, ZMQ_SNDMORE; once it is taken, the parts are too:
  * ROUTER). Once sent, b holds nothing to read (server_send_buf). */
 int tmio_send_tm_buf(jm_disp_t *d, jm_tm_t *t, spits_buf_t *b, int more);
-/* WELCOME or PHASE: the job and its current phase */
-void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type);
+/* The job and its current phase (none: d->phase NULL), as the server's
+ * WELCOME and PHASE say it (server_set_job): 0, or -1 when out of memory
+ * (said; no WELCOME goes until the next call). */
+int tmio_set_job(jm_disp_t *d);
 
 /* dispatch.c */
 /* One message from a peer (rx: its body, whose reference this takes) */
@@ -241,7 +243,6 @@ void members_hop_stats(void *d, server_peer_t *p, json_t *body, const spits_stat
                        json_t *behind, int changed, int before);
 server_peer_t *members_hop_add(void *d, const void *rid, size_t ridlen, int *first);
 void members_hop_joined(void *d, server_peer_t *p, const server_join_t *j);
-void members_hop_job(void *d, server_peer_t *p, int type);
 void members_lost(jm_disp_t *d, jm_tm_t *t, const char *why, size_t n);
 void members_left(jm_disp_t *d, jm_tm_t *t, const char *refused, size_t n);
 

@@ -144,12 +144,6 @@ void members_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
     count_hello(d, t, j->first);
 }
 
-/* (server_hop_t.job) */
-void members_hop_job(void *arg, server_peer_t *p, int type)
-{
-    tmio_send_phase(arg, (jm_tm_t *)p, type);
-}
-
 /* (server_hop_t.accept) HELLO (wire.h spits_hello_t; a relay, spits-tm
  * --serve, says "relay": {endpoint}, and its workers and slots may start
  * at 0 and change with its STATS): a relay says where its TMs connect. */

@@ -1,6 +1,6 @@
 /*
  * tmio.c - what the dispatcher's files write to the TMs themselves: a
- * STATUS answer, TASKS, WELCOME and PHASE.
+ * STATUS answer, TASKS, and the job that WELCOME and PHASE say.
  *
  * serve.c, members.c and dispatch.c send through here. A message to a
  * known TM goes through the server (serving/server.h), which counts its
@@ -38,9 +38,8 @@ int tmio_send_tm_buf(jm_disp_t *d, jm_tm_t *t, spits_buf_t *b, int more)
     return server_send_buf(d->srv, &t->sv, b, more);
 }
 
-void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
+int tmio_set_job(jm_disp_t *d)
 {
-    spits_buf_t buf = {0};
     jm_phase_t *p = d->phase;
     json_t *body = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:o}",
                              "job_id", d->jm->job_id,
@@ -54,23 +53,15 @@ void tmio_send_phase(jm_disp_t *d, jm_tm_t *t, int type)
                              "argv", p ? json_incref(p->argv_json) : json_null());
     /* What each task needs: the TM plans its workers by it as it joins
      * (relays pass it on with the rest). */
-    json_t *res = body ? spits_res_req_json(&d->jm->opt.res) : NULL;
-    if (res)
-        json_object_set_new(body, "resources", res);
-    /* The outage it answers: the TM waits for the answer to its latest. */
-    if (body && type == SPITS_MSG_WELCOME)
-        json_object_set_new(body, "attach", json_integer(t->sv.proc.attach));
-    /* Its large results may come as parts (wire.h), as large tasks go:
-     * said with its own routing id, which a relay of an earlier release
-     * passing this WELCOME on does not give its TMs. */
-    if (body && type == SPITS_MSG_WELCOME && d->serve.part_min != UINT64_MAX)
-        json_object_set_new(body, "result_parts",
-                            json_stringn((const char *)t->sv.peer.rid, t->sv.peer.ridlen));
-    if (body && spits_wire_encode_json(&buf, type, p ? p->st.id : 0, body) == 0)
-        tmio_send_tm(d, t, buf.data, buf.len);
-    else
-        spits_error("out of memory encoding a %s message",
-                    spits_wire_type_name(type));
+    const spits_res_req_t *req = &d->jm->opt.res;
+    if (body && spits_res_req_any(req) &&
+        json_object_set_new(body, "resources", spits_res_req_json(req)) != 0) {
+        json_decref(body);
+        body = NULL;
+    }
+    if (!body)
+        spits_error("out of memory saying the job to TMs");
+    server_set_job(d->srv, p ? p->st.id : 0, body);
     json_decref(body);
-    spits_buf_free(&buf);
+    return body ? 0 : -1;
 }

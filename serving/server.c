@@ -15,6 +15,7 @@
 #include "cancels.h"
 #include "constants.h"
 #include "credit.h"
+#include "log.h"
 #include "server.h"
 #include "server_int.h"
 #include "util.h"
@@ -27,7 +28,7 @@ server_t *server_new(const server_cfg_t *cfg)
     const server_hop_t *h = &cfg->hop;
     assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.send_buf && cfg->io.rest &&
            cfg->io.pending && cfg->io.recv && h->rx_new && h->rx_done && h->refill && h->send_tasks && h->lost && h->stopping &&
-           h->add && h->joined && h->job && h->accept && cfg->job_id &&
+           h->add && h->joined && h->accept && cfg->job_id &&
            h->results && h->stats && h->drain);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -42,6 +43,7 @@ void server_destroy(server_t **sp)
     if (!s)
         return;
     spits_batch_free(&s->out);
+    json_decref(s->job);
     free(s->due);
     free(s);
     *sp = NULL;
@@ -73,6 +75,13 @@ void server_turn(server_t *s, int64_t now)
 void server_phase(server_t *s, uint32_t wire)
 {
     s->wire = wire;
+}
+
+void server_set_job(server_t *s, uint32_t wire, json_t *body)
+{
+    json_decref(s->job);
+    s->job = json_incref(body);
+    s->job_wire = wire;
 }
 
 void server_probe_until(server_t *s, int64_t until)
@@ -238,14 +247,38 @@ void server_reap(server_t *s, int force)
     }
 }
 
-/* --- a new phase -------------------------------------------------------- */
+/* --- the job: WELCOME and PHASE ---------------------------------------- */
+
+void server_send_job(server_t *s, server_peer_t *p, int type)
+{
+    spits_buf_t buf = {0};
+    json_t *body = s->job ? json_copy(s->job) : NULL;
+    int ok = body != NULL;
+    if (ok && type == SPITS_MSG_WELCOME) {
+        /* (the TM waits for the answer to its latest outage) */
+        ok = json_object_set_new(body, "attach", json_integer(p->proc.attach)) == 0;
+        /* (said with its own routing id: a hop of an earlier release that
+         * passes this WELCOME on does not give it to its TMs; an id that
+         * is not UTF-8 cannot be said, and its TM sends results inline) */
+        if (ok && s->cfg.result_parts)
+            json_object_set_new(body, "result_parts",
+                                json_stringn((const char *)p->peer.rid, p->peer.ridlen));
+    }
+    if (ok && spits_wire_encode_json(&buf, type, s->job_wire, body) == 0)
+        server_send(s, p, buf.data, buf.len, 0);
+    else   /* (a TM without its WELCOME says HELLO again) */
+        spits_error("%s%s for a %s message", s->cfg.rules.prefix,
+                    s->job ? "out of memory" : "no job", spits_wire_type_name(type));
+    json_decref(body);
+    spits_buf_free(&buf);
+}
 
 void server_send_phase(server_t *s)
 {
     for (size_t i = peertab_live_count(s->cfg.tab); i-- > 0;) {
         server_peer_t *p = peertab_live_at(s->cfg.tab, i);
         if (!p->gone)   /* (lost at the next reap: its send would fail) */
-            s->cfg.hop.job(s->cfg.hop.arg, p, SPITS_MSG_PHASE);
+            server_send_job(s, p, SPITS_MSG_PHASE);
     }
 }
 
@@ -335,6 +368,8 @@ typedef struct {
     char joins[128];             /* "slot first|again[ renewed]; " of each */
     int welcomes[ST_PEERS];
     char phases[32];             /* "slot " of each PHASE */
+    json_t *job_sent;            /* the last WELCOME's or PHASE's body */
+    uint32_t job_sent_phase;     /* ...and its phase */
     char msgs[256];              /* what the message handlers were given */
     int rest_rc;                 /* what rest returns... */
     size_t rest_parts;           /* ...and how many empty parts it adds
@@ -380,6 +415,17 @@ static int st_send(void *arg, const void *rid, size_t ridlen, const void *buf, s
         errno = h->fail[p->peer.slot];
         h->fail[p->peer.slot] = 0;
         return -1;
+    }
+    if (spits_wire_parse(buf, len, &hd, &why) == 0 &&
+        (hd.type == SPITS_MSG_WELCOME || hd.type == SPITS_MSG_PHASE)) {
+        size_t at = strlen(h->phases);
+        if (hd.type == SPITS_MSG_WELCOME)
+            h->welcomes[p->peer.slot]++;
+        else
+            snprintf(h->phases + at, sizeof h->phases - at, "%d ", p->peer.slot);
+        json_decref(h->job_sent);
+        h->job_sent = spits_wire_decode_json(buf, len, &why);
+        h->job_sent_phase = hd.phase;
     }
     if (len <= sizeof h->last)
         memcpy(h->last, buf, len);
@@ -542,16 +588,6 @@ static void st_joined(void *arg, server_peer_t *p, const server_join_t *j)
              j->first ? "first" : "again", j->renewed ? " renewed" : "");
 }
 
-static void st_job(void *arg, server_peer_t *p, int type)
-{
-    st_hop_t *h = arg;
-    size_t at = strlen(h->phases);
-    if (type == SPITS_MSG_WELCOME)
-        h->welcomes[p->peer.slot]++;
-    else if (type == SPITS_MSG_PHASE)
-        snprintf(h->phases + at, sizeof h->phases - at, "%d ", p->peer.slot);
-}
-
 /* The message handlers note "what slot" in msgs (slot -1: none; a
  * trailing d: a dead entry; u: unrun). */
 static void st_note(st_hop_t *h, const char *what, const server_peer_t *p, const char *more)
@@ -696,14 +732,14 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 {
     server_cfg_t cfg = {
         .hop = {h, st_refill, st_send_tasks, st_lost, st_stopping, st_add,
-                st_joined, st_job, .bad = st_bad, .accept = st_accept,
+                st_joined, .bad = st_bad, .accept = st_accept,
                 .results = st_results, .stats_check = st_stats_check,
                 .stats = st_stats_msg, .drain = st_drain, .rx_new = st_rx_new,
                 .rx_done = st_rx_done, .status = st_status},
         .io = {h, st_send, st_rest, st_pending, st_recv, st_send_buf},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
-        .probe = st_probe, .job_id = "job"};
+        .probe = st_probe, .job_id = "job", .result_parts = 1};
     memset(h, 0, sizeof *h);
     h->avail = avail;
     h->lost_slot = -1;
@@ -713,6 +749,11 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
     cfg.tab = h->tab;
     cfg.sched = h->sc;
     if (!h->sc || !h->tab || !(h->s = server_new(&cfg)))
+        return -1;
+    json_t *job = json_pack("{s:s}", "job_id", "job");
+    server_set_job(h->s, 0, job);
+    json_decref(job);
+    if (!job)
         return -1;
     server_clock(h->s, 1000);
     for (int i = 0; i < n; i++) {
@@ -735,6 +776,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 
 static void st_world_end(st_hop_t *h)
 {
+    json_decref(h->job_sent);
     server_destroy(&h->s);
     sched_destroy(&h->sc);
     peertab_destroy(&h->tab);
@@ -747,6 +789,21 @@ static int st_text_is(char *log, const char *what, const char *want)
     if (!ok)
         fprintf(stderr, "server selftest: %s \"%s\", expected \"%s\"\n", what, log, want);
     log[0] = 0;
+    return ok;
+}
+
+/* The last WELCOME or PHASE said job id job, attach (-1: none) and
+ * result_parts (NULL: none), and no other key. */
+static int st_job_is(const st_hop_t *h, const char *job, long attach, const char *parts)
+{
+    const json_t *b = h->job_sent;
+    size_t keys = 1 + (attach >= 0) + (parts != NULL);
+    int ok = b && !h->last_more && json_object_size(b) == keys &&
+             !strcmp(json_string_value(json_object_get(b, "job_id")), job) &&
+             (attach < 0 || json_integer_value(json_object_get(b, "attach")) == attach) &&
+             (!parts || !strcmp(json_string_value(json_object_get(b, "result_parts")), parts));
+    if (!ok)
+        fprintf(stderr, "server selftest: a job message not as expected\n");
     return ok;
 }
 
@@ -1154,6 +1211,8 @@ static int st_hello(void)
     S_CHECK(a->proc.attach == 1 && a->proc.sent_at_hello == 0 && a->settle.until == 0);
     S_CHECK(a->proc.pid == 100 && a->proc.host[0] == 'n' && !strchr(a->proc.host, '\n'));
     S_CHECK(ss->joins == 1 && ss->reattaches == 0 && h.welcomes[0] == 1);
+    /* ...its WELCOME: the job's, with its attach and its routing id. */
+    S_CHECK(h.job_sent_phase == 0 && st_job_is(&h, "job", 1, "a"));
     S_CHECK(st_joins_are(&h, "0 first; ") && a->live.last_heard == 1000);
     server_due(h.s, a);
     server_serve(h.s);
@@ -1169,7 +1228,7 @@ static int st_hello(void)
     /* ...a later one of an older outage leaves its attach. */
     hi.attach = 0;
     S_CHECK(server_on_hello(h.s, a, "a", 1, &hi, "job", NULL) == SERVER_HELLO_AGAIN);
-    S_CHECK(a->proc.attach == 1 && h.welcomes[0] == 3);
+    S_CHECK(a->proc.attach == 1 && h.welcomes[0] == 3 && st_job_is(&h, "job", 1, "a"));
 
     /* A repeat with nothing sent since: what it holds and its pending
      * results are taken, as at a join; a higher attach is kept. */
@@ -1244,11 +1303,15 @@ static int st_hello(void)
     json_decref(relay);
     S_CHECK(st_joins_are(&h, "2 first; 2 again renewed; "));
 
-    /* A routing id the hop knew once: a re-attach; none made: nothing. */
+    /* A routing id the hop knew once: a re-attach; none made: nothing.
+     * (This one is no UTF-8: its WELCOME cannot say it, and says no
+     * result_parts.) */
     h.add_first = 0;
     hi = (spits_hello_t){"o", 400, 1, 1, 0, 0, 0, "job", NULL, -1};
-    S_CHECK(server_on_hello(h.s, NULL, "d", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
+    S_CHECK(server_on_hello(h.s, NULL, "\xff", 1, &hi, "job", NULL) ==
+            SERVER_HELLO_REATTACHED);
     S_CHECK(st_joins_are(&h, "3 again; ") && ss->joins == 3 && ss->reattaches == 4);
+    S_CHECK(h.welcomes[3] == 1 && st_job_is(&h, "job", 0, NULL));
     h.add_first = -1;
     S_CHECK(server_on_hello(h.s, NULL, "e", 1, &hi, "job", NULL) == SERVER_HELLO_NO_ENTRY);
     S_CHECK(st_joins_are(&h, "") && ss->joins == 3 && ss->reattaches == 4 &&
@@ -1342,6 +1405,11 @@ static int st_messages(void)
     S_CHECK(p[0]->proc.attach == 0 && p[0]->sched.sent > p[0]->proc.sent_at_hello);
     S_CHECK(server_on_hello(h.s, p[0], "a", 1, &hi, "job", NULL) == SERVER_HELLO_REATTACHED);
     S_CHECK(!strcmp(h.lost, "0 reconnected; ") && st_joins_are(&h, "0 again; "));
+    /* No job (no memory for it): no WELCOME; the TM says HELLO again. */
+    int welcomed = h.welcomes[0];
+    server_set_job(h.s, 0, NULL);
+    S_CHECK(server_on_hello(h.s, p[0], "a", 1, &hi, "job", NULL) == SERVER_HELLO_AGAIN);
+    S_CHECK(h.welcomes[0] == welcomed);
     rc = 0;
 out:
     st_world_end(&h);
@@ -1355,17 +1423,31 @@ static int st_phase(void)
     st_hop_t h;
     server_peer_t **p = h.p;
     int rc = -1;
-    S_CHECK(st_world(&h, 4, 2, 0) == 0);
+    json_t *id = json_string("job2"), *job = json_pack("{s:O}", "job_id", id);
+    S_CHECK(st_world(&h, 4, 2, 0) == 0 && job);
+    server_set_job(h.s, 5, job);
     server_send_phase(h.s);
     S_CHECK(!strcmp(h.phases, "3 2 1 0 ") && h.welcomes[0] == 0);
+    /* (a PHASE says neither attach nor result_parts; the server holds
+     * the body, and each message's copy of it is released) */
+    S_CHECK(h.job_sent_phase == 5 && st_job_is(&h, "job2", -1, NULL));
+    S_CHECK(job->refcount == 2 && id->refcount == 2);
     h.phases[0] = 0;
     h.fail[1] = EHOSTUNREACH;
     S_CHECK(server_send(h.s, p[1], "x", 1, 0) == -1 && p[1]->gone);
     st_bye(&h, p[3], NULL);
     server_send_phase(h.s);
     S_CHECK(!strcmp(h.phases, "2 0 ") && h.lost[0] && h.welcomes[2] == 0);
+    /* A body replaced, or the server's end, releases it. */
+    server_set_job(h.s, 6, NULL);
+    S_CHECK(job->refcount == 1);
+    server_set_job(h.s, 6, job);
+    server_destroy(&h.s);
+    S_CHECK(job->refcount == 1);
     rc = 0;
 out:
+    json_decref(job);
+    json_decref(id);
     st_world_end(&h);
     return rc;
 }

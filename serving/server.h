@@ -32,14 +32,16 @@
  *   - a HELLO: a join, a repeat, a re-attach that
  *     waits for its results, or a reconnect, by joins.h's rules;
  *   - a STATS (server_take_stats): a peer's runs, busy time and capacity;
- *   - which peers get a new phase's PHASE (server_send_phase);
+ *   - the job's WELCOME to a peer that joins, and a new phase's PHASE
+ *     to the live peers, from the body the hop gives (server_set_job);
  *   - at the job's end, which peers router_end waits for
  *     (server_end_peers).
  *
  * What differs between the hops is its hop (server_hop_t): where fresh
  * tasks come from (the JM's generator; a relay's upstream), how a batch
  * of picked copies becomes a message, what losing a peer means, who a
- * peer that joins is (its table entry, identity, log line, WELCOME), and
+ * peer that joins is (its table entry, identity, log line), what the job
+ * is (WELCOME's body), and
  * where results go (the JM's committer; a relay's upstream). The server
  * never touches a socket itself: its sends to peers, its replies and
  * the rest of a message's frames go through cfg.io (the hop's ROUTER's,
@@ -206,11 +208,8 @@ typedef struct {
     /* p joined or re-attached: the server made it alive and set its
      * common part (credit, scheduler, settle, proc: its host and pid too);
      * the hop sets the rest of who it is, and counts and logs the join.
-     * No WELCOME yet. */
+     * The server's WELCOME follows (server_set_job). */
     void (*joined)(void *arg, server_peer_t *p, const server_join_t *j);
-    /* Sends p the job's message of type (wire.h): WELCOME, with its
-     * attach number p->proc.attach, or PHASE (server_send_phase). */
-    void (*job)(void *arg, server_peer_t *p, int type);
 
     /* The messages (server_on_frames). p is the entry of the message's
      * routing id, alive or not, or NULL where said. */
@@ -268,6 +267,8 @@ typedef struct {
                                     0 for all) */
     const char *job_id;          /* the job a HELLO joins (the hop's; read
                                     at each HELLO) */
+    int result_parts;            /* large results may come as parts: each
+                                    WELCOME says so (wire.h) */
 } server_cfg_t;
 
 /* What the server counts; the hop reads them. */
@@ -308,6 +309,12 @@ void server_clock(server_t *s, int64_t now);
 void server_turn(server_t *s, int64_t now);
 /* The wire phase its heartbeats and replies carry. */
 void server_phase(server_t *s, uint32_t wire);
+/* The job as WELCOME and PHASE say it, of wire phase wire (a reference
+ * to body is taken; NULL: none, and no WELCOME goes). body holds every
+ * key but those the server adds to each peer's WELCOME: "attach", its
+ * outage number, and "result_parts", its routing id, when
+ * cfg.result_parts (wire.h). */
+void server_set_job(server_t *s, uint32_t wire, json_t *body);
 /* A connection closed: every peer gets a heartbeat each tick until then,
  * so the one whose connection it was fails its send at once. */
 void server_probe_until(server_t *s, int64_t until);
@@ -377,9 +384,9 @@ void server_recv(server_t *s);
  * while the job ends (server_end_t.stats). */
 void server_take_stats(server_t *s, server_peer_t *p, zmq_msg_t *body);
 
-/* A new phase began (server_phase said its wire phase; the scheduler
- * holds none of the last one's copies): every live peer whose
- * connection is not gone gets PHASE (hop.job), the last joined first. */
+/* A new phase began (server_set_job said it; the scheduler holds none
+ * of the last one's copies): every live peer whose connection is not
+ * gone gets PHASE, the last joined first. */
 void server_send_phase(server_t *s);
 
 /* The job is over: what router_end (serving/router.h) needs of the

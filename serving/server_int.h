@@ -14,6 +14,8 @@ struct server {
     int64_t turn_at;             /* the hop's last turn (server_turn) */
     int64_t probe_until;
     uint32_t wire;               /* the phase heartbeats carry */
+    json_t *job;                 /* WELCOME's and PHASE's body */
+    uint32_t job_wire;           /* ...their phase */
     size_t rr;                   /* round-robin start of the next walk */
     int *due;                    /* slots of peers to look at next serve */
     size_t ndue, capdue;
@@ -35,6 +37,8 @@ struct server {
  * whose entry is p (NULL: none): to a live p through server_send (its
  * marks), to anyone else without. */
 void server_reply(server_t *s, server_peer_t *p, const void *rid, size_t ridlen, int type);
+/* The job's WELCOME (type) or PHASE to p (server_set_job). */
+void server_send_job(server_t *s, server_peer_t *p, int type);
 /* p's share of the capacity follows it (alive, draining, credit). */
 void server_share(server_t *s, server_peer_t *p);
 
@@ -59,7 +63,7 @@ typedef enum {
  *     credit (a relay's capped: spits_relay_cap), what it holds, its
  *     settle wait for its pending results, its proc (runs and busy_s
  *     moved to the stats when a new process took the entry); then
- *     hop.joined (ctx: the hop's, passed on), then WELCOME (hop.job).
+ *     hop.joined (ctx: the hop's, passed on), then WELCOME.
  * server_on_frames then makes it due. A negative result: no join,
  * nothing sent (server_on_frames counts it: server_bad). */
 server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *rid,

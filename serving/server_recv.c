@@ -55,7 +55,7 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
             server_hello_take(s, p, h, job_id);
         if (h->attach > p->proc.attach)
             p->proc.attach = h->attach;
-        hop->job(hop->arg, p, SPITS_MSG_WELCOME);
+        server_send_job(s, p, SPITS_MSG_WELCOME);
         return SERVER_HELLO_AGAIN;
     }
     if (kind == JOINS_RECONNECT)
@@ -89,7 +89,7 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
     server_join_t j = {h, first, renewed, ctx};
     hop->joined(hop->arg, p, &j);
     assert(p->peer.alive);
-    hop->job(hop->arg, p, SPITS_MSG_WELCOME);
+    server_send_job(s, p, SPITS_MSG_WELCOME);
     return first ? SERVER_HELLO_JOINED : SERVER_HELLO_REATTACHED;
 }
 

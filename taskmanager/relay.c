@@ -71,31 +71,6 @@ static int relay_hop_stopping(void *arg)
     return ((tm_relay_t *)arg)->tm->done != 0;
 }
 
-/* The job's WELCOME (with p's attach) or PHASE, as upstream sent it. */
-static void relay_hop_job(void *arg, server_peer_t *p, int type)
-{
-    tm_relay_t *r = arg;
-    spits_buf_t buf = {0};
-    json_t *body = json_copy(r->job.body);
-    if (body && type == SPITS_MSG_WELCOME) {
-        json_object_set_new(body, "attach", json_integer(p->proc.attach));
-        /* (a TM says "(relay)" by this, whatever option led it here) */
-        json_object_set_new(body, "relay", json_true());
-        /* (the relay takes large results as parts, whatever upstream takes;
-         * said with the TM's routing id: wire.h) */
-        if (r->part_min != UINT64_MAX)
-            json_object_set_new(body, "result_parts",
-                                json_stringn((const char *)p->peer.rid, p->peer.ridlen));
-    }
-    if (body && spits_wire_encode_json(&buf, type, r->job.phase, body) == 0)
-        server_send(r->srv, p, buf.data, buf.len, 0);
-    else
-        spits_error("relay: out of memory encoding a %s message",
-                    spits_wire_type_name(type));
-    json_decref(body);
-    spits_buf_free(&buf);
-}
-
 /* A TM's message is read into the relay's one place: what is passed up
  * holds its own copy of its frames (zmq_msg_copy). */
 static int relay_hop_rx_new(void *arg, server_rx_t *rx)
@@ -119,7 +94,7 @@ static server_t *relay_server(tm_relay_t *r, sched_t *sched)
     server_cfg_t cfg = {
         .tab = r->peers.tab, .sched = sched,
         .hop = {r, relay_copies_refill, relay_copies_send, relay_hop_lost, relay_hop_stopping,
-                relay_peers_hop_add, relay_peers_hop_joined, relay_hop_job,
+                relay_peers_hop_add, relay_peers_hop_joined,
                 .accept = relay_peers_hop_accept,
                 .results = relay_copies_results, .stats = relay_peers_hop_stats,
                 .drain = relay_peers_hop_drain, .rx_new = relay_hop_rx_new,
@@ -128,7 +103,7 @@ static server_t *relay_server(tm_relay_t *r, sched_t *sched)
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = RELAY_TICK_MS},
         .probe = router_probe, .probe_arg = r->sock.conngen, .conngen = r->sock.conngen,
-        .job_id = r->job.id};
+        .job_id = r->job.id, .result_parts = r->part_min != UINT64_MAX};
     return server_new(&cfg);
 }
 
@@ -288,6 +263,8 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     }
     json_object_del(copy, "attach");
     json_object_del(copy, "result_parts");   /* (upstream's, to this relay) */
+    /* (a TM says "(relay)" by this, whatever option led it here) */
+    json_object_set_new(copy, "relay", json_true());
     /* (a WELCOME: upstream took our capacity from our HELLO, which may
      * differ from our last STATS; the next turn tells it anew) */
     if (type == SPITS_MSG_WELCOME)
@@ -304,6 +281,7 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     rules->hb_ms = hb > 0 ? hb : 1000;
     rules->timeout_ms = timeout > 0 ? timeout : 10 * rules->hb_ms;
     server_phase(r->srv, phase);
+    server_set_job(r->srv, phase, copy);
     server_due_all(r->srv);   /* (a job, or a phase: every TM may be served) */
     relay_max_msg(r);
     json_t *mc = json_object_get(copy, "max_copies");
