@@ -112,7 +112,7 @@ static void on_status(jm_disp_t *d, const void *rid, size_t ridlen)
     /* The answer is built at most once per tick and sent as is until the
      * next, so a status client in a loop costs the job a send per request,
      * not a JSON document and a /proc read. */
-    if (!d->status.buf.len || d->clock.now - d->status.at >= DISP_TICK_MS) {
+    if (!d->status.buf.len || d->clock.now - d->status.at >= SERVE_TICK_MS) {
         json_t *doc = dispview_status_doc(d);
         d->status.buf.len = 0;
         if (!doc || spits_wire_encode_json(&d->status.buf, SPITS_MSG_STATUS,
@@ -325,7 +325,7 @@ static void disp_end(jm_disp_t *d)
 {
     server_end_t e = {d->srv, NULL, disp_end_stats, d};
     router_peers_t peers = server_end_peers(&e);
-    router_end(d->net.l.sock, d->phase ? d->phase->st.id : 0, &peers, DISP_END_WAIT_MS);
+    router_end(d->net.l.sock, d->phase ? d->phase->st.id : 0, &peers, SERVE_END_WAIT_MS);
 }
 
 static void *disp_main(void *arg)
@@ -340,15 +340,9 @@ static void *disp_main(void *arg)
     int nitems = d->net.l.zap ? 4 : 3;
 
     d->clock.now = d->clock.started_ms = spits_now_ms();
-    d->clock.next_tick = d->clock.now + DISP_TICK_MS;
     server_turn(d->srv, d->clock.now);
     for (;;) {
-        long timeout = (long)(d->clock.next_tick - d->clock.now);
-        if (server_probing(d->srv) && timeout > 50)
-            timeout = 50;
-        if (server_serve_due(d->srv))
-            timeout = 0;   /* (a TM went during the last serve) */
-        if (zmq_poll(items, nitems, timeout < 0 ? 0 : timeout) < 0 && errno != EINTR) {
+        if (zmq_poll(items, nitems, server_sleep_ms(d->srv)) < 0 && errno != EINTR) {
             jm_fatal("the dispatcher cannot poll its sockets: %s; stopping "
                      "the job", zmq_strerror(errno));
             disp_control_only(d);
@@ -372,7 +366,7 @@ static void *disp_main(void *arg)
          * connection fails and calls it lost. */
         if ((items[0].revents & ZMQ_POLLIN) || server_probing(d->srv))
             server_recv(d->srv);
-        if (d->clock.now >= d->clock.next_tick || server_probing(d->srv)) {
+        if (server_tick_due(d->srv)) {
             server_tick(d->srv);
             jm_backlog_tick(&d->backlog, d->clock.now, jm_backlog_released());
             disp_log_flush(d, 0);
@@ -383,7 +377,6 @@ static void *disp_main(void *arg)
             if (d->phase)
                 jm_progress_tick(&d->progress, &d->live, d->clock.now);
             disp_hint_no_tm(d);
-            d->clock.next_tick = d->clock.now + DISP_TICK_MS;
             disp_reap(d, 0);
         }
         serve_tms(d);
@@ -493,7 +486,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                 .rx_new = disp_hop_rx_new, .rx_done = disp_hop_rx_done,
                 .status = disp_hop_status},
         .io = router_io(d->net.l.sock),
-        .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = DISP_TICK_MS,
+        .rules = {.prefix = "", .loop = "the dispatcher", .tick_ms = SERVE_TICK_MS,
                   .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
                   .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},
         .probe = router_probe, .probe_arg = d->net.conngen,

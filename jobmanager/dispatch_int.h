@@ -41,10 +41,8 @@
 #include "tmtable.h"
 #include "zap.h"
 
-#define DISP_TICK_MS 100
 #define DISP_TRIM_MS 5000   /* free memory goes back at most this often */
 #define DISP_LIVE_FAILED 100         /* poison tasks STATUS names */
-#define DISP_END_WAIT_MS 2000        /* the most it waits for BYEs after END */
 #define DISP_LIVE_EVENTS 256         /* TM joins/leaves STATUS carries */
 #define DISP_NO_TM_MS 10000          /* no TM yet: how to start one, said once */
 #define MONITOR_EP "inproc://spits-jm-monitor"
@@ -106,7 +104,7 @@ typedef struct {
 
 /* The loop's clock and when each timer is due next (dispatch.c). */
 typedef struct {
-    int64_t now, next_tick;
+    int64_t now;
     int64_t trim_at;                 /* disp_trim: not before, */
     uint64_t gone_at_trim;           /* ...nor before TMs left since */
     int64_t started_ms;              /* when the loop started */

@@ -24,5 +24,13 @@
  * read first (a drained TM's last BYE), this long at most, before it is
  * lost (server_reap). */
 #define SERVE_REAP_WAIT_MS 250
+/* How often a hop judges its peers (server_tick): heartbeats to the
+ * quiet, the silent lost. */
+#define SERVE_TICK_MS 100
+/* ...and how often at most while a connection's close is probed: each
+ * turn ticks then, so the poll sleeps no longer (server_sleep_ms). */
+#define SERVE_PROBE_POLL_MS 50
+/* The most a hop waits for its peers' BYEs after the job's END. */
+#define SERVE_END_WAIT_MS 2000
 
 #endif

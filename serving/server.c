@@ -26,6 +26,7 @@
 server_t *server_new(const server_cfg_t *cfg)
 {
     const server_hop_t *h = &cfg->hop;
+    assert(cfg->rules.tick_ms > 0);
     assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.send_buf && cfg->io.rest &&
            cfg->io.pending && cfg->io.recv && h->rx_new && h->rx_done && h->refill && h->send_tasks && h->lost && h->stopping &&
            h->add && h->joined && h->accept && cfg->job_id &&
@@ -68,6 +69,8 @@ void server_turn(server_t *s, int64_t now)
 {
     if (s->turn_at)
         liveness_stall(&s->cfg.rules, s->turn_at, now);
+    else
+        s->next_tick = now + s->cfg.rules.tick_ms;
     s->turn_at = now;
     s->now = now;
 }
@@ -92,6 +95,21 @@ void server_probe_until(server_t *s, int64_t until)
 int server_probing(const server_t *s)
 {
     return s->now < s->probe_until;
+}
+
+int server_tick_due(const server_t *s)
+{
+    return s->now >= s->next_tick || server_probing(s);
+}
+
+long server_sleep_ms(const server_t *s)
+{
+    int64_t left = s->next_tick - s->now;
+    if (server_serve_due(s))
+        return 0;
+    if (server_probing(s) && left > SERVE_PROBE_POLL_MS)
+        left = SERVE_PROBE_POLL_MS;
+    return left > 0 ? (long)left : 0;
 }
 
 /* --- the serve loop ----------------------------------------------------- */
@@ -205,6 +223,7 @@ void server_tick(server_t *s)
 {
     unsigned char hb[SPITS_HDR_SIZE];
     int probing = server_probing(s);
+    s->next_tick = s->now + s->cfg.rules.tick_ms;
     spits_wire_encode_empty(hb, SPITS_MSG_HEARTBEAT, s->wire);
     /* (from the end: a peer lost leaves the live set, the last taking
      * its place) */
@@ -2064,6 +2083,38 @@ out:
     return rc;
 }
 
+/* The tick's timing: due tick_ms after the first turn and after each
+ * tick, and at once while probing; the poll sleeps until then, at most
+ * SERVE_PROBE_POLL_MS while probing, and not at all when a serve is
+ * due. */
+static int st_tick_due(void)
+{
+    st_hop_t h;
+    int rc = -1;
+    S_CHECK(st_world(&h, 1, 2, 0) == 0);
+    server_turn(h.s, 2000);
+    server_serve(h.s);
+    S_CHECK(!server_tick_due(h.s) && server_sleep_ms(h.s) == 100);
+    server_turn(h.s, 2099);
+    S_CHECK(!server_tick_due(h.s) && server_sleep_ms(h.s) == 1);
+    server_turn(h.s, 2100);
+    S_CHECK(server_tick_due(h.s) && server_sleep_ms(h.s) == 0);
+    server_tick(h.s);
+    S_CHECK(!server_tick_due(h.s) && server_sleep_ms(h.s) == 0);   /* (all due) */
+    server_serve(h.s);
+    S_CHECK(server_sleep_ms(h.s) == 100);
+    server_probe_until(h.s, 2150);
+    S_CHECK(server_tick_due(h.s) && server_sleep_ms(h.s) == SERVE_PROBE_POLL_MS);
+    server_turn(h.s, 2160);
+    S_CHECK(!server_tick_due(h.s) && server_sleep_ms(h.s) == 40);
+    server_turn(h.s, 2250);
+    S_CHECK(server_tick_due(h.s) && server_sleep_ms(h.s) == 0);
+    rc = 0;
+out:
+    st_world_end(&h);
+    return rc;
+}
+
 int server_selftest(void)
 {
     server_t *s = NULL;
@@ -2071,7 +2122,7 @@ int server_selftest(void)
     int rc = 0;
     if (st_serving() || st_capacity() || st_turns() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
         st_hello() || st_messages() || st_stats() || st_phase() || st_end() ||
-        st_frames_route() || st_intake() || st_stats_parsed() || st_recv_burst())
+        st_frames_route() || st_intake() || st_stats_parsed() || st_recv_burst() || st_tick_due())
         rc = -1;
     if (st_world(&h, 0, 0, 0) == 0) {
         s = h.s;

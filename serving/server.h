@@ -319,6 +319,12 @@ void server_set_job(server_t *s, uint32_t wire, json_t *body);
  * so the one whose connection it was fails its send at once. */
 void server_probe_until(server_t *s, int64_t until);
 int server_probing(const server_t *s);
+/* Whether server_tick is due: rules.tick_ms after the last one (the
+ * first turn starts the count), or at once while probing. */
+int server_tick_due(const server_t *s);
+/* How long the hop's poll may sleep: until the tick is due, at most
+ * SERVE_PROBE_POLL_MS while probing, 0 when a serve is due. */
+long server_sleep_ms(const server_t *s);
 
 /* A new entry's common part: nothing held, its scheduler slot its table
  * slot. */
@@ -415,7 +421,8 @@ int server_send_buf(server_t *s, server_peer_t *p, spits_buf_t *b, int more);
 /* The serve loop (above). The hop calls it only while it may serve. */
 void server_serve(server_t *s);
 /* Judges every live peer; a heartbeat goes to the quiet ones (its
- * header: hb, SPITS_HDR_SIZE bytes), the silent ones are lost. */
+ * header: hb, SPITS_HDR_SIZE bytes), the silent ones are lost. The next
+ * is due rules.tick_ms from now (server_tick_due). */
 void server_tick(server_t *s);
 /* Peers whose connection is gone are lost, once no message waits to be
  * read or SERVE_REAP_WAIT_MS passed since the first was marked (force:

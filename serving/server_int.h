@@ -12,6 +12,7 @@ struct server {
     server_cfg_t cfg;
     int64_t now;
     int64_t turn_at;             /* the hop's last turn (server_turn) */
+    int64_t next_tick;           /* when server_tick is due */
     int64_t probe_until;
     uint32_t wire;               /* the phase heartbeats carry */
     json_t *job;                 /* WELCOME's and PHASE's body */

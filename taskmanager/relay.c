@@ -35,19 +35,15 @@
 #include "router.h"
 #include "util.h"
 
-#define RELAY_TICK_MS 100          /* heartbeats and silence, checked this often */
 #define RELAY_MONITOR_EP "inproc://spits-relay-monitor"
-#define RELAY_END_WAIT_MS 2000     /* the most it waits for BYEs after END */
 
 /* --- timers ------------------------------------------------------------- */
 
 static void relay_tick(tm_relay_t *r)
 {
-    tm_t *tm = r->tm;
-    if (tm->now < r->next_tick && !server_probing(r->srv))
+    if (!server_tick_due(r->srv))
         return;
-    r->next_tick = tm->now + RELAY_TICK_MS;
-    loglimit_flush(&r->log.events, tm->now, 0);
+    loglimit_flush(&r->log.events, r->tm->now, 0);
     server_tick(r->srv);
 }
 
@@ -101,7 +97,7 @@ static server_t *relay_server(tm_relay_t *r, sched_t *sched)
                 .rx_done = relay_hop_rx_done},
         .io = router_io(r->sock.l.sock),
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
-                  .hb_ms = 1000, .tick_ms = RELAY_TICK_MS},
+                  .hb_ms = 1000, .tick_ms = SERVE_TICK_MS},
         .probe = router_probe, .probe_arg = r->sock.conngen, .conngen = r->sock.conngen,
         .job_id = r->job.id, .result_parts = r->part_min != UINT64_MAX};
     return server_new(&cfg);
@@ -224,7 +220,7 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     server_end_t e = {r->srv, relay_end_bye, NULL, r->srv};
     if (job_over && r->sock.l.sock && r->srv) {
         router_peers_t peers = server_end_peers(&e);
-        router_end(r->sock.l.sock, r->job.phase, &peers, RELAY_END_WAIT_MS);
+        router_end(r->sock.l.sock, r->job.phase, &peers, SERVE_END_WAIT_MS);
     }
     loglimit_flush(&r->log.events, spits_now_ms(), 1);
     router_listen_close(&r->sock.l);

@@ -73,7 +73,6 @@ struct tm_relay {
         spits_parts_t parts;
     } rx;
     uint64_t part_min;           /* tasks and results this large go as parts */
-    int64_t next_tick;
     struct {
         loglimit_t events;       /* TM joins, leaves, losses, loops */
     } log;
