@@ -198,7 +198,7 @@ int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
 int tmio_send_tm_buf(jm_disp_t *d, jm_tm_t *t, spits_buf_t *b, int more);
 /* The job and its current phase (none: d->phase NULL), as the server's
  * WELCOME and PHASE say it (server_set_job): 0, or -1 when out of memory
- * (said; no WELCOME goes until the next call). */
+ * (said; the server keeps the body it had). */
 int tmio_set_job(jm_disp_t *d);
 
 /* dispatch.c */

@@ -59,9 +59,11 @@ int tmio_set_job(jm_disp_t *d)
         json_decref(body);
         body = NULL;
     }
-    if (!body)
+    if (!body) {   /* (the server keeps saying the last one) */
         spits_error("out of memory saying the job to TMs");
+        return -1;
+    }
     server_set_job(d->srv, p ? p->st.id : 0, body);
     json_decref(body);
-    return body ? 0 : -1;
+    return 0;
 }

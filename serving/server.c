@@ -82,9 +82,10 @@ void server_phase(server_t *s, uint32_t wire)
 
 void server_set_job(server_t *s, uint32_t wire, json_t *body)
 {
-    json_decref(s->job);
+    json_t *old = s->job;   /* (released after: body may be it) */
     s->job = json_incref(body);
     s->job_wire = wire;
+    json_decref(old);
 }
 
 void server_probe_until(server_t *s, int64_t until)
@@ -1457,9 +1458,18 @@ static int st_phase(void)
     st_bye(&h, p[3], NULL);
     server_send_phase(h.s);
     S_CHECK(!strcmp(h.phases, "2 0 ") && h.lost[0] && h.welcomes[2] == 0);
-    /* A body replaced, or the server's end, releases it. */
+    /* A body replaced, or the server's end, releases it; the one it
+     * holds, set again, stays. */
     server_set_job(h.s, 6, NULL);
     S_CHECK(job->refcount == 1);
+    json_t *only = json_pack("{s:s}", "job_id", "job3");
+    S_CHECK(only);
+    server_set_job(h.s, 7, only);
+    json_decref(only);
+    server_set_job(h.s, 7, only);
+    h.phases[0] = 0;
+    server_send_phase(h.s);
+    S_CHECK(!strcmp(h.phases, "2 0 ") && st_job_is(&h, "job3", -1, NULL));
     server_set_job(h.s, 6, job);
     server_destroy(&h.s);
     S_CHECK(job->refcount == 1);
