@@ -80,13 +80,6 @@ void server_phase(server_t *s, uint32_t wire)
     s->wire = wire;
 }
 
-void server_set_job(server_t *s, uint32_t wire, json_t *body)
-{
-    json_t *old = s->job;   /* (released after: body may be it) */
-    s->job = json_incref(body);
-    s->job_wire = wire;
-    json_decref(old);
-}
 
 void server_probe_until(server_t *s, int64_t until)
 {
@@ -267,31 +260,7 @@ void server_reap(server_t *s, int force)
     }
 }
 
-/* --- the job: WELCOME and PHASE ---------------------------------------- */
-
-void server_send_job(server_t *s, server_peer_t *p, int type)
-{
-    spits_buf_t buf = {0};
-    json_t *body = s->job ? json_copy(s->job) : NULL;
-    int ok = body != NULL;
-    if (ok && type == SPITS_MSG_WELCOME) {
-        /* (the TM waits for the answer to its latest outage) */
-        ok = json_object_set_new(body, "attach", json_integer(p->proc.attach)) == 0;
-        /* (said with its own routing id: a hop of an earlier release that
-         * passes this WELCOME on does not give it to its TMs; an id that
-         * is not UTF-8 cannot be said, and its TM sends results inline) */
-        if (ok && s->cfg.result_parts)
-            json_object_set_new(body, "result_parts",
-                                json_stringn((const char *)p->peer.rid, p->peer.ridlen));
-    }
-    if (ok && spits_wire_encode_json(&buf, type, s->job_wire, body) == 0)
-        server_send(s, p, buf.data, buf.len, 0);
-    else   /* (a TM without its WELCOME says HELLO again) */
-        spits_error("%s%s for a %s message", s->cfg.rules.prefix,
-                    s->job ? "out of memory" : "no job", spits_wire_type_name(type));
-    json_decref(body);
-    spits_buf_free(&buf);
-}
+/* --- a new phase -------------------------------------------------------- */
 
 void server_send_phase(server_t *s)
 {
