@@ -297,8 +297,9 @@ void tm_relay_cancel(tm_t *tm, const tm_phase_t *ph, const uint64_t *ids, size_t
 void tm_relay_drain(tm_t *tm)
 {
     /* What the TMs behind have queued comes back at once (RETURNED), and
-     * what they run finishes: the drain then waits for no prefetch. What
-     * comes back goes upstream (relay.c's turn gives back what nothing
-     * runs while the relay drains). */
+     * what they run finishes (a relay behind hands back what it runs
+     * too): the drain then waits for no prefetch. What comes back goes
+     * upstream (relay.c's turn gives back what nothing runs while the
+     * relay drains). */
     relay_copies_cancel_queued(tm->relay);
 }

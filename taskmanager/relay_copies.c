@@ -28,10 +28,10 @@
  * Repeats: a copy upstream sends again while one is held (it lost track
  * of us across an outage) is counted in extra and answered RETURNED with
  * the first. A resolved task is released at once, but its other copies
- * behind us, told to cancel, each still send a record: byid keeps a count
- * of them in the task's place, and those records are dropped rather than
- * passed up as foreign (a count whose TM is lost stays until the phase
- * ends).
+ * behind us, told to cancel, each still send a record: byid counts them
+ * (serving/copymap.h), and records of the id that no task held here
+ * takes are dropped while the count lasts, rather than passed up as
+ * foreign (a count whose TM is lost stays until the phase ends).
  *
  * The scheduler releases tasks from inside its calls; they wait in a list
  * until relay_copies_settle answers and frees them, after the caller
@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copymap.h"
 #include "log.h"
 #include "relay_int.h"
 #include "taskbatch.h"
@@ -82,8 +83,8 @@ typedef struct rl_slab {
 struct rl_copies {
     sched_t *sched;
     sched_stats_t st;            /* the scheduler's counts */
-    spits_idmap_t *byid;         /* upstream id -> (0, its task), or (copies
-                                    told to cancel, NULL) */
+    spits_idmap_t *byid;         /* upstream id -> its task, and copies
+                                    told to cancel (copymap.h) */
     spits_idmap_t *extra;        /* upstream id -> (repeats, phase) */
     uint64_t next_id;            /* the next task's own number */
     sched_task_t *released;      /* released, not yet settled */
@@ -215,11 +216,7 @@ static void relay_copies_settle(tm_relay_t *r)
             while (more-- > 0)
                 relay_copies_answer(r, ph, task->hash, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
         }
-        /* (its entry, unless a count of cancelled copies took its place;
-         * one probe: tasks' entries have owner 0, counts 1 or more) */
-        void *held;
-        if (spits_idmap_take(c->byid, task->hash, 0, &held) && held != task)
-            spits_idmap_put(c->byid, task->hash, 0, held);
+        copymap_release(c->byid, task->hash, task);
         if (cp->rx != rx) {
             if (n)
                 tm_rx_release(rx, n);
@@ -273,38 +270,8 @@ void relay_copies_free(tm_relay_t *r)
 /* The copy held of upstream id, of phase wire, or NULL. */
 static sched_task_t *relay_copies_find(rl_copies_t *c, uint64_t id, uint32_t wire)
 {
-    void *task;
-    if (!spits_idmap_get(c->byid, id, NULL, &task) || !task ||
-        rl_copy(task)->phase->wire != wire)
-        return NULL;
-    return task;
-}
-
-/* A copy of upstream id behind us was told to cancel: its record is to be
- * dropped. Out of memory, it may pass up as foreign: the JM takes that as
- * a duplicate. */
-static void relay_copies_tomb(rl_copies_t *c, uint64_t id)
-{
-    int more;
-    void *task;
-    if (!spits_idmap_get(c->byid, id, &more, &task) || task)
-        more = 0;
-    spits_idmap_put(c->byid, id, more + 1, NULL);
-}
-
-/* A record of a copy of id told to cancel: 1 (counted off; it is
- * dropped), else 0. */
-static int relay_copies_swallow(rl_copies_t *c, uint64_t id)
-{
-    int more;
-    void *task;
-    if (!spits_idmap_get(c->byid, id, &more, &task) || task)
-        return 0;
-    if (more > 1)
-        spits_idmap_put(c->byid, id, more - 1, NULL);
-    else
-        spits_idmap_del(c->byid, id);
-    return 1;
+    sched_task_t *task = copymap_task(c->byid, id);
+    return task && rl_copy(task)->phase->wire == wire ? task : NULL;
 }
 
 /* A task for item (its reference moves in), a spare one, or one of a new
@@ -360,15 +327,15 @@ void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n)
         const tm_item_t *it = &items[i];
         int rc = -1;
         sched_task_t *task = relay_copies_make(c, it);
-        /* (one probe: mapped already, it is held, or a count) */
-        if (task && (rc = spits_idmap_add(c->byid, it->id, 0, task)) == 1) {
-            if (relay_copies_find(c, it->id, it->phase->wire)) {
+        void *held;
+        if (task && (rc = copymap_hold(c->byid, it->id, task, &held)) == 1) {
+            if (rl_copy(held)->phase->wire == it->phase->wire) {
                 task->next = c->spare;   /* (unmade) */
                 c->spare = task;
                 relay_copies_repeat(r, it);
                 continue;
             }
-            rc = spits_idmap_put(c->byid, it->id, 0, task);
+            rc = copymap_replace(c->byid, it->id, task);   /* (an old phase's) */
         }
         if (rc < 0) {
             spits_error("relay: out of memory holding a task; handing it back upstream");
@@ -404,8 +371,10 @@ static void relay_copies_cancels(tm_relay_t *r)
     const tm_phase_t *ph = r->tm->job.current;
     if (n && ph)
         c->cancelled += server_cancels(r->srv, ph->wire, cv, n, 1);
+    /* (out of memory, a record may pass up as foreign: to the JM, a
+     * duplicate) */
     for (size_t i = 0; i < n; i++)
-        relay_copies_tomb(c, cv[i].hash);
+        copymap_tomb(c->byid, cv[i].hash);
 }
 
 void relay_copies_drop(tm_relay_t *r, const tm_phase_t *ph, const uint64_t *ids, size_t n)
@@ -566,11 +535,15 @@ static void relay_copies_other(tm_relay_t *r, const spits_hdr_t *h, const spits_
                                zmq_msg_t *part)
 {
     const tm_phase_t *cur = r->tm->job.current;
-    if (!rec->foreign && relay_copies_swallow(r->copies, rec->id))
+    /* (an old phase's record is nothing to anyone now; the counts of
+     * copies told to cancel are this phase's) */
+    if (!cur || h->phase != cur->wire)
+        return;
+    if (!rec->foreign && copymap_swallow(r->copies->byid, rec->id))
         return;
     /* (a result may still be the first; a copy handed back is nothing to
      * anyone) */
-    if (rec->status == SPITS_ST_RETURNED || !cur || h->phase != cur->wire)
+    if (rec->status == SPITS_ST_RETURNED)
         return;
     relay_copies_answer(r, cur, rec->id, rec->status | SPITS_REC_FOREIGN, rec->data, rec->len,
                         part, 0);

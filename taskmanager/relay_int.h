@@ -102,8 +102,9 @@ void relay_copies_drop(tm_relay_t *r, const tm_phase_t *ph, const uint64_t *ids,
 void relay_copies_give_back(tm_relay_t *r);
 /* A new phase: every copy held goes back (the TMs drop their own). */
 void relay_copies_reset(tm_relay_t *r);
-/* A drain: the copies queued behind are cancelled (they come back at
- * once; those running finish). */
+/* A drain: the copies held behind are cancelled. A TM hands its queued
+ * ones back at once and finishes those it runs; a relay behind, which
+ * cannot tell them apart, hands back all of them, running ones too. */
 void relay_copies_cancel_queued(tm_relay_t *r);
 /* t is gone (why: how, for the log), n of its copies to run again. */
 void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, size_t n);

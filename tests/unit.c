@@ -29,6 +29,7 @@
 #include "journal.h"
 #include "keys.h"
 #include "backlog.h"
+#include "copymap.h"
 #include "crash.h"
 #include "lateness.h"
 #include "liveness.h"
@@ -70,6 +71,7 @@ int main(void)
         {"adopt", jm_adopt_selftest},
         {"cancels", cancels_selftest},
         {"conngen", conngen_selftest},
+        {"copymap", copymap_selftest},
         {"credit", credit_selftest},
         {"joins", joins_selftest},
         {"hopchain", hopchain_selftest},
