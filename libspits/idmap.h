@@ -2,10 +2,9 @@
  * idmap.h - a map from task ids to an owner and a pointer.
  *
  * A relay (spits-tm --serve) keeps its copies by upstream task id in one
- * (taskmanager/relay_copies.c: owner 0 and the copy, or a count of
- * copies told to cancel and no pointer), and the copies upstream sent
- * again in another (owner: how many; the pointer: their phase). Per id,
- * an owner (a small integer >= 0) and a pointer the caller owns.
+ * (serving/copymap.h: the owner counts copies told to cancel, the
+ * pointer is the copy held, or NULL). Per id, an owner (a small integer
+ * >= 0) and a pointer the caller owns.
  *
  * A window of recent ids, an array indexed by id, and a spits_hashtab_t
  * (hashtab.h) for the older ones (idmap.c). Ids are hashed with the

@@ -26,7 +26,7 @@
  * upstream's to cancel, as its result commits).
  *
  * Repeats: a copy upstream sends again while one is held (it lost track
- * of us across an outage) is counted in extra and answered RETURNED with
+ * of us across an outage) is counted with it and answered RETURNED with
  * the first. A resolved task is released at once, but its other copies
  * behind us, told to cancel, each still send a record: byid counts them
  * (serving/copymap.h), and records of the id that no task held here
@@ -65,6 +65,8 @@ typedef struct {
                                     reference, the copy's */
     const unsigned char *bytes;  /* ...its bytes (the task's len of them) */
     int answered;                /* its record went upstream */
+    uint32_t repeats;            /* copies upstream sent again while held,
+                                    answered RETURNED with it */
 } rl_copy_t;
 
 static inline rl_copy_t *rl_copy(sched_task_t *task)
@@ -85,12 +87,12 @@ struct rl_copies {
     sched_stats_t st;            /* the scheduler's counts */
     spits_idmap_t *byid;         /* upstream id -> its task, and copies
                                     told to cancel (copymap.h) */
-    spits_idmap_t *extra;        /* upstream id -> (repeats, phase) */
     uint64_t next_id;            /* the next task's own number */
     sched_task_t *released;      /* released, not yet settled */
     sched_task_t *spare;         /* settled or never made, to be made */
     rl_slab_t *slabs;            /* ...every task's memory */
     uint64_t cancelled;          /* copies behind told to cancel */
+    uint64_t repeats;            /* copies upstream sent again while held */
     late_starve_t starve;        /* refills that left a TM's room unfilled */
     int closing;                 /* the relay ends: nothing goes up */
     spits_batch_t down;          /* TASKS being built */
@@ -180,8 +182,7 @@ static void relay_copies_release(void *arg, sched_task_t *task)
 sched_t *relay_copies_init(tm_relay_t *r)
 {
     rl_copies_t *c = r->copies = calloc(1, sizeof *c);
-    if (!c || !(c->sched = sched_new(2, 1, &c->st)) || !(c->byid = spits_idmap_new()) ||
-        !(c->extra = spits_idmap_new()))
+    if (!c || !(c->sched = sched_new(2, 1, &c->st)) || !(c->byid = spits_idmap_new()))
         return NULL;
     sched_hooks_t h = {relay_copies_release, NULL, c, NULL, NULL};
     sched_set_hooks(c->sched, &h);
@@ -205,17 +206,11 @@ static void relay_copies_settle(tm_relay_t *r)
     while (c->released) {
         sched_task_t *task = c->released;
         rl_copy_t *cp = rl_copy(task);
-        int more;
-        void *ph;
         c->released = task->next;
         if (!c->closing && !cp->answered)
             relay_copies_answer(r, cp->phase, task->hash, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
-        if (!c->closing && spits_idmap_count(c->extra) &&
-            spits_idmap_get(c->extra, task->hash, &more, &ph)) {
-            spits_idmap_del(c->extra, task->hash);
-            while (more-- > 0)
-                relay_copies_answer(r, ph, task->hash, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
-        }
+        for (uint32_t k = 0; !c->closing && k < cp->repeats; k++)
+            relay_copies_answer(r, cp->phase, task->hash, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
         copymap_release(c->byid, task->hash, task);
         if (cp->rx != rx) {
             if (n)
@@ -247,9 +242,10 @@ void relay_copies_free(tm_relay_t *r)
         return;
     if (c->st.sent)
         spits_info("relay: %llu task copies sent down, %llu sent again, %llu "
-                   "cancelled, %llu duplicate record(s)", (unsigned long long)c->st.sent,
-                   (unsigned long long)c->st.resent, (unsigned long long)c->cancelled,
-                   (unsigned long long)c->st.duplicates);
+                   "cancelled, %llu duplicate record(s), %llu repeated by upstream",
+                   (unsigned long long)c->st.sent, (unsigned long long)c->st.resent,
+                   (unsigned long long)c->cancelled, (unsigned long long)c->st.duplicates,
+                   (unsigned long long)c->repeats);
     c->closing = 1;
     sched_destroy(&c->sched);
     relay_copies_settle(r);
@@ -259,7 +255,6 @@ void relay_copies_free(tm_relay_t *r)
         c->slabs = next;
     }
     spits_idmap_destroy(&c->byid);
-    spits_idmap_destroy(&c->extra);
     spits_batch_free(&c->down);
     spits_batch_free(&c->up);
     spits_parts_free(&c->up_parts);
@@ -298,22 +293,8 @@ static sched_task_t *relay_copies_make(rl_copies_t *c, const tm_item_t *item)
     task->len = item->len;
     task->cell = 0;
     sched_task_init(task);
-    *rl_copy(task) = (rl_copy_t){item->phase, item->rx, item->data, 0};
+    *rl_copy(task) = (rl_copy_t){item->phase, item->rx, item->data, 0, 0};
     return task;
-}
-
-/* Item, one of a task held already, is a repeat: answered with the
- * first (or at once, RETURNED, when out of memory). */
-static void relay_copies_repeat(tm_relay_t *r, const tm_item_t *it)
-{
-    rl_copies_t *c = r->copies;
-    int more;
-    void *ph;
-    if (!spits_idmap_get(c->extra, it->id, &more, &ph))
-        more = 0;
-    if (spits_idmap_put(c->extra, it->id, more + 1, (void *)it->phase) != 0)
-        relay_copies_answer(r, it->phase, it->id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
-    tm_rx_release(it->rx, 1);
 }
 
 void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n)
@@ -330,9 +311,12 @@ void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n)
         void *held;
         if (task && (rc = copymap_hold(c->byid, it->id, task, &held)) == 1) {
             if (rl_copy(held)->phase->wire == it->phase->wire) {
+                /* (a repeat: answered with the copy held) */
                 task->next = c->spare;   /* (unmade) */
                 c->spare = task;
-                relay_copies_repeat(r, it);
+                rl_copy(held)->repeats++;
+                c->repeats++;
+                tm_rx_release(it->rx, 1);
                 continue;
             }
             rc = copymap_replace(c->byid, it->id, task);   /* (an old phase's) */
