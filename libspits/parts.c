@@ -119,9 +119,18 @@ int spits_parts_add(spits_parts_t *p, zmq_msg_t *m)
     return 0;
 }
 
-void spits_parts_drop_last(spits_parts_t *p)
+int spits_parts_add_record(spits_batch_t *b, spits_parts_t *p, uint64_t id, uint32_t status,
+                           zmq_msg_t *m)
 {
-    zmq_msg_close(&p->msgs[--p->n]);
+    uint32_t len = (uint32_t)zmq_msg_size(m);
+    if (spits_parts_add(p, m) != 0)
+        return -1;
+    if (spits_batch_add_part(b, id, status, len) != 0) {
+        zmq_msg_move(m, &p->msgs[--p->n]);   /* (m as it was) */
+        zmq_msg_close(&p->msgs[p->n]);
+        return -1;
+    }
+    return 0;
 }
 
 int spits_parts_move(spits_parts_t *dst, spits_parts_t *src)
@@ -270,11 +279,24 @@ int spits_parts_selftest(void)
         CHECK(bytes);
         memset(bytes, (int)i, 1000 + i);
         CHECK(zmq_msg_init_data(&m, bytes, 1000 + i, free_bytes, NULL) == 0);
-        CHECK(spits_batch_add_part(&batch, i, 0, 1000 + i) == 0);
-        CHECK(spits_parts_add(i < 5 ? &out : &more, &m) == 0);
+        if (i < 5) {
+            CHECK(spits_parts_add_record(&batch, &out, i, 0, &m) == 0);
+        } else {
+            CHECK(spits_batch_add_part(&batch, i, 0, 1000 + i) == 0);
+            CHECK(spits_parts_add(&more, &m) == 0);
+        }
         CHECK(zmq_msg_size(&m) == 0);
         zmq_msg_close(&m);
     }
+    /* ...a record and its frame go in together or not at all: a batch
+     * never begun takes neither, and the frame keeps its bytes. */
+    spits_batch_t unbegun = {0};
+    CHECK(zmq_msg_init_size(&m, 5) == 0);
+    memset(zmq_msg_data(&m), 'z', 5);
+    CHECK(spits_parts_add_record(&unbegun, &out, 99, 0, &m) == -1 && out.n == 2);
+    CHECK(zmq_msg_size(&m) == 5 && ((const char *)zmq_msg_data(&m))[4] == 'z');
+    CHECK(unbegun.count == 0 && unbegun.buf.len == 0);
+    zmq_msg_close(&m);
     CHECK(spits_parts_move(&out, &more) == 0 && more.n == 0 && out.n == 4);
     CHECK(spits_parts_bytes(&out) == 1000 + 1003 + 1006 + 1009);
     spits_batch_seal(&batch);

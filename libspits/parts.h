@@ -48,8 +48,12 @@ int spits_parts_recv(spits_parts_t *out, void *sock, const spits_hdr_t *h,
 /* Appends m's frame (m is then empty). 0, or -1 when out of memory (m is
  * untouched). */
 int spits_parts_add(spits_parts_t *p, zmq_msg_t *m);
-/* Closes the last frame added (there is one). */
-void spits_parts_drop_last(spits_parts_t *p);
+/* Appends m's frame as the payload of a new record (id, status) of b, a
+ * part (wire.h): the record and its frame go in together, or neither. 0
+ * (m is then empty), or -1 when out of memory or b was never begun (m,
+ * b and p untouched). */
+int spits_parts_add_record(spits_batch_t *b, spits_parts_t *p, uint64_t id, uint32_t status,
+                           zmq_msg_t *m);
 /* Appends every frame of src to dst, in order (src is then empty). 0, or
  * -1 when out of memory (both untouched). */
 int spits_parts_move(spits_parts_t *dst, spits_parts_t *src);

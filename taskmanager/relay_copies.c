@@ -133,13 +133,9 @@ static void relay_copies_answer_other(tm_relay_t *r, const tm_phase_t *ph, uint6
     if (part) {
         zmq_msg_t m;
         zmq_msg_init(&m);
-        rc = zmq_msg_copy(&m, part) == 0 && spits_parts_add(&c->up_parts, &m) == 0 ? 0 : -1;
+        rc = zmq_msg_copy(&m, part) == 0
+                 ? spits_parts_add_record(&c->up, &c->up_parts, id, status, &m) : -1;
         zmq_msg_close(&m);
-        if (rc == 0 && spits_batch_add_part(&c->up, id, status,
-                                            (uint32_t)zmq_msg_size(part)) != 0) {
-            spits_parts_drop_last(&c->up_parts);
-            rc = -1;
-        }
     } else if (!(dst = spits_batch_add(&c->up, id, status, len))) {
         rc = -1;
     } else if (len) {

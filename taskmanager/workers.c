@@ -185,17 +185,11 @@ static int worker_add_part(worker_t *w, uint64_t id, uint32_t status)
     if (zmq_msg_init_data(&m, w->result.data, len, free_result, NULL) != 0)
         return -1;
     memset(&w->result, 0, sizeof w->result);   /* (m owns the bytes now) */
-    int rc = spits_parts_add(&w->local_parts, &m);
+    /* (results already in the batch are still sent: the TM stops after
+     * them) */
+    int rc = spits_parts_add_record(&w->local, &w->local_parts, id, status, &m);
     zmq_msg_close(&m);   /* (empty once added; else it frees the bytes) */
-    if (rc != 0)
-        return -1;
-    /* The record and its part go in together, or neither: results
-     * already in the batch are still sent (the TM stops after them). */
-    if (spits_batch_add_part(&w->local, id, status, len) != 0) {
-        spits_parts_drop_last(&w->local_parts);
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 static void worker_run_one(worker_t *w, const tm_item_t *it)
