@@ -188,11 +188,9 @@ static inline void disp_check_sched(jm_disp_t *d)
  * the server (a STATUS answer), its bytes counted; 0 or -1 with errno. */
 int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len, int more);
-/* To a known TM, through the server: one whose connection is gone is
- * marked for the server to reap (server_reap), one whose pipe is full
- * stalled. */
-int tmio_send_tm(jm_disp_t *d, jm_tm_t *t, const void *buf, size_t len);
-/* The same, b's bytes (more: the first frame of a message whose parts the
+/* b's bytes to a known TM, through the server: one whose connection is
+ * gone is marked for the server to reap (server_reap), one whose pipe is
+ * full stalled (more: the first frame of a message whose parts the
  * caller sends next, ZMQ_SNDMORE; once it is taken, the parts are too:
  * ROUTER). Once sent, b holds nothing to read (server_send_buf). */
 int tmio_send_tm_buf(jm_disp_t *d, jm_tm_t *t, spits_buf_t *b, int more);

@@ -3,13 +3,17 @@
  * entries with tombs take, and its self-test: the per-task ones are
  * inline in the header.
  */
+#include <assert.h>
+
 #include "copymap.h"
 
 int copymap_hold_mapped(spits_idmap_t *m, uint64_t id, void *task, void **held)
 {
     int tombs = 0;
     void *cur = NULL;
-    spits_idmap_get(m, id, &tombs, &cur);
+    int mapped = spits_idmap_get(m, id, &tombs, &cur);
+    assert(mapped);   /* (copymap_hold's add found it) */
+    (void)mapped;
     if (cur) {
         *held = cur;
         return 1;

@@ -19,6 +19,7 @@
 #ifndef SPITS_SERVING_COPYMAP_H
 #define SPITS_SERVING_COPYMAP_H
 
+#include <assert.h>
 #include <stdint.h>
 
 #include "idmap.h"
@@ -65,9 +66,12 @@ static inline void copymap_release(spits_idmap_t *m, uint64_t id, void *task)
 {
     void *held;
     /* (one probe: an entry with no tombs has owner 0) */
-    if (!spits_idmap_take(m, id, 0, &held))
+    if (!spits_idmap_take(m, id, 0, &held)) {
         copymap_release_tombs(m, id, task);
-    else if (held != task)
+        return;
+    }
+    assert(held);   /* (an entry is never (0, NULL): copymap_swallow) */
+    if (held != task)
         spits_idmap_put(m, id, 0, held);   /* (another task's: it stays) */
 }
 

@@ -15,13 +15,11 @@
 #include "cancels.h"
 #include "constants.h"
 #include "credit.h"
-#include "log.h"
 #include "server.h"
 #include "server_int.h"
 #include "util.h"
 #include "wire.h"
 #include "zmqutil.h"
-
 
 server_t *server_new(const server_cfg_t *cfg)
 {
@@ -80,7 +78,6 @@ void server_phase(server_t *s, uint32_t wire)
     s->wire = wire;
 }
 
-
 void server_probe_until(server_t *s, int64_t until)
 {
     s->probe_until = until;
@@ -93,11 +90,13 @@ int server_probing(const server_t *s)
 
 int server_tick_due(const server_t *s)
 {
+    assert(s->turn_at);   /* (the first turn starts the count) */
     return s->now >= s->next_tick || server_probing(s);
 }
 
 long server_sleep_ms(const server_t *s)
 {
+    assert(s->turn_at);
     int64_t left = s->next_tick - s->now;
     if (server_serve_due(s))
         return 0;

@@ -115,6 +115,8 @@ void server_bad(server_t *s, const char *why)
 
 void server_set_job(server_t *s, uint32_t wire, json_t *body)
 {
+    /* (those keys are each peer's: server_send_job) */
+    assert(!json_object_get(body, "attach") && !json_object_get(body, "result_parts"));
     json_t *old = s->job;   /* (released after: body may be it) */
     s->job = json_incref(body);
     s->job_wire = wire;
