@@ -1420,6 +1420,8 @@ static int st_phase(void)
      * the body, and each message's copy of it is released) */
     S_CHECK(h.job_sent_phase == 5 && st_job_is(&h, "job2", -1, NULL));
     S_CHECK(job->refcount == 2 && id->refcount == 2);
+    uint32_t wire = 0;
+    S_CHECK(server_job(h.s, &wire) == job && wire == 5 && server_job(h.s, NULL) == job);
     h.phases[0] = 0;
     h.fail[1] = EHOSTUNREACH;
     S_CHECK(server_send(h.s, p[1], "x", 1, 0) == -1 && p[1]->gone);
@@ -1429,7 +1431,7 @@ static int st_phase(void)
     /* A body replaced, or the server's end, releases it; the one it
      * holds, set again, stays. */
     server_set_job(h.s, 6, NULL);
-    S_CHECK(job->refcount == 1);
+    S_CHECK(job->refcount == 1 && server_job(h.s, &wire) == NULL && wire == 6);
     json_t *only = json_pack("{s:s}", "job_id", "job3");
     S_CHECK(only);
     server_set_job(h.s, 7, only);

@@ -315,6 +315,9 @@ void server_phase(server_t *s, uint32_t wire);
  * outage number, and "result_parts", its routing id, when
  * cfg.result_parts (wire.h). */
 void server_set_job(server_t *s, uint32_t wire, json_t *body);
+/* The body server_set_job gave (NULL: none), and its wire phase in *wire
+ * (NULL: not wanted). */
+const json_t *server_job(const server_t *s, uint32_t *wire);
 /* A connection closed: every peer gets a heartbeat each tick until then,
  * so the one whose connection it was fails its send at once. */
 void server_probe_until(server_t *s, int64_t until);

@@ -123,6 +123,13 @@ void server_set_job(server_t *s, uint32_t wire, json_t *body)
     json_decref(old);
 }
 
+const json_t *server_job(const server_t *s, uint32_t *wire)
+{
+    if (wire)
+        *wire = s->job_wire;
+    return s->job;
+}
+
 void server_send_job(server_t *s, server_peer_t *p, int type)
 {
     spits_buf_t buf = {0};

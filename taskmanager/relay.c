@@ -99,7 +99,7 @@ static server_t *relay_server(tm_relay_t *r, sched_t *sched)
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = SERVE_TICK_MS},
         .probe = router_probe, .probe_arg = r->sock.conngen, .conngen = r->sock.conngen,
-        .job_id = r->job.id, .result_parts = r->part_min != UINT64_MAX};
+        .job_id = r->job_id, .result_parts = r->part_min != UINT64_MAX};
     return server_new(&cfg);
 }
 
@@ -220,7 +220,9 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     server_end_t e = {r->srv, relay_end_bye, NULL, r->srv};
     if (job_over && r->sock.l.sock && r->srv) {
         router_peers_t peers = server_end_peers(&e);
-        router_end(r->sock.l.sock, r->job.phase, &peers, SERVE_END_WAIT_MS);
+        uint32_t wire = 0;
+        server_job(r->srv, &wire);
+        router_end(r->sock.l.sock, wire, &peers, SERVE_END_WAIT_MS);
     }
     loglimit_flush(&r->log.events, spits_now_ms(), 1);
     router_listen_close(&r->sock.l);
@@ -228,7 +230,6 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     server_destroy(&r->srv);
     relay_copies_free(r);
     relay_peers_free(&r->peers);
-    json_decref(r->job.body);
     free(r);
     *rp = NULL;
 }
@@ -249,7 +250,8 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
 {
     tm_relay_t *r = tm->relay;
     json_t *copy = json_deep_copy(body);
-    int phase_changed = r->job.body && phase != r->job.phase;
+    uint32_t was;
+    int phase_changed = server_job(r->srv, &was) && phase != was;
 
     if (!copy) {
         spits_error("relay: out of memory keeping the job's %s",
@@ -265,11 +267,10 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
      * differ from our last STATS; the next turn tells it anew) */
     if (type == SPITS_MSG_WELCOME)
         r->peers.told_workers = r->peers.told_slots = -1;
-    json_decref(r->job.body);
-    r->job.body = copy;
-    r->job.phase = phase;
+    server_set_job(r->srv, phase, copy);
+    json_decref(copy);   /* (the server's now; read below) */
     hopchain_job(&r->peers.chain);
-    snprintf(r->job.id, sizeof r->job.id, "%s",
+    snprintf(r->job_id, sizeof r->job_id, "%s",
              json_string_value(json_object_get(copy, "job_id")));
     json_int_t hb = json_integer_value(json_object_get(copy, "heartbeat_ms"));
     json_int_t timeout = json_integer_value(json_object_get(copy, "timeout_ms"));
@@ -277,7 +278,6 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     rules->hb_ms = hb > 0 ? hb : 1000;
     rules->timeout_ms = timeout > 0 ? timeout : 10 * rules->hb_ms;
     server_phase(r->srv, phase);
-    server_set_job(r->srv, phase, copy);
     server_due_all(r->srv);   /* (a job, or a phase: every TM may be served) */
     relay_max_msg(r);
     json_t *mc = json_object_get(copy, "max_copies");

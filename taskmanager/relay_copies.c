@@ -504,7 +504,7 @@ size_t relay_copies_send(void *arg, server_peer_t *p, sched_task_t *const *tasks
 void relay_copies_serve(tm_relay_t *r)
 {
     tm_t *tm = r->tm;
-    if (r->job.body && tm->pool_started && !tm->drain.active)
+    if (server_job(r->srv, NULL) && tm->pool_started && !tm->drain.active)
         server_serve(r->srv);
 }
 

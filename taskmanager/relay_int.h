@@ -62,12 +62,8 @@ struct tm_relay {
         conngen_t *conngen;      /* ...which connection each fd is now */
         long long max_task;      /* ...its message bound, the job's */
     } sock;
-    struct {
-        json_t *body;            /* WELCOME/PHASE body as upstream sent it
-                                    (no attach); NULL before any */
-        uint32_t phase;
-        char id[64];
-    } job;
+    char job_id[64];             /* the job's (its body as upstream sent it,
+                                    and its phase: server_job) */
     struct {
         zmq_msg_t msg;           /* the TMs' message being read */
         spits_parts_t parts;

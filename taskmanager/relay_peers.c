@@ -77,7 +77,8 @@ static int relay_peers_check_loop(tm_relay_t *r, const json_t *relay, hopchain_p
     const char *ep = json_string_value(json_object_get(relay, "endpoint"));
     char sep[256], sid[HOPCHAIN_ID_MAX * 4];
     hopchain_verdict_t v = hopchain_check(&r->peers.chain, r->tm->link.routing_id, relay,
-                                          r->job.body != NULL, r->tm->now, place);
+                                          server_job(r->srv, NULL) != NULL, r->tm->now,
+                                          place);
     if (v == HOPCHAIN_BAD || v == HOPCHAIN_OK)
         return v == HOPCHAIN_OK ? 0 : -1;
     /* (a peer's strings, escaped for the log: escape.h) */
@@ -125,7 +126,7 @@ int relay_peers_hop_accept(void *arg, server_peer_t *p, const spits_hello_t *h, 
         *why = "HELLO with a bad relay id";
         return -1;
     }
-    if (loop || !r->job.body)
+    if (loop || !server_job(r->srv, NULL))
         return 0;
     *ctx = &r->peers.hello;
     return 1;
