@@ -84,13 +84,10 @@ void spits_batch_begin(spits_batch_t *b, int type, uint32_t phase)
 int spits_batch_add_part(spits_batch_t *b, uint64_t id, uint32_t status,
                          uint32_t len)
 {
-    if (b->buf.len < SPITS_HDR_SIZE || spits_buf_reserve(&b->buf, SPITS_REC_SIZE) != 0)
+    if (b->buf.len < SPITS_HDR_SIZE || spits_buf_reserve(&b->buf, SPITS_REC_MAX) != 0)
         return -1;
-    unsigned char *p = b->buf.data + b->buf.len;
-    put_u64(p, id);
-    put_u32(p + 8, status | SPITS_REC_PART);
-    put_u32(p + 12, len);
-    b->buf.len += SPITS_REC_SIZE;
+    unsigned char *p = spits_rec_head(b->buf.data + b->buf.len, id, status | SPITS_REC_PART, len);
+    b->buf.len = (size_t)(p - b->buf.data);
     b->count++;
     return 0;
 }
@@ -162,29 +159,38 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
                       (h->type != SPITS_MSG_RESULTS ? SPITS_REC_FOREIGN : 0);
     uint64_t n = 0, parts = 0, foreign = 0;
     while (q < end) {
-        if ((size_t)(end - q) < SPITS_REC_SIZE) {
+        uint32_t lead = *q, rlen;
+        uint64_t id;
+        /* (a long header fits short of the frame's last few bytes) */
+        if ((size_t)(end - q) < SPITS_REC_MAX &&
+            (size_t)(end - q) < (lead & SPITS_REC_LONG ? SPITS_REC_MAX : SPITS_REC_SHORT)) {
             *why = "truncated record header";
             return -1;
         }
-        uint32_t rlen = get_u32(q + 12), status = get_u32(q + 8);
-        uint32_t part = (status & SPITS_REC_PART) != 0;
-        if (status & banned) {
-            *why = status & banned & SPITS_REC_PART
+        q = spits_rec_read(q, &lead, &id, &rlen);
+        if ((lead & SPITS_REC_LONG) && id <= UINT32_MAX && rlen <= 0xff) {
+            *why = "a long record header where a short one holds it";
+            return -1;
+        }
+        uint32_t part = (lead & SPITS_REC_PART) != 0;
+        if (lead & banned) {
+            *why = lead & banned & SPITS_REC_PART
                        ? "a part in a CANCEL" : "a foreign record outside RESULTS";
             return -1;
         }
         size_t body = part ? 0 : rlen;
-        if ((size_t)(end - q) - SPITS_REC_SIZE < body) {
+        if ((size_t)(end - q) < body) {
             *why = "record longer than the frame";
             return -1;
         }
-        if ((status & ~SPITS_REC_FLAGS) > SPITS_ST_LAST) {
+        /* (bits 4-5 set make it one too) */
+        if ((lead & ~(SPITS_REC_FLAGS | SPITS_REC_LONG)) > SPITS_ST_LAST) {
             *why = "unknown record status";
             return -1;
         }
-        q += SPITS_REC_SIZE + body;
+        q += body;
         parts += part;
-        foreign += (status & SPITS_REC_FOREIGN) != 0;
+        foreign += (lead & SPITS_REC_FOREIGN) != 0;
         n++;
     }
     h->parts = parts;
@@ -201,22 +207,21 @@ int spits_wire_check_parts(const void *frame, size_t len,
                            const char **why)
 {
     spits_reader_t r;
+    spits_rec_t rec;
     size_t k = 0;
 
     spits_reader_init(&r, frame, len);
-    while ((size_t)(r.end - r.p) >= SPITS_REC_SIZE) {
-        uint32_t status = get_u32(r.p + 8), rlen = get_u32(r.p + 12);
-        if (status & SPITS_REC_PART) {
+    while (spits_reader_next(&r, &rec)) {
+        if (rec.part) {
             if (k == nparts) {
                 *why = "fewer parts than records that have one";
                 return -1;
             }
-            if (parts[k++].len != rlen) {
+            if (parts[k++].len != rec.len) {
                 *why = "a part whose size is not its record's";
                 return -1;
             }
         }
-        r.p += SPITS_REC_SIZE + (status & SPITS_REC_PART ? 0 : rlen);
     }
     if (k != nparts) {
         *why = "more parts than records that have one";
@@ -735,6 +740,58 @@ static int buf_move_selftest(void)
     return 0;
 }
 
+/* A record header, short and long, at the edges of each, both ways and
+ * in a frame (as a part's, so that no payload need follow); each cut
+ * short; a long one that a short one holds, and bits 4-5 set, refused. */
+static int wire_rec_selftest(void)
+{
+    static const uint64_t ids[] = {0, 7, UINT32_MAX, (uint64_t)UINT32_MAX + 1, UINT64_MAX};
+    static const uint32_t lens[] = {0, 1, 0xff, 0x100, UINT32_MAX};
+    unsigned char f[SPITS_HDR_SIZE + SPITS_REC_MAX];
+    spits_hdr_t h;
+    const char *why;
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+            uint64_t id;
+            uint32_t lead, len;
+            int longer = ids[i] > UINT32_MAX || lens[k] > 0xff;
+            spits_wire_encode_empty(f, SPITS_MSG_TASKS, 0);
+            f[8] = 1;
+            unsigned char *end = spits_rec_head(f + SPITS_HDR_SIZE, ids[i],
+                                                SPITS_REC_PART | SPITS_ST_OK, lens[k]);
+            CHECK(end - f == SPITS_HDR_SIZE + (longer ? SPITS_REC_MAX : SPITS_REC_SHORT));
+            CHECK(spits_rec_read(f + SPITS_HDR_SIZE, &lead, &id, &len) == end &&
+                  id == ids[i] && len == lens[k] &&
+                  lead == (SPITS_REC_PART | (longer ? SPITS_REC_LONG : 0)));
+            CHECK(spits_wire_parse(f, (size_t)(end - f), &h, &why) == 0 && h.parts == 1);
+            for (size_t cut = SPITS_HDR_SIZE + 1; cut < (size_t)(end - f); cut++)
+                CHECK(spits_wire_parse(f, cut, &h, &why) == -1 && strstr(why, "truncated"));
+        }
+    /* long where short would do: id 2^32 - 1 and length 255; either one
+     * past it makes it right */
+    static const unsigned char lng[SPITS_REC_MAX] = {SPITS_REC_LONG | SPITS_REC_PART,
+                                                     0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+                                                     0xff, 0, 0, 0};
+    spits_wire_encode_empty(f, SPITS_MSG_TASKS, 0);
+    f[8] = 1;
+    memcpy(f + SPITS_HDR_SIZE, lng, sizeof lng);
+    size_t n = SPITS_HDR_SIZE + SPITS_REC_MAX;
+    CHECK(spits_wire_parse(f, n, &h, &why) == -1 && strstr(why, "short one"));
+    f[SPITS_HDR_SIZE + 5] = 1;   /* (id 2^32 + 2^32 - 1) */
+    CHECK(spits_wire_parse(f, n, &h, &why) == 0);
+    f[SPITS_HDR_SIZE + 5] = 0;
+    f[SPITS_HDR_SIZE + 10] = 1;   /* (length 511) */
+    CHECK(spits_wire_parse(f, n, &h, &why) == 0);
+    /* bits 4-5: no status has them */
+    memcpy(f + SPITS_HDR_SIZE, (const unsigned char[]){0x10, 1, 0, 0, 0, 0}, 6);
+    CHECK(spits_wire_parse(f, SPITS_HDR_SIZE + 6, &h, &why) == -1 && strstr(why, "status"));
+    f[SPITS_HDR_SIZE] = 0x20;
+    CHECK(spits_wire_parse(f, SPITS_HDR_SIZE + 6, &h, &why) == -1 && strstr(why, "status"));
+    f[SPITS_HDR_SIZE] = 0;
+    CHECK(spits_wire_parse(f, SPITS_HDR_SIZE + 6, &h, &why) == 0);
+    return 0;
+}
+
 int spits_wire_selftest(void)
 {
     spits_batch_t b = {0};
@@ -761,7 +818,13 @@ int spits_wire_selftest(void)
     CHECK(spits_batch_add(&b, 43, SPITS_ST_FAILED, 0) != NULL);
     memcpy(spits_batch_add(&b, UINT64_MAX, SPITS_ST_RETURNED, 1), "z", 1);
     spits_batch_seal(&b);
-    CHECK(b.buf.len == SPITS_HDR_SIZE + 3 * SPITS_REC_SIZE + 4);
+    /* (two short headers and a long one: its id is past 32 bits) */
+    CHECK(b.buf.len == SPITS_HDR_SIZE + 2 * SPITS_REC_SHORT + SPITS_REC_MAX + 4);
+    static const unsigned char first[] = {
+        SPITS_ST_OK, 42, 0, 0, 0, 3, 'a', 'b', 'c',
+        SPITS_ST_FAILED, 43, 0, 0, 0, 0,
+        SPITS_ST_RETURNED | SPITS_REC_LONG, 0xff};
+    CHECK(memcmp(b.buf.data + SPITS_HDR_SIZE, first, sizeof first) == 0);
     CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == 0);
     CHECK(h.type == SPITS_MSG_RESULTS && h.phase == 7 && h.count == 3 &&
           h.foreign == 0);
@@ -796,15 +859,19 @@ int spits_wire_selftest(void)
     CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1 &&
           strstr(why, "count"));
     b.buf.data[8] = 3;
-    b.buf.data[SPITS_HDR_SIZE + 15] = 0x7f;
+    b.buf.data[SPITS_HDR_SIZE + 5] = 0x7f;
     CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1 &&
           strstr(why, "longer"));
-    b.buf.data[SPITS_HDR_SIZE + 15] = 0;
-    b.buf.data[SPITS_HDR_SIZE + 8] = 9;
+    b.buf.data[SPITS_HDR_SIZE + 5] = 3;
+    b.buf.data[SPITS_HDR_SIZE] = 7;
     CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1 &&
           strstr(why, "status"));
-    b.buf.data[SPITS_HDR_SIZE + 8] = 0;
+    b.buf.data[SPITS_HDR_SIZE] = SPITS_ST_LAST + 1;
+    CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == -1 &&
+          strstr(why, "status"));
+    b.buf.data[SPITS_HDR_SIZE] = SPITS_ST_OK;
     CHECK(spits_wire_parse(b.buf.data, b.buf.len, &h, &why) == 0);
+    CHECK(wire_rec_selftest() == 0);
 
     /* Parts: a record between inline ones, read from its part. */
     spits_batch_t pb = {0};
@@ -814,7 +881,9 @@ int spits_wire_selftest(void)
     memcpy(spits_batch_add(&pb, 3, 0, 1), "x", 1);
     CHECK(spits_batch_add_part(&pb, 4, 0, 0) == 0);
     spits_batch_seal(&pb);
-    CHECK(pb.buf.len == SPITS_HDR_SIZE + 4 * SPITS_REC_SIZE + 3);
+    CHECK(pb.buf.len == SPITS_HDR_SIZE + 4 * SPITS_REC_SHORT + 3);
+    CHECK(pb.buf.data[SPITS_HDR_SIZE + 8] == SPITS_REC_PART &&
+          pb.buf.data[SPITS_HDR_SIZE + 13] == 5);
     CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == 0);
     CHECK(h.count == 4 && h.parts == 2);
     spits_part_t parts[3] = {{(const unsigned char *)"hello", 5},
@@ -922,14 +991,15 @@ int spits_wire_selftest(void)
     CHECK(spits_reader_next(&r, &rec) == 1 && rec.id == 12 && rec.foreign == 1 &&
           rec.status == SPITS_ST_OK && rec.len == 5 && rec.data == parts[0].data);
     CHECK(spits_reader_next(&r, &rec) == 0);
-    pb.buf.data[SPITS_HDR_SIZE + 11] = 0x60;   /* bit 29 too: unknown */
+    unsigned char lead = pb.buf.data[SPITS_HDR_SIZE];
+    CHECK(lead == (SPITS_REC_FOREIGN | SPITS_ST_FAILED));
+    pb.buf.data[SPITS_HDR_SIZE] |= SPITS_REC_STATUS;   /* (7: unknown) */
     CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
           strstr(why, "status"));
-    pb.buf.data[SPITS_HDR_SIZE + 11] = 0x40;
-    pb.buf.data[SPITS_HDR_SIZE + 8] = SPITS_ST_LAST + 1;   /* flag + bad status */
+    pb.buf.data[SPITS_HDR_SIZE] = (unsigned char)((lead & ~SPITS_REC_STATUS) | (SPITS_ST_LAST + 1));
     CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
           strstr(why, "status"));
-    pb.buf.data[SPITS_HDR_SIZE + 8] = SPITS_ST_FAILED;
+    pb.buf.data[SPITS_HDR_SIZE] = lead;
     CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == 0);
     pb.buf.data[3] = SPITS_MSG_TASKS;
     CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&

@@ -12,37 +12,45 @@
  *   8       8     record count (TASKS, RESULTS), else 0
  *
  * TASKS and RESULTS carry a batch of records, so that one message moves
- * many tasks. Each record is a 16-byte header then its payload:
+ * many tasks. Each record is a header, short (6 bytes) or long (13), then
+ * its payload:
  *
- *   0   8   task id, little endian
- *   8   4   status (SPITS_ST_*; 0 in TASKS)
- *   12  4   payload length, little endian
- *   16  len payload bytes
+ *   short  long   field
+ *   0      0      lead, 1 byte:
+ *                   bits 0-2  status (SPITS_ST_*; 0 in TASKS and CANCEL)
+ *                   bit 3     SPITS_REC_LONG: the long header
+ *                   bits 4-5  0
+ *                   bit 6     SPITS_REC_FOREIGN
+ *                   bit 7     SPITS_REC_PART
+ *   1      1      task id, little endian: 4 bytes, or 8 in the long
+ *   5      9      payload length, little endian: 1 byte, or 4 in the long
+ *   6      13     payload bytes
+ *
+ * A record is long only when it must be (its id is over 2^32 - 1, or its
+ * length over 255), so it has one form. The short header is there
+ * because a record's bytes are most of the cost of an empty task under
+ * CURVE (libsodium encrypts and authenticates each byte at each hop), and
+ * fixed widths keep the reading of either to a few loads. Protocol 2 had
+ * only 16-byte headers (an 8-byte id, a 4-byte status word with the flags
+ * in bits 31 and 30, a 4-byte length).
  *
  * Large payloads travel as frames of their own ("parts"), so that they
  * are sent without being copied into the batch: a TASKS or RESULTS record
- * whose status word has SPITS_REC_PART (bit 31) set has no payload bytes
- * inline; its payload is the next part, and its len is that part's size.
+ * whose lead has SPITS_REC_PART set has no payload bytes inline; its
+ * payload is the next part, and its len is that part's size.
  * Parts follow the first frame in record order, one per such record, and
  * a message has exactly as many parts as it has such records. The JM sends
- * task payloads of SPITS_PART_MIN bytes or more as parts (protocol 2 on;
- * protocol 1 had none), where parts pay (spits_parts_min). A TM sends
- * results that large as parts only to a hop whose WELCOME says
- * "result_parts": with the TM's own routing id (a JM or a relay of this
- * release, where parts pay); to any other they go inline: a JM of an
- * earlier release of protocol 2, which drops a RESULTS message of more
- * than one frame, or a relay of one, which passes on the WELCOME its
- * upstream sent it, with its own routing id there. So this came without
- * a new protocol version too.
+ * task payloads of SPITS_PART_MIN bytes or more as parts, where parts pay
+ * (spits_parts_min). A TM sends results that large as parts only to a
+ * hop whose WELCOME says "result_parts" with the TM's own routing id (a
+ * relay passes its upstream's WELCOME on with that key taken out); to
+ * any other they go inline.
  *
- * A RESULTS record whose status word has SPITS_REC_FOREIGN (bit 30) set
- * answers no copy sent to this peer: a relay forwards a result that a TM
- * behind it held when it joined the relay (its copy came from elsewhere,
- * e.g. from the JM before an outage), so the receiver gives no credit
- * back for it; otherwise it is a record like any other. Only RESULTS may
- * carry it. Only relays (spits-tm --serve) of this release send it, so it
- * came without a new protocol version: a peer of protocol 2 that predates
- * it rejects such a message as an "unknown record status".
+ * A RESULTS record whose lead has SPITS_REC_FOREIGN set answers no copy
+ * sent to this peer: a relay forwards a result that a TM behind it held
+ * when it joined the relay (its copy came from elsewhere, e.g. from the
+ * JM before an outage), so the receiver gives no credit back for it;
+ * otherwise it is a record like any other. Only RESULTS may carry it.
  *
  * CANCEL carries records too: the ids of task copies the JM no longer
  * needs (another copy was committed), with no payload.
@@ -63,13 +71,17 @@
 #ifndef SPITS_WIRE_H
 #define SPITS_WIRE_H
 
+#include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
 
-#define SPITS_PROTO_VERSION 2
+#define SPITS_PROTO_VERSION 3
 #define SPITS_HDR_SIZE 16
-#define SPITS_REC_SIZE 16
+/* A short record header, and a long one: the most a record takes besides
+ * its payload. */
+#define SPITS_REC_SHORT 6
+#define SPITS_REC_MAX 13
 
 enum {
     SPITS_MSG_HELLO = 1,     /* TM -> JM: JSON, who I am and what I hold */
@@ -106,11 +118,15 @@ enum {
     SPITS_ST_LAST = 4
 };
 
-/* A record's status flags (see above): its payload is the next part... */
-#define SPITS_REC_PART 0x80000000u
+/* A record's status flags, as its lead carries them (see above): its
+ * payload is the next part... */
+#define SPITS_REC_PART 0x80u
 /* ...and, in RESULTS only, it answers no copy sent to this peer. */
-#define SPITS_REC_FOREIGN 0x40000000u
+#define SPITS_REC_FOREIGN 0x40u
 #define SPITS_REC_FLAGS (SPITS_REC_PART | SPITS_REC_FOREIGN)
+/* The rest of the lead: the status, and whether the header is long. */
+#define SPITS_REC_STATUS 0x07u
+#define SPITS_REC_LONG 0x08u
 /* Payloads this large or larger go as parts: below it, a copy into the
  * batch costs less than a frame of its own. */
 #define SPITS_PART_MIN (64u << 10)
@@ -342,33 +358,62 @@ int spits_wire_selftest(void);
  * per-task unit, and a call each was a tenth of an empty task's cost. */
 #include "bytes.h"
 
+/* Writes a record's header at p (status: SPITS_ST_* and the flags);
+ * returns the byte after it. */
+static inline unsigned char *spits_rec_head(unsigned char *p, uint64_t id, uint32_t status,
+                                            uint32_t len)
+{
+    assert((status & ~(SPITS_REC_STATUS | SPITS_REC_FLAGS)) == 0);
+    if (((id >> 32) | (len >> 8)) == 0) {
+        p[0] = (unsigned char)status;
+        put_u32(p + 1, (uint32_t)id);
+        p[5] = (unsigned char)len;
+        return p + SPITS_REC_SHORT;
+    }
+    p[0] = (unsigned char)(status | SPITS_REC_LONG);
+    put_u64(p + 1, id);
+    put_u32(p + 9, len);
+    return p + SPITS_REC_MAX;
+}
+
+/* A record's header at p, which spits_wire_parse checked: its lead, in
+ * *id and *len its id and length; returns the byte after it. */
+static inline const unsigned char *spits_rec_read(const unsigned char *p, uint32_t *lead,
+                                                  uint64_t *id, uint32_t *len)
+{
+    *lead = *p;
+    if (!(*p & SPITS_REC_LONG)) {
+        *id = get_u32(p + 1);
+        *len = p[5];
+        return p + SPITS_REC_SHORT;
+    }
+    *id = get_u64(p + 1);
+    *len = get_u32(p + 9);
+    return p + SPITS_REC_MAX;
+}
+
 static inline unsigned char *spits_batch_add(spits_batch_t *b, uint64_t id,
                                              uint32_t status, uint32_t len)
 {
-    size_t need = SPITS_REC_SIZE + (size_t)len;
+    size_t need = SPITS_REC_MAX + (size_t)len;
     if (b->buf.len < SPITS_HDR_SIZE ||
         (b->buf.cap - b->buf.len < need && spits_buf_reserve(&b->buf, need) != 0))
         return NULL;
-    unsigned char *p = b->buf.data + b->buf.len;
-    put_u64(p, id);
-    put_u32(p + 8, status);
-    put_u32(p + 12, len);
-    b->buf.len += need;
+    unsigned char *p = spits_rec_head(b->buf.data + b->buf.len, id, status, len);
+    b->buf.len = (size_t)(p + len - b->buf.data);
     b->count++;
-    return p + SPITS_REC_SIZE;
+    return p;
 }
 
 static inline int spits_reader_next(spits_reader_t *r, spits_rec_t *rec)
 {
-    if ((size_t)(r->end - r->p) < SPITS_REC_SIZE)
+    if (r->p == r->end)
         return 0;
-    rec->id = get_u64(r->p);
-    uint32_t status = get_u32(r->p + 8);
-    rec->len = get_u32(r->p + 12);
-    r->p += SPITS_REC_SIZE;
-    rec->foreign = (status & SPITS_REC_FOREIGN) != 0;
-    rec->part = (status & SPITS_REC_PART) != 0;
-    rec->status = status & ~(SPITS_REC_FOREIGN | SPITS_REC_PART);
+    uint32_t lead;
+    r->p = spits_rec_read(r->p, &lead, &rec->id, &rec->len);
+    rec->foreign = (lead & SPITS_REC_FOREIGN) != 0;
+    rec->part = (lead & SPITS_REC_PART) != 0;
+    rec->status = lead & SPITS_REC_STATUS;
     if (rec->part) {
         if (r->parts) {
             rec->data = r->parts->data;   /* (checked: one per such record) */

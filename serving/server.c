@@ -1771,7 +1771,7 @@ static int st_frames_route(void)
     /* (its connection: a message made here has no descriptor) */
     S_CHECK(p[0]->live.fd == -1 && p[0]->live.fd_gen == 0 && p[1]->live.fd == 0);
     S_CHECK(server_stats(h.s)->results_as_parts == 2 &&
-            server_stats(h.s)->bytes_in == SPITS_HDR_SIZE + 2 * SPITS_REC_SIZE + 3 + 4);
+            server_stats(h.s)->bytes_in == SPITS_HDR_SIZE + 2 * SPITS_REC_SHORT + 3 + 4);
     h.rest_parts = 0;
     st_frames(&h, "a", SPITS_MSG_HELLO, 0, 0);
     st_frames(&h, "b", SPITS_MSG_STATS, 0, 0);

@@ -111,10 +111,11 @@ int tm_outbox_put(tm_pool_t *p, const tm_phase_t *ph, spits_batch_t *b,
 
 int tm_outbox_return_locked(tm_pool_t *p, unsigned job, uint32_t wire, uint64_t id)
 {
-    tm_seg_t *seg = outbox_seg(p, job, wire, SPITS_REC_SIZE);
+    tm_seg_t *seg = outbox_seg(p, job, wire, SPITS_REC_MAX);
+    size_t was = seg ? seg->batch.buf.len : 0;
     if (!seg || !spits_batch_add(&seg->batch, id, SPITS_ST_RETURNED, 0))
         return -1;
-    seg->bytes += SPITS_REC_SIZE;
+    seg->bytes += seg->batch.buf.len - was;
     return 0;
 }
 
