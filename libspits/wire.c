@@ -993,7 +993,10 @@ int spits_wire_selftest(void)
     CHECK(spits_reader_next(&r, &rec) == 0);
     unsigned char lead = pb.buf.data[SPITS_HDR_SIZE];
     CHECK(lead == (SPITS_REC_FOREIGN | SPITS_ST_FAILED));
-    pb.buf.data[SPITS_HDR_SIZE] |= SPITS_REC_STATUS;   /* (7: unknown) */
+    pb.buf.data[SPITS_HDR_SIZE] |= 0x10;   /* (bit 4: no status has it) */
+    CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
+          strstr(why, "status"));
+    pb.buf.data[SPITS_HDR_SIZE] = lead | SPITS_REC_STATUS;   /* (7: unknown) */
     CHECK(spits_wire_parse(pb.buf.data, pb.buf.len, &h, &why) == -1 &&
           strstr(why, "status"));
     pb.buf.data[SPITS_HDR_SIZE] = (unsigned char)((lead & ~SPITS_REC_STATUS) | (SPITS_ST_LAST + 1));

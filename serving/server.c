@@ -26,8 +26,8 @@ server_t *server_new(const server_cfg_t *cfg)
     const server_hop_t *h = &cfg->hop;
     assert(cfg->rules.tick_ms > 0);
     assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.send_buf && cfg->io.rest &&
-           cfg->io.pending && cfg->io.recv && h->rx_new && h->rx_done && h->refill && h->send_tasks && h->lost && h->stopping &&
-           h->add && h->joined && h->accept && cfg->job_id &&
+           cfg->io.pending && cfg->io.recv && !h->rx_new == !h->rx_done && h->refill && h->send_tasks && h->lost && h->stopping &&
+           h->joined && h->accept && cfg->job_id &&
            h->results && h->stats && h->drain);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -322,6 +322,25 @@ size_t server_cancels(server_t *s, uint32_t wire, sched_cancel_t *c, size_t n, i
     return n ? cancels_send(c, n, wire, &s->out, &sink) : 0;
 }
 
+size_t server_cancel_held(server_t *s, uint32_t wire, int by_hash)
+{
+    size_t named = 0;
+    /* (from the end: a loop that may lose peers must, peertab.h) */
+    for (size_t i = peertab_live_count(s->cfg.tab); i-- > 0;) {
+        server_peer_t *p = peertab_live_at(s->cfg.tab, i);
+        size_t n;
+        sched_task_t *const *held = sched_held(s->cfg.sched, &p->sched, &n);
+        sched_cancel_t *c = n ? malloc(n * sizeof *c) : NULL;
+        if (!c)
+            continue;   /* (none; or no memory: its copies run on) */
+        for (size_t k = 0; k < n; k++)
+            c[k] = (sched_cancel_t){p->peer.slot, held[k]->id, held[k]->hash};
+        named += server_cancels(s, wire, c, n, by_hash);
+        free(c);
+    }
+    return named;
+}
+
 #ifdef SPITS_SELFTEST
 #include <string.h>
 
@@ -378,6 +397,7 @@ typedef struct {
     int rx_fail;                 /* rx_new says out of memory */
     int rx_news, rx_dones;
     int frames_made, frames_freed;   /* (server_recv closes each it read) */
+    spits_batch_t in_batch;      /* (st_recv's "PARTS") */
     zmq_msg_t rx_msg;
     spits_parts_t rx_parts;
 } st_hop_t;
@@ -510,6 +530,14 @@ static int st_recv(void *arg, zmq_msg_t *frame, int *more)
             spits_wire_encode_empty(hdr, SPITS_MSG_DRAIN, 0);
             f = (const char *)hdr;
             len = sizeof hdr;
+        } else if (!strncmp(f, "PARTS", 5)) {   /* (RESULTS of ids 90 and 91, as
+                                                  parts of 3 and 4 bytes) */
+            spits_batch_begin(&h->in_batch, SPITS_MSG_RESULTS, 0);
+            spits_batch_add_part(&h->in_batch, 90, SPITS_ST_OK, 3);
+            spits_batch_add_part(&h->in_batch, 91, SPITS_ST_OK, 4);
+            spits_batch_seal(&h->in_batch);
+            f = (const char *)h->in_batch.buf.data;
+            len = h->in_batch.buf.len;
         }
     } else if (h->hb_left > 0) {
         *more = h->hb_left > 0 && (h->next_in++ - h->nin) % 2 == 0;
@@ -602,8 +630,11 @@ static int st_rest(void *arg, const spits_hdr_t *hd, zmq_msg_t *first, spits_par
     /* (told apart by their sizes and bytes: 3 'a's, 4 'b's...) */
     for (size_t i = 0; !h->rest_rc && hd->type == SPITS_MSG_RESULTS && i < h->rest_parts; i++) {
         zmq_msg_t m;
-        zmq_msg_init_size(&m, 3 + i);
-        memset(zmq_msg_data(&m), 'a' + (int)i, 3 + i);
+        unsigned char *b = malloc(3 + i);
+        assert(b);
+        memset(b, 'a' + (int)i, 3 + i);
+        zmq_msg_init_data(&m, b, 3 + i, st_frame_free, h);   /* (counted as frames) */
+        h->frames_made++;
         if (spits_parts_add(parts, &m) != 0)
             zmq_msg_close(&m);
     }
@@ -765,6 +796,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 static void st_world_end(st_hop_t *h)
 {
     json_decref(h->job_sent);
+    spits_batch_free(&h->in_batch);
     server_destroy(&h->s);
     sched_destroy(&h->sc);
     peertab_destroy(&h->tab);
@@ -1169,6 +1201,20 @@ static int st_cancels(void)
     sched_cancel_t c[3] = {{1, 5, 0}, {0, 6, 0}, {0, 7, 0}};
     h.last_more = -1;
     S_CHECK(server_cancels(h.s, 1, c, 3, 0) == 2 && h.last_more == 0);
+    st_world_end(&h);
+    /* Every copy the live peers hold: the 6 served, then the second's
+     * once the first is dead, then none. */
+    S_CHECK(st_world(&h, 2, 4, 6) == 0);
+    server_serve(h.s);
+    size_t n0, n1;
+    sched_held(h.sc, &h.p[0]->sched, &n0);
+    sched_held(h.sc, &h.p[1]->sched, &n1);
+    S_CHECK(n0 + n1 == 6 && n0 && n1);
+    S_CHECK(server_cancel_held(h.s, 0, 0) == 6 && h.last_more == 0);
+    peertab_set_alive(h.tab, h.p[0], 0);
+    S_CHECK(server_cancel_held(h.s, 0, 1) == n1);
+    peertab_set_alive(h.tab, h.p[1], 0);
+    S_CHECK(server_cancel_held(h.s, 0, 0) == 0);
     rc = 0;
 out:
     st_world_end(&h);
@@ -1304,6 +1350,21 @@ static int st_hello(void)
     S_CHECK(server_on_hello(h.s, NULL, "e", 1, &hi, "job", NULL) == SERVER_HELLO_NO_ENTRY);
     S_CHECK(st_joins_are(&h, "") && ss->joins == 3 && ss->reattaches == 4 &&
             peertab_live_count(h.tab) == 4);
+    st_world_end(&h);
+
+    /* With no hop.add, the server's entry (server_peer_add): a first
+     * join, in the slot after the world's peer; an empty routing id has
+     * none. */
+    S_CHECK(st_world(&h, 1, 4, 100) == 0);
+    h.s->cfg.hop.add = NULL;
+    hi = (spits_hello_t){"q", 500, 2, 4, 0, 0, 1, "job", NULL, -1};
+    S_CHECK(server_on_hello(h.s, NULL, "q", 1, &hi, "job", NULL) == SERVER_HELLO_JOINED);
+    server_peer_t *q = peertab_find(h.tab, "q", 1);
+    S_CHECK(q && q->peer.alive && q->peer.slot == 1 && q->sched.slot == 1 &&
+            q->proc.pid == 500);
+    S_CHECK(st_joins_are(&h, "1 first; ") && server_stats(h.s)->joins == 1);
+    int first = 0;
+    S_CHECK(!server_peer_add(h.s, "", 0, &first) && first == 1);
     rc = 0;
 out:
     st_world_end(&h);
@@ -2056,6 +2117,19 @@ static int st_recv_burst(void)
             h.rx_dones == h.rx_news && p[0]->live.last_heard == 1700 && st_msgs_are(&h, ""));
     server_recv(h.s);
     S_CHECK(h.hb_left == 0 && h.rx_dones == 5 + SERVE_RECV_BURST &&
+            h.frames_made == h.frames_freed);
+    /* With no rx_new, the server's own place: read, handled, freed. */
+    h.s->cfg.hop.rx_new = NULL;
+    h.s->cfg.hop.rx_done = NULL;
+    const char *third[] = {"c+", "DRAIN", "z", "a+", "PARTS"};
+    memcpy(h.in, third, sizeof third);
+    h.nin = 5;
+    h.next_in = 0;
+    h.rest_parts = 2;
+    int made = h.frames_made;
+    server_recv(h.s);
+    S_CHECK(st_msgs_are(&h, "drain 2; bad no body; results 0; ") && p[2]->draining &&
+            h.rx_news == 5 + SERVE_RECV_BURST && h.frames_made == made + 7 &&
             h.frames_made == h.frames_freed);
     rc = 0;
 out:

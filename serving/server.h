@@ -22,7 +22,8 @@
  *     live set, counted (server_lose), then the hop's own (hop.lost);
  *   - the live peers' capacity, summed as each one's changes
  *     (server_capacity);
- *   - the CANCELs the scheduler noted (server_cancels);
+ *   - the CANCELs the scheduler noted (server_cancels), and of every
+ *     copy held (server_cancel_held);
  *   - each message a peer sends (server_on_frames): parsed, its frames
  *     read, routed to the hop's handler by type, a malformed one's
  *     sender lost, WHO to a peer not alive after its RESULTS or
@@ -129,7 +130,8 @@ typedef struct {
                                 back unrun, and its sender is lost */
 } server_msg_t;
 
-/* Where server_recv puts a message's body: the hop's (hop.rx_new). */
+/* Where server_recv puts a message's body: the hop's (hop.rx_new), or
+ * the server's. */
 typedef struct {
     zmq_msg_t *msg;          /* its first frame: initialised, empty */
     spits_parts_t *parts;    /* where a RESULTS' parts go: empty */
@@ -203,7 +205,7 @@ typedef struct {
     /* HELLO. A new table entry for rid, dead, its
      * common part server_peer_init'ed; *first: 0 when the hop knew the
      * routing id once (its return is a re-attach). NULL: none (a bad
-     * routing id, no memory). */
+     * routing id, no memory). NULL function: server_peer_add. */
     server_peer_t *(*add)(void *arg, const void *rid, size_t len, int *first);
     /* p joined or re-attached: the server made it alive and set its
      * common part (credit, scheduler, settle, proc: its host and pid too);
@@ -245,7 +247,9 @@ typedef struct {
     void (*drain)(void *arg, server_peer_t *p);
     /* A place for the next message server_recv reads: 0, or -1 when
      * out of memory (the hop says so; the message is dropped, and the
-     * burst ends). Each is handed back to rx_done once handled. */
+     * burst ends). Each is handed back to rx_done once handled. Both
+     * NULL: the server's own place, freed once handled (a hop that
+     * keeps nothing of a message's frames past its handlers). */
     int (*rx_new)(void *arg, server_rx_t *rx);
     void (*rx_done)(void *arg, server_rx_t *rx);
     /* STATUS: answered to m->rid (NULL: a hop that has none). */
@@ -332,6 +336,9 @@ long server_sleep_ms(const server_t *s);
 /* A new entry's common part: nothing held, its scheduler slot its table
  * slot. */
 void server_peer_init(server_peer_t *p);
+/* hop.add for a hop that keeps nothing of a routing id once its entry
+ * is evicted: a new entry (server_peer_init), *first 1. */
+server_peer_t *server_peer_add(server_t *s, const void *rid, size_t ridlen, int *first);
 /* p joined or re-attached (alive): heard now, no marks left from
  * before (the hop then calls server_due). */
 void server_peer_join(server_t *s, server_peer_t *p);
@@ -436,6 +443,10 @@ void server_reap(server_t *s, int force);
  * know a task by its hash). Returns the copies named in the messages
  * that went. */
 size_t server_cancels(server_t *s, uint32_t wire, sched_cancel_t *c, size_t n, int by_hash);
+/* Every copy the live peers hold is cancelled, as server_cancels (a
+ * hop's drain: a TM hands its queued copies back, a relay all). The
+ * copies named; a peer's that no memory could list run on. */
+size_t server_cancel_held(server_t *s, uint32_t wire, int by_hash);
 
 #ifdef SPITS_SELFTEST
 int server_selftest(void);

@@ -22,6 +22,15 @@ void server_peer_init(server_peer_t *p)
     p->sched.slot = p->peer.slot;
 }
 
+server_peer_t *server_peer_add(server_t *s, const void *rid, size_t ridlen, int *first)
+{
+    server_peer_t *p = peertab_add(s->cfg.tab, rid, ridlen);
+    if (p)
+        server_peer_init(p);
+    *first = 1;
+    return p;
+}
+
 void server_peer_join(server_t *s, server_peer_t *p)
 {
     p->draining = p->stalled = p->gone = 0;

@@ -61,7 +61,8 @@ server_hello_kind_t server_on_hello(server_t *s, server_peer_t *p, const void *r
     if (kind == JOINS_RECONNECT)
         server_lose(s, p, "reconnected", 0);
     int first = 0;
-    if (!p && !(p = hop->add(hop->arg, rid, ridlen, &first)))
+    if (!p && !(p = hop->add ? hop->add(hop->arg, rid, ridlen, &first)
+                             : server_peer_add(s, rid, ridlen, &first)))
         return SERVER_HELLO_NO_ENTRY;
     assert(!p->peer.alive && p->sched.slot == p->peer.slot);
     if (peertab_set_alive(s->cfg.tab, p, 1) != 0)
@@ -278,8 +279,9 @@ void server_recv(server_t *s)
     const router_io_t *io = &s->cfg.io;
     const server_hop_t *hop = &s->cfg.hop;
     for (int i = 0; i < SERVE_RECV_BURST; i++) {
-        zmq_msg_t rid;
-        server_rx_t rx;
+        zmq_msg_t rid, body;
+        spits_parts_t parts = {0};
+        server_rx_t rx = {&body, &parts, NULL};   /* (the server's, with no rx_new) */
         int more;
         zmq_msg_init(&rid);
         if (io->recv(io->arg, &rid, &more) != 0) {
@@ -288,7 +290,7 @@ void server_recv(server_t *s)
         }
         if (!more) {
             server_bad(s, "no body");
-        } else if (hop->rx_new(hop->arg, &rx) != 0) {
+        } else if (hop->rx_new ? hop->rx_new(hop->arg, &rx) != 0 : (zmq_msg_init(&body), 0)) {
             io->rest(io->arg, NULL, &rid, NULL, NULL);   /* (its frames dropped) */
             zmq_msg_close(&rid);
             return;
@@ -300,7 +302,12 @@ void server_recv(server_t *s)
                                   .msg = rx.msg, .parts = rx.parts, .hop = rx.hop};
                 server_on_frames(s, &m);
             }
-            hop->rx_done(hop->arg, &rx);
+            if (hop->rx_done) {
+                hop->rx_done(hop->arg, &rx);
+            } else {
+                spits_parts_free(rx.parts);
+                zmq_msg_close(rx.msg);
+            }
         }
         zmq_msg_close(&rid);
     }

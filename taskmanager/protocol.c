@@ -308,7 +308,8 @@ static void on_cancel(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     if (!tm->job.current || hdr->phase != tm->job.current->wire ||
         !tm->pool_started || !hdr->count)
         return;
-    /* (count is no more than the frame's bytes / 16: the parser checked) */
+    /* (count is no more than the frame's bytes / SPITS_REC_SHORT: the
+     * parser checked) */
     if (hdr->count > tm->proto.cap_cancel) {
         uint64_t *ids = realloc(tm->proto.cancel_ids, (size_t)hdr->count * sizeof *ids);
         if (!ids)

@@ -67,34 +67,15 @@ static int relay_hop_stopping(void *arg)
     return ((tm_relay_t *)arg)->tm->done != 0;
 }
 
-/* A TM's message is read into the relay's one place: what is passed up
- * holds its own copy of its frames (zmq_msg_copy). */
-static int relay_hop_rx_new(void *arg, server_rx_t *rx)
-{
-    tm_relay_t *r = arg;
-    zmq_msg_init(&r->rx.msg);
-    memset(&r->rx.parts, 0, sizeof r->rx.parts);
-    *rx = (server_rx_t){&r->rx.msg, &r->rx.parts, NULL};
-    return 0;
-}
-
-static void relay_hop_rx_done(void *arg, server_rx_t *rx)
-{
-    (void)arg;
-    spits_parts_free(rx->parts);
-    zmq_msg_close(rx->msg);
-}
-
 static server_t *relay_server(tm_relay_t *r, sched_t *sched)
 {
     server_cfg_t cfg = {
         .tab = r->peers.tab, .sched = sched,
         .hop = {r, relay_copies_refill, relay_copies_send, relay_hop_lost, relay_hop_stopping,
-                relay_peers_hop_add, relay_peers_hop_joined,
+                NULL, relay_peers_hop_joined,
                 .accept = relay_peers_hop_accept,
                 .results = relay_copies_results, .stats = relay_peers_hop_stats,
-                .drain = relay_peers_hop_drain, .rx_new = relay_hop_rx_new,
-                .rx_done = relay_hop_rx_done},
+                .drain = relay_peers_hop_drain},
         .io = router_io(r->sock.l.sock),
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = SERVE_TICK_MS},
@@ -301,5 +282,6 @@ void tm_relay_drain(tm_t *tm)
      * too): the drain then waits for no prefetch. What comes back goes
      * upstream (relay.c's turn gives back what nothing runs while the
      * relay drains). */
-    relay_copies_cancel_queued(tm->relay);
+    if (tm->job.current)
+        server_cancel_held(tm->relay->srv, tm->job.current->wire, 1);
 }

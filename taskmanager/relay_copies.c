@@ -1,47 +1,34 @@
 /*
  * relay_copies.c - a relay's source and sink (see relay_int.h): the task
- * copies upstream sent it, held by the scheduler every hop shares
- * (serving/scheduler.h), sent down to the TMs behind as TASKS, and
- * answered upstream.
+ * copies upstream sent, held by the scheduler every hop shares
+ * (serving/scheduler.h), sent down as TASKS and answered upstream.
  *
- * In: a copy comes straight from upstream's TASKS (tm_relay_take, which
- * counts it running in the pool) as a scheduler task numbered in the
- * order they came, its upstream id kept as the task's hash, its bytes
- * left in the message they came in (one reference, the copy's). With no
- * TM behind, it goes back at once. The scheduler sends it down, again
- * when a TM holding it is lost or hands it back, and, once upstream seems
- * out of work (serving/lateness.h), a second copy of one that is late.
+ * In: a copy from upstream's TASKS (tm_relay_take) becomes a scheduler
+ * task numbered in arrival order, its upstream id as the task's hash, its
+ * bytes left in the message they came in (one reference each). The
+ * scheduler sends it down, again when the TM holding it is lost or hands
+ * it back, and a second copy once upstream seems out of work
+ * (serving/lateness.h).
  *
- * Out: each copy goes back as exactly one record, as the JM's rule is:
- * its first result or failed run (not run again here: the JM counts
- * attempts), or RETURNED when it is released unanswered: resolved above
- * (upstream's CANCEL), given back (no TM left behind, or a drain), or at
- * a new phase. Records go up as one RESULTS batch per phase through the
- * outbox (results.c sends it, as a TM's); a result that came as a part
- * goes up as one, the frame shared (zmq_msg_copy), not copied.
+ * Out: each copy goes back as exactly one record, the JM's rule: its
+ * first result or failed run, or RETURNED when it is released
+ * unanswered (upstream's CANCEL, given back, a new phase). Records go up
+ * as one RESULTS batch per phase through the outbox; a result that came
+ * as a part goes up as that frame, shared.
  *
- * A record of no copy held here is work a TM did for another hop (or for
- * us before we counted it lost): it goes up flagged SPITS_REC_FOREIGN,
- * which gives upstream no credit back (a copy of that task we hold is
- * upstream's to cancel, as its result commits).
+ * A record of no copy held here is work a TM did for another hop: it
+ * goes up flagged SPITS_REC_FOREIGN, which gives upstream no credit back.
+ * A copy upstream sends again while one is held is counted on it and
+ * answered RETURNED with it. The copies behind us told to cancel still
+ * send a record each: byid counts them (serving/copymap.h), and drops
+ * that many records of the id rather than pass them up as foreign.
  *
- * Repeats: a copy upstream sends again while one is held (it lost track
- * of us across an outage) is counted with it and answered RETURNED with
- * the first. A resolved task is released at once, but its other copies
- * behind us, told to cancel, each still send a record: byid counts them
- * (serving/copymap.h), and records of the id that no task held here
- * takes are dropped while the count lasts, rather than passed up as
- * foreign (a count whose TM is lost stays until the phase ends).
- *
- * The scheduler releases tasks from inside its calls; they wait in a list
+ * The scheduler releases tasks inside its calls; they wait in a list
  * until relay_copies_settle answers and frees them, after the caller
  * marked those it answered. Each function here that calls the scheduler
- * settles before it returns, and relay.c asserts at each turn's end that
- * none is left (relay_copies_unsettled). Tasks are made in slabs of
- * RELAY_SLAB_TASKS, and settled ones kept to be made again, until the
- * relay ends: the per-task path does not allocate, and the relay's task
- * memory stays at its peak (what upstream had it hold at once, which its
- * TMs' slots bound).
+ * settles before it returns; relay.c asserts it at each turn's end.
+ * Tasks are made in slabs and kept for reuse until the relay ends, so
+ * the per-task path does not allocate.
  *
  * libzmq's I/O thread only calls relay_copies_part_done, which drops a
  * reference with an atomic.
@@ -394,25 +381,6 @@ void relay_copies_reset(tm_relay_t *r)
      * must not drop the new phase's records) */
     spits_idmap_destroy(&c->byid);
     c->byid = fresh;
-}
-
-void relay_copies_cancel_queued(tm_relay_t *r)
-{
-    const tm_phase_t *ph = r->tm->job.current;
-    peertab_t *tab = r->peers.tab;
-    for (size_t i = peertab_live_count(tab); ph && i-- > 0;) {
-        rl_tm_t *t = peertab_live_at(tab, i);
-        size_t n;
-        sched_task_t *const *held = sched_held(r->copies->sched, &t->sv.sched, &n);
-        sched_cancel_t *cv = malloc((n ? n : 1) * sizeof *cv);
-        if (!cv)
-            continue;   /* (its copies run on; the drain waits for them) */
-        for (size_t k = 0; k < n; k++)
-            cv[k] = (sched_cancel_t){t->sv.peer.slot, held[k]->id, held[k]->hash};
-        if (n)
-            server_cancels(r->srv, ph->wire, cv, n, 1);
-        free(cv);
-    }
 }
 
 void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, size_t n)

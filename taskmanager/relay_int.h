@@ -64,10 +64,6 @@ struct tm_relay {
     } sock;
     char job_id[64];             /* the job's (its body as upstream sent it,
                                     and its phase: server_job) */
-    struct {
-        zmq_msg_t msg;           /* the TMs' message being read */
-        spits_parts_t parts;
-    } rx;
     uint64_t part_min;           /* tasks and results this large go as parts */
     struct {
         loglimit_t events;       /* TM joins, leaves, losses, loops */
@@ -98,10 +94,6 @@ void relay_copies_drop(tm_relay_t *r, const tm_phase_t *ph, const uint64_t *ids,
 void relay_copies_give_back(tm_relay_t *r);
 /* A new phase: every copy held goes back (the TMs drop their own). */
 void relay_copies_reset(tm_relay_t *r);
-/* A drain: the copies held behind are cancelled. A TM hands its queued
- * ones back at once and finishes those it runs; a relay behind, which
- * cannot tell them apart, hands back all of them, running ones too. */
-void relay_copies_cancel_queued(tm_relay_t *r);
 /* t is gone (why: how, for the log), n of its copies to run again. */
 void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, size_t n);
 
@@ -109,7 +101,6 @@ void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, size_t n);
 int relay_peers_init(rl_peers_t *p);
 void relay_peers_free(rl_peers_t *p);
 /* The server's hop: joins, STATS, drains. */
-server_peer_t *relay_peers_hop_add(void *r, const void *rid, size_t ridlen, int *first);
 int relay_peers_hop_accept(void *r, server_peer_t *p, const spits_hello_t *h, void **ctx,
                            const char **why);
 void relay_peers_hop_joined(void *r, server_peer_t *p, const server_join_t *j);

@@ -102,15 +102,6 @@ static int relay_peers_check_loop(tm_relay_t *r, const json_t *relay, hopchain_p
 
 /* --- joins (the server's hop) -------------------------------------------- */
 
-server_peer_t *relay_peers_hop_add(void *arg, const void *rid, size_t ridlen, int *first)
-{
-    rl_tm_t *t = peertab_add(((tm_relay_t *)arg)->peers.tab, rid, ridlen);
-    if (t)
-        server_peer_init(&t->sv);
-    *first = 1;
-    return t ? &t->sv : NULL;
-}
-
 /* A TM (or a relay) may join, re-attach or repeat itself, unless it closes
  * a loop of relays or the relay has no job yet: it then says HELLO again
  * each second. */
