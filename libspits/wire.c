@@ -168,7 +168,7 @@ int spits_wire_parse(const void *frame, size_t len, spits_hdr_t *h,
             return -1;
         }
         q = spits_rec_read(q, &lead, &id, &rlen);
-        if ((lead & SPITS_REC_LONG) && id <= UINT32_MAX && rlen <= 0xff) {
+        if ((lead & SPITS_REC_LONG) && spits_rec_short(id, rlen)) {
             *why = "a long record header where a short one holds it";
             return -1;
         }

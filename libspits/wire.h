@@ -358,13 +358,20 @@ int spits_wire_selftest(void);
  * per-task unit, and a call each was a tenth of an empty task's cost. */
 #include "bytes.h"
 
+/* Whether a record of id and len takes the short header (the long one
+ * only when it must: one form per record). */
+static inline int spits_rec_short(uint64_t id, uint32_t len)
+{
+    return ((id >> 32) | (len >> 8)) == 0;
+}
+
 /* Writes a record's header at p (status: SPITS_ST_* and the flags);
  * returns the byte after it. */
 static inline unsigned char *spits_rec_head(unsigned char *p, uint64_t id, uint32_t status,
                                             uint32_t len)
 {
     assert((status & ~(SPITS_REC_STATUS | SPITS_REC_FLAGS)) == 0);
-    if (((id >> 32) | (len >> 8)) == 0) {
+    if (spits_rec_short(id, len)) {
         p[0] = (unsigned char)status;
         put_u32(p + 1, (uint32_t)id);
         p[5] = (unsigned char)len;
