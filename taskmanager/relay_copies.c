@@ -79,6 +79,7 @@ struct rl_copies {
     sched_task_t *spare;         /* settled or never made, to be made */
     rl_slab_t *slabs;            /* ...every task's memory */
     uint64_t cancelled;          /* copies behind told to cancel */
+    uint64_t dropped;            /* ...records of theirs dropped */
     uint64_t repeats;            /* copies upstream sent again while held */
     late_starve_t starve;        /* refills that left a TM's room unfilled */
     int closing;                 /* the relay ends: nothing goes up */
@@ -225,10 +226,11 @@ void relay_copies_free(tm_relay_t *r)
         return;
     if (c->st.sent)
         spits_info("relay: %llu task copies sent down, %llu sent again, %llu "
-                   "cancelled, %llu duplicate record(s), %llu repeated by upstream",
+                   "cancelled (%llu of their records dropped), %llu duplicate record(s), "
+                   "%llu repeated by upstream",
                    (unsigned long long)c->st.sent, (unsigned long long)c->st.resent,
-                   (unsigned long long)c->cancelled, (unsigned long long)c->st.duplicates,
-                   (unsigned long long)c->repeats);
+                   (unsigned long long)c->cancelled, (unsigned long long)c->dropped,
+                   (unsigned long long)c->st.duplicates, (unsigned long long)c->repeats);
     c->closing = 1;
     sched_destroy(&c->sched);
     relay_copies_settle(r);
@@ -336,8 +338,11 @@ static void relay_copies_cancels(tm_relay_t *r)
     size_t n;
     sched_cancel_t *cv = sched_take_cancels(c->sched, &n);
     const tm_phase_t *ph = r->tm->job.current;
-    if (n && ph)
-        c->cancelled += server_cancels(r->srv, ph->wire, cv, n, 1);
+    if (n && ph) {
+        size_t told = server_cancels(r->srv, ph->wire, cv, n, 1);
+        c->cancelled += told;
+        spits_debug("relay: %zu task copies behind told to cancel", told);
+    }
     /* (out of memory, a record may pass up as foreign: to the JM, a
      * duplicate) */
     for (size_t i = 0; i < n; i++)
@@ -487,8 +492,12 @@ static void relay_copies_other(tm_relay_t *r, const spits_hdr_t *h, const spits_
      * copies told to cancel are this phase's) */
     if (!cur || h->phase != cur->wire)
         return;
-    if (!rec->foreign && copymap_swallow(r->copies->byid, rec->id))
+    if (!rec->foreign && copymap_swallow(r->copies->byid, rec->id)) {
+        r->copies->dropped++;
+        spits_debug("relay: dropped the record of a cancelled copy of task %llu",
+                    (unsigned long long)rec->id);
         return;
+    }
     /* (a result may still be the first; a copy handed back is nothing to
      * anyone) */
     if (rec->status == SPITS_ST_RETURNED)
