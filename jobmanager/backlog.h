@@ -30,7 +30,7 @@
  * stuck, never for good (idle comes once the rest has left).
  *
  * The bytes let go of are counted by libzmq's free callback of each part
- * (serve.c part_done calls jm_backlog_left), on its I/O threads, whether
+ * (serve.c serve_part_done calls jm_backlog_left), on its I/O threads, whether
  * the part was written or dropped: one count for the process, as the
  * callback carries one pointer (the task's) and a process has one
  * dispatcher. Inline tasks (under SPITS_PART_MIN) are not counted: their

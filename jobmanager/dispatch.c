@@ -478,7 +478,8 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         goto fail;
     server_cfg_t cfg = {
         .tab = d->fleet.tab, .sched = d->sched,
-        .hop = {d, serve_refill, serve_send_tasks, disp_hop_lost, disp_hop_stopping,
+        .hop = {d, serve_refill, serve_part_hold, serve_part_done, disp_hop_lost,
+                disp_hop_stopping,
                 members_hop_add, members_hop_joined,
                 .accept = members_hop_accept,
                 .results = serve_hop_results, .stats_check = members_hop_stats_check,
@@ -491,7 +492,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                   .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},
         .probe = router_probe, .probe_arg = d->net.conngen,
         .conngen = d->net.conngen, .job_id = jm->job_id,
-        .result_parts = d->serve.part_min != UINT64_MAX};
+        .result_parts = d->serve.part_min != UINT64_MAX, .part_min = d->serve.part_min};
     if (!(d->srv = server_new(&cfg)) || tmio_set_job(d) != 0) {
         snprintf(err, errlen, "cannot set up the dispatcher: out of memory");
         goto fail;
@@ -532,7 +533,6 @@ void jm_disp_destroy(jm_disp_t **dp)
     spits_wake_close(&d->net.wake_fd);
     jm_tmtab_destroy(&d->fleet.tab);
     conngen_destroy(&d->net.conngen);
-    spits_batch_free(&d->serve.out);
     spits_buf_free(&d->status.buf);
     server_destroy(&d->srv);
     sched_destroy(&d->sched);

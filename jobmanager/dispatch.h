@@ -16,7 +16,6 @@ typedef struct {
     sched_stats_t sched;      /* the scheduler's (sent, resent, duplicates,
                                  requeued, retried, crashed, timed_out,
                                  poison, done_evicted: serving/scheduler.h) */
-    uint64_t sent_as_parts;   /* task copies sent with the bytes as a part */
     uint64_t cancelled;       /* copies cancelled after another committed */
     uint64_t adopted;         /* results a re-attached TM computed for tasks
                                  this JM had not sent yet (after --resume) */
@@ -27,8 +26,8 @@ typedef struct {
     uint64_t foreign_results; /* records relays forwarded for copies they
                                  were not sent (wire.h SPITS_REC_FOREIGN);
                                  no credit back for them */
-    uint64_t bytes_out;       /* tasks' parts and STATUS answers (the
-                                 rest, bytes_in and results_as_parts:
+    uint64_t bytes_out;       /* STATUS answers (the rest, bytes_in,
+                                 tasks_as_parts and results_as_parts:
                                  the server's, jm_disp_server_stats) */
     /* TMs, counted per event; a TM is one spits-tm process, known by the
      * routing id it keeps for life (README: "Counting Task Managers").

@@ -80,10 +80,9 @@ typedef struct {
     int no_tm_said;                  /* "start a TM with ..." was said */
 } disp_fleet_t;
 
-/* The TASKS message being built (serve.c; which TMs are served next is
- * the server's, serving/server.h). */
+/* What serve.c keeps of the tasks it serves (which TMs are served next,
+ * and the TASKS, are the server's: serving/server.h). */
 typedef struct {
-    spits_batch_t out;
     uint64_t part_min;               /* tasks this large go as parts */
     jm_taskpool_batch_t pool_batch;  /* resolved tasks' cells, not yet
                                         handed back (the scheduler's
@@ -188,12 +187,6 @@ static inline void disp_check_sched(jm_disp_t *d)
  * the server (a STATUS answer), its bytes counted; 0 or -1 with errno. */
 int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
                  const void *buf, size_t len, int more);
-/* b's bytes to a known TM, through the server: one whose connection is
- * gone is marked for the server to reap (server_reap), one whose pipe is
- * full stalled (more: the first frame of a message whose parts the
- * caller sends next, ZMQ_SNDMORE; once it is taken, the parts are too:
- * ROUTER). Once sent, b holds nothing to read (server_send_buf). */
-int tmio_send_tm_buf(jm_disp_t *d, jm_tm_t *t, spits_buf_t *b, int more);
 /* The job and its current phase (none: d->phase NULL), as the server's
  * WELCOME and PHASE say it (server_set_job): 0, or -1 when out of memory
  * (said; the server keeps the body it had). */
@@ -213,7 +206,8 @@ void serve_tms(jm_disp_t *d);
 /* The server's source and sink of tasks (server_hop_t): the generator's
  * queue, and TASKS messages built from the task pool's tasks. */
 size_t serve_refill(void *d, size_t want);
-size_t serve_send_tasks(void *d, server_peer_t *p, sched_task_t *const *tasks, size_t n);
+void *serve_part_hold(void *d, sched_task_t *task);
+void serve_part_done(void *data, void *task);
 void serve_publish_window(jm_disp_t *d);
 /* The server's RESULTS (server_hop_t.results; it->m->hop: the message's
  * jm_rx_t): results to the committer */

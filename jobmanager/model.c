@@ -16,7 +16,7 @@ json_t *jm_model_json(const jm_disp_stats_t *ds, const server_stats_t *ss, const
 {
     double busy = json_number_value(json_object_get(totals, "busy_s"));
     double runs = (double)json_integer_value(json_object_get(totals, "runs"));
-    double bytes = (double)(ss->bytes_in + ss->bytes_out + ds->bytes_out);
+    double bytes = (double)(ss->bytes_in + ss->bytes_out + ss->part_bytes_out + ds->bytes_out);
     double task_s = runs > 0 ? busy / runs : -1;
     double s = n ? bytes / (double)n : 0;
     double cpu = json_number_value(json_object_get(usage, "cpu_user_s")) +

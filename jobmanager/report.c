@@ -46,7 +46,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
     /* (after jm_disp_stop has joined the dispatcher's thread: jm.c end_with) */
     const jm_disp_stats_t *ds = jm_disp_stats(jm->disp);
     const server_stats_t *ss = jm_disp_server_stats(jm->disp);
-    uint64_t bytes_out = ds->bytes_out + ss->bytes_out;
+    uint64_t bytes_out = ds->bytes_out + ss->bytes_out + ss->part_bytes_out;
     json_t *phases = json_array(), *failed = json_array();
     uint64_t generated = 0, committed = 0, nfailed = 0, commit_errors = 0;
     uint64_t replayed = 0, extra_pushes = 0;
@@ -116,7 +116,7 @@ int jm_report_write(jm_t *jm, int exit_code, double finished)
         "counters",
         "generated", (json_int_t)generated, "committed", (json_int_t)committed,
         "failed", (json_int_t)nfailed, "commit_errors", (json_int_t)commit_errors,
-        "sent", (json_int_t)ds->sched.sent, "sent_as_parts", (json_int_t)ds->sent_as_parts,
+        "sent", (json_int_t)ds->sched.sent, "sent_as_parts", (json_int_t)ss->tasks_as_parts,
         "results_as_parts", (json_int_t)ss->results_as_parts,
         "resent", (json_int_t)ds->sched.resent,
         "duplicates", (json_int_t)ds->sched.duplicates,

@@ -33,7 +33,6 @@
 #include "log.h"
 #include "phase.h"
 #include "stop.h"
-#include "taskbatch.h"
 #include "util.h"
 #include "wire.h"
 #include "zmqutil.h"
@@ -167,7 +166,7 @@ void serve_set_hooks(jm_disp_t *d)
 /* libzmq is done with a part (sent, or dropped with its connection): the
  * part's reference to its task goes. Runs on one of libzmq's I/O threads
  * (--io-threads: several may drop references to one task at once). */
-static void part_done(void *data, void *arg)
+void serve_part_done(void *data, void *arg)
 {
     jm_task_t *task = arg;
     (void)data;
@@ -177,57 +176,16 @@ static void part_done(void *data, void *arg)
     jm_task_free(task);
 }
 
-/* The picked copies, for serving/taskbatch.c. A task sent as a part
- * (SPITS_PART_MIN bytes or more: one jm_task_free counts references for)
- * gets a reference for it, and its bytes join the backlog of parts
- * handed to libzmq (part_done takes both back). */
-typedef struct {
-    jm_disp_t *d;
-    sched_task_t *const *picked;
-} serve_batch_t;
-
-static void serve_item(void *arg, size_t k, taskbatch_item_t *it)
-{
-    const jm_task_t *task = ((serve_batch_t *)arg)->picked[k];
-    it->id = task->id;
-    it->data = task->data;
-    it->len = task->len;
-}
-
-static void *serve_item_hold(void *arg, size_t k)
-{
-    serve_batch_t *b = arg;
-    jm_task_t *task = b->picked[k];
-    atomic_fetch_add_explicit(&task->refs, 1, memory_order_relaxed);
-    task->stuck_at = jm_backlog_queue(&b->d->backlog, task->len,
-                                      jm_backlog_released());
-    return task;
-}
-
-/* The server's sink: the n copies picked for TM p, as one TASKS message,
- * large ones as parts; all of them went, or none. */
-size_t serve_send_tasks(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n)
+/* (server_hop_t.part_hold) A task sent as a part (SPITS_PART_MIN bytes
+ * or more: one jm_task_free counts references for) gets a reference for
+ * it, and its bytes join the backlog of parts handed to libzmq
+ * (serve_part_done takes both back). */
+void *serve_part_hold(void *arg, sched_task_t *task)
 {
     jm_disp_t *d = arg;
-    jm_tm_t *t = (jm_tm_t *)p;
-    serve_batch_t batch = {d, tasks};
-    taskbatch_src_t src = {serve_item, serve_item_hold, part_done, &batch};
-    taskbatch_sent_t sent;
-    long parts = taskbatch_build(&d->serve.out, d->phase->st.id, d->serve.part_min, n, &src);
-    if (parts < 0) {
-        jm_fatal("out of memory building a batch of %zu task(s); "
-                 "stopping the job", n);
-        return 0;
-    }
-    if (tmio_send_tm_buf(d, t, &d->serve.out.buf, parts ? ZMQ_SNDMORE : 0) != 0)
-        return 0;
-    taskbatch_send_parts(d->net.l.sock, d->serve.part_min, n, parts, &src, &sent);
-    d->st.bytes_out += sent.bytes;
-    d->st.sent_as_parts += sent.parts;
-    if (sent.failed)
-        jm_fatal("out of memory sending %zu task(s) as parts; stopping the "
-                 "job", sent.failed);
-    return n;
+    atomic_fetch_add_explicit(&task->refs, 1, memory_order_relaxed);
+    task->stuck_at = jm_backlog_queue(&d->backlog, task->len, jm_backlog_released());
+    return task;
 }
 
 /* The TMs with room get tasks (server_serve), as the backlog of parts

@@ -1,13 +1,11 @@
 /*
  * tmio.c - what the dispatcher's files write to the TMs themselves: a
- * STATUS answer, TASKS, and the job that WELCOME and PHASE say.
+ * STATUS answer, and the job that WELCOME and PHASE say.
  *
- * serve.c and dispatch.c send through here. A message to a known TM
- * goes through the server (serving/server.h), which counts its bytes and
- * marks a TM whose connection is gone (EHOSTUNREACH: ROUTER_MANDATORY)
- * for its reaping, and one whose pipe is full as stalled; the server
- * sends WELCOME and PHASE itself, from the body set here. Sending never
- * calls up into the files that send: this file is below both.
+ * serve.c and dispatch.c send through here. Messages to known TMs are
+ * the server's (serving/server.h): it sends TASKS, WELCOME and PHASE
+ * itself, the last two from the body set here. Sending never calls up
+ * into the files that send: this file is below both.
  *
  * The dispatcher thread's, as all of dispatch_int.h.
  */
@@ -26,11 +24,6 @@ int tmio_send_to(jm_disp_t *d, const void *rid, size_t ridlen,
         return -1;
     d->st.bytes_out += len;
     return 0;
-}
-
-int tmio_send_tm_buf(jm_disp_t *d, jm_tm_t *t, spits_buf_t *b, int more)
-{
-    return server_send_buf(d->srv, &t->sv, b, more);
 }
 
 int tmio_set_job(jm_disp_t *d)

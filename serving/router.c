@@ -88,6 +88,11 @@ int router_send_buf(void *sock, const void *rid, size_t ridlen, spits_buf_t *b, 
     return 0;
 }
 
+int router_send_msg(void *sock, zmq_msg_t *m, int more)
+{
+    return spits_zmq_msg_send_more(m, sock, ZMQ_DONTWAIT | more) < 0 ? -1 : 0;
+}
+
 static int router_monitor_open(void *ctx, void *sock, const char *ep, void **mon)
 {
     if (spits_zmq_monitor(sock, ep, ZMQ_EVENT_DISCONNECTED |
@@ -248,7 +253,7 @@ int router_recv(void *sock, zmq_msg_t *frame, int *more)
 router_io_t router_io(void *sock)
 {
     return (router_io_t){sock, router_send, router_rest, router_pending, router_recv,
-                         router_send_buf};
+                         router_send_buf, router_send_msg};
 }
 
 int64_t router_probe(const liveness_t *l, void *gen)

@@ -67,6 +67,9 @@ int router_send(void *sock, const void *rid, size_t ridlen, const void *buf,
 /* As router_send, b's bytes: a large message moves into libzmq without a
  * copy (spits_zmq_send_buf), leaving b empty. */
 int router_send_buf(void *sock, const void *rid, size_t ridlen, spits_buf_t *b, int more);
+/* The next frame m of a message router_send* began with more (m is sent
+ * and empty, or left to the caller: -1). */
+int router_send_msg(void *sock, zmq_msg_t *m, int more);
 /* Reads what the monitor said: each disconnect starts a new generation
  * of its fd in gen; a failed handshake is zap's to count (NULL: none).
  * Returns how many connections closed. */
@@ -122,10 +125,12 @@ typedef struct {
     int (*recv)(void *arg, zmq_msg_t *frame, int *more);
     /* as router_send_buf */
     int (*send_buf)(void *arg, const void *rid, size_t ridlen, spits_buf_t *b, int more);
+    /* as router_send_msg */
+    int (*send_msg)(void *arg, zmq_msg_t *m, int more);
 } router_io_t;
 
-/* A ROUTER's: router_send, router_rest, router_pending and router_recv
- * on sock. */
+/* A ROUTER's: router_send, router_rest, router_pending, router_recv,
+ * router_send_buf and router_send_msg on sock. */
 router_io_t router_io(void *sock);
 /* liveness_probe_fn over a conngen_t (arg): how long l's connection has
  * been quiet, while its fd is still that connection. */

@@ -26,7 +26,8 @@ server_t *server_new(const server_cfg_t *cfg)
     const server_hop_t *h = &cfg->hop;
     assert(cfg->rules.tick_ms > 0);
     assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.send_buf && cfg->io.rest &&
-           cfg->io.pending && cfg->io.recv && !h->rx_new == !h->rx_done && h->refill && h->send_tasks && h->lost && h->stopping &&
+           cfg->io.pending && cfg->io.recv && !h->rx_new == !h->rx_done && h->refill && h->part_hold && h->part_free &&
+           cfg->io.send_msg && h->lost && h->stopping &&
            h->joined && h->accept && cfg->job_id &&
            h->results && h->stats && h->drain);
     server_t *s = calloc(1, sizeof *s);
@@ -42,6 +43,7 @@ void server_destroy(server_t **sp)
     if (!s)
         return;
     spits_batch_free(&s->out);
+    spits_batch_free(&s->tasks_out);
     json_decref(s->job);
     free(s->due);
     free(s);
@@ -130,7 +132,7 @@ static void server_serve_peer(server_t *s, server_peer_t *p, int workers_first, 
             s->dry = 1;
         size_t n = sched_pick(sc, &p->sched, want, SERVE_BATCH_BYTES, others);
         if (n) {
-            size_t sent = h->send_tasks(h->arg, p, sched_picked(sc), n);
+            size_t sent = server_send_tasks(s, p, sched_picked(sc), n);
             sched_sent_part(sc, &p->sched, sent);
             if (sent < n)
                 return;
@@ -363,6 +365,16 @@ typedef struct {
     int fail[ST_PEERS];          /* errno of a peer's next send (once) */
     char log[256];
     uint64_t last_id;            /* the first copy of the last TASKS */
+    uint32_t big_len;            /* refill's tasks: 1 byte, those of ids
+                                    in big_ids (bits 0-63) this many */
+    uint64_t big_ids;
+    int bad_bytes;               /* records or parts not their task's bytes */
+    int parts_held, parts_freed, parts_sent, part_more;
+    uint64_t part_ids[8];        /* the last TASKS' part records */
+    int nparts, next_part;
+    uint32_t tasks_phase;        /* the last TASKS' */
+    uint64_t part_bytes;
+    int part_fail;               /* send_msg fails this many times */
     unsigned char last[SPITS_HDR_SIZE];  /* the last short message */
     int last_more;
     int lost_slot;               /* the last lost */
@@ -403,6 +415,8 @@ typedef struct {
 } st_hop_t;
 
 static void st_reply(st_hop_t *h, const void *rid, size_t ridlen, int type);
+static void st_sent_tasks(st_hop_t *h, server_peer_t *p, const spits_hdr_t *hd,
+                          const void *buf, size_t len);
 
 /* (cfg.io.send) An empty WHO or DRAIN to a routing id with no live entry
  * is a reply (st_reply); anything else goes to a live peer. */
@@ -424,6 +438,8 @@ static int st_send(void *arg, const void *rid, size_t ridlen, const void *buf, s
         h->fail[p->peer.slot] = 0;
         return -1;
     }
+    if (spits_wire_parse(buf, len, &hd, &why) == 0 && hd.type == SPITS_MSG_TASKS)
+        st_sent_tasks(h, p, &hd, buf, len);
     if (spits_wire_parse(buf, len, &hd, &why) == 0 &&
         (hd.type == SPITS_MSG_WELCOME || hd.type == SPITS_MSG_PHASE)) {
         size_t at = strlen(h->phases);
@@ -453,6 +469,28 @@ static int st_send_buf(void *arg, const void *rid, size_t ridlen, spits_buf_t *b
     return rc;
 }
 
+/* The worlds' tasks: go as parts from this many bytes (cfg.part_min),
+ * and are borrowed (cfg.borrowed: by hash 1000 + id, their bytes those of
+ * st_bytes). */
+static uint64_t st_part_min = UINT64_MAX;
+static int st_borrowed;
+static const char st_bytes[] = "0123456789abcdef";
+
+/* Byte k of task id (an own task's). */
+static unsigned char st_byte(uint64_t id, size_t k)
+{
+    return (unsigned char)('a' + (id + k) % 26);
+}
+
+/* Whether len bytes at data are those of the task that went by id. */
+static int st_bytes_are(uint64_t id, const unsigned char *data, size_t len)
+{
+    for (size_t k = 0; k < len; k++)
+        if (data[k] != (st_borrowed ? (unsigned char)st_bytes[k] : st_byte(id, k)))
+            return 0;
+    return 1;
+}
+
 static size_t st_refill(void *arg, size_t want)
 {
     st_hop_t *h = arg;
@@ -460,11 +498,19 @@ static size_t st_refill(void *arg, size_t want)
     sched_task_t *head = NULL, *tail = NULL;
     h->refills++;
     for (; n < want && h->avail; n++, h->avail--) {
-        sched_task_t *t = calloc(1, sizeof *t);
+        uint32_t len = h->next_id < 64 && h->big_ids >> h->next_id & 1 ? h->big_len : 1;
+        sched_task_t *t = calloc(1, sizeof *t + (st_borrowed ? sizeof(void *) : len));
         if (!t)
             break;
         t->id = h->next_id++;
-        t->len = 1;
+        t->len = len;
+        if (st_borrowed) {
+            const char *bytes = st_bytes;
+            t->hash = 1000 + t->id;
+            memcpy(t->data, &bytes, sizeof bytes);
+        }
+        for (size_t k = 0; !st_borrowed && k < len; k++)
+            t->data[k] = st_byte(t->id, k);
         sched_task_init(t);
         if (tail)
             tail->next = t;
@@ -478,18 +524,61 @@ static size_t st_refill(void *arg, size_t want)
     return n;
 }
 
-static size_t st_send_tasks(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n)
+/* A TASKS p was sent: "slot:n " logged, its first id kept, and its
+ * inline records checked. */
+static void st_sent_tasks(st_hop_t *h, server_peer_t *p, const spits_hdr_t *hd,
+                          const void *buf, size_t len)
 {
-    st_hop_t *h = arg;
     char one[24];
-    unsigned char t = 'T';
-    spits_buf_t b = {&t, 1, 1};
-    if (server_send_buf(h->s, p, &b, 0) != 0)
-        return 0;
+    spits_reader_t r;
+    spits_rec_t rec;
+    size_t n = 0;
+    spits_reader_init(&r, buf, len);
+    h->tasks_phase = hd->phase;
+    h->nparts = h->next_part = 0;
+    while (spits_reader_next(&r, &rec)) {
+        if (!n++)
+            h->last_id = rec.id;
+        if (rec.part && h->nparts < 8)
+            h->part_ids[h->nparts++] = rec.id;
+        h->bad_bytes += !rec.part && !st_bytes_are(rec.id, rec.data, rec.len);
+    }
     snprintf(one, sizeof one, "%d:%zu ", p->peer.slot, n);
     strncat(h->log, one, sizeof h->log - strlen(h->log) - 1);
-    h->last_id = tasks[0]->id;
-    return n;
+}
+
+static void *st_part_hold(void *arg, sched_task_t *task)
+{
+    st_hop_t *h = arg;
+    (void)task;
+    h->parts_held++;
+    return h;
+}
+
+static void st_part_free(void *data, void *hint)
+{
+    (void)data;
+    ((st_hop_t *)hint)->parts_freed++;
+}
+
+/* (cfg.io.send_msg) A part: checked against the next part record of
+ * the last TASKS, and closed, as libzmq would once it went. */
+static int st_send_msg(void *arg, zmq_msg_t *m, int more)
+{
+    st_hop_t *h = arg;
+    if (h->part_fail > 0) {
+        h->part_fail--;
+        h->next_part++;
+        return -1;
+    }
+    h->parts_sent++;
+    h->part_more += more != 0;
+    h->part_bytes += zmq_msg_size(m);
+    h->bad_bytes += h->next_part == h->nparts ||
+                    !st_bytes_are(h->part_ids[h->next_part++], zmq_msg_data(m), zmq_msg_size(m));
+    zmq_msg_close(m);
+    zmq_msg_init(m);
+    return 0;
 }
 
 static void st_lost(void *arg, server_peer_t *p, const char *why, int left, size_t n)
@@ -750,15 +839,16 @@ static int64_t st_probe(const liveness_t *l, void *arg)
 static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 {
     server_cfg_t cfg = {
-        .hop = {h, st_refill, st_send_tasks, st_lost, st_stopping, st_add,
+        .hop = {h, st_refill, st_part_hold, st_part_free, st_lost, st_stopping, st_add,
                 st_joined, .bad = st_bad, .accept = st_accept,
                 .results = st_results, .stats_check = st_stats_check,
                 .stats = st_stats_msg, .drain = st_drain, .rx_new = st_rx_new,
                 .rx_done = st_rx_done, .status = st_status},
-        .io = {h, st_send, st_rest, st_pending, st_recv, st_send_buf},
+        .io = {h, st_send, st_rest, st_pending, st_recv, st_send_buf, st_send_msg},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
-        .probe = st_probe, .job_id = "job", .result_parts = 1};
+        .probe = st_probe, .job_id = "job", .result_parts = 1,
+        .part_min = st_part_min, .borrowed = st_borrowed};
     memset(h, 0, sizeof *h);
     h->avail = avail;
     h->lost_slot = -1;
@@ -796,6 +886,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 static void st_world_end(st_hop_t *h)
 {
     json_decref(h->job_sent);
+    h->job_sent = NULL;
     spits_batch_free(&h->in_batch);
     server_destroy(&h->s);
     sched_destroy(&h->sc);
@@ -1186,6 +1277,56 @@ static int st_big(void)
     S_CHECK(st_log_is(&h, "0:2 0:65536 0:98 "));
     rc = 0;
 out:
+    st_world_end(&h);
+    return rc;
+}
+
+/* TASKS as a peer gets them, of the server's phase: each record's id
+ * and bytes, inline or as a part (cfg.part_min), of own tasks and of
+ * borrowed ones; a part that does not go is freed all the same. */
+static int st_tasks_out(void)
+{
+    st_hop_t h;
+    int rc = -1;
+    st_part_min = 5;
+    /* (ids 0, 1 and 3 large: the first TASKS has two parts, the second
+     * one, after an inline record) */
+    for (st_borrowed = 0; st_borrowed < 2; st_borrowed++) {
+        S_CHECK(st_world(&h, 1, 4, 4) == 0);
+        h.big_len = 5;
+        h.big_ids = 0xb;
+        server_phase(h.s, 7);
+        server_serve(h.s);
+        const server_stats_t *ss = server_stats(h.s);
+        S_CHECK(st_log_is(&h, "0:2 0:2 ") && h.tasks_phase == 7 && h.bad_bytes == 0);
+        S_CHECK(h.last_id == (st_borrowed ? 1002 : 2) && h.last_more);
+        S_CHECK(h.parts_sent == 3 && h.parts_held == 3 && h.parts_freed == 3 &&
+                h.part_more == 1 && h.part_bytes == 15);
+        S_CHECK(ss->tasks_as_parts == 3 && ss->part_bytes_out == 15);
+        st_world_end(&h);
+    }
+    st_borrowed = 0;
+    S_CHECK(st_world(&h, 1, 4, 4) == 0);
+    h.big_len = 5;
+    h.big_ids = 0xa;
+    h.part_fail = 1;
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 0:2 ") && h.bad_bytes == 0);
+    S_CHECK(h.parts_sent == 1 && h.parts_held == 2 && h.parts_freed == 2 &&
+            server_stats(h.s)->tasks_as_parts == 1 && server_stats(h.s)->part_bytes_out == 5);
+    /* (none as parts: all inline) */
+    st_world_end(&h);
+    st_part_min = UINT64_MAX;
+    S_CHECK(st_world(&h, 1, 4, 4) == 0);
+    h.big_len = 5;
+    h.big_ids = 0xa;
+    server_serve(h.s);
+    S_CHECK(st_log_is(&h, "0:2 0:2 ") && h.bad_bytes == 0 && !h.last_more &&
+            h.parts_held == 0 && server_stats(h.s)->bytes_out > 4 * 5);
+    rc = 0;
+out:
+    st_part_min = UINT64_MAX;
+    st_borrowed = 0;
     st_world_end(&h);
     return rc;
 }
@@ -2174,7 +2315,7 @@ int server_selftest(void)
     server_t *s = NULL;
     st_hop_t h;
     int rc = 0;
-    if (st_serving() || st_capacity() || st_turns() || st_refills() || st_retries() || st_losses() || st_big() || st_cancels() ||
+    if (st_serving() || st_capacity() || st_turns() || st_refills() || st_retries() || st_losses() || st_big() || st_tasks_out() || st_cancels() ||
         st_hello() || st_messages() || st_stats() || st_phase() || st_end() ||
         st_frames_route() || st_intake() || st_stats_parsed() || st_recv_burst() || st_tick_due())
         rc = -1;

@@ -13,7 +13,7 @@
  *     given one room), first up to each one's idle workers, then its
  *     prefetch, in TASKS messages of at most SERVE_BATCH_TASKS copies
  *     and SERVE_BATCH_BYTES bytes, none to a peer draining, stalled,
- *     gone or settling;
+ *     gone or settling; large tasks go as parts (taskbatch.h);
  *   - the tick (server_tick): each live peer judged by the liveness
  *     rules, a heartbeat to the quiet, the silent lost;
  *   - the reaping of peers whose connection is gone (server_reap), after
@@ -39,15 +39,16 @@
  *     (server_end_peers).
  *
  * What differs between the hops is its hop (server_hop_t): where fresh
- * tasks come from (the JM's generator; a relay's upstream), how a batch
- * of picked copies becomes a message, what losing a peer means, who a
+ * tasks come from (the JM's generator; a relay's upstream), where a
+ * task's bytes are (cfg.borrowed) and what holds them while a part
+ * carries them, what losing a peer means, who a
  * peer that joins is (its table entry, identity, log line), what the job
  * is (WELCOME's body), and
  * where results go (the JM's committer; a relay's upstream). The server
  * never touches a socket itself: its sends to peers, its replies and
  * the rest of a message's frames go through cfg.io (the hop's ROUTER's,
  * router_io; a self-test's own). The hop reads a message's first frames,
- * and sends tasks' parts (taskbatch.h) and the job's END (router.h).
+ * and sends the job's END (router.h).
  *
  * Threads: a server and its peers are its hop's loop thread's (the
  * dispatcher thread; spits-tm's main thread). Its hop's functions are
@@ -192,9 +193,11 @@ typedef struct {
      * (sched_gen_state). Returns 0 when it moved none, which ends the
      * refills of this serve. */
     size_t (*refill)(void *arg, size_t want);
-    /* Sends p the n picked copies (server_send for each frame, so its
-     * marks follow); returns how many went, a prefix of them. */
-    size_t (*send_tasks)(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n);
+    /* A picked task of cfg.part_min bytes or more goes as a part: a
+     * reference to its bytes for libzmq (the hint part_free gets, on
+     * libzmq's I/O thread, once it is done with them). */
+    void *(*part_hold)(void *arg, sched_task_t *task);
+    zmq_free_fn *part_free;
     /* p is lost (why: for the log), or it left (left: its BYE; why: the
      * job it refused, or NULL). The server took its copies back (n of
      * them to run again: sched_lost), made it dead and counted it; the
@@ -273,6 +276,11 @@ typedef struct {
                                     at each HELLO) */
     int result_parts;            /* large results may come as parts: each
                                     WELCOME says so (wire.h) */
+    uint64_t part_min;           /* tasks this large go as parts
+                                    (spits_parts_min) */
+    int borrowed;                /* the tasks are a relay's: each goes by
+                                    its hash, its data begins with a
+                                    pointer to its bytes (taskbatch.h) */
 } server_cfg_t;
 
 /* What the server counts; the hop reads them. */
@@ -288,6 +296,8 @@ typedef struct {
     uint64_t bytes_out;      /* of every message sent but tasks' parts */
     uint64_t bad;            /* malformed messages dropped (server_bad) */
     uint64_t results_as_parts;   /* results whose bytes came as a part */
+    uint64_t tasks_as_parts;     /* task copies sent as a part */
+    uint64_t part_bytes_out;     /* ...their bytes */
 } server_stats_t;
 
 /* The live peers' capacity, but of those draining: what the TMs below

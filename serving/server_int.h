@@ -30,6 +30,8 @@ struct server {
     int64_t gone_at;             /* ...the first, since the last reaping */
     int64_t bad_logged_at;       /* a malformed message last said */
     spits_batch_t out;           /* CANCELs being built */
+    spits_batch_t tasks_out;     /* TASKS being built */
+    int64_t oom_logged_at;       /* out of memory sending, last said */
     server_stats_t st;
     server_cap_t cap;            /* sums of the peers' shares */
 };
@@ -38,6 +40,12 @@ struct server {
  * whose entry is p (NULL: none): to a live p through server_send (its
  * marks), to anyone else without. */
 void server_reply(server_t *s, server_peer_t *p, const void *rid, size_t ridlen, int type);
+/* p gets the n picked copies as one TASKS message, large ones as parts
+ * (taskbatch.h): n, or 0 when none went (out of memory, said: they wait
+ * for the next serve; p's pipe full: p stalls). A part that could not be
+ * made leaves p a message it drops as malformed: p is marked gone, to be
+ * lost, and its copies run again. */
+size_t server_send_tasks(server_t *s, server_peer_t *p, sched_task_t *const *tasks, size_t n);
 /* The job's WELCOME (type) or PHASE to p (server_set_job). */
 void server_send_job(server_t *s, server_peer_t *p, int type);
 /* p's share of the capacity follows it (alive, draining, credit). */

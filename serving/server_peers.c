@@ -12,6 +12,7 @@
 #include "log.h"
 #include "loglimit.h"
 #include "server_int.h"
+#include "taskbatch.h"
 #include "util.h"
 
 /* --- peers ------------------------------------------------------------- */
@@ -68,6 +69,17 @@ int server_serve_due(const server_t *s)
 
 /* --- sending ------------------------------------------------------------ */
 
+/* p is to be lost at the next reaping (server_reap). */
+static void server_mark_gone(server_t *s, server_peer_t *p)
+{
+    if (p->gone)
+        return;
+    p->gone = 1;
+    if (!s->gone)
+        s->gone_at = s->now;
+    s->gone = 1;
+}
+
 /* A send of len bytes to p ended with rc (io's): p's marks. */
 static int server_sent(server_t *s, server_peer_t *p, int rc, size_t len)
 {
@@ -76,11 +88,8 @@ static int server_sent(server_t *s, server_peer_t *p, int rc, size_t len)
         s->st.bytes_out += len;
         return 0;
     }
-    if (errno == EHOSTUNREACH && !p->gone) {
-        p->gone = 1;
-        if (!s->gone)
-            s->gone_at = s->now;
-        s->gone = 1;
+    if (errno == EHOSTUNREACH) {
+        server_mark_gone(s, p);
     } else if (errno == EAGAIN) {
         p->stalled = 1;
     }
@@ -98,6 +107,35 @@ int server_send_buf(server_t *s, server_peer_t *p, spits_buf_t *b, int more)
     size_t len = b->len;
     return server_sent(s, p, s->cfg.io.send_buf(s->cfg.io.arg, p->peer.rid, p->peer.ridlen, b,
                                                 more), len);
+}
+
+size_t server_send_tasks(server_t *s, server_peer_t *p, sched_task_t *const *tasks, size_t n)
+{
+    const server_cfg_t *c = &s->cfg;
+    long parts = c->borrowed ? taskbatch_build(&s->tasks_out, s->wire, c->part_min, tasks, n, 1)
+                             : taskbatch_build(&s->tasks_out, s->wire, c->part_min, tasks, n, 0);
+    if (parts < 0) {
+        if (loglimit_every(&s->oom_logged_at, s->now, 10000))
+            spits_error("%sout of memory sending %zu task(s); they wait", c->rules.prefix, n);
+        return 0;
+    }
+    if (server_send_buf(s, p, &s->tasks_out.buf, parts ? ZMQ_SNDMORE : 0) != 0)
+        return 0;
+    if (!parts)
+        return n;
+    taskbatch_parts_t how = {c->hop.part_hold, c->hop.part_free, c->hop.arg, c->io.send_msg,
+                             c->io.arg};
+    taskbatch_sent_t sent;
+    taskbatch_send_parts(&how, c->part_min, tasks, n, parts, c->borrowed, &sent);
+    s->st.tasks_as_parts += sent.parts;
+    s->st.part_bytes_out += sent.bytes;
+    if (sent.failed) {
+        spits_error("%sout of memory sending %zu task(s) as parts; %s %s:%ld drops that "
+                    "message, and is lost", c->rules.prefix, sent.failed,
+                    p->proc.relay ? "relay" : "TM", p->proc.host, p->proc.pid);
+        server_mark_gone(s, p);
+    }
+    return n;
 }
 
 void server_reply(server_t *s, server_peer_t *p, const void *rid, size_t ridlen, int type)

@@ -71,8 +71,8 @@ static server_t *relay_server(tm_relay_t *r, sched_t *sched)
 {
     server_cfg_t cfg = {
         .tab = r->peers.tab, .sched = sched,
-        .hop = {r, relay_copies_refill, relay_copies_send, relay_hop_lost, relay_hop_stopping,
-                NULL, relay_peers_hop_joined,
+        .hop = {r, relay_copies_refill, relay_copies_part_hold, relay_copies_part_done,
+                relay_hop_lost, relay_hop_stopping, NULL, relay_peers_hop_joined,
                 .accept = relay_peers_hop_accept,
                 .results = relay_copies_results, .stats = relay_peers_hop_stats,
                 .drain = relay_peers_hop_drain},
@@ -80,7 +80,8 @@ static server_t *relay_server(tm_relay_t *r, sched_t *sched)
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = SERVE_TICK_MS},
         .probe = router_probe, .probe_arg = r->sock.conngen, .conngen = r->sock.conngen,
-        .job_id = r->job_id, .result_parts = r->part_min != UINT64_MAX};
+        .job_id = r->job_id, .result_parts = r->part_min != UINT64_MAX,
+        .part_min = r->part_min, .borrowed = 1};
     return server_new(&cfg);
 }
 

@@ -23,6 +23,10 @@
  * send a record each: byid counts them (serving/copymap.h), and drops
  * that many records of the id rather than pass them up as foreign.
  *
+ * Down: the server sends the copies its scheduler picks (borrowed
+ * tasks, serving/taskbatch.h), a large one as a part that holds a
+ * reference to its message.
+ *
  * The scheduler releases tasks inside its calls; they wait in a list
  * until relay_copies_settle answers and frees them, after the caller
  * marked those it answered. Each function here that calls the scheduler
@@ -34,27 +38,31 @@
  * reference with an atomic.
  */
 #define _DEFAULT_SOURCE
+#include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "copymap.h"
 #include "log.h"
 #include "relay_int.h"
-#include "taskbatch.h"
 
 #define RELAY_SLAB_TASKS 256       /* tasks made per allocation */
 
 /* A copy, as the scheduler holds it: a sched_task_t (id: our number for
- * it; hash: upstream's id) whose data bytes are this. */
+ * it; hash: upstream's id) whose data bytes are this, borrowed
+ * (serving/taskbatch.h: its bytes pointer first). */
 typedef struct {
+    const unsigned char *bytes;  /* its bytes (the task's len of them)... */
+    tm_rx_t *rx;                 /* ...in this message: one reference, the
+                                    copy's */
     const tm_phase_t *phase;
-    tm_rx_t *rx;                 /* the message its bytes are in: one
-                                    reference, the copy's */
-    const unsigned char *bytes;  /* ...its bytes (the task's len of them) */
     int answered;                /* its record went upstream */
     uint32_t repeats;            /* copies upstream sent again while held,
                                     answered RETURNED with it */
 } rl_copy_t;
+
+_Static_assert(offsetof(rl_copy_t, bytes) == 0, "a borrowed task's data begins with its bytes");
 
 static inline rl_copy_t *rl_copy(sched_task_t *task)
 {
@@ -83,7 +91,6 @@ struct rl_copies {
     uint64_t repeats;            /* copies upstream sent again while held */
     late_starve_t starve;        /* refills that left a TM's room unfilled */
     int closing;                 /* the relay ends: nothing goes up */
-    spits_batch_t down;          /* TASKS being built */
     spits_batch_t up;            /* records of phase up_ph being gathered */
     spits_parts_t up_parts;      /* ...and the parts they name */
     const tm_phase_t *up_ph;
@@ -138,8 +145,10 @@ static void relay_copies_answer_other(tm_relay_t *r, const tm_phase_t *ph, uint6
 
 /* Adds a record of phase ph for upstream, its payload inline, or, given
  * part (the frame it came in), as that frame shared; held: it answers a
- * copy tm_relay_take took (counted running in the pool). */
-static inline void relay_copies_answer(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
+ * copy tm_relay_take took (counted running in the pool). Always inline:
+ * each result comes through here, and GCC's unit-growth limit otherwise
+ * decides by the size of the rest of this file. */
+__attribute__((always_inline)) static inline void relay_copies_answer(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
                                        uint32_t status, const void *data, uint32_t len,
                                        zmq_msg_t *part, int held)
 {
@@ -240,7 +249,6 @@ void relay_copies_free(tm_relay_t *r)
         c->slabs = next;
     }
     spits_idmap_destroy(&c->byid);
-    spits_batch_free(&c->down);
     spits_batch_free(&c->up);
     spits_parts_free(&c->up_parts);
     free(c);
@@ -278,7 +286,7 @@ static sched_task_t *relay_copies_make(rl_copies_t *c, const tm_item_t *item)
     task->len = item->len;
     task->cell = 0;
     sched_task_init(task);
-    *rl_copy(task) = (rl_copy_t){item->phase, item->rx, item->data, 0, 0};
+    *rl_copy(task) = (rl_copy_t){item->data, item->rx, item->phase, 0, 0};
     return task;
 }
 
@@ -287,11 +295,17 @@ void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n)
     tm_relay_t *r = tm->relay;
     rl_copies_t *c = r->copies;
     sched_task_t *head = NULL, *tail = NULL;
+    uint32_t wire = 0;
+    /* (the server sends every copy as of its phase: a new phase gives
+     * back the old one's, relay_copies_reset) */
+    int has_job = server_job(r->srv, &wire) != NULL;
 
+    (void)has_job;
     tm_pool_remote_taken(&tm->pool, n);
     for (size_t i = 0; i < n; i++) {
         const tm_item_t *it = &items[i];
         int rc = -1;
+        assert(has_job && it->phase->wire == wire);
         sched_task_t *task = relay_copies_make(c, it);
         void *held;
         if (task && (rc = copymap_hold(c->byid, it->id, task, &held)) == 1) {
@@ -413,65 +427,20 @@ size_t relay_copies_refill(void *arg, size_t want)
     return 0;
 }
 
-/* libzmq is done with a part: its reference to the message goes (on
- * libzmq's I/O thread: the count is atomic). */
-static void relay_copies_part_done(void *data, void *rx)
+/* A copy goes down as a part: a reference to its message for it, which
+ * goes once libzmq is done with it (on libzmq's I/O thread: the count is
+ * atomic). */
+void *relay_copies_part_hold(void *arg, sched_task_t *task)
+{
+    (void)arg;
+    tm_rx_hold(rl_copy(task)->rx, 1);
+    return rl_copy(task)->rx;
+}
+
+void relay_copies_part_done(void *data, void *rx)
 {
     (void)data;
     tm_rx_release(rx, 1);
-}
-
-static void relay_copies_item(void *arg, size_t k, taskbatch_item_t *it)
-{
-    sched_task_t *task = ((sched_task_t *const *)arg)[k];
-    *it = (taskbatch_item_t){task->hash, rl_copy(task)->bytes, task->len};
-}
-
-static void *relay_copies_item_hold(void *arg, size_t k)
-{
-    tm_rx_t *rx = rl_copy(((sched_task_t *const *)arg)[k])->rx;
-    tm_rx_hold(rx, 1);
-    return rx;
-}
-
-/* Sends t the n copies picked of one phase as one TASKS message, large
- * ones as parts (serving/taskbatch.h): 0, or -1 when they did not go. */
-static int relay_copies_send_phase(tm_relay_t *r, rl_tm_t *t, sched_task_t *const *tasks,
-                                   size_t n)
-{
-    spits_batch_t *out = &r->copies->down;
-    taskbatch_src_t src = {relay_copies_item, relay_copies_item_hold, relay_copies_part_done,
-                           (void *)tasks};
-    taskbatch_sent_t done;
-    long parts = taskbatch_build(out, rl_copy(tasks[0])->phase->wire, r->part_min, n, &src);
-
-    if (parts < 0) {
-        spits_error("relay: out of memory sending %zu task(s)", n);
-        return -1;
-    }
-    if (server_send_buf(r->srv, &t->sv, &out->buf, parts ? ZMQ_SNDMORE : 0))
-        return -1;
-    taskbatch_send_parts(r->sock.l.sock, r->part_min, n, parts, &src, &done);
-    if (done.failed)
-        spits_error("relay: out of memory sending %zu task(s) as parts; TM "
-                    "%s:%ld drops that message", done.failed, t->sv.proc.host, t->sv.proc.pid);
-    return 0;
-}
-
-/* One message per phase (a phase change leaves a few of the old); the
- * first that fails keeps the rest back, to run again. */
-size_t relay_copies_send(void *arg, server_peer_t *p, sched_task_t *const *tasks, size_t n)
-{
-    size_t start = 0;
-    const tm_phase_t *ph = n ? rl_copy(tasks[0])->phase : NULL;
-    for (size_t i = 1; i <= n; i++)
-        if (i == n || rl_copy(tasks[i])->phase != ph) {
-            if (relay_copies_send_phase(arg, (rl_tm_t *)p, tasks + start, i - start) != 0)
-                break;
-            start = i;
-            ph = i < n ? rl_copy(tasks[i])->phase : NULL;
-        }
-    return start;
 }
 
 void relay_copies_serve(tm_relay_t *r)

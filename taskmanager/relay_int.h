@@ -9,8 +9,8 @@
  *   relay_peers.c   who is behind: joins, loops of relays, and what
  *                   upstream is told of them (peers)
  *   relay_copies.c  the server's source and sink: the copies upstream
- *                   sent, held by the scheduler, sent down as TASKS and
- *                   answered upstream (copies, its own)
+ *                   sent, held by the scheduler (and sent down by the
+ *                   server) and answered upstream (copies, its own)
  *
  * All of it is spits-tm's main thread's (tm_private.h).
  */
@@ -80,9 +80,11 @@ void relay_copies_free(tm_relay_t *r);
 int relay_copies_unsettled(const tm_relay_t *r);
 /* The job's max_copies (out of range: kept). */
 void relay_copies_set_max(tm_relay_t *r, int max_copies);
-/* The server's source (refill), sink (send_tasks) and RESULTS intake. */
+/* The server's source (refill), parts of copies sent down, and RESULTS
+ * intake. */
 size_t relay_copies_refill(void *r, size_t want);
-size_t relay_copies_send(void *r, server_peer_t *p, sched_task_t *const *tasks, size_t n);
+void *relay_copies_part_hold(void *r, sched_task_t *task);
+void relay_copies_part_done(void *data, void *rx);
 void relay_copies_results(void *r, server_peer_t *p, server_recs_t *it);
 /* The TMs with room get copies (server_serve), while there is a job and
  * no drain. */
