@@ -53,7 +53,7 @@ void jm_disp_stop(jm_disp_t *d);
 void jm_disp_destroy(jm_disp_t **d);
 const jm_disp_stats_t *jm_disp_stats(const jm_disp_t *d);
 /* What the dispatcher's server counted (bytes_in, bytes_out,
- * results_as_parts; the TMs' joins, reattaches, losses, leaves). The dispatcher's thread writes them as messages
+ * tasks_as_parts, part_bytes_out, results_as_parts; the TMs' joins, reattaches, losses, leaves). The dispatcher's thread writes them as messages
  * come: read them on that thread, or once jm_disp_stop has joined it. */
 const server_stats_t *jm_disp_server_stats(const jm_disp_t *d);
 #endif

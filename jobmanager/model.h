@@ -14,8 +14,8 @@
 
 /* The model of n tasks run here in measured_s seconds: T from totals'
  * busy_s / runs (jm_dispview_tm_totals_json), W the most workers alive at
- * once (ds) and S the bytes moved per task (the server's, ss, and the
- * tasks' parts and STATUS answers, ds's bytes_out), BW from the JM's
+ * once (ds) and S the bytes moved per task (the server's, ss, tasks'
+ * parts included, and STATUS answers, ds's bytes_out), BW from the JM's
  * CPU time (usage, jm_usage_json). A new object {tasks, task_s, workers, bytes_per_task, bandwidth_mb_s,
  * worker_bound_s, bandwidth_bound_s, predicted_s, measured_s, bound},
  * unknown terms null; its one-line form (spits_model_line) goes to line,

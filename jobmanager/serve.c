@@ -3,13 +3,13 @@
  * results back to the committer.
  *
  * A TM with room (credit: its slots minus the copies it holds) gets the
- * copies the scheduler picks (serving/scheduler.c), in one TASKS batch, when it
- * is looked at: the TMs heard from since the last serve, or all of them
- * when anything else may have given one room (serve_tms); a task of
- * SPITS_PART_MIN bytes or more goes as a part of that message (wire.h),
- * straight from the task's memory: no copy into the batch, and none
- * into ZeroMQ (zmq_msg_init_data; the part holds a reference, jm.h).
- * What it gains: spits_parts_min (parts.h).
+ * copies the scheduler picks (serving/scheduler.c), in one TASKS batch
+ * the server sends, when it is looked at: the TMs heard from since the
+ * last serve, or all of them when anything else may have given one room
+ * (serve_tms); a task of SPITS_PART_MIN bytes or more goes as a part of
+ * that message (wire.h), straight from the task's memory: the part
+ * holds a reference to it (serve_part_hold, jm.h). What it gains:
+ * spits_parts_min (parts.h).
  * Large results come the same way, as parts of a RESULTS message that
  * the dispatcher received whole (disp_on_message), and are committed
  * from them as from its frame. The server (serving/server.c) gives the

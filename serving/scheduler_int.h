@@ -95,7 +95,7 @@ static inline int picked_add(sched_t *s, size_t n, sched_task_t *task)
 }
 
 /* When the newest copy of a task left the hop: when libzmq let go of its
- * part (part_done sets left_ms, then drops its reference: seen here once
+ * part (the hop's part_free sets left_ms, then drops its reference: seen here once
  * refs is 1; on libzmq's clock, which may be ahead of ours), or when it
  * was sent (an inline task, or a part still in the hop). left_ms is the
  * task's, not the copy's: a part of an older copy let go of after the

@@ -42,9 +42,9 @@ struct server {
 void server_reply(server_t *s, server_peer_t *p, const void *rid, size_t ridlen, int type);
 /* p gets the n picked copies as one TASKS message, large ones as parts
  * (taskbatch.h): n, or 0 when none went (out of memory, said: they wait
- * for the next serve; p's pipe full: p stalls). A part that could not be
- * made leaves p a message it drops as malformed: p is marked gone, to be
- * lost, and its copies run again. */
+ * for the next serve; p's pipe full: p stalls). A part that could not go
+ * (said) leaves p a message whose parts do not fit its records: p hands
+ * back each of its copies, to run again. */
 size_t server_send_tasks(server_t *s, server_peer_t *p, sched_task_t *const *tasks, size_t n);
 /* The job's WELCOME (type) or PHASE to p (server_set_job). */
 void server_send_job(server_t *s, server_peer_t *p, int type);

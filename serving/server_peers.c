@@ -129,12 +129,12 @@ size_t server_send_tasks(server_t *s, server_peer_t *p, sched_task_t *const *tas
     taskbatch_send_parts(&how, c->part_min, tasks, n, parts, c->borrowed, &sent);
     s->st.tasks_as_parts += sent.parts;
     s->st.part_bytes_out += sent.bytes;
-    if (sent.failed) {
-        spits_error("%sout of memory sending %zu task(s) as parts; %s %s:%ld drops that "
-                    "message, and is lost", c->rules.prefix, sent.failed,
-                    p->proc.relay ? "relay" : "TM", p->proc.host, p->proc.pid);
-        server_mark_gone(s, p);
-    }
+    /* (its copies come back: a TM hands back each copy of a message whose
+     * parts do not fit its records, RETURNED) */
+    if (sent.failed)
+        spits_error("%scould not send %zu task(s) as parts (out of memory); %s %s:%ld "
+                    "hands that message's copies back, to run again", c->rules.prefix,
+                    sent.failed, p->proc.relay ? "relay" : "TM", p->proc.host, p->proc.pid);
     return n;
 }
 

@@ -26,6 +26,7 @@ void taskbatch_send_parts(const taskbatch_parts_t *how, uint64_t part_min,
         }
         if (how->send(how->io, &m, --parts ? ZMQ_SNDMORE : 0) < 0) {
             zmq_msg_close(&m);
+            sent->failed += made;
             continue;
         }
         sent->parts += made;

@@ -61,8 +61,8 @@ typedef struct {
     size_t parts;            /* parts queued */
     uint64_t bytes;          /* ...and their bytes */
     size_t failed;           /* parts that could not be made (no memory:
-                                an empty part went instead, and the TM
-                                drops the message as malformed) */
+                                an empty part went instead) or sent: the
+                                TM hands back the message's copies */
 } taskbatch_sent_t;
 
 /* Builds the TASKS message of the n tasks of wire phase phase in out.

@@ -38,7 +38,6 @@
  * reference with an atomic.
  */
 #define _DEFAULT_SOURCE
-#include <assert.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,16 +295,22 @@ void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n)
     rl_copies_t *c = r->copies;
     sched_task_t *head = NULL, *tail = NULL;
     uint32_t wire = 0;
-    /* (the server sends every copy as of its phase: a new phase gives
-     * back the old one's, relay_copies_reset) */
+    /* The server sends every copy as of its phase (a new phase gives back
+     * the old one's: relay_copies_reset), so a copy of another goes back
+     * (a WELCOME that said phase 0 leaves the TM in its last one). */
     int has_job = server_job(r->srv, &wire) != NULL;
+    size_t other = 0;
 
-    (void)has_job;
     tm_pool_remote_taken(&tm->pool, n);
     for (size_t i = 0; i < n; i++) {
         const tm_item_t *it = &items[i];
         int rc = -1;
-        assert(has_job && it->phase->wire == wire);
+        if (!has_job || it->phase->wire != wire) {
+            relay_copies_answer(r, it->phase, it->id, SPITS_ST_RETURNED, NULL, 0, NULL, 1);
+            tm_rx_release(it->rx, 1);
+            other++;
+            continue;
+        }
         sched_task_t *task = relay_copies_make(c, it);
         void *held;
         if (task && (rc = copymap_hold(c->byid, it->id, task, &held)) == 1) {
@@ -333,6 +338,9 @@ void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n)
         *(tail ? &tail->next : &head) = task;
         tail = task;
     }
+    if (other)
+        spits_warn("relay: handed back %zu task(s) of phase %u: it serves phase %u", other,
+                   items[0].phase->wire, wire);
     sched_add_fresh(c->sched, head, tail);
     /* (new work: upstream is not out of it, whatever a refill found) */
     late_starve_fed(&c->starve);
