@@ -25,11 +25,11 @@ server_t *server_new(const server_cfg_t *cfg)
 {
     const server_hop_t *h = &cfg->hop;
     assert(cfg->rules.tick_ms > 0);
-    assert(cfg->tab && cfg->sched && cfg->probe && cfg->io.send && cfg->io.send_buf && cfg->io.rest &&
-           cfg->io.pending && cfg->io.recv && !h->rx_new == !h->rx_done && h->refill && h->part_hold && h->part_free &&
-           cfg->io.send_msg && h->lost && h->stopping &&
-           h->joined && h->accept && cfg->job_id &&
-           h->results && h->stats && h->drain);
+    assert(cfg->tab && cfg->sched && cfg->probe && cfg->job_id);
+    assert(cfg->io.send && cfg->io.send_buf && cfg->io.send_msg && cfg->io.rest &&
+           cfg->io.pending && cfg->io.recv);
+    assert(h->refill && h->part_hold && h->part_free && h->lost && h->stopping && h->joined &&
+           h->accept && h->results && h->stats && h->drain && !h->rx_new == !h->rx_done);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
@@ -2319,7 +2319,8 @@ int server_selftest(void)
     server_t *s = NULL;
     st_hop_t h;
     int rc = 0;
-    if (st_serving() || st_capacity() || st_turns() || st_refills() || st_retries() || st_losses() || st_big() || st_tasks_out() || st_cancels() ||
+    if (st_serving() || st_capacity() || st_turns() || st_refills() || st_retries() ||
+        st_losses() || st_big() || st_tasks_out() || st_cancels() ||
         st_hello() || st_messages() || st_stats() || st_phase() || st_end() ||
         st_frames_route() || st_intake() || st_stats_parsed() || st_recv_burst() || st_tick_due())
         rc = -1;

@@ -69,8 +69,9 @@ typedef struct {
  * The number of parts to send after it, or -1 when out of memory.
  * Always inline, each call with borrowed a constant: its loop runs once
  * per task, and is then one for each kind of task. */
-__attribute__((always_inline)) static inline long taskbatch_build(spits_batch_t *out, uint32_t phase, uint64_t part_min,
-                                   sched_task_t *const *tasks, size_t n, int borrowed)
+__attribute__((always_inline)) static inline long
+taskbatch_build(spits_batch_t *out, uint32_t phase, uint64_t part_min, sched_task_t *const *tasks,
+                size_t n, int borrowed)
 {
     long parts = 0;
     spits_batch_begin(out, SPITS_MSG_TASKS, phase);

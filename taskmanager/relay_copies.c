@@ -147,9 +147,9 @@ static void relay_copies_answer_other(tm_relay_t *r, const tm_phase_t *ph, uint6
  * copy tm_relay_take took (counted running in the pool). Always inline:
  * each result comes through here, and GCC's unit-growth limit otherwise
  * decides by the size of the rest of this file. */
-__attribute__((always_inline)) static inline void relay_copies_answer(tm_relay_t *r, const tm_phase_t *ph, uint64_t id,
-                                       uint32_t status, const void *data, uint32_t len,
-                                       zmq_msg_t *part, int held)
+__attribute__((always_inline)) static inline void
+relay_copies_answer(tm_relay_t *r, const tm_phase_t *ph, uint64_t id, uint32_t status,
+                    const void *data, uint32_t len, zmq_msg_t *part, int held)
 {
     rl_copies_t *c = r->copies;
     unsigned char *dst;
