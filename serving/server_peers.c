@@ -69,17 +69,6 @@ int server_serve_due(const server_t *s)
 
 /* --- sending ------------------------------------------------------------ */
 
-/* p is to be lost at the next reaping (server_reap). */
-static void server_mark_gone(server_t *s, server_peer_t *p)
-{
-    if (p->gone)
-        return;
-    p->gone = 1;
-    if (!s->gone)
-        s->gone_at = s->now;
-    s->gone = 1;
-}
-
 /* A send of len bytes to p ended with rc (io's): p's marks. */
 static int server_sent(server_t *s, server_peer_t *p, int rc, size_t len)
 {
@@ -88,8 +77,11 @@ static int server_sent(server_t *s, server_peer_t *p, int rc, size_t len)
         s->st.bytes_out += len;
         return 0;
     }
-    if (errno == EHOSTUNREACH) {
-        server_mark_gone(s, p);
+    if (errno == EHOSTUNREACH && !p->gone) {
+        p->gone = 1;
+        if (!s->gone)
+            s->gone_at = s->now;
+        s->gone = 1;
     } else if (errno == EAGAIN) {
         p->stalled = 1;
     }
