@@ -3,7 +3,7 @@
  * (scheduler.h sched_take_cancels): one message per TM.
  *
  * Part of serving/: the JM's dispatcher (serve.c) and a relay
- * (taskmanager/relay_copies.c) both send them here. What differs between
+ * (copies.c) both send them here. What differs between
  * the two hops is the sink: which id the TMs know a task by, and how a
  * message reaches the TM in a slot.
  */

@@ -21,13 +21,6 @@ int copymap_hold_mapped(spits_idmap_t *m, uint64_t id, void *task, void **held)
     return spits_idmap_put(m, id, tombs, task);
 }
 
-int copymap_replace(spits_idmap_t *m, uint64_t id, void *task)
-{
-    int tombs = 0;
-    spits_idmap_get(m, id, &tombs, NULL);
-    return spits_idmap_put(m, id, tombs, task);
-}
-
 void copymap_release_tombs(spits_idmap_t *m, uint64_t id, void *task)
 {
     int tombs;
@@ -116,16 +109,17 @@ int copymap_selftest(void)
     CHECK(cm_is(m, 8, 1, NULL));
     CHECK(copymap_swallow(m, 8) == 1 && cm_is(m, 8, -1, NULL));
 
-    /* A task replaced (one of an old phase held): tombs stay; releasing
-     * the old one leaves the new one, with and without tombs. */
-    CHECK(copymap_hold(m, 9, &a, &held) == 0 && copymap_replace(m, 9, &b) == 0);
-    CHECK(cm_is(m, 9, 0, &b));
+    /* Releasing a task not held for its id leaves the one held, with and
+     * without tombs. */
+    CHECK(copymap_hold(m, 9, &b, &held) == 0);
     copymap_release(m, 9, &a);
     CHECK(cm_is(m, 9, 0, &b));
-    CHECK(copymap_tomb(m, 9) == 0 && copymap_replace(m, 9, &c) == 0 && cm_is(m, 9, 1, &c));
+    CHECK(copymap_tomb(m, 9) == 0 && cm_is(m, 9, 1, &b));
+    copymap_release(m, 9, &b);
+    CHECK(copymap_hold(m, 9, &c, &held) == 0);
     copymap_release(m, 9, &b);
     CHECK(cm_is(m, 9, 1, &c));
-    CHECK(copymap_replace(m, 10, &a) == 0 && cm_is(m, 10, 0, &a));
+    CHECK(copymap_hold(m, 10, &a, &held) == 0 && cm_is(m, 10, 0, &a));
     /* ...releasing an id never mapped changes nothing; a tomb of one
      * is a tomb alone. */
     copymap_release(m, 11, &a);

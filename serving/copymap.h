@@ -2,7 +2,7 @@
  * copymap.h - a relay's map from its upstream's task ids to the copy of
  * each it holds, and to the copies behind it told to cancel whose
  * records are still to come ("tombs"): those records are dropped, not
- * passed up as foreign work (taskmanager/relay_copies.c).
+ * passed up as foreign work (copies.c).
  *
  * An id's entry is (tombs, task): task is the caller's pointer (NULL:
  * none held), tombs how many records of cancelled copies of the id are
@@ -27,9 +27,6 @@
 /* Holds task for id (its tombs stay): 0; 1 when a task is held for id
  * already (*held: it; nothing changed); -1 when out of memory. */
 static inline int copymap_hold(spits_idmap_t *m, uint64_t id, void *task, void **held);
-/* Holds task for id in place of the one held, if any (its tombs stay):
- * 0, or -1 when out of memory (unchanged). */
-int copymap_replace(spits_idmap_t *m, uint64_t id, void *task);
 /* The task held for id, or NULL. */
 static inline void *copymap_task(const spits_idmap_t *m, uint64_t id);
 /* task is held for id no longer (another task held in its place stays,

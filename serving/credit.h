@@ -4,7 +4,7 @@
  *
  * Part of serving/: the JM (jm_tm_t; members.c at a HELLO or STATS,
  * scheduler.c as copies go and records come back, serve.c to decide and
- * to grow) and a relay (rl_tm_t; relay_peers.c, relay_copies.c)
+ * to grow) and a relay (rl_tm_t; relay_peers.c, copies.c)
  * each embed a credit_t in their entry of
  * a TM, so a TM's room is the same arithmetic on every hop:
  * - a HELLO sets its workers and its slots (workers + prefetch: what it

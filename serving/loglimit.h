@@ -12,7 +12,7 @@
  *   broken peer must not flood the log; the caller's line carries the
  *   count so far.
  * The JM's dispatcher (dispatch.c, members.c, tmio.c) and a relay
- * (relay.c, relay_copies.c, relay_peers.c) keep their own counters; now
+ * (relay.c, relay_peers.c) keep their own counters; now
  * is passed in.
  */
 #ifndef SPITS_SERVING_LOGLIMIT_H

@@ -4,7 +4,7 @@
  * Part of serving/: the JM's dispatcher (jobmanager/tmtable.c makes its
  * table of jm_tm_t; dispatch.c, members.c, serve.c, status.c and
  * dispview.c use it) and a relay (taskmanager/relay_peers.c makes its
- * table of rl_tm_t; relay.c and relay_copies.c use it) keep the peers on
+ * table of rl_tm_t; relay.c and copies.c use it) keep the peers on
  * their ROUTER socket here.
  *
  * Each entry is the caller's own struct, of a size given at peertab_new,

@@ -3,7 +3,7 @@
  * task copies go to which TM below it, and what each record a TM sends
  * back does to its task. The JM's dispatcher (jobmanager/dispatch.c)
  * owns one for the job, and each relay one for the copies the JM sent it
- * (taskmanager/relay_copies.c); it is written once here so that every
+ * (copies.c); it is written once here so that every
  * hop decides copies by the same rules.
  *
  * It is a plain data structure, with no sockets, threads or clock: its

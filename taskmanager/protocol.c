@@ -191,11 +191,10 @@ static void warn_no_room(tm_t *tm, uint64_t count)
 }
 
 /* Queues the tasks the reader yields, in chunks (nothing is sized by the
- * message's claimed count), or hands them to the relay, which takes them
- * all (relay_copies.c); with no rx, or once a TM's queue cannot grow,
+ * message's claimed count); with no rx, or once the queue cannot grow,
  * the rest go back as RETURNED records (outbox.c): the JM counts every
  * task it sends as held until a record comes back. Returns how many were
- * queued or taken. */
+ * queued. */
 static size_t take_tasks(tm_t *tm, uint32_t wire, spits_reader_t *reader, tm_rx_t *rx)
 {
     tm_item_t *items = tm->proto.items;
@@ -207,11 +206,6 @@ static size_t take_tasks(tm_t *tm, uint32_t wire, spits_reader_t *reader, tm_rx_
         for (n = 0; n < TM_TASKS_CHUNK && spits_reader_next(reader, &record); n++)
             items[n] = (tm_item_t){record.id, record.data, record.len,
                                    tm->job.current, rx};
-        if (!full && tm->relay) {
-            tm_relay_take(tm, items, n);
-            queued += n;
-            continue;
-        }
         if (!full && tm_pool_push(&tm->pool, items, n) == 0) {
             queued += n;
             continue;
@@ -291,7 +285,9 @@ static void on_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     atomic_init(&rx->refs, (size_t)hdr->count + 1);
     spits_reader_init(&reader, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
     spits_reader_parts(&reader, rx->parts.view);
-    size_t queued = take_tasks(tm, hdr->phase, &reader, rx);
+    /* (a relay takes them all: relay.c) */
+    size_t queued = tm->relay ? tm_relay_take(tm, hdr, &reader, rx)
+                              : take_tasks(tm, hdr->phase, &reader, rx);
     if (queued < hdr->count && !tm->done)
         warn_no_room(tm, hdr->count - queued);
     tm_rx_release(rx, (size_t)hdr->count + 1 - queued);

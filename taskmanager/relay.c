@@ -59,7 +59,12 @@ static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int lef
                  spits_escape(safe, sizeof safe, why));
     else
         snprintf(gone, sizeof gone, "left");
-    relay_copies_gone(arg, (rl_tm_t *)p, gone, n);
+    tm_relay_t *r = arg;
+    if (loglimit_allow(&r->log.events, r->tm->now))
+        spits_info("relay: %s %s:%ld %s; %zu task(s) to run again",
+                   p->proc.relay ? "relay" : "TM", p->proc.host, p->proc.pid, gone, n);
+    if (!peertab_live_count(r->peers.tab))   /* (nothing would run them here) */
+        copies_give_back(r->copies);
 }
 
 static int relay_hop_stopping(void *arg)
@@ -67,14 +72,74 @@ static int relay_hop_stopping(void *arg)
     return ((tm_relay_t *)arg)->tm->done != 0;
 }
 
+/* The source: copies come as upstream sends them (tm_relay_take). */
+static size_t relay_hop_refill(void *arg, size_t want)
+{
+    tm_relay_t *r = arg;
+    (void)want;
+    copies_refill(r->copies, r->tm->now);
+    return 0;
+}
+
+/* A copy goes down as a part: a reference to its message for it, which
+ * goes once libzmq is done with it (on libzmq's I/O thread: the count is
+ * atomic). */
+static void *relay_hop_part_hold(void *arg, sched_task_t *task)
+{
+    (void)arg;
+    tm_rx_hold(copies_ref(task), 1);
+    return copies_ref(task);
+}
+
+static void relay_rx_release(void *rx, size_t n)
+{
+    tm_rx_release(rx, n);
+}
+
+static void relay_hop_part_free(void *data, void *rx)
+{
+    (void)data;
+    tm_rx_release(rx, 1);
+}
+
+/* The sink: each record goes up through the outbox. */
+static void relay_hop_results(void *arg, server_peer_t *p, server_recs_t *it)
+{
+    tm_relay_t *r = arg;
+    const tm_phase_t *ph = r->tm->job.current;
+    (void)p;
+    copies_results(r->copies, it, ph, ph ? ph->wire : 0);
+}
+
+static void relay_copies_up(void *arg, const void *ph, spits_batch_t *b, spits_parts_t *parts,
+                            size_t held)
+{
+    tm_relay_t *r = arg;
+    tm_pool_remote_done(&r->tm->pool, ph, b, parts, held);
+}
+
+static void relay_copies_fail(void *arg, const char *why)
+{
+    tm_pool_fail(&((tm_relay_t *)arg)->tm->pool, why);
+}
+
+size_t tm_relay_take(tm_t *tm, const spits_hdr_t *hdr, spits_reader_t *reader, tm_rx_t *rx)
+{
+    /* (counted running before any is answered) */
+    tm_pool_remote_taken(&tm->pool, hdr->count);
+    size_t n = copies_take(tm->relay->copies, tm->job.current, hdr->phase, reader, rx);
+    assert(n == hdr->count);   /* (the parser matched the count) */
+    return n;
+}
+
 static server_t *relay_server(tm_relay_t *r, sched_t *sched)
 {
     server_cfg_t cfg = {
         .tab = r->peers.tab, .sched = sched,
-        .hop = {r, relay_copies_refill, relay_copies_part_hold, relay_copies_part_done,
+        .hop = {r, relay_hop_refill, relay_hop_part_hold, relay_hop_part_free,
                 relay_hop_lost, relay_hop_stopping, NULL, relay_peers_hop_joined,
                 .accept = relay_peers_hop_accept,
-                .results = relay_copies_results, .stats = relay_peers_hop_stats,
+                .results = relay_hop_results, .stats = relay_peers_hop_stats,
                 .drain = relay_peers_hop_drain},
         .io = router_io(r->sock.l.sock),
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
@@ -97,12 +162,13 @@ void tm_relay_turn(tm_t *tm)
     server_reap(r->srv, 0);
     /* (draining, copies handed back here are not sent again: upstream) */
     if (tm->drain.active)
-        relay_copies_give_back(r);
-    relay_copies_serve(r);
+        copies_give_back(r->copies);
+    if (server_job(r->srv, NULL) && tm->pool_started && !tm->drain.active)
+        server_serve(r->srv);
     server_reap(r->srv, 0);
     relay_tick(r);
     server_reap(r->srv, 0);
-    assert(!relay_copies_unsettled(r));
+    assert(!copies_unsettled(r->copies));
 }
 
 /* --- set-up and tear-down ----------------------------------------------- */
@@ -140,10 +206,12 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     spits_keys_t keys;
     char err[256];
     sched_t *sched = NULL;
+    copies_hop_t up = {r, relay_copies_up, relay_rx_release, relay_copies_fail};
 
     if (r)
         r->tm = tm;
-    if (!r || relay_peers_init(&r->peers) != 0 || !(sched = relay_copies_init(r)) ||
+    if (!r || relay_peers_init(&r->peers) != 0 ||
+        !(r->copies = copies_new(&up, r->peers.tab, &sched)) ||
         !(r->sock.conngen = conngen_new())) {
         spits_error("relay: out of memory");
         tm_relay_destroy(&r, 0);
@@ -170,6 +238,7 @@ tm_relay_t *tm_relay_new(tm_t *tm)
         tm_relay_destroy(&r, 0);
         return NULL;
     }
+    copies_set_server(r->copies, r->srv);
     spits_info("relay: serving task managers at %s", r->sock.l.endpoint);
     tm->pool.opts.remote = 1;
     return r;
@@ -210,7 +279,7 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
     router_listen_close(&r->sock.l);
     conngen_destroy(&r->sock.conngen);
     server_destroy(&r->srv);
-    relay_copies_free(r);
+    copies_destroy(&r->copies);
     relay_peers_free(&r->peers);
     free(r);
     *rp = NULL;
@@ -264,16 +333,16 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     relay_max_msg(r);
     json_t *mc = json_object_get(copy, "max_copies");
     if (json_is_integer(mc))
-        relay_copies_set_max(r, (int)json_integer_value(mc));
+        copies_set_max(r->copies, (int)json_integer_value(mc));
     if (!phase_changed)
         return;
-    relay_copies_reset(r);
+    copies_reset(r->copies);
     server_send_phase(r->srv);
 }
 
 void tm_relay_cancel(tm_t *tm, const tm_phase_t *ph, const uint64_t *ids, size_t n)
 {
-    relay_copies_drop(tm->relay, ph, ids, n);
+    copies_drop(tm->relay->copies, ph, ph->wire, ids, n);
 }
 
 void tm_relay_drain(tm_t *tm)

@@ -1,16 +1,14 @@
 /*
- * relay_int.h - a relay's state (spits-tm --serve), shared by its three
+ * relay_int.h - a relay's state (spits-tm --serve), shared by its two
  * files; each uses only those below it:
  *
  *   relay.c         set-up, the server's hop (serving/server.h, which
  *                   serves, ticks and loses the TMs by the JM's rules),
- *                   the turn, and the job as upstream tells it (WELCOME,
- *                   PHASE, CANCEL, drain)
+ *                   its source and sink (serving/copies.h: the copies
+ *                   upstream sent), the turn, and the job as upstream
+ *                   tells it (WELCOME, PHASE, TASKS, CANCEL, drain)
  *   relay_peers.c   who is behind: joins, loops of relays, and what
  *                   upstream is told of them (peers)
- *   relay_copies.c  the server's source and sink: the copies upstream
- *                   sent, held by the scheduler (and sent down by the
- *                   server) and answered upstream (copies, its own)
  *
  * All of it is spits-tm's main thread's (tm_private.h).
  */
@@ -19,13 +17,11 @@
 
 #include "conngen.h"
 #include "constants.h"
+#include "copies.h"
 #include "hopchain.h"
-#include "idmap.h"
-#include "lateness.h"
 #include "loglimit.h"
 #include "peertab.h"
 #include "router.h"
-#include "scheduler.h"
 #include "server.h"
 #include "tm_private.h"
 
@@ -49,13 +45,11 @@ typedef struct {
                                     (accept's, for joined) */
 } rl_peers_t;
 
-typedef struct rl_copies rl_copies_t;
-
 struct tm_relay {
     tm_t *tm;
     server_t *srv;
     rl_peers_t peers;
-    rl_copies_t *copies;
+    copies_t *copies;
     /* The rest is relay.c's; the others read it. */
     struct {
         router_listen_t l;       /* the TMs' socket (serving/router.h) */
@@ -69,35 +63,6 @@ struct tm_relay {
         loglimit_t events;       /* TM joins, leaves, losses, loops */
     } log;
 };
-
-/* relay_copies.c */
-/* Its state (r->copies) and scheduler; NULL when out of memory. */
-sched_t *relay_copies_init(tm_relay_t *r);
-/* The relay ends: every copy is freed, and nothing goes upstream. */
-void relay_copies_free(tm_relay_t *r);
-/* Whether a task the scheduler released is not answered yet: every
- * function here answers those it released before it returns. */
-int relay_copies_unsettled(const tm_relay_t *r);
-/* The job's max_copies (out of range: kept). */
-void relay_copies_set_max(tm_relay_t *r, int max_copies);
-/* The server's source (refill), parts of copies sent down, and RESULTS
- * intake. */
-size_t relay_copies_refill(void *r, size_t want);
-void *relay_copies_part_hold(void *r, sched_task_t *task);
-void relay_copies_part_done(void *data, void *rx);
-void relay_copies_results(void *r, server_peer_t *p, server_recs_t *it);
-/* The TMs with room get copies (server_serve), while there is a job and
- * no drain. */
-void relay_copies_serve(tm_relay_t *r);
-/* Upstream resolved ids of phase ph (its CANCEL): the copies behind us
- * are cancelled, and ours answered. */
-void relay_copies_drop(tm_relay_t *r, const tm_phase_t *ph, const uint64_t *ids, size_t n);
-/* The copies nothing runs go back upstream (no TM behind, or a drain). */
-void relay_copies_give_back(tm_relay_t *r);
-/* A new phase: every copy held goes back (the TMs drop their own). */
-void relay_copies_reset(tm_relay_t *r);
-/* t is gone (why: how, for the log), n of its copies to run again. */
-void relay_copies_gone(tm_relay_t *r, rl_tm_t *t, const char *why, size_t n);
 
 /* relay_peers.c */
 int relay_peers_init(rl_peers_t *p);

@@ -19,7 +19,7 @@
  *   results.c   records from the outbox (outbox.c, the one owner of what
  *               goes back to the JM), kept until sent
  *   relay.c     --serve: a relay; the TMs behind it run the pool's tasks
- *               (relay_copies.c: its source and sink; relay_int.h)
+ *               (serving/copies.h: its source and sink; relay_int.h)
  *   link.c      the socket to the JM: finding it, connecting, security,
  *               sending, heartbeats, looking for a JM that went silent,
  *               moving between the relays of --via and the JM
@@ -442,10 +442,10 @@ void *tm_relay_zap_socket(const tm_relay_t *r);
 /* One turn: their messages, tasks out to those with room, heartbeats and
  * losses. Records go to the outbox (results.c sends them). */
 void tm_relay_turn(tm_t *tm);
-/* Upstream's tasks (of a TASKS message, the current phase's; each holds
- * a reference to its message): held and sent down, or handed back at
- * once when no TM is behind. */
-void tm_relay_take(tm_t *tm, const tm_item_t *items, size_t n);
+/* Upstream's TASKS hdr, its records from reader, of the current phase
+ * (each holds a reference to rx): held and sent down, or handed back at
+ * once when no TM is behind. Returns how many: all. */
+size_t tm_relay_take(tm_t *tm, const spits_hdr_t *hdr, spits_reader_t *reader, tm_rx_t *rx);
 /* Upstream said WELCOME or PHASE (body: its JSON): kept for the TMs
  * behind, who get PHASE too when the phase changed. */
 void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body);

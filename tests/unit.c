@@ -29,6 +29,7 @@
 #include "journal.h"
 #include "keys.h"
 #include "backlog.h"
+#include "copies.h"
 #include "copymap.h"
 #include "crash.h"
 #include "lateness.h"
@@ -71,6 +72,7 @@ int main(void)
         {"adopt", jm_adopt_selftest},
         {"cancels", cancels_selftest},
         {"conngen", conngen_selftest},
+        {"copies", copies_selftest},
         {"copymap", copymap_selftest},
         {"credit", credit_selftest},
         {"joins", joins_selftest},
