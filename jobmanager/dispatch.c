@@ -478,11 +478,9 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
         goto fail;
     server_cfg_t cfg = {
         .tab = d->fleet.tab, .sched = d->sched,
-        .hop = {d, serve_refill, serve_part_hold, serve_part_done, disp_hop_lost,
-                disp_hop_stopping,
-                members_hop_add, members_hop_joined,
-                .accept = members_hop_accept,
-                .results = serve_hop_results, .stats_check = members_hop_stats_check,
+        .src = {d, serve_refill, serve_part_hold, serve_part_done, serve_hop_results},
+        .hop = {d, disp_hop_lost, disp_hop_stopping, members_hop_add, members_hop_joined,
+                .accept = members_hop_accept, .stats_check = members_hop_stats_check,
                 .stats = members_hop_stats, .drain = disp_hop_drain,
                 .rx_new = disp_hop_rx_new, .rx_done = disp_hop_rx_done,
                 .status = disp_hop_status},

@@ -211,6 +211,26 @@ size_t spits_parts_bytes(const spits_parts_t *p)
     return bytes;
 }
 
+void spits_rx_hold(spits_rx_t *rx, size_t n)
+{
+    atomic_fetch_add(&rx->refs, n);
+}
+
+void spits_rx_release(spits_rx_t *rx, size_t n)
+{
+    if (n && atomic_fetch_sub(&rx->refs, n) == n) {
+        zmq_msg_close(&rx->msg);
+        spits_parts_free(&rx->parts);
+        free(rx);
+    }
+}
+
+void spits_rx_part_free(void *data, void *hint)
+{
+    (void)data;
+    spits_rx_release(hint, 1);
+}
+
 #ifdef SPITS_SELFTEST
 #include <stdio.h>
 
@@ -226,6 +246,42 @@ static void free_bytes(void *data, void *hint)
 {
     (void)hint;
     free(data);
+}
+
+static void count_free(void *data, void *hint)
+{
+    free(data);
+    ++*(int *)hint;
+}
+
+/* A message's references: it goes with the last, its frame and parts
+ * freed, whichever way they are dropped. */
+static int selftest_rx(void)
+{
+    int freed = 0, rc = -1;
+    spits_rx_t *rx = calloc(1, sizeof *rx);
+    void *bytes = malloc(8), *part = malloc(8);
+    zmq_msg_t m;
+    CHECK(rx && bytes && part);
+    zmq_msg_init_data(&rx->msg, bytes, 8, count_free, &freed);
+    zmq_msg_init_data(&m, part, 8, count_free, &freed);
+    bytes = part = NULL;
+    CHECK(spits_parts_add(&rx->parts, &m) == 0);
+    atomic_init(&rx->refs, 2);
+    spits_rx_hold(rx, 2);
+    spits_rx_release(rx, 0);
+    spits_rx_release(rx, 2);
+    spits_rx_part_free(NULL, rx);
+    CHECK(freed == 0);
+    spits_rx_part_free(NULL, rx);
+    rx = NULL;
+    CHECK(freed == 2);
+    rc = 0;
+out:
+    free(bytes);
+    free(part);
+    free(rx);
+    return rc;
 }
 
 /* Sends batch's frame and n parts of base + step * i bytes, then a
@@ -249,6 +305,8 @@ static int selftest_send(void *a, spits_batch_t *batch, spits_parts_t *out,
 
 int spits_parts_selftest(void)
 {
+    if (selftest_rx() != 0)
+        return -1;
     int rc = -1;
     void *ctx = zmq_ctx_new(), *a = zmq_socket(ctx, ZMQ_PAIR), *b = zmq_socket(ctx, ZMQ_PAIR);
     spits_parts_t out = {0}, got = {0}, more = {0};

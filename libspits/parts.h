@@ -16,6 +16,7 @@
 #ifndef SPITS_PARTS_H
 #define SPITS_PARTS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <zmq.h>
@@ -74,6 +75,25 @@ int spits_parts_inline(spits_batch_t *b, spits_parts_t *p);
 size_t spits_parts_bytes(const spits_parts_t *p);
 /* Closes every frame and frees the list (it is then empty). */
 void spits_parts_free(spits_parts_t *p);
+
+/* A received message (its first frame and its parts), alive while any of
+ * the tasks in it is: each holds a reference, read in place by a worker,
+ * or by a relay's copy and the parts that send its bytes on. The count is
+ * atomic: the last reference may go on a worker thread, or on libzmq's
+ * I/O thread once a part is sent. */
+typedef struct {
+    zmq_msg_t msg;
+    spits_parts_t parts;
+    atomic_size_t refs;
+} spits_rx_t;
+
+/* Takes n more references to rx. */
+void spits_rx_hold(spits_rx_t *rx, size_t n);
+/* Drops n of rx's references; the last frees it (malloc'ed). */
+void spits_rx_release(spits_rx_t *rx, size_t n);
+/* A zmq_free_fn for a part that sends bytes of a message: drops one
+ * reference to hint, its spits_rx_t. */
+void spits_rx_part_free(void *data, void *hint);
 #ifdef SPITS_SELFTEST
 /* Self-test: 0, or -1 after printing what failed. */
 int spits_parts_selftest(void);

@@ -21,7 +21,7 @@
  * its bytes pointer first). */
 typedef struct {
     const unsigned char *bytes;  /* its bytes (the task's len of them)... */
-    void *ref;                   /* ...in this message: one reference, the
+    spits_rx_t *rx;              /* ...in this message: one reference, the
                                     copy's */
     const void *phase;
     uint32_t wire;               /* ...its wire id */
@@ -49,6 +49,8 @@ struct copies {
     copies_hop_t hop;
     peertab_t *tab;              /* the TMs behind (live ones run copies) */
     server_t *srv;
+    const void *phase;           /* the relay's now (copies_phase) */
+    uint32_t wire;
     sched_t *sched;
     sched_stats_t st;            /* the scheduler's counts */
     spits_idmap_t *byid;         /* upstream id -> its task, and copies
@@ -148,7 +150,7 @@ static void copies_release(void *arg, sched_task_t *task)
 copies_t *copies_new(const copies_hop_t *hop, peertab_t *tab, sched_t **sched)
 {
     copies_t *c = calloc(1, sizeof *c);
-    assert(hop->up && hop->release && hop->fail);
+    assert(hop->up && hop->fail);
     if (!c || !(c->sched = sched_new(2, 1, &c->st)) || !(c->byid = spits_idmap_new())) {
         copies_destroy(&c);
         return NULL;
@@ -166,6 +168,12 @@ void copies_set_server(copies_t *c, server_t *s)
     c->srv = s;
 }
 
+void copies_phase(copies_t *c, const void *phase, uint32_t wire)
+{
+    c->phase = phase;
+    c->wire = wire;
+}
+
 void copies_set_max(copies_t *c, int max_copies)
 {
     if (max_copies >= 1 && max_copies <= SCHED_MAX_COPIES)
@@ -176,8 +184,8 @@ void copies_set_max(copies_t *c, int max_copies)
  * answered), with the repeats of each; flushes the records. */
 static void copies_settle(copies_t *c)
 {
-    void *ref = NULL;   /* (references to drop: n of ref, for a run of
-                           copies of one message) */
+    spits_rx_t *rx = NULL;   /* (references to drop: n of rx, for a run of
+                                copies of one message) */
     size_t n = 0;
     while (c->released) {
         sched_task_t *task = c->released;
@@ -187,10 +195,10 @@ static void copies_settle(copies_t *c)
         for (uint32_t k = cp->answered; !c->closing && k <= cp->repeats; k++)
             copies_return(c, cp->phase, cp->wire, task->hash);
         copymap_release(c->byid, task->hash, task);
-        if (cp->ref != ref) {
+        if (cp->rx != rx) {
             if (n)
-                c->hop.release(ref, n);
-            ref = cp->ref;
+                spits_rx_release(rx, n);
+            rx = cp->rx;
             n = 0;
         }
         n++;
@@ -198,7 +206,7 @@ static void copies_settle(copies_t *c)
         c->spare = task;
     }
     if (n)
-        c->hop.release(ref, n);
+        spits_rx_release(rx, n);
     copies_flush(c);
     /* (a copy the scheduler could not keep would never be answered) */
     if (c->sched && sched_broken(c->sched))
@@ -224,8 +232,7 @@ void copies_destroy(copies_t **cp)
                    (unsigned long long)c->st.duplicates, (unsigned long long)c->repeats);
     c->closing = 1;
     sched_destroy(&c->sched);
-    if (c->hop.release)
-        copies_settle(c);
+    copies_settle(c);
     while (c->slabs) {
         cp_slab_t *next = c->slabs->next;
         free(c->slabs);
@@ -238,11 +245,6 @@ void copies_destroy(copies_t **cp)
     *cp = NULL;
 }
 
-void *copies_ref(sched_task_t *task)
-{
-    return cp_copy(task)->ref;
-}
-
 /* The copy held of upstream id, of phase wire, or NULL. */
 static sched_task_t *copies_find(copies_t *c, uint64_t id, uint32_t wire)
 {
@@ -250,10 +252,10 @@ static sched_task_t *copies_find(copies_t *c, uint64_t id, uint32_t wire)
     return task && cp_copy(task)->wire == wire ? task : NULL;
 }
 
-/* A task for upstream's copy rec of phase (wire) in ref, a spare one, or
+/* A task for upstream's copy rec of phase (wire) in rx, a spare one, or
  * one of a new slab; NULL when out of memory. */
 static sched_task_t *copies_make(copies_t *c, const spits_rec_t *rec, const void *phase,
-                                 uint32_t wire, void *ref)
+                                 uint32_t wire, spits_rx_t *rx)
 {
     if (!c->spare) {
         cp_slab_t *s = malloc(sizeof *s + COPIES_SLAB * CP_TASK_BYTES);
@@ -274,7 +276,7 @@ static sched_task_t *copies_make(copies_t *c, const spits_rec_t *rec, const void
     task->hash = rec->id;
     task->len = rec->len;
     sched_task_init(task);
-    *cp_copy(task) = (cp_copy_t){rec->data, ref, phase, wire, 0, 0};
+    *cp_copy(task) = (cp_copy_t){rec->data, rx, phase, wire, 0, 0};
     return task;
 }
 
@@ -282,10 +284,10 @@ static sched_task_t *copies_make(copies_t *c, const spits_rec_t *rec, const void
  * (a repeat, counted on the copy held, which is of this phase: a new one
  * releases every copy; or, out of memory, settled as RETURNED). */
 static sched_task_t *copies_hold(copies_t *c, const spits_rec_t *rec, const void *phase,
-                                 uint32_t wire, void *ref)
+                                 uint32_t wire, spits_rx_t *rx)
 {
     void *held;
-    sched_task_t *task = copies_make(c, rec, phase, wire, ref);
+    sched_task_t *task = copies_make(c, rec, phase, wire, rx);
     int rc = task ? copymap_hold(c->byid, rec->id, task, &held) : -1;
     if (rc == 0)
         return task;
@@ -294,7 +296,7 @@ static sched_task_t *copies_hold(copies_t *c, const spits_rec_t *rec, const void
         c->spare = task;
         cp_copy(held)->repeats++;
         c->repeats++;
-        c->hop.release(ref, 1);
+        spits_rx_release(rx, 1);
         return NULL;
     }
     spits_error("relay: out of memory holding a task; handing it back upstream");
@@ -302,13 +304,13 @@ static sched_task_t *copies_hold(copies_t *c, const spits_rec_t *rec, const void
         copies_release(c, task);   /* (settled: RETURNED) */
     } else {
         copies_return(c, phase, wire, rec->id);
-        c->hop.release(ref, 1);
+        spits_rx_release(rx, 1);
     }
     return NULL;
 }
 
 size_t copies_take(copies_t *c, const void *phase, uint32_t wire, spits_reader_t *reader,
-                   void *ref)
+                   spits_rx_t *rx)
 {
     sched_task_t *head = NULL, *tail = NULL, *task;
     spits_rec_t rec;
@@ -320,7 +322,7 @@ size_t copies_take(copies_t *c, const void *phase, uint32_t wire, spits_reader_t
         for (; spits_reader_next(reader, &rec); n++)
             copies_return(c, phase, wire, rec.id);
         if (n) {
-            c->hop.release(ref, n);
+            spits_rx_release(rx, n);
             spits_warn("relay: handed back %zu task(s) of phase %u: it serves phase %u", n,
                        wire, serving);
         }
@@ -328,7 +330,7 @@ size_t copies_take(copies_t *c, const void *phase, uint32_t wire, spits_reader_t
         return n;
     }
     for (; spits_reader_next(reader, &rec); n++) {
-        if (!(task = copies_hold(c, &rec, phase, wire, ref)))
+        if (!(task = copies_hold(c, &rec, phase, wire, rx)))
             continue;
         *(tail ? &tail->next : &head) = task;
         tail = task;
@@ -347,12 +349,12 @@ size_t copies_take(copies_t *c, const void *phase, uint32_t wire, spits_reader_t
 /* The copies the scheduler noted for cancelling go to the TMs holding
  * them, their records to be dropped (before the task's entry is settled:
  * settling then leaves these). */
-static void copies_cancels(copies_t *c, const void *phase, uint32_t wire)
+static void copies_cancels(copies_t *c)
 {
     size_t n;
     sched_cancel_t *cv = sched_take_cancels(c->sched, &n);
-    if (n && phase) {
-        size_t told = server_cancels(c->srv, wire, cv, n, 1);
+    if (n && c->phase) {
+        size_t told = server_cancels(c->srv, c->wire, cv, n, 1);
         c->cancelled += told;
         spits_debug("relay: %zu task copies behind told to cancel", told);
     }
@@ -362,14 +364,14 @@ static void copies_cancels(copies_t *c, const void *phase, uint32_t wire)
         copymap_tomb(c->byid, cv[i].hash);
 }
 
-void copies_drop(copies_t *c, const void *phase, uint32_t wire, const uint64_t *ids, size_t n)
+void copies_drop(copies_t *c, const uint64_t *ids, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        sched_task_t *task = copies_find(c, ids[i], wire);
+        sched_task_t *task = copies_find(c, ids[i], c->wire);
         if (task)
             sched_drop(c->sched, task->id);
     }
-    copies_cancels(c, phase, wire);
+    copies_cancels(c);
     copies_settle(c);
 }
 
@@ -397,25 +399,38 @@ void copies_reset(copies_t *c)
     c->byid = fresh;
 }
 
-/* The server asks only once the scheduler has no fresh copy: late copies
- * may go once upstream seems out of work, as the JM's once its generator
- * has nothing; a wait for upstream's next copies is not that
- * (late_starve). */
-void copies_refill(copies_t *c, int64_t now)
+/* (src.refill) Copies come as upstream sends them (copies_take), so the
+ * server asks only once the scheduler has no fresh copy: late copies may
+ * go once upstream seems out of work, as the JM's once its generator has
+ * nothing; a wait for upstream's next copies is not that (late_starve). */
+static size_t copies_refill(void *arg, size_t want)
 {
+    copies_t *c = arg;
+    int64_t now = server_now(c->srv);
+    (void)want;
     late_starve_note(&c->starve, now);
     sched_gen_state(c->sched, 0, late_starve_out(&c->starve, now));
+    return 0;
+}
+
+/* (src.part_hold) A copy goes down as a part: a reference to its message
+ * for it (spits_rx_part_free drops it). */
+static void *copies_part_hold(void *arg, sched_task_t *task)
+{
+    (void)arg;
+    spits_rx_hold(cp_copy(task)->rx, 1);
+    return cp_copy(task)->rx;
 }
 
 /* --- records in (the server's RESULTS) ---------------------------------- */
 
 /* A record of no copy held here (copies.h). */
 static void copies_other(copies_t *c, const spits_hdr_t *h, const spits_rec_t *rec,
-                         zmq_msg_t *part, const void *phase, uint32_t wire)
+                         zmq_msg_t *part)
 {
     /* (an old phase's record is nothing to anyone now; the counts of
      * copies told to cancel are this phase's) */
-    if (!phase || h->phase != wire)
+    if (!c->phase || h->phase != c->wire)
         return;
     if (!rec->foreign && copymap_swallow(c->byid, rec->id)) {
         c->dropped++;
@@ -427,18 +442,21 @@ static void copies_other(copies_t *c, const spits_hdr_t *h, const spits_rec_t *r
      * anyone) */
     if (rec->status == SPITS_ST_RETURNED)
         return;
-    copies_answer(c, phase, wire, rec->id, rec->status | SPITS_REC_FOREIGN, rec->data,
+    copies_answer(c, c->phase, c->wire, rec->id, rec->status | SPITS_REC_FOREIGN, rec->data,
                   rec->len, part, 0);
 }
 
-void copies_results(copies_t *c, server_recs_t *it, const void *phase, uint32_t wire)
+/* (src.results) */
+static void copies_results(void *arg, server_peer_t *p, server_recs_t *it)
 {
+    copies_t *c = arg;
     uint64_t hash;
+    (void)p;
     while (server_recs_next(it)) {
         const spits_rec_t *rec = &it->rec;
         sched_task_t *task = rec->foreign ? NULL : copies_find(c, rec->id, it->m->h.phase);
         if (!task) {
-            copies_other(c, &it->m->h, rec, it->frame, phase, wire);
+            copies_other(c, &it->m->h, rec, it->frame);
             continue;
         }
         sched_outcome_t o = server_recs_record(it, task->id, &hash);
@@ -447,7 +465,7 @@ void copies_results(copies_t *c, server_recs_t *it, const void *phase, uint32_t 
              * is never sent; any other record is another hop's, as
              * above) */
             if (rec->status != SPITS_ST_OK) {
-                copies_other(c, &it->m->h, rec, it->frame, phase, wire);
+                copies_other(c, &it->m->h, rec, it->frame);
                 continue;
             }
             /* (dropped already: an earlier result in this message answered
@@ -466,8 +484,14 @@ void copies_results(copies_t *c, server_recs_t *it, const void *phase, uint32_t 
             cp->answered = 1;
         }
     }
-    copies_cancels(c, phase, wire);
+    copies_cancels(c);
     copies_settle(c);
+}
+
+server_source_t copies_source(copies_t *c)
+{
+    return (server_source_t){c, copies_refill, copies_part_hold, spits_rx_part_free,
+                             copies_results};
 }
 
 #ifdef SPITS_SELFTEST
@@ -480,10 +504,11 @@ void copies_results(copies_t *c, server_recs_t *it, const void *phase, uint32_t 
  * down is noted in down ("slot:T ids; " a TASKS, "slot:C ids; " a
  * CANCEL), what goes up in up ("[held: id+status ...] " a batch, the
  * status o ok, f failed, r returned, then F when foreign, =byte or Plen
- * its payload; "held?" when of another phase), and each message's
- * references left in refs[]; a task of CT_BIG bytes or more goes as a
+ * its payload; "held?" when of another phase), and the references left
+ * to each message (ct_refs); a task of CT_BIG bytes or more goes as a
  * part. */
 #define CT_BIG 100
+#define CT_MSGS 8
 
 typedef struct {
     copies_t *c;
@@ -491,14 +516,11 @@ typedef struct {
     sched_t *sc;
     peertab_t *tab;
     server_peer_t *p[3];
-    int64_t now;
     char down[256], up[512];
-    int refs[4];                 /* a message's references (ct_take's m) */
-    int parts;                   /* parts sent down, not yet freed */
+    spits_rx_t *rx[CT_MSGS];     /* upstream's messages (ct_take's m), one
+                                    reference each the test's */
     int fails;
     size_t rest_parts;           /* the next RESULTS' parts: 'P' x 300 */
-    spits_batch_t taken[12];     /* upstream's TASKS (copies point in) */
-    int ntaken;
 } ct_t;
 
 static const int ct_ph = 3, ct_ph4 = 4;
@@ -536,41 +558,10 @@ static void ct_up(void *arg, const void *phase, spits_batch_t *b, spits_parts_t 
     strncat(t->up, "] ", sizeof t->up - strlen(t->up) - 1);
 }
 
-static void ct_release(void *ref, size_t n)
-{
-    *(int *)ref -= (int)n;
-}
-
 static void ct_fail(void *arg, const char *why)
 {
     (void)why;
     ((ct_t *)arg)->fails++;
-}
-
-static size_t ct_refill(void *arg, size_t want)
-{
-    (void)want;
-    copies_refill(((ct_t *)arg)->c, ((ct_t *)arg)->now);
-    return 0;
-}
-
-static void *ct_part_hold(void *arg, sched_task_t *task)
-{
-    ((ct_t *)arg)->parts++;
-    ++*(int *)copies_ref(task);
-    return copies_ref(task);
-}
-
-static void ct_part_free(void *data, void *ref)
-{
-    (void)data;
-    --*(int *)ref;
-}
-
-static void ct_results(void *arg, server_peer_t *p, server_recs_t *it)
-{
-    (void)p;
-    copies_results(((ct_t *)arg)->c, it, &ct_ph, 3);
 }
 
 static void ct_lost(void *arg, server_peer_t *p, const char *why, int left, size_t n)
@@ -639,8 +630,7 @@ static int ct_send_buf(void *arg, const void *rid, size_t ridlen, spits_buf_t *b
 /* (io.send_msg) A part, gone at once, as libzmq would free it. */
 static int ct_send_msg(void *arg, zmq_msg_t *m, int more)
 {
-    (void)more;
-    ((ct_t *)arg)->parts--;
+    (void)arg, (void)more;
     zmq_msg_close(m);
     zmq_msg_init(m);
     return 0;
@@ -695,11 +685,10 @@ static int64_t ct_probe(const liveness_t *l, void *arg)
 /* Served to n peers (up to 3) of 2 workers and slots slots, at 1000 ms. */
 static int ct_world(ct_t *t, int n, int slots)
 {
-    copies_hop_t up = {t, ct_up, ct_release, ct_fail};
+    copies_hop_t up = {t, ct_up, ct_fail};
     server_cfg_t cfg = {
-        .hop = {t, ct_refill, ct_part_hold, ct_part_free, ct_lost, ct_stopping, NULL,
-                ct_joined, .accept = ct_accept, .results = ct_results, .stats = ct_stats,
-                .drain = ct_drain},
+        .hop = {t, ct_lost, ct_stopping, NULL, ct_joined, .accept = ct_accept,
+                .stats = ct_stats, .drain = ct_drain},
         .io = {t, ct_send, ct_rest, ct_pending, ct_recv, ct_send_buf, ct_send_msg},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
@@ -710,15 +699,16 @@ static int ct_world(ct_t *t, int n, int slots)
         return -1;
     cfg.tab = t->tab;
     cfg.sched = t->sc;
+    cfg.src = copies_source(t->c);
     if (!(t->s = server_new(&cfg)))
         return -1;
     copies_set_server(t->c, t->s);
+    copies_phase(t->c, &ct_ph, 3);
     json_t *job = json_pack("{s:s}", "job_id", "job");
     server_set_job(t->s, 3, job);
     json_decref(job);
     server_phase(t->s, 3);
-    t->now = 1000;
-    server_clock(t->s, t->now);
+    server_clock(t->s, 1000);
     for (int i = 0; i < n; i++) {
         char rid[2] = {(char)('a' + i), 0};
         server_peer_t *p = t->p[i] = peertab_add(t->tab, rid, 1);
@@ -739,16 +729,18 @@ static void ct_world_end(ct_t *t)
     copies_destroy(&t->c);
     server_destroy(&t->s);
     peertab_destroy(&t->tab);
-    for (int i = 0; i < t->ntaken; i++)
-        spits_batch_free(&t->taken[i]);
+    for (int m = 0; m < CT_MSGS; m++)
+        if (t->rx[m])
+            spits_rx_release(t->rx[m], 1);
 }
 
-/* Upstream's TASKS of phase (wire) in message m: the n ids from id on,
- * each of len bytes. */
+/* Upstream's TASKS of phase (wire), as message m (the test's reference
+ * to an earlier m dropped): the n ids from id on, each of len bytes. */
 static void ct_take(ct_t *t, const int *phase, int m, uint64_t id, int n, uint32_t len)
 {
     spits_batch_t b = {0};
     spits_reader_t r;
+    spits_rx_t *rx = calloc(1, sizeof *rx);
     spits_batch_begin(&b, SPITS_MSG_TASKS, (uint32_t)*phase);
     for (int i = 0; i < n; i++) {
         unsigned char *at = spits_batch_add(&b, id + (uint64_t)i, 0, len);
@@ -756,19 +748,29 @@ static void ct_take(ct_t *t, const int *phase, int m, uint64_t id, int n, uint32
         memset(at, 'x', len);
     }
     spits_batch_seal(&b);
-    spits_reader_init(&r, b.buf.data, b.buf.len);
-    t->refs[m] += n;
-    size_t took = copies_take(t->c, phase, (uint32_t)*phase, &r, &t->refs[m]);
+    assert(rx && zmq_msg_init_size(&rx->msg, b.buf.len) == 0);
+    memcpy(zmq_msg_data(&rx->msg), b.buf.data, b.buf.len);
+    spits_batch_free(&b);
+    atomic_init(&rx->refs, (size_t)n + 1);
+    if (t->rx[m])
+        spits_rx_release(t->rx[m], 1);
+    t->rx[m] = rx;
+    spits_reader_init(&r, zmq_msg_data(&rx->msg), zmq_msg_size(&rx->msg));
+    size_t took = copies_take(t->c, phase, (uint32_t)*phase, &r, rx);
     assert(took == (size_t)n && !copies_unsettled(t->c));
     (void)took;
-    assert(t->ntaken < 12);
-    t->taken[t->ntaken++] = b;
+}
+
+/* The references to message m but the test's. */
+static size_t ct_refs(const ct_t *t, int m)
+{
+    return atomic_load(&t->rx[m]->refs) - 1;
 }
 
 /* The clock at now, then a serve. */
 static void ct_serve(ct_t *t, int64_t now)
 {
-    server_clock(t->s, t->now = now);
+    server_clock(t->s, now);
     server_due_all(t->s);
     server_serve(t->s);
 }
@@ -830,60 +832,61 @@ static int ct_basic(void)
     server_serve(t.s);
     C_CHECK(ct_is(t.down, "down", "0:T 10 11; 1:T 12 13; ") && ct_is(t.up, "up", ""));
     ct_results_msg(&t, 0, 1, (uint64_t[]){10}, &ok, NULL);
-    C_CHECK(ct_is(t.up, "up", "[1: 10o=r] ") && t.refs[0] == 3);
+    C_CHECK(ct_is(t.up, "up", "[1: 10o=r] ") && ct_refs(&t, 0) == 3);
     /* A repeat is answered RETURNED with its copy, whose record it is;
      * a failed run goes up at once (upstream decides on runs again). */
     ct_take(&t, &ct_ph, 1, 11, 1, 1);
-    C_CHECK(t.refs[1] == 0 && ct_is(t.up, "up", ""));
-    ct_take(&t, &ct_ph, 1, 14, 1, 1);
+    C_CHECK(ct_refs(&t, 1) == 0 && ct_is(t.up, "up", ""));
     ct_results_msg(&t, 0, 1, (uint64_t[]){11}, &failed, NULL);
-    C_CHECK(ct_is(t.up, "up", "[2: 11f=r 11r] ") && t.refs[0] == 2);
+    C_CHECK(ct_is(t.up, "up", "[2: 11f=r 11r] ") && ct_refs(&t, 0) == 2);
     /* Upstream's CANCEL (ids past n are not read): the copies behind are
      * cancelled and ours go back; each cancelled copy's record is
      * dropped, once. */
-    copies_drop(t.c, &ct_ph, 3, (uint64_t[]){12, 77, 13, 14}, 3);
+    ct_take(&t, &ct_ph, 2, 14, 1, 1);
+    copies_drop(t.c, (uint64_t[]){12, 77, 13, 14}, 3);
     C_CHECK(ct_is(t.down, "down", "1:C 12 13; ") && ct_is(t.up, "up", "[2: 13r 12r] "));
     ct_results_msg(&t, 1, 3, (uint64_t[]){12, 13, 12}, (uint32_t[]){ok, back, ok}, NULL);
-    C_CHECK(ct_is(t.up, "up", "[0: 12oF=r] ") && t.refs[0] == 0);
+    C_CHECK(ct_is(t.up, "up", "[0: 12oF=r] ") && ct_refs(&t, 0) == 0);
     /* Records of no copy: a result goes up foreign, RETURNED nowhere; a
      * foreign one stays foreign, even of a copy held; a failed run of a
      * copy not sent is another hop's. */
-    ct_take(&t, &ct_ph, 2, 20, 3, 1);
+    ct_take(&t, &ct_ph, 3, 20, 3, 1);
     ct_results_msg(&t, 1, 4, (uint64_t[]){99, 98, 20, 21}, (uint32_t[]){ok, back,
                    failed | SPITS_REC_FOREIGN, failed}, NULL);
-    C_CHECK(ct_is(t.up, "up", "[0: 99oF=r 20fF=r 21fF=r] ") && t.refs[2] == 3);
+    C_CHECK(ct_is(t.up, "up", "[0: 99oF=r 20fF=r 21fF=r] ") && ct_refs(&t, 3) == 3);
     /* A result of a copy not sent down yet answers it (a second is a
      * duplicate); one that came as a part goes up as that part. */
     ct_results_msg(&t, 0, 2, (uint64_t[]){20, 20}, (uint32_t[]){ok, ok}, (int[]){1, 0});
-    C_CHECK(ct_is(t.up, "up", "[1: 20oP300] ") && t.refs[2] == 2);
-    /* A large copy goes down as a part, its message held meanwhile. */
-    ct_take(&t, &ct_ph, 3, 30, 1, CT_BIG);
+    C_CHECK(ct_is(t.up, "up", "[1: 20oP300] ") && ct_refs(&t, 3) == 2);
+    /* A large copy goes down as a part, its message held meanwhile (the
+     * test's part is gone once sent). */
+    ct_take(&t, &ct_ph, 4, 30, 1, CT_BIG);
     server_serve(t.s);
-    C_CHECK(ct_is(t.down, "down", "0:T 14 21; 1:T 22 30P; ") && t.parts == 0 && t.refs[3] == 1);
+    C_CHECK(ct_is(t.down, "down", "0:T 14 21; 1:T 22 30P; ") && ct_refs(&t, 4) == 1);
     C_CHECK(t.c->repeats == 1 && t.c->cancelled == 2 && t.c->dropped == 2 &&
             t.c->st.duplicates == 1);
     /* Another phase's copies go back at once, as does everything held at
      * a new phase. */
-    ct_take(&t, &ct_ph4, 1, 40, 2, 1);
-    C_CHECK(ct_is(t.up, "up", "[2? 40r 41r] ") && t.refs[1] == 1);
+    ct_take(&t, &ct_ph4, 5, 40, 2, 1);
+    C_CHECK(ct_is(t.up, "up", "[2? 40r 41r] ") && ct_refs(&t, 5) == 0);
     copies_reset(t.c);
     C_CHECK(ct_is(t.up, "up", "[4: 30r 22r 21r 14r] "));
-    C_CHECK(t.refs[1] == 0 && t.refs[2] == 0 && t.refs[3] == 0 && t.fails == 0);
+    C_CHECK(ct_refs(&t, 2) == 0 && ct_refs(&t, 3) == 0 && ct_refs(&t, 4) == 0 && !t.fails);
     /* With no peer alive, a copy goes back as it comes; when the last
      * one goes, so do the copies it held. */
     server_lose(t.s, t.p[0], "test", 0);
-    ct_take(&t, &ct_ph, 0, 50, 1, 1);
-    C_CHECK(ct_is(t.up, "up", "") && t.refs[0] == 1);
+    ct_take(&t, &ct_ph, 6, 50, 1, 1);
+    C_CHECK(ct_is(t.up, "up", "") && ct_refs(&t, 6) == 1);
     server_lose(t.s, t.p[1], "test", 0);
     copies_give_back(t.c);
-    C_CHECK(ct_is(t.up, "up", "[1: 50r] ") && t.refs[0] == 0);
-    ct_take(&t, &ct_ph, 0, 51, 1, 1);
-    C_CHECK(ct_is(t.up, "up", "[1: 51r] ") && t.refs[0] == 0);
+    C_CHECK(ct_is(t.up, "up", "[1: 50r] ") && ct_refs(&t, 6) == 0);
+    ct_take(&t, &ct_ph, 7, 51, 1, 1);
+    C_CHECK(ct_is(t.up, "up", "[1: 51r] ") && ct_refs(&t, 7) == 0);
     /* At the end, copies held are freed, and nothing goes up. */
     peertab_set_alive(t.tab, t.p[0], 1);
     ct_take(&t, &ct_ph, 0, 60, 2, 1);
     copies_destroy(&t.c);
-    C_CHECK(ct_is(t.up, "up", "") && t.refs[0] == 0 && t.fails == 0);
+    C_CHECK(ct_is(t.up, "up", "") && ct_refs(&t, 0) == 0 && t.fails == 0);
     rc = 0;
 out:
     ct_world_end(&t);
@@ -949,11 +952,12 @@ static int ct_reuse(void)
     for (int round = 0; round < 3; round++) {
         ct_take(&t, &ct_ph, 0, 1000 * (uint64_t)round, 1, 1);
         ct_take(&t, &ct_ph, 1, 1000 * (uint64_t)round, 1, 1);
-        ct_take(&t, &ct_ph, 0, 1000 * (uint64_t)round + 1, COPIES_SLAB - 1, 1);
+        ct_take(&t, &ct_ph, 2, 1000 * (uint64_t)round + 1, COPIES_SLAB - 1, 1);
         for (size_t i = 0; i < COPIES_SLAB; i++)
             ids[i] = 1000 * (uint64_t)round + i;
-        copies_drop(t.c, &ct_ph, 3, ids, COPIES_SLAB);
-        C_CHECK(t.refs[0] == 0 && t.refs[1] == 0 && t.c->slabs && !t.c->slabs->next);
+        copies_drop(t.c, ids, COPIES_SLAB);
+        C_CHECK(ct_refs(&t, 0) == 0 && ct_refs(&t, 1) == 0 && ct_refs(&t, 2) == 0);
+        C_CHECK(t.c->slabs && !t.c->slabs->next);
     }
     t.up[0] = 0;
     rc = 0;

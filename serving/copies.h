@@ -6,11 +6,12 @@
  *
  * In: a copy from upstream's TASKS (copies_take) becomes a scheduler task
  * numbered in arrival order, its upstream id as the task's hash, its
- * bytes left in the message they came in (one reference each, the
- * relay's to release: copies_hop_t.release). The server sends it down
- * as a borrowed task (server_cfg_t.borrowed), again when the TM holding
- * it is lost or hands it back, and a second copy once upstream seems out
- * of work (lateness.h: late_starve).
+ * bytes left in the message they came in (spits_rx_t: one reference
+ * each). The server sends it down as a borrowed task
+ * (server_cfg_t.borrowed, with copies_source), a large one as a part
+ * that holds a reference of its own; again when the TM holding it is
+ * lost or hands it back; and a second copy once upstream seems out of
+ * work (lateness.h: late_starve).
  *
  * Out: each copy goes back as exactly one record, the JM's rule: its
  * first result or failed run, or RETURNED when it is released unanswered
@@ -31,8 +32,9 @@
  * reuse until the end, so the per-task path does not allocate.
  *
  * A phase here is the relay's (an opaque pointer, handed back to up) with
- * its wire id. One thread, the relay's, calls all of it; copies_ref's
- * message may be released on libzmq's I/O thread (the relay's concern).
+ * its wire id. One thread, the relay's, calls all of it; a message's last
+ * reference may go on libzmq's I/O thread (spits_rx_t's count is
+ * atomic).
  */
 #ifndef SPITS_SERVING_COPIES_H
 #define SPITS_SERVING_COPIES_H
@@ -55,8 +57,6 @@ typedef struct {
      * (empty after); held of them answer copies copies_take took. */
     void (*up)(void *arg, const void *phase, spits_batch_t *b, spits_parts_t *parts,
                size_t held);
-    /* n of the copies in message ref are done with. */
-    void (*release)(void *ref, size_t n);
     /* A copy may go unanswered (out of memory: why): the relay stops. */
     void (*fail)(void *arg, const char *why);
 } copies_hop_t;
@@ -66,33 +66,29 @@ typedef struct {
 copies_t *copies_new(const copies_hop_t *hop, peertab_t *tab, sched_t **sched);
 /* Every copy is freed; nothing goes up. A summary line, if any went. */
 void copies_destroy(copies_t **c);
-/* The server sending its copies and their CANCELs (before the calls
+/* The server's source and sink (server_cfg_t.src, with .borrowed). */
+server_source_t copies_source(copies_t *c);
+/* The server that sends its copies and their CANCELs (before the calls
  * below). */
 void copies_set_server(copies_t *c, server_t *s);
+/* The relay is now in phase (wire; NULL: none): a record of no copy
+ * held goes up as of it. */
+void copies_phase(copies_t *c, const void *phase, uint32_t wire);
 /* The job's max_copies (out of range: kept). */
 void copies_set_max(copies_t *c, int max_copies);
 
-/* The n copies reader yields, of phase (wire), whose bytes are in message
- * ref: held, or, unless the server serves that phase, answered RETURNED.
- * Returns how many it read. */
+/* The n copies reader yields, of phase (wire), whose bytes are in rx:
+ * held (a reference each, which moves in), or, unless the server serves
+ * that phase, answered RETURNED. Returns how many it read. */
 size_t copies_take(copies_t *c, const void *phase, uint32_t wire, spits_reader_t *reader,
-                   void *ref);
-/* A RESULTS' records (server_hop_t.results), while the relay is in phase
- * (wire; NULL: none). */
-void copies_results(copies_t *c, server_recs_t *it, const void *phase, uint32_t wire);
-/* Upstream resolved ids of phase (its CANCEL): the copies behind are
- * cancelled, and ours answered. */
-void copies_drop(copies_t *c, const void *phase, uint32_t wire, const uint64_t *ids, size_t n);
+                   spits_rx_t *rx);
+/* Upstream resolved ids of the relay's phase (its CANCEL): the copies
+ * behind are cancelled, and ours answered. */
+void copies_drop(copies_t *c, const uint64_t *ids, size_t n);
 /* The copies nothing runs go back upstream (no TM behind, or a drain). */
 void copies_give_back(copies_t *c);
 /* A new phase: every copy held goes back (the TMs drop their own). */
 void copies_reset(copies_t *c);
-/* The source's refill (server_hop_t.refill) at now: copies come as
- * upstream sends them, so this only says whether upstream seems out of
- * work (late copies may then go). */
-void copies_refill(copies_t *c, int64_t now);
-/* The message a copy's bytes are in (for a part's reference). */
-void *copies_ref(sched_task_t *task);
 /* Whether a released copy is not answered yet (never, between calls). */
 int copies_unsettled(const copies_t *c);
 

@@ -24,12 +24,14 @@
 server_t *server_new(const server_cfg_t *cfg)
 {
     const server_hop_t *h = &cfg->hop;
+    const server_source_t *src = &cfg->src;
     assert(cfg->rules.tick_ms > 0);
     assert(cfg->tab && cfg->sched && cfg->probe && cfg->job_id);
     assert(cfg->io.send && cfg->io.send_buf && cfg->io.send_msg && cfg->io.rest &&
            cfg->io.pending && cfg->io.recv);
-    assert(h->refill && h->part_hold && h->part_free && h->lost && h->stopping && h->joined &&
-           h->accept && h->results && h->stats && h->drain && !h->rx_new == !h->rx_done);
+    assert(src->refill && src->part_hold && src->part_free && src->results);
+    assert(h->lost && h->stopping && h->joined && h->accept && h->stats && h->drain &&
+           !h->rx_new == !h->rx_done);
     server_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
@@ -63,6 +65,11 @@ const server_stats_t *server_stats(const server_t *s)
 void server_clock(server_t *s, int64_t now)
 {
     s->now = now;
+}
+
+int64_t server_now(const server_t *s)
+{
+    return s->now;
 }
 
 void server_turn(server_t *s, int64_t now)
@@ -121,14 +128,14 @@ static int server_wants(server_t *s, const server_peer_t *p)
 static void server_serve_peer(server_t *s, server_peer_t *p, int workers_first, int others)
 {
     sched_t *sc = s->cfg.sched;
-    const server_hop_t *h = &s->cfg.hop;
+    const server_source_t *src = &s->cfg.src;
     while (server_wants(s, p)) {
         int room = workers_first ? credit_room_workers(&p->sched.credit)
                                  : credit_room(&p->sched.credit);
         if (room <= 0)
             return;
         size_t want = (size_t)room < SERVE_BATCH_TASKS ? (size_t)room : SERVE_BATCH_TASKS;
-        if (!s->dry && !sched_has_fresh(sc) && h->refill(h->arg, want) == 0)
+        if (!s->dry && !sched_has_fresh(sc) && src->refill(src->arg, want) == 0)
             s->dry = 1;
         size_t n = sched_pick(sc, &p->sched, want, SERVE_BATCH_BYTES, others);
         if (n) {
@@ -169,11 +176,11 @@ static server_peer_t *server_nth(server_t *s, int all, size_t k, size_t nlive)
 void server_serve(server_t *s)
 {
     sched_t *sc = s->cfg.sched;
-    const server_hop_t *h = &s->cfg.hop;
+    const server_source_t *src = &s->cfg.src;
     s->dry = 0;
     sched_clock(sc, s->now);
     if (s->starved && !s->all) {
-        if (!sched_has_fresh(sc) && h->refill(h->arg, SERVE_BATCH_TASKS) == 0)
+        if (!sched_has_fresh(sc) && src->refill(src->arg, SERVE_BATCH_TASKS) == 0)
             s->dry = 1;
         if (sched_has_fresh(sc) || sched_has_retries(sc))
             s->all = 1;
@@ -840,9 +847,9 @@ static int64_t st_probe(const liveness_t *l, void *arg)
 static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
 {
     server_cfg_t cfg = {
-        .hop = {h, st_refill, st_part_hold, st_part_free, st_lost, st_stopping, st_add,
-                st_joined, .bad = st_bad, .accept = st_accept,
-                .results = st_results, .stats_check = st_stats_check,
+        .src = {h, st_refill, st_part_hold, st_part_free, st_results},
+        .hop = {h, st_lost, st_stopping, st_add, st_joined, .bad = st_bad,
+                .accept = st_accept, .stats_check = st_stats_check,
                 .stats = st_stats_msg, .drain = st_drain, .rx_new = st_rx_new,
                 .rx_done = st_rx_done, .status = st_status},
         .io = {h, st_send, st_rest, st_pending, st_recv, st_send_buf, st_send_msg},

@@ -38,13 +38,13 @@
  *   - at the job's end, which peers router_end waits for
  *     (server_end_peers).
  *
- * What differs between the hops is its hop (server_hop_t): where fresh
- * tasks come from (the JM's generator; a relay's upstream), where a
- * task's bytes are (cfg.borrowed) and what holds them while a part
- * carries them, what losing a peer means, who a
- * peer that joins is (its table entry, identity, log line), what the job
- * is (WELCOME's body), and
- * where results go (the JM's committer; a relay's upstream). The server
+ * What differs between the hops is a source and sink (server_source_t):
+ * where fresh tasks come from and results go (the JM's generator and
+ * committer; a relay's upstream, copies.h), what holds a task's bytes
+ * while a part carries them, and where they are (cfg.borrowed); and the
+ * rest of its hop (server_hop_t): what losing a peer means, who a peer
+ * that joins is (its table entry, identity, log line), and what the job
+ * is (WELCOME's body). The server
  * never touches a socket itself: its sends to peers, its replies and
  * the rest of a message's frames go through cfg.io (the hop's ROUTER's,
  * router_io; a self-test's own). The hop reads a message's first frames,
@@ -147,7 +147,7 @@ typedef struct {
     void *ctx;               /* the hop's, as its accept said */
 } server_join_t;
 
-/* A RESULTS' records, as the server hands them to its hop (hop.results):
+/* A RESULTS' records, as the server hands them to its hop (src.results):
  * it has set the scheduler's clock and given a live sender a slot back
  * for each record but foreign ones (wire.h). The hop walks them
  * (server_recs_next) and gives the scheduler each that answers one of
@@ -184,20 +184,29 @@ static inline sched_outcome_t server_recs_record(server_recs_t *it, uint64_t id,
     return sched_record(it->sched, it->sp, id, it->rec.status, it->rec.foreign, hash);
 }
 
-/* What a hop plugs in. Every function gets arg; all are required but
- * where said. */
+/* Where a hop's tasks come from and their records go (the JM: its
+ * generator and committer, jobmanager/serve.c; a relay: its upstream,
+ * copies.h). Every function gets arg; all are required. */
 typedef struct {
     void *arg;
-    /* The source: moves fresh tasks (up to about want; more is allowed)
-     * into the scheduler, and says the source's state to it
-     * (sched_gen_state). Returns 0 when it moved none, which ends the
-     * refills of this serve. */
+    /* Moves fresh tasks (up to about want; more is allowed) into the
+     * scheduler, and says the source's state to it (sched_gen_state).
+     * Returns 0 when it moved none, which ends the refills of this
+     * serve. */
     size_t (*refill)(void *arg, size_t want);
     /* A picked task of cfg.part_min bytes or more goes as a part: a
      * reference to its bytes for libzmq (the hint part_free gets, on
      * libzmq's I/O thread, once it is done with them). */
     void *(*part_hold)(void *arg, sched_task_t *task);
     zmq_free_fn *part_free;
+    /* RESULTS (p or NULL): its records (server_recs_t), to the sink. */
+    void (*results)(void *arg, server_peer_t *p, server_recs_t *recs);
+} server_source_t;
+
+/* What else a hop plugs in. Every function gets arg; all are required
+ * but where said. */
+typedef struct {
+    void *arg;
     /* p is lost (why: for the log), or it left (left: its BYE; why: the
      * job it refused, or NULL). The server took its copies back (n of
      * them to run again: sched_lost), made it dead and counted it; the
@@ -228,9 +237,6 @@ typedef struct {
      * says why). */
     int (*accept)(void *arg, server_peer_t *p, const spits_hello_t *h, void **ctx,
                   const char **why);
-    /* RESULTS (p or NULL): its records (server_recs_t), to the hop's
-     * sink (the JM's committer; a relay's upstream). */
-    void (*results)(void *arg, server_peer_t *p, server_recs_t *recs);
     /* STATS st (parsed; body: its JSON) from p (alive or not), before
      * the server takes it: the hop's own parts (the
      * JM: a relay's list of TMs behind it, which may also say st->tms).
@@ -263,6 +269,7 @@ typedef struct {
     peertab_t *tab;          /* of entries starting with server_peer_t;
                                 the hop's */
     sched_t *sched;          /* the hop's */
+    server_source_t src;
     server_hop_t hop;
     router_io_t io;          /* its socket (router_io), or a self-test's:
                                 sends, replies, the rest of messages */
@@ -315,8 +322,9 @@ void server_destroy(server_t **s);
 liveness_hop_t *server_rules(server_t *s);
 const server_stats_t *server_stats(const server_t *s);
 const server_cap_t *server_capacity(const server_t *s);
-/* The hop's clock (monotonic ms). */
+/* The hop's clock (monotonic ms), as set and as read. */
 void server_clock(server_t *s, int64_t now);
+int64_t server_now(const server_t *s);
 /* The hop's loop turned, at now: the clock, and a turn that came late
  * is the hop's own stall, not its peers' silence (liveness_stall, from
  * the last turn). */
@@ -354,7 +362,7 @@ server_peer_t *server_peer_add(server_t *s, const void *rid, size_t ridlen, int 
 void server_peer_join(server_t *s, server_peer_t *p);
 /* A live p is lost (why), or left (left): its copies go back to the
  * scheduler for the others, it leaves the live set and is counted, then
- * hop.lost. Not from inside hop.results: the records' walk holds p's
+ * hop.lost. Not from inside src.results: the records' walk holds p's
  * scheduler entry (asserted). */
 void server_lose(server_t *s, server_peer_t *p, const char *why, int left);
 /* p (alive) leaves the live set, not lost: the job ended, and its BYE
@@ -377,7 +385,7 @@ int server_serve_due(const server_t *s);
  *     dropped, and its sender, if alive, is lost as a bad peer; but a
  *     RESULTS whose parts do not fit still answers its copies, unrun
  *     (m->unrun), before its sender is lost;
- *   - RESULTS: its records (server_recs_t), to hop.results;
+ *   - RESULTS: its records (server_recs_t), to src.results;
  *   - HELLO: parsed, the hop's rules (hop.accept), then for the job
  *     cfg.job_id a repeat, a reconnect, a join or a re-attach (joins.h);
  *   - STATS (a known entry only): server_take_stats;

@@ -24,7 +24,7 @@ struct server {
     int starved;                 /* a peer was left with room unfilled */
     int dry;                     /* this serve's refills found nothing */
     int serving;                 /* inside server_serve (asserts) */
-    int walking;                 /* inside hop.results: no peer may be
+    int walking;                 /* inside src.results: no peer may be
                                     lost (asserts: server_lose) */
     int gone;                    /* a peer is marked gone */
     int64_t gone_at;             /* ...the first, since the last reaping */

@@ -115,7 +115,7 @@ size_t server_send_tasks(server_t *s, server_peer_t *p, sched_task_t *const *tas
         return 0;
     if (!parts)
         return n;
-    taskbatch_parts_t how = {c->hop.part_hold, c->hop.part_free, c->hop.arg, c->io.send_msg,
+    taskbatch_parts_t how = {c->src.part_hold, c->src.part_free, c->src.arg, c->io.send_msg,
                              c->io.arg};
     taskbatch_sent_t sent;
     taskbatch_send_parts(&how, c->part_min, tasks, n, parts, c->borrowed, &sent);

@@ -139,7 +139,7 @@ static void server_on_results(server_t *s, server_peer_t *p, server_msg_t *m)
     spits_reader_init(&it.reader, zmq_msg_data(m->msg), zmq_msg_size(m->msg));
     spits_reader_parts(&it.reader, m->parts->view);
     s->walking = 1;   /* (it.sp may be a dead entry: no loss may evict it) */
-    s->cfg.hop.results(s->cfg.hop.arg, p, &it);
+    s->cfg.src.results(s->cfg.src.arg, p, &it);
     s->walking = 0;
 }
 

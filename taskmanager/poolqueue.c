@@ -76,7 +76,7 @@ static size_t pool_remove(tm_pool_t *p, int (*match)(const tm_item_t *, const vo
             p->queue.q[(p->queue.head + kept++) % p->queue.cap] = it;
             continue;
         }
-        tm_rx_release(it.rx, 1);
+        spits_rx_release(it.rx, 1);
         removed++;
     }
     p->queue.n = kept;

@@ -195,7 +195,7 @@ static void warn_no_room(tm_t *tm, uint64_t count)
  * the rest go back as RETURNED records (outbox.c): the JM counts every
  * task it sends as held until a record comes back. Returns how many were
  * queued. */
-static size_t take_tasks(tm_t *tm, uint32_t wire, spits_reader_t *reader, tm_rx_t *rx)
+static size_t take_tasks(tm_t *tm, uint32_t wire, spits_reader_t *reader, spits_rx_t *rx)
 {
     tm_item_t *items = tm->proto.items;
     spits_rec_t record;
@@ -259,7 +259,7 @@ static void on_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
         hand_back(tm, hdr, msg);
         return;
     }
-    tm_rx_t *rx = NULL;
+    spits_rx_t *rx = NULL;
     if (hdr->count == 0) {
         /* (nothing to run) */
     } else if (tm->drain.active) {
@@ -290,7 +290,7 @@ static void on_tasks(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
                               : take_tasks(tm, hdr->phase, &reader, rx);
     if (queued < hdr->count && !tm->done)
         warn_no_room(tm, hdr->count - queued);
-    tm_rx_release(rx, (size_t)hdr->count + 1 - queued);
+    spits_rx_release(rx, (size_t)hdr->count + 1 - queued);
 }
 
 /* Another copy of these tasks was committed: queued copies go back unrun.
@@ -321,7 +321,7 @@ static void on_cancel(tm_t *tm, const spits_hdr_t *hdr, zmq_msg_t *msg)
     spits_debug("cancel: %zu of %zu copies were still queued and go back",
                 dropped, n);
     if (tm->relay && dropped < n)   /* the others may be behind us */
-        tm_relay_cancel(tm, tm->job.current, tm->proto.cancel_ids, n);
+        tm_relay_cancel(tm, tm->proto.cancel_ids, n);
 }
 
 void tm_proto_on_message(tm_t *tm, zmq_msg_t *msg)

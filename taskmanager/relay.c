@@ -72,45 +72,7 @@ static int relay_hop_stopping(void *arg)
     return ((tm_relay_t *)arg)->tm->done != 0;
 }
 
-/* The source: copies come as upstream sends them (tm_relay_take). */
-static size_t relay_hop_refill(void *arg, size_t want)
-{
-    tm_relay_t *r = arg;
-    (void)want;
-    copies_refill(r->copies, r->tm->now);
-    return 0;
-}
-
-/* A copy goes down as a part: a reference to its message for it, which
- * goes once libzmq is done with it (on libzmq's I/O thread: the count is
- * atomic). */
-static void *relay_hop_part_hold(void *arg, sched_task_t *task)
-{
-    (void)arg;
-    tm_rx_hold(copies_ref(task), 1);
-    return copies_ref(task);
-}
-
-static void relay_rx_release(void *rx, size_t n)
-{
-    tm_rx_release(rx, n);
-}
-
-static void relay_hop_part_free(void *data, void *rx)
-{
-    (void)data;
-    tm_rx_release(rx, 1);
-}
-
-/* The sink: each record goes up through the outbox. */
-static void relay_hop_results(void *arg, server_peer_t *p, server_recs_t *it)
-{
-    tm_relay_t *r = arg;
-    const tm_phase_t *ph = r->tm->job.current;
-    (void)p;
-    copies_results(r->copies, it, ph, ph ? ph->wire : 0);
-}
-
+/* The records of copies go up through the outbox. */
 static void relay_copies_up(void *arg, const void *ph, spits_batch_t *b, spits_parts_t *parts,
                             size_t held)
 {
@@ -123,7 +85,7 @@ static void relay_copies_fail(void *arg, const char *why)
     tm_pool_fail(&((tm_relay_t *)arg)->tm->pool, why);
 }
 
-size_t tm_relay_take(tm_t *tm, const spits_hdr_t *hdr, spits_reader_t *reader, tm_rx_t *rx)
+size_t tm_relay_take(tm_t *tm, const spits_hdr_t *hdr, spits_reader_t *reader, spits_rx_t *rx)
 {
     /* (counted running before any is answered) */
     tm_pool_remote_taken(&tm->pool, hdr->count);
@@ -135,11 +97,9 @@ size_t tm_relay_take(tm_t *tm, const spits_hdr_t *hdr, spits_reader_t *reader, t
 static server_t *relay_server(tm_relay_t *r, sched_t *sched)
 {
     server_cfg_t cfg = {
-        .tab = r->peers.tab, .sched = sched,
-        .hop = {r, relay_hop_refill, relay_hop_part_hold, relay_hop_part_free,
-                relay_hop_lost, relay_hop_stopping, NULL, relay_peers_hop_joined,
-                .accept = relay_peers_hop_accept,
-                .results = relay_hop_results, .stats = relay_peers_hop_stats,
+        .tab = r->peers.tab, .sched = sched, .src = copies_source(r->copies),
+        .hop = {r, relay_hop_lost, relay_hop_stopping, NULL, relay_peers_hop_joined,
+                .accept = relay_peers_hop_accept, .stats = relay_peers_hop_stats,
                 .drain = relay_peers_hop_drain},
         .io = router_io(r->sock.l.sock),
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
@@ -206,7 +166,7 @@ tm_relay_t *tm_relay_new(tm_t *tm)
     spits_keys_t keys;
     char err[256];
     sched_t *sched = NULL;
-    copies_hop_t up = {r, relay_copies_up, relay_rx_release, relay_copies_fail};
+    copies_hop_t up = {r, relay_copies_up, relay_copies_fail};
 
     if (r)
         r->tm = tm;
@@ -330,6 +290,7 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     rules->timeout_ms = timeout > 0 ? timeout : 10 * rules->hb_ms;
     server_phase(r->srv, phase);
     server_due_all(r->srv);   /* (a job, or a phase: every TM may be served) */
+    copies_phase(r->copies, tm->job.current, tm->job.current ? tm->job.current->wire : 0);
     relay_max_msg(r);
     json_t *mc = json_object_get(copy, "max_copies");
     if (json_is_integer(mc))
@@ -340,9 +301,9 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
     server_send_phase(r->srv);
 }
 
-void tm_relay_cancel(tm_t *tm, const tm_phase_t *ph, const uint64_t *ids, size_t n)
+void tm_relay_cancel(tm_t *tm, const uint64_t *ids, size_t n)
 {
-    copies_drop(tm->relay->copies, ph, ph->wire, ids, n);
+    copies_drop(tm->relay->copies, ids, n);
 }
 
 void tm_relay_drain(tm_t *tm)

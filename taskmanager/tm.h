@@ -71,20 +71,12 @@ typedef struct tm_phase {
     char **argv;              /* the phase's argv, for spits_worker_new */
 } tm_phase_t;
 
-/* A received TASKS message, alive while any of its tasks is: its first
- * frame and its parts (wire.h), which the workers read in place. */
-typedef struct {
-    zmq_msg_t msg;
-    spits_parts_t parts;
-    atomic_size_t refs;
-} tm_rx_t;
-
 typedef struct {
     uint64_t id;
     const unsigned char *data;
     uint32_t len;
     tm_phase_t *phase;
-    tm_rx_t *rx;
+    spits_rx_t *rx;
 } tm_item_t;
 
 /* Records of one job's phase, waiting to be sent (outbox.c): one RESULTS
@@ -309,10 +301,6 @@ void tm_pool_fail(tm_pool_t *p, const char *why);
 /* The first tm_pool_fail's why, or NULL. */
 const char *tm_pool_failed(tm_pool_t *p);
 
-/* Drops n of rx's references (n of its tasks are done with). */
-void tm_rx_release(tm_rx_t *rx, size_t n);
-/* Takes n more references to rx (a relay's part of a task it holds). */
-void tm_rx_hold(tm_rx_t *rx, size_t n);
 
 /* outbox.c: every record going back to the JM is queued there (see its
  * header). Each returns 0, or -1 when out of memory. */

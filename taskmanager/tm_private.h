@@ -445,14 +445,13 @@ void tm_relay_turn(tm_t *tm);
 /* Upstream's TASKS hdr, its records from reader, of the current phase
  * (each holds a reference to rx): held and sent down, or handed back at
  * once when no TM is behind. Returns how many: all. */
-size_t tm_relay_take(tm_t *tm, const spits_hdr_t *hdr, spits_reader_t *reader, tm_rx_t *rx);
+size_t tm_relay_take(tm_t *tm, const spits_hdr_t *hdr, spits_reader_t *reader, spits_rx_t *rx);
 /* Upstream said WELCOME or PHASE (body: its JSON): kept for the TMs
  * behind, who get PHASE too when the phase changed. */
 void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body);
-/* Upstream cancels copies of phase ph: those a TM behind holds are
- * cancelled there (it answers each with a record). */
-void tm_relay_cancel(tm_t *tm, const tm_phase_t *ph, const uint64_t *ids,
-                     size_t n);
+/* Upstream cancels copies of the current phase: those a TM behind holds
+ * are cancelled there (it answers each with a record). */
+void tm_relay_cancel(tm_t *tm, const uint64_t *ids, size_t n);
 /* The relay drains: the TMs behind hand back what they have queued. */
 void tm_relay_drain(tm_t *tm);
 /* For HELLO and STATS upstream (link.c): the workers and slots behind us;

@@ -59,20 +59,6 @@ typedef struct {
     int64_t task_ns;          /* mean task time of its last chunk */
 } worker_t;
 
-void tm_rx_hold(tm_rx_t *rx, size_t n)
-{
-    atomic_fetch_add(&rx->refs, n);
-}
-
-void tm_rx_release(tm_rx_t *rx, size_t n)
-{
-    if (n && atomic_fetch_sub(&rx->refs, n) == n) {
-        zmq_msg_close(&rx->msg);
-        spits_parts_free(&rx->parts);
-        free(rx);
-    }
-}
-
 /* Hands the worker's local results to the network loop and counts the
  * chunk's first done tasks as no longer running; wakes the loop if the
  * outbox was empty. */
@@ -348,7 +334,7 @@ static void *worker_main(void *arg)
                 worker_run_one(w, &w->chunk[i]);
                 ran++;
             }
-            tm_rx_release(w->chunk[i].rx, 1);
+            spits_rx_release(w->chunk[i].rx, 1);
         }
         int64_t spent = now_ns() - t0;
         w->task_ns = spent / (int64_t)k;
@@ -608,7 +594,7 @@ void tm_pool_destroy(tm_pool_t *p)
     if (p->workers.spawned)
         tm_pool_stop(p, INT_MAX);
     for (size_t i = 0; i < p->queue.n; i++)
-        tm_rx_release(p->queue.q[(p->queue.head + i) % p->queue.cap].rx, 1);
+        spits_rx_release(p->queue.q[(p->queue.head + i) % p->queue.cap].rx, 1);
     tm_outbox_free(p);
     free(p->queue.q);
     free(p->workers.threads);
@@ -654,7 +640,7 @@ static void virtual_stop(tm_pool_t *p)
 
     for (int i = 0; i < p->workers.n; i++)
         if (v->slots[i].it.rx)
-            tm_rx_release(v->slots[i].it.rx, 1);
+            spits_rx_release(v->slots[i].it.rx, 1);
     worker_free(v->w);
     free(v->slots);
     free(v);
@@ -679,7 +665,7 @@ int64_t tm_pool_virtual_turn(tm_pool_t *p, int64_t now_ns)
         w->chunk[k] = s->it;
         s->it.rx = NULL;
         worker_run_one(w, &w->chunk[k]);
-        tm_rx_release(w->chunk[k].rx, 1);
+        spits_rx_release(w->chunk[k].rx, 1);
         ran++;
         if (++k == WORKER_CHUNK_MAX) {
             worker_flush(w, k);
