@@ -489,7 +489,7 @@ jm_disp_t *jm_disp_new(jm_t *jm, char *err, size_t errlen)
                   .hb_ms = (int64_t)(jm->opt.heartbeat * 1000),
                   .timeout_ms = (int64_t)(jm->opt.tm_timeout * 1000)},
         .probe = router_probe, .probe_arg = d->net.conngen,
-        .conngen = d->net.conngen, .job_id = jm->job_id,
+        .conngen = d->net.conngen,
         .result_parts = d->serve.part_min != UINT64_MAX, .part_min = d->serve.part_min};
     if (!(d->srv = server_new(&cfg)) || tmio_set_job(d) != 0) {
         snprintf(err, errlen, "cannot set up the dispatcher: out of memory");

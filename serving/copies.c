@@ -174,12 +174,6 @@ void copies_phase(copies_t *c, const void *phase, uint32_t wire)
     c->wire = wire;
 }
 
-void copies_set_max(copies_t *c, int max_copies)
-{
-    if (max_copies >= 1 && max_copies <= SCHED_MAX_COPIES)
-        sched_set_max_copies(c->sched, max_copies);
-}
-
 /* Answers and frees the tasks the scheduler released (RETURNED, unless
  * answered), with the repeats of each; flushes the records. */
 static void copies_settle(copies_t *c)
@@ -692,7 +686,7 @@ static int ct_world(ct_t *t, int n, int slots)
         .io = {t, ct_send, ct_rest, ct_pending, ct_recv, ct_send_buf, ct_send_msg},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
-        .probe = ct_probe, .job_id = "job", .part_min = CT_BIG, .borrowed = 1};
+        .probe = ct_probe, .part_min = CT_BIG, .borrowed = 1};
     memset(t, 0, sizeof *t);
     t->tab = peertab_new(sizeof(server_peer_t), 4, 16, NULL, NULL);
     if (!t->tab || !(t->c = copies_new(&up, t->tab, &t->sc)))
@@ -893,8 +887,8 @@ out:
     return rc;
 }
 
-/* Late copies, with max_copies set to max1 then max2 (either may be out
- * of range, and kept): once half the phase is done and upstream sent
+/* Late copies, with the job's max_copies max1 then max2 (either may be
+ * out of range, and kept): once half the phase is done and upstream sent
  * nothing for LATE_STARVED_MS, the slow peer's copies go elsewhere too
  * (down: what went then; down2: later); the first result cancels the
  * others (cancels), whose records are dropped. */
@@ -905,8 +899,12 @@ static int ct_late(int max1, int max2, const char *down, const char *down2,
     int rc = -1;
     const uint32_t ok = SPITS_ST_OK;
     C_CHECK(ct_world(&t, 3, 4) == 0);
-    copies_set_max(t.c, max1);
-    copies_set_max(t.c, max2);
+    for (int i = 0; i < 2; i++) {   /* (the job says it: server_set_job) */
+        json_t *job = json_pack("{s:s, s:i}", "job_id", "job", "max_copies", i ? max2 : max1);
+        C_CHECK(job);
+        server_set_job(t.s, 3, job);
+        json_decref(job);
+    }
     ct_take(&t, &ct_ph, 0, 10, 6, 1);
     ct_serve(&t, 1000);
     C_CHECK(ct_is(t.down, "down", "0:T 10 11; 1:T 12 13; 2:T 14 15; "));

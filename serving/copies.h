@@ -74,8 +74,6 @@ void copies_set_server(copies_t *c, server_t *s);
 /* The relay is now in phase (wire; NULL: none): a record of no copy
  * held goes up as of it. */
 void copies_phase(copies_t *c, const void *phase, uint32_t wire);
-/* The job's max_copies (out of range: kept). */
-void copies_set_max(copies_t *c, int max_copies);
 
 /* The n copies reader yields, of phase (wire), whose bytes are in rx:
  * held (a reference each, which moves in), or, unless the server serves

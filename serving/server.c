@@ -26,7 +26,7 @@ server_t *server_new(const server_cfg_t *cfg)
     const server_hop_t *h = &cfg->hop;
     const server_source_t *src = &cfg->src;
     assert(cfg->rules.tick_ms > 0);
-    assert(cfg->tab && cfg->sched && cfg->probe && cfg->job_id);
+    assert(cfg->tab && cfg->sched && cfg->probe);
     assert(cfg->io.send && cfg->io.send_buf && cfg->io.send_msg && cfg->io.rest &&
            cfg->io.pending && cfg->io.recv);
     assert(src->refill && src->part_hold && src->part_free && src->results);
@@ -855,7 +855,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
         .io = {h, st_send, st_rest, st_pending, st_recv, st_send_buf, st_send_msg},
         .rules = {.prefix = "", .loop = "the test", .timeout_ms = 1000, .hb_ms = 100,
                   .tick_ms = 100},
-        .probe = st_probe, .job_id = "job", .result_parts = 1,
+        .probe = st_probe, .result_parts = 1,
         .part_min = st_part_min, .borrowed = st_borrowed};
     memset(h, 0, sizeof *h);
     h->avail = avail;
@@ -1656,6 +1656,23 @@ static int st_phase(void)
     server_set_job(h.s, 6, job);
     server_destroy(&h.s);
     S_CHECK(job->refcount == 1);
+    st_world_end(&h);
+    /* What the body says of the loss rules and copies is followed; what
+     * is out of range is not. */
+    S_CHECK(st_world(&h, 1, 2, 0) == 0);
+    const liveness_hop_t *rules = server_rules(h.s);
+    static const int says[4][3] = {{250, 900, SCHED_MAX_COPIES}, {0, -1, 0},
+                                   {-5, 0, SCHED_MAX_COPIES + 1}, {1, 1, 1}};
+    for (int i = 0; i < 4; i++) {
+        const int *is = says[i == 3 ? 3 : 0];
+        only = json_pack("{s:s, s:i, s:i, s:i}", "job_id", "job", "heartbeat_ms", says[i][0],
+                         "timeout_ms", says[i][1], "max_copies", says[i][2]);
+        S_CHECK(only);
+        server_set_job(h.s, 1, only);
+        json_decref(only);
+        S_CHECK(rules->hb_ms == is[0] && rules->timeout_ms == is[1] &&
+                h.sc->max_copies == is[2]);
+    }
     rc = 0;
 out:
     json_decref(job);

@@ -279,8 +279,6 @@ typedef struct {
     void *probe_arg;             /* ...quiet (serving/router.h) */
     const conngen_t *conngen;    /* its connections' generations (NULL:
                                     0 for all) */
-    const char *job_id;          /* the job a HELLO joins (the hop's; read
-                                    at each HELLO) */
     int result_parts;            /* large results may come as parts: each
                                     WELCOME says so (wire.h) */
     uint64_t part_min;           /* tasks this large go as parts
@@ -335,7 +333,10 @@ void server_phase(server_t *s, uint32_t wire);
  * to body is taken; NULL: none, and no WELCOME goes). body holds every
  * key but those the server adds to each peer's WELCOME: "attach", its
  * outage number, and "result_parts", its routing id, when
- * cfg.result_parts (wire.h). */
+ * cfg.result_parts (wire.h). What it says, the server follows: its
+ * "job_id" is the job a HELLO joins; "heartbeat_ms" and "timeout_ms",
+ * when above 0, the loss rules; "max_copies", when in range, the
+ * scheduler's (the JM's are its options; a relay's, upstream's). */
 void server_set_job(server_t *s, uint32_t wire, json_t *body);
 /* The body server_set_job gave (NULL: none), and its wire phase in *wire
  * (NULL: not wanted). */
@@ -387,7 +388,8 @@ int server_serve_due(const server_t *s);
  *     (m->unrun), before its sender is lost;
  *   - RESULTS: its records (server_recs_t), to src.results;
  *   - HELLO: parsed, the hop's rules (hop.accept), then for the job
- *     cfg.job_id a repeat, a reconnect, a join or a re-attach (joins.h);
+ *     the job's id (server_set_job) a repeat, a reconnect, a join or a
+ *     re-attach (joins.h);
  *   - STATS (a known entry only): server_take_stats;
  *   - STATUS: the hop's;
  *   - a RESULTS or HEARTBEAT from a peer not alive (after it) gets WHO,

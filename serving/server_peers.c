@@ -160,6 +160,15 @@ void server_set_job(server_t *s, uint32_t wire, json_t *body)
     s->job = json_incref(body);
     s->job_wire = wire;
     json_decref(old);
+    json_int_t hb = json_integer_value(json_object_get(body, "heartbeat_ms"));
+    json_int_t timeout = json_integer_value(json_object_get(body, "timeout_ms"));
+    json_int_t copies = json_integer_value(json_object_get(body, "max_copies"));
+    if (hb > 0)
+        s->cfg.rules.hb_ms = hb;
+    if (timeout > 0)
+        s->cfg.rules.timeout_ms = timeout;
+    if (copies >= 1 && copies <= SCHED_MAX_COPIES)
+        sched_set_max_copies(s->cfg.sched, (int)copies);
 }
 
 const json_t *server_job(const server_t *s, uint32_t *wire)

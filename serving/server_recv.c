@@ -177,7 +177,8 @@ static void server_on_hello_msg(server_t *s, server_peer_t *p, server_msg_t *m)
     if (ok < 0) {
         server_bad(s, why ? why : "a bad HELLO");
     } else if (ok > 0) {
-        server_hello_kind_t k = server_on_hello(s, p, m->rid, m->ridlen, &h, s->cfg.job_id, ctx);
+        const char *job = json_string_value(json_object_get(s->job, "job_id"));
+        server_hello_kind_t k = server_on_hello(s, p, m->rid, m->ridlen, &h, job ? job : "", ctx);
         if (k == SERVER_HELLO_NO_ENTRY)
             server_bad(s, "HELLO from a routing id no entry can take");
         else if (k == SERVER_HELLO_NO_ROOM)

@@ -105,7 +105,7 @@ static server_t *relay_server(tm_relay_t *r, sched_t *sched)
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = SERVE_TICK_MS},
         .probe = router_probe, .probe_arg = r->sock.conngen, .conngen = r->sock.conngen,
-        .job_id = r->job_id, .result_parts = r->part_min != UINT64_MAX,
+        .result_parts = r->part_min != UINT64_MAX,
         .part_min = r->part_min, .borrowed = 1};
     return server_new(&cfg);
 }
@@ -278,23 +278,13 @@ void tm_relay_on_job(tm_t *tm, int type, uint32_t phase, json_t *body)
      * differ from our last STATS; the next turn tells it anew) */
     if (type == SPITS_MSG_WELCOME)
         r->peers.told_workers = r->peers.told_slots = -1;
-    server_set_job(r->srv, phase, copy);
-    json_decref(copy);   /* (the server's now; read below) */
+    server_set_job(r->srv, phase, copy);   /* (and the rules it says) */
+    json_decref(copy);
     hopchain_job(&r->peers.chain);
-    snprintf(r->job_id, sizeof r->job_id, "%s",
-             json_string_value(json_object_get(copy, "job_id")));
-    json_int_t hb = json_integer_value(json_object_get(copy, "heartbeat_ms"));
-    json_int_t timeout = json_integer_value(json_object_get(copy, "timeout_ms"));
-    liveness_hop_t *rules = server_rules(r->srv);
-    rules->hb_ms = hb > 0 ? hb : 1000;
-    rules->timeout_ms = timeout > 0 ? timeout : 10 * rules->hb_ms;
     server_phase(r->srv, phase);
     server_due_all(r->srv);   /* (a job, or a phase: every TM may be served) */
     copies_phase(r->copies, tm->job.current, tm->job.current ? tm->job.current->wire : 0);
     relay_max_msg(r);
-    json_t *mc = json_object_get(copy, "max_copies");
-    if (json_is_integer(mc))
-        copies_set_max(r->copies, (int)json_integer_value(mc));
     if (!phase_changed)
         return;
     copies_reset(r->copies);

@@ -56,8 +56,6 @@ struct tm_relay {
         conngen_t *conngen;      /* ...which connection each fd is now */
         long long max_task;      /* ...its message bound, the job's */
     } sock;
-    char job_id[64];             /* the job's (its body as upstream sent it,
-                                    and its phase: server_job) */
     uint64_t part_min;           /* tasks and results this large go as parts */
     struct {
         loglimit_t events;       /* TM joins, leaves, losses, loops */
