@@ -529,7 +529,7 @@ void jm_disp_destroy(jm_disp_t **dp)
     if (d->net.zctx)
         spits_zmq_ctx_term(d->net.zctx);
     spits_wake_close(&d->net.wake_fd);
-    jm_tmtab_destroy(&d->fleet.tab);
+    peertab_destroy(&d->fleet.tab);
     conngen_destroy(&d->net.conngen);
     spits_buf_free(&d->status.buf);
     server_destroy(&d->srv);

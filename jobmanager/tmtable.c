@@ -10,8 +10,8 @@
 /* (peertab hands out entries as their header: it must come first) */
 _Static_assert(offsetof(jm_tm_t, sv) == 0, "jm_tm_t begins with its server_peer_t");
 
-/* An evicted TM: its counters go into the totals, its relay's list is
- * freed; its fingerprint is kept if it was lost (peertab_evict_fn). */
+/* An evicted TM: its counters go into the totals; its fingerprint is
+ * kept if it was lost (peertab_evict_fn). */
 static int jm_tmtab_evict(peertab_entry_t *e, void *arg)
 {
     jm_tm_t *tm = (jm_tm_t *)e;
@@ -21,31 +21,22 @@ static int jm_tmtab_evict(peertab_entry_t *e, void *arg)
     sum->sent += tm->sv.sched.sent;
     sum->done += tm->sv.sched.done;
     sum->failed += tm->sv.sched.failed;
-    json_decref(tm->id.behind);
-    tm->id.behind = NULL;
-    json_decref(tm->stats.workers);
-    tm->stats.workers = NULL;
     return tm->life.lost;
+}
+
+/* A TM's entry goes, evicted or with the table: its relay's list and its
+ * workers' (peertab_free_fn). */
+static void jm_tmtab_free(peertab_entry_t *e)
+{
+    jm_tm_t *tm = (jm_tm_t *)e;
+    json_decref(tm->id.behind);
+    json_decref(tm->stats.workers);
 }
 
 peertab_t *jm_tmtab_new(size_t keep_dead, jm_tm_totals_t *evicted)
 {
-    return peertab_new(sizeof(jm_tm_t), keep_dead, JM_TMTAB_LOST_MAX,
-                       jm_tmtab_evict, evicted);
-}
-
-void jm_tmtab_destroy(peertab_t **tab)
-{
-    if (!*tab)
-        return;
-    for (size_t s = 0; s < peertab_slots(*tab); s++) {
-        jm_tm_t *tm = peertab_at(*tab, s);
-        if (tm) {
-            json_decref(tm->id.behind);
-            json_decref(tm->stats.workers);
-        }
-    }
-    peertab_destroy(tab);
+    return peertab_new(sizeof(jm_tm_t), keep_dead, JM_TMTAB_LOST_MAX, jm_tmtab_evict,
+                       jm_tmtab_free, evicted);
 }
 
 jm_tm_t *jm_tmtab_add(peertab_t *tab, const void *rid, size_t len)
@@ -161,7 +152,7 @@ int jm_tmtab_selftest(void)
                     evicted.tms == 0 || peertab_slots(t) > T_TMS + T_KEEP ||
                     !behind || behind->refcount != 1 + holding))
         rc = -1;
-    jm_tmtab_destroy(&t);
+    peertab_destroy(&t);
     if (rc == 0 && (t || behind->refcount != 1))
         rc = -1;
     json_decref(behind);

@@ -94,8 +94,6 @@ typedef struct {
  * oldest is evicted, its counters added to *evicted (which outlives the
  * table). Lost ones evicted past JM_TMTAB_LOST_MAX: peertab_lost_forgotten. */
 peertab_t *jm_tmtab_new(size_t keep_dead, jm_tm_totals_t *evicted);
-/* The table and every entry, with what each owns. */
-void jm_tmtab_destroy(peertab_t **tab);
 /* Adds a TM, dead until set alive (rid must not be present). NULL: no
  * memory or rid too long. */
 jm_tm_t *jm_tmtab_add(peertab_t *tab, const void *rid, size_t len);

@@ -688,7 +688,7 @@ static int ct_world(ct_t *t, int n, int slots)
                   .tick_ms = 100},
         .probe = ct_probe, .part_min = CT_BIG, .borrowed = 1};
     memset(t, 0, sizeof *t);
-    t->tab = peertab_new(sizeof(server_peer_t), 4, 16, NULL, NULL);
+    t->tab = peertab_new(sizeof(server_peer_t), 4, 16, NULL, NULL, NULL);
     if (!t->tab || !(t->c = copies_new(&up, t->tab, &t->sc)))
         return -1;
     cfg.tab = t->tab;

@@ -41,11 +41,12 @@ struct peertab {
     size_t lost_max;
     uint64_t lost_forgotten;
     peertab_evict_fn on_evict;
+    peertab_free_fn on_free;
     void *arg;
 };
 
 peertab_t *peertab_new(size_t entry_size, size_t keep_dead, size_t lost_max,
-                       peertab_evict_fn on_evict, void *arg)
+                       peertab_evict_fn on_evict, peertab_free_fn on_free, void *arg)
 {
     peertab_t *t = calloc(1, sizeof *t);
     if (!t)
@@ -55,6 +56,7 @@ peertab_t *peertab_new(size_t entry_size, size_t keep_dead, size_t lost_max,
     t->keep_dead = keep_dead ? keep_dead : 1;
     t->lost_max = lost_max;
     t->on_evict = on_evict;
+    t->on_free = on_free;
     t->arg = arg;
     if (spits_hashtab_init(&t->ix, sizeof(peertab_ix_t), SPITS_HASHTAB_SIPHASH) != 0) {
         free(t);
@@ -73,8 +75,11 @@ void peertab_destroy(peertab_t **tp)
     peertab_t *t = *tp;
     if (!t)
         return;
-    for (size_t i = 0; i < t->nslots; i++)
+    for (size_t i = 0; i < t->nslots; i++) {
+        if (t->ents[i] && t->on_free)
+            t->on_free(t->ents[i]);
         free(t->ents[i]);
+    }
     free(t->ents);
     free(t->free_slots);
     spits_hashtab_free(&t->ix);
@@ -205,13 +210,15 @@ static void peertab_dead_append(peertab_t *t, peertab_entry_t *e)
 }
 
 /* The oldest dead entry goes: the caller's on_evict first (which may
- * keep its fingerprint), then its slot back to the free list. */
+ * keep its fingerprint), on_free, then its slot back to the free list. */
 static void peertab_evict_oldest(peertab_t *t)
 {
     peertab_entry_t *e = t->dead_head;
     peertab_dead_unlink(t, e);
     if (t->on_evict && t->on_evict(e, t->arg))
         peertab_lost_put(t, e);
+    if (t->on_free)
+        t->on_free(e);
     peertab_unindex(t, e);
     t->ents[e->slot] = NULL;
     t->free_slots[t->nfree++] = e->slot;
@@ -295,6 +302,14 @@ static int peertab_t_evict(peertab_entry_t *e, void *arg)
     return p->lost;
 }
 
+static int peertab_t_freed;   /* entries on_free saw */
+
+static void peertab_t_free(peertab_entry_t *e)
+{
+    (void)e;
+    peertab_t_freed++;
+}
+
 /* The live set is exactly the live entries, each at its index; the
  * dead list holds the others, oldest first, and every entry is found. */
 static int peertab_t_check(const peertab_t *t, const unsigned char *alive, int ntms)
@@ -330,7 +345,7 @@ static int peertab_t_check(const peertab_t *t, const unsigned char *alive, int n
 static int peertab_t_churn(void)
 {
     t_totals_t tot = {0, 0};
-    peertab_t *t = peertab_new(sizeof(t_peer_t), T_KEEP, 1u << 18, peertab_t_evict, &tot);
+    peertab_t *t = peertab_new(sizeof(t_peer_t), T_KEEP, 1u << 18, peertab_t_evict, NULL, &tot);
     unsigned char alive[T_TMS] = {0}, lost[T_TMS] = {0}, seen[T_TMS] = {0};
     uint64_t sent = 0, back = 0;
     unsigned seed = 12345;
@@ -389,8 +404,8 @@ static int peertab_t_churn(void)
  * ids are refused; two tables hash the same id apart (their own keys). */
 static int peertab_t_grow(void)
 {
-    peertab_t *t = peertab_new(sizeof(t_peer_t), 1, 0, NULL, NULL);
-    peertab_t *u = peertab_new(0, 1, 0, NULL, NULL);
+    peertab_t *t = peertab_new(sizeof(t_peer_t), 1, 0, NULL, NULL, NULL);
+    peertab_t *u = peertab_new(0, 1, 0, NULL, NULL, NULL);
     unsigned char big[PEERTAB_RID_MAX + 1] = {0};
     int rc = t && u ? 0 : -1, differ = 0;
 
@@ -439,7 +454,7 @@ static int peertab_t_grow(void)
 static int peertab_t_evict_order(void)
 {
     t_totals_t tot = {0, 0};
-    peertab_t *t = peertab_new(sizeof(t_peer_t), 3, 2, peertab_t_evict, &tot);
+    peertab_t *t = peertab_new(sizeof(t_peer_t), 3, 2, peertab_t_evict, peertab_t_free, &tot);
     t_peer_t *p[6];
     int rc = t ? 0 : -1;
 
@@ -474,7 +489,8 @@ static int peertab_t_evict_order(void)
     peertab_set_alive(t, p[5], 0);   /* d goes: a third lost one, past lost_max */
     peertab_set_alive(t, p[5], 0);   /* (no-op) */
     if (rc == 0 && (tot.evicted != 3 || tot.sent != 30 || peertab_lost_forgotten(t) != 1 ||
-                    peertab_count(t) != 3 || peertab_live_count(t) != 0))
+                    peertab_count(t) != 3 || peertab_live_count(t) != 0 ||
+                    peertab_t_freed != 3))
         rc = -1;
     /* b and c are known, d was forgotten; a is held, e and f too. */
     if (rc == 0 && (!peertab_take_lost(t, "b", 1) || !peertab_take_lost(t, "c", 1) ||
@@ -489,8 +505,8 @@ static int peertab_t_evict_order(void)
                     n4->pe.slot != 6 || n1->sent || n1->lost || n1->pe.alive ||
                     peertab_slots(t) != 7 || peertab_at(t, 3) != n1))
         rc = -1;
-    peertab_destroy(&t);
-    return rc;
+    peertab_destroy(&t);   /* (the 7 left are freed too, not evicted) */
+    return rc == 0 && peertab_t_freed == 10 && tot.evicted == 3 ? 0 : -1;
 }
 
 int peertab_selftest(void)

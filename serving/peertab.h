@@ -52,13 +52,16 @@ typedef struct peertab peertab_t;
  * peertab_take_lost, 0: forget it. */
 typedef int (*peertab_evict_fn)(peertab_entry_t *e, void *arg);
 
+/* Called as e goes, evicted (after on_evict) or with the table: frees
+ * what e owns. */
+typedef void (*peertab_free_fn)(peertab_entry_t *e);
+
 /* A table of entries of entry_size bytes (at least a peertab_entry_t);
- * keep_dead >= 1 (0 is taken as 1); on_evict may be NULL (nothing kept).
- * NULL when out of memory. */
+ * keep_dead >= 1 (0 is taken as 1); on_evict and on_free may be NULL
+ * (nothing kept, nothing owned). NULL when out of memory. */
 peertab_t *peertab_new(size_t entry_size, size_t keep_dead, size_t lost_max,
-                       peertab_evict_fn on_evict, void *arg);
-/* Frees the table and its entries, without calling on_evict: what they
- * own is to be freed before (peertab_at over peertab_slots). */
+                       peertab_evict_fn on_evict, peertab_free_fn on_free, void *arg);
+/* Frees the table and its entries (on_free, not on_evict, for each). */
 void peertab_destroy(peertab_t **tab);
 /* The entry of rid, alive or dead, or NULL. */
 void *peertab_find(const peertab_t *tab, const void *rid, size_t len);

@@ -862,7 +862,7 @@ static int st_world(st_hop_t *h, int n, int slots, uint64_t avail)
     h->lost_slot = -1;
     h->add_first = 1;
     h->sc = sched_new(1, 3, &h->st);
-    h->tab = peertab_new(sizeof(server_peer_t), 4, 16, NULL, NULL);
+    h->tab = peertab_new(sizeof(server_peer_t), 4, 16, NULL, NULL, NULL);
     cfg.tab = h->tab;
     cfg.sched = h->sc;
     if (!h->sc || !h->tab || !(h->s = server_new(&cfg)))

@@ -37,16 +37,6 @@
 
 #define RELAY_MONITOR_EP "inproc://spits-relay-monitor"
 
-/* --- timers ------------------------------------------------------------- */
-
-static void relay_tick(tm_relay_t *r)
-{
-    if (!server_tick_due(r->srv))
-        return;
-    loglimit_flush(&r->log.events, r->tm->now, 0);
-    server_tick(r->srv);
-}
-
 /* --- the server's hop (serving/server.h) --------------------------------- */
 
 static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int left, size_t n)
@@ -60,7 +50,7 @@ static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int lef
     else
         snprintf(gone, sizeof gone, "left");
     tm_relay_t *r = arg;
-    if (loglimit_allow(&r->log.events, r->tm->now))
+    if (loglimit_allow(&r->events, r->tm->now))
         spits_info("relay: %s %s:%ld %s; %zu task(s) to run again",
                    p->proc.relay ? "relay" : "TM", p->proc.host, p->proc.pid, gone, n);
     if (!peertab_live_count(r->peers.tab))   /* (nothing would run them here) */
@@ -96,6 +86,7 @@ size_t tm_relay_take(tm_t *tm, const spits_hdr_t *hdr, spits_reader_t *reader, s
 
 static server_t *relay_server(tm_relay_t *r, sched_t *sched)
 {
+    uint64_t part_min = spits_parts_min();
     server_cfg_t cfg = {
         .tab = r->peers.tab, .sched = sched, .src = copies_source(r->copies),
         .hop = {r, relay_hop_lost, relay_hop_stopping, NULL, relay_peers_hop_joined,
@@ -105,8 +96,7 @@ static server_t *relay_server(tm_relay_t *r, sched_t *sched)
         .rules = {.prefix = "relay: ", .loop = "the relay", .timeout_ms = 10000,
                   .hb_ms = 1000, .tick_ms = SERVE_TICK_MS},
         .probe = router_probe, .probe_arg = r->sock.conngen, .conngen = r->sock.conngen,
-        .result_parts = r->part_min != UINT64_MAX,
-        .part_min = r->part_min, .borrowed = 1};
+        .result_parts = part_min != UINT64_MAX, .part_min = part_min, .borrowed = 1};
     return server_new(&cfg);
 }
 
@@ -126,8 +116,11 @@ void tm_relay_turn(tm_t *tm)
     if (server_job(r->srv, NULL) && tm->pool_started && !tm->drain.active)
         server_serve(r->srv);
     server_reap(r->srv, 0);
-    relay_tick(r);
-    server_reap(r->srv, 0);
+    if (server_tick_due(r->srv)) {
+        loglimit_flush(&r->events, tm->now, 0);
+        server_tick(r->srv);
+        server_reap(r->srv, 0);
+    }
     assert(!copies_unsettled(r->copies));
 }
 
@@ -177,8 +170,7 @@ tm_relay_t *tm_relay_new(tm_t *tm)
         tm_relay_destroy(&r, 0);
         return NULL;
     }
-    r->log.events.what = "TM events";
-    r->part_min = spits_parts_min();
+    r->events.what = "TM events";
     /* (the job's max_task as the link knows it so far: relay_max_msg
      * follows it) */
     r->sock.max_task = tm->link.max_task;
@@ -235,12 +227,12 @@ void tm_relay_destroy(tm_relay_t **rp, int job_over)
         server_job(r->srv, &wire);
         router_end(r->sock.l.sock, wire, &peers, SERVE_END_WAIT_MS);
     }
-    loglimit_flush(&r->log.events, spits_now_ms(), 1);
+    loglimit_flush(&r->events, spits_now_ms(), 1);
     router_listen_close(&r->sock.l);
     conngen_destroy(&r->sock.conngen);
     server_destroy(&r->srv);
     copies_destroy(&r->copies);
-    relay_peers_free(&r->peers);
+    peertab_destroy(&r->peers.tab);
     free(r);
     *rp = NULL;
 }

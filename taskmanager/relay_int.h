@@ -56,15 +56,11 @@ struct tm_relay {
         conngen_t *conngen;      /* ...which connection each fd is now */
         long long max_task;      /* ...its message bound, the job's */
     } sock;
-    uint64_t part_min;           /* tasks and results this large go as parts */
-    struct {
-        loglimit_t events;       /* TM joins, leaves, losses, loops */
-    } log;
+    loglimit_t events;           /* TM joins, leaves, losses, loops */
 };
 
 /* relay_peers.c */
-int relay_peers_init(rl_peers_t *p);
-void relay_peers_free(rl_peers_t *p);
+int relay_peers_init(rl_peers_t *p);   /* (peertab_destroy frees it) */
 /* The server's hop: joins, STATS, drains. */
 int relay_peers_hop_accept(void *r, server_peer_t *p, const spits_hello_t *h, void **ctx,
                            const char **why);

@@ -28,30 +28,18 @@
 /* (peertab hands out entries as their header: it must come first) */
 _Static_assert(offsetof(rl_tm_t, sv) == 0, "rl_tm_t begins with its server_peer_t");
 
-/* An entry evicted (its copies were settled as it went; its runs stay
- * in the server's totals). */
-static int relay_peers_evict(peertab_entry_t *e, void *arg)
+/* An entry goes, evicted or with the table (its copies were settled as
+ * it went; its runs stay in the server's totals). */
+static void relay_peers_free_tm(peertab_entry_t *e)
 {
-    (void)arg;
     json_decref(((const rl_tm_t *)e)->worker_res);
-    return 0;
 }
 
 int relay_peers_init(rl_peers_t *p)
 {
     memset(p, 0, sizeof *p);
-    p->tab = peertab_new(sizeof(rl_tm_t), SERVE_KEEP_DEAD, 0, relay_peers_evict, NULL);
+    p->tab = peertab_new(sizeof(rl_tm_t), SERVE_KEEP_DEAD, 0, NULL, relay_peers_free_tm, NULL);
     return p->tab ? 0 : -1;
-}
-
-void relay_peers_free(rl_peers_t *p)
-{
-    for (size_t s = 0; p->tab && s < peertab_slots(p->tab); s++) {
-        rl_tm_t *t = peertab_at(p->tab, s);
-        if (t)
-            json_decref(t->worker_res);
-    }
-    peertab_destroy(&p->tab);
 }
 
 void relay_peers_hop_stats(void *arg, server_peer_t *p, json_t *body, const spits_stats_t *st,
@@ -92,7 +80,7 @@ static int relay_peers_check_loop(tm_relay_t *r, const json_t *relay, hopchain_p
         spits_error("relay loop: the relay at %s (%s), behind this one, is "
                     "also upstream of it; a relay must not point at a relay "
                     "behind it", sep, sid);
-    else if (loglimit_allow(&r->log.events, r->tm->now))
+    else if (loglimit_allow(&r->events, r->tm->now))
         spits_warn("relay: refused the relay at %s (%s): this relay is behind "
                    "it (a loop); it should move on to another hop", sep, sid);
     if (v != HOPCHAIN_LOOP)
@@ -133,7 +121,7 @@ void relay_peers_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
         t->worker_res = NULL;
     }
     t->place = r->peers.hello;
-    if (loglimit_allow(&r->log.events, r->tm->now))
+    if (loglimit_allow(&r->events, r->tm->now))
         spits_info("relay: %s %s:%ld %s with %d worker(s)",
                    j->h->relay ? "relay" : "TM", t->sv.proc.host, j->h->pid,
                    j->first ? "joined" : "re-attached", t->sv.sched.credit.workers);
@@ -142,7 +130,7 @@ void relay_peers_hop_joined(void *arg, server_peer_t *p, const server_join_t *j)
 void relay_peers_hop_drain(void *arg, server_peer_t *p)
 {
     tm_relay_t *r = arg;
-    if (loglimit_allow(&r->log.events, r->tm->now))
+    if (loglimit_allow(&r->events, r->tm->now))
         spits_info("relay: TM %s:%ld is draining", p->proc.host, p->proc.pid);
 }
 
