@@ -211,20 +211,6 @@ size_t spits_parts_bytes(const spits_parts_t *p)
     return bytes;
 }
 
-void spits_rx_hold(spits_rx_t *rx, size_t n)
-{
-    atomic_fetch_add(&rx->refs, n);
-}
-
-void spits_rx_release(spits_rx_t *rx, size_t n)
-{
-    if (n && atomic_fetch_sub(&rx->refs, n) == n) {
-        zmq_msg_close(&rx->msg);
-        spits_parts_free(&rx->parts);
-        free(rx);
-    }
-}
-
 void spits_rx_part_free(void *data, void *hint)
 {
     (void)data;

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <zmq.h>
 
 #include "wire.h"
@@ -88,9 +89,10 @@ typedef struct {
 } spits_rx_t;
 
 /* Takes n more references to rx. */
-void spits_rx_hold(spits_rx_t *rx, size_t n);
-/* Drops n of rx's references; the last frees it (malloc'ed). */
-void spits_rx_release(spits_rx_t *rx, size_t n);
+static inline void spits_rx_hold(spits_rx_t *rx, size_t n);
+/* Drops n of rx's references; the last frees it (malloc'ed). Inline: a
+ * worker calls it for each task. */
+static inline void spits_rx_release(spits_rx_t *rx, size_t n);
 /* A zmq_free_fn for a part that sends bytes of a message: drops one
  * reference to hint, its spits_rx_t. */
 void spits_rx_part_free(void *data, void *hint);
@@ -98,5 +100,19 @@ void spits_rx_part_free(void *data, void *hint);
 /* Self-test: 0, or -1 after printing what failed. */
 int spits_parts_selftest(void);
 #endif
+
+static inline void spits_rx_hold(spits_rx_t *rx, size_t n)
+{
+    atomic_fetch_add(&rx->refs, n);
+}
+
+static inline void spits_rx_release(spits_rx_t *rx, size_t n)
+{
+    if (n && atomic_fetch_sub(&rx->refs, n) == n) {
+        zmq_msg_close(&rx->msg);
+        spits_parts_free(&rx->parts);
+        free(rx);
+    }
+}
 
 #endif

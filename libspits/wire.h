@@ -30,9 +30,7 @@
  * length over 255), so it has one form. The short header is there
  * because a record's bytes are most of the cost of an empty task under
  * CURVE (libsodium encrypts and authenticates each byte at each hop), and
- * fixed widths keep the reading of either to a few loads. Protocol 2 had
- * only 16-byte headers (an 8-byte id, a 4-byte status word with the flags
- * in bits 31 and 30, a 4-byte length).
+ * fixed widths keep the reading of either to a few loads.
  *
  * Large payloads travel as frames of their own ("parts"), so that they
  * are sent without being copied into the batch: a TASKS or RESULTS record

@@ -71,8 +71,9 @@ server_source_t copies_source(copies_t *c);
 /* The server that sends its copies and their CANCELs (before the calls
  * below). */
 void copies_set_server(copies_t *c, server_t *s);
-/* The relay is now in phase (wire; NULL: none): a record of no copy
- * held goes up as of it. */
+/* The relay is now in phase (wire; NULL: none): the phase upstream's
+ * CANCELs name, the one CANCELs go down as, and the one a record of no
+ * copy held goes up as. */
 void copies_phase(copies_t *c, const void *phase, uint32_t wire);
 
 /* The n copies reader yields, of phase (wire), whose bytes are in rx:
@@ -83,8 +84,10 @@ size_t copies_take(copies_t *c, const void *phase, uint32_t wire, spits_reader_t
 /* Upstream resolved ids of the relay's phase (its CANCEL): the copies
  * behind are cancelled, and ours answered. */
 void copies_drop(copies_t *c, const uint64_t *ids, size_t n);
-/* The copies nothing runs go back upstream (no TM behind, or a drain). */
+/* The copies nothing runs go back upstream (a drain). */
 void copies_give_back(copies_t *c);
+/* A TM behind went (server_hop_t.lost): with none left, the same. */
+void copies_peer_gone(copies_t *c);
 /* A new phase: every copy held goes back (the TMs drop their own). */
 void copies_reset(copies_t *c);
 /* Whether a released copy is not answered yet (never, between calls). */

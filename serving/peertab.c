@@ -454,6 +454,7 @@ static int peertab_t_grow(void)
 static int peertab_t_evict_order(void)
 {
     t_totals_t tot = {0, 0};
+    peertab_t_freed = 0;
     peertab_t *t = peertab_new(sizeof(t_peer_t), 3, 2, peertab_t_evict, peertab_t_free, &tot);
     t_peer_t *p[6];
     int rc = t ? 0 : -1;

@@ -53,8 +53,7 @@ static void relay_hop_lost(void *arg, server_peer_t *p, const char *why, int lef
     if (loglimit_allow(&r->events, r->tm->now))
         spits_info("relay: %s %s:%ld %s; %zu task(s) to run again",
                    p->proc.relay ? "relay" : "TM", p->proc.host, p->proc.pid, gone, n);
-    if (!peertab_live_count(r->peers.tab))   /* (nothing would run them here) */
-        copies_give_back(r->copies);
+    copies_peer_gone(r->copies);   /* (with none left, nothing runs them here) */
 }
 
 static int relay_hop_stopping(void *arg)

@@ -444,7 +444,8 @@ void *tm_relay_zap_socket(const tm_relay_t *r);
 void tm_relay_turn(tm_t *tm);
 /* Upstream's TASKS hdr, its records from reader, of the current phase
  * (each holds a reference to rx): held and sent down, or handed back at
- * once when no TM is behind. Returns how many: all. */
+ * once when no TM is behind or the relay serves another phase. Returns
+ * how many: all. */
 size_t tm_relay_take(tm_t *tm, const spits_hdr_t *hdr, spits_reader_t *reader, spits_rx_t *rx);
 /* Upstream said WELCOME or PHASE (body: its JSON): kept for the TMs
  * behind, who get PHASE too when the phase changed. */
