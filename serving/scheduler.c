@@ -16,6 +16,7 @@
  * become late. A task resolved or a copy sent only ever removes
  * candidates, so they leave version alone.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,8 +320,8 @@ static size_t pick_retries(sched_t *s, sched_peer_t *t, size_t room, size_t *byt
         if (!task)
             continue;                       /* resolved meanwhile */
         task->in_retry = 0;
-        if (task->copies > 0)
-            continue;                       /* re-sent meanwhile */
+        /* (every push needs it, and only here is a listed task sent) */
+        assert(task->copies == 0);
         if ((task->failed_on == t->slot && others) || picked_add(s, n, task) != 0) {
             retry_push(s, task);            /* rather another TM */
             continue;
@@ -416,23 +417,25 @@ void sched_sent(sched_t *s, sched_peer_t *t, size_t n)
     s->npicked = 0;
 }
 
+/* Picked tasks from..n-1 did not go: those with no copy out run again. */
+static void unsent_from(sched_t *s, size_t from, size_t n)
+{
+    for (size_t i = from; i < n; i++)
+        if (s->picked[i]->copies == 0)
+            retry_push(s, s->picked[i]);
+    s->npicked = 0;
+}
+
 void sched_sent_part(sched_t *s, sched_peer_t *t, size_t sent)
 {
     size_t n = s->npicked;
     sched_sent(s, t, sent);
-    for (size_t i = sent; i < n; i++) {
-        sched_task_t *task = s->picked[i];
-        if (!task->copies)
-            retry_push(s, task);
-    }
+    unsent_from(s, sent, n);
 }
 
 void sched_unsent(sched_t *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (s->picked[i]->copies == 0)
-            retry_push(s, s->picked[i]);
-    s->npicked = 0;
+    unsent_from(s, 0, n);
 }
 
 /* --- records back ------------------------------------------------------ */
@@ -637,9 +640,7 @@ size_t sched_give_back(sched_t *s)
         sched_task_t *task = s->ring ? spits_ring_get(s->ring, retryq_pop(&s->retry)) : NULL;
         if (!task || !task->in_retry)
             continue;                       /* resolved meanwhile */
-        task->in_retry = 0;
-        if (task->copies)
-            continue;                       /* re-sent meanwhile */
+        assert(task->copies == 0);          /* (as pick_retries) */
         resolve(s, task);
         n++;
     }
@@ -2029,13 +2030,15 @@ out:
  * 0 ms and ends 0 and 1 at 1000 ms; b gets copies of 2 and 3 at 1600 ms
  * (the bound: 1534 ms); c, at 1700 ms, none (2 copies each already),
  * nothing until 3234 ms by that scan. Then c gets copies of 2 and 3 as
- * soon as they are late again, at 3134 ms. */
-static int sched_directed_rescan(int lost)
+ * soon as they are late again, at 3134 ms. d joins again rejoins times
+ * before, so that no count of bumps brings back the version c's scan
+ * noted. */
+static int sched_directed_rescan(int lost, int rejoins)
 {
     sched_stats_t st;
-    sched_peer_t tm[3], *a = &tm[0], *b = &tm[1], *c = &tm[2];
+    sched_peer_t tm[4], *a = &tm[0], *b = &tm[1], *c = &tm[2], *d = &tm[3];
     int rc = -1;
-    sched_t *s = d_start(&st, tm, 3, 4, 4, 10);
+    sched_t *s = d_start(&st, tm, 4, 4, 4, 10);
 
     D_CHECK(s);
     sched_gen_state(s, 1, 0);
@@ -2044,11 +2047,129 @@ static int sched_directed_rescan(int lost)
     D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
     D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
     D_CHECK(d_pick(s, b, 1600, D_IDS(2, 3)) == 0 && d_pick(s, c, 1700, D_NONE) == 0);
+    for (int k = 0; k < rejoins; k++)
+        sched_joined(s, d, 0);
     if (lost)
         D_CHECK(sched_lost(s, b) == 2);
     else
         sched_set_max_copies(s, 3);
     D_CHECK(d_pick(s, c, 3133, D_NONE) == 0 && d_pick(s, c, 3134, D_IDS(2, 3)) == 0);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
+/* A lateness bound that changes calls for a new scan: c finds nothing
+ * late at 1100 ms (the bound 1534 ms, from three runs of a second); then
+ * four runs of 10 ms bring the median down, and c gets copies of the
+ * tasks out since 0 ms at once. The bound changed twice meanwhile (none
+ * while the four were unfinished); d joins again rejoins times, so that
+ * no count of bumps brings back the version c's scan noted. */
+static int sched_directed_bound_shrinks(int rejoins)
+{
+    sched_stats_t st;
+    sched_peer_t tm[4], *a = &tm[0], *b = &tm[1], *c = &tm[2], *d = &tm[3];
+    int rc = -1;
+    sched_t *s = d_start(&st, tm, 4, 8, 6, 10);
+
+    D_CHECK(s);
+    sched_gen_state(s, 0, 1);
+    a->credit.slots = 4;
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
+    D_CHECK(d_take(s, b, 0, 1 << 20, 1, D_IDS(4, 5), 0) == 0);
+    sched_clock(s, 1000);
+    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, b, 1, 4, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_pick(s, c, 1100, D_NONE) == 0 && sched_late_after(s) == 1534);
+    D_CHECK(d_tasks(s, 6, 4, 10) == 0);
+    D_CHECK(d_take(s, b, 1100, 1 << 20, 1, D_IDS(6, 7, 8, 9), 0) == 0);
+    sched_clock(s, 1110);
+    for (uint64_t id = 6; id < 10; id++)
+        D_CHECK(d_rec(s, b, 1, id, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    for (int k = 0; k < rejoins; k++)
+        sched_joined(s, d, 0);
+    D_CHECK(d_pick(s, c, 1150, D_IDS(2, 3, 5)) == 0 && sched_late_after(s) == LATE_FLOOR_MS);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
+/* A copy whose part waits in the hop is late by its newest copy's clock
+ * once the part is stuck, or the hop's send is idle: a runs 0..3 from
+ * 0 ms and ends 0 and 1 at 1000 ms (the bound: 1534 ms); b gets copies
+ * of 2 and 3 at 1600 ms. With 2's new part stuck, c gets nothing at
+ * 1700 ms (late at 3134 ms); with 3's not stuck, only the idle send
+ * makes it late, and c gets both at 3200 ms. */
+static int sched_directed_parts_due(void)
+{
+    sched_stats_t st;
+    sched_peer_t tm[3], *a = &tm[0], *b = &tm[1], *c = &tm[2];
+    int rc = -1;
+    sched_t *s = d_start(&st, tm, 3, 4, 4, 10);
+
+    D_CHECK(s);
+    sched_gen_state(s, 1, 0);
+    sched_set_max_copies(s, 3);
+    D_CHECK(d_take(s, a, 0, 1 << 20, 1, D_IDS(0, 1, 2, 3), 0) == 0);
+    sched_clock(s, 1000);
+    D_CHECK(d_rec(s, a, 1, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, a, 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_pick(s, b, 1600, D_IDS(2, 3)) == 0 && sched_late_after(s) == 1534);
+    sched_task_t *t2 = spits_ring_get(s->ring, 2), *t3 = spits_ring_get(s->ring, 3);
+    D_CHECK(t2 && t3);
+    atomic_store(&t2->refs, 2);   /* (a reference of libzmq's: the part waits) */
+    atomic_store(&t3->refs, 2);
+    t2->stuck_at = 100;
+    t3->stuck_at = 500;
+    sched_set_backlog(s, 200, 0);
+    D_CHECK(d_pick(s, c, 1700, D_NONE) == 0);
+    sched_set_backlog(s, 200, 1);
+    D_CHECK(d_pick(s, c, 3133, D_NONE) == 0 && d_pick(s, c, 3200, D_IDS(2, 3)) == 0);
+    atomic_store(&t2->refs, 1);
+    atomic_store(&t3->refs, 1);
+    rc = 0;
+out:
+    sched_destroy(&s);
+    return rc;
+}
+
+/* A task with every holder entry used: 2 fails on tm 0 and runs again on
+ * tm 1 (at 1000 ms, the bound 1534 ms); the other six, then tm 0, get a
+ * late copy each, each once the one before is late. The last one's
+ * result cancels the other seven, and every list is empty after. */
+static int sched_directed_all_copies(void)
+{
+    sched_stats_t st;
+    sched_peer_t tm[SCHED_MAX_COPIES];
+    size_t n;
+    int rc = -1;
+    sched_t *s = d_start(&st, tm, SCHED_MAX_COPIES, 4, 3, 10);
+
+    D_CHECK(s);
+    sched_gen_state(s, 1, 0);
+    sched_set_max_copies(s, SCHED_MAX_COPIES);
+    D_CHECK(d_take(s, &tm[0], 0, 1 << 20, 1, D_IDS(0, 1, 2), 0) == 0);
+    sched_clock(s, 1000);
+    D_CHECK(d_rec(s, &tm[0], 1, 0, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, &tm[0], 1, 1, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_rec(s, &tm[0], 1, 2, SPITS_ST_FAILED, SCHED_REC_RETRY) == 0);
+    D_CHECK(d_pick(s, &tm[1], 1000, D_IDS(2)) == 0 && sched_late_after(s) == 1534);
+    for (int k = 2; k <= SCHED_MAX_COPIES; k++)
+        D_CHECK(d_pick(s, &tm[k % SCHED_MAX_COPIES], 1000 + 1534 * (k - 1), D_IDS(2)) == 0);
+    sched_task_t *t2 = spits_ring_get(s->ring, 2);
+    D_CHECK(t2 && t2->copies == SCHED_MAX_COPIES && t2->failed_on == 0);
+    for (int k = 0; k < SCHED_MAX_COPIES; k++)
+        D_CHECK(sched_held(s, &tm[k], &n)[0] == t2 && n == 1);
+    D_CHECK(d_rec(s, &tm[7], 1, 2, SPITS_ST_OK, SCHED_REC_COMMIT) == 0);
+    D_CHECK(d_cancels(s, D_CANCELS({0, 2}, {1, 2}, {2, 2}, {3, 2}, {4, 2}, {5, 2},
+                                   {6, 2})) == 0);
+    for (int k = 0; k < SCHED_MAX_COPIES; k++) {
+        sched_held(s, &tm[k], &n);
+        D_CHECK(n == 0);
+    }
     rc = 0;
 out:
     sched_destroy(&s);
@@ -2103,7 +2224,9 @@ static int sched_directed_quiet(void)
     D_CHECK(sched_lost(s, a) == 7);
     quiet = 1u << c->slot;
     sched_quiet(s, d_quiet, &quiet);
-    D_CHECK(s->quiet == 3);
+    D_CHECK(s->quiet == 3 && s->finished == 2);
+    /* A new phase starts with none quiet and none finished. */
+    D_CHECK(sched_reset(s) == 0 && s->quiet == 0 && s->finished == 0);
     rc = 0;
 out:
     sched_destroy(&s);
@@ -2281,7 +2404,10 @@ int sched_selftest(void)
         sched_directed_cancels() != 0 || sched_directed_slot_reuse() != 0 ||
         sched_directed_turnaround() != 0 || sched_directed_drop() != 0 ||
         sched_directed_fresh_tail() != 0 || sched_directed_new_phase() != 0 ||
-        sched_directed_rescan(0) != 0 || sched_directed_rescan(1) != 0 ||
+        sched_directed_rescan(0, 0) != 0 || sched_directed_rescan(0, 1) != 0 ||
+        sched_directed_rescan(1, 0) != 0 || sched_directed_rescan(1, 1) != 0 ||
+        sched_directed_bound_shrinks(0) != 0 || sched_directed_bound_shrinks(2) != 0 || sched_directed_parts_due() != 0 ||
+        sched_directed_all_copies() != 0 ||
         sched_directed_lifecycle() != 0 || sched_directed_turn_edges() != 0 ||
         sched_directed_quiet() != 0)
         return -1;
